@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/**
+ * The schema of `config/*.yaml`: settings shared by every tile of one environment.
+ * Secrets are never literal here: a field holds `${ENV_NAME}` or a sibling `...File` names a
+ * file (a Kubernetes secret mount).
+ */
+
+export const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+const envReference = z
+  .string()
+  .regex(ENV_REFERENCE, 'must be a reference like ${TILEHOUSE_CLIENT_SECRET}; literal secrets are refused in YAML');
+
+const sourceSchema = z
+  .object({
+    baseUrl: z.url().describe('The tenant host, e.g. https://acme.example-incidents.com'),
+    authUrl: z.url().describe('The token issuer; POST {authUrl}/oauth/token'),
+    audience: z.string().min(1).optional().describe('Token audience; default: the host of baseUrl'),
+    clientId: z.string().min(1).optional().describe('Client id, literal or ${ENV_NAME}'),
+    clientIdFile: z.string().min(1).optional().describe('File holding the client id'),
+    clientSecret: envReference.optional().describe('${ENV_NAME} holding the client secret'),
+    clientSecretFile: z.string().min(1).optional().describe('File holding the client secret'),
+    tileParam: z.string().min(1).default('tileId').describe('Query-string item that carries the tile id'),
+    itemsPerPage: z.number().int().positive().max(10_000).default(50),
+    requestTimeoutMs: z.number().int().positive().default(30_000),
+    allowInsecureHttp: z
+      .boolean()
+      .default(false)
+      .describe('Permit http:// for non-loopback hosts (never for production)'),
+  })
+  .strict()
+  .refine((s) => (s.clientId === undefined) !== (s.clientIdFile === undefined), {
+    message: 'set exactly one of clientId or clientIdFile',
+    path: ['clientId'],
+  })
+  .refine((s) => (s.clientSecret === undefined) !== (s.clientSecretFile === undefined), {
+    message: 'set exactly one of clientSecret (${ENV_NAME}) or clientSecretFile',
+    path: ['clientSecret'],
+  });
+
+const sinkDefaultsSchema = z
+  .object({
+    csv: z
+      .object({ directory: z.string().min(1).default('out') })
+      .strict()
+      .default({ directory: 'out' }),
+    bigquery: z
+      .object({
+        projectId: z.string().min(1).optional().describe('Default: from Application Default Credentials'),
+        dataset: z.string().regex(/^[A-Za-z0-9_]{1,1024}$/),
+        location: z.string().min(1).default('US'),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .default({ csv: { directory: 'out' } });
+
+export const environmentSchema = z
+  .object({
+    source: sourceSchema,
+    sinks: sinkDefaultsSchema,
+    tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
+  })
+  .strict();
+
+export type EnvironmentConfig = z.infer<typeof environmentSchema>;
+export type SourceConfig = EnvironmentConfig['source'];
+export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;
