@@ -1,0 +1,121 @@
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError, type ConfigProblem } from './config-error.js';
+import { environmentSchema, type EnvironmentConfig } from './environment-schema.js';
+import { jobSchema, type JobConfig } from './job-schema.js';
+import { readYamlFile } from './read-yaml.js';
+
+/** A job as the pipeline uses it: validated, with its file and the effective timezone resolved. */
+export interface LoadedJob extends JobConfig {
+  file: string;
+  timezone: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+function isLoopback(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname) || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/**
+ * Plain http exposes the client secret and every token on the wire, so it is only accepted for
+ * loopback (the sandbox) unless the environment explicitly opts in.
+ */
+function insecureUrlProblems(config: EnvironmentConfig, file: string): ConfigProblem[] {
+  if (config.source.allowInsecureHttp) return [];
+  const problems: ConfigProblem[] = [];
+  for (const field of ['baseUrl', 'authUrl'] as const) {
+    const url = new URL(config.source[field]);
+    if (url.protocol === 'https:') continue;
+    if (url.protocol === 'http:' && isLoopback(url.hostname)) continue;
+    problems.push({
+      file,
+      field: `source.${field}`,
+      value: JSON.stringify(config.source[field]),
+      message:
+        url.protocol === 'http:'
+          ? 'http:// is refused for non-loopback hosts (it would send the secret in clear text); use https:// or set source.allowInsecureHttp: true'
+          : 'only https:// (or http:// on loopback) is supported',
+    });
+  }
+  return problems;
+}
+
+export async function loadEnvironment(file: string): Promise<EnvironmentConfig> {
+  const config = await readYamlFile(file, environmentSchema);
+  const problems = insecureUrlProblems(config, file);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+export async function loadJob(file: string): Promise<LoadedJob> {
+  const job = await readYamlFile(file, jobSchema);
+  return { ...job, file, timezone: job.timezone ?? job.schedule?.timezone ?? 'UTC' };
+}
+
+/**
+ * Loads every `*.yaml` / `*.yml` in `directory` (sorted, so runs are reproducible). All files are
+ * validated before anything runs: one bad file fails the whole load with every problem listed.
+ */
+export async function loadJobs(directory: string): Promise<LoadedJob[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(directory);
+  } catch (error) {
+    throw ConfigError.single({
+      file: directory,
+      field: '',
+      message: `cannot read jobs directory (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    });
+  }
+  const files = entries
+    .filter((name) => /\.ya?ml$/.test(name))
+    .sort()
+    .map((name) => path.join(directory, name));
+  if (files.length === 0) {
+    throw ConfigError.single({ file: directory, field: '', message: 'no job files (*.yaml) found' });
+  }
+
+  const problems: ConfigProblem[] = [];
+  const jobs: LoadedJob[] = [];
+  for (const file of files) {
+    try {
+      jobs.push(await loadJob(file));
+    } catch (error) {
+      if (error instanceof ConfigError) problems.push(...error.problems);
+      else throw error;
+    }
+  }
+
+  const fileByName = new Map<string, string>();
+  for (const job of jobs) {
+    const other = fileByName.get(job.name);
+    if (other !== undefined) {
+      problems.push({
+        file: job.file,
+        field: 'name',
+        value: JSON.stringify(job.name),
+        message: `the same name is used by ${other}; names must be unique (they name files and tables)`,
+      });
+    }
+    fileByName.set(job.name, job.file);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return jobs;
+}
+
+/** Picks jobs by name for `--tile`; an unknown name is a usage error listing the known ones. */
+export function selectJobs(jobs: readonly LoadedJob[], names: readonly string[], jobsDirectory: string): LoadedJob[] {
+  if (names.length === 0) return [...jobs];
+  const byName = new Map(jobs.map((job) => [job.name, job]));
+  const unknown = names.filter((name) => !byName.has(name));
+  if (unknown.length > 0) {
+    throw ConfigError.single({
+      file: jobsDirectory,
+      field: '--tile',
+      value: JSON.stringify(unknown.join(', ')),
+      message: `no such job; known: ${[...byName.keys()].join(', ')}`,
+    });
+  }
+  return names.map((name) => byName.get(name)!);
+}

@@ -1,0 +1,94 @@
+import type { Dispatcher } from 'undici';
+import type { ExportQuery } from '../config/job-schema.js';
+import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson } from './http.js';
+import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
+import { parseRetryAfter, RetryableFailure, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import type { SessionToken } from './session-token.js';
+import { ExportApiError, ExportResponseError, SourceTransportError } from './source-errors.js';
+
+export interface ExportClientOptions {
+  baseUrl: string;
+  tileParam: string;
+  tileId: string;
+  query: ExportQuery;
+  itemsPerPage: number;
+  jobName: string;
+  dispatcher: Dispatcher;
+  timeoutMs: number;
+  retry: RetryPolicy;
+  token: SessionToken;
+  signal?: AbortSignal;
+  onRetry?: (event: RetryEvent & { pageNumber: number }) => void;
+  onReauthenticate?: (pageNumber: number) => void;
+}
+
+export function exportUrl(baseUrl: string, tileParam: string, tileId: string): string {
+  const url = new URL('api/v1/topics/incident/execute', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  url.searchParams.set(tileParam, tileId);
+  return url.toString();
+}
+
+type Attempt = { kind: 'page'; page: ExportPage } | { kind: 'unauthorized'; error: ExportApiError };
+
+/** Runs the tile's export query for one page (spec, endpoint 7). Knows nothing of paging order or sinks. */
+export class ExportClient {
+  private readonly url: string;
+
+  constructor(private readonly options: ExportClientOptions) {
+    this.url = exportUrl(options.baseUrl, options.tileParam, options.tileId);
+  }
+
+  async fetchPage(pageNumber: number): Promise<ExportPage> {
+    let reauthenticated = false;
+    for (;;) {
+      const token = await this.options.token.get();
+      const attempt = await withRetries(() => this.attempt(pageNumber, token), this.options.retry, {
+        signal: this.options.signal,
+        onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
+      });
+      if (attempt.kind === 'page') return attempt.page;
+      // One re-authentication per page: a token that expired mid-run is normal, a fresh token
+      // that is refused again is not.
+      if (reauthenticated) throw attempt.error;
+      reauthenticated = true;
+      this.options.onReauthenticate?.(pageNumber);
+      await this.options.token.refresh(token);
+    }
+  }
+
+  private async attempt(pageNumber: number, token: string): Promise<Attempt> {
+    const { jobName, query } = this.options;
+    let answer;
+    try {
+      answer = await postJson({
+        url: this.url,
+        dispatcher: this.options.dispatcher,
+        timeoutMs: this.options.timeoutMs,
+        signal: this.options.signal,
+        headers: { authorization: `Bearer ${token}` },
+        body: { ...query, options: { ...query.options, pageNumber, itemsPerPage: this.options.itemsPerPage } },
+      });
+    } catch (error) {
+      const failure = new SourceTransportError(jobName, `page ${pageNumber}`, (error as Error).message, { cause: error });
+      // Export pages are read-only, so a request lost on the wire is safe to send again.
+      if (isTransientNetworkError(error)) throw new RetryableFailure(failure);
+      throw error;
+    }
+
+    const body = tryParseJson(answer.text);
+    if (answer.status >= 200 && answer.status < 300) {
+      // A 200 whose JSON is cut short is almost always a dropped connection: retry it.
+      if (!body.ok) throw new RetryableFailure(new ExportResponseError(jobName, pageNumber, `body is not JSON (${body.error}): ${excerpt(answer.text)}`));
+      const parsed = parseExportPage(body.value, pageNumber);
+      if (!parsed.ok) throw new ExportResponseError(jobName, pageNumber, parsed.problem);
+      return { kind: 'page', page: parsed.page };
+    }
+
+    const regular = body.ok ? regularErrorSchema.safeParse(body.value) : undefined;
+    const message = regular?.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
+    const error = new ExportApiError(jobName, pageNumber, answer.status, message);
+    if (answer.status === 401) return { kind: 'unauthorized', error };
+    if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, parseRetryAfter(answer.headers['retry-after']));
+    throw error;
+  }
+}

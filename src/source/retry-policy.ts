@@ -1,0 +1,94 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * One retry policy for every call to the source (token and export pages).
+ *
+ * Not undici's RetryAgent: it cannot share a per-run retry budget across requests, does not use
+ * full jitter, and retries below the layer that decides whether a 200 with a truncated body is
+ * worth another try. This module is the whole policy, in one place.
+ */
+export interface RetryPolicy {
+  /** Attempts per request, including the first. */
+  maxAttempts: number;
+  /** Base of the exponential backoff: attempt n waits up to base * 2^(n-1), with full jitter. */
+  baseDelayMs: number;
+  /** Cap for any single wait, also for a server's Retry-After. */
+  maxDelayMs: number;
+  /** Shared by every request of one tile run. */
+  budget: RetryBudget;
+  random?: () => number;
+}
+
+/** Caps the retries of a whole run, so a sick source cannot keep a CronJob busy until its deadline. */
+export class RetryBudget {
+  private spent = 0;
+  constructor(readonly limit: number) {}
+  get used(): number {
+    return this.spent;
+  }
+  tryConsume(): boolean {
+    if (this.spent >= this.limit) return false;
+    this.spent += 1;
+    return true;
+  }
+}
+
+/**
+ * Thrown by an operation to ask for another attempt. `final` is what the caller sees once
+ * attempts or budget run out, so the last error names the real fault (status, page, message).
+ */
+export class RetryableFailure extends Error {
+  constructor(
+    readonly final: Error,
+    readonly retryAfterMs?: number,
+  ) {
+    super(final.message);
+  }
+}
+
+export interface RetryEvent {
+  attempt: number;
+  delayMs: number;
+  reason: string;
+}
+
+export function backoffDelay(attempt: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'random'>): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+  return Math.floor((policy.random ?? Math.random)() * ceiling);
+}
+
+/**
+ * Parses a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+ * Returns milliseconds from `now`, or undefined when absent or unparseable.
+ */
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
+  const header = Array.isArray(value) ? value[0] : value;
+  if (header === undefined) return undefined;
+  const trimmed = header.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+export async function withRetries<T>(
+  operation: (attempt: number) => Promise<T>,
+  policy: RetryPolicy,
+  options: { signal?: AbortSignal; onRetry?: (event: RetryEvent) => void } = {},
+): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await operation(attempt);
+    } catch (error) {
+      if (!(error instanceof RetryableFailure)) throw error;
+      if (attempt >= policy.maxAttempts || !policy.budget.tryConsume()) throw error.final;
+      // A server's Retry-After wins over our own backoff, but never beyond the cap.
+      const delayMs =
+        error.retryAfterMs === undefined
+          ? backoffDelay(attempt, policy)
+          : Math.min(policy.maxDelayMs, error.retryAfterMs);
+      options.onRetry?.({ attempt, delayMs, reason: error.final.message });
+      await sleep(delayMs, undefined, { signal: options.signal });
+    }
+  }
+}
