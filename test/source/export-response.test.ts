@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { parseExportPage } from '../../src/source/export-response.js';
+
+const navigation = { hasPrev: false, hasNext: false, rowsCount: 2, totalRows: 2 };
+const body = (rows: unknown[], extra: Record<string, unknown> = {}) => ({
+  ok: true,
+  result: { navigation, headers: ['A', 'B'], dataTypes: ['text', 'number'], rows, sourceImported: false, ...extra },
+});
+
+describe('parseExportPage', () => {
+  it('keeps positional rows as they are', () => {
+    const parsed = parseExportPage(body([['x', 1], ['y', null]]), 0);
+    expect(parsed).toEqual({ ok: true, page: expect.objectContaining({ rows: [['x', 1], ['y', null]], pageNumber: 0 }) });
+  });
+
+  it('turns rows keyed by header into positional rows, missing keys as null', () => {
+    const parsed = parseExportPage(body([{ B: 1, A: 'x' }, { A: 'y' }]), 3);
+    expect(parsed.ok && parsed.page.rows).toEqual([['x', 1], ['y', null]]);
+  });
+
+  it('allows extra members the spec does not list', () => {
+    expect(parseExportPage(body([['x', 1], ['y', 2]], { query: { items: [] }, future: 1 }), 0).ok).toBe(true);
+  });
+
+  it.each([
+    { rows: [['x', 1], 'oops'], problem: 'row 1 is string, not an array or an object' },
+    { rows: [['x', 1], null], problem: 'row 1 is null, not an array or an object' },
+    { rows: [['x']], problem: 'row 0 has 1 values for 2 headers' },
+    { rows: [{ A: 'x', C: 2 }], problem: 'row 0 has key "C" that is not a header' },
+  ])('refuses a malformed row and names its index ($problem)', ({ rows, problem }) => {
+    expect(parseExportPage(body(rows), 4)).toEqual({ ok: false, problem });
+  });
+
+  it('refuses a body without ok: true or without navigation', () => {
+    expect(parseExportPage({ ok: false }, 0)).toMatchObject({ ok: false });
+    const missing = parseExportPage({ ok: true, result: { headers: [], dataTypes: [], rows: [] } }, 0);
+    expect(missing).toMatchObject({ ok: false, problem: expect.stringContaining('result.navigation') });
+  });
+});
