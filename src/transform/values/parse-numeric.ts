@@ -1,0 +1,42 @@
+import {
+  type Decimal,
+  formatDecimal,
+  fractionDigitCount,
+  integerDigitCount,
+  isDecimalText,
+  parseDecimal,
+  toNumericText,
+} from './decimal.js';
+import { FAILURES, type ValueFailure } from './value-failure.js';
+
+// BigQuery NUMERIC is DECIMAL(38, 9): 29 digits before the point, 9 after.
+const MAX_INTEGER_DIGITS = 29;
+const MAX_FRACTION_DIGITS = 9;
+
+/**
+ * NUMERIC as a canonical decimal string ("-12.5", "1000000000000000000000", never "1e21").
+ *
+ * Values that do not fit fail instead of being rounded: someone chose NUMERIC to get exact
+ * decimals, so silently rounding the 10th fractional digit would defeat the point. A JSON number
+ * is taken at its shortest round-trip text (0.1 → "0.1"); a float artefact such as
+ * 0.30000000000000004 therefore fails — load such a column as FLOAT64 or round it in the formula.
+ */
+export function parseNumeric(value: unknown): string | null | ValueFailure {
+  let decimal: Decimal | undefined;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return FAILURES.notFinite;
+    decimal = parseDecimal(String(value));
+  } else if (typeof value === 'string') {
+    const text = toNumericText(value);
+    if (!isDecimalText(text)) return FAILURES.notNumber;
+    decimal = parseDecimal(text);
+  } else if (typeof value === 'bigint') {
+    decimal = parseDecimal(String(value));
+  } else if (value === null || value === undefined) {
+    return null;
+  }
+  if (decimal === undefined) return FAILURES.notNumber;
+  if (integerDigitCount(decimal) > MAX_INTEGER_DIGITS) return FAILURES.numericIntegerDigits;
+  if (fractionDigitCount(decimal) > MAX_FRACTION_DIGITS) return FAILURES.numericFractionDigits;
+  return formatDecimal(decimal);
+}

@@ -1,0 +1,69 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseFloat64 } from '../../../src/transform/values/parse-float64.js';
+import { ValueFailure } from '../../../src/transform/values/value-failure.js';
+
+describe('parseFloat64', () => {
+  it.each([
+    [12.5, 12.5],
+    [0, 0],
+    [-3, -3],
+    [1e21, 1e21],
+    [Number.MAX_VALUE, Number.MAX_VALUE],
+    ['12.5', 12.5],
+    ['  42  ', 42],
+    ['-7', -7],
+    ['+7', 7],
+    ['.5', 0.5],
+    ['5.', 5],
+    ['1e21', 1e21],
+    ['1.5E-7', 1.5e-7],
+    ['12.5%', 12.5],
+    [' 80 % ', 80],
+    ['9007199254740993', 9007199254740992],
+  ])('reads %j as %j', (input, expected) => {
+    expect(parseFloat64(input)).toBe(expected);
+  });
+
+  it('turns negative zero into zero', () => {
+    expect(Object.is(parseFloat64(-0), 0)).toBe(true);
+    expect(Object.is(parseFloat64('-0'), 0)).toBe(true);
+    expect(Object.is(parseFloat64('-0.0%'), 0)).toBe(true);
+  });
+
+  it.each([
+    [Number.NaN],
+    [Number.POSITIVE_INFINITY],
+    [Number.NEGATIVE_INFINITY],
+    [''],
+    ['   '],
+    ['%'],
+    ['abc'],
+    ['1,234'],
+    ['1 234'],
+    ['0x10'],
+    ['Infinity'],
+    ['NaN'],
+    ['1e999'],
+    ['12.5%%'],
+    [true],
+    [{}],
+    [[1]],
+  ])('refuses %j', (input) => {
+    expect(parseFloat64(input)).toBeInstanceOf(ValueFailure);
+  });
+
+  it('reads null and undefined as null', () => {
+    expect(parseFloat64(null)).toBeNull();
+    expect(parseFloat64(undefined)).toBeNull();
+  });
+
+  it('reads back any finite double from its JavaScript text (property)', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (number) => {
+        expect(parseFloat64(String(number))).toBe(number === 0 ? 0 : number);
+        expect(parseFloat64(number)).toBe(number === 0 ? 0 : number);
+      }),
+    );
+  });
+});
