@@ -24,6 +24,13 @@ const sourceSchema = z
     tileParam: z.string().min(1).default('tileId').describe('Query-string item that carries the tile id'),
     itemsPerPage: z.number().int().positive().max(10_000).default(50),
     requestTimeoutMs: z.number().int().positive().default(30_000),
+    concurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(4)
+      .describe('Parallel page requests per tile; lowered automatically while the source answers 429'),
     allowInsecureHttp: z
       .boolean()
       .default(false)
@@ -61,6 +68,7 @@ export const environmentSchema = z
   .object({
     source: sourceSchema,
     sinks: sinkDefaultsSchema,
+    tileConcurrency: z.number().int().min(1).max(32).default(1).describe('Tiles exported at the same time'),
     tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
   })
   .strict();

@@ -6,6 +6,7 @@ import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkResult, SinkRunContext, SinkWriter } from '../sinks/sink.js';
 import { ExportClient } from '../source/export-client.js';
+import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import { readPages } from '../source/read-pages.js';
 import { RetryBudget, type RetryPolicy } from '../source/retry-policy.js';
 import { SessionToken } from '../source/session-token.js';
@@ -138,7 +139,8 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
     const writers: SinkWriter[] = [];
     const outcome: ReadOutcome = { rows: 0, pages: 0, columns: [], warnings: [], nulledValues: 0, outputs: [] };
     try {
-      for await (const page of readPages(client, job.name)) {
+      const concurrency = new AdaptiveConcurrency(source.concurrency);
+      for await (const page of readPages(client, { jobName: job.name, itemsPerPage: source.itemsPerPage, concurrency })) {
         if (page.pageNumber === 0) {
           const mapped = toColumns(page.headers, page.dataTypes, job.columns);
           outcome.columns = mapped.columns;

@@ -21,7 +21,7 @@ export interface RunOptions {
 }
 
 /**
- * Runs each tile once, one after another; a failed tile does not stop the others.
+ * Runs each tile once, up to `tileConcurrency` at a time; a failed tile does not stop the others.
  * Every tile gets its own fresh token (spec: "first obtains a fresh token").
  */
 export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
@@ -29,34 +29,40 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
   const runId = options.runId ?? newRunId(startedAt);
   const ownDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 16 });
-  const tiles: TileSummary[] = [];
-  try {
-    for (const job of jobs) {
-      if (options.signal?.aborted) break;
-      tiles.push(
-        await runTile(job, {
-          environment: options.environment,
-          credentials: options.credentials,
-          dispatcher,
-          logger: options.logger,
-          sinks: options.buildSinks(job),
-          runId,
-          startedAt,
-          retry: options.retry,
-          signal: options.signal,
-        }),
-      );
+  const tiles: Array<TileSummary | undefined> = new Array(jobs.length);
+  let next = 0;
+  // A few workers take jobs in order; the summary keeps the jobs' order whatever finishes first.
+  const worker = async (): Promise<void> => {
+    while (next < jobs.length && !options.signal?.aborted) {
+      const index = next++;
+      const job = jobs[index]!;
+      tiles[index] = await runTile(job, {
+        environment: options.environment,
+        credentials: options.credentials,
+        dispatcher,
+        logger: options.logger,
+        sinks: options.buildSinks(job),
+        runId,
+        startedAt,
+        retry: options.retry,
+        signal: options.signal,
+      });
     }
+  };
+  try {
+    const workers = Math.min(options.environment.tileConcurrency, jobs.length);
+    await Promise.all(Array.from({ length: workers }, worker));
   } finally {
     if (ownDispatcher) await dispatcher.close();
   }
-  const failed = tiles.filter((tile) => tile.status === 'failed').length;
+  const finished = tiles.filter((tile): tile is TileSummary => tile !== undefined);
+  const failed = finished.filter((tile) => tile.status === 'failed').length;
   return {
     runId,
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
-    tiles,
-    succeeded: tiles.length - failed,
+    tiles: finished,
+    succeeded: finished.length - failed,
     failed,
   };
 }

@@ -38,11 +38,12 @@ export class ExportClient {
     this.url = exportUrl(options.baseUrl, options.tileParam, options.tileId);
   }
 
-  async fetchPage(pageNumber: number): Promise<ExportPage> {
+  /** `observer.onThrottled` hears of every 429, so a caller can slow down (AIMD). */
+  async fetchPage(pageNumber: number, observer?: { onThrottled(): void }): Promise<ExportPage> {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
-      const attempt = await withRetries(() => this.attempt(pageNumber, token), this.options.retry, {
+      const attempt = await withRetries(() => this.attempt(pageNumber, token, observer), this.options.retry, {
         signal: this.options.signal,
         onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
       });
@@ -56,7 +57,7 @@ export class ExportClient {
     }
   }
 
-  private async attempt(pageNumber: number, token: string): Promise<Attempt> {
+  private async attempt(pageNumber: number, token: string, observer?: { onThrottled(): void }): Promise<Attempt> {
     const { jobName, query } = this.options;
     let answer;
     try {
@@ -88,6 +89,7 @@ export class ExportClient {
     const message = regular?.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
     const error = new ExportApiError(jobName, pageNumber, answer.status, message);
     if (answer.status === 401) return { kind: 'unauthorized', error };
+    if (answer.status === 429) observer?.onThrottled();
     if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, parseRetryAfter(answer.headers['retry-after']));
     throw error;
   }

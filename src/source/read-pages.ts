@@ -1,26 +1,71 @@
-import type { ExportClient } from './export-client.js';
+import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
 import { PageConsistency, type PageCheckFailure } from './page-checks.js';
 import { ExportPageMismatchError } from './source-errors.js';
+
+/** The one thing the pager needs from the export client. */
+export interface PageFetcher {
+  fetchPage(pageNumber: number, observer?: { onThrottled(): void }): Promise<ExportPage>;
+}
+
+export interface ReadPagesOptions {
+  jobName: string;
+  /** The page size we asked for; with page 0's totalRows it tells how many pages exist. */
+  itemsPerPage: number;
+  /** Parallel page requests; default 1 (sequential). */
+  concurrency?: AdaptiveConcurrency;
+}
 
 function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatchError {
   return new ExportPageMismatchError(jobName, failure.pageNumber, failure.check, failure.detail, failure.drift);
 }
 
 /**
- * Yields the tile's pages in order from page 0 until `navigation.hasNext` is false, checking each
- * against the pages before it. Throws ExportPageMismatchError on the first failed check.
+ * Yields the tile's pages strictly in order from page 0 until `navigation.hasNext` is false,
+ * checking each against the pages before it (ExportPageMismatchError on the first failed check).
+ *
+ * Page 0 tells `totalRows`, so pages 1..N-1 are fetched in parallel within a window that starts
+ * at the page the consumer waits for: pages fetched but not yet consumed plus pages in flight
+ * never exceed the concurrency limit, so a slow sink holds back fetching instead of piling up
+ * pages in memory. If page 0 is shorter than asked although more pages follow, the server pages
+ * differently than we computed, so the rest is read one page at a time, trusting only hasNext.
  */
-export async function* readPages(client: Pick<ExportClient, 'fetchPage'>, jobName: string): AsyncGenerator<ExportPage> {
+export async function* readPages(client: PageFetcher, options: ReadPagesOptions): AsyncGenerator<ExportPage> {
+  const limiter = options.concurrency ?? new AdaptiveConcurrency(1);
   const checks = new PageConsistency();
+  const pending = new Map<number, Promise<ExportPage>>();
+  let nextToLaunch = 0;
+  let lastPlannedPage = 0;
+
+  const launch = (pageNumber: number): void => {
+    const epoch = limiter.begin();
+    const page = client.fetchPage(pageNumber, { onThrottled: () => limiter.onThrottled(epoch) }).then((result) => {
+      limiter.onSuccess();
+      return result;
+    });
+    // Awaited later, in order; until then a failure must not count as unhandled.
+    page.catch(() => undefined);
+    pending.set(pageNumber, page);
+  };
+
   for (let pageNumber = 0; ; pageNumber += 1) {
-    const page = await client.fetchPage(pageNumber);
+    while (nextToLaunch <= lastPlannedPage && nextToLaunch < pageNumber + limiter.limit) launch(nextToLaunch++);
+    if (!pending.has(pageNumber)) {
+      launch(pageNumber);
+      nextToLaunch = Math.max(nextToLaunch, pageNumber + 1);
+    }
+    const page = await pending.get(pageNumber)!;
+    pending.delete(pageNumber);
+
     const failure = checks.check(page);
-    if (failure) throw toError(jobName, failure);
+    if (failure) throw toError(options.jobName, failure);
+    if (pageNumber === 0 && page.navigation.hasNext && page.rows.length >= options.itemsPerPage) {
+      lastPlannedPage = Math.ceil(page.navigation.totalRows / options.itemsPerPage) - 1;
+    }
     yield page;
     if (!page.navigation.hasNext) {
       const total = checks.finish(pageNumber);
-      if (total) throw toError(jobName, total);
+      if (total) throw toError(options.jobName, total);
       return;
     }
   }
