@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the BigQuery emulator the tests run against. The blank import keeps
+// `go mod tidy` from dropping the requirement; the build tag keeps this file out of every build.
+// Build it with scripts/install-bigquery-emulator.sh, never with `go install pkg@version`:
+// that form asks the module proxy for the @v/list, which is refused on some networks.
+package tools
+
+import _ "github.com/goccy/bigquery-emulator/cmd/bigquery-emulator"
