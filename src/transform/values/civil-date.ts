@@ -17,21 +17,6 @@ export function daysFromCivil(year: number, month: number, day: number): number 
   return era * 146_097 + dayOfEra - 719_468;
 }
 
-/** [year, month, day] of a day number (days since 1970-01-01). */
-function civilFromDays(days: number): [year: number, month: number, day: number] {
-  const z = days + 719_468;
-  const era = Math.floor(z / 146_097);
-  const dayOfEra = z - era * 146_097;
-  const yearOfEra = Math.floor(
-    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365,
-  );
-  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
-  const monthFromMarch = Math.floor((5 * dayOfYear + 2) / 153);
-  const day = dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1;
-  const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9;
-  return [yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day];
-}
-
 export function isLeapYear(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }
@@ -48,8 +33,19 @@ export const MAX_DAY = daysFromCivil(9999, 12, 31);
 export const MIN_EPOCH_MS = MIN_DAY * MS_PER_DAY;
 export const MAX_EPOCH_MS = (MAX_DAY + 1) * MS_PER_DAY - 1;
 
-/** "YYYY-MM-DD" of a day number; callers keep it within MIN_DAY..MAX_DAY. */
+/** "YYYY-MM-DD" of a day number (days since 1970-01-01); callers keep it within MIN_DAY..MAX_DAY. */
 export function formatCivilDate(days: number): string {
-  const [year, month, day] = civilFromDays(days);
-  return `${String(year).padStart(4, '0')}-${month < 10 ? '0' : ''}${month}-${day < 10 ? '0' : ''}${day}`;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const monthFromMarch = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1;
+  const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const yearText = year >= 1000 ? `${year}` : `${year}`.padStart(4, '0');
+  return `${yearText}-${month < 10 ? '0' : ''}${month}-${day < 10 ? '0' : ''}${day}`;
 }

@@ -17,19 +17,39 @@ export interface Decimal {
 // and guessing would silently change values.
 const DECIMAL_TEXT = /^([+-]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?$/;
 
-/** True when `text` is a number in plain decimal notation (see DECIMAL_TEXT). */
-export function isDecimalText(text: string): boolean {
-  return DECIMAL_TEXT.test(text);
-}
-
 /**
  * Strings the tile shows with the `percentage` format arrive as "12.5%". The number shown is the
  * number kept (12.5, not 0.125): that is what the reader of the tile sees and what the formula
  * computed. Surrounding whitespace is not meaningful in a number and is dropped.
  */
 export function toNumericText(raw: string): string {
-  const text = raw.trim();
-  return text.endsWith('%') ? text.slice(0, -1).trimEnd() : text;
+  let text = raw;
+  if (text.length === 0) return text;
+  // Checked first because trim() is measurable on the hot path and numbers rarely carry spaces.
+  if (mayBeSpace(text.charCodeAt(0)) || mayBeSpace(text.charCodeAt(text.length - 1))) text = text.trim();
+  if (text.charCodeAt(text.length - 1) === PERCENT) text = text.slice(0, -1).trimEnd();
+  return text;
+}
+
+const PERCENT = 37;
+
+/** Cheap superset of what String.prototype.trim removes; trim() itself decides. */
+function mayBeSpace(code: number): boolean {
+  return code <= 32 || code === 0xa0 || code === 0xfeff || code >= 0x1680;
+}
+
+/**
+ * The number a numeric string (after toNumericText) denotes, or NaN. `Number()` alone is too
+ * lenient: it reads "" as 0 and accepts hex, binary and octal literals. Everything else it accepts
+ * is plain decimal notation (DECIMAL_TEXT), and non-finite results are the caller's to refuse.
+ */
+export function decimalTextToNumber(text: string): number {
+  if (text.length === 0) return Number.NaN;
+  if (text.length > 1 && text.charCodeAt(0) === 48) {
+    const radix = text.charCodeAt(1) | 0x20;
+    if (radix === 0x78 || radix === 0x62 || radix === 0x6f) return Number.NaN; // 0x 0b 0o
+  }
+  return Number(text);
 }
 
 export function parseDecimal(text: string): Decimal | undefined {

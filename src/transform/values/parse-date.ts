@@ -22,10 +22,12 @@ export function parseDateIn(value: unknown, clock: ZoneClock): string | null | V
   let epochMs = readEpochMs(value);
   if (epochMs === undefined) {
     if (typeof value !== 'string') return FAILURES.notDate;
-    const written = parseIsoDateTime(value.trim());
+    const text = value.trim();
+    const written = parseIsoDateTime(text);
     if (written === undefined) return FAILURES.notDate;
     if (isValueFailure(written)) return written;
-    if (written.offsetMs === undefined) return formatCivilDate(written.days);
+    // The first ten characters are the written, already validated YYYY-MM-DD.
+    if (written.offsetMs === undefined) return written.hasTime ? text.slice(0, 10) : text;
     epochMs = written.wallMs - written.offsetMs;
   }
   if (isValueFailure(epochMs)) return epochMs;

@@ -1,4 +1,4 @@
-import { isDecimalText, toNumericText } from './decimal.js';
+import { decimalTextToNumber, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 /**
@@ -17,9 +17,8 @@ export function parseFloat64(value: unknown): number | null | ValueFailure {
     return value === 0 ? 0 : value;
   }
   if (typeof value === 'string') {
-    const text = toNumericText(value);
-    if (!isDecimalText(text)) return FAILURES.notNumber;
-    const number = Number(text);
+    const number = decimalTextToNumber(toNumericText(value));
+    if (Number.isNaN(number)) return FAILURES.notNumber;
     if (!Number.isFinite(number)) return FAILURES.notFinite;
     return number === 0 ? 0 : number;
   }

@@ -1,10 +1,11 @@
-import { formatDecimal, isDecimalText, parseDecimal, toNumericText } from './decimal.js';
+import { formatDecimal, parseDecimal, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 // int64 has 19 digits; anything longer is out of range without building a huge BigInt.
 const INT64_MAX_DIGITS = 19;
+const SHORT_INTEGER = /^[+-]?\d{1,18}$/;
 
 /**
  * INT64 as an exact bigint.
@@ -23,7 +24,8 @@ export function parseInt64(value: unknown): bigint | null | ValueFailure {
   }
   if (typeof value === 'string') {
     const text = toNumericText(value);
-    if (!isDecimalText(text)) return FAILURES.notNumber;
+    // Common case first: a plain integer short enough to be in range whatever its digits.
+    if (SHORT_INTEGER.test(text)) return BigInt(text);
     const decimal = parseDecimal(text);
     if (decimal === undefined) return FAILURES.notNumber;
     if (decimal.coefficient.length === 0) return 0n;

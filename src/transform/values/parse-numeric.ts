@@ -3,7 +3,6 @@ import {
   formatDecimal,
   fractionDigitCount,
   integerDigitCount,
-  isDecimalText,
   parseDecimal,
   toNumericText,
 } from './decimal.js';
@@ -25,11 +24,17 @@ export function parseNumeric(value: unknown): string | null | ValueFailure {
   let decimal: Decimal | undefined;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return FAILURES.notFinite;
-    decimal = parseDecimal(String(value));
-  } else if (typeof value === 'string') {
-    const text = toNumericText(value);
-    if (!isDecimalText(text)) return FAILURES.notNumber;
+    if (value === 0) return '0';
+    const text = String(value);
+    // JavaScript prints 1e-7 ≤ |x| < 1e21 without exponent, already canonical (no trailing zeros,
+    // at most 21 integer digits); only the fraction length needs checking.
+    if (!text.includes('e')) {
+      const point = text.indexOf('.');
+      return point >= 0 && text.length - point - 1 > MAX_FRACTION_DIGITS ? FAILURES.numericFractionDigits : text;
+    }
     decimal = parseDecimal(text);
+  } else if (typeof value === 'string') {
+    decimal = parseDecimal(toNumericText(value));
   } else if (typeof value === 'bigint') {
     decimal = parseDecimal(String(value));
   } else if (value === null || value === undefined) {

@@ -66,4 +66,18 @@ describe('parseFloat64', () => {
       }),
     );
   });
+
+  it('accepts exactly the plain decimal notation, with optional spaces and one trailing % (property)', () => {
+    const reference = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*(%\s*)?$/;
+    const text = fc.string({ unit: fc.constantFrom(...'0123456789+-.eExXbBoO %InfinityNa,_ '.split('')), maxLength: 12 });
+    fc.assert(
+      fc.property(text, (input) => {
+        const result = parseFloat64(input);
+        const shaped = reference.test(input);
+        if (!shaped) expect(result).toBeInstanceOf(ValueFailure);
+        else if (Number.isFinite(Number(input.trim().replace(/%$/, '')))) expect(typeof result).toBe('number');
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
