@@ -1,0 +1,99 @@
+import { TilehouseError } from '../../errors.js';
+import type { SchemaDiff } from './schema-contract.js';
+import { describeSchemaDiff } from './schema-contract.js';
+
+/** A typed value BigQuery cannot take as it is (out of range, too precise, wrong JavaScript type). */
+export class BigQueryValueError extends TilehouseError {
+  readonly code = 'bigquery_value_invalid';
+
+  constructor(
+    readonly column: string,
+    readonly value: string,
+    reason: string,
+  ) {
+    super(`column ${column}: value ${value} ${reason}`);
+  }
+}
+
+/**
+ * The tile's columns break the table's schema contract. Raised before anything is loaded, so the
+ * table keeps its previous content.
+ */
+export class BigQuerySchemaMismatchError extends TilehouseError {
+  readonly code = 'bigquery_schema_mismatch';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly contract: 'freeze' | 'add',
+    readonly diff: SchemaDiff,
+    hint: string,
+  ) {
+    super(`tile ${tileId}: columns no longer match table ${table} (schema: ${contract}): ${describeSchemaDiff(diff)}. ${hint}`);
+  }
+}
+
+/** A tile column takes a name the sink needs for itself (a lineage column in append mode). */
+export class BigQueryColumnConflictError extends TilehouseError {
+  readonly code = 'bigquery_column_conflict';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly column: string,
+  ) {
+    super(
+      `tile ${tileId}: column ${column} clashes with the lineage column of that name that append mode adds to ${table}; rename the header or use another write mode`,
+    );
+  }
+}
+
+/** A load job ran and BigQuery refused it, or it could not be started within the retry budget. */
+export class BigQueryLoadError extends TilehouseError {
+  readonly code = 'bigquery_load_failed';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly jobId: string,
+    readonly errorMessages: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`tile ${tileId}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
+  }
+}
+
+/** Any other BigQuery call (dataset, table metadata, job lookup) that failed for good. */
+export class BigQueryRequestError extends TilehouseError {
+  readonly code = 'bigquery_request_failed';
+
+  constructor(
+    readonly tileId: string,
+    readonly operation: string,
+    readonly errorMessages: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`tile ${tileId}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
+  }
+}
+
+/** The pipeline used a writer out of order (rows after commit, commit twice). A bug, not data. */
+export class BigQuerySinkStateError extends TilehouseError {
+  readonly code = 'bigquery_sink_state';
+}
+
+/** The job asks for a BigQuery sink but the environment has no `sinks.bigquery` defaults. */
+export class BigQueryConfigError extends TilehouseError {
+  readonly code = 'config_bigquery_missing';
+  override readonly exitCode = 2;
+}
+
+// Load errors can list thousands of bad rows; the first few say what went wrong.
+const MAX_MESSAGES = 3;
+
+function firstMessages(messages: readonly string[]): string {
+  if (messages.length === 0) return 'no error message given';
+  const shown = messages.slice(0, MAX_MESSAGES).join('; ');
+  const more = messages.length - MAX_MESSAGES;
+  return more > 0 ? `${shown} (and ${more} more)` : shown;
+}

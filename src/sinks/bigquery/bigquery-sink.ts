@@ -1,0 +1,99 @@
+import { tmpdir } from 'node:os';
+import { BigQuery } from '@google-cloud/bigquery';
+import type { BigQueryDefaults } from '../../config/environment-schema.js';
+import type { BigQuerySinkConfig } from '../../config/job-schema.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../sink.js';
+import { BigQueryColumnConflictError } from './bigquery-errors.js';
+import { BigQueryWriter, type LoadPlan } from './bigquery-writer.js';
+import { rowEncoder } from './encode-row.js';
+import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
+import { DEFAULT_JOB_POLLING, type JobPolling } from './load-job.js';
+import { NdjsonFile } from './ndjson-file.js';
+import { partitionDate, partitionDecorator } from './partition-date.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+
+export interface BigQuerySinkOptions {
+  config: BigQuerySinkConfig;
+  defaults: BigQueryDefaults;
+  /** Default: a client for `defaults.projectId` with Application Default Credentials. */
+  client?: BigQuery;
+  /** Where load files are written; default: the OS temp directory. */
+  tempDirectory?: string;
+  /** The job's IANA zone: decides which day a `partition` run writes. Default UTC. */
+  timezone?: string;
+  /** Backoff for transient failures; tests shorten it. */
+  retry?: RetryPolicy;
+  /** Job polling and load attempts; tests shorten it. */
+  polling?: JobPolling;
+}
+
+// The client's project before Application Default Credentials resolved it.
+const UNRESOLVED_PROJECT = '{{projectId}}';
+
+/**
+ * Loads each tile run into BigQuery with one load job from a local NDJSON file (no streaming
+ * inserts: a load is atomic, free, and leaves no streaming buffer behind a WRITE_TRUNCATE).
+ *
+ * - `replace`: WRITE_TRUNCATE, the table is the latest snapshot;
+ * - `append`: WRITE_APPEND, rows carry `_run_id` and `_extracted_at`;
+ * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`).
+ */
+export class BigQuerySink implements Sink {
+  readonly kind = 'bigquery' as const;
+  private readonly client: BigQuery;
+
+  constructor(private readonly options: BigQuerySinkOptions) {
+    this.client = options.client ?? createProductionClient(options.defaults);
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const plan = await this.plan(context);
+    const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), [context.jobName, context.runId]);
+    const lineage = plan.writeMode === 'append' ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
+    return new BigQueryWriter(plan, {
+      client: this.client,
+      file,
+      encodeRow: rowEncoder(context.columns, lineage),
+      context,
+      retry: { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) },
+      polling: this.options.polling ?? DEFAULT_JOB_POLLING,
+    });
+  }
+
+  private async plan(context: SinkRunContext): Promise<LoadPlan> {
+    const { config, defaults } = this.options;
+    const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.client.getProjectId());
+    const datasetId = config.dataset ?? defaults.dataset;
+    const tableId = config.table ?? context.jobName;
+    const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
+    if (config.writeMode === 'append') {
+      const clash = fields.find((field) => isLineageColumn(field.name));
+      if (clash) {
+        throw new BigQueryColumnConflictError(context.tileId, `${projectId}.${datasetId}.${tableId}`, clash.name);
+      }
+      fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
+    }
+    const destinationTableId =
+      config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
+    return {
+      projectId,
+      datasetId,
+      tableId,
+      destinationTableId,
+      location: defaults.location,
+      writeMode: config.writeMode,
+      schema: config.schema,
+      fields,
+      identity: { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) },
+    };
+  }
+}
+
+/**
+ * Production client: Application Default Credentials (Workload Identity on GKE). The client's own
+ * retries are off so that `withRetry` is the single, bounded retry policy; two nested policies
+ * would multiply the attempts and hide them from the logs.
+ */
+function createProductionClient(defaults: BigQueryDefaults): BigQuery {
+  return new BigQuery({ ...(defaults.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
+}

@@ -1,0 +1,116 @@
+import type { Column, TypedValue } from '../../transform/column.js';
+import { BigQueryValueError } from './bigquery-errors.js';
+
+/**
+ * How one typed cell is written into a newline-delimited JSON load file, as JSON text.
+ *
+ * - FLOAT64   → JSON number
+ * - INT64     → JSON string: JSON numbers go through doubles in most readers, so anything beyond
+ *               2^53 would be rounded; BigQuery parses a quoted integer for an INT64 column.
+ * - NUMERIC   → JSON string, checked against BigQuery's NUMERIC range (29 integer digits, 9 scale)
+ *               so an out-of-range value names its column here instead of failing the whole load.
+ * - STRING    → JSON string
+ * - TIMESTAMP → RFC 3339 UTC string with milliseconds
+ * - DATE      → "YYYY-MM-DD"
+ * - null      → null, whatever the type
+ */
+export function encodeValue(value: TypedValue, column: Pick<Column, 'name' | 'type'>): string {
+  if (value === null) return 'null';
+  switch (column.type) {
+    case 'FLOAT64':
+      return JSON.stringify(float64(value, column.name));
+    case 'INT64':
+      return JSON.stringify(int64(value, column.name));
+    case 'NUMERIC':
+      return JSON.stringify(numeric(value, column.name));
+    case 'STRING':
+      return JSON.stringify(expect(value, 'string', column.name));
+    case 'TIMESTAMP':
+      return JSON.stringify(toRfc3339(expect(value, 'number', column.name), column.name));
+    case 'DATE':
+      return JSON.stringify(date(value, column.name));
+  }
+}
+
+// BigQuery's TIMESTAMP range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z. (Date.UTC
+// cannot spell year 1: it maps years 0-99 onto 1900-1999.)
+const MIN_TIMESTAMP_MS = -62_135_596_800_000;
+const MAX_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const NUMERIC_INTEGER_DIGITS = 29;
+const NUMERIC_SCALE = 9;
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** Epoch milliseconds as BigQuery's canonical text form, e.g. 2024-03-01T12:00:00.000Z. */
+export function toRfc3339(epochMs: number, columnName: string): string {
+  if (!Number.isFinite(epochMs) || epochMs < MIN_TIMESTAMP_MS || epochMs > MAX_TIMESTAMP_MS) {
+    throw new BigQueryValueError(columnName, String(epochMs), 'is outside the TIMESTAMP range 0001-01-01..9999-12-31 (epoch milliseconds)');
+  }
+  return new Date(epochMs).toISOString();
+}
+
+function float64(value: TypedValue, columnName: string): number {
+  const number = expect(value, 'number', columnName);
+  // JSON has no NaN or Infinity; JSON.stringify would silently write null.
+  if (!Number.isFinite(number)) {
+    throw new BigQueryValueError(columnName, String(number), 'is not a finite FLOAT64 and cannot be written as JSON');
+  }
+  return number;
+}
+
+function int64(value: TypedValue, columnName: string): string {
+  const integer = expect(value, 'bigint', columnName);
+  if (integer < INT64_MIN || integer > INT64_MAX) {
+    throw new BigQueryValueError(columnName, integer.toString(), 'is outside the INT64 range');
+  }
+  return integer.toString();
+}
+
+function numeric(value: TypedValue, columnName: string): string {
+  const text = expect(value, 'string', columnName);
+  const match = DECIMAL.exec(text);
+  if (match === null) {
+    throw new BigQueryValueError(columnName, JSON.stringify(text), 'is not a plain decimal (expected e.g. -12.5)');
+  }
+  // Leading zeros of the integer part and trailing zeros of the fraction carry no precision.
+  const integerDigits = (match[2] ?? '').replace(/^0+(?=\d)/, '').replace(/^0$/, '').length;
+  const scale = (match[3] ?? '').replace(/0+$/, '').length;
+  if (integerDigits > NUMERIC_INTEGER_DIGITS || scale > NUMERIC_SCALE) {
+    throw new BigQueryValueError(
+      columnName,
+      text,
+      `does not fit NUMERIC (at most ${NUMERIC_INTEGER_DIGITS} integer and ${NUMERIC_SCALE} fractional digits; has ${integerDigits} and ${scale})`,
+    );
+  }
+  return text;
+}
+
+function date(value: TypedValue, columnName: string): string {
+  const text = expect(value, 'string', columnName);
+  const match = ISO_DATE.exec(text);
+  const year = Number(match?.[1]);
+  const month = Number(match?.[2]);
+  const day = Number(match?.[3]);
+  const probe = new Date(Date.UTC(2000, month - 1, day));
+  probe.setUTCFullYear(year);
+  const valid =
+    match !== null && year >= 1 && probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day;
+  if (!valid) {
+    throw new BigQueryValueError(columnName, JSON.stringify(text), 'is not a calendar date YYYY-MM-DD in 0001..9999');
+  }
+  return text;
+}
+
+type JsType = 'number' | 'bigint' | 'string';
+type JsValue<T extends JsType> = T extends 'number' ? number : T extends 'bigint' ? bigint : string;
+
+// Types are trusted inside tilehouse, but a wrong representation here would load silently wrong
+// data (a number for INT64 loses digits), so the writer refuses it loudly.
+function expect<T extends JsType>(value: TypedValue, type: T, columnName: string): JsValue<T> {
+  if (typeof value !== type) {
+    throw new BigQueryValueError(columnName, String(value), `is a JavaScript ${typeof value}, expected ${type} for this column type`);
+  }
+  return value as JsValue<T>;
+}

@@ -1,0 +1,42 @@
+import type { BigQuery } from '@google-cloud/bigquery';
+import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
+import { BigQueryRequestError } from './bigquery-errors.js';
+import { withRetry, type RetryContext } from './retry.js';
+
+export interface DatasetState {
+  /** Where the dataset lives (and so where its load jobs run). */
+  location: string | undefined;
+  created: boolean;
+}
+
+/**
+ * Makes sure the dataset exists, creating it in the configured location if not. A dataset that
+ * exists elsewhere is used as it is: its location is where the load will run.
+ */
+export async function ensureDataset(
+  client: BigQuery,
+  target: { projectId: string; datasetId: string; location: string; tileId: string },
+  retry: RetryContext,
+): Promise<DatasetState> {
+  const dataset = client.dataset(target.datasetId, { projectId: target.projectId });
+  const name = `${target.projectId}.${target.datasetId}`;
+  try {
+    const [metadata] = await withRetry('datasets.get', () => dataset.getMetadata(), retry);
+    return { location: (metadata as { location?: string }).location, created: false };
+  } catch (error) {
+    const failure = apiFailureOf(error);
+    if (!isNotFound(failure)) {
+      throw new BigQueryRequestError(target.tileId, `reading dataset ${name}`, failure.messages, { cause: error });
+    }
+  }
+  try {
+    await withRetry('datasets.insert', () => dataset.create({ location: target.location }), retry);
+    retry.logger.info({ dataset: name, location: target.location }, 'BigQuery dataset created');
+    return { location: target.location, created: true };
+  } catch (error) {
+    const failure = apiFailureOf(error);
+    // Another tile of the same run created it between our get and insert.
+    if (isDuplicate(failure)) return { location: target.location, created: false };
+    throw new BigQueryRequestError(target.tileId, `creating dataset ${name} in ${target.location}`, failure.messages, { cause: error });
+  }
+}

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+
+// Lines are gathered into chunks of about this size before each write: far fewer write calls than
+// one per row, while never holding more than one page of encoded rows.
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The load file of one run: newline-delimited JSON written as pages arrive, with the stream's
+ * backpressure respected, and removed whatever the outcome.
+ */
+export class NdjsonFile {
+  private closed = false;
+
+  private constructor(
+    readonly path: string,
+    private readonly stream: WriteStream,
+  ) {
+    // A write error (disk full) is raised by the next write or by close, via `stream.errored`;
+    // without a listener it would crash the process as an unhandled 'error' event.
+    stream.on('error', () => undefined);
+  }
+
+  /** Creates a new file (never reuses one) named after the run, readable by this user only. */
+  static async create(directory: string, nameParts: readonly string[]): Promise<NdjsonFile> {
+    await mkdir(directory, { recursive: true });
+    const name = ['tilehouse', ...nameParts, randomUUID().slice(0, 8)].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
+    const path = join(directory, `${name}.ndjson`);
+    const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+    await once(stream, 'ready');
+    return new NdjsonFile(path, stream);
+  }
+
+  /** Appends newline-terminated lines; resolves once the stream can take more. */
+  async writeLines(lines: Iterable<string>): Promise<void> {
+    let chunk = '';
+    for (const line of lines) {
+      chunk += line;
+      if (chunk.length >= CHUNK_BYTES) {
+        await this.write(chunk);
+        chunk = '';
+      }
+    }
+    if (chunk.length > 0) await this.write(chunk);
+  }
+
+  /** Flushes and closes the file; after this it is complete and can be uploaded. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stream.end();
+    await finished(this.stream);
+  }
+
+  /** Closes the descriptor if still open and deletes the file. Safe to call more than once. */
+  async remove(): Promise<void> {
+    this.closed = true;
+    if (!this.stream.closed) {
+      const closing = once(this.stream, 'close').catch(() => undefined);
+      this.stream.destroy();
+      await closing;
+    }
+    await rm(this.path, { force: true });
+  }
+
+  private async write(chunk: string): Promise<void> {
+    if (this.stream.errored) throw this.stream.errored;
+    // `once` also rejects if the stream fails while we wait for 'drain'.
+    if (!this.stream.write(chunk)) await once(this.stream, 'drain');
+  }
+}

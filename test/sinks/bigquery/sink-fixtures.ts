@@ -1,0 +1,70 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { pino } from 'pino';
+import type { BigQuerySinkConfig } from '../../../src/config/job-schema.js';
+import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
+import type { SinkResult, SinkRunContext } from '../../../src/sinks/sink.js';
+import type { Column, ColumnType, TypedRow } from '../../../src/transform/column.js';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export function column(name: string, type: ColumnType): Column {
+  return { name, header: name, type, sourceDataType: type === 'STRING' ? 'text' : 'number' };
+}
+
+export function runContext(overrides: Partial<SinkRunContext> & { columns: readonly Column[] }): SinkRunContext {
+  return {
+    jobName: 'open_incidents',
+    tileId: 'tile-42',
+    runId: `run-${Math.random().toString(36).slice(2, 10)}`,
+    startedAt: new Date('2024-03-01T12:00:00.000Z'),
+    logger: silentLogger,
+    ...overrides,
+  };
+}
+
+// Retries and polling in milliseconds instead of seconds: the behaviour is the same, the suite fast.
+export const FAST = {
+  retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 },
+  polling: { initialIntervalMs: 1, maxIntervalMs: 2, jobAttempts: 3 },
+} as const;
+
+export interface SinkHarness {
+  tempDirectory: string;
+  sink(config: Partial<BigQuerySinkConfig>, options?: { timezone?: string }): BigQuerySink;
+  /** Opens a writer, writes the pages, commits; aborts on failure as the pipeline does. */
+  run(sink: BigQuerySink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkResult>;
+  /** Files left in the temp directory. */
+  leftovers(): Promise<string[]>;
+  cleanup(): Promise<void>;
+}
+
+export async function sinkHarness(client: BigQuery, dataset: string): Promise<SinkHarness> {
+  const tempDirectory = await mkdtemp(join(tmpdir(), 'tilehouse-bq-test-'));
+  return {
+    tempDirectory,
+    sink: (config, options = {}) =>
+      new BigQuerySink({
+        config: { type: 'bigquery', writeMode: 'replace', schema: 'freeze', ...config },
+        defaults: { dataset, location: 'US' },
+        client,
+        tempDirectory,
+        ...(options.timezone ? { timezone: options.timezone } : {}),
+        ...FAST,
+      }),
+    run: async (sink, context, pages) => {
+      const writer = await sink.open(context);
+      try {
+        for (const page of pages) await writer.writeRows(page);
+        return await writer.commit();
+      } catch (error) {
+        await writer.abort();
+        throw error;
+      }
+    },
+    leftovers: () => readdir(tempDirectory),
+    cleanup: () => rm(tempDirectory, { recursive: true, force: true }),
+  };
+}
