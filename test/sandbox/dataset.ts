@@ -135,6 +135,11 @@ export function generateDataset({ size, seed, now }: DatasetOptions): Dataset {
       if (random() >= 0.1) actionItems[i] = Math.floor(random() * 10);
     }
   }
+  // Every hard description appears at least once, spread over the history, so that even a small
+  // sandbox exercises CSV quoting, CR/LF, emoji and RTL text in every test that exports descriptions.
+  if (size >= HARD_DESCRIPTIONS.length) {
+    for (let k = 0; k < HARD_DESCRIPTIONS.length; k++) description[Math.floor(((k + 0.5) * size) / HARD_DESCRIPTIONS.length)] = k;
+  }
   return {
     size,
     now: nowMs,
