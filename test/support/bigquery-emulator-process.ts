@@ -20,13 +20,16 @@ export interface RunningEmulator {
  * The emulator binary: $BIGQUERY_EMULATOR_BIN, else the project-local install, else PATH.
  * An explicit $BIGQUERY_EMULATOR_BIN that does not exist is an error, not a reason to look elsewhere.
  */
-export async function findEmulatorBinary(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+export async function findEmulatorBinary(
+  env: NodeJS.ProcessEnv = process.env,
+  projectLocal: string = PROJECT_LOCAL_EMULATOR,
+): Promise<string | undefined> {
   const explicit = env.BIGQUERY_EMULATOR_BIN;
   if (explicit) {
     if (await isExecutable(explicit)) return explicit;
     throw new Error(`BIGQUERY_EMULATOR_BIN=${explicit} is not an executable file`);
   }
-  if (await isExecutable(PROJECT_LOCAL_EMULATOR)) return PROJECT_LOCAL_EMULATOR;
+  if (await isExecutable(projectLocal)) return projectLocal;
   for (const directory of (env.PATH ?? '').split(delimiter).filter(Boolean)) {
     const candidate = join(directory, 'bigquery-emulator');
     if (await isExecutable(candidate)) return candidate;

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { findEmulatorBinary, startEmulator } from './bigquery-emulator-process.js';
+import { findEmulatorBinary, PROJECT_LOCAL_EMULATOR, startEmulator } from './bigquery-emulator-process.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,10 +13,18 @@ declare module 'vitest' {
  * `inject('bigqueryEmulator')`. Locally a missing emulator only skips the tests that need it;
  * under CI it fails the run, so a broken install can never pass as a green build.
  */
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const binary = await findEmulatorBinary();
+export default function setup(project: TestProject): Promise<() => Promise<void>> {
+  return provideBigQueryEmulator(project);
+}
+
+export async function provideBigQueryEmulator(
+  project: Pick<TestProject, 'provide'>,
+  options: { env?: NodeJS.ProcessEnv; projectLocal?: string } = {},
+): Promise<() => Promise<void>> {
+  const env = options.env ?? process.env;
+  const binary = await findEmulatorBinary(env, options.projectLocal ?? PROJECT_LOCAL_EMULATOR);
   if (binary === undefined) {
-    if (process.env.CI) {
+    if (env.CI) {
       throw new Error(
         'CI is set but the BigQuery emulator is not installed: run `npm run setup:emulator` ' +
           '(builds .tools/bin/bigquery-emulator), or point BIGQUERY_EMULATOR_BIN at a binary.',

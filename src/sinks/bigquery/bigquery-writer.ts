@@ -59,7 +59,10 @@ export class BigQueryWriter implements SinkWriter {
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
     this.expectState('open', 'writeRows');
     const { encodeRow, file } = this.dependencies;
-    await file.writeLines(rows.map(encodeRow));
+    // Encoded lazily: the file takes ~64 KiB chunks, so at most one chunk of text is held at once.
+    await file.writeLines((function* () {
+      for (const row of rows) yield encodeRow(row);
+    })());
     this.rows += rows.length;
   }
 
