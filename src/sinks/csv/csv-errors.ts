@@ -1,0 +1,44 @@
+import { TilehouseError } from '../../errors.js';
+
+/** The CSV sink's path template is unusable (unknown placeholder, escapes its directory…). */
+export class CsvPathInvalidError extends TilehouseError {
+  readonly code = 'csv_path_invalid';
+  override readonly exitCode = 2;
+
+  constructor(
+    readonly template: string,
+    reason: string,
+  ) {
+    super(`csv path ${JSON.stringify(template)}: ${reason}`);
+  }
+}
+
+/** Writing, syncing or publishing the CSV file failed; the previous file is left as it was. */
+export class CsvWriteError extends TilehouseError {
+  readonly code = 'csv_write_failed';
+
+  constructor(
+    readonly jobName: string,
+    readonly target: string,
+    readonly operation: string,
+    cause: unknown,
+  ) {
+    super(
+      `job "${jobName}": csv ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  }
+}
+
+/** A writer was used after commit or abort — a pipeline bug, never a data problem. */
+export class CsvWriterClosedError extends TilehouseError {
+  readonly code = 'csv_writer_closed';
+
+  constructor(
+    readonly target: string,
+    readonly operation: string,
+    readonly state: string,
+  ) {
+    super(`csv ${target}: ${operation} called on a writer that is ${state}`);
+  }
+}

@@ -1,0 +1,79 @@
+import { isAbsolute, resolve, sep } from 'node:path';
+import { CsvPathInvalidError } from './csv-errors.js';
+
+/** The values a path template can use. */
+export interface CsvPathValues {
+  /** The job name. */
+  name: string;
+  /** The tile id; sanitised before use since it is not ours to trust. */
+  tile: string;
+  /** YYYY-MM-DD. */
+  date: string;
+  runId: string;
+}
+
+const PLACEHOLDERS: ReadonlySet<string> = new Set(['name', 'tile', 'date', 'runId']);
+const PLACEHOLDER = /\{([^{}]*)\}/g;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export function defaultCsvPathTemplate(gzip: boolean): string {
+  return gzip ? '{name}.csv.gz' : '{name}.csv';
+}
+
+/**
+ * A validated output path template such as `{name}.csv` or `/exports/{tile}/{date}.csv.gz`.
+ * Everything that can be checked without a run is checked at construction, so `tilehouse validate`
+ * reports a bad template before anything is fetched.
+ */
+export class CsvPathTemplate {
+  constructor(readonly template: string) {
+    const invalid = (reason: string) => new CsvPathInvalidError(template, reason);
+    if (template.includes('\0')) throw invalid('contains a NUL character');
+    for (const [, name = ''] of template.matchAll(PLACEHOLDER)) {
+      if (!PLACEHOLDERS.has(name)) {
+        throw invalid(`unknown placeholder {${name}}; known: ${[...PLACEHOLDERS].map((p) => `{${p}}`).join(' ')}`);
+      }
+    }
+    if (/[{}]/.test(template.replace(PLACEHOLDER, ''))) throw invalid('unbalanced { or }');
+    if (hasParentSegment(template)) throw invalid('".." segments are not allowed');
+    if (/[\\/]$/.test(template)) throw invalid('names a directory, not a file');
+  }
+
+  /**
+   * The absolute output path for one run. Relative templates resolve under `directory`, and must
+   * stay there; values are substituted as file-name-safe text, and the result is checked again so
+   * that no value can smuggle in a `..` or a separator.
+   */
+  resolve(values: CsvPathValues, directory: string): string {
+    if (!DATE.test(values.date)) {
+      throw new CsvPathInvalidError(this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
+    }
+    const rendered = this.template.replace(PLACEHOLDER, (_, name: string) =>
+      name === 'date' ? values.date : toFileNameSafe(values[name as keyof CsvPathValues]),
+    );
+    if (hasParentSegment(rendered)) {
+      throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
+    }
+    if (isAbsolute(rendered)) return resolve(rendered);
+    const root = resolve(directory);
+    const target = resolve(root, rendered);
+    if (!target.startsWith(root + sep)) {
+      throw new CsvPathInvalidError(this.template, `resolves to ${target}, outside the CSV directory ${root}`);
+    }
+    return target;
+  }
+}
+
+function hasParentSegment(path: string): boolean {
+  return path.split(/[\\/]/).includes('..');
+}
+
+/**
+ * Text usable as (part of) a file name on any common file system: ASCII letters, digits, `.`,
+ * `_` and `-`; anything else becomes `_`. A leading dot would hide the file (and `.`/`..` would
+ * be path segments), so it becomes `_` as well.
+ */
+export function toFileNameSafe(value: string): string {
+  const safe = value.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_').slice(0, 200);
+  return safe.length === 0 ? '_' : safe;
+}

@@ -1,0 +1,81 @@
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CsvPathInvalidError } from '../../../src/sinks/csv/csv-errors.js';
+import { CsvPathTemplate, toFileNameSafe } from '../../../src/sinks/csv/csv-path.js';
+import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
+import { makeContext, makeSink } from './csv-test-support.js';
+
+const directory = resolve('/srv/exports');
+const context = makeContext([]);
+
+describe('CSV output path', () => {
+  it('defaults to {name}.csv under the CSV directory', () => {
+    expect(makeSink(directory).targetFor(context)).toBe(join(directory, 'weekly_incidents.csv'));
+  });
+
+  it('defaults to {name}.csv.gz when gzip is on', () => {
+    expect(makeSink(directory, { gzip: true }).targetFor(context)).toBe(join(directory, 'weekly_incidents.csv.gz'));
+  });
+
+  it('substitutes {name}, {tile}, {date} and {runId}', () => {
+    const sink = makeSink(directory, { path: '{tile}/{date}/{name}-{runId}.csv' });
+    expect(sink.targetFor(context)).toBe(join(directory, 'tile-42/2026-11-21/weekly_incidents-20261121T213005Z-9f2c1a.csv'));
+  });
+
+  it('uses the run start date in the job zone for {date}', () => {
+    const sink = makeSink(directory, { path: '{date}.csv' }, 'Pacific/Auckland');
+    // 2026-11-21T21:30:05Z is already the 22nd in New Zealand.
+    expect(sink.targetFor(context)).toBe(join(directory, '2026-11-22.csv'));
+    expect(makeSink(directory, { path: '{date}.csv' }, 'America/Los_Angeles').targetFor(context)).toBe(join(directory, '2026-11-21.csv'));
+  });
+
+  it('uses the window start for {date} in backfills', () => {
+    const sink = makeSink(directory, { path: '{date}.csv' });
+    expect(sink.targetFor({ ...context, window: { from: '2026-01-01', to: '2026-02-01' } })).toBe(join(directory, '2026-01-01.csv'));
+  });
+
+  it('sanitises the tile id for file names', () => {
+    const sink = makeSink(directory, { path: '{tile}.csv' });
+    expect(sink.targetFor({ ...context, tileId: 'a/b c:d' })).toBe(join(directory, 'a_b_c_d.csv'));
+    expect(sink.targetFor({ ...context, tileId: '..' })).toBe(join(directory, '_..csv'));
+    expect(sink.targetFor({ ...context, tileId: '../../etc/passwd' })).toBe(join(directory, '_._.._etc_passwd.csv'));
+  });
+
+  it('keeps absolute templates where they point', () => {
+    expect(makeSink(directory, { path: '/var/out/{name}.csv' }).targetFor(context)).toBe(resolve('/var/out/weekly_incidents.csv'));
+  });
+
+  it.each([
+    ['{nmae}.csv', 'unknown placeholder {nmae}'],
+    ['{}.csv', 'unknown placeholder {}'],
+    ['{name.csv', 'unbalanced'],
+    ['name}.csv', 'unbalanced'],
+    ['../{name}.csv', '".."'],
+    ['out/../../{name}.csv', '".."'],
+    ['/var/out/../{name}.csv', '".."'],
+    ['out/', 'directory'],
+  ])('refuses the template %j at construction (%s)', (path, reason) => {
+    const build = () => new CsvSink({ config: { type: 'csv', gzip: false, path }, directory, timezone: 'UTC' });
+    expect(build).toThrow(CsvPathInvalidError);
+    expect(build).toThrow(expect.objectContaining({ code: 'csv_path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
+  });
+
+  it('refuses a {date} that is not YYYY-MM-DD', () => {
+    expect(() => new CsvPathTemplate('{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
+      expect.objectContaining({ code: 'csv_path_invalid' }),
+    );
+  });
+
+  it('never resolves outside the CSV directory for a relative template', () => {
+    for (const tile of ['..', '../..', '/', '\\..\\..', '.hidden', '']) {
+      const target = new CsvPathTemplate('{tile}/{tile}.csv').resolve({ name: 'n', tile, runId: 'r', date: '2026-01-01' }, directory);
+      expect(target.startsWith(`${directory}/`)).toBe(true);
+    }
+  });
+
+  it('makes text file-name safe', () => {
+    expect(toFileNameSafe('Tile 7/α')).toBe('Tile_7__');
+    expect(toFileNameSafe('.env')).toBe('_env');
+    expect(toFileNameSafe('')).toBe('_');
+  });
+});
