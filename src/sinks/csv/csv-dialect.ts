@@ -1,0 +1,71 @@
+import type { Options } from 'csv-stringify';
+import type { Column, ColumnType, TypedRow, TypedValue } from '../../transform/column.js';
+
+/**
+ * The CSV we write, and why:
+ * - RFC 4180: comma, double-quote quoting, quotes doubled inside quoted fields, and CRLF between
+ *   records. CRLF is what the RFC specifies; every reader we care about (BigQuery, pandas, Excel,
+ *   csv-parse) accepts it, while some strict RFC readers reject bare LF.
+ * - UTF-8 without a byte-order mark: a BOM becomes part of the first header name in most
+ *   parsers and in `bq load`. (Excel needs "Data → From Text" to pick UTF-8; a price worth paying.)
+ * - Fields are quoted only when needed (delimiter, quote, CR or LF anywhere inside), plus one convention:
+ *   **an unquoted empty field is null, a quoted empty field `""` is the empty string.** That keeps
+ *   null and "" distinguishable, which is how BigQuery's CSV loader and csv-parse (via the
+ *   `quoting` flag) tell them apart. csv-stringify writes null as an unquoted empty field;
+ *   `quoted_match: /^$/` quotes exactly the empty strings (`quoted_empty` would quote nulls too,
+ *   `quoted_string` would quote every text field).
+ * - No formula escaping: prefixing `=`/`+`/`-`/`@` with `'` would change the data. Files are for
+ *   loading, not for double-clicking; consumers opening them in a spreadsheet own that risk.
+ */
+export const CSV_DIALECT = {
+  delimiter: ',',
+  quote: '"',
+  escape: '"',
+  record_delimiter: '\r\n',
+  // With an explicit record_delimiter, csv-stringify only quotes fields containing that exact
+  // sequence unless told otherwise; a bare LF or CR in a field must be quoted too, or readers
+  // that accept either line ending would split the record there.
+  quote_record_delimiter: true,
+  quoted_match: /^$/,
+  bom: false,
+  eof: true,
+  escape_formulas: false,
+} as const satisfies Options;
+
+/** A non-null typed value → its CSV text. */
+type FieldFormatter = (value: Exclude<TypedValue, null>) => string;
+
+// String(-0) is "0", and String(n) is the shortest text that reads back as n.
+const formatNumber: FieldFormatter = (value) => String(value);
+const formatTimestamp: FieldFormatter = (value) => new Date(value as number).toISOString();
+const formatText: FieldFormatter = (value) => value as string;
+
+/**
+ * How each type appears in the file: FLOAT64 as JavaScript prints it (1e+21 stays exponent form,
+ * which every CSV reader parses), INT64 as exact decimal, NUMERIC/STRING/DATE as their canonical
+ * text, TIMESTAMP as ISO 8601 UTC with milliseconds (what BigQuery and spreadsheets read back).
+ */
+const FORMATTERS: Readonly<Record<ColumnType, FieldFormatter>> = {
+  FLOAT64: formatNumber,
+  INT64: formatNumber,
+  NUMERIC: formatText,
+  STRING: formatText,
+  TIMESTAMP: formatTimestamp,
+  DATE: formatText,
+};
+
+export type CsvRecord = (string | null)[];
+
+/** Turns typed rows into CSV records (text or null per field) for the given columns. */
+export function csvRecordFormatter(columns: readonly Column[]): (row: TypedRow) => CsvRecord {
+  const formatters = columns.map((column) => FORMATTERS[column.type]);
+  const width = formatters.length;
+  return (row) => {
+    const record: CsvRecord = new Array<string | null>(width);
+    for (let index = 0; index < width; index++) {
+      const value = row[index];
+      record[index] = value === null || value === undefined ? null : formatters[index]!(value);
+    }
+    return record;
+  };
+}

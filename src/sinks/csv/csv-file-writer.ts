@@ -1,0 +1,233 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Writable } from 'node:stream';
+import { once } from 'node:events';
+import { finished, pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { stringify } from 'csv-stringify/sync';
+import type { Logger } from 'pino';
+import type { Column, TypedRow } from '../../transform/column.js';
+import type { SinkResult, SinkWriter } from '../sink.js';
+import { CSV_DIALECT, type CsvRecord, csvRecordFormatter } from './csv-dialect.js';
+import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
+
+export interface CsvFileWriterOptions {
+  jobName: string;
+  /** Absolute path of the file readers see. */
+  target: string;
+  /** Absolute path of the file being written, in the target's directory. */
+  tempPath: string;
+  columns: readonly Column[];
+  gzip: boolean;
+  logger: Logger;
+  signal?: AbortSignal;
+}
+
+// Rows are stringified in slices of this many and handed to the stream as one chunk: one write
+// per row would cost a stream round trip (and a gzip call) per row, while a whole page at once
+// would make the chunk size depend on itemsPerPage.
+const ROWS_PER_CHUNK = 1000;
+
+type State = 'open' | 'committing' | 'committed' | 'failed' | 'aborted';
+
+/**
+ * One run's CSV output. Rows stream through csv-stringify (and gzip) into a temp file beside the
+ * target; `commit` makes it durable (fsync file, rename, fsync directory) and only then visible.
+ * Until then the previous target file, if any, is untouched, so a failed or killed run never
+ * leaves a half-written or missing file for readers.
+ */
+export class CsvFileWriter implements SinkWriter {
+  private state: State = 'open';
+  private rows = 0;
+  private failure: unknown;
+  private committing: Promise<SinkResult> | undefined;
+  private aborting: Promise<void> | undefined;
+  private readonly toRecord: (row: TypedRow) => CsvRecord;
+
+  private constructor(
+    private readonly options: CsvFileWriterOptions,
+    /** Where we write: the gzip stream, or the file stream itself. */
+    private readonly head: Writable,
+    private readonly file: WriteStream,
+    /** Settles when every byte is in the file and it is fsynced and closed (or on failure). */
+    private readonly flushed: Promise<void>,
+  ) {
+    this.toRecord = csvRecordFormatter(options.columns);
+  }
+
+  /** Creates the temp file and writes the header row. */
+  static async open(options: CsvFileWriterOptions): Promise<CsvFileWriter> {
+    const { target, tempPath } = options;
+    try {
+      await mkdir(dirname(target), { recursive: true });
+    } catch (error) {
+      throw new CsvWriteError(options.jobName, target, 'creating its directory', error);
+    }
+    // 'wx': two sinks of one job pointing at the same path must not share a temp file silently.
+    // flush: fsync before close, so `finished` means durable, not just handed to the kernel.
+    const file = createWriteStream(tempPath, { flags: 'wx', mode: 0o644, flush: true });
+    try {
+      await once(file, 'ready');
+    } catch (error) {
+      const reason =
+        (error as NodeJS.ErrnoException).code === 'EEXIST'
+          ? `creating temp file ${tempPath} (it exists: does another sink of this job write the same path?)`
+          : `creating temp file ${tempPath}`;
+      throw new CsvWriteError(options.jobName, target, reason, error);
+    }
+    const gzip = options.gzip ? createGzip() : undefined;
+    const flushed = (gzip ? pipeline(gzip, file) : finished(file)).then(() => undefined);
+    const writer = new CsvFileWriter(options, gzip ?? file, file, flushed);
+    flushed.catch((error: unknown) => {
+      writer.failure ??= error;
+    });
+    options.logger.debug({ target, tempPath, gzip: options.gzip }, 'csv: writing to temp file');
+    try {
+      await writer.write(stringify([options.columns.map((column) => column.header)], CSV_DIALECT));
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+    return writer;
+  }
+
+  async writeRows(rows: readonly TypedRow[]): Promise<void> {
+    this.assertOpen('writeRows');
+    this.options.signal?.throwIfAborted();
+    for (let start = 0; start < rows.length; start += ROWS_PER_CHUNK) {
+      const end = Math.min(rows.length, start + ROWS_PER_CHUNK);
+      const records: CsvRecord[] = new Array<CsvRecord>(end - start);
+      for (let index = start; index < end; index++) records[index - start] = this.toRecord(rows[index]!);
+      await this.write(stringify(records, CSV_DIALECT));
+    }
+    this.rows += rows.length;
+  }
+
+  commit(): Promise<SinkResult> {
+    this.assertOpen('commit');
+    this.state = 'committing';
+    this.committing = this.publish().then(
+      (result) => {
+        this.state = 'committed';
+        return result;
+      },
+      (error: unknown) => {
+        if (this.state === 'committing') this.state = 'failed';
+        throw error;
+      },
+    );
+    return this.committing;
+  }
+
+  /** Idempotent; after a successful commit there is nothing to undo and it does nothing. */
+  abort(): Promise<void> {
+    this.aborting ??= this.discard();
+    return this.aborting;
+  }
+
+  private async publish(): Promise<SinkResult> {
+    const { target, tempPath, jobName } = this.options;
+    try {
+      this.head.end();
+      await this.flushed;
+    } catch (error) {
+      throw new CsvWriteError(jobName, target, `writing ${tempPath}`, this.failure ?? error);
+    }
+    let bytes: number;
+    try {
+      bytes = (await stat(tempPath)).size;
+      await rename(tempPath, target);
+    } catch (error) {
+      throw new CsvWriteError(jobName, target, `renaming ${tempPath} onto it`, error);
+    }
+    // From here on the new file is what readers see; the state reflects that even if the
+    // directory sync below fails, so abort() will not try to remove anything.
+    this.state = 'committed';
+    await this.syncDirectory();
+    this.options.logger.debug({ target, rows: this.rows, bytes }, 'csv: committed');
+    return { sink: 'csv', target, rows: this.rows, details: { bytes, gzip: this.options.gzip } };
+  }
+
+  /**
+   * The rename is only durable once the directory entry is on disk. Some file systems (and
+   * Windows) cannot fsync a directory; there the rename is as durable as the platform allows.
+   */
+  private async syncDirectory(): Promise<void> {
+    const directory = dirname(this.options.target);
+    let handle;
+    try {
+      handle = await open(directory, 'r');
+      await handle.sync();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EINVAL' || code === 'ENOTSUP' || code === 'EPERM' || code === 'EISDIR' || code === 'EBADF') {
+        this.options.logger.debug({ directory, code }, 'csv: directory fsync not supported here');
+        return;
+      }
+      throw new CsvWriteError(this.options.jobName, this.options.target, `syncing directory ${directory}`, error);
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  private async discard(): Promise<void> {
+    if (this.committing !== undefined) await this.committing.catch(() => undefined);
+    if (this.state === 'committed') return;
+    this.state = 'aborted';
+    this.head.destroy();
+    this.file.destroy();
+    if (!this.file.closed) await once(this.file, 'close').catch(() => undefined);
+    try {
+      await rm(this.options.tempPath, { force: true });
+    } catch (error) {
+      throw new CsvWriteError(this.options.jobName, this.options.target, `removing ${this.options.tempPath}`, error);
+    }
+  }
+
+  /** Hands a chunk to the stream, waiting for it to drain when its buffer is full. */
+  private async write(chunk: string): Promise<void> {
+    if (this.failure !== undefined) throw this.writeError(this.failure);
+    if (!this.head.write(chunk)) {
+      try {
+        await drained(this.head);
+      } catch (error) {
+        throw this.writeError(this.failure ?? error);
+      }
+    }
+  }
+
+  private writeError(cause: unknown): CsvWriteError {
+    return new CsvWriteError(this.options.jobName, this.options.target, `writing ${this.options.tempPath}`, cause);
+  }
+
+  private assertOpen(operation: string): void {
+    if (this.state !== 'open') throw new CsvWriterClosedError(this.options.target, operation, this.state);
+  }
+}
+
+/** Resolves on 'drain'; rejects if the stream errors or closes first (it would never drain). */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      stream.off('drain', onDrain);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    const onDrain = () => {
+      cleanup();
+      resolve();
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new Error('stream closed before it drained'));
+    };
+    stream.on('drain', onDrain);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
+}

@@ -1,0 +1,73 @@
+import type { CsvSinkConfig } from '../../config/job-schema.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../sink.js';
+import { CsvFileWriter } from './csv-file-writer.js';
+import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
+import { tempPathFor } from './temp-files.js';
+
+export interface CsvSinkOptions {
+  config: CsvSinkConfig;
+  /** The environment's CSV directory; relative path templates resolve under it. */
+  directory: string;
+  /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
+  timezone: string;
+  /**
+   * Accepted for symmetry with the other sinks but deliberately not used for the data file: the
+   * temp file must live beside the target so the final rename is atomic (same file system).
+   */
+  tempDirectory?: string;
+}
+
+/**
+ * Writes each run of a tile to one CSV file (optionally gzip-compressed), replacing the previous
+ * file atomically on commit. See CSV_DIALECT for the exact format.
+ */
+export class CsvSink implements Sink {
+  readonly kind = 'csv' as const;
+  private readonly template: CsvPathTemplate;
+
+  /** Throws CsvPathInvalidError for a bad path template, so configuration checks catch it. */
+  constructor(private readonly options: CsvSinkOptions) {
+    this.template = new CsvPathTemplate(options.config.path ?? defaultCsvPathTemplate(options.config.gzip));
+  }
+
+  /** The output path for a run (exposed for `validate`/dry runs and tests). */
+  targetFor(context: Pick<SinkRunContext, 'jobName' | 'tileId' | 'runId' | 'startedAt' | 'window'>): string {
+    return this.template.resolve(
+      {
+        name: context.jobName,
+        tile: context.tileId,
+        runId: context.runId,
+        date: context.window?.from ?? dateIn(context.startedAt, this.options.timezone),
+      },
+      this.options.directory,
+    );
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const target = this.targetFor(context);
+    const options = {
+      jobName: context.jobName,
+      target,
+      tempPath: tempPathFor(target, context.runId),
+      columns: context.columns,
+      gzip: this.options.config.gzip,
+      logger: context.logger,
+      ...(context.signal ? { signal: context.signal } : {}),
+    };
+    return CsvFileWriter.open(options);
+  }
+}
+
+/** YYYY-MM-DD of `instant` on the wall calendar of `timeZone`. */
+function dateIn(instant: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    calendar: 'gregory',
+    numberingSystem: 'latn',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).formatToParts(instant);
+  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`;
+}

@@ -1,0 +1,174 @@
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CsvWriteError, CsvWriterClosedError } from '../../../src/sinks/csv/csv-errors.js';
+import type { TypedRow } from '../../../src/transform/column.js';
+import { column, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+
+const columns = [
+  column('Number', 'INT64'),
+  column('Ratio', 'FLOAT64'),
+  column('Amount', 'NUMERIC'),
+  column('Status, text', 'STRING'),
+  column('Created', 'TIMESTAMP'),
+  column('Day', 'DATE'),
+];
+
+const rows: TypedRow[] = [
+  [9007199254740993n, 12.5, '-0.000000001', 'resolved', Date.parse('2024-02-01T10:00:00.123Z'), '2024-02-01'],
+  [null, null, null, null, null, null],
+  [-1n, 1e21, '99999999999999999999999999999', '', 0, '0001-01-01'],
+  [0n, -0, '0', 'say "hi",\r\nbye', -62_135_596_800_000, '9999-12-31'],
+];
+
+let directory: { path: string; remove: () => Promise<void> };
+beforeEach(async () => {
+  directory = await makeTempDirectory();
+});
+afterEach(async () => {
+  await directory.remove();
+});
+
+describe('CsvSink', () => {
+  it('writes a header of the original headers and one record per row, readable by csv-parse', async () => {
+    const writer = await makeSink(directory.path).open(makeContext(columns));
+    await writer.writeRows(rows.slice(0, 2));
+    await writer.writeRows(rows.slice(2));
+    const result = await writer.commit();
+
+    const target = join(directory.path, 'weekly_incidents.csv');
+    expect(result).toEqual({ sink: 'csv', target, rows: 4, details: { bytes: (await stat(target)).size, gzip: false } });
+    expect(parseCsv(await readCsv(target))).toEqual([
+      ['Number', 'Ratio', 'Amount', 'Status, text', 'Created', 'Day'],
+      ['9007199254740993', '12.5', '-0.000000001', 'resolved', '2024-02-01T10:00:00.123Z', '2024-02-01'],
+      [null, null, null, null, null, null],
+      ['-1', '1e+21', '99999999999999999999999999999', '', '1970-01-01T00:00:00.000Z', '0001-01-01'],
+      ['0', '0', '0', 'say "hi",\r\nbye', '0001-01-01T00:00:00.000Z', '9999-12-31'],
+    ]);
+  });
+
+  it('writes RFC 4180 text: UTF-8 without BOM, CRLF, quotes only where needed, "" for the empty string', async () => {
+    const writer = await makeSink(directory.path).open(makeContext([column('A', 'STRING'), column('B', 'STRING')]));
+    await writer.writeRows([
+      ['plain', 'ünï 🔥'],
+      ['', null],
+      [null, 'a,b'],
+      ['x"y', 'line\nbreak'],
+    ]);
+    await writer.commit();
+    const bytes = await readFile(join(directory.path, 'weekly_incidents.csv'));
+    expect(bytes.subarray(0, 3).equals(Buffer.from([0xef, 0xbb, 0xbf]))).toBe(false);
+    expect(bytes.toString('utf8')).toBe('A,B\r\nplain,ünï 🔥\r\n"",\r\n,"a,b"\r\n"x""y","line\nbreak"\r\n');
+  });
+
+  it('writes only the header for an export without rows', async () => {
+    const writer = await makeSink(directory.path).open(makeContext(columns));
+    const result = await writer.commit();
+    expect(result.rows).toBe(0);
+    expect(await readCsv(result.target)).toBe('Number,Ratio,Amount,"Status, text",Created,Day\r\n');
+  });
+
+  it('gzips the stream when asked, to the same CSV text', async () => {
+    const plain = await makeSink(directory.path).open(makeContext(columns));
+    await plain.writeRows(rows);
+    const plainResult = await plain.commit();
+    const zipped = await makeSink(directory.path, { gzip: true }).open(makeContext(columns));
+    await zipped.writeRows(rows);
+    const zippedResult = await zipped.commit();
+
+    expect(zippedResult.target).toBe(join(directory.path, 'weekly_incidents.csv.gz'));
+    expect(zippedResult.details).toEqual({ bytes: (await stat(zippedResult.target)).size, gzip: true });
+    const header = (await readFile(zippedResult.target)).subarray(0, 2);
+    expect([...header]).toEqual([0x1f, 0x8b]);
+    expect(await readCsv(zippedResult.target, true)).toBe(await readCsv(plainResult.target));
+  });
+
+  it('streams many rows through backpressure without losing any', async () => {
+    const writer = await makeSink(directory.path, { gzip: true }).open(makeContext([column('N', 'INT64'), column('S', 'STRING')]));
+    const page: TypedRow[] = Array.from({ length: 5000 }, (_, index) => [BigInt(index), `row ${index} ${'x'.repeat(50)}`]);
+    for (let pageNumber = 0; pageNumber < 40; pageNumber++) await writer.writeRows(page);
+    const result = await writer.commit();
+    expect(result.rows).toBe(200_000);
+    const lines = (await readCsv(result.target, true)).split('\r\n');
+    expect(lines).toHaveLength(200_002);
+    expect(lines[200_000]).toBe(`4999,row 4999 ${'x'.repeat(50)}`);
+  });
+
+  describe('atomic publication', () => {
+    it('keeps the target absent until commit, writing to a hidden temp file beside it', async () => {
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      expect(await listFiles(directory.path)).toEqual(['.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a.tmp']);
+      await writer.commit();
+      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+    });
+
+    it('replaces the previous file only on commit', async () => {
+      const target = join(directory.path, 'weekly_incidents.csv');
+      await writeFile(target, 'previous run\r\n');
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      expect(await readFile(target, 'utf8')).toBe('previous run\r\n');
+      await writer.commit();
+      expect(parseCsv(await readCsv(target))).toHaveLength(5);
+    });
+
+    it('on abort leaves the previous file byte-identical and no temp file', async () => {
+      const target = join(directory.path, 'weekly_incidents.csv');
+      const previous = Buffer.from('Number\r\n1\r\n\u00e9\r\n', 'utf8');
+      await writeFile(target, previous);
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      await writer.abort();
+      expect((await readFile(target)).equals(previous)).toBe(true);
+      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+    });
+
+    it('aborts idempotently and refuses further writes', async () => {
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await Promise.all([writer.abort(), writer.abort()]);
+      await writer.abort();
+      await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(CsvWriterClosedError);
+      expect(() => writer.commit()).toThrow(expect.objectContaining({ code: 'csv_writer_closed' }));
+      expect(await listFiles(directory.path)).toEqual([]);
+    });
+
+    it('does nothing on abort after a successful commit', async () => {
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      const result = await writer.commit();
+      await writer.abort();
+      expect(parseCsv(await readCsv(result.target))).toHaveLength(5);
+    });
+
+    it('fails the commit when the file cannot be published, and abort then cleans up', async () => {
+      // A directory where the file should go: rename(2) refuses to replace it.
+      await mkdir(join(directory.path, 'weekly_incidents.csv', 'keep'), { recursive: true });
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      const commit = writer.commit();
+      await expect(commit).rejects.toBeInstanceOf(CsvWriteError);
+      await expect(commit).rejects.toMatchObject({ code: 'csv_write_failed', message: expect.stringContaining('weekly_incidents') });
+      await writer.abort();
+      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv', 'weekly_incidents.csv/keep']);
+    });
+
+    it('refuses a second writer on the same temp file (two sinks with one path)', async () => {
+      const first = await makeSink(directory.path).open(makeContext(columns));
+      await expect(makeSink(directory.path).open(makeContext(columns))).rejects.toMatchObject({
+        code: 'csv_write_failed',
+        message: expect.stringContaining('another sink'),
+      });
+      await first.abort();
+    });
+
+    it('stops writing when the run is cancelled', async () => {
+      const controller = new AbortController();
+      const writer = await makeSink(directory.path).open(makeContext(columns, { signal: controller.signal }));
+      controller.abort(new Error('shutting down'));
+      await expect(writer.writeRows(rows)).rejects.toThrow('shutting down');
+      await writer.abort();
+      expect(await listFiles(directory.path)).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,57 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { parse } from 'csv-parse/sync';
+import { pino } from 'pino';
+import type { CsvSinkConfig } from '../../../src/config/job-schema.js';
+import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
+import type { SinkRunContext } from '../../../src/sinks/sink.js';
+import type { Column } from '../../../src/transform/column.js';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export async function makeTempDirectory(): Promise<{ path: string; remove: () => Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), 'tilehouse-csv-'));
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+export function makeContext(columns: readonly Column[], overrides: Partial<SinkRunContext> = {}): SinkRunContext {
+  return {
+    jobName: 'weekly_incidents',
+    tileId: 'tile-42',
+    runId: '20261121T213005Z-9f2c1a',
+    startedAt: new Date('2026-11-21T21:30:05Z'),
+    columns,
+    logger: silentLogger,
+    ...overrides,
+  };
+}
+
+export function makeSink(directory: string, config: Partial<CsvSinkConfig> = {}, timezone = 'UTC'): CsvSink {
+  return new CsvSink({ config: { type: 'csv', gzip: false, ...config }, directory, timezone });
+}
+
+export function column(header: string, type: Column['type']): Column {
+  return { name: header.toLowerCase(), header, type, sourceDataType: 'test' };
+}
+
+/**
+ * Reads our CSV back with a real parser, applying the file's null convention: an unquoted empty
+ * field is null, a quoted empty field is the empty string.
+ */
+export function parseCsv(text: string): (string | null)[][] {
+  return parse(text, {
+    cast: (value, context) => (value === '' && !context.quoting ? null : value),
+  }) as (string | null)[][];
+}
+
+export async function readCsv(path: string, gzip = false): Promise<string> {
+  const bytes = await readFile(path);
+  return (gzip ? gunzipSync(bytes) : bytes).toString('utf8');
+}
+
+/** Every entry in a directory, recursively, for asserting that no temp file is left behind. */
+export async function listFiles(directory: string): Promise<string[]> {
+  return (await readdir(directory, { recursive: true })).sort();
+}
