@@ -14,6 +14,7 @@ const base: SourceConfig = {
   tileParam: 'tileId',
   itemsPerPage: 50,
   requestTimeoutMs: 1000,
+  concurrency: 4,
   allowInsecureHttp: false,
 };
 

@@ -1,0 +1,127 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { readCsv } from '../support/csv-read.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const INCIDENTS = 237;
+const ITEMS_PER_PAGE = 20;
+
+export const detailQuery = {
+  items: [
+    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
+    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] },
+    { header: 'Description', formula: '[incident.description]', dataType: 'text', filters: [] },
+    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
+  ],
+  options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
+};
+
+const detailJob = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], columns: { Number: { type: 'INT64' } } };
+
+/** How the CSV should show a sandbox value, written independently of src/transform. */
+function expectedCell(value: unknown, dataType: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (dataType === 'datetime') return new Date(value as number).toISOString();
+  return String(value);
+}
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ incidents: INCIDENTS, tokenLifetimeSeconds: 600 });
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+beforeEach(async () => {
+  root = await makeTempDir();
+  sandbox.clearFaults();
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function run(jobs: Array<Record<string, unknown>>, options: { secret?: string; args?: string[] } = {}) {
+  workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: ITEMS_PER_PAGE });
+  return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...(options.args ?? [])], {
+    env: sandboxEnv(sandbox, options.secret),
+  });
+}
+
+describe('a tile run against the sandbox', () => {
+  it('writes every row of the tile to CSV, typed, in the order the API gave', async () => {
+    const result = await run([detailJob]);
+    expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect(result.exitCode).toBe(0);
+
+    const expected = sandbox.evaluate(detailQuery, SANDBOX_TILE);
+    const csv = await readCsv(path.join(workspace.outDir, 'incident_detail.csv'));
+    expect(csv.header).toEqual(expected.headers);
+    expect(csv.rows).toHaveLength(INCIDENTS);
+    expect(csv.rows).toEqual(expected.rows.map((row) => row.map((value, i) => expectedCell(value, expected.dataTypes[i]!))));
+
+    const finished = result.logs.find((line) => line.msg === 'run finished') as { summary: { tiles: Array<Record<string, unknown>> } };
+    expect(finished.summary.tiles[0]).toMatchObject({
+      status: 'succeeded',
+      rows: INCIDENTS,
+      pages: Math.ceil(INCIDENTS / ITEMS_PER_PAGE),
+      columns: [
+        { name: 'number', header: 'Number', type: 'INT64' },
+        { name: 'created', header: 'Created', type: 'TIMESTAMP' },
+        { name: 'description', header: 'Description', type: 'STRING' },
+        { name: 'severity', header: 'Severity', type: 'STRING' },
+      ],
+    });
+  });
+
+  it('requests one fresh token and each page once when nothing fails', async () => {
+    const before = sandbox.requests.length;
+    await run([detailJob]);
+    const requests = sandbox.requests.slice(before);
+    expect(requests.filter((r) => r.endpoint === 'token')).toHaveLength(1);
+    const pages = requests.filter((r) => r.endpoint === 'export').map((r) => r.pageNumber);
+    expect([...pages].sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([...Array(Math.ceil(INCIDENTS / ITEMS_PER_PAGE)).keys()]);
+  });
+
+  it('fails with exit 1 quoting invalid_client on a wrong secret, and writes nothing', async () => {
+    const result = await run([detailJob], { secret: 'wrong-secret' });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toMatch(/auth_invalid_client: .*invalid_client/);
+    expect(result.stderr).toContain('incident_detail');
+    expect(JSON.stringify(result)).not.toContain('wrong-secret');
+    expect(await listFiles(workspace.outDir)).toEqual([]);
+  });
+
+  it('fails with the API message "invalid id" for an unknown tile', async () => {
+    const result = await run([{ ...detailJob, tile: 'no-such-tile' }]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toMatch(/export_api_error: tile incident_detail: page 0: export failed with HTTP 400: invalid id/);
+    expect(await listFiles(workspace.outDir)).toEqual([]);
+  });
+
+  it('runs the other tiles when one fails, and exits 1', async () => {
+    const result = await run([{ ...detailJob, name: 'a_bad', tile: 'no-such-tile' }, { ...detailJob, name: 'b_good' }]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toMatch(/1 succeeded, 1 failed/);
+    expect(await listFiles(workspace.outDir)).toEqual(['b_good.csv']);
+  });
+
+  it('runs only the tiles named with --tile', async () => {
+    const result = await run([{ ...detailJob, name: 'a_one' }, { ...detailJob, name: 'b_two' }], { args: ['--tile', 'b_two'] });
+    expect(result.exitCode).toBe(0);
+    expect(await listFiles(workspace.outDir)).toEqual(['b_two.csv']);
+  });
+
+  it('writes byte-identical files when run twice', async () => {
+    await run([detailJob]);
+    const { readFile } = await import('node:fs/promises');
+    const first = await readFile(path.join(workspace.outDir, 'incident_detail.csv'));
+    await run([detailJob]);
+    expect(await readFile(path.join(workspace.outDir, 'incident_detail.csv'))).toEqual(first);
+  });
+});
