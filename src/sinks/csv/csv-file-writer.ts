@@ -129,6 +129,7 @@ export class CsvFileWriter implements SinkWriter {
   private async publish(): Promise<SinkResult> {
     const { target, tempPath, jobName } = this.options;
     try {
+      if (this.failure !== undefined) throw this.failure;
       this.head.end();
       await this.flushed;
     } catch (error) {

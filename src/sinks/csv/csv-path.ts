@@ -1,4 +1,4 @@
-import { isAbsolute, resolve, sep } from 'node:path';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { CsvPathInvalidError } from './csv-errors.js';
 
 /** The values a path template can use. */
@@ -57,7 +57,8 @@ export class CsvPathTemplate {
     if (isAbsolute(rendered)) return resolve(rendered);
     const root = resolve(directory);
     const target = resolve(root, rendered);
-    if (!target.startsWith(root + sep)) {
+    const inside = relative(root, target);
+    if (inside === '' || inside.split(sep)[0] === '..' || isAbsolute(inside)) {
       throw new CsvPathInvalidError(this.template, `resolves to ${target}, outside the CSV directory ${root}`);
     }
     return target;

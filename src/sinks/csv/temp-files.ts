@@ -26,9 +26,13 @@ export interface StaleTempFileOptions {
 
 /**
  * Deletes temp files left behind by runs that were killed before they could commit or abort
- * (OOM, SIGKILL, node restart), anywhere under `directory`. A file still being written by a run
- * that is alive has been modified recently, so `olderThan` (the current run's start) keeps it
- * safe; a missing directory is simply nothing to clean. Returns the removed paths.
+ * (OOM, SIGKILL, node restart), anywhere under `directory`; a missing directory is simply nothing
+ * to clean. Returns the removed paths.
+ *
+ * A file still being written by a live run is modified with every page, so `olderThan` (the
+ * current run's start) normally spares it. A live run in another process that has not written
+ * since before that moment (e.g. stuck in retries) would lose its temp file; its commit then
+ * fails and its target stays intact. When processes overlap on purpose, pass an earlier cutoff.
  */
 export async function removeStaleTempFiles(directory: string, options: StaleTempFileOptions): Promise<string[]> {
   let entries: string[];

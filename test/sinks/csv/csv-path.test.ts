@@ -78,4 +78,8 @@ describe('CSV output path', () => {
     expect(toFileNameSafe('.env')).toBe('_env');
     expect(toFileNameSafe('')).toBe('_');
   });
+
+  it('resolves under a CSV directory that is the file-system root', () => {
+    expect(new CsvPathTemplate('{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
+  });
 });

@@ -68,6 +68,13 @@ describe('CsvSink', () => {
     expect(await readCsv(result.target)).toBe('Number,Ratio,Amount,"Status, text",Created,Day\r\n');
   });
 
+  it('creates the directories a path template names', async () => {
+    const writer = await makeSink(directory.path, { path: '{tile}/{date}/{name}.csv' }).open(makeContext(columns));
+    const result = await writer.commit();
+    expect(result.target).toBe(join(directory.path, 'tile-42', '2026-11-21', 'weekly_incidents.csv'));
+    expect(await listFiles(directory.path)).toEqual(['tile-42', 'tile-42/2026-11-21', 'tile-42/2026-11-21/weekly_incidents.csv']);
+  });
+
   it('gzips the stream when asked, to the same CSV text', async () => {
     const plain = await makeSink(directory.path).open(makeContext(columns));
     await plain.writeRows(rows);
