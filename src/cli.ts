@@ -14,6 +14,7 @@ import { buildSinks, type SinkFactoryOptions } from './pipeline/build-sinks.js';
 import { formatRunSummary } from './pipeline/format-summary.js';
 import { runTiles } from './pipeline/run-tiles.js';
 import type { RetrySettings } from './pipeline/run-tile.js';
+import type { Sink } from './sinks/sink.js';
 
 /** Exit codes are part of the interface (README, k8s podFailurePolicy). */
 export const EXIT = { ok: 0, tileFailed: 1, usage: 2 } as const;
@@ -122,7 +123,7 @@ async function commandValidate(args: string[], io: CliIo): Promise<number> {
   }
   const loaded = await loadAll(values, io.env);
   await resolveCredentials(loaded.environment.source, loaded.configFile, io.env);
-  for (const job of loaded.jobs) buildSinks(job, loaded.environment, io.sinkOptions);
+  for (const job of loaded.jobs) await buildSinks(job, loaded.environment, io.sinkOptions);
   io.stdout.write(`valid: ${loaded.configFile} and ${loaded.jobs.length} job(s) in ${loaded.jobsDirectory}: ${loaded.jobs.map((job) => job.name).join(', ')}\n`);
   return EXIT.ok;
 }
@@ -136,7 +137,8 @@ async function commandRun(args: string[], io: CliIo): Promise<number> {
   const loaded = await loadAll(values, io.env);
   const jobs = selectJobs(loaded.jobs, values.tile ?? [], loaded.jobsDirectory);
   const credentials = await resolveCredentials(loaded.environment.source, loaded.configFile, io.env);
-  const sinksByJob = new Map(jobs.map((job) => [job.name, buildSinks(job, loaded.environment, io.sinkOptions)]));
+  const sinksByJob = new Map<string, Sink[]>();
+  for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, loaded.environment, io.sinkOptions));
   const logger = await createLogger({ level: values['log-level'], destination: io.logDestination });
   logger.info({ jobs: jobs.map((job) => job.name), config: loaded.configFile }, 'run starting');
   const summary = await runTiles(jobs, {

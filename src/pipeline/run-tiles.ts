@@ -3,6 +3,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
+import { removeStaleTempFiles } from '../sinks/csv/index.js';
 import type { Sink } from '../sinks/sink.js';
 import { newRunId } from './run-id.js';
 import { runTile, type RetrySettings } from './run-tile.js';
@@ -29,6 +30,9 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
   const runId = options.runId ?? newRunId(startedAt);
   const ownDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 16 });
+  // A run killed mid-write (OOM, SIGKILL, node drain) leaves its temp files; the next run sweeps them.
+  const removed = await removeStaleTempFiles(options.environment.sinks.csv.directory, { olderThan: startedAt });
+  if (removed.length > 0) options.logger.warn({ files: removed }, `removed ${removed.length} temp file(s) left by an interrupted run`);
   const tiles: Array<TileSummary | undefined> = new Array(jobs.length);
   let next = 0;
   // A few workers take jobs in order; the summary keeps the jobs' order whatever finishes first.
