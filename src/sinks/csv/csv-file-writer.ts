@@ -105,7 +105,7 @@ export class CsvFileWriter implements SinkWriter {
   }
 
   commit(): Promise<SinkResult> {
-    this.assertOpen('commit');
+    if (this.state !== 'open') return Promise.reject(new CsvWriterClosedError(this.options.target, 'commit', this.state));
     this.state = 'committing';
     this.committing = this.publish().then(
       (result) => {

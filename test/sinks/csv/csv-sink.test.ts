@@ -136,7 +136,7 @@ describe('CsvSink', () => {
       await Promise.all([writer.abort(), writer.abort()]);
       await writer.abort();
       await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(CsvWriterClosedError);
-      expect(() => writer.commit()).toThrow(expect.objectContaining({ code: 'csv_writer_closed' }));
+      await expect(writer.commit()).rejects.toMatchObject({ code: 'csv_writer_closed' });
       expect(await listFiles(directory.path)).toEqual([]);
     });
 
