@@ -66,7 +66,7 @@ describe('field references', () => {
 
   it('joins one row per tag label, and one row with a null label for an untagged incident', () => {
     const rows = rowsOf([item('Number', '[incident.number]', 'number'), item('Tag', '[tag.label]', 'text')]);
-    const expected = incidents.flatMap((i) => (i.tags.length === 0 ? [[i.number, null]] : i.tags.map((tag) => [i.number, tag])));
+    const expected = incidents.flatMap((i): (number | string | null)[][] => (i.tags.length === 0 ? [[i.number, null]] : i.tags.map((tag) => [i.number, tag])));
     expect(rows).toEqual(expected);
     expect(incidents.some((i) => i.tags.length === 0) && incidents.some((i) => i.tags.length === 3)).toBe(true);
   });
