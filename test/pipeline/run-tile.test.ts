@@ -5,19 +5,11 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { detailQuery } from '../support/queries.js';
 
 const INCIDENTS = 237;
 const ITEMS_PER_PAGE = 20;
 
-export const detailQuery = {
-  items: [
-    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] },
-    { header: 'Description', formula: '[incident.description]', dataType: 'text', filters: [] },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
-};
 
 const detailJob = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], columns: { Number: { type: 'INT64' } } };
 
