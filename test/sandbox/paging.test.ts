@@ -105,3 +105,25 @@ describe('determinism', () => {
     }
   });
 });
+
+describe('sandbox.evaluate', () => {
+  it('throws the message the endpoint would answer with 400', async () => {
+    const sandbox = await startSandbox({ incidents: 5 });
+    try {
+      expect(() => sandbox.evaluate(QUERY, 'no-such-tile')).toThrow('invalid id');
+      expect(() => sandbox.evaluate({ items: [item('A', '[incident.nope]', 'text')] })).toThrow('items[0] ("A"): unknown field [incident.nope]');
+      expect(() => sandbox.evaluate({ items: [] })).toThrow('a query needs at least one item');
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('renders datetimes as the endpoint does', async () => {
+    const sandbox = await startSandbox({ incidents: 5, datetimeFormat: 'timestamp-object' });
+    try {
+      expect(sandbox.evaluate(QUERY).rows[0]![1]).toEqual({ $date: expect.any(Number) });
+    } finally {
+      await sandbox.close();
+    }
+  });
+});

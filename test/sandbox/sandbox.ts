@@ -101,7 +101,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let otherCalls = 0;
   let inFlightExports = 0;
   const lifetime = new AbortController();
-  let audience = options.audience ?? host;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  // What tilehouse defaults the audience to: new URL(baseUrl).hostname.
+  const audience = options.audience ?? new URL(`http://${urlHost}`).hostname;
 
   const evaluateCached = (query: SandboxQuery, tileId: string): EvaluatedTable =>
     cache.getOrEvaluate(`${tileId}\n${JSON.stringify([query.items, query.options.ignoreRepeatedRows])}`, () =>
@@ -239,8 +241,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  audience = options.audience ?? new URL(url).hostname;
+  const url = `http://${urlHost}:${port}`;
 
   let closing: Promise<void> | undefined;
   return {

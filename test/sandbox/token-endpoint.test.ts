@@ -29,6 +29,17 @@ describe('token endpoint', () => {
     expect(sandbox.audience).toBe('127.0.0.1');
   });
 
+  it('takes the audience from the host it listens on', async () => {
+    const local = await startSandbox({ incidents: 1, host: 'localhost' });
+    try {
+      expect(local.audience).toBe('localhost');
+      expect(local.url).toMatch(/^http:\/\/localhost:\d+$/);
+      expect((await postJson(`${local.url}/oauth/token`, tokenBody(local))).status).toBe(200);
+    } finally {
+      await local.close();
+    }
+  });
+
   it('accepts a charset parameter on the content type', async () => {
     const answer = await postJson(tokenUrl(), tokenBody(sandbox), { 'content-type': 'application/json; charset=utf-8' });
     expect(answer.status).toBe(200);
