@@ -89,18 +89,19 @@ export function evaluateQuery(query: SandboxQuery, context: EvaluationContext): 
         return (row: RowId) => test(evaluate(row));
       }),
     );
-    let selected = rows.filter((row) => predicates.every((test) => test(row)));
-    if (ordering.length > 0) {
-      const keys = ordering.map((p) => ({
-        direction: p.item.order === 'desc' ? -1 : 1,
-        type: compiler.valueType(p.index),
-        values: selected.map(evaluators[p.index]!),
-      }));
-      selected = selected.reorder(sortedPositions(selected.length, keys));
-    }
+    const filtered = rows.filter((row) => predicates.every((test) => test(row)));
+    const ordered =
+      ordering.length === 0
+        ? filtered
+        : filtered.reorder(
+            sortedPositions(
+              filtered.length,
+              ordering.map((p) => ({ direction: p.item.order === 'desc' ? -1 : 1, values: filtered.map(evaluators[p.index]!) })),
+            ),
+          );
     const renderRow = (row: RowId): Value[] => renderAll((i) => evaluators[i]!(row));
-    if (query.options.ignoreRepeatedRows) selected = selected.keep(firstOccurrences(selected.length, (k) => renderRow(selected.at(k))));
-    return { ...shape, totalRows: selected.length, row: (k) => renderRow(selected.at(k)) };
+    const result = query.options.ignoreRepeatedRows ? ordered.reorder(firstOccurrences(ordered.length, (k) => renderRow(ordered.at(k)))) : ordered;
+    return { ...shape, totalRows: result.length, row: (k) => renderRow(result.at(k)) };
   }
 
   return runGrouped(items, compiler, rows, {
@@ -184,11 +185,7 @@ function runGrouped(
   }
   let kept = groupValues.filter((values) => groupPredicates.every(({ index, test }) => test(values[index]!)));
   if (run.ordering.length > 0) {
-    const keys = run.ordering.map((p) => ({
-      direction: p.item.order === 'desc' ? -1 : 1,
-      type: compiler.valueType(p.index),
-      values: kept.map((values) => values[p.index]!),
-    }));
+    const keys = run.ordering.map((p) => ({ direction: p.item.order === 'desc' ? -1 : 1, values: kept.map((values) => values[p.index]!) }));
     const positions = sortedPositions(kept.length, keys);
     kept = Array.from(positions, (position) => kept[position]!);
   }
@@ -479,7 +476,7 @@ function compareValues(a: Value, b: Value): number {
  * blank cells stay at the bottom); ties keep the earlier position, so the order is total and
  * identical on every run.
  */
-function sortedPositions(n: number, keys: { direction: number; type: ValueType; values: ArrayLike<Value> }[]): Uint32Array {
+function sortedPositions(n: number, keys: { direction: number; values: ArrayLike<Value> }[]): Uint32Array {
   const positions = new Uint32Array(n);
   for (let i = 0; i < n; i++) positions[i] = i;
   positions.sort((p, q) => {
@@ -545,14 +542,11 @@ class RowList {
     return out;
   }
 
+  /** The rows at these positions, in this order (a permutation, or a subset for deduplication). */
   reorder(positions: Uint32Array): RowList {
     const out = new Uint32Array(positions.length);
     for (let i = 0; i < positions.length; i++) out[i] = this.ids[positions[i]!]!;
     return new RowList(out);
-  }
-
-  keep(positions: Uint32Array): RowList {
-    return this.reorder(positions);
   }
 }
 
