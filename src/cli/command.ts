@@ -1,0 +1,64 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { DestinationStream } from 'pino';
+import { ConfigError } from '../config/config-error.js';
+import { messageOf } from '../errors.js';
+import type { SinkFactoryOptions } from '../pipeline/build-sinks.js';
+import type { RetrySettings } from '../pipeline/run-tile.js';
+
+/** Exit codes are part of the interface (README, k8s podFailurePolicy). */
+export const EXIT = { ok: 0, tileFailed: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
+
+/** What a command may touch of the outside world; tests pass captures and fakes. */
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Standard input, for commands that read `-` (default: process.stdin). */
+  stdin?: NodeJS.ReadableStream;
+  /** Whether stderr is a terminal (progress bars, pretty logs); default: its isTTY. */
+  interactive?: boolean;
+  /** Where JSON logs go; default stdout. Tests capture them here. */
+  logDestination?: DestinationStream;
+  sinkOptions?: SinkFactoryOptions;
+  retry?: RetrySettings;
+  /** Aborted on SIGTERM/SIGINT; commands stop cleanly and leave no partial output. */
+  signal?: AbortSignal;
+}
+
+export interface Command {
+  name: string;
+  /** One line for `tilehouse --help`. */
+  summary: string;
+  /** The whole `tilehouse <name> --help` text. */
+  help: string;
+  run(args: string[], io: CliIo): Promise<number>;
+}
+
+/** Bad arguments: nothing runs, exit 2. */
+export class UsageError extends ConfigError {
+  static of(message: string): UsageError {
+    return new UsageError([{ file: 'tilehouse', field: '', message }]);
+  }
+}
+
+export const COMMON_OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  jobs: { type: 'string', short: 'j' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} satisfies ParseArgsConfig['options'];
+
+export const COMMON_HELP = `  -c, --config FILE    environment config (default: $TILEHOUSE_CONFIG or config/default.yaml)
+  -j, --jobs DIR       directory of job YAML files (default: $TILEHOUSE_JOBS or jobs)`;
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Parses a command's flags (the common ones plus `extra`); a mistake is a usage error. */
+export function parseCommandArgs<Extra extends Options = {}>(command: string, args: string[], extra?: Extra, allowPositionals = false) {
+  try {
+    const options = { ...COMMON_OPTIONS, ...(extra as Extra) };
+    return parseArgs({ args, options, allowPositionals, strict: true });
+  } catch (error) {
+    throw UsageError.of(`${command}: ${messageOf(error)} (see tilehouse ${command} --help)`);
+  }
+}

@@ -1,0 +1,24 @@
+import { ConfigError } from '../config/config-error.js';
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import { loadEnvironment, loadJobs, type LoadedJob } from '../config/load-config.js';
+
+export interface Workspace {
+  environment: EnvironmentConfig;
+  configFile: string;
+  jobs: LoadedJob[];
+  jobsDirectory: string;
+}
+
+/** Loads the environment config and every job; all problems of both are reported together. */
+export async function loadWorkspace(values: { config?: string; jobs?: string }, env: NodeJS.ProcessEnv): Promise<Workspace> {
+  const configFile = values.config ?? env.TILEHOUSE_CONFIG ?? 'config/default.yaml';
+  const jobsDirectory = values.jobs ?? env.TILEHOUSE_JOBS ?? 'jobs';
+  const [environment, jobs] = await Promise.allSettled([loadEnvironment(configFile), loadJobs(jobsDirectory)]);
+  const problems = [environment, jobs].flatMap((result) =>
+    result.status === 'rejected' && result.reason instanceof ConfigError ? result.reason.problems : [],
+  );
+  if (problems.length > 0) throw new ConfigError(problems);
+  if (environment.status === 'rejected') throw environment.reason;
+  if (jobs.status === 'rejected') throw jobs.reason;
+  return { environment: environment.value, configFile, jobs: jobs.value, jobsDirectory };
+}
