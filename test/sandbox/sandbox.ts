@@ -63,6 +63,8 @@ export interface Sandbox {
   readonly now: Date;
   /** Every request so far, in arrival order (a live view). */
   readonly requests: readonly RecordedRequest[];
+  /** Every access token issued so far (a live view). */
+  readonly issuedTokens: readonly string[];
   /** Adds a fault rule; it applies from the next request on. */
   inject(rule: FaultRule): void;
   clearFaults(): void;
@@ -254,6 +256,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     now: new Date(dataset.now),
     get requests() {
       return log;
+    },
+    get issuedTokens() {
+      return tokens.issued;
     },
     inject: (rule) => faults.inject(rule),
     clearFaults: () => faults.clear(),

@@ -12,6 +12,8 @@ export type TokenCheck = 'valid' | 'unknown' | 'expired' | 'wrong-audience';
 /** Opaque random bearer tokens, each bound to the audience it was issued for. */
 export class TokenStore {
   private readonly tokens = new Map<string, IssuedToken>();
+  /** Every token ever issued, so tests can prove a token never leaks into logs or files. */
+  readonly issued: string[] = [];
 
   constructor(private readonly clock: () => number = Date.now) {}
 
@@ -19,6 +21,7 @@ export class TokenStore {
     this.forgetExpired();
     const token = randomBytes(32).toString('base64url');
     this.tokens.set(token, { audience, expiresAt: this.clock() + lifetimeSeconds * 1000, revoked: false });
+    this.issued.push(token);
     return token;
   }
 

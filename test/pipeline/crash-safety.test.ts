@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const CLI = path.resolve('src/cli.ts');
+const KILLS = 20;
+const PREVIOUS = 'previous output\r\n';
+const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+let target: string;
+let faultFree: string;
+
+function runInProcess(ws: Workspace = workspace) {
+  return runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox) });
+}
+
+beforeAll(async () => {
+  // 30 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
+  sandbox = await startSandbox({ incidents: 600, latencyMs: 15 });
+  root = await makeTempDir();
+  workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
+  target = path.join(workspace.outDir, 'incident_detail.csv');
+  expect((await runInProcess()).exitCode).toBe(0);
+  faultFree = await readFile(target, 'utf8');
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('a run killed with SIGKILL', () => {
+  it(`leaves either the previous or the complete output at ${KILLS} seeded moments, and the next run is exact`, async () => {
+    let seed = 20261121;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const seen = { previous: 0, complete: 0, leftTempFiles: 0 };
+    for (let kill = 0; kill < KILLS; kill += 1) {
+      await mkdir(workspace.outDir, { recursive: true });
+      await writeFile(target, PREVIOUS);
+      const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: { ...process.env, ...sandboxEnv(sandbox) },
+        stdio: 'ignore',
+      });
+      const exited = once(child, 'exit');
+      // Startup through tsx takes most of a second; the export itself about half a second.
+      await Promise.race([sleep(300 + random() * 1500), exited]);
+      child.kill('SIGKILL');
+      await exited;
+
+      const after = await readFile(target, 'utf8');
+      expect([PREVIOUS, faultFree], `kill ${kill} left a partial file`).toContain(after);
+      seen[after === PREVIOUS ? 'previous' : 'complete'] += 1;
+      if ((await listFiles(workspace.outDir)).length > 1) seen.leftTempFiles += 1;
+
+      const rerun = await runInProcess();
+      expect(rerun.exitCode).toBe(0);
+      expect(await readFile(target, 'utf8')).toBe(faultFree);
+      expect(await listFiles(workspace.outDir), 'temp files remain').toEqual(['incident_detail.csv']);
+    }
+    // The seeded moments must actually hit the export mid-write, so the sweep had work to do.
+    expect(seen.leftTempFiles).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('two runs of one tile at the same time', () => {
+  it('publish one whole run, never a mix, and leave no temp file', async () => {
+    // The two runs differ (one exports a filtered query), so a mix of them would show.
+    const filtered = {
+      ...job,
+      query: { ...detailQuery, items: detailQuery.items.map((item, i) => (i === 3 ? { ...item, filters: [{ operator: 'in', values: ['SEV1', 'SEV2'], beforeAggregate: true }] } : item)) },
+    };
+    const other = await writeWorkspace(path.join(root, 'other'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
+    const otherConfig = (await readFile(other.configFile, 'utf8')).replace(other.outDir, workspace.outDir);
+    await writeFile(other.configFile, otherConfig);
+
+    const filteredOnly = await writeWorkspace(path.join(root, 'reference'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
+    expect((await runInProcess(filteredOnly)).exitCode).toBe(0);
+    const filteredOutput = await readFile(path.join(filteredOnly.outDir, 'incident_detail.csv'), 'utf8');
+    expect(filteredOutput).not.toBe(faultFree);
+
+    const started = sandbox.requests.length;
+    const [a, b] = await Promise.all([runInProcess(workspace), runInProcess(other)]);
+    expect(a.exitCode + b.exitCode).toBeLessThanOrEqual(1); // at most one may lose its temp file to the other's sweep
+    // They really overlapped: the second token was issued before the first run's last page.
+    const requests = sandbox.requests.slice(started);
+    const tokens = requests.filter((r) => r.endpoint === 'token');
+    expect(tokens).toHaveLength(2);
+    expect(tokens[1]!.receivedAt).toBeLessThan(Math.max(...requests.filter((r) => r.endpoint === 'export').map((r) => r.receivedAt)));
+    expect([faultFree, filteredOutput]).toContain(await readFile(target, 'utf8'));
+    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+  });
+});
