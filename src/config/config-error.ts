@@ -16,7 +16,8 @@ export function formatProblem(problem: ConfigProblem): string {
   const where = problem.line === undefined ? problem.file : `${problem.file}:${problem.line}`;
   const field = problem.field === '' ? '' : ` ${problem.field}`;
   const value = problem.value === undefined ? '' : ` = ${problem.value}`;
-  return `${where}:${field}${value}: ${problem.message}`;
+  const subject = `${field}${value}`;
+  return subject === '' ? `${where}: ${problem.message}` : `${where}:${subject}: ${problem.message}`;
 }
 
 /** Bad configuration or usage: nothing runs, the process exits 2. */

@@ -1,3 +1,4 @@
+import { Cron } from 'croner';
 import { z } from 'zod';
 import { COLUMN_TYPES } from '../transform/column.js';
 
@@ -96,7 +97,18 @@ export const jobSchema = z
     description: z.string().optional(),
     schedule: z
       .object({
-        cron: z.string().min(1).describe('Cron expression (5 or 6 fields)'),
+        cron: z
+          .string()
+          .min(1)
+          .check((ctx) => {
+            // croner is the scheduler that will run it, so it is also the judge of what is valid.
+            try {
+              new Cron(ctx.value, { paused: true });
+            } catch (error) {
+              ctx.issues.push({ code: 'custom', input: ctx.value, message: `not a valid cron expression (${(error as Error).message})` });
+            }
+          })
+          .describe('Cron expression: 5 fields, or 6 with seconds first'),
         timezone: ianaTimezone.default('UTC'),
       })
       .strict()

@@ -79,6 +79,7 @@ describe('loadJob', () => {
   // Each case: a change to the valid job, and what the message must name.
   const malformed: Array<{ case: string; yaml: string; field: string; value?: string; line?: number; says: RegExp }> = [
     { case: 'a name with upper case', yaml: VALID_JOB.replace('name: incidents_by_type', 'name: Incidents-By-Type'), field: 'name', value: '"Incidents-By-Type"', line: 1, says: /lower-case/ },
+    { case: 'an invalid cron expression', yaml: VALID_JOB.replace('"0 3 * * *"', '"61 3 * * *"'), field: 'schedule.cron', value: '"61 3 * * *"', line: 4, says: /not a valid cron expression.*minute/ },
     { case: 'a missing tile id', yaml: VALID_JOB.replace('tile: tile-1\n', ''), field: 'tile', says: /expected string/i },
     { case: 'an unknown top-level key', yaml: `${VALID_JOB}retries: 3\n`, field: 'retries', line: 26, says: /unrecognized key/i },
     { case: 'a bad timezone', yaml: VALID_JOB.replace('Europe/Berlin', 'Mars/Olympus'), field: 'schedule.timezone', value: '"Mars/Olympus"', line: 5, says: /IANA/ },
