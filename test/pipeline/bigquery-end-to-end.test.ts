@@ -134,7 +134,7 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     });
   }
 
-  const select = (orderBy = 'number') => readTable(client, `${endpoint.projectId}.${dataset}.${TABLE}`, orderBy);
+  const select = (orderBy = 'number') => readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, orderBy);
 
   async function leftovers(): Promise<string[]> {
     return readdir(workspace.tempDir).catch(() => []);

@@ -7,12 +7,42 @@ import type { BigQuery } from '@google-cloud/bigquery';
  */
 export type ReadCell = number | bigint | string | null;
 
-/** Every row of a table, ordered, with each cell unwrapped (see ReadCell). */
-export async function readTable(client: BigQuery, table: string, orderBy: string): Promise<Record<string, ReadCell>[]> {
-  const [rows] = await client.query({ query: `SELECT * FROM \`${table}\` ORDER BY ${orderBy}`, wrapIntegers: true });
+/**
+ * Every row of a table, ordered, with each cell unwrapped (see ReadCell).
+ *
+ * TIMESTAMP columns are selected as UNIX_MICROS and turned into text here, not by the client:
+ * @google-cloud/precise-date 5.2 (which the client uses for int64-microsecond timestamps) reads
+ * any instant strictly between 1969-12-31T23:59:59Z and the epoch with the wrong sign (-1 ms comes
+ * back as 1970-01-01T00:00:00.999Z). The table holds the right value; only that reader is wrong.
+ */
+export async function readTable(
+  client: BigQuery,
+  target: { projectId: string; dataset: string; table: string },
+  orderBy: string,
+): Promise<Record<string, ReadCell>[]> {
+  const [metadata] = await client.dataset(target.dataset).table(target.table).getMetadata();
+  const fields = (metadata as { schema?: { fields?: { name: string; type: string }[] } }).schema?.fields ?? [];
+  const timestamps = new Set(fields.filter((field) => field.type === 'TIMESTAMP').map((field) => field.name));
+  const selected = fields.map(({ name }) => (timestamps.has(name) ? `UNIX_MICROS(\`${name}\`) AS \`${name}\`` : `\`${name}\``));
+  const [rows] = await client.query({
+    query: `SELECT ${selected.join(', ')} FROM \`${target.projectId}.${target.dataset}.${target.table}\` ORDER BY ${orderBy}`,
+    wrapIntegers: true,
+  });
   return (rows as Record<string, unknown>[]).map((row) =>
-    Object.fromEntries(Object.entries(row).map(([name, value]) => [name, unwrap(value)])),
+    Object.fromEntries(
+      Object.entries(row).map(([name, value]) => {
+        const cell = unwrap(value);
+        return [name, timestamps.has(name) && cell !== null ? isoFromMicros(cell as bigint) : cell];
+      }),
+    ),
   );
+}
+
+/** Epoch microseconds as `2024-03-01T06:00:00.000Z`, with six fractional digits only when needed. */
+export function isoFromMicros(micros: bigint): string {
+  const subMilli = ((micros % 1000n) + 1000n) % 1000n;
+  const iso = new Date(Number((micros - subMilli) / 1000n)).toISOString();
+  return subMilli === 0n ? iso : `${iso.slice(0, -1)}${subMilli.toString().padStart(3, '0')}Z`;
 }
 
 /** Whether the table exists; the dataset may be missing too. */
