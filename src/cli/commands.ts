@@ -1,6 +1,7 @@
 import type { Command } from './command.js';
+import { initCommand } from './init-command.js';
 import { runCommand } from './run-command.js';
 import { validateCommand } from './validate-command.js';
 
 /** Every `tilehouse <command>`, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [runCommand, validateCommand];
+export const COMMANDS: readonly Command[] = [runCommand, validateCommand, initCommand];
