@@ -125,6 +125,21 @@ export const jobSchema = z
       )
       .default({})
       .describe('Per-header type overrides, e.g. {"Incidents": {type: INT64}}'),
+    backfill: z
+      .object({
+        item: z
+          .string()
+          .min(1)
+          .describe('Header or ref of the query item (a datetime) that a backfill window filters with rw'),
+        bucketColumn: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Header of the output column holding each row\'s date bucket (a grouped function: date item); makes windows exact'),
+      })
+      .strict()
+      .optional()
+      .describe('How `tilehouse backfill` splits this tile into date windows'),
     onInvalidValue: z
       .enum(['fail', 'null'])
       .default('fail')

@@ -38,10 +38,16 @@ export interface TileRunDependencies {
   retry?: RetrySettings;
   signal?: AbortSignal;
   window?: { from: string; to: string };
+  /**
+   * Backfills keep only the rows of their window. Called once with page 0's headers; returns the
+   * predicate applied to every raw row before typing (dropped rows are counted, never typed).
+   */
+  selectRows?: (headers: readonly string[]) => (row: readonly unknown[]) => boolean;
 }
 
 interface ReadOutcome {
   rows: number;
+  rowsDropped: number;
   pages: number;
   columns: Column[];
   warnings: string[];
@@ -85,6 +91,7 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
       tile: job.tile,
       status,
       rows: outcome?.rows ?? 0,
+      rowsDropped: outcome?.rowsDropped ?? 0,
       pages: outcome?.pages ?? 0,
       durationMs: Date.now() - started,
       columns: (outcome?.columns ?? []).map(({ name, header, type }) => ({ name, header, type })),
@@ -137,7 +144,8 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
 
   const readOnce = async (): Promise<ReadOutcome> => {
     const writers: SinkWriter[] = [];
-    const outcome: ReadOutcome = { rows: 0, pages: 0, columns: [], warnings: [], nulledValues: 0, outputs: [] };
+    const outcome: ReadOutcome = { rows: 0, rowsDropped: 0, pages: 0, columns: [], warnings: [], nulledValues: 0, outputs: [] };
+    let keep: ((row: readonly unknown[]) => boolean) | undefined;
     try {
       const concurrency = new AdaptiveConcurrency(source.concurrency);
       for await (const page of readPages(client, { jobName: job.name, itemsPerPage: source.itemsPerPage, concurrency })) {
@@ -157,8 +165,11 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
           if (deps.window) context.window = deps.window;
           if (deps.signal) context.signal = deps.signal;
           for (const sink of commitOrder(deps.sinks)) writers.push(await sink.open(context));
+          keep = deps.selectRows?.(page.headers);
         }
-        const typed = toTypedRows(page.rows, outcome.columns, {
+        const rows = keep === undefined ? page.rows : page.rows.filter(keep);
+        outcome.rowsDropped += page.rows.length - rows.length;
+        const typed = toTypedRows(rows, outcome.columns, {
           timezone: job.timezone,
           onInvalidValue: job.onInvalidValue,
           jobName: job.name,
@@ -167,7 +178,7 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
         });
         outcome.nulledValues += typed.nulledValues;
         for (const writer of writers) await writer.writeRows(typed.rows);
-        outcome.rows += page.rows.length;
+        outcome.rows += rows.length;
         outcome.pages += 1;
         logger.debug({ page: page.pageNumber, rows: page.rows.length, totalRows: page.navigation.totalRows }, 'page written');
       }

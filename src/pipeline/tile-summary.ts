@@ -6,7 +6,10 @@ export interface TileSummary {
   job: string;
   tile: string;
   status: 'succeeded' | 'failed';
+  /** Rows written. */
   rows: number;
+  /** Rows read but outside a backfill window. */
+  rowsDropped: number;
   pages: number;
   durationMs: number;
   columns: Array<{ name: string; header: string; type: ColumnType }>;

@@ -1,0 +1,142 @@
+import { ConfigError, type ConfigProblem } from '../config/config-error.js';
+import { selectJobs, type LoadedJob } from '../config/load-config.js';
+import { resolveCredentials } from '../config/secrets.js';
+import { createLogger } from '../log.js';
+import { isCalendarDate, splitWindows, type DateWindow, type WindowStep } from '../pipeline/backfill-windows.js';
+import { buildSinks } from '../pipeline/build-sinks.js';
+import { backfillItemIndex, runBackfill, type BackfillSummary } from '../pipeline/run-backfill.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { loadWorkspace } from './load-workspace.js';
+
+const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
+
+/**
+ * A backfill writes one output per window: CSV paths must contain {date} (the default becomes
+ * `{name}/{date}.csv`), and BigQuery must write partitions, because `replace` would keep only
+ * the last window and `append` would duplicate a re-run window.
+ */
+export function jobForBackfill(job: LoadedJob): LoadedJob {
+  const problems: ConfigProblem[] = [];
+  const sinks = job.sinks.map((sink, index) => {
+    if (sink.type === 'csv') {
+      if (sink.path === undefined) return { ...sink, path: sink.gzip ? '{name}/{date}.csv.gz' : '{name}/{date}.csv' };
+      if (!sink.path.includes('{date}')) {
+        problems.push({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(sink.path), message: 'a backfill writes one file per window: the path needs {date}' });
+      }
+      return sink;
+    }
+    if (sink.writeMode !== 'partition') {
+      problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window: use writeMode: partition' });
+    }
+    return sink;
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { ...job, sinks };
+}
+
+/** Contiguous failed windows, merged, as the commands that re-run only them. */
+export function rerunCommands(failed: readonly DateWindow[], job: string, step: WindowStep, passThrough: readonly string[]): string[] {
+  const ranges: DateWindow[] = [];
+  for (const window of failed) {
+    const last = ranges.at(-1);
+    if (last !== undefined && last.to === window.from) last.to = window.to;
+    else ranges.push({ ...window });
+  }
+  return ranges.map((range) => ['tilehouse backfill', '--tile', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
+}
+
+function formatDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
+}
+
+export const backfillCommand: Command = {
+  name: 'backfill',
+  summary: 'export one tile window by window over a date range; each window replaces its own output',
+  help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
+
+Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
+into its own CSV file ({date} = the window's first day) or BigQuery partition (writeMode:
+partition), so re-running a window replaces exactly that window. The job's backfill.item names the
+query item whose rw filter is replaced per window; with backfill.bucketColumn (a grouped date
+bucket) rows outside the window are dropped, which makes each window exact. Without it, windows
+are exact to within one day and the summary says so.
+
+Options:
+  -t, --tile NAME        the job to backfill (required)
+      --from DATE        first day, YYYY-MM-DD (required)
+      --to DATE          day after the last, YYYY-MM-DD (required)
+      --step S           day | week | month (default: day)
+      --concurrency N    windows exported at the same time (default: 1)
+${COMMON_HELP}
+      --log-level L      trace|debug|info|warn|error (default: warn)
+  -h, --help             show this help
+
+Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
+2 bad config or usage, 143 / 130 stopped by SIGTERM / SIGINT.
+`,
+  async run(args, io) {
+    const { values } = parseCommandArgs('backfill', args, {
+      tile: { type: 'string', short: 't' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      step: { type: 'string' },
+      concurrency: { type: 'string' },
+    });
+    if (values.help) {
+      io.stdout.write(this.help);
+      return EXIT.ok;
+    }
+    for (const flag of ['tile', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+    for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+    const step = (values.step ?? 'day') as WindowStep;
+    if (!STEPS.includes(step)) throw UsageError.of(`backfill: --step must be one of ${STEPS.join(', ')}, got ${JSON.stringify(values.step)}`);
+    const concurrency = Number(values.concurrency ?? '1');
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
+    if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
+
+    const workspace = await loadWorkspace(values, io.env);
+    const [selected] = selectJobs(workspace.jobs, [values.tile!], workspace.jobsDirectory);
+    const job = jobForBackfill(selected!);
+    backfillItemIndex(job);
+    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
+    const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
+    const windows = splitWindows(values.from!, values.to!, step);
+
+    const interactive = io.interactive ?? (io.stderr as { isTTY?: boolean }).isTTY === true;
+    const started = Date.now();
+    let rows = 0;
+    const summary: BackfillSummary = await runBackfill(job, {
+      environment: workspace.environment,
+      credentials,
+      logger,
+      sinks,
+      windows,
+      concurrency,
+      retry: io.retry,
+      signal: io.signal,
+      onWindowDone: (result, done) => {
+        rows += result.summary.rows;
+        if (!interactive) return;
+        const eta = ((Date.now() - started) / done) * (windows.length - done);
+        io.stderr.write(`\r\x1b[K${done}/${windows.length} windows, ${rows} rows, ETA ${formatDuration(eta)}`);
+      },
+    });
+    if (interactive) io.stderr.write('\n');
+
+    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
+    if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
+    for (const { window, summary: tile } of summary.windows) {
+      const detail = tile.status === 'succeeded' ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}` : `FAILED ${tile.error?.code}: ${tile.error?.message}`;
+      lines.push(`  ${window.from}..${window.to}: ${detail}`);
+    }
+    if (summary.failed.length > 0) {
+      const passThrough = [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
+      lines.push(`failed windows: ${summary.failed.length}; re-run only them with:`);
+      for (const command of rerunCommands(summary.failed, job.name, step, passThrough)) lines.push(`  ${command}`);
+    }
+    io.stderr.write(`${lines.join('\n')}\n`);
+    return summary.failed.length > 0 ? EXIT.tileFailed : EXIT.ok;
+  },
+};

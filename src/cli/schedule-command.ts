@@ -1,0 +1,61 @@
+import { once } from 'node:events';
+import { resolveCredentials } from '../config/secrets.js';
+import { createLogger } from '../log.js';
+import { buildSinks } from '../pipeline/build-sinks.js';
+import { runTiles } from '../pipeline/run-tiles.js';
+import { Scheduler } from '../schedule/scheduler.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { loadWorkspace } from './load-workspace.js';
+
+export const scheduleCommand: Command = {
+  name: 'schedule',
+  summary: 'run every job on its own cron until SIGTERM (long-running worker)',
+  help: `Usage: tilehouse schedule [--config FILE] [--jobs DIR] [--grace-seconds N] [--log-level LEVEL]
+
+Runs every job that has a schedule on its cron and timezone, in one process. A job still running
+when its next tick comes skips that tick (logged). At start, each job's next run is logged.
+On SIGTERM or SIGINT it stops scheduling, gives running tiles --grace-seconds to finish, then
+aborts them cleanly (temp files removed, nothing partial published).
+
+Options:
+${COMMON_HELP}
+      --grace-seconds N  how long running tiles may finish after SIGTERM (default 30)
+      --log-level L      trace|debug|info|warn|error (default: info)
+  -h, --help             show this help
+
+Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
+`,
+  async run(args, io) {
+    const { values } = parseCommandArgs('schedule', args, { 'grace-seconds': { type: 'string' } });
+    if (values.help) {
+      io.stdout.write(this.help);
+      return EXIT.ok;
+    }
+    const grace = Number(values['grace-seconds'] ?? '30');
+    if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
+    const workspace = await loadWorkspace(values, io.env);
+    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined);
+    if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
+    const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, io.sinkOptions)] as const)));
+    const logger = await createLogger({ level: values['log-level'], destination: io.logDestination });
+
+    const scheduler = new Scheduler(scheduled, async (job, signal) => {
+      const summary = await runTiles([job], {
+        environment: workspace.environment,
+        credentials,
+        logger,
+        buildSinks: () => sinks.get(job.name)!,
+        retry: io.retry,
+        signal,
+      });
+      return summary.tiles[0];
+    }, logger);
+    scheduler.start();
+    if (io.signal === undefined) throw UsageError.of('schedule: needs a stop signal (run it as a process)');
+    if (!io.signal.aborted) await once(io.signal, 'abort');
+    const drained = await scheduler.stop(grace * 1000);
+    logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
+    return EXIT.ok;
+  },
+};

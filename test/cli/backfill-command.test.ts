@@ -1,0 +1,149 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { readCsv } from '../support/csv-read.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const DAY_MS = 86_400_000;
+const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
+
+const query = {
+  items: [
+    {
+      header: 'Day',
+      ref: 'day',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      function: 'date',
+      format: 'year_month_number_day_number_hyphen',
+      grouped: true,
+      order: 'asc',
+      orderSequence: 0,
+      // The tile's own window; a backfill replaces it per window.
+      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+    },
+    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 1, filters: [] },
+    { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
+  ],
+  options: { pageNumber: 0, itemsPerPage: 50 },
+};
+const job = {
+  name: 'daily_severity',
+  tile: SANDBOX_TILE,
+  timezone: 'Europe/Berlin',
+  query,
+  sinks: [{ type: 'csv' }],
+  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+  backfill: { item: 'day', bucketColumn: 'Day' },
+};
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+
+beforeAll(async () => {
+  // rw windows are relative to the server's "now", which must be the real clock here.
+  sandbox = await startSandbox({ incidents: 4000, now: new Date() });
+  root = await makeTempDir();
+  workspace = await writeWorkspace(root, sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+function backfill(args: string[]) {
+  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox) });
+}
+
+/** The direct full export (no window filter), restricted to [from, to) by the Day bucket. */
+function directExport(from: string, to: string): string[][] {
+  const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
+  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
+}
+
+async function windowRows(name: string, date: string): Promise<string[][]> {
+  return (await readCsv(path.join(workspace.outDir, name, `${date}.csv`))).rows as string[][];
+}
+
+describe('tilehouse backfill', () => {
+  it('writes each day window to its own file; together they equal the direct export, none missing or duplicated', async () => {
+    const from = day(-20);
+    const to = day(-10);
+    const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--concurrency', '3']);
+    expect(result.stderr).toContain(`backfill daily_severity ${from}..${to} by day: 10 of 10 windows succeeded`);
+    expect(result.exitCode).toBe(0);
+
+    const files = (await listFiles(path.join(workspace.outDir, 'daily_severity'))).filter((f) => f.endsWith('.csv'));
+    expect(files).toHaveLength(10);
+    const union: string[][] = [];
+    for (const file of files) {
+      const date = file.replace('.csv', '');
+      const rows = await windowRows('daily_severity', date);
+      expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
+      union.push(...rows);
+    }
+    expect(union).toEqual(directExport(from, to));
+    expect(union.length).toBeGreaterThan(10);
+  });
+
+  it('keeps week windows exact although their edges fall mid-day in Berlin against UTC buckets', async () => {
+    const from = day(-40);
+    const to = day(-19);
+    const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--step', 'week']);
+    expect(result.exitCode).toBe(0);
+    const starts = [from, day(-33), day(-26)];
+    const union: string[][] = [];
+    for (const [i, start] of starts.entries()) {
+      const end = starts[i + 1] ?? to;
+      const rows = await windowRows('daily_severity', start);
+      expect(rows.every((row) => row[0]! >= start && row[0]! < end)).toBe(true);
+      union.push(...rows);
+    }
+    expect(union).toEqual(directExport(from, to));
+  });
+
+  it('replaces a window when it is run again', async () => {
+    const date = day(-5);
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    const file = path.join(workspace.outDir, 'daily_severity', `${date}.csv`);
+    const first = await readFile(file, 'utf8');
+    await writeFile(file, 'tampered\r\n');
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    expect(await readFile(file, 'utf8')).toBe(first);
+  });
+
+  it('lists failed windows with the command that re-runs only them, and that command works', async () => {
+    const from = day(-3);
+    const to = day(-1);
+    sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
+    const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
+    sandbox.clearFaults();
+    expect(failed.exitCode).toBe(1);
+    const rerun = `tilehouse backfill --tile daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
+    expect(failed.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}`);
+
+    const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(sandbox) });
+    expect(again.exitCode).toBe(0);
+    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', day(-2)))]).toEqual(directExport(from, to));
+  });
+
+  it('says so when the job names no bucket column and windows are only exact to within a day', async () => {
+    const result = await backfill(['--tile', 'approximate', '--from', day(-8), '--to', day(-7)]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toContain('exact only to within one day');
+  });
+
+  it.each([
+    { args: ['--tile', 'daily_severity', '--from', '2026-02-30', '--to', '2026-03-05'], says: /--from must be a date YYYY-MM-DD, got "2026-02-30"/ },
+    { args: ['--tile', 'daily_severity', '--from', '2026-03-05', '--to', '2026-03-01'], says: /--to \(2026-03-01\) must be after --from/ },
+    { args: ['--tile', 'daily_severity', '--from', '2026-03-01'], says: /--to is required/ },
+    { args: ['--tile', 'daily_severity', '--from', '2026-03-01', '--to', '2026-03-05', '--step', 'hour'], says: /--step must be one of day, week, month/ },
+  ])('refuses bad usage with exit 2: $says', async ({ args, says }) => {
+    const result = await backfill(args);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(says);
+  });
+});

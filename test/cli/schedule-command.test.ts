@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const CLI = path.resolve('src/cli.ts');
+
+let sandbox: Sandbox;
+let root: string;
+
+beforeAll(async () => {
+  // 12 pages × 110 ms one at a time ≈ 1.3 s per run: longer than the 1 s between ticks.
+  sandbox = await startSandbox({ incidents: 240, latencyMs: 110 });
+  root = await makeTempDir();
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('tilehouse schedule as a process', () => {
+  it('runs the job every second, skips overlapping ticks, and drains on SIGTERM with exit 143', async () => {
+    const job = { name: 'every_second', tile: SANDBOX_TILE, schedule: { cron: '* * * * * *', timezone: 'Europe/Berlin' }, query: detailQuery, sinks: [{ type: 'csv' }] };
+    const ws = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
+    const reference = await writeWorkspace(path.join(root, 'reference'), sandbox, [job], { itemsPerPage: 20 });
+    expect((await runCli(['run', '--config', reference.configFile, '--jobs', reference.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
+
+    const tokensBeforeSpawn = sandbox.requests.filter((r) => r.endpoint === 'token').length;
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'schedule', '--config', ws.configFile, '--jobs', ws.jobsDir, '--grace-seconds', '10'], {
+      env: { ...process.env, ...sandboxEnv(sandbox) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let logs = '';
+    child.stdout.on('data', (chunk: Buffer) => (logs += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (logs += chunk.toString()));
+    const deadline = Date.now() + 25_000;
+    // Two finished runs and at least one skipped tick, then stop while a third run is under way.
+    while ((logs.match(/tile every_second succeeded/g) ?? []).length < 2 || !logs.includes('skipped a run of every_second')) {
+      if (Date.now() > deadline) throw new Error(`schedule did not get going:\n${logs}`);
+      await sleep(50);
+    }
+    // A run is under way when more runs have fetched a token than have finished.
+    const started = () => sandbox.requests.filter((r) => r.endpoint === 'token').length - tokensBeforeSpawn;
+    const finished = () => (logs.match(/tile every_second succeeded/g) ?? []).length;
+    while (started() <= finished()) await sleep(20);
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+
+    expect(logs.split('\n').some((line) => line.includes('"msg":"scheduled every_second"') && /"nextRun":"\d{4}-/.test(line))).toBe(true);
+    expect(logs).toContain('stopped: every running tile finished');
+    expect(code).toBe(143);
+    expect((logs.match(/tile every_second succeeded/g) ?? []).length).toBeGreaterThanOrEqual(3);
+    expect(await readFile(path.join(ws.outDir, 'every_second.csv'), 'utf8')).toBe(await readFile(path.join(reference.outDir, 'every_second.csv'), 'utf8'));
+    expect(await listFiles(ws.outDir)).toEqual(['every_second.csv']);
+  }, 40_000);
+});
