@@ -1,31 +1,20 @@
 import type { Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { audienceOf, type ClientCredentials } from '../config/secrets.js';
+import type { ClientCredentials } from '../config/secrets.js';
 import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkResult, SinkRunContext, SinkWriter } from '../sinks/sink.js';
-import { ExportClient } from '../source/export-client.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import { readPages } from '../source/read-pages.js';
-import { RetryBudget, type RetryPolicy } from '../source/retry-policy.js';
-import { SessionToken } from '../source/session-token.js';
 import { ExportInconsistentError, ExportPageMismatchError } from '../source/source-errors.js';
-import { fetchToken } from '../source/token-client.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
 import { toTypedRows } from '../transform/typed-rows.js';
+import { openSourceSession, type RetrySettings } from './source-session.js';
 import type { TileSummary } from './tile-summary.js';
 
-export interface RetrySettings {
-  maxAttempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-  /** Retries allowed across all requests of one tile run. */
-  budget: number;
-}
-
-export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000, budget: 50 };
+export { DEFAULT_RETRY, type RetrySettings } from './source-session.js';
 
 export interface TileRunDependencies {
   environment: EnvironmentConfig;
@@ -77,14 +66,7 @@ async function abortAll(writers: readonly SinkWriter[], logger: Logger): Promise
 export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promise<TileSummary> {
   const started = Date.now();
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
-  const retry = deps.retry ?? DEFAULT_RETRY;
-  const policy: RetryPolicy = {
-    maxAttempts: retry.maxAttempts,
-    baseDelayMs: retry.baseDelayMs,
-    maxDelayMs: retry.maxDelayMs,
-    budget: new RetryBudget(retry.budget),
-  };
-  const counters = { reauthentications: 0, restarts: 0 };
+  const counters = { restarts: 0 };
   const summary = (status: TileSummary['status'], outcome?: ReadOutcome, error?: unknown): TileSummary => {
     const result: TileSummary = {
       job: job.name,
@@ -98,8 +80,8 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
       outputs: outcome?.outputs ?? [],
       warnings: outcome?.warnings ?? [],
       nulledValues: outcome?.nulledValues ?? 0,
-      retries: policy.budget.used,
-      reauthentications: counters.reauthentications,
+      retries: session.budget.used,
+      reauthentications: session.reauthentications(),
       restarts: counters.restarts,
     };
     if (error !== undefined) {
@@ -109,38 +91,8 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
   };
 
   const { source } = deps.environment;
-  const token = new SessionToken(() =>
-    fetchToken({
-      authUrl: source.authUrl,
-      clientId: deps.credentials.clientId,
-      clientSecret: deps.credentials.clientSecret,
-      audience: audienceOf(source),
-      jobName: job.name,
-      dispatcher: deps.dispatcher,
-      timeoutMs: source.requestTimeoutMs,
-      retry: policy,
-      signal: deps.signal,
-      onRetry: (event) => logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying'),
-    }),
-  );
-  const client = new ExportClient({
-    baseUrl: source.baseUrl,
-    tileParam: source.tileParam,
-    tileId: job.tile,
-    query: job.query,
-    itemsPerPage: source.itemsPerPage,
-    jobName: job.name,
-    dispatcher: deps.dispatcher,
-    timeoutMs: source.requestTimeoutMs,
-    retry: policy,
-    token,
-    signal: deps.signal,
-    onRetry: (event) => logger.warn({ page: event.pageNumber, attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'page request failed; retrying'),
-    onReauthenticate: (pageNumber) => {
-      counters.reauthentications += 1;
-      logger.info({ page: pageNumber }, 'token refused (401); fetching a new token once');
-    },
-  });
+  const session = openSourceSession(job, { ...deps, logger });
+  const { client } = session;
 
   const readOnce = async (): Promise<ReadOutcome> => {
     const writers: SinkWriter[] = [];

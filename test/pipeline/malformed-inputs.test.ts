@@ -105,6 +105,6 @@ describe('a malformed configuration or command line', () => {
   it('an unknown command: exit 2 with the list of commands', async () => {
     const result = await runCli(['export'], { env: ENV });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toMatch(/unknown command "export"; commands: run, );
+    expect(result.stderr).toMatch(/unknown command "export"; commands: run, /);
   });
 });
