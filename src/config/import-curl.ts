@@ -192,9 +192,9 @@ export function parseCurlWords(words: readonly string[]): RawRequest {
         break;
       }
       case 'json':
-        request.headers.push({ name: 'content-type', value: 'application/json' });
-      // falls through: --json is --data-binary plus the JSON headers
       case 'data':
+        // --json is --data-binary plus the JSON content type.
+        if (role === 'json') request.headers.push({ name: 'content-type', value: 'application/json' });
         if (value.startsWith('@')) {
           throw new CurlImportError(`curl option ${word} reads the body from a file (${word} @file); paste the body itself (--data-raw '{…}')`);
         }
