@@ -1,7 +1,8 @@
 import type { Command } from './command.js';
 import { initCommand } from './init-command.js';
+import { k8sCommand } from './k8s-command.js';
 import { runCommand } from './run-command.js';
 import { validateCommand } from './validate-command.js';
 
 /** Every `tilehouse <command>`, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [runCommand, validateCommand, initCommand];
+export const COMMANDS: readonly Command[] = [runCommand, validateCommand, initCommand, k8sCommand];

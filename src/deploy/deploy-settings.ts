@@ -1,0 +1,75 @@
+/**
+ * The fixed parts of the Kubernetes deployment: names the other manifests in k8s/ refer to, where
+ * the image expects its files (see the Dockerfile), and the run limits with their reasons.
+ */
+
+export const APP = 'tilehouse';
+export const CONTAINER = 'tilehouse';
+export const SERVICE_ACCOUNT = 'tilehouse';
+export const NAMESPACE = 'tilehouse';
+/** kubectl create secret generic tilehouse-credentials --from-literal=client-id=… --from-file=client-secret=… */
+export const CREDENTIALS_SECRET = 'tilehouse-credentials';
+export const SECRET_KEYS = { clientId: 'client-id', clientSecret: 'client-secret' } as const;
+export const JOBS_CONFIGMAP = 'tilehouse-jobs';
+export const CONFIG_CONFIGMAP = 'tilehouse-config';
+/** Rewritten to the registry image by `images:` in k8s/kustomization.yaml. */
+export const DEFAULT_IMAGE = 'tilehouse';
+
+/** The image's layout (Dockerfile): WORKDIR, the mount points of the ConfigMaps, the temp dir. */
+export const IMAGE_PATHS = {
+  workdir: '/app',
+  configDirectory: '/etc/tilehouse/config',
+  jobsDirectory: '/etc/tilehouse/jobs',
+  tempDirectory: '/tmp',
+} as const;
+
+/** The non-root user of the image (Dockerfile `USER 10001`); runAsNonRoot needs it numeric. */
+export const RUN_AS_USER = 10001;
+
+export const CRONJOB_LIMITS = {
+  // A run that could not start within 10 minutes of its time (controller down, no node free) is
+  // skipped rather than started late; every run exports the whole tile, so the next one catches up.
+  // It also keeps the controller from giving up on a CronJob after 100 missed schedules.
+  startingDeadlineSeconds: 600,
+  // Exit 1 (the source or a sink failed after tilehouse's own retries) gets two more pods; exit 2
+  // (bad config) fails at once through the podFailurePolicy.
+  backoffLimit: 2,
+  // One hour for all attempts together: far above an export of the benchmark's size, low enough
+  // that a hung run is stopped before it overlaps many schedules (concurrencyPolicy: Forbid).
+  activeDeadlineSeconds: 3600,
+  successfulJobsHistoryLimit: 3,
+  // Failed Jobs keep their pods (and logs) for whoever is on call.
+  failedJobsHistoryLimit: 3,
+} as const;
+
+export const BACKFILL_LIMITS = {
+  backoffLimit: 2,
+  // A backfill runs one export per window; months of daily windows take longer than one run.
+  activeDeadlineSeconds: 6 * 3600,
+  // A plain Job has no history limit; remove it (and its pods) a week after it finished.
+  ttlSecondsAfterFinished: 7 * 24 * 3600,
+} as const;
+
+/** tilehouse's exit code for bad configuration or usage (src/cli/command.ts EXIT.usage). */
+export const EXIT_BAD_CONFIG = 2;
+
+export const RESOURCES = {
+  requests: { cpu: '100m', memory: '192Mi' },
+  limits: { memory: '256Mi' },
+} as const;
+
+export const RESOURCES_COMMENT = [
+  ' memory: request 192Mi / limit 256Mi come from the benchmark\'s peak RSS (npm run bench) plus',
+  ' headroom; re-measure and update them when the benchmark changes. Rows stream page by page,',
+  ' so memory does not grow with the tile size. --max-old-space-size (NODE_OPTIONS) keeps the V8',
+  ' heap below the limit, so garbage is collected before the kernel OOM-kills the pod.',
+  ' cpu: a request (100m) for scheduling, and deliberately no limit: a CFS quota throttles the',
+  ' single-threaded process in bursts (JSON parsing of a page) even on an idle node, which only',
+  ' stretches request timeouts and token lifetimes; the request already guarantees its share.',
+].join('\n');
+
+/** The V8 old-space cap, about 60% of the memory limit (buffers and code live outside the heap). */
+export const NODE_OPTIONS = '--max-old-space-size=160';
+
+/** Kubernetes adds 11 characters to a CronJob's name for its Jobs; names are DNS labels of 63. */
+export const MAX_CRONJOB_NAME = 52;

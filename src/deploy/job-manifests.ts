@@ -1,0 +1,123 @@
+import { ConfigError } from '../config/config-error.js';
+import type { LoadedJob } from '../config/load-config.js';
+import {
+  APP,
+  BACKFILL_LIMITS,
+  CONTAINER,
+  CRONJOB_LIMITS,
+  EXIT_BAD_CONFIG,
+  MAX_CRONJOB_NAME,
+  NAMESPACE,
+} from './deploy-settings.js';
+import type { PodPlan } from './pod-template.js';
+
+type Manifest = Record<string, unknown>;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const CRON_MACROS = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+
+/** `incidents_by_month_severity` → `tilehouse-incidents-by-month-severity`. */
+export function cronJobName(jobName: string): string {
+  return `${APP}-${jobName.replaceAll('_', '-')}`;
+}
+
+function labels(component: string, jobName: string): Manifest {
+  return { 'app.kubernetes.io/name': APP, 'app.kubernetes.io/component': component, 'tilehouse.dev/job': jobName };
+}
+
+// Bad config is not retried: exit 2 fails the Job at once. A pod stopped by a node drain or
+// preemption (DisruptionTarget) does not count against backoffLimit.
+const podFailurePolicy = {
+  rules: [
+    { action: 'FailJob', onExitCodes: { containerName: CONTAINER, operator: 'In', values: [EXIT_BAD_CONFIG] } },
+    { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+  ],
+};
+
+/**
+ * Checks that a job's schedule can be a CronJob: Kubernetes takes five cron fields or a macro,
+ * while the in-process scheduler (croner) also accepts seconds and L/W/# forms.
+ */
+function kubernetesSchedule(job: LoadedJob): string {
+  const cron = job.schedule!.cron.trim();
+  const problem = (message: string) => ConfigError.single({ file: job.file, field: 'schedule.cron', value: JSON.stringify(cron), message });
+  if (cron.startsWith('@')) {
+    if (!CRON_MACROS.has(cron)) throw problem(`Kubernetes knows the macros ${[...CRON_MACROS].join(' ')}`);
+    return cron;
+  }
+  const fields = cron.split(/\s+/);
+  if (fields.length !== 5) throw problem(`a Kubernetes CronJob takes 5 fields (minute hour day month weekday); this has ${fields.length}`);
+  if (/(TZ|#)|(^|[\s,])\d*[LW]([\s,]|$)|\bLW\b/.test(cron)) throw problem('L, W, # and TZ= are croner extensions that Kubernetes does not read; timezone goes in schedule.timezone');
+  return cron;
+}
+
+/** One CronJob per scheduled job; a job without a schedule gets none (it runs on demand). */
+export function cronJobFor(job: LoadedJob, pod: PodPlan): Manifest | undefined {
+  if (job.schedule === undefined) return undefined;
+  const name = cronJobName(job.name);
+  if (name.length > MAX_CRONJOB_NAME || !DNS_LABEL.test(name)) {
+    throw ConfigError.single({
+      file: job.file,
+      field: 'name',
+      value: JSON.stringify(job.name),
+      message: `the CronJob would be named ${name}: at most ${MAX_CRONJOB_NAME} characters, not ending in "_" (Kubernetes names its Jobs after it)`,
+    });
+  }
+  const jobLabels = labels('export', job.name);
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: { name, labels: jobLabels },
+    spec: {
+      schedule: kubernetesSchedule(job),
+      timeZone: job.schedule.timezone,
+      // Two runs of one tile would race for the same output.
+      concurrencyPolicy: 'Forbid',
+      startingDeadlineSeconds: CRONJOB_LIMITS.startingDeadlineSeconds,
+      successfulJobsHistoryLimit: CRONJOB_LIMITS.successfulJobsHistoryLimit,
+      failedJobsHistoryLimit: CRONJOB_LIMITS.failedJobsHistoryLimit,
+      jobTemplate: {
+        metadata: { labels: jobLabels },
+        spec: {
+          backoffLimit: CRONJOB_LIMITS.backoffLimit,
+          activeDeadlineSeconds: CRONJOB_LIMITS.activeDeadlineSeconds,
+          podFailurePolicy,
+          template: {
+            metadata: { labels: jobLabels },
+            spec: pod.spec(['run', '--tile', job.name]),
+          },
+        },
+      },
+    },
+  };
+}
+
+export const BACKFILL_PLACEHOLDERS = { tile: 'NAME', date: 'YYYY-MM-DD' } as const;
+
+/** A Job to fill in and create by hand; `generateName` gives each backfill its own name. */
+export function backfillJob(pod: PodPlan): Manifest {
+  const jobLabels = labels('backfill', BACKFILL_PLACEHOLDERS.tile);
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { generateName: `${APP}-backfill-`, namespace: NAMESPACE, labels: jobLabels },
+    spec: {
+      backoffLimit: BACKFILL_LIMITS.backoffLimit,
+      activeDeadlineSeconds: BACKFILL_LIMITS.activeDeadlineSeconds,
+      ttlSecondsAfterFinished: BACKFILL_LIMITS.ttlSecondsAfterFinished,
+      podFailurePolicy,
+      template: {
+        metadata: { labels: jobLabels },
+        spec: pod.spec([
+          'backfill',
+          '--tile',
+          BACKFILL_PLACEHOLDERS.tile,
+          '--from',
+          BACKFILL_PLACEHOLDERS.date,
+          '--to',
+          BACKFILL_PLACEHOLDERS.date,
+        ]),
+      },
+    },
+  };
+}

@@ -1,0 +1,198 @@
+import path from 'node:path';
+import { ConfigError } from '../config/config-error.js';
+import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import {
+  CONFIG_CONFIGMAP,
+  CONTAINER,
+  CREDENTIALS_SECRET,
+  IMAGE_PATHS,
+  JOBS_CONFIGMAP,
+  NODE_OPTIONS,
+  RESOURCES,
+  RUN_AS_USER,
+  SECRET_KEYS,
+  SERVICE_ACCOUNT,
+} from './deploy-settings.js';
+
+/**
+ * The pod every tilehouse run gets, CronJob or backfill: the same image, mounts, credentials,
+ * limits and lock-down. Derived from the environment config so the pod supplies exactly what the
+ * config refers to (the secret file it reads, the variable it expands, the directories it writes).
+ */
+
+type Manifest = Record<string, unknown>;
+
+export interface PodInputs {
+  environment: EnvironmentConfig;
+  /** The environment config file; its base name is the key in the config ConfigMap. */
+  configFile: string;
+  jobs: readonly LoadedJob[];
+  image: string;
+}
+
+export interface PodPlan {
+  /** The pod template's `spec` for a container running `args`. */
+  spec(args: string[]): Manifest;
+  /** Things that work but deserve a look (CSV written into a pod's emptyDir). */
+  warnings: string[];
+}
+
+interface Credentials {
+  env: Manifest[];
+  mountPath?: string;
+  items: Array<{ key: string; path: string }>;
+}
+
+/** Wires the Secret's keys to the config's credential fields: `${VAR}` → env, `…File` → a file mount. */
+function credentialWiring(source: SourceConfig, configFile: string): Credentials {
+  const wiring: Credentials = { env: [], items: [] };
+  const mountFile = (field: string, file: string, key: string) => {
+    if (!path.posix.isAbsolute(file)) {
+      throw ConfigError.single({ file: configFile, field: `source.${field}`, value: JSON.stringify(file), message: 'must be an absolute path in the pod (the Secret is mounted there)' });
+    }
+    const directory = path.posix.dirname(file);
+    if (wiring.mountPath !== undefined && wiring.mountPath !== directory) {
+      throw ConfigError.single({
+        file: configFile,
+        field: `source.${field}`,
+        value: JSON.stringify(file),
+        message: `must be in the same directory as the other secret file (${wiring.mountPath}): the Secret is one mount`,
+      });
+    }
+    wiring.mountPath = directory;
+    wiring.items.push({ key, path: path.posix.basename(file) });
+  };
+  const fromEnv = (reference: string, key: string) => {
+    const match = ENV_REFERENCE.exec(reference);
+    if (match === null) return; // a literal client id needs nothing from the Secret
+    wiring.env.push({ name: match[1], valueFrom: { secretKeyRef: { name: CREDENTIALS_SECRET, key } } });
+  };
+  if (source.clientIdFile !== undefined) mountFile('clientIdFile', source.clientIdFile, SECRET_KEYS.clientId);
+  else if (source.clientId !== undefined) fromEnv(source.clientId, SECRET_KEYS.clientId);
+  if (source.clientSecretFile !== undefined) mountFile('clientSecretFile', source.clientSecretFile, SECRET_KEYS.clientSecret);
+  else if (source.clientSecret !== undefined) fromEnv(source.clientSecret, SECRET_KEYS.clientSecret);
+  return wiring;
+}
+
+function isWithin(directory: string, parent: string): boolean {
+  const relative = path.posix.relative(parent, directory);
+  return relative === '' || (!relative.startsWith('..') && !path.posix.isAbsolute(relative));
+}
+
+/** The fixed directory part of an absolute CSV path template: `/exports/{tile}/{date}.csv` → `/exports`. */
+function templateDirectory(template: string): string {
+  const segments = template.split('/');
+  const fixed = segments.slice(0, -1);
+  const firstPlaceholder = fixed.findIndex((segment) => segment.includes('{'));
+  const kept = firstPlaceholder < 0 ? fixed : fixed.slice(0, firstPlaceholder);
+  return kept.join('/') || '/';
+}
+
+/** Where runs write besides /tmp: the CSV directories of csv sinks, and a temp directory outside /tmp. */
+function writableDirectories(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): { directories: string[]; csvJobs: Map<string, string[]> } {
+  const csvJobs = new Map<string, string[]>();
+  for (const job of jobs) {
+    for (const sink of job.sinks) {
+      if (sink.type !== 'csv') continue;
+      const directory =
+        sink.path !== undefined && path.posix.isAbsolute(sink.path)
+          ? templateDirectory(sink.path)
+          : path.posix.resolve(IMAGE_PATHS.workdir, environment.sinks.csv.directory);
+      csvJobs.set(directory, [...(csvJobs.get(directory) ?? []), job.name]);
+    }
+  }
+  const wanted = [...csvJobs.keys()];
+  if (environment.tempDirectory !== undefined) wanted.push(path.posix.resolve(IMAGE_PATHS.workdir, environment.tempDirectory));
+  // Nested directories share their parent's volume; /tmp is always writable.
+  const directories: string[] = [];
+  for (const directory of [...new Set(wanted)].sort((a, b) => a.length - b.length || a.localeCompare(b))) {
+    if ([IMAGE_PATHS.tempDirectory, ...directories].some((parent) => isWithin(directory, parent))) continue;
+    directories.push(directory);
+  }
+  return { directories, csvJobs };
+}
+
+export function planPod(inputs: PodInputs): PodPlan {
+  const { environment, configFile, jobs } = inputs;
+  const credentials = credentialWiring(environment.source, configFile);
+  const { directories, csvJobs } = writableDirectories(environment, jobs);
+  const warnings = [...csvJobs].map(
+    ([directory, names]) =>
+      `${names.join(', ')} write CSV under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
+      'On Kubernetes use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
+  );
+
+  const mounts: Manifest[] = [
+    { name: 'tmp', mountPath: IMAGE_PATHS.tempDirectory },
+    { name: 'config', mountPath: IMAGE_PATHS.configDirectory, readOnly: true },
+    { name: 'jobs', mountPath: IMAGE_PATHS.jobsDirectory, readOnly: true },
+  ];
+  const volumes: Manifest[] = [
+    // readOnlyRootFilesystem: temp files (NDJSON for BigQuery, CSV before its rename) go here.
+    { name: 'tmp', emptyDir: {} },
+    { name: 'config', configMap: { name: CONFIG_CONFIGMAP } },
+    { name: 'jobs', configMap: { name: JOBS_CONFIGMAP } },
+  ];
+  directories.forEach((directory, index) => {
+    const name = index === 0 ? 'output' : `output-${index + 1}`;
+    mounts.push({ name, mountPath: directory });
+    volumes.push({ name, emptyDir: {} });
+  });
+  if (credentials.mountPath !== undefined) {
+    mounts.push({ name: 'credentials', mountPath: credentials.mountPath, readOnly: true });
+    // 0440 and fsGroup: the files belong to root, readable by the run's group only.
+    volumes.push({ name: 'credentials', secret: { secretName: CREDENTIALS_SECRET, items: credentials.items, defaultMode: 0o440 } });
+  }
+  const paths = mounts.map((mount) => mount.mountPath as string);
+  const clash = paths.find((mountPath, index) => paths.indexOf(mountPath) !== index);
+  if (clash !== undefined) {
+    throw ConfigError.single({ file: configFile, field: '', value: JSON.stringify(clash), message: 'two volumes would be mounted at this path; move the secret files, CSV or temp directory apart' });
+  }
+
+  const env: Manifest[] = [
+    { name: 'TILEHOUSE_CONFIG', value: path.posix.join(IMAGE_PATHS.configDirectory, path.basename(configFile)) },
+    { name: 'TILEHOUSE_JOBS', value: IMAGE_PATHS.jobsDirectory },
+    { name: 'NODE_OPTIONS', value: NODE_OPTIONS },
+    ...credentials.env,
+  ];
+  const seccompProfile = { type: 'RuntimeDefault' };
+
+  return {
+    warnings,
+    spec: (args) => ({
+      serviceAccountName: SERVICE_ACCOUNT,
+      // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
+      restartPolicy: 'Never',
+      // tilehouse stops cleanly on SIGTERM (aborts requests, removes temp files, exit 143).
+      terminationGracePeriodSeconds: 30,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: RUN_AS_USER,
+        runAsGroup: RUN_AS_USER,
+        fsGroup: RUN_AS_USER,
+        seccompProfile,
+      },
+      containers: [
+        {
+          name: CONTAINER,
+          image: inputs.image,
+          imagePullPolicy: 'IfNotPresent',
+          args,
+          env,
+          resources: RESOURCES,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RUN_AS_USER,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+            seccompProfile,
+          },
+          volumeMounts: mounts,
+        },
+      ],
+      volumes,
+    }),
+  };
+}

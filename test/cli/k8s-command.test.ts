@@ -1,0 +1,113 @@
+/** `tilehouse k8s` end to end in a temp workspace. Writes files only; no cluster is contacted. */
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { listFiles, runCli } from '../support/cli-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+let root: string;
+let jobsDir: string;
+let outFile: string;
+let args: string[];
+beforeEach(async () => {
+  root = await makeTempDir();
+  jobsDir = path.join(root, 'jobs');
+  outFile = path.join(root, 'k8s', 'cronjobs.yaml');
+  await cp('jobs', jobsDir, { recursive: true });
+  args = ['k8s', '--config', 'config/production.example.yaml', '--jobs', jobsDir, '--out', outFile];
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function setSchedule(file: string, cron: string | undefined): Promise<void> {
+  const text = await readFile(file, 'utf8');
+  const replaced =
+    cron === undefined ? text.replace(/^schedule:\n(?: {2}.*\n)+/m, '') : text.replace(/^( {2}cron: ).*$/m, `$1"${cron}"`);
+  expect(replaced).not.toBe(text);
+  await writeFile(file, replaced);
+}
+
+describe('tilehouse k8s', () => {
+  it('writes the CronJobs, the backfill template and the kustomize sources, then --check passes', async () => {
+    const written = await runCli(args, { env: {} });
+    expect(written.exitCode).toBe(0);
+    expect(written.stdout).toMatch(/updated 7 file\(s\): .*cronjobs\.yaml \(3 CronJob\(s\) for 3 job\(s\)\)/);
+    expect(written.stdout).toContain('deploy with: kubectl apply -k');
+    expect(await listFiles(path.join(root, 'k8s'))).toEqual([
+      'backfill-job.yaml',
+      'cronjobs.yaml',
+      'generated/config/production.example.yaml',
+      'generated/jobs/incident_types_resolution.yaml',
+      'generated/jobs/incidents_by_month_severity.yaml',
+      'generated/jobs/tag_postmortem_breakdown.yaml',
+      'generated/kustomization.yaml',
+    ]);
+    // The demo jobs write CSV, which an emptyDir in the pod does not keep: said on stderr.
+    expect(written.stderr).toMatch(/warning: .* write CSV under \/var\/lib\/tilehouse\/out: in the pod that is an emptyDir/);
+
+    const checked = await runCli([...args, '--check'], { env: {} });
+    expect(checked.exitCode).toBe(0);
+    expect(checked.stdout).toContain('up to date: 7 generated files');
+
+    const again = await runCli(args, { env: {} });
+    expect(again.stdout).toMatch(/^unchanged: /);
+  });
+
+  it('--check exits 1 naming each stale file, and writes nothing', async () => {
+    await runCli(args, { env: {} });
+    await setSchedule(path.join(jobsDir, 'incidents_by_month_severity.yaml'), '15 6 * * *');
+    const before = await readFile(outFile, 'utf8');
+
+    const checked = await runCli([...args, '--check'], { env: {} });
+    expect(checked.exitCode).toBe(1);
+    expect(checked.stderr).toContain(`stale Kubernetes manifests; run: tilehouse k8s --config config/production.example.yaml --jobs ${jobsDir} --out ${outFile}`);
+    expect(checked.stderr).toMatch(/cronjobs\.yaml: differs/);
+    expect(checked.stderr).toMatch(/generated\/jobs\/incidents_by_month_severity\.yaml: differs/);
+    expect(await readFile(outFile, 'utf8')).toBe(before);
+
+    expect((await runCli(args, { env: {} })).exitCode).toBe(0);
+    const cronJobs = parseAllDocuments(await readFile(outFile, 'utf8')).map((document) => document.toJS());
+    expect(cronJobs.find((cronJob) => cronJob.metadata.name === 'tilehouse-incidents-by-month-severity').spec.schedule).toBe('15 6 * * *');
+  });
+
+  it('drops the CronJob of a job whose schedule was removed', async () => {
+    await setSchedule(path.join(jobsDir, 'tag_postmortem_breakdown.yaml'), undefined);
+    expect((await runCli(args, { env: {} })).exitCode).toBe(0);
+    const text = await readFile(outFile, 'utf8');
+    expect(parseAllDocuments(text).map((document) => document.toJS().metadata.name)).toEqual([
+      'tilehouse-incident-types-resolution',
+      'tilehouse-incidents-by-month-severity',
+    ]);
+    expect(text).toContain('Jobs without a schedule (no CronJob, run on demand): tag_postmortem_breakdown.');
+  });
+
+  it('--check reports missing files when nothing was generated yet', async () => {
+    const checked = await runCli([...args, '--check'], { env: {} });
+    expect(checked.exitCode).toBe(1);
+    expect(checked.stderr).toMatch(/cronjobs\.yaml: missing/);
+    expect(await listFiles(path.join(root, 'k8s'))).toEqual([]);
+  });
+
+  it('exits 2 and writes nothing for an invalid job or a schedule Kubernetes cannot run', async () => {
+    await setSchedule(path.join(jobsDir, 'incidents_by_month_severity.yaml'), '0 0 6 * * *');
+    const sixFields = await runCli(args, { env: {} });
+    expect(sixFields.exitCode).toBe(2);
+    expect(sixFields.stderr).toMatch(/incidents_by_month_severity\.yaml: schedule\.cron = "0 0 6 \* \* \*": a Kubernetes CronJob takes 5 fields/);
+    expect(await listFiles(path.join(root, 'k8s'))).toEqual([]);
+
+    await mkdir(jobsDir, { recursive: true });
+    await writeFile(path.join(jobsDir, 'broken.yaml'), 'name: Broken\n');
+    const invalid = await runCli(args, { env: {} });
+    expect(invalid.exitCode).toBe(2);
+    expect(invalid.stderr).toMatch(/broken\.yaml:1: name = "Broken"/);
+  });
+
+  it('exits 2 on an unknown option and prints its help', async () => {
+    expect((await runCli(['k8s', '--frobnicate'], { env: {} })).exitCode).toBe(2);
+    const help = await runCli(['k8s', '--help'], { env: {} });
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toContain('Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]');
+  });
+});
