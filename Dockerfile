@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# tilehouse image: the compiled CLI and its production dependencies, nothing else. Job files and the
+# environment config are not baked in: Kubernetes mounts them from ConfigMaps (k8s/), at the paths
+# TILEHOUSE_JOBS and TILEHOUSE_CONFIG name below.
+#   docker build -t tilehouse .
+#   docker run --rm -v "$PWD/jobs:/etc/tilehouse/jobs:ro" -v "$PWD/config:/etc/tilehouse/config:ro" tilehouse validate
+
+# --- build: every dependency (TypeScript), compile src/ to dist/src/ (tsconfig.build.json) ---
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime: production dependencies only, the compiled output, a non-root user ---
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist/src ./dist/src
+# /app stays owned by root: the process can read its code but not change it. The pod also runs with
+# a read-only root filesystem; temp files go to TMPDIR (an emptyDir on Kubernetes).
+ENV TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
+    TILEHOUSE_JOBS=/etc/tilehouse/jobs \
+    TMPDIR=/tmp
+# Numeric, so Kubernetes can verify runAsNonRoot without a passwd lookup.
+USER 10001:10001
+# node runs as PID 1 without an init: tilehouse handles SIGTERM/SIGINT itself (clean stop, exit
+# 143/130) and starts no child processes to reap.
+ENTRYPOINT ["node", "/app/dist/src/cli.js"]
+CMD ["run"]

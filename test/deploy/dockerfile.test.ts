@@ -1,0 +1,117 @@
+/**
+ * The Dockerfile, read as text: no Docker engine is available where the tests run, so the image
+ * is never built here. What can be checked without building is checked: stages, user, install
+ * flags, entrypoint, and that the paths agree with package.json, tsconfig.build.json and k8s/.
+ */
+import { readFile } from 'node:fs/promises';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE_PATHS, RUN_AS_USER } from '../../src/deploy/deploy-settings.js';
+
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  instructions: Instruction[];
+}
+
+/** Instructions per stage: continuation lines joined, comments and the parser directive dropped. */
+function parseDockerfile(text: string): Stage[] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  const stages: Stage[] = [];
+  for (const line of logical) {
+    const [, keyword = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    const instruction = { keyword: keyword.toUpperCase(), args: args.replace(/\s+/g, ' ') };
+    if (instruction.keyword === 'FROM') stages.push({ from: instruction.args, instructions: [] });
+    else stages.at(-1)!.instructions.push(instruction);
+  }
+  return stages;
+}
+
+function all(stage: Stage, keyword: string): string[] {
+  return stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args);
+}
+
+function envOf(stage: Stage): Record<string, string> {
+  return Object.fromEntries(all(stage, 'ENV').flatMap((args) => [...args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(\S+)/g)].map((match) => [match[1]!, match[2]!])));
+}
+
+let stages: Stage[];
+let build: Stage;
+let runtime: Stage;
+beforeAll(async () => {
+  stages = parseDockerfile(await readFile('Dockerfile', 'utf8'));
+  build = stages[0]!;
+  runtime = stages.at(-1)!;
+});
+
+describe('Dockerfile', () => {
+  it('builds in one stage and runs from another, both on Node 20', () => {
+    expect(stages).toHaveLength(2);
+    expect(build.from).toMatch(/^node:20[-.\w]* AS build$/i);
+    expect(runtime.from).toMatch(/^node:20[-.\w]*( AS \w+)?$/i);
+    expect(all(build, 'RUN')).toEqual(expect.arrayContaining([expect.stringMatching(/^npm ci\b/), 'npm run build']));
+  });
+
+  it('installs production dependencies only in the final stage', () => {
+    const installs = all(runtime, 'RUN').filter((run) => /\bnpm (ci|install|i)\b/.test(run));
+    expect(installs).toHaveLength(1);
+    expect(installs[0]).toMatch(/\bnpm ci\b.*--omit=dev/);
+    expect(envOf(runtime).NODE_ENV).toBe('production');
+  });
+
+  it('copies only the compiled output from the build stage, and no jobs or config', async () => {
+    const tsconfig = JSON.parse(await readFile('tsconfig.build.json', 'utf8')) as { compilerOptions: { outDir: string; rootDir: string } };
+    expect(tsconfig.compilerOptions).toMatchObject({ outDir: 'dist', rootDir: '.' }); // src/ → dist/src/
+    expect(all(runtime, 'COPY')).toContain('--from=build /app/dist/src ./dist/src');
+    for (const stage of stages) {
+      for (const copy of all(stage, 'COPY')) expect(copy).not.toMatch(/(^|\s)\.?\/?(jobs|config|k8s)\b/);
+    }
+  });
+
+  it('runs as a non-root numeric user in the final stage, the one the pods run as', () => {
+    const users = all(runtime, 'USER');
+    expect(users).toHaveLength(1);
+    const [user, group] = users[0]!.split(':');
+    expect(user).not.toMatch(/^(0|root)$/);
+    expect(Number(user)).toBe(RUN_AS_USER);
+    expect(group === undefined || group !== '0').toBe(true);
+    // USER comes after every RUN: nothing later runs as root.
+    const keywords = runtime.instructions.map((instruction) => instruction.keyword);
+    expect(keywords.lastIndexOf('RUN')).toBeLessThan(keywords.indexOf('USER'));
+  });
+
+  it('starts the CLI that package.json names as its bin, with run as the default command', async () => {
+    const entrypoint = JSON.parse(all(runtime, 'ENTRYPOINT')[0]!) as string[];
+    const workdir = all(runtime, 'WORKDIR')[0];
+    const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { bin: Record<string, string> };
+    expect(entrypoint).toEqual(['node', `${workdir}/${pkg.bin.tilehouse}`]);
+    expect(workdir).toBe(IMAGE_PATHS.workdir);
+    expect(JSON.parse(all(runtime, 'CMD')[0]!)).toEqual(['run']);
+  });
+
+  it('expects jobs and config where k8s/ mounts them, and temp files under TMPDIR', () => {
+    const env = envOf(runtime);
+    expect(env.TILEHOUSE_JOBS).toBe(IMAGE_PATHS.jobsDirectory);
+    expect(env.TILEHOUSE_CONFIG).toBe(`${IMAGE_PATHS.configDirectory}/default.yaml`);
+    expect(env.TMPDIR).toBe(IMAGE_PATHS.tempDirectory);
+  });
+
+  it('has a .dockerignore that keeps dependencies, output, tooling, secrets and mounted files out of the context', async () => {
+    const ignored = (await readFile('.dockerignore', 'utf8'))
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'out', '.tools', '.git', '.tmp', 'coverage', '.env', 'jobs', 'config']));
+    // What the build copies must stay in the context.
+    for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) expect(ignored).not.toContain(needed);
+  });
+});
