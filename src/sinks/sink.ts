@@ -37,7 +37,19 @@ export interface SinkWriter {
   abort(): Promise<void>;
 }
 
+/** What a run would do to a sink's target, found without writing anything (`tilehouse plan`). */
+export interface SinkPlan {
+  sink: SinkResult['sink'];
+  target: string;
+  /** create: no output yet; unchanged: same columns; change: a run would change them; refuse: a run would fail. */
+  action: 'create' | 'unchanged' | 'change' | 'refuse';
+  /** One line per difference, e.g. `+ resolved_share NUMERIC`, `- Owner`. */
+  details: string[];
+}
+
 export interface Sink {
   readonly kind: SinkResult['sink'];
   open(context: SinkRunContext): Promise<SinkWriter>;
+  /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
+  plan(context: SinkRunContext): Promise<SinkPlan>;
 }

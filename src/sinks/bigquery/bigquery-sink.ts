@@ -2,7 +2,9 @@ import { tmpdir } from 'node:os';
 import { BigQuery } from '@google-cloud/bigquery';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
-import type { Sink, SinkRunContext, SinkWriter } from '../sink.js';
+import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import { readTableSchema } from './read-table-schema.js';
+import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError } from './bigquery-errors.js';
 import { BigQueryWriter, type LoadPlan } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
@@ -46,8 +48,27 @@ export class BigQuerySink implements Sink {
     this.client = options.client ?? createProductionClient(options.defaults);
   }
 
+  /** What a load would do to the table's schema, decided by the same contract check as a load. */
+  async plan(context: SinkRunContext): Promise<SinkPlan> {
+    const plan = await this.loadPlan(context);
+    const retry = { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
+    const existing = await readTableSchema(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+    const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
+    const decision = checkSchemaContract(existing, plan.fields, plan.schema);
+    switch (decision.action) {
+      case 'created':
+        return { sink: 'bigquery', target, action: 'create', details: plan.fields.map((field) => `+ ${field.name} ${field.type}`) };
+      case 'unchanged':
+        return { sink: 'bigquery', target, action: 'unchanged', details: [] };
+      case 'added':
+        return { sink: 'bigquery', target, action: 'change', details: decision.columns.map((field) => `+ ${field.name} ${field.type}`) };
+      case 'mismatch':
+        return { sink: 'bigquery', target, action: 'refuse', details: [describeSchemaDiff(decision.diff), decision.hint] };
+    }
+  }
+
   async open(context: SinkRunContext): Promise<SinkWriter> {
-    const plan = await this.plan(context);
+    const plan = await this.loadPlan(context);
     const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), [context.jobName, context.runId]);
     const lineage = plan.writeMode === 'append' ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
     return new BigQueryWriter(plan, {
@@ -60,7 +81,7 @@ export class BigQuerySink implements Sink {
     });
   }
 
-  private async plan(context: SinkRunContext): Promise<LoadPlan> {
+  private async loadPlan(context: SinkRunContext): Promise<LoadPlan> {
     const { config, defaults } = this.options;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.client.getProjectId());
     const datasetId = config.dataset ?? defaults.dataset;

@@ -1,7 +1,8 @@
 import type { CsvSinkConfig } from '../../config/job-schema.js';
-import type { Sink, SinkRunContext, SinkWriter } from '../sink.js';
+import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { CsvFileWriter } from './csv-file-writer.js';
 import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
+import { readCsvHeader } from './read-header.js';
 import { tempPathFor } from './temp-files.js';
 
 export interface CsvSinkOptions {
@@ -41,6 +42,20 @@ export class CsvSink implements Sink {
       },
       this.options.directory,
     );
+  }
+
+  /** Compares the run's headers with the existing file's header row (CSV has no types to compare). */
+  async plan(context: SinkRunContext): Promise<SinkPlan> {
+    const target = this.targetFor(context);
+    const existing = await readCsvHeader(target, this.options.config.gzip);
+    if (existing === undefined) return { sink: 'csv', target, action: 'create', details: [] };
+    const headers = context.columns.map((column) => column.header);
+    const details = [
+      ...headers.filter((header) => !existing.includes(header)).map((header) => `+ ${header}`),
+      ...existing.filter((header) => !headers.includes(header)).map((header) => `- ${header}`),
+    ];
+    if (details.length === 0 && existing.join('\u0000') !== headers.join('\u0000')) details.push(`~ column order: ${existing.join(', ')} → ${headers.join(', ')}`);
+    return { sink: 'csv', target, action: details.length === 0 ? 'unchanged' : 'change', details };
   }
 
   async open(context: SinkRunContext): Promise<SinkWriter> {

@@ -1,0 +1,53 @@
+import { Agent } from 'undici';
+import { selectJobs } from '../config/load-config.js';
+import { resolveCredentials } from '../config/secrets.js';
+import { createLogger } from '../log.js';
+import { buildSinks } from '../pipeline/build-sinks.js';
+import { formatTilePlan, planTile } from '../pipeline/plan-tile.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
+import { loadWorkspace } from './load-workspace.js';
+
+export const planCommand: Command = {
+  name: 'plan',
+  summary: "show each tile's columns and how its sinks would change; writes nothing",
+  help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--tile NAME]... [--json]
+
+For each tile: fetches a token and page 0, prints the column schema a run would write, and for
+each sink the difference against its target now (the BigQuery table's schema under the job's
+schema contract, the existing CSV file's header). Writes nothing.
+
+Options:
+${COMMON_HELP}
+  -t, --tile NAME      plan only this job; repeatable
+      --json           print the plans as one JSON array
+      --log-level L    trace|debug|info|warn|error (default: warn)
+  -h, --help           show this help
+
+Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
+a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usage.
+`,
+  async run(args, io) {
+    const { values } = parseCommandArgs('plan', args, { tile: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
+    if (values.help) {
+      io.stdout.write(this.help);
+      return EXIT.ok;
+    }
+    const workspace = await loadWorkspace(values, io.env);
+    const jobs = selectJobs(workspace.jobs, values.tile ?? [], workspace.jobsDirectory);
+    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
+    const dispatcher = new Agent();
+    const plans = [];
+    try {
+      for (const job of jobs) {
+        const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
+        plans.push(await planTile(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: io.retry, signal: io.signal }));
+      }
+    } finally {
+      await dispatcher.close();
+    }
+    io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatTilePlan).join('\n'));
+    const blocked = plans.some((plan) => plan.status === 'failed' || plan.sinks.some((sink) => sink.action === 'refuse'));
+    return blocked ? EXIT.tileFailed : EXIT.ok;
+  },
+};

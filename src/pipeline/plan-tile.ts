@@ -1,0 +1,75 @@
+import type { Dispatcher } from 'undici';
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { ClientCredentials } from '../config/secrets.js';
+import { isTilehouseError, messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Sink, SinkPlan } from '../sinks/sink.js';
+import type { ColumnType } from '../transform/column.js';
+import { toColumns } from '../transform/columns.js';
+import { newRunId } from './run-id.js';
+import { openSourceSession, type RetrySettings } from './source-session.js';
+
+export interface TilePlan {
+  job: string;
+  tile: string;
+  status: 'planned' | 'failed';
+  totalRows?: number;
+  columns: Array<{ name: string; header: string; type: ColumnType; sourceDataType: string }>;
+  warnings: string[];
+  sinks: SinkPlan[];
+  error?: { code: string; message: string };
+}
+
+export interface PlanDependencies {
+  environment: EnvironmentConfig;
+  credentials: ClientCredentials;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  sinks: readonly Sink[];
+  retry?: RetrySettings;
+  signal?: AbortSignal;
+}
+
+/**
+ * Fetches a token and page 0 only, derives the columns a run would write, and asks each sink how
+ * its target would change. Writes nothing anywhere.
+ */
+export async function planTile(job: LoadedJob, deps: PlanDependencies): Promise<TilePlan> {
+  const logger = deps.logger.child({ job: job.name, tile: job.tile });
+  const plan: TilePlan = { job: job.name, tile: job.tile, status: 'planned', columns: [], warnings: [], sinks: [] };
+  try {
+    const session = openSourceSession(job, { ...deps, logger });
+    const page = await session.client.fetchPage(0);
+    const { columns, warnings } = toColumns(page.headers, page.dataTypes, job.columns);
+    plan.totalRows = page.navigation.totalRows;
+    plan.columns = columns.map(({ name, header, type, sourceDataType }) => ({ name, header, type, sourceDataType }));
+    plan.warnings = warnings;
+    const startedAt = new Date();
+    for (const sink of deps.sinks) {
+      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger }));
+    }
+  } catch (error) {
+    plan.status = 'failed';
+    plan.error = { code: isTilehouseError(error) ? error.code : 'internal_error', message: messageOf(error) };
+  }
+  return plan;
+}
+
+/** The plan as a person reads it. */
+export function formatTilePlan(plan: TilePlan): string {
+  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${plan.totalRows} rows now`}`];
+  if (plan.status === 'failed') {
+    lines.push(`  FAILED ${plan.error?.code}: ${plan.error?.message}`);
+    return `${lines.join('\n')}\n`;
+  }
+  const width = Math.max(...plan.columns.map((column) => column.name.length), 4);
+  lines.push('  columns:');
+  for (const column of plan.columns) lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
+  for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
+  for (const sink of plan.sinks) {
+    lines.push(`  ${sink.sink} ${sink.target}: ${sink.action}`);
+    for (const detail of sink.details) lines.push(`    ${detail}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

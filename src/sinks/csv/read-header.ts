@@ -1,0 +1,30 @@
+import { open } from 'node:fs/promises';
+import { createGunzip } from 'node:zlib';
+import { parse } from 'csv-parse';
+
+/**
+ * The header record of an existing CSV file (gzip or plain), or undefined when there is no file.
+ * Parsed with csv-parse, because a header may be quoted and contain commas or line breaks.
+ */
+export async function readCsvHeader(file: string, gzip: boolean): Promise<string[] | undefined> {
+  let handle;
+  try {
+    handle = await open(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const input = handle.createReadStream();
+  const parser = parse({ to: 1, bom: true });
+  const source = gzip ? input.pipe(createGunzip()) : input;
+  // pipe() does not forward errors: a corrupt gzip must end the parse, not hang it.
+  source.on('error', (error: Error) => parser.destroy(error));
+  source.pipe(parser);
+  try {
+    for await (const record of parser) return record as string[];
+    return [];
+  } finally {
+    input.destroy();
+    await handle.close().catch(() => undefined);
+  }
+}
