@@ -3,7 +3,8 @@
  * is never built here. What can be checked without building is checked: stages, user, install
  * flags, entrypoint, and that the paths agree with package.json, tsconfig.build.json and k8s/.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_PATHS, RUN_AS_USER } from '../../src/deploy/deploy-settings.js';
 
@@ -66,6 +67,29 @@ describe('Dockerfile', () => {
     expect(installs).toHaveLength(1);
     expect(installs[0]).toMatch(/\bnpm ci\b.*--omit=dev/);
     expect(envOf(runtime).NODE_ENV).toBe('production');
+  });
+
+  it('can run src/ with production dependencies alone: every package imported at run time is in dependencies', async () => {
+    const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { dependencies: Record<string, string> };
+    const missing = new Set<string>();
+    for (const entry of await readdir('src', { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+      const file = path.join(entry.parentPath, entry.name);
+      const code = await readFile(file, 'utf8');
+      // Static imports and re-exports (not `import type`, which is erased), and dynamic import().
+      const specifiers = [
+        ...[...code.matchAll(/^\s*(?:import|export)\s+(?!type\s)[^'"]*?from\s+'([^']+)'/gm)].map((match) => match[1]!),
+        ...[...code.matchAll(/^\s*import\s+'([^']+)'/gm)].map((match) => match[1]!),
+        ...[...code.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((match) => match[1]!),
+      ];
+      for (const specifier of specifiers) {
+        if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+        if (pkg.dependencies[name] === undefined) missing.add(`${name} (imported by ${file})`);
+      }
+    }
+    // `npm ci --omit=dev` leaves devDependencies out of the image: importing one crashes every command.
+    expect([...missing]).toEqual([]);
   });
 
   it('copies only the compiled output from the build stage, and no jobs or config', async () => {
