@@ -132,6 +132,14 @@ describe('tilehouse init --from-request', () => {
     expect(await listFiles(jobsDir)).toEqual(['severity.yaml']);
   });
 
+  it('takes the tile parameter from --tile-param when the URL has several candidates', async () => {
+    const request = await writeRequest(`${URL_TILE_ID}&view=3\n${JSON.stringify(BODY)}`);
+    const result = await init(['--from-request', request, '--tile-param', 'tileId', '--jobs', jobsDir, '--config', configFile]);
+    expect(result.exitCode).toBe(0);
+    expect((await loadJob(path.join(jobsDir, 'severity.yaml'))).tile).toBe(TILE);
+    expect(result.stdout).toContain('note: the URL also had view=3; tilehouse sends only ?tileId=<tile id>');
+  });
+
   it('refuses a name another job file already uses, and notes a job of the same tile', async () => {
     await mkdir(jobsDir, { recursive: true });
     await writeFile(path.join(jobsDir, 'other.yaml'), `name: severity\ntile: ${TILE}\n`);

@@ -138,6 +138,8 @@ describe('k8s/ manifests', () => {
       expect(cronJob.spec.timeZone).toBe(job.schedule!.timezone);
       expect(containerOf(cronJob.spec.jobTemplate.spec.template.spec).args).toEqual(['run', '--tile', job.name]);
     }
+    // The README's example: kubectl create job --from=cronjob/tilehouse-incidents-by-month-severity …
+    expect(cronJobs.map((cronJob) => cronJob.metadata.name)).toContain('tilehouse-incidents-by-month-severity');
     expect(ofKind('CronJob').every((cronJob) => docs.find((doc) => doc.object === cronJob)!.file === path.join('k8s', 'cronjobs.yaml'))).toBe(true);
   });
 
