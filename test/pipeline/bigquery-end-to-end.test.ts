@@ -2,6 +2,7 @@ import { readdir, rm } from 'node:fs/promises';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { SinkResult } from '../../src/sinks/sink.js';
+import { HARD_DESCRIPTIONS } from '../sandbox/dataset-vocabulary.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { readTable, tableColumns, tableExists, type ReadCell } from '../support/bigquery-read.js';
@@ -160,7 +161,10 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     expect(expected.some((row) => typeof row.impact_per_action_item === 'number' && !Number.isInteger(row.impact_per_action_item))).toBe(true);
 
     expect(await tableColumns(client, dataset, TABLE)).toEqual(TABLE_COLUMNS.map((column) => `${column.name} ${column.type}`));
-    expect(await select()).toEqual(expected);
+    const loaded = await select();
+    expect(loaded).toEqual(expected);
+    // The sandbox's awkward texts (quotes, CR/LF, emoji, right-to-left, surrounding spaces) are all there.
+    for (const description of HARD_DESCRIPTIONS) expect(loaded.some((row) => row.description === description), JSON.stringify(description)).toBe(true);
     expect(tileOutputs(result)).toEqual([
       {
         sink: 'bigquery',
