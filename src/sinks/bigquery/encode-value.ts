@@ -4,7 +4,8 @@ import { BigQueryValueError } from './bigquery-errors.js';
 /**
  * How one typed cell is written into a newline-delimited JSON load file, as JSON text.
  *
- * - FLOAT64   → JSON number
+ * - FLOAT64   → JSON number (-0 is written as 0: JSON.stringify has no negative zero, and the
+ *               transform already folds it)
  * - INT64     → JSON string: JSON numbers go through doubles in most readers, so anything beyond
  *               2^53 would be rounded; BigQuery parses a quoted integer for an INT64 column.
  * - NUMERIC   → JSON string, checked against BigQuery's NUMERIC range (29 integer digits, 9 scale)
