@@ -1,8 +1,11 @@
+import { tmpdir } from 'node:os';
 import { Agent, type Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
+// Not the bigquery index: that would load the BigQuery client for CSV-only runs.
+import { removeStaleLoadFiles } from '../sinks/bigquery/ndjson-file.js';
 import { removeStaleTempFiles } from '../sinks/csv/index.js';
 import type { Sink } from '../sinks/sink.js';
 import { newRunId } from './run-id.js';
@@ -31,7 +34,10 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
   const ownDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 16 });
   // A run killed mid-write (OOM, SIGKILL, node drain) leaves its temp files; the next run sweeps them.
-  const removed = await removeStaleTempFiles(options.environment.sinks.csv.directory, { olderThan: startedAt });
+  const removed = [
+    ...(await removeStaleTempFiles(options.environment.sinks.csv.directory, { olderThan: startedAt })),
+    ...(await removeStaleLoadFiles(options.environment.tempDirectory ?? tmpdir(), { olderThan: startedAt })),
+  ];
   if (removed.length > 0) options.logger.warn({ files: removed }, `removed ${removed.length} temp file(s) left by an interrupted run`);
   const tiles: Array<TileSummary | undefined> = new Array(jobs.length);
   let next = 0;

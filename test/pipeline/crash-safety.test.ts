@@ -99,3 +99,25 @@ describe('two runs of one tile at the same time', () => {
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 });
+
+describe('the start of a run', () => {
+  it('sweeps load files and CSV temp files that killed runs left, and nothing else', async () => {
+    const { writeBigQueryWorkspace } = await import('../support/bigquery-workspace.js');
+    const { mkdir: makeDir, utimes } = await import('node:fs/promises');
+    const ws = await writeBigQueryWorkspace(path.join(root, 'sweep'), sandbox, [job], { projectId: 'p', dataset: 'd' }, { itemsPerPage: 50 });
+    await makeDir(ws.tempDir, { recursive: true });
+    await makeDir(path.join(ws.outDir, 'nested'), { recursive: true });
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const stale = [path.join(ws.tempDir, 'tilehouse-incident_detail-20260101T000000Z-abcdef-1234abcd.ndjson'), path.join(ws.outDir, 'nested', '.x.csv.tilehouse-20260101T000000Z-abcdef.tmp')];
+    const kept = [path.join(ws.tempDir, 'other-program.ndjson'), path.join(ws.outDir, 'nested', '.x.csv.tmp')];
+    for (const file of [...stale, ...kept]) {
+      await writeFile(file, 'left over');
+      await utimes(file, hourAgo, hourAgo);
+    }
+    const result = await runInProcess(ws);
+    expect(result.exitCode).toBe(0);
+    expect(await listFiles(ws.tempDir)).toEqual(['other-program.ndjson']);
+    expect(await listFiles(ws.outDir)).toEqual(['incident_detail.csv', 'nested/.x.csv.tmp']);
+    expect(result.logs.find((line) => String(line.msg).includes('left by an interrupted run'))).toMatchObject({ files: expect.arrayContaining(stale) });
+  });
+});

@@ -4,10 +4,19 @@ import { mkdir, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
+import { removeStaleFiles } from '../stale-files.js';
 
 // Lines are gathered into chunks of about this size before each write: far fewer write calls than
 // one per row, while never holding more than one page of encoded rows.
 const CHUNK_BYTES = 64 * 1024;
+
+// `tilehouse-<job>-<runId>-<random>.ndjson`, as NdjsonFile.create names them.
+const LOAD_FILE = /^tilehouse-[A-Za-z0-9_.-]+\.ndjson$/;
+
+/** Deletes load files of killed runs in `directory` (see removeStaleFiles). */
+export function removeStaleLoadFiles(directory: string, options: { olderThan: Date }): Promise<string[]> {
+  return removeStaleFiles(directory, { olderThan: options.olderThan, matches: (name) => LOAD_FILE.test(name) });
+}
 
 /**
  * The load file of one run: newline-delimited JSON written as pages arrive, with the stream's

@@ -1,5 +1,5 @@
-import { lstat, readdir, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { removeStaleFiles } from '../stale-files.js';
 import { toFileNameSafe } from './csv-path.js';
 
 // `.<target basename>.tilehouse-<runId>.tmp`: hidden, beside the target, and with a marker so the
@@ -24,38 +24,7 @@ export interface StaleTempFileOptions {
   olderThan: Date;
 }
 
-/**
- * Deletes temp files left behind by runs that were killed before they could commit or abort
- * (OOM, SIGKILL, node restart), anywhere under `directory`; a missing directory is simply nothing
- * to clean. Returns the removed paths.
- *
- * A file still being written by a live run is modified with every page, so `olderThan` (the
- * current run's start) normally spares it. A live run in another process that has not written
- * since before that moment (e.g. stuck in retries) would lose its temp file; its commit then
- * fails and its target stays intact. When processes overlap on purpose, pass an earlier cutoff.
- */
-export async function removeStaleTempFiles(directory: string, options: StaleTempFileOptions): Promise<string[]> {
-  let entries: string[];
-  try {
-    entries = await readdir(directory, { recursive: true });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-  const removed: string[] = [];
-  const cutoff = options.olderThan.getTime();
-  for (const entry of entries) {
-    if (!isTempFileName(basename(entry))) continue;
-    const path = join(directory, entry);
-    try {
-      const stats = await lstat(path);
-      if (!stats.isFile() || stats.mtimeMs >= cutoff) continue;
-      await unlink(path);
-      removed.push(path);
-    } catch (error) {
-      // Another process cleaning up at the same time got there first.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-  }
-  return removed;
+/** Deletes CSV temp files of killed runs anywhere under `directory` (see removeStaleFiles). */
+export function removeStaleTempFiles(directory: string, options: StaleTempFileOptions): Promise<string[]> {
+  return removeStaleFiles(directory, { olderThan: options.olderThan, matches: isTempFileName, recursive: true });
 }
