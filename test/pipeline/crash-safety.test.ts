@@ -46,13 +46,18 @@ describe('a run killed with SIGKILL', () => {
     for (let kill = 0; kill < KILLS; kill += 1) {
       await mkdir(workspace.outDir, { recursive: true });
       await writeFile(target, PREVIOUS);
+      const before = sandbox.requests.length;
       const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
         env: { ...process.env, ...sandboxEnv(sandbox) },
         stdio: 'ignore',
       });
-      const exited = once(child, 'exit');
-      // Startup through tsx takes most of a second; the export itself about half a second.
-      await Promise.race([sleep(300 + random() * 1500), exited]);
+      let exitedAlready = false;
+      const exited = once(child, 'exit').then(() => (exitedAlready = true));
+      // The moment is a point in the export, not on the clock (a loaded CI machine starts tsx
+      // slower): after the k-th page request, k from 0 (before the token) to 32 (after the last page).
+      const moment = Math.floor(random() * 33);
+      const pagesRequested = () => sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
+      while (!exitedAlready && pagesRequested() < moment) await sleep(2);
       child.kill('SIGKILL');
       await exited;
 
