@@ -23,7 +23,13 @@ const sourceSchema = z
     clientSecretFile: z.string().min(1).optional().describe('File holding the client secret'),
     tileParam: z.string().min(1).default('tileId').describe('Query-string item that carries the tile id'),
     itemsPerPage: z.number().int().positive().max(10_000).default(50),
-    requestTimeoutMs: z.number().int().positive().default(30_000),
+    requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for the response headers of each request'),
+    bodyTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Limit for each gap while a response body arrives; default: requestTimeoutMs'),
     concurrency: z
       .number()
       .int()

@@ -43,6 +43,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
   const budget = new RetryBudget(retry.budget);
   const policy: RetryPolicy = { maxAttempts: retry.maxAttempts, baseDelayMs: retry.baseDelayMs, maxDelayMs: retry.maxDelayMs, budget };
   let reauthentications = 0;
+  const timeouts = { headersMs: source.requestTimeoutMs, bodyMs: source.bodyTimeoutMs ?? source.requestTimeoutMs };
   const token = new SessionToken(() =>
     fetchToken({
       authUrl: source.authUrl,
@@ -51,7 +52,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
       audience: audienceOf(source),
       jobName: job.name,
       dispatcher: options.dispatcher,
-      timeoutMs: source.requestTimeoutMs,
+      timeouts,
       retry: policy,
       signal: options.signal,
       onRetry: (event) => logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying'),
@@ -65,7 +66,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
     itemsPerPage: source.itemsPerPage,
     jobName: job.name,
     dispatcher: options.dispatcher,
-    timeoutMs: source.requestTimeoutMs,
+    timeouts,
     retry: policy,
     token,
     signal: options.signal,

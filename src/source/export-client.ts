@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { ExportQuery } from '../config/job-schema.js';
-import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson } from './http.js';
+import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson, type RequestTimeouts } from './http.js';
 import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
 import { parseRetryAfter, RetryableFailure, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
@@ -14,7 +14,7 @@ export interface ExportClientOptions {
   itemsPerPage: number;
   jobName: string;
   dispatcher: Dispatcher;
-  timeoutMs: number;
+  timeouts: RequestTimeouts;
   retry: RetryPolicy;
   token: SessionToken;
   signal?: AbortSignal;
@@ -64,7 +64,7 @@ export class ExportClient {
       answer = await postJson({
         url: this.url,
         dispatcher: this.options.dispatcher,
-        timeoutMs: this.options.timeoutMs,
+        timeouts: this.options.timeouts,
         signal: this.options.signal,
         headers: { authorization: `Bearer ${token}` },
         body: { ...query, options: { ...query.options, pageNumber, itemsPerPage: this.options.itemsPerPage } },

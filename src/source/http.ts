@@ -1,12 +1,17 @@
 import { request, type Dispatcher } from 'undici';
 
+/** Per request: how long the response headers may take, and the longest gap within a body. */
+export interface RequestTimeouts {
+  headersMs: number;
+  bodyMs: number;
+}
+
 export interface JsonPost {
   url: string;
   body: unknown;
   headers?: Record<string, string>;
   dispatcher: Dispatcher;
-  /** Limit for the response headers and, separately, for gaps in the body. */
-  timeoutMs: number;
+  timeouts: RequestTimeouts;
   signal?: AbortSignal;
 }
 
@@ -23,8 +28,8 @@ export async function postJson(post: JsonPost): Promise<HttpAnswer> {
     dispatcher: post.dispatcher,
     headers: { 'content-type': 'application/json; charset=utf-8', accept: 'application/json', ...post.headers },
     body: JSON.stringify(post.body),
-    headersTimeout: post.timeoutMs,
-    bodyTimeout: post.timeoutMs,
+    headersTimeout: post.timeouts.headersMs,
+    bodyTimeout: post.timeouts.bodyMs,
     signal: post.signal,
   });
   const text = await response.body.text();

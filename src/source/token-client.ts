@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson } from './http.js';
+import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson, type RequestTimeouts } from './http.js';
 import { parseRetryAfter, RetryableFailure, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import { AuthError, SourceTransportError, TokenResponseError } from './source-errors.js';
 
@@ -27,7 +27,7 @@ export interface TokenRequest {
   audience: string;
   jobName: string;
   dispatcher: Dispatcher;
-  timeoutMs: number;
+  timeouts: RequestTimeouts;
   retry: RetryPolicy;
   signal?: AbortSignal;
   onRetry?: (event: RetryEvent) => void;
@@ -47,7 +47,7 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
         answer = await postJson({
           url,
           dispatcher: req.dispatcher,
-          timeoutMs: req.timeoutMs,
+          timeouts: req.timeouts,
           signal: req.signal,
           body: {
             client_id: req.clientId,
