@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { AttemptOutcome, RequestGate } from './adaptive-concurrency.js';
 import type { ExportQuery } from '../config/job-schema.js';
 import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson, type RequestTimeouts } from './http.js';
 import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
@@ -38,12 +39,12 @@ export class ExportClient {
     this.url = exportUrl(options.baseUrl, options.tileParam, options.tileId);
   }
 
-  /** `observer.onThrottled` hears of every 429, so a caller can slow down (AIMD). */
-  async fetchPage(pageNumber: number, observer?: { onThrottled(): void }): Promise<ExportPage> {
+  /** Each attempt waits for a permit from `gate` and reports its outcome to it (AIMD on 429). */
+  async fetchPage(pageNumber: number, gate?: RequestGate): Promise<ExportPage> {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
-      const attempt = await withRetries(() => this.attempt(pageNumber, token, observer), this.options.retry, {
+      const attempt = await withRetries(() => this.attempt(pageNumber, token, gate), this.options.retry, {
         signal: this.options.signal,
         onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
       });
@@ -57,8 +58,10 @@ export class ExportClient {
     }
   }
 
-  private async attempt(pageNumber: number, token: string, observer?: { onThrottled(): void }): Promise<Attempt> {
+  private async attempt(pageNumber: number, token: string, gate?: RequestGate): Promise<Attempt> {
     const { jobName, query } = this.options;
+    const permit = await gate?.acquire(this.options.signal);
+    let outcome: AttemptOutcome = 'failed';
     let answer;
     try {
       answer = await postJson({
@@ -69,11 +72,15 @@ export class ExportClient {
         headers: { authorization: `Bearer ${token}` },
         body: { ...query, options: { ...query.options, pageNumber, itemsPerPage: this.options.itemsPerPage } },
       });
+      outcome = answer.status === 429 ? 'throttled' : answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'failed';
     } catch (error) {
       const failure = new SourceTransportError(jobName, `page ${pageNumber}`, (error as Error).message, { cause: error });
       // Export pages are read-only, so a request lost on the wire is safe to send again.
       if (isTransientNetworkError(error)) throw new RetryableFailure(failure);
       throw error;
+    } finally {
+      // The body is read: the request no longer occupies the source (parsing it does not).
+      if (permit !== undefined) gate!.release(permit, outcome);
     }
 
     const body = tryParseJson(answer.text);
@@ -89,8 +96,14 @@ export class ExportClient {
     const message = regular?.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
     const error = new ExportApiError(jobName, pageNumber, answer.status, message);
     if (answer.status === 401) return { kind: 'unauthorized', error };
-    if (answer.status === 429) observer?.onThrottled();
-    if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, parseRetryAfter(answer.headers['retry-after']));
+    const retryAfterMs = parseRetryAfter(answer.headers['retry-after']);
+    // A 429 for an attempt sent while others of ours were in flight says "too many at once": the
+    // gate has cut the limit, and the attempt goes back in line for a permit without counting as
+    // a retry. (Paging at a concurrency above what the source allows would otherwise spend the
+    // run's retry budget in proportion to the pages.) Alone on the wire, a 429 is a plain
+    // throttle and counts; so the limit falling to 1 bounds how long this can go on.
+    if (answer.status === 429 && permit !== undefined && permit.inFlight > 1) throw new RetryableFailure(error, retryAfterMs, { requeue: true });
+    if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, retryAfterMs);
     throw error;
   }
 }

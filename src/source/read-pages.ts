@@ -1,11 +1,12 @@
-import { AdaptiveConcurrency } from './adaptive-concurrency.js';
+import { AdaptiveConcurrency, type RequestGate } from './adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
 import { PageConsistency, type PageCheckFailure } from './page-checks.js';
 import { ExportPageMismatchError } from './source-errors.js';
 
 /** The one thing the pager needs from the export client. */
 export interface PageFetcher {
-  fetchPage(pageNumber: number, observer?: { onThrottled(): void }): Promise<ExportPage>;
+  /** Every attempt for the page (retries included) waits for a permit from `gate`. */
+  fetchPage(pageNumber: number, gate?: RequestGate): Promise<ExportPage>;
 }
 
 export interface ReadPagesOptions {
@@ -38,11 +39,7 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
   let lastPlannedPage = 0;
 
   const launch = (pageNumber: number): void => {
-    const epoch = limiter.begin();
-    const page = client.fetchPage(pageNumber, { onThrottled: () => limiter.onThrottled(epoch) }).then((result) => {
-      limiter.onSuccess();
-      return result;
-    });
+    const page = client.fetchPage(pageNumber, limiter);
     // Awaited later, in order; until then a failure must not count as unhandled.
     page.catch(() => undefined);
     pending.set(pageNumber, page);

@@ -36,13 +36,19 @@ export class RetryBudget {
 /**
  * Thrown by an operation to ask for another attempt. `final` is what the caller sees once
  * attempts or budget run out, so the last error names the real fault (status, page, message).
+ * `requeue`: the attempt was turned away for concurrency, not failed; it is sent again (after
+ * Retry-After, if any) without counting as an attempt or against the budget.
  */
 export class RetryableFailure extends Error {
+  readonly requeue: boolean;
+
   constructor(
     readonly final: Error,
     readonly retryAfterMs?: number,
+    options: { requeue?: boolean } = {},
   ) {
     super(final.message);
+    this.requeue = options.requeue ?? false;
   }
 }
 
@@ -81,6 +87,11 @@ export async function withRetries<T>(
       return await operation(attempt);
     } catch (error) {
       if (!(error instanceof RetryableFailure)) throw error;
+      if (error.requeue) {
+        attempt -= 1;
+        if (error.retryAfterMs) await sleep(Math.min(policy.maxDelayMs, error.retryAfterMs), undefined, { signal: options.signal });
+        continue;
+      }
       if (attempt >= policy.maxAttempts || !policy.budget.tryConsume()) throw error.final;
       // A server's Retry-After wins over our own backoff, but never beyond the cap.
       const delayMs =
