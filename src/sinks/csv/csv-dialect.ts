@@ -1,8 +1,10 @@
 import type { Options } from 'csv-stringify';
 import type { Column, ColumnType, TypedRow, TypedValue } from '../../transform/column.js';
+import { isoTimestampFormatter } from '../timestamp-text.js';
 
 /**
- * The CSV we write, and why:
+ * The CSV we write, and why (stated as csv-stringify options, the reference our hand-written
+ * encoder below is tested against):
  * - RFC 4180: comma, double-quote quoting, quotes doubled inside quoted fields, and CRLF between
  *   records. CRLF is what the RFC specifies; every reader we care about (BigQuery, pandas, Excel,
  *   csv-parse) accepts it, while some strict RFC readers reject bare LF.
@@ -32,20 +34,38 @@ export const CSV_DIALECT = {
   escape_formulas: false,
 } as const satisfies Options;
 
-/** A non-null typed value → its CSV text. */
+/** A non-null typed value → its CSV field, quoted if it needs to be. */
 type FieldFormatter = (value: Exclude<TypedValue, null>) => string;
 
-// String(-0) is "0", and String(n) is the shortest text that reads back as n.
-const formatNumber: FieldFormatter = (value) => String(value);
-const formatTimestamp: FieldFormatter = (value) => new Date(value as number).toISOString();
-const formatText: FieldFormatter = (value) => value as string;
+// The characters that force quoting under CSV_DIALECT: delimiter, quote, CR, LF.
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/**
+ * A text as one CSV field under CSV_DIALECT, byte for byte what csv-stringify writes: `""` for the
+ * empty string (`quoted_match: /^$/`), quotes doubled inside a field that holds a comma, a quote,
+ * CR or LF, anything else as is.
+ */
+export function csvField(text: string): string {
+  if (text === '') return '""';
+  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+// String(-0) is "0", and String(n) is the shortest text that reads back as n; neither a number nor
+// an ISO timestamp can contain a character that needs quoting.
+const formatNumber = (): FieldFormatter => (value) => String(value);
+const formatText = (): FieldFormatter => (value) => csvField(value as string);
+const formatTimestamp = (): FieldFormatter => {
+  const format = isoTimestampFormatter();
+  return (value) => format(value as number);
+};
 
 /**
  * How each type appears in the file: FLOAT64 as JavaScript prints it (1e+21 stays exponent form,
  * which every CSV reader parses), INT64 as exact decimal, NUMERIC/STRING/DATE as their canonical
  * text, TIMESTAMP as ISO 8601 UTC with milliseconds (what BigQuery and spreadsheets read back).
+ * Factories, so each column gets its own formatter (the timestamp one keeps per-column state).
  */
-const FORMATTERS: Readonly<Record<ColumnType, FieldFormatter>> = {
+const FORMATTERS: Readonly<Record<ColumnType, () => FieldFormatter>> = {
   FLOAT64: formatNumber,
   INT64: formatNumber,
   NUMERIC: formatText,
@@ -54,18 +74,27 @@ const FORMATTERS: Readonly<Record<ColumnType, FieldFormatter>> = {
   DATE: formatText,
 };
 
-export type CsvRecord = (string | null)[];
+/** The header record: the original headers, quoted where needed, CRLF-terminated. */
+export function csvHeaderLine(headers: readonly string[]): string {
+  return `${headers.map(csvField).join(',')}\r\n`;
+}
 
-/** Turns typed rows into CSV records (text or null per field) for the given columns. */
-export function csvRecordFormatter(columns: readonly Column[]): (row: TypedRow) => CsvRecord {
-  const formatters = columns.map((column) => FORMATTERS[column.type]);
+/**
+ * Typed rows → CSV records (CRLF-terminated lines) for the given columns. This is the hot path of
+ * a CSV export, so it is written by hand rather than through csv-stringify (which cost ~4 µs per
+ * row in option handling and per-field arrays); the output is the same, byte for byte, as
+ * csv-stringify with CSV_DIALECT, and a property test holds it to that. Null is an empty field.
+ */
+export function csvLineFormatter(columns: readonly Column[]): (row: TypedRow) => string {
+  const formatters = columns.map((column) => FORMATTERS[column.type]());
   const width = formatters.length;
   return (row) => {
-    const record: CsvRecord = new Array<string | null>(width);
+    let line = '';
     for (let index = 0; index < width; index++) {
+      if (index > 0) line += ',';
       const value = row[index];
-      record[index] = value === null || value === undefined ? null : formatters[index]!(value);
+      if (value !== null && value !== undefined) line += formatters[index]!(value);
     }
-    return record;
+    return `${line}\r\n`;
   };
 }
