@@ -1,0 +1,82 @@
+import type { BenchReport, Figure, Group } from './results.js';
+
+const LABELS: Record<string, string> = {
+  transport: '(a) transport limit',
+  sequential: '(b) sequential client',
+  csv: '(c) tilehouse → CSV',
+  'csv-deployed': "(c') → CSV, deployed NODE_OPTIONS",
+  bigquery: '(d) tilehouse → BigQuery emu',
+};
+
+const int = (value: number) => Math.round(value).toLocaleString('en-US');
+const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function groupTable(group: Group, transportKey: (figure: Figure) => string): string {
+  const rows = Object.values(group.figures).map((figure) => {
+    const baseline = group.figures[transportKey(figure)];
+    const notes: string[] = [];
+    if (figure.extrapolatedFromPages !== undefined) notes.push(`extrapolated from ${figure.extrapolatedFromPages} of ${figure.pages} pages`);
+    if (figure.extractMs !== undefined && figure.loadMs !== undefined) notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
+    if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
+    return [
+      LABELS[figure.scenario] ?? figure.scenario,
+      String(figure.concurrency),
+      fixed(figure.startMs, 0),
+      fixed(figure.runMs / 1000, 2),
+      int(figure.rowsPerSec),
+      fixed(figure.wallMs / 1000, 2),
+      fixed(figure.peakRssMb, 0),
+      fixed((figure.cpuMs * 1000) / figure.rows, 1),
+      fixed((figure.sourceCpuMs * 1000) / figure.rows, 1),
+      baseline ? fixed(figure.rowsPerSec / baseline.rowsPerSec, 2) : '',
+      notes.join('; '),
+    ];
+  });
+  return table(['scenario', 'conc', 'start ms', 'run s', 'rows/s', 'wall s', 'peak RSS MB', 'CPU µs/row', 'source µs/row', 'vs (a)', 'notes'], rows);
+}
+
+/** The readable form of a report: one table per size × latency, then ratios and targets. */
+export function formatReport(report: BenchReport): string {
+  const { settings } = report;
+  const out: string[] = [];
+  out.push(
+    `tilehouse bench — node ${settings.node}, ${settings.cpus} CPUs, ${settings.itemsPerPage} rows/page, concurrency ${settings.concurrency} ` +
+      `(${settings.targetConcurrency} for c/b at latency > 0), sizes up to 100k: median of ${settings.repeat} run(s)`,
+  );
+  out.push(`tilehouse: ${settings.tilehouse}`);
+  out.push(`(b): ${settings.sequentialClient}`);
+  out.push(`(c'): (c) with NODE_OPTIONS=${settings.deployedNodeOptions}, as the Kubernetes manifests run it`);
+  out.push(`query: ${settings.query}`);
+  out.push(
+    'Each scenario is its own process. start = spawn → its first token request; run = first token request → exit;\n' +
+      'rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process\'s maxRSS;\n' +
+      'CPU = that process\'s user+system CPU (all threads, start-up included) per row; source = the sandbox\'s CPU meanwhile.',
+  );
+  if (report.coldStart) {
+    const cold = report.coldStart;
+    out.push(
+      `\nCold start (spawn → first token request of node ${cold.cli}, median of ${cold.runs}): ${fixed(cold.cliMedianMs, 0)} ms; ` +
+        `bare node + undici + one POST: ${fixed(cold.baselineMedianMs, 0)} ms; ratio ${fixed(cold.ratio, 2)}`,
+    );
+  }
+  for (const group of report.groups) {
+    out.push(`\n${int(group.rows)} rows, page latency ${group.latencyMs} ms`);
+    out.push(groupTable(group, (figure) => `transport@${figure.scenario === 'sequential' || figure.scenario === 'bigquery' ? settings.concurrency : figure.concurrency}`));
+    const ratios = Object.entries(group.ratios).map(([name, value]) => `${name} ${fixed(value, 2)}`);
+    if (ratios.length > 0) out.push(`ratios: ${ratios.join(', ')}`);
+  }
+  out.push('\nTargets');
+  out.push(
+    table(
+      ['target', 'value', 'threshold', 'met'],
+      report.targets.map((t) => [t.target, t.value === null ? 'n/a' : fixed(t.value, 2), t.threshold, t.met === null ? `— (${t.note ?? ''})` : t.met ? 'yes' : 'NO']),
+    ),
+  );
+  return `${out.join('\n')}\n`;
+}

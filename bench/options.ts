@@ -1,0 +1,119 @@
+import { parseArgs } from 'node:util';
+
+export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'cold-start'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  json: boolean;
+  sizes: number[];
+  latencies: number[];
+  scenarios: Set<ScenarioName>;
+  /** Parallel page requests of the transport loop and of tilehouse (its source.concurrency). */
+  concurrency: number;
+  /** The concurrency of the c/b comparison at non-zero latency. */
+  targetConcurrency: number;
+  itemsPerPage: number;
+  /** Runs per scenario for sizes up to 100k (the median counts); larger sizes run once. */
+  repeat: number;
+  coldStartRuns: number;
+  /** The CLI entry whose cold start is measured (default dist/src/cli.js). */
+  coldStartCli: string;
+  /** 0: the sequential client reads every page; else it stops after this many and extrapolates. */
+  sequentialMaxPages: number;
+  /** Write a CPU profile of each tilehouse CSV run here (node --cpu-prof). */
+  cpuProfDir: string | undefined;
+  /** Also write the JSON report to this file. */
+  out: string | undefined;
+}
+
+const HELP = `Usage: npm run bench -- [options]
+
+Measures, against the sandbox in its own process, side by side in one run:
+  transport   a bare undici loop at the same concurrency, bodies parsed and discarded (a)
+  sequential  one page at a time, parsed, rows written naively to a CSV file (b)
+  csv         tilehouse (compiled CLI, a separate process) into CSV (c)
+  csv-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (src/deploy)
+  bigquery    tilehouse into the BigQuery emulator, when installed (d)
+  cold-start  process start -> first token request of the compiled CLI, vs bare node
+
+Options:
+  --json                    print one JSON object instead of tables (npm run -s bench -- --json
+                            keeps npm's own lines off stdout)
+  --out FILE                also write the JSON object to FILE
+  --quick                   sizes 10000,100000; repeat 1; 3 cold starts (a smoke run)
+  --sizes N,N,...           rows (default 10000,100000,1000000)
+  --latencies MS,MS,...     per-page latency of the sandbox (default 0,50)
+  --scenarios A,B,...       any of ${SCENARIOS.join(', ')} (default all)
+  --concurrency N           page requests in flight (default 4)
+  --target-concurrency N    concurrency for c/b at latency > 0 (default 8)
+  --items-per-page N        page size (default 1000)
+  --repeat N                runs per scenario for sizes <= 100k, median kept (default 3)
+  --cold-start-runs N       (default 9)
+  --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/src/cli.js)
+  --sequential-max-pages N  stop the sequential client after N pages and extrapolate (default: all pages)
+  --cpu-prof DIR            write a .cpuprofile of every tilehouse CSV run into DIR
+`;
+
+function list(text: string, name: string): number[] {
+  return text.split(',').map((part) => {
+    const value = Number(part.trim());
+    if (part.trim() === '' || !Number.isInteger(value) || value < 0) throw new Error(`--${name}: not a whole number: ${JSON.stringify(part)}`);
+    return value;
+  });
+}
+
+function positive(text: string, name: string): number {
+  const [value] = list(text, name);
+  if (value === undefined || value < 1) throw new Error(`--${name} must be at least 1`);
+  return value;
+}
+
+export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
+      sizes: { type: 'string' },
+      latencies: { type: 'string' },
+      scenarios: { type: 'string' },
+      concurrency: { type: 'string', default: '4' },
+      'target-concurrency': { type: 'string', default: '8' },
+      'items-per-page': { type: 'string', default: '1000' },
+      repeat: { type: 'string' },
+      'cold-start-runs': { type: 'string' },
+      'cold-start-cli': { type: 'string', default: 'dist/src/cli.js' },
+      'sequential-max-pages': { type: 'string', default: '0' },
+      'cpu-prof': { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return 'help';
+  const scenarios = new Set<ScenarioName>();
+  for (const name of (values.scenarios ?? SCENARIOS.join(',')).split(',').map((s) => s.trim())) {
+    if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--scenarios: unknown scenario ${JSON.stringify(name)}; known: ${SCENARIOS.join(', ')}`);
+    scenarios.add(name as ScenarioName);
+  }
+  const itemsPerPage = positive(values['items-per-page'], 'items-per-page');
+  // The API (and the sandbox) take at most 10,000 rows per page.
+  if (itemsPerPage > 10_000) throw new Error('--items-per-page must be at most 10000');
+  return {
+    json: values.json,
+    sizes: list(values.sizes ?? (values.quick ? '10000,100000' : '10000,100000,1000000'), 'sizes'),
+    latencies: list(values.latencies ?? '0,50', 'latencies'),
+    scenarios,
+    concurrency: positive(values.concurrency, 'concurrency'),
+    targetConcurrency: positive(values['target-concurrency'], 'target-concurrency'),
+    itemsPerPage,
+    repeat: positive(values.repeat ?? (values.quick ? '1' : '3'), 'repeat'),
+    coldStartRuns: positive(values['cold-start-runs'] ?? (values.quick ? '3' : '9'), 'cold-start-runs'),
+    coldStartCli: values['cold-start-cli'],
+    sequentialMaxPages: list(values['sequential-max-pages'], 'sequential-max-pages')[0] ?? 0,
+    cpuProfDir: values['cpu-prof'],
+    out: values.out,
+  };
+}
+
+export const BENCH_HELP = HELP;

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench`: tilehouse against the sandbox, side by side with a bare transport loop and a
+ * sequential client, each scenario in its own process, every figure from the same run. See
+ * `npm run bench -- --help`.
+ */
+import { cpus } from 'node:os';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NODE_OPTIONS as DEPLOYED_NODE_OPTIONS } from '../src/deploy/deploy-settings.js';
+import { BENCH_QUERY } from './bench-query.js';
+import { measureColdStart } from './cold-start.js';
+import { formatReport } from './format-report.js';
+import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
+import { groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
+import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
+import { repoRoot } from './support/repo-root.js';
+import { startSandboxProcess } from './support/sandbox-process.js';
+import { TokenProxy } from './support/token-proxy.js';
+
+const progress = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+// Sizes above this run each scenario once: a million-row run is long enough to average itself.
+const REPEATED_UP_TO = 100_000;
+
+async function runGroup(options: BenchOptions, rows: number, latencyMs: number, emulator: RunningEmulator | undefined): Promise<Group> {
+  const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
+  const tokens = await TokenProxy.start(sandbox.url);
+  try {
+    const context: RunContext = {
+      endpoint: { url: sandbox.url, authUrl: tokens.url, tileId: sandbox.tileId, clientId: sandbox.clientId, clientSecret: sandbox.clientSecret },
+      tokens,
+      sourcePid: sandbox.pid,
+      incidents: rows,
+      itemsPerPage: options.itemsPerPage,
+      sequentialMaxPages: options.sequentialMaxPages,
+      ...(options.cpuProfDir ? { cpuProfDir: options.cpuProfDir } : {}),
+      ...(emulator ? { emulator } : {}),
+    };
+    const { concurrency, targetConcurrency, scenarios } = options;
+    const plan: Array<[string, () => Promise<ScenarioRun>]> = [];
+    const concurrencies = latencyMs > 0 && targetConcurrency !== concurrency ? [concurrency, targetConcurrency] : [concurrency];
+    for (const c of concurrencies) {
+      if (scenarios.has('transport')) plan.push([key('transport', c), () => runTransport(context, c)]);
+      if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
+    }
+    if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
+    if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
+    if (scenarios.has('bigquery') && emulator) plan.push([key('bigquery', concurrency), () => runTilehouseBigQuery(context, concurrency)]);
+
+    const runs = new Map<string, ScenarioRun[]>();
+    const repeat = rows <= REPEATED_UP_TO ? options.repeat : 1;
+    // Interleaved (a, c, b, ... then again), so a slow minute of a noisy machine hits all alike.
+    for (let round = 1; round <= repeat; round++) {
+      for (const [name, run] of plan) {
+        progress(`${rows} rows, ${latencyMs} ms: ${name}${repeat > 1 ? ` (run ${round}/${repeat})` : ''}`);
+        const result = await run();
+        runs.set(name, [...(runs.get(name) ?? []), result]);
+      }
+    }
+    const figures = Object.fromEntries([...runs].map(([name, list]) => [name, toFigure(list)]));
+    return { rows, latencyMs, figures, ratios: groupRatios(figures, concurrency, targetConcurrency) };
+  } finally {
+    await tokens.close();
+    await sandbox.stop();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (fileURLToPath(import.meta.url).endsWith('.ts')) {
+    throw new Error('run the bench compiled (`npm run bench`): its child processes are measured as they ship, without a TypeScript loader');
+  }
+  const options = parseBenchOptions(argv);
+  if (options === 'help') {
+    process.stdout.write(BENCH_HELP);
+    return;
+  }
+  if (!existsSync(join(repoRoot(), 'dist/src/cli.js'))) throw new Error('dist/src/cli.js is missing: run `npm run bench` (it compiles first)');
+  if (options.cpuProfDir) {
+    options.cpuProfDir = resolve(options.cpuProfDir);
+    await mkdir(options.cpuProfDir, { recursive: true });
+  }
+
+  const partial: Omit<BenchReport, 'targets'> = {
+    settings: {
+      itemsPerPage: options.itemsPerPage,
+      concurrency: options.concurrency,
+      targetConcurrency: options.targetConcurrency,
+      repeat: options.repeat,
+      node: process.version,
+      cpus: cpus().length,
+      tilehouse: '(c) compiled CLI `node dist/src/cli.js run` in its own process; (d) compiled main() with an emulator client in its own process',
+      deployedNodeOptions: DEPLOYED_NODE_OPTIONS,
+      sequentialClient: 'undici, one page at a time, JSON.parse, rows written naively to a CSV file (epoch-ms datetimes, quote-when-needed)',
+      query: `SANDBOX_TILE, one row per incident, ${BENCH_QUERY.items.length} columns (4 number, 2 datetime, 5 text; nullable postmortem fields, hard strings)`,
+    },
+    groups: [],
+  };
+
+  if (options.scenarios.has('cold-start')) {
+    progress(`cold start: ${options.coldStartRuns} runs`);
+    const cold = await measureColdStart(options.coldStartRuns, options.coldStartCli);
+    const cliMedianMs = median(cold.cliMs);
+    const baselineMedianMs = median(cold.baselineMs);
+    partial.coldStart = { cli: options.coldStartCli, runs: options.coldStartRuns, cliMedianMs, baselineMedianMs, ratio: cliMedianMs / baselineMedianMs, ...cold };
+  }
+
+  const emulator = options.scenarios.has('bigquery') ? await startEmulatorIfInstalled() : undefined;
+  if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
+  try {
+    for (const rows of options.sizes) {
+      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, rows, latencyMs, emulator));
+    }
+  } finally {
+    await emulator?.stop();
+  }
+
+  const report: BenchReport = { ...partial, targets: judge(partial) };
+  process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  if (options.out) await writeFile(options.out, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+try {
+  await main(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BENCH_JOB_NAME } from './bench-query.js';
+import type { BaselineInput, BaselineResult } from './scenarios/scenario-input.js';
+import type { BigQueryInput } from './scenarios/tilehouse-bigquery.js';
+import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.js';
+import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
+import { resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
+import { sibling } from './support/repo-root.js';
+import type { SourceEndpoint } from './support/source-requests.js';
+import type { TokenProxy } from './support/token-proxy.js';
+
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery';
+
+/** One measured run of one scenario. */
+export interface ScenarioRun {
+  scenario: ScenarioKind;
+  concurrency: number;
+  rows: number;
+  pages: number;
+  /** Spawn → exit. */
+  wallMs: number;
+  /** Spawn → first token request (process start-up). */
+  startMs: number;
+  /** First token request → exit: the run proper, what throughput is computed from. */
+  runMs: number;
+  peakRssMb: number;
+  /** CPU time of the scenario's process (all threads), and of the source meanwhile. */
+  cpuMs: number;
+  sourceCpuMs: number;
+  /** sequential with --sequential-max-pages: measured pages of totalPages, wall time scaled up. */
+  extrapolatedFromPages?: number;
+  /** tilehouse: the tile's own duration from its summary (token to commit, start-up excluded). */
+  tileMs?: number;
+  /** bigquery: from spawn to the 'loading into BigQuery' log line (extraction into the load file). */
+  extractMs?: number;
+  /** bigquery: from that line to exit (the emulator's load job, and process exit). */
+  loadMs?: number;
+}
+
+export interface RunContext {
+  endpoint: SourceEndpoint;
+  tokens: TokenProxy;
+  /** The sandbox process, whose CPU time is sampled around each run. */
+  sourcePid: number;
+  incidents: number;
+  itemsPerPage: number;
+  sequentialMaxPages: number;
+  cpuProfDir?: string;
+  emulator?: RunningEmulator;
+}
+
+const script = (name: string) => sibling(`scenarios/${name}`);
+
+async function withTempDir<T>(body: (root: string) => Promise<T>): Promise<T> {
+  const root = await mkdtemp(join(tmpdir(), 'tilehouse-bench-'));
+  try {
+    return await body(root);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+function times(run: MeasuredRun): Pick<ScenarioRun, 'wallMs' | 'startMs' | 'runMs' | 'peakRssMb' | 'cpuMs' | 'sourceCpuMs'> {
+  if (Number.isNaN(run.startMs)) throw new Error('a scenario finished without asking the token proxy for a token');
+  return {
+    wallMs: run.wallMs,
+    startMs: run.startMs,
+    runMs: run.wallMs - run.startMs,
+    peakRssMb: run.peakRssMb,
+    cpuMs: run.cpuMs,
+    sourceCpuMs: run.sourceCpuMs,
+  };
+}
+
+function expectRows(what: string, rows: number, expected: number): void {
+  if (rows !== expected) throw new Error(`${what}: read ${rows} rows, expected ${expected}`);
+}
+
+async function runBaseline(kind: 'transport' | 'sequential', context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  return withTempDir(async (root) => {
+    const input: BaselineInput = {
+      endpoint: context.endpoint,
+      itemsPerPage: context.itemsPerPage,
+      concurrency,
+      ...(kind === 'sequential' ? { outFile: join(root, 'sequential.csv'), maxPages: context.sequentialMaxPages } : {}),
+    };
+    const run = await runMeasured([script(kind)], { PATH: process.env.PATH, BENCH_SCENARIO: JSON.stringify(input) }, context.tokens, context.sourcePid);
+    const result = resultLine<BaselineResult>(run, kind);
+    const figure: ScenarioRun = { scenario: kind, concurrency, rows: result.rows, pages: result.pages, ...times(run) };
+    if (result.pages < result.totalPages) {
+      // Start-up and exit as measured; the page loop scaled to every page (pages cost the same
+      // throughout: the sandbox renders each from a cached result).
+      const extra = (result.loopMs * result.totalPages) / result.pages - result.loopMs;
+      figure.wallMs += extra;
+      figure.runMs += extra;
+      figure.extrapolatedFromPages = result.pages;
+      figure.rows = context.incidents;
+      figure.pages = result.totalPages;
+    }
+    expectRows(kind, figure.rows, context.incidents);
+    return figure;
+  });
+}
+
+export const runTransport = (context: RunContext, concurrency: number) => runBaseline('transport', context, concurrency);
+export const runSequential = (context: RunContext) => runBaseline('sequential', context, 1);
+
+interface LogLine {
+  msg?: string;
+  time?: number;
+  summary?: { tiles?: Array<{ status: string; rows: number; pages: number; durationMs: number; error?: { message: string } }> };
+}
+
+/** The tile summary from tilehouse's JSON log lines ('run finished'), checked for success. */
+function tileSummary(run: MeasuredRun, what: string, expectedRows: number) {
+  const logs = run.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+  const tile = logs.find((line) => line.msg === 'run finished')?.summary?.tiles?.[0];
+  if (run.exitCode !== 0 || tile === undefined || tile.status !== 'succeeded') {
+    throw new Error(`${what} failed (exit ${run.exitCode}): ${tile?.error?.message ?? ''}\n${run.stderr.slice(-2000)}`);
+  }
+  expectRows(what, tile.rows, expectedRows);
+  return { tile, logs };
+}
+
+/**
+ * (c) The compiled CLI, as it ships, in its own process; with `nodeOptions`, under that
+ * NODE_OPTIONS (as the Kubernetes manifests run it).
+ */
+export async function runTilehouseCsv(context: RunContext, concurrency: number, nodeOptions?: string): Promise<ScenarioRun> {
+  return withTempDir(async (root) => {
+    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'csv' } });
+    const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
+    const run = await runMeasured(
+      [...profile, 'dist/src/cli.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: nodeOptions },
+      context.tokens,
+      context.sourcePid,
+    );
+    const { tile } = tileSummary(run, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
+    return { scenario: nodeOptions === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+  });
+}
+
+/** (d) The CLI's main() with an emulator client, in its own process. */
+export async function runTilehouseBigQuery(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  const emulator = context.emulator;
+  if (emulator === undefined) throw new Error('bigquery scenario without an emulator');
+  const dataset = `tilehouse_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const sink: BenchSink = { type: 'bigquery', projectId: emulator.projectId, dataset };
+  return withTempDir(async (root) => {
+    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
+    const input: BigQueryInput = { configFile: workspace.configFile, jobsDir: workspace.jobsDir, apiEndpoint: emulator.apiEndpoint, projectId: emulator.projectId };
+    try {
+      const run = await runMeasured([script('tilehouse-bigquery')], { ...workspace.env, BENCH_SCENARIO: JSON.stringify(input) }, context.tokens, context.sourcePid);
+      const { tile, logs } = tileSummary(run, `tilehouse bigquery (concurrency ${concurrency})`, context.incidents);
+      const loaded = await countRows(emulator, dataset, BENCH_JOB_NAME);
+      expectRows('the emulator table', loaded, context.incidents);
+      const loadingAt = logs.find((line) => line.msg === 'loading into BigQuery')?.time;
+      const extractMs = loadingAt === undefined ? undefined : loadingAt - run.spawnedAtEpochMs;
+      return {
+        scenario: 'bigquery',
+        concurrency,
+        rows: tile.rows,
+        pages: tile.pages,
+        ...times(run),
+        tileMs: tile.durationMs,
+        ...(extractMs === undefined ? {} : { extractMs, loadMs: run.wallMs - extractMs }),
+      };
+    } finally {
+      await dropDataset(emulator, dataset).catch(() => undefined);
+    }
+  });
+}

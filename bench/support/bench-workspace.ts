@@ -1,0 +1,60 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { BENCH_JOB_NAME, BENCH_QUERY } from '../bench-query.js';
+import type { SourceEndpoint } from './source-requests.js';
+
+export interface BenchWorkspace {
+  configFile: string;
+  jobsDir: string;
+  outDir: string;
+  tempDir: string;
+  /** The environment a tilehouse process needs: the credentials its config refers to. */
+  env: NodeJS.ProcessEnv;
+}
+
+export type BenchSink = { type: 'csv' } | { type: 'bigquery'; projectId: string; dataset: string };
+
+/** An environment config and one job (the bench query on SANDBOX_TILE) written into `root`. */
+export async function writeBenchWorkspace(
+  root: string,
+  endpoint: SourceEndpoint,
+  settings: { concurrency: number; itemsPerPage: number; sink: BenchSink },
+): Promise<BenchWorkspace> {
+  const jobsDir = join(root, 'jobs');
+  const outDir = join(root, 'out');
+  const tempDir = join(root, 'tmp');
+  await mkdir(jobsDir, { recursive: true });
+  const { sink } = settings;
+  const environment = {
+    source: {
+      baseUrl: endpoint.url,
+      authUrl: endpoint.authUrl ?? endpoint.url,
+      clientId: '${BENCH_CLIENT_ID}',
+      clientSecret: '${BENCH_CLIENT_SECRET}',
+      itemsPerPage: settings.itemsPerPage,
+      concurrency: settings.concurrency,
+    },
+    sinks: {
+      csv: { directory: outDir },
+      ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
+    },
+    tempDirectory: tempDir,
+  };
+  const configFile = join(root, 'env.yaml');
+  await writeFile(configFile, stringify(environment));
+  const job = {
+    name: BENCH_JOB_NAME,
+    tile: endpoint.tileId,
+    query: BENCH_QUERY,
+    sinks: [sink.type === 'csv' ? { type: 'csv' } : { type: 'bigquery', writeMode: 'replace' }],
+  };
+  await writeFile(join(jobsDir, `${BENCH_JOB_NAME}.yaml`), stringify(job));
+  return {
+    configFile,
+    jobsDir,
+    outDir,
+    tempDir,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_CLIENT_ID: endpoint.clientId, BENCH_CLIENT_SECRET: endpoint.clientSecret },
+  };
+}
