@@ -96,6 +96,9 @@ async function runBaseline(kind: 'transport' | 'sequential', context: RunContext
       const extra = (result.loopMs * result.totalPages) / result.pages - result.loopMs;
       figure.wallMs += extra;
       figure.runMs += extra;
+      // CPU scaled the same way (start-up included, so slightly overstated).
+      figure.cpuMs *= result.totalPages / result.pages;
+      figure.sourceCpuMs *= result.totalPages / result.pages;
       figure.extrapolatedFromPages = result.pages;
       figure.rows = context.incidents;
       figure.pages = result.totalPages;
