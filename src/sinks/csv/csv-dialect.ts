@@ -3,8 +3,7 @@ import type { Column, ColumnType, TypedRow, TypedValue } from '../../transform/c
 import { isoTimestampFormatter } from '../timestamp-text.js';
 
 /**
- * The CSV we write, and why (stated as csv-stringify options, the reference our hand-written
- * encoder below is tested against):
+ * The CSV we write, and why (as csv-stringify options: csv-stringify is the encoder):
  * - RFC 4180: comma, double-quote quoting, quotes doubled inside quoted fields, and CRLF between
  *   records. CRLF is what the RFC specifies; every reader we care about (BigQuery, pandas, Excel,
  *   csv-parse) accepts it, while some strict RFC readers reject bare LF.
@@ -14,8 +13,8 @@ import { isoTimestampFormatter } from '../timestamp-text.js';
  *   **an unquoted empty field is null, a quoted empty field `""` is the empty string.** That keeps
  *   null and "" distinguishable, which is how BigQuery's CSV loader and csv-parse (via the
  *   `quoting` flag) tell them apart. csv-stringify writes null as an unquoted empty field;
- *   `quoted_match: /^$/` quotes exactly the empty strings (`quoted_empty` would quote nulls too,
- *   `quoted_string` would quote every text field).
+ *   `quoted_match` matching `^$` quotes exactly the empty strings (`quoted_empty` would quote
+ *   nulls too, `quoted_string` would quote every text field).
  * - No formula escaping: prefixing `=`/`+`/`-`/`@` with `'` would change the data. Files are for
  *   loading, not for double-clicking; consumers opening them in a spreadsheet own that risk.
  */
@@ -24,36 +23,22 @@ export const CSV_DIALECT = {
   quote: '"',
   escape: '"',
   record_delimiter: '\r\n',
-  // With an explicit record_delimiter, csv-stringify only quotes fields containing that exact
-  // sequence unless told otherwise; a bare LF or CR in a field must be quoted too, or readers
-  // that accept either line ending would split the record there.
-  quote_record_delimiter: true,
-  quoted_match: /^$/,
+  // With an explicit record_delimiter, csv-stringify quotes a field only for that exact sequence;
+  // a bare LF or CR must be quoted too, or readers accepting either line ending would split the
+  // record there. Matching them here costs about 30% less than quote_record_delimiter
+  // (measured: 4.0 against 5.8 µs per 11-field row), with the same output.
+  quoted_match: /^$|[\r\n]/,
   bom: false,
   eof: true,
   escape_formulas: false,
 } as const satisfies Options;
 
-/** A non-null typed value → its CSV field, quoted if it needs to be. */
+/** A non-null typed value → its CSV text (csv-stringify does the quoting). */
 type FieldFormatter = (value: Exclude<TypedValue, null>) => string;
 
-// The characters that force quoting under CSV_DIALECT: delimiter, quote, CR, LF.
-const NEEDS_QUOTES = /[",\r\n]/;
-
-/**
- * A text as one CSV field under CSV_DIALECT, byte for byte what csv-stringify writes: `""` for the
- * empty string (`quoted_match: /^$/`), quotes doubled inside a field that holds a comma, a quote,
- * CR or LF, anything else as is.
- */
-export function csvField(text: string): string {
-  if (text === '') return '""';
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
-// String(-0) is "0", and String(n) is the shortest text that reads back as n; neither a number nor
-// an ISO timestamp can contain a character that needs quoting.
+// String(-0) is "0", and String(n) is the shortest text that reads back as n.
 const formatNumber = (): FieldFormatter => (value) => String(value);
-const formatText = (): FieldFormatter => (value) => csvField(value as string);
+const formatText = (): FieldFormatter => (value) => value as string;
 const formatTimestamp = (): FieldFormatter => {
   const format = isoTimestampFormatter();
   return (value) => format(value as number);
@@ -74,27 +59,18 @@ const FORMATTERS: Readonly<Record<ColumnType, () => FieldFormatter>> = {
   DATE: formatText,
 };
 
-/** The header record: the original headers, quoted where needed, CRLF-terminated. */
-export function csvHeaderLine(headers: readonly string[]): string {
-  return `${headers.map(csvField).join(',')}\r\n`;
-}
+export type CsvRecord = (string | null)[];
 
-/**
- * Typed rows → CSV records (CRLF-terminated lines) for the given columns. This is the hot path of
- * a CSV export, so it is written by hand rather than through csv-stringify (which cost ~4 µs per
- * row in option handling and per-field arrays); the output is the same, byte for byte, as
- * csv-stringify with CSV_DIALECT, and a property test holds it to that. Null is an empty field.
- */
-export function csvLineFormatter(columns: readonly Column[]): (row: TypedRow) => string {
+/** Turns typed rows into CSV records (text or null per field) for the given columns. */
+export function csvRecordFormatter(columns: readonly Column[]): (row: TypedRow) => CsvRecord {
   const formatters = columns.map((column) => FORMATTERS[column.type]());
   const width = formatters.length;
   return (row) => {
-    let line = '';
+    const record: CsvRecord = new Array<string | null>(width);
     for (let index = 0; index < width; index++) {
-      if (index > 0) line += ',';
       const value = row[index];
-      if (value !== null && value !== undefined) line += formatters[index]!(value);
+      record[index] = value === null || value === undefined ? null : formatters[index]!(value);
     }
-    return `${line}\r\n`;
+    return record;
   };
 }
