@@ -29,8 +29,9 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(mainHelp());
       return name === undefined ? EXIT.usage : EXIT.ok;
     }
-    const command = COMMANDS.find((candidate) => candidate.name === name);
-    if (command === undefined) throw UsageError.of(`unknown command "${name}"; commands: ${COMMANDS.map((c) => c.name).join(', ')}`);
+    const entry = COMMANDS.find((candidate) => candidate.name === name);
+    if (entry === undefined) throw UsageError.of(`unknown command "${name}"; commands: ${COMMANDS.map((c) => c.name).join(', ')}`);
+    const command = await entry.load();
     return await command.run(args, io);
   } catch (error) {
     if (isTilehouseError(error)) {

@@ -52,7 +52,6 @@ function formatDuration(ms: number): string {
 
 export const backfillCommand: Command = {
   name: 'backfill',
-  summary: 'export one tile window by window over a date range; each window replaces its own output',
   help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run

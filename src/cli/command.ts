@@ -27,8 +27,6 @@ export interface CliIo {
 
 export interface Command {
   name: string;
-  /** One line for `tilehouse --help`. */
-  summary: string;
   /** The whole `tilehouse <name> --help` text. */
   help: string;
   run(args: string[], io: CliIo): Promise<number>;

@@ -1,11 +1,23 @@
-import { backfillCommand } from './backfill-command.js';
 import type { Command } from './command.js';
-import { initCommand } from './init-command.js';
-import { k8sCommand } from './k8s-command.js';
-import { planCommand } from './plan-command.js';
-import { runCommand } from './run-command.js';
-import { scheduleCommand } from './schedule-command.js';
-import { validateCommand } from './validate-command.js';
 
-/** Every `tilehouse <command>`, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [runCommand, scheduleCommand, backfillCommand, planCommand, validateCommand, initCommand, k8sCommand];
+/**
+ * Every `tilehouse <command>`, in the order `--help` lists them. A command's module is imported
+ * only when it runs: a CronJob pays start-up time on every run, and `run` should not load the
+ * code (and dependencies) of `init`, `k8s` or `schedule`.
+ */
+export interface CommandEntry {
+  name: string;
+  /** One line for `tilehouse --help`. */
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: 'run', summary: 'export every job (or --tile NAME) once; the CronJob entrypoint', load: async () => (await import('./run-command.js')).runCommand },
+  { name: 'schedule', summary: 'run every job on its own cron until SIGTERM (long-running worker)', load: async () => (await import('./schedule-command.js')).scheduleCommand },
+  { name: 'backfill', summary: 'export one tile window by window over a date range; each window replaces its own output', load: async () => (await import('./backfill-command.js')).backfillCommand },
+  { name: 'plan', summary: "show each tile's columns and how its sinks would change; writes nothing", load: async () => (await import('./plan-command.js')).planCommand },
+  { name: 'validate', summary: 'check the environment config and every job file; runs nothing', load: async () => (await import('./validate-command.js')).validateCommand },
+  { name: 'init', summary: "create jobs/<name>.yaml from a tile's API request copied from the reporting module", load: async () => (await import('./init-command.js')).initCommand },
+  { name: 'k8s', summary: 'generate the Kubernetes CronJobs (and kustomize sources) from the job files', load: async () => (await import('./k8s-command.js')).k8sCommand },
+];

@@ -143,7 +143,6 @@ function environmentLines(request: ImportedRequest, check: EnvironmentCheck): st
 
 export const initCommand: Command = {
   name: 'init',
-  summary: "create jobs/<name>.yaml from a tile's API request copied from the reporting module",
   help: `Usage: tilehouse init --from-request FILE|- [--name NAME] [--jobs DIR] [--config FILE] [--tile-param NAME] [--force]
 
 Creates a job from the ready-made request the reporting module shows for a tile (tile options ->

@@ -13,7 +13,6 @@ function shown(file: string): string {
 
 export const k8sCommand: Command = {
   name: 'k8s',
-  summary: 'generate the Kubernetes CronJobs (and kustomize sources) from the job files',
   help: `Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]
 
 Generates the manifests of the kustomize base from the job files, so schedules have one source of

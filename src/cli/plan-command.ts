@@ -9,7 +9,6 @@ import { loadWorkspace } from './load-workspace.js';
 
 export const planCommand: Command = {
   name: 'plan',
-  summary: "show each tile's columns and how its sinks would change; writes nothing",
   help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--tile NAME]... [--json]
 
 For each tile: fetches a token and page 0, prints the column schema a run would write, and for

@@ -10,7 +10,6 @@ import { loadWorkspace } from './load-workspace.js';
 
 export const runCommand: Command = {
   name: 'run',
-  summary: 'export every job (or --tile NAME) once; the CronJob entrypoint',
   help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--log-level LEVEL]
 
 Exports each selected tile once: fresh token, every page, typed columns, atomic sink commit.

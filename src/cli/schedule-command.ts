@@ -9,7 +9,6 @@ import { loadWorkspace } from './load-workspace.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
-  summary: 'run every job on its own cron until SIGTERM (long-running worker)',
   help: `Usage: tilehouse schedule [--config FILE] [--jobs DIR] [--grace-seconds N] [--log-level LEVEL]
 
 Runs every job that has a schedule on its cron and timezone, in one process. A job still running

@@ -5,7 +5,6 @@ import { loadWorkspace } from './load-workspace.js';
 
 export const validateCommand: Command = {
   name: 'validate',
-  summary: 'check the environment config and every job file; runs nothing',
   help: `Usage: tilehouse validate [--config FILE] [--jobs DIR]
 
 Validates the environment config and every job file against their schemas (schema/*.json),
