@@ -5,12 +5,13 @@
 #   docker build -t tilehouse .
 #   docker run --rm -v "$PWD/jobs:/etc/tilehouse/jobs:ro" -v "$PWD/config:/etc/tilehouse/config:ro" tilehouse validate
 
-# --- build: every dependency (TypeScript), compile src/ to dist/src/ (tsconfig.build.json) ---
+# --- build: every dependency (TypeScript, esbuild); type-check and bundle src/ to dist/bundle/ ---
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 
@@ -20,7 +21,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/bundle ./dist/bundle
 # /app stays owned by root: the process can read its code but not change it. The pod also runs with
 # a read-only root filesystem; temp files go to TMPDIR (an emptyDir on Kubernetes).
 ENV TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
@@ -30,5 +31,5 @@ ENV TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
 USER 10001:10001
 # node runs as PID 1 without an init: tilehouse handles SIGTERM/SIGINT itself (clean stop, exit
 # 143/130) and starts no child processes to reap.
-ENTRYPOINT ["node", "/app/dist/src/cli.js"]
+ENTRYPOINT ["node", "/app/dist/bundle/tilehouse.js"]
 CMD ["run"]

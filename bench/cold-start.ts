@@ -17,12 +17,12 @@ export interface ColdStart {
 }
 
 /**
- * Cold start as a CronJob pays it: `node dist/src/cli.js run` (or `cliPath`, e.g. a bundled build
+ * Cold start as a CronJob pays it: `node dist/bundle/tilehouse.js run` (or `cliPath`, e.g. a bundled build
  * to compare) from spawn until its first token
  * request reaches a tiny recording server in this process (which answers 401 invalid_client, so
  * the run ends there). Baseline and CLI runs alternate, so both see the same machine.
  */
-export async function measureColdStart(runs: number, cliPath = 'dist/src/cli.js'): Promise<ColdStart> {
+export async function measureColdStart(runs: number, cliPath = 'dist/bundle/tilehouse.js'): Promise<ColdStart> {
   let arrived: ((at: number) => void) | undefined;
   const server = createServer((req, res) => {
     const at = performance.now();

@@ -16,7 +16,7 @@ export interface BenchOptions {
   /** Runs per scenario for sizes up to 100k (the median counts); larger sizes run once. */
   repeat: number;
   coldStartRuns: number;
-  /** The CLI entry whose cold start is measured (default dist/src/cli.js). */
+  /** The CLI entry whose cold start is measured (default dist/bundle/tilehouse.js). */
   coldStartCli: string;
   /** 0: the sequential client reads every page; else it stops after this many and extrapolates. */
   sequentialMaxPages: number;
@@ -49,7 +49,7 @@ Options:
   --items-per-page N        page size (default 1000)
   --repeat N                runs per scenario for sizes <= 100k, median kept (default 3)
   --cold-start-runs N       (default 9)
-  --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/src/cli.js)
+  --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/bundle/tilehouse.js)
   --sequential-max-pages N  stop the sequential client after N pages and extrapolate (default: all pages)
   --cpu-prof DIR            write a .cpuprofile of every tilehouse CSV run into DIR
 `;
@@ -83,7 +83,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       'items-per-page': { type: 'string', default: '1000' },
       repeat: { type: 'string' },
       'cold-start-runs': { type: 'string' },
-      'cold-start-cli': { type: 'string', default: 'dist/src/cli.js' },
+      'cold-start-cli': { type: 'string', default: 'dist/bundle/tilehouse.js' },
       'sequential-max-pages': { type: 'string', default: '0' },
       'cpu-prof': { type: 'string' },
       out: { type: 'string' },

@@ -77,7 +77,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(BENCH_HELP);
     return;
   }
-  if (!existsSync(join(repoRoot(), 'dist/src/cli.js'))) throw new Error('dist/src/cli.js is missing: run `npm run bench` (it compiles first)');
+  if (!existsSync(join(repoRoot(), 'dist/bundle/tilehouse.js'))) throw new Error('dist/bundle/tilehouse.js is missing: run `npm run bench` (it builds first)');
   if (options.cpuProfDir) {
     options.cpuProfDir = resolve(options.cpuProfDir);
     await mkdir(options.cpuProfDir, { recursive: true });
@@ -91,7 +91,7 @@ async function main(argv: string[]): Promise<void> {
       repeat: options.repeat,
       node: process.version,
       cpus: cpus().length,
-      tilehouse: '(c) compiled CLI `node dist/src/cli.js run` in its own process; (d) compiled main() with an emulator client in its own process',
+      tilehouse: '(c) the shipped CLI bundle `node dist/bundle/tilehouse.js run` in its own process; (d) compiled main() with an emulator client in its own process',
       deployedNodeOptions: DEPLOYED_NODE_OPTIONS,
       sequentialClient: 'undici, one page at a time, JSON.parse, rows written naively to a CSV file (epoch-ms datetimes, quote-when-needed)',
       query: `SANDBOX_TILE, one row per incident, ${BENCH_QUERY.items.length} columns (4 number, 2 datetime, 5 text; nullable postmortem fields, hard strings)`,

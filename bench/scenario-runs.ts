@@ -140,7 +140,7 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'csv' } });
     const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
     const run = await runMeasured(
-      [...profile, 'dist/src/cli.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      [...profile, 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
       nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: nodeOptions },
       context.tokens,
       context.sourcePid,

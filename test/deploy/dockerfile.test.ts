@@ -92,10 +92,10 @@ describe('Dockerfile', () => {
     expect([...missing]).toEqual([]);
   });
 
-  it('copies only the compiled output from the build stage, and no jobs or config', async () => {
-    const tsconfig = JSON.parse(await readFile('tsconfig.build.json', 'utf8')) as { compilerOptions: { outDir: string; rootDir: string } };
-    expect(tsconfig.compilerOptions).toMatchObject({ outDir: 'dist', rootDir: '.' }); // src/ → dist/src/
-    expect(all(runtime, 'COPY')).toContain('--from=build /app/dist/src ./dist/src');
+  it('copies only the bundled output from the build stage, and no jobs or config', async () => {
+    const bundler = await readFile('scripts/bundle.mjs', 'utf8');
+    expect(bundler).toContain("outdir: 'dist/bundle'");
+    expect(all(runtime, 'COPY')).toContain('--from=build /app/dist/bundle ./dist/bundle');
     for (const stage of stages) {
       for (const copy of all(stage, 'COPY')) expect(copy).not.toMatch(/(^|\s)\.?\/?(jobs|config|k8s)\b/);
     }
