@@ -24,7 +24,10 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/bundle ./dist/bundle
 # /app stays owned by root: the process can read its code but not change it. The pod also runs with
 # a read-only root filesystem; temp files go to TMPDIR (an emptyDir on Kubernetes).
-ENV TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
+# The heap cap makes V8 collect before garbage piles up: peak RSS at 1M rows 125-130 MB instead of
+# ~190 MB (npm run bench; the live heap stays ~18 MB either way).
+ENV NODE_OPTIONS=--max-old-space-size=160 \
+    TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
     TILEHOUSE_JOBS=/etc/tilehouse/jobs \
     TMPDIR=/tmp
 # Numeric, so Kubernetes can verify runAsNonRoot without a passwd lookup.
