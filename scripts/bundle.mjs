@@ -8,11 +8,13 @@
 import { rm } from 'node:fs/promises';
 import { build } from 'esbuild';
 
-// Chunk names carry content hashes: clear old ones so dist/bundle holds one build only.
-await rm('dist/bundle', { recursive: true, force: true });
+// `node scripts/bundle.mjs [OUTDIR]`: tests build into a directory of their own.
+const outdir = process.argv[2] ?? 'dist/bundle';
+// Chunk names carry content hashes: clear old ones so the directory holds one build only.
+await rm(outdir, { recursive: true, force: true });
 await build({
   entryPoints: { tilehouse: 'src/cli.ts' },
-  outdir: 'dist/bundle',
+  outdir,
   bundle: true,
   splitting: true,
   format: 'esm',

@@ -94,7 +94,7 @@ describe('Dockerfile', () => {
 
   it('copies only the bundled output from the build stage, and no jobs or config', async () => {
     const bundler = await readFile('scripts/bundle.mjs', 'utf8');
-    expect(bundler).toContain("outdir: 'dist/bundle'");
+    expect(bundler).toContain("process.argv[2] ?? 'dist/bundle'");
     expect(all(runtime, 'COPY')).toContain('--from=build /app/dist/bundle ./dist/bundle');
     for (const stage of stages) {
       for (const copy of all(stage, 'COPY')) expect(copy).not.toMatch(/(^|\s)\.?\/?(jobs|config|k8s)\b/);

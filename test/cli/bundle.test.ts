@@ -1,0 +1,48 @@
+import { execFile } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const run = promisify(execFile);
+// Inside the repository, so the bundle's external packages resolve from node_modules as they do
+// in the image.
+const BUNDLE = path.resolve('.tmp', `bundle-test-${process.pid}`);
+
+let sandbox: Sandbox;
+let root: string;
+
+beforeAll(async () => {
+  await run(process.execPath, ['scripts/bundle.mjs', BUNDLE]);
+  sandbox = await startSandbox({ incidents: 150 });
+  root = await makeTempDir();
+}, 60_000);
+afterAll(async () => {
+  await sandbox?.close();
+  await rm(BUNDLE, { recursive: true, force: true });
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('the shipped bundle (scripts/bundle.mjs)', () => {
+  it('lists every command in --help', async () => {
+    const { stdout } = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), '--help']);
+    for (const command of ['run', 'schedule', 'backfill', 'plan', 'validate', 'init', 'k8s']) expect(stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+
+  it('runs a tile to the same CSV as the source code does', async () => {
+    const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
+    const bundled = await writeWorkspace(path.join(root, 'bundled'), sandbox, [job], { itemsPerPage: 40 });
+    const source = await writeWorkspace(path.join(root, 'source'), sandbox, [job], { itemsPerPage: 40 });
+    const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', bundled.configFile, '--jobs', bundled.jobsDir], {
+      env: { ...process.env, ...sandboxEnv(sandbox) },
+    });
+    expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect((await runCli(['run', '--config', source.configFile, '--jobs', source.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
+    const file = 'incident_detail.csv';
+    expect(await readFile(path.join(bundled.outDir, file), 'utf8')).toBe(await readFile(path.join(source.outDir, file), 'utf8'));
+  });
+});
