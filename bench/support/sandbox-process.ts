@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Agent } from 'undici';
 import { BENCH_TILE } from '../bench-query.js';
+import { stopProcess } from '../../test/support/child-process.js';
 import { repoRoot } from './repo-root.js';
 import { fetchPageText, fetchSourceToken, type SourceEndpoint } from './source-requests.js';
 
@@ -47,21 +48,12 @@ export async function startSandboxProcess(options: { incidents: number; latencyM
       throw new Error(`bench query returns ${page.result.navigation.totalRows} rows for ${options.incidents} incidents; expected one row per incident`);
     }
   } catch (error) {
-    await stop(child);
+    await stopProcess(child);
     throw error;
   } finally {
     await dispatcher.close();
   }
-  return { ...endpoint, pid: child.pid!, stop: () => stop(child) };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
+  return { ...endpoint, pid: child.pid!, stop: () => stopProcess(child) };
 }
 
 async function waitFor<T>(probe: () => T | null, timeoutMs: number): Promise<T> {

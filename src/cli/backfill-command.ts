@@ -1,12 +1,11 @@
 import { ConfigError, type ConfigProblem } from '../config/config-error.js';
-import { selectJobs, type LoadedJob } from '../config/load-config.js';
-import { resolveCredentials } from '../config/secrets.js';
+import type { LoadedJob } from '../config/load-config.js';
 import { createLogger } from '../log.js';
 import { isCalendarDate, splitWindows, type DateWindow, type WindowStep } from '../pipeline/backfill-windows.js';
 import { buildSinks } from '../pipeline/build-sinks.js';
 import { backfillItemIndex, runBackfill, type BackfillSummary } from '../pipeline/run-backfill.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
-import { loadWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from './load-workspace.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
@@ -94,11 +93,10 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
 
-    const workspace = await loadWorkspace(values, io.env);
-    const [selected] = selectJobs(workspace.jobs, [values.tile!], workspace.jobsDirectory);
-    const job = jobForBackfill(selected!);
+    const workspace = await loadRunnableWorkspace(values, [values.tile!], io.env);
+    const { credentials } = workspace;
+    const job = jobForBackfill(workspace.selected[0]!);
     backfillItemIndex(job);
-    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
     const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
     const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
     const windows = splitWindows(values.from!, values.to!, step);

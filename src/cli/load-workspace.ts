@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
-import { loadEnvironment, loadJobs, type LoadedJob } from '../config/load-config.js';
+import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';
+import { resolveCredentials, type ClientCredentials } from '../config/secrets.js';
 
 export interface Workspace {
   environment: EnvironmentConfig;
@@ -21,4 +22,22 @@ export async function loadWorkspace(values: { config?: string; jobs?: string }, 
   if (environment.status === 'rejected') throw environment.reason;
   if (jobs.status === 'rejected') throw jobs.reason;
   return { environment: environment.value, configFile, jobs: jobs.value, jobsDirectory };
+}
+
+export interface RunnableWorkspace extends Workspace {
+  /** The jobs named with --tile (all jobs when none is named). */
+  selected: LoadedJob[];
+  credentials: ClientCredentials;
+}
+
+/** What every command that talks to the source needs: validated files, the chosen jobs, credentials. */
+export async function loadRunnableWorkspace(
+  values: { config?: string; jobs?: string },
+  tiles: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<RunnableWorkspace> {
+  const workspace = await loadWorkspace(values, env);
+  const selected = selectJobs(workspace.jobs, tiles, workspace.jobsDirectory);
+  const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, env);
+  return { ...workspace, selected, credentials };
 }

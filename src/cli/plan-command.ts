@@ -1,11 +1,9 @@
 import { Agent } from 'undici';
-import { selectJobs } from '../config/load-config.js';
-import { resolveCredentials } from '../config/secrets.js';
 import { createLogger } from '../log.js';
 import { buildSinks } from '../pipeline/build-sinks.js';
 import { formatTilePlan, planTile } from '../pipeline/plan-tile.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
-import { loadWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const planCommand: Command = {
   name: 'plan',
@@ -31,9 +29,8 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const workspace = await loadWorkspace(values, io.env);
-    const jobs = selectJobs(workspace.jobs, values.tile ?? [], workspace.jobsDirectory);
-    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const { selected: jobs, credentials } = workspace;
     const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
     const dispatcher = new Agent();
     const plans = [];

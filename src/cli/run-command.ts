@@ -1,12 +1,10 @@
-import { selectJobs } from '../config/load-config.js';
-import { resolveCredentials } from '../config/secrets.js';
 import { createLogger } from '../log.js';
 import { buildSinks } from '../pipeline/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import type { Sink } from '../sinks/sink.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
-import { loadWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const runCommand: Command = {
   name: 'run',
@@ -29,9 +27,8 @@ Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const workspace = await loadWorkspace(values, io.env);
-    const jobs = selectJobs(workspace.jobs, values.tile ?? [], workspace.jobsDirectory);
-    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const { selected: jobs, credentials } = workspace;
     const sinksByJob = new Map<string, Sink[]>();
     for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, io.sinkOptions));
     const logger = await createLogger({ level: values['log-level'], destination: io.logDestination });

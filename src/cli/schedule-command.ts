@@ -1,11 +1,10 @@
 import { once } from 'node:events';
-import { resolveCredentials } from '../config/secrets.js';
 import { createLogger } from '../log.js';
 import { buildSinks } from '../pipeline/build-sinks.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
-import { loadWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
@@ -32,8 +31,8 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     }
     const grace = Number(values['grace-seconds'] ?? '30');
     if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
-    const workspace = await loadWorkspace(values, io.env);
-    const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const workspace = await loadRunnableWorkspace(values, [], io.env);
+    const { credentials } = workspace;
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, io.sinkOptions)] as const)));

@@ -4,6 +4,7 @@ import { access, constants } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stopProcess } from './child-process.js';
 
 /** Where `npm run setup:emulator` installs the pinned build. */
 export const PROJECT_LOCAL_EMULATOR = fileURLToPath(new URL('../../.tools/bin/bigquery-emulator', import.meta.url));
@@ -86,15 +87,6 @@ async function waitUntilAnswering(child: ChildProcess, url: string, timeoutMs: n
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`no answer from ${url} within ${timeoutMs} ms`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function freePort(): Promise<number> {
