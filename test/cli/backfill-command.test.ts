@@ -130,6 +130,18 @@ describe('tilehouse backfill', () => {
     expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', day(-2)))]).toEqual(directExport(from, to));
   });
 
+  it('shows windows done, rows and an ETA on a terminal', async () => {
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', day(-30), '--to', day(-27)], {
+      env: sandboxEnv(sandbox),
+      io: { interactive: true },
+    });
+    expect(result.exitCode).toBe(0);
+    const progress = result.stderr.split('\r\x1b[K').slice(1).map((update) => update.split('\n')[0]);
+    expect(progress).toHaveLength(3);
+    expect(progress[0]).toMatch(/^1\/3 windows, \d+ rows, ETA \d+s$/);
+    expect(progress[2]).toMatch(/^3\/3 windows, \d+ rows, ETA 0s$/);
+  });
+
   it('says so when the job names no bucket column and windows are only exact to within a day', async () => {
     const result = await backfill(['--tile', 'approximate', '--from', day(-8), '--to', day(-7)]);
     expect(result.exitCode).toBe(0);
