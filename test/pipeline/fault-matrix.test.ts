@@ -1,6 +1,6 @@
 import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type FaultRule, type Sandbox } from '../sandbox/index.js';
 import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -31,18 +31,28 @@ async function runOnce() {
   return { ...result, requests: sandbox.requests.length - before };
 }
 
-beforeAll(async () => {
+// A fresh sandbox (same seed, same data) for every case: a request a case abandoned (a timed-out
+// answer still on its way) must not reach, and spend, the next case's fault rule.
+async function freshSandbox(): Promise<void> {
   sandbox = await startSandbox({ incidents: INCIDENTS });
-  root = await makeTempDir();
   workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: ITEMS_PER_PAGE, requestTimeoutMs: TIMEOUT_MS });
   target = path.join(workspace.outDir, 'incident_detail.csv');
+}
+
+beforeAll(async () => {
+  root = await makeTempDir();
+  await freshSandbox();
   const clean = await runOnce();
   expect(clean.exitCode).toBe(0);
   faultFree = await readFile(target);
   faultFreeRequests = clean.requests;
+  await sandbox.close();
+});
+beforeEach(freshSandbox);
+afterEach(async () => {
+  await sandbox.close();
 });
 afterAll(async () => {
-  await sandbox.close();
   await rm(root, { recursive: true, force: true });
 });
 
