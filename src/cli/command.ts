@@ -3,7 +3,7 @@ import type { DestinationStream } from 'pino';
 import { ConfigError } from '../config/config-error.js';
 import { messageOf } from '../errors.js';
 import type { SinkFactoryOptions } from '../pipeline/build-sinks.js';
-import type { RetrySettings } from '../pipeline/run-tile.js';
+import type { RetrySettings } from '../pipeline/source-session.js';
 
 /** Exit codes are part of the interface (README, k8s podFailurePolicy). */
 export const EXIT = { ok: 0, tileFailed: 1, usage: 2, sigint: 130, sigterm: 143 } as const;

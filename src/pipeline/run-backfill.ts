@@ -9,7 +9,8 @@ import type { Sink } from '../sinks/sink.js';
 import { parseDate } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
 import { newRunId } from './run-id.js';
-import { runTile, type RetrySettings } from './run-tile.js';
+import { runTile } from './run-tile.js';
+import type { RetrySettings } from './source-session.js';
 import type { TileSummary } from './tile-summary.js';
 
 export class BackfillBucketMissingError extends TilehouseError {

@@ -14,7 +14,6 @@ import { toTypedRows } from '../transform/typed-rows.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import type { TileSummary } from './tile-summary.js';
 
-export { DEFAULT_RETRY, type RetrySettings } from './source-session.js';
 
 export interface TileRunDependencies {
   environment: EnvironmentConfig;

@@ -9,7 +9,8 @@ import { removeStaleLoadFiles } from '../sinks/bigquery/ndjson-file.js';
 import { removeStaleTempFiles } from '../sinks/csv/index.js';
 import type { Sink } from '../sinks/sink.js';
 import { newRunId } from './run-id.js';
-import { runTile, type RetrySettings } from './run-tile.js';
+import { runTile } from './run-tile.js';
+import type { RetrySettings } from './source-session.js';
 import type { RunSummary, TileSummary } from './tile-summary.js';
 
 export interface RunOptions {
