@@ -6,6 +6,7 @@ import { exportQuerySchema } from '../../src/config/job-schema.js';
 import { loadJob, loadJobs } from '../../src/config/load-config.js';
 import { listFiles, runCli } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { shellQuote } from '../support/shell-quote.js';
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig';
 const TILE = '65f0a1c2d3e4f5a6b7c8d9aa';
@@ -22,9 +23,6 @@ const BODY = {
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
 
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", "'\\''")}'`;
-}
 
 const CURL = [
   `curl -X POST ${shellQuote(URL_TILE_ID)} \\`,

@@ -8,6 +8,7 @@ import { exportQuerySchema } from '../../src/config/job-schema.js';
 import { parseYamlText } from '../../src/config/read-yaml.js';
 import { jobSchema } from '../../src/config/job-schema.js';
 import { exportUrl } from '../../src/source/export-client.js';
+import { shellQuote } from '../support/shell-quote.js';
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig';
 const HOST = 'https://acme.incidents.example.com';
@@ -23,10 +24,6 @@ const QUERY = {
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
 
-/** Single-quotes a string for a shell the way curl generators do: ' becomes '\''. */
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", "'\\''")}'`;
-}
 
 function curlCommand(body: string = JSON.stringify(QUERY), url = `${HOST}/api/v1/topics/incident/execute?tileId=${TILE}`): string {
   return [
