@@ -2,7 +2,7 @@ import { ConfigError, type ConfigProblem } from '../config/config-error.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { createLogger } from '../log.js';
 import { isCalendarDate, splitWindows, type DateWindow, type WindowStep } from '../pipeline/backfill-windows.js';
-import { buildSinks } from '../pipeline/build-sinks.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { backfillItemIndex, runBackfill, type BackfillSummary } from '../pipeline/run-backfill.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';

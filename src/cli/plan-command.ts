@@ -1,6 +1,6 @@
-import { Agent } from 'undici';
 import { createLogger } from '../log.js';
-import { buildSinks } from '../pipeline/build-sinks.js';
+import { createSourceDispatcher } from '../pipeline/source-session.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { formatTilePlan, planTile } from '../pipeline/plan-tile.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
@@ -32,7 +32,7 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
-    const dispatcher = new Agent();
+    const dispatcher = createSourceDispatcher();
     const plans = [];
     try {
       for (const job of jobs) {

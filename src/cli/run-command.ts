@@ -1,32 +1,48 @@
 import { createLogger } from '../log.js';
-import { buildSinks } from '../pipeline/build-sinks.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import type { Sink } from '../sinks/sink.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
+import type { RunSummary } from '../pipeline/tile-summary.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+
+// Run ids name temp files, staging tables and job ids: keep them to what all of those accept.
+const RUN_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A partial publish needs attention before a plain failure does: its targets disagree. */
+export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
+  if (summary.partiallyPublished > 0) return EXIT.partiallyPublished;
+  return summary.failed > 0 ? EXIT.tileFailed : EXIT.ok;
+}
 
 export const runCommand: Command = {
   name: 'run',
-  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--log-level LEVEL]
+  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--run-id ID] [--log-level LEVEL]
 
-Exports each selected tile once: fresh token, every page, typed columns, atomic sink commit.
+Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
+publishes the run, or none does.
 
 Options:
 ${COMMON_HELP}
   -t, --tile NAME      run only this job (by its name); repeatable
+      --run-id ID      the run's id (default: a new one); re-running a partially published run
+                       with its id does not append its rows to a BigQuery table twice
       --log-level L    trace|debug|info|warn|error (default: info)
   -h, --help           show this help
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
-2 bad config or usage (nothing ran), 143 / 130 stopped by SIGTERM / SIGINT (no partial output).
+2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
+names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no partial output).
 `,
   async run(args, io) {
-    const { values } = parseCommandArgs('run', args, { tile: { type: 'string', short: 't', multiple: true } });
+    const { values } = parseCommandArgs('run', args, { tile: { type: 'string', short: 't', multiple: true }, 'run-id': { type: 'string' } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
+    const runId = values['run-id'];
+    if (runId !== undefined && !RUN_ID.test(runId)) throw UsageError.of(`run: --run-id must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(runId)}`);
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const sinksByJob = new Map<string, Sink[]>();
@@ -40,9 +56,10 @@ Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still
       buildSinks: (job) => sinksByJob.get(job.name)!,
       retry: io.retry,
       signal: io.signal,
+      ...(runId === undefined ? {} : { runId }),
     });
     logger.info({ summary }, 'run finished');
     io.stderr.write(formatRunSummary(summary));
-    return summary.failed > 0 ? EXIT.tileFailed : EXIT.ok;
+    return exitCodeOf(summary);
   },
 };

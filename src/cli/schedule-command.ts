@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createLogger } from '../log.js';
-import { buildSinks } from '../pipeline/build-sinks.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';

@@ -1,5 +1,5 @@
 import { resolveCredentials } from '../config/secrets.js';
-import { buildSinks } from '../pipeline/build-sinks.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from './load-workspace.js';
 

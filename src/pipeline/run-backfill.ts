@@ -1,4 +1,3 @@
-import { Agent } from 'undici';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
@@ -10,7 +9,9 @@ import { parseDate } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
 import { newRunId } from './run-id.js';
 import { runTile } from './run-tile.js';
-import type { RetrySettings } from './source-session.js';
+import { mapWithConcurrency } from './map-with-concurrency.js';
+import { createSourceDispatcher, type RetrySettings } from './source-session.js';
+import { sweepSinks } from './sweep-sinks.js';
 import type { TileSummary } from './tile-summary.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
@@ -76,9 +77,8 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   const itemIndex = backfillItemIndex(job);
   const bucketColumn = job.backfill?.bucketColumn;
   const now = options.now ?? (() => new Date());
-  const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 16 });
-  const results: Array<WindowResult | undefined> = new Array(options.windows.length);
-  let next = 0;
+  await sweepSinks(options.sinks, options.logger);
+  const dispatcher = createSourceDispatcher();
   let done = 0;
 
   const runWindow = async (window: DateWindow): Promise<WindowResult> => {
@@ -113,17 +113,19 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     return { window, summary };
   };
 
-  const worker = async (): Promise<void> => {
-    while (next < options.windows.length && !options.signal?.aborted) {
-      const index = next++;
-      const result = await runWindow(options.windows[index]!);
-      results[index] = result;
-      done += 1;
-      options.onWindowDone?.(result, done);
-    }
-  };
+  let results: Array<WindowResult | undefined>;
   try {
-    await Promise.all(Array.from({ length: Math.min(options.concurrency, options.windows.length) }, worker));
+    results = await mapWithConcurrency(
+      options.windows,
+      options.concurrency,
+      async (window) => {
+        const result = await runWindow(window);
+        done += 1;
+        options.onWindowDone?.(result, done);
+        return result;
+      },
+      options.signal,
+    );
   } finally {
     await dispatcher.close();
   }

@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
@@ -17,6 +17,14 @@ export interface RetrySettings {
 }
 
 export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000, budget: 50 };
+
+/**
+ * The connection pool every command uses towards the source: keep-alive between pages, enough
+ * connections for the page concurrency of a few tiles at once.
+ */
+export function createSourceDispatcher(): Agent {
+  return new Agent({ keepAliveTimeout: 10_000, connections: 16 });
+}
 
 export interface SourceSessionOptions {
   environment: EnvironmentConfig;

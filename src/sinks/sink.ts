@@ -27,13 +27,28 @@ export interface SinkResult {
 }
 
 /**
- * A sink writes one tile run. Pages arrive strictly in order; nothing becomes visible to readers
- * until `commit` resolves; `abort` (called on any failure, also after a failed commit) leaves the
- * previous output untouched and removes every temporary artefact. Both are safe to call once each.
+ * A sink writes one tile run, and publishes it in two phases so that a job with several sinks
+ * publishes all of them or none:
+ *
+ * 1. `prepare` does everything that can fail on its own (flush, fsync, upload, a load into a
+ *    staging table) without changing what readers of the target see;
+ * 2. `publish`, called only once every sink of the run has prepared, makes the run visible in one
+ *    short atomic step (a rename, a copy job).
+ *
+ * Pages arrive strictly in order. `abort` (called on any failure, also after a failed prepare or
+ * publish) removes every temporary artefact and, before `publish` succeeded, leaves the previous
+ * output untouched. `abort` is idempotent; after a successful publish it does nothing.
  */
 export interface SinkWriter {
+  /** Where the run goes (file path or `project.dataset.table[$partition]`), for summaries. */
+  readonly target: string;
   writeRows(rows: readonly TypedRow[]): Promise<void>;
-  commit(): Promise<SinkResult>;
+  prepare(): Promise<void>;
+  /**
+   * Not cancelled by the run's abort signal: once started, a publish runs to its outcome (within
+   * the sink's own bounded waits), so the summary can say what the target holds.
+   */
+  publish(): Promise<SinkResult>;
   abort(): Promise<void>;
 }
 
@@ -49,7 +64,18 @@ export interface SinkPlan {
 
 export interface Sink {
   readonly kind: SinkResult['sink'];
+  /**
+   * Publish order, lowest first: the sink whose publish is likeliest to fail (a remote job) goes
+   * before the one least likely to (a local rename), so most failures still publish nothing.
+   */
+  readonly publishRank: number;
   open(context: SinkRunContext): Promise<SinkWriter>;
+  /**
+   * Removes temporary artefacts left by runs whose owner process is provably gone (see
+   * `temp-owner.ts`), only where this sink writes; returns what it removed. Never touches the
+   * artefacts of a live run, this process's included.
+   */
+  sweep(logger: Logger): Promise<string[]>;
   /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
   plan(context: SinkRunContext): Promise<SinkPlan>;
 }

@@ -4,18 +4,40 @@ import { mkdir, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
-import { removeStaleFiles } from '../stale-files.js';
+import { TilehouseError } from '../../errors.js';
+import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
+import { removeOwnedTempFiles } from '../owned-temp-files.js';
+import { formatOwnerTag } from '../temp-owner.js';
 
 // Lines are gathered into chunks of about this size before each write: far fewer write calls than
 // one per row, while never holding more than one page of encoded rows.
 const CHUNK_BYTES = 64 * 1024;
 
-// `tilehouse-<job>-<runId>-<random>.ndjson`, as NdjsonFile.create names them.
-const LOAD_FILE = /^tilehouse-[A-Za-z0-9_.-]+\.ndjson$/;
+// `tilehouse-<job>-<runId>-<random>+<owner tag>.ndjson`, as NdjsonFile.create names them (files
+// of versions before owner tags lack the `+<owner tag>` part and are swept by age).
+const LOAD_FILE = /^tilehouse-[A-Za-z0-9_.-]+?(?:\+([A-Za-z0-9.-]+\+[A-Za-z0-9]+\+\d+\+[A-Za-z0-9]+))?\.ndjson$/;
 
-/** Deletes load files of killed runs in `directory` (see removeStaleFiles). */
-export function removeStaleLoadFiles(directory: string, options: { olderThan: Date }): Promise<string[]> {
-  return removeStaleFiles(directory, { olderThan: options.olderThan, matches: (name) => LOAD_FILE.test(name) });
+function loadFileOwnerTag(name: string): string | null | undefined {
+  const match = LOAD_FILE.exec(name);
+  if (!match) return undefined;
+  return match[1] ?? null;
+}
+
+/** Deletes load files of dead runs in `directory` (see removeOwnedTempFiles). */
+export function removeStaleLoadFiles(directory: string): Promise<string[]> {
+  return removeOwnedTempFiles(directory, { ownerTagOf: loadFileOwnerTag });
+}
+
+/** Writing the local load file failed (`disk_full`, `permission_denied`, or `bigquery_load_file_failed`). */
+export class LoadFileError extends TilehouseError {
+  readonly code: string;
+
+  constructor(path: string, operation: string, cause: unknown) {
+    const code = fileSystemFailureCode(cause, 'bigquery_load_file_failed');
+    const hint = fileSystemFailureHint(code);
+    super(`load file ${path}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`, { cause });
+    this.code = code;
+  }
 }
 
 /**
@@ -36,12 +58,16 @@ export class NdjsonFile {
 
   /** Creates a new file (never reuses one) named after the run, readable by this user only. */
   static async create(directory: string, nameParts: readonly string[]): Promise<NdjsonFile> {
-    await mkdir(directory, { recursive: true });
     const name = ['tilehouse', ...nameParts, randomUUID().slice(0, 8)].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
-    const path = join(directory, `${name}.ndjson`);
-    const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
-    await once(stream, 'ready');
-    return new NdjsonFile(path, stream);
+    const path = join(directory, `${name}+${formatOwnerTag()}.ndjson`);
+    try {
+      await mkdir(directory, { recursive: true });
+      const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+      await once(stream, 'ready');
+      return new NdjsonFile(path, stream);
+    } catch (error) {
+      throw new LoadFileError(path, 'creating it', error);
+    }
   }
 
   /** Appends newline-terminated lines; resolves once the stream can take more. */
@@ -62,7 +88,11 @@ export class NdjsonFile {
     if (this.closed) return;
     this.closed = true;
     this.stream.end();
-    await finished(this.stream);
+    try {
+      await finished(this.stream);
+    } catch (error) {
+      throw new LoadFileError(this.path, 'writing it', error);
+    }
   }
 
   /** Closes the descriptor if still open and deletes the file. Safe to call more than once. */
@@ -77,8 +107,12 @@ export class NdjsonFile {
   }
 
   private async write(chunk: string): Promise<void> {
-    if (this.stream.errored) throw this.stream.errored;
-    // `once` also rejects if the stream fails while we wait for 'drain'.
-    if (!this.stream.write(chunk)) await once(this.stream, 'drain');
+    try {
+      if (this.stream.errored) throw this.stream.errored;
+      // `once` also rejects if the stream fails while we wait for 'drain'.
+      if (!this.stream.write(chunk)) await once(this.stream, 'drain');
+    } catch (error) {
+      throw new LoadFileError(this.path, 'writing it', error);
+    }
   }
 }

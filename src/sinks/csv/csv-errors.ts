@@ -1,4 +1,5 @@
 import { TilehouseError } from '../../errors.js';
+import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
 
 /** The CSV sink's path template is unusable (unknown placeholder, escapes its directory…). */
 export class CsvPathInvalidError extends TilehouseError {
@@ -13,9 +14,13 @@ export class CsvPathInvalidError extends TilehouseError {
   }
 }
 
-/** Writing, syncing or publishing the CSV file failed; the previous file is left as it was. */
+/**
+ * Writing, syncing or publishing the CSV file failed; the previous file is left as it was. The
+ * code says which known condition it was (`disk_full`, `permission_denied`, `target_is_directory`)
+ * and is `csv_write_failed` otherwise.
+ */
 export class CsvWriteError extends TilehouseError {
-  readonly code = 'csv_write_failed';
+  readonly code: string;
 
   constructor(
     readonly jobName: string,
@@ -23,10 +28,13 @@ export class CsvWriteError extends TilehouseError {
     readonly operation: string,
     cause: unknown,
   ) {
+    const code = fileSystemFailureCode(cause, 'csv_write_failed');
+    const hint = fileSystemFailureHint(code);
     super(
-      `job "${jobName}": csv ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      `job "${jobName}": csv ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
       { cause },
     );
+    this.code = code;
   }
 }
 

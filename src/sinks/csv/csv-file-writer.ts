@@ -1,5 +1,5 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { once } from 'node:events';
@@ -29,11 +29,12 @@ export interface CsvFileWriterOptions {
 // would make the chunk size depend on itemsPerPage.
 const ROWS_PER_CHUNK = 1000;
 
-type State = 'open' | 'committing' | 'committed' | 'failed' | 'aborted';
+type State = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
 /**
  * One run's CSV output. Rows stream through csv-stringify (and gzip) into a temp file beside the
- * target; `commit` makes it durable (fsync file, rename, fsync directory) and only then visible.
+ * target; `prepare` makes it durable (flush, fsync) and `publish` makes it visible (rename, fsync
+ * of the directory).
  * Until then the previous target file, if any, is untouched, so a failed or killed run never
  * leaves a half-written or missing file for readers.
  */
@@ -41,7 +42,8 @@ export class CsvFileWriter implements SinkWriter {
   private state: State = 'open';
   private rows = 0;
   private failure: unknown;
-  private committing: Promise<SinkResult> | undefined;
+  private bytes = 0;
+  private settling: Promise<unknown> | undefined;
   private aborting: Promise<void> | undefined;
   private readonly toRecord: (row: TypedRow) => CsvRecord;
 
@@ -54,6 +56,10 @@ export class CsvFileWriter implements SinkWriter {
     private readonly flushed: Promise<void>,
   ) {
     this.toRecord = csvRecordFormatter(options.columns);
+  }
+
+  get target(): string {
+    return this.options.target;
   }
 
   /** Creates the temp file and writes the header row. */
@@ -104,29 +110,40 @@ export class CsvFileWriter implements SinkWriter {
     this.rows += rows.length;
   }
 
-  commit(): Promise<SinkResult> {
-    if (this.state !== 'open') return Promise.reject(new CsvWriterClosedError(this.options.target, 'commit', this.state));
-    this.state = 'committing';
-    this.committing = this.publish().then(
-      (result) => {
-        this.state = 'committed';
-        return result;
-      },
-      (error: unknown) => {
-        if (this.state === 'committing') this.state = 'failed';
-        throw error;
-      },
-    );
-    return this.committing;
+  /** Phase 1: every byte in the temp file, fsynced and closed; the target is not touched yet. */
+  prepare(): Promise<void> {
+    return this.step('open', 'preparing', 'prepared', () => this.flush());
   }
 
-  /** Idempotent; after a successful commit there is nothing to undo and it does nothing. */
+  /** Phase 2: the rename that makes the run visible, then the directory fsync that makes it durable. */
+  publish(): Promise<SinkResult> {
+    return this.step('prepared', 'publishing', 'published', () => this.rename());
+  }
+
+  /** Idempotent; after a successful publish there is nothing to undo and it does nothing. */
   abort(): Promise<void> {
     this.aborting ??= this.discard();
     return this.aborting;
   }
 
-  private async publish(): Promise<SinkResult> {
+  private step<T>(from: State, during: State, to: State, work: () => Promise<T>): Promise<T> {
+    if (this.state !== from) return Promise.reject(new CsvWriterClosedError(this.options.target, during, this.state));
+    this.state = during;
+    const running = work().then(
+      (result) => {
+        this.state = to;
+        return result;
+      },
+      (error: unknown) => {
+        if (this.state === during) this.state = 'failed';
+        throw error;
+      },
+    );
+    this.settling = running.catch(() => undefined);
+    return running;
+  }
+
+  private async flush(): Promise<void> {
     const { target, tempPath, jobName } = this.options;
     try {
       if (this.failure !== undefined) throw this.failure;
@@ -135,19 +152,32 @@ export class CsvFileWriter implements SinkWriter {
     } catch (error) {
       throw new CsvWriteError(jobName, target, `writing ${tempPath}`, this.failure ?? error);
     }
-    let bytes: number;
+    // A directory where the file should go would fail the rename; found here, in phase 1, it
+    // fails the run before any sink has published.
+    const existing = await lstat(target).catch(() => undefined);
+    if (existing?.isDirectory()) {
+      throw new CsvWriteError(jobName, target, 'checking the target', Object.assign(new Error('the target path is a directory'), { code: 'EISDIR' }));
+    }
     try {
-      bytes = (await stat(tempPath)).size;
+      this.bytes = (await stat(tempPath)).size;
+    } catch (error) {
+      throw new CsvWriteError(jobName, target, `reading ${tempPath}`, error);
+    }
+  }
+
+  private async rename(): Promise<SinkResult> {
+    const { target, tempPath, jobName } = this.options;
+    try {
       await rename(tempPath, target);
     } catch (error) {
       throw new CsvWriteError(jobName, target, `renaming ${tempPath} onto it`, error);
     }
     // From here on the new file is what readers see; the state reflects that even if the
     // directory sync below fails, so abort() will not try to remove anything.
-    this.state = 'committed';
+    this.state = 'published';
     await this.syncDirectory();
-    this.options.logger.debug({ target, rows: this.rows, bytes }, 'csv: committed');
-    return { sink: 'csv', target, rows: this.rows, details: { bytes, gzip: this.options.gzip } };
+    this.options.logger.debug({ target, rows: this.rows, bytes: this.bytes }, 'csv: published');
+    return { sink: 'csv', target, rows: this.rows, details: { bytes: this.bytes, gzip: this.options.gzip } };
   }
 
   /**
@@ -173,8 +203,8 @@ export class CsvFileWriter implements SinkWriter {
   }
 
   private async discard(): Promise<void> {
-    if (this.committing !== undefined) await this.committing.catch(() => undefined);
-    if (this.state === 'committed') return;
+    await this.settling;
+    if (this.state === 'published') return;
     this.state = 'aborted';
     this.head.destroy();
     this.file.destroy();

@@ -63,6 +63,17 @@ export class CsvPathTemplate {
     }
     return target;
   }
+  /**
+   * Where this template's files can be, for the temp-file sweep: the deepest directory that no
+   * placeholder decides, and whether files may lie below it (a placeholder in a directory part).
+   */
+  sweepScope(directory: string): { root: string; recursive: boolean } {
+    const folders = this.template.split(/[\\/]/).slice(0, -1);
+    const fixed = folders.findIndex((segment) => segment.includes('{'));
+    const prefix = (fixed < 0 ? folders : folders.slice(0, fixed)).join('/');
+    const root = isAbsolute(this.template) ? resolve(prefix || '/') : resolve(directory, prefix);
+    return { root, recursive: fixed >= 0 };
+  }
 }
 
 function hasParentSegment(path: string): boolean {

@@ -3,7 +3,7 @@ import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { CsvFileWriter } from './csv-file-writer.js';
 import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
 import { readCsvHeader } from './read-header.js';
-import { tempPathFor } from './temp-files.js';
+import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 
 export interface CsvSinkOptions {
   config: CsvSinkConfig;
@@ -11,11 +11,6 @@ export interface CsvSinkOptions {
   directory: string;
   /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
   timezone: string;
-  /**
-   * Accepted for symmetry with the other sinks but deliberately not used for the data file: the
-   * temp file must live beside the target so the final rename is atomic (same file system).
-   */
-  tempDirectory?: string;
 }
 
 /**
@@ -24,6 +19,8 @@ export interface CsvSinkOptions {
  */
 export class CsvSink implements Sink {
   readonly kind = 'csv' as const;
+  // Last: a rename in a directory we just wrote to is the publish least likely to fail.
+  readonly publishRank = 10;
   private readonly template: CsvPathTemplate;
 
   /** Throws CsvPathInvalidError for a bad path template, so configuration checks catch it. */
@@ -42,6 +39,12 @@ export class CsvSink implements Sink {
       },
       this.options.directory,
     );
+  }
+
+  /** Temp files of dead runs, looked for only where this sink's template can put files. */
+  sweep(): Promise<string[]> {
+    const { root, recursive } = this.template.sweepScope(this.options.directory);
+    return removeStaleTempFiles(root, { recursive });
   }
 
   /** Compares the run's headers with the existing file's header row (CSV has no types to compare). */

@@ -1,10 +1,16 @@
 import { basename, dirname, join } from 'node:path';
-import { removeStaleFiles } from '../stale-files.js';
+import { removeOwnedTempFiles } from '../owned-temp-files.js';
+import { formatOwnerTag } from '../temp-owner.js';
 import { toFileNameSafe } from './csv-path.js';
 
-// `.<target basename>.tilehouse-<runId>.tmp`: hidden, beside the target, and with a marker so the
-// startup sweep can never mistake another program's `.tmp` file for one of ours.
-const TEMP_FILE = /^\..+\.tilehouse-[A-Za-z0-9._-]+\.tmp$/;
+// `.<target basename>.tilehouse-<runId>+<owner tag>.tmp`: hidden, beside the target, with a marker
+// so a sweep never mistakes another program's `.tmp` file for ours, and with its writer's owner
+// tag so a sweep removes it only once that process is gone. (Before owner tags the name ended
+// `.tilehouse-<runId>.tmp`; such files are still recognised, and swept by age.)
+const TEMP_FILE = /^\..+\.tilehouse-[A-Za-z0-9._-]+?(?:\+([A-Za-z0-9.-]+\+[A-Za-z0-9]+\+\d+\+[A-Za-z0-9]+))?\.tmp$/;
+
+// File names are limited to 255 bytes; the run id and owner tag need ~110 of them.
+const MAX_BASENAME = 120;
 
 /**
  * Where a run writes before publishing: the target's own directory, because rename(2) is atomic
@@ -12,19 +18,21 @@ const TEMP_FILE = /^\..+\.tilehouse-[A-Za-z0-9._-]+\.tmp$/;
  * atomic nor free.
  */
 export function tempPathFor(target: string, runId: string): string {
-  return join(dirname(target), `.${basename(target)}.tilehouse-${toFileNameSafe(runId)}.tmp`);
+  return join(dirname(target), `.${basename(target).slice(0, MAX_BASENAME)}.tilehouse-${toFileNameSafe(runId)}+${formatOwnerTag()}.tmp`);
 }
 
 export function isTempFileName(name: string): boolean {
   return TEMP_FILE.test(name);
 }
 
-export interface StaleTempFileOptions {
-  /** Only files last modified before this are removed: the start of the current run. */
-  olderThan: Date;
+/** The owner tag of one of our temp files; null for an untagged one; undefined if not ours. */
+export function tempFileOwnerTag(name: string): string | null | undefined {
+  const match = TEMP_FILE.exec(name);
+  if (!match) return undefined;
+  return match[1] ?? null;
 }
 
-/** Deletes CSV temp files of killed runs anywhere under `directory` (see removeStaleFiles). */
-export function removeStaleTempFiles(directory: string, options: StaleTempFileOptions): Promise<string[]> {
-  return removeStaleFiles(directory, { olderThan: options.olderThan, matches: isTempFileName, recursive: true });
+/** Deletes CSV temp files of dead runs under `directory` (see removeOwnedTempFiles). */
+export function removeStaleTempFiles(directory: string, options: { recursive: boolean }): Promise<string[]> {
+  return removeOwnedTempFiles(directory, { ownerTagOf: tempFileOwnerTag, recursive: options.recursive });
 }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+import { column, commit, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
 
 // Text that stresses CSV quoting: full Unicode (astral emoji, RTL, combining marks, bidi controls)
 // mixed with every character that has a meaning in CSV, and leading/trailing spaces.
@@ -30,7 +30,7 @@ describe('CSV round trip', () => {
         const sink = makeSink(directory.path, { path: `run-${run}.csv`, gzip });
         const writer = await sink.open(makeContext(columns, { runId: `run-${run}` }));
         await writer.writeRows(rows as TypedRow[]);
-        const result = await writer.commit();
+        const result = await commit(writer);
 
         const [header, ...records] = parseCsv(await readCsv(result.target, gzip));
         expect(header).toEqual([...headers, 'f', 'i']);
@@ -50,7 +50,7 @@ describe('CSV round trip', () => {
   it('keeps a one-column row holding the empty string distinct from one holding null', async () => {
     const writer = await makeSink(directory.path, { path: 'single.csv' }).open(makeContext([column('only', 'STRING')]));
     await writer.writeRows([[''], [null], ['x']]);
-    await writer.commit();
+    await commit(writer);
     expect(parseCsv(await readCsv(join(directory.path, 'single.csv')))).toEqual([['only'], [''], [null], ['x']]);
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CsvWriteError, CsvWriterClosedError } from '../../../src/sinks/csv/csv-errors.js';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+import { column, commit, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
 
 const columns = [
   column('Number', 'INT64'),
@@ -34,7 +34,7 @@ describe('CsvSink', () => {
     const writer = await makeSink(directory.path).open(makeContext(columns));
     await writer.writeRows(rows.slice(0, 2));
     await writer.writeRows(rows.slice(2));
-    const result = await writer.commit();
+    const result = await commit(writer);
 
     const target = join(directory.path, 'weekly_incidents.csv');
     expect(result).toEqual({ sink: 'csv', target, rows: 4, details: { bytes: (await stat(target)).size, gzip: false } });
@@ -55,7 +55,7 @@ describe('CsvSink', () => {
       [null, 'a,b'],
       ['x"y', 'line\nbreak'],
     ]);
-    await writer.commit();
+    await commit(writer);
     const bytes = await readFile(join(directory.path, 'weekly_incidents.csv'));
     expect(bytes.subarray(0, 3).equals(Buffer.from([0xef, 0xbb, 0xbf]))).toBe(false);
     expect(bytes.toString('utf8')).toBe('A,B\r\nplain,ünï 🔥\r\n"",\r\n,"a,b"\r\n"x""y","line\nbreak"\r\n');
@@ -63,14 +63,14 @@ describe('CsvSink', () => {
 
   it('writes only the header for an export without rows', async () => {
     const writer = await makeSink(directory.path).open(makeContext(columns));
-    const result = await writer.commit();
+    const result = await commit(writer);
     expect(result.rows).toBe(0);
     expect(await readCsv(result.target)).toBe('Number,Ratio,Amount,"Status, text",Created,Day\r\n');
   });
 
   it('creates the directories a path template names', async () => {
     const writer = await makeSink(directory.path, { path: '{tile}/{date}/{name}.csv' }).open(makeContext(columns));
-    const result = await writer.commit();
+    const result = await commit(writer);
     expect(result.target).toBe(join(directory.path, 'tile-42', '2026-11-21', 'weekly_incidents.csv'));
     expect(await listFiles(directory.path)).toEqual(['tile-42', 'tile-42/2026-11-21', 'tile-42/2026-11-21/weekly_incidents.csv']);
   });
@@ -78,10 +78,10 @@ describe('CsvSink', () => {
   it('gzips the stream when asked, to the same CSV text', async () => {
     const plain = await makeSink(directory.path).open(makeContext(columns));
     await plain.writeRows(rows);
-    const plainResult = await plain.commit();
+    const plainResult = await commit(plain);
     const zipped = await makeSink(directory.path, { gzip: true }).open(makeContext(columns));
     await zipped.writeRows(rows);
-    const zippedResult = await zipped.commit();
+    const zippedResult = await commit(zipped);
 
     expect(zippedResult.target).toBe(join(directory.path, 'weekly_incidents.csv.gz'));
     expect(zippedResult.details).toEqual({ bytes: (await stat(zippedResult.target)).size, gzip: true });
@@ -94,7 +94,7 @@ describe('CsvSink', () => {
     const writer = await makeSink(directory.path, { gzip: true }).open(makeContext([column('N', 'INT64'), column('S', 'STRING')]));
     const page: TypedRow[] = Array.from({ length: 5000 }, (_, index) => [BigInt(index), `row ${index} ${'x'.repeat(50)}`]);
     for (let pageNumber = 0; pageNumber < 40; pageNumber++) await writer.writeRows(page);
-    const result = await writer.commit();
+    const result = await commit(writer);
     expect(result.rows).toBe(200_000);
     const lines = (await readCsv(result.target, true)).split('\r\n');
     expect(lines).toHaveLength(200_002);
@@ -106,7 +106,7 @@ describe('CsvSink', () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
       expect(await listFiles(directory.path)).toEqual(['.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a.tmp']);
-      await writer.commit();
+      await commit(writer);
       expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
     });
 
@@ -116,7 +116,7 @@ describe('CsvSink', () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
       expect(await readFile(target, 'utf8')).toBe('previous run\r\n');
-      await writer.commit();
+      await commit(writer);
       expect(parseCsv(await readCsv(target))).toHaveLength(5);
     });
 
@@ -136,14 +136,14 @@ describe('CsvSink', () => {
       await Promise.all([writer.abort(), writer.abort()]);
       await writer.abort();
       await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(CsvWriterClosedError);
-      await expect(writer.commit()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(commit(writer)).rejects.toMatchObject({ code: 'csv_writer_closed' });
       expect(await listFiles(directory.path)).toEqual([]);
     });
 
     it('does nothing on abort after a successful commit', async () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      const result = await writer.commit();
+      const result = await commit(writer);
       await writer.abort();
       expect(parseCsv(await readCsv(result.target))).toHaveLength(5);
     });
@@ -153,7 +153,7 @@ describe('CsvSink', () => {
       await mkdir(join(directory.path, 'weekly_incidents.csv', 'keep'), { recursive: true });
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      const commit = writer.commit();
+      const commit = commit(writer);
       await expect(commit).rejects.toBeInstanceOf(CsvWriteError);
       await expect(commit).rejects.toMatchObject({ code: 'csv_write_failed', message: expect.stringContaining('weekly_incidents') });
       await writer.abort();

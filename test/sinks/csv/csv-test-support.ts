@@ -6,7 +6,7 @@ import { parse } from 'csv-parse/sync';
 import { pino } from 'pino';
 import type { CsvSinkConfig } from '../../../src/config/job-schema.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
-import type { SinkRunContext } from '../../../src/sinks/sink.js';
+import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
 import type { Column } from '../../../src/transform/column.js';
 
 export const silentLogger = pino({ level: 'silent' });
@@ -54,4 +54,10 @@ export async function readCsv(path: string, gzip = false): Promise<string> {
 /** Every entry in a directory, recursively, for asserting that no temp file is left behind. */
 export async function listFiles(directory: string): Promise<string[]> {
   return (await readdir(directory, { recursive: true })).sort();
+}
+
+/** Both publish phases, as the pipeline runs them for a single sink. */
+export async function commit(writer: SinkWriter): Promise<SinkResult> {
+  await writer.prepare();
+  return writer.publish();
 }

@@ -2,8 +2,8 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { CsvSink, type CsvSinkOptions } from '../sinks/csv/index.js';
-import type { Sink } from '../sinks/sink.js';
+import { CsvSink } from './csv/index.js';
+import type { Sink } from './sink.js';
 
 export interface SinkFactoryOptions {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
@@ -20,9 +20,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
   for (const [index, config] of job.sinks.entries()) {
     if (config.type === 'csv') {
       try {
-        const csv: CsvSinkOptions = { config, directory: environment.sinks.csv.directory, timezone: job.timezone };
-        if (environment.tempDirectory !== undefined) csv.tempDirectory = environment.tempDirectory;
-        sinks.push(new CsvSink(csv));
+        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone }));
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }
@@ -39,7 +37,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
     }
     // Loaded on demand: the BigQuery client adds ~80 ms to every start, which CSV-only
     // deployments should not pay (cold start is measured by the benchmark).
-    const { BigQuerySink } = await import('../sinks/bigquery/index.js');
+    const { BigQuerySink } = await import('./bigquery/index.js');
     sinks.push(
       new BigQuerySink({
         config,

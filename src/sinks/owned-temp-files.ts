@@ -1,0 +1,63 @@
+import { lstat, readdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from './temp-owner.js';
+
+export interface OwnedTempFileSweep {
+  /**
+   * The owner tag of a temp file of ours (see `formatOwnerTag`), `null` for one of ours written
+   * without a tag (an older version), undefined for anything else: a sweep never touches another
+   * program's files.
+   */
+  ownerTagOf: (name: string) => string | null | undefined;
+  /** Look in subdirectories too (CSV targets may be nested); default false. */
+  recursive?: boolean;
+  now?: number;
+}
+
+// Directories a sweep cannot or must not read: a fresh ext4 volume's root-owned lost+found, a
+// sibling team's folder. Skipping them is right: tilehouse never wrote there.
+const UNREADABLE = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'ENOENT', 'ELOOP']);
+
+/**
+ * Deletes temp files whose owner process is provably gone (killed by OOM, SIGKILL, a node drain),
+ * and returns their paths. A file whose owner is alive — another `tilehouse run` on this machine,
+ * or a run of this very process (a `schedule` worker with several jobs) — is never touched,
+ * however old. Files from another host, or without an owner tag, go only once untouched for
+ * FOREIGN_TEMP_MAX_AGE_MS. Unreadable directories are skipped, symbolic links never followed.
+ */
+export async function removeOwnedTempFiles(directory: string, sweep: OwnedTempFileSweep): Promise<string[]> {
+  const removed: string[] = [];
+  const now = sweep.now ?? Date.now();
+  const visit = async (folder: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch (error) {
+      if (UNREADABLE.has((error as NodeJS.ErrnoException).code ?? '')) return;
+      throw error;
+    }
+    for (const entry of entries) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) {
+        if (sweep.recursive === true) await visit(path);
+        continue;
+      }
+      if (!entry.isFile()) continue;
+      const tag = sweep.ownerTagOf(entry.name);
+      if (tag === undefined) continue;
+      const owner = tag === null ? undefined : parseOwnerTag(tag);
+      const state = owner === undefined ? 'unknown' : ownerState(owner);
+      if (state === 'self' || state === 'alive') continue;
+      try {
+        if (state === 'unknown' && now - (await lstat(path)).mtimeMs < FOREIGN_TEMP_MAX_AGE_MS) continue;
+        await unlink(path);
+        removed.push(path);
+      } catch (error) {
+        // Gone already (another sweep got there first), or not ours to delete.
+        if (!UNREADABLE.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+      }
+    }
+  };
+  await visit(directory);
+  return removed;
+}
