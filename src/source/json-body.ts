@@ -1,0 +1,324 @@
+/**
+ * JSON response bodies, read without losing number literals a double cannot hold.
+ *
+ * `JSON.parse` turns every number into a double: `12345678901234567.5` arrives as
+ * 12345678901234568 and nothing downstream can tell. Node 20's revivers get no source text, so
+ * the literal is gone. Here a literal that a double would change becomes an {@link ExactNumber}
+ * holding its text; every other number stays a plain JavaScript number, so ordinary code (zod
+ * schemas, navigation counts) sees exactly what `JSON.parse` would give.
+ *
+ * Most pages have no such literal, so `parseJsonBody` first scans for anything that could be one
+ * (`mayHoldInexactNumber`) and otherwise uses `JSON.parse`; only when the scan hits does a small
+ * lossless reader of our own parse the page (several times slower than JSON.parse; measured with
+ * scripts in the commit that introduced this file).
+ */
+
+/** A JSON number literal kept as written, because a double cannot represent it exactly. */
+export class ExactNumber {
+  constructor(
+    /** The literal exactly as the body wrote it, e.g. "-12345678901234567.5" or "1E+400". */
+    readonly text: string,
+  ) {
+    Object.freeze(this);
+  }
+
+  toString(): string {
+    return this.text;
+  }
+
+  /** JSON.stringify cannot write raw number text in Node 20; the exact text as a string beats a rounded number. */
+  toJSON(): string {
+    return this.text;
+  }
+}
+
+export type JsonBodyParse = { ok: true; value: unknown } | { ok: false; error: string };
+
+/**
+ * Parses a response body. Numbers a double represents as written are numbers; others are
+ * ExactNumbers (see {@link isInexactLiteral}). A leading UTF-8 byte-order mark is ignored.
+ */
+export function parseJsonBody(text: string): JsonBodyParse {
+  const body = text.charCodeAt(0) === BOM ? text.slice(1) : text;
+  try {
+    return { ok: true, value: mayHoldInexactNumber(body) ? readLosslessJson(body) : JSON.parse(body) };
+  } catch (error) {
+    return { ok: false, error: (error as Error).message };
+  }
+}
+
+const BOM = 0xfeff;
+
+/**
+ * Whether the text may contain a number literal that {@link isInexactLiteral} flags; false means
+ * JSON.parse loses nothing. Such a literal has 16 or more mantissa characters (needed for more
+ * than 15 significant digits, for an integer beyond 2^53, and for an underflow written without
+ * exponent) or an exponent of 3+ digits (needed to leave the range where a literal of at most 15
+ * digits is a normal double that reads back as written). Each such stretch of the text is read as
+ * a literal and checked, so pages of 17-digit doubles (JavaScript's shortest text of 0.1 + 0.2)
+ * keep the fast path. Strings may hold such stretches too (long digit ids); that only costs the
+ * slower reader, never a value.
+ *
+ * A hand-written scan: the equivalent regular expression (/[\d.]{16}/) took 2.5× as long as
+ * JSON.parse of the same page, this loop a small fraction of it.
+ */
+export function mayHoldInexactNumber(text: string): boolean {
+  const length = text.length;
+  let runStart = -1;
+  for (let index = 0; index < length; index++) {
+    const code = text.charCodeAt(index);
+    if ((code >= 48 && code <= 57) || code === DOT) {
+      if (runStart < 0) runStart = index;
+      continue;
+    }
+    if (runStart < 0) continue;
+    const runLength = index - runStart;
+    if (runLength >= MIN_CANDIDATE_RUN || ((code === E_LOWER || code === E_UPPER) && exponentDigits(text, index) >= 3)) {
+      const end = literalEnd(text, index);
+      if (isInexactCandidate(text, runStart, end)) return true;
+      index = end - 1;
+    }
+    runStart = -1;
+  }
+  return runStart >= 0 && length - runStart >= MIN_CANDIDATE_RUN && isInexactCandidate(text, runStart, length);
+}
+
+const MIN_CANDIDATE_RUN = 16;
+
+/** Digits of the exponent whose "e" is at `index` (after an optional sign). */
+function exponentDigits(text: string, index: number): number {
+  let at = index + 1;
+  const sign = text.charCodeAt(at);
+  if (sign === 43 || sign === 45) at++;
+  const start = at;
+  while (isDigit(text.charCodeAt(at))) at++;
+  return at - start;
+}
+
+/** End of the literal whose mantissa ends at `index` (just past its exponent, if any). */
+function literalEnd(text: string, index: number): number {
+  const code = text.charCodeAt(index);
+  if (code !== E_LOWER && code !== E_UPPER) return index;
+  const digits = exponentDigits(text, index);
+  if (digits === 0) return index;
+  const sign = text.charCodeAt(index + 1);
+  return index + 1 + (sign === 43 || sign === 45 ? 1 : 0) + digits;
+}
+
+/** The stretch [start, end) with a preceding "-", read as a literal: inexact, or not a literal at all. */
+function isInexactCandidate(text: string, start: number, end: number): boolean {
+  const from = start > 0 && text.charCodeAt(start - 1) === 45 ? start - 1 : start;
+  const literal = text.slice(from, end);
+  return !WHOLE_NUMBER_LITERAL.test(literal) || isInexactLiteral(literal);
+}
+
+const WHOLE_NUMBER_LITERAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
+const SAFE_LITERAL_LENGTH = 15;
+
+/**
+ * Whether a JSON number literal would be changed by reading it as a double:
+ * - a plain integer (no fraction, no exponent) beyond ±(2^53 − 1): its neighbours share the
+ *   double, so the value is no longer known to be whole and exact;
+ * - any other literal whose value differs from the double's shortest text (more than ~15
+ *   significant digits, underflow to 0 or a subnormal, overflow to Infinity).
+ * "1.50", "1e3" and "0.30000000000000004" are not flagged: the double denotes the same number.
+ */
+export function isInexactLiteral(literal: string, value = Number(literal)): boolean {
+  let plain = true;
+  let exponent = false;
+  for (let index = 0; index < literal.length; index++) {
+    const code = literal.charCodeAt(index);
+    if (code === DOT) plain = false;
+    else if (code === E_LOWER || code === E_UPPER) {
+      plain = false;
+      exponent = true;
+      break;
+    }
+  }
+  // Number.isSafeInteger(-0) is true: "-0" stays the number -0, as JSON.parse gives it.
+  if (plain) return !Number.isSafeInteger(value);
+  // At most 14 digits and no exponent: a normal double whose shortest text is the literal's value.
+  if (!exponent && literal.length <= SAFE_LITERAL_LENGTH) return false;
+  if (!Number.isFinite(value)) return true;
+  const shortest = String(value);
+  // The common case: JavaScript wrote the literal, as the shortest text of a double.
+  if (shortest === literal) return false;
+  return decimalKey(literal) !== decimalKey(shortest);
+}
+
+const DOT = 46;
+const E_LOWER = 101;
+const E_UPPER = 69;
+const DECIMAL_PARTS = /^(-?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
+
+/** "<sign><coefficient>e<exponent>" without leading or trailing zeros in the coefficient; "0" for zero. */
+function decimalKey(text: string): string {
+  const match = DECIMAL_PARTS.exec(text);
+  if (match === null) return text;
+  const fraction = match[3] ?? '';
+  const digits = ((match[2] ?? '') + fraction).replace(/^0+/, '');
+  const coefficient = digits.replace(/0+$/, '');
+  if (coefficient.length === 0) return '0';
+  // A literal's exponent beyond 2^53 is imprecise as a number, but such a literal is 0 or
+  // Infinity as a double, whose key it cannot match anyway.
+  const exponent = Number(match[4] ?? '0') - fraction.length + (digits.length - coefficient.length);
+  return `${match[1]}${coefficient}e${exponent}`;
+}
+
+/**
+ * The lossless reader (parseJsonBody's slow path; exported for tests): JSON as RFC 8259 and
+ * `JSON.parse` define it (same values, same duplicate-key and `__proto__` handling, same
+ * rejections), except that inexact number literals become ExactNumbers. Strings with escapes are
+ * decoded by `JSON.parse` itself. Throws a SyntaxError on malformed text. Recursive: nesting deeper
+ * than the stack allows fails (a RangeError), where JSON.parse would cope; no API page nests so.
+ */
+export function readLosslessJson(text: string): unknown {
+  const reader = new LosslessReader(text);
+  const value = reader.value();
+  reader.end();
+  return value;
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const COLON = 58;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
+const NUMBER_LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+class LosslessReader {
+  private index = 0;
+
+  constructor(private readonly text: string) {}
+
+  value(): unknown {
+    this.skipSpace();
+    const code = this.text.charCodeAt(this.index);
+    switch (code) {
+      case OPEN_BRACE:
+        return this.object();
+      case OPEN_BRACKET:
+        return this.array();
+      case QUOTE:
+        return this.string();
+      case 116: // t
+        return this.keyword('true', true);
+      case 102: // f
+        return this.keyword('false', false);
+      case 110: // n
+        return this.keyword('null', null);
+      default:
+        if (code === 45 || (code >= 48 && code <= 57)) return this.number();
+        return this.fail();
+    }
+  }
+
+  end(): void {
+    this.skipSpace();
+    if (this.index < this.text.length) this.fail();
+  }
+
+  private object(): Record<string, unknown> {
+    const result: Record<string, unknown> = {};
+    this.index++;
+    this.skipSpace();
+    if (this.text.charCodeAt(this.index) === CLOSE_BRACE) {
+      this.index++;
+      return result;
+    }
+    for (;;) {
+      this.skipSpace();
+      if (this.text.charCodeAt(this.index) !== QUOTE) this.fail();
+      const key = this.string();
+      this.skipSpace();
+      if (this.text.charCodeAt(this.index) !== COLON) this.fail();
+      this.index++;
+      const member = this.value();
+      // JSON.parse creates an own "__proto__" property; plain assignment would set the prototype.
+      if (key === '__proto__') Object.defineProperty(result, key, { value: member, writable: true, enumerable: true, configurable: true });
+      else result[key] = member;
+      this.skipSpace();
+      const next = this.text.charCodeAt(this.index++);
+      if (next === CLOSE_BRACE) return result;
+      if (next !== COMMA) this.fail(this.index - 1);
+    }
+  }
+
+  private array(): unknown[] {
+    const result: unknown[] = [];
+    this.index++;
+    this.skipSpace();
+    if (this.text.charCodeAt(this.index) === CLOSE_BRACKET) {
+      this.index++;
+      return result;
+    }
+    for (;;) {
+      result.push(this.value());
+      this.skipSpace();
+      const next = this.text.charCodeAt(this.index++);
+      if (next === CLOSE_BRACKET) return result;
+      if (next !== COMMA) this.fail(this.index - 1);
+    }
+  }
+
+  private string(): string {
+    const start = this.index;
+    const text = this.text;
+    let index = start + 1;
+    let escaped = false;
+    for (;;) {
+      const code = text.charCodeAt(index);
+      if (code === QUOTE) break;
+      if (code === BACKSLASH) {
+        escaped = true;
+        index += 2;
+        continue;
+      }
+      // Raw control characters are not allowed in JSON strings (NaN: the text ended).
+      if (!(code >= 0x20)) this.fail(index);
+      index++;
+    }
+    this.index = index + 1;
+    return escaped ? (JSON.parse(text.slice(start, index + 1)) as string) : text.slice(start + 1, index);
+  }
+
+  private number(): number | ExactNumber {
+    NUMBER_LITERAL.lastIndex = this.index;
+    const match = NUMBER_LITERAL.exec(this.text);
+    if (match === null) return this.fail();
+    const literal = match[0];
+    this.index += literal.length;
+    const value = Number(literal);
+    return isInexactLiteral(literal, value) ? new ExactNumber(literal) : value;
+  }
+
+  private keyword<T>(word: string, value: T): T {
+    if (!this.text.startsWith(word, this.index)) this.fail();
+    this.index += word.length;
+    return value;
+  }
+
+  private skipSpace(): void {
+    const text = this.text;
+    let index = this.index;
+    for (;;) {
+      const code = text.charCodeAt(index);
+      if (code !== 32 && code !== 10 && code !== 13 && code !== 9) break;
+      index++;
+    }
+    this.index = index;
+  }
+
+  private fail(at = this.index): never {
+    if (at >= this.text.length) throw new SyntaxError('Unexpected end of JSON input');
+    throw new SyntaxError(`Unexpected token ${JSON.stringify(this.text[at])} in JSON at position ${at}`);
+  }
+}

@@ -1,0 +1,199 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  ExactNumber,
+  isInexactLiteral,
+  mayHoldInexactNumber,
+  parseJsonBody,
+  readLosslessJson,
+} from '../../src/source/json-body.js';
+import { formatDecimal, parseDecimal } from '../../src/transform/values/decimal.js';
+
+function parsed(text: string): unknown {
+  const result = parseJsonBody(text);
+  if (!result.ok) throw new Error(`expected JSON, got: ${result.error}`);
+  return result.value;
+}
+
+/** Replaces every ExactNumber by Number(text): what JSON.parse would have given. */
+function rounded(value: unknown): unknown {
+  if (value instanceof ExactNumber) return Number(value.text);
+  if (Array.isArray(value)) return value.map(rounded);
+  if (value !== null && typeof value === 'object') {
+    const copy: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(value)) Object.defineProperty(copy, key, { value: rounded(member), enumerable: true, writable: true, configurable: true });
+    return copy;
+  }
+  return value;
+}
+
+/** JSON number literals of every shape: short and long mantissas, fractions, exponents of any size. */
+const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: min, maxLength: max });
+const numberLiteral = fc
+  .tuple(
+    fc.boolean(),
+    fc.oneof(fc.constant('0'), fc.tuple(fc.constantFrom(...'123456789'), digits(0, 40)).map(([first, rest]) => first + rest)),
+    fc.option(digits(1, 40), { nil: undefined }),
+    fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.oneof(digits(1, 2), digits(3, 4))), { nil: undefined }),
+  )
+  .map(([negative, whole, fraction, exponent]) => `${negative ? '-' : ''}${whole}${fraction === undefined ? '' : `.${fraction}`}${exponent?.join('') ?? ''}`);
+
+/** Independent oracle: does the double keep the literal's value (and, for plain integers, is it safe)? */
+function keptByDouble(literal: string): boolean {
+  const value = Number(literal);
+  if (!Number.isFinite(value)) return false;
+  if (/^-?\d+$/.test(literal)) return BigInt(literal) === BigInt(value) && Number.isSafeInteger(value);
+  return formatDecimal(parseDecimal(literal)!) === formatDecimal(parseDecimal(String(value))!);
+}
+
+describe('parseJsonBody', () => {
+  it('keeps an ordinary page as JSON.parse reads it, through JSON.parse (no long literal)', () => {
+    const text = '{"ok":true,"result":{"rows":[[1,-2.5,"INC-1",{"$date":1706743800000},null,true,0.1,1e21,-0]]}}';
+    expect(mayHoldInexactNumber(text)).toBe(false);
+    expect(parsed(text)).toEqual(JSON.parse(text));
+    expect(Object.is((parsed(text) as { result: { rows: number[][] } }).result.rows[0]![8], -0)).toBe(true);
+  });
+
+  it('keeps a literal beyond double precision exact, and the others plain numbers', () => {
+    const value = parsed('{"rows":[[12345678901234567.5, 7, -98765432109876543210, 9007199254740993, 9007199254740991, 1.5]]}');
+    expect(value).toEqual({
+      rows: [[new ExactNumber('12345678901234567.5'), 7, new ExactNumber('-98765432109876543210'), new ExactNumber('9007199254740993'), 9007199254740991, 1.5]],
+    });
+  });
+
+  it.each([
+    ['1e400', 'overflows to Infinity'],
+    ['-1E+400', 'overflows to -Infinity'],
+    ['1e-400', 'underflows to 0'],
+    ['4.9406564584124654e-324', 'is a subnormal with fewer bits'],
+    ['0.1000000000000000000000000001', 'has 28 significant digits'],
+    ['10000000000000000000', 'is an integer beyond 2^53, even a round one'],
+    ['9007199254740992', 'is 2^53, which its neighbour shares'],
+    ['-9007199254740993', 'is a negative integer beyond 2^53'],
+  ])('keeps %s exact: it %s as a double', (literal) => {
+    expect(parsed(`[${literal}]`)).toEqual([new ExactNumber(literal)]);
+    expect(parsed(literal)).toEqual(new ExactNumber(literal));
+  });
+
+  it.each([
+    ['0.30000000000000004', 0.30000000000000004],
+    ['1.5000000000000000000000', 1.5],
+    ['123456789012345.0000000000', 123456789012345],
+    ['1e22', 1e22],
+    ['1.5e-300', 1.5e-300],
+    ['-0.00000000000000000000', -0],
+    ['-0', -0],
+    ['9007199254740991', 9007199254740991],
+  ])('reads %s as the plain number %s: the double holds it as written', (literal, number) => {
+    const value = parsed(`[${literal}, "12345678901234567890"]`) as unknown[];
+    expect(Object.is(value[0], number)).toBe(true);
+  });
+
+  it('never touches numbers inside strings', () => {
+    const text = '{"id":"12345678901234567890","price":"1e400","note":"call 0049123456789012345 or 1.2345678901234567"}';
+    expect(parsed(text)).toEqual(JSON.parse(text));
+  });
+
+  it('reads nested objects and arrays, with exact numbers at any depth', () => {
+    expect(parsed('{"a":{"b":[{"c":[[123456789012345678]]}],"d":{"$date":12345678901234567890}}}')).toEqual({
+      a: { b: [{ c: [[new ExactNumber('123456789012345678')]] }], d: { $date: new ExactNumber('12345678901234567890') } },
+    });
+  });
+
+  it('ignores a leading UTF-8 byte-order mark, on both paths', () => {
+    expect(parsed('\ufeff{"a":1}')).toEqual({ a: 1 });
+    expect(parsed('\ufeff{"a":12345678901234567890}')).toEqual({ a: new ExactNumber('12345678901234567890') });
+    expect(parseJsonBody('\ufeff\ufeff{}').ok).toBe(false);
+  });
+
+  it('keeps "__proto__" an own member and the last of duplicate keys, as JSON.parse does', () => {
+    const text = '{"__proto__":{"x":1},"a":1,"a":12345678901234567890}';
+    const value = parsed(text) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.keys(value)).toEqual(['__proto__', 'a']);
+    expect(value.a).toEqual(new ExactNumber('12345678901234567890'));
+  });
+
+  it.each(['', '{', '[1,2', '{"a":1,}', '[01]', '[1.]', '[-]', '["a\nb", 12345678901234567890]', '["\\x", 12345678901234567890]', 'nul', '[1234567890123456789] x', '[12345678901234567890'])(
+    'refuses malformed JSON %j on both paths',
+    (text) => {
+      const result = parseJsonBody(text);
+      expect(result.ok).toBe(false);
+      expect((result as { error: string }).error).not.toBe('');
+      expect(() => JSON.parse(text)).toThrow(SyntaxError);
+    },
+  );
+
+  it('the lossless reader agrees with JSON.parse on any JSON text (property)', () => {
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 4 }), (text) => {
+        expect(rounded(readLosslessJson(text))).toEqual(JSON.parse(text));
+        expect(rounded(parsed(text))).toEqual(JSON.parse(text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the lossless reader refuses exactly what JSON.parse refuses (property)', () => {
+    const jsonish = fc.string({ unit: fc.constantFrom(...'{}[],:"\\ 0123456789.-+eEtrufalsn\u0001\ud800xu'), maxLength: 20 });
+    const mutated = fc.tuple(fc.json({ maxDepth: 2 }), fc.nat(), fc.constantFrom('', ',', '"', '}', ']', '\\', '0', '-', '.')).map(([text, at, insert]) => {
+      const index = at % (text.length + 1);
+      return text.slice(0, index) + insert + text.slice(index + (insert === '' ? 1 : 0));
+    });
+    fc.assert(
+      fc.property(fc.oneof(jsonish, mutated), (text) => {
+        let native: unknown;
+        let nativeFailed = false;
+        try {
+          native = JSON.parse(text);
+        } catch {
+          nativeFailed = true;
+        }
+        if (nativeFailed) expect(() => readLosslessJson(text)).toThrow(SyntaxError);
+        else expect(rounded(readLosslessJson(text))).toEqual(native);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps a number exact exactly when a double would change it, and the fast path never misses one (property)', () => {
+    fc.assert(
+      fc.property(numberLiteral, fc.constantFrom('', ' ', '\n'), (literal, space) => {
+        const exact = !keptByDouble(literal);
+        expect(isInexactLiteral(literal)).toBe(exact);
+        const text = `{"v":[${space}${literal}${space}],"w":${literal}}`;
+        const value = parsed(text) as { v: unknown[]; w: unknown };
+        if (exact) {
+          expect(mayHoldInexactNumber(text)).toBe(true);
+          expect(value).toEqual({ v: [new ExactNumber(literal)], w: new ExactNumber(literal) });
+        } else {
+          expect(Object.is(value.v[0], JSON.parse(literal))).toBe(true);
+          expect(Object.is(value.w, JSON.parse(literal))).toBe(true);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('reads a page of doubles and safe integers the same whether a long literal sits in a string (slow path) or not (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.maxSafeInteger(), fc.string()), { maxLength: 30 }), (rows) => {
+        const fast = JSON.stringify({ rows, note: 'x' });
+        const slow = JSON.stringify({ rows, note: '12345678901234567890' });
+        expect(mayHoldInexactNumber(slow)).toBe(true);
+        expect({ ...(parsed(slow) as object), note: 'x' }).toEqual(parsed(fast));
+        expect(rounded(parsed(fast))).toEqual(JSON.parse(fast));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('ExactNumber', () => {
+  it('shows its literal as text and as JSON (a string: JSON.stringify cannot write raw number text in Node 20)', () => {
+    const exact = new ExactNumber('-12345678901234567.5');
+    expect(`${exact}`).toBe('-12345678901234567.5');
+    expect(JSON.stringify({ a: exact })).toBe('{"a":"-12345678901234567.5"}');
+    expect(Object.isFrozen(exact)).toBe(true);
+  });
+});
