@@ -2,6 +2,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CsvWriteError, CsvWriterClosedError } from '../../../src/sinks/csv/csv-errors.js';
+import { formatOwnerTag } from '../../../src/sinks/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { column, commit, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
 
@@ -105,7 +106,7 @@ describe('CsvSink', () => {
     it('keeps the target absent until commit, writing to a hidden temp file beside it', async () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      expect(await listFiles(directory.path)).toEqual(['.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a.tmp']);
+      expect(await listFiles(directory.path)).toEqual([`.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a+${formatOwnerTag()}.tmp`]);
       await commit(writer);
       expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
     });
@@ -148,16 +149,92 @@ describe('CsvSink', () => {
       expect(parseCsv(await readCsv(result.target))).toHaveLength(5);
     });
 
-    it('fails the commit when the file cannot be published, and abort then cleans up', async () => {
-      // A directory where the file should go: rename(2) refuses to replace it.
+    it('fails in prepare with target_is_directory when a directory is at the target, and abort then cleans up', async () => {
+      // A directory where the file should go: rename(2) would refuse to replace it, so phase 1 refuses first.
       await mkdir(join(directory.path, 'weekly_incidents.csv', 'keep'), { recursive: true });
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      const commit = commit(writer);
-      await expect(commit).rejects.toBeInstanceOf(CsvWriteError);
-      await expect(commit).rejects.toMatchObject({ code: 'csv_write_failed', message: expect.stringContaining('weekly_incidents') });
+      const prepared = writer.prepare();
+      await expect(prepared).rejects.toBeInstanceOf(CsvWriteError);
+      await expect(prepared).rejects.toMatchObject({ code: 'target_is_directory', message: expect.stringContaining('weekly_incidents') });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
       await writer.abort();
       expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv', 'weekly_incidents.csv/keep']);
+    });
+
+    it('after prepare the target still holds the previous bytes and the temp file holds the complete run', async () => {
+      const target = join(directory.path, 'weekly_incidents.csv');
+      const previous = Buffer.from('Number\r\nprevious\r\n', 'utf8');
+      await writeFile(target, previous);
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      await writer.prepare();
+      expect((await readFile(target)).equals(previous)).toBe(true);
+      const temps = (await listFiles(directory.path)).filter((name) => name !== 'weekly_incidents.csv');
+      expect(temps).toHaveLength(1);
+      const prepared = await readFile(join(directory.path, temps[0]!));
+      const result = await writer.publish();
+      expect((await readFile(target)).equals(prepared)).toBe(true);
+      expect(parseCsv(prepared.toString('utf8'))).toHaveLength(rows.length + 1);
+      expect(result.details).toEqual({ bytes: prepared.length, gzip: false });
+      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+    });
+
+    it('after prepare of a gzip run the temp file is a complete gzip stream', async () => {
+      const writer = await makeSink(directory.path, { gzip: true }).open(makeContext(columns));
+      await writer.writeRows(rows);
+      await writer.prepare();
+      const [temp] = await listFiles(directory.path);
+      // gunzipSync throws on a truncated stream: prepare must have ended and flushed gzip.
+      expect(parseCsv(await readCsv(join(directory.path, temp!), true))).toHaveLength(rows.length + 1);
+      await writer.abort();
+      expect(await listFiles(directory.path)).toEqual([]);
+    });
+
+    it('refuses publish before prepare, and changes nothing', async () => {
+      const target = join(directory.path, 'weekly_incidents.csv');
+      await writeFile(target, 'previous\r\n');
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      expect(await readFile(target, 'utf8')).toBe('previous\r\n');
+      // The refused publish did not break the writer: it can still be prepared and published.
+      await commit(writer);
+      expect(parseCsv(await readCsv(target))).toHaveLength(rows.length + 1);
+    });
+
+    it('refuses a second prepare and a second publish', async () => {
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.prepare();
+      await expect(writer.prepare()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.writeRows(rows)).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await writer.publish();
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+    });
+
+    it('abort after prepare removes the temp file and leaves the previous file byte-identical', async () => {
+      const target = join(directory.path, 'weekly_incidents.csv');
+      const previous = Buffer.from('Number\r\n1\r\n', 'utf8');
+      await writeFile(target, previous);
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      await writer.prepare();
+      expect(await listFiles(directory.path)).toHaveLength(2);
+      await writer.abort();
+      expect((await readFile(target)).equals(previous)).toBe(true);
+      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      expect((await readFile(target)).equals(previous)).toBe(true);
+    });
+
+    it('abort while prepare is running waits for it, then removes the temp file', async () => {
+      const writer = await makeSink(directory.path).open(makeContext(columns));
+      await writer.writeRows(rows);
+      const prepared = writer.prepare();
+      await writer.abort();
+      await prepared;
+      expect(await listFiles(directory.path)).toEqual([]);
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
     });
 
     it('refuses a second writer on the same temp file (two sinks with one path)', async () => {
