@@ -1,0 +1,61 @@
+import { StringDecoder } from 'node:string_decoder';
+import { Writable } from 'node:stream';
+import { scrubSecrets } from './secret-scrubber.js';
+
+/** A Node writable (process.stdout, a test capture) or any pino destination. */
+interface Target {
+  write(chunk: string): unknown;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  isTTY?: boolean;
+  destroyed?: boolean;
+}
+
+/**
+ * Everything tilehouse writes to stdout, stderr and the log destination goes through one of
+ * these (the CLI wraps them in `main`).
+ *
+ * - Every chunk is scrubbed of registered secrets (see secret-scrubber.ts). Chunks are scrubbed
+ *   one by one, never joined: every writer in tilehouse hands over whole messages (pino one line
+ *   per write, the CLI one message per write), and joining would hold back a progress line
+ *   (`\r…` without a newline) until the next write. A secret split across two writes is
+ *   therefore not caught; nothing in tilehouse writes that way.
+ * - A target that fails (EPIPE when the reader of a pipe went away, as with `| head`; EBADF) must
+ *   neither hang the process nor change the outcome of the run (issue 9). Its 'error' is handled
+ *   here, and every later write is dropped: output nobody reads is not worth a failed export.
+ */
+export class OutputStream extends Writable {
+  #failed = false;
+  readonly #decoder = new StringDecoder('utf8');
+
+  constructor(private readonly target: Target) {
+    super({ decodeStrings: false });
+    target.on?.('error', () => {
+      this.#failed = true;
+    });
+  }
+
+  /** The target's: the logger and progress output decide on colours and `\r` lines from it. */
+  get isTTY(): boolean {
+    return this.target.isTTY === true;
+  }
+
+  /** Whether the target failed and writes are dropped. */
+  get dropping(): boolean {
+    return this.#failed || this.target.destroyed === true;
+  }
+
+  override _write(chunk: string | Buffer, encoding: BufferEncoding | 'buffer', done: (error?: Error | null) => void): void {
+    if (!this.dropping) {
+      const text =
+        typeof chunk === 'string' && (encoding === 'utf8' || encoding === 'utf-8')
+          ? chunk
+          : this.#decoder.write(typeof chunk === 'string' ? Buffer.from(chunk, encoding as BufferEncoding) : chunk);
+      try {
+        if (text !== '') this.target.write(scrubSecrets(text));
+      } catch {
+        this.#failed = true;
+      }
+    }
+    done();
+  }
+}
