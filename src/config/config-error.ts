@@ -20,13 +20,30 @@ export function formatProblem(problem: ConfigProblem): string {
   return subject === '' ? `${where}: ${problem.message}` : `${where}:${subject}: ${problem.message}`;
 }
 
-/** Bad configuration or usage: nothing runs, the process exits 2. */
+/**
+ * Fields that hold a credential. A problem on one of them shows its value only when that value is
+ * an `${ENV_NAME}` reference: anything else is, or may be, the secret itself (a literal secret in
+ * the YAML is refused, and the refusal must not print it back).
+ */
+const SECRET_FIELDS = new Set(['source.clientSecret']);
+const QUOTED_ENV_REFERENCE = /^"\$\{[A-Za-z_][A-Za-z0-9_]*\}"$/;
+
+function withoutSecretValue(problem: ConfigProblem): ConfigProblem {
+  if (!SECRET_FIELDS.has(problem.field) || problem.value === undefined || QUOTED_ENV_REFERENCE.test(problem.value)) return problem;
+  const { value: _secret, ...rest } = problem;
+  return rest;
+}
+
+/** Bad configuration: nothing runs, the process exits 2. */
 export class ConfigError extends TilehouseError {
   readonly code = 'config_invalid';
   override readonly exitCode = 2 as const;
+  readonly problems: readonly ConfigProblem[];
 
-  constructor(readonly problems: readonly ConfigProblem[]) {
-    super(problems.map(formatProblem).join('\n'));
+  constructor(problems: readonly ConfigProblem[]) {
+    const shown = problems.map(withoutSecretValue);
+    super(shown.map(formatProblem).join('\n'));
+    this.problems = shown;
   }
 
   static single(problem: ConfigProblem): ConfigError {
