@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import packageJson from '../package.json' with { type: 'json' };
 import { EXIT, UsageError, type CliIo } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isTilehouseError } from './errors.js';
+import { OutputStream } from './output-stream.js';
 
 export { EXIT, type CliIo } from './cli/command.js';
 
@@ -16,18 +18,59 @@ Usage: tilehouse <command> [options]
 Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`).join('\n')}
 
-Run "tilehouse <command> --help" for a command's options.
+Run "tilehouse <command> --help" for a command's options; "tilehouse --version" for the version.
 Exit codes: 0 success, 1 a tile failed, 2 bad config or usage.
 `;
 }
 
+/**
+ * The version in package.json. The import is resolved at build time: esbuild inlines the JSON into
+ * the bundle, so the shipped file needs no package.json beside it.
+ */
+export const VERSION: string = packageJson.version;
+
+/** The level named by `--log-level L` / `--log-level=L` anywhere in the arguments, else $TILEHOUSE_LOG_LEVEL. */
+function logLevelOf(args: readonly string[], env: NodeJS.ProcessEnv): string {
+  for (const [index, arg] of args.entries()) {
+    if (arg === '--log-level' && args[index + 1] !== undefined) return args[index + 1]!;
+    if (arg.startsWith('--log-level=')) return arg.slice('--log-level='.length);
+  }
+  return env.TILEHOUSE_LOG_LEVEL ?? 'info';
+}
+
+/**
+ * An error tilehouse did not raise on purpose is a bug: one line that says so, and the stack only
+ * when asked for (`--log-level debug` or `trace`), since on call it is noise.
+ */
+function formatInternalError(error: unknown, withStack: boolean): string {
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, ' ');
+  const line = `tilehouse: internal_error: ${message} (a bug in tilehouse; run with --log-level debug for the stack)\n`;
+  const stack = error instanceof Error ? error.stack : undefined;
+  return withStack && stack !== undefined ? `${line}  ${stack.split('\n').join('\n  ')}\n` : line;
+}
+
+/**
+ * What a command writes reaches `io` through OutputStreams: scrubbed of every registered secret
+ * value (issue 10), and dropped instead of failing the run when the reader went away (issue 9).
+ */
+function guardedIo(io: CliIo): CliIo {
+  const guarded: CliIo = { ...io, stdout: new OutputStream(io.stdout), stderr: new OutputStream(io.stderr) };
+  if (io.logDestination !== undefined) guarded.logDestination = new OutputStream(io.logDestination);
+  return guarded;
+}
+
 /** Parses arguments, runs a command, and maps every outcome onto an exit code. Never throws. */
-export async function main(argv: string[], io: CliIo): Promise<number> {
+export async function main(argv: string[], callerIo: CliIo): Promise<number> {
+  const io = guardedIo(callerIo);
   const [name, ...args] = argv;
   try {
     if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
       io.stdout.write(mainHelp());
       return name === undefined ? EXIT.usage : EXIT.ok;
+    }
+    if (name === '--version') {
+      io.stdout.write(`tilehouse ${VERSION}\n`);
+      return EXIT.ok;
     }
     const entry = COMMANDS.find((candidate) => candidate.name === name);
     if (entry === undefined) throw UsageError.of(`unknown command "${name}"; commands: ${COMMANDS.map((c) => c.name).join(', ')}`);
@@ -38,7 +81,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stderr.write(`tilehouse: ${error.code}:\n  ${error.message.split('\n').join('\n  ')}\n`);
       return error.exitCode;
     }
-    io.stderr.write(`tilehouse: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    const level = logLevelOf(args, io.env);
+    io.stderr.write(formatInternalError(error, level === 'debug' || level === 'trace'));
     return EXIT.tileFailed;
   }
 }
@@ -60,16 +104,23 @@ function isEntryPoint(): boolean {
  */
 async function runAsProcess(): Promise<void> {
   const controller = new AbortController();
+  // Attaches an 'error' handler to process.stderr before anything is written: the signal notice
+  // below must not turn an EPIPE (stderr's reader is gone) into an uncaught exception that skips
+  // the clean stop.
+  const stderr = new OutputStream(process.stderr);
   let received: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (received !== undefined) process.exit(signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
     received = signal;
-    process.stderr.write(`tilehouse: ${signal} received; stopping cleanly (send again to exit at once)\n`);
+    stderr.write(`tilehouse: ${signal} received; stopping cleanly (send again to exit at once)\n`);
     controller.abort(new Error(`stopped by ${signal}`));
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  const code = await main(process.argv.slice(2), { env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
+  // Logs go to stdout through the same kind of guarded stream as everything else (not pino's own
+  // fd writer), so one handler covers a closed stdout and logs stay in order with other output.
+  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, logDestination: process.stdout, signal: controller.signal };
+  const code = await main(process.argv.slice(2), io);
   process.exitCode = received === 'SIGTERM' ? EXIT.sigterm : received === 'SIGINT' ? EXIT.sigint : code;
 }
 

@@ -1,12 +1,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { DestinationStream } from 'pino';
-import { ConfigError } from '../config/config-error.js';
-import { messageOf } from '../errors.js';
-import type { SinkFactoryOptions } from '../pipeline/build-sinks.js';
+import { messageOf, TilehouseError } from '../errors.js';
+import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { RetrySettings } from '../pipeline/source-session.js';
 
 /** Exit codes are part of the interface (README, k8s podFailurePolicy). */
-export const EXIT = { ok: 0, tileFailed: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
+export const EXIT = { ok: 0, tileFailed: 1, usage: 2, partiallyPublished: 3, sigint: 130, sigterm: 143 } as const;
 
 /** What a command may touch of the outside world; tests pass captures and fakes. */
 export interface CliIo {
@@ -32,10 +31,13 @@ export interface Command {
   run(args: string[], io: CliIo): Promise<number>;
 }
 
-/** Bad arguments: nothing runs, exit 2. */
-export class UsageError extends ConfigError {
+/** Bad arguments: nothing runs, exit 2. The message says what to change on the command line. */
+export class UsageError extends TilehouseError {
+  readonly code = 'usage_invalid';
+  override readonly exitCode = 2 as const;
+
   static of(message: string): UsageError {
-    return new UsageError([{ file: 'tilehouse', field: '', message }]);
+    return new UsageError(message);
   }
 }
 
