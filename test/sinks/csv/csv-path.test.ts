@@ -83,3 +83,16 @@ describe('CSV output path', () => {
     expect(new CsvPathTemplate('{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
   });
 });
+
+describe('CsvPathTemplate.sweepScope', () => {
+  it('sweeps only the directory a template writes into, recursively only below a placeholder', () => {
+    const scope = (template: string) => new CsvPathTemplate(template).sweepScope(directory);
+    expect(scope('{name}.csv')).toEqual({ root: directory, recursive: false });
+    expect(scope('exports/{name}.csv')).toEqual({ root: join(directory, 'exports'), recursive: false });
+    expect(scope('{name}/{date}.csv')).toEqual({ root: directory, recursive: true });
+    expect(scope('a/b/{tile}/{date}/{name}.csv')).toEqual({ root: join(directory, 'a', 'b'), recursive: true });
+    expect(scope('/abs/out/{tile}/x.csv')).toEqual({ root: '/abs/out', recursive: true });
+    expect(scope('/abs/x.csv')).toEqual({ root: '/abs', recursive: false });
+    expect(scope('/{tile}.csv')).toEqual({ root: '/', recursive: false });
+  });
+});
