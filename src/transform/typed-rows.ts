@@ -1,3 +1,4 @@
+import { ExactNumber } from '../source/json-body.js';
 import type { Column, TypedRow, TypedValue } from './column.js';
 import { previewValue, RowLengthMismatchError, ValueInvalidError } from './transform-errors.js';
 import { parserFor } from './values/value-parser.js';
@@ -56,7 +57,7 @@ export function toTypedRows(
             locate(options, rowIndex),
             column.header,
             column.type,
-            previewValue(value),
+            preview(value),
             result.reason,
           );
         }
@@ -70,6 +71,14 @@ export function toTypedRows(
   }
   return { rows: typedRows, nulledValues };
 }
+
+/** As previewValue, but a number kept exact shows as the literal sent (unquoted), like other numbers. */
+function preview(value: unknown): string {
+  if (!(value instanceof ExactNumber)) return previewValue(value);
+  return value.text.length > PREVIEW_LENGTH ? `${value.text.slice(0, PREVIEW_LENGTH)}…` : value.text;
+}
+
+const PREVIEW_LENGTH = 100;
 
 function locate(options: TypedRowsOptions, rowIndex: number) {
   return { jobName: options.jobName, pageNumber: options.pageNumber, rowIndex: options.firstRowIndex + rowIndex };

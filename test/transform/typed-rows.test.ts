@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../src/source/json-body.js';
 import type { Column } from '../../src/transform/column.js';
 import { RowLengthMismatchError, ValueInvalidError } from '../../src/transform/transform-errors.js';
 import { type TypedRowsOptions, toTypedRows } from '../../src/transform/typed-rows.js';
@@ -131,5 +132,42 @@ describe('toTypedRows', () => {
     expect(result.rows).toHaveLength(100_000);
     // Generous bound for a shared 2-core CI box; locally this takes well under 200 ms.
     expect(elapsed).toBeLessThan(3000);
+  });
+
+  it('types literals the JSON reader kept exact from their digits: INT64 and NUMERIC exact, FLOAT64 nearest, STRING as sent', () => {
+    const big = new ExactNumber('9223372036854775807');
+    const decimal = new ExactNumber('-12345678901234567.5');
+    const { rows } = toTypedRows([[big, decimal, decimal, decimal, 0, '2024-01-01']], columns, options);
+    expect(rows).toEqual([[9223372036854775807n, -12345678901234568, '-12345678901234567.5', '-12345678901234567.5', 0, '2024-01-01']]);
+  });
+
+  it('refuses an exact literal beyond INT64, naming page, absolute row, column and the literal as sent', () => {
+    const rows = [
+      [1, 1, 1, 'a', 0, '2024-01-01'],
+      [new ExactNumber('9223372036854775808'), 1, 1, 'a', 0, '2024-01-01'],
+    ];
+    expect(() => toTypedRows(rows, columns, options)).toThrow(
+      expect.objectContaining({
+        code: 'value_invalid',
+        location: { jobName: 'weekly_incidents', pageNumber: 3, rowIndex: 151 },
+        valuePreview: '9223372036854775808',
+        message:
+          'job "weekly_incidents": page 3, row 151, column "Number" (INT64): value 9223372036854775808 is invalid: ' +
+          'outside the INT64 range -9223372036854775808..9223372036854775807',
+      }),
+    );
+  });
+
+  it('refuses an exact literal beyond NUMERIC instead of rounding it, and cuts a huge one in the message', () => {
+    const huge = new ExactNumber(`1${'0'.repeat(300)}.5`);
+    try {
+      toTypedRows([[1, 1, huge, 'a', 0, '2024-01-01']], columns, options);
+      expect.unreachable();
+    } catch (error) {
+      const invalid = error as ValueInvalidError;
+      expect(invalid.header).toBe('Amount');
+      expect(invalid.valuePreview).toBe(`1${'0'.repeat(99)}…`);
+      expect(invalid.reason).toContain('more than 29 integer digits');
+    }
   });
 });

@@ -1,8 +1,12 @@
+import { ExactNumber } from '../../source/json-body.js';
 import { decimalTextToNumber, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 /**
  * FLOAT64 from a JSON number or a numeric string ("12.5", " 3 ", "1e21", "12.5%").
+ *
+ * - A literal the JSON reader kept exact (an ExactNumber) becomes the nearest double: that is what
+ *   FLOAT64 means, and the column's type is the job author's choice.
  *
  * - `-0` becomes `0`: BigQuery and CSV readers disagree on negative zero, and no report means it.
  * - NaN and ±Infinity fail: BigQuery would accept them, but coming from a tile they are a formula
@@ -19,6 +23,11 @@ export function parseFloat64(value: unknown): number | null | ValueFailure {
   if (typeof value === 'string') {
     const number = decimalTextToNumber(toNumericText(value));
     if (Number.isNaN(number)) return FAILURES.notNumber;
+    if (!Number.isFinite(number)) return FAILURES.notFinite;
+    return number === 0 ? 0 : number;
+  }
+  if (value instanceof ExactNumber) {
+    const number = Number(value.text);
     if (!Number.isFinite(number)) return FAILURES.notFinite;
     return number === 0 ? 0 : number;
   }

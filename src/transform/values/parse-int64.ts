@@ -1,3 +1,4 @@
+import { ExactNumber } from '../../source/json-body.js';
 import { formatDecimal, parseDecimal, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
@@ -11,9 +12,10 @@ const SHORT_INTEGER = /^[+-]?\d{1,18}$/;
  * INT64 as an exact bigint.
  *
  * JSON numbers must be safe integers: beyond 2^53 the JSON parser has already rounded the value,
- * and loading the rounded number as if exact would be a silent lie. Strings are read exactly
- * (so "9007199254740993" survives); a whole value written with a fractional part or exponent
- * ("12.0", "1.2e1") is accepted because it *is* an integer, "12.5" is not.
+ * and loading the rounded number as if exact would be a silent lie. Strings, and literals the
+ * JSON reader kept exact (ExactNumber: 9007199254740993 sent as a number), are read exactly; a
+ * whole value written with a fractional part or exponent ("12.0", "1.2e1") is accepted because it
+ * *is* an integer, "12.5" is not.
  */
 export function parseInt64(value: unknown): bigint | null | ValueFailure {
   if (typeof value === 'number') {
@@ -22,20 +24,22 @@ export function parseInt64(value: unknown): bigint | null | ValueFailure {
     if (!Number.isSafeInteger(value)) return FAILURES.unsafeInteger;
     return BigInt(value);
   }
-  if (typeof value === 'string') {
-    const text = toNumericText(value);
-    // Common case first: a plain integer short enough to be in range whatever its digits.
-    if (SHORT_INTEGER.test(text)) return BigInt(text);
-    const decimal = parseDecimal(text);
-    if (decimal === undefined) return FAILURES.notNumber;
-    if (decimal.coefficient.length === 0) return 0n;
-    if (decimal.exponent < 0) return FAILURES.notInteger;
-    if (decimal.coefficient.length + decimal.exponent > INT64_MAX_DIGITS) return FAILURES.int64Range;
-    return inInt64Range(BigInt(formatDecimal(decimal)));
-  }
+  if (typeof value === 'string') return int64FromText(toNumericText(value));
+  if (value instanceof ExactNumber) return int64FromText(value.text);
   if (typeof value === 'bigint') return inInt64Range(value);
   if (value === null || value === undefined) return null;
   return FAILURES.notNumber;
+}
+
+function int64FromText(text: string): bigint | ValueFailure {
+  // Common case first: a plain integer short enough to be in range whatever its digits.
+  if (SHORT_INTEGER.test(text)) return BigInt(text);
+  const decimal = parseDecimal(text);
+  if (decimal === undefined) return FAILURES.notNumber;
+  if (decimal.coefficient.length === 0) return 0n;
+  if (decimal.exponent < 0) return FAILURES.notInteger;
+  if (decimal.coefficient.length + decimal.exponent > INT64_MAX_DIGITS) return FAILURES.int64Range;
+  return inInt64Range(BigInt(formatDecimal(decimal)));
 }
 
 function inInt64Range(value: bigint): bigint | ValueFailure {

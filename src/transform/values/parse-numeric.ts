@@ -1,3 +1,4 @@
+import { ExactNumber } from '../../source/json-body.js';
 import {
   type Decimal,
   formatDecimal,
@@ -19,6 +20,8 @@ const MAX_FRACTION_DIGITS = 9;
  * decimals, so silently rounding the 10th fractional digit would defeat the point. A JSON number
  * is taken at its shortest round-trip text (0.1 → "0.1"); a float artefact such as
  * 0.30000000000000004 therefore fails — load such a column as FLOAT64 or round it in the formula.
+ * A literal the JSON reader kept exact (ExactNumber, e.g. 12345678901234567.5) is read from the
+ * digits sent, never through a double.
  */
 export function parseNumeric(value: unknown): string | null | ValueFailure {
   let decimal: Decimal | undefined;
@@ -35,6 +38,8 @@ export function parseNumeric(value: unknown): string | null | ValueFailure {
     decimal = parseDecimal(text);
   } else if (typeof value === 'string') {
     decimal = parseDecimal(toNumericText(value));
+  } else if (value instanceof ExactNumber) {
+    decimal = parseDecimal(value.text);
   } else if (typeof value === 'bigint') {
     decimal = parseDecimal(String(value));
   } else if (value === null || value === undefined) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseDate } from '../../../src/transform/values/parse-date.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -59,5 +60,12 @@ describe('parseDate', () => {
   it('reads null and undefined as null', () => {
     expect(parseDate(null)).toBeNull();
     expect(parseDate(undefined)).toBeNull();
+  });
+});
+
+describe('parseDate of a literal the JSON reader kept exact', () => {
+  it('refuses an epoch with a fraction a double would have dropped, as run-backfill’s bucket check relies on', () => {
+    expect(parseDate(new ExactNumber('1706743800000.0000000001'))).toBeInstanceOf(ValueFailure);
+    expect(parseDate({ $date: new ExactNumber('99999999999999999999') })).toBeInstanceOf(ValueFailure);
   });
 });

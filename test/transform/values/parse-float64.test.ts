@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseFloat64 } from '../../../src/transform/values/parse-float64.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -79,5 +80,21 @@ describe('parseFloat64', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('parseFloat64 of a literal the JSON reader kept exact', () => {
+  it.each([
+    ['12345678901234567.5', 12345678901234568],
+    ['9007199254740993', 9007199254740992],
+    ['-0.1000000000000000000000001', -0.1],
+    ['1e-400', 0],
+    ['-1e-400', 0],
+  ])('reads %s as the nearest double, %s', (literal, expected) => {
+    expect(Object.is(parseFloat64(new ExactNumber(literal)), expected)).toBe(true);
+  });
+
+  it.each(['1e400', '-1E+400'])('refuses %s, which is beyond any double', (literal) => {
+    expect(parseFloat64(new ExactNumber(literal))).toBeInstanceOf(ValueFailure);
   });
 });

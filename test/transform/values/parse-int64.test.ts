@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseInt64 } from '../../../src/transform/values/parse-int64.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -58,6 +59,41 @@ describe('parseInt64', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (value) => {
         expect(parseInt64(value.toString())).toBe(value);
+      }),
+    );
+  });
+});
+
+describe('parseInt64 of a literal the JSON reader kept exact', () => {
+  it.each([
+    ['9007199254740993', 9007199254740993n],
+    ['-9007199254740993', -9007199254740993n],
+    ['9223372036854775807', 9223372036854775807n],
+    ['-9223372036854775808', -9223372036854775808n],
+    ['10000000000000000000e-1', 1000000000000000000n],
+    ['1234567890123456789.000000000', 1234567890123456789n],
+  ])('reads %s exactly', (literal, expected) => {
+    expect(parseInt64(new ExactNumber(literal))).toBe(expected);
+  });
+
+  it.each([
+    ['9223372036854775808', 'INT64 range'],
+    ['-9223372036854775809', 'INT64 range'],
+    ['123456789012345678901234567890', 'INT64 range'],
+    ['1e400', 'INT64 range'],
+    ['12345678901234567.5', 'fractional'],
+    ['9007199254740993.0000000001', 'fractional'],
+    ['1e-400', 'fractional'],
+  ])('refuses %s (%s)', (literal, reason) => {
+    const result = parseInt64(new ExactNumber(literal));
+    expect(result).toBeInstanceOf(ValueFailure);
+    expect((result as ValueFailure).reason).toContain(reason);
+  });
+
+  it('reads every int64 exactly from a JSON number literal (property)', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (value) => {
+        expect(parseInt64(new ExactNumber(value.toString()))).toBe(value);
       }),
     );
   });

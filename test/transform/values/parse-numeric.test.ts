@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseNumeric } from '../../../src/transform/values/parse-numeric.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -80,3 +81,28 @@ function scaled(text: string): bigint {
   const value = BigInt(integer + fraction.padEnd(9, '0'));
   return negative ? -value : value;
 }
+
+describe('parseNumeric of a literal the JSON reader kept exact', () => {
+  it.each([
+    ['12345678901234567.5', '12345678901234567.5'],
+    ['-12345678901234567.5', '-12345678901234567.5'],
+    ['99999999999999999999999999999.999999999', '99999999999999999999999999999.999999999'],
+    ['0.1000000000000000000', '0.1'],
+    ['1.2345678901234567890E+20', '123456789012345678900'],
+    ['123456789012345678901234567890e-9', '123456789012345678901.23456789'],
+    ['9007199254740993', '9007199254740993'],
+  ])('reads %s from the digits sent: %s', (literal, expected) => {
+    expect(parseNumeric(new ExactNumber(literal))).toBe(expected);
+  });
+
+  it.each([
+    ['123456789012345678901234567890', 'integer digits'],
+    ['1e400', 'integer digits'],
+    ['0.1234567890123456789', 'fractional digits'],
+    ['1e-400', 'fractional digits'],
+  ])('refuses %s (%s) instead of rounding it', (literal, reason) => {
+    const result = parseNumeric(new ExactNumber(literal));
+    expect(result).toBeInstanceOf(ValueFailure);
+    expect((result as ValueFailure).reason).toContain(reason);
+  });
+});

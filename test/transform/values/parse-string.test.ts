@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseString } from '../../../src/transform/values/parse-string.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -36,5 +37,11 @@ describe('parseString', () => {
   it('reads null and undefined as null', () => {
     expect(parseString(null)).toBeNull();
     expect(parseString(undefined)).toBeNull();
+  });
+});
+
+describe('parseString of a literal the JSON reader kept exact', () => {
+  it.each(['12345678901234567.5', '-98765432109876543210', '1.0000000000000000000E+400'])('is the literal as sent: %s', (literal) => {
+    expect(parseString(new ExactNumber(literal))).toBe(literal);
   });
 });

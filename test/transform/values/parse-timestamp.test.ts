@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../../src/source/json-body.js';
 import { parseTimestamp } from '../../../src/transform/values/parse-timestamp.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
@@ -144,5 +145,18 @@ describe('parseTimestamp', () => {
   it('reads null and undefined as null', () => {
     expect(parseTimestamp(null, 'Europe/Berlin')).toBeNull();
     expect(parseTimestamp(undefined)).toBeNull();
+  });
+});
+
+describe('parseTimestamp of a literal the JSON reader kept exact', () => {
+  it.each([
+    [new ExactNumber('1706743800000.0000000001'), 'whole number'],
+    [{ $date: new ExactNumber('1706743800000.0000000001') }, 'whole number'],
+    [new ExactNumber('17067438000000000000'), 'range'],
+    [{ $date: new ExactNumber('-17067438000000000000') }, 'range'],
+  ])('refuses %o (%s) rather than reading a rounded instant', (value, reason) => {
+    const result = parseTimestamp(value);
+    expect(result).toBeInstanceOf(ValueFailure);
+    expect((result as ValueFailure).reason).toContain(reason);
   });
 });
