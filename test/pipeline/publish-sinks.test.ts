@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { PartiallyPublishedError, publishAll, RunStoppedError } from '../../src/pipeline/publish-sinks.js';
+import { FakeWriter, silentLogger, type FakeWriterOptions } from '../support/fake-sinks.js';
+
+function writers(specs: Array<[string, FakeWriterOptions?]>): { log: string[]; writers: FakeWriter[] } {
+  const log: string[] = [];
+  return { log, writers: specs.map(([target, options]) => new FakeWriter(target, log, options)) };
+}
+
+const options = { jobName: 'weekly', logger: silentLogger };
+
+describe('publishAll', () => {
+  it('prepares every sink before publishing any, then publishes in the given order', async () => {
+    const { log, writers: all } = writers([['bq'], ['a.csv'], ['b.csv']]);
+    const outcome = await publishAll(all, options);
+    expect(log).toEqual(['prepare bq', 'prepare a.csv', 'prepare b.csv', 'publish bq', 'publish a.csv', 'publish b.csv']);
+    expect(outcome).toEqual({ outputs: all.map((w) => ({ sink: 'csv', target: w.target, rows: 0 })) });
+  });
+
+  it('on a prepare failure publishes nothing, aborts every writer and rethrows', async () => {
+    const { log, writers: all } = writers([['bq'], ['a.csv', { failIn: ['prepare'] }], ['b.csv']]);
+    await expect(publishAll(all, options)).rejects.toThrow('a.csv prepare failed');
+    expect(log.filter((line) => line.startsWith('publish'))).toEqual([]);
+    expect(log.filter((line) => line.startsWith('abort'))).toEqual(['abort bq', 'abort a.csv', 'abort b.csv']);
+    // Sinks after the failing one are not prepared.
+    expect(log).not.toContain('prepare b.csv');
+  });
+
+  it('on a failure at the first publish reports a plain failure and aborts everything', async () => {
+    const { log, writers: all } = writers([['bq', { failIn: ['publish'] }], ['a.csv']]);
+    const outcome = publishAll(all, options);
+    await expect(outcome).rejects.toThrow('bq publish failed');
+    await expect(outcome).rejects.not.toBeInstanceOf(PartiallyPublishedError);
+    expect(log).toEqual(['prepare bq', 'prepare a.csv', 'publish bq', 'abort bq', 'abort a.csv']);
+  });
+
+  it('on a failure at the second publish reports partially_published, naming published and unpublished targets', async () => {
+    const { log, writers: all } = writers([['bq'], ['a.csv', { failIn: ['publish'] }], ['b.csv']]);
+    const outcome = await publishAll(all, options);
+    expect(outcome.outputs.map((o) => o.target)).toEqual(['bq']);
+    expect(outcome.partial).toBeInstanceOf(PartiallyPublishedError);
+    expect(outcome.partial).toMatchObject({ code: 'partially_published', unpublished: ['a.csv', 'b.csv'], published: [{ target: 'bq' }] });
+    expect(outcome.partial!.message).toContain('a.csv failed to publish');
+    expect(outcome.partial!.message).toContain('new run in: bq');
+    expect(outcome.partial!.message).toContain('previous run still in: a.csv, b.csv');
+    expect((outcome.partial!.cause as Error).message).toBe('a.csv publish failed');
+    // The published writer is not aborted; the failed one and the rest are, and the rest never publish.
+    expect(log).toEqual(['prepare bq', 'prepare a.csv', 'prepare b.csv', 'publish bq', 'publish a.csv', 'abort a.csv', 'abort b.csv']);
+  });
+
+  it('a failing abort does not hide the run error', async () => {
+    const { log, writers: all } = writers([['bq', { failIn: ['prepare', 'abort'] }], ['a.csv']]);
+    await expect(publishAll(all, options)).rejects.toThrow('bq prepare failed');
+    expect(log).toContain('abort a.csv');
+  });
+
+  it('a signal aborted before phase 2 stops the run with run_stopped and publishes nothing', async () => {
+    const controller = new AbortController();
+    const { log, writers: all } = writers([['bq'], ['a.csv', { during: { prepare: () => controller.abort(new Error('SIGTERM received')) } }]]);
+    const outcome = publishAll(all, { ...options, signal: controller.signal });
+    await expect(outcome).rejects.toBeInstanceOf(RunStoppedError);
+    await expect(outcome).rejects.toMatchObject({ code: 'run_stopped', message: expect.stringContaining('SIGTERM received') });
+    expect(log.filter((line) => line.startsWith('publish'))).toEqual([]);
+    expect(log.filter((line) => line.startsWith('abort'))).toEqual(['abort bq', 'abort a.csv']);
+  });
+
+  it('a signal already aborted before prepare publishes nothing', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('stopped'));
+    const { log, writers: all } = writers([['a.csv']]);
+    await expect(publishAll(all, { ...options, signal: controller.signal })).rejects.toMatchObject({ code: 'run_stopped' });
+    expect(log).not.toContain('publish a.csv');
+  });
+
+  it('a signal aborted during phase 2 does not interrupt it: every sink publishes', async () => {
+    const controller = new AbortController();
+    const { log, writers: all } = writers([['bq', { during: { publish: () => controller.abort(new Error('SIGTERM received')) } }], ['a.csv'], ['b.csv']]);
+    const outcome = await publishAll(all, { ...options, signal: controller.signal });
+    expect(outcome.partial).toBeUndefined();
+    expect(outcome.outputs.map((o) => o.target)).toEqual(['bq', 'a.csv', 'b.csv']);
+    expect(log.filter((line) => line.startsWith('publish'))).toEqual(['publish bq', 'publish a.csv', 'publish b.csv']);
+    expect(log.filter((line) => line.startsWith('abort'))).toEqual([]);
+  });
+
+  it('publishes nothing and reports nothing for no writers', async () => {
+    expect(await publishAll([], options)).toEqual({ outputs: [] });
+  });
+});
