@@ -1,5 +1,6 @@
 // `npm run demo`: starts the local sandbox of the incident API where config/default.yaml expects
 // it, runs every job in jobs/ once through the real CLI code path, and writes CSV under out/.
+// `npm run demo -- <command> [options]` runs another command against it instead (backfill, plan).
 // The sandbox's clock and data are fixed, so two runs write byte-identical files.
 import { loadEnvironment } from '../src/config/load-config.js';
 import { main } from '../src/cli.js';
@@ -17,7 +18,9 @@ const env = {
   TILEHOUSE_CLIENT_SECRET: process.env.TILEHOUSE_CLIENT_SECRET ?? sandbox.clientSecret,
 };
 try {
-  process.exitCode = await main(['run', '--config', configFile, ...process.argv.slice(2)], {
+  const [first, ...rest] = process.argv.slice(2);
+  const args = first !== undefined && !first.startsWith('-') ? [first, '--config', configFile, ...rest] : ['run', '--config', configFile, ...process.argv.slice(2)];
+  process.exitCode = await main(args, {
     env,
     stdout: process.stdout,
     stderr: process.stderr,

@@ -66,6 +66,8 @@ Options:
       --to DATE          day after the last, YYYY-MM-DD (required)
       --step S           day | week | month (default: day)
       --concurrency N    windows exported at the same time (default: 1)
+      --strict           fail a window in the future (not run) or one whose rows all fell
+                         outside it (not published) instead of warning
 ${COMMON_HELP}
       --log-level L      trace|debug|info|warn|error (default: warn)
   -h, --help             show this help
@@ -80,6 +82,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       to: { type: 'string' },
       step: { type: 'string' },
       concurrency: { type: 'string' },
+      strict: { type: 'boolean' },
     });
     if (values.help) {
       io.stdout.write(this.help);
@@ -113,6 +116,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       concurrency,
       retry: io.retry,
       signal: io.signal,
+      strict: values.strict === true,
       onWindowDone: (result, done) => {
         rows += result.summary.rows;
         if (!interactive) return;
@@ -124,9 +128,13 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
 
     const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
     if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
-    for (const { window, summary: tile } of summary.windows) {
-      const detail = tile.status === 'succeeded' ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}` : `FAILED ${tile.error?.code}: ${tile.error?.message}`;
+    for (const { window, summary: tile, warnings } of summary.windows) {
+      const detail =
+        tile.status === 'succeeded'
+          ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
+          : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
       lines.push(`  ${window.from}..${window.to}: ${detail}`);
+      for (const warning of warnings) lines.push(`    warning: ${warning}`);
     }
     if (summary.failed.length > 0) {
       const passThrough = [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
@@ -134,6 +142,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       for (const command of rerunCommands(summary.failed, job.name, step, passThrough)) lines.push(`  ${command}`);
     }
     io.stderr.write(`${lines.join('\n')}\n`);
+    if (summary.windows.some((result) => result.summary.status === 'partially_published')) return EXIT.partiallyPublished;
     return summary.failed.length > 0 ? EXIT.tileFailed : EXIT.ok;
   },
 };

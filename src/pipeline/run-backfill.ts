@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
@@ -10,14 +11,15 @@ import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } fro
 import { newRunId } from './run-id.js';
 import { runTile } from './run-tile.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
-import { createSourceDispatcher, type RetrySettings } from './source-session.js';
+import type { ReadStats } from './read-into-sinks.js';
+import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
 import type { TileSummary } from './tile-summary.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
   readonly code = 'backfill_bucket_missing';
   constructor(jobName: string, bucketColumn: string, headers: readonly string[]) {
-    super(`tile ${jobName}: backfill.bucketColumn ${JSON.stringify(bucketColumn)} is not among the headers ${JSON.stringify(headers)}`);
+    super(`job ${jobName}: backfill.bucketColumn ${JSON.stringify(bucketColumn)} is not among the headers ${JSON.stringify(headers)}`);
   }
 }
 
@@ -31,14 +33,38 @@ export interface BackfillOptions {
   concurrency: number;
   retry?: RetrySettings;
   signal?: AbortSignal;
-  /** The clock the rw windows are computed against; default: now. */
+  /**
+   * The source's clock, which the rw windows are relative to; default: ours corrected by the
+   * offset read from the token issuer's HTTP `Date` (see measureServerClockOffset).
+   */
   now?: () => Date;
+  /** Refuse instead of warn: a window in the future is not run, a window whose rows all fell outside it is not published. */
+  strict?: boolean;
   onWindowDone?: (result: WindowResult, done: number) => void;
 }
 
 export interface WindowResult {
   window: DateWindow;
   summary: TileSummary;
+  /** What looks wrong although the window succeeded (a failure under --strict instead). */
+  warnings: string[];
+}
+
+export class BackfillWindowFutureError extends TilehouseError {
+  readonly code = 'backfill_window_future';
+  constructor(jobName: string, window: DateWindow, today: string) {
+    super(`job ${jobName}: window ${window.from}..${window.to} starts after today (${today} on the source's clock); it has no rows yet`);
+  }
+}
+
+export class BackfillWindowEmptyError extends TilehouseError {
+  readonly code = 'backfill_window_empty';
+  constructor(jobName: string, window: DateWindow, dropped: number, bucketColumn: string, published: boolean) {
+    super(
+      `job ${jobName}: window ${window.from}..${window.to}: all ${dropped} rows read had a ${bucketColumn} outside the window; ` +
+        `${published ? 'an empty window was published' : 'nothing published'} (is the source clock or the job timezone off?)`,
+    );
+  }
 }
 
 export interface BackfillSummary {
@@ -76,12 +102,25 @@ export function backfillItemIndex(job: LoadedJob): number {
 export async function runBackfill(job: LoadedJob, options: BackfillOptions): Promise<BackfillSummary> {
   const itemIndex = backfillItemIndex(job);
   const bucketColumn = job.backfill?.bucketColumn;
-  const now = options.now ?? (() => new Date());
   await sweepSinks(options.sinks, options.logger);
   const dispatcher = createSourceDispatcher();
   let done = 0;
+  let now: () => Date;
+  try {
+    now = options.now ?? (await sourceClock(job, { ...options, dispatcher }));
+  } catch (error) {
+    await dispatcher.close();
+    throw error;
+  }
+  const today = parseDate(now().getTime(), job.timezone) as string;
 
   const runWindow = async (window: DateWindow): Promise<WindowResult> => {
+    const warnings: string[] = [];
+    if (window.from > today) {
+      const future = new BackfillWindowFutureError(job.name, window, today);
+      if (options.strict) return { window, summary: skippedWindowSummary(job, future), warnings };
+      warnings.push(future.message);
+    }
     const rw = relativeWindowFor(window, job.timezone, now());
     const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
     const startedAt = new Date();
@@ -108,9 +147,14 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
                 return typeof date === 'string' && date >= window.from && date < window.to;
               };
             },
+            beforePublish: (stats: ReadStats) =>
+              options.strict && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
           }),
     });
-    return { window, summary };
+    if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
+      warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
+    }
+    return { window, summary, warnings };
   };
 
   let results: Array<WindowResult | undefined>;
@@ -137,4 +181,38 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     windows,
     failed: options.windows.filter((window) => !finished.has(window.from)),
   };
+}
+
+/** A window refused before any request: it counts as failed and says why. */
+function skippedWindowSummary(job: LoadedJob, error: BackfillWindowFutureError): TileSummary {
+  return {
+    job: job.name,
+    tile: job.tile,
+    status: 'failed',
+    rows: 0,
+    rowsDropped: 0,
+    pages: 0,
+    durationMs: 0,
+    columns: [],
+    outputs: [],
+    warnings: [],
+    nulledValues: 0,
+    retries: 0,
+    reauthentications: 0,
+    restarts: 0,
+    error: { code: error.code, message: error.message },
+  };
+}
+
+/**
+ * The source's clock: the only window operator the API shows, `rw`, counts days back from the
+ * server's "now", so windows computed from our clock drift by the difference (a whole day near
+ * midnight, or everything when a clock is far off). Read once per backfill, logged.
+ */
+async function sourceClock(job: LoadedJob, options: BackfillOptions & { dispatcher: Dispatcher }): Promise<() => Date> {
+  const offsetMs = (await measureServerClockOffset(job, options)) ?? 0;
+  const seconds = Math.round(offsetMs / 1000);
+  const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;
+  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info']({ offsetSeconds: seconds }, `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`);
+  return () => new Date(Date.now() + offsetMs);
 }

@@ -7,7 +7,7 @@ import type { Sink } from '../sinks/sink.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import { readPages } from '../source/read-pages.js';
 import { publishAll } from './publish-sinks.js';
-import { readIntoSinks, type ReadStats } from './read-into-sinks.js';
+import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
 import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, tileSummary } from './tile-summary.js';
 import type { TileSummary } from './tile-summary.js';
@@ -29,6 +29,8 @@ export interface TileRunDependencies {
    * predicate applied to every raw row before typing (dropped rows are counted, never typed).
    */
   selectRows?: (headers: readonly string[]) => (row: readonly unknown[]) => boolean;
+  /** A last look at what was read, before anything is published: an error returned refuses the publish. */
+  beforePublish?: (stats: ReadStats) => Error | undefined;
 }
 
 /**
@@ -56,6 +58,11 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
       { jobName: job.name, logger, onRestart: () => (restarts += 1) },
     );
     stats = read.stats;
+    const refusal = deps.beforePublish?.(stats);
+    if (refusal !== undefined) {
+      await abortAll(read.writers, logger);
+      throw refusal;
+    }
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = tileSummary(job, started, stats, counters(), published);
     if (summary.status === 'succeeded') {

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { ExportClient } from '../source/export-client.js';
 import { RetryBudget, type RetryPolicy } from '../source/retry-policy.js';
 import { SessionToken } from '../source/session-token.js';
-import { fetchToken } from '../source/token-client.js';
+import { fetchToken, type TokenRequest } from '../source/token-client.js';
 
 export interface RetrySettings {
   maxAttempts: number;
@@ -43,29 +43,39 @@ export interface SourceSession {
   reauthentications: () => number;
 }
 
+function timeoutsOf(source: EnvironmentConfig['source']) {
+  return { headersMs: source.requestTimeoutMs, bodyMs: source.bodyTimeoutMs ?? source.requestTimeoutMs };
+}
+
+function policyOf(retry: RetrySettings, budget: RetryBudget): RetryPolicy {
+  return { maxAttempts: retry.maxAttempts, baseDelayMs: retry.baseDelayMs, maxDelayMs: retry.maxDelayMs, budget };
+}
+
+/** The client-credentials request of this environment, on behalf of `job` (named in errors). */
+export function tokenRequestFor(job: LoadedJob, options: SourceSessionOptions, policy: RetryPolicy): TokenRequest {
+  const { source } = options.environment;
+  return {
+    authUrl: source.authUrl,
+    clientId: options.credentials.clientId,
+    clientSecret: options.credentials.clientSecret,
+    audience: audienceOf(source),
+    jobName: job.name,
+    dispatcher: options.dispatcher,
+    timeouts: timeoutsOf(source),
+    retry: policy,
+    signal: options.signal,
+    onRetry: (event) => options.logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying'),
+  };
+}
+
 /** Wires token client, retry policy and export client for one tile run; fetches nothing yet. */
 export function openSourceSession(job: LoadedJob, options: SourceSessionOptions): SourceSession {
   const { source } = options.environment;
   const { logger } = options;
-  const retry = options.retry ?? DEFAULT_RETRY;
-  const budget = new RetryBudget(retry.budget);
-  const policy: RetryPolicy = { maxAttempts: retry.maxAttempts, baseDelayMs: retry.baseDelayMs, maxDelayMs: retry.maxDelayMs, budget };
+  const budget = new RetryBudget((options.retry ?? DEFAULT_RETRY).budget);
+  const policy = policyOf(options.retry ?? DEFAULT_RETRY, budget);
   let reauthentications = 0;
-  const timeouts = { headersMs: source.requestTimeoutMs, bodyMs: source.bodyTimeoutMs ?? source.requestTimeoutMs };
-  const token = new SessionToken(() =>
-    fetchToken({
-      authUrl: source.authUrl,
-      clientId: options.credentials.clientId,
-      clientSecret: options.credentials.clientSecret,
-      audience: audienceOf(source),
-      jobName: job.name,
-      dispatcher: options.dispatcher,
-      timeouts,
-      retry: policy,
-      signal: options.signal,
-      onRetry: (event) => logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying'),
-    }),
-  );
+  const token = new SessionToken(() => fetchToken(tokenRequestFor(job, options, policy)));
   const client = new ExportClient({
     baseUrl: source.baseUrl,
     tileParam: source.tileParam,
@@ -74,7 +84,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
     itemsPerPage: source.itemsPerPage,
     jobName: job.name,
     dispatcher: options.dispatcher,
-    timeouts,
+    timeouts: timeoutsOf(source),
     retry: policy,
     token,
     signal: options.signal,
@@ -85,4 +95,17 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
     },
   });
   return { client, token, budget, reauthentications: () => reauthentications };
+}
+
+/**
+ * How far the source's clock is ahead of ours (negative: behind), read from the HTTP `Date` of a
+ * token response; undefined when the issuer sends none. Its resolution is one second.
+ */
+export async function measureServerClockOffset(job: LoadedJob, options: SourceSessionOptions): Promise<number | undefined> {
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const sent = Date.now();
+  const token = await fetchToken(tokenRequestFor(job, options, policyOf(retry, new RetryBudget(retry.budget))));
+  if (token.serverDate === undefined) return undefined;
+  // The Date header is stamped somewhere between sending and receiving: take the middle.
+  return token.serverDate - (sent + Date.now()) / 2;
 }

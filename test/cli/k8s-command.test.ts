@@ -33,12 +33,13 @@ describe('tilehouse k8s', () => {
   it('writes the CronJobs, the backfill template and the kustomize sources, then --check passes', async () => {
     const written = await runCli(args, { env: {} });
     expect(written.exitCode).toBe(0);
-    expect(written.stdout).toMatch(/updated 7 file\(s\): .*cronjobs\.yaml \(3 CronJob\(s\) for 3 job\(s\)\)/);
+    expect(written.stdout).toMatch(/updated 8 file\(s\): .*cronjobs\.yaml \(4 CronJob\(s\) for 4 job\(s\)\)/);
     expect(written.stdout).toContain('deploy with: kubectl apply -k');
     expect(await listFiles(path.join(root, 'k8s'))).toEqual([
       'backfill-job.yaml',
       'cronjobs.yaml',
       'generated/config/production.example.yaml',
+      'generated/jobs/daily_incidents_by_severity.yaml',
       'generated/jobs/incident_types_resolution.yaml',
       'generated/jobs/incidents_by_month_severity.yaml',
       'generated/jobs/tag_postmortem_breakdown.yaml',
@@ -49,7 +50,7 @@ describe('tilehouse k8s', () => {
 
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(0);
-    expect(checked.stdout).toContain('up to date: 7 generated files');
+    expect(checked.stdout).toContain('up to date: 8 generated files');
 
     const again = await runCli(args, { env: {} });
     expect(again.stdout).toMatch(/^unchanged: /);
@@ -77,6 +78,7 @@ describe('tilehouse k8s', () => {
     expect((await runCli(args, { env: {} })).exitCode).toBe(0);
     const text = await readFile(outFile, 'utf8');
     expect(parseAllDocuments(text).map((document) => document.toJS().metadata.name)).toEqual([
+      'tilehouse-daily-incidents-by-severity',
       'tilehouse-incident-types-resolution',
       'tilehouse-incidents-by-month-severity',
     ]);

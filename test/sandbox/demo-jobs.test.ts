@@ -8,7 +8,7 @@ import { DEFAULT_TILE_IDS, DEMO_TILES, startSandbox, type Sandbox } from './inde
 import { exportAll, fetchToken } from './test-client.js';
 
 const JOBS_DIR = fileURLToPath(new URL('../../jobs/', import.meta.url));
-const DEMO_JOBS = ['incident_types_resolution', 'incidents_by_month_severity', 'tag_postmortem_breakdown'];
+const DEMO_JOBS = ['daily_incidents_by_severity', 'incident_types_resolution', 'incidents_by_month_severity', 'tag_postmortem_breakdown'];
 
 async function loadJob(name: string): Promise<JobConfig> {
   return jobSchema.parse(parse(await readFile(path.join(JOBS_DIR, `${name}.yaml`), 'utf8')));
@@ -22,7 +22,7 @@ describe('demo jobs', () => {
   });
   afterAll(() => sandbox.close());
 
-  it('are the three jobs in jobs/', async () => {
+  it('are the four jobs in jobs/', async () => {
     const files = (await readdir(JOBS_DIR)).filter((file) => file.endsWith('.yaml')).sort();
     expect(files).toEqual(expect.arrayContaining(DEMO_JOBS.map((name) => `${name}.yaml`)));
   });

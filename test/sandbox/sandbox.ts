@@ -169,6 +169,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       res.writeHead(answer.status, {
         'content-type': 'application/json; charset=utf-8',
         'content-length': bytes.length,
+        // The sandbox's clock stands still at its dataset's "now" (its rw windows end there), and
+        // says so as every HTTP server does: a client computing windows must read it from here.
+        date: now.toUTCString(),
         ...answer.headers,
       });
       res.end(bytes);
