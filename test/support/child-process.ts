@@ -1,5 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { once } from 'node:events';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
 
 /** Stops a helper process (emulator, sandbox): SIGTERM, then SIGKILL if it lingers 5 s. */
 export async function stopProcess(child: ChildProcess): Promise<void> {
@@ -9,4 +11,54 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** The CLI's entry point in the source tree, run through tsx as `node --import tsx CLI_ENTRY …`. */
+export const CLI_ENTRY = path.resolve('src/cli.ts');
+
+/** Spawns the real CLI from source (through tsx), as a user's shell would run it. */
+export function spawnCli(args: readonly string[], options: SpawnOptions): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', CLI_ENTRY, ...args], options);
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Milliseconds from the call to the exit. */
+  elapsedMs: number;
+}
+
+/**
+ * Waits for `child` to exit, at most `limitMs`: then it (its whole process group, when spawned
+ * with `detached: true`) is SIGKILLed and the wait fails. Every child a test starts is bounded so.
+ */
+export async function exitWithin(child: ChildProcess, limitMs: number): Promise<Exit> {
+  const started = Date.now();
+  if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode, elapsedMs: 0 };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL'); // not a group leader
+    }
+  }, limitMs);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  if (timedOut) throw new Error(`pid ${child.pid} did not exit within ${limitMs} ms; killed`);
+  return { code, signal, elapsedMs: Date.now() - started };
+}
+
+/** Everything `stream` yields until it ends, as text; read concurrently with the child running. */
+export function textOf(stream: Readable | null | undefined): Promise<string> {
+  if (!stream) return Promise.resolve('');
+  return new Promise((resolve, reject) => {
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => (text += chunk));
+    stream.on('end', () => resolve(text));
+    stream.on('close', () => resolve(text));
+    stream.on('error', reject);
+  });
 }
