@@ -1,9 +1,25 @@
+import { pipeline } from 'node:stream/promises';
+import { PassThrough, type Readable, type Transform } from 'node:stream';
+import { TextDecoder } from 'node:util';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { request, type Dispatcher } from 'undici';
 
-/** Per request: how long the response headers may take, and the longest gap within a body. */
+/**
+ * Used when the configuration sets no overall deadline. Two minutes is far above any page the
+ * sandbox or the real service takes, and far below a CronJob's activeDeadlineSeconds.
+ */
+export const DEFAULT_REQUEST_DEADLINE_MS = 120_000;
+
+/** Per request: how long the response headers may take, the longest gap within a body, and the whole answer. */
 export interface RequestTimeouts {
   headersMs: number;
   bodyMs: number;
+  /**
+   * Headers and the whole body together; default DEFAULT_REQUEST_DEADLINE_MS. The gap timeout
+   * alone lets a server that trickles one byte every few hundred milliseconds hold a request
+   * (and its concurrency permit) for ever.
+   */
+  totalMs?: number;
 }
 
 export interface JsonPost {
@@ -15,25 +31,173 @@ export interface JsonPost {
   signal?: AbortSignal;
 }
 
+/** Why a body could not be turned into text; no raw bytes, so it is safe to put in a message. */
+export interface BodyProblem {
+  detail: string;
+  /** A stream cut short (a retry may get it whole), as opposed to a body that is wrong as sent. */
+  transient: boolean;
+}
+
 export interface HttpAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
+  /** The decoded body; when `undecodable` is set, whatever could be read (for excerpts only). */
   text: string;
+  undecodable?: BodyProblem;
 }
 
-/** POSTs a JSON body and reads the whole answer as text; parsing is the caller's business. */
+/** The request got no complete answer (headers and body) within its deadline. Transient, like a timeout. */
+export class RequestDeadlineError extends Error {
+  readonly code = 'TILEHOUSE_REQUEST_DEADLINE';
+  constructor(readonly deadlineMs: number) {
+    super(`no complete answer within ${deadlineMs} ms`);
+    this.name = 'RequestDeadlineError';
+  }
+}
+
+/**
+ * POSTs a JSON body and reads the whole answer as text, decompressed; parsing is the caller's
+ * business. One deadline covers headers and body; the caller's signal still aborts at once.
+ */
 export async function postJson(post: JsonPost): Promise<HttpAnswer> {
-  const response = await request(post.url, {
-    method: 'POST',
-    dispatcher: post.dispatcher,
-    headers: { 'content-type': 'application/json; charset=utf-8', accept: 'application/json', ...post.headers },
-    body: JSON.stringify(post.body),
-    headersTimeout: post.timeouts.headersMs,
-    bodyTimeout: post.timeouts.bodyMs,
-    signal: post.signal,
-  });
-  const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, text };
+  const deadlineMs = post.timeouts.totalMs ?? DEFAULT_REQUEST_DEADLINE_MS;
+  // A controller of our own, linked by a listener removed in `finally`, rather than
+  // AbortSignal.any: a dependent signal of the run's long-lived signal per request is retained
+  // until the run ends (nodejs/node#54614), and a run sends thousands of requests.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new RequestDeadlineError(deadlineMs)), deadlineMs);
+  const onCallerAbort = () => controller.abort(post.signal!.reason);
+  if (post.signal?.aborted) onCallerAbort();
+  else post.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  try {
+    const response = await request(post.url, {
+      method: 'POST',
+      dispatcher: post.dispatcher,
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        accept: 'application/json',
+        // Pages of a wide tile compress ~10:1; deflate is decoded too but not asked for.
+        'accept-encoding': 'gzip, br',
+        ...post.headers,
+      },
+      body: JSON.stringify(post.body),
+      headersTimeout: post.timeouts.headersMs,
+      bodyTimeout: post.timeouts.bodyMs,
+      signal: controller.signal,
+    });
+    const body = await readBody(response.body, response.headers['content-encoding']);
+    return { status: response.statusCode, headers: response.headers, ...body };
+  } catch (error) {
+    // undici reports an abort as whatever it sees first; name the deadline when it was ours.
+    if (controller.signal.reason instanceof RequestDeadlineError && !post.signal?.aborted) throw controller.signal.reason;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    post.signal?.removeEventListener('abort', onCallerAbort);
+  }
+}
+
+/** `content-encoding` as a list of codings in the order they were applied; identity dropped. */
+function contentCodings(header: string | string[] | undefined): string[] {
+  const value = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return value
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+}
+
+function decompressorFor(coding: string): Transform | undefined {
+  if (coding === 'gzip' || coding === 'x-gzip') return createGunzip();
+  if (coding === 'br') return createBrotliDecompress();
+  if (coding === 'deflate') return createInflate();
+  return undefined;
+}
+
+/**
+ * Decompresses and decodes a body as it arrives, so only the text is held, never the compressed
+ * bytes as well. undici's `request` does not decompress (its `interceptors.decompress` would,
+ * but reports a corrupt stream like a dropped socket; here the two stay apart).
+ *
+ * UTF-8 is decoded strictly: a page with an invalid byte sequence is refused rather than read
+ * with U+FFFD in place of data. A leading BOM is dropped (TextDecoder's default).
+ */
+async function readBody(body: Readable, encoding: string | string[] | undefined): Promise<Pick<HttpAnswer, 'text' | 'undecodable'>> {
+  const codings = contentCodings(encoding);
+  const decompressors: Transform[] = [];
+  // Applied in the order listed, so undone in reverse (RFC 9110 §8.4).
+  for (const coding of [...codings].reverse()) {
+    const decompressor = decompressorFor(coding);
+    if (decompressor === undefined) {
+      body.resume();
+      return { text: '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
+    }
+    decompressors.push(decompressor);
+  }
+
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  let lenient: TextDecoder | undefined;
+  let text = '';
+  let receivedBytes = 0;
+  let first = true;
+  let undeclaredGzip = false;
+  // Counts the bytes as received, for messages about a body we could not decode.
+  const counter = new PassThrough();
+  counter.on('data', (chunk: Buffer) => (receivedBytes += chunk.length));
+  const decodeChunk = (chunk: Buffer): void => {
+    if (first) {
+      first = false;
+      // gzip magic with no content-encoding: decoding it would be a guess, and parsing it as
+      // JSON would print binary in the error.
+      if (codings.length === 0 && chunk.length >= 2 && chunk[0] === 0x1f && chunk[1] === 0x8b) undeclaredGzip = true;
+    }
+    if (undeclaredGzip) return;
+    if (lenient === undefined) {
+      try {
+        text += strict.decode(chunk, { stream: true });
+        return;
+      } catch {
+        // Keep reading, leniently, only so that an error answer can still be quoted.
+        lenient = new TextDecoder('utf-8');
+      }
+    }
+    text += lenient.decode(chunk, { stream: true });
+  };
+
+  const decompressorErrors = new Set<unknown>();
+  for (const decompressor of decompressors) decompressor.on('error', (error) => decompressorErrors.add(error));
+  try {
+    const collect = async (source: AsyncIterable<Buffer>) => {
+      for await (const chunk of source) decodeChunk(chunk);
+    };
+    // pipeline's overloads do not take a spread of transforms; at run time it does.
+    await (pipeline as (...streams: unknown[]) => Promise<void>)(body, counter, ...decompressors, collect);
+  } catch (error) {
+    if (!decompressorErrors.has(error)) throw error;
+    const { code, message } = error as { code?: string; message: string };
+    // "unexpected end of file": the stream stopped early, which a new attempt usually cures.
+    const truncated = code === 'Z_BUF_ERROR' || /unexpected end/i.test(message);
+    return {
+      text: '',
+      undecodable: {
+        detail: `content-encoding ${codings.join(', ')} could not be decoded (${message}) after ${receivedBytes} bytes`,
+        transient: truncated,
+      },
+    };
+  }
+
+  if (undeclaredGzip) {
+    return { text: '', undecodable: { detail: `body of ${receivedBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
+  }
+  if (lenient !== undefined) {
+    text += lenient.decode();
+    return { text, undecodable: { detail: 'body is not valid UTF-8', transient: false } };
+  }
+  try {
+    text += strict.decode();
+  } catch {
+    return { text, undecodable: { detail: 'body ends inside a UTF-8 character', transient: true } };
+  }
+  return { text };
 }
 
 const RETRYABLE_NETWORK_CODES = new Set([
@@ -47,9 +211,10 @@ const RETRYABLE_NETWORK_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   'UND_ERR_CLOSED',
+  'TILEHOUSE_REQUEST_DEADLINE',
 ]);
 
-/** True for failures of the connection itself (reset, timeout, closed socket), not for aborts. */
+/** True for failures of the connection itself (reset, timeout, closed socket, deadline), not for aborts. */
 export function isTransientNetworkError(error: unknown): error is Error {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && RETRYABLE_NETWORK_CODES.has(code);
@@ -65,8 +230,16 @@ export function tryParseJson(text: string): { ok: true; value: unknown } | { ok:
   }
 }
 
-/** A short, single-line excerpt of a body for error messages (HTML error pages can be huge). */
+/**
+ * A short, single-line excerpt of a body for error messages (HTML error pages can be huge).
+ * Only printable text: control characters, U+FFFD and unassigned or private-use code points
+ * (what binary read as text turns into) become one "·" per run, so a log line never carries raw bytes.
+ */
 export function excerpt(text: string, max = 160): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = text
+    .slice(0, max * 4)
+    .replace(/\s+/g, ' ')
+    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\uFFFD]+/gu, '·')
+    .trim();
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
