@@ -12,7 +12,7 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** Base of the exponential backoff: attempt n waits up to base * 2^(n-1), with full jitter. */
   baseDelayMs: number;
-  /** Cap for any single wait, also for a server's Retry-After. */
+  /** Cap for any single wait; a server's Retry-After above it ends the request (never waited out capped). */
   maxDelayMs: number;
   /** Shared by every request of one tile run. */
   budget: RetryBudget;
@@ -87,17 +87,19 @@ export async function withRetries<T>(
       return await operation(attempt);
     } catch (error) {
       if (!(error instanceof RetryableFailure)) throw error;
+      // Longer than we wait: the caller (classifyAnswer) refuses such answers with the header
+      // quoted; this is the backstop. Waiting it out capped would be turned away again.
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxDelayMs) throw error.final;
       if (error.requeue) {
         attempt -= 1;
-        if (error.retryAfterMs) await sleep(Math.min(policy.maxDelayMs, error.retryAfterMs), undefined, { signal: options.signal });
+        if (error.retryAfterMs) await sleep(error.retryAfterMs, undefined, { signal: options.signal });
         continue;
       }
       if (attempt >= policy.maxAttempts || !policy.budget.tryConsume()) throw error.final;
-      // A server's Retry-After wins over our own backoff, but never beyond the cap.
-      const delayMs =
-        error.retryAfterMs === undefined
-          ? backoffDelay(attempt, policy)
-          : Math.min(policy.maxDelayMs, error.retryAfterMs);
+      // A server's Retry-After wins over our own backoff when longer; a shorter one (Retry-After:
+      // 0 is common) does not shorten it, or every client it throttled would come back at once.
+      const backoff = backoffDelay(attempt, policy);
+      const delayMs = error.retryAfterMs === undefined ? backoff : Math.max(error.retryAfterMs, backoff);
       options.onRetry?.({ attempt, delayMs, reason: error.final.message });
       await sleep(delayMs, undefined, { signal: options.signal });
     }

@@ -85,19 +85,60 @@ describe('withRetries', () => {
     expect(budget.used).toBe(2);
   });
 
-  it('waits Retry-After (capped) instead of its own backoff', async () => {
+  it('waits Retry-After when it is longer than its own backoff', async () => {
     const delays: number[] = [];
     let calls = 0;
     await withRetries(
       async () => {
         calls += 1;
-        if (calls === 1) throw new RetryableFailure(new Error('429'), 3);
-        if (calls === 2) throw new RetryableFailure(new Error('429'), 60_000);
+        if (calls === 1) throw new RetryableFailure(new Error('429'), 15);
         return 'ok';
       },
-      policy({ maxDelayMs: 20 }),
+      policy({ baseDelayMs: 10, maxDelayMs: 20 }),
       { onRetry: (event) => delays.push(event.delayMs) },
     );
-    expect(delays).toEqual([3, 20]);
+    expect(delays).toEqual([15]); // backoff would be 0.5 * 10 = 5
+  });
+
+  it('waits its own backoff, not 0, after Retry-After: 0', async () => {
+    const delays: number[] = [];
+    let calls = 0;
+    await withRetries(
+      async () => {
+        calls += 1;
+        if (calls <= 2) throw new RetryableFailure(new Error('429'), 0);
+        return 'ok';
+      },
+      policy({ baseDelayMs: 10, maxDelayMs: 20 }),
+      { onRetry: (event) => delays.push(event.delayMs) },
+    );
+    expect(delays).toEqual([5, 10]); // 0.5 * 10, then 0.5 * 20
+  });
+
+  it('refuses a Retry-After beyond maxDelayMs at once instead of waiting it out capped', async () => {
+    const budget = new RetryBudget(10);
+    const final = new Error('HTTP 429 on page 2');
+    const retries: number[] = [];
+    let calls = 0;
+    const started = Date.now();
+    await expect(
+      withRetries(
+        async () => {
+          calls += 1;
+          throw new RetryableFailure(final, 60_000);
+        },
+        policy({ maxDelayMs: 20, budget }),
+        { onRetry: (event) => retries.push(event.delayMs) },
+      ),
+    ).rejects.toBe(final);
+    expect(calls).toBe(1);
+    expect(retries).toEqual([]);
+    expect(budget.used).toBe(0);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('refuses a requeue whose Retry-After is beyond maxDelayMs too', async () => {
+    const final = new Error('too many at once');
+    await expect(withRetries(async () => Promise.reject(new RetryableFailure(final, 5_000, { requeue: true })), policy({ maxDelayMs: 20 }))).rejects.toBe(final);
   });
 });
