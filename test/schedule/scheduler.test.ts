@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/log.js';
 import type { TileSummary } from '../../src/pipeline/tile-summary.js';
@@ -25,7 +24,34 @@ async function logger() {
   return { out, logger: await createLogger({ level: 'info', destination: out }) };
 }
 
-describe('Scheduler (second-level crons, real time)', () => {
+/** A wait on the (faked) global timers; node:timers/promises is not faked. */
+function sleep(ms: number, _value?: undefined, options: { signal?: AbortSignal } = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    options.signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(options.signal!.reason);
+    });
+  });
+}
+
+/** Scheduler.stop while the fake clock moves on by `advanceMs`. */
+async function stopWhileAdvancing(scheduler: Scheduler, graceMs: number, advanceMs: number): Promise<boolean> {
+  const stopping = scheduler.stop(graceMs);
+  await vi.advanceTimersByTimeAsync(advanceMs);
+  return stopping;
+}
+
+// Fake timers: the cron ticks, run lengths and grace periods below are exact, not raced against
+// a loaded machine's clock.
+beforeEach(() => {
+  vi.useFakeTimers({ now: new Date('2026-11-23T10:00:00.000Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('Scheduler (second-level crons, fake clock)', () => {
   it('logs each job\'s next run at start, and leaves jobs without a schedule alone', async () => {
     const { out, logger: log } = await logger();
     const unscheduled = { ...job('manual'), schedule: undefined };
@@ -60,13 +86,14 @@ describe('Scheduler (second-level crons, real time)', () => {
       { skipped: (j) => skipped.push(j.name) },
     );
     scheduler.start();
-    await sleep(4200);
-    await scheduler.stop(5000);
-    expect(started).toBeGreaterThanOrEqual(2);
+    // Ticks at :01, :02, :03, :04; a run lasts 1.5 s: :01 runs, :02 is skipped, :03 runs, :04 is skipped.
+    await vi.advanceTimersByTimeAsync(4200);
+    expect(await stopWhileAdvancing(scheduler, 5000, 2000)).toBe(true);
+    expect(started).toBe(2);
     expect(maxConcurrent).toBe(1);
-    expect(skipped.length).toBeGreaterThanOrEqual(1);
+    expect(skipped).toEqual(['slow', 'slow']);
     expect(out.text).toContain('skipped a run of slow: the previous run is still going');
-  }, 15_000);
+  });
 
   it('lets a running tile finish within the grace period', async () => {
     const { logger: log } = await logger();
@@ -81,10 +108,11 @@ describe('Scheduler (second-level crons, real time)', () => {
       { finished: (j, summary) => finished.push(`${j.name}:${summary?.status}`) },
     );
     scheduler.start();
-    while (scheduler.busy.length === 0) await sleep(20);
-    expect(await scheduler.stop(5000)).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(scheduler.busy).toEqual(['drain']);
+    expect(await stopWhileAdvancing(scheduler, 5000, 800)).toBe(true);
     expect(finished).toEqual(['drain:succeeded']);
-  }, 10_000);
+  });
 
   it('aborts a running tile when the grace period ends, and waits for it to clean up', async () => {
     const { logger: log } = await logger();
@@ -98,9 +126,10 @@ describe('Scheduler (second-level crons, real time)', () => {
       log,
     );
     scheduler.start();
-    while (scheduler.busy.length === 0) await sleep(20);
-    expect(await scheduler.stop(100)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(scheduler.busy).toEqual(['stuck']);
+    expect(await stopWhileAdvancing(scheduler, 100, 100)).toBe(false);
     expect(aborted).toBe(true);
     expect(scheduler.busy).toEqual([]);
-  }, 10_000);
+  });
 });
