@@ -73,6 +73,8 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
     return summary;
   } catch (error) {
     const summary = failedSummary(job, started, stats, counters(), error, deps.signal);
+    // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
+    if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, code: summary.error?.code }, `job ${job.name} failed: ${summary.error?.message}`);
     return summary;
   }
