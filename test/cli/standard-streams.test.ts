@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { CLI_ENTRY, exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { readCsv } from '../support/csv-read.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/**
+ * Issue 9: a closed stdout or stderr (the reader of a pipe went away: `| head`, a log shipper
+ * that died) must neither hang tilehouse nor change the outcome of a run. Every test runs the
+ * real CLI in a child process over real pipes, each bounded in time.
+ */
+
+const INCIDENTS = 600;
+const PREVIOUS = 'previous output\r\n';
+/** A run takes ~2 s here; a hang is what these tests are about, so every child gets this long at most. */
+const LIMIT_MS = 30_000;
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+let target: string;
+
+beforeAll(async () => {
+  // 30 pages of 20 rows at 30 ms each, one at a time: long enough that the reader is gone well
+  // before the run ends, and that a signal arrives mid-export. A debug line per page at trace.
+  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 30 });
+  root = await makeTempDir();
+  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
+    itemsPerPage: 20,
+    concurrency: 1,
+  });
+  target = path.join(workspace.outDir, 'incident_detail.csv');
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function resetOutput(): Promise<void> {
+  await rm(workspace.outDir, { recursive: true, force: true });
+  await mkdir(workspace.outDir, { recursive: true });
+  await writeFile(target, PREVIOUS);
+}
+
+const runArgs = () => ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--log-level', 'trace'];
+
+function exportRequests(): number {
+  return sandbox.requests.filter((request) => request.endpoint === 'export').length;
+}
+
+/** Resolves once the sandbox has seen `count` more export requests than `before`: the run is under way. */
+async function exportUnderWay(before: number, count: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (exportRequests() - before < count) {
+    if (Date.now() > deadline) throw new Error('the run never got going');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('tilehouse run with a closed standard stream', () => {
+  it.each([
+    { outcome: 'succeeds', code: 0, status: 'exit 0' },
+    // Headers change at page 20 of the export and again at page 20 of the re-read: export_inconsistent, late in the run.
+    { outcome: 'fails late', code: 1, status: 'exit 1' },
+  ])('`run --log-level trace 2>&1 | head -1` of a run that $outcome: $status, at once, no temp file', async ({ code }) => {
+    await resetOutput();
+    sandbox.clearFaults();
+    if (code !== 0) sandbox.inject({ kind: 'header-mismatch', pageNumber: 20, times: 2 });
+    // A real shell pipeline. The shell reports tilehouse's own exit status after head has gone.
+    const script = '"$NODE" --import tsx "$CLI" "$@" 2>&1 | head -1; echo "tilehouse exit ${PIPESTATUS[0]}"';
+    const child = spawn('bash', ['-c', script, 'bash', ...runArgs()], {
+      env: { ...process.env, ...sandboxEnv(sandbox), NODE: process.execPath, CLI: CLI_ENTRY, CI: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: a hang is SIGKILLed as a whole
+    });
+    const [stdout, stderr, exit] = await Promise.all([textOf(child.stdout), textOf(child.stderr), exitWithin(child, LIMIT_MS)]);
+
+    expect(stderr).toBe('');
+    const [first, status, ...rest] = stdout.split('\n');
+    expect(JSON.parse(first!)).toMatchObject({ level: 30, msg: 'run starting', jobs: ['incident_detail'] });
+    expect(status).toBe(`tilehouse exit ${code}`);
+    expect(rest).toEqual(['']);
+    expect(exit.code).toBe(0);
+    if (code === 0) {
+      expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+    } else {
+      expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
+    }
+    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+  });
+
+  it('completes a run with stderr closed: exit 0, every log line on stdout, the CSV published', async () => {
+    await resetOutput();
+    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr!.destroy(); // the reader is gone before tilehouse writes a byte
+    const [stdout, exit] = await Promise.all([textOf(child.stdout), exitWithin(child, LIMIT_MS)]);
+
+    expect(exit.code).toBe(0);
+    const messages = stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages[0]).toBe('run starting');
+    expect(messages.at(-1)).toBe('run finished');
+    expect(messages.filter((message) => message === 'page written')).toHaveLength(INCIDENTS / 20);
+    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+  });
+
+  it.each([
+    { closed: 'stderr', signal: 'SIGINT' as const, code: 130 },
+    { closed: 'stdout and stderr', signal: 'SIGTERM' as const, code: 143 },
+  ])('stops on $signal with $closed closed: exit $code, no temp file, the previous output untouched', async ({ closed, signal, code }) => {
+    await resetOutput();
+    sandbox.clearFaults();
+    const before = exportRequests();
+    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr!.destroy();
+    if (closed.startsWith('stdout')) child.stdout!.destroy();
+    const exited = exitWithin(child, LIMIT_MS);
+    await exportUnderWay(before, 5);
+    child.kill(signal);
+
+    expect((await exited).code).toBe(code);
+    expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
+    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+  });
+});
