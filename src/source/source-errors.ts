@@ -56,7 +56,7 @@ export class ExportResponseError extends TilehouseError {
 
 /** A page that contradicts the pages before it (headers, dataTypes, row counts, totals). */
 export class ExportPageMismatchError extends TilehouseError {
-  readonly code = 'export_page_mismatch';
+  readonly code: string = 'export_page_mismatch';
   constructor(
     readonly jobName: string,
     readonly pageNumber: number,
@@ -67,6 +67,16 @@ export class ExportPageMismatchError extends TilehouseError {
   ) {
     super(`tile ${jobName}: page ${pageNumber}: check "${check}" failed: ${detail}`);
   }
+}
+
+/**
+ * A page that does not prove it is the page asked for: its echoed query names another page,
+ * `hasPrev` contradicts its number, or its rows repeat an earlier page's (a cache keyed on the
+ * URL alone would do this, since the page number travels in the POST body). Handled like drift:
+ * one re-read from page 0, then `export_inconsistent`.
+ */
+export class ExportPageIdentityError extends ExportPageMismatchError {
+  override readonly code: string = 'export_page_identity';
 }
 
 /** The table kept changing: a re-read from page 0 also saw drift. */
@@ -92,4 +102,40 @@ export class SourceTransportError extends TilehouseError {
   ) {
     super(`tile ${jobName}: ${what}: ${detail}`, options);
   }
+}
+
+/** Retries (if any) ended on a request that got no complete answer within its overall deadline. */
+export class SourceDeadlineError extends TilehouseError {
+  readonly code = 'source_deadline_exceeded';
+  constructor(
+    readonly jobName: string,
+    what: string,
+    readonly deadlineMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`tile ${jobName}: ${what}: no complete answer within ${deadlineMs} ms (headers and body together)`, options);
+  }
+}
+
+/**
+ * The source asked us to wait longer than this job waits. Refused at once rather than waited
+ * out capped: retrying before the time the source named would only be turned away again.
+ */
+export class SourceRetryAfterError extends TilehouseError {
+  readonly code = 'source_retry_after_too_long';
+  constructor(
+    readonly jobName: string,
+    what: string,
+    readonly status: number,
+    readonly retryAfter: string,
+    readonly ceilingMs: number,
+    detail: string,
+  ) {
+    super(`tile ${jobName}: ${what}: HTTP ${status} with Retry-After: ${retryAfter} (more than the ${formatSeconds(ceilingMs)} this job waits): ${detail}`);
+  }
+}
+
+function formatSeconds(ms: number): string {
+  const seconds = ms / 1000;
+  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, '')} s`;
 }

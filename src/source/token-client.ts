@@ -1,14 +1,27 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson, type RequestTimeouts } from './http.js';
-import { parseRetryAfter, RetryableFailure, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
-import { AuthError, SourceTransportError, TokenResponseError } from './source-errors.js';
+import { excerpt, postJson, type RequestTimeouts } from './http.js';
+import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
+import { withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import { AuthError, TokenResponseError } from './source-errors.js';
 
 const tokenResponseSchema = z
   .object({
     access_token: z.string().min(1),
     token_type: z.string().refine((type) => type.toLowerCase() === 'bearer', 'token_type must be Bearer'),
-    expires_in: z.number().positive().optional(),
+    // Some issuers send "3600" (RFC 6749 says a number); a string of digits means the same.
+    // Anything else is refused rather than read as "no expiry".
+    expires_in: z
+      .unknown()
+      .transform((value, ctx) => {
+        const seconds = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : Number.NaN;
+        if (!(Number.isFinite(seconds) && seconds > 0)) {
+          ctx.addIssue({ code: 'custom', message: `must be a positive number of seconds, got ${JSON.stringify(value)}` });
+          return z.NEVER;
+        }
+        return seconds;
+      })
+      .optional(),
   })
   .loose();
 
@@ -18,6 +31,11 @@ export interface Token {
   accessToken: string;
   /** Seconds the issuer says the token lives, when it says. */
   expiresIn?: number;
+  /**
+   * The issuer's clock (epoch ms, from the answer's `Date` header), when it sent one: backfill
+   * windows are computed against the server's clock, not ours.
+   */
+  serverDate?: number;
 }
 
 export interface TokenRequest {
@@ -37,14 +55,22 @@ export function tokenUrl(authUrl: string): string {
   return new URL('oauth/token', authUrl.endsWith('/') ? authUrl : `${authUrl}/`).toString();
 }
 
+/** The `Date` header as epoch ms, when it parses (RFC 9110 §6.6.1: an IMF-fixdate). */
+function serverDateOf(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined) return undefined;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : date;
+}
+
 /** OAuth 2.0 client-credentials grant against `{authUrl}/oauth/token` (spec, endpoint 1). */
 export async function fetchToken(req: TokenRequest): Promise<Token> {
   const url = tokenUrl(req.authUrl);
   return withRetries(
     async () => {
-      let answer;
+      let outcome: HttpOutcome;
       try {
-        answer = await postJson({
+        const answer = await postJson({
           url,
           dispatcher: req.dispatcher,
           timeouts: req.timeouts,
@@ -56,31 +82,38 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
             grant_type: 'client_credentials',
           },
         });
+        outcome = { answer };
       } catch (error) {
-        const failure = new SourceTransportError(req.jobName, 'token request', (error as Error).message, { cause: error });
-        if (isTransientNetworkError(error)) throw new RetryableFailure(failure);
-        throw error;
+        outcome = { transportError: error };
       }
 
-      const parsed = tryParseJson(answer.text);
-      if (answer.status >= 200 && answer.status < 300) {
-        if (!parsed.ok) throw new RetryableFailure(new TokenResponseError(req.jobName, `HTTP ${answer.status} with a body that is not JSON: ${excerpt(answer.text)}`));
-        const token = tokenResponseSchema.safeParse(parsed.value);
-        if (!token.success) {
-          throw new TokenResponseError(req.jobName, `HTTP ${answer.status} without a usable token: ${token.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
-        }
-        const result: Token = { accessToken: token.data.access_token };
-        if (token.data.expires_in !== undefined) result.expiresIn = token.data.expires_in;
-        return result;
+      const verdict = classifyAnswer(outcome, {
+        jobName: req.jobName,
+        what: 'token request',
+        retryAfterCeilingMs: req.retry.maxDelayMs,
+        bodyError: (answer, detail) => new TokenResponseError(req.jobName, `HTTP ${answer.status}: ${detail}`),
+        statusError: (answer, body) => {
+          const oauthError = authErrorSchema.safeParse(body);
+          if (oauthError.success) {
+            const { error, error_description: description } = oauthError.data;
+            return { error: new AuthError(req.jobName, error, description, answer.status), detail: description ? `${error} — ${description}` : error };
+          }
+          const detail = excerpt(answer.text) || '(empty body)';
+          return { error: new TokenResponseError(req.jobName, `HTTP ${answer.status}: ${detail}`), detail };
+        },
+      });
+      settle(verdict);
+      const token = tokenResponseSchema.safeParse(verdict.value);
+      if (!token.success) {
+        throw new TokenResponseError(req.jobName, `HTTP ${verdict.status} without a usable token: ${token.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
       }
-
-      const oauthError = parsed.ok ? authErrorSchema.safeParse(parsed.value) : undefined;
-      const error =
-        oauthError?.success === true
-          ? new AuthError(req.jobName, oauthError.data.error, oauthError.data.error_description, answer.status)
-          : new TokenResponseError(req.jobName, `HTTP ${answer.status}: ${excerpt(answer.text) || '(empty body)'}`);
-      if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, parseRetryAfter(answer.headers['retry-after']));
-      throw error;
+      const result: Token = { accessToken: token.data.access_token };
+      if (token.data.expires_in !== undefined) result.expiresIn = token.data.expires_in;
+      if ('answer' in outcome) {
+        const serverDate = serverDateOf(outcome.answer.headers.date);
+        if (serverDate !== undefined) result.serverDate = serverDate;
+      }
+      return result;
     },
     req.retry,
     { signal: req.signal, onRetry: req.onRetry },

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTransientNetworkError, postJson } from '../../src/source/http.js';
+import { excerpt, isTransientNetworkError, postJson, RequestDeadlineError } from '../../src/source/http.js';
+import { startHostileServer } from '../support/hostile-server.js';
 
 // Answers /slow-headers after 3 s; /slow-body sends headers and half a body, then stalls 3 s.
 let server: Server;
@@ -50,3 +51,43 @@ describe('postJson timeouts', () => {
     await expect(post('/fast', { headersMs: 200, bodyMs: 200 })).resolves.toMatchObject({ status: 200, text: '{"ok":true}' });
   });
 });
+
+describe('postJson deadline', () => {
+  const trickling = () => startHostileServer({ page: () => ({ body: '{"ok":true,"padding":"................"}', trickle: { bytes: 1, everyMs: 100 } }) });
+
+  it('ends a request whose body trickles past the deadline with a transient RequestDeadlineError', async () => {
+    const hostile = await trickling();
+    try {
+      const started = Date.now();
+      const error = await postJson({ url: `${hostile.url}/x`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 400 } }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RequestDeadlineError);
+      expect((error as Error).message).toBe('no complete answer within 400 ms');
+      expect(isTransientNetworkError(error)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(1500);
+    } finally {
+      await hostile.close();
+    }
+  });
+
+  it("lets the caller's abort through as it is, not as a missed deadline", async () => {
+    const hostile = await trickling();
+    try {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('SIGTERM')), 150);
+      const error = await postJson({ url: `${hostile.url}/x`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 2000 }, signal: controller.signal }).catch((e: unknown) => e);
+      expect(error).not.toBeInstanceOf(RequestDeadlineError);
+      expect(isTransientNetworkError(error)).toBe(false);
+    } finally {
+      await hostile.close();
+    }
+  });
+});
+
+describe('excerpt', () => {
+  it('keeps printable text on one line and marks runs of anything else', () => {
+    expect(excerpt('<h1>Bad\r\n\tGateway</h1>')).toBe('<h1>Bad Gateway</h1>');
+    expect(excerpt('ok\u0000\u0001\u001b[31m\uFFFD\uFFFDend')).toBe('ok·[31m·end');
+    expect(excerpt('x'.repeat(200))).toBe(`${'x'.repeat(160)}…`);
+  });
+});
+

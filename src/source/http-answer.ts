@@ -1,0 +1,109 @@
+import { excerpt, isTransientNetworkError, RequestDeadlineError, RETRYABLE_STATUSES, tryParseJson, type HttpAnswer } from './http.js';
+import { parseRetryAfter, RetryableFailure } from './retry-policy.js';
+import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from './source-errors.js';
+
+/**
+ * What to do with one request attempt, decided in one place for the token and the export client:
+ * - `ok`: a 2xx whose body is JSON (`value`); what it must contain is the caller's business;
+ * - `retry`: another attempt after a backoff (or the source's Retry-After), counted;
+ * - `requeue`: turned away for concurrency, sent again without counting (see ExportClient);
+ * - `reauth`: the token was refused; fetch a new one and try again;
+ * - `fail`: no attempt will do better; `error` names the job, the request and the value.
+ */
+export type AnswerVerdict =
+  | { kind: 'ok'; status: number; value: unknown }
+  | { kind: 'retry'; error: Error; retryAfterMs?: number }
+  | { kind: 'requeue'; error: Error; retryAfterMs?: number }
+  | { kind: 'reauth'; error: Error }
+  | { kind: 'fail'; error: Error };
+
+/** One attempt's outcome: an answer with a status, or an error thrown before a whole answer arrived. */
+export type HttpOutcome = { answer: HttpAnswer } | { transportError: unknown };
+
+export interface AnswerContext {
+  jobName: string;
+  /** The request in messages: "token request", "page 3". */
+  what: string;
+  /**
+   * The error for a non-2xx answer, and the service's own words for it (quoted when the answer
+   * is refused for its Retry-After); `body` is the answer's JSON when it has any.
+   */
+  statusError(answer: HttpAnswer, body: unknown): { error: Error; detail: string };
+  /** The error for a 2xx answer whose body is not usable JSON. */
+  bodyError(answer: HttpAnswer, detail: string): Error;
+  /** The longest Retry-After this job waits (the retry policy's maxDelayMs). */
+  retryAfterCeilingMs: number;
+  /** A 401 means "the token expired" (export endpoint) rather than a refusal (token endpoint). */
+  reauthOn401?: boolean;
+  /**
+   * The attempt was on the wire alongside others of ours: a 429 then says "too many at once"
+   * and is requeued rather than retried (ExportClient explains why).
+   */
+  sharedWire?: boolean;
+  now?: () => number;
+}
+
+function header(answer: HttpAnswer, name: string): string | undefined {
+  const value = answer.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Turns one attempt's outcome into what to do next. Never throws. */
+export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): AnswerVerdict {
+  if ('transportError' in outcome) return classifyTransportError(outcome.transportError, context);
+  const { answer } = outcome;
+
+  if (answer.status >= 200 && answer.status < 300) {
+    if (answer.undecodable) {
+      const error = context.bodyError(answer, answer.undecodable.detail);
+      return answer.undecodable.transient ? { kind: 'retry', error } : { kind: 'fail', error };
+    }
+    const body = tryParseJson(answer.text);
+    // A 200 whose JSON is cut short is almost always a dropped connection: retry it. The
+    // parser's message quotes the body too, so it is excerpted like the body.
+    if (!body.ok) return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };
+    return { kind: 'ok', status: answer.status, value: body.value };
+  }
+
+  const parsed = answer.undecodable ? undefined : tryParseJson(answer.text);
+  const { error, detail } = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
+  if (answer.status === 401 && context.reauthOn401) return { kind: 'reauth', error };
+  if (!RETRYABLE_STATUSES.has(answer.status)) return { kind: 'fail', error };
+
+  const retryAfter = header(answer, 'retry-after');
+  const retryAfterMs = parseRetryAfter(retryAfter, context.now?.());
+  if (retryAfterMs !== undefined && retryAfterMs > context.retryAfterCeilingMs) {
+    return { kind: 'fail', error: new SourceRetryAfterError(context.jobName, context.what, answer.status, retryAfter!.trim(), context.retryAfterCeilingMs, detail) };
+  }
+  const kind = answer.status === 429 && context.sharedWire ? 'requeue' : 'retry';
+  return retryAfterMs === undefined ? { kind, error } : { kind, error, retryAfterMs };
+}
+
+function classifyTransportError(error: unknown, context: AnswerContext): AnswerVerdict {
+  // An abort of the run (SIGTERM) or a bug: not ours to retry, passed on as it is.
+  if (!isTransientNetworkError(error)) return { kind: 'fail', error: error instanceof Error ? error : new Error(String(error)) };
+  const final =
+    error instanceof RequestDeadlineError
+      ? new SourceDeadlineError(context.jobName, context.what, error.deadlineMs, { cause: error })
+      : new SourceTransportError(context.jobName, context.what, error.message, { cause: error });
+  return { kind: 'retry', error: final };
+}
+
+/**
+ * For an operation run by `withRetries`: returns (narrowing the verdict to `ok`) or throws — a
+ * RetryableFailure for `retry` / `requeue`, the error for `fail` (and for a `reauth` the caller
+ * did not handle).
+ */
+export function settle(verdict: AnswerVerdict): asserts verdict is Extract<AnswerVerdict, { kind: 'ok' }> {
+  switch (verdict.kind) {
+    case 'ok':
+      return;
+    case 'retry':
+      throw new RetryableFailure(verdict.error, verdict.retryAfterMs);
+    case 'requeue':
+      throw new RetryableFailure(verdict.error, verdict.retryAfterMs, { requeue: true });
+    case 'reauth':
+    case 'fail':
+      throw verdict.error;
+  }
+}

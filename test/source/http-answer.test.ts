@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { RequestDeadlineError, type HttpAnswer } from '../../src/source/http.js';
+import { classifyAnswer, settle, type AnswerContext } from '../../src/source/http-answer.js';
+import { RetryableFailure } from '../../src/source/retry-policy.js';
+import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from '../../src/source/source-errors.js';
+
+const context = (overrides: Partial<AnswerContext> = {}): AnswerContext => ({
+  jobName: 'j',
+  what: 'page 4',
+  retryAfterCeilingMs: 30_000,
+  statusError: (answer) => ({ error: new Error(`status ${answer.status}`), detail: 'busy' }),
+  bodyError: (_answer, detail) => new Error(`body: ${detail}`),
+  now: () => Date.parse('2026-11-21T10:00:00Z'),
+  ...overrides,
+});
+const answer = (status: number, text = '', headers: HttpAnswer['headers'] = {}, extra: Partial<HttpAnswer> = {}) => ({ answer: { status, text, headers, ...extra } });
+const networkError = (code: string) => Object.assign(new Error(`socket ${code}`), { code });
+
+describe('classifyAnswer', () => {
+  it('passes the JSON of a 2xx on', () => {
+    expect(classifyAnswer(answer(200, '{"ok":true}'), context())).toEqual({ kind: 'ok', status: 200, value: { ok: true } });
+  });
+
+  it('retries a 2xx whose JSON is cut short', () => {
+    const verdict = classifyAnswer(answer(200, '{"ok":tr'), context());
+    expect(verdict.kind).toBe('retry');
+    expect(verdict.kind !== 'ok' && verdict.error.message).toMatch(/^body: body is not JSON \(.*\): \{"ok":tr$/);
+  });
+
+  it('retries a body cut short inside its compression, and fails one that is wrong as sent', () => {
+    expect(classifyAnswer(answer(200, '', {}, { undecodable: { detail: 'cut', transient: true } }), context()).kind).toBe('retry');
+    const wrong = classifyAnswer(answer(200, '', {}, { undecodable: { detail: 'not gzip', transient: false } }), context());
+    expect(wrong).toMatchObject({ kind: 'fail', error: { message: 'body: not gzip' } });
+  });
+
+  it('asks for a new token on a 401 only where a 401 means an expired token', () => {
+    expect(classifyAnswer(answer(401), context({ reauthOn401: true })).kind).toBe('reauth');
+    expect(classifyAnswer(answer(401), context()).kind).toBe('fail');
+  });
+
+  it.each([400, 403, 404, 409, 501])('fails at once on HTTP %i', (status) => {
+    expect(classifyAnswer(answer(status), context())).toMatchObject({ kind: 'fail', error: { message: `status ${status}` } });
+  });
+
+  it.each([429, 500, 502, 503, 504])('retries HTTP %i, with its Retry-After', (status) => {
+    expect(classifyAnswer(answer(status, '', { 'retry-after': '2' }), context())).toMatchObject({ kind: 'retry', retryAfterMs: 2000 });
+    expect(classifyAnswer(answer(status), context())).not.toHaveProperty('retryAfterMs');
+  });
+
+  it('requeues a 429 sent alongside other attempts, but not a 503', () => {
+    expect(classifyAnswer(answer(429, '', { 'retry-after': '0' }), context({ sharedWire: true }))).toMatchObject({ kind: 'requeue', retryAfterMs: 0 });
+    expect(classifyAnswer(answer(503), context({ sharedWire: true })).kind).toBe('retry');
+  });
+
+  it('fails at once on a Retry-After beyond the ceiling, seconds or HTTP-date, quoting the header', () => {
+    const seconds = classifyAnswer(answer(503, '', { 'retry-after': '31' }), context());
+    expect(seconds).toMatchObject({ kind: 'fail' });
+    expect(seconds.kind === 'fail' && seconds.error).toBeInstanceOf(SourceRetryAfterError);
+    expect(seconds.kind === 'fail' && seconds.error.message).toBe('tile j: page 4: HTTP 503 with Retry-After: 31 (more than the 30 s this job waits): busy');
+    const date = classifyAnswer(answer(429, '', { 'retry-after': 'Sat, 21 Nov 2026 10:00:31 GMT' }), context({ sharedWire: true }));
+    expect(date.kind === 'fail' && date.error.message).toContain('HTTP 429 with Retry-After: Sat, 21 Nov 2026 10:00:31 GMT (more than');
+    // Exactly the ceiling is still waited.
+    expect(classifyAnswer(answer(503, '', { 'retry-after': '30' }), context())).toMatchObject({ kind: 'retry', retryAfterMs: 30_000 });
+  });
+
+  it('ignores a Retry-After it cannot read and falls back to its own backoff', () => {
+    expect(classifyAnswer(answer(503, '', { 'retry-after': 'soon' }), context())).toEqual({ kind: 'retry', error: expect.any(Error) });
+  });
+
+  it('retries transient transport errors, naming the request', () => {
+    const verdict = classifyAnswer({ transportError: networkError('ECONNRESET') }, context());
+    expect(verdict).toMatchObject({ kind: 'retry', error: { message: 'tile j: page 4: socket ECONNRESET', code: 'source_unreachable' } });
+    expect(verdict.kind === 'retry' && verdict.error).toBeInstanceOf(SourceTransportError);
+  });
+
+  it('retries a missed deadline and names it as such', () => {
+    const verdict = classifyAnswer({ transportError: new RequestDeadlineError(1500) }, context());
+    expect(verdict.kind === 'retry' && verdict.error).toBeInstanceOf(SourceDeadlineError);
+    expect(verdict.kind === 'retry' && verdict.error.message).toBe('tile j: page 4: no complete answer within 1500 ms (headers and body together)');
+  });
+
+  it('passes an abort on as it is', () => {
+    const abort = new DOMException('stopped', 'AbortError');
+    expect(classifyAnswer({ transportError: abort }, context())).toEqual({ kind: 'fail', error: abort });
+  });
+});
+
+describe('settle', () => {
+  it('returns on ok and throws what withRetries understands otherwise', () => {
+    const error = new Error('x');
+    expect(() => settle({ kind: 'ok', status: 200, value: 1 })).not.toThrow();
+    expect(() => settle({ kind: 'retry', error, retryAfterMs: 5 })).toThrow(expect.objectContaining({ final: error, retryAfterMs: 5, requeue: false }));
+    expect(() => settle({ kind: 'requeue', error })).toThrow(RetryableFailure);
+    expect(() => settle({ kind: 'requeue', error })).toThrow(expect.objectContaining({ requeue: true }));
+    expect(() => settle({ kind: 'fail', error })).toThrow(error);
+    expect(() => settle({ kind: 'reauth', error })).toThrow(error);
+  });
+});
