@@ -1,11 +1,12 @@
 import type { Dispatcher } from 'undici';
 import type { AttemptOutcome, RequestGate } from './adaptive-concurrency.js';
 import type { ExportQuery } from '../config/job-schema.js';
-import { excerpt, isTransientNetworkError, postJson, RETRYABLE_STATUSES, tryParseJson, type RequestTimeouts } from './http.js';
+import { excerpt, postJson, type RequestTimeouts } from './http.js';
+import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
 import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
-import { parseRetryAfter, RetryableFailure, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import { withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
-import { ExportApiError, ExportResponseError, SourceTransportError } from './source-errors.js';
+import { ExportApiError, ExportResponseError } from './source-errors.js';
 
 export interface ExportClientOptions {
   baseUrl: string;
@@ -61,10 +62,10 @@ export class ExportClient {
   private async attempt(pageNumber: number, token: string, gate?: RequestGate): Promise<Attempt> {
     const { jobName, query } = this.options;
     const permit = await gate?.acquire(this.options.signal);
-    let outcome: AttemptOutcome = 'failed';
-    let answer;
+    let outcome: HttpOutcome;
+    let gateOutcome: AttemptOutcome = 'failed';
     try {
-      answer = await postJson({
+      const answer = await postJson({
         url: this.url,
         dispatcher: this.options.dispatcher,
         timeouts: this.options.timeouts,
@@ -72,38 +73,40 @@ export class ExportClient {
         headers: { authorization: `Bearer ${token}` },
         body: { ...query, options: { ...query.options, pageNumber, itemsPerPage: this.options.itemsPerPage } },
       });
-      outcome = answer.status === 429 ? 'throttled' : answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'failed';
+      outcome = { answer };
+      gateOutcome = answer.status === 429 ? 'throttled' : answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'failed';
     } catch (error) {
-      const failure = new SourceTransportError(jobName, `page ${pageNumber}`, (error as Error).message, { cause: error });
       // Export pages are read-only, so a request lost on the wire is safe to send again.
-      if (isTransientNetworkError(error)) throw new RetryableFailure(failure);
-      throw error;
+      outcome = { transportError: error };
     } finally {
       // The body is read: the request no longer occupies the source (parsing it does not).
-      if (permit !== undefined) gate!.release(permit, outcome);
+      if (permit !== undefined) gate!.release(permit, gateOutcome);
     }
 
-    const body = tryParseJson(answer.text);
-    if (answer.status >= 200 && answer.status < 300) {
-      // A 200 whose JSON is cut short is almost always a dropped connection: retry it.
-      if (!body.ok) throw new RetryableFailure(new ExportResponseError(jobName, pageNumber, `body is not JSON (${body.error}): ${excerpt(answer.text)}`));
-      const parsed = parseExportPage(body.value, pageNumber);
-      if (!parsed.ok) throw new ExportResponseError(jobName, pageNumber, parsed.problem);
-      return { kind: 'page', page: parsed.page };
-    }
-
-    const regular = body.ok ? regularErrorSchema.safeParse(body.value) : undefined;
-    const message = regular?.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
-    const error = new ExportApiError(jobName, pageNumber, answer.status, message);
-    if (answer.status === 401) return { kind: 'unauthorized', error };
-    const retryAfterMs = parseRetryAfter(answer.headers['retry-after']);
-    // A 429 for an attempt sent while others of ours were in flight says "too many at once": the
-    // gate has cut the limit, and the attempt goes back in line for a permit without counting as
-    // a retry. (Paging at a concurrency above what the source allows would otherwise spend the
-    // run's retry budget in proportion to the pages.) Alone on the wire, a 429 is a plain
-    // throttle and counts; so the limit falling to 1 bounds how long this can go on.
-    if (answer.status === 429 && permit !== undefined && permit.inFlight > 1) throw new RetryableFailure(error, retryAfterMs, { requeue: true });
-    if (RETRYABLE_STATUSES.has(answer.status)) throw new RetryableFailure(error, retryAfterMs);
-    throw error;
+    const verdict = classifyAnswer(outcome, {
+      jobName,
+      what: `page ${pageNumber}`,
+      retryAfterCeilingMs: this.options.retry.maxDelayMs,
+      reauthOn401: true,
+      // A 429 for an attempt sent while others of ours were in flight says "too many at once":
+      // the gate has cut the limit, and the attempt goes back in line for a permit without
+      // counting as a retry. (Paging at a concurrency above what the source allows would
+      // otherwise spend the run's retry budget in proportion to the pages.) Alone on the wire,
+      // a 429 is a plain throttle and counts; so the limit falling to 1 bounds how long this can go on.
+      sharedWire: permit !== undefined && permit.inFlight > 1,
+      bodyError: (_answer, detail) => new ExportResponseError(jobName, pageNumber, detail),
+      statusError: (answer, body) => {
+        const regular = regularErrorSchema.safeParse(body);
+        const detail = regular.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
+        return { error: new ExportApiError(jobName, pageNumber, answer.status, detail), detail };
+      },
+    });
+    if (verdict.kind === 'reauth') return { kind: 'unauthorized', error: verdict.error as ExportApiError };
+    settle(verdict);
+    const parsed = parseExportPage(verdict.value, pageNumber);
+    if (parsed.ok) return { kind: 'page', page: parsed.page };
+    // The service said ok: false and why: quote it as the API's failure, not as a shape problem.
+    if (parsed.serviceMessage !== undefined) throw new ExportApiError(jobName, pageNumber, verdict.status, parsed.serviceMessage);
+    throw new ExportResponseError(jobName, pageNumber, parsed.problem);
   }
 }

@@ -32,7 +32,13 @@ export const regularErrorSchema = z
 export type Navigation = z.infer<typeof navigationSchema>;
 
 export interface ExportPage {
+  /** The page we asked for (not what the answer claims). */
   pageNumber: number;
+  /**
+   * `result.query.options.pageNumber` as the API echoed it (spec: "query: the query that was
+   * executed"), when it did; checked against `pageNumber` by PageConsistency.
+   */
+  echoedPageNumber?: unknown;
   navigation: Navigation;
   headers: string[];
   dataTypes: string[];
@@ -40,7 +46,40 @@ export interface ExportPage {
   rows: unknown[][];
 }
 
-export type PageParse = { ok: true; page: ExportPage } | { ok: false; problem: string };
+/** `serviceMessage`: the API said `ok: false` and why, in its own words. */
+export type PageParse = { ok: true; page: ExportPage } | { ok: false; problem: string; serviceMessage?: string };
+
+const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * An answer that says `ok: false` is the service reporting a failure with HTTP 200; its message
+ * (a Regular error object's, or a bare string) is what the person on call needs, not a schema
+ * complaint about `ok`.
+ */
+function refusalOf(body: Record<string, unknown>): PageParse {
+  const { error } = body;
+  const message = typeof error === 'string' ? error : isRecord(error) && typeof error.message === 'string' ? error.message : undefined;
+  if (message === undefined || message.trim() === '') {
+    return { ok: false, problem: `ok: false without an error message${error === undefined ? '' : ` (error: ${JSON.stringify(error).slice(0, 160)})`}` };
+  }
+  return { ok: false, problem: `ok: false: ${message}`, serviceMessage: message };
+}
+
+function echoedPageNumberOf(query: unknown): { found: boolean; value?: unknown } {
+  if (!isRecord(query) || !isRecord(query.options) || !('pageNumber' in query.options)) return { found: false };
+  return { found: true, value: query.options.pageNumber };
+}
+
+/** The first header that occurs twice, with both positions. */
+function repeatedHeader(headers: readonly string[]): { header: string; first: number; again: number } | undefined {
+  const seen = new Map<string, number>();
+  for (const [index, header] of headers.entries()) {
+    const first = seen.get(header);
+    if (first !== undefined) return { header, first, again: index };
+    seen.set(header, index);
+  }
+  return undefined;
+}
 
 /**
  * Validates one page body and normalises its rows to positional arrays. The spec does not say
@@ -49,6 +88,7 @@ export type PageParse = { ok: true; page: ExportPage } | { ok: false; problem: s
  * the row's index, because guessing would silently misalign columns.
  */
 export function parseExportPage(body: unknown, pageNumber: number): PageParse {
+  if (isRecord(body) && body.ok === false) return refusalOf(body);
   const parsed = exportResultSchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -66,7 +106,19 @@ export function parseExportPage(body: unknown, pageNumber: number): PageParse {
       }
       positional[i] = row;
     } else if (row !== null && typeof row === 'object') {
-      headerIndex ??= new Map(headers.map((header, index) => [header, index]));
+      if (headerIndex === undefined) {
+        // Keyed by header, a repeated header cannot say which column a value belongs to (JSON
+        // objects keep one value per key), so refuse rather than guess. Arrays are positional
+        // and may repeat headers freely.
+        const repeated = repeatedHeader(headers);
+        if (repeated) {
+          return {
+            ok: false,
+            problem: `header ${JSON.stringify(repeated.header)} occurs twice (columns ${repeated.first} and ${repeated.again}) and rows are objects keyed by header, so values cannot be placed`,
+          };
+        }
+        headerIndex = new Map(headers.map((header, index) => [header, index]));
+      }
       const values: unknown[] = new Array(width).fill(null);
       for (const [key, value] of Object.entries(row)) {
         const index = headerIndex.get(key);
@@ -78,5 +130,8 @@ export function parseExportPage(body: unknown, pageNumber: number): PageParse {
       return { ok: false, problem: `row ${i} is ${row === null ? 'null' : typeof row}, not an array or an object` };
     }
   }
-  return { ok: true, page: { pageNumber, navigation, headers, dataTypes, rows: positional } };
+  const page: ExportPage = { pageNumber, navigation, headers, dataTypes, rows: positional };
+  const echo = echoedPageNumberOf(parsed.data.result.query);
+  if (echo.found) page.echoedPageNumber = echo.value;
+  return { ok: true, page };
 }

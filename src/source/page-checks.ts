@@ -1,8 +1,21 @@
+import { createHash } from 'node:crypto';
 import type { ExportPage } from './export-response.js';
+
+/** Checks that a page is the page asked for (as opposed to consistent with the others). */
+export const IDENTITY_CHECKS = ['page-echo', 'hasPrev', 'page-repeated'] as const;
+export type IdentityCheck = (typeof IDENTITY_CHECKS)[number];
 
 /** A failed consistency check: which one, on which page, and what was seen. */
 export interface PageCheckFailure {
-  check: 'headers-stable' | 'dataTypes-stable' | 'headers-dataTypes-aligned' | 'rowsCount' | 'totalRows-stable' | 'totalRows-sum' | 'progress';
+  check:
+    | IdentityCheck
+    | 'headers-stable'
+    | 'dataTypes-stable'
+    | 'headers-dataTypes-aligned'
+    | 'rowsCount'
+    | 'totalRows-stable'
+    | 'totalRows-sum'
+    | 'progress';
   pageNumber: number;
   detail: string;
   /** The data changed while we read it (a re-read from page 0 may succeed), as opposed to a broken page. */
@@ -13,17 +26,57 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
 }
 
+export function isIdentityCheck(check: PageCheckFailure['check']): check is IdentityCheck {
+  return (IDENTITY_CHECKS as readonly string[]).includes(check);
+}
+
+/**
+ * A digest of a page's rows, to notice a page served twice. JSON of the positional rows: the
+ * same values in the same order give the same text whatever the wire shape was. A value JSON
+ * cannot write (a BigInt from a lossless number parser) is written as its digits.
+ */
+function rowsDigest(rows: readonly unknown[][]): string {
+  let text: string;
+  try {
+    text = JSON.stringify(rows);
+  } catch {
+    text = JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value));
+  }
+  return createHash('sha1').update(text).digest('hex');
+}
+
 /**
  * The checks every export run makes, because the API pages a live table: a page that disagrees
- * with page 0 means the rows we hold no longer form one table.
+ * with page 0 means the rows we hold no longer form one table, and a page that is not the page
+ * asked for (identity checks) would duplicate some rows and lose others without any count
+ * noticing.
+ *
+ * Page identity, strongest proof first:
+ * - `page-echo`: the API echoes the executed query; its `options.pageNumber` must be the page
+ *   asked for. When it is, the page is proven and the repeat check below is skipped.
+ * - `hasPrev`: must be `pageNumber > 0` (a cache that keys on the URL and answers page 0 for
+ *   every page fails here, since the page number travels in the POST body).
+ * - `page-repeated`: without an echo, a non-empty page whose rows are identical to an earlier
+ *   page's is refused. A genuine table can have two identical pages only when it repeats rows
+ *   (e.g. an ungrouped low-cardinality column); we accept refusing that degenerate case, with a
+ *   message saying how to make pages distinct, over silently writing one page twice.
  */
 export class PageConsistency {
   private first: ExportPage | undefined;
   private rowsSeen = 0;
+  /** Digest of each unproven non-empty page's rows → the page it was first seen on. */
+  private readonly digests = new Map<string, number>();
 
   /** Returns the first failed check for this page, or undefined. Call in page order. */
   check(page: ExportPage): PageCheckFailure | undefined {
     const { pageNumber, headers, dataTypes, navigation, rows } = page;
+    const echoed = 'echoedPageNumber' in page;
+    if (echoed && page.echoedPageNumber !== pageNumber) {
+      return { check: 'page-echo', pageNumber, drift: true, detail: `asked for page ${pageNumber} but the answer's query says pageNumber ${JSON.stringify(page.echoedPageNumber)}` };
+    }
+    if (navigation.hasPrev !== pageNumber > 0) {
+      return { check: 'hasPrev', pageNumber, drift: true, detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber}; the answer is not the page asked for` };
+    }
     if (headers.length !== dataTypes.length) {
       return { check: 'headers-dataTypes-aligned', pageNumber, drift: false, detail: `${headers.length} headers but ${dataTypes.length} dataTypes` };
     }
@@ -42,6 +95,21 @@ export class PageConsistency {
       if (navigation.totalRows !== this.first.navigation.totalRows) {
         return { check: 'totalRows-stable', pageNumber, drift: true, detail: `totalRows changed from ${this.first.navigation.totalRows} to ${navigation.totalRows}` };
       }
+    }
+    if (!echoed && rows.length > 0) {
+      const digest = rowsDigest(rows);
+      const earlier = this.digests.get(digest);
+      if (earlier !== undefined) {
+        return {
+          check: 'page-repeated',
+          pageNumber,
+          drift: true,
+          detail:
+            `its ${rows.length} rows are identical to page ${earlier}'s and the answer does not echo its query to prove which page it is ` +
+            '(a cache keyed on the URL would do this); if the tile really repeats rows, add a column that tells them apart',
+        };
+      }
+      this.digests.set(digest, pageNumber);
     }
     this.rowsSeen += rows.length;
     if (navigation.hasNext && rows.length === 0) {

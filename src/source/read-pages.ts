@@ -1,7 +1,7 @@
 import { AdaptiveConcurrency, type RequestGate } from './adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
-import { PageConsistency, type PageCheckFailure } from './page-checks.js';
-import { ExportPageMismatchError } from './source-errors.js';
+import { isIdentityCheck, PageConsistency, type PageCheckFailure } from './page-checks.js';
+import { ExportPageIdentityError, ExportPageMismatchError } from './source-errors.js';
 
 /** The one thing the pager needs from the export client. */
 export interface PageFetcher {
@@ -18,7 +18,8 @@ export interface ReadPagesOptions {
 }
 
 function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatchError {
-  return new ExportPageMismatchError(jobName, failure.pageNumber, failure.check, failure.detail, failure.drift);
+  const ErrorClass = isIdentityCheck(failure.check) ? ExportPageIdentityError : ExportPageMismatchError;
+  return new ErrorClass(jobName, failure.pageNumber, failure.check, failure.detail, failure.drift);
 }
 
 /**

@@ -36,4 +36,35 @@ describe('parseExportPage', () => {
     const missing = parseExportPage({ ok: true, result: { headers: [], dataTypes: [], rows: [] } }, 0);
     expect(missing).toMatchObject({ ok: false, problem: expect.stringContaining('result.navigation') });
   });
+
+  it('refuses rows keyed by header when a header repeats, naming it', () => {
+    const repeated = { ok: true, result: { navigation, headers: ['A', 'B', 'A'], dataTypes: ['text', 'number', 'text'], rows: [{ A: 'x', B: 1 }] } };
+    expect(parseExportPage(repeated, 2)).toEqual({
+      ok: false,
+      problem: 'header "A" occurs twice (columns 0 and 2) and rows are objects keyed by header, so values cannot be placed',
+    });
+  });
+
+  it('keeps positional rows under a repeated header: position says which column is which', () => {
+    const repeated = { ok: true, result: { navigation, headers: ['A', 'A'], dataTypes: ['text', 'text'], rows: [['x', 'y']] } };
+    expect(parseExportPage(repeated, 0)).toMatchObject({ ok: true, page: { rows: [['x', 'y']] } });
+  });
+
+  it.each([
+    { body: { ok: false, error: { status: 403, message: 'tile is private' } }, problem: 'ok: false: tile is private', serviceMessage: 'tile is private' },
+    { body: { ok: false, error: 'quota exhausted' }, problem: 'ok: false: quota exhausted', serviceMessage: 'quota exhausted' },
+    { body: { ok: false, error: { code: 7 } }, problem: 'ok: false without an error message (error: {"code":7})' },
+    { body: { ok: false }, problem: 'ok: false without an error message' },
+  ])('reports ok: false with the service message when it gives one ($problem)', ({ body, ...expected }) => {
+    expect(parseExportPage(body, 0)).toEqual({ ok: false, ...expected });
+  });
+
+  it('keeps the page number the answer echoes in result.query, whatever its type', () => {
+    const echoed = (options: unknown) => parseExportPage(body([['x', 1], ['y', 2]], { query: { items: [], options } }), 0);
+    expect(echoed({ pageNumber: 3 })).toMatchObject({ ok: true, page: { echoedPageNumber: 3 } });
+    expect(echoed({ pageNumber: '0' })).toMatchObject({ ok: true, page: { echoedPageNumber: '0' } });
+    const silent = echoed({ itemsPerPage: 50 });
+    expect(silent.ok && 'echoedPageNumber' in silent.page).toBe(false);
+  });
 });
+

@@ -7,7 +7,8 @@ function page(pageNumber: number, rows: number, totalRows: number, overrides: Pa
     pageNumber,
     headers: ['Type', 'Count'],
     dataTypes: ['text', 'number'],
-    rows: Array.from({ length: rows }, (_, i) => [`t${i}`, i]),
+    // Distinct per page: identical pages are refused as a repeat (see the page identity checks).
+    rows: Array.from({ length: rows }, (_, i) => [`p${pageNumber}-t${i}`, i]),
     navigation: { hasPrev: pageNumber > 0, hasNext: true, rowsCount: rows, totalRows },
     ...overrides,
   };
@@ -65,4 +66,54 @@ describe('PageConsistency', () => {
   it('fails when headers and dataTypes differ in length', () => {
     expect(new PageConsistency().check(page(0, 1, 1, { dataTypes: ['text'] }))).toMatchObject({ check: 'headers-dataTypes-aligned' });
   });
+
+  describe('page identity', () => {
+    it('fails when the echoed query names another page, as drift', () => {
+      const checks = new PageConsistency();
+      expect(checks.check({ ...page(0, 2, 6), echoedPageNumber: 0 })).toBeUndefined();
+      expect(checks.check({ ...page(1, 2, 6), echoedPageNumber: '1' })).toMatchObject({ check: 'page-echo', pageNumber: 1, drift: true });
+    });
+
+    it('fails when hasPrev contradicts the page number', () => {
+      const first = page(0, 2, 6);
+      first.navigation.hasPrev = true;
+      expect(new PageConsistency().check(first)).toMatchObject({ check: 'hasPrev', pageNumber: 0, drift: true });
+      const checks = new PageConsistency();
+      checks.check(page(0, 2, 6));
+      const second = page(1, 2, 6);
+      second.navigation.hasPrev = false;
+      expect(checks.check(second)).toMatchObject({ check: 'hasPrev', pageNumber: 1 });
+    });
+
+    it('fails when a page repeats the rows of any earlier page, naming it', () => {
+      const checks = new PageConsistency();
+      expect(checks.check(page(0, 2, 6))).toBeUndefined();
+      expect(checks.check(page(1, 2, 6))).toBeUndefined();
+      expect(checks.check({ ...page(2, 2, 6), rows: page(0, 2, 6).rows })).toMatchObject({ check: 'page-repeated', pageNumber: 2, drift: true, detail: expect.stringContaining("identical to page 0's") });
+    });
+
+    it('accepts identical pages when each echoes its own page number (a table that repeats rows)', () => {
+      const checks = new PageConsistency();
+      const same = [['Outage', 1], ['Outage', 1]];
+      expect(checks.check({ ...page(0, 2, 4), rows: same, echoedPageNumber: 0 })).toBeUndefined();
+      const last = { ...page(1, 2, 4), rows: same, echoedPageNumber: 1 };
+      last.navigation.hasNext = false;
+      expect(checks.check(last)).toBeUndefined();
+      expect(checks.finish(1)).toBeUndefined();
+    });
+
+    it('does not compare empty pages', () => {
+      const checks = new PageConsistency();
+      const empty = page(0, 0, 0);
+      empty.navigation.hasNext = false;
+      expect(checks.check(empty)).toBeUndefined();
+    });
+
+    it('digests values JSON cannot write (BigInt from a lossless parser) without failing', () => {
+      const checks = new PageConsistency();
+      expect(checks.check({ ...page(0, 1, 2), rows: [['a', 9007199254740993n]] })).toBeUndefined();
+      expect(checks.check({ ...page(1, 1, 2), rows: [['a', 9007199254740993n]] })).toMatchObject({ check: 'page-repeated' });
+    });
+  });
 });
+
