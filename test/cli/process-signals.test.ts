@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, rm, writeFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { exitWithin, spawnCli } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
-const CLI = path.resolve('src/cli.ts');
 const PREVIOUS = 'previous output\r\n';
 
 let sandbox: Sandbox;
@@ -32,19 +30,23 @@ afterAll(async () => {
 /** Spawns the real CLI (through tsx) and sends `signal` once the export is under way. */
 async function runAndSignal(signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
   const before = sandbox.requests.length;
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+  const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
     env: { ...process.env, ...sandboxEnv(sandbox), CI: '' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = exitWithin(child, 30_000);
   const deadline = Date.now() + 20_000;
   while (sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length < 5) {
-    if (Date.now() > deadline) throw new Error(`the run never got going: ${stderr}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the run never got going: ${stderr}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   child.kill(signal);
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const { code } = await exited;
   return { code, stderr };
 }
 
@@ -57,7 +59,12 @@ describe('tilehouse run as a process', () => {
     const target = path.join(workspace.outDir, 'incident_detail.csv');
     await writeFile(target, PREVIOUS);
     const result = await runAndSignal(signal);
-    expect(result.stderr).toContain(`${signal} received`);
+    expect(result.stderr.split('\n')).toEqual([
+      `tilehouse: ${signal} received; stopping cleanly (send again to exit at once)`,
+      expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
+      expect.stringMatching(new RegExp(`^  FAIL incident_detail \\([\\d.]+ s\\): \\w+: .*stopped by ${signal}`)),
+      '',
+    ]);
     expect(result.code).toBe(code);
     expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
