@@ -6,9 +6,10 @@ import { localBigQueryClient } from './bigquery-emulator.js';
 
 /**
  * A scripted stand-in for the BigQuery REST API on loopback, for behaviour the emulator cannot
- * show (it ignores partition decorators and schemaUpdateOptions, never answers 409 for a reused
- * job id, and never fails transiently). The sink talks to it through the real client, so the
- * tests see the exact HTTP requests the client sends, multipart load uploads included.
+ * show (it has no copy jobs, ignores partition decorators, keeps added columns out of its storage,
+ * answers a reused job id with 500 instead of 409, finishes every job at once, ignores cancels,
+ * and never fails transiently). The sink talks to it through the real client, so the tests see
+ * the exact HTTP requests the client sends, multipart load uploads included.
  */
 export interface RecordedRequest {
   method: string;
@@ -22,7 +23,22 @@ export interface RecordedRequest {
   call: ApiCall;
 }
 
-export type ApiCall = 'datasets.get' | 'datasets.insert' | 'tables.get' | 'jobs.insert' | 'jobs.get' | 'other';
+/**
+ * `jobs.insert` is a load (a multipart upload); `jobs.copy` is a jobs.insert whose configuration
+ * is a copy (a plain JSON POST).
+ */
+export type ApiCall =
+  | 'datasets.get'
+  | 'datasets.insert'
+  | 'tables.get'
+  | 'tables.insert'
+  | 'tables.patch'
+  | 'tables.delete'
+  | 'jobs.insert'
+  | 'jobs.copy'
+  | 'jobs.get'
+  | 'jobs.cancel'
+  | 'other';
 
 export interface Reply {
   status: number;
@@ -60,22 +76,35 @@ export function jobResource(
       kind: 'bigquery#job',
       jobReference: { projectId: FAKE_PROJECT_ID, jobId, location: 'US' },
       status: errorResult ? { state, errorResult, errors: [errorResult] } : { state },
+      statistics: { creationTime: String(Date.now()) },
     },
   };
 }
 
-/** The job id a recorded jobs.insert or jobs.get request is about. */
+/** The job id a recorded jobs.insert, jobs.copy, jobs.get or jobs.cancel request is about. */
 export function jobIdOf(request: RecordedRequest): string {
   if (request.call === 'jobs.get') return decodeURIComponent(request.path.split('/').at(-1) ?? '');
+  if (request.call === 'jobs.cancel') return decodeURIComponent(request.path.split('/').at(-2) ?? '');
   return (request.json as { jobReference?: { jobId?: string } }).jobReference?.jobId ?? '';
+}
+
+/** The table a recorded tables.* request is about. */
+export function tableIdOf(request: RecordedRequest): string {
+  if (request.call === 'tables.insert') return (request.json as { tableReference?: { tableId?: string } }).tableReference?.tableId ?? '';
+  return decodeURIComponent(request.path.split('/').at(-1) ?? '');
 }
 
 const DEFAULT_ROUTES: Required<Omit<FakeRoutes, 'other'>> = {
   'datasets.get': () => ({ status: 200, body: { location: 'US' } }),
   'datasets.insert': (request) => ({ status: 200, body: request.json }),
   'tables.get': () => apiError(404, 'notFound', 'Not found: Table'),
+  'tables.insert': (request) => ({ status: 200, body: { ...(request.json as object), creationTime: String(Date.now()) } }),
+  'tables.patch': (request) => ({ status: 200, body: request.json }),
+  'tables.delete': () => ({ status: 204 }),
   'jobs.insert': (request) => jobResource(jobIdOf(request), 'DONE'),
+  'jobs.copy': (request) => jobResource(jobIdOf(request), 'DONE'),
   'jobs.get': (request) => jobResource(jobIdOf(request), 'DONE'),
+  'jobs.cancel': (request) => ({ status: 200, body: { kind: 'bigquery#jobCancelResponse', job: jobResource(jobIdOf(request), 'DONE').body } }),
 };
 
 export async function startFakeBigQuery(routes: FakeRoutes = {}): Promise<FakeBigQuery> {
@@ -91,7 +120,7 @@ export async function startFakeBigQuery(routes: FakeRoutes = {}): Promise<FakeBi
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const body = Buffer.concat(await request.toArray());
     const url = new URL(request.url ?? '/', 'http://localhost');
-    const call = route(request.method ?? 'GET', url.pathname);
+    let call = route(request.method ?? 'GET', url.pathname);
     const recorded: RecordedRequest = { method: request.method ?? 'GET', path: url.pathname, query: url.searchParams, json: undefined, call };
     const contentType = request.headers['content-type'] ?? '';
     if (contentType.startsWith('multipart/')) {
@@ -101,12 +130,17 @@ export async function startFakeBigQuery(routes: FakeRoutes = {}): Promise<FakeBi
     } else if (body.length > 0) {
       recorded.json = JSON.parse(body.toString('utf8'));
     }
+    if (call === 'jobs.copy' && (recorded.json as { configuration?: { copy?: unknown } } | undefined)?.configuration?.copy === undefined) {
+      call = 'other';
+    }
+    recorded.call = call;
     requests.push(recorded);
     const attempt = (attempts.get(call) ?? 0) + 1;
     attempts.set(call, attempt);
     const handler = routes[call] ?? (call === 'other' ? undefined : DEFAULT_ROUTES[call]);
     const reply = handler ? await handler(recorded, attempt) : apiError(404, 'notFound', `fake BigQuery has no route for ${request.method} ${url.pathname}`);
-    response.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body ?? {}));
+    if (reply.status === 204) response.writeHead(204).end();
+    else response.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body ?? {}));
   }
 
   server.listen(0, '127.0.0.1');
@@ -128,8 +162,14 @@ export async function startFakeBigQuery(routes: FakeRoutes = {}): Promise<FakeBi
 function route(method: string, path: string): ApiCall {
   const p = '/projects/[^/]+';
   if (method === 'POST' && new RegExp(`^/upload/bigquery/v2${p}/jobs$`).test(path)) return 'jobs.insert';
+  if (method === 'POST' && new RegExp(`^/bigquery/v2${p}/jobs$`).test(path)) return 'jobs.copy';
   if (method === 'GET' && new RegExp(`^/bigquery/v2${p}/jobs/[^/]+$`).test(path)) return 'jobs.get';
-  if (method === 'GET' && new RegExp(`^/bigquery/v2${p}/datasets/[^/]+/tables/[^/]+$`).test(path)) return 'tables.get';
+  if (method === 'POST' && new RegExp(`^/bigquery/v2${p}/jobs/[^/]+/cancel$`).test(path)) return 'jobs.cancel';
+  const table = new RegExp(`^/bigquery/v2${p}/datasets/[^/]+/tables/[^/]+$`).test(path);
+  if (method === 'GET' && table) return 'tables.get';
+  if (method === 'PATCH' && table) return 'tables.patch';
+  if (method === 'DELETE' && table) return 'tables.delete';
+  if (method === 'POST' && new RegExp(`^/bigquery/v2${p}/datasets/[^/]+/tables$`).test(path)) return 'tables.insert';
   if (method === 'GET' && new RegExp(`^/bigquery/v2${p}/datasets/[^/]+$`).test(path)) return 'datasets.get';
   if (method === 'POST' && new RegExp(`^/bigquery/v2${p}/datasets$`).test(path)) return 'datasets.insert';
   return 'other';

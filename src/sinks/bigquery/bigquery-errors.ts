@@ -1,4 +1,4 @@
-import { TilehouseError } from '../../errors.js';
+import { messageOf, TilehouseError } from '../../errors.js';
 import type { SchemaDiff } from './schema-contract.js';
 import { describeSchemaDiff } from './schema-contract.js';
 
@@ -48,7 +48,10 @@ export class BigQueryColumnConflictError extends TilehouseError {
   }
 }
 
-/** A load job ran and BigQuery refused it, or it could not be started within the retry budget. */
+/**
+ * The staging load (prepare) ran and BigQuery refused it, or it could not be started within the
+ * retry budget. The target is untouched: a load only ever writes the run's staging table.
+ */
 export class BigQueryLoadError extends TilehouseError {
   readonly code = 'bigquery_load_failed';
 
@@ -60,6 +63,58 @@ export class BigQueryLoadError extends TilehouseError {
     options?: { cause?: unknown },
   ) {
     super(`tile ${tileId}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
+  }
+}
+
+/**
+ * The copy from the staging table onto the target (publish) was refused, or could not be started
+ * within the retry budget. BigQuery applies a failed copy not at all: the target keeps its content.
+ */
+export class BigQueryPublishError extends TilehouseError {
+  readonly code = 'bigquery_publish_failed';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly jobId: string,
+    readonly errorMessages: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`tile ${tileId}: copy job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
+  }
+}
+
+/**
+ * A job still was not done when the polling policy's wait ran out. Its outcome is unknown: a
+ * copy may still complete, so the message says where to look.
+ */
+export class BigQueryJobTimeoutError extends TilehouseError {
+  readonly code = 'bigquery_job_timeout';
+
+  constructor(
+    readonly tileId: string,
+    readonly kind: 'load' | 'copy',
+    readonly jobId: string,
+    readonly table: string,
+    waitedMs: number,
+  ) {
+    super(
+      `tile ${tileId}: ${kind} job ${jobId} for ${table} was not done after ${Math.round(waitedMs / 1000)} s; ` +
+        (kind === 'copy' ? 'it may still complete: check the job and the table before re-running' : 'the target was not changed'),
+    );
+  }
+}
+
+/** The run's NDJSON load file is gone or unreadable when the load starts (a sweep, a full disk). */
+export class BigQueryLoadFileError extends TilehouseError {
+  readonly code = 'bigquery_load_file_missing';
+
+  constructor(
+    readonly tileId: string,
+    readonly path: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`tile ${tileId}: cannot read the load file ${path}: ${messageOf(options?.cause)}; nothing was loaded`, options);
   }
 }
 
@@ -77,15 +132,9 @@ export class BigQueryRequestError extends TilehouseError {
   }
 }
 
-/** The pipeline used a writer out of order (rows after commit, commit twice). A bug, not data. */
+/** The pipeline used a writer out of order (rows after prepare, publish before prepare). A bug, not data. */
 export class BigQuerySinkStateError extends TilehouseError {
   readonly code = 'bigquery_sink_state';
-}
-
-/** The job asks for a BigQuery sink but the environment has no `sinks.bigquery` defaults. */
-export class BigQueryConfigError extends TilehouseError {
-  readonly code = 'config_bigquery_missing';
-  override readonly exitCode = 2;
 }
 
 // Load errors can list thousands of bad rows; the first few say what went wrong.

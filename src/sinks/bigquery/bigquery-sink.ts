@@ -2,24 +2,25 @@ import { tmpdir } from 'node:os';
 import { BigQuery } from '@google-cloud/bigquery';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
+import type { Logger } from 'pino';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { readTableSchema } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError } from './bigquery-errors.js';
-import { BigQueryWriter, type LoadPlan } from './bigquery-writer.js';
+import { BigQueryWriter, type BigQueryPlan } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
-import { DEFAULT_JOB_POLLING, type JobPolling } from './load-job.js';
-import { NdjsonFile } from './ndjson-file.js';
+import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 
 export interface BigQuerySinkOptions {
   config: BigQuerySinkConfig;
   defaults: BigQueryDefaults;
   /** Default: a client for `defaults.projectId` with Application Default Credentials. */
   client?: BigQuery;
-  /** Where load files are written; default: the OS temp directory. */
+  /** Where load files are written (and swept); default: the OS temp directory. */
   tempDirectory?: string;
   /** The job's IANA zone: decides which day a `partition` run writes. Default UTC. */
   timezone?: string;
@@ -33,8 +34,10 @@ export interface BigQuerySinkOptions {
 const UNRESOLVED_PROJECT = '{{projectId}}';
 
 /**
- * Loads each tile run into BigQuery with one load job from a local NDJSON file (no streaming
- * inserts: a load is atomic, free, and leaves no streaming buffer behind a WRITE_TRUNCATE).
+ * Writes each tile run into BigQuery in two phases (see BigQueryWriter): prepare loads a local
+ * NDJSON file with one load job into a staging table of the run (no streaming inserts: a load is
+ * atomic, free, and leaves no streaming buffer behind); publish copies it onto the target with one
+ * copy job (free, atomic):
  *
  * - `replace`: WRITE_TRUNCATE, the table is the latest snapshot;
  * - `append`: WRITE_APPEND, rows carry `_run_id` and `_extracted_at`;
@@ -42,10 +45,22 @@ const UNRESOLVED_PROJECT = '{{projectId}}';
  */
 export class BigQuerySink implements Sink {
   readonly kind = 'bigquery' as const;
+  // Publishes first: a remote copy job is likelier to fail than a local rename (CSV is 10).
+  readonly publishRank = 0;
   private readonly client: BigQuery;
 
   constructor(private readonly options: BigQuerySinkOptions) {
     this.client = options.client ?? createProductionClient(options.defaults);
+  }
+
+  /**
+   * Removes load files of runs whose process is gone. Staging tables are not swept: each expires a
+   * day after its run created it, and listing datasets would need rights a run does not otherwise use.
+   */
+  async sweep(logger: Logger): Promise<string[]> {
+    const removed = await removeStaleLoadFiles(this.options.tempDirectory ?? tmpdir());
+    if (removed.length > 0) logger.info({ removed }, 'removed BigQuery load files of runs that are gone');
+    return removed;
   }
 
   /** What a load would do to the table's schema, decided by the same contract check as a load. */
@@ -76,12 +91,12 @@ export class BigQuerySink implements Sink {
       file,
       encodeRow: rowEncoder(context.columns, lineage),
       context,
-      retry: { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) },
+      retry: { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger },
       polling: this.options.polling ?? DEFAULT_JOB_POLLING,
     });
   }
 
-  private async loadPlan(context: SinkRunContext): Promise<LoadPlan> {
+  private async loadPlan(context: SinkRunContext): Promise<BigQueryPlan> {
     const { config, defaults } = this.options;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.client.getProjectId());
     const datasetId = config.dataset ?? defaults.dataset;

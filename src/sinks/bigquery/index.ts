@@ -1,9 +1,10 @@
 export { BigQuerySink, type BigQuerySinkOptions } from './bigquery-sink.js';
-export { createBigQuerySink } from './create-bigquery-sink.js';
 export {
   BigQueryColumnConflictError,
-  BigQueryConfigError,
+  BigQueryJobTimeoutError,
   BigQueryLoadError,
+  BigQueryLoadFileError,
+  BigQueryPublishError,
   BigQueryRequestError,
   BigQuerySchemaMismatchError,
   BigQuerySinkStateError,
@@ -11,4 +12,4 @@ export {
 } from './bigquery-errors.js';
 export type { SchemaDiff } from './schema-contract.js';
 export type { RetryPolicy } from './retry.js';
-export type { JobPolling } from './load-job.js';
+export type { JobPolling } from './run-job.js';

@@ -1,7 +1,7 @@
 // Writer lifecycle against the scripted fake BigQuery API (no emulator needed for these).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BigQueryColumnConflictError, BigQuerySinkStateError, BigQueryValueError } from '../../../src/sinks/bigquery/bigquery-errors.js';
-import { apiError, startFakeBigQuery, type FakeBigQuery } from '../../support/bigquery-fake-server.js';
+import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, startFakeBigQuery, type FakeBigQuery } from '../../support/bigquery-fake-server.js';
 import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), column('count', 'INT64')];
@@ -24,7 +24,8 @@ describe('BigQueryWriter', () => {
     const writer = await harness.sink({}).open(runContext({ columns, runId: 'run-1234' }));
     await writer.writeRows([['A-1', 1n]]);
 
-    expect(await harness.leftovers()).toEqual([expect.stringMatching(/^tilehouse-open_incidents-run-1234-[0-9a-f]{8}\.ndjson$/)]);
+    // The rest of the name (random part, owner tag) is ndjson-file.ts's business.
+    expect(await harness.leftovers()).toEqual([expect.stringMatching(/^tilehouse-open_incidents-run-1234-.+\.ndjson$/)]);
     await writer.abort();
     expect(await harness.leftovers()).toEqual([]);
   });
@@ -55,26 +56,80 @@ describe('BigQueryWriter', () => {
     expect(fake.calls('jobs.insert')).toHaveLength(0);
   });
 
-  it('removes the temp file when the commit fails, and abort afterwards is harmless', async () => {
+  it('removes the temp file when prepare fails, and abort afterwards is harmless', async () => {
     const writer = await harness.sink({}).open(runContext({ columns }));
     await writer.writeRows([['A-1', 1n]]);
-    await expect(writer.commit()).rejects.toThrow('refused');
+    await expect(writer.prepare()).rejects.toThrow('refused');
 
     expect(await harness.leftovers()).toEqual([]);
     await expect(writer.abort()).resolves.toBeUndefined();
+    await expect(writer.abort()).resolves.toBeUndefined();
+    // One delete of the staging table, however often abort is called.
+    expect(fake.calls('tables.delete')).toHaveLength(1);
   });
 
-  it('refuses rows after commit and a second commit', async () => {
+  it('removes the temp file once prepare has loaded it, before publish', async () => {
     const own = await startFakeBigQuery();
     const ownHarness = await sinkHarness(own.client(), 'ops');
     try {
       const writer = await ownHarness.sink({}).open(runContext({ columns }));
-      await writer.commit();
+      await writer.writeRows([['A-1', 1n]]);
+      await writer.prepare();
+
+      expect(await ownHarness.leftovers()).toEqual([]);
+      expect(own.calls('jobs.copy')).toHaveLength(0);
+    } finally {
+      await ownHarness.cleanup();
+      await own.close();
+    }
+  });
+
+  it('names its target before anything is written', async () => {
+    const writer = await harness.sink({ table: 'daily', writeMode: 'partition' }).open(runContext({ columns, window: { from: '2024-01-05', to: '2024-01-06' } }));
+
+    expect(writer.target).toBe(`${FAKE_PROJECT_ID}.ops.daily$20240105`);
+    await writer.abort();
+  });
+
+  it('refuses rows after prepare, publish before prepare, and a second publish', async () => {
+    const own = await startFakeBigQuery();
+    const ownHarness = await sinkHarness(own.client(), 'ops');
+    try {
+      const writer = await ownHarness.sink({}).open(runContext({ columns }));
+      await expect(writer.publish()).rejects.toThrow(/publish called on a BigQuery writer that is open/);
+      await writer.prepare();
 
       await expect(writer.writeRows([['A-1', 1n]])).rejects.toBeInstanceOf(BigQuerySinkStateError);
-      await expect(writer.commit()).rejects.toThrow(/commit called on a BigQuery writer that is committed/);
+      await expect(writer.prepare()).rejects.toThrow(/prepare called on a BigQuery writer that is prepared/);
+      await writer.publish();
+      await expect(writer.publish()).rejects.toThrow(/publish called on a BigQuery writer that is published/);
       await expect(writer.abort()).resolves.toBeUndefined();
       expect(own.calls('jobs.insert')).toHaveLength(1);
+      expect(own.calls('jobs.copy')).toHaveLength(1);
+    } finally {
+      await ownHarness.cleanup();
+      await own.close();
+    }
+  });
+
+  it('aborted while prepare waits for the load (no signal): prepare stops, the load is cancelled, the staging table deleted', async () => {
+    const own = await startFakeBigQuery({
+      'jobs.insert': (request) => jobResource(jobIdOf(request), 'RUNNING'),
+      'jobs.get': (request) => jobResource(jobIdOf(request), 'RUNNING'),
+    });
+    const ownHarness = await sinkHarness(own.client(), 'ops');
+    try {
+      const writer = await ownHarness.sink({}).open(runContext({ columns, runId: 'r5' }));
+      const preparing = writer.prepare();
+      const failed = expect(preparing).rejects.toThrow(/aborted/);
+      while (own.calls('jobs.get').length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+      await writer.abort();
+      await failed;
+      expect(own.calls('jobs.cancel').map(jobIdOf)).toEqual(['tilehouse_open_incidents_ops_open_incidents_r5_load']);
+      expect(own.calls('tables.delete')).toHaveLength(1);
+      expect(own.calls('jobs.copy')).toHaveLength(0);
+      expect(await ownHarness.leftovers()).toEqual([]);
     } finally {
       await ownHarness.cleanup();
       await own.close();

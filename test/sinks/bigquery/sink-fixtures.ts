@@ -5,7 +5,8 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { pino } from 'pino';
 import type { BigQuerySinkConfig } from '../../../src/config/job-schema.js';
 import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
-import type { SinkResult, SinkRunContext } from '../../../src/sinks/sink.js';
+import type { JobPolling } from '../../../src/sinks/bigquery/run-job.js';
+import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
 import type { Column, ColumnType, TypedRow } from '../../../src/transform/column.js';
 
 export const silentLogger = pino({ level: 'silent' });
@@ -28,14 +29,16 @@ export function runContext(overrides: Partial<SinkRunContext> & { columns: reado
 // Retries and polling in milliseconds instead of seconds: the behaviour is the same, the suite fast.
 export const FAST = {
   retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 },
-  polling: { initialIntervalMs: 1, maxIntervalMs: 2, jobAttempts: 3 },
+  polling: { initialIntervalMs: 1, maxIntervalMs: 2, jobAttempts: 3, maxWaitMs: 10_000 },
 } as const;
 
 export interface SinkHarness {
   tempDirectory: string;
-  sink(config: Partial<BigQuerySinkConfig>, options?: { timezone?: string }): BigQuerySink;
-  /** Opens a writer, writes the pages, commits; aborts on failure as the pipeline does. */
+  sink(config: Partial<BigQuerySinkConfig>, options?: { timezone?: string; polling?: JobPolling }): BigQuerySink;
+  /** Opens a writer, writes the pages, prepares, publishes; aborts on failure as the pipeline does. */
   run(sink: BigQuerySink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkResult>;
+  /** Opens a writer, writes the pages, prepares; aborts on failure. The caller publishes or aborts. */
+  prepare(sink: BigQuerySink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkWriter>;
   /** Files left in the temp directory. */
   leftovers(): Promise<string[]>;
   cleanup(): Promise<void>;
@@ -53,12 +56,25 @@ export async function sinkHarness(client: BigQuery, dataset: string): Promise<Si
         tempDirectory,
         ...(options.timezone ? { timezone: options.timezone } : {}),
         ...FAST,
+        ...(options.polling ? { polling: options.polling } : {}),
       }),
     run: async (sink, context, pages) => {
       const writer = await sink.open(context);
       try {
         for (const page of pages) await writer.writeRows(page);
-        return await writer.commit();
+        await writer.prepare();
+        return await writer.publish();
+      } catch (error) {
+        await writer.abort();
+        throw error;
+      }
+    },
+    prepare: async (sink, context, pages) => {
+      const writer = await sink.open(context);
+      try {
+        for (const page of pages) await writer.writeRows(page);
+        await writer.prepare();
+        return writer;
       } catch (error) {
         await writer.abort();
         throw error;

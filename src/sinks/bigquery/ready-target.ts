@@ -1,0 +1,72 @@
+import type { BigQuery, TableField } from '@google-cloud/bigquery';
+import { apiFailureOf, isDuplicate } from './api-failure.js';
+import { BigQueryRequestError } from './bigquery-errors.js';
+import type { BigQueryPlan } from './bigquery-writer.js';
+import { withRetry, type RetryContext } from './retry.js';
+import type { SchemaDecision, TableFieldLike } from './schema-contract.js';
+import { nullableFields } from './staging-table.js';
+
+/**
+ * Makes the target able to take the publish copy, right before it (never in prepare, which must
+ * not change what readers see):
+ *
+ * - a missing target is created with the run's schema, and in `partition` mode with ingestion-time
+ *   DAY partitioning (a copy onto `table$YYYYMMDD` needs a partitioned table; the old load created
+ *   it through CREATE_IF_NEEDED + timePartitioning, a copy job has no partitioning option). Created
+ *   here in every mode, never by the copy: a table a copy creates may take over properties of its
+ *   source, and the staging table expires.
+ * - `schema: add` with new columns in `append`/`partition` mode: a copy job cannot add columns
+ *   (it has no schemaUpdateOptions; appending a wider source fails), so the new NULLABLE columns
+ *   are added with tables.patch first. Adding NULLABLE columns changes no existing row. In
+ *   `replace` mode the WRITE_TRUNCATE copy takes the staging table's schema anyway.
+ */
+export async function readyTarget(
+  client: BigQuery,
+  plan: BigQueryPlan,
+  decision: Exclude<SchemaDecision, { action: 'mismatch' }>,
+  existing: readonly TableFieldLike[] | undefined,
+  context: { tileId: string; retry: RetryContext },
+): Promise<void> {
+  const table = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(plan.tableId);
+  const name = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+  if (decision.action === 'created') {
+    try {
+      await withRetry(
+        'tables.insert (target)',
+        () =>
+          table.create({
+            schema: { fields: nullableFields(plan.fields) },
+            // Ingestion-time day partitions, addressed by the `$YYYYMMDD` decorator: a tile has no
+            // column that is guaranteed to be a date, and the partition is "the run of that day" by
+            // definition. WRITE_TRUNCATE on the decorator replaces exactly that day, so a rerun or
+            // backfill of a day is idempotent.
+            ...(plan.writeMode === 'partition' ? { timePartitioning: { type: 'DAY' } } : {}),
+          }),
+        context.retry,
+      );
+      context.retry.logger.info({ table: name, writeMode: plan.writeMode }, 'BigQuery table created');
+    } catch (error) {
+      const failure = apiFailureOf(error);
+      // Another run created it since prepare; the copy decides whether it fits.
+      if (isDuplicate(failure)) return;
+      throw new BigQueryRequestError(context.tileId, `creating table ${name}`, failure.messages, { cause: error });
+    }
+    return;
+  }
+  if (decision.action === 'added' && plan.writeMode !== 'replace') {
+    // tables.patch replaces the whole field list: the existing fields go back exactly as read
+    // (modes, descriptions, nested fields), the new ones after them.
+    const fields = [...(existing ?? []), ...nullableFields(decision.columns)] as TableField[];
+    try {
+      await withRetry('tables.patch (add columns)', () => table.setMetadata({ schema: { fields } }), context.retry);
+      context.retry.logger.info({ table: name, added: decision.columns.map((column) => column.name) }, 'BigQuery columns added');
+    } catch (error) {
+      throw new BigQueryRequestError(
+        context.tileId,
+        `adding columns ${decision.columns.map((column) => column.name).join(', ')} to ${name}`,
+        apiFailureOf(error).messages,
+        { cause: error },
+      );
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
+import { TilehouseError } from '../../errors.js';
+import { apiFailureOf, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
+import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryRequestError } from './bigquery-errors.js';
+import { jobId as jobIdFor, type JobStage, type LoadIdentity } from './job-id.js';
+import { withRetry, type RetryContext } from './retry.js';
+
+/** How often a running job is looked at: starts quick (small jobs take seconds), backs off. */
+export interface JobPolling {
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+  /** Jobs tried in total when a job fails transiently or a failed job holds the id. */
+  jobAttempts: number;
+  /** How long one job is waited for before the run gives up on knowing its outcome. */
+  maxWaitMs: number;
+}
+
+// A tile's load or copy takes seconds; half an hour means something is stuck, and a scheduled run
+// should say so rather than hang until its next tick.
+export const DEFAULT_JOB_POLLING: JobPolling = { initialIntervalMs: 500, maxIntervalMs: 5_000, jobAttempts: 3, maxWaitMs: 30 * 60_000 };
+
+export interface JobRequest {
+  client: BigQuery;
+  projectId: string;
+  stage: JobStage;
+  identity: LoadIdentity;
+  /** Where the job runs; jobs.get and jobs.cancel need it outside the US and EU multi-regions. */
+  location: string | undefined;
+  /** Sends jobs.insert with this id; resolves with the job resource BigQuery answered. */
+  insert(jobId: string): Promise<JobMetadata>;
+  /**
+   * For a job adopted after a 409 that succeeded: whether what it wrote is still there to build
+   * on. When not, the id is spent like a failed one and the next attempt runs. Default: yes.
+   */
+  isAdoptable?(metadata: JobMetadata): boolean;
+  /** Told the id and location of each job as soon as it exists, so an abort can cancel it. */
+  onJob?(job: { jobId: string; location: string | undefined }): void;
+  tileId: string;
+  /** `project.dataset.table[$YYYYMMDD]`, for messages. */
+  target: string;
+  /** Its signal (if any) stops waits; publish passes none, so a started copy is seen to its end. */
+  retry: RetryContext;
+  polling: JobPolling;
+}
+
+export interface JobOutcome {
+  jobId: string;
+  metadata: JobMetadata;
+  /** The job was already there (409): an earlier try, or an earlier process of the same run id. */
+  adopted: boolean;
+}
+
+/**
+ * Runs one job of a run to completion, exactly once per run identity and stage.
+ *
+ * The job id is derived from the run (see `jobId`), so when a request is retried after its answer
+ * was lost, or a run is repeated with the same run id, BigQuery answers 409 duplicate instead of
+ * running it again. A taken id is looked up: a job that is still running is awaited, one that
+ * succeeded is this job's success, one that failed is superseded by a new attempt with the next
+ * id (`_attempt2`, ...). A job this call started that fails for good raises BigQueryLoadError
+ * (load) or BigQueryPublishError (copy); BigQuery applies a failed job not at all.
+ */
+export async function runJob(request: JobRequest): Promise<JobOutcome> {
+  const { retry } = request;
+  const operation = request.stage === 'load' ? 'load' : 'copy';
+  let lastFailure: { jobId: string; failure: ApiFailure } | undefined;
+
+  for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
+    retry.signal?.throwIfAborted();
+    const jobId = jobIdFor(request.identity, request.stage, attempt);
+    let metadata: JobMetadata;
+    let adopted = false;
+    try {
+      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), retry);
+      retry.logger.info({ jobId, target: request.target }, `BigQuery ${operation} job started`);
+    } catch (error) {
+      // Our own refusals (a load file that cannot be read) keep their code.
+      if (error instanceof TilehouseError) throw error;
+      const failure = apiFailureOf(error);
+      if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
+      retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
+      metadata = await getJob(request, jobId, request.location);
+      adopted = true;
+    }
+    request.onJob?.({ jobId, location: metadata.jobReference?.location ?? request.location });
+
+    metadata = await awaitDone(request, jobId, metadata);
+    const status = metadata.status ?? {};
+    if (!status.errorResult) {
+      if (!adopted || !request.isAdoptable || request.isAdoptable(metadata)) return { jobId, metadata, adopted };
+      retry.logger.warn({ jobId }, `adopted BigQuery ${operation} job succeeded, but what it wrote is gone; trying again with a new job id`);
+      lastFailure = { jobId, failure: { reasons: ['adoptedResultGone'], messages: [`the result of the earlier job ${jobId} is gone`] } };
+      continue;
+    }
+
+    const failure = jobFailureOf(status);
+    lastFailure = { jobId, failure };
+    // A failed job we adopted may be a previous run's, with other data; a transient failure may
+    // pass on a second try. Either way the id is spent, so the next attempt gets a new one.
+    if (!adopted && !isTransient(failure)) throw jobError(request, jobId, failure.messages);
+    retry.logger.warn({ jobId, reasons: failure.reasons, adopted }, `BigQuery ${operation} job failed; trying again with a new job id`);
+  }
+
+  const jobId = lastFailure?.jobId ?? jobIdFor(request.identity, request.stage, request.polling.jobAttempts);
+  throw jobError(request, jobId, [`gave up after ${request.polling.jobAttempts} ${operation} jobs`, ...(lastFailure?.failure.messages ?? [])]);
+}
+
+/** Asks BigQuery to cancel a job; best effort (a job that already finished ignores it). */
+export async function cancelJob(
+  client: BigQuery,
+  job: { projectId: string; jobId: string; location: string | undefined },
+  retry: RetryContext,
+): Promise<void> {
+  await withRetry('jobs.cancel', () => client.job(job.jobId, { projectId: job.projectId, ...(job.location ? { location: job.location } : {}) }).cancel(), retry);
+}
+
+function jobError(request: JobRequest, jobId: string, messages: readonly string[], cause?: unknown): TilehouseError {
+  const options = cause === undefined ? undefined : { cause };
+  return request.stage === 'load'
+    ? new BigQueryLoadError(request.tileId, request.target, jobId, messages, options)
+    : new BigQueryPublishError(request.tileId, request.target, jobId, messages, options);
+}
+
+async function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
+  const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
+  try {
+    const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
+    return metadata as JobMetadata;
+  } catch (error) {
+    if (request.retry.signal?.aborted) throw error;
+    throw new BigQueryRequestError(request.tileId, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
+      cause: error,
+    });
+  }
+}
+
+async function awaitDone(request: JobRequest, jobId: string, initial: JobMetadata): Promise<JobMetadata> {
+  let metadata = initial;
+  let intervalMs = request.polling.initialIntervalMs;
+  const deadline = Date.now() + request.polling.maxWaitMs;
+  // BigQuery names the job's real location in its answer; the dataset's is the fallback.
+  const location = initial.jobReference?.location ?? request.location;
+  const signal = request.retry.signal;
+  while (metadata.status?.state !== 'DONE') {
+    if (Date.now() >= deadline) {
+      throw new BigQueryJobTimeoutError(request.tileId, request.stage === 'load' ? 'load' : 'copy', jobId, request.target, request.polling.maxWaitMs);
+    }
+    await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())), undefined, signal ? { signal } : undefined);
+    intervalMs = Math.min(request.polling.maxIntervalMs, intervalMs * 2);
+    metadata = await getJob(request, jobId, location);
+  }
+  return metadata;
+}
