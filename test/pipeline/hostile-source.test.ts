@@ -1,0 +1,153 @@
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { Agent } from 'undici';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exitCodeOf } from '../../src/cli/run-command.js';
+import { environmentSchema } from '../../src/config/environment-schema.js';
+import { jobSchema } from '../../src/config/job-schema.js';
+import type { LoadedJob } from '../../src/config/load-config.js';
+import { createLogger } from '../../src/log.js';
+import { runTiles } from '../../src/pipeline/run-tiles.js';
+import type { RunSummary } from '../../src/pipeline/tile-summary.js';
+import { CsvSink } from '../../src/sinks/csv/index.js';
+import { readCsv } from '../support/csv-read.js';
+import { HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/**
+ * The whole run (token → pages → typed rows → CSV sink) against a source that misbehaves in
+ * exactly one way: either the exact table lands in the CSV, or the tile fails with a code and
+ * nothing is written.
+ */
+
+const TABLE: Table = {
+  headers: ['Type', 'Incidents'],
+  dataTypes: ['text', 'number'],
+  rows: [
+    ['Outage', 3],
+    ['Security', 1],
+    ['Störung – 東京', 7],
+    ['Maintenance', 2],
+    ['Other, "misc"', 0],
+  ],
+};
+const EXPECTED_CSV_ROWS = TABLE.rows.map((row) => row.map(String));
+
+const dispatcher = new Agent();
+afterAll(() => dispatcher.close());
+
+let root: string;
+let server: HostileServer | undefined;
+beforeEach(async () => {
+  root = await makeTempDir();
+});
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  await rm(root, { recursive: true, force: true });
+});
+
+const job: LoadedJob = {
+  ...jobSchema.parse({ name: 'hostile', tile: 't-1', query: HOSTILE_QUERY, sinks: [{ type: 'csv' }] }),
+  file: 'jobs/hostile.yaml',
+  timezone: 'UTC',
+};
+
+async function run(script: HostileScript): Promise<{ summary: RunSummary; exitCode: number; outDir: string; source: HostileServer }> {
+  server = await startHostileServer(script);
+  const outDir = path.join(root, 'out');
+  await mkdir(outDir, { recursive: true });
+  const environment = environmentSchema.parse({
+    source: { baseUrl: server.url, authUrl: server.url, clientId: 'hostile-id', clientSecret: '${HOSTILE_SECRET}', itemsPerPage: 2, requestTimeoutMs: 2000 },
+    sinks: { csv: { directory: outDir } },
+  });
+  const logger = await createLogger({ level: 'silent', destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
+  const summary = await runTiles([job], {
+    environment,
+    credentials: { clientId: 'hostile-id', clientSecret: 'hostile-secret' },
+    logger,
+    dispatcher,
+    buildSinks: () => [new CsvSink({ config: { type: 'csv', gzip: false }, directory: outDir, timezone: 'UTC' })],
+    retry: { maxAttempts: 3, baseDelayMs: 2, maxDelayMs: 50, budget: 20 },
+  });
+  return { summary, exitCode: exitCodeOf(summary), outDir, source: server };
+}
+
+const sorted = (numbers: number[]) => [...numbers].sort((a, b) => a - b);
+
+describe('a run against a source that repeats a page', () => {
+  // A cache keyed on the URL: the page number travels in the POST body, so page 2 gets page 1.
+  const repeatingCache: HostileScript = { page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: Math.min(request.pageNumber!, 1) }) }) };
+
+  it('re-reads once, then fails with export_inconsistent naming the check; exit 1; no CSV', async () => {
+    const { summary, exitCode, outDir, source } = await run(repeatingCache);
+    expect(exitCode).toBe(1);
+    expect(summary).toMatchObject({ succeeded: 0, failed: 1 });
+    const [tile] = summary.tiles;
+    expect(tile).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
+    expect(tile!.error!.message).toMatch(/first read: tile hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: tile hostile: page 2: check "page-repeated"/);
+    expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
+    expect(await readdir(outDir)).toEqual([]);
+  });
+
+  it('leaves the previous CSV exactly as it was', async () => {
+    const previous = 'Type,Incidents\r\nOld,1\r\n';
+    await mkdir(path.join(root, 'out'), { recursive: true });
+    await writeFile(path.join(root, 'out', 'hostile.csv'), previous);
+    const { summary, outDir } = await run(repeatingCache);
+    expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
+    expect(await readdir(outDir)).toEqual(['hostile.csv']);
+    expect(await readFile(path.join(outDir, 'hostile.csv'), 'utf8')).toBe(previous);
+  });
+
+  it('writes the exact table when the repeat was a one-off and the re-read is clean', async () => {
+    const { summary, exitCode, outDir } = await run({
+      page: (request, index) => ({ json: tablePage(TABLE, request, index < 3 ? { pageNumber: Math.min(request.pageNumber!, 1) } : {}) }),
+    });
+    expect(exitCode).toBe(0);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', restarts: 1, rows: 5, pages: 3 });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+  });
+});
+
+describe('a run against a source that compresses its answers', () => {
+  it.each(['gzip', 'br'] as const)('writes the exact table from %s pages and a token compressed the same way', async (encoding) => {
+    const { summary, exitCode, outDir, source } = await run({
+      token: () => ({ json: { access_token: 'zipped', token_type: 'Bearer', expires_in: '3600' }, encoding }),
+      page: (request) => ({ json: tablePage(TABLE, request), encoding, trickle: { bytes: 16, everyMs: 1 } }),
+    });
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pages: 3, retries: 0 });
+    expect(exitCode).toBe(0);
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+    expect(source.requests.every((request) => request.headers['accept-encoding'] === 'gzip, br')).toBe(true);
+    expect(source.requests.filter((request) => request.endpoint === 'export').every((request) => request.headers.authorization === 'Bearer zipped')).toBe(true);
+  });
+
+  it('refuses gzip sent without content-encoding: exit 1, no CSV', async () => {
+    const { summary, exitCode, outDir } = await run({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', undeclared: true }) });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error).toMatchObject({ code: 'export_response_invalid', message: expect.stringContaining('gzip data but content-encoding does not say so') });
+    expect(await readdir(outDir)).toEqual([]);
+  });
+});
+
+describe('a run against a source that refuses politely', () => {
+  it('quotes the service message of an HTTP 200 with ok: false: exit 1, no CSV', async () => {
+    const { summary, exitCode, outDir } = await run({ page: () => ({ json: { ok: false, error: { status: 403, message: 'tile t-1 is private' } } }) });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error).toEqual({ code: 'export_api_error', message: 'tile hostile: page 0: export failed with HTTP 200: tile t-1 is private' });
+    expect(await readdir(outDir)).toEqual([]);
+  });
+
+  it('fails at once on a Retry-After beyond what the job waits: exit 1, no CSV, one request', async () => {
+    const { summary, exitCode, outDir, source } = await run({
+      page: (request) => (request.pageNumber === 1 ? { status: 429, headers: { 'retry-after': '3600' }, json: { error: { status: 429, message: 'rate limit exceeded' } } } : { json: tablePage(TABLE, request) }),
+    });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error).toMatchObject({ code: 'source_retry_after_too_long' });
+    expect(summary.tiles[0]!.error!.message).toContain('page 1: HTTP 429 with Retry-After: 3600 (more than the 0.05 s this job waits): rate limit exceeded');
+    expect(source.pagesAsked().filter((page) => page === 1)).toEqual([1]);
+    expect(await readdir(outDir)).toEqual([]);
+  });
+});
