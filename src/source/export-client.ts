@@ -4,7 +4,7 @@ import type { ExportQuery } from '../config/job-schema.js';
 import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
 import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
-import { withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import { retryAfterCeiling, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
 import { ExportApiError, ExportResponseError } from './source-errors.js';
 
@@ -86,7 +86,7 @@ export class ExportClient {
     const verdict = classifyAnswer(outcome, {
       jobName,
       what: `page ${pageNumber}`,
-      retryAfterCeilingMs: this.options.retry.maxDelayMs,
+      retryAfterCeilingMs: retryAfterCeiling(this.options.retry),
       reauthOn401: true,
       // A 429 for an attempt sent while others of ours were in flight says "too many at once":
       // the gate has cut the limit, and the attempt goes back in line for a permit without

@@ -31,7 +31,7 @@ export interface AnswerContext {
   statusError(answer: HttpAnswer, body: unknown): { error: Error; detail: string };
   /** The error for a 2xx answer whose body is not usable JSON. */
   bodyError(answer: HttpAnswer, detail: string): Error;
-  /** The longest Retry-After this job waits (the retry policy's maxDelayMs). */
+  /** The longest Retry-After this job waits (retryAfterCeiling of the retry policy). */
   retryAfterCeilingMs: number;
   /** A 401 means "the token expired" (export endpoint) rather than a refusal (token endpoint). */
   reauthOn401?: boolean;

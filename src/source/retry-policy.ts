@@ -12,7 +12,10 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** Base of the exponential backoff: attempt n waits up to base * 2^(n-1), with full jitter. */
   baseDelayMs: number;
-  /** Cap for any single wait; a server's Retry-After above it ends the request (never waited out capped). */
+  /**
+   * Cap for any backoff of ours. A server's Retry-After above it (or above one second, whichever
+   * is longer: see retryAfterCeiling) ends the request; it is never waited out capped.
+   */
   maxDelayMs: number;
   /** Shared by every request of one tile run. */
   budget: RetryBudget;
@@ -52,6 +55,16 @@ export class RetryableFailure extends Error {
   }
 }
 
+/**
+ * The longest Retry-After a request waits: the policy's maxDelayMs, but never below one second.
+ * Retry-After has one-second resolution (whole delay-seconds, HTTP-dates to the second), so a
+ * server cannot ask for less than "1" except by saying "0"; a ceiling below that would refuse
+ * the shortest wait it can ask for.
+ */
+export function retryAfterCeiling(policy: Pick<RetryPolicy, 'maxDelayMs'>): number {
+  return Math.max(policy.maxDelayMs, 1000);
+}
+
 export interface RetryEvent {
   attempt: number;
   delayMs: number;
@@ -89,7 +102,7 @@ export async function withRetries<T>(
       if (!(error instanceof RetryableFailure)) throw error;
       // Longer than we wait: the caller (classifyAnswer) refuses such answers with the header
       // quoted; this is the backstop. Waiting it out capped would be turned away again.
-      if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxDelayMs) throw error.final;
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > retryAfterCeiling(policy)) throw error.final;
       if (error.requeue) {
         attempt -= 1;
         if (error.retryAfterMs) await sleep(error.retryAfterMs, undefined, { signal: options.signal });

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
-import { withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import { retryAfterCeiling, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import { AuthError, TokenResponseError } from './source-errors.js';
 
 const tokenResponseSchema = z
@@ -90,7 +90,7 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
       const verdict = classifyAnswer(outcome, {
         jobName: req.jobName,
         what: 'token request',
-        retryAfterCeilingMs: req.retry.maxDelayMs,
+        retryAfterCeilingMs: retryAfterCeiling(req.retry),
         bodyError: (answer, detail) => new TokenResponseError(req.jobName, `HTTP ${answer.status}: ${detail}`),
         statusError: (answer, body) => {
           const oauthError = authErrorSchema.safeParse(body);

@@ -146,7 +146,7 @@ describe('a run against a source that refuses politely', () => {
     });
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]!.error).toMatchObject({ code: 'source_retry_after_too_long' });
-    expect(summary.tiles[0]!.error!.message).toContain('page 1: HTTP 429 with Retry-After: 3600 (more than the 0.05 s this job waits): rate limit exceeded');
+    expect(summary.tiles[0]!.error!.message).toContain('page 1: HTTP 429 with Retry-After: 3600 (more than the 1 s this job waits): rate limit exceeded');
     expect(source.pagesAsked().filter((page) => page === 1)).toEqual([1]);
     expect(await readdir(outDir)).toEqual([]);
   });

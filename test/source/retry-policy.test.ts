@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, parseRetryAfter, RetryableFailure, RetryBudget, withRetries, type RetryPolicy } from '../../src/source/retry-policy.js';
+import { backoffDelay, parseRetryAfter, retryAfterCeiling, RetryableFailure, RetryBudget, withRetries, type RetryPolicy } from '../../src/source/retry-policy.js';
 
 const policy = (overrides: Partial<RetryPolicy> = {}): RetryPolicy => ({
   maxAttempts: 4,
@@ -115,7 +115,7 @@ describe('withRetries', () => {
     expect(delays).toEqual([5, 10]); // 0.5 * 10, then 0.5 * 20
   });
 
-  it('refuses a Retry-After beyond maxDelayMs at once instead of waiting it out capped', async () => {
+  it('refuses a Retry-After beyond the ceiling at once instead of waiting it out capped', async () => {
     const budget = new RetryBudget(10);
     const final = new Error('HTTP 429 on page 2');
     const retries: number[] = [];
@@ -135,6 +135,23 @@ describe('withRetries', () => {
     expect(retries).toEqual([]);
     expect(budget.used).toBe(0);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('waits a Retry-After under one second in full although maxDelayMs is shorter: the header cannot say less', async () => {
+    expect(retryAfterCeiling({ maxDelayMs: 50 })).toBe(1000);
+    expect(retryAfterCeiling({ maxDelayMs: 30_000 })).toBe(30_000);
+    const delays: number[] = [];
+    let calls = 0;
+    await withRetries(
+      async () => {
+        calls += 1;
+        if (calls === 1) throw new RetryableFailure(new Error('429'), 80);
+        return 'ok';
+      },
+      policy({ maxDelayMs: 20 }),
+      { onRetry: (event) => delays.push(event.delayMs) },
+    );
+    expect(delays).toEqual([80]);
   });
 
   it('refuses a requeue whose Retry-After is beyond maxDelayMs too', async () => {
