@@ -128,7 +128,8 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   for (const coding of [...codings].reverse()) {
     const decompressor = decompressorFor(coding);
     if (decompressor === undefined) {
-      body.resume();
+      // Not read on: a body we cannot decode would hold the connection until it ends.
+      body.destroy();
       return { text: '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
     }
     decompressors.push(decompressor);
