@@ -1,0 +1,63 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { readCsv } from '../support/csv-read.js';
+import { detailQuery } from '../support/queries.js';
+import { spawnCli } from '../support/spawn-cli.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const RUNS = 8;
+const INCIDENTS = 240;
+
+/** Run i exports only incidents numbered above 10·i, so a file mixing two runs would show. */
+function jobFor(run: number) {
+  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(10 * run)] }] } : item));
+  // No {runId} in the path: every run targets the same file.
+  return { name: 'incident_detail', tile: SANDBOX_TILE, query: { ...detailQuery, items }, sinks: [{ type: 'csv' }] };
+}
+
+let sandbox: Sandbox;
+let root: string;
+
+beforeAll(async () => {
+  // 12 pages of 20 rows at 100 ms each, one at a time: a run lasts > 1 s, so 8 runs overlap.
+  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 100 });
+  root = await makeTempDir();
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe(`${RUNS} simultaneous runs of one job writing one file`, () => {
+  it('all exit 0, the file is exactly one whole run, and nothing else is left in the directory', async () => {
+    const outDir = path.join(root, 'shared-out');
+    const workspaces: Workspace[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const workspace = await writeWorkspace(path.join(root, `run-${run}`), sandbox, [jobFor(run)], { itemsPerPage: 20, concurrency: 1 });
+      await writeFile(workspace.configFile, (await readFile(workspace.configFile, 'utf8')).replace(workspace.outDir, outDir));
+      workspaces.push(workspace);
+    }
+    const before = sandbox.requests.length;
+    const results = await Promise.all(
+      workspaces.map((workspace) => spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox), timeoutMs: 45_000 })),
+    );
+    for (const [run, result] of results.entries()) {
+      expect(result.timedOut, `run ${run} timed out`).toBe(false);
+      expect(result.code, `run ${run}: ${result.stderr}`).toBe(0);
+    }
+    // They really overlapped: several exports were in flight at once (each run pages one at a time).
+    const exports = sandbox.requests.slice(before).filter((r) => r.endpoint === 'export');
+    expect(Math.max(...exports.map((r) => r.inFlight))).toBeGreaterThanOrEqual(3);
+
+    const csv = await readCsv(path.join(outDir, 'incident_detail.csv'));
+    expect(csv.header).toEqual(['Number', 'Created', 'Description', 'Severity']);
+    const numbers = csv.rows.map((row) => Number(row[0]));
+    const run = (numbers[0] ?? 0) <= 10 ? 0 : Math.floor((numbers[0]! - 1) / 10);
+    // Exactly run `run`'s rows: incidents 10·run+1 .. INCIDENTS, each once, in order.
+    expect(numbers).toEqual(Array.from({ length: INCIDENTS - 10 * run }, (_, i) => 10 * run + 1 + i));
+    expect(await listFiles(outDir)).toEqual(['incident_detail.csv']);
+  }, 60_000);
+});

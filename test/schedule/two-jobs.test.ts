@@ -1,0 +1,72 @@
+import { rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { runTiles } from '../../src/pipeline/run-tiles.js';
+import type { TileSummary } from '../../src/pipeline/tile-summary.js';
+import { Scheduler } from '../../src/schedule/scheduler.js';
+import { buildSinks } from '../../src/sinks/build-sinks.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { Capture, FAST_RETRY, listFiles, writeWorkspace } from '../support/cli-harness.js';
+import { readCsv } from '../support/csv-read.js';
+import { detailQuery } from '../support/queries.js';
+import { loadForRun } from '../support/run-tiles-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+import path from 'node:path';
+
+const INCIDENTS = 240;
+
+let sandbox: Sandbox;
+let root: string;
+
+beforeAll(async () => {
+  // 12 pages at 200 ms, one at a time: a run takes over 2 s, so whatever the phase of the ticks,
+  // some run of the every-2-seconds job starts (and sweeps) while the other job is writing.
+  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 200 });
+  root = await makeTempDir();
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('the scheduler with two jobs writing into one CSV directory', () => {
+  it('runs both on their crons for ~8 s with no failed run and no ENOENT, and leaves no temp file', async () => {
+    const jobs = [
+      // Its sweep is not recursive; the other's is, so it looks into this job's files too.
+      { name: 'every_second', tile: SANDBOX_TILE, query: detailQuery, schedule: { cron: '* * * * * *' }, sinks: [{ type: 'csv', path: '{name}.csv' }] },
+      { name: 'every_two', tile: SANDBOX_TILE, query: detailQuery, schedule: { cron: '*/2 * * * * *' }, sinks: [{ type: 'csv', path: '{name}/{date}.csv' }] },
+    ];
+    const workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 20, concurrency: 1 });
+    const loaded = await loadForRun(workspace, sandbox);
+    const sinks = new Map(await Promise.all(loaded.jobs.map(async (job) => [job.name, await buildSinks(job, loaded.environment)] as const)));
+    const logs = new Capture();
+    const logger = await createLogger({ level: 'info', destination: logs });
+    const summaries: TileSummary[] = [];
+    const scheduler = new Scheduler(
+      loaded.jobs,
+      async (job, signal) => {
+        const summary = await runTiles([job], { environment: loaded.environment, credentials: loaded.credentials, logger, buildSinks: () => sinks.get(job.name)!, retry: FAST_RETRY, signal });
+        return summary.tiles[0];
+      },
+      logger,
+      { finished: (_job, summary) => summary && summaries.push(summary) },
+    );
+    scheduler.start();
+    await sleep(8_000);
+    // Generous grace: every started run finishes, so each one is judged on its own outcome.
+    expect(await scheduler.stop(15_000)).toBe(true);
+
+    const failed = summaries.filter((summary) => summary.status !== 'succeeded');
+    expect(failed.map((summary) => `${summary.job}: ${summary.error?.code}: ${summary.error?.message}`)).toEqual([]);
+    expect(summaries.filter((s) => s.job === 'every_second').length).toBeGreaterThanOrEqual(2);
+    expect(summaries.filter((s) => s.job === 'every_two').length).toBeGreaterThanOrEqual(2);
+    expect(logs.text).not.toContain('ENOENT');
+    expect(logs.text).not.toMatch(/removed \d+ temp file/);
+
+    const files = await listFiles(workspace.outDir);
+    expect(files.filter((name) => path.basename(name).startsWith('.'))).toEqual([]);
+    expect(files).toContain('every_second.csv');
+    for (const file of files) expect((await readCsv(path.join(workspace.outDir, file))).rows).toHaveLength(INCIDENTS);
+  }, 40_000);
+});
