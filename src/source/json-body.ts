@@ -109,9 +109,16 @@ function literalEnd(text: string, index: number): number {
   return index + 1 + (sign === 43 || sign === 45 ? 1 : 0) + digits;
 }
 
-/** The stretch [start, end) with a preceding "-", read as a literal: inexact, or not a literal at all. */
+/**
+ * The stretch [start, end) with a preceding "-", read as a literal: inexact, or not a literal at
+ * all. Stretches that cannot be a number token (not bounded by what can surround a JSON value,
+ * e.g. inside "3f9e1234-…") are skipped: they are in strings, which the reader never changes.
+ */
 function isInexactCandidate(text: string, start: number, end: number): boolean {
   const from = start > 0 && text.charCodeAt(start - 1) === 45 ? start - 1 : start;
+  if ((from > 0 && !BEFORE_VALUE.has(text.charCodeAt(from - 1))) || (end < text.length && !AFTER_VALUE.has(text.charCodeAt(end)))) {
+    return false;
+  }
   const literal = text.slice(from, end);
   const value = Number(literal);
   // JavaScript's own text of a double (typically 17 digits, e.g. 0.30000000000000004) is a valid
@@ -120,6 +127,9 @@ function isInexactCandidate(text: string, start: number, end: number): boolean {
   return !WHOLE_NUMBER_LITERAL.test(literal) || isInexactLiteral(literal, value);
 }
 
+// JSON whitespace and the punctuation that can precede or follow a value.
+const BEFORE_VALUE: ReadonlySet<number> = new Set([32, 9, 10, 13, 91, 44, 58]); // [ , :
+const AFTER_VALUE: ReadonlySet<number> = new Set([32, 9, 10, 13, 93, 44, 125]); // ] , }
 const WHOLE_NUMBER_LITERAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 function isDigit(code: number): boolean {
