@@ -9,8 +9,10 @@ import { toFileNameSafe } from './csv-path.js';
 // `.tilehouse-<runId>.tmp`; such files are still recognised, and swept by age.)
 const TEMP_FILE = /^\..+\.tilehouse-[A-Za-z0-9._-]+?(?:\+([A-Za-z0-9.-]+\+[A-Za-z0-9]+\+\d+\+[A-Za-z0-9]+))?\.tmp$/;
 
-// File names are limited to 255 bytes; the run id and owner tag need ~110 of them.
-const MAX_BASENAME = 120;
+// File names are limited to 255 bytes. The marker, run id and owner tag (up to ~100 bytes on a
+// pod whose name is a 63-character host name) must fit whole; the target's name gets the rest.
+const MAX_NAME_BYTES = 255;
+const MAX_RUN_ID = 64;
 
 /**
  * Where a run writes before publishing: the target's own directory, because rename(2) is atomic
@@ -18,7 +20,20 @@ const MAX_BASENAME = 120;
  * atomic nor free.
  */
 export function tempPathFor(target: string, runId: string): string {
-  return join(dirname(target), `.${basename(target).slice(0, MAX_BASENAME)}.tilehouse-${toFileNameSafe(runId)}+${formatOwnerTag()}.tmp`);
+  const suffix = `.tilehouse-${toFileNameSafe(runId).slice(0, MAX_RUN_ID)}+${formatOwnerTag()}.tmp`;
+  return join(dirname(target), `.${truncateToBytes(basename(target), MAX_NAME_BYTES - 1 - Buffer.byteLength(suffix))}${suffix}`);
+}
+
+/** The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character. */
+function truncateToBytes(text: string, bytes: number): string {
+  let used = 0;
+  let end = 0;
+  for (const character of text) {
+    used += Buffer.byteLength(character);
+    if (used > bytes) break;
+    end += character.length;
+  }
+  return text.slice(0, end);
 }
 
 export function isTempFileName(name: string): boolean {
