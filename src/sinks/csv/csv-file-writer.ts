@@ -172,12 +172,19 @@ export class CsvFileWriter implements SinkWriter {
     } catch (error) {
       throw new CsvWriteError(jobName, target, `renaming ${tempPath} onto it`, error);
     }
-    // From here on the new file is what readers see; the state reflects that even if the
-    // directory sync below fails, so abort() will not try to remove anything.
+    // From here on the new file is what readers see, so publish reports it published even if the
+    // directory sync below fails: a failure would tell the summary (and a partial publish) that
+    // the target still holds the previous run, which is no longer true.
     this.state = 'published';
-    await this.syncDirectory();
+    const details: Record<string, number | boolean> = { bytes: this.bytes, gzip: this.options.gzip };
+    try {
+      await this.syncDirectory();
+    } catch (error) {
+      details.directorySynced = false;
+      this.options.logger.error({ err: error, target }, 'csv: published, but the directory fsync failed; the new file may not survive a crash');
+    }
     this.options.logger.debug({ target, rows: this.rows, bytes: this.bytes }, 'csv: published');
-    return { sink: 'csv', target, rows: this.rows, details: { bytes: this.bytes, gzip: this.options.gzip } };
+    return { sink: 'csv', target, rows: this.rows, details };
   }
 
   /**
