@@ -59,6 +59,17 @@ export interface FakeBigQuery {
 
 export const FAKE_PROJECT_ID = 'fake-project';
 
+let lastTime = 0;
+
+/**
+ * BigQuery's clock for `creationTime`s (ms since the epoch, as text): never the same value twice,
+ * so "created before" never depends on two calls sharing a millisecond.
+ */
+export function fakeClock(): string {
+  lastTime = Math.max(Date.now(), lastTime + 1);
+  return String(lastTime);
+}
+
 /** BigQuery's error envelope, as the client parses it into an ApiError. */
 export function apiError(status: number, reason: string, message: string): Reply {
   return { status, body: { error: { code: status, message, errors: [{ reason, message, domain: 'global' }] } } };
@@ -76,7 +87,7 @@ export function jobResource(
       kind: 'bigquery#job',
       jobReference: { projectId: FAKE_PROJECT_ID, jobId, location: 'US' },
       status: errorResult ? { state, errorResult, errors: [errorResult] } : { state },
-      statistics: { creationTime: String(Date.now()) },
+      statistics: { creationTime: fakeClock() },
     },
   };
 }
@@ -98,7 +109,7 @@ const DEFAULT_ROUTES: Required<Omit<FakeRoutes, 'other'>> = {
   'datasets.get': () => ({ status: 200, body: { location: 'US' } }),
   'datasets.insert': (request) => ({ status: 200, body: request.json }),
   'tables.get': () => apiError(404, 'notFound', 'Not found: Table'),
-  'tables.insert': (request) => ({ status: 200, body: { ...(request.json as object), creationTime: String(Date.now()) } }),
+  'tables.insert': (request) => ({ status: 200, body: { ...(request.json as object), creationTime: fakeClock() } }),
   'tables.patch': (request) => ({ status: 200, body: request.json }),
   'tables.delete': () => ({ status: 204 }),
   'jobs.insert': (request) => jobResource(jobIdOf(request), 'DONE'),
@@ -187,4 +198,149 @@ function multipartParts(body: Buffer, contentType: string): string[] {
       const separator = part.indexOf('\r\n\r\n');
       return part.slice(separator + 4).replace(/\r\n$/, '');
     });
+}
+
+export interface EmulatorWithCopyJobs {
+  endpoint: { apiEndpoint: string; projectId: string };
+  client(): BigQuery;
+  /** The copy jobs.insert requests the proxy carried out itself, in order. */
+  copies: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * The BigQuery emulator behind a loopback proxy that adds the one thing the publish step needs
+ * and the emulator lacks: copy jobs (goccy/bigquery-emulator 0.8.1 refuses any jobs.insert that
+ * is not a query, load or extract with "unspecified job configuration query").
+ *
+ * Every other request goes to the emulator unchanged, so loads, staging tables, schemas and rows
+ * are the emulator's own. A copy is carried out with the emulator's own SQL: WRITE_TRUNCATE (or a
+ * missing destination under CREATE_IF_NEEDED) drops and re-creates the destination with the
+ * source's schema, as a truncating copy takes the source's schema; then `INSERT INTO dest (cols)
+ * SELECT cols FROM source`. Unlike BigQuery this is not atomic, and it refuses partition
+ * decorators (the emulator has no partitions). A reused job id is answered 409 duplicate, as
+ * BigQuery does (the emulator says 500 for loads); copies' outcomes are served to jobs.get by the
+ * proxy. What this shows is the sink's
+ * flow over real storage; the copy request's exact shape is tested against the scripted fake.
+ */
+export async function startEmulatorWithCopyJobs(emulator: { apiEndpoint: string; projectId: string }): Promise<EmulatorWithCopyJobs> {
+  const upstream = localBigQueryClient(emulator);
+  const copyJobs = new Map<string, unknown>();
+  const copies: RecordedRequest[] = [];
+
+  const server = createServer((request, response) => {
+    void handle(request, response).catch((error: unknown) => {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(String(error));
+    });
+  });
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const body = Buffer.concat(await request.toArray());
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const call = route(request.method ?? 'GET', url.pathname);
+    const json = call === 'jobs.copy' && body.length > 0 ? (JSON.parse(body.toString('utf8')) as CopyJobRequest) : undefined;
+    const send = (reply: Reply): void => {
+      response.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body ?? {}));
+    };
+
+    if (json?.configuration?.copy) {
+      copies.push({ method: 'POST', path: url.pathname, query: url.searchParams, json, call });
+      const jobId = json.jobReference?.jobId ?? `copy_${copyJobs.size + 1}`;
+      if (copyJobs.has(jobId)) return send(apiError(409, 'duplicate', `Already Exists: Job ${emulator.projectId}:US.${jobId}`));
+      const job = await runCopy(upstream, { ...json, jobReference: { projectId: emulator.projectId, jobId, location: 'US' } });
+      copyJobs.set(jobId, job);
+      return send({ status: 200, body: job });
+    }
+    if (call === 'jobs.get' || call === 'jobs.cancel') {
+      const jobId = decodeURIComponent(url.pathname.split('/').at(call === 'jobs.get' ? -1 : -2) ?? '');
+      const job = copyJobs.get(jobId);
+      if (job !== undefined) return send({ status: 200, body: call === 'jobs.get' ? job : { kind: 'bigquery#jobCancelResponse', job } });
+    }
+    const headers = Object.fromEntries(
+      Object.entries(request.headers).filter(([name, value]) => typeof value === 'string' && !HOP_BY_HOP_HEADERS.has(name)),
+    ) as Record<string, string>;
+    const answer = await fetch(`${emulator.apiEndpoint}${request.url ?? '/'}`, {
+      method: request.method ?? 'GET',
+      headers,
+      ...(body.length > 0 ? { body } : {}),
+    });
+    const answerBody = Buffer.from(await answer.arrayBuffer());
+    // The emulator refuses a reused job id with 500 "job … is already created"; BigQuery says 409
+    // duplicate, which is what the sink's adoption logic reads.
+    const reused = answer.status === 500 && /failed to add job: job (\S+) is already created/.exec(answerBody.toString('utf8'));
+    if (reused) return send(apiError(409, 'duplicate', `Already Exists: Job ${emulator.projectId}:US.${reused[1]}`));
+    response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(answerBody);
+  }
+
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const endpoint = { apiEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, projectId: emulator.projectId };
+  return {
+    endpoint,
+    client: () => localBigQueryClient(endpoint),
+    copies,
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+// Headers of one connection, not of the request; fetch refuses some of them (transfer-encoding).
+const HOP_BY_HOP_HEADERS = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect']);
+
+type TableReference = { projectId: string; datasetId: string; tableId: string };
+interface CopyJobRequest {
+  jobReference?: { projectId?: string; jobId?: string; location?: string };
+  configuration?: {
+    copy?: { sourceTable: TableReference; destinationTable: TableReference; writeDisposition?: string; createDisposition?: string };
+  };
+}
+
+/** Carries out one copy job with the emulator's SQL; resolves with the finished job resource. */
+async function runCopy(client: BigQuery, job: CopyJobRequest): Promise<unknown> {
+  const copy = job.configuration!.copy!;
+  const { sourceTable: from, destinationTable: to } = copy;
+  const done = (status: Record<string, unknown>, statistics: Record<string, unknown> = {}) => ({
+    kind: 'bigquery#job',
+    jobReference: job.jobReference,
+    configuration: { jobType: 'COPY', copy },
+    status: { state: 'DONE', ...status },
+    statistics: { creationTime: String(Date.now()), ...statistics },
+  });
+  const failed = (reason: string, message: string) => done({ errorResult: { reason, message }, errors: [{ reason, message }] });
+  if (to.tableId.includes('$')) return failed('invalid', `copy shim: the emulator has no partitions, cannot copy into ${to.tableId}`);
+
+  const source = client.dataset(from.datasetId, { projectId: from.projectId }).table(from.tableId);
+  const destination = client.dataset(to.datasetId, { projectId: to.projectId }).table(to.tableId);
+  const [sourceExists] = await source.exists();
+  if (!sourceExists) return failed('notFound', `Not found: Table ${from.projectId}:${from.datasetId}.${from.tableId}`);
+  const [destinationExists] = await destination.exists();
+  if (!destinationExists && copy.createDisposition === 'CREATE_NEVER') {
+    return failed('notFound', `Not found: Table ${to.projectId}:${to.datasetId}.${to.tableId}`);
+  }
+  if (destinationExists) {
+    const [target] = await destination.getMetadata();
+    if ((target as { type?: string }).type === 'VIEW') return failed('invalid', `Cannot copy into ${to.tableId}: it is a view`);
+  }
+  const [metadata] = await source.getMetadata();
+  const fields = ((metadata as { schema?: { fields?: { name: string }[] } }).schema?.fields ?? []) as { name: string }[];
+  const name = (table: TableReference) => `\`${table.projectId}.${table.datasetId}.${table.tableId}\``;
+  const [[count]] = (await client.query(`SELECT COUNT(*) AS n FROM ${name(from)}`)) as [[{ n: number }]];
+  if (copy.writeDisposition === 'WRITE_EMPTY' && destinationExists) {
+    const [[existing]] = (await client.query(`SELECT COUNT(*) AS n FROM ${name(to)}`)) as [[{ n: number }]];
+    if (existing.n > 0) return failed('duplicate', `Already Exists: Table ${to.tableId} is not empty`);
+  }
+  try {
+    if (!destinationExists || copy.writeDisposition === 'WRITE_TRUNCATE') {
+      if (destinationExists) await destination.delete();
+      await destination.create({ schema: (metadata as { schema?: unknown }).schema });
+    }
+    const columns = fields.map((field) => `\`${field.name}\``).join(', ');
+    if (count.n > 0) await client.query(`INSERT INTO ${name(to)} (${columns}) SELECT ${columns} FROM ${name(from)}`);
+  } catch (error) {
+    return failed('invalid', `copy shim: ${(error as Error).message}`);
+  }
+  return done({}, { copy: { copiedRows: String(count.n) } });
 }

@@ -75,3 +75,9 @@ function unwrap(value: unknown): ReadCell {
       throw new Error(`unexpected value from BigQuery: ${kind} ${JSON.stringify(value)}`);
   }
 }
+
+/** The tables of a dataset whose names mark them as tilehouse staging tables. */
+export async function stagingTables(client: BigQuery, dataset: string): Promise<string[]> {
+  const [tables] = await client.dataset(dataset).getTables();
+  return tables.map((table) => table.id ?? '').filter((id) => id.startsWith('_tilehouse_staging_'));
+}

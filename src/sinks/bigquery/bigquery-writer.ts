@@ -229,7 +229,7 @@ export class BigQueryWriter implements SinkWriter {
         // earlier process of the same run id may have filled a staging table deleted since (by
         // its publish or abort), and the table created above would then be empty. Unknown times
         // (never from BigQuery) load again, which is safe: the load truncates.
-        isAdoptable: (job) => stagingCreatedAt !== undefined && Number(job.statistics?.creationTime ?? Number.NaN) >= stagingCreatedAt,
+        isAdoptable: (job) => stagingCreatedAt !== undefined && Number(job.statistics?.creationTime ?? Number.NaN) > stagingCreatedAt,
         onJob: (job) => {
           this.runningLoad = job;
         },

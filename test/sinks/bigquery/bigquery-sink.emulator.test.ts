@@ -1,8 +1,18 @@
+// The sink against the BigQuery emulator, through the real client. The emulator has no copy jobs,
+// so these tests reach it through startEmulatorWithCopyJobs (test/support/bigquery-fake-server.ts),
+// a proxy that carries out copies with the emulator's own SQL and passes everything else through:
+// staging loads, tables, schemas and rows are the emulator's. What the emulator cannot show at all
+// (partition decorators, columns added by tables.patch, 409 on a reused job id, a job still
+// running when a signal comes, jobs.cancel) is tested on the exact requests in
+// bigquery-sink.requests.test.ts.
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BigQueryLoadError, BigQuerySchemaMismatchError } from '../../../src/sinks/bigquery/bigquery-errors.js';
+import { BigQueryPublishError, BigQuerySchemaMismatchError } from '../../../src/sinks/bigquery/bigquery-errors.js';
+import { STAGING_TABLE_LIFETIME_MS } from '../../../src/sinks/bigquery/staging-table.js';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../../support/bigquery-emulator.js';
+import { describeWithEmulator, uniqueDatasetId } from '../../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../../support/bigquery-fake-server.js';
+import { stagingTables, tableExists } from '../../support/bigquery-read.js';
 import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
 
 const columns = [
@@ -36,18 +46,21 @@ function asTyped(row: Record<string, unknown>): TypedRow {
 }
 
 describeWithEmulator('BigQuerySink', (endpoint) => {
+  let emulator: EmulatorWithCopyJobs;
   let client: BigQuery;
   let dataset: string;
   let harness: SinkHarness;
 
   beforeAll(async () => {
-    client = localBigQueryClient(endpoint);
+    emulator = await startEmulatorWithCopyJobs(endpoint);
+    client = emulator.client();
     dataset = uniqueDatasetId();
     harness = await sinkHarness(client, dataset);
   });
 
   afterAll(async () => {
     await harness.cleanup();
+    await emulator.close();
   });
 
   async function select(table: string, orderBy = 'id'): Promise<Record<string, unknown>[]> {
@@ -55,17 +68,23 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     return result as Record<string, unknown>[];
   }
 
-  it('loads rows of every type, and reads them back value for value', async () => {
+  it('loads rows of every type through the staging table, and reads them back value for value', async () => {
     const sink = harness.sink({ table: 'every_type' });
-    const result = await harness.run(sink, runContext({ columns }), [rows.slice(0, 2), rows.slice(2)]);
+    const result = await harness.run(sink, runContext({ columns, runId: 'run-types' }), [rows.slice(0, 2), rows.slice(2)]);
 
-    expect(result).toMatchObject({
+    expect(result).toEqual({
       sink: 'bigquery',
       target: `${endpoint.projectId}.${dataset}.every_type`,
       rows: 3,
-      details: { writeMode: 'replace', schemaAction: 'created' },
+      details: {
+        jobId: `tilehouse_open_incidents_${dataset}_every_type_run-types_publish`,
+        loadJobId: `tilehouse_open_incidents_${dataset}_every_type_run-types_load`,
+        writeMode: 'replace',
+        schemaAction: 'created',
+      },
     });
     expect((await select('every_type')).map(asTyped)).toEqual(rows);
+    expect(await stagingTables(client, dataset)).toEqual([]);
   });
 
   it('creates the dataset when it is missing', async () => {
@@ -76,6 +95,7 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
       await own.run(own.sink({ table: 'first' }), runContext({ columns: columns.slice(0, 1) }), [[[1n]]]);
       const [metadata] = await client.dataset(fresh).getMetadata();
       expect(metadata.location).toBe('US');
+      expect((await client.query(`SELECT id FROM \`${endpoint.projectId}.${fresh}.first\``))[0]).toEqual([{ id: 1 }]);
     } finally {
       await own.cleanup();
     }
@@ -83,7 +103,7 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
 
   it('in replace mode keeps only the latest run', async () => {
     const sink = harness.sink({ table: 'snapshot', writeMode: 'replace' });
-    await harness.run(sink, runContext({ columns }), [rows]);
+    await harness.run(sink, runContext({ columns }), [rows.slice(0, 1)]);
     const second = await harness.run(sink, runContext({ columns }), [rows]);
 
     expect(second.details).toMatchObject({ schemaAction: 'unchanged' });
@@ -99,12 +119,69 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     expect(await select('emptied')).toEqual([]);
   });
 
-  it('in append mode keeps every run, told apart by _run_id and _extracted_at', async () => {
+  it('after prepare and before publish, readers still see the previous table; the run waits in a staging table that expires in a day', async () => {
+    const sink = harness.sink({ table: 'two_phase' });
+    await harness.run(sink, runContext({ columns }), [rows.slice(0, 1)]);
+    const before = Date.now();
+
+    const writer = await harness.prepare(sink, runContext({ columns, runId: 'run-staged' }), [rows]);
+    expect((await select('two_phase')).map(asTyped)).toEqual(rows.slice(0, 1));
+    const staging = '_tilehouse_staging_open_incidents_two_phase_run_staged';
+    expect(await stagingTables(client, dataset)).toEqual([staging]);
+    expect((await select(staging)).map(asTyped)).toEqual(rows);
+    const [metadata] = await client.dataset(dataset).table(staging).getMetadata();
+    expect(Number(metadata.expirationTime) - before).toBeGreaterThanOrEqual(STAGING_TABLE_LIFETIME_MS);
+    expect(Number(metadata.expirationTime) - before).toBeLessThan(STAGING_TABLE_LIFETIME_MS + 60_000);
+    expect(await harness.leftovers()).toEqual([]);
+
+    await writer.publish();
+    expect((await select('two_phase')).map(asTyped)).toEqual(rows);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+  });
+
+  it('abort after prepare leaves the previous table as it was and no staging table', async () => {
+    const sink = harness.sink({ table: 'kept' });
+    await harness.run(sink, runContext({ columns }), [rows.slice(0, 1)]);
+
+    const writer = await harness.prepare(sink, runContext({ columns }), [rows]);
+    expect(await stagingTables(client, dataset)).toHaveLength(1);
+    await writer.abort();
+
+    expect((await select('kept')).map(asTyped)).toEqual(rows.slice(0, 1));
+    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await harness.leftovers()).toEqual([]);
+  });
+
+  it('prepare never creates a missing target; abort then leaves no table at all', async () => {
+    const writer = await harness.prepare(harness.sink({ table: 'never_made' }), runContext({ columns }), [rows]);
+    expect(await tableExists(client, dataset, 'never_made')).toBe(false);
+    await writer.abort();
+
+    expect(await tableExists(client, dataset, 'never_made')).toBe(false);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+  });
+
+  it('in partition mode, prepare loads the staging table and leaves a missing table missing', async () => {
+    // The copy onto `daily$YYYYMMDD` itself needs partitions, which the emulator lacks: see the
+    // request tests for the table creation with DAY partitioning and the decorated copy.
+    const sink = harness.sink({ table: 'daily', writeMode: 'partition' });
+    const writer = await harness.prepare(sink, runContext({ columns, runId: 'run-day', window: { from: '2024-03-01', to: '2024-03-02' } }), [rows]);
+
+    expect(writer.target).toBe(`${endpoint.projectId}.${dataset}.daily$20240301`);
+    expect(await tableExists(client, dataset, 'daily')).toBe(false);
+    expect((await select('_tilehouse_staging_open_incidents_daily_2024_03_01_2024_03_02_run_day')).map(asTyped)).toEqual(rows);
+    await writer.abort();
+    expect(await stagingTables(client, dataset)).toEqual([]);
+  });
+
+  it('in append mode keeps every run, told apart by _run_id and _extracted_at; a prepared run is not there before publish', async () => {
     const sink = harness.sink({ table: 'history', writeMode: 'append' });
     const first = runContext({ columns, runId: 'run-a', startedAt: new Date('2024-03-01T06:00:00.000Z') });
     const second = runContext({ columns, runId: 'run-b', startedAt: new Date('2024-03-02T06:00:00.000Z') });
     await harness.run(sink, first, [rows]);
-    await harness.run(sink, second, [rows]);
+    const writer = await harness.prepare(sink, second, [rows]);
+    expect((await select('history', '_run_id, id')).map((row) => row._run_id)).toEqual(['run-a', 'run-a', 'run-a']);
+    await writer.publish();
 
     const loaded = await select('history', '_run_id, id');
     expect(loaded).toHaveLength(2 * rows.length);
@@ -116,7 +193,19 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     expect(loaded.filter((row) => row._run_id === 'run-b').map(asTyped)).toEqual(rows);
   });
 
-  it('with a frozen schema, fails on changed columns with the diff and leaves the table as it was', async () => {
+  it('in append mode, publishing the same run id again adopts the earlier copy instead of appending twice', async () => {
+    // The 409 comes from the copy proxy (the emulator answers a reused job id with 500), but the
+    // rows counted are the emulator's.
+    const sink = harness.sink({ table: 'once', writeMode: 'append' });
+    await harness.run(sink, runContext({ columns, runId: 'run-same' }), [rows]);
+    const again = await harness.run(sink, runContext({ columns, runId: 'run-same' }), [rows]);
+
+    expect(again.details).toMatchObject({ adopted: true, jobId: `tilehouse_open_incidents_${dataset}_once_run-same_publish` });
+    expect(await select('once', '_run_id, id')).toHaveLength(rows.length);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+  });
+
+  it('with a frozen schema, fails on changed columns with the diff, loads nothing and leaves the table as it was', async () => {
     const sink = harness.sink({ table: 'frozen', schema: 'freeze' });
     await harness.run(sink, runContext({ columns }), [rows]);
 
@@ -136,12 +225,13 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     expect((error as Error).message).toContain('added: region (STRING); removed: title (STRING); retyped: rate FLOAT64 -> STRING');
     expect((error as Error).message).toContain(`${dataset}.frozen`);
     expect((await select('frozen')).map(asTyped)).toEqual(rows);
+    expect(await stagingTables(client, dataset)).toEqual([]);
     expect(await harness.leftovers()).toEqual([]);
   });
 
-  it('when BigQuery refuses the load, fails naming table and job, and leaves the target and no temp file', async () => {
-    // A view with the tile's columns passes the schema contract, but BigQuery (and the emulator)
-    // refuses to load into a view.
+  it('when the publish is refused, fails naming table and copy job, and abort leaves the target and no staging table', async () => {
+    // A view with the tile's columns passes the schema contract; the copy onto it is refused
+    // (by BigQuery, and here by the copy proxy).
     const viewColumns = [column('id', 'INT64'), column('title', 'STRING')];
     await client.dataset(dataset).createTable('refusing_view', {
       view: { query: "SELECT 1 AS id, 'kept' AS title", useLegacySql: false },
@@ -150,17 +240,20 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     const sink = harness.sink({ table: 'refusing_view' });
 
     const error = await harness.run(sink, runContext({ columns: viewColumns, runId: 'run-refused' }), [[[2n, 'new']]]).then(
-      () => expect.unreachable('the load should have been refused'),
+      () => expect.unreachable('the publish should have been refused'),
       (thrown: unknown) => thrown,
     );
-    expect(error).toBeInstanceOf(BigQueryLoadError);
-    expect((error as BigQueryLoadError).code).toBe('bigquery_load_failed');
-    expect((error as Error).message).toMatch(new RegExp(`tile tile-42: load job tilehouse_open_incidents_${dataset}_refusing_view_run-refused into \\S+refusing_view failed: .*view`));
+    expect(error).toBeInstanceOf(BigQueryPublishError);
+    expect((error as BigQueryPublishError).code).toBe('bigquery_publish_failed');
+    expect((error as Error).message).toMatch(
+      new RegExp(`^tile tile-42: copy job tilehouse_open_incidents_${dataset}_refusing_view_run-refused_publish onto \\S+refusing_view failed: .*view`),
+    );
     expect((await select('refusing_view')).map((row) => row.title)).toEqual(['kept']);
+    expect(await stagingTables(client, dataset)).toEqual([]);
     expect(await harness.leftovers()).toEqual([]);
   });
 
-  it('leaves no temp file behind after a successful load or an abort', async () => {
+  it('leaves no temp file behind after a successful publish or an abort', async () => {
     const sink = harness.sink({ table: 'tidy' });
     await harness.run(sink, runContext({ columns }), [rows]);
     const writer = await sink.open(runContext({ columns }));

@@ -16,6 +16,7 @@ import { STAGING_TABLE_LIFETIME_MS } from '../../../src/sinks/bigquery/staging-t
 import {
   apiError,
   FAKE_PROJECT_ID,
+  fakeClock,
   jobIdOf,
   jobResource,
   startFakeBigQuery,
@@ -457,14 +458,11 @@ describe('BigQuerySink requests', () => {
       const jobs = new Map<string, Reply>();
       const tables = new Set<string>(['history']);
       let applied = 0;
-      // A clock that always moves, so "created before" never depends on two calls sharing a millisecond.
-      let clock = Date.now();
-      const tick = () => String(++clock);
       const insertJob = (request: RecordedRequest, apply: () => void): Reply => {
         const id = jobIdOf(request);
         if (jobs.has(id)) return apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${id}`);
         apply();
-        const done = { status: 200, body: { ...(jobResource(id, 'DONE').body as object), statistics: { creationTime: tick() } } };
+        const done = { status: 200, body: { ...(jobResource(id, 'DONE').body as object), statistics: { creationTime: fakeClock() } } };
         jobs.set(id, done);
         return done;
       };
@@ -477,7 +475,7 @@ describe('BigQuerySink requests', () => {
               : apiError(404, 'notFound', 'Not found: Table'),
           'tables.insert': (request) => {
             tables.add(tableIdOf(request));
-            return { status: 200, body: { ...(request.json as object), creationTime: tick() } };
+            return { status: 200, body: { ...(request.json as object), creationTime: fakeClock() } };
           },
           'tables.delete': (request) => {
             tables.delete(tableIdOf(request));
@@ -551,7 +549,7 @@ describe('BigQuerySink requests', () => {
         'tables.get': stagingExists,
         'jobs.get': (request) => ({
           status: 200,
-          body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: String(Date.now()), load: { outputRows: '5' } } },
+          body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '5' } } },
         }),
       });
       const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
