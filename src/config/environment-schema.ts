@@ -24,6 +24,12 @@ const sourceSchema = z
     tileParam: z.string().min(1).default('tileId').describe('Query-string item that carries the tile id'),
     itemsPerPage: z.number().int().positive().max(10_000).default(50),
     requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for the response headers of each request'),
+    requestDeadlineMs: z
+      .number()
+      .int()
+      .positive()
+      .default(120_000)
+      .describe('Limit for one whole request: response headers and the complete body, however slowly it arrives'),
     bodyTimeoutMs: z
       .number()
       .int()

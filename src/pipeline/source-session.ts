@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
+import { pageSizeOf } from '../config/page-size.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import { ExportClient } from '../source/export-client.js';
@@ -44,7 +45,7 @@ export interface SourceSession {
 }
 
 function timeoutsOf(source: EnvironmentConfig['source']) {
-  return { headersMs: source.requestTimeoutMs, bodyMs: source.bodyTimeoutMs ?? source.requestTimeoutMs };
+  return { headersMs: source.requestTimeoutMs, bodyMs: source.bodyTimeoutMs ?? source.requestTimeoutMs, totalMs: source.requestDeadlineMs };
 }
 
 function policyOf(retry: RetrySettings, budget: RetryBudget): RetryPolicy {
@@ -81,7 +82,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
     tileParam: source.tileParam,
     tileId: job.tile,
     query: job.query,
-    itemsPerPage: source.itemsPerPage,
+    itemsPerPage: pageSizeOf(job, source),
     jobName: job.name,
     dispatcher: options.dispatcher,
     timeouts: timeoutsOf(source),

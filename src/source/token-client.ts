@@ -4,6 +4,7 @@ import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
 import { retryAfterCeiling, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
 import { AuthError, TokenResponseError } from './source-errors.js';
+import { registerSecret } from '../secret-scrubber.js';
 
 const tokenResponseSchema = z
   .object({
@@ -107,6 +108,8 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
       if (!token.success) {
         throw new TokenResponseError(req.jobName, `HTTP ${verdict.status} without a usable token: ${token.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
       }
+      // From here on the token may appear in no output, whoever echoes it (an API error message).
+      registerSecret(token.data.access_token);
       const result: Token = { accessToken: token.data.access_token };
       if (token.data.expires_in !== undefined) result.expiresIn = token.data.expires_in;
       if ('answer' in outcome) {

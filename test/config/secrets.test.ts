@@ -16,6 +16,7 @@ const base: SourceConfig = {
   tileParam: 'tileId',
   itemsPerPage: 50,
   requestTimeoutMs: 1000,
+  requestDeadlineMs: 120_000,
   concurrency: 4,
   allowInsecureHttp: false,
 };
