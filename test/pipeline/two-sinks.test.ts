@@ -1,12 +1,13 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, vi } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
-import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-tiles-harness.js';
+import { HookedSink, loadForRun, PublishFailsSink, runLoaded } from '../support/run-tiles-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { DEAD_PID, startLiveProcess, tagOf } from '../support/temp-owners.js';
 
 // Through the CLI no test sink can be injected; a rename onto b.csv that fails with EIO (a volume
 // gone bad between the two publishes) is the same failure at the file-system edge.
@@ -101,6 +102,57 @@ describe('a job with two CSV sinks (runTiles against the sandbox)', () => {
     expect((await readFile(fileA)).equals(newRun)).toBe(true);
     expect((await readFile(fileB)).equals(newRun)).toBe(true);
     expect(await listFiles(workspace.outDir)).toEqual(['a.csv', 'b.csv']);
+  });
+});
+
+describe('a stop signal around the publish of a two-sink job (runTiles)', () => {
+  it('stopped after reading, before phase 2: run_stopped, both targets keep their previous bytes, no temp file', async () => {
+    const controller = new AbortController();
+    const summary = await runLoaded(await loadForRun(workspace, sandbox), {
+      signal: controller.signal,
+      sinksFor: (_job, [a, b]) => [a!, new HookedSink(b!, 'prepare', () => controller.abort(new Error('SIGTERM received')))],
+    });
+    expect(summary.tiles[0]).toMatchObject({ status: 'failed', outputs: [], error: { code: 'run_stopped' } });
+    expect(summary.tiles[0]!.error!.message).toContain('SIGTERM received');
+    expect((await readFile(fileA)).equals(PREVIOUS_A)).toBe(true);
+    expect((await readFile(fileB)).equals(PREVIOUS_B)).toBe(true);
+    expect(await listFiles(workspace.outDir)).toEqual(['a.csv', 'b.csv']);
+  });
+
+  it('stopped during phase 2: publishing runs to the end and the run succeeds with both targets new', async () => {
+    const controller = new AbortController();
+    const summary = await runLoaded(await loadForRun(workspace, sandbox), {
+      signal: controller.signal,
+      sinksFor: (_job, [a, b]) => [new HookedSink(a!, 'publish', () => controller.abort(new Error('SIGTERM received'))), b!],
+    });
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', outputs: [{ target: fileA }, { target: fileB }] });
+    expect((await readCsv(fileA)).rows).toHaveLength(INCIDENTS);
+    expect((await readFile(fileA)).equals(await readFile(fileB))).toBe(true);
+    expect(await listFiles(workspace.outDir)).toEqual(['a.csv', 'b.csv']);
+  });
+});
+
+describe('the sweep at the start of a run (runTiles)', () => {
+  it("removes a dead run's temp file, keeps a live process's and a fresh foreign one, and touches nothing else", async () => {
+    const live = await startLiveProcess();
+    try {
+      const dayAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
+      const name = (tag: string) => `.a.csv.tilehouse-20260101T000000Z-abcdef+${tag}.tmp`;
+      const dead = name(tagOf({ pid: DEAD_PID, start: '5' }));
+      const kept = [name(live.tag), name(tagOf({ host: 'other-pod' })), '.a.csv.tmp', 'notes.txt'];
+      for (const file of [dead, ...kept]) {
+        await writeFile(path.join(workspace.outDir, file), 'left over');
+        await utimes(path.join(workspace.outDir, file), dayAgo, dayAgo);
+      }
+      // The foreign one is fresh: written an hour ago.
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      await utimes(path.join(workspace.outDir, kept[1]!), hourAgo, hourAgo);
+      const summary = await runLoaded(await loadForRun(workspace, sandbox));
+      expect(summary.succeeded).toBe(1);
+      expect(await listFiles(workspace.outDir)).toEqual(['a.csv', 'b.csv', ...kept].sort());
+    } finally {
+      await live.stop();
+    }
   });
 });
 

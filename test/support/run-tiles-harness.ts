@@ -67,3 +67,42 @@ export class PublishFailsSink implements Sink {
     return this.inner.plan(context);
   }
 }
+
+/** A real sink that calls `hook` when the pipeline reaches `phase` of its writer, then goes on as the real one. */
+export class HookedSink implements Sink {
+  readonly kind: Sink['kind'];
+  readonly publishRank: number;
+
+  constructor(
+    private readonly inner: Sink,
+    private readonly phase: 'prepare' | 'publish',
+    private readonly hook: () => void,
+  ) {
+    this.kind = inner.kind;
+    this.publishRank = inner.publishRank;
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const writer = await this.inner.open(context);
+    const { phase, hook } = this;
+    return {
+      target: writer.target,
+      writeRows: (rows) => writer.writeRows(rows),
+      prepare: () => {
+        if (phase === 'prepare') hook();
+        return writer.prepare();
+      },
+      publish: () => {
+        if (phase === 'publish') hook();
+        return writer.publish();
+      },
+      abort: () => writer.abort(),
+    };
+  }
+  sweep(logger: Parameters<Sink['sweep']>[0]): Promise<string[]> {
+    return this.inner.sweep(logger);
+  }
+  plan(context: SinkRunContext): ReturnType<Sink['plan']> {
+    return this.inner.plan(context);
+  }
+}
