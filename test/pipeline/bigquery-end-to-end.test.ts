@@ -4,7 +4,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { SinkResult } from '../../src/sinks/sink.js';
 import { HARD_DESCRIPTIONS } from '../sandbox/dataset-vocabulary.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
-import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, tableColumns, tableExists, type ReadCell } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace, type BigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv, type CliResult } from '../support/cli-harness.js';
@@ -108,16 +109,20 @@ function expectedRows(sandbox: Sandbox, extra: Record<string, ReadCell> = {}): R
 describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => {
   let sandbox: Sandbox;
   let client: BigQuery;
+  let proxy: EmulatorWithCopyJobs;
   let root: string;
   let dataset: string;
   let workspace: BigQueryWorkspace;
 
   beforeAll(async () => {
     sandbox = await startSandbox({ incidents: INCIDENTS, tokenLifetimeSeconds: 600 });
-    client = localBigQueryClient(endpoint);
+    // The emulator has no copy jobs (the publish step): a loopback proxy carries them out.
+    proxy = await startEmulatorWithCopyJobs(endpoint);
+    client = proxy.client();
   });
   afterAll(async () => {
     await sandbox.close();
+    await proxy.close();
   });
   beforeEach(async () => {
     root = await makeTempDir();
@@ -170,7 +175,7 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
         sink: 'bigquery',
         target: `${endpoint.projectId}.${dataset}.${TABLE}`,
         rows: INCIDENTS,
-        details: { jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}$`)), writeMode: 'replace', schemaAction: 'created' },
+        details: { jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}_publish$`)), loadJobId: expect.any(String), writeMode: 'replace', schemaAction: 'created' },
       },
     ]);
     expect(await leftovers()).toEqual([]);
