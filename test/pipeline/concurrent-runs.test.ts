@@ -22,8 +22,9 @@ let sandbox: Sandbox;
 let root: string;
 
 beforeAll(async () => {
-  // 12 pages of 20 rows at 100 ms each, one at a time: a run lasts > 1 s, so 8 runs overlap.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 100 });
+  // 12 pages of 20 rows at 150 ms each, one at a time: a run lasts ~2 s, so the 8 runs overlap
+  // even when their starts spread out on a loaded machine.
+  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 150 });
   root = await makeTempDir();
 });
 afterAll(async () => {
@@ -48,9 +49,9 @@ describe(`${RUNS} simultaneous runs of one job writing one file`, () => {
       expect(result.timedOut, `run ${run} timed out`).toBe(false);
       expect(result.code, `run ${run}: ${result.stderr}`).toBe(0);
     }
-    // They really overlapped: several exports were in flight at once (each run pages one at a time).
+    // They really overlapped: exports of several runs were in flight at once (each run pages one at a time).
     const exports = sandbox.requests.slice(before).filter((r) => r.endpoint === 'export');
-    expect(Math.max(...exports.map((r) => r.inFlight))).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...exports.map((r) => r.inFlight))).toBeGreaterThanOrEqual(2);
 
     const csv = await readCsv(path.join(outDir, 'incident_detail.csv'));
     expect(csv.header).toEqual(['Number', 'Created', 'Description', 'Severity']);
