@@ -1,4 +1,4 @@
-import { chmod, chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
@@ -7,7 +7,7 @@ import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
-import { DEAD_PID, tagOf } from '../support/temp-owners.js';
+import { DEAD_PID, startLiveProcess, tagOf, type LiveProcess } from '../support/temp-owners.js';
 
 // The suite runs as root, for whom no directory is unreadable; the CLI runs here as `nobody`, as the
 // non-root image does. The repository and node_modules are world-readable (checked in beforeAll).
@@ -19,6 +19,8 @@ let sandbox: Sandbox;
 let root: string;
 let workspace: Workspace;
 let home: string;
+// A live process of another user (root): signalling it gives the run EPERM, which must mean alive.
+let rootProcess: LiveProcess;
 
 const jobs = [
   // A placeholder in a directory part: the sweep walks the whole CSV directory, recursively.
@@ -28,6 +30,8 @@ const jobs = [
 
 /** A temp file of a run that died on this host (the sweep should remove it where it can read). */
 const deadTemp = (target: string) => `.${target}.tilehouse-20260101T000000Z-abcdef+${tagOf({ pid: DEAD_PID, start: '5' })}.tmp`;
+
+const liveTemp = () => `.flat.csv.tilehouse-20260101T000000Z-abcdef+${rootProcess.tag}.tmp`;
 
 beforeAll(async () => {
   if (!asRoot) return;
@@ -49,12 +53,17 @@ beforeAll(async () => {
     await writeFile(path.join(workspace.outDir, sealed, deadTemp('flat.csv')), 'left over');
   }
   await writeFile(path.join(workspace.outDir, deadTemp('flat.csv')), 'left over');
+  rootProcess = await startLiveProcess();
+  const weekAgo = new Date(Date.now() - 7 * 24 * 3_600_000);
+  await writeFile(path.join(workspace.outDir, liveTemp()), 'being written');
+  await utimes(path.join(workspace.outDir, liveTemp()), weekAgo, weekAgo);
   await mkdir(path.join(workspace.outDir, 'nested'));
   await writeFile(path.join(workspace.outDir, 'nested', deadTemp('2026-01-01.csv')), 'left over');
   await chown(path.join(workspace.outDir, 'nested'), NOBODY.uid, NOBODY.gid);
 });
 afterAll(async () => {
   if (!asRoot) return;
+  await rootProcess.stop();
   await sandbox.close();
   await rm(root, { recursive: true, force: true });
 });
@@ -66,7 +75,7 @@ describe.skipIf(!asRoot)('tilehouse run as a non-root user, with unreadable dire
     expect(result.code).toBe(0);
   });
 
-  it('skips lost+found and the other unreadable directory, sweeps the rest, exits 0 and writes both files', async () => {
+  it('skips lost+found and the other unreadable directory, sweeps the rest (not a live root process\'s file), exits 0 and writes both files', async () => {
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: { ...sandboxEnv(sandbox), HOME: home },
       timeoutMs: 45_000,
@@ -82,7 +91,7 @@ describe.skipIf(!asRoot)('tilehouse run as a non-root user, with unreadable dire
     const date = new Date().toISOString().slice(0, 10);
     expect((await readCsv(path.join(workspace.outDir, 'flat.csv'))).rows).toHaveLength(INCIDENTS);
     expect((await readCsv(path.join(workspace.outDir, 'nested', `${date}.csv`))).rows).toHaveLength(INCIDENTS);
-    expect((await readdir(workspace.outDir)).sort()).toEqual(['flat.csv', 'lost+found', 'nested', 'other-team']);
+    expect((await readdir(workspace.outDir)).sort()).toEqual([liveTemp(), 'flat.csv', 'lost+found', 'nested', 'other-team'].sort());
     expect(await readdir(path.join(workspace.outDir, 'nested'))).toEqual([`${date}.csv`]);
     for (const sealed of ['lost+found', 'other-team']) expect(await readdir(path.join(workspace.outDir, sealed))).toEqual([deadTemp('flat.csv')]);
   });
