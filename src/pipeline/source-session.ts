@@ -1,11 +1,11 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { pageSizeOf } from '../config/page-size.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import { ExportClient } from '../source/export-client.js';
-import { RetryBudget, type RetryPolicy } from '../source/retry-policy.js';
+import { RetryBudget } from '../retry.js';
+import type { RetryPolicy } from '../source/retry-policy.js';
 import { SessionToken } from '../source/session-token.js';
 import { fetchToken, type TokenRequest } from '../source/token-client.js';
 
@@ -82,7 +82,7 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
     tileParam: source.tileParam,
     tileId: job.tile,
     query: job.query,
-    itemsPerPage: pageSizeOf(job, source),
+    itemsPerPage: source.itemsPerPage,
     jobName: job.name,
     dispatcher: options.dispatcher,
     timeouts: timeoutsOf(source),

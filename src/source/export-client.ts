@@ -4,7 +4,8 @@ import type { ExportQuery } from '../config/job-schema.js';
 import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
 import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
-import { retryAfterCeiling, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import type { RetryEvent } from '../retry.js';
+import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
 import { ExportApiError, ExportResponseError } from './source-errors.js';
 
@@ -45,7 +46,7 @@ export class ExportClient {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
-      const attempt = await withRetries(() => this.attempt(pageNumber, token, gate), this.options.retry, {
+      const attempt = await withSourceRetries(() => this.attempt(pageNumber, token, gate), this.options.retry, {
         signal: this.options.signal,
         onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
       });

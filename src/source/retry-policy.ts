@@ -1,39 +1,17 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { withRetries, type RetryBudget, type RetryEvent, type RetryLimits } from '../retry.js';
 
 /**
- * One retry policy for every call to the source (token and export pages).
+ * The retry policy of every call to the source (token and export pages); the loop itself is the
+ * one in src/retry.ts.
  *
- * Not undici's RetryAgent: it cannot share a per-run retry budget across requests, does not use
- * full jitter, and retries below the layer that decides whether a 200 with a truncated body is
- * worth another try. This module is the whole policy, in one place.
+ * Not undici's RetryAgent: it cannot share a per-run retry budget across requests, and retries
+ * below the layer that decides whether a 200 with a truncated body is worth another try.
+ * maxDelayMs caps any backoff of ours; a server's Retry-After above it (or above one second,
+ * whichever is longer: see retryAfterCeiling) ends the request, never waited out capped.
  */
-export interface RetryPolicy {
-  /** Attempts per request, including the first. */
-  maxAttempts: number;
-  /** Base of the exponential backoff: attempt n waits up to base * 2^(n-1), with full jitter. */
-  baseDelayMs: number;
-  /**
-   * Cap for any backoff of ours. A server's Retry-After above it (or above one second, whichever
-   * is longer: see retryAfterCeiling) ends the request; it is never waited out capped.
-   */
-  maxDelayMs: number;
+export interface RetryPolicy extends RetryLimits {
   /** Shared by every request of one tile run. */
   budget: RetryBudget;
-  random?: () => number;
-}
-
-/** Caps the retries of a whole run, so a sick source cannot keep a CronJob busy until its deadline. */
-export class RetryBudget {
-  private spent = 0;
-  constructor(readonly limit: number) {}
-  get used(): number {
-    return this.spent;
-  }
-  tryConsume(): boolean {
-    if (this.spent >= this.limit) return false;
-    this.spent += 1;
-    return true;
-  }
 }
 
 /**
@@ -65,17 +43,6 @@ export function retryAfterCeiling(policy: Pick<RetryPolicy, 'maxDelayMs'>): numb
   return Math.max(policy.maxDelayMs, 1000);
 }
 
-export interface RetryEvent {
-  attempt: number;
-  delayMs: number;
-  reason: string;
-}
-
-export function backoffDelay(attempt: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'random'>): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
-  return Math.floor((policy.random ?? Math.random)() * ceiling);
-}
-
 /**
  * Parses a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
  * Returns milliseconds from `now`, or undefined when absent or unparseable.
@@ -90,31 +57,26 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   return Math.max(0, date - now);
 }
 
-export async function withRetries<T>(
+/**
+ * Runs a source call with the source's policy: an operation asks for another attempt by throwing
+ * RetryableFailure; anything else ends it at once.
+ */
+export function withSourceRetries<T>(
   operation: (attempt: number) => Promise<T>,
   policy: RetryPolicy,
   options: { signal?: AbortSignal; onRetry?: (event: RetryEvent) => void } = {},
 ): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await operation(attempt);
-    } catch (error) {
-      if (!(error instanceof RetryableFailure)) throw error;
-      // Longer than we wait: the caller (classifyAnswer) refuses such answers with the header
-      // quoted; this is the backstop. Waiting it out capped would be turned away again.
-      if (error.retryAfterMs !== undefined && error.retryAfterMs > retryAfterCeiling(policy)) throw error.final;
-      if (error.requeue) {
-        attempt -= 1;
-        if (error.retryAfterMs) await sleep(error.retryAfterMs, undefined, { signal: options.signal });
-        continue;
-      }
-      if (attempt >= policy.maxAttempts || !policy.budget.tryConsume()) throw error.final;
-      // A server's Retry-After wins over our own backoff when longer; a shorter one (Retry-After:
-      // 0 is common) does not shorten it, or every client it throttled would come back at once.
-      const backoff = backoffDelay(attempt, policy);
-      const delayMs = error.retryAfterMs === undefined ? backoff : Math.max(error.retryAfterMs, backoff);
-      options.onRetry?.({ attempt, delayMs, reason: error.final.message });
-      await sleep(delayMs, undefined, { signal: options.signal });
-    }
-  }
+  return withRetries(operation, {
+    limits: policy,
+    budget: policy.budget,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+    classify: (error) => {
+      if (!(error instanceof RetryableFailure)) return { retry: false };
+      // Longer than we wait: classifyAnswer refuses such answers with the header quoted; this is
+      // the backstop. Waiting it out capped would be turned away again.
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > retryAfterCeiling(policy)) return { retry: false, error: error.final };
+      return { retry: true, error: error.final, requeue: error.requeue, ...(error.retryAfterMs === undefined ? {} : { afterMs: error.retryAfterMs }) };
+    },
+  });
 }

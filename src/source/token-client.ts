@@ -2,7 +2,8 @@ import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
-import { retryAfterCeiling, withRetries, type RetryEvent, type RetryPolicy } from './retry-policy.js';
+import type { RetryEvent } from '../retry.js';
+import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from './retry-policy.js';
 import { AuthError, TokenResponseError } from './source-errors.js';
 import { registerSecret } from '../secret-scrubber.js';
 
@@ -67,7 +68,7 @@ function serverDateOf(value: string | string[] | undefined): number | undefined 
 /** OAuth 2.0 client-credentials grant against `{authUrl}/oauth/token` (spec, endpoint 1). */
 export async function fetchToken(req: TokenRequest): Promise<Token> {
   const url = tokenUrl(req.authUrl);
-  return withRetries(
+  return withSourceRetries(
     async () => {
       let outcome: HttpOutcome;
       try {

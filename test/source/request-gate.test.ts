@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency, type Permit } from '../../src/source/adaptive-concurrency.js';
-import { RetryableFailure, RetryBudget, withRetries } from '../../src/source/retry-policy.js';
+import { RetryBudget } from '../../src/retry.js';
+import { RetryableFailure, withSourceRetries } from '../../src/source/retry-policy.js';
 
 /** Settles pending promise callbacks. */
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -63,11 +64,11 @@ describe('AdaptiveConcurrency as a request gate', () => {
   });
 });
 
-describe('withRetries and a requeued attempt', () => {
+describe('withSourceRetries and a requeued attempt', () => {
   it('sends it again without counting an attempt or spending the budget', async () => {
     const budget = new RetryBudget(1);
     let calls = 0;
-    const result = await withRetries(
+    const result = await withSourceRetries(
       async () => {
         calls += 1;
         if (calls <= 5) throw new RetryableFailure(new Error('too many at once'), 0, { requeue: true });

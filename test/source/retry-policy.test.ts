@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, parseRetryAfter, retryAfterCeiling, RetryableFailure, RetryBudget, withRetries, type RetryPolicy } from '../../src/source/retry-policy.js';
+import { backoffDelay, RetryBudget } from '../../src/retry.js';
+import { parseRetryAfter, retryAfterCeiling, RetryableFailure, withSourceRetries, type RetryPolicy } from '../../src/source/retry-policy.js';
 
 const policy = (overrides: Partial<RetryPolicy> = {}): RetryPolicy => ({
   maxAttempts: 4,
@@ -36,10 +37,10 @@ describe('backoffDelay', () => {
   });
 });
 
-describe('withRetries', () => {
+describe('withSourceRetries', () => {
   it('retries a RetryableFailure until the operation succeeds', async () => {
     let calls = 0;
-    const result = await withRetries(async () => {
+    const result = await withSourceRetries(async () => {
       calls += 1;
       if (calls < 3) throw new RetryableFailure(new Error('503'));
       return 'done';
@@ -52,7 +53,7 @@ describe('withRetries', () => {
     let calls = 0;
     const final = new Error('HTTP 503 on page 2');
     await expect(
-      withRetries(async () => {
+      withSourceRetries(async () => {
         calls += 1;
         throw new RetryableFailure(final);
       }, policy()),
@@ -63,7 +64,7 @@ describe('withRetries', () => {
   it('does not retry other errors', async () => {
     let calls = 0;
     await expect(
-      withRetries(async () => {
+      withSourceRetries(async () => {
         calls += 1;
         throw new Error('400 invalid id');
       }, policy()),
@@ -75,7 +76,7 @@ describe('withRetries', () => {
     const budget = new RetryBudget(2);
     let calls = 0;
     const failing = () =>
-      withRetries(async () => {
+      withSourceRetries(async () => {
         calls += 1;
         throw new RetryableFailure(new Error('429'));
       }, policy({ budget }));
@@ -88,7 +89,7 @@ describe('withRetries', () => {
   it('waits Retry-After when it is longer than its own backoff', async () => {
     const delays: number[] = [];
     let calls = 0;
-    await withRetries(
+    await withSourceRetries(
       async () => {
         calls += 1;
         if (calls === 1) throw new RetryableFailure(new Error('429'), 15);
@@ -103,7 +104,7 @@ describe('withRetries', () => {
   it('waits its own backoff, not 0, after Retry-After: 0', async () => {
     const delays: number[] = [];
     let calls = 0;
-    await withRetries(
+    await withSourceRetries(
       async () => {
         calls += 1;
         if (calls <= 2) throw new RetryableFailure(new Error('429'), 0);
@@ -122,7 +123,7 @@ describe('withRetries', () => {
     let calls = 0;
     const started = Date.now();
     await expect(
-      withRetries(
+      withSourceRetries(
         async () => {
           calls += 1;
           throw new RetryableFailure(final, 60_000);
@@ -142,7 +143,7 @@ describe('withRetries', () => {
     expect(retryAfterCeiling({ maxDelayMs: 30_000 })).toBe(30_000);
     const delays: number[] = [];
     let calls = 0;
-    await withRetries(
+    await withSourceRetries(
       async () => {
         calls += 1;
         if (calls === 1) throw new RetryableFailure(new Error('429'), 80);
@@ -156,6 +157,6 @@ describe('withRetries', () => {
 
   it('refuses a requeue whose Retry-After is beyond maxDelayMs too', async () => {
     const final = new Error('too many at once');
-    await expect(withRetries(async () => Promise.reject(new RetryableFailure(final, 5_000, { requeue: true })), policy({ maxDelayMs: 20 }))).rejects.toBe(final);
+    await expect(withSourceRetries(async () => Promise.reject(new RetryableFailure(final, 5_000, { requeue: true })), policy({ maxDelayMs: 20 }))).rejects.toBe(final);
   });
 });

@@ -4,7 +4,8 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Agent } from 'undici';
 import { ExportClient } from '../../src/source/export-client.js';
 import type { RequestTimeouts } from '../../src/source/http.js';
-import { RetryBudget, type RetryPolicy } from '../../src/source/retry-policy.js';
+import { RetryBudget } from '../../src/retry.js';
+import type { RetryPolicy } from '../../src/source/retry-policy.js';
 import { SessionToken } from '../../src/source/session-token.js';
 import { fetchToken, type TokenRequest } from '../../src/source/token-client.js';
 

@@ -12,7 +12,8 @@ import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
 import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import type { RetryLimits } from '../../retry.js';
+import { DEFAULT_RETRY_LIMITS } from './retry.js';
 import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 
 export interface BigQuerySinkOptions {
@@ -25,7 +26,7 @@ export interface BigQuerySinkOptions {
   /** The job's IANA zone: decides which day a `partition` run writes. Default UTC. */
   timezone?: string;
   /** Backoff for transient failures; tests shorten it. */
-  retry?: RetryPolicy;
+  retry?: RetryLimits;
   /** Job polling and load attempts; tests shorten it. */
   polling?: JobPolling;
 }
@@ -66,7 +67,7 @@ export class BigQuerySink implements Sink {
   /** What a load would do to the table's schema, decided by the same contract check as a load. */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
     const plan = await this.loadPlan(context);
-    const retry = { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
+    const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
     const existing = await readTableSchema(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
     const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
     const decision = checkSchemaContract(existing, plan.fields, plan.schema);
@@ -91,7 +92,7 @@ export class BigQuerySink implements Sink {
       file,
       encodeRow: rowEncoder(context.columns, lineage),
       context,
-      retry: { policy: this.options.retry ?? DEFAULT_RETRY_POLICY, logger: context.logger },
+      retry: { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger },
       polling: this.options.polling ?? DEFAULT_JOB_POLLING,
     });
   }

@@ -11,5 +11,5 @@ export {
   BigQueryValueError,
 } from './bigquery-errors.js';
 export type { SchemaDiff } from './schema-contract.js';
-export type { RetryPolicy } from './retry.js';
+export type { RetryLimits } from '../../retry.js';
 export type { JobPolling } from './run-job.js';

@@ -28,7 +28,7 @@ export function runContext(overrides: Partial<SinkRunContext> & { columns: reado
 
 // Retries and polling in milliseconds instead of seconds: the behaviour is the same, the suite fast.
 export const FAST = {
-  retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 },
+  retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 },
   polling: { initialIntervalMs: 1, maxIntervalMs: 2, jobAttempts: 3, maxWaitMs: 10_000 },
 } as const;
 
