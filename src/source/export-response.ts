@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ExactNumber } from './json-body.js';
 
 /** The spec's Export result, validated at the edge; extra members are allowed (spec: "minimum returned"). */
 const navigationSchema = z
@@ -105,6 +106,9 @@ export function parseExportPage(body: unknown, pageNumber: number): PageParse {
         return { ok: false, problem: `row ${i} has ${row.length} values for ${width} headers` };
       }
       positional[i] = row;
+    } else if (row instanceof ExactNumber) {
+      // A long number literal is an object here, but a row it is not.
+      return { ok: false, problem: `row ${i} is a number, not an array or an object` };
     } else if (row !== null && typeof row === 'object') {
       if (headerIndex === undefined) {
         // Keyed by header, a repeated header cannot say which column a value belongs to (JSON

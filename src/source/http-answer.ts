@@ -1,4 +1,5 @@
-import { excerpt, isTransientNetworkError, RequestDeadlineError, RETRYABLE_STATUSES, tryParseJson, type HttpAnswer } from './http.js';
+import { excerpt, isTransientNetworkError, RequestDeadlineError, RETRYABLE_STATUSES, type HttpAnswer } from './http.js';
+import { parseJsonBody } from './json-body.js';
 import { parseRetryAfter, RetryableFailure } from './retry-policy.js';
 import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from './source-errors.js';
 
@@ -58,14 +59,14 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
       const error = context.bodyError(answer, answer.undecodable.detail);
       return answer.undecodable.transient ? { kind: 'retry', error } : { kind: 'fail', error };
     }
-    const body = tryParseJson(answer.text);
+    const body = parseJsonBody(answer.text);
     // A 200 whose JSON is cut short is almost always a dropped connection: retry it. The
     // parser's message quotes the body too, so it is excerpted like the body.
     if (!body.ok) return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };
     return { kind: 'ok', status: answer.status, value: body.value };
   }
 
-  const parsed = answer.undecodable ? undefined : tryParseJson(answer.text);
+  const parsed = answer.undecodable ? undefined : parseJsonBody(answer.text);
   const { error, detail } = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
   if (answer.status === 401 && context.reauthOn401) return { kind: 'reauth', error };
   if (!RETRYABLE_STATUSES.has(answer.status)) return { kind: 'fail', error };

@@ -223,14 +223,6 @@ export function isTransientNetworkError(error: unknown): error is Error {
 
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
-export function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch (error) {
-    return { ok: false, error: (error as Error).message };
-  }
-}
-
 /**
  * A short, single-line excerpt of a body for error messages (HTML error pages can be huge).
  * Only printable text: control characters, U+FFFD and unassigned or private-use code points

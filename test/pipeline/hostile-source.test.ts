@@ -54,7 +54,7 @@ const job: LoadedJob = {
   timezone: 'UTC',
 };
 
-async function run(script: HostileScript): Promise<{ summary: RunSummary; exitCode: number; outDir: string; source: HostileServer }> {
+async function run(script: HostileScript, runJob: LoadedJob = job): Promise<{ summary: RunSummary; exitCode: number; outDir: string; source: HostileServer }> {
   server = await startHostileServer(script);
   const outDir = path.join(root, 'out');
   await mkdir(outDir, { recursive: true });
@@ -63,7 +63,7 @@ async function run(script: HostileScript): Promise<{ summary: RunSummary; exitCo
     sinks: { csv: { directory: outDir } },
   });
   const logger = await createLogger({ level: 'silent', destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
-  const summary = await runTiles([job], {
+  const summary = await runTiles([runJob], {
     environment,
     credentials: { clientId: 'hostile-id', clientSecret: 'hostile-secret' },
     logger,
@@ -149,5 +149,36 @@ describe('a run against a source that refuses politely', () => {
     expect(summary.tiles[0]!.error!.message).toContain('page 1: HTTP 429 with Retry-After: 3600 (more than the 1 s this job waits): rate limit exceeded');
     expect(source.pagesAsked().filter((page) => page === 1)).toEqual([1]);
     expect(await readdir(outDir)).toEqual([]);
+  });
+});
+
+describe('a run against a source that sends numbers beyond double precision', () => {
+  // Raw body text: JSON.stringify could not even write these literals.
+  const page = (literals: string[]) =>
+    `{"ok":true,"result":{"navigation":{"hasPrev":false,"hasNext":false,"rowsCount":${literals.length},"totalRows":${literals.length}},` +
+    `"headers":["Type","Incidents"],"dataTypes":["text","number"],"rows":[${literals.map((literal, index) => `["r${index}",${literal}]`).join(',')}]}}`;
+  const typed = (type: 'NUMERIC' | 'INT64'): LoadedJob => ({ ...job, columns: { Incidents: { type } } });
+
+  it('writes NUMERIC values with every digit the service sent', async () => {
+    const literals = ['12345678901234567.5', '-98765432109876543210.123456789', '99999999999999999999999999999.999999999', '1.5', '0.000000001'];
+    const { summary, outDir } = await run({ page: () => ({ body: page(literals) }) }, typed('NUMERIC'));
+    expect(summary.tiles[0]!.status).toBe('succeeded');
+    const csv = await readCsv(path.join(outDir, 'hostile.csv'));
+    expect(csv.rows.map((row) => row[1])).toEqual(literals);
+  });
+
+  it('keeps INT64 beyond 2^53 exact, and refuses one beyond int64 naming page, row, column and value', async () => {
+    const exact = await run({ page: () => ({ body: page(['9007199254740993', '-9223372036854775808']) }) }, typed('INT64'));
+    const target = path.join(exact.outDir, 'hostile.csv');
+    expect((await readCsv(target)).rows.map((row) => row[1])).toEqual(['9007199254740993', '-9223372036854775808']);
+    const published = await readFile(target, 'utf8');
+    await server?.close();
+    server = undefined;
+
+    const refused = await run({ page: () => ({ body: page(['1', '9223372036854775808']) }) }, typed('INT64'));
+    expect(refused.exitCode).toBe(1);
+    expect(refused.summary.tiles[0]!.error?.message).toMatch(/page 0, row 1, column "Incidents".*9223372036854775808/);
+    expect(await readdir(refused.outDir)).toEqual(['hostile.csv']);
+    expect(await readFile(target, 'utf8')).toBe(published);
   });
 });

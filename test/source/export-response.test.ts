@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseExportPage } from '../../src/source/export-response.js';
+import { ExactNumber } from '../../src/source/json-body.js';
 
 const navigation = { hasPrev: false, hasNext: false, rowsCount: 2, totalRows: 2 };
 const body = (rows: unknown[], extra: Record<string, unknown> = {}) => ({
@@ -25,6 +26,8 @@ describe('parseExportPage', () => {
   it.each([
     { rows: [['x', 1], 'oops'], problem: 'row 1 is string, not an array or an object' },
     { rows: [['x', 1], null], problem: 'row 1 is null, not an array or an object' },
+    // A long number is parsed losslessly into an object; a header called "text" must not make it a row.
+    { rows: [['x', 1], new ExactNumber('12345678901234567890')], problem: 'row 1 is a number, not an array or an object' },
     { rows: [['x']], problem: 'row 0 has 1 values for 2 headers' },
     { rows: [{ A: 'x', C: 2 }], problem: 'row 0 has key "C" that is not a header' },
   ])('refuses a malformed row and names its index ($problem)', ({ rows, problem }) => {
