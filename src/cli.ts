@@ -19,7 +19,12 @@ Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`).join('\n')}
 
 Run "tilehouse <command> --help" for a command's options; "tilehouse --version" for the version.
-Exit codes: 0 success, 1 a tile failed, 2 bad config or usage.
+Logs go to stderr; stdout carries only what a command is asked to print.
+
+Example:
+  tilehouse validate --config config/default.yaml && tilehouse check && tilehouse run --json
+
+Exit codes: 0 success, 1 a tile failed, 2 bad config or usage, 3 partially published.
 `;
 }
 
@@ -29,13 +34,15 @@ Exit codes: 0 success, 1 a tile failed, 2 bad config or usage.
  */
 export const VERSION: string = packageJson.version;
 
-/** The level named by `--log-level L` / `--log-level=L` anywhere in the arguments, else $TILEHOUSE_LOG_LEVEL. */
-function logLevelOf(args: readonly string[], env: NodeJS.ProcessEnv): string {
+/** Whether the arguments ask for debug output (`--log-level debug|trace`, `-v`), else $TILEHOUSE_LOG_LEVEL. */
+function wantsStack(args: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  let level = env.TILEHOUSE_LOG_LEVEL ?? 'info';
   for (const [index, arg] of args.entries()) {
-    if (arg === '--log-level' && args[index + 1] !== undefined) return args[index + 1]!;
-    if (arg.startsWith('--log-level=')) return arg.slice('--log-level='.length);
+    if (arg === '--log-level' && args[index + 1] !== undefined) level = args[index + 1]!;
+    else if (arg.startsWith('--log-level=')) level = arg.slice('--log-level='.length);
+    else if (arg === '-v' || arg === '--verbose') level = 'debug';
   }
-  return env.TILEHOUSE_LOG_LEVEL ?? 'info';
+  return level === 'debug' || level === 'trace';
 }
 
 /**
@@ -81,8 +88,7 @@ export async function main(argv: string[], callerIo: CliIo): Promise<number> {
       io.stderr.write(`tilehouse: ${error.code}:\n  ${error.message.split('\n').join('\n  ')}\n`);
       return error.exitCode;
     }
-    const level = logLevelOf(args, io.env);
-    io.stderr.write(formatInternalError(error, level === 'debug' || level === 'trace'));
+    io.stderr.write(formatInternalError(error, wantsStack(args, io.env)));
     return EXIT.tileFailed;
   }
 }
@@ -102,7 +108,7 @@ function isEntryPoint(): boolean {
  * cancelled, sinks remove their temp files, nothing partial is published, and the exit code says
  * which signal it was (128 + signal number, as a shell would report). A second signal exits at once.
  */
-async function runAsProcess(): Promise<void> {
+export async function runAsProcess(): Promise<void> {
   const controller = new AbortController();
   // Attaches an 'error' handler to process.stderr before anything is written: the signal notice
   // below must not turn an EPIPE (stderr's reader is gone) into an uncaught exception that skips
@@ -117,9 +123,10 @@ async function runAsProcess(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  // Logs go to stdout through the same kind of guarded stream as everything else (not pino's own
-  // fd writer), so one handler covers a closed stdout and logs stay in order with other output.
-  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, logDestination: process.stdout, signal: controller.signal };
+  // Logs go to stderr (the default destination of every command's logger), through the same
+  // guarded stream as everything else written there, so one handler covers a closed stderr and
+  // logs stay in order with the progress line and the summary.
+  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal };
   const code = await main(process.argv.slice(2), io);
   process.exitCode = received === 'SIGTERM' ? EXIT.sigterm : received === 'SIGINT' ? EXIT.sigint : code;
 }

@@ -27,33 +27,83 @@ export const REDACTED_PATHS = [
   '*.credentials',
 ];
 
+/** pino's levels, most verbose first; `silent` logs nothing. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export function isLogLevel(value: string): value is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value);
+}
+
 export interface LoggerOptions {
-  level?: string;
-  /** Human-readable output; default: when the destination (default stdout) is a TTY. */
-  pretty?: boolean;
-  /** Default: stdout. The CLI passes its own stdout wrapper (scrubbed, safe on a closed pipe). */
+  level?: LogLevel;
+  /** One short human line per event instead of JSON (a terminal). Default: false. */
+  human?: boolean;
+  /** Default: stderr. The CLI passes its own stderr wrapper (scrubbed, safe on a closed pipe). */
   destination?: DestinationStream;
 }
 
-function isTerminal(stream: unknown): boolean {
-  return (stream as { isTTY?: boolean }).isTTY === true;
+const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/** Fields every line has, or that a human line shows elsewhere (the job prefix) or never (objects). */
+const NOT_SHOWN = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname', 'job', 'tile', 'runId', 'err', 'summary']);
+const MAX_FIELD_CHARS = 80;
+
+function clock(time: unknown): string {
+  const date = typeof time === 'number' ? new Date(time) : new Date();
+  return [date.getHours(), date.getMinutes(), date.getSeconds()].map((part) => String(part).padStart(2, '0')).join(':');
 }
 
-/** The one logger factory: JSON lines for machines (CronJob logs), pretty lines on a terminal. */
-export async function createLogger(options: LoggerOptions = {}): Promise<Logger> {
+function shownValue(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.length > MAX_FIELD_CHARS ? `${value.slice(0, MAX_FIELD_CHARS)}…` : value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string' || typeof item === 'number')) return shownValue(value.join(','));
+  return undefined;
+}
+
+/**
+ * One JSON log line as one human line: `12:04:05 WARN  incidents_by_type: page request failed;
+ * retrying page=3 attempt=2`. Scalar fields follow the message; objects (the run summary, which
+ * is printed at the end anyway) are left to the JSON logs. An error's stack, logged only at
+ * debug, follows on indented lines.
+ */
+export function humanLogLine(json: string): string {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json.endsWith('\n') ? json : `${json}\n`;
+  }
+  const level = (LEVEL_NAMES[entry.level as number] ?? String(entry.level)).padEnd(5);
+  const prefix = typeof entry.job === 'string' ? `${entry.job}: ` : '';
+  const fields: string[] = [];
+  for (const [key, value] of Object.entries(entry)) {
+    if (NOT_SHOWN.has(key)) continue;
+    const shown = shownValue(value);
+    if (shown !== undefined) fields.push(`${key}=${shown}`);
+  }
+  let line = `${clock(entry.time)} ${level} ${prefix}${String(entry.msg ?? '')}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}\n`;
+  const err = entry.err as { message?: unknown; stack?: unknown } | undefined;
+  if (typeof err?.stack === 'string') line += `  ${err.stack.split('\n').join('\n  ')}\n`;
+  else if (typeof err?.message === 'string') line += `  ${err.message}\n`;
+  return line;
+}
+
+/** A destination that turns pino's JSON lines into human lines before handing them on. */
+function humanDestination(destination: DestinationStream): DestinationStream {
+  return { write: (line: string) => destination.write(humanLogLine(line)) };
+}
+
+/** The one logger factory: JSON lines for machines (CronJob logs), one human line per event on a terminal. */
+export function createLogger(options: LoggerOptions = {}): Logger {
   const settings = {
-    level: options.level ?? process.env.TILEHOUSE_LOG_LEVEL ?? 'info',
+    level: options.level ?? 'info',
     base: { service: 'tilehouse' },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     // Every line, at every level and to any destination, is scrubbed of secret values. pino hands
     // over one whole line per write, so a secret is never split across two calls.
     hooks: { streamWrite: scrubSecrets },
   };
-  const { destination } = options;
-  const pretty = options.pretty ?? isTerminal(destination ?? process.stdout);
-  if (!pretty) return destination === undefined ? pino(settings) : pino(settings, destination);
-  // Loaded only on a terminal: it costs cold-start time a CronJob should not pay.
-  const { default: prettyStream } = await import('pino-pretty');
-  const prettyOptions = { colorize: true, sync: true, ignore: 'pid,hostname,service' };
-  return pino(settings, prettyStream(destination === undefined ? prettyOptions : { ...prettyOptions, destination }));
+  const destination = options.destination ?? pino.destination({ fd: 2, sync: true });
+  return pino(settings, options.human === true ? humanDestination(destination) : destination);
 }

@@ -7,6 +7,7 @@ interface Target {
   write(chunk: string): unknown;
   on?(event: 'error', listener: (error: Error) => void): unknown;
   isTTY?: boolean;
+  columns?: number;
   destroyed?: boolean;
 }
 
@@ -37,6 +38,11 @@ export class OutputStream extends Writable {
   /** The target's: the logger and progress output decide on colours and `\r` lines from it. */
   get isTTY(): boolean {
     return this.target.isTTY === true;
+  }
+
+  /** The terminal's width, when the target is one: status lines are cut to it. */
+  get columns(): number | undefined {
+    return this.target.columns;
   }
 
   /** Whether the target failed and writes are dropped. */

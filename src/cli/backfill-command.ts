@@ -1,10 +1,12 @@
 import { ConfigError, type ConfigProblem } from '../config/config-error.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { createLogger } from '../log.js';
+import { shortDuration } from '../pipeline/progress.js';
 import { isCalendarDate, splitWindows, type DateWindow, type WindowStep } from '../pipeline/backfill-windows.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { backfillItemIndex, runBackfill, type BackfillSummary } from '../pipeline/run-backfill.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
+import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
+import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -44,11 +46,6 @@ export function rerunCommands(failed: readonly DateWindow[], job: string, step: 
   return ranges.map((range) => ['tilehouse backfill', '--tile', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
 }
 
-function formatDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
-}
-
 export const backfillCommand: Command = {
   name: 'backfill',
   help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
@@ -61,7 +58,7 @@ bucket) rows outside the window are dropped, which makes each window exact. With
 are exact to within one day and the summary says so.
 
 Options:
-  -t, --tile NAME        the job to backfill (required)
+  -t, --tile NAME        the job to backfill (required; one per backfill: run one backfill per tile)
       --from DATE        first day, YYYY-MM-DD (required)
       --to DATE          day after the last, YYYY-MM-DD (required)
       --step S           day | week | month (default: day)
@@ -69,26 +66,35 @@ Options:
       --strict           fail a window in the future (not run) or one whose rows all fell
                          outside it (not published) instead of warning
 ${COMMON_HELP}
-      --log-level L      trace|debug|info|warn|error (default: warn)
+${SUMMARY_HELP}
+${logHelp('warn')}
   -h, --help             show this help
+
+Example:
+  tilehouse backfill --tile daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week
 
 Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
 2 bad config or usage, 143 / 130 stopped by SIGTERM / SIGINT.
 `,
   async run(args, io) {
     const { values } = parseCommandArgs('backfill', args, {
-      tile: { type: 'string', short: 't' },
+      tile: { type: 'string', short: 't', multiple: true },
       from: { type: 'string' },
       to: { type: 'string' },
       step: { type: 'string' },
       concurrency: { type: 'string' },
       strict: { type: 'boolean' },
+      json: { type: 'boolean' },
+      'summary-json': { type: 'string' },
     });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     for (const flag of ['tile', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+    const tiles = [...new Set(values.tile)];
+    if (tiles.length > 1) throw UsageError.of(`backfill: one --tile per backfill, got ${tiles.join(', ')}; run one backfill per tile (each has its own windows and re-run commands)`);
+    const tileName = tiles[0]!;
     for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
     const step = (values.step ?? 'day') as WindowStep;
     if (!STEPS.includes(step)) throw UsageError.of(`backfill: --step must be one of ${STEPS.join(', ')}, got ${JSON.stringify(values.step)}`);
@@ -96,35 +102,39 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
 
-    const workspace = await loadRunnableWorkspace(values, [values.tile!], io.env);
+    const output = openOutput('backfill', values, io, 'warn');
+    const summaryTarget = await summaryTargetOf('backfill', values, io.env);
+    const workspace = await loadRunnableWorkspace(values, [tileName], io.env);
     const { credentials } = workspace;
     const job = jobForBackfill(workspace.selected[0]!);
     backfillItemIndex(job);
     const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
-    const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
+    const { logger, screen } = output;
     const windows = splitWindows(values.from!, values.to!, step);
 
-    const interactive = io.interactive ?? (io.stderr as { isTTY?: boolean }).isTTY === true;
     const started = Date.now();
     let rows = 0;
-    const summary: BackfillSummary = await runBackfill(job, {
-      environment: workspace.environment,
-      credentials,
-      logger,
-      sinks,
-      windows,
-      concurrency,
-      retry: io.retry,
-      signal: io.signal,
-      strict: values.strict === true,
-      onWindowDone: (result, done) => {
-        rows += result.summary.rows;
-        if (!interactive) return;
-        const eta = ((Date.now() - started) / done) * (windows.length - done);
-        io.stderr.write(`\r\x1b[K${done}/${windows.length} windows, ${rows} rows, ETA ${formatDuration(eta)}`);
-      },
-    });
-    if (interactive) io.stderr.write('\n');
+    let summary: BackfillSummary;
+    try {
+      summary = await runBackfill(job, {
+        environment: workspace.environment,
+        credentials,
+        logger,
+        sinks,
+        windows,
+        concurrency,
+        retry: io.retry,
+        signal: io.signal,
+        strict: values.strict === true,
+        onWindowDone: (result, done) => {
+          rows += result.summary.rows;
+          const eta = ((Date.now() - started) / done) * (windows.length - done);
+          screen?.set('backfill', `${job.name}  ${done}/${windows.length} windows, ${rows} rows, ETA ${shortDuration(eta)}`);
+        },
+      });
+    } finally {
+      screen?.close();
+    }
 
     const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
     if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
@@ -136,13 +146,18 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       lines.push(`  ${window.from}..${window.to}: ${detail}`);
       for (const warning of warnings) lines.push(`    warning: ${warning}`);
     }
+    const passThrough = [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
     if (summary.failed.length > 0) {
-      const passThrough = [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
       lines.push(`failed windows: ${summary.failed.length}; re-run only them with:`);
       for (const command of rerunCommands(summary.failed, job.name, step, passThrough)) lines.push(`  ${command}`);
     }
     io.stderr.write(`${lines.join('\n')}\n`);
-    if (summary.windows.some((result) => result.summary.status === 'partially_published')) return EXIT.partiallyPublished;
-    return summary.failed.length > 0 ? EXIT.tileFailed : EXIT.ok;
+    const code = summary.windows.some((result) => result.summary.status === 'partially_published')
+      ? EXIT.partiallyPublished
+      : summary.failed.length > 0
+        ? EXIT.tileFailed
+        : EXIT.ok;
+    const rerun = summary.failed.length === 0 ? [] : rerunCommands(summary.failed, job.name, step, passThrough);
+    return reportSummary(summaryTarget, { command: 'backfill', exitCode: code, from: values.from, to: values.to, step, rows, ...summary, rerun }, code, io);
   },
 };

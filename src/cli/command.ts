@@ -3,6 +3,7 @@ import type { DestinationStream } from 'pino';
 import { messageOf, TilehouseError } from '../errors.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { RetrySettings } from '../pipeline/source-session.js';
+import { LOG_LEVELS } from '../log.js';
 
 /** Exit codes are part of the interface (README, k8s podFailurePolicy). */
 export const EXIT = { ok: 0, tileFailed: 1, usage: 2, partiallyPublished: 3, sigint: 130, sigterm: 143 } as const;
@@ -16,7 +17,7 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
   /** Whether stderr is a terminal (progress bars, pretty logs); default: its isTTY. */
   interactive?: boolean;
-  /** Where JSON logs go; default stdout. Tests capture them here. */
+  /** Where logs go (JSON lines; human lines when `interactive`); default stderr. Tests capture them here. */
   logDestination?: DestinationStream;
   sinkOptions?: SinkFactoryOptions;
   retry?: RetrySettings;
@@ -45,6 +46,8 @@ export const COMMON_OPTIONS = {
   config: { type: 'string', short: 'c' },
   jobs: { type: 'string', short: 'j' },
   'log-level': { type: 'string' },
+  quiet: { type: 'boolean', short: 'q' },
+  verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];
 
@@ -53,12 +56,36 @@ export const COMMON_HELP = `  -c, --config FILE    environment config (default: 
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** Parses a command's flags (the common ones plus `extra`); a mistake is a usage error. */
+/** How the logging flags read in every command's help. */
+export function logHelp(defaultLevel: string): string {
+  return `      --log-level L    ${LOG_LEVELS.join('|')} (default: ${defaultLevel}, or $TILEHOUSE_LOG_LEVEL)
+  -v, --verbose        same as --log-level debug
+  -q, --quiet          only errors (and the summary)`;
+}
+
+/**
+ * Parses a command's flags (the common ones plus `extra`); a mistake is a usage error. A flag that
+ * takes one value and is given twice (`--config a --config b`) is refused: taking the last one
+ * silently has run the wrong environment before.
+ */
 export function parseCommandArgs<Extra extends Options = {}>(command: string, args: string[], extra?: Extra, allowPositionals = false) {
+  const options = { ...COMMON_OPTIONS, ...(extra as Extra) };
+  let parsed;
   try {
-    const options = { ...COMMON_OPTIONS, ...(extra as Extra) };
-    return parseArgs({ args, options, allowPositionals, strict: true });
+    parsed = parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (error) {
     throw UsageError.of(`${command}: ${messageOf(error)} (see tilehouse ${command} --help)`);
   }
+  const seen = new Map<string, string[]>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    const option = (options as Options)[token.name];
+    if (option === undefined || option.multiple === true || option.type !== 'string') continue;
+    seen.set(token.name, [...(seen.get(token.name) ?? []), token.value ?? '']);
+  }
+  for (const [name, values] of seen) {
+    if (values.length > 1) throw UsageError.of(`${command}: --${name} is given ${values.length} times (${values.map((value) => JSON.stringify(value)).join(', ')}); give it once`);
+  }
+  const { tokens: _tokens, ...rest } = parsed;
+  return rest;
 }

@@ -1,8 +1,8 @@
-import { createLogger } from '../log.js';
 import { createSourceDispatcher } from '../pipeline/source-session.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { formatTilePlan, planTile } from '../pipeline/plan-tile.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
+import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const planCommand: Command = {
@@ -15,10 +15,13 @@ schema contract, the existing CSV file's header). Writes nothing.
 
 Options:
 ${COMMON_HELP}
-  -t, --tile NAME      plan only this job; repeatable
+  -t, --tile NAME      plan only this job; repeatable (a name given twice plans once)
       --json           print the plans as one JSON array
-      --log-level L    trace|debug|info|warn|error (default: warn)
+${logHelp('warn')}
   -h, --help           show this help
+
+Example:
+  tilehouse plan --config config/production.yaml --tile incidents_by_type
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
 a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usage.
@@ -29,9 +32,9 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
       io.stdout.write(this.help);
       return EXIT.ok;
     }
+    const { logger } = openOutput('plan', values, io, 'warn');
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
-    const logger = await createLogger({ level: values['log-level'] ?? 'warn', destination: io.logDestination });
     const dispatcher = createSourceDispatcher();
     const plans = [];
     try {

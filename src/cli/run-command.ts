@@ -1,11 +1,12 @@
-import { createLogger } from '../log.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import type { Sink } from '../sinks/sink.js';
 import type { RunSummary } from '../pipeline/tile-summary.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
+import { reportSummary } from './report-summary.js';
 
 // Run ids name temp files, staging tables and job ids: keep them to what all of those accept.
 const RUN_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -18,48 +19,68 @@ export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublis
 
 export const runCommand: Command = {
   name: 'run',
-  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--run-id ID] [--log-level LEVEL]
+  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
-publishes the run, or none does.
+publishes the run, or none does. Logs go to stderr: one line per event and a live progress line
+per tile on a terminal, JSON lines otherwise; a human summary ends the run (stderr).
 
 Options:
 ${COMMON_HELP}
-  -t, --tile NAME      run only this job (by its name); repeatable
+  -t, --tile NAME      run only this job (by its name); repeatable (a name given twice runs once)
       --run-id ID      the run's id (default: a new one); re-running a partially published run
                        with its id does not append its rows to a BigQuery table twice
-      --log-level L    trace|debug|info|warn|error (default: info)
+${SUMMARY_HELP}
+${logHelp('info')}
   -h, --help           show this help
+
+Example:
+  tilehouse run --config config/production.yaml --tile incidents_by_type --json > summary.json
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
 names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no partial output).
 `,
   async run(args, io) {
-    const { values } = parseCommandArgs('run', args, { tile: { type: 'string', short: 't', multiple: true }, 'run-id': { type: 'string' } });
+    const { values } = parseCommandArgs('run', args, {
+      tile: { type: 'string', short: 't', multiple: true },
+      'run-id': { type: 'string' },
+      json: { type: 'boolean' },
+      'summary-json': { type: 'string' },
+    });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     const runId = values['run-id'];
     if (runId !== undefined && !RUN_ID.test(runId)) throw UsageError.of(`run: --run-id must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(runId)}`);
+    const output = openOutput('run', values, io, 'info');
+    const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const sinksByJob = new Map<string, Sink[]>();
     for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, io.sinkOptions));
-    const logger = await createLogger({ level: values['log-level'], destination: io.logDestination });
+    const { logger } = output;
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
-    const summary = await runTiles(jobs, {
-      environment: workspace.environment,
-      credentials,
-      logger,
-      buildSinks: (job) => sinksByJob.get(job.name)!,
-      retry: io.retry,
-      signal: io.signal,
-      ...(runId === undefined ? {} : { runId }),
-    });
+    const onProgress = progressLines(output);
+    let summary: RunSummary;
+    try {
+      summary = await runTiles(jobs, {
+        environment: workspace.environment,
+        credentials,
+        logger,
+        buildSinks: (job) => sinksByJob.get(job.name)!,
+        retry: io.retry,
+        signal: io.signal,
+        ...(runId === undefined ? {} : { runId }),
+        ...(onProgress === undefined ? {} : { onProgress }),
+      });
+    } finally {
+      output.screen?.close();
+    }
     logger.info({ summary }, 'run finished');
+    const code = exitCodeOf(summary);
     io.stderr.write(formatRunSummary(summary));
-    return exitCodeOf(summary);
+    return reportSummary(summaryTarget, { command: 'run', exitCode: code, ...summary }, code, io);
   },
 };

@@ -1,14 +1,14 @@
 import { once } from 'node:events';
-import { createLogger } from '../log.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import { Scheduler } from '../schedule/scheduler.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
+import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
-  help: `Usage: tilehouse schedule [--config FILE] [--jobs DIR] [--grace-seconds N] [--log-level LEVEL]
+  help: `Usage: tilehouse schedule [--config FILE] [--jobs DIR] [--grace-seconds N] [-q | -v | --log-level LEVEL]
 
 Runs every job that has a schedule on its cron and timezone, in one process. A job still running
 when its next tick comes skips that tick (logged). At start, each job's next run is logged.
@@ -18,8 +18,11 @@ aborts them cleanly (temp files removed, nothing partial published).
 Options:
 ${COMMON_HELP}
       --grace-seconds N  how long running tiles may finish after SIGTERM (default 30)
-      --log-level L      trace|debug|info|warn|error (default: info)
+${logHelp('info')}
   -h, --help             show this help
+
+Example:
+  tilehouse schedule --config config/production.yaml --grace-seconds 60
 
 Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
 `,
@@ -31,12 +34,12 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     }
     const grace = Number(values['grace-seconds'] ?? '30');
     if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
+    const { logger } = openOutput('schedule', values, io, 'info');
     const workspace = await loadRunnableWorkspace(values, [], io.env);
     const { credentials } = workspace;
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, io.sinkOptions)] as const)));
-    const logger = await createLogger({ level: values['log-level'], destination: io.logDestination });
 
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
       const summary = await runTiles([job], {

@@ -117,5 +117,6 @@ export function selectJobs(jobs: readonly LoadedJob[], names: readonly string[],
       message: `no such job; known: ${[...byName.keys()].join(', ')}`,
     });
   }
-  return names.map((name) => byName.get(name)!);
+  // `--tile x --tile x` names one job: it runs once (twice would race two runs to one target).
+  return [...new Set(names)].map((name) => byName.get(name)!);
 }

@@ -1,16 +1,44 @@
-import type { RunSummary } from './tile-summary.js';
+import type { RunSummary, TileSummary } from './tile-summary.js';
 
-const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+const plural = (count: number, noun: string, many = `${noun}s`) => `${count} ${count === 1 ? noun : many}`;
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-/** A few lines a person can read at the end of a run; the JSON summary is in the logs. */
+/**
+ * What a person needs to see about one tile beyond its first line: anything that makes "ok"
+ * less than whole (values nulled, rows dropped, warnings, retries) and, for a partial publish,
+ * which targets hold which run.
+ */
+function detailLines(tile: TileSummary): string[] {
+  const lines: string[] = [];
+  if (tile.nulledValues > 0) lines.push(`${plural(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
+  if (tile.rowsDropped > 0) lines.push(`${plural(tile.rowsDropped, 'row')} outside the window dropped`);
+  for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
+  if (tile.status === 'partially_published') {
+    lines.push(`published (new run): ${tile.outputs.map((output) => output.target).join(', ') || 'none'}`);
+    lines.push(`NOT published (previous run kept): ${(tile.unpublished ?? []).join(', ') || 'none'}; re-run this tile`);
+  }
+  const counters = [
+    tile.retries > 0 ? plural(tile.retries, 'retry', 'retries') : '',
+    tile.reauthentications > 0 ? plural(tile.reauthentications, 're-authentication') : '',
+    tile.restarts > 0 ? plural(tile.restarts, 're-read from page 0', 're-reads from page 0') : '',
+  ].filter((part) => part !== '');
+  if (counters.length > 0) lines.push(counters.join(', '));
+  return lines;
+}
+
+/**
+ * A few lines a person can read at the end of a run, on stderr: one per tile, plus a line for
+ * each thing that needs a look. The machine-readable summary is `--json` / `--summary-json`.
+ */
 export function formatRunSummary(summary: RunSummary): string {
   const partial = summary.partiallyPublished > 0 ? `, ${summary.partiallyPublished} PARTIALLY PUBLISHED` : '';
-  const lines = [`run ${summary.runId}: ${summary.succeeded} succeeded, ${summary.failed} failed${partial} in ${(summary.durationMs / 1000).toFixed(1)} s`];
+  const lines = [`run ${summary.runId}: ${summary.succeeded} succeeded, ${summary.failed} failed${partial} in ${seconds(summary.durationMs)}`];
   for (const tile of summary.tiles) {
     const mark = tile.status === 'succeeded' ? 'ok  ' : tile.status === 'failed' ? 'FAIL' : 'PART';
     const outputs = tile.outputs.map((output) => output.target).join(', ');
     const detail = tile.status === 'succeeded' ? `${plural(tile.rows, 'row')}, ${plural(tile.pages, 'page')} → ${outputs}` : `${tile.error?.code}: ${tile.error?.message}`;
-    lines.push(`  ${mark} ${tile.job} (${(tile.durationMs / 1000).toFixed(1)} s): ${detail}`);
+    lines.push(`  ${mark} ${tile.job} (${seconds(tile.durationMs)}): ${detail}`);
+    for (const line of detailLines(tile)) lines.push(`       ${line}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -5,7 +5,9 @@ import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
+import type { ExportPage } from '../source/export-response.js';
 import { readPages } from '../source/read-pages.js';
+import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
 import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
 import { withOneRestart } from './restart-on-drift.js';
@@ -31,6 +33,8 @@ export interface TileRunDependencies {
   selectRows?: (headers: readonly string[]) => (row: readonly unknown[]) => boolean;
   /** A last look at what was read, before anything is published: an error returned refuses the publish. */
   beforePublish?: (stats: ReadStats) => Error | undefined;
+  /** Called after each page is written to every sink (the live progress line of `run`). */
+  onProgress?: OnProgress;
 }
 
 /**
@@ -44,11 +48,15 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
   const session = openSourceSession(job, { ...deps, logger });
   const counters = () => ({ retries: session.budget.used, reauthentications: session.reauthentications(), restarts });
   let restarts = 0;
+  const progressOf = (pages: AsyncIterable<ExportPage>) =>
+    deps.onProgress === undefined
+      ? pages
+      : reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries: () => session.budget.used, onProgress: deps.onProgress });
   let stats: ReadStats | undefined;
   try {
     const read = await withOneRestart(
       () =>
-        readIntoSinks(readPages(session.client, { jobName: job.name, itemsPerPage: deps.environment.source.itemsPerPage, concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency) }), {
+        readIntoSinks(progressOf(readPages(session.client, { jobName: job.name, itemsPerPage: deps.environment.source.itemsPerPage, concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency) })), {
           job,
           sinks: deps.sinks,
           logger,

@@ -5,6 +5,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
+import type { OnProgress } from './progress.js';
 import { newRunId } from './run-id.js';
 import { runTile } from './run-tile.js';
 import { createSourceDispatcher, type RetrySettings } from './source-session.js';
@@ -21,6 +22,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   runId?: string;
   now?: () => Date;
+  /** Each tile's start, pages written and end, for a progress display. */
+  onProgress?: OnProgress;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -44,8 +47,9 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
     results = await mapWithConcurrency(
       jobs,
       options.environment.tileConcurrency,
-      (job) =>
-        runTile(job, {
+      async (job) => {
+        options.onProgress?.({ job: job.name, phase: 'started' });
+        const summary = await runTile(job, {
           environment: options.environment,
           credentials: options.credentials,
           dispatcher,
@@ -55,7 +59,11 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
           startedAt,
           retry: options.retry,
           signal: options.signal,
-        }),
+          ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        });
+        options.onProgress?.({ job: job.name, phase: 'finished' });
+        return summary;
+      },
       options.signal,
     );
   } finally {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { exitWithin, spawnCli } from '../support/child-process.js';
+import { exitWithin, spawnCli, splitStderr } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -59,7 +59,13 @@ describe('tilehouse run as a process', () => {
     const target = path.join(workspace.outDir, 'incident_detail.csv');
     await writeFile(target, PREVIOUS);
     const result = await runAndSignal(signal);
-    expect(result.stderr.split('\n')).toEqual([
+    const { logs, text } = splitStderr(result.stderr);
+    expect(logs.map((line) => line.msg)).toEqual([
+      'run starting',
+      expect.stringMatching(new RegExp(`^job incident_detail failed: .*stopped by ${signal}`)),
+      'run finished',
+    ]);
+    expect(text).toEqual([
       `tilehouse: ${signal} received; stopping cleanly (send again to exit at once)`,
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL incident_detail \\([\\d.]+ s\\): \\w+: .*stopped by ${signal}`)),

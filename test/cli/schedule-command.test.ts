@@ -36,18 +36,20 @@ describe('tilehouse schedule as a process', () => {
       env: { ...process.env, ...sandboxEnv(sandbox) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // Logs are on stderr; stdout carries nothing for `schedule`.
     let logs = '';
-    child.stdout.on('data', (chunk: Buffer) => (logs += chunk.toString()));
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (logs += chunk.toString()));
     const deadline = Date.now() + 25_000;
     // Two finished runs and at least one skipped tick, then stop while a third run is under way.
-    while ((logs.match(/tile every_second succeeded/g) ?? []).length < 2 || !logs.includes('skipped a run of every_second')) {
+    while ((logs.match(/job every_second succeeded/g) ?? []).length < 2 || !logs.includes('skipped a run of every_second')) {
       if (Date.now() > deadline) throw new Error(`schedule did not get going:\n${logs}`);
       await sleep(50);
     }
     // A run is under way when more runs have fetched a token than have finished.
     const started = () => sandbox.requests.filter((r) => r.endpoint === 'token').length - tokensBeforeSpawn;
-    const finished = () => (logs.match(/tile every_second succeeded/g) ?? []).length;
+    const finished = () => (logs.match(/job every_second succeeded/g) ?? []).length;
     while (started() <= finished()) await sleep(20);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
@@ -55,7 +57,8 @@ describe('tilehouse schedule as a process', () => {
     expect(logs.split('\n').some((line) => line.includes('"msg":"scheduled every_second"') && /"nextRun":"\d{4}-/.test(line))).toBe(true);
     expect(logs).toContain('stopped: every running tile finished');
     expect(code).toBe(143);
-    expect((logs.match(/tile every_second succeeded/g) ?? []).length).toBeGreaterThanOrEqual(3);
+    expect(stdout).toBe('');
+    expect((logs.match(/job every_second succeeded/g) ?? []).length).toBeGreaterThanOrEqual(3);
     expect(await readFile(path.join(ws.outDir, 'every_second.csv'), 'utf8')).toBe(await readFile(path.join(reference.outDir, 'every_second.csv'), 'utf8'));
     expect(await listFiles(ws.outDir)).toEqual(['every_second.csv']);
   }, 40_000);

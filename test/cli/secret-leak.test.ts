@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../sandbox/index.js';
 import { listFiles } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -123,12 +123,6 @@ async function runCli(ws: { config: string; jobs: string }, secret: string): Pro
   return { code: exit.code, stdout, stderr };
 }
 
-function jsonLines(stdout: string): Array<Record<string, unknown>> {
-  const lines = stdout.split('\n').filter((line) => line !== '');
-  // Every line on stdout is a JSON log line: nothing else is printed there.
-  return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
 describe('secrets echoed by the source', () => {
   it('an issuer that echoes the refused client secret: redacted in stderr and in every log line', async () => {
     const ws = await workspace('refused', '${LEAK_CLIENT_SECRET}');
@@ -139,12 +133,14 @@ describe('secrets echoed by the source', () => {
     expect(everything).not.toContain(WRONG_SECRET);
     expect(everything).not.toContain(CLIENT_ID);
     const echoed = 'invalid_client — client_secret "[redacted]" is not valid for [redacted]';
-    expect(result.stderr.split('\n')).toEqual([
+    // Logs are on stderr (JSON lines off a terminal), then the human summary; stdout stays empty.
+    expect(result.stdout).toBe('');
+    const { logs, text } = splitStderr(result.stderr);
+    expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: tile echoed: token request refused \\(HTTP 401\\): ${escape(echoed)}$`)),
       '',
     ]);
-    const logs = jsonLines(result.stdout);
     expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: tile echoed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
     expect(JSON.stringify(logs)).toContain('client_secret \\"[redacted]\\" is not valid for [redacted]');
   });
@@ -160,12 +156,13 @@ describe('secrets echoed by the source', () => {
     expect(issued.length).toBeGreaterThan(0);
     const everything = result.stdout + result.stderr;
     for (const secret of [SECRET, CLIENT_ID, ...issued]) expect(everything).not.toContain(secret);
-    expect(result.stderr.split('\n')).toEqual([
+    expect(result.stdout).toBe('');
+    const { logs, text } = splitStderr(result.stderr);
+    expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(/^ {2}FAIL echoed \([\d.]+ s\): export_api_error: tile echoed: page 0: export failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile$/),
       '',
     ]);
-    const logs = jsonLines(result.stdout);
     expect(logs.map((line) => line.msg)).toEqual([
       'run starting',
       'job echoed failed: tile echoed: page 0: export failed with HTTP 400: token [redacted] may not export tile sandbox-tile',

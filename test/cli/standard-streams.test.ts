@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { CLI_ENTRY, exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { CLI_ENTRY, exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -94,22 +94,34 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 
-  it('completes a run with stderr closed: exit 0, every log line on stdout, the CSV published', async () => {
+  it('completes a run with stdout closed: exit 0, every log line on stderr, the CSV published', async () => {
     await resetOutput();
     const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stderr!.destroy(); // the reader is gone before tilehouse writes a byte
-    const [stdout, exit] = await Promise.all([textOf(child.stdout), exitWithin(child, LIMIT_MS)]);
+    child.stdout!.destroy(); // the reader is gone before tilehouse writes a byte
+    const [stderr, exit] = await Promise.all([textOf(child.stderr), exitWithin(child, LIMIT_MS)]);
 
     expect(exit.code).toBe(0);
-    const messages = stdout
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    const { logs, text } = splitStderr(stderr);
+    const messages = logs.map((line) => line.msg);
     expect(messages[0]).toBe('run starting');
     expect(messages.at(-1)).toBe('run finished');
     expect(messages.filter((message) => message === 'page written')).toHaveLength(INCIDENTS / 20);
+    expect(text).toEqual([expect.stringMatching(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s$/), expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /), '']);
     expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+  });
+
+  it('completes a run with stderr closed: exit 0, the --json summary alone on stdout, the CSV published', async () => {
+    await resetOutput();
+    const child = spawnCli([...runArgs(), '--json'], { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr!.destroy();
+    const [stdout, exit] = await Promise.all([textOf(child.stdout), exitWithin(child, LIMIT_MS)]);
+
+    expect(exit.code).toBe(0);
+    const [line, end, ...rest] = stdout.split('\n');
+    expect([end, rest]).toEqual(['', []]);
+    expect(JSON.parse(line!)).toMatchObject({ command: 'run', exitCode: 0, succeeded: 1, failed: 0, tiles: [{ job: 'incident_detail', status: 'succeeded', rows: INCIDENTS }] });
+    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
   });
 
   it.each([

@@ -62,3 +62,18 @@ export function textOf(stream: Readable | null | undefined): Promise<string> {
     stream.on('error', reject);
   });
 }
+
+/**
+ * A child's stderr split into its JSON log lines (off a terminal every log event is one JSON
+ * object on one line) and the other lines, in order; every line is one or the other, and a line
+ * that starts with `{` but is not JSON fails the parse (so a broken log line cannot hide).
+ */
+export function splitStderr(stderr: string): { logs: Array<Record<string, unknown>>; text: string[] } {
+  const logs: Array<Record<string, unknown>> = [];
+  const text: string[] = [];
+  for (const line of stderr.split('\n')) {
+    if (line.startsWith('{')) logs.push(JSON.parse(line) as Record<string, unknown>);
+    else text.push(line);
+  }
+  return { logs, text };
+}
