@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /**
@@ -9,6 +9,12 @@ export interface TempOwner {
   host: string;
   /** First 8 hex digits of the kernel's boot id: after a reboot every old process is gone. */
   boot: string;
+  /**
+   * The pid namespace's inode (Linux): a pid means something only inside its namespace. Two
+   * containers with the same host name (a fixed `--hostname`, `hostNetwork` pods) sharing a
+   * volume have the same host and boot but separate pids; another namespace's owner is unknown.
+   */
+  pidns: string;
   pid: number;
   /** The process's start time in clock ticks since boot (Linux), so a reused pid is told apart. */
   start: string;
@@ -34,6 +40,14 @@ function readProcStartTicks(pid: number | 'self'): string | undefined {
   }
 }
 
+function readPidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? 'nons';
+  } catch {
+    return 'nons';
+  }
+}
+
 function readBootId(): string {
   try {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').replace(/-/g, '').slice(0, 8);
@@ -49,6 +63,7 @@ export function currentOwner(): TempOwner {
   self ??= {
     host: hostname().replace(SAFE, '-').slice(0, 63) || 'host',
     boot: readBootId(),
+    pidns: readPidNamespace(),
     pid: process.pid,
     // Off Linux there is no start time to read; the pid alone then decides (a reused pid keeps a
     // leftover, which is the safe mistake).
@@ -57,17 +72,20 @@ export function currentOwner(): TempOwner {
   return self;
 }
 
-/** `host+boot+pid+start`: the part of a temp file's name that names its owner. */
+/** `host+boot+pidns+pid+start`: the part of a temp file's name that names its owner. */
 export function formatOwnerTag(owner: TempOwner = currentOwner()): string {
-  return `${owner.host}+${owner.boot}+${owner.pid}+${owner.start}`;
+  return `${owner.host}+${owner.boot}+${owner.pidns}+${owner.pid}+${owner.start}`;
 }
 
-const TAG = /^([A-Za-z0-9.-]+)\+([A-Za-z0-9]+)\+(\d+)\+([A-Za-z0-9]+)$/;
+/** An owner tag inside a larger file-name pattern (one capture group: the whole tag). */
+export const OWNER_TAG_PATTERN = '([A-Za-z0-9.-]+\\+[A-Za-z0-9]+\\+[A-Za-z0-9]+\\+\\d+\\+[A-Za-z0-9]+)';
+
+const TAG = /^([A-Za-z0-9.-]+)\+([A-Za-z0-9]+)\+([A-Za-z0-9]+)\+(\d+)\+([A-Za-z0-9]+)$/;
 
 export function parseOwnerTag(tag: string): TempOwner | undefined {
   const match = TAG.exec(tag);
   if (!match) return undefined;
-  return { host: match[1]!, boot: match[2]!, pid: Number(match[3]), start: match[4]! };
+  return { host: match[1]!, boot: match[2]!, pidns: match[3]!, pid: Number(match[4]), start: match[5]! };
 }
 
 export type OwnerState = 'self' | 'alive' | 'gone' | 'unknown';
@@ -80,6 +98,7 @@ export function ownerState(owner: TempOwner): OwnerState {
   const me = currentOwner();
   if (owner.host !== me.host) return 'unknown';
   if (owner.boot !== me.boot) return 'gone';
+  if (owner.pidns !== me.pidns) return 'unknown';
   if (owner.pid === me.pid) return owner.start === me.start ? 'self' : 'gone';
   try {
     process.kill(owner.pid, 0);

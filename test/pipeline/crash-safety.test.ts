@@ -94,7 +94,8 @@ describe('two runs of one tile at the same time', () => {
 
     const started = sandbox.requests.length;
     const [a, b] = await Promise.all([runInProcess(workspace), runInProcess(other)]);
-    expect(a.exitCode + b.exitCode).toBeLessThanOrEqual(1); // at most one may lose its temp file to the other's sweep
+    // Neither sweeps the other's temp file: its owner is alive.
+    expect([a.exitCode, b.exitCode]).toEqual([0, 0]);
     // They really overlapped: the second token was issued before the first run's last page.
     const requests = sandbox.requests.slice(started);
     const tokens = requests.filter((r) => r.endpoint === 'token');
@@ -106,23 +107,33 @@ describe('two runs of one tile at the same time', () => {
 });
 
 describe('the start of a run', () => {
-  it('sweeps load files and CSV temp files that killed runs left, and nothing else', async () => {
-    const { writeBigQueryWorkspace } = await import('../support/bigquery-workspace.js');
-    const { mkdir: makeDir, utimes } = await import('node:fs/promises');
-    const ws = await writeBigQueryWorkspace(path.join(root, 'sweep'), sandbox, [job], { projectId: 'p', dataset: 'd' }, { itemsPerPage: 50 });
-    await makeDir(ws.tempDir, { recursive: true });
-    await makeDir(path.join(ws.outDir, 'nested'), { recursive: true });
-    const hourAgo = new Date(Date.now() - 3_600_000);
-    const stale = [path.join(ws.tempDir, 'tilehouse-incident_detail-20260101T000000Z-abcdef-1234abcd.ndjson'), path.join(ws.outDir, 'nested', '.x.csv.tilehouse-20260101T000000Z-abcdef.tmp')];
-    const kept = [path.join(ws.tempDir, 'other-program.ndjson'), path.join(ws.outDir, 'nested', '.x.csv.tmp')];
-    for (const file of [...stale, ...kept]) {
-      await writeFile(file, 'left over');
-      await utimes(file, hourAgo, hourAgo);
+  it('sweeps temp files whose owner is gone where its sinks write, and nothing else', async () => {
+    const { utimes } = await import('node:fs/promises');
+    const { DEAD_PID, startLiveProcess, tagOf } = await import('../support/temp-owners.js');
+    const live = await startLiveProcess();
+    try {
+      const ws = await writeWorkspace(path.join(root, 'sweep'), sandbox, [job], { itemsPerPage: 50 });
+      await mkdir(ws.outDir, { recursive: true });
+      const dayAgo = new Date(Date.now() - 25 * 3_600_000);
+      const gone = [
+        path.join(ws.outDir, `.incident_detail.csv.tilehouse-20260101T000000Z-abcdef+${tagOf({ pid: DEAD_PID, start: '1' })}.tmp`),
+        path.join(ws.outDir, '.incident_detail.csv.tilehouse-20250101T000000Z-abcdef.tmp'),
+      ];
+      const kept = [
+        path.join(ws.outDir, `.incident_detail.csv.tilehouse-20260101T000000Z-fedcba+${live.tag}.tmp`),
+        path.join(ws.outDir, `.incident_detail.csv.tilehouse-20260101T000000Z-012345+${tagOf({ host: 'another-pod' })}.tmp`),
+        path.join(ws.outDir, '.incident_detail.csv.tmp'),
+      ];
+      for (const file of [...gone, ...kept]) await writeFile(file, 'left over');
+      // The untagged one is a day old (an older version's leftover); the other host's is fresh.
+      await utimes(gone[1]!, dayAgo, dayAgo);
+
+      const result = await runInProcess(ws);
+      expect(result.exitCode).toBe(0);
+      expect(await listFiles(ws.outDir)).toEqual(['incident_detail.csv', ...kept.map((file) => path.basename(file))].sort());
+      expect(result.logs.find((line) => String(line.msg).includes('left by a run that is gone'))).toMatchObject({ files: expect.arrayContaining(gone) });
+    } finally {
+      await live.stop();
     }
-    const result = await runInProcess(ws);
-    expect(result.exitCode).toBe(0);
-    expect(await listFiles(ws.tempDir)).toEqual(['other-program.ndjson']);
-    expect(await listFiles(ws.outDir)).toEqual(['incident_detail.csv', 'nested/.x.csv.tmp']);
-    expect(result.logs.find((line) => String(line.msg).includes('left by an interrupted run'))).toMatchObject({ files: expect.arrayContaining(stale) });
   });
 });

@@ -7,7 +7,7 @@ import { finished } from 'node:stream/promises';
 import { TilehouseError } from '../../errors.js';
 import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
 import { removeOwnedTempFiles } from '../owned-temp-files.js';
-import { formatOwnerTag } from '../temp-owner.js';
+import { formatOwnerTag, OWNER_TAG_PATTERN } from '../temp-owner.js';
 
 // Lines are gathered into chunks of about this size before each write: far fewer write calls than
 // one per row, while never holding more than one page of encoded rows.
@@ -15,7 +15,7 @@ const CHUNK_BYTES = 64 * 1024;
 
 // `tilehouse-<job>-<runId>-<random>+<owner tag>.ndjson`, as NdjsonFile.create names them (files
 // of versions before owner tags lack the `+<owner tag>` part and are swept by age).
-const LOAD_FILE = /^tilehouse-[A-Za-z0-9_.-]+?(?:\+([A-Za-z0-9.-]+\+[A-Za-z0-9]+\+\d+\+[A-Za-z0-9]+))?\.ndjson$/;
+const LOAD_FILE = new RegExp(`^tilehouse-[A-Za-z0-9_.-]+?(?:\\+${OWNER_TAG_PATTERN})?\\.ndjson$`);
 
 function loadFileOwnerTag(name: string): string | null | undefined {
   const match = LOAD_FILE.exec(name);

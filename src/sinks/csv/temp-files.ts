@@ -1,13 +1,13 @@
 import { basename, dirname, join } from 'node:path';
 import { removeOwnedTempFiles } from '../owned-temp-files.js';
-import { formatOwnerTag } from '../temp-owner.js';
+import { formatOwnerTag, OWNER_TAG_PATTERN } from '../temp-owner.js';
 import { toFileNameSafe } from './csv-path.js';
 
 // `.<target basename>.tilehouse-<runId>+<owner tag>.tmp`: hidden, beside the target, with a marker
 // so a sweep never mistakes another program's `.tmp` file for ours, and with its writer's owner
 // tag so a sweep removes it only once that process is gone. (Before owner tags the name ended
 // `.tilehouse-<runId>.tmp`; such files are still recognised, and swept by age.)
-const TEMP_FILE = /^\..+\.tilehouse-[A-Za-z0-9._-]+?(?:\+([A-Za-z0-9.-]+\+[A-Za-z0-9]+\+\d+\+[A-Za-z0-9]+))?\.tmp$/;
+const TEMP_FILE = new RegExp(`^\\..+\\.tilehouse-[A-Za-z0-9._-]+?(?:\\+${OWNER_TAG_PATTERN})?\\.tmp$`);
 
 // File names are limited to 255 bytes. The marker, run id and owner tag (up to ~100 bytes on a
 // pod whose name is a 63-character host name) must fit whole; the target's name gets the rest.
