@@ -1,23 +1,39 @@
+import { ConfigError, formatProblem } from '../config/config-error.js';
 import { resolveCredentials } from '../config/secrets.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from './load-workspace.js';
+import { checkWorkspace } from './workspace-checks.js';
 
 export const validateCommand: Command = {
   name: 'validate',
-  help: `Usage: tilehouse validate [--config FILE] [--jobs DIR]
+  help: `Usage: tilehouse validate [--config FILE] [--jobs DIR] [--strict]
 
-Validates the environment config and every job file against their schemas (schema/*.json),
-resolves secret references, and builds each job's sinks. Runs nothing, writes nothing.
+Checks everything that can be known without the network; runs nothing, writes nothing:
+- the environment config and every job file against their schemas (schema/*.json), including
+  unknown keys in query items, filters and options, and columns overrides for headers the query
+  does not have or types its dataType cannot be read as;
+- secret references resolve; each job's sinks can be built;
+- CSV output directories are directories and writable; no two sinks write the same CSV file or
+  BigQuery table.
+Warnings (exit 0 unless --strict): a schedule that \`tilehouse schedule\` runs but a Kubernetes
+CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPage that differs
+from source.itemsPerPage (the environment's value is used).
+
+Each problem is one line: file:line: field = value: problem.
 
 Options:
 ${COMMON_HELP}
+      --strict         treat warnings as errors (exit 2), e.g. before \`tilehouse k8s\`
   -h, --help           show this help
+
+Example:
+  tilehouse validate --config config/production.example.yaml --jobs jobs --strict
 
 Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field and value).
 `,
   async run(args, io) {
-    const { values } = parseCommandArgs('validate', args);
+    const { values } = parseCommandArgs('validate', args, { strict: { type: 'boolean' } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
@@ -25,8 +41,14 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     const workspace = await loadWorkspace(values, io.env);
     await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
     for (const job of workspace.jobs) await buildSinks(job, workspace.environment, io.sinkOptions);
+    const { errors, warnings } = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
+    const strict = values.strict === true;
+    if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
+    for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);
+    if (errors.length > 0) throw new ConfigError(errors);
     io.stdout.write(
-      `valid: ${workspace.configFile} and ${workspace.jobs.length} job(s) in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}\n`,
+      `valid: ${workspace.configFile} and ${workspace.jobs.length} job(s) in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}` +
+        `${warnings.length > 0 ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} above)` : ''}\n`,
     );
     return EXIT.ok;
   },

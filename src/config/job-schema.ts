@@ -5,7 +5,9 @@ import { COLUMN_TYPES } from '../transform/column.js';
 /**
  * The schema of one `jobs/*.yaml` file: one tile, what to export, when and where.
  * The `query` is the spec's Export query shape, sent to the API as written (only
- * `options.pageNumber` and `options.itemsPerPage` are set per request).
+ * `options.pageNumber` and `options.itemsPerPage` are set per request). Its shape is strict: the
+ * spec lists every field of a query item, a filter and the options, and a key outside them is a
+ * typo the API would silently ignore (`itemsPerpage`, `hiden`), so it is refused with its line.
  */
 
 const filter = z
@@ -14,7 +16,7 @@ const filter = z
     values: z.array(z.string()).describe('Operands; for rw: [n1, unit1, n2, unit2]'),
     beforeAggregate: z.boolean().optional(),
   })
-  .loose();
+  .strict();
 
 const queryItem = z
   .object({
@@ -31,7 +33,7 @@ const queryItem = z
     ref: z.string().optional(),
     filters: z.array(filter).default([]),
   })
-  .loose();
+  .strict();
 
 export const exportQuerySchema = z
   .object({
@@ -39,10 +41,16 @@ export const exportQuerySchema = z
     options: z
       .object({
         pageNumber: z.number().int().min(0).optional(),
-        itemsPerPage: z.number().int().positive().optional(),
+        itemsPerPage: z
+          .number()
+          .int()
+          .positive()
+          .max(10_000)
+          .optional()
+          .describe('Ignored: every request asks for source.itemsPerPage rows (tilehouse validate warns when they differ)'),
         ignoreRepeatedRows: z.boolean().optional(),
       })
-      .loose()
+      .strict()
       .default({}),
   })
   .strict();
@@ -86,6 +94,50 @@ const bigquerySink = z
   .strict();
 
 export const sinkSchema = z.discriminatedUnion('type', [csvSink, bigquerySink]);
+
+/**
+ * The column types each of the API's dataTypes may be overridden to (the same rule as
+ * transform/columns.ts applies to a response): a number may be read as a whole or exact number, a
+ * datetime as a day; text stays text. An unknown dataType accepts any type (its author knows more).
+ */
+export const OVERRIDE_TYPES: Readonly<Record<string, readonly string[]>> = {
+  number: ['FLOAT64', 'INT64', 'NUMERIC'],
+  text: ['STRING'],
+  datetime: ['TIMESTAMP', 'DATE'],
+};
+
+/**
+ * `columns` keys name the headers of the export, which are the visible query items' headers: an
+ * override for any other header would fail every run at page 0, so it is refused here, with the
+ * headers there are, and so is a type the item's dataType cannot be read as.
+ */
+function checkColumnOverrides(job: { query: { items: Array<{ header: string; dataType: string; hidden?: boolean | undefined }> }; columns: Record<string, { type: string }> }, ctx: z.RefinementCtx): void {
+  const visible = job.query.items.filter((item) => item.hidden !== true);
+  for (const [header, override] of Object.entries(job.columns)) {
+    const item = visible.find((candidate) => candidate.header === header);
+    if (item === undefined) {
+      const hidden = job.query.items.some((candidate) => candidate.header === header);
+      ctx.addIssue({
+        code: 'custom',
+        path: ['columns', header],
+        input: override,
+        message: hidden
+          ? 'this query item is hidden: the export has no such column'
+          : `no visible query item has this header; headers: ${visible.map((candidate) => JSON.stringify(candidate.header)).join(', ')}`,
+      });
+      continue;
+    }
+    const allowed = OVERRIDE_TYPES[item.dataType.trim().toLowerCase()];
+    if (allowed !== undefined && !allowed.includes(override.type)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['columns', header, 'type'],
+        input: override.type,
+        message: `the item's dataType is ${item.dataType}, which can be read as ${allowed.join(', ')}`,
+      });
+    }
+  }
+}
 
 export const jobSchema = z
   .object({
@@ -145,7 +197,8 @@ export const jobSchema = z
       .default('fail')
       .describe('fail: a value that does not parse fails the tile; null: it becomes null and is counted'),
   })
-  .strict();
+  .strict()
+  .superRefine(checkColumnOverrides);
 
 export type JobConfig = z.infer<typeof jobSchema>;
 export type ExportQuery = z.infer<typeof exportQuerySchema>;

@@ -82,3 +82,23 @@ export function parseYamlText<S extends z.ZodType>(text: string, file: string, s
   });
   throw new ConfigError(problems);
 }
+
+/**
+ * The 1-based line of the node at `path` in a YAML file (its parent's when the key is absent, as
+ * for a default), for problems found after loading: `tilehouse validate`'s checks across files.
+ */
+export async function lineOf(file: string, path: readonly PropertyKey[]): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  for (let depth = path.length; depth >= 0; depth -= 1) {
+    const node = depth === 0 ? document.contents : document.getIn(path.slice(0, depth), true);
+    if (isNode(node) && node.range) return lineCounter.linePos(node.range[0]).line;
+  }
+  return undefined;
+}

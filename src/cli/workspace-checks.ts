@@ -1,0 +1,144 @@
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ConfigProblem } from '../config/config-error.js';
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import { formatFieldPath, lineOf } from '../config/read-yaml.js';
+import { cronJobFor } from '../deploy/job-manifests.js';
+import { ConfigError } from '../config/config-error.js';
+import { CsvPathTemplate, defaultCsvPathTemplate, toFileNameSafe } from '../sinks/csv/csv-path.js';
+
+/**
+ * Checks across files that need no network, beyond what each file's schema can say:
+ * - errors: a CSV output directory that is a file or not writable; two sinks (of any jobs)
+ *   writing the same CSV path or BigQuery table;
+ * - warnings: a schedule a Kubernetes CronJob cannot take (`tilehouse schedule` runs it, `tilehouse
+ *   k8s` refuses it), a job's query.options.itemsPerPage that differs from source.itemsPerPage
+ *   (the environment's value is what every request asks for).
+ */
+export interface WorkspaceFindings {
+  errors: ConfigProblem[];
+  warnings: ConfigProblem[];
+}
+
+interface Located {
+  file: string;
+  path: PropertyKey[];
+  value?: unknown;
+  message: string;
+}
+
+async function located(problem: Located): Promise<ConfigProblem> {
+  const result: ConfigProblem = { file: problem.file, field: formatFieldPath(problem.path), message: problem.message };
+  const line = await lineOf(problem.file, problem.path);
+  if (line !== undefined) result.line = line;
+  if (problem.value !== undefined) result.value = JSON.stringify(problem.value);
+  return result;
+}
+
+/**
+ * Why files cannot be written below `directory` (which need not exist yet: the CSV sink creates
+ * it), or undefined. Walks up to the deepest part that exists: it must be a writable directory.
+ */
+export async function unwritableReason(directory: string): Promise<string | undefined> {
+  let current = path.resolve(directory);
+  for (;;) {
+    const info = await stat(current).catch((error: NodeJS.ErrnoException) => error);
+    if (!(info instanceof Error)) {
+      if (!info.isDirectory()) return current === path.resolve(directory) ? `${current} is a file, not a directory` : `${current} is a file, so ${directory} cannot be created`;
+      try {
+        await access(current, constants.W_OK);
+        return undefined;
+      } catch (error) {
+        return `${current} is not writable (${(error as NodeJS.ErrnoException).code})`;
+      }
+    }
+    if (info.code !== 'ENOENT') return `${current} cannot be read (${info.code})`;
+    const parent = path.dirname(current);
+    if (parent === current) return undefined;
+    current = parent;
+  }
+}
+
+/** A CSV path template with what is known before a run filled in ({name}, {tile}), as an absolute path. */
+function csvTargetKey(template: string, job: LoadedJob, directory: string): string {
+  const filled = template.replaceAll('{name}', toFileNameSafe(job.name)).replaceAll('{tile}', toFileNameSafe(job.tile));
+  return path.isAbsolute(filled) ? path.resolve(filled) : path.resolve(directory, filled);
+}
+
+const NO_POD = { spec: () => ({}), warnings: [] };
+
+export async function checkWorkspace(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<WorkspaceFindings> {
+  const errors: Located[] = [];
+  const warnings: Located[] = [];
+  const csvDirectory = environment.sinks.csv.directory;
+  const usesCsv = jobs.some((job) => job.sinks.some((sink) => sink.type === 'csv'));
+  const directoryReason = usesCsv ? await unwritableReason(csvDirectory) : undefined;
+  if (directoryReason !== undefined) errors.push({ file: configFile, path: ['sinks', 'csv', 'directory'], value: csvDirectory, message: `CSV files cannot be written there: ${directoryReason}` });
+
+  const targets = new Map<string, { job: LoadedJob; index: number }>();
+  for (const job of jobs) {
+    for (const [index, sink] of job.sinks.entries()) {
+      let key: string;
+      if (sink.type === 'csv') {
+        const template = sink.path ?? defaultCsvPathTemplate(sink.gzip);
+        key = `csv ${csvTargetKey(template, job, csvDirectory)}`;
+        let scope: string;
+        try {
+          scope = new CsvPathTemplate(template).sweepScope(csvDirectory).root;
+        } catch {
+          continue; // a bad template is reported when the sinks are built
+        }
+        if (directoryReason === undefined && path.resolve(scope) !== path.resolve(csvDirectory)) {
+          const reason = await unwritableReason(scope);
+          if (reason !== undefined) errors.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: `CSV files cannot be written there: ${reason}` });
+        }
+      } else {
+        const dataset = sink.dataset ?? environment.sinks.bigquery?.dataset ?? '';
+        key = `bigquery ${environment.sinks.bigquery?.projectId ?? '(default project)'}.${dataset}.${sink.table ?? job.name}`;
+      }
+      const other = targets.get(key);
+      if (other === undefined) {
+        targets.set(key, { job, index });
+        continue;
+      }
+      const where = other.job === job ? `sinks[${other.index}] of this job` : `job ${other.job.name} (${other.job.file})`;
+      errors.push({
+        file: job.file,
+        path: ['sinks', index, sink.type === 'csv' ? 'path' : 'table'],
+        value: sink.type === 'csv' ? (sink.path ?? defaultCsvPathTemplate(sink.gzip)) : (sink.table ?? job.name),
+        message: `${key.replace(/^\w+ /, '')} is also written by ${where}; each run would replace the other's output`,
+      });
+    }
+
+    if (job.schedule !== undefined) {
+      try {
+        cronJobFor(job, NO_POD);
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        for (const problem of error.problems) {
+          warnings.push({ file: job.file, path: problem.field.split('.'), value: job.schedule.cron, message: `tilehouse schedule runs it, but tilehouse k8s refuses it: ${problem.message}` });
+        }
+      }
+    }
+
+    const jobPageSize = job.query.options.itemsPerPage;
+    if (jobPageSize !== undefined && jobPageSize !== environment.source.itemsPerPage) {
+      warnings.push({
+        file: job.file,
+        path: ['query', 'options', 'itemsPerPage'],
+        value: jobPageSize,
+        message: `ignored: every request asks for source.itemsPerPage = ${environment.source.itemsPerPage} rows (${configFile}); remove it or make the two equal`,
+      });
+    }
+  }
+  return { errors: await Promise.all(errors.map(located)), warnings: await Promise.all(warnings.map(located)) };
+}
+
+/** For commands that write: the errors of `checkWorkspace` refuse the run before anything is fetched. */
+export async function refuseUnwritable(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
+  const { errors } = await checkWorkspace(environment, configFile, jobs);
+  if (errors.length > 0) throw new ConfigError(errors);
+}
+

@@ -1,0 +1,216 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/**
+ * Issue 11: `tilehouse validate` reports what would fail or be ignored later, without the network,
+ * each problem as `file:line: field = value: problem`, exit 2. The job files are written line by
+ * line here so that every expected line number can be read off the test.
+ */
+
+const ENV = { TEST_CLIENT_ID: 'validate-client', TEST_CLIENT_SECRET: 'validate-secret-3141' };
+
+let root: string;
+let configFile: string;
+let jobsDir: string;
+let outDir: string;
+
+function environmentText(directory: string, itemsPerPage = 50): string {
+  return [
+    'source:', // 1
+    '  baseUrl: http://127.0.0.1:9', // 2
+    '  authUrl: http://127.0.0.1:9', // 3
+    '  clientId: ${TEST_CLIENT_ID}', // 4
+    '  clientSecret: ${TEST_CLIENT_SECRET}', // 5
+    `  itemsPerPage: ${itemsPerPage}`, // 6
+    'sinks:', // 7
+    '  csv:', // 8
+    `    directory: ${directory}`, // 9
+    '',
+  ].join('\n');
+}
+
+/** A valid job; `edit` changes its lines (1-based numbers below) before it is written. */
+function jobLines(name: string): string[] {
+  return [
+    `name: ${name}`, // 1
+    'tile: t-1', // 2
+    'schedule:', // 3
+    '  cron: "0 6 * * *"', // 4
+    'query:', // 5
+    '  items:', // 6
+    '    - header: Type', // 7
+    '      formula: "[incident.type]"', // 8
+    '      dataType: text', // 9
+    '      filters:', // 10
+    '        - operator: in', // 11
+    '          values: [a]', // 12
+    '          beforeAggregate: true', // 13
+    '    - header: Incidents', // 14
+    '      formula: "[incident.number]"', // 15
+    '      dataType: number', // 16
+    '      aggregate: count', // 17
+    '      filters: []', // 18
+    '    - header: Created', // 19
+    '      formula: "[incident.created]"', // 20
+    '      dataType: datetime', // 21
+    '      hidden: true', // 22
+    '      filters: []', // 23
+    '  options:', // 24
+    '    pageNumber: 0', // 25
+    '    itemsPerPage: 50', // 26
+    'sinks:', // 27
+    '  - type: csv', // 28
+    'columns:', // 29
+    '  Incidents: { type: INT64 }', // 30
+    '',
+  ];
+}
+
+async function writeJob(name: string, edit: (lines: string[]) => void = () => {}): Promise<string> {
+  const lines = jobLines(name);
+  edit(lines);
+  const file = path.join(jobsDir, `${name}.yaml`);
+  await writeFile(file, lines.join('\n'));
+  return file;
+}
+
+async function validate(...extra: string[]) {
+  return runCli(['validate', '--config', configFile, '--jobs', jobsDir, ...extra], { env: ENV });
+}
+
+/** stderr of a refused validate: the header line, then one line per problem, then ''. */
+function problemsOf(stderr: string): string[] {
+  const [header, ...rest] = stderr.split('\n');
+  expect(header).toBe('tilehouse: config_invalid:');
+  expect(rest.pop()).toBe('');
+  return rest.map((line) => line.replace(/^ {2}/, ''));
+}
+
+beforeAll(async () => {
+  root = await makeTempDir();
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  const dir = await mkdtemp(path.join(root, 'case-'));
+  configFile = path.join(dir, 'env.yaml');
+  jobsDir = path.join(dir, 'jobs');
+  outDir = path.join(dir, 'out');
+  await mkdir(jobsDir);
+  await writeFile(configFile, environmentText(outDir));
+});
+
+describe('tilehouse validate', () => {
+  it('passes a valid workspace: exit 0, one line on stdout, nothing on stderr', async () => {
+    await writeJob('a');
+    const result = await validate();
+    expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job(s) in ${jobsDir}: a\n` });
+  });
+
+  it.each([
+    {
+      case: 'an unknown key in a query item',
+      edit: (lines: string[]) => lines.splice(9, 0, '      hiden: true'),
+      problem: (file: string) => `${file}:10: query.items[0].hiden: Unrecognized key: "hiden"`,
+    },
+    {
+      case: 'an unknown key in a filter',
+      edit: (lines: string[]) => (lines[12] = '          beforeAgregate: true'),
+      problem: (file: string) => `${file}:13: query.items[0].filters[0].beforeAgregate: Unrecognized key: "beforeAgregate"`,
+    },
+    {
+      case: 'an unknown key in the options',
+      edit: (lines: string[]) => (lines[25] = '    itemsPerpage: 50'),
+      problem: (file: string) => `${file}:26: query.options.itemsPerpage: Unrecognized key: "itemsPerpage"`,
+    },
+    {
+      case: 'a columns override for a header the query does not have',
+      edit: (lines: string[]) => (lines[29] = '  Incident: { type: INT64 }'),
+      problem: (file: string) => `${file}:30: columns.Incident = {"type":"INT64"}: no visible query item has this header; headers: "Type", "Incidents"`,
+    },
+    {
+      case: 'a columns override for a hidden item',
+      edit: (lines: string[]) => (lines[29] = '  Created: { type: DATE }'),
+      problem: (file: string) => `${file}:30: columns.Created = {"type":"DATE"}: this query item is hidden: the export has no such column`,
+    },
+    {
+      case: 'text overridden to a number type',
+      edit: (lines: string[]) => lines.splice(30, 0, '  Type: { type: NUMERIC }'),
+      problem: (file: string) => `${file}:31: columns.Type.type = "NUMERIC": the item's dataType is text, which can be read as STRING`,
+    },
+  ])('refuses $case: exit 2, file:line: field = value: problem', async ({ edit, problem }) => {
+    const file = await writeJob('a', edit);
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(problemsOf(result.stderr)).toEqual([problem(file)]);
+  });
+
+  it('refuses a CSV directory that is a file, naming the config line', async () => {
+    await writeJob('a');
+    await writeFile(outDir, 'not a directory');
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(problemsOf(result.stderr)).toEqual([`${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is a file, not a directory`]);
+  });
+
+  it('refuses a CSV path whose folder is a file, naming the job line', async () => {
+    const file = await writeJob('a', (lines) => lines.splice(28, 0, '    path: reports/{date}.csv'));
+    await mkdir(outDir);
+    await writeFile(path.join(outDir, 'reports'), '');
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(problemsOf(result.stderr)).toEqual([`${file}:29: sinks[0].path = "reports/{date}.csv": CSV files cannot be written there: ${path.join(outDir, 'reports')} is a file, not a directory`]);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('refuses a CSV directory that is not writable', async () => {
+    await writeJob('a');
+    await mkdir(outDir);
+    await chmod(outDir, 0o555);
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(problemsOf(result.stderr)).toEqual([`${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is not writable (EACCES)`]);
+  });
+
+  it('refuses two jobs writing the same CSV path', async () => {
+    await writeJob('a', (lines) => lines.splice(28, 0, '    path: shared.csv'));
+    const second = await writeJob('b', (lines) => lines.splice(28, 0, '    path: shared.csv'));
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(problemsOf(result.stderr)).toEqual([
+      `${second}:29: sinks[0].path = "shared.csv": ${path.join(outDir, 'shared.csv')} is also written by job a (${path.join(jobsDir, 'a.yaml')}); each run would replace the other's output`,
+    ]);
+  });
+
+  it('warns about a 6-field cron (schedule runs it, k8s refuses it): exit 0, exit 2 with --strict', async () => {
+    const file = await writeJob('a', (lines) => (lines[3] = '  cron: "0 0 6 * * *"'));
+    const warning = `${file}:4: schedule.cron = "0 0 6 * * *": tilehouse schedule runs it, but tilehouse k8s refuses it: a Kubernetes CronJob takes 5 fields (minute hour day month weekday); this has 6`;
+    const lenient = await validate();
+    expect(lenient.exitCode).toBe(0);
+    expect(lenient.stderr).toBe(`warning: ${warning}\n`);
+    expect(lenient.stdout).toBe(`valid: ${configFile} and 1 job(s) in ${jobsDir}: a (1 warning above)\n`);
+    const strict = await validate('--strict');
+    expect(strict.exitCode).toBe(2);
+    expect(problemsOf(strict.stderr)).toEqual([warning]);
+  });
+
+  it('warns when the job page size differs from the environment: the environment wins', async () => {
+    await writeFile(configFile, environmentText(outDir, 200));
+    const file = await writeJob('a');
+    const result = await validate();
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toBe(
+      `warning: ${file}:26: query.options.itemsPerPage = 50: ignored: every request asks for source.itemsPerPage = 200 rows (${configFile}); remove it or make the two equal\n`,
+    );
+  });
+
+  it('shows an example in its help', async () => {
+    const result = await runCli(['validate', '--help'], { env: {} });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/\nExample:\n {2}tilehouse validate --config \S+ --jobs jobs --strict\n/);
+  });
+});
