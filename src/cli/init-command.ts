@@ -158,6 +158,9 @@ ${COMMON_HELP}
       --force            overwrite an existing <jobs>/<name>.yaml
   -h, --help             show this help
 
+Example:
+  tilehouse init --from-request request.txt --config config/production.yaml --name incidents_by_type
+
 The environment config is only compared with the request (host, tile parameter); it is not changed.
 Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
 `,
@@ -214,7 +217,8 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
         `not copied: ${request.droppedCredentials.join(', ')}; tilehouse fetches a fresh token for every run with source.clientId / clientSecret`,
       );
     }
-    lines.push(`check it with: tilehouse validate --jobs ${jobsDirectory}`);
+    const configArgument = values.config ?? io.env.TILEHOUSE_CONFIG;
+    lines.push(`check it with: tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`);
     io.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   },

@@ -28,6 +28,9 @@ Options:
       --check          write nothing; exit 1 when a generated file is missing or stale
   -h, --help           show this help
 
+Example:
+  tilehouse k8s --config config/production.example.yaml --jobs jobs --check
+
 Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad config or usage.
 `,
   async run(args, io) {

@@ -88,6 +88,8 @@ describe('tilehouse init --from-request', () => {
     expect(result.stdout).toMatch(/still to set in .*severity\.yaml:\n {2}schedule .*\n {2}sinks /);
     expect(result.stdout).toContain('source.baseUrl and source.tileParam already match the request');
     expect(result.stdout).toContain('not copied: Authorization header');
+    // The suggested command checks the job against the config it was compared with.
+    expect(result.stdout.split('\n').at(-2)).toBe(`check it with: tilehouse validate --config ${configFile} --jobs ${jobsDir}`);
     for (const output of [text, result.stdout, result.stderr]) expect(output).not.toContain(TOKEN);
   });
 

@@ -1,0 +1,65 @@
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/** Issue 11: `tilehouse check`, the connection test: a token, then page 0 of each tile; writes nothing. */
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ incidents: 130 });
+  root = await makeTempDir();
+  workspace = await writeWorkspace(root, sandbox, [
+    { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    { name: 'wrong_tile', tile: 'no-such-tile', query: detailQuery, sinks: [{ type: 'csv' }] },
+  ]);
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+const check = (args: string[], secret?: string) =>
+  runCli(['check', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox, secret) });
+
+describe('tilehouse check', () => {
+  it('prints ok with the tile size and column count; one token and one page request; writes nothing', async () => {
+    const before = sandbox.requests.length;
+    const result = await check(['--tile', 'detail']);
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'ok job detail: 130 rows in the tile, 4 columns\n', stderr: '' });
+    const requests = sandbox.requests.slice(before);
+    expect(requests.map((request) => request.endpoint)).toEqual(['token', 'export']);
+    expect(await listFiles(workspace.outDir)).toEqual([]);
+  });
+
+  it('checks every job by default and exits 1 when one fails, naming its error code', async () => {
+    const result = await check([]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout.split('\n')).toEqual([
+      'ok job detail: 130 rows in the tile, 4 columns',
+      expect.stringMatching(/^FAIL job wrong_tile: export_api_error: .*invalid id/),
+      '',
+    ]);
+  });
+
+  it('a wrong secret: exit 1, auth_invalid_client, the secret never printed', async () => {
+    const wrong = 'check-wrong-secret-2718';
+    const result = await check(['--tile', 'detail'], wrong);
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout).toMatch(/^FAIL job detail: auth_invalid_client: .+\n$/);
+    expect(result.stdout + result.stderr + JSON.stringify(result.logs)).not.toContain(wrong);
+  });
+
+  it('refuses an unknown job with exit 2 before any request', async () => {
+    const before = sandbox.requests.length;
+    const result = await check(['--tile', 'nope']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain('--tile = "nope": no such job; known: detail, wrong_tile');
+    expect(sandbox.requests.length).toBe(before);
+  });
+});
