@@ -14,7 +14,7 @@ export class AuthError extends TilehouseError {
     readonly status: number,
   ) {
     super(
-      `tile ${jobName}: token request refused (HTTP ${status}): ${oauthError}` +
+      `job ${jobName}: token request refused (HTTP ${status}): ${oauthError}` +
         (description ? ` — ${description}` : ''),
     );
     this.code = `auth_${oauthError.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}`;
@@ -25,7 +25,7 @@ export class AuthError extends TilehouseError {
 export class TokenResponseError extends TilehouseError {
   readonly code = 'auth_response_invalid';
   constructor(jobName: string, detail: string) {
-    super(`tile ${jobName}: token endpoint gave an unusable answer: ${detail}`);
+    super(`job ${jobName}: token endpoint gave an unusable answer: ${detail}`);
   }
 }
 
@@ -38,7 +38,7 @@ export class ExportApiError extends TilehouseError {
     readonly status: number,
     readonly apiMessage: string,
   ) {
-    super(`tile ${jobName}: page ${pageNumber}: export failed with HTTP ${status}: ${apiMessage}`);
+    super(`job ${jobName}: page ${pageNumber}: export failed with HTTP ${status}: ${apiMessage}`);
   }
 }
 
@@ -50,7 +50,7 @@ export class ExportResponseError extends TilehouseError {
     readonly pageNumber: number,
     detail: string,
   ) {
-    super(`tile ${jobName}: page ${pageNumber}: unusable export response: ${detail}`);
+    super(`job ${jobName}: page ${pageNumber}: unusable export response: ${detail}`);
   }
 }
 
@@ -65,7 +65,7 @@ export class ExportPageMismatchError extends TilehouseError {
     /** True when the source changed under us, so one re-read from page 0 may succeed. */
     readonly drift: boolean,
   ) {
-    super(`tile ${jobName}: page ${pageNumber}: check "${check}" failed: ${detail}`);
+    super(`job ${jobName}: page ${pageNumber}: check "${check}" failed: ${detail}`);
   }
 }
 
@@ -87,7 +87,7 @@ export class ExportInconsistentError extends TilehouseError {
     first: ExportPageMismatchError,
     second: ExportPageMismatchError,
   ) {
-    super(`tile ${jobName}: export inconsistent twice; first read: ${first.message}; re-read from page 0: ${second.message}`);
+    super(`job ${jobName}: export inconsistent twice; first read: ${first.message}; re-read from page 0: ${second.message}`);
   }
 }
 
@@ -100,7 +100,7 @@ export class SourceTransportError extends TilehouseError {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    super(`tile ${jobName}: ${what}: ${detail}`, options);
+    super(`job ${jobName}: ${what}: ${detail}`, options);
   }
 }
 
@@ -113,7 +113,7 @@ export class SourceDeadlineError extends TilehouseError {
     readonly deadlineMs: number,
     options?: { cause?: unknown },
   ) {
-    super(`tile ${jobName}: ${what}: no complete answer within ${deadlineMs} ms (headers and body together)`, options);
+    super(`job ${jobName}: ${what}: no complete answer within ${deadlineMs} ms (headers and body together)`, options);
   }
 }
 
@@ -131,7 +131,7 @@ export class SourceRetryAfterError extends TilehouseError {
     readonly ceilingMs: number,
     detail: string,
   ) {
-    super(`tile ${jobName}: ${what}: HTTP ${status} with Retry-After: ${retryAfter} (more than the ${formatSeconds(ceilingMs)} this job waits): ${detail}`);
+    super(`job ${jobName}: ${what}: HTTP ${status} with Retry-After: ${retryAfter} (more than the ${formatSeconds(ceilingMs)} this job waits): ${detail}`);
   }
 }
 

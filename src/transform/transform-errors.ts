@@ -56,7 +56,7 @@ export class RowLengthMismatchError extends TilehouseError {
     readonly actual: number | undefined,
   ) {
     super(
-      `job "${location.jobName}": page ${location.pageNumber}, row ${location.rowIndex}: ` +
+      `job ${location.jobName}: page ${location.pageNumber}, row ${location.rowIndex}: ` +
         (actual === undefined
           ? `expected an array of ${expected} values, got something else`
           : `expected ${expected} values (one per column), got ${actual}`),
@@ -77,7 +77,7 @@ export class ValueInvalidError extends TilehouseError {
     readonly reason: string,
   ) {
     super(
-      `job "${location.jobName}": page ${location.pageNumber}, row ${location.rowIndex}, ` +
+      `job ${location.jobName}: page ${location.pageNumber}, row ${location.rowIndex}, ` +
         `column "${header}" (${columnType}): value ${valuePreview} is invalid: ${reason}`,
     );
   }

@@ -107,11 +107,11 @@ describe('a run meeting a transient fault', () => {
 
 describe('a run meeting a lasting fault', () => {
   const lasting: Array<{ name: string; rule: FaultRule; says: RegExp }> = [
-    { name: '503 on every try of a middle page', rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity }, says: /export_api_error: tile incident_detail: page 5: export failed with HTTP 503/ },
-    { name: 'connection resets on every token request', rule: { endpoint: 'token', kind: 'connection-reset', times: Infinity }, says: /source_unreachable: tile incident_detail: token request/ },
+    { name: '503 on every try of a middle page', rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity }, says: /export_api_error: job incident_detail: page 5: export failed with HTTP 503/ },
+    { name: 'connection resets on every token request', rule: { endpoint: 'token', kind: 'connection-reset', times: Infinity }, says: /source_unreachable: job incident_detail: token request/ },
     { name: 'totalRows drifting on every read', rule: { kind: 'total-rows-drift', delta: 3, fromPage: MIDDLE_PAGE }, says: /export_inconsistent: .*page 5: check "totalRows-stable" failed/ },
     { name: 'a page whose headers differ on every read', rule: { kind: 'header-mismatch', pageNumber: LAST_PAGE, times: Infinity }, says: /export_inconsistent: .*page 11: check "headers-stable" failed/ },
-    { name: 'timeouts on every try of the last page', rule: { endpoint: 'export', pageNumber: LAST_PAGE, kind: 'delay', delayMs: SLOW_ANSWER_MS, times: Infinity }, says: /source_unreachable: tile incident_detail: page 11: .*[Tt]imeout/ },
+    { name: 'timeouts on every try of the last page', rule: { endpoint: 'export', pageNumber: LAST_PAGE, kind: 'delay', delayMs: SLOW_ANSWER_MS, times: Infinity }, says: /source_unreachable: job incident_detail: page 11: .*[Tt]imeout/ },
   ];
 
   it.each(lasting)('$name: fails cleanly, names fault and page, leaves the previous output', async ({ rule, says }) => {

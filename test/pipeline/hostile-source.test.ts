@@ -86,7 +86,7 @@ describe('a run against a source that repeats a page', () => {
     expect(summary).toMatchObject({ succeeded: 0, failed: 1 });
     const [tile] = summary.tiles;
     expect(tile).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
-    expect(tile!.error!.message).toMatch(/first read: tile hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: tile hostile: page 2: check "page-repeated"/);
+    expect(tile!.error!.message).toMatch(/first read: job hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: job hostile: page 2: check "page-repeated"/);
     expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
     expect(await readdir(outDir)).toEqual([]);
   });
@@ -136,7 +136,7 @@ describe('a run against a source that refuses politely', () => {
   it('quotes the service message of an HTTP 200 with ok: false: exit 1, no CSV', async () => {
     const { summary, exitCode, outDir } = await run({ page: () => ({ json: { ok: false, error: { status: 403, message: 'tile t-1 is private' } } }) });
     expect(exitCode).toBe(1);
-    expect(summary.tiles[0]!.error).toEqual({ code: 'export_api_error', message: 'tile hostile: page 0: export failed with HTTP 200: tile t-1 is private' });
+    expect(summary.tiles[0]!.error).toEqual({ code: 'export_api_error', message: 'job hostile: page 0: export failed with HTTP 200: tile t-1 is private' });
     expect(await readdir(outDir)).toEqual([]);
   });
 

@@ -139,7 +139,7 @@ describe('number exactness from response body to sink encoding', () => {
     const text = pageText([rowText(['1', '2', '"x"', '1'], false), rowText(['1', '9223372036854775808', '"x"', '1'], false)]);
     expect(() => typedRows(text)).toThrow(ValueInvalidError);
     expect(() => typedRows(text)).toThrow(
-      'job "amounts": page 4, row 201, column "Count" (INT64): value 9223372036854775808 is invalid: ' +
+      'job amounts: page 4, row 201, column "Count" (INT64): value 9223372036854775808 is invalid: ' +
         'outside the INT64 range -9223372036854775808..9223372036854775807',
     );
   });

@@ -66,7 +66,7 @@ describe('ExportClient and readPages: page identity', () => {
     const source = await start({ page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: Math.min(request.pageNumber!, 1) }) }) });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
     expect(error).toMatchObject({ code: 'export_page_identity', check: 'page-repeated', pageNumber: 2, drift: true });
-    expect(error.message).toContain("tile hostile: page 2: check \"page-repeated\" failed: its 2 rows are identical to page 1's");
+    expect(error.message).toContain("job hostile: page 2: check \"page-repeated\" failed: its 2 rows are identical to page 1's");
   });
 
   it('refuses page 0 served for page 1: hasPrev is false on a page after the first', async () => {
@@ -183,14 +183,14 @@ describe('ExportClient: answers that are not a page', () => {
     const source = await start({ page: () => ({ json }) });
     const error = await failureOf(hostileClient(source, dispatcher).fetchPage(0));
     expect(error).toMatchObject({ code: 'export_api_error', status: 200 });
-    expect(error.message).toBe(`tile hostile: page 0: export failed with HTTP 200: ${says}`);
+    expect(error.message).toBe(`job hostile: page 0: export failed with HTTP 200: ${says}`);
     expect(source.pagesAsked()).toEqual([0]);
   });
 
   it('says so when ok: false comes without any message', async () => {
     const source = await start({ page: () => ({ json: { ok: false } }) });
     const error = await failureOf(hostileClient(source, dispatcher).fetchPage(0));
-    expect(error.message).toBe('tile hostile: page 0: unusable export response: ok: false without an error message');
+    expect(error.message).toBe('job hostile: page 0: unusable export response: ok: false without an error message');
   });
 
   it('refuses rows keyed by a header that occurs twice, naming the header and page', async () => {
@@ -211,7 +211,7 @@ describe('ExportClient: one deadline per request', () => {
     const error = await failureOf(client.fetchPage(0));
     const elapsed = Date.now() - started;
     expect(error).toMatchObject({ code: 'source_deadline_exceeded', deadlineMs: 1000 });
-    expect(error.message).toBe('tile hostile: page 0: no complete answer within 1000 ms (headers and body together)');
+    expect(error.message).toBe('job hostile: page 0: no complete answer within 1000 ms (headers and body together)');
     expect(source.pagesAsked()).toEqual([0, 0]);
     expect(elapsed).toBeGreaterThanOrEqual(1900);
     expect(elapsed).toBeLessThan(4000);
@@ -234,7 +234,7 @@ describe('ExportClient: Retry-After', () => {
     const started = Date.now();
     const error = await failureOf(hostileClient(source, dispatcher, { retry: fastPolicy({ maxDelayMs: ceiling }) }).fetchPage(0));
     expect(error).toMatchObject({ code: 'source_retry_after_too_long', status: 429, retryAfter: value });
-    expect(error.message).toContain(`tile hostile: page 0: ${says}`);
+    expect(error.message).toContain(`job hostile: page 0: ${says}`);
     expect(source.pagesAsked()).toEqual([0]);
     expect(Date.now() - started).toBeLessThan(1000);
   });

@@ -56,7 +56,7 @@ describe('classifyAnswer', () => {
     const seconds = classifyAnswer(answer(503, '', { 'retry-after': '31' }), context());
     expect(seconds).toMatchObject({ kind: 'fail' });
     expect(seconds.kind === 'fail' && seconds.error).toBeInstanceOf(SourceRetryAfterError);
-    expect(seconds.kind === 'fail' && seconds.error.message).toBe('tile j: page 4: HTTP 503 with Retry-After: 31 (more than the 30 s this job waits): busy');
+    expect(seconds.kind === 'fail' && seconds.error.message).toBe('job j: page 4: HTTP 503 with Retry-After: 31 (more than the 30 s this job waits): busy');
     const date = classifyAnswer(answer(429, '', { 'retry-after': 'Sat, 21 Nov 2026 10:00:31 GMT' }), context({ sharedWire: true }));
     expect(date.kind === 'fail' && date.error.message).toContain('HTTP 429 with Retry-After: Sat, 21 Nov 2026 10:00:31 GMT (more than');
     // Exactly the ceiling is still waited.
@@ -69,14 +69,14 @@ describe('classifyAnswer', () => {
 
   it('retries transient transport errors, naming the request', () => {
     const verdict = classifyAnswer({ transportError: networkError('ECONNRESET') }, context());
-    expect(verdict).toMatchObject({ kind: 'retry', error: { message: 'tile j: page 4: socket ECONNRESET', code: 'source_unreachable' } });
+    expect(verdict).toMatchObject({ kind: 'retry', error: { message: 'job j: page 4: socket ECONNRESET', code: 'source_unreachable' } });
     expect(verdict.kind === 'retry' && verdict.error).toBeInstanceOf(SourceTransportError);
   });
 
   it('retries a missed deadline and names it as such', () => {
     const verdict = classifyAnswer({ transportError: new RequestDeadlineError(1500) }, context());
     expect(verdict.kind === 'retry' && verdict.error).toBeInstanceOf(SourceDeadlineError);
-    expect(verdict.kind === 'retry' && verdict.error.message).toBe('tile j: page 4: no complete answer within 1500 ms (headers and body together)');
+    expect(verdict.kind === 'retry' && verdict.error.message).toBe('job j: page 4: no complete answer within 1500 ms (headers and body together)');
   });
 
   it('passes an abort on as it is', () => {

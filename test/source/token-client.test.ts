@@ -47,7 +47,7 @@ describe('fetchToken', () => {
     const source = await issuer(() => ({ json: { access_token: 'abc', token_type: 'Bearer', expires_in } }));
     const error = await failureOf(fetchToken(tokenRequest(source, dispatcher)));
     expect(error).toMatchObject({ code: 'auth_response_invalid' });
-    expect(error.message).toBe(`tile hostile: token endpoint gave an unusable answer: HTTP 200 without a usable token: ${says}`);
+    expect(error.message).toBe(`job hostile: token endpoint gave an unusable answer: HTTP 200 without a usable token: ${says}`);
     expect(source.requests).toHaveLength(1);
   });
 
@@ -84,7 +84,7 @@ describe('fetchToken', () => {
     const source = await issuer(() => ({ status: 429, headers: { 'retry-after': '120' }, json: { error: 'slow_down', error_description: 'too many token requests' } }));
     const error = await failureOf(fetchToken(tokenRequest(source, dispatcher, { retry: fastPolicy({ maxDelayMs: 30_000 }) })));
     expect(error).toMatchObject({ code: 'source_retry_after_too_long' });
-    expect(error.message).toBe('tile hostile: token request: HTTP 429 with Retry-After: 120 (more than the 30 s this job waits): slow_down — too many token requests');
+    expect(error.message).toBe('job hostile: token request: HTTP 429 with Retry-After: 120 (more than the 30 s this job waits): slow_down — too many token requests');
     expect(source.requests).toHaveLength(1);
   });
 
@@ -94,6 +94,6 @@ describe('fetchToken', () => {
       fetchToken(tokenRequest(source, dispatcher, { timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 500 }, retry: fastPolicy({ maxAttempts: 1 }) })),
     );
     expect(error).toMatchObject({ code: 'source_deadline_exceeded' });
-    expect(error.message).toBe('tile hostile: token request: no complete answer within 500 ms (headers and body together)');
+    expect(error.message).toBe('job hostile: token request: no complete answer within 500 ms (headers and body together)');
   });
 });

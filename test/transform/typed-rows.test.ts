@@ -59,7 +59,7 @@ describe('toTypedRows', () => {
       expect(invalid.code).toBe('value_invalid');
       expect(invalid.location).toEqual({ jobName: 'weekly_incidents', pageNumber: 3, rowIndex: 152 });
       expect(invalid.message).toBe(
-        'job "weekly_incidents": page 3, row 152, column "Number" (INT64): value "12.5" is invalid: ' +
+        'job weekly_incidents: page 3, row 152, column "Number" (INT64): value "12.5" is invalid: ' +
           'has a fractional part; INT64 holds whole numbers only',
       );
     }
@@ -109,7 +109,7 @@ describe('toTypedRows', () => {
     expect(() => toTypedRows([[1, 1, 1, 'a', 0, '2024-01-01'], row], columns, options)).toThrow(
       expect.objectContaining({
         code: 'row_length_mismatch',
-        message: `job "weekly_incidents": page 3, row 151: expected 6 values (one per column), got ${length}`,
+        message: `job weekly_incidents: page 3, row 151: expected 6 values (one per column), got ${length}`,
       }),
     );
     expect(() => toTypedRows([row], columns, { ...options, onInvalidValue: 'null' })).toThrow(RowLengthMismatchError);
@@ -152,7 +152,7 @@ describe('toTypedRows', () => {
         location: { jobName: 'weekly_incidents', pageNumber: 3, rowIndex: 151 },
         valuePreview: '9223372036854775808',
         message:
-          'job "weekly_incidents": page 3, row 151, column "Number" (INT64): value 9223372036854775808 is invalid: ' +
+          'job weekly_incidents: page 3, row 151, column "Number" (INT64): value 9223372036854775808 is invalid: ' +
           'outside the INT64 range -9223372036854775808..9223372036854775807',
       }),
     );

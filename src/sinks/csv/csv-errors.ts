@@ -31,7 +31,7 @@ export class CsvWriteError extends TilehouseError {
     const code = fileSystemFailureCode(cause, 'csv_write_failed');
     const hint = fileSystemFailureHint(code);
     super(
-      `job "${jobName}": csv ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
+      `job ${jobName}: csv ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
       { cause },
     );
     this.code = code;
