@@ -93,7 +93,8 @@ export class StatusScreen {
   }
 
   #render(): string {
-    const width = Math.max(20, (this.target.columns ?? 80) - 1);
+    // A pseudo-terminal nobody sized reports 0 columns: assume the classic 80.
+    const width = Math.max(20, (this.target.columns || 80) - 1);
     const lines = [...this.#status.values()].map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
     this.#drawn = lines.length;
     return lines.join('\n');
