@@ -1,0 +1,187 @@
+// The contract every sink keeps, run against each sink (as Kysely runs one suite per dialect):
+// the pipeline's promises ("all sinks publish or none", "a failed run leaves no partial output")
+// rest on exactly these behaviours. A third sink is added here before it is added anywhere else.
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { parse } from 'csv-parse/sync';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BigQuerySink } from '../../src/sinks/bigquery/bigquery-sink.js';
+import { CsvSink } from '../../src/sinks/csv/csv-sink.js';
+import type { Sink, SinkRunContext } from '../../src/sinks/sink.js';
+import type { Column, TypedRow } from '../../src/transform/column.js';
+import { emulatorOrSkip, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
+import { readTable, stagingTables, tableExists } from '../support/bigquery-read.js';
+
+const columns: Column[] = [
+  { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
+  { name: 'title', header: 'title', type: 'STRING', sourceDataType: 'text' },
+];
+const PREVIOUS: string[][] = [['0', 'previous run']];
+const NEW_ROWS: TypedRow[] = [
+  [1n, 'first'],
+  [2n, 'second, with "quotes"'],
+  [3n, null],
+];
+const NEW_TEXT = [['1', 'first'], ['2', 'second, with "quotes"'], ['3', '']];
+
+/** One sink as the suite sees it: its target's rows as text, and what temporary artefacts exist. */
+interface SinkFixture {
+  sink: Sink;
+  context(runId: string): SinkRunContext;
+  seedPrevious(): Promise<void>;
+  /** The target's rows as text, ordered by id; undefined when there is no target. */
+  read(): Promise<string[][] | undefined>;
+  /** Temp files, staging tables: whatever a run holds before it publishes. */
+  artefacts(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+interface SinkUnderTest {
+  name: string;
+  /** False when this sink cannot be tested here (the emulator is absent outside CI): its cases are skipped, saying why. */
+  available(): boolean;
+  make(): Promise<SinkFixture>;
+}
+
+const logger = pino({ level: 'silent' });
+const baseContext = (runId: string): SinkRunContext => ({ jobName: 'contract', tileId: 'tile-c', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
+
+const csvUnderTest: SinkUnderTest = {
+  name: 'csv',
+  available: () => true,
+  async make() {
+    const directory = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-'));
+    const target = path.join(directory, 'contract.csv');
+    return {
+      sink: new CsvSink({ config: { type: 'csv', gzip: false }, directory, timezone: 'UTC' }),
+      context: baseContext,
+      seedPrevious: () => writeFile(target, `id,title\r\n${PREVIOUS.map((row) => row.join(',')).join('\r\n')}\r\n`),
+      async read() {
+        const entries = await readdir(directory);
+        if (!entries.includes('contract.csv')) return undefined;
+        return (parse(await readFile(target, 'utf8')) as string[][]).slice(1);
+      },
+      artefacts: async () => (await readdir(directory)).filter((name) => name !== 'contract.csv'),
+      close: () => rm(directory, { recursive: true, force: true }),
+    };
+  },
+};
+
+let emulator: EmulatorWithCopyJobs | undefined;
+const endpoint = emulatorOrSkip();
+
+const bigqueryUnderTest: SinkUnderTest = {
+  name: 'bigquery (emulator)',
+  available: () => endpoint !== null,
+  async make() {
+    emulator ??= await startEmulatorWithCopyJobs(endpoint!);
+    const client: BigQuery = emulator.client();
+    const dataset = uniqueDatasetId('tilehouse_contract');
+    const tempDirectory = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-bq-'));
+    const sink = new BigQuerySink({
+      config: { type: 'bigquery', writeMode: 'replace', schema: 'freeze' },
+      defaults: { dataset, location: 'US' },
+      client,
+      tempDirectory,
+      retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 },
+      polling: { initialIntervalMs: 1, maxIntervalMs: 2, jobAttempts: 3, maxWaitMs: 10_000 },
+    });
+    const read = async () => {
+      if (!(await client.dataset(dataset).exists())[0] || !(await tableExists(client, dataset, 'contract'))) return undefined;
+      const rows = await readTable(client, { projectId: endpoint!.projectId, dataset, table: 'contract' }, 'id');
+      return rows.map((row) => [String(row.id), row.title === null ? '' : String(row.title)]);
+    };
+    return {
+      sink,
+      context: baseContext,
+      async seedPrevious() {
+        // The previous run, published by the sink itself: the one way a target comes to exist.
+        const writer = await sink.open(baseContext('seed'));
+        await writer.writeRows(PREVIOUS.map(([id, title]) => [BigInt(id!), title!]));
+        await writer.prepare();
+        await writer.publish();
+      },
+      read,
+      artefacts: async () => [
+        ...(await readdir(tempDirectory)),
+        ...((await client.dataset(dataset).exists())[0] ? await stagingTables(client, dataset) : []),
+      ],
+      close: () => rm(tempDirectory, { recursive: true, force: true }),
+    };
+  },
+};
+
+afterAll(async () => {
+  await emulator?.close();
+});
+
+describe.each([csvUnderTest, bigqueryUnderTest])('the sink contract: $name', (underTest) => {
+  let fixture: SinkFixture;
+  beforeEach(async (context) => {
+    if (!underTest.available()) context.skip('the BigQuery emulator is not installed (npm run setup:emulator)');
+    fixture = await underTest.make();
+    await fixture.seedPrevious();
+  });
+  afterEach(async () => {
+    await fixture?.close();
+  });
+
+  it('changes nothing readers see until publish, then shows exactly the new run', async () => {
+    const writer = await fixture.sink.open(fixture.context('run-a'));
+    await writer.writeRows(NEW_ROWS.slice(0, 2));
+    await writer.writeRows(NEW_ROWS.slice(2));
+    await writer.prepare();
+    expect(await fixture.read()).toEqual(PREVIOUS);
+    const result = await writer.publish();
+    expect(await fixture.read()).toEqual(NEW_TEXT);
+    expect(result).toMatchObject({ sink: fixture.sink.kind, target: writer.target, rows: NEW_ROWS.length });
+    expect(await fixture.artefacts()).toEqual([]);
+  });
+
+  it('on abort after prepare keeps the previous run and leaves no artefact', async () => {
+    const writer = await fixture.sink.open(fixture.context('run-b'));
+    await writer.writeRows(NEW_ROWS);
+    await writer.prepare();
+    await writer.abort();
+    expect(await fixture.read()).toEqual(PREVIOUS);
+    expect(await fixture.artefacts()).toEqual([]);
+  });
+
+  it('on abort while rows are being written keeps the previous run and leaves no artefact', async () => {
+    const writer = await fixture.sink.open(fixture.context('run-c'));
+    await writer.writeRows(NEW_ROWS.slice(0, 1));
+    await writer.abort();
+    await writer.abort();
+    expect(await fixture.read()).toEqual(PREVIOUS);
+    expect(await fixture.artefacts()).toEqual([]);
+  });
+
+  it('refuses publish before prepare, and abort after a publish changes nothing', async () => {
+    const writer = await fixture.sink.open(fixture.context('run-d'));
+    await writer.writeRows(NEW_ROWS);
+    await expect(writer.publish()).rejects.toThrow();
+    expect(await fixture.read()).toEqual(PREVIOUS);
+    await writer.prepare();
+    await writer.publish();
+    await writer.abort();
+    expect(await fixture.read()).toEqual(NEW_TEXT);
+  });
+
+  it("never sweeps a live run's artefacts, this process's own included", async () => {
+    const writer = await fixture.sink.open(fixture.context('run-e'));
+    await writer.writeRows(NEW_ROWS);
+    expect(await fixture.sink.sweep(logger)).toEqual([]);
+    await writer.prepare();
+    expect(await fixture.sink.sweep(logger)).toEqual([]);
+    await writer.publish();
+    expect(await fixture.read()).toEqual(NEW_TEXT);
+  });
+
+  it('orders its publish by rank: remote sinks before local ones', () => {
+    expect(fixture.sink.publishRank).toBe(fixture.sink.kind === 'bigquery' ? 0 : 10);
+  });
+});
