@@ -1,5 +1,5 @@
 import type { ExportQuery } from '../config/job-schema.js';
-import { parseTimestamp } from '../transform/index.js';
+import { daysFromCivil, formatCivilDate, MS_PER_DAY, parseTimestamp } from '../transform/index.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 
@@ -9,23 +9,16 @@ export interface DateWindow {
   to: string;
 }
 
-const DAY_MS = 86_400_000;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 function toDayNumber(date: string): number {
   const match = DATE.exec(date);
   if (!match) throw new RangeError(`not a date (YYYY-MM-DD): ${JSON.stringify(date)}`);
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const epoch = Date.UTC(year, month - 1, day);
-  const check = new Date(epoch);
-  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) {
-    throw new RangeError(`not a calendar date: ${JSON.stringify(date)}`);
-  }
-  return epoch / DAY_MS;
-}
-
-function fromDayNumber(day: number): string {
-  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+  const days = daysFromCivil(year, month, day);
+  // Round trip: 2023-02-30 would otherwise quietly become 2023-03-02.
+  if (year < 1 || formatCivilDate(days) !== date) throw new RangeError(`not a calendar date: ${JSON.stringify(date)}`);
+  return days;
 }
 
 export function isCalendarDate(date: string): boolean {
@@ -53,11 +46,11 @@ export function splitWindows(from: string, to: string, step: WindowStep): DateWi
     if (step === 'day') next = cursor + 1;
     else if (step === 'week') next = cursor + 7;
     else {
-      const date = new Date(cursor * DAY_MS);
-      next = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
+      const [year, month] = formatCivilDate(cursor).split('-').map(Number) as [number, number];
+      next = month === 12 ? daysFromCivil(year + 1, 1, 1) : daysFromCivil(year, month + 1, 1);
     }
     next = Math.min(next, end);
-    windows.push({ from: fromDayNumber(cursor), to: fromDayNumber(next) });
+    windows.push({ from: formatCivilDate(cursor), to: formatCivilDate(next) });
     cursor = next;
   }
   return windows;
@@ -74,8 +67,8 @@ export function splitWindows(from: string, to: string, step: WindowStep): DateWi
 export function relativeWindowFor(window: DateWindow, timezone: string, now: Date): [string, 'days', string, 'days'] {
   const start = parseTimestamp(window.from, timezone) as number;
   const end = parseTimestamp(window.to, timezone) as number;
-  const daysBackToStart = Math.ceil((now.getTime() - start) / DAY_MS) + 1;
-  const daysBackToEnd = Math.max(0, Math.floor((now.getTime() - end) / DAY_MS) - 1);
+  const daysBackToStart = Math.ceil((now.getTime() - start) / MS_PER_DAY) + 1;
+  const daysBackToEnd = Math.max(0, Math.floor((now.getTime() - end) / MS_PER_DAY) - 1);
   return [String(Math.max(daysBackToStart, 1)), 'days', String(daysBackToEnd), 'days'];
 }
 

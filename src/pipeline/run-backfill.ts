@@ -6,7 +6,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import { TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
-import { parseDate } from '../transform/index.js';
+import { calendarDateIn, parseDate } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
 import { newRunId } from './run-id.js';
 import { runTile } from './run-tile.js';
@@ -112,7 +112,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     await dispatcher.close();
     throw error;
   }
-  const today = parseDate(now().getTime(), job.timezone) as string;
+  const today = calendarDateIn(now(), job.timezone);
 
   const runWindow = async (window: DateWindow): Promise<WindowResult> => {
     const warnings: string[] = [];

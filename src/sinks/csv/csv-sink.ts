@@ -4,6 +4,7 @@ import { CsvFileWriter } from './csv-file-writer.js';
 import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
 import { readCsvHeader } from './read-header.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
+import { calendarDateIn } from '../../transform/calendar.js';
 
 export interface CsvSinkOptions {
   config: CsvSinkConfig;
@@ -35,7 +36,7 @@ export class CsvSink implements Sink {
         name: context.jobName,
         tile: context.tileId,
         runId: context.runId,
-        date: context.window?.from ?? dateIn(context.startedAt, this.options.timezone),
+        date: context.window?.from ?? calendarDateIn(context.startedAt, this.options.timezone),
       },
       this.options.directory,
     );
@@ -74,18 +75,4 @@ export class CsvSink implements Sink {
     };
     return CsvFileWriter.open(options);
   }
-}
-
-/** YYYY-MM-DD of `instant` on the wall calendar of `timeZone`. */
-function dateIn(instant: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    calendar: 'gregory',
-    numberingSystem: 'latn',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-  }).formatToParts(instant);
-  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
-  return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`;
 }
