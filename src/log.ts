@@ -75,14 +75,16 @@ export function humanLogLine(json: string): string {
     return json.endsWith('\n') ? json : `${json}\n`;
   }
   const level = (LEVEL_NAMES[entry.level as number] ?? String(entry.level)).padEnd(5);
-  const prefix = typeof entry.job === 'string' ? `${entry.job}: ` : '';
+  const message = String(entry.msg ?? '');
+  // The job names the line, unless the message already does ("job x succeeded: …").
+  const prefix = typeof entry.job === 'string' && !message.includes(entry.job) ? `${entry.job}: ` : '';
   const fields: string[] = [];
   for (const [key, value] of Object.entries(entry)) {
     if (NOT_SHOWN.has(key)) continue;
     const shown = shownValue(value);
     if (shown !== undefined) fields.push(`${key}=${shown}`);
   }
-  let line = `${clock(entry.time)} ${level} ${prefix}${String(entry.msg ?? '')}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}\n`;
+  let line = `${clock(entry.time)} ${level} ${prefix}${message}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}\n`;
   const err = entry.err as { message?: unknown; stack?: unknown } | undefined;
   if (typeof err?.stack === 'string') line += `  ${err.stack.split('\n').join('\n  ')}\n`;
   else if (typeof err?.message === 'string') line += `  ${err.message}\n`;

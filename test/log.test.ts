@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../src/log.js';
+import { createLogger, humanLogLine } from '../src/log.js';
 import { Capture } from './support/cli-harness.js';
 
 describe('createLogger', () => {
@@ -19,5 +19,26 @@ describe('createLogger', () => {
     logger.info('hidden');
     logger.warn('shown');
     expect(out.lines().map((line) => line.msg)).toEqual(['shown']);
+  });
+});
+
+describe('humanLogLine', () => {
+  const at = new Date(2026, 0, 2, 3, 4, 5).getTime();
+
+  it('is one line: time, level, job, message, scalar fields; objects left to the JSON logs', () => {
+    const json = JSON.stringify({ level: 40, time: at, service: 'tilehouse', job: 'by_type', tile: 't', runId: 'r', page: 3, attempt: 2, reason: 'HTTP 503', summary: { rows: 1 }, msg: 'page request failed; retrying' });
+    expect(humanLogLine(json)).toBe('03:04:05 WARN  by_type: page request failed; retrying page=3 attempt=2 reason=HTTP 503\n');
+  });
+
+  it('leaves out the job prefix when the message names the job, and shows an error stack indented', () => {
+    const json = JSON.stringify({ level: 20, time: at, job: 'by_type', err: { message: 'boom', stack: 'Error: boom\n    at x' }, msg: 'job by_type failed' });
+    expect(humanLogLine(json)).toBe('03:04:05 DEBUG job by_type failed\n  Error: boom\n      at x\n');
+  });
+
+  it('is what createLogger writes in human mode, scrubbed and redacted like JSON lines', async () => {
+    const out = new Capture();
+    const logger = createLogger({ level: 'info', destination: out, human: true });
+    logger.info({ token: 'abc', count: 2 }, 'hello');
+    expect(out.text).toMatch(/^\d\d:\d\d:\d\d INFO {2}hello token=\[redacted\] count=2\n$/);
   });
 });

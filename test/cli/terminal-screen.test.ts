@@ -83,7 +83,7 @@ describe('tilehouse run on a terminal', () => {
     const time = '\\d\\d:\\d\\d:\\d\\d';
     expect(screen).toEqual([
       expect.stringMatching(new RegExp(`^${time} INFO  run starting jobs=alpha,bravo,charlie config=.*env\\.yaml$`)),
-      ...TILES.map((tile) => expect.stringMatching(new RegExp(`^${time} INFO  ${tile}: job ${tile} succeeded: 400 rows in 20 pages$`))),
+      ...TILES.map((tile) => expect.stringMatching(new RegExp(`^${time} INFO  job ${tile} succeeded: 400 rows in 20 pages$`))),
       expect.stringMatching(new RegExp(`^${time} INFO  run finished$`)),
       expect.stringMatching(/^run \S+: 3 succeeded, 0 failed in [\d.]+ s$/),
       ...TILES.map((tile) => expect.stringMatching(new RegExp(`^ {2}ok {3}${tile} \\([\\d.]+ s\\): 400 rows, 20 pages → .*${tile}\\.csv$`))),
