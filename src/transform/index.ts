@@ -7,7 +7,6 @@ export { type TypedRows, type TypedRowsOptions, toTypedRows } from './typed-rows
 export {
   ColumnCountMismatchError,
   ColumnOverrideInvalidError,
-  RowLengthMismatchError,
   type RowLocation,
   ValueInvalidError,
 } from './transform-errors.js';

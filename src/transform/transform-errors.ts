@@ -46,24 +46,6 @@ export interface RowLocation {
   rowIndex: number;
 }
 
-/** A row with more or fewer cells than the export has columns: positional mapping would shift. */
-export class RowLengthMismatchError extends TilehouseError {
-  readonly code = 'row_length_mismatch';
-
-  constructor(
-    readonly location: RowLocation,
-    readonly expected: number,
-    readonly actual: number | undefined,
-  ) {
-    super(
-      `job ${location.jobName}: page ${location.pageNumber}, row ${location.rowIndex}: ` +
-        (actual === undefined
-          ? `expected an array of ${expected} values, got something else`
-          : `expected ${expected} values (one per column), got ${actual}`),
-    );
-  }
-}
-
 /** A value that does not parse as its column's type while `onInvalidValue` is `fail`. */
 export class ValueInvalidError extends TilehouseError {
   readonly code = 'value_invalid';

@@ -1,6 +1,6 @@
 import { ExactNumber } from '../source/json-body.js';
 import type { Column, TypedRow, TypedValue } from './column.js';
-import { previewValue, RowLengthMismatchError, ValueInvalidError } from './transform-errors.js';
+import { previewValue, ValueInvalidError } from './transform-errors.js';
 import { parserFor } from './values/value-parser.js';
 import { ValueFailure } from './values/value-failure.js';
 
@@ -38,10 +38,8 @@ export function toTypedRows(
   let nulledValues = 0;
 
   for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
-    const raw = rows[rowIndex];
-    if (!Array.isArray(raw) || raw.length !== width) {
-      throw new RowLengthMismatchError(locate(options, rowIndex), width, Array.isArray(raw) ? raw.length : undefined);
-    }
+    // Trusted: the source's edge (parseExportPage) made every row an array of one value per header.
+    const raw = rows[rowIndex]!;
     const typed = new Array<TypedValue>(width);
     for (let columnIndex = 0; columnIndex < width; columnIndex++) {
       const value: unknown = raw[columnIndex];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExactNumber } from '../../src/source/json-body.js';
 import type { Column } from '../../src/transform/column.js';
-import { RowLengthMismatchError, ValueInvalidError } from '../../src/transform/transform-errors.js';
+import { ValueInvalidError } from '../../src/transform/transform-errors.js';
 import { type TypedRowsOptions, toTypedRows } from '../../src/transform/typed-rows.js';
 
 const columns: Column[] = [
@@ -100,23 +100,6 @@ describe('toTypedRows', () => {
   it('does not count genuine nulls as nulled values', () => {
     const { nulledValues } = toTypedRows([[null, null, null, null, null, null]], columns, { ...options, onInvalidValue: 'null' });
     expect(nulledValues).toBe(0);
-  });
-
-  it.each([
-    [[1, 2, 3], 3],
-    [[1, 2, 3, 4, 5, 6, 7], 7],
-  ])('fails on a row of the wrong length (%j), naming page and absolute row', (row, length) => {
-    expect(() => toTypedRows([[1, 1, 1, 'a', 0, '2024-01-01'], row], columns, options)).toThrow(
-      expect.objectContaining({
-        code: 'row_length_mismatch',
-        message: `job weekly_incidents: page 3, row 151: expected 6 values (one per column), got ${length}`,
-      }),
-    );
-    expect(() => toTypedRows([row], columns, { ...options, onInvalidValue: 'null' })).toThrow(RowLengthMismatchError);
-  });
-
-  it('fails on a row that is not an array', () => {
-    expect(() => toTypedRows([{ a: 1 } as unknown as unknown[]], columns, options)).toThrow(RowLengthMismatchError);
   });
 
   it('returns no rows for an empty page', () => {
