@@ -30,7 +30,6 @@ export interface RequestGate {
  */
 export class AdaptiveConcurrency implements RequestGate {
   private current: number;
-  private lowest: number;
   private epoch = 0;
   private active = 0;
   private readonly waiting: Array<(permit: Permit) => void> = [];
@@ -38,33 +37,11 @@ export class AdaptiveConcurrency implements RequestGate {
   constructor(readonly maximum: number) {
     if (!Number.isInteger(maximum) || maximum < 1) throw new RangeError(`concurrency must be a positive integer, got ${maximum}`);
     this.current = maximum;
-    this.lowest = maximum;
   }
 
   /** Requests allowed in flight now. */
   get limit(): number {
     return Math.max(1, Math.floor(this.current));
-  }
-
-  /** The smallest limit reached so far (for the run summary). */
-  get minimum(): number {
-    return Math.max(1, Math.floor(this.lowest));
-  }
-
-  /** Call when a request starts; pass the result to `onThrottled`. */
-  begin(): number {
-    return this.epoch;
-  }
-
-  onThrottled(startedInEpoch: number): void {
-    if (startedInEpoch !== this.epoch) return;
-    this.epoch += 1;
-    this.current = Math.max(1, this.current / 2);
-    this.lowest = Math.min(this.lowest, this.current);
-  }
-
-  onSuccess(): void {
-    this.current = Math.min(this.maximum, this.current + 1 / this.limit);
   }
 
   /** Resolves once fewer attempts than the limit are in flight (first come, first served). */
@@ -92,6 +69,16 @@ export class AdaptiveConcurrency implements RequestGate {
     if (outcome === 'succeeded') this.onSuccess();
     else if (outcome === 'throttled') this.onThrottled(permit.epoch);
     while (this.waiting.length > 0 && this.active < this.limit) this.waiting.shift()!(this.grant());
+  }
+
+  private onThrottled(startedInEpoch: number): void {
+    if (startedInEpoch !== this.epoch) return;
+    this.epoch += 1;
+    this.current = Math.max(1, this.current / 2);
+  }
+
+  private onSuccess(): void {
+    this.current = Math.min(this.maximum, this.current + 1 / this.limit);
   }
 
   private grant(): Permit {

@@ -1,30 +1,36 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/source/adaptive-concurrency.js';
 
+/** One attempt through the gate, ending as `outcome`. */
+async function attempt(limiter: AdaptiveConcurrency, outcome: 'succeeded' | 'throttled' | 'failed'): Promise<void> {
+  limiter.release(await limiter.acquire(), outcome);
+}
+
 describe('AdaptiveConcurrency', () => {
-  it('halves the limit on a throttle and never goes below 1', () => {
+  it('halves the limit on a throttle and never goes below 1', async () => {
     const limiter = new AdaptiveConcurrency(8);
-    limiter.onThrottled(limiter.begin());
+    await attempt(limiter, 'throttled');
     expect(limiter.limit).toBe(4);
-    for (let i = 0; i < 10; i += 1) limiter.onThrottled(limiter.begin());
+    for (let i = 0; i < 10; i += 1) await attempt(limiter, 'throttled');
     expect(limiter.limit).toBe(1);
-    expect(limiter.minimum).toBe(1);
   });
 
-  it('cuts once for a burst of throttles from requests sent under the same limit', () => {
+  it('cuts once for a burst of throttles from requests sent under the same limit', async () => {
     const limiter = new AdaptiveConcurrency(8);
-    const epochs = Array.from({ length: 8 }, () => limiter.begin());
-    for (const epoch of epochs) limiter.onThrottled(epoch);
+    const permits = await Promise.all(Array.from({ length: 8 }, () => limiter.acquire()));
+    for (const permit of permits) limiter.release(permit, 'throttled');
     expect(limiter.limit).toBe(4);
   });
 
-  it('grows by about one per round of successes, up to the maximum', () => {
+  it('grows by about one per round of successes, up to the maximum; a plain failure does not move it', async () => {
     const limiter = new AdaptiveConcurrency(8);
-    limiter.onThrottled(limiter.begin());
+    await attempt(limiter, 'throttled');
     expect(limiter.limit).toBe(4);
-    for (let i = 0; i < 4; i += 1) limiter.onSuccess();
+    await attempt(limiter, 'failed');
+    expect(limiter.limit).toBe(4);
+    for (let i = 0; i < 4; i += 1) await attempt(limiter, 'succeeded');
     expect(limiter.limit).toBe(5);
-    for (let i = 0; i < 100; i += 1) limiter.onSuccess();
+    for (let i = 0; i < 100; i += 1) await attempt(limiter, 'succeeded');
     expect(limiter.limit).toBe(8);
   });
 
