@@ -7,7 +7,7 @@ import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command 
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
-import { refuseUnwritable } from './workspace-checks.js';
+import { refuseConflictingTargets } from './workspace-checks.js';
 
 // Run ids name temp files, staging tables and job ids: keep them to what all of those accept.
 const RUN_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -59,8 +59,9 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
-    // Found before a token is fetched: an output directory that is a file, two jobs on one target.
-    await refuseUnwritable(workspace.environment, workspace.configFile, jobs);
+    // Found before a token is fetched: two jobs on one target. (An unwritable directory fails its
+    // own job at write time, with permission_denied, and the other jobs still run.)
+    await refuseConflictingTargets(workspace.environment, workspace.configFile, jobs);
     const sinksByJob = new Map<string, Sink[]>();
     for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, io.sinkOptions));
     const { logger } = output;

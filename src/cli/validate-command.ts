@@ -41,7 +41,9 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     const workspace = await loadWorkspace(values, io.env);
     await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
     for (const job of workspace.jobs) await buildSinks(job, workspace.environment, io.sinkOptions);
-    const { errors, warnings } = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
+    const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
+    const { warnings } = findings;
+    const errors = [...findings.errors, ...findings.fileSystem];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);

@@ -18,7 +18,14 @@ import { CsvPathTemplate, defaultCsvPathTemplate, toFileNameSafe } from '../sink
  *   (the environment's value is what every request asks for).
  */
 export interface WorkspaceFindings {
+  /** Mistakes in the files themselves (two sinks on one target): no run can succeed with them. */
   errors: ConfigProblem[];
+  /**
+   * The machine as it is now (a directory that is a file or not writable): `validate` reports
+   * them as errors, while a run finds them per job at write time (permission_denied), so one
+   * unwritable target fails its job and the others still run.
+   */
+  fileSystem: ConfigProblem[];
   warnings: ConfigProblem[];
 }
 
@@ -71,11 +78,12 @@ const NO_POD = { spec: () => ({}), warnings: [] };
 
 export async function checkWorkspace(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<WorkspaceFindings> {
   const errors: Located[] = [];
+  const fileSystem: Located[] = [];
   const warnings: Located[] = [];
   const csvDirectory = environment.sinks.csv.directory;
   const usesCsv = jobs.some((job) => job.sinks.some((sink) => sink.type === 'csv'));
   const directoryReason = usesCsv ? await unwritableReason(csvDirectory) : undefined;
-  if (directoryReason !== undefined) errors.push({ file: configFile, path: ['sinks', 'csv', 'directory'], value: csvDirectory, message: `CSV files cannot be written there: ${directoryReason}` });
+  if (directoryReason !== undefined) fileSystem.push({ file: configFile, path: ['sinks', 'csv', 'directory'], value: csvDirectory, message: `CSV files cannot be written there: ${directoryReason}` });
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
   for (const job of jobs) {
@@ -92,7 +100,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
         }
         if (directoryReason === undefined && path.resolve(scope) !== path.resolve(csvDirectory)) {
           const reason = await unwritableReason(scope);
-          if (reason !== undefined) errors.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: `CSV files cannot be written there: ${reason}` });
+          if (reason !== undefined) fileSystem.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: `CSV files cannot be written there: ${reason}` });
         }
       } else {
         const dataset = sink.dataset ?? environment.sinks.bigquery?.dataset ?? '';
@@ -133,11 +141,15 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       });
     }
   }
-  return { errors: await Promise.all(errors.map(located)), warnings: await Promise.all(warnings.map(located)) };
+  return {
+    errors: await Promise.all(errors.map(located)),
+    fileSystem: await Promise.all(fileSystem.map(located)),
+    warnings: await Promise.all(warnings.map(located)),
+  };
 }
 
-/** For commands that write: the errors of `checkWorkspace` refuse the run before anything is fetched. */
-export async function refuseUnwritable(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
+/** For commands that write: mistakes in the files refuse the run before anything is fetched. */
+export async function refuseConflictingTargets(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
   const { errors } = await checkWorkspace(environment, configFile, jobs);
   if (errors.length > 0) throw new ConfigError(errors);
 }
