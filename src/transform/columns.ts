@@ -1,6 +1,7 @@
 import { type Column, COLUMN_TYPES, type ColumnType } from './column.js';
 import { toColumnNames } from './column-names.js';
 import { ColumnCountMismatchError, ColumnOverrideInvalidError } from './transform-errors.js';
+import { OVERRIDE_TYPES } from '../config/job-schema.js';
 
 /** The job's `columns` section: per-header type overrides. */
 export type ColumnOverrides = Readonly<Record<string, { type: ColumnType }>>;
@@ -12,16 +13,23 @@ export interface ColumnMapping {
 }
 
 /**
- * Each API dataType, its default column type and the types it may be overridden to. `number`
- * allows INT64/NUMERIC because the API does not say whether a number is whole or exact; `datetime`
- * allows DATE for day-level tiles. Nothing else is allowed: reading text as a number, or a number
- * as a date, is a modelling mistake the configuration should not be able to hide.
+ * Each API dataType's default column type. The types it may be overridden to are the
+ * configuration's rule (OVERRIDE_TYPES), checked there at load time and here again for a response:
+ * `number` allows INT64/NUMERIC because the API does not say whether a number is whole or exact;
+ * `datetime` allows DATE for day-level tiles. Reading text as a number, or a number as a date, is
+ * a modelling mistake the configuration should not be able to hide.
  */
-const DATA_TYPES: ReadonlyMap<string, { default: ColumnType; allowed: readonly ColumnType[] }> = new Map([
-  ['number', { default: 'FLOAT64', allowed: ['FLOAT64', 'INT64', 'NUMERIC'] }],
-  ['text', { default: 'STRING', allowed: ['STRING'] }],
-  ['datetime', { default: 'TIMESTAMP', allowed: ['TIMESTAMP', 'DATE'] }],
+const DEFAULT_TYPES: ReadonlyMap<string, ColumnType> = new Map([
+  ['number', 'FLOAT64'],
+  ['text', 'STRING'],
+  ['datetime', 'TIMESTAMP'],
 ]);
+
+function ruleFor(dataType: string): { default: ColumnType; allowed: readonly ColumnType[] } | undefined {
+  const key = dataType.trim().toLowerCase();
+  const defaultType = DEFAULT_TYPES.get(key);
+  return defaultType === undefined ? undefined : { default: defaultType, allowed: (OVERRIDE_TYPES[key] ?? [defaultType]) as readonly ColumnType[] };
+}
 
 /**
  * Typed columns for an export's `headers` and `dataTypes`, applying the job's overrides.
@@ -53,7 +61,7 @@ export function toColumns(
   const warnings: string[] = [];
   const columns = headers.map((header, index): Column => {
     const sourceDataType = dataTypes[index] ?? '';
-    const rule = DATA_TYPES.get(sourceDataType.trim().toLowerCase());
+    const rule = ruleFor(sourceDataType);
     const override = Object.hasOwn(overrides, header) ? overrides[header] : undefined;
     let type: ColumnType;
     if (override !== undefined) {
