@@ -76,14 +76,20 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
     if (summary.status === 'succeeded') {
       logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} rows in ${summary.pages} pages`);
     } else {
-      logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${summary.error?.message}`);
+      logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }
     return summary;
   } catch (error) {
     const summary = failedSummary(job, started, stats, counters(), error, deps.signal);
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
-    logger.error({ summary, code: summary.error?.code }, `job ${job.name} failed: ${summary.error?.message}`);
+    logger.error({ summary, code: summary.error?.code }, `job ${job.name} failed: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     return summary;
   }
+}
+
+/** Error messages start `job <name>: `; a log line that names the job already need not say it twice. */
+function withoutJobPrefix(jobName: string, message: string | undefined): string {
+  const prefix = `job ${jobName}: `;
+  return message?.startsWith(prefix) ? message.slice(prefix.length) : (message ?? '');
 }

@@ -99,7 +99,7 @@ export class ExportClient {
       statusError: (answer, body) => {
         const regular = regularErrorSchema.safeParse(body);
         const detail = regular.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';
-        return { error: new ExportApiError(jobName, pageNumber, answer.status, detail), detail };
+        return { error: new ExportApiError(jobName, pageNumber, answer.status, detail, { id: this.options.tileId, param: this.options.tileParam }), detail };
       },
     });
     if (verdict.kind === 'reauth') return { kind: 'unauthorized', error: verdict.error as ExportApiError };

@@ -37,8 +37,13 @@ export class ExportApiError extends TilehouseError {
     readonly pageNumber: number,
     readonly status: number,
     readonly apiMessage: string,
+    tile?: { id: string; param: string },
   ) {
-    super(`job ${jobName}: page ${pageNumber}: export failed with HTTP ${status}: ${apiMessage}`);
+    // A 400 names the tile it was about: a wrong tile id and a wrong tileParam (the id sent under
+    // another name) both come back as "invalid id", and only the request tells them apart.
+    const about = status === 400 && tile !== undefined ? ` for tile ${tile.id} (sent as query item ${tile.param})` : '';
+    const hint = status === 400 && tile !== undefined ? "; check the job's tile and source.tileParam" : '';
+    super(`job ${jobName}: page ${pageNumber}: export${about} failed with HTTP ${status}: ${apiMessage}${hint}`);
   }
 }
 

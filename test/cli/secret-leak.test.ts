@@ -141,7 +141,7 @@ describe('secrets echoed by the source', () => {
       expect.stringMatching(new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: job echoed: token request refused \\(HTTP 401\\): ${escape(echoed)}$`)),
       '',
     ]);
-    expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: job echoed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
+    expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
     expect(JSON.stringify(logs)).toContain('client_secret \\"[redacted]\\" is not valid for [redacted]');
   });
 
@@ -160,12 +160,12 @@ describe('secrets echoed by the source', () => {
     const { logs, text } = splitStderr(result.stderr);
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
-      expect.stringMatching(/^ {2}FAIL echoed \([\d.]+ s\): export_api_error: job echoed: page 0: export failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile$/),
+      expect.stringMatching(/^ {2}FAIL echoed \([\d.]+ s\): export_api_error: job echoed: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/),
       '',
     ]);
     expect(logs.map((line) => line.msg)).toEqual([
       'run starting',
-      'job echoed failed: job echoed: page 0: export failed with HTTP 400: token [redacted] may not export tile sandbox-tile',
+      "job echoed failed: page 0: export for tile sandbox-tile (sent as query item tileId) failed with HTTP 400: token [redacted] may not export tile sandbox-tile; check the job's tile and source.tileParam",
       'run finished',
     ]);
     expect(await listFiles(ws.out)).toEqual([]);

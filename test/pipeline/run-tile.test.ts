@@ -92,7 +92,7 @@ describe('a tile run against the sandbox', () => {
   it('fails with the API message "invalid id" for an unknown tile', async () => {
     const result = await run([{ ...detailJob, tile: 'no-such-tile' }]);
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toMatch(/export_api_error: job incident_detail: page 0: export failed with HTTP 400: invalid id/);
+    expect(result.stderr).toMatch(/export_api_error: job incident_detail: page 0: export for tile no-such-tile \(sent as query item tileId\) failed with HTTP 400: invalid id; check the job's tile and source.tileParam/);
     expect(await listFiles(workspace.outDir)).toEqual([]);
   });
 
