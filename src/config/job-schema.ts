@@ -90,8 +90,46 @@ const bigquerySink = z
     dataset: z.string().optional().describe('Overrides the environment default dataset'),
     writeMode: z.enum(['replace', 'append', 'partition']).default('replace'),
     schema: z.enum(['freeze', 'add']).default('freeze').describe('freeze: any change fails; add: new nullable columns are allowed'),
+    partitionBy: z
+      .object({
+        column: z.string().min(1).describe('Output column name or header of a DATE or TIMESTAMP column'),
+        granularity: z.enum(['day', 'month']).default('day'),
+      })
+      .strict()
+      .optional()
+      .describe('Column partitioning; with replace, a run replaces exactly the partitions its rows fall in. Not with writeMode: partition (ingestion time)'),
+    requirePartitionFilter: z.boolean().optional().describe('Queries of the table must filter on the partition column (partitioned tables only)'),
+    partitionExpirationDays: z
+      .number()
+      .positive()
+      .optional()
+      .describe('Partitions older than this many days are deleted by BigQuery (partitioned tables only)'),
+    clusterBy: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(4, 'BigQuery clusters by at most 4 columns')
+      .optional()
+      .describe('Up to 4 output column names or headers, most filtered first; not FLOAT64'),
   })
-  .strict();
+  .strict()
+  .superRefine((sink, ctx) => {
+    // `partition` partitions by ingestion time (the run's day); partitionBy by a column of the
+    // rows. A table has one partitioning, so the two cannot be combined.
+    if (sink.partitionBy !== undefined && sink.writeMode === 'partition') {
+      ctx.addIssue({ code: 'custom', path: ['partitionBy'], input: sink.partitionBy, message: 'writeMode: partition already partitions by ingestion time; use writeMode replace or append with partitionBy' });
+    }
+    const partitioned = sink.partitionBy !== undefined || sink.writeMode === 'partition';
+    for (const option of ['requirePartitionFilter', 'partitionExpirationDays'] as const) {
+      if (sink[option] !== undefined && !partitioned) {
+        ctx.addIssue({ code: 'custom', path: [option], input: sink[option], message: 'only for a partitioned table: set partitionBy (or writeMode: partition)' });
+      }
+    }
+    const seen = new Set<string>();
+    for (const [index, name] of (sink.clusterBy ?? []).entries()) {
+      if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['clusterBy', index], input: name, message: 'listed twice' });
+      seen.add(name.toLowerCase());
+    }
+  });
 
 export const sinkSchema = z.discriminatedUnion('type', [csvSink, bigquerySink]);
 
