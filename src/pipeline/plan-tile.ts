@@ -47,7 +47,9 @@ export async function planTile(job: LoadedJob, deps: PlanDependencies): Promise<
     plan.warnings = warnings;
     const startedAt = new Date();
     for (const sink of deps.sinks) {
-      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger }));
+      // The schedule lets a sink count a day's runs (BigQuery's per-table daily operations).
+      const schedule = job.schedule ? { schedule: { cron: job.schedule.cron, timezone: job.schedule.timezone } } : {};
+      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule }));
     }
   } catch (error) {
     plan.status = 'failed';

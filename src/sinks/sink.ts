@@ -13,6 +13,8 @@ export interface SinkRunContext {
   /** For backfills: the window being written, [from, to) as YYYY-MM-DD in the job's timezone. */
   window?: { from: string; to: string };
   columns: readonly Column[];
+  /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
+  schedule?: { cron: string; timezone: string };
   logger: Logger;
   signal?: AbortSignal;
 }

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BigQuery } from '@google-cloud/bigquery';
+import type { BigQuery, Table } from '@google-cloud/bigquery';
 import { localBigQueryClient } from './bigquery-emulator.js';
 
 /**
@@ -25,7 +25,7 @@ export interface RecordedRequest {
 
 /**
  * `jobs.insert` is a load (a multipart upload); `jobs.copy` is a jobs.insert whose configuration
- * is a copy (a plain JSON POST).
+ * is a copy, `jobs.query` one whose configuration is a query (plain JSON POSTs).
  */
 export type ApiCall =
   | 'datasets.get'
@@ -36,6 +36,7 @@ export type ApiCall =
   | 'tables.delete'
   | 'jobs.insert'
   | 'jobs.copy'
+  | 'jobs.query'
   | 'jobs.get'
   | 'jobs.cancel'
   | 'other';
@@ -114,6 +115,7 @@ const DEFAULT_ROUTES: Required<Omit<FakeRoutes, 'other'>> = {
   'tables.delete': () => ({ status: 204 }),
   'jobs.insert': (request) => jobResource(jobIdOf(request), 'DONE'),
   'jobs.copy': (request) => jobResource(jobIdOf(request), 'DONE'),
+  'jobs.query': (request) => jobResource(jobIdOf(request), 'DONE'),
   'jobs.get': (request) => jobResource(jobIdOf(request), 'DONE'),
   'jobs.cancel': (request) => ({ status: 200, body: { kind: 'bigquery#jobCancelResponse', job: jobResource(jobIdOf(request), 'DONE').body } }),
 };
@@ -141,8 +143,9 @@ export async function startFakeBigQuery(routes: FakeRoutes = {}): Promise<FakeBi
     } else if (body.length > 0) {
       recorded.json = JSON.parse(body.toString('utf8'));
     }
-    if (call === 'jobs.copy' && (recorded.json as { configuration?: { copy?: unknown } } | undefined)?.configuration?.copy === undefined) {
-      call = 'other';
+    if (call === 'jobs.copy') {
+      const configuration = (recorded.json as { configuration?: { copy?: unknown; query?: unknown } } | undefined)?.configuration;
+      if (configuration?.copy === undefined) call = configuration?.query === undefined ? 'other' : 'jobs.query';
     }
     recorded.call = call;
     requests.push(recorded);
@@ -205,6 +208,8 @@ export interface EmulatorWithCopyJobs {
   client(): BigQuery;
   /** The copy jobs.insert requests the proxy carried out itself, in order. */
   copies: RecordedRequest[];
+  /** The WRITE_TRUNCATE_DATA query jobs the proxy carried out itself, in order. */
+  truncateDataQueries: RecordedRequest[];
   close(): Promise<void>;
 }
 
@@ -217,8 +222,11 @@ export interface EmulatorWithCopyJobs {
  * are the emulator's own. A copy is carried out with the emulator's own SQL: WRITE_TRUNCATE (or a
  * missing destination under CREATE_IF_NEEDED) drops and re-creates the destination with the
  * source's schema, as a truncating copy takes the source's schema; then `INSERT INTO dest (cols)
- * SELECT cols FROM source`. Unlike BigQuery this is not atomic, and it refuses partition
- * decorators (the emulator has no partitions). A reused job id is answered 409 duplicate, as
+ * SELECT cols FROM source`. Unlike BigQuery this is not atomic. A copy onto a partition decorator
+ * of a column-partitioned table (`table$p`, whose timePartitioning the emulator stores but does
+ * not act on) replaces or appends to the rows of that partition with DML; ingestion-time
+ * decorators are refused. Query jobs with WRITE_TRUNCATE_DATA (which the emulator would treat as
+ * an append) are carried out as DELETE + INSERT. A reused job id is answered 409 duplicate, as
  * BigQuery does (the emulator says 500 for loads); copies' outcomes are served to jobs.get by the
  * proxy. What this shows is the sink's
  * flow over real storage; the copy request's exact shape is tested against the scripted fake.
@@ -227,6 +235,7 @@ export async function startEmulatorWithCopyJobs(emulator: { apiEndpoint: string;
   const upstream = localBigQueryClient(emulator);
   const copyJobs = new Map<string, unknown>();
   const copies: RecordedRequest[] = [];
+  const truncateDataQueries: RecordedRequest[] = [];
 
   const server = createServer((request, response) => {
     void handle(request, response).catch((error: unknown) => {
@@ -248,6 +257,14 @@ export async function startEmulatorWithCopyJobs(emulator: { apiEndpoint: string;
       const jobId = json.jobReference?.jobId ?? `copy_${copyJobs.size + 1}`;
       if (copyJobs.has(jobId)) return send(apiError(409, 'duplicate', `Already Exists: Job ${emulator.projectId}:US.${jobId}`));
       const job = await runCopy(upstream, { ...json, jobReference: { projectId: emulator.projectId, jobId, location: 'US' } });
+      copyJobs.set(jobId, job);
+      return send({ status: 200, body: job });
+    }
+    if (json?.configuration?.query?.writeDisposition === 'WRITE_TRUNCATE_DATA') {
+      truncateDataQueries.push({ method: 'POST', path: url.pathname, query: url.searchParams, json, call: 'jobs.query' });
+      const jobId = json.jobReference?.jobId ?? `query_${copyJobs.size + 1}`;
+      if (copyJobs.has(jobId)) return send(apiError(409, 'duplicate', `Already Exists: Job ${emulator.projectId}:US.${jobId}`));
+      const job = await runTruncateDataQuery(upstream, { ...json, jobReference: { projectId: emulator.projectId, jobId, location: 'US' } });
       copyJobs.set(jobId, job);
       return send({ status: 200, body: job });
     }
@@ -279,6 +296,7 @@ export async function startEmulatorWithCopyJobs(emulator: { apiEndpoint: string;
     endpoint,
     client: () => localBigQueryClient(endpoint),
     copies,
+    truncateDataQueries,
     close: async () => {
       server.closeAllConnections();
       server.close();
@@ -295,7 +313,90 @@ interface CopyJobRequest {
   jobReference?: { projectId?: string; jobId?: string; location?: string };
   configuration?: {
     copy?: { sourceTable: TableReference; destinationTable: TableReference; writeDisposition?: string; createDisposition?: string };
+    query?: { query: string; destinationTable: TableReference; writeDisposition?: string };
+    labels?: Record<string, string>;
   };
+}
+
+function finishedJob(job: CopyJobRequest, jobType: 'COPY' | 'QUERY') {
+  return (status: Record<string, unknown>, statistics: Record<string, unknown> = {}) => ({
+    kind: 'bigquery#job',
+    jobReference: job.jobReference,
+    configuration: { jobType, ...job.configuration },
+    status: { state: 'DONE', ...status },
+    statistics: { creationTime: String(Date.now()), ...statistics },
+  });
+}
+
+/**
+ * A query job with WRITE_TRUNCATE_DATA, which the emulator takes for an append: carried out as
+ * `DELETE` of every row, then `INSERT INTO dest (its columns) <query>` (the sink's query selects
+ * the table's columns in the table's order). The table itself, and so its metadata, stays. Not
+ * atomic here, unlike BigQuery.
+ */
+async function runTruncateDataQuery(client: BigQuery, job: CopyJobRequest): Promise<unknown> {
+  const { query, destinationTable: to } = job.configuration!.query!;
+  const done = finishedJob(job, 'QUERY');
+  const destination = client.dataset(to.datasetId, { projectId: to.projectId }).table(to.tableId);
+  const [exists] = await destination.exists();
+  if (!exists) return done({ errorResult: { reason: 'notFound', message: `Not found: Table ${to.tableId}` } });
+  const [metadata] = await destination.getMetadata();
+  const columns = (((metadata as { schema?: { fields?: { name: string }[] } }).schema?.fields ?? []) as { name: string }[]).map((field) => `\`${field.name}\``);
+  const name = `\`${to.projectId}.${to.datasetId}.${to.tableId}\``;
+  try {
+    await client.query(`DELETE FROM ${name} WHERE TRUE`);
+    await client.query(`INSERT INTO ${name} (${columns.join(', ')}) ${query}`);
+  } catch (error) {
+    return done({ errorResult: { reason: 'invalid', message: `truncate-data shim: ${(error as Error).message}` } });
+  }
+  return done({});
+}
+
+/** The SQL expression giving a row's partition id (`YYYYMMDD`/`YYYYMM`) of a column-partitioned table. */
+async function partitionExpression(table: Table): Promise<string | undefined> {
+  const [metadata] = await table.getMetadata();
+  const { timePartitioning, schema } = metadata as { timePartitioning?: { type?: string; field?: string }; schema?: { fields?: { name: string; type: string }[] } };
+  if (!timePartitioning?.field) return undefined;
+  const field = schema?.fields?.find((candidate) => candidate.name.toLowerCase() === timePartitioning.field!.toLowerCase());
+  const format = timePartitioning.type === 'MONTH' ? '%Y%m' : '%Y%m%d';
+  return field?.type === 'TIMESTAMP' ? `FORMAT_TIMESTAMP('${format}', \`${field.name}\`, 'UTC')` : `FORMAT_DATE('${format}', \`${timePartitioning.field}\`)`;
+}
+
+/**
+ * A copy onto a partition decorator of a column-partitioned table (`dest$p`), from `source$p` or
+ * from a whole table: as BigQuery, refused when the rows copied are not all of partition p; then
+ * partition p is replaced (WRITE_TRUNCATE) or added to (WRITE_APPEND) with the emulator's DML.
+ */
+async function runPartitionCopy(client: BigQuery, job: CopyJobRequest): Promise<unknown> {
+  const copy = job.configuration!.copy!;
+  const done = finishedJob(job, 'COPY');
+  const failed = (reason: string, message: string) => done({ errorResult: { reason, message }, errors: [{ reason, message }] });
+  const [toTable, toId] = copy.destinationTable.tableId.split('$') as [string, string];
+  const [fromTable, fromId] = copy.sourceTable.tableId.split('$') as [string, string | undefined];
+  const destination = client.dataset(copy.destinationTable.datasetId, { projectId: copy.destinationTable.projectId }).table(toTable);
+  const source = client.dataset(copy.sourceTable.datasetId, { projectId: copy.sourceTable.projectId }).table(fromTable);
+  if (!(await destination.exists())[0]) return failed('notFound', `Not found: Table ${toTable}`);
+  if (!(await source.exists())[0]) return failed('notFound', `Not found: Table ${fromTable}`);
+  const destinationPartition = await partitionExpression(destination);
+  if (destinationPartition === undefined) return failed('invalid', `copy shim: ${toTable} is not column-partitioned (the emulator has no ingestion-time partitions)`);
+  const sourcePartition = fromId === undefined ? destinationPartition : await partitionExpression(source);
+  if (sourcePartition === undefined) return failed('invalid', `copy shim: ${fromTable} is not column-partitioned, cannot read its partition ${fromId}`);
+  const name = (reference: TableReference, table: string) => `\`${reference.projectId}.${reference.datasetId}.${table}\``;
+  const from = name(copy.sourceTable, fromTable);
+  const to = name(copy.destinationTable, toTable);
+  const selected = fromId === undefined ? '' : ` WHERE ${sourcePartition} = '${fromId}'`;
+  const [[outside]] = (await client.query(`SELECT COUNT(*) AS n FROM ${from}${selected ? `${selected} AND` : ' WHERE'} NOT (${sourcePartition} = '${toId}')`)) as [[{ n: number }]];
+  if (outside.n > 0) return failed('invalid', `Some rows belong to different partitions rather than destination partition ${toId}`);
+  const [metadata] = await source.getMetadata();
+  const columns = (((metadata as { schema?: { fields?: { name: string }[] } }).schema?.fields ?? []) as { name: string }[]).map((field) => `\`${field.name}\``).join(', ');
+  const [[count]] = (await client.query(`SELECT COUNT(*) AS n FROM ${from}${selected}`)) as [[{ n: number }]];
+  try {
+    if (copy.writeDisposition === 'WRITE_TRUNCATE') await client.query(`DELETE FROM ${to} WHERE ${destinationPartition} = '${toId}'`);
+    if (count.n > 0) await client.query(`INSERT INTO ${to} (${columns}) SELECT ${columns} FROM ${from}${selected}`);
+  } catch (error) {
+    return failed('invalid', `copy shim: ${(error as Error).message}`);
+  }
+  return done({}, { copy: { copiedRows: String(count.n) } });
 }
 
 /** Carries out one copy job with the emulator's SQL; resolves with the finished job resource. */
@@ -310,7 +411,7 @@ async function runCopy(client: BigQuery, job: CopyJobRequest): Promise<unknown> 
     statistics: { creationTime: String(Date.now()), ...statistics },
   });
   const failed = (reason: string, message: string) => done({ errorResult: { reason, message }, errors: [{ reason, message }] });
-  if (to.tableId.includes('$')) return failed('invalid', `copy shim: the emulator has no partitions, cannot copy into ${to.tableId}`);
+  if (to.tableId.includes('$')) return runPartitionCopy(client, job);
 
   const source = client.dataset(from.datasetId, { projectId: from.projectId }).table(from.tableId);
   const destination = client.dataset(to.datasetId, { projectId: to.projectId }).table(to.tableId);

@@ -67,8 +67,9 @@ export class BigQueryLoadError extends TilehouseError {
 }
 
 /**
- * The copy from the staging table onto the target (publish) was refused, or could not be started
- * within the retry budget. BigQuery applies a failed copy not at all: the target keeps its content.
+ * The copy (or truncating query) from the staging table onto the target (publish) was refused, or
+ * could not be started within the retry budget. BigQuery applies a failed job not at all: the
+ * target keeps its content.
  */
 export class BigQueryPublishError extends TilehouseError {
   readonly code = 'bigquery_publish_failed';
@@ -79,8 +80,9 @@ export class BigQueryPublishError extends TilehouseError {
     readonly jobId: string,
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
+    kind: 'copy' | 'query' = 'copy',
   ) {
-    super(`tile ${tileId}: copy job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
+    super(`tile ${tileId}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -93,14 +95,14 @@ export class BigQueryJobTimeoutError extends TilehouseError {
 
   constructor(
     readonly tileId: string,
-    readonly kind: 'load' | 'copy',
+    readonly kind: 'load' | 'copy' | 'query',
     readonly jobId: string,
     readonly table: string,
     waitedMs: number,
   ) {
     super(
       `tile ${tileId}: ${kind} job ${jobId} for ${table} was not done after ${Math.round(waitedMs / 1000)} s; ` +
-        (kind === 'copy' ? 'it may still complete: check the job and the table before re-running' : 'the target was not changed'),
+        (kind !== 'load' ? 'it may still complete: check the job and the table before re-running' : 'the target was not changed'),
     );
   }
 }
@@ -129,6 +131,127 @@ export class BigQueryRequestError extends TilehouseError {
     options?: { cause?: unknown },
   ) {
     super(`tile ${tileId}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
+  }
+}
+
+/**
+ * `partitionBy` or `clusterBy` names a column the tile does not have, or one of a type BigQuery
+ * cannot partition or cluster by. Found when the columns are known (plan, and every run before
+ * anything is loaded).
+ */
+export class BigQueryLayoutError extends TilehouseError {
+  constructor(
+    readonly code: 'bigquery_partition_column_invalid' | 'bigquery_cluster_column_invalid',
+    where: { jobName: string; sink: string },
+    readonly field: string,
+    readonly value: string,
+    reason: string,
+  ) {
+    super(`job ${where.jobName}: sink ${where.sink}: ${field} = ${JSON.stringify(value)}: ${reason}`);
+  }
+}
+
+/** A row's partition value has no partition a copy can replace (null, or a date BigQuery leaves unpartitioned). */
+export class BigQueryPartitionValueError extends TilehouseError {
+  readonly code = 'bigquery_partition_value_invalid';
+
+  constructor(
+    readonly tileId: string,
+    readonly column: string,
+    readonly value: string,
+    reason: string,
+  ) {
+    super(`tile ${tileId}: partition column ${column}: value ${value} ${reason}; nothing was loaded`);
+  }
+}
+
+/** One run would write more partitions than one BigQuery job may modify. */
+export class BigQueryTooManyPartitionsError extends TilehouseError {
+  readonly code = 'bigquery_too_many_partitions';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly partitions: number,
+    limit: number,
+  ) {
+    super(`tile ${tileId}: the run's rows fall in ${partitions} partitions of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
+  }
+}
+
+/** The existing table is partitioned differently from the job's configuration; BigQuery cannot change that in place. */
+export class BigQueryTableLayoutMismatchError extends TilehouseError {
+  readonly code = 'bigquery_table_layout_mismatch';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly existing: string,
+    readonly configured: string,
+  ) {
+    super(
+      `tile ${tileId}: table ${table} is ${existing}, the job asks for ${configured}; partitioning cannot be changed on an existing table. ` +
+        'Re-create the table (e.g. CREATE TABLE ... PARTITION BY ... AS SELECT) or change the job. Nothing was loaded.',
+    );
+  }
+}
+
+/**
+ * BigQuery refused a job with quotaExceeded: a long-term limit (e.g. table operations per table per
+ * day) that a retry within this run cannot cure, so the run fails at once instead of spending more
+ * attempts, which would count against the same quota.
+ */
+export class BigQueryQuotaExceededError extends TilehouseError {
+  readonly code = 'bigquery_quota_exceeded';
+
+  constructor(
+    readonly tileId: string,
+    readonly kind: 'load' | 'copy' | 'query',
+    readonly jobId: string,
+    readonly table: string,
+    readonly errorMessages: readonly string[],
+  ) {
+    super(
+      `tile ${tileId}: BigQuery refused ${kind} job ${jobId} for ${table}: quota exceeded: ${firstMessages(errorMessages)}. ` +
+        'Not retried: this quota refills over hours (see `tilehouse plan` for the table operations a day this job needs)',
+    );
+  }
+}
+
+/** BigQuery's staging load holds another number of rows than tilehouse sent; nothing is published. */
+export class BigQueryRowCountMismatchError extends TilehouseError {
+  readonly code = 'bigquery_row_count_mismatch';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly jobId: string,
+    readonly sentRows: number,
+    readonly bigqueryRows: number,
+  ) {
+    super(`tile ${tileId}: load job ${jobId} into ${table} reports ${bigqueryRows} rows, tilehouse sent ${sentRows}; nothing was published`);
+  }
+}
+
+/**
+ * A run that replaces several partitions copied some of them and then failed: those partitions
+ * hold the new run, the others the previous one. A re-run replaces them all again.
+ */
+export class BigQueryPartiallyPublishedError extends TilehouseError {
+  readonly code = 'bigquery_partially_published';
+
+  constructor(
+    readonly tileId: string,
+    readonly table: string,
+    readonly published: readonly string[],
+    readonly unpublished: readonly string[],
+    cause: unknown,
+  ) {
+    super(
+      `tile ${tileId}: ${table}: partitions ${published.join(', ')} hold the new run, ${unpublished.join(', ')} still the previous one ` +
+        `(${cause instanceof TilehouseError ? `${cause.code}: ` : ''}${messageOf(cause)}); re-run to replace them all`,
+      { cause },
+    );
   }
 }
 

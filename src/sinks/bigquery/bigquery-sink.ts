@@ -4,9 +4,13 @@ import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
-import { readTableSchema } from './read-table-schema.js';
+import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError } from './bigquery-errors.js';
+import { isTilehouseError } from '../../errors.js';
+import { jobLabels } from './job-labels.js';
+import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
+import { describeTableOperations } from './table-operations.js';
 import { BigQueryWriter, type BigQueryPlan } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
@@ -40,9 +44,13 @@ const UNRESOLVED_PROJECT = '{{projectId}}';
  * atomic, free, and leaves no streaming buffer behind); publish copies it onto the target with one
  * copy job (free, atomic):
  *
- * - `replace`: WRITE_TRUNCATE, the table is the latest snapshot;
+ * - `replace`: the table is the latest snapshot (a new table: copy with WRITE_TRUNCATE; an existing
+ *   one: a query with WRITE_TRUNCATE_DATA, which keeps its metadata); with `partitionBy`, exactly
+ *   the partitions the run's rows fall in are replaced, one copy each;
  * - `append`: WRITE_APPEND, rows carry `_run_id` and `_extracted_at`;
  * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`).
+ *
+ * Every job carries labels (job, tile, run id, window).
  */
 export class BigQuerySink implements Sink {
   readonly kind = 'bigquery' as const;
@@ -64,22 +72,45 @@ export class BigQuerySink implements Sink {
     return removed;
   }
 
-  /** What a load would do to the table's schema, decided by the same contract check as a load. */
+  /**
+   * What a load would do to the table: its schema under the contract, its partitioning and
+   * clustering (a bad column or an existing table partitioned otherwise is `refuse`, as the run
+   * would be refused), and the table operations a day the job's schedule needs.
+   */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
-    const plan = await this.loadPlan(context);
+    const fallbackTarget = `${this.options.defaults.projectId ?? '(ADC project)'}.${this.options.config.dataset ?? this.options.defaults.dataset}.${this.options.config.table ?? context.jobName}`;
+    let plan: BigQueryPlan;
+    try {
+      plan = await this.loadPlan(context);
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { sink: 'bigquery', target: fallbackTarget, action: 'refuse', details: [`${error.code}: ${error.message}`] };
+    }
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
-    const existing = await readTableSchema(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+    const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
     const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
-    const decision = checkSchemaContract(existing, plan.fields, plan.schema);
+    const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule)];
+    const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
+    if (decision.action === 'mismatch') {
+      return { sink: 'bigquery', target, action: 'refuse', details: [describeSchemaDiff(decision.diff), decision.hint, ...layoutLines] };
+    }
+    let changes: string[] = [];
+    if (table) {
+      try {
+        changes = reconcileLayout(table.metadata, plan.layout, plan.writeMode, { tileId: context.tileId, table: `${plan.projectId}.${plan.datasetId}.${plan.tableId}` }).changes;
+      } catch (error) {
+        if (!isTilehouseError(error)) throw error;
+        return { sink: 'bigquery', target, action: 'refuse', details: [`${error.code}: ${error.message}`, ...layoutLines] };
+      }
+    }
+    const changeLines = changes.map((change) => `~ ${change}`);
     switch (decision.action) {
       case 'created':
-        return { sink: 'bigquery', target, action: 'create', details: plan.fields.map((field) => `+ ${field.name} ${field.type}`) };
+        return { sink: 'bigquery', target, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
       case 'unchanged':
-        return { sink: 'bigquery', target, action: 'unchanged', details: [] };
+        return { sink: 'bigquery', target, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
       case 'added':
-        return { sink: 'bigquery', target, action: 'change', details: decision.columns.map((field) => `+ ${field.name} ${field.type}`) };
-      case 'mismatch':
-        return { sink: 'bigquery', target, action: 'refuse', details: [describeSchemaDiff(decision.diff), decision.hint] };
+        return { sink: 'bigquery', target, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
     }
   }
 
@@ -110,8 +141,11 @@ export class BigQuerySink implements Sink {
       }
       fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
     }
+    // Before anything is loaded: a partition or cluster column the tile lacks fails the run here.
+    const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
     const destinationTableId =
       config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
+    const identity = { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) };
     return {
       projectId,
       datasetId,
@@ -121,7 +155,9 @@ export class BigQuerySink implements Sink {
       writeMode: config.writeMode,
       schema: config.schema,
       fields,
-      identity: { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) },
+      identity,
+      layout,
+      labels: jobLabels(identity, context.tileId),
     };
   }
 }

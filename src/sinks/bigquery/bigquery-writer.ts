@@ -3,17 +3,29 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
-import { BigQueryJobTimeoutError, BigQuerySchemaMismatchError, BigQuerySinkStateError } from './bigquery-errors.js';
+import {
+  BigQueryJobTimeoutError,
+  BigQueryPartiallyPublishedError,
+  BigQueryPartitionValueError,
+  BigQueryRowCountMismatchError,
+  BigQuerySchemaMismatchError,
+  BigQuerySinkStateError,
+  BigQueryTooManyPartitionsError,
+} from './bigquery-errors.js';
 import { ensureDataset } from './ensure-dataset.js';
 import { stagingTableId, type LoadIdentity } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
-import { readTableSchema } from './read-table-schema.js';
+import { readTable } from './read-table-schema.js';
 import { readyTarget } from './ready-target.js';
 import type { RetryContext } from './retry.js';
-import { cancelJob, runJob, type JobOutcome, type JobPolling } from './run-job.js';
-import { checkSchemaContract, schemaActionLabel, type SchemaDecision, type SchemaField, type TableFieldLike } from './schema-contract.js';
+import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
+import { checkSchemaContract, schemaActionLabel, standardType, type SchemaDecision, type SchemaField, type TableFieldLike } from './schema-contract.js';
 import { createStagingTable, deleteStagingTable, nullableFields, type StagingTable } from './staging-table.js';
+import { partitionIdOf, reconcileLayout, stagingTableOptions, type LayoutReconciliation, type TableLayout } from './table-layout.js';
 import { uploadLoadFile } from './upload-load-file.js';
+
+// BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
+export const MAX_PARTITIONS_PER_JOB = 4_000;
 
 /** Everything about where and how one run writes, resolved when the writer opens. */
 export interface BigQueryPlan {
@@ -30,6 +42,10 @@ export interface BigQueryPlan {
   /** The columns the run writes, lineage included in append mode. */
   fields: SchemaField[];
   identity: LoadIdentity;
+  /** Partitioning and clustering, resolved against the run's columns. */
+  layout: TableLayout;
+  /** On every job of the run (see jobLabels). */
+  labels: Record<string, string>;
 }
 
 interface WriterDependencies {
@@ -46,9 +62,16 @@ interface WriterDependencies {
 interface Prepared {
   decision: Exclude<SchemaDecision, { action: 'mismatch' }>;
   existing: readonly TableFieldLike[] | undefined;
+  /** What publish patches on an existing table so it has the job's options. */
+  reconciliation: LayoutReconciliation | undefined;
   location: string | undefined;
   load: JobOutcome;
+  /** BigQuery's outputRows of the staging load, when it says (the emulator does not). */
+  bigqueryRows: number | undefined;
 }
+
+/** How publish made the run visible, for the summary. */
+type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies';
 
 type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
@@ -67,6 +90,8 @@ type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published
 export class BigQueryWriter implements SinkWriter {
   private state: WriterState = 'open';
   private rows = 0;
+  /** The partition ids the run's rows fall in (`partitionBy`), collected as rows are encoded. */
+  private readonly partitions = new Set<string>();
   private prepared: Prepared | undefined;
   /** Whether a staging table may exist (its create was sent), so abort knows to delete it. */
   private stagingMayExist = false;
@@ -97,6 +122,10 @@ export class BigQueryWriter implements SinkWriter {
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
     this.expectState('open', 'writeRows');
     const { encodeRow, file } = this.dependencies;
+    const partition = this.plan.layout.partition;
+    // The partitions are collected here rather than asked of the staging table afterwards (a
+    // query job per run, billed, and one more thing to fail): the values pass by anyway.
+    if (partition) for (const row of rows) this.addPartition(row[partition.columnIndex] ?? null, partition);
     // Encoded lazily: the file takes ~64 KiB chunks, so at most one chunk of text is held at once.
     await file.writeLines((function* () {
       for (const row of rows) yield encodeRow(row);
@@ -154,6 +183,16 @@ export class BigQueryWriter implements SinkWriter {
     await this.cleanUp();
   }
 
+  private addPartition(value: TypedRow[number], partition: NonNullable<TableLayout['partition']>): void {
+    const found = partitionIdOf(value, partition);
+    if ('id' in found) {
+      this.partitions.add(found.id);
+      return;
+    }
+    const shown = value === null ? 'null' : partition.columnType === 'TIMESTAMP' && Number.isFinite(Number(value)) && Math.abs(Number(value)) <= 8.64e15 ? new Date(Number(value)).toISOString() : String(value);
+    throw new BigQueryPartitionValueError(this.dependencies.context.tileId, partition.field, shown, found.invalid);
+  }
+
   private async load(): Promise<Prepared> {
     const { context } = this.dependencies;
     const signal = context.signal ? AbortSignal.any([context.signal, this.stopPrepare.signal]) : this.stopPrepare.signal;
@@ -177,9 +216,10 @@ export class BigQueryWriter implements SinkWriter {
       { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, tileId: context.tileId },
       retry,
     );
-    const existing = dataset.created
+    const table = dataset.created
       ? undefined
-      : await readTableSchema(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+      : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+    const existing = table?.fields;
     const decision = checkSchemaContract(existing, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
       throw new BigQuerySchemaMismatchError(
@@ -190,10 +230,17 @@ export class BigQueryWriter implements SinkWriter {
         decision.hint,
       );
     }
+    const targetName = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+    // Partitioning cannot change on an existing table: refused here, before anything is loaded.
+    const reconciliation = table ? reconcileLayout(table.metadata, plan.layout, plan.writeMode, { tileId: context.tileId, table: targetName }) : undefined;
+    if (this.partitions.size > MAX_PARTITIONS_PER_JOB) {
+      throw new BigQueryTooManyPartitionsError(context.tileId, targetName, this.partitions.size, MAX_PARTITIONS_PER_JOB);
+    }
 
     signal.throwIfAborted();
     this.stagingMayExist = true;
-    const { createdAt: stagingCreatedAt } = await createStagingTable(client, staging, plan.fields, retry);
+    const stagingLayout = stagingTableOptions(plan.layout);
+    const { createdAt: stagingCreatedAt } = await createStagingTable(client, staging, plan.fields, retry, undefined, stagingLayout);
 
     context.logger.info(
       { target: this.target, staging: staging.tableId, rows: this.rows, writeMode: plan.writeMode, schemaAction: decision.action },
@@ -222,14 +269,23 @@ export class BigQueryWriter implements SinkWriter {
               createDisposition: 'CREATE_NEVER',
               // A retried prepare of the same run replaces what an earlier try loaded.
               writeDisposition: 'WRITE_TRUNCATE',
+              // The staging table's own partitioning and clustering, stated again: a truncating
+              // load with another (or no) spec could be refused as incompatible.
+              ...stagingLayout,
             },
             context.tileId,
+            plan.labels,
           ),
         // A load adopted after a 409 counts only if it ran into this staging table: one from an
         // earlier process of the same run id may have filled a staging table deleted since (by
         // its publish or abort), and the table created above would then be empty. Unknown times
         // (never from BigQuery) load again, which is safe: the load truncates.
-        isAdoptable: (job) => stagingCreatedAt !== undefined && Number(job.statistics?.creationTime ?? Number.NaN) > stagingCreatedAt,
+        // Nor does one that loaded another number of rows than this run wrote (an earlier
+        // extraction of the same run id): the next attempt loads this run's file.
+        isAdoptable: (job) =>
+          stagingCreatedAt !== undefined &&
+          Number(job.statistics?.creationTime ?? Number.NaN) > stagingCreatedAt &&
+          [undefined, this.rows].includes(outputRowsOf(job)),
         onJob: (job) => {
           this.runningLoad = job;
         },
@@ -239,7 +295,13 @@ export class BigQueryWriter implements SinkWriter {
         polling,
       });
       this.runningLoad = undefined;
-      return { decision, existing, location: dataset.location, load };
+      // BigQuery's own count of what it loaded is checked before anything is published: a row
+      // lost or doubled on the way (a truncated upload, a bug in the encoder) fails the run here.
+      const bigqueryRows = outputRowsOf(load.metadata);
+      if (bigqueryRows !== undefined && bigqueryRows !== this.rows) {
+        throw new BigQueryRowCountMismatchError(context.tileId, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, load.jobId, this.rows, bigqueryRows);
+      }
+      return { decision, existing, reconciliation, location: dataset.location, load, bigqueryRows };
     } catch (error) {
       // Only a wait that was cut short leaves a job that may still run; any other failure ended it.
       if (!signal.aborted && !(error instanceof BigQueryJobTimeoutError)) this.runningLoad = undefined;
@@ -249,56 +311,144 @@ export class BigQueryWriter implements SinkWriter {
 
   private async copy(prepared: Prepared): Promise<SinkResult> {
     const { plan, staging } = this;
-    const { client, context, polling } = this.dependencies;
+    const { client, context } = this.dependencies;
     // No signal: see the class comment.
     const retry: RetryContext = { ...this.dependencies.retry };
 
-    await readyTarget(client, plan, prepared.decision, prepared.existing, { tileId: context.tileId, retry });
+    await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { tileId: context.tileId, retry });
     context.logger.info({ target: this.target, staging: staging.tableId, writeMode: plan.writeMode }, 'publishing the BigQuery staging table');
-    const copy = await runJob({
+    const published = await this.publishJobs(prepared, retry);
+    await deleteStagingTable(client, staging, retry);
+
+    const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
+    const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
+    const last = published.jobs.at(-1);
+    return {
+      sink: 'bigquery',
+      target: this.target,
+      // What BigQuery says the run wrote is the truth (an adopted job from an earlier try may have
+      // written another extraction): the copies' copiedRows, else the load's outputRows. The
+      // emulator reports neither, hence the rows written here.
+      rows: reportedCopies ?? prepared.bigqueryRows ?? this.rows,
+      details: {
+        jobId: last?.jobId ?? '',
+        loadJobId: prepared.load.jobId,
+        writeMode: plan.writeMode,
+        schemaAction: schemaActionLabel(prepared.decision),
+        publishedBy: published.by,
+        sentRows: this.rows,
+        // The emulator reports no load statistics: then nothing was compared, and the summary says so.
+        rowCountChecked: prepared.bigqueryRows !== undefined,
+        ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
+        ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
+        ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+      },
+    };
+  }
+
+  /**
+   * The jobs that make the run visible, by write mode:
+   *
+   * - `partitionBy` + `replace`: one copy per partition the rows fall in, `staging$p` onto
+   *   `table$p` with WRITE_TRUNCATE. Each copy is atomic and replaces exactly its partition; the
+   *   set is not (BigQuery has no multi-destination copy): a failure after the first copy is
+   *   `bigquery_partially_published`, naming the partitions on each side. A run without rows
+   *   replaces no partition.
+   * - `replace` of an existing table: a query job `SELECT … FROM staging` onto the table with
+   *   WRITE_TRUNCATE_DATA, which replaces the rows in one atomic step but keeps the table's schema
+   *   (column descriptions, policy tags), row access policies, labels and options. A copy job would
+   *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
+   *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
+   * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
+   *   WRITE_APPEND in `append` mode.
+   */
+  private async publishJobs(prepared: Prepared, retry: RetryContext): Promise<{ by: PublishedBy; jobs: JobOutcome[] }> {
+    const { plan, staging } = this;
+    const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
+
+    if (plan.layout.partition && plan.writeMode === 'replace') {
+      const ids = [...this.partitions].sort();
+      const jobs: JobOutcome[] = [];
+      for (const id of ids) {
+        try {
+          jobs.push(
+            await this.runPublishJob(prepared, retry, `publish_${id}`, `${plan.projectId}.${plan.datasetId}.${plan.tableId}$${id}`, 'copy', {
+              copy: {
+                sourceTable: reference(`${staging.tableId}$${id}`),
+                destinationTable: reference(`${plan.tableId}$${id}`),
+                createDisposition: 'CREATE_NEVER',
+                writeDisposition: 'WRITE_TRUNCATE',
+              },
+            }),
+          );
+        } catch (error) {
+          if (jobs.length === 0) throw error;
+          throw new BigQueryPartiallyPublishedError(this.dependencies.context.tileId, this.target, ids.slice(0, jobs.length), ids.slice(jobs.length), error);
+        }
+      }
+      return { by: 'partition copies', jobs };
+    }
+
+    if (plan.writeMode === 'replace' && prepared.decision.action !== 'created') {
+      const query = truncateDataQuery(plan, prepared, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`);
+      const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', {
+        query: {
+          query,
+          useLegacySql: false,
+          destinationTable: reference(plan.tableId),
+          createDisposition: 'CREATE_NEVER',
+          writeDisposition: 'WRITE_TRUNCATE_DATA',
+        },
+      });
+      return { by: 'truncate-data query', jobs: [job] };
+    }
+
+    const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'copy', {
+      copy: {
+        sourceTable: reference(staging.tableId),
+        destinationTable: reference(plan.destinationTableId),
+        // readyTarget created a missing target; the copy never creates one.
+        createDisposition: 'CREATE_NEVER',
+        writeDisposition: plan.writeMode === 'append' ? 'WRITE_APPEND' : 'WRITE_TRUNCATE',
+      },
+    });
+    return { by: 'copy', jobs: [job] };
+  }
+
+  private async runPublishJob(
+    prepared: Prepared,
+    retry: RetryContext,
+    stage: JobRequest['stage'],
+    target: string,
+    kind: 'copy' | 'query',
+    configuration: Record<string, unknown>,
+  ): Promise<JobOutcome> {
+    const { plan } = this;
+    const { client, context, polling } = this.dependencies;
+    const outcome = await runJob({
       client,
       projectId: plan.projectId,
-      stage: 'publish',
+      stage,
+      kind,
       identity: plan.identity,
       location: prepared.location,
       insert: async (jobId) => {
         const [job] = await client.createJob({
           jobId,
           ...(prepared.location ? { location: prepared.location } : {}),
-          configuration: {
-            copy: {
-              sourceTable: { projectId: plan.projectId, datasetId: plan.datasetId, tableId: staging.tableId },
-              destinationTable: { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.destinationTableId },
-              // readyTarget created a missing target; the copy never creates one.
-              createDisposition: 'CREATE_NEVER',
-              writeDisposition: plan.writeMode === 'append' ? 'WRITE_APPEND' : 'WRITE_TRUNCATE',
-            },
-          },
+          configuration: { ...configuration, labels: plan.labels },
         });
         return job.metadata as JobMetadata;
       },
       tileId: context.tileId,
-      target: this.target,
+      target,
       retry,
       polling,
     });
-    if (copy.adopted) {
-      context.logger.info({ jobId: copy.jobId, target: this.target }, 'this run id was already published by that copy job; not copying again');
+    if (outcome.adopted) {
+      context.logger.info({ jobId: outcome.jobId, target }, 'this run id was already published by that job; not publishing again');
     }
-    await deleteStagingTable(client, staging, retry);
-
-    return {
-      sink: 'bigquery',
-      target: this.target,
-      rows: reportedRows(copy.metadata, prepared.load.metadata) ?? this.rows,
-      details: {
-        jobId: copy.jobId,
-        loadJobId: prepared.load.jobId,
-        writeMode: plan.writeMode,
-        schemaAction: schemaActionLabel(prepared.decision),
-        ...(copy.adopted ? { adopted: true } : {}),
-      },
-    };
+    return outcome;
   }
 
   /** Best effort throughout: each step is tried, failures are logged, the staging table expires anyway. */
@@ -329,15 +479,24 @@ export class BigQueryWriter implements SinkWriter {
   }
 }
 
+function outputRowsOf(job: JobMetadata): number | undefined {
+  const rows = Number(job.statistics?.load?.outputRows ?? Number.NaN);
+  return Number.isFinite(rows) ? rows : undefined;
+}
+
 /**
- * What BigQuery reports the run wrote is the truth (an adopted job from an earlier try may have
- * written another extraction): the copy's copiedRows, else the staging load's outputRows. The
- * emulator reports neither, hence the caller's fallback to the rows written here.
+ * The query that replaces the table's rows with the staging table's: the table's own columns in
+ * its own order (WRITE_TRUNCATE_DATA keeps its schema), each from the run's column of that name;
+ * a column the run does not write (a lineage column left from append mode) becomes NULL.
  */
-function reportedRows(copy: JobMetadata, load: JobMetadata): number | undefined {
-  for (const value of [copy.statistics?.copy?.copiedRows, load.statistics?.load?.outputRows]) {
-    const rows = Number(value ?? Number.NaN);
-    if (Number.isFinite(rows)) return rows;
-  }
-  return undefined;
+function truncateDataQuery(plan: BigQueryPlan, prepared: Prepared, staging: string): string {
+  const runFields = new Map(plan.fields.map((field) => [field.name.toLowerCase(), field]));
+  const tableFields = [...(prepared.existing ?? []).map((field) => ({ name: field.name ?? '', type: standardType(field.type ?? 'STRING') }))];
+  if (prepared.decision.action === 'added') tableFields.push(...prepared.decision.columns);
+  const quote = (name: string) => `\`${name.replaceAll('`', '')}\``;
+  const columns = tableFields.map((field) => {
+    const run = runFields.get(field.name.toLowerCase());
+    return run ? `${quote(run.name)} AS ${quote(field.name)}` : `CAST(NULL AS ${field.type}) AS ${quote(field.name)}`;
+  });
+  return `SELECT ${columns.join(', ')} FROM ${quote(staging)}`;
 }

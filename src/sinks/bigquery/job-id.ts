@@ -10,8 +10,11 @@ export interface LoadIdentity {
   window?: { from: string; to: string };
 }
 
-/** `load`: the NDJSON file into the staging table (prepare); `publish`: the copy onto the target. */
-export type JobStage = 'load' | 'publish';
+/**
+ * `load`: the NDJSON file into the staging table (prepare); `publish`: the copy (or truncating
+ * query) onto the target; `publish_<partition id>`: the copy of one partition (`partitionBy`).
+ */
+export type JobStage = 'load' | 'publish' | `publish_${string}`;
 
 // BigQuery job ids: letters, digits, underscores and dashes, at most 1024 characters. Table names:
 // at most 1024 UTF-8 bytes; tilehouse keeps them to ASCII letters, digits and underscores.

@@ -2,7 +2,14 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { BigQueryRequestError } from './bigquery-errors.js';
 import type { TableFieldLike } from './schema-contract.js';
+import type { TableMetadataLike } from './table-layout.js';
 import { withRetry, type RetryContext } from './retry.js';
+
+/** An existing table: its top-level fields and what it says about partitioning and clustering. */
+export interface ExistingTable {
+  fields: TableFieldLike[];
+  metadata: TableMetadataLike;
+}
 
 /** The table's top-level fields, or undefined when the table does not exist yet. */
 export async function readTableSchema(
@@ -10,10 +17,20 @@ export async function readTableSchema(
   target: { projectId: string; datasetId: string; tableId: string; tileId: string },
   retry: RetryContext,
 ): Promise<TableFieldLike[] | undefined> {
+  return (await readTable(client, target, retry))?.fields;
+}
+
+/** The table's fields and layout, or undefined when the table does not exist yet. */
+export async function readTable(
+  client: BigQuery,
+  target: { projectId: string; datasetId: string; tableId: string; tileId: string },
+  retry: RetryContext,
+): Promise<ExistingTable | undefined> {
   const table = client.dataset(target.datasetId, { projectId: target.projectId }).table(target.tableId);
   try {
     const [metadata] = await withRetry('tables.get', () => table.getMetadata(), retry);
-    return ((metadata as { schema?: { fields?: TableFieldLike[] } }).schema?.fields ?? []) as TableFieldLike[];
+    const fields = ((metadata as { schema?: { fields?: TableFieldLike[] } }).schema?.fields ?? []) as TableFieldLike[];
+    return { fields, metadata: metadata as TableMetadataLike };
   } catch (error) {
     const failure = apiFailureOf(error);
     if (isNotFound(failure)) return undefined;

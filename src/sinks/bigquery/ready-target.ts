@@ -5,26 +5,32 @@ import type { BigQueryPlan } from './bigquery-writer.js';
 import { withRetry, type RetryContext } from './retry.js';
 import type { SchemaDecision, TableFieldLike } from './schema-contract.js';
 import { nullableFields } from './staging-table.js';
+import { targetTableOptions, type LayoutReconciliation } from './table-layout.js';
 
 /**
  * Makes the target able to take the publish copy, right before it (never in prepare, which must
  * not change what readers see):
  *
- * - a missing target is created with the run's schema, and in `partition` mode with ingestion-time
+ * - a missing target is created with the run's schema and layout (`partitionBy`, `clusterBy`,
+ *   `requirePartitionFilter`, `partitionExpirationDays`), and in `partition` mode with ingestion-time
  *   DAY partitioning (a copy onto `table$YYYYMMDD` needs a partitioned table; the old load created
  *   it through CREATE_IF_NEEDED + timePartitioning, a copy job has no partitioning option). Created
  *   here in every mode, never by the copy: a table a copy creates may take over properties of its
  *   source, and the staging table expires.
- * - `schema: add` with new columns in `append`/`partition` mode: a copy job cannot add columns
- *   (it has no schemaUpdateOptions; appending a wider source fails), so the new NULLABLE columns
- *   are added with tables.patch first. Adding NULLABLE columns changes no existing row. In
- *   `replace` mode the WRITE_TRUNCATE copy takes the staging table's schema anyway.
+ * - `schema: add` with new columns: a copy job cannot add columns (it has no
+ *   schemaUpdateOptions; appending a wider source fails), and neither a partition copy nor the
+ *   metadata-keeping WRITE_TRUNCATE_DATA of `replace` changes the table's schema, so the new
+ *   NULLABLE columns are added with tables.patch first. Adding NULLABLE columns changes no
+ *   existing row.
+ * - options of the job that differ from the existing table's (clustering, requirePartitionFilter,
+ *   partition expiration; see reconcileLayout) are set with one tables.patch.
  */
 export async function readyTarget(
   client: BigQuery,
   plan: BigQueryPlan,
   decision: Exclude<SchemaDecision, { action: 'mismatch' }>,
   existing: readonly TableFieldLike[] | undefined,
+  reconciliation: LayoutReconciliation | undefined,
   context: { tileId: string; retry: RetryContext },
 ): Promise<void> {
   const table = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(plan.tableId);
@@ -36,11 +42,10 @@ export async function readyTarget(
         () =>
           table.create({
             schema: { fields: nullableFields(plan.fields) },
-            // Ingestion-time day partitions, addressed by the `$YYYYMMDD` decorator: a tile has no
-            // column that is guaranteed to be a date, and the partition is "the run of that day" by
-            // definition. WRITE_TRUNCATE on the decorator replaces exactly that day, so a rerun or
-            // backfill of a day is idempotent.
-            ...(plan.writeMode === 'partition' ? { timePartitioning: { type: 'DAY' } } : {}),
+            // In `partition` mode, ingestion-time day partitions addressed by the `$YYYYMMDD`
+            // decorator: the partition is "the run of that day" by definition, and WRITE_TRUNCATE
+            // on the decorator replaces exactly that day. With `partitionBy`, the rows' column.
+            ...targetTableOptions(plan.layout, plan.writeMode),
           }),
         context.retry,
       );
@@ -53,7 +58,15 @@ export async function readyTarget(
     }
     return;
   }
-  if (decision.action === 'added' && plan.writeMode !== 'replace') {
+  if (reconciliation && reconciliation.changes.length > 0) {
+    try {
+      await withRetry('tables.patch (options)', () => table.setMetadata(reconciliation.patch), context.retry);
+      context.retry.logger.info({ table: name, changes: reconciliation.changes }, 'BigQuery table options updated');
+    } catch (error) {
+      throw new BigQueryRequestError(context.tileId, `updating ${name} (${reconciliation.changes.join('; ')})`, apiFailureOf(error).messages, { cause: error });
+    }
+  }
+  if (decision.action === 'added') {
     // tables.patch replaces the whole field list: the existing fields go back exactly as read
     // (modes, descriptions, nested fields), the new ones after them.
     const fields = [...(existing ?? []), ...nullableFields(decision.columns)] as TableField[];

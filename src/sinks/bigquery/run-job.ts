@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
 import { TilehouseError } from '../../errors.js';
 import { apiFailureOf, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
-import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryRequestError } from './bigquery-errors.js';
+import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryQuotaExceededError, BigQueryRequestError } from './bigquery-errors.js';
 import { jobId as jobIdFor, type JobStage, type LoadIdentity } from './job-id.js';
 import { withRetry, type RetryContext } from './retry.js';
 
@@ -24,6 +24,8 @@ export interface JobRequest {
   client: BigQuery;
   projectId: string;
   stage: JobStage;
+  /** What the job does, for messages; default: `load` for the load stage, else `copy`. */
+  kind?: 'load' | 'copy' | 'query';
   identity: LoadIdentity;
   /** Where the job runs; jobs.get and jobs.cancel need it outside the US and EU multi-regions. */
   location: string | undefined;
@@ -63,7 +65,7 @@ export interface JobOutcome {
  */
 export async function runJob(request: JobRequest): Promise<JobOutcome> {
   const { retry } = request;
-  const operation = request.stage === 'load' ? 'load' : 'copy';
+  const operation = kindOf(request);
   let lastFailure: { jobId: string; failure: ApiFailure } | undefined;
 
   for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
@@ -78,6 +80,7 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
       // Our own refusals (a load file that cannot be read) keep their code.
       if (error instanceof TilehouseError) throw error;
       const failure = apiFailureOf(error);
+      if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.tileId, operation, jobId, request.target, failure.messages);
       if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
       retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
       metadata = await getJob(request, jobId, request.location);
@@ -96,6 +99,7 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 
     const failure = jobFailureOf(status);
     lastFailure = { jobId, failure };
+    if (!adopted && isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.tileId, operation, jobId, request.target, failure.messages);
     // A failed job we adopted may be a previous run's, with other data; a transient failure may
     // pass on a second try. Either way the id is spent, so the next attempt gets a new one.
     if (!adopted && !isTransient(failure)) throw jobError(request, jobId, failure.messages);
@@ -115,11 +119,24 @@ export async function cancelJob(
   await withRetry('jobs.cancel', () => client.job(job.jobId, { projectId: job.projectId, ...(job.location ? { location: job.location } : {}) }).cancel(), retry);
 }
 
+function kindOf(request: JobRequest): 'load' | 'copy' | 'query' {
+  return request.kind ?? (request.stage === 'load' ? 'load' : 'copy');
+}
+
+/**
+ * quotaExceeded is BigQuery's long-term limit (table operations per day, ...): unlike
+ * rateLimitExceeded (retried with backoff), another try within this run would fail the same way
+ * and count against the same quota once more.
+ */
+function isQuotaExceeded(failure: ApiFailure): boolean {
+  return failure.reasons.includes('quotaExceeded');
+}
+
 function jobError(request: JobRequest, jobId: string, messages: readonly string[], cause?: unknown): TilehouseError {
   const options = cause === undefined ? undefined : { cause };
   return request.stage === 'load'
     ? new BigQueryLoadError(request.tileId, request.target, jobId, messages, options)
-    : new BigQueryPublishError(request.tileId, request.target, jobId, messages, options);
+    : new BigQueryPublishError(request.tileId, request.target, jobId, messages, options, kindOf(request) === 'query' ? 'query' : 'copy');
 }
 
 async function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
@@ -144,7 +161,7 @@ async function awaitDone(request: JobRequest, jobId: string, initial: JobMetadat
   const signal = request.retry.signal;
   while (metadata.status?.state !== 'DONE') {
     if (Date.now() >= deadline) {
-      throw new BigQueryJobTimeoutError(request.tileId, request.stage === 'load' ? 'load' : 'copy', jobId, request.target, request.polling.maxWaitMs);
+      throw new BigQueryJobTimeoutError(request.tileId, kindOf(request), jobId, request.target, request.polling.maxWaitMs);
     }
     await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())), undefined, signal ? { signal } : undefined);
     intervalMs = Math.min(request.polling.maxIntervalMs, intervalMs * 2);

@@ -35,6 +35,7 @@ export async function createStagingTable(
   fields: readonly SchemaField[],
   retry: RetryContext,
   now: Date = new Date(),
+  layout: Record<string, unknown> = {},
 ): Promise<{ createdAt: number | undefined }> {
   const reference = client.dataset(table.datasetId, { projectId: table.projectId }).table(table.tableId);
   try {
@@ -43,6 +44,9 @@ export async function createStagingTable(
       () =>
         reference.create({
           schema: { fields: nullableFields(fields) },
+          // Partitioned and clustered like the target (see stagingTableOptions), so that a copy of
+          // one of its partitions lands in the same partition of the target.
+          ...layout,
           expirationTime: String(now.getTime() + STAGING_TABLE_LIFETIME_MS),
           description: 'tilehouse staging table: one run, before it is published; deleted after publish, expires by itself',
         }),

@@ -178,7 +178,7 @@ describe('BigQuerySink requests', () => {
   });
 
   describe('publish', () => {
-    it('in replace mode, copies the staging table onto the table with WRITE_TRUNCATE, then deletes the staging table', async () => {
+    it('in replace mode, replaces the rows of an existing table with one WRITE_TRUNCATE_DATA query job (keeping its metadata), then deletes the staging table', async () => {
       const { fake, harness } = await setUp({ 'tables.get': () => existingTable });
       const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
@@ -187,27 +187,51 @@ describe('BigQuerySink requests', () => {
         'tables.get incidents',
         `tables.insert ${STAGING}`,
         `jobs.insert ${LOAD_ID}`,
-        `jobs.copy ${PUBLISH_ID}`,
+        `jobs.query ${PUBLISH_ID}`,
         `tables.delete ${STAGING}`,
       ]);
-      expect(fake.calls('jobs.copy')[0]?.path).toBe(`/bigquery/v2/projects/${FAKE_PROJECT_ID}/jobs`);
-      expect(copyRequest(fake)).toEqual({
+      expect(fake.calls('jobs.copy')).toHaveLength(0);
+      expect(fake.calls('jobs.query')[0]?.path).toBe(`/bigquery/v2/projects/${FAKE_PROJECT_ID}/jobs`);
+      expect(fake.calls('jobs.query')[0]?.json).toEqual({
         jobReference: { projectId: FAKE_PROJECT_ID, jobId: PUBLISH_ID, location: 'US' },
         configuration: {
-          copy: {
-            sourceTable: table(STAGING),
+          query: {
+            query: `SELECT \`incident\` AS \`incident\`, \`count\` AS \`count\` FROM \`${FAKE_PROJECT_ID}.ops.${STAGING}\``,
+            useLegacySql: false,
             destinationTable: table('incidents'),
             createDisposition: 'CREATE_NEVER',
-            writeDisposition: 'WRITE_TRUNCATE',
+            writeDisposition: 'WRITE_TRUNCATE_DATA',
           },
+          labels: { tilehouse_job: 'open_incidents', tile: 'tile-42', run_id: 'r1' },
         },
       });
       expect(result).toEqual({
         sink: 'bigquery',
         target: `${FAKE_PROJECT_ID}.ops.incidents`,
         rows: 1,
-        details: { jobId: PUBLISH_ID, loadJobId: LOAD_ID, writeMode: 'replace', schemaAction: 'unchanged' },
+        details: {
+          jobId: PUBLISH_ID,
+          loadJobId: LOAD_ID,
+          writeMode: 'replace',
+          schemaAction: 'unchanged',
+          publishedBy: 'truncate-data query',
+          sentRows: 1,
+          rowCountChecked: false,
+        },
       });
+    });
+
+    it('in replace mode, selects the table columns in the table order and names, and a column the run lacks as a typed NULL', async () => {
+      const { fake, harness } = await setUp({
+        'tables.get': () => ({
+          status: 200,
+          body: { schema: { fields: [{ name: 'COUNT', type: 'INTEGER', description: 'kept' }, { name: '_run_id', type: 'STRING' }, { name: 'Incident', type: 'STRING' }] } },
+        }),
+      });
+      await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
+
+      const query = (fake.calls('jobs.query')[0]?.json as { configuration: { query: { query: string } } }).configuration.query.query;
+      expect(query).toBe(`SELECT \`count\` AS \`COUNT\`, CAST(NULL AS STRING) AS \`_run_id\`, \`incident\` AS \`Incident\` FROM \`${FAKE_PROJECT_ID}.ops.${STAGING}\``);
     });
 
     it('creates a missing target right before the copy, never in prepare, and never lets the copy create it', async () => {
@@ -217,6 +241,14 @@ describe('BigQuerySink requests', () => {
 
       await writer.publish();
       expect(sequence(fake).slice(4)).toEqual(['tables.insert incidents', `jobs.copy ${PUBLISH_ID}`, `tables.delete ${STAGING}`]);
+      // A new table has no metadata to keep: the free copy with WRITE_TRUNCATE publishes it.
+      expect(copyRequest(fake)).toEqual({
+        jobReference: { projectId: FAKE_PROJECT_ID, jobId: PUBLISH_ID, location: 'US' },
+        configuration: {
+          copy: { sourceTable: table(STAGING), destinationTable: table('incidents'), createDisposition: 'CREATE_NEVER', writeDisposition: 'WRITE_TRUNCATE' },
+          labels: { tilehouse_job: 'open_incidents', tile: 'tile-42', run_id: 'r1' },
+        },
+      });
       expect(fake.calls('tables.insert')[1]?.json).toEqual({
         tableReference: table('incidents'),
         schema: {
@@ -307,18 +339,22 @@ describe('BigQuerySink requests', () => {
       expect(result.details).toMatchObject({ schemaAction: 'added:region' });
     });
 
-    it('with schema add in replace mode, patches nothing: the truncating copy takes the new schema', async () => {
+    it('with schema add in replace mode, adds the new columns with tables.patch, then selects them too: WRITE_TRUNCATE_DATA keeps the table schema', async () => {
       const { fake, harness } = await setUp({ 'tables.get': () => existingTable });
-      const context = runContext({ columns: [...columns, column('region', 'STRING')] });
+      const context = runContext({ columns: [...columns, column('region', 'STRING')], runId: 'r1' });
       const result = await harness.run(harness.sink({ table: 'incidents', schema: 'add' }), context, [[['A-1', 1n, 'EU']]]);
 
-      expect(fake.calls('tables.patch')).toHaveLength(0);
+      expect(sequence(fake).slice(-3)).toEqual(['tables.patch incidents', `jobs.query ${PUBLISH_ID}`, `tables.delete ${STAGING}`]);
+      expect(fake.calls('tables.patch')[0]?.json).toEqual({
+        schema: { fields: [...existingTable.body.schema.fields, { name: 'region', type: 'STRING', mode: 'NULLABLE' }] },
+      });
+      const query = (fake.calls('jobs.query')[0]?.json as { configuration: { query: { query: string } } }).configuration.query.query;
+      expect(query).toMatch(/^SELECT `incident` AS `incident`, `count` AS `count`, `region` AS `region` FROM /);
       expect(result.details).toMatchObject({ schemaAction: 'added:region' });
     });
 
     it('fails naming the copy job when BigQuery refuses the copy, and abort then deletes the staging table', async () => {
       const { fake, harness } = await setUp({
-        'tables.get': () => existingTable,
         'jobs.copy': (request) => jobResource(jobIdOf(request), 'RUNNING'),
         'jobs.get': (request) =>
           jobIdOf(request).endsWith('_publish')
@@ -500,7 +536,8 @@ describe('BigQuerySink requests', () => {
 
       expect(memory.appliedCopies()).toBe(1);
       const publishId = 'tilehouse_open_incidents_ops_history_run-once_publish';
-      expect(first.details).toEqual({ jobId: publishId, loadJobId: 'tilehouse_open_incidents_ops_history_run-once_load', writeMode: 'append', schemaAction: 'unchanged' });
+      expect(first.details).toMatchObject({ jobId: publishId, loadJobId: 'tilehouse_open_incidents_ops_history_run-once_load', writeMode: 'append', schemaAction: 'unchanged' });
+      expect(first.details).not.toHaveProperty('adopted');
       expect(second.details).toMatchObject({ jobId: publishId, adopted: true });
       expect(fake.calls('jobs.copy').map(jobIdOf)).toEqual([publishId, publishId]);
       // The earlier load's staging table was deleted by the first publish, and the one the second
@@ -543,9 +580,26 @@ describe('BigQuerySink requests', () => {
       expect(result.details).toMatchObject({ loadJobId: LOAD_ID, jobId: PUBLISH_ID });
     });
 
-    it('takes a job that already finished well as this load, and reports what it loaded', async () => {
+    it('takes a job that already finished well as this load, when it loaded as many rows as this run sent', async () => {
       const { fake, harness } = await setUp({
         'jobs.insert': duplicate,
+        'tables.get': stagingExists,
+        'jobs.get': (request) => ({
+          status: 200,
+          body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '2' } } },
+        }),
+      });
+      const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n], ['A-2', 2n]]]);
+
+      expect(fake.calls('jobs.insert')).toHaveLength(1);
+      expect(result.rows).toBe(2);
+      expect(result.details).toMatchObject({ bigqueryRows: 2, sentRows: 2, rowCountChecked: true });
+    });
+
+    it('does not adopt a finished job that loaded another number of rows (an earlier extraction of the same run id): loads again under the next id', async () => {
+      const { fake, harness } = await setUp({
+        'jobs.insert': (request, attempt) =>
+          attempt === 1 ? duplicate() : { status: 200, body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '1' } } } },
         'tables.get': stagingExists,
         'jobs.get': (request) => ({
           status: 200,
@@ -554,8 +608,8 @@ describe('BigQuerySink requests', () => {
       });
       const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
-      expect(fake.calls('jobs.insert')).toHaveLength(1);
-      expect(result.rows).toBe(5);
+      expect(fake.calls('jobs.insert').map(jobIdOf)).toEqual([LOAD_ID, `${LOAD_ID}_attempt2`]);
+      expect(result.details).toMatchObject({ loadJobId: `${LOAD_ID}_attempt2`, bigqueryRows: 1, sentRows: 1 });
     });
 
     it('starts a new attempt with a new job id when the earlier job failed', async () => {
