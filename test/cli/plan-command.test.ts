@@ -86,3 +86,62 @@ describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
     expect(refused.exitCode).toBe(1);
   });
 });
+
+describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and a schedule', (endpoint) => {
+  const dayQuery = {
+    items: [
+      { header: 'Day', formula: '[incident.created]', dataType: 'datetime', function: 'date', grouped: true, order: 'asc', orderSequence: 0, filters: [] },
+      ...query.items,
+    ],
+    options: {},
+  };
+  const partitionedJob = {
+    name: 'by_day',
+    tile: SANDBOX_TILE,
+    query: dayQuery,
+    columns: { Incidents: { type: 'INT64' }, Day: { type: 'DATE' } },
+    schedule: { cron: '* * * * *' },
+    sinks: [{ type: 'bigquery', table: 'by_day', partitionBy: { column: 'Day' }, clusterBy: ['Type'], requirePartitionFilter: true, partitionExpirationDays: 90 }],
+  };
+
+  it('shows the partitioning, clustering and options, and warns when the schedule nears the daily table operations', async () => {
+    const dataset = uniqueDatasetId('plan_layout');
+    const ws = await writeBigQueryWorkspace(`${root}/bq-layout`, sandbox, [partitionedJob], { projectId: endpoint.projectId, dataset });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain(`bigquery ${endpoint.projectId}.${dataset}.by_day: create`);
+    expect(result.stdout).toMatch(/\n\s+partitioned by day on day \(DATE\)\n\s+clustered by type\n\s+requirePartitionFilter: true\n\s+partitions expire after 90 days\n/);
+    expect(result.stdout).toMatch(/table operations: each run \(or backfill window\) sends 1 copy per partition its rows fall in/);
+    expect(result.stdout).toContain('table operations/day: 1,440 scheduled runs x (partitions per run, at least 1) = >= 1,440 of 1,500 (96 %)');
+    expect(result.stdout).toMatch(/warning: near BigQuery's 1,500 table operations per table per day/);
+  });
+
+  it('refuses a partition column of the wrong type and a FLOAT64 cluster column, naming the field and value (exit 1)', async () => {
+    const dataset = uniqueDatasetId('plan_layout');
+    const badPartition = { ...partitionedJob, name: 'bad_partition', sinks: [{ type: 'bigquery', partitionBy: { column: 'Type' } }] };
+    const badCluster = { ...partitionedJob, name: 'bad_cluster', columns: { Day: { type: 'DATE' } }, sinks: [{ type: 'bigquery', clusterBy: ['Incidents'] }] };
+    const ws = await writeBigQueryWorkspace(`${root}/bq-layout-bad`, sandbox, [badPartition, badCluster], { projectId: endpoint.projectId, dataset });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout).toMatch(/bad_partition: refuse\n\s+bigquery_partition_column_invalid: job bad_partition: sink bigquery \S+\.bad_partition: partitionBy\.column = "Type": column type is STRING/);
+    expect(result.stdout).toMatch(/bad_cluster: refuse\n\s+bigquery_cluster_column_invalid: job bad_cluster: sink bigquery \S+\.bad_cluster: clusterBy\[0\] = "Incidents": column incidents is FLOAT64/);
+  });
+
+  it('shows the options a run would change on an existing table, and refuses one partitioned otherwise', async () => {
+    const client = localBigQueryClient(endpoint);
+    const dataset = uniqueDatasetId('plan_layout');
+    await client.createDataset(dataset);
+    const fields = [{ name: 'day', type: 'DATE' }, { name: 'type', type: 'STRING' }, { name: 'incidents', type: 'INT64' }];
+    await client.dataset(dataset).createTable('by_day', { schema: { fields }, timePartitioning: { type: 'DAY', field: 'day' }, clustering: { fields: ['incidents'] } });
+    await client.dataset(dataset).createTable('by_month', { schema: { fields }, timePartitioning: { type: 'MONTH', field: 'day' } });
+    const monthJob = { ...partitionedJob, name: 'by_month', sinks: [{ type: 'bigquery', table: 'by_month', partitionBy: { column: 'Day' } }] };
+    const ws = await writeBigQueryWorkspace(`${root}/bq-layout-existing`, sandbox, [partitionedJob, monthJob], { projectId: endpoint.projectId, dataset });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: client } } });
+
+    expect(result.stdout).toMatch(/by_day: change\n\s+~ clustering incidents -> type\n\s+~ requirePartitionFilter false -> true\n\s+~ partition expiration none -> 90 days\n/);
+    expect(result.stdout).toMatch(/by_month: refuse\n\s+bigquery_table_layout_mismatch: .*is MONTH on day, the job asks for DAY on day/);
+    expect(result.exitCode).toBe(1);
+  });
+});
