@@ -175,7 +175,7 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
         sink: 'bigquery',
         target: `${endpoint.projectId}.${dataset}.${TABLE}`,
         rows: INCIDENTS,
-        details: { jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}_publish$`)), loadJobId: expect.any(String), writeMode: 'replace', schemaAction: 'created' },
+        details: { jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}_publish$`)), loadJobId: expect.any(String), writeMode: 'replace', schemaAction: 'created', publishedBy: 'copy', sentRows: INCIDENTS, rowCountChecked: false },
       },
     ]);
     expect(await leftovers()).toEqual([]);
