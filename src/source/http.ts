@@ -128,7 +128,9 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   for (const coding of [...codings].reverse()) {
     const decompressor = decompressorFor(coding);
     if (decompressor === undefined) {
-      // Not read on: a body we cannot decode would hold the connection until it ends.
+      // Not read on: a body we cannot decode would hold the connection until it ends. undici's
+      // body emits 'error' (AbortError) when destroyed; unheard, that would crash the process.
+      body.on('error', () => undefined);
       body.destroy();
       return { text: '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
     }

@@ -12,7 +12,8 @@ import { BigQuerySink } from '../../src/sinks/bigquery/bigquery-sink.js';
 import { CsvSink } from '../../src/sinks/csv/csv-sink.js';
 import type { Sink, SinkRunContext } from '../../src/sinks/sink.js';
 import type { Column, TypedRow } from '../../src/transform/column.js';
-import { emulatorOrSkip, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { emulatorBinaryOrSkip, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { startEmulator, type RunningEmulator } from '../support/bigquery-emulator-process.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables, tableExists } from '../support/bigquery-read.js';
 
@@ -71,14 +72,17 @@ const csvUnderTest: SinkUnderTest = {
   },
 };
 
+// An emulator of this file's own (see test/support/global-setup.ts), behind the copy-job proxy.
+let running: RunningEmulator | undefined;
 let emulator: EmulatorWithCopyJobs | undefined;
-const endpoint = emulatorOrSkip();
+const binary = emulatorBinaryOrSkip();
 
 const bigqueryUnderTest: SinkUnderTest = {
   name: 'bigquery (emulator)',
-  available: () => endpoint !== null,
+  available: () => binary !== null,
   async make() {
-    emulator ??= await startEmulatorWithCopyJobs(endpoint!);
+    running ??= await startEmulator(binary!);
+    emulator ??= await startEmulatorWithCopyJobs(running);
     const client: BigQuery = emulator.client();
     const dataset = uniqueDatasetId('tilehouse_contract');
     const tempDirectory = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-bq-'));
@@ -92,7 +96,7 @@ const bigqueryUnderTest: SinkUnderTest = {
     });
     const read = async () => {
       if (!(await client.dataset(dataset).exists())[0] || !(await tableExists(client, dataset, 'contract'))) return undefined;
-      const rows = await readTable(client, { projectId: endpoint!.projectId, dataset, table: 'contract' }, 'id');
+      const rows = await readTable(client, { projectId: running!.projectId, dataset, table: 'contract' }, 'id');
       return rows.map((row) => [String(row.id), row.title === null ? '' : String(row.title)]);
     };
     return {
@@ -117,6 +121,7 @@ const bigqueryUnderTest: SinkUnderTest = {
 
 afterAll(async () => {
   await emulator?.close();
+  await running?.stop();
 });
 
 describe.each([csvUnderTest, bigqueryUnderTest])('the sink contract: $name', (underTest) => {

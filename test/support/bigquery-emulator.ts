@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
 import { PassThroughClient } from 'google-auth-library';
-import { describe, inject } from 'vitest';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { EMULATOR_PROJECT_ID, startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
 
 export interface EmulatorEndpoint {
   apiEndpoint: string;
@@ -9,26 +10,45 @@ export interface EmulatorEndpoint {
 }
 
 /**
- * The emulator of this test run, or null when it is absent and skipping is allowed. Under CI a
- * missing emulator fails (global setup already refuses to start; this catches other entry points).
+ * The emulator binary of this test run, or null when it is absent and skipping is allowed. Under
+ * CI a missing emulator fails (global setup already refuses to start; this catches other entry points).
  */
-export function emulatorOrSkip(): EmulatorEndpoint | null {
-  const endpoint = inject('bigqueryEmulator');
-  if (endpoint === null && process.env.CI) {
-    throw new Error('CI is set but no BigQuery emulator is running: run `npm run setup:emulator`.');
+export function emulatorBinaryOrSkip(): string | null {
+  const binary = inject('bigqueryEmulatorBinary');
+  if (binary === null && process.env.CI) {
+    throw new Error('CI is set but no BigQuery emulator is installed: run `npm run setup:emulator`.');
   }
+  return binary;
+}
+
+/**
+ * An emulator for the enclosing describe block alone: started before its tests, stopped after.
+ * The endpoint's address is filled in by then (read it in hooks and tests, not at collection).
+ * One per block because the emulator never frees what a load used (see global-setup.ts).
+ */
+export function useOwnEmulator(binary: string): EmulatorEndpoint {
+  const endpoint: EmulatorEndpoint = { apiEndpoint: '', projectId: EMULATOR_PROJECT_ID };
+  let running: RunningEmulator | undefined;
+  beforeAll(async () => {
+    running = await startEmulator(binary);
+    endpoint.apiEndpoint = running.apiEndpoint;
+  });
+  afterAll(async () => {
+    await running?.stop();
+  });
   return endpoint;
 }
 
 /**
- * `describe` for tests that need the BigQuery emulator: the title says so, and the block is
- * skipped (never silently passed) when the emulator is not installed outside CI.
+ * `describe` for tests that need the BigQuery emulator: the title says so, the block gets an
+ * emulator of its own, and it is skipped (never silently passed) when the emulator is not
+ * installed outside CI.
  */
 export function describeWithEmulator(title: string, body: (endpoint: EmulatorEndpoint) => void): void {
-  const endpoint = emulatorOrSkip();
+  const binary = emulatorBinaryOrSkip();
   const fullTitle = `${title} (emulator)`;
-  if (endpoint === null) describe.skip(fullTitle, () => undefined);
-  else describe(fullTitle, () => body(endpoint));
+  if (binary === null) describe.skip(fullTitle, () => undefined);
+  else describe(fullTitle, () => body(useOwnEmulator(binary)));
 }
 
 /**

@@ -3,15 +3,18 @@ import { findEmulatorBinary, PROJECT_LOCAL_EMULATOR, startEmulator } from './big
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The BigQuery emulator started for this test run, or null when it is not installed (local runs only). */
-    bigqueryEmulator: { apiEndpoint: string; projectId: string } | null;
+    /** The BigQuery emulator binary of this test run, or null when it is not installed (local runs only). */
+    bigqueryEmulatorBinary: string | null;
   }
 }
 
 /**
- * Starts one BigQuery emulator for the whole run and hands its endpoint to the tests through
- * `inject('bigqueryEmulator')`. Locally a missing emulator only skips the tests that need it;
- * under CI it fails the run, so a broken install can never pass as a green build.
+ * Finds the BigQuery emulator, proves it starts, and hands its path to the tests through
+ * `inject('bigqueryEmulatorBinary')`; each emulator test block starts one of its own (in ~0.2 s):
+ * the emulator's memory grows with every load and, shared by the whole suite, passed 2 GiB, where
+ * its wasm SQL engine panics ("slice bounds out of range") and every later test fails. Locally a
+ * missing emulator only skips the tests that need it; under CI it fails the run, so a broken
+ * install can never pass as a green build.
  */
 export default function setup(project: TestProject): Promise<() => Promise<void>> {
   return provideBigQueryEmulator(project);
@@ -31,11 +34,12 @@ export async function provideBigQueryEmulator(
       );
     }
     console.warn('[tilehouse] BigQuery emulator not found; emulator tests are skipped. Install it with `npm run setup:emulator`.');
-    project.provide('bigqueryEmulator', null);
+    project.provide('bigqueryEmulatorBinary', null);
     return async () => undefined;
   }
 
-  const emulator = await startEmulator(binary);
-  project.provide('bigqueryEmulator', { apiEndpoint: emulator.apiEndpoint, projectId: emulator.projectId });
-  return () => emulator.stop();
+  // A binary that cannot start fails the run here, once, instead of in every block.
+  await (await startEmulator(binary)).stop();
+  project.provide('bigqueryEmulatorBinary', binary);
+  return async () => undefined;
 }

@@ -29,7 +29,7 @@ describe('provideBigQueryEmulator', () => {
     const provided: unknown[] = [];
     const teardown = await provideBigQueryEmulator({ provide: (key, value) => provided.push([key, value]) }, missing());
 
-    expect(provided).toEqual([['bigqueryEmulator', null]]);
+    expect(provided).toEqual([['bigqueryEmulatorBinary', null]]);
     await teardown();
   });
 
