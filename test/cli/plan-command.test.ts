@@ -5,6 +5,7 @@ import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../s
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 
 const query = {
   items: [
@@ -64,8 +65,17 @@ describe('tilehouse plan with a CSV sink', () => {
 });
 
 describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
+  // The run in the middle publishes with a copy job, which the emulator lacks: the proxy adds it.
+  let proxy: EmulatorWithCopyJobs;
+  beforeAll(async () => {
+    proxy = await startEmulatorWithCopyJobs(endpoint);
+  });
+  afterAll(async () => {
+    await proxy.close();
+  });
+
   it('shows the table would be created, then unchanged, then refused under a frozen schema', async () => {
-    const client = localBigQueryClient(endpoint);
+    const client = proxy.client();
     const dataset = uniqueDatasetId('plan');
     const bqJob = { ...job, sinks: [{ type: 'bigquery', table: 'by_type' }] };
     const write = (jobs: Array<Record<string, unknown>>) => writeBigQueryWorkspace(`${root}/bq`, sandbox, jobs, { projectId: endpoint.projectId, dataset });

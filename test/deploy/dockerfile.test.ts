@@ -113,11 +113,14 @@ describe('Dockerfile', () => {
     expect(keywords.lastIndexOf('RUN')).toBeLessThan(keywords.indexOf('USER'));
   });
 
-  it('starts the CLI that package.json names as its bin, with run as the default command', async () => {
+  it('starts the bundle that package.json\'s bin launcher runs when built, with run as the default command', async () => {
     const entrypoint = JSON.parse(all(runtime, 'ENTRYPOINT')[0]!) as string[];
     const workdir = all(runtime, 'WORKDIR')[0];
     const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { bin: Record<string, string> };
-    expect(entrypoint).toEqual(['node', `${workdir}/${pkg.bin.tilehouse}`]);
+    // The image skips the launcher (bin/tilehouse.js) and runs what it would choose in a package.
+    const launcher = await readFile(pkg.bin.tilehouse!, 'utf8');
+    expect(launcher).toContain("path.join(root, 'dist', 'bundle', 'tilehouse.js')");
+    expect(entrypoint).toEqual(['node', `${workdir}/dist/bundle/tilehouse.js`]);
     expect(workdir).toBe(IMAGE_PATHS.workdir);
     expect(JSON.parse(all(runtime, 'CMD')[0]!)).toEqual(['run']);
   });
