@@ -23,13 +23,13 @@ export class BigQuerySchemaMismatchError extends TilehouseError {
   readonly code = 'bigquery_schema_mismatch';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly contract: 'freeze' | 'add',
     readonly diff: SchemaDiff,
     hint: string,
   ) {
-    super(`tile ${tileId}: columns no longer match table ${table} (schema: ${contract}): ${describeSchemaDiff(diff)}. ${hint}`);
+    super(`job ${jobName}: columns no longer match table ${table} (schema: ${contract}): ${describeSchemaDiff(diff)}. ${hint}`);
   }
 }
 
@@ -38,12 +38,12 @@ export class BigQueryColumnConflictError extends TilehouseError {
   readonly code = 'bigquery_column_conflict';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly column: string,
   ) {
     super(
-      `tile ${tileId}: column ${column} clashes with the lineage column of that name that append mode adds to ${table}; rename the header or use another write mode`,
+      `job ${jobName}: column ${column} clashes with the lineage column of that name that append mode adds to ${table}; rename the header or use another write mode`,
     );
   }
 }
@@ -56,13 +56,13 @@ export class BigQueryLoadError extends TilehouseError {
   readonly code = 'bigquery_load_failed';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly jobId: string,
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
   ) {
-    super(`tile ${tileId}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
+    super(`job ${jobName}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -75,14 +75,14 @@ export class BigQueryPublishError extends TilehouseError {
   readonly code = 'bigquery_publish_failed';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly jobId: string,
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
     kind: 'copy' | 'query' = 'copy',
   ) {
-    super(`tile ${tileId}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
+    super(`job ${jobName}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -94,14 +94,14 @@ export class BigQueryJobTimeoutError extends TilehouseError {
   readonly code = 'bigquery_job_timeout';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly kind: 'load' | 'copy' | 'query',
     readonly jobId: string,
     readonly table: string,
     waitedMs: number,
   ) {
     super(
-      `tile ${tileId}: ${kind} job ${jobId} for ${table} was not done after ${Math.round(waitedMs / 1000)} s; ` +
+      `job ${jobName}: ${kind} job ${jobId} for ${table} was not done after ${Math.round(waitedMs / 1000)} s; ` +
         (kind !== 'load' ? 'it may still complete: check the job and the table before re-running' : 'the target was not changed'),
     );
   }
@@ -112,11 +112,11 @@ export class BigQueryLoadFileError extends TilehouseError {
   readonly code = 'bigquery_load_file_missing';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly path: string,
     options?: { cause?: unknown },
   ) {
-    super(`tile ${tileId}: cannot read the load file ${path}: ${messageOf(options?.cause)}; nothing was loaded`, options);
+    super(`job ${jobName}: cannot read the load file ${path}: ${messageOf(options?.cause)}; nothing was loaded`, options);
   }
 }
 
@@ -125,12 +125,12 @@ export class BigQueryRequestError extends TilehouseError {
   readonly code = 'bigquery_request_failed';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly operation: string,
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
   ) {
-    super(`tile ${tileId}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
+    super(`job ${jobName}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -156,12 +156,12 @@ export class BigQueryPartitionValueError extends TilehouseError {
   readonly code = 'bigquery_partition_value_invalid';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly column: string,
     readonly value: string,
     reason: string,
   ) {
-    super(`tile ${tileId}: partition column ${column}: value ${value} ${reason}; nothing was loaded`);
+    super(`job ${jobName}: partition column ${column}: value ${value} ${reason}; nothing was loaded`);
   }
 }
 
@@ -170,12 +170,12 @@ export class BigQueryTooManyPartitionsError extends TilehouseError {
   readonly code = 'bigquery_too_many_partitions';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly partitions: number,
     limit: number,
   ) {
-    super(`tile ${tileId}: the run's rows fall in ${partitions} partitions of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
+    super(`job ${jobName}: the run's rows fall in ${partitions} partitions of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
   }
 }
 
@@ -184,13 +184,13 @@ export class BigQueryTableLayoutMismatchError extends TilehouseError {
   readonly code = 'bigquery_table_layout_mismatch';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly existing: string,
     readonly configured: string,
   ) {
     super(
-      `tile ${tileId}: table ${table} is ${existing}, the job asks for ${configured}; partitioning cannot be changed on an existing table. ` +
+      `job ${jobName}: table ${table} is ${existing}, the job asks for ${configured}; partitioning cannot be changed on an existing table. ` +
         'Re-create the table (e.g. CREATE TABLE ... PARTITION BY ... AS SELECT) or change the job. Nothing was loaded.',
     );
   }
@@ -205,14 +205,14 @@ export class BigQueryQuotaExceededError extends TilehouseError {
   readonly code = 'bigquery_quota_exceeded';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly kind: 'load' | 'copy' | 'query',
     readonly jobId: string,
     readonly table: string,
     readonly errorMessages: readonly string[],
   ) {
     super(
-      `tile ${tileId}: BigQuery refused ${kind} job ${jobId} for ${table}: quota exceeded: ${firstMessages(errorMessages)}. ` +
+      `job ${jobName}: BigQuery refused ${kind} job ${jobId} for ${table}: quota exceeded: ${firstMessages(errorMessages)}. ` +
         'Not retried: this quota refills over hours (see `tilehouse plan` for the table operations a day this job needs)',
     );
   }
@@ -223,13 +223,13 @@ export class BigQueryRowCountMismatchError extends TilehouseError {
   readonly code = 'bigquery_row_count_mismatch';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly jobId: string,
     readonly sentRows: number,
     readonly bigqueryRows: number,
   ) {
-    super(`tile ${tileId}: load job ${jobId} into ${table} reports ${bigqueryRows} rows, tilehouse sent ${sentRows}; nothing was published`);
+    super(`job ${jobName}: load job ${jobId} into ${table} reports ${bigqueryRows} rows, tilehouse sent ${sentRows}; nothing was published`);
   }
 }
 
@@ -241,14 +241,14 @@ export class BigQueryPartiallyPublishedError extends TilehouseError {
   readonly code = 'bigquery_partially_published';
 
   constructor(
-    readonly tileId: string,
+    readonly jobName: string,
     readonly table: string,
     readonly published: readonly string[],
     readonly unpublished: readonly string[],
     cause: unknown,
   ) {
     super(
-      `tile ${tileId}: ${table}: partitions ${published.join(', ')} hold the new run, ${unpublished.join(', ')} still the previous one ` +
+      `job ${jobName}: ${table}: partitions ${published.join(', ')} hold the new run, ${unpublished.join(', ')} still the previous one ` +
         `(${cause instanceof TilehouseError ? `${cause.code}: ` : ''}${messageOf(cause)}); re-run to replace them all`,
       { cause },
     );

@@ -87,7 +87,7 @@ export class BigQuerySink implements Sink {
       return { sink: 'bigquery', target: fallbackTarget, action: 'refuse', details: [`${error.code}: ${error.message}`] };
     }
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
-    const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+    const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
     const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
     const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule)];
     const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
@@ -97,7 +97,7 @@ export class BigQuerySink implements Sink {
     let changes: string[] = [];
     if (table) {
       try {
-        changes = reconcileLayout(table.metadata, plan.layout, plan.writeMode, { tileId: context.tileId, table: `${plan.projectId}.${plan.datasetId}.${plan.tableId}` }).changes;
+        changes = reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName: context.jobName, table: `${plan.projectId}.${plan.datasetId}.${plan.tableId}` }).changes;
       } catch (error) {
         if (!isTilehouseError(error)) throw error;
         return { sink: 'bigquery', target, action: 'refuse', details: [`${error.code}: ${error.message}`, ...layoutLines] };
@@ -137,7 +137,7 @@ export class BigQuerySink implements Sink {
     if (config.writeMode === 'append') {
       const clash = fields.find((field) => isLineageColumn(field.name));
       if (clash) {
-        throw new BigQueryColumnConflictError(context.tileId, `${projectId}.${datasetId}.${tableId}`, clash.name);
+        throw new BigQueryColumnConflictError(context.jobName, `${projectId}.${datasetId}.${tableId}`, clash.name);
       }
       fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
     }

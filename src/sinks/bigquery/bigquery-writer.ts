@@ -111,7 +111,7 @@ export class BigQueryWriter implements SinkWriter {
       projectId: plan.projectId,
       datasetId: plan.datasetId,
       tableId: stagingTableId(plan.identity),
-      tileId: dependencies.context.tileId,
+      jobName: dependencies.context.jobName,
     };
   }
 
@@ -150,7 +150,7 @@ export class BigQueryWriter implements SinkWriter {
     }
     // An abort that came while the load was finishing wins: it has cleaned up the staging table.
     if ((this.state as WriterState) === 'aborted') {
-      throw new BigQuerySinkStateError(`the BigQuery writer of tile ${this.dependencies.context.tileId} was aborted while preparing`);
+      throw new BigQuerySinkStateError(`the BigQuery writer of job ${this.dependencies.context.jobName} was aborted while preparing`);
     }
   }
 
@@ -190,7 +190,7 @@ export class BigQueryWriter implements SinkWriter {
       return;
     }
     const shown = value === null ? 'null' : partition.columnType === 'TIMESTAMP' && Number.isFinite(Number(value)) && Math.abs(Number(value)) <= 8.64e15 ? new Date(Number(value)).toISOString() : String(value);
-    throw new BigQueryPartitionValueError(this.dependencies.context.tileId, partition.field, shown, found.invalid);
+    throw new BigQueryPartitionValueError(this.dependencies.context.jobName, partition.field, shown, found.invalid);
   }
 
   private async load(): Promise<Prepared> {
@@ -213,17 +213,17 @@ export class BigQueryWriter implements SinkWriter {
     signal.throwIfAborted();
     const dataset = await ensureDataset(
       client,
-      { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, tileId: context.tileId },
+      { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, jobName: context.jobName },
       retry,
     );
     const table = dataset.created
       ? undefined
-      : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, tileId: context.tileId }, retry);
+      : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
     const existing = table?.fields;
     const decision = checkSchemaContract(existing, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
       throw new BigQuerySchemaMismatchError(
-        context.tileId,
+        context.jobName,
         `${plan.projectId}.${plan.datasetId}.${plan.tableId}`,
         plan.schema,
         decision.diff,
@@ -232,9 +232,9 @@ export class BigQueryWriter implements SinkWriter {
     }
     const targetName = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
     // Partitioning cannot change on an existing table: refused here, before anything is loaded.
-    const reconciliation = table ? reconcileLayout(table.metadata, plan.layout, plan.writeMode, { tileId: context.tileId, table: targetName }) : undefined;
+    const reconciliation = table ? reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName: context.jobName, table: targetName }) : undefined;
     if (this.partitions.size > MAX_PARTITIONS_PER_JOB) {
-      throw new BigQueryTooManyPartitionsError(context.tileId, targetName, this.partitions.size, MAX_PARTITIONS_PER_JOB);
+      throw new BigQueryTooManyPartitionsError(context.jobName, targetName, this.partitions.size, MAX_PARTITIONS_PER_JOB);
     }
 
     signal.throwIfAborted();
@@ -273,7 +273,7 @@ export class BigQueryWriter implements SinkWriter {
               // load with another (or no) spec could be refused as incompatible.
               ...stagingLayout,
             },
-            context.tileId,
+            context.jobName,
             plan.labels,
           ),
         // A load adopted after a 409 counts only if it ran into this staging table: one from an
@@ -289,7 +289,7 @@ export class BigQueryWriter implements SinkWriter {
         onJob: (job) => {
           this.runningLoad = job;
         },
-        tileId: context.tileId,
+        jobName: context.jobName,
         target: `${plan.projectId}.${plan.datasetId}.${staging.tableId}`,
         retry,
         polling,
@@ -299,7 +299,7 @@ export class BigQueryWriter implements SinkWriter {
       // lost or doubled on the way (a truncated upload, a bug in the encoder) fails the run here.
       const bigqueryRows = outputRowsOf(load.metadata);
       if (bigqueryRows !== undefined && bigqueryRows !== this.rows) {
-        throw new BigQueryRowCountMismatchError(context.tileId, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, load.jobId, this.rows, bigqueryRows);
+        throw new BigQueryRowCountMismatchError(context.jobName, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, load.jobId, this.rows, bigqueryRows);
       }
       return { decision, existing, reconciliation, location: dataset.location, load, bigqueryRows };
     } catch (error) {
@@ -315,7 +315,7 @@ export class BigQueryWriter implements SinkWriter {
     // No signal: see the class comment.
     const retry: RetryContext = { ...this.dependencies.retry };
 
-    await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { tileId: context.tileId, retry });
+    await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { jobName: context.jobName, retry });
     context.logger.info({ target: this.target, staging: staging.tableId, writeMode: plan.writeMode }, 'publishing the BigQuery staging table');
     const published = await this.publishJobs(prepared, retry);
     await deleteStagingTable(client, staging, retry);
@@ -383,7 +383,7 @@ export class BigQueryWriter implements SinkWriter {
           );
         } catch (error) {
           if (jobs.length === 0) throw error;
-          throw new BigQueryPartiallyPublishedError(this.dependencies.context.tileId, this.target, ids.slice(0, jobs.length), ids.slice(jobs.length), error);
+          throw new BigQueryPartiallyPublishedError(this.dependencies.context.jobName, this.target, ids.slice(0, jobs.length), ids.slice(jobs.length), error);
         }
       }
       return { by: 'partition copies', jobs };
@@ -440,7 +440,7 @@ export class BigQueryWriter implements SinkWriter {
         });
         return job.metadata as JobMetadata;
       },
-      tileId: context.tileId,
+      jobName: context.jobName,
       target,
       retry,
       polling,
@@ -474,7 +474,7 @@ export class BigQueryWriter implements SinkWriter {
 
   private expectState(expected: WriterState, operation: string): void {
     if (this.state !== expected) {
-      throw new BigQuerySinkStateError(`${operation} called on a BigQuery writer that is ${this.state} (tile ${this.dependencies.context.tileId})`);
+      throw new BigQuerySinkStateError(`${operation} called on a BigQuery writer that is ${this.state} (job ${this.dependencies.context.jobName})`);
     }
   }
 }

@@ -15,7 +15,7 @@ export interface DatasetState {
  */
 export async function ensureDataset(
   client: BigQuery,
-  target: { projectId: string; datasetId: string; location: string; tileId: string },
+  target: { projectId: string; datasetId: string; location: string; jobName: string },
   retry: RetryContext,
 ): Promise<DatasetState> {
   const dataset = client.dataset(target.datasetId, { projectId: target.projectId });
@@ -26,7 +26,7 @@ export async function ensureDataset(
   } catch (error) {
     const failure = apiFailureOf(error);
     if (!isNotFound(failure)) {
-      throw new BigQueryRequestError(target.tileId, `reading dataset ${name}`, failure.messages, { cause: error });
+      throw new BigQueryRequestError(target.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
   }
   try {
@@ -37,6 +37,6 @@ export async function ensureDataset(
     const failure = apiFailureOf(error);
     // Another tile of the same run created it between our get and insert.
     if (isDuplicate(failure)) return { location: target.location, created: false };
-    throw new BigQueryRequestError(target.tileId, `creating dataset ${name} in ${target.location}`, failure.messages, { cause: error });
+    throw new BigQueryRequestError(target.jobName, `creating dataset ${name} in ${target.location}`, failure.messages, { cause: error });
   }
 }

@@ -14,7 +14,7 @@ export interface ExistingTable {
 /** The table's top-level fields, or undefined when the table does not exist yet. */
 export async function readTableSchema(
   client: BigQuery,
-  target: { projectId: string; datasetId: string; tableId: string; tileId: string },
+  target: { projectId: string; datasetId: string; tableId: string; jobName: string },
   retry: RetryContext,
 ): Promise<TableFieldLike[] | undefined> {
   return (await readTable(client, target, retry))?.fields;
@@ -23,7 +23,7 @@ export async function readTableSchema(
 /** The table's fields and layout, or undefined when the table does not exist yet. */
 export async function readTable(
   client: BigQuery,
-  target: { projectId: string; datasetId: string; tableId: string; tileId: string },
+  target: { projectId: string; datasetId: string; tableId: string; jobName: string },
   retry: RetryContext,
 ): Promise<ExistingTable | undefined> {
   const table = client.dataset(target.datasetId, { projectId: target.projectId }).table(target.tableId);
@@ -35,7 +35,7 @@ export async function readTable(
     const failure = apiFailureOf(error);
     if (isNotFound(failure)) return undefined;
     throw new BigQueryRequestError(
-      target.tileId,
+      target.jobName,
       `reading the schema of ${target.projectId}.${target.datasetId}.${target.tableId}`,
       failure.messages,
       { cause: error },

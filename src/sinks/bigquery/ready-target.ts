@@ -31,7 +31,7 @@ export async function readyTarget(
   decision: Exclude<SchemaDecision, { action: 'mismatch' }>,
   existing: readonly TableFieldLike[] | undefined,
   reconciliation: LayoutReconciliation | undefined,
-  context: { tileId: string; retry: RetryContext },
+  context: { jobName: string; retry: RetryContext },
 ): Promise<void> {
   const table = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(plan.tableId);
   const name = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
@@ -54,7 +54,7 @@ export async function readyTarget(
       const failure = apiFailureOf(error);
       // Another run created it since prepare; the copy decides whether it fits.
       if (isDuplicate(failure)) return;
-      throw new BigQueryRequestError(context.tileId, `creating table ${name}`, failure.messages, { cause: error });
+      throw new BigQueryRequestError(context.jobName, `creating table ${name}`, failure.messages, { cause: error });
     }
     return;
   }
@@ -63,7 +63,7 @@ export async function readyTarget(
       await withRetry('tables.patch (options)', () => table.setMetadata(reconciliation.patch), context.retry);
       context.retry.logger.info({ table: name, changes: reconciliation.changes }, 'BigQuery table options updated');
     } catch (error) {
-      throw new BigQueryRequestError(context.tileId, `updating ${name} (${reconciliation.changes.join('; ')})`, apiFailureOf(error).messages, { cause: error });
+      throw new BigQueryRequestError(context.jobName, `updating ${name} (${reconciliation.changes.join('; ')})`, apiFailureOf(error).messages, { cause: error });
     }
   }
   if (decision.action === 'added') {
@@ -75,7 +75,7 @@ export async function readyTarget(
       context.retry.logger.info({ table: name, added: decision.columns.map((column) => column.name) }, 'BigQuery columns added');
     } catch (error) {
       throw new BigQueryRequestError(
-        context.tileId,
+        context.jobName,
         `adding columns ${decision.columns.map((column) => column.name).join(', ')} to ${name}`,
         apiFailureOf(error).messages,
         { cause: error },

@@ -38,7 +38,8 @@ export interface JobRequest {
   isAdoptable?(metadata: JobMetadata): boolean;
   /** Told the id and location of each job as soon as it exists, so an abort can cancel it. */
   onJob?(job: { jobId: string; location: string | undefined }): void;
-  tileId: string;
+  /** The job's `name`, for messages (`job <name>: ...`). */
+  jobName: string;
   /** `project.dataset.table[$YYYYMMDD]`, for messages. */
   target: string;
   /** Its signal (if any) stops waits; publish passes none, so a started copy is seen to its end. */
@@ -80,7 +81,7 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
       // Our own refusals (a load file that cannot be read) keep their code.
       if (error instanceof TilehouseError) throw error;
       const failure = apiFailureOf(error);
-      if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.tileId, operation, jobId, request.target, failure.messages);
+      if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
       if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
       retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
       metadata = await getJob(request, jobId, request.location);
@@ -99,7 +100,7 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 
     const failure = jobFailureOf(status);
     lastFailure = { jobId, failure };
-    if (!adopted && isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.tileId, operation, jobId, request.target, failure.messages);
+    if (!adopted && isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
     // A failed job we adopted may be a previous run's, with other data; a transient failure may
     // pass on a second try. Either way the id is spent, so the next attempt gets a new one.
     if (!adopted && !isTransient(failure)) throw jobError(request, jobId, failure.messages);
@@ -135,8 +136,8 @@ function isQuotaExceeded(failure: ApiFailure): boolean {
 function jobError(request: JobRequest, jobId: string, messages: readonly string[], cause?: unknown): TilehouseError {
   const options = cause === undefined ? undefined : { cause };
   return request.stage === 'load'
-    ? new BigQueryLoadError(request.tileId, request.target, jobId, messages, options)
-    : new BigQueryPublishError(request.tileId, request.target, jobId, messages, options, kindOf(request) === 'query' ? 'query' : 'copy');
+    ? new BigQueryLoadError(request.jobName, request.target, jobId, messages, options)
+    : new BigQueryPublishError(request.jobName, request.target, jobId, messages, options, kindOf(request) === 'query' ? 'query' : 'copy');
 }
 
 async function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
@@ -146,7 +147,7 @@ async function getJob(request: JobRequest, jobId: string, location: string | und
     return metadata as JobMetadata;
   } catch (error) {
     if (request.retry.signal?.aborted) throw error;
-    throw new BigQueryRequestError(request.tileId, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
+    throw new BigQueryRequestError(request.jobName, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
       cause: error,
     });
   }
@@ -161,7 +162,7 @@ async function awaitDone(request: JobRequest, jobId: string, initial: JobMetadat
   const signal = request.retry.signal;
   while (metadata.status?.state !== 'DONE') {
     if (Date.now() >= deadline) {
-      throw new BigQueryJobTimeoutError(request.tileId, kindOf(request), jobId, request.target, request.polling.maxWaitMs);
+      throw new BigQueryJobTimeoutError(request.jobName, kindOf(request), jobId, request.target, request.polling.maxWaitMs);
     }
     await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())), undefined, signal ? { signal } : undefined);
     intervalMs = Math.min(request.polling.maxIntervalMs, intervalMs * 2);

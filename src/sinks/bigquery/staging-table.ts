@@ -11,7 +11,7 @@ export interface StagingTable {
   projectId: string;
   datasetId: string;
   tableId: string;
-  tileId: string;
+  jobName: string;
 }
 
 /**
@@ -56,14 +56,14 @@ export async function createStagingTable(
   } catch (error) {
     const failure = apiFailureOf(error);
     if (!isDuplicate(failure)) {
-      throw new BigQueryRequestError(table.tileId, `creating staging table ${describe(table)}`, failure.messages, { cause: error });
+      throw new BigQueryRequestError(table.jobName, `creating staging table ${describe(table)}`, failure.messages, { cause: error });
     }
   }
   try {
     const [metadata] = await withRetry('tables.get (staging)', () => reference.getMetadata(), retry);
     return { createdAt: creationTimeOf(metadata) };
   } catch (error) {
-    throw new BigQueryRequestError(table.tileId, `reading staging table ${describe(table)}`, apiFailureOf(error).messages, { cause: error });
+    throw new BigQueryRequestError(table.jobName, `reading staging table ${describe(table)}`, apiFailureOf(error).messages, { cause: error });
   }
 }
 

@@ -133,16 +133,16 @@ export function reconcileLayout(
   existing: TableMetadataLike,
   layout: TableLayout,
   writeMode: BigQuerySinkConfig['writeMode'],
-  where: { tileId: string; table: string },
+  where: { jobName: string; table: string },
 ): LayoutReconciliation {
   const current = existing.timePartitioning ?? undefined;
   const describe = (partitioning: { type?: string | null; field?: string | null } | undefined) =>
     partitioning?.type ? `${partitioning.type} on ${partitioning.field ?? 'ingestion time'}` : 'not partitioned';
   if (layout.partition) {
     const same = current?.type === layout.partition.type && (current.field ?? '').toLowerCase() === layout.partition.field.toLowerCase();
-    if (!same) throw new BigQueryTableLayoutMismatchError(where.tileId, where.table, describe(current), describe(layout.partition));
+    if (!same) throw new BigQueryTableLayoutMismatchError(where.jobName, where.table, describe(current), describe(layout.partition));
   } else if (writeMode === 'partition' && current !== undefined && (current.type !== 'DAY' || current.field)) {
-    throw new BigQueryTableLayoutMismatchError(where.tileId, where.table, describe(current), describe({ type: 'DAY' }));
+    throw new BigQueryTableLayoutMismatchError(where.jobName, where.table, describe(current), describe({ type: 'DAY' }));
   }
 
   const patch: Record<string, unknown> = {};

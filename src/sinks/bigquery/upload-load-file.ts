@@ -17,14 +17,14 @@ export async function uploadLoadFile(
   table: Table,
   filePath: string,
   configuration: JobLoadMetadata & { jobId: string },
-  tileId: string,
+  jobName: string,
   labels?: Record<string, string>,
 ): Promise<JobMetadata> {
   let handle;
   try {
     handle = await open(filePath, 'r');
   } catch (error) {
-    throw new BigQueryLoadFileError(tileId, filePath, { cause: error });
+    throw new BigQueryLoadFileError(jobName, filePath, { cause: error });
   }
   const source = handle.createReadStream();
   // A fresh copy per call: the client deletes keys (jobId, ...) from the object it is given.

@@ -250,7 +250,7 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     expect(error).toBeInstanceOf(BigQueryPublishError);
     expect((error as BigQueryPublishError).code).toBe('bigquery_publish_failed');
     expect((error as Error).message).toMatch(
-      new RegExp(`^tile tile-42: query job tilehouse_open_incidents_${dataset}_refusing_view_run-refused_publish onto \\S+refusing_view failed: `),
+      new RegExp(`^job open_incidents: query job tilehouse_open_incidents_${dataset}_refusing_view_run-refused_publish onto \\S+refusing_view failed: `),
     );
     expect((await select('refusing_view')).map((row) => row.title)).toEqual(['kept']);
     expect(await stagingTables(client, dataset)).toEqual([]);

@@ -154,7 +154,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     const writer = await harness.sink({ table: 'daily', ...partitioned }).open(runContext({ columns }));
     await expect(writer.writeRows([[...rows[0]], [null, 'low', 1n]])).rejects.toMatchObject({
       code: 'bigquery_partition_value_invalid',
-      message: 'tile tile-42: partition column day: value null is null (it would go to the __NULL__ partition); nothing was loaded',
+      message: 'job open_incidents: partition column day: value null is null (it would go to the __NULL__ partition); nothing was loaded',
     });
     await writer.abort();
     expect(fake.requests).toEqual([]);
@@ -178,7 +178,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
 
       await expect(attempt).rejects.toMatchObject({
         code: 'bigquery_quota_exceeded',
-        message: expect.stringMatching(/^tile tile-42: BigQuery refused load job tilehouse_open_incidents_ops_incidents_r1_load for \S+: quota exceeded: Quota exceeded: Your table exceeded quota/),
+        message: expect.stringMatching(/^job open_incidents: BigQuery refused load job tilehouse_open_incidents_ops_incidents_r1_load for \S+: quota exceeded: Quota exceeded: Your table exceeded quota/),
       });
       expect(fake.calls('jobs.insert')).toHaveLength(1);
       expect(fake.calls('tables.delete').map(tableIdOf)).toEqual(['_tilehouse_staging_open_incidents_incidents_r1']);
@@ -217,7 +217,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
 
       await expect(attempt).rejects.toMatchObject({
         code: 'bigquery_row_count_mismatch',
-        message: `tile tile-42: load job tilehouse_open_incidents_ops_incidents_r1_load into ${FAKE_PROJECT_ID}.ops._tilehouse_staging_open_incidents_incidents_r1 reports 2 rows, tilehouse sent 3; nothing was published`,
+        message: `job open_incidents: load job tilehouse_open_incidents_ops_incidents_r1_load into ${FAKE_PROJECT_ID}.ops._tilehouse_staging_open_incidents_incidents_r1 reports 2 rows, tilehouse sent 3; nothing was published`,
       });
       expect(fake.calls('jobs.copy')).toHaveLength(0);
       expect(fake.calls('jobs.query')).toHaveLength(0);

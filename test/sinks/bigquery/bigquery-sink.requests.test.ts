@@ -169,7 +169,7 @@ describe('BigQuerySink requests', () => {
       const error = await writer.prepare().then(() => expect.unreachable(), (thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(BigQueryLoadFileError);
       expect((error as BigQueryLoadFileError).code).toBe('bigquery_load_file_missing');
-      expect((error as Error).message).toMatch(/^tile tile-42: cannot read the load file .*\.ndjson: ENOENT/);
+      expect((error as Error).message).toMatch(/^job open_incidents: cannot read the load file .*\.ndjson: ENOENT/);
       await writer.abort();
 
       expect(fake.calls('jobs.insert')).toHaveLength(0);
@@ -367,7 +367,7 @@ describe('BigQuerySink requests', () => {
       expect(error).toBeInstanceOf(BigQueryPublishError);
       expect((error as BigQueryPublishError).code).toBe('bigquery_publish_failed');
       expect((error as Error).message).toBe(
-        `tile tile-42: copy job ${PUBLISH_ID} onto ${FAKE_PROJECT_ID}.ops.incidents failed: Provided Schema does not match Table`,
+        `job open_incidents: copy job ${PUBLISH_ID} onto ${FAKE_PROJECT_ID}.ops.incidents failed: Provided Schema does not match Table`,
       );
       expect(fake.calls('tables.delete')).toHaveLength(0);
 
@@ -670,7 +670,7 @@ describe('BigQuerySink requests', () => {
       const error = await attempt.then(() => expect.unreachable(), (thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(BigQueryLoadError);
       expect((error as Error).message).toBe(
-        `tile tile-42: load job ${LOAD_ID} into ${FAKE_PROJECT_ID}.ops.${STAGING} failed: ` +
+        `job open_incidents: load job ${LOAD_ID} into ${FAKE_PROJECT_ID}.ops.${STAGING} failed: ` +
           'Error while reading data, error message: JSON parsing error in row starting at position 0',
       );
       expect(fake.calls('jobs.insert')).toHaveLength(1);

@@ -95,11 +95,11 @@ describe('partitionIdOf', () => {
 
 describe('reconcileLayout', () => {
   const layout = resolveTableLayout(config({ partitionBy: { column: 'day', granularity: 'day' }, clusterBy: ['severity'], requirePartitionFilter: true, partitionExpirationDays: 30 }), columns, where);
-  const table = { tileId: 'tile-1', table: 'p.ops.daily' };
+  const table = { jobName: 'daily_job', table: 'p.ops.daily' };
 
   it('refuses a table partitioned otherwise, or not at all', () => {
     expect(() => reconcileLayout({ timePartitioning: { type: 'MONTH', field: 'day' } }, layout, 'replace', table)).toThrow(
-      expect.objectContaining({ code: 'bigquery_table_layout_mismatch', message: expect.stringContaining('table p.ops.daily is MONTH on day, the job asks for DAY on day') }),
+      expect.objectContaining({ code: 'bigquery_table_layout_mismatch', message: expect.stringMatching(/^job daily_job: table p\.ops\.daily is MONTH on day, the job asks for DAY on day/) }),
     );
     expect(() => reconcileLayout({}, layout, 'replace', table)).toThrow(expect.objectContaining({ message: expect.stringContaining('is not partitioned') }));
     expect(() => reconcileLayout({ timePartitioning: { type: 'DAY', field: 'day' } }, {}, 'partition', table)).toThrow(
