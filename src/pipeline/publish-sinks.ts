@@ -1,11 +1,12 @@
 import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { SinkResult, SinkWriter } from '../sinks/sink.js';
+import { isPartialPublish, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
 
 /**
- * Some sinks published the new run and a later one failed to: the targets disagree until a re-run.
- * Its own status and exit code (3), because neither "succeeded" nor "failed" is true.
+ * Some sinks published the new run and a later one failed to, or one changed its target in part
+ * before it failed (see `isPartialPublish`): the targets disagree until a re-run. Its own status
+ * and exit code (3), because neither "succeeded" nor "failed" is true.
  */
 export class PartiallyPublishedError extends TilehouseError {
   readonly code = 'partially_published';
@@ -13,14 +14,20 @@ export class PartiallyPublishedError extends TilehouseError {
   constructor(
     jobName: string,
     readonly published: readonly SinkResult[],
+    /** The failed target first, then those never published; each no longer holds only the new run. */
     readonly unpublished: readonly string[],
     cause: unknown,
+    /** The failed target changed in part: it holds neither run whole. */
+    readonly changedInPart = false,
   ) {
     const causeCode = cause instanceof TilehouseError ? `${cause.code}: ` : '';
+    const failed = unpublished[0];
+    const newRun = [...published.map((result) => result.target), ...(changedInPart ? [`part of ${failed}`] : [])];
+    const previousRun = unpublished.map((target, index) => (index === 0 && changedInPart ? `the rest of ${target}` : target));
     super(
-      `job ${jobName}: ${unpublished[0]} failed to publish (${causeCode}${messageOf(cause)}); ` +
-        `new run in: ${published.map((result) => result.target).join(', ')}; ` +
-        `previous run still in: ${unpublished.join(', ')}. A re-run replaces all of them` +
+      `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${messageOf(cause)}); ` +
+        `new run in: ${newRun.join(', ')}; ` +
+        `previous run still in: ${previousRun.join(', ')}. A re-run replaces all of them` +
         ' (append: re-run with the same --run-id so the rows are not appended twice)',
       { cause },
     );
@@ -38,7 +45,7 @@ export class RunStoppedError extends TilehouseError {
 
 export interface PublishOutcome {
   outputs: SinkResult[];
-  /** Set when some sinks published and another failed to. */
+  /** Set when some sinks published and another failed to, or one changed its target in part. */
   partial?: PartiallyPublishedError;
 }
 
@@ -47,7 +54,9 @@ export interface PublishOutcome {
  * sink; any failure there, or a stop signal before phase 2, aborts them all and publishes
  * nothing (the error is rethrown). Phase 2 publishes one sink after the other and is not
  * interrupted by the stop signal, so what it reports is what the targets hold: a failure at the
- * first publish is a plain failure, a failure after one succeeded is `partially_published`.
+ * first publish is a plain failure (nothing changed), a failure after one succeeded is
+ * `partially_published`, and so is a failure at any index whose error says it changed its own
+ * target in part (`isPartialPublish`, e.g. some partitions of a table copied).
  */
 export async function publishAll(writers: readonly SinkWriter[], options: { jobName: string; logger: Logger; signal?: AbortSignal }): Promise<PublishOutcome> {
   const { logger } = options;
@@ -66,8 +75,9 @@ export async function publishAll(writers: readonly SinkWriter[], options: { jobN
     } catch (error) {
       const unpublished = writers.slice(index);
       await abortAll(unpublished, logger);
-      if (index === 0) throw error;
-      return { outputs, partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error) };
+      const changedInPart = isPartialPublish(error);
+      if (index === 0 && !changedInPart) throw error;
+      return { outputs, partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart) };
     }
   }
   return { outputs };

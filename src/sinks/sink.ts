@@ -54,6 +54,21 @@ export interface SinkWriter {
   abort(): Promise<void>;
 }
 
+/**
+ * A publish error that says its target changed in part before it failed: a sink whose publish is
+ * several atomic steps (BigQuery's one copy per partition) may leave some of its target holding
+ * the new run and the rest the previous one. Then the run is partially published even when that
+ * sink was the first to publish, because its target no longer holds the previous run whole.
+ */
+export interface PartialPublishFailure {
+  readonly partialPublish: true;
+}
+
+/** Whether a publish error says its target changed in part (see PartialPublishFailure). */
+export function isPartialPublish(error: unknown): error is PartialPublishFailure {
+  return typeof error === 'object' && error !== null && (error as { partialPublish?: unknown }).partialPublish === true;
+}
+
 /** What a run would do to a sink's target, found without writing anything (`tilehouse plan`). */
 export interface SinkPlan {
   sink: SinkResult['sink'];

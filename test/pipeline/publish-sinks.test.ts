@@ -48,6 +48,43 @@ describe('publishAll', () => {
     expect(log).toEqual(['prepare bq', 'prepare a.csv', 'prepare b.csv', 'publish bq', 'publish a.csv', 'abort a.csv', 'abort b.csv']);
   });
 
+  describe('a publish that changed its own target in part (partialPublish: true)', () => {
+    /** What a sink throws when some of its atomic steps published (BigQuery: some partition copies). */
+    const changedInPart = (target: string) => () => {
+      throw Object.assign(new Error(`${target}: partitions 20240301 hold the new run, 20240302 still the previous one`), { partialPublish: true as const });
+    };
+
+    it('at the first publish is partially_published, naming that target among the unpublished ones', async () => {
+      const { log, writers: all } = writers([['bq', { during: { publish: changedInPart('bq') } }], ['a.csv']]);
+      const outcome = await publishAll(all, options);
+      expect(outcome.outputs).toEqual([]);
+      expect(outcome.partial).toBeInstanceOf(PartiallyPublishedError);
+      expect(outcome.partial).toMatchObject({ code: 'partially_published', published: [], unpublished: ['bq', 'a.csv'], changedInPart: true });
+      expect(outcome.partial!.message).toBe(
+        'job weekly: bq failed to publish after changing part of it (bq: partitions 20240301 hold the new run, 20240302 still the previous one); ' +
+          'new run in: part of bq; previous run still in: the rest of bq, a.csv. A re-run replaces all of them' +
+          ' (append: re-run with the same --run-id so the rows are not appended twice)',
+      );
+      // The later sink never publishes: the run stops at the first failure, as at any index.
+      expect(log).toEqual(['prepare bq', 'prepare a.csv', 'publish bq', 'abort bq', 'abort a.csv']);
+    });
+
+    it('at a later publish lists the earlier targets and part of the failed one as holding the new run', async () => {
+      const { writers: all } = writers([['a.csv'], ['bq', { during: { publish: changedInPart('bq') } }], ['b.csv']]);
+      const outcome = await publishAll(all, options);
+      expect(outcome.partial).toMatchObject({ published: [{ target: 'a.csv' }], unpublished: ['bq', 'b.csv'], changedInPart: true });
+      expect(outcome.partial!.message).toContain('new run in: a.csv, part of bq; previous run still in: the rest of bq, b.csv.');
+    });
+
+    it('only partialPublish === true counts: any other value at the first publish is a plain failure', async () => {
+      for (const value of [false, 'true', 1]) {
+        const failure = Object.assign(new Error('bq publish failed'), { partialPublish: value });
+        const { writers: all } = writers([['bq', { during: { publish: () => Promise.reject(failure) } }], ['a.csv']]);
+        await expect(publishAll(all, options)).rejects.toBe(failure);
+      }
+    });
+  });
+
   it('a failing abort does not hide the run error', async () => {
     const { log, writers: all } = writers([['bq', { failIn: ['prepare', 'abort'] }], ['a.csv']]);
     await expect(publishAll(all, options)).rejects.toThrow('bq prepare failed');

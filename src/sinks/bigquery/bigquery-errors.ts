@@ -1,4 +1,5 @@
 import { messageOf, TilehouseError } from '../../errors.js';
+import type { PartialPublishFailure } from '../sink.js';
 import type { SchemaDiff } from './schema-contract.js';
 import { describeSchemaDiff } from './schema-contract.js';
 
@@ -237,8 +238,10 @@ export class BigQueryRowCountMismatchError extends TilehouseError {
  * A run that replaces several partitions copied some of them and then failed: those partitions
  * hold the new run, the others the previous one. A re-run replaces them all again.
  */
-export class BigQueryPartiallyPublishedError extends TilehouseError {
+export class BigQueryPartiallyPublishedError extends TilehouseError implements PartialPublishFailure {
   readonly code = 'bigquery_partially_published';
+  /** The table changed in part: the run is partially published even if this sink published first. */
+  readonly partialPublish = true;
 
   constructor(
     readonly jobName: string,

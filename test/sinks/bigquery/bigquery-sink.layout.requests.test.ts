@@ -5,7 +5,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BigQueryPublishError } from '../../../src/sinks/bigquery/bigquery-errors.js';
 import { apiError, FAKE_PROJECT_ID, fakeClock, jobIdOf, jobResource, startFakeBigQuery, tableIdOf, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
 import type { Column } from '../../../src/transform/column.js';
-import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import { column, runContext, silentLogger, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import type { LoadedJob } from '../../../src/config/load-config.js';
+import { publishAll } from '../../../src/pipeline/publish-sinks.js';
+import type { ReadStats } from '../../../src/pipeline/read-into-sinks.js';
+import { countOutcomes } from '../../../src/pipeline/run-tiles.js';
+import { tileSummary, type SessionCounters } from '../../../src/pipeline/tile-summary.js';
+import { exitCodeOf } from '../../../src/cli/run-command.js';
 
 const columns: Column[] = [{ name: 'day', header: 'Day', type: 'DATE', sourceDataType: 'datetime' }, column('severity', 'STRING'), column('count', 'INT64')];
 const STAGING = '_tilehouse_staging_open_incidents_daily_r1';
@@ -115,6 +121,26 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     // No copy after the failed one; the staging table is removed by the abort.
     expect(fake.calls('jobs.copy')).toHaveLength(2);
     expect(fake.calls('tables.delete').map(tableIdOf)).toEqual([STAGING]);
+  });
+
+  it('through the pipeline, partition copies that fail after the first make the tile partially_published (exit 3), even as the first sink', async () => {
+    const { fake, harness } = await setUp({
+      'jobs.copy': (request, attempt) => (attempt === 2 ? jobResource(jobIdOf(request), 'DONE', { reason: 'invalid', message: 'partition is locked' }) : jobResource(jobIdOf(request), 'DONE')),
+    });
+    const writer = await harness.sink({ table: 'daily', ...partitioned }).open(runContext({ columns, runId: 'r1' }));
+    await writer.writeRows(rows.map((row) => [...row]));
+    const published = await publishAll([writer], { jobName: 'open_incidents', logger: silentLogger });
+    // tileSummary reads only the job's name and tile, and takes the counters as they are.
+    const job = { name: 'open_incidents', tile: 'tile-42' } as LoadedJob;
+    const counters = { runId: 'r1', retries: 0, throttled: 0, tokenFetches: 0, reauthentications: 0, restarts: 0, bytes: 0, targets: [] } as unknown as SessionCounters;
+    const stats = { rows: 3, rowsDropped: 0, pages: 1, columns, warnings: [], nulledValues: 0 } as unknown as ReadStats;
+    const summary = tileSummary(job, Date.now(), stats, counters, published);
+
+    expect(summary).toMatchObject({ status: 'partially_published', outputs: [], unpublished: [`${FAKE_PROJECT_ID}.ops.daily`], error: { code: 'partially_published' } });
+    expect(summary.error?.message).toContain(`new run in: part of ${FAKE_PROJECT_ID}.ops.daily; previous run still in: the rest of ${FAKE_PROJECT_ID}.ops.daily.`);
+    expect(summary.error?.message).toContain('bigquery_partially_published: job open_incidents: ');
+    expect(exitCodeOf(countOutcomes([summary]))).toBe(3);
+    expect(fake.calls('jobs.copy')).toHaveLength(2);
   });
 
   it('a failure at the first partition copy is a plain publish failure: nothing changed', async () => {
