@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_JOB_NAME } from './bench-query.js';
@@ -114,16 +114,23 @@ export const runSequential = (context: RunContext) => runBaseline('sequential', 
 interface LogLine {
   msg?: string;
   time?: number;
-  summary?: { tiles?: Array<{ status: string; rows: number; pages: number; durationMs: number; error?: { message: string } }> };
 }
 
-/** The tile summary from tilehouse's JSON log lines ('run finished'), checked for success. */
-function tileSummary(run: MeasuredRun, what: string, expectedRows: number) {
-  const logs = run.stdout
+interface RunSummary {
+  tiles?: Array<{ status: string; rows: number; pages: number; durationMs: number; error?: { message: string } }>;
+}
+
+/**
+ * The tile summary (from `--summary-json FILE`, the CLI's machine-readable output), checked for
+ * success, and the JSON log lines (stderr, off a terminal) for the timing of phases.
+ */
+async function tileSummary(run: MeasuredRun, summaryFile: string, what: string, expectedRows: number) {
+  const logs = run.stderr
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as LogLine);
-  const tile = logs.find((line) => line.msg === 'run finished')?.summary?.tiles?.[0];
+  const summary = (await readFile(summaryFile, 'utf8').then((text) => JSON.parse(text) as RunSummary, () => undefined)) ?? {};
+  const tile = summary.tiles?.[0];
   if (run.exitCode !== 0 || tile === undefined || tile.status !== 'succeeded') {
     throw new Error(`${what} failed (exit ${run.exitCode}): ${tile?.error?.message ?? ''}\n${run.stderr.slice(-2000)}`);
   }
@@ -139,13 +146,14 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
   return withTempDir(async (root) => {
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'csv' } });
     const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
+    const summaryFile = join(root, 'summary.json');
     const run = await runMeasured(
-      [...profile, 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      [...profile, 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
       nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: nodeOptions },
       context.tokens,
       context.sourcePid,
     );
-    const { tile } = tileSummary(run, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
+    const { tile } = await tileSummary(run, summaryFile, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
     return { scenario: nodeOptions === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
   });
 }
@@ -158,13 +166,14 @@ export async function runTilehouseBigQuery(context: RunContext, concurrency: num
   const sink: BenchSink = { type: 'bigquery', projectId: emulator.projectId, dataset };
   return withTempDir(async (root) => {
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
-    const input: BigQueryInput = { configFile: workspace.configFile, jobsDir: workspace.jobsDir, apiEndpoint: emulator.apiEndpoint, projectId: emulator.projectId };
+    const summaryFile = join(root, 'summary.json');
+    const input: BigQueryInput = { configFile: workspace.configFile, jobsDir: workspace.jobsDir, summaryFile, apiEndpoint: emulator.apiEndpoint, projectId: emulator.projectId };
     try {
       const run = await runMeasured([script('tilehouse-bigquery')], { ...workspace.env, BENCH_SCENARIO: JSON.stringify(input) }, context.tokens, context.sourcePid);
-      const { tile, logs } = tileSummary(run, `tilehouse bigquery (concurrency ${concurrency})`, context.incidents);
+      const { tile, logs } = await tileSummary(run, summaryFile, `tilehouse bigquery (concurrency ${concurrency})`, context.incidents);
       const loaded = await countRows(emulator, dataset, BENCH_JOB_NAME);
       expectRows('the emulator table', loaded, context.incidents);
-      const loadingAt = logs.find((line) => line.msg === 'loading into BigQuery')?.time;
+      const loadingAt = logs.find((line) => line.msg?.startsWith('loading into') === true && line.msg.includes('BigQuery'))?.time;
       const extractMs = loadingAt === undefined ? undefined : loadingAt - run.spawnedAtEpochMs;
       return {
         scenario: 'bigquery',

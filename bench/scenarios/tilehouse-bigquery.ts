@@ -11,6 +11,7 @@ import { scenarioInput } from './scenario-input.js';
 export interface BigQueryInput {
   configFile: string;
   jobsDir: string;
+  summaryFile: string;
   apiEndpoint: string;
   projectId: string;
 }
@@ -24,7 +25,7 @@ const client = new BigQuery({
   authClient: new PassThroughClient(),
   retryOptions: { autoRetry: false },
 });
-const code = await main(['run', '--config', input.configFile, '--jobs', input.jobsDir], {
+const code = await main(['run', '--config', input.configFile, '--jobs', input.jobsDir, '--summary-json', input.summaryFile], {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,

@@ -1,15 +1,39 @@
 import { join } from 'node:path';
-import { findEmulatorBinary, startEmulator, type RunningEmulator } from '../../test/support/bigquery-emulator-process.js';
+import { findEmulatorBinary, startEmulator } from '../../test/support/bigquery-emulator-process.js';
+import { startEmulatorWithCopyJobs } from '../../test/support/bigquery-fake-server.js';
 import { repoRoot } from './repo-root.js';
 
-export type { RunningEmulator };
+/** Where scenario (d) sends its BigQuery calls: the emulator behind the tests' copy-job proxy. */
+export interface RunningEmulator {
+  apiEndpoint: string;
+  projectId: string;
+  stop(): Promise<void>;
+}
 
-/** The BigQuery emulator the tests use, or undefined when it is not installed. */
+/**
+ * The BigQuery emulator the tests use, or undefined when it is not installed, behind the same
+ * copy-job proxy as the tests (`startEmulatorWithCopyJobs`): the sink publishes with a copy job,
+ * which the emulator lacks. The proxy runs in the bench process, so its CPU is not (d)'s.
+ */
 export async function startEmulatorIfInstalled(): Promise<RunningEmulator | undefined> {
   // The project-local install is found from the repository root: compiled, this file is not where
   // the test support module expects to be.
   const binary = await findEmulatorBinary(process.env, join(repoRoot(), '.tools/bin/bigquery-emulator'));
-  return binary === undefined ? undefined : startEmulator(binary);
+  if (binary === undefined) return undefined;
+  const emulator = await startEmulator(binary);
+  try {
+    const proxy = await startEmulatorWithCopyJobs(emulator);
+    return {
+      ...proxy.endpoint,
+      stop: async () => {
+        await proxy.close();
+        await emulator.stop();
+      },
+    };
+  } catch (error) {
+    await emulator.stop();
+    throw error;
+  }
 }
 
 async function call(url: string, init: RequestInit): Promise<unknown> {

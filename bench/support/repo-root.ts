@@ -5,9 +5,11 @@ import { fileURLToPath } from 'node:url';
 /** The repository root: the bench runs from bench/ (tsx) or dist/bench/ (compiled). */
 export function repoRoot(): string {
   let directory = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(directory, 'package.json'))) {
+  // package-lock.json, not package.json: tsc copies package.json into dist/ (the CLI imports it
+  // for --version), and dist/ is where the compiled bench runs from.
+  while (!existsSync(join(directory, 'package-lock.json'))) {
     const parent = dirname(directory);
-    if (parent === directory) throw new Error('bench: no package.json above the bench scripts');
+    if (parent === directory) throw new Error('bench: no package-lock.json above the bench scripts');
     directory = parent;
   }
   return directory;
