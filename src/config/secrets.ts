@@ -32,14 +32,15 @@ async function readSecretFile(configFile: string, fileField: string, filePath: s
   }
 }
 
-async function readOne(
-  configFile: string,
-  field: 'clientId' | 'clientSecret',
-  reference: string | undefined,
-  fileField: string,
-  filePath: string | undefined,
-  env: Environment,
-): Promise<Resolved> {
+/** Where one credential comes from: a `${ENV}` reference (or a literal id), or a file. */
+interface CredentialSpec {
+  field: 'clientId' | 'clientSecret';
+  reference: string | undefined;
+  fileField: string;
+  filePath: string | undefined;
+}
+
+async function readOne(configFile: string, { field, reference, fileField, filePath }: CredentialSpec, env: Environment): Promise<Resolved> {
   if (filePath !== undefined) return { value: await readSecretFile(configFile, fileField, filePath), literal: false };
   const match = reference === undefined ? null : ENV_REFERENCE.exec(reference);
   if (match === null && field === 'clientSecret') {
@@ -72,15 +73,8 @@ async function readOne(
  * a literal client id is not (it is in the YAML for anyone to read, and redacting it would only
  * mangle output).
  */
-async function resolveOne(
-  configFile: string,
-  field: 'clientId' | 'clientSecret',
-  reference: string | undefined,
-  fileField: string,
-  filePath: string | undefined,
-  env: Environment,
-): Promise<string> {
-  const { value, literal } = await readOne(configFile, field, reference, fileField, filePath, env);
+async function resolveOne(configFile: string, spec: CredentialSpec, env: Environment): Promise<string> {
+  const { value, literal } = await readOne(configFile, spec, env);
   if (!literal) registerSecret(value, { permanent: true });
   return value;
 }
@@ -92,8 +86,8 @@ export async function resolveCredentials(
   env: Environment = process.env,
 ): Promise<ClientCredentials> {
   return {
-    clientId: await resolveOne(configFile, 'clientId', source.clientId, 'clientIdFile', source.clientIdFile, env),
-    clientSecret: await resolveOne(configFile, 'clientSecret', source.clientSecret, 'clientSecretFile', source.clientSecretFile, env),
+    clientId: await resolveOne(configFile, { field: 'clientId', reference: source.clientId, fileField: 'clientIdFile', filePath: source.clientIdFile }, env),
+    clientSecret: await resolveOne(configFile, { field: 'clientSecret', reference: source.clientSecret, fileField: 'clientSecretFile', filePath: source.clientSecretFile }, env),
   };
 }
 
