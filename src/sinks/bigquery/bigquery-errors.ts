@@ -121,6 +121,26 @@ export class BigQueryLoadFileError extends TilehouseError {
   }
 }
 
+/**
+ * No project to run BigQuery jobs in: the environment config names none, and Application Default
+ * Credentials know none either. Configuration, not the data: exit 2.
+ */
+export class BigQueryProjectUnknownError extends TilehouseError {
+  readonly code = 'bigquery_project_unknown';
+  override readonly exitCode = 2;
+
+  constructor(
+    readonly jobName: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `job ${jobName}: no BigQuery project: set sinks.bigquery.projectId in the environment config, ` +
+        'or run "gcloud auth application-default login" (Workload Identity in a cluster)',
+      options,
+    );
+  }
+}
+
 /** Any other BigQuery call (dataset, table metadata, job lookup) that failed for good. */
 export class BigQueryRequestError extends TilehouseError {
   readonly code = 'bigquery_request_failed';

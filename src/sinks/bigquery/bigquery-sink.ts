@@ -6,8 +6,8 @@ import type { Logger } from 'pino';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
-import { BigQueryColumnConflictError } from './bigquery-errors.js';
-import { isTilehouseError } from '../../errors.js';
+import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
+import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
 import { describeTableOperations } from './table-operations.js';
@@ -128,9 +128,19 @@ export class BigQuerySink implements Sink {
     });
   }
 
+  /** The project of Application Default Credentials; asked only when the config names none. */
+  private async adcProject(jobName: string): Promise<string> {
+    try {
+      return await this.client.getProjectId();
+    } catch (error) {
+      if (messageOf(error).includes(NO_PROJECT_FOUND)) throw new BigQueryProjectUnknownError(jobName, { cause: error });
+      throw new BigQueryRequestError(jobName, 'finding the project of Application Default Credentials', [messageOf(error)], { cause: error });
+    }
+  }
+
   private async loadPlan(context: SinkRunContext): Promise<BigQueryPlan> {
     const { config, defaults } = this.options;
-    const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.client.getProjectId());
+    const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
     const datasetId = config.dataset ?? defaults.dataset;
     const tableId = config.table ?? context.jobName;
     const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
@@ -161,6 +171,12 @@ export class BigQuerySink implements Sink {
     };
   }
 }
+
+/**
+ * What google-auth-library says when Application Default Credentials name no project (no
+ * GOOGLE_CLOUD_PROJECT, none in the credentials file or gcloud's config, no metadata server).
+ */
+const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 
 /**
  * Production client: Application Default Credentials (Workload Identity on GKE). The client's own

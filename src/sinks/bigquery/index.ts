@@ -4,6 +4,7 @@ export {
   BigQueryJobTimeoutError,
   BigQueryLoadError,
   BigQueryLoadFileError,
+  BigQueryProjectUnknownError,
   BigQueryPublishError,
   BigQueryRequestError,
   BigQuerySchemaMismatchError,

@@ -5,6 +5,7 @@
 // added by tables.patch out of its storage, answers a reused job id with 500 instead of 409,
 // finishes every job at once (so no signal can arrive while one runs), ignores jobs.cancel, and
 // never fails transiently.
+import { BigQuery } from '@google-cloud/bigquery';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   BigQueryLoadError,
@@ -393,6 +394,40 @@ describe('BigQuerySink requests', () => {
 
       await writer.abort();
       expect(fake.requests.length).toBe(sent);
+    });
+  });
+
+  describe('the project', () => {
+    // What google-auth-library rejects with when Application Default Credentials name no project.
+    const NO_ADC_PROJECT = 'Unable to detect a Project Id in the current environment. \nTo learn more about authentication and Google APIs, visit: \nhttps://cloud.google.com/docs/authentication/getting-started';
+
+    /** A harness whose client has no project and whose ADC lookup fails with `message`. */
+    async function withoutProject(message: string): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
+      fake = await startFakeBigQuery({});
+      const client = new BigQuery({ apiEndpoint: fake.endpoint.apiEndpoint });
+      Object.assign(client, { getProjectId: () => Promise.reject(new Error(message)) });
+      harness = await sinkHarness(client, 'ops');
+      return { fake, harness };
+    }
+
+    it('is bigquery_project_unknown (exit 2) when neither the config nor Application Default Credentials name one, before any request', async () => {
+      const { fake, harness } = await withoutProject(NO_ADC_PROJECT);
+      const sink = harness.sink({ table: 'incidents' });
+      const message =
+        'job open_incidents: no BigQuery project: set sinks.bigquery.projectId in the environment config, or run "gcloud auth application-default login" (Workload Identity in a cluster)';
+
+      await expect(sink.open(runContext({ columns }))).rejects.toMatchObject({ code: 'bigquery_project_unknown', exitCode: 2, message });
+      expect(await sink.plan(runContext({ columns }))).toMatchObject({ action: 'refuse', details: [`bigquery_project_unknown: ${message}`] });
+      expect(fake.requests).toEqual([]);
+      expect(await harness.leftovers()).toEqual([]);
+    });
+
+    it('any other failure to find it is bigquery_request_failed, quoting it', async () => {
+      const { harness } = await withoutProject('connect ECONNREFUSED 169.254.169.254:80');
+      await expect(harness.sink({ table: 'incidents' }).open(runContext({ columns }))).rejects.toMatchObject({
+        code: 'bigquery_request_failed',
+        message: 'job open_incidents: finding the project of Application Default Credentials failed: connect ECONNREFUSED 169.254.169.254:80',
+      });
     });
   });
 
