@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, commit, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+import { column, commit, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
 
 // Text that stresses CSV quoting: full Unicode (astral emoji, RTL, combining marks, bidi controls)
 // mixed with every character that has a meaning in CSV, and leading/trailing spaces.
@@ -32,7 +32,7 @@ describe('CSV round trip', () => {
         await writer.writeRows(rows as TypedRow[]);
         const result = await commit(writer);
 
-        const [header, ...records] = parseCsv(await readCsv(result.target, gzip));
+        const [header, ...records] = parseCsv(await readText(result.target, gzip));
         expect(header).toEqual([...headers, 'f', 'i']);
         expect(records).toHaveLength(rows.length);
         records.forEach((record, index) => {
@@ -51,6 +51,6 @@ describe('CSV round trip', () => {
     const writer = await makeSink(directory.path, { path: 'single.csv' }).open(makeContext([column('only', 'STRING')]));
     await writer.writeRows([[''], [null], ['x']]);
     await commit(writer);
-    expect(parseCsv(await readCsv(join(directory.path, 'single.csv')))).toEqual([['only'], [''], [null], ['x']]);
+    expect(parseCsv(await readText(join(directory.path, 'single.csv')))).toEqual([['only'], [''], [null], ['x']]);
   });
 });

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CsvWriteError, CsvWriterClosedError } from '../../../src/sinks/csv/csv-errors.js';
 import { formatOwnerTag } from '../../../src/sinks/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, commit, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
 
 const columns = [
   column('Number', 'INT64'),
@@ -39,7 +39,7 @@ describe('CsvSink', () => {
 
     const target = join(directory.path, 'weekly_incidents.csv');
     expect(result).toEqual({ sink: 'csv', target, rows: 4, details: { bytes: (await stat(target)).size, gzip: false } });
-    expect(parseCsv(await readCsv(target))).toEqual([
+    expect(parseCsv(await readText(target))).toEqual([
       ['Number', 'Ratio', 'Amount', 'Status, text', 'Created', 'Day'],
       ['9007199254740993', '12.5', '-0.000000001', 'resolved', '2024-02-01T10:00:00.123Z', '2024-02-01'],
       [null, null, null, null, null, null],
@@ -66,14 +66,14 @@ describe('CsvSink', () => {
     const writer = await makeSink(directory.path).open(makeContext(columns));
     const result = await commit(writer);
     expect(result.rows).toBe(0);
-    expect(await readCsv(result.target)).toBe('Number,Ratio,Amount,"Status, text",Created,Day\r\n');
+    expect(await readText(result.target)).toBe('Number,Ratio,Amount,"Status, text",Created,Day\r\n');
   });
 
   it('creates the directories a path template names', async () => {
     const writer = await makeSink(directory.path, { path: '{tile}/{date}/{name}.csv' }).open(makeContext(columns));
     const result = await commit(writer);
     expect(result.target).toBe(join(directory.path, 'tile-42', '2026-11-21', 'weekly_incidents.csv'));
-    expect(await listFiles(directory.path)).toEqual(['tile-42', 'tile-42/2026-11-21', 'tile-42/2026-11-21/weekly_incidents.csv']);
+    expect(await listEntries(directory.path)).toEqual(['tile-42', 'tile-42/2026-11-21', 'tile-42/2026-11-21/weekly_incidents.csv']);
   });
 
   it('gzips the stream when asked, to the same CSV text', async () => {
@@ -88,7 +88,7 @@ describe('CsvSink', () => {
     expect(zippedResult.details).toEqual({ bytes: (await stat(zippedResult.target)).size, gzip: true });
     const header = (await readFile(zippedResult.target)).subarray(0, 2);
     expect([...header]).toEqual([0x1f, 0x8b]);
-    expect(await readCsv(zippedResult.target, true)).toBe(await readCsv(plainResult.target));
+    expect(await readText(zippedResult.target, true)).toBe(await readText(plainResult.target));
   });
 
   it('streams many rows through backpressure without losing any', async () => {
@@ -97,7 +97,7 @@ describe('CsvSink', () => {
     for (let pageNumber = 0; pageNumber < 40; pageNumber++) await writer.writeRows(page);
     const result = await commit(writer);
     expect(result.rows).toBe(200_000);
-    const lines = (await readCsv(result.target, true)).split('\r\n');
+    const lines = (await readText(result.target, true)).split('\r\n');
     expect(lines).toHaveLength(200_002);
     expect(lines[200_000]).toBe(`4999,row 4999 ${'x'.repeat(50)}`);
   });
@@ -106,9 +106,9 @@ describe('CsvSink', () => {
     it('keeps the target absent until commit, writing to a hidden temp file beside it', async () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      expect(await listFiles(directory.path)).toEqual([`.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a+${formatOwnerTag()}.tmp`]);
+      expect(await listEntries(directory.path)).toEqual([`.weekly_incidents.csv.tilehouse-20261121T213005Z-9f2c1a+${formatOwnerTag()}.tmp`]);
       await commit(writer);
-      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+      expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
     });
 
     it('replaces the previous file only on commit', async () => {
@@ -118,7 +118,7 @@ describe('CsvSink', () => {
       await writer.writeRows(rows);
       expect(await readFile(target, 'utf8')).toBe('previous run\r\n');
       await commit(writer);
-      expect(parseCsv(await readCsv(target))).toHaveLength(5);
+      expect(parseCsv(await readText(target))).toHaveLength(5);
     });
 
     it('on abort leaves the previous file byte-identical and no temp file', async () => {
@@ -129,7 +129,7 @@ describe('CsvSink', () => {
       await writer.writeRows(rows);
       await writer.abort();
       expect((await readFile(target)).equals(previous)).toBe(true);
-      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+      expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
     });
 
     it('aborts idempotently and refuses further writes', async () => {
@@ -138,7 +138,7 @@ describe('CsvSink', () => {
       await writer.abort();
       await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(CsvWriterClosedError);
       await expect(commit(writer)).rejects.toMatchObject({ code: 'csv_writer_closed' });
-      expect(await listFiles(directory.path)).toEqual([]);
+      expect(await listEntries(directory.path)).toEqual([]);
     });
 
     it('does nothing on abort after a successful commit', async () => {
@@ -146,7 +146,7 @@ describe('CsvSink', () => {
       await writer.writeRows(rows);
       const result = await commit(writer);
       await writer.abort();
-      expect(parseCsv(await readCsv(result.target))).toHaveLength(5);
+      expect(parseCsv(await readText(result.target))).toHaveLength(5);
     });
 
     it('fails in prepare with target_is_directory when a directory is at the target, and abort then cleans up', async () => {
@@ -159,7 +159,7 @@ describe('CsvSink', () => {
       await expect(prepared).rejects.toMatchObject({ code: 'target_is_directory', message: expect.stringContaining('weekly_incidents') });
       await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
       await writer.abort();
-      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv', 'weekly_incidents.csv/keep']);
+      expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv', 'weekly_incidents.csv/keep']);
     });
 
     it('after prepare the target still holds the previous bytes and the temp file holds the complete run', async () => {
@@ -170,25 +170,25 @@ describe('CsvSink', () => {
       await writer.writeRows(rows);
       await writer.prepare();
       expect((await readFile(target)).equals(previous)).toBe(true);
-      const temps = (await listFiles(directory.path)).filter((name) => name !== 'weekly_incidents.csv');
+      const temps = (await listEntries(directory.path)).filter((name) => name !== 'weekly_incidents.csv');
       expect(temps).toHaveLength(1);
       const prepared = await readFile(join(directory.path, temps[0]!));
       const result = await writer.publish();
       expect((await readFile(target)).equals(prepared)).toBe(true);
       expect(parseCsv(prepared.toString('utf8'))).toHaveLength(rows.length + 1);
       expect(result.details).toEqual({ bytes: prepared.length, gzip: false });
-      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+      expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
     });
 
     it('after prepare of a gzip run the temp file is a complete gzip stream', async () => {
       const writer = await makeSink(directory.path, { gzip: true }).open(makeContext(columns));
       await writer.writeRows(rows);
       await writer.prepare();
-      const [temp] = await listFiles(directory.path);
+      const [temp] = await listEntries(directory.path);
       // gunzipSync throws on a truncated stream: prepare must have ended and flushed gzip.
-      expect(parseCsv(await readCsv(join(directory.path, temp!), true))).toHaveLength(rows.length + 1);
+      expect(parseCsv(await readText(join(directory.path, temp!), true))).toHaveLength(rows.length + 1);
       await writer.abort();
-      expect(await listFiles(directory.path)).toEqual([]);
+      expect(await listEntries(directory.path)).toEqual([]);
     });
 
     it('refuses publish before prepare, and changes nothing', async () => {
@@ -200,7 +200,7 @@ describe('CsvSink', () => {
       expect(await readFile(target, 'utf8')).toBe('previous\r\n');
       // The refused publish did not break the writer: it can still be prepared and published.
       await commit(writer);
-      expect(parseCsv(await readCsv(target))).toHaveLength(rows.length + 1);
+      expect(parseCsv(await readText(target))).toHaveLength(rows.length + 1);
     });
 
     it('refuses a second prepare and a second publish', async () => {
@@ -219,10 +219,10 @@ describe('CsvSink', () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
       await writer.prepare();
-      expect(await listFiles(directory.path)).toHaveLength(2);
+      expect(await listEntries(directory.path)).toHaveLength(2);
       await writer.abort();
       expect((await readFile(target)).equals(previous)).toBe(true);
-      expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+      expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
       await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
       expect((await readFile(target)).equals(previous)).toBe(true);
     });
@@ -233,7 +233,7 @@ describe('CsvSink', () => {
       const prepared = writer.prepare();
       await writer.abort();
       await prepared;
-      expect(await listFiles(directory.path)).toEqual([]);
+      expect(await listEntries(directory.path)).toEqual([]);
       await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
     });
 
@@ -252,7 +252,7 @@ describe('CsvSink', () => {
       controller.abort(new Error('shutting down'));
       await expect(writer.writeRows(rows)).rejects.toThrow('shutting down');
       await writer.abort();
-      expect(await listFiles(directory.path)).toEqual([]);
+      expect(await listEntries(directory.path)).toEqual([]);
     });
   });
 });

@@ -46,13 +46,14 @@ export function parseCsv(text: string): (string | null)[][] {
   }) as (string | null)[][];
 }
 
-export async function readCsv(path: string, gzip = false): Promise<string> {
+/** A written file's text, gunzipped when asked (parse it with parseCsv). */
+export async function readText(path: string, gzip = false): Promise<string> {
   const bytes = await readFile(path);
   return (gzip ? gunzipSync(bytes) : bytes).toString('utf8');
 }
 
-/** Every entry in a directory, recursively, for asserting that no temp file is left behind. */
-export async function listFiles(directory: string): Promise<string[]> {
+/** Every entry in a directory (files and folders), recursively, for asserting that no temp file is left behind. */
+export async function listEntries(directory: string): Promise<string[]> {
   return (await readdir(directory, { recursive: true })).sort();
 }
 

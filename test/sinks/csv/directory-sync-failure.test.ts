@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Capture } from '../../support/cli-harness.js';
-import { column, listFiles, makeContext, makeSink, makeTempDirectory, parseCsv, readCsv } from './csv-test-support.js';
+import { column, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
 
 // fsync of a directory failing with EIO (a disk going bad) after the rename already happened.
 const failDirectorySync = vi.hoisted(() => ({ on: false }));
@@ -39,10 +39,10 @@ describe('CsvFileWriter.publish when the directory fsync fails after the rename'
     failDirectorySync.on = true;
     const result = await writer.publish();
     expect(result).toMatchObject({ sink: 'csv', target, rows: 1, details: { directorySynced: false } });
-    expect(parseCsv(await readCsv(target))).toEqual([['A'], ['new']]);
+    expect(parseCsv(await readText(target))).toEqual([['A'], ['new']]);
     expect(logs.lines().find((line) => line.level === 50)).toMatchObject({ msg: expect.stringContaining('may not survive a crash') });
     await writer.abort();
     expect(await readFile(target, 'utf8')).toBe('A\r\nnew\r\n');
-    expect(await listFiles(directory.path)).toEqual(['weekly_incidents.csv']);
+    expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
   });
 });

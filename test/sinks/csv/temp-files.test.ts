@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTempFileName, removeStaleTempFiles, tempFileOwnerTag, tempPathFor } from '../../../src/sinks/csv/temp-files.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../../src/sinks/temp-owner.js';
-import { listFiles, makeTempDirectory } from './csv-test-support.js';
+import { listEntries, makeTempDirectory } from './csv-test-support.js';
 
 let directory: { path: string; remove: () => Promise<void> };
 beforeEach(async () => {
@@ -65,7 +65,7 @@ describe('removeStaleTempFiles', () => {
       join(directory.path, `.a.csv.tilehouse-run1+${deadTag()}.tmp`),
       join(directory.path, 'tile-1', `.b.csv.gz.tilehouse-run1+${deadTag()}.tmp`),
     ].sort());
-    expect(await listFiles(directory.path)).toEqual(
+    expect(await listEntries(directory.path)).toEqual(
       ['.a.csv.tilehouse-recent.tmp', `.a.csv.tilehouse-mine+${formatOwnerTag()}.tmp`, '.someone-elses.tmp', 'a.csv', 'tile-1'].sort(),
     );
   });
@@ -75,7 +75,7 @@ describe('removeStaleTempFiles', () => {
     const nested = join(directory.path, 'tile-1', `.b.csv.tilehouse-run1+${deadTag()}.tmp`);
     await touch(nested, new Date());
     expect(await removeStaleTempFiles(directory.path, { recursive: false })).toEqual([]);
-    expect(await listFiles(directory.path)).toEqual(['tile-1', `tile-1/.b.csv.tilehouse-run1+${deadTag()}.tmp`]);
+    expect(await listEntries(directory.path)).toEqual(['tile-1', `tile-1/.b.csv.tilehouse-run1+${deadTag()}.tmp`]);
   });
 
   it('treats a missing directory as nothing to clean', async () => {

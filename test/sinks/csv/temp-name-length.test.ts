@@ -2,7 +2,7 @@ import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { tempFileOwnerTag, tempPathFor } from '../../../src/sinks/csv/temp-files.js';
 import { currentOwner, formatOwnerTag } from '../../../src/sinks/temp-owner.js';
-import { column, commit, listFiles, makeContext, makeSink, makeTempDirectory } from './csv-test-support.js';
+import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory } from './csv-test-support.js';
 
 // Kubernetes pod names (a CronJob's pods are `<job>-<schedule time>-<random>`) are the host names
 // and run up to 63 characters, the longest a host name can be.
@@ -40,6 +40,6 @@ describe('temp file names on a host with a 63-character name', () => {
     await writer.writeRows([['x']]);
     const result = await commit(writer);
     expect(result.target).toBe(join(directory.path, long));
-    expect(await listFiles(directory.path)).toEqual([long]);
+    expect(await listEntries(directory.path)).toEqual([long]);
   });
 });
