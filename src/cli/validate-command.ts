@@ -15,7 +15,9 @@ Checks everything that can be known without the network; runs nothing, writes no
   does not have or types its dataType cannot be read as;
 - secret references resolve; each job's sinks can be built;
 - CSV output directories are directories and writable; no two sinks write the same CSV file or
-  BigQuery table.
+  BigQuery table;
+- BigQuery partitionBy and clusterBy name columns the query's visible items give (with the
+  columns overrides), of a type BigQuery can partition (DATE, TIMESTAMP) or cluster by (not FLOAT64).
 Warnings (exit 0 unless --strict): a schedule that \`tilehouse schedule\` runs but a Kubernetes
 CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPage that differs
 from source.itemsPerPage (the environment's value is used).
@@ -43,7 +45,7 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     for (const job of workspace.jobs) await buildSinks(job, workspace.environment, io.sinkOptions);
     const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
     const { warnings } = findings;
-    const errors = [...findings.errors, ...findings.fileSystem];
+    const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);

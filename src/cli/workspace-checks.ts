@@ -8,11 +8,18 @@ import { formatFieldPath, lineOf } from '../config/read-yaml.js';
 import { cronJobFor } from '../deploy/job-manifests.js';
 import { ConfigError } from '../config/config-error.js';
 import { CsvPathTemplate, defaultCsvPathTemplate, toFileNameSafe } from '../sinks/csv/csv-path.js';
+import { BigQueryLayoutError } from '../sinks/bigquery/bigquery-errors.js';
+import { resolveTableLayout } from '../sinks/bigquery/table-layout.js';
+import type { BigQuerySinkConfig } from '../config/job-schema.js';
+import { isTilehouseError } from '../errors.js';
+import type { Column } from '../transform/column.js';
+import { toColumns } from '../transform/columns.js';
 
 /**
  * Checks across files that need no network, beyond what each file's schema can say:
  * - errors: a CSV output directory that is a file or not writable; two sinks (of any jobs)
- *   writing the same CSV path or BigQuery table;
+ *   writing the same CSV path or BigQuery table; a BigQuery `partitionBy` / `clusterBy` column the
+ *   query's visible items do not give, or of a type BigQuery cannot partition or cluster by;
  * - warnings: a schedule a Kubernetes CronJob cannot take (`tilehouse schedule` runs it, `tilehouse
  *   k8s` refuses it), a job's query.options.itemsPerPage that differs from source.itemsPerPage
  *   (the environment's value is what every request asks for).
@@ -26,6 +33,12 @@ export interface WorkspaceFindings {
    * unwritable target fails its job and the others still run.
    */
   fileSystem: ConfigProblem[];
+  /**
+   * BigQuery partition and cluster columns checked against the columns the job's files predict
+   * (see predictedColumns): `validate` reports them as errors, while a run checks them against
+   * page 0's real columns and fails only that job (bigquery_partition_column_invalid, ...).
+   */
+  columnLayout: ConfigProblem[];
   warnings: ConfigProblem[];
 }
 
@@ -76,9 +89,45 @@ function csvTargetKey(template: string, job: LoadedJob, directory: string): stri
 
 const NO_POD = { spec: () => ({}), warnings: [] };
 
+/**
+ * The columns a job's export will have, as far as its file says: the visible query items' headers
+ * and dataTypes with the job's `columns` overrides, typed as a run types page 0's. Undefined when
+ * they cannot be derived (the override problem is reported by the job's schema).
+ */
+function predictedColumns(job: LoadedJob): readonly Column[] | undefined {
+  const visible = job.query.items.filter((item) => item.hidden !== true);
+  try {
+    return toColumns(visible.map((item) => item.header), visible.map((item) => item.dataType), job.columns).columns;
+  } catch (error) {
+    if (isTilehouseError(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The run's own check of `partitionBy` and `clusterBy` (resolveTableLayout), against the predicted
+ * columns; partitioning and clustering are checked apart, so a bad column in each is reported.
+ */
+function columnLayoutProblems(job: LoadedJob, index: number, sink: BigQuerySinkConfig, columns: readonly Column[], dataset: string): Located[] {
+  const where = { jobName: job.name, sink: `bigquery ${dataset}.${sink.table ?? job.name}` };
+  const { clusterBy: _clusterBy, ...partitioning } = sink;
+  const { partitionBy: _partitionBy, ...clustering } = sink;
+  const problems: Located[] = [];
+  for (const config of [partitioning, clustering]) {
+    try {
+      resolveTableLayout(config, columns, where);
+    } catch (error) {
+      if (!(error instanceof BigQueryLayoutError)) throw error;
+      problems.push({ file: job.file, path: ['sinks', index, ...error.path], value: error.value, message: error.reason });
+    }
+  }
+  return problems;
+}
+
 export async function checkWorkspace(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<WorkspaceFindings> {
   const errors: Located[] = [];
   const fileSystem: Located[] = [];
+  const columnLayout: Located[] = [];
   const warnings: Located[] = [];
   const csvDirectory = environment.sinks.csv.directory;
   const usesCsv = jobs.some((job) => job.sinks.some((sink) => sink.type === 'csv'));
@@ -87,6 +136,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
   for (const job of jobs) {
+    const columns = job.sinks.some((sink) => sink.type === 'bigquery' && (sink.partitionBy !== undefined || sink.clusterBy !== undefined)) ? predictedColumns(job) : undefined;
     for (const [index, sink] of job.sinks.entries()) {
       let key: string;
       if (sink.type === 'csv') {
@@ -105,6 +155,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       } else {
         const dataset = sink.dataset ?? environment.sinks.bigquery?.dataset ?? '';
         key = `bigquery ${environment.sinks.bigquery?.projectId ?? '(default project)'}.${dataset}.${sink.table ?? job.name}`;
+        if (columns !== undefined) columnLayout.push(...columnLayoutProblems(job, index, sink, columns, dataset));
       }
       const other = targets.get(key);
       if (other === undefined) {
@@ -144,6 +195,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
   return {
     errors: await Promise.all(errors.map(located)),
     fileSystem: await Promise.all(fileSystem.map(located)),
+    columnLayout: await Promise.all(columnLayout.map(located)),
     warnings: await Promise.all(warnings.map(located)),
   };
 }

@@ -150,6 +150,66 @@ describe('tilehouse validate', () => {
     expect(problemsOf(result.stderr)).toEqual([problem(file)]);
   });
 
+  describe('BigQuery partition and cluster columns, against the columns the visible items and overrides give', () => {
+    /** Adds a BigQuery sink after the CSV one: its lines are 29-31, the layout on line 31. */
+    const bigquerySink = (layout: string) => (lines: string[]) => lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', `    ${layout}`);
+
+    it.each([
+      {
+        case: 'a partition column that is not a date',
+        layout: 'partitionBy: { column: Incidents }',
+        problems: ['sinks[1].partitionBy.column = "Incidents": column incidents is INT64; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives'],
+      },
+      {
+        case: 'a partition column of a hidden item',
+        layout: 'partitionBy: { column: Created, granularity: month }',
+        problems: ['sinks[1].partitionBy.column = "Created": no such column; columns: type, incidents'],
+      },
+      {
+        case: 'a cluster column the query does not have',
+        layout: 'clusterBy: [Type, Nope]',
+        problems: ['sinks[1].clusterBy[1] = "Nope": no such column; columns: type, incidents'],
+      },
+    ])('refuses $case: exit 2, file:line: field = value: problem', async ({ layout, problems }) => {
+      const file = await writeJob('a', bigquerySink(layout));
+      const result = await validate();
+      expect(result.exitCode).toBe(2);
+      expect(problemsOf(result.stderr)).toEqual(problems.map((problem) => `${file}:31: ${problem}`));
+    });
+
+    it('reports a bad partition column and a bad cluster column of one sink, each on its line', async () => {
+      const file = await writeJob('a', (lines) => lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', '    partitionBy:', '      column: Type', '    clusterBy:', '      - Created'));
+      const result = await validate();
+      expect(problemsOf(result.stderr)).toEqual([
+        `${file}:32: sinks[1].partitionBy.column = "Type": column type is STRING; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives`,
+        `${file}:34: sinks[1].clusterBy[0] = "Created": no such column; columns: type, incidents`,
+      ]);
+    });
+
+    it('applies the columns overrides: a number is FLOAT64 (no clustering) unless overridden to INT64', async () => {
+      const withoutOverride = await writeJob('a', (lines) => {
+        bigquerySink('clusterBy: [Incidents]')(lines);
+        lines.splice(31, 2);
+      });
+      const refused = await validate();
+      expect(problemsOf(refused.stderr)).toEqual([`${withoutOverride}:31: sinks[1].clusterBy[0] = "Incidents": column incidents is FLOAT64, which BigQuery cannot cluster by`]);
+
+      await writeJob('a', bigquerySink('clusterBy: [Incidents]'));
+      expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
+    });
+
+    it('passes a visible datetime item (TIMESTAMP, or DATE through columns) and clusterable columns, by header or output name', async () => {
+      for (const override of [[], ['  Created: { type: DATE }']]) {
+        await writeJob('a', (lines) => {
+          lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', '    partitionBy: { column: created, granularity: month }', '    clusterBy: [Type, incidents, Created]');
+          lines.splice(21, 1); // Created is no longer hidden
+          lines.splice(-1, 0, ...override);
+        });
+        expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
+      }
+    });
+  });
+
   it('refuses a CSV directory that is a file, naming the config line', async () => {
     await writeJob('a');
     await writeFile(outDir, 'not a directory');

@@ -161,14 +161,20 @@ export class BigQueryRequestError extends TilehouseError {
  * anything is loaded).
  */
 export class BigQueryLayoutError extends TilehouseError {
+  /** e.g. `partitionBy.column`, `clusterBy[1]`. */
+  readonly field: string;
+
   constructor(
     readonly code: 'bigquery_partition_column_invalid' | 'bigquery_cluster_column_invalid',
     where: { jobName: string; sink: string },
-    readonly field: string,
+    /** The field's path within the sink's config, e.g. `['clusterBy', 1]` (for `validate`'s file:line). */
+    readonly path: readonly (string | number)[],
     readonly value: string,
-    reason: string,
+    readonly reason: string,
   ) {
+    const field = path.map((key, index) => (typeof key === 'number' ? `[${key}]` : index === 0 ? key : `.${key}`)).join('');
     super(`job ${where.jobName}: sink ${where.sink}: ${field} = ${JSON.stringify(value)}: ${reason}`);
+    this.field = field;
   }
 }
 

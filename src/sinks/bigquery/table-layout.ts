@@ -46,15 +46,17 @@ export function resolveTableLayout(config: BigQuerySinkConfig, columns: readonly
     const index = findColumn(columns, value);
     const column = index === undefined ? undefined : columns[index];
     if (index === undefined || column === undefined) {
-      throw new BigQueryLayoutError('bigquery_partition_column_invalid', where, 'partitionBy.column', value, `no such column; columns: ${names()}`);
+      throw new BigQueryLayoutError('bigquery_partition_column_invalid', where, ['partitionBy', 'column'], value, `no such column; columns: ${names()}`);
     }
     if (column.type !== 'DATE' && column.type !== 'TIMESTAMP') {
       throw new BigQueryLayoutError(
         'bigquery_partition_column_invalid',
         where,
-        'partitionBy.column',
+        ['partitionBy', 'column'],
         value,
-        `column ${column.name} is ${column.type}; partitioning needs a DATE or TIMESTAMP column (a datetime item, or columns: {"${column.header}": {type: DATE}})`,
+        // Only a datetime query item gives one (TIMESTAMP, or DATE through `columns`): no override
+        // turns a number or text into a date.
+        `column ${column.name} is ${column.type}; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives`,
       );
     }
     layout.partition = { field: column.name, columnIndex: index, columnType: column.type, type: config.partitionBy.granularity === 'month' ? 'MONTH' : 'DAY' };
@@ -63,7 +65,7 @@ export function resolveTableLayout(config: BigQuerySinkConfig, columns: readonly
     layout.clustering = config.clusterBy.map((value, position) => {
       const index = findColumn(columns, value);
       const column = index === undefined ? undefined : columns[index];
-      const field = `clusterBy[${position}]`;
+      const field = ['clusterBy', position];
       if (column === undefined) throw new BigQueryLayoutError('bigquery_cluster_column_invalid', where, field, value, `no such column; columns: ${names()}`);
       if (!CLUSTERABLE.has(column.type)) {
         throw new BigQueryLayoutError('bigquery_cluster_column_invalid', where, field, value, `column ${column.name} is ${column.type}, which BigQuery cannot cluster by`);

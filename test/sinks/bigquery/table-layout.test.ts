@@ -44,7 +44,14 @@ describe('resolveTableLayout', () => {
 
   it('refuses clustering by a FLOAT64 column or a missing one, naming its position', () => {
     expect(() => resolveTableLayout(config({ clusterBy: ['day', 'Share'] }), columns, where)).toThrow(
-      expect.objectContaining({ code: 'bigquery_cluster_column_invalid', message: expect.stringContaining('clusterBy[1] = "Share": column share is FLOAT64, which BigQuery cannot cluster by') }),
+      expect.objectContaining({
+        code: 'bigquery_cluster_column_invalid',
+        message: expect.stringContaining('clusterBy[1] = "Share": column share is FLOAT64, which BigQuery cannot cluster by'),
+        // What `validate` locates in the job file: the field's path and the reason alone.
+        path: ['clusterBy', 1],
+        value: 'Share',
+        reason: 'column share is FLOAT64, which BigQuery cannot cluster by',
+      }),
     );
     expect(() => resolveTableLayout(config({ clusterBy: ['team'] }), columns, where)).toThrow(expect.objectContaining({ code: 'bigquery_cluster_column_invalid' }));
   });
