@@ -1,4 +1,5 @@
 import type { Column, TypedValue } from '../../transform/column.js';
+import { INT64_MAX, INT64_MIN, MAX_EPOCH_MS, MIN_EPOCH_MS, NUMERIC_INTEGER_DIGITS, NUMERIC_SCALE } from '../../transform/warehouse-limits.js';
 import { BigQueryValueError } from './bigquery-errors.js';
 
 /**
@@ -33,20 +34,12 @@ export function encodeValue(value: TypedValue, column: Pick<Column, 'name' | 'ty
   }
 }
 
-// BigQuery's TIMESTAMP range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z. (Date.UTC
-// cannot spell year 1: it maps years 0-99 onto 1900-1999.)
-const MIN_TIMESTAMP_MS = -62_135_596_800_000;
-const MAX_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-const NUMERIC_INTEGER_DIGITS = 29;
-const NUMERIC_SCALE = 9;
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** Epoch milliseconds as BigQuery's canonical text form, e.g. 2024-03-01T12:00:00.000Z. */
 export function toRfc3339(epochMs: number, columnName: string): string {
-  if (!Number.isFinite(epochMs) || epochMs < MIN_TIMESTAMP_MS || epochMs > MAX_TIMESTAMP_MS) {
+  if (!Number.isFinite(epochMs) || epochMs < MIN_EPOCH_MS || epochMs > MAX_EPOCH_MS) {
     throw new BigQueryValueError(columnName, String(epochMs), 'is outside the TIMESTAMP range 0001-01-01..9999-12-31 (epoch milliseconds)');
   }
   return new Date(epochMs).toISOString();

@@ -1,9 +1,8 @@
 import { ExactNumber } from '../../source/json-body.js';
 import { formatDecimal, parseDecimal, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
+import { INT64_MAX, INT64_MIN } from '../warehouse-limits.js';
 
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 // int64 has 19 digits; anything longer is out of range without building a huge BigInt.
 const INT64_MAX_DIGITS = 19;
 const SHORT_INTEGER = /^[+-]?\d{1,18}$/;

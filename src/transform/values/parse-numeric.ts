@@ -8,10 +8,9 @@ import {
   toNumericText,
 } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
+import { NUMERIC_INTEGER_DIGITS, NUMERIC_SCALE } from '../warehouse-limits.js';
 
 // BigQuery NUMERIC is DECIMAL(38, 9): 29 digits before the point, 9 after.
-const MAX_INTEGER_DIGITS = 29;
-const MAX_FRACTION_DIGITS = 9;
 
 /**
  * NUMERIC as a canonical decimal string ("-12.5", "1000000000000000000000", never "1e21").
@@ -33,7 +32,7 @@ export function parseNumeric(value: unknown): string | null | ValueFailure {
     // at most 21 integer digits); only the fraction length needs checking.
     if (!text.includes('e')) {
       const point = text.indexOf('.');
-      return point >= 0 && text.length - point - 1 > MAX_FRACTION_DIGITS ? FAILURES.numericFractionDigits : text;
+      return point >= 0 && text.length - point - 1 > NUMERIC_SCALE ? FAILURES.numericFractionDigits : text;
     }
     decimal = parseDecimal(text);
   } else if (typeof value === 'string') {
@@ -46,7 +45,7 @@ export function parseNumeric(value: unknown): string | null | ValueFailure {
     return null;
   }
   if (decimal === undefined) return FAILURES.notNumber;
-  if (integerDigitCount(decimal) > MAX_INTEGER_DIGITS) return FAILURES.numericIntegerDigits;
-  if (fractionDigitCount(decimal) > MAX_FRACTION_DIGITS) return FAILURES.numericFractionDigits;
+  if (integerDigitCount(decimal) > NUMERIC_INTEGER_DIGITS) return FAILURES.numericIntegerDigits;
+  if (fractionDigitCount(decimal) > NUMERIC_SCALE) return FAILURES.numericFractionDigits;
   return formatDecimal(decimal);
 }
