@@ -8,7 +8,8 @@ import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
 import { calendarDateIn, parseDate } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
-import { newRunId } from './run-id.js';
+import { newRunId, windowRunId } from './run-id.js';
+import { RunToken } from '../source/session-token.js';
 import { runTile } from './run-tile.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { ReadStats } from './read-into-sinks.js';
@@ -31,6 +32,8 @@ export interface BackfillOptions {
   windows: readonly DateWindow[];
   /** Windows exported at the same time. */
   concurrency: number;
+  /** The backfill's run id; each window runs under its own id derived from it (windowRunId). Default: a new one. */
+  runId?: string;
   retry?: RetrySettings;
   signal?: AbortSignal;
   /**
@@ -69,6 +72,9 @@ export class BackfillWindowEmptyError extends TilehouseError {
 
 export interface BackfillSummary {
   job: string;
+  runId: string;
+  /** Access tokens the whole backfill fetched: one, unless one expired or was refused. */
+  tokenFetches: number;
   /** False when the job names no bucket column: windows are exported to within a day. */
   exact: boolean;
   windows: WindowResult[];
@@ -95,19 +101,22 @@ export function backfillItemIndex(job: LoadedJob): number {
 }
 
 /**
- * Exports one tile window by window. Each window is its own tile run (fresh token, own run id,
- * atomic commit) writing its own CSV file or BigQuery partition, so re-running a window replaces
- * exactly that window. A failed window does not stop the others.
+ * Exports one tile window by window. Each window is its own tile run (own run id derived from the
+ * backfill's, atomic commit) writing its own CSV file or BigQuery partition, so re-running a
+ * window replaces exactly that window. The windows share one token (the one whose HTTP `Date` set
+ * the source clock). A failed window does not stop the others.
  */
 export async function runBackfill(job: LoadedJob, options: BackfillOptions): Promise<BackfillSummary> {
   const itemIndex = backfillItemIndex(job);
   const bucketColumn = job.backfill?.bucketColumn;
+  const runId = options.runId ?? newRunId();
   await sweepSinks(options.sinks, options.logger);
   const dispatcher = createSourceDispatcher();
+  const runToken = new RunToken();
   let done = 0;
   let now: () => Date;
   try {
-    now = options.now ?? (await sourceClock(job, { ...options, dispatcher }));
+    now = options.now ?? (await sourceClock(job, { ...options, dispatcher, runToken }));
   } catch (error) {
     await dispatcher.close();
     throw error;
@@ -118,7 +127,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     const warnings: string[] = [];
     if (window.from > today) {
       const future = new BackfillWindowFutureError(job.name, window, today);
-      if (options.strict) return { window, summary: skippedWindowSummary(job, future), warnings };
+      if (options.strict) return { window, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
       warnings.push(future.message);
     }
     const rw = relativeWindowFor(window, job.timezone, now());
@@ -130,9 +139,10 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
       dispatcher,
       logger: options.logger.child({ window: `${window.from}..${window.to}` }),
       sinks: options.sinks,
-      runId: newRunId(startedAt),
+      runId: windowRunId(runId, window),
       startedAt,
       window,
+      runToken,
       retry: options.retry,
       signal: options.signal,
       ...(bucketColumn === undefined
@@ -177,6 +187,8 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   const finished = new Set(windows.filter((r) => r.summary.status === 'succeeded').map((r) => r.window.from));
   return {
     job: job.name,
+    runId,
+    tokenFetches: runToken.fetched,
     exact: bucketColumn !== undefined,
     windows,
     failed: options.windows.filter((window) => !finished.has(window.from)),
@@ -184,20 +196,26 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
 }
 
 /** A window refused before any request: it counts as failed and says why. */
-function skippedWindowSummary(job: LoadedJob, error: BackfillWindowFutureError): TileSummary {
+function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWindowFutureError): TileSummary {
   return {
     job: job.name,
     tile: job.tile,
+    runId,
     status: 'failed',
     rows: 0,
     rowsDropped: 0,
     pages: 0,
+    bytes: 0,
     durationMs: 0,
     columns: [],
     outputs: [],
+    targets: [],
+    bigqueryJobIds: [],
     warnings: [],
     nulledValues: 0,
     retries: 0,
+    throttled: 0,
+    tokenFetches: 0,
     reauthentications: 0,
     restarts: 0,
     error: { code: error.code, message: error.message },
@@ -209,7 +227,7 @@ function skippedWindowSummary(job: LoadedJob, error: BackfillWindowFutureError):
  * server's "now", so windows computed from our clock drift by the difference (a whole day near
  * midnight, or everything when a clock is far off). Read once per backfill, logged.
  */
-async function sourceClock(job: LoadedJob, options: BackfillOptions & { dispatcher: Dispatcher }): Promise<() => Date> {
+async function sourceClock(job: LoadedJob, options: BackfillOptions & { dispatcher: Dispatcher; runToken: RunToken }): Promise<() => Date> {
   const offsetMs = (await measureServerClockOffset(job, options)) ?? 0;
   const seconds = Math.round(offsetMs / 1000);
   const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;

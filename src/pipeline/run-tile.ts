@@ -3,7 +3,8 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
-import type { Sink } from '../sinks/sink.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
+import type { RunToken } from '../source/session-token.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import type { ExportPage } from '../source/export-response.js';
 import { readPages } from '../source/read-pages.js';
@@ -35,10 +36,27 @@ export interface TileRunDependencies {
   beforePublish?: (stats: ReadStats) => Error | undefined;
   /** Called after each page is written to every sink (the live progress line of `run`). */
   onProgress?: OnProgress;
+  /** The token of the whole run, shared by its tiles and windows (default: the tile's own). */
+  runToken?: RunToken;
+}
+
+/** `sinks` whose writers' targets are recorded as they open, so a failed run can still name them. */
+function recordingTargets(sinks: readonly Sink[], targets: string[]): Sink[] {
+  return sinks.map((sink) => ({
+    kind: sink.kind,
+    publishRank: sink.publishRank,
+    open: async (context: SinkRunContext): Promise<SinkWriter> => {
+      const writer = await sink.open(context);
+      targets.push(writer.target);
+      return writer;
+    },
+    sweep: (logger) => sink.sweep(logger),
+    plan: (context) => sink.plan(context),
+  }));
 }
 
 /**
- * Runs one tile from a fresh token to published output: read every page into every sink (one
+ * Runs one tile from the run's token to published output: read every page into every sink (one
  * re-read from page 0 if the source changed underneath), then publish all sinks or none. Never
  * throws for a tile failure: it returns a failed summary, so the other tiles of the run still run.
  */
@@ -46,7 +64,19 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
   const started = Date.now();
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });
-  const counters = () => ({ retries: session.budget.used, reauthentications: session.reauthentications(), restarts });
+  const targets: string[] = [];
+  const sinks = recordingTargets(deps.sinks, targets);
+  const counters = () => ({
+    runId: deps.runId,
+    retries: session.budget.used,
+    throttled: session.traffic.throttled,
+    tokenFetches: session.token.fetched,
+    reauthentications: session.reauthentications(),
+    restarts,
+    bytes: session.traffic.bytes,
+    // A re-read from page 0 opens the writers again: each target once.
+    targets: [...new Set(targets)],
+  });
   let restarts = 0;
   const progressOf = (pages: AsyncIterable<ExportPage>) =>
     deps.onProgress === undefined
@@ -58,7 +88,7 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
       () =>
         readIntoSinks(progressOf(readPages(session.client, { jobName: job.name, itemsPerPage: deps.environment.source.itemsPerPage, concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency) })), {
           job,
-          sinks: deps.sinks,
+          sinks,
           logger,
           context: { runId: deps.runId, startedAt: deps.startedAt, ...(deps.window ? { window: deps.window } : {}), ...(deps.signal ? { signal: deps.signal } : {}) },
           ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),

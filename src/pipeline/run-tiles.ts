@@ -4,6 +4,7 @@ import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
+import { RunToken } from '../source/session-token.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { OnProgress } from './progress.js';
 import { newRunId } from './run-id.js';
@@ -24,6 +25,11 @@ export interface RunOptions {
   now?: () => Date;
   /** Each tile's start, pages written and end, for a progress display. */
   onProgress?: OnProgress;
+  /**
+   * Awaited after each tile's run with its summary (metrics are pushed here); before the next
+   * tile of its worker starts. It must not throw: a report that fails is the reporter's to log.
+   */
+  onTileFinished?: (summary: TileSummary) => Promise<void>;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -34,13 +40,16 @@ export function countOutcomes(tiles: readonly TileSummary[]): Pick<RunSummary, '
 
 /**
  * Runs each tile once, up to `tileConcurrency` at a time; a failed tile does not stop the others.
- * Every tile gets its own fresh token (spec: "first obtains a fresh token").
+ * The run starts without a token and its first tile fetches one that every tile of the run then
+ * shares until it is due for replacement (spec: "first obtains a fresh token": a token fetched
+ * at the start of this run is fresh; nothing is kept across runs).
  */
 export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
   const startedAt = (options.now ?? (() => new Date()))();
   const runId = options.runId ?? newRunId(startedAt);
   const dispatcher = options.dispatcher ?? createSourceDispatcher();
   const sinks = new Map(jobs.map((job) => [job, options.buildSinks(job)] as const));
+  const runToken = new RunToken();
   await sweepSinks([...sinks.values()].flat(), options.logger);
   let results: Array<TileSummary | undefined>;
   try {
@@ -59,9 +68,11 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
           startedAt,
           retry: options.retry,
           signal: options.signal,
+          runToken,
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });
+        await options.onTileFinished?.(summary);
         return summary;
       },
       options.signal,
@@ -70,5 +81,5 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
     if (options.dispatcher === undefined) await dispatcher.close();
   }
   const tiles = results.filter((tile): tile is TileSummary => tile !== undefined);
-  return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tiles, ...countOutcomes(tiles) };
+  return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tokenFetches: runToken.fetched, tiles, ...countOutcomes(tiles) };
 }

@@ -1,4 +1,5 @@
-import { Agent, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, DecoratorHandler, type Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
@@ -6,7 +7,7 @@ import type { Logger } from '../log.js';
 import { ExportClient } from '../source/export-client.js';
 import { RetryBudget } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
-import { SessionToken } from '../source/session-token.js';
+import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, type TokenRequest } from '../source/token-client.js';
 
 export interface RetrySettings {
@@ -34,14 +35,61 @@ export interface SourceSessionOptions {
   logger: Logger;
   retry?: RetrySettings;
   signal?: AbortSignal;
+  /** The run's token, shared by its tiles (default: one of this session's own). */
+  runToken?: RunToken;
 }
 
-/** One tile's connection to the source: a fresh token, the export client, the shared retry budget. */
+/** One tile's connection to the source: the run's token, the export client, the tile's retry budget. */
 export interface SourceSession {
   client: ExportClient;
   token: SessionToken;
   budget: RetryBudget;
   reauthentications: () => number;
+  /** What this tile's requests got back: 429 answers (retried, requeued or final) and body bytes, token endpoint included. */
+  traffic: WireCounts;
+}
+
+export interface WireCounts {
+  throttled: number;
+  /** Response body bytes as they arrived (before decompression). */
+  bytes: number;
+}
+
+/**
+ * Counts answers on their way through the dispatcher: the only place that sees every 429, whether
+ * the retry loop retried it, requeued it for concurrency (no retry event) or gave up, and every
+ * body byte, whatever reads it.
+ */
+// undici's types declare DecoratorHandler without the methods it has (it forwards every callback
+// of the handler it wraps, old style or new); this names the two we extend.
+interface ForwardingHandler extends Dispatcher.DispatchHandler {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+}
+const Forwarding = DecoratorHandler as unknown as new (handler: Dispatcher.DispatchHandler) => ForwardingHandler;
+
+class WireCounter extends Forwarding {
+  constructor(
+    handler: Dispatcher.DispatchHandler,
+    private readonly counts: WireCounts,
+  ) {
+    super(handler);
+  }
+
+  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    if (statusCode === 429) this.counts.throttled += 1;
+    super.onResponseStart(controller, statusCode, headers, statusMessage);
+  }
+
+  override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.counts.bytes += chunk.length;
+    super.onResponseData(controller, chunk);
+  }
+}
+
+/** `dispatcher` (the same connection pool) with its answers counted into `counts`. */
+export function countingDispatcher(dispatcher: Dispatcher, counts: WireCounts): Dispatcher {
+  return dispatcher.compose((dispatch) => (options, handler) => dispatch(options, new WireCounter(handler, counts)));
 }
 
 function timeoutsOf(source: EnvironmentConfig['source']) {
@@ -70,13 +118,15 @@ export function tokenRequestFor(job: LoadedJob, options: SourceSessionOptions, p
 }
 
 /** Wires token client, retry policy and export client for one tile run; fetches nothing yet. */
-export function openSourceSession(job: LoadedJob, options: SourceSessionOptions): SourceSession {
+export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionOptions): SourceSession {
+  const traffic: WireCounts = { throttled: 0, bytes: 0 };
+  const options = { ...sessionOptions, dispatcher: countingDispatcher(sessionOptions.dispatcher, traffic) };
   const { source } = options.environment;
   const { logger } = options;
   const budget = new RetryBudget((options.retry ?? DEFAULT_RETRY).budget);
   const policy = policyOf(options.retry ?? DEFAULT_RETRY, budget);
   let reauthentications = 0;
-  const token = new SessionToken(() => fetchToken(tokenRequestFor(job, options, policy)));
+  const token = new SessionToken(() => fetchToken(tokenRequestFor(job, options, policy)), options.runToken);
   const client = new ExportClient({
     baseUrl: source.baseUrl,
     tileParam: source.tileParam,
@@ -95,18 +145,18 @@ export function openSourceSession(job: LoadedJob, options: SourceSessionOptions)
       logger.info({ page: pageNumber }, 'token refused (401); fetching a new token once');
     },
   });
-  return { client, token, budget, reauthentications: () => reauthentications };
+  return { client, token, budget, reauthentications: () => reauthentications, traffic };
 }
 
 /**
- * How far the source's clock is ahead of ours (negative: behind), read from the HTTP `Date` of a
- * token response; undefined when the issuer sends none. Its resolution is one second.
+ * How far the source's clock is ahead of ours (negative: behind), read from the HTTP `Date` of the
+ * run's token response (the first token of the run: no extra request to the issuer); undefined
+ * when the issuer sends none. Its resolution is one second.
  */
-export async function measureServerClockOffset(job: LoadedJob, options: SourceSessionOptions): Promise<number | undefined> {
-  const retry = options.retry ?? DEFAULT_RETRY;
-  const sent = Date.now();
-  const token = await fetchToken(tokenRequestFor(job, options, policyOf(retry, new RetryBudget(retry.budget))));
+export async function measureServerClockOffset(job: LoadedJob, options: SourceSessionOptions & { runToken: RunToken }): Promise<number | undefined> {
+  const session = openSourceSession(job, options);
+  const token = await session.token.issued();
   if (token.serverDate === undefined) return undefined;
   // The Date header is stamped somewhere between sending and receiving: take the middle.
-  return token.serverDate - (sent + Date.now()) / 2;
+  return token.serverDate - (token.requestedAt + token.receivedAt) / 2;
 }

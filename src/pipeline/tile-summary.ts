@@ -9,6 +9,8 @@ import type { ReadStats } from './read-into-sinks.js';
 export interface TileSummary {
   job: string;
   tile: string;
+  /** The run id this tile ran under (a backfill window's own, derived from the backfill's). */
+  runId: string;
   /** partially_published: some sinks hold the new run (`outputs`), others the previous one (`unpublished`). */
   status: 'succeeded' | 'failed' | 'partially_published';
   /** Rows written. */
@@ -16,16 +18,26 @@ export interface TileSummary {
   /** Rows read but outside a backfill window. */
   rowsDropped: number;
   pages: number;
+  /** Bytes received from the source (as sent: compressed when it compressed), token requests included. */
+  bytes: number;
   durationMs: number;
   columns: Array<{ name: string; header: string; type: ColumnType }>;
   /** The targets that hold this run. */
   outputs: SinkResult[];
+  /** Every target this run wrote to or meant to (opened), published or not. */
+  targets: string[];
+  /** BigQuery jobs that made the run visible (copy or query) and loaded it, in that order per sink. */
+  bigqueryJobIds: string[];
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: string[];
   warnings: string[];
   /** Values that did not parse and were nulled (onInvalidValue: null). */
   nulledValues: number;
   retries: number;
+  /** 429 answers from the source (token endpoint included), whether retried, requeued or final. */
+  throttled: number;
+  /** Access tokens this tile fetched; 0 when it used the token another tile of the run fetched. */
+  tokenFetches: number;
   reauthentications: number;
   /** Re-reads from page 0 after the source changed mid-export. */
   restarts: number;
@@ -36,6 +48,8 @@ export interface RunSummary {
   runId: string;
   startedAt: string;
   durationMs: number;
+  /** Access tokens the whole run fetched (one, unless a token expired or was refused mid-run). */
+  tokenFetches: number;
   tiles: TileSummary[];
   succeeded: number;
   failed: number;
@@ -43,29 +57,50 @@ export interface RunSummary {
 }
 
 export interface SessionCounters {
+  runId: string;
   retries: number;
+  throttled: number;
+  tokenFetches: number;
   reauthentications: number;
   restarts: number;
+  bytes: number;
+  /** Targets of the writers opened, in publish order. */
+  targets: string[];
 }
 
-function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<TileSummary, 'status' | 'outputs'> {
+/** The BigQuery job ids a sink result names (the publishing job first, then the load). */
+export function bigqueryJobIdsOf(outputs: readonly SinkResult[]): string[] {
+  const ids: string[] = [];
+  for (const output of outputs) {
+    if (output.sink !== 'bigquery') continue;
+    for (const key of ['jobId', 'loadJobId']) {
+      const id = output.details?.[key];
+      if (typeof id === 'string' && id !== '' && !ids.includes(id)) ids.push(id);
+    }
+  }
+  return ids;
+}
+
+function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<TileSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
+  const { targets, ...rest } = counters;
   return {
     job: job.name,
     tile: job.tile,
     rows: stats?.rows ?? 0,
     rowsDropped: stats?.rowsDropped ?? 0,
     pages: stats?.pages ?? 0,
+    targets: [...targets],
     durationMs: Date.now() - started,
     columns: (stats?.columns ?? []).map(({ name, header, type }) => ({ name, header, type })),
     warnings: stats?.warnings ?? [],
     nulledValues: stats?.nulledValues ?? 0,
-    ...counters,
+    ...rest,
   };
 }
 
 /** The summary of a run that reached its publish: succeeded, or partially published. */
 export function tileSummary(job: LoadedJob, started: number, stats: ReadStats, counters: SessionCounters, published: PublishOutcome): TileSummary {
-  const summary: TileSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs };
+  const summary: TileSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
   if (published.partial) {
     summary.status = 'partially_published';
     summary.unpublished = [...published.partial.unpublished];
@@ -81,6 +116,7 @@ export function failedSummary(job: LoadedJob, started: number, stats: ReadStats 
     ...baseSummary(job, started, stats, counters),
     status: 'failed',
     outputs: [],
+    bigqueryJobIds: [],
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
 }

@@ -40,7 +40,7 @@ describe('tilehouse run output', () => {
     expect(lines).toHaveLength(2);
     expect(lines[1]).toBe('');
     const summary = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(Object.keys(summary).sort()).toEqual(['command', 'durationMs', 'exitCode', 'failed', 'partiallyPublished', 'runId', 'startedAt', 'succeeded', 'tiles']);
+    expect(Object.keys(summary).sort()).toEqual(['command', 'durationMs', 'exitCode', 'failed', 'partiallyPublished', 'runId', 'schemaVersion', 'startedAt', 'succeeded', 'tiles', 'tokenFetches', 'window']);
     expect(summary).toMatchObject({ command: 'run', exitCode: 0, succeeded: 1, failed: 0, partiallyPublished: 0 });
     expect(summary.tiles).toMatchObject([{ job: 'detail', status: 'succeeded', rows: INCIDENTS, pages: 3, nulledValues: 0, rowsDropped: 0 }]);
     // The human summary is on stderr, as before.
@@ -130,14 +130,15 @@ describe('help', () => {
 
 describe('formatRunSummary', () => {
   const tile = (overrides: Partial<TileSummary>): TileSummary => ({
-    job: 'by_type', tile: 't', status: 'succeeded', rows: 48, rowsDropped: 0, pages: 1, durationMs: 120, columns: [],
-    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }], warnings: [], nulledValues: 0, retries: 0, reauthentications: 0, restarts: 0,
+    job: 'by_type', tile: 't', runId: 'r1', status: 'succeeded', rows: 48, rowsDropped: 0, pages: 1, bytes: 4096, durationMs: 120, columns: [],
+    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }], targets: ['out/by_type.csv'], bigqueryJobIds: [], warnings: [], nulledValues: 0,
+    retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0,
     ...overrides,
   });
 
   it('says what made an "ok" less than whole: nulled values, dropped rows, warnings, retries', () => {
     const text = formatRunSummary({
-      runId: 'r1', startedAt: '', durationMs: 1500, succeeded: 1, failed: 0, partiallyPublished: 0,
+      runId: 'r1', startedAt: '', durationMs: 1500, tokenFetches: 1, succeeded: 1, failed: 0, partiallyPublished: 0,
       tiles: [tile({ nulledValues: 48, rowsDropped: 2, warnings: ['column "X": unknown dataType "money", loaded as STRING'], retries: 3, reauthentications: 1 })],
     });
     expect(text.split('\n')).toEqual([
@@ -153,7 +154,7 @@ describe('formatRunSummary', () => {
 
   it('names which targets hold which run after a partial publish', () => {
     const text = formatRunSummary({
-      runId: 'r2', startedAt: '', durationMs: 900, succeeded: 0, failed: 0, partiallyPublished: 1,
+      runId: 'r2', startedAt: '', durationMs: 900, tokenFetches: 1, succeeded: 0, failed: 0, partiallyPublished: 1,
       tiles: [tile({ status: 'partially_published', unpublished: ['bigquery p.d.by_type'], error: { code: 'publish_partial', message: 'bigquery failed' } })],
     });
     expect(text.split('\n')).toEqual([

@@ -1,0 +1,142 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { parse, stringify } from 'yaml';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { refreshMarginMs, RunToken, SessionToken } from '../../src/source/session-token.js';
+import type { Token } from '../../src/source/token-client.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+describe('RunToken', () => {
+  const issuer = (expiresIn?: number) => {
+    let issued = 0;
+    const fetch = async (): Promise<Token> => {
+      issued += 1;
+      return { accessToken: `t${issued}`, ...(expiresIn === undefined ? {} : { expiresIn }) };
+    };
+    return { fetch, count: () => issued };
+  };
+
+  it('shares one fetch between tiles asking at once, and keeps a token without expires_in for the whole run', async () => {
+    let now = 0;
+    const run = new RunToken({ now: () => now });
+    const { fetch, count } = issuer();
+    const [a, b] = [new SessionToken(fetch, run), new SessionToken(fetch, run)];
+    expect(await Promise.all([a.get(), b.get(), a.get()])).toEqual(['t1', 't1', 't1']);
+    now = 10 * 24 * 3_600_000;
+    expect(await b.get()).toBe('t1');
+    expect([count(), run.fetched, a.fetched, b.fetched]).toEqual([1, 1, 1, 0]);
+  });
+
+  it('replaces a token a margin before expires_in, not after', async () => {
+    let now = 1_000;
+    const run = new RunToken({ now: () => now });
+    const { fetch } = issuer(3600);
+    const token = new SessionToken(fetch, run);
+    expect(await token.get()).toBe('t1');
+    now = 1_000 + 3_600_000 - refreshMarginMs(3_600_000) - 1;
+    expect(await token.get()).toBe('t1');
+    now += 1;
+    expect(await token.get()).toBe('t2');
+    expect(refreshMarginMs(3_600_000)).toBe(60_000);
+    expect(refreshMarginMs(2_000)).toBe(400);
+  });
+
+  it('a 401 refreshes once for every holder of the stale token; a failed fetch is not kept', async () => {
+    const run = new RunToken();
+    let fail = true;
+    let issued = 0;
+    const fetch = async (): Promise<Token> => {
+      if (fail) {
+        fail = false;
+        throw new Error('issuer down');
+      }
+      issued += 1;
+      return { accessToken: `t${issued}` };
+    };
+    const token = new SessionToken(fetch, run);
+    await expect(token.get()).rejects.toThrow('issuer down');
+    expect(await token.get()).toBe('t1');
+    expect(await Promise.all([token.refresh('t1'), token.refresh('t1')])).toEqual(['t2', 't2']);
+    expect(await token.refresh('t1')).toBe('t2');
+    expect(run.fetched).toBe(3);
+  });
+});
+
+describe('tokens per run against the sandbox', () => {
+  let sandbox: Sandbox;
+  let shortLived: Sandbox;
+  let root: string;
+  const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 80 });
+    shortLived = await startSandbox({ incidents: 160, tokenLifetimeSeconds: 1, latencyMs: 40 });
+  });
+  afterAll(async () => {
+    await Promise.all([sandbox.close(), shortLived.close()]);
+  });
+  afterEach(async () => {
+    sandbox.clearFaults();
+    sandbox.clearRequests();
+    if (root !== undefined) await rm(root, { recursive: true, force: true });
+  });
+
+  async function run(target: Sandbox, source: Record<string, unknown> = {}, tileConcurrency = 1) {
+    root = await makeTempDir();
+    const workspace = await writeWorkspace(root, target, jobs, { itemsPerPage: 10, ...source });
+    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(workspace.configFile, stringify({ ...config, tileConcurrency }));
+    target.clearRequests();
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(target) });
+    const tokenRequests = target.requests.filter((request) => request.endpoint === 'token');
+    return { result, summary: JSON.parse(result.stdout) as { tokenFetches: number; tiles: Array<{ tokenFetches: number; throttled: number; retries: number; reauthentications: number }> }, tokenRequests };
+  }
+
+  it('a three-tile run asks the issuer for one token', async () => {
+    const { result, summary, tokenRequests } = await run(sandbox);
+    expect(result.exitCode).toBe(0);
+    expect(tokenRequests).toHaveLength(1);
+    expect(summary.tokenFetches).toBe(1);
+    expect(summary.tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0)).toBe(1);
+    expect(sandbox.requests.filter((request) => request.endpoint === 'export' && request.status !== 200)).toEqual([]);
+  });
+
+  it('three tiles at once still share one token (the first fetch is awaited by all)', async () => {
+    const { result, summary, tokenRequests } = await run(sandbox, {}, 3);
+    expect(result.exitCode).toBe(0);
+    expect(tokenRequests).toHaveLength(1);
+    expect(summary.tokenFetches).toBe(1);
+  });
+
+  it('a 429 from the token endpoint is retried like any 429 and counted', async () => {
+    sandbox.inject({ kind: 'rate-limit', endpoint: 'token', retryAfter: 0 });
+    const { result, summary, tokenRequests } = await run(sandbox);
+    expect(result.exitCode).toBe(0);
+    expect(tokenRequests.map((request) => request.status)).toEqual([429, 200]);
+    expect(summary.tokenFetches).toBe(1);
+    expect(summary.tiles.reduce((sum, tile) => sum + tile.throttled, 0)).toBe(1);
+  });
+
+  it('a 401 mid-run still fetches a new token once, shared by the tiles after it', async () => {
+    sandbox.inject({ kind: 'token-expiry', afterExportCalls: 4 });
+    const { result, summary, tokenRequests } = await run(sandbox);
+    expect(result.exitCode).toBe(0);
+    expect(tokenRequests).toHaveLength(2);
+    expect(summary.tokenFetches).toBe(2);
+    // Each page refused with the dead token counts a re-authentication; they share one new token.
+    expect(summary.tiles.reduce((sum, tile) => sum + tile.reauthentications, 0)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('short-lived tokens are replaced before they expire, so no request is refused', async () => {
+    const { result, summary, tokenRequests } = await run(shortLived, { concurrency: 1 });
+    expect(result.exitCode).toBe(0);
+    // 3 tiles x 16 pages x 40+ ms, one page at a time, is about 2 s of 1 s tokens (refreshed
+    // 200 ms before their end, well above a page's 40 ms).
+    expect(tokenRequests.length).toBeGreaterThanOrEqual(2);
+    expect(summary.tokenFetches).toBe(tokenRequests.length);
+    expect(shortLived.requests.filter((request) => request.status === 401)).toEqual([]);
+    expect(summary.tiles.every((tile) => tile.reauthentications === 0)).toBe(true);
+  });
+});
