@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { runTiles } from '../pipeline/run-tiles.js';
+import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
@@ -41,6 +42,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, io.sinkOptions)] as const)));
 
+    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
       const summary = await runTiles([job], {
         environment: workspace.environment,
@@ -49,6 +51,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
         buildSinks: () => sinks.get(job.name)!,
         retry: io.retry,
         signal,
+        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile)) }),
       });
       return summary.tiles[0];
     }, logger);

@@ -76,10 +76,27 @@ const sinkDefaultsSchema = z
   .strict()
   .default({ csv: { directory: 'out' } });
 
+const PROMETHEUS_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+const metricsSchema = z
+  .object({
+    pushgatewayUrl: z
+      .url()
+      .optional()
+      .describe('Prometheus Pushgateway to push each tile run\'s metrics to (grouping key: job); none: no metrics are pushed'),
+    timeoutMs: z.number().int().positive().default(5000).describe('Limit for one push; a failed push is logged and never fails the run'),
+    labels: z
+      .record(z.string().regex(PROMETHEUS_LABEL, 'must be a Prometheus label name').refine((name) => !name.startsWith('__') && name !== 'job', 'job and names starting with __ are reserved'), z.string().min(1))
+      .default({})
+      .describe('Extra grouping labels, e.g. {environment: production}'),
+  })
+  .strict();
+
 export const environmentSchema = z
   .object({
     source: sourceSchema,
     sinks: sinkDefaultsSchema,
+    metrics: metricsSchema.optional().describe('Off unless metrics.pushgatewayUrl is set'),
     tileConcurrency: z.number().int().min(1).max(32).default(1).describe('Tiles exported at the same time'),
     tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
   })
@@ -87,4 +104,5 @@ export const environmentSchema = z
 
 export type EnvironmentConfig = z.infer<typeof environmentSchema>;
 export type SourceConfig = EnvironmentConfig['source'];
+export type MetricsConfig = NonNullable<EnvironmentConfig['metrics']>;
 export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;

@@ -1,0 +1,107 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { METRICS, MetricsPusher, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+import { describeWithPushgateway, samplesOf } from './pushgateway.js';
+
+const run: TileRunMetrics = { job: 'daily', status: 'succeeded', rows: 12, pages: 2, bytes: 3000, durationMs: 1500, retries: 1, throttled: 2, tokenFetches: 1 };
+
+describe('tileRunRegistry', () => {
+  it('sets the last-success time only for a successful run, the last-failure time only for a failed one', async () => {
+    const ok = await tileRunRegistry(run, 1_700_000_000_000).metrics();
+    expect(samplesOf(ok, METRICS.lastSuccess)).toEqual([{ labels: {}, value: 1_700_000_000 }]);
+    expect(samplesOf(ok, METRICS.lastFailure)).toEqual([]);
+    for (const status of ['failed', 'partially_published'] as const) {
+      const failed = await tileRunRegistry({ ...run, status }, 1_700_000_000_000).metrics();
+      expect(samplesOf(failed, METRICS.lastSuccess)).toEqual([]);
+      expect(samplesOf(failed, METRICS.lastFailure)).toEqual([{ labels: {}, value: 1_700_000_000 }]);
+      expect(samplesOf(failed, METRICS.lastRunSuccess)[0]!.value).toBe(0);
+    }
+    expect(samplesOf(ok, METRICS.duration)[0]!.value).toBe(1.5);
+    expect(samplesOf(ok, METRICS.throttled)[0]!.value).toBe(2);
+  });
+});
+
+describe('MetricsPusher without a Pushgateway', () => {
+  it('logs a failed push and reports false, never throws', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const pusher = new MetricsPusher({ pushgatewayUrl: 'http://127.0.0.1:9', timeoutMs: 1000, labels: {}, logger });
+    expect(await pusher.pushTileRun(run)).toBe(false);
+    expect(lines.join('')).toMatch(/metrics push for daily failed/);
+  });
+});
+
+describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) => {
+  let sandbox: Sandbox;
+  let root: string;
+  let workspace: Workspace;
+  const jobs = [
+    { name: 'steady', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    { name: 'flaky', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+  ];
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 45 });
+    root = await makeTempDir();
+    workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 20 });
+    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url, labels: { environment: 'test' } } }));
+  });
+  afterAll(async () => {
+    await sandbox.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const tilehouse = (tiles: string[]) =>
+    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...tiles.flatMap((tile) => ['--tile', tile])], { env: sandboxEnv(sandbox) });
+  const sample = async (name: string, job: string) => samplesOf(await gateway.scrape(), name).find((s) => s.labels.job === job);
+
+  it('serves each job\'s run back on /metrics, grouped by job with the configured labels', async () => {
+    sandbox.inject({ kind: 'rate-limit', endpoint: 'export', pageNumber: 1, retryAfter: 0 });
+    const before = Date.now() / 1000;
+    const result = await tilehouse(['steady', 'flaky']);
+    expect(result.exitCode).toBe(0);
+    for (const job of ['steady', 'flaky']) {
+      expect((await sample(METRICS.rows, job))).toMatchObject({ labels: { job, environment: 'test' }, value: 45 });
+      expect((await sample(METRICS.pages, job))?.value).toBe(3);
+      expect((await sample(METRICS.lastRunSuccess, job))?.value).toBe(1);
+      expect((await sample(METRICS.lastSuccess, job))?.value).toBeGreaterThanOrEqual(Math.floor(before));
+      expect((await sample(METRICS.bytes, job))?.value).toBeGreaterThan(1000);
+      expect((await sample(METRICS.duration, job))?.value).toBeGreaterThan(0);
+    }
+    // One token for the run: the first tile fetched it.
+    expect([(await sample(METRICS.tokenFetches, 'steady'))?.value, (await sample(METRICS.tokenFetches, 'flaky'))?.value]).toEqual([1, 0]);
+    expect(((await sample(METRICS.throttled, 'steady'))?.value ?? 0) + ((await sample(METRICS.throttled, 'flaky'))?.value ?? 0)).toBe(1);
+  });
+
+  it('a failed run leaves the last success time as it was, and says the last run failed', async () => {
+    const success = (await sample(METRICS.lastSuccess, 'flaky'))!.value;
+    const steadySuccess = (await sample(METRICS.lastSuccess, 'steady'))!.value;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Infinity });
+    try {
+      const result = await tilehouse(['flaky']);
+      expect(result.exitCode).toBe(1);
+    } finally {
+      sandbox.clearFaults();
+    }
+    expect((await sample(METRICS.lastSuccess, 'flaky'))?.value).toBe(success);
+    expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(0);
+    expect((await sample(METRICS.lastFailure, 'flaky'))?.value).toBeGreaterThan(success);
+    expect((await sample(METRICS.rows, 'flaky'))?.value).toBe(0);
+    expect((await sample(METRICS.retries, 'flaky'))?.value).toBeGreaterThan(0);
+    // The other job's group is untouched.
+    expect((await sample(METRICS.lastSuccess, 'steady'))?.value).toBe(steadySuccess);
+
+    const recovered = await tilehouse(['flaky']);
+    expect(recovered.exitCode).toBe(0);
+    expect((await sample(METRICS.lastSuccess, 'flaky'))!.value).toBeGreaterThan(success);
+    expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(1);
+  });
+});
