@@ -8,6 +8,10 @@ import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command 
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
+import { shareOf } from '../pipeline/shard-windows.js';
+import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
+import { runIdOf, shardOf } from './orchestration-flags.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
@@ -49,6 +53,7 @@ export function rerunCommands(failed: readonly DateWindow[], job: string, step: 
 export const backfillCommand: Command = {
   name: 'backfill',
   help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
+                          [--run-id ID] [--shard-index I --shard-count N] [--json | --summary-json FILE]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
 into its own CSV file ({date} = the window's first day) or BigQuery partition (writeMode:
@@ -65,6 +70,11 @@ Options:
       --concurrency N    windows exported at the same time (default: 1)
       --strict           fail a window in the future (not run) or one whose rows all fell
                          outside it (not published) instead of warning
+      --run-id ID        the backfill's id (default: $TILEHOUSE_RUN_ID, else a new one; at most 55
+                         characters); window YYYY-MM-DD runs as ID-YYYYMMDD, the same on a re-run
+      --shard-index I    run only share I (0-based) of N contiguous shares of the windows (default:
+      --shard-count N    $JOB_COMPLETION_INDEX with $TILEHOUSE_SHARD_COUNT in an Indexed Job,
+                         $CLOUD_RUN_TASK_INDEX / $CLOUD_RUN_TASK_COUNT in a Cloud Run job; else all)
 ${COMMON_HELP}
 ${SUMMARY_HELP}
 ${logHelp('warn')}
@@ -74,7 +84,7 @@ Example:
   tilehouse backfill --tile daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week
 
 Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
-2 bad config or usage, 143 / 130 stopped by SIGTERM / SIGINT.
+2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT.
 `,
   async run(args, io) {
     const { values } = parseCommandArgs('backfill', args, {
@@ -84,6 +94,9 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       step: { type: 'string' },
       concurrency: { type: 'string' },
       strict: { type: 'boolean' },
+      'run-id': { type: 'string' },
+      'shard-index': { type: 'string' },
+      'shard-count': { type: 'string' },
       json: { type: 'boolean' },
       'summary-json': { type: 'string' },
     });
@@ -101,6 +114,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const concurrency = Number(values.concurrency ?? '1');
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
+    const runId = runIdOf('backfill', values['run-id'], io.env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
+    const shard = shardOf('backfill', values, io.env);
 
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
@@ -110,9 +125,12 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     backfillItemIndex(job);
     const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
     const { logger, screen } = output;
-    const windows = splitWindows(values.from!, values.to!, step);
+    const allWindows = splitWindows(values.from!, values.to!, step);
+    const windows = shard === undefined ? allWindows : shareOf(allWindows, shard);
+    if (shard !== undefined) logger.info({ shard, windows: windows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows`);
 
-    const started = Date.now();
+    const startedAt = new Date();
+    const started = startedAt.getTime();
     let rows = 0;
     let summary: BackfillSummary;
     try {
@@ -123,6 +141,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         sinks,
         windows,
         concurrency,
+        runId,
         retry: io.retry,
         signal: io.signal,
         strict: values.strict === true,
@@ -136,7 +155,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       screen?.close();
     }
 
-    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
+    const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows)`;
+    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
     if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
     for (const { window, summary: tile, warnings } of summary.windows) {
       const detail =
@@ -158,6 +178,19 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         ? EXIT.tileFailed
         : EXIT.ok;
     const rerun = summary.failed.length === 0 ? [] : rerunCommands(summary.failed, job.name, step, passThrough);
-    return reportSummary(summaryTarget, { command: 'backfill', exitCode: code, from: values.from, to: values.to, step, rows, ...summary, rerun }, code, io);
+    const document = backfillSummaryDocument({
+      summary,
+      exitCode: code,
+      window: { start: values.from!, end: values.to! },
+      startedAt,
+      durationMs: Date.now() - started,
+      from: values.from!,
+      to: values.to!,
+      step,
+      shard: shard === undefined ? null : { ...shard, windows: allWindows.length },
+      rows,
+      rerun,
+    });
+    return reportSummary(summaryTarget, document, code, io);
   },
 };

@@ -3,14 +3,15 @@ import { formatRunSummary } from '../pipeline/format-summary.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import type { Sink } from '../sinks/sink.js';
 import type { RunSummary } from '../pipeline/tile-summary.js';
+import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
+import { runSummaryDocument } from '../pipeline/summary-schema.js';
+import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-flags.js';
+import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
-
-// Run ids name temp files, staging tables and job ids: keep them to what all of those accept.
-const RUN_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
 export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
@@ -20,7 +21,8 @@ export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublis
 
 export const runCommand: Command = {
   name: 'run',
-  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--json | --summary-json FILE] [-q | -v]
+  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--run-id ID] [--window-start T --window-end T]
+                     [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
 publishes the run, or none does. Logs go to stderr: one line per event and a live progress line
@@ -29,8 +31,9 @@ per tile on a terminal, JSON lines otherwise; a human summary ends the run (stde
 Options:
 ${COMMON_HELP}
   -t, --tile NAME      run only this job (by its name); repeatable (a name given twice runs once)
-      --run-id ID      the run's id (default: a new one); re-running a partially published run
-                       with its id does not append its rows to a BigQuery table twice
+${ORCHESTRATION_HELP}
+                       Re-running a partially published run with its --run-id does not append
+                       its rows to a BigQuery table twice.
 ${SUMMARY_HELP}
 ${logHelp('info')}
   -h, --help           show this help
@@ -46,6 +49,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const { values } = parseCommandArgs('run', args, {
       tile: { type: 'string', short: 't', multiple: true },
       'run-id': { type: 'string' },
+      'window-start': { type: 'string' },
+      'window-end': { type: 'string' },
       json: { type: 'boolean' },
       'summary-json': { type: 'string' },
     });
@@ -53,8 +58,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const runId = values['run-id'];
-    if (runId !== undefined && !RUN_ID.test(runId)) throw UsageError.of(`run: --run-id must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(runId)}`);
+    const runId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64);
+    const window = nominalWindowOf('run', values);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
@@ -67,6 +72,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const { logger } = output;
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
     const onProgress = progressLines(output);
+    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     let summary: RunSummary;
     try {
       summary = await runTiles(jobs, {
@@ -78,6 +84,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         signal: io.signal,
         ...(runId === undefined ? {} : { runId }),
         ...(onProgress === undefined ? {} : { onProgress }),
+        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile)) }),
       });
     } finally {
       output.screen?.close();
@@ -85,6 +92,6 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     logger.info({ summary }, 'run finished');
     const code = exitCodeOf(summary);
     io.stderr.write(formatRunSummary(summary));
-    return reportSummary(summaryTarget, { command: 'run', exitCode: code, ...summary }, code, io);
+    return reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window }), code, io);
   },
 };

@@ -1,0 +1,167 @@
+import { z } from 'zod';
+import { COLUMN_TYPES } from '../transform/column.js';
+import type { BackfillSummary } from './run-backfill.js';
+import type { RunSummary, TileSummary } from './tile-summary.js';
+
+/**
+ * The machine-readable summary of `run` and `backfill` (`--json`, `--summary-json FILE`,
+ * `$TILEHOUSE_SUMMARY_FILE`): the contract with orchestrators (Argo, Airflow, Dagster Pipes,
+ * Cloud Run jobs), committed as schema/run-summary.schema.json. Fields are only ever added; a
+ * change that removes or retypes one bumps `schemaVersion`.
+ */
+
+export const SUMMARY_SCHEMA_VERSION = 1;
+
+const count = z.number().int().min(0);
+const calendarDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
+
+const sinkResultSchema = z
+  .object({
+    sink: z.enum(['csv', 'bigquery']),
+    target: z.string().describe('File path, or project.dataset.table[$partition]'),
+    rows: count,
+    details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  })
+  .strict();
+
+export const tileSummarySchema = z
+  .object({
+    job: z.string(),
+    tile: z.string(),
+    runId: z.string().describe("The run id this tile ran under (a backfill window's own)"),
+    status: z.enum(['succeeded', 'failed', 'partially_published']),
+    rows: count.describe('Rows written'),
+    rowsDropped: count.describe('Rows read but outside a backfill window'),
+    pages: count,
+    bytes: count.describe('Response body bytes received from the source, as sent (compressed when it compressed)'),
+    durationMs: count,
+    columns: z.array(z.object({ name: z.string(), header: z.string(), type: z.enum(COLUMN_TYPES) }).strict()),
+    outputs: z.array(sinkResultSchema).describe('The targets that hold this run'),
+    targets: z.array(z.string()).describe('Every target this run wrote to, published or not'),
+    bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
+    unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
+    warnings: z.array(z.string()),
+    nulledValues: count,
+    retries: count,
+    throttled: count.describe('429 answers from the source, token endpoint included'),
+    tokenFetches: count.describe('Access tokens this tile fetched (0: it used the one of the run)'),
+    reauthentications: count,
+    restarts: count,
+    error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set unless status is succeeded'),
+  })
+  .strict();
+
+/** The scheduler's interval this run stands for (Airflow's data interval, Argo's scheduled time), echoed. */
+const nominalWindowSchema = z
+  .object({ start: z.string(), end: z.string() })
+  .strict()
+  .nullable()
+  .describe('The nominal window passed in (--window-start/--window-end; a backfill: --from/--to), else null');
+
+const common = {
+  schemaVersion: z.literal(SUMMARY_SCHEMA_VERSION),
+  exitCode: z.number().int().describe('The exit code of the process: 0 ok, 1 failed, 3 partially published'),
+  runId: z.string(),
+  window: nominalWindowSchema,
+  startedAt: z.iso.datetime(),
+  durationMs: count,
+  tokenFetches: count.describe('Access tokens the whole run fetched'),
+};
+
+export const runSummarySchema = z
+  .object({
+    command: z.literal('run'),
+    ...common,
+    tiles: z.array(tileSummarySchema),
+    succeeded: count,
+    failed: count,
+    partiallyPublished: count,
+  })
+  .strict();
+
+const dateWindowSchema = z.object({ from: calendarDate, to: calendarDate }).strict();
+
+export const backfillSummarySchema = z
+  .object({
+    command: z.literal('backfill'),
+    ...common,
+    job: z.string(),
+    from: calendarDate,
+    to: calendarDate,
+    step: z.enum(['day', 'week', 'month']),
+    shard: z
+      .object({ index: count, count: z.number().int().min(1), windows: count.describe('Windows of the whole backfill') })
+      .strict()
+      .nullable()
+      .describe('This process ran the windows of shard index of count (an Indexed Job or a Cloud Run job task), else null'),
+    rows: count,
+    exact: z.boolean().describe('False when the job names no backfill.bucketColumn: windows are exact to within a day'),
+    windows: z.array(z.object({ window: dateWindowSchema, summary: tileSummarySchema, warnings: z.array(z.string()) }).strict()),
+    failed: z.array(dateWindowSchema),
+    rerun: z.array(z.string()).describe('Commands that re-run only the failed windows'),
+  })
+  .strict();
+
+export const summarySchema = z.discriminatedUnion('command', [runSummarySchema, backfillSummarySchema]);
+
+export type RunSummaryDocument = z.infer<typeof runSummarySchema>;
+export type BackfillSummaryDocument = z.infer<typeof backfillSummarySchema>;
+
+type Common = Pick<RunSummaryDocument, 'exitCode' | 'window'>;
+
+/** The summary document of a `run`: what `--json` prints and `--summary-json` writes. */
+export function runSummaryDocument(summary: RunSummary, extra: Common): RunSummaryDocument {
+  const { runId, startedAt, durationMs, tokenFetches, tiles, succeeded, failed, partiallyPublished } = summary;
+  return { command: 'run', schemaVersion: SUMMARY_SCHEMA_VERSION, ...extra, runId, startedAt, durationMs, tokenFetches, tiles, succeeded, failed, partiallyPublished };
+}
+
+export interface BackfillDocumentInputs extends Common {
+  summary: BackfillSummary;
+  startedAt: Date;
+  durationMs: number;
+  from: string;
+  to: string;
+  step: BackfillSummaryDocument['step'];
+  shard: BackfillSummaryDocument['shard'];
+  rows: number;
+  rerun: string[];
+}
+
+export function backfillSummaryDocument(inputs: BackfillDocumentInputs): BackfillSummaryDocument {
+  const { summary } = inputs;
+  return {
+    command: 'backfill',
+    schemaVersion: SUMMARY_SCHEMA_VERSION,
+    exitCode: inputs.exitCode,
+    runId: summary.runId,
+    window: inputs.window,
+    startedAt: inputs.startedAt.toISOString(),
+    durationMs: inputs.durationMs,
+    tokenFetches: summary.tokenFetches,
+    job: summary.job,
+    from: inputs.from,
+    to: inputs.to,
+    step: inputs.step,
+    shard: inputs.shard,
+    rows: inputs.rows,
+    exact: summary.exact,
+    windows: summary.windows,
+    failed: summary.failed,
+    rerun: inputs.rerun,
+  };
+}
+
+// TileSummary is written by hand where it is built; this keeps it and the schema in step.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const tileSummaryMatches: Same<TileSummary, z.infer<typeof tileSummarySchema>> = true;
+void tileSummaryMatches;
+
+/** schema/run-summary.schema.json: what a summary file holds (`io: 'output'`). */
+export function summaryJsonSchemaFile(): { file: string; text: string } {
+  const schema = {
+    ...z.toJSONSchema(summarySchema, { io: 'output', unrepresentable: 'any' }),
+    $id: 'https://tilehouse.dev/schema/run-summary.schema.json',
+    title: 'tilehouse run or backfill summary (--json, --summary-json, $TILEHOUSE_SUMMARY_FILE)',
+  };
+  return { file: 'schema/run-summary.schema.json', text: `${JSON.stringify(schema, null, 2)}\n` };
+}

@@ -1,0 +1,92 @@
+import { readFile, rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const DAY_MS = 86_400_000;
+const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
+
+const job = {
+  name: 'daily',
+  tile: SANDBOX_TILE,
+  query: {
+    items: [
+      {
+        header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', function: 'date', format: 'year_month_number_day_number_hyphen',
+        grouped: true, order: 'asc', orderSequence: 0, filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+      },
+      { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
+    ],
+    options: { pageNumber: 0, itemsPerPage: 50 },
+  },
+  sinks: [{ type: 'csv' }],
+  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+  backfill: { item: 'day', bucketColumn: 'Day' },
+};
+
+interface BackfillDocument {
+  runId: string;
+  exitCode: number;
+  tokenFetches: number;
+  window: { start: string; end: string };
+  shard: { index: number; count: number; windows: number } | null;
+  windows: Array<{ window: { from: string; to: string }; summary: { runId: string; status: string } }>;
+}
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+let validate: z.ZodType;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ incidents: 2000, now: new Date() });
+  root = await makeTempDir();
+  workspace = await writeWorkspace(root, sandbox, [job]);
+  validate = z.fromJSONSchema(JSON.parse(await readFile('schema/run-summary.schema.json', 'utf8')) as Parameters<typeof z.fromJSONSchema>[0]);
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+function backfill(args: string[], env: Record<string, string> = {}) {
+  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-8), '--to', day(-1), '--json', ...args], {
+    env: { ...sandboxEnv(sandbox), ...env },
+  });
+}
+
+describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
+  it('three workers run every window exactly once, each under the derived run id, one token each, summaries valid', async () => {
+    const environments = [{ JOB_COMPLETION_INDEX: '0', TILEHOUSE_SHARD_COUNT: '3' }, { CLOUD_RUN_TASK_INDEX: '1', CLOUD_RUN_TASK_COUNT: '3' }, {}];
+    const documents: BackfillDocument[] = [];
+    for (const [index, env] of environments.entries()) {
+      sandbox.clearRequests();
+      const result = await backfill(index === 2 ? ['--run-id', 'bf-7', '--shard-index', '2', '--shard-count', '3'] : ['--run-id', 'bf-7'], env);
+      expect(result.exitCode).toBe(0);
+      const document = JSON.parse(result.stdout) as BackfillDocument;
+      const check = validate.safeParse(document);
+      expect(check.success ? [] : check.error.issues).toEqual([]);
+      // The source clock and every window of this worker share one token.
+      expect(sandbox.requests.filter((request) => request.endpoint === 'token')).toHaveLength(1);
+      expect(document).toMatchObject({ runId: 'bf-7', exitCode: 0, tokenFetches: 1, window: { start: day(-8), end: day(-1) }, shard: { index, count: 3, windows: 7 } });
+      documents.push(document);
+    }
+    const windows = documents.flatMap((document) => document.windows.map((result) => result.window.from));
+    expect(windows).toEqual(Array.from({ length: 7 }, (_, offset) => day(-8 + offset)));
+    for (const result of documents.flatMap((document) => document.windows)) {
+      expect(result.summary).toMatchObject({ status: 'succeeded', runId: `bf-7-${result.window.from.replaceAll('-', '')}` });
+    }
+  });
+
+  it('refuses half a shard, an index beyond the count, and a run id too long for its windows (exit 2)', async () => {
+    expect((await backfill([], { JOB_COMPLETION_INDEX: '0' })).stderr).toMatch(/\$JOB_COMPLETION_INDEX is set but not \$TILEHOUSE_SHARD_COUNT/);
+    const beyond = await backfill(['--shard-index', '3', '--shard-count', '3']);
+    expect(beyond.exitCode).toBe(2);
+    expect(beyond.stderr).toMatch(/--shard-index must be from 0 to 2/);
+    const long = await backfill(['--run-id', 'x'.repeat(56)]);
+    expect(long.exitCode).toBe(2);
+    expect(long.stderr).toMatch(/--run-id must be 1-55/);
+  });
+});
