@@ -59,7 +59,7 @@ function backfill(args: string[], env: Record<string, string> = {}) {
 
 describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
   it('three workers run every window exactly once, each under the derived run id, one token each, summaries valid', async () => {
-    const environments = [{ JOB_COMPLETION_INDEX: '0', TILEHOUSE_SHARD_COUNT: '3' }, { CLOUD_RUN_TASK_INDEX: '1', CLOUD_RUN_TASK_COUNT: '3' }, {}];
+    const environments: Array<Record<string, string>> = [{ JOB_COMPLETION_INDEX: '0', TILEHOUSE_SHARD_COUNT: '3' }, { CLOUD_RUN_TASK_INDEX: '1', CLOUD_RUN_TASK_COUNT: '3' }, {}];
     const documents: BackfillDocument[] = [];
     for (const [index, env] of environments.entries()) {
       sandbox.clearRequests();
