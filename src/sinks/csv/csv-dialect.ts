@@ -1,5 +1,5 @@
 import type { Options } from 'csv-stringify';
-import type { Column, ColumnType, TypedRow, TypedValue } from '../../transform/column.js';
+import type { Column } from '../../transform/column.js';
 import { isoTimestampFormatter } from '../timestamp-text.js';
 
 /**
@@ -33,44 +33,23 @@ export const CSV_DIALECT = {
   escape_formulas: false,
 } as const satisfies Options;
 
-/** A non-null typed value → its CSV text (csv-stringify does the quoting). */
-type FieldFormatter = (value: Exclude<TypedValue, null>) => string;
-
-// String(-0) is "0", and String(n) is the shortest text that reads back as n.
-const formatNumber = (): FieldFormatter => (value) => String(value);
-const formatText = (): FieldFormatter => (value) => value as string;
-const formatTimestamp = (): FieldFormatter => {
-  const format = isoTimestampFormatter();
-  return (value) => format(value as number);
-};
-
 /**
  * How each type appears in the file: FLOAT64 as JavaScript prints it (1e+21 stays exponent form,
- * which every CSV reader parses), INT64 as exact decimal, NUMERIC/STRING/DATE as their canonical
- * text, TIMESTAMP as ISO 8601 UTC with milliseconds (what BigQuery and spreadsheets read back).
- * Factories, so each column gets its own formatter (the timestamp one keeps per-column state).
+ * which every CSV reader parses; -0 as "0"), INT64 as exact decimal, NUMERIC/STRING/DATE as their
+ * canonical text, TIMESTAMP as ISO 8601 UTC with milliseconds (what BigQuery and spreadsheets
+ * read back).
+ *
+ * Typed rows go to csv-stringify as they are, without a record of texts built per row: its
+ * default casts already write numbers and bigints as `"" + value` (String(value), the text above)
+ * and pass strings through, so only TIMESTAMP needs a cast of its own, chosen by the field's
+ * column index.
  */
-const FORMATTERS: Readonly<Record<ColumnType, () => FieldFormatter>> = {
-  FLOAT64: formatNumber,
-  INT64: formatNumber,
-  NUMERIC: formatText,
-  STRING: formatText,
-  TIMESTAMP: formatTimestamp,
-  DATE: formatText,
-};
-
-export type CsvRecord = (string | null)[];
-
-/** Turns typed rows into CSV records (text or null per field) for the given columns. */
-export function csvRecordFormatter(columns: readonly Column[]): (row: TypedRow) => CsvRecord {
-  const formatters = columns.map((column) => FORMATTERS[column.type]());
-  const width = formatters.length;
-  return (row) => {
-    const record: CsvRecord = new Array<string | null>(width);
-    for (let index = 0; index < width; index++) {
-      const value = row[index];
-      record[index] = value === null || value === undefined ? null : formatters[index]!(value);
-    }
-    return record;
+export function csvStringifyOptions(columns: readonly Column[]): Options {
+  // One formatter per TIMESTAMP column: each remembers the date text of the last day it wrote.
+  const timestamps: (((epochMs: number) => string) | undefined)[] = columns.map((column) => (column.type === 'TIMESTAMP' ? isoTimestampFormatter() : undefined));
+  const number = (value: number, context: { column?: number | string }): string => {
+    const format = timestamps[context.column as number];
+    return format === undefined ? String(value) : format(value);
   };
+  return { ...CSV_DIALECT, cast: { number } };
 }

@@ -9,7 +9,8 @@ import { stringify } from 'csv-stringify/sync';
 import type { Logger } from 'pino';
 import type { Column, TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkWriter } from '../sink.js';
-import { CSV_DIALECT, type CsvRecord, csvRecordFormatter } from './csv-dialect.js';
+import type { Options as StringifyOptions } from 'csv-stringify';
+import { CSV_DIALECT, csvStringifyOptions } from './csv-dialect.js';
 import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
 
 export interface CsvFileWriterOptions {
@@ -45,7 +46,8 @@ export class CsvFileWriter implements SinkWriter {
   private bytes = 0;
   private settling: Promise<unknown> | undefined;
   private aborting: Promise<void> | undefined;
-  private readonly toRecord: (row: TypedRow) => CsvRecord;
+  /** csv-stringify's options for this file's columns (the dialect and the TIMESTAMP cast). */
+  private readonly stringifyOptions: StringifyOptions;
 
   private constructor(
     private readonly options: CsvFileWriterOptions,
@@ -55,7 +57,7 @@ export class CsvFileWriter implements SinkWriter {
     /** Settles when every byte is in the file and it is fsynced and closed (or on failure). */
     private readonly flushed: Promise<void>,
   ) {
-    this.toRecord = csvRecordFormatter(options.columns);
+    this.stringifyOptions = csvStringifyOptions(options.columns);
   }
 
   get target(): string {
@@ -102,10 +104,8 @@ export class CsvFileWriter implements SinkWriter {
     this.assertOpen('writeRows');
     this.options.signal?.throwIfAborted();
     for (let start = 0; start < rows.length; start += ROWS_PER_CHUNK) {
-      const end = Math.min(rows.length, start + ROWS_PER_CHUNK);
-      const records: CsvRecord[] = new Array<CsvRecord>(end - start);
-      for (let index = start; index < end; index++) records[index - start] = this.toRecord(rows[index]!);
-      await this.write(stringify(records, CSV_DIALECT));
+      const slice = start === 0 && rows.length <= ROWS_PER_CHUNK ? rows : rows.slice(start, start + ROWS_PER_CHUNK);
+      await this.write(stringify(slice as TypedRow[], this.stringifyOptions));
     }
     this.rows += rows.length;
   }
