@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ExactNumber } from '../../src/source/json-body.js';
 import type { ExportPage } from '../../src/source/export-response.js';
 import { PageConsistency } from '../../src/source/page-checks.js';
 
@@ -114,6 +116,33 @@ describe('PageConsistency', () => {
       expect(checks.check({ ...page(0, 1, 2), rows: [['a', 9007199254740993n]] })).toBeUndefined();
       expect(checks.check({ ...page(1, 1, 2), rows: [['a', 9007199254740993n]] })).toMatchObject({ check: 'page-repeated' });
     });
+
+    it('refuses a repeat and only a repeat: pages whose values differ in any way pass (property)', () => {
+      const value = fc.oneof(
+        fc.string({ maxLength: 6 }),
+        fc.double(),
+        fc.constantFrom(null, true, false, 0, -0, '0', '', 'null', 'true', new ExactNumber('12345678901234567890'), { $date: 1 }),
+      );
+      const rows = fc.array(fc.array(value, { minLength: 2, maxLength: 2 }), { minLength: 1, maxLength: 4 });
+      fc.assert(
+        fc.property(rows, rows, (first, second) => {
+          const checks = new PageConsistency();
+          const total = first.length + second.length + first.length;
+          expect(checks.check({ ...page(0, first.length, total), rows: first })).toBeUndefined();
+          const same = Object.is(first.length, second.length) && first.every((row, r) => row.every((cell, c) => sameCell(cell, second[r]![c])));
+          const verdict = checks.check({ ...page(1, second.length, total), rows: second });
+          if (same) expect(verdict).toMatchObject({ check: 'page-repeated' });
+          else expect(verdict).toBeUndefined();
+          expect(checks.check({ ...page(2, first.length, total), rows: first.map((row) => [...row]) })).toMatchObject({ check: 'page-repeated', detail: expect.stringContaining("identical to page 0's") });
+        }),
+        { numRuns: 300 },
+      );
+    });
   });
 });
 
+/** Equal as the API sent it: same type and value (-0 and 0 differ as doubles; NaN is NaN). */
+function sameCell(a: unknown, b: unknown): boolean {
+  if (typeof a === 'object' && a !== null) return typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b) && a.constructor === b.constructor;
+  return Object.is(a, b);
+}
