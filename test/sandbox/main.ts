@@ -4,6 +4,7 @@
  *
  *   npx tsx test/sandbox/main.ts --port 8787 [--incidents N] [--latency-ms M] [--seed S]
  *       [--max-concurrent-exports K] [--token-lifetime-seconds T] [--host H] [--now ISO]
+ *       [--gzip] [--bandwidth-mbps B]
  *
  * The first line on stdout is the base URL and nothing else, so a parent process can read it;
  * credentials and settings go to stderr. Runs until SIGTERM or SIGINT.
@@ -21,6 +22,8 @@ const { values } = parseArgs({
     'max-concurrent-exports': { type: 'string' },
     'token-lifetime-seconds': { type: 'string' },
     now: { type: 'string' },
+    gzip: { type: 'boolean', default: false },
+    'bandwidth-mbps': { type: 'string' },
   },
   strict: true,
 });
@@ -44,6 +47,8 @@ const options: SandboxOptions = {
   maxConcurrentExports: numberOption('max-concurrent-exports', values['max-concurrent-exports']),
   tokenLifetimeSeconds: numberOption('token-lifetime-seconds', values['token-lifetime-seconds']),
   now: values.now === undefined ? undefined : new Date(values.now),
+  compress: values.gzip ? true : undefined,
+  bandwidthMbps: numberOption('bandwidth-mbps', values['bandwidth-mbps']),
 };
 // Leave unset options out so the sandbox's own defaults apply.
 for (const key of Object.keys(options) as (keyof SandboxOptions)[]) if (options[key] === undefined) delete options[key];

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import { generateDataset } from './dataset.js';
 import { answerExportRequest } from './export-endpoint.js';
 import type { ExportResult } from './export-page.js';
@@ -49,6 +50,13 @@ export interface SandboxOptions {
   datetimeFormat?: DatetimeFormat;
   /** Rows as arrays aligned with headers, or objects keyed by header. Default 'array'. */
   rowShape?: RowShape;
+  /** gzip every answer whose request accepts gzip (Accept-Encoding), as real services do. Default false. */
+  compress?: boolean;
+  /**
+   * The link's speed in Mbit/s: each answer waits as long as its body (as sent, compressed or
+   * not) takes to cross such a link, before it is sent. Default: no limit (loopback).
+   */
+  bandwidthMbps?: number;
 }
 
 export interface Sandbox {
@@ -89,6 +97,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const tokenLifetimeSeconds = positive(options.tokenLifetimeSeconds ?? 3600, 'tokenLifetimeSeconds');
   const latencyMs = atLeastZero(options.latencyMs ?? 0, 'latencyMs');
   const maxConcurrentExports = options.maxConcurrentExports === undefined ? Number.POSITIVE_INFINITY : positive(options.maxConcurrentExports, 'maxConcurrentExports');
+  const compress = options.compress ?? false;
+  const bandwidthMbps = options.bandwidthMbps === undefined ? undefined : positive(options.bandwidthMbps, 'bandwidthMbps');
   const concurrencyRetryAfter = atLeastZero(options.concurrencyRetryAfterSeconds ?? 0, 'concurrencyRetryAfterSeconds');
   const wire = { datetimeFormat: options.datetimeFormat ?? 'epoch-ms', rowShape: options.rowShape ?? 'array' } as const;
   const tiles = new Set(options.tiles ?? DEFAULT_TILE_IDS);
@@ -163,18 +173,28 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const send = (answer: HttpAnswer, malformed = false): void => {
       if (res.destroyed || res.writableEnded) return;
       let bytes = Buffer.from(JSON.stringify(answer.body));
+      const gzip = compress && acceptsGzip(req.headers['accept-encoding']);
+      if (gzip) bytes = gzipSync(bytes);
+      // A malformed answer is cut short after compression, as a dropped connection would cut it.
       if (malformed) bytes = bytes.subarray(0, Math.floor(bytes.length / 2));
-      record.status = answer.status;
-      record.respondedAt = Date.now();
-      res.writeHead(answer.status, {
-        'content-type': 'application/json; charset=utf-8',
-        'content-length': bytes.length,
-        // The sandbox's clock stands still at its dataset's "now" (its rw windows end there), and
-        // says so as every HTTP server does: a client computing windows must read it from here.
-        date: now.toUTCString(),
-        ...answer.headers,
-      });
-      res.end(bytes);
+      const write = (): void => {
+        if (res.destroyed || res.writableEnded) return;
+        record.status = answer.status;
+        record.respondedAt = Date.now();
+        res.writeHead(answer.status, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': bytes.length,
+          ...(compress ? { vary: 'accept-encoding' } : {}),
+          ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+          // The sandbox's clock stands still at its dataset's "now" (its rw windows end there), and
+          // says so as every HTTP server does: a client computing windows must read it from here.
+          date: now.toUTCString(),
+          ...answer.headers,
+        });
+        res.end(bytes);
+      };
+      if (bandwidthMbps === undefined) return write();
+      setTimeout(write, (bytes.length * 8) / (bandwidthMbps * 1000)).unref();
     };
 
     if (refused) {
@@ -300,6 +320,19 @@ async function readBody(req: IncomingMessage): Promise<Buffer | null> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** Whether an Accept-Encoding header allows gzip (listed, or `*`, without q=0). */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  let star = false;
+  for (const part of header.split(',')) {
+    const [coding = '', ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    const refused = parameters.some((parameter) => /^q=0(?:\.0{0,3})?$/.test(parameter));
+    if (coding === 'gzip' || coding === 'x-gzip') return !refused;
+    if (coding === '*') star = !refused;
+  }
+  return star;
 }
 
 function positive(value: number, name: string): number {
