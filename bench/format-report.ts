@@ -18,27 +18,27 @@ function table(header: string[], rows: string[][]): string {
 }
 
 function groupTable(group: Group, transportKey: (figure: Figure) => string): string {
-  const rows = Object.values(group.figures).map((figure) => {
+  const rows = Object.entries(group.figures).map(([name, figure]) => {
     const baseline = group.figures[transportKey(figure)];
     const notes: string[] = [];
     if (figure.extrapolatedFromPages !== undefined) notes.push(`extrapolated from ${figure.extrapolatedFromPages} of ${figure.pages} pages`);
     if (figure.extractMs !== undefined && figure.loadMs !== undefined) notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
-      LABELS[figure.scenario] ?? figure.scenario,
+      group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),
       String(figure.concurrency),
       fixed(figure.startMs, 0),
       fixed(figure.runMs / 1000, 2),
       int(figure.rowsPerSec),
       fixed(figure.wallMs / 1000, 2),
       fixed(figure.peakRssMb, 0),
-      fixed((figure.cpuMs * 1000) / figure.rows, 1),
-      fixed((figure.sourceCpuMs * 1000) / figure.rows, 1),
+      fixed((figure.cpuMs * 1000) / figure.rows, 2),
+      fixed((figure.sourceCpuMs * 1000) / figure.rows, 2),
       baseline ? fixed(figure.rowsPerSec / baseline.rowsPerSec, 2) : '',
       notes.join('; '),
     ];
   });
-  return table(['scenario', 'conc', 'start ms', 'run s', 'rows/s', 'wall s', 'peak RSS MB', 'CPU µs/row', 'source µs/row', 'vs (a)', 'notes'], rows);
+  return table(['scenario', 'conc', 'start ms', 'run s', 'rows/s', 'wall s', 'peak RSS MB', 'CPU ms/1k rows', 'source ms/1k rows', 'vs (a)', 'notes'], rows);
 }
 
 /** The readable form of a report: one table per size × latency, then ratios and targets. */
@@ -56,7 +56,7 @@ export function formatReport(report: BenchReport): string {
   out.push(
     'Each scenario is its own process. start = spawn → its first token request; run = first token request → exit;\n' +
       'rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process\'s maxRSS;\n' +
-      'CPU = that process\'s user+system CPU (all threads, start-up included) per row; source = the sandbox\'s CPU meanwhile.',
+      'CPU = that process\'s user+system CPU (all threads, start-up included) per 1000 rows; source = the sandbox\'s CPU meanwhile.',
   );
   if (report.coldStart) {
     const cold = report.coldStart;
@@ -66,7 +66,10 @@ export function formatReport(report: BenchReport): string {
     );
   }
   for (const group of report.groups) {
-    out.push(`\n${int(group.rows)} rows, page latency ${group.latencyMs} ms`);
+    const source = group.compressed
+      ? `, compressed-source group: sandboxes behind a ${group.compressed.bandwidthMbps} Mbit/s link, one answering gzip to tilehouse's Accept-Encoding, one identity`
+      : '';
+    out.push(`\n${int(group.rows)} rows, page latency ${group.latencyMs} ms${source}`);
     out.push(groupTable(group, (figure) => `transport@${figure.scenario === 'sequential' || figure.scenario === 'bigquery' ? settings.concurrency : figure.concurrency}`));
     const ratios = Object.entries(group.ratios).map(([name, value]) => `${name} ${fixed(value, 2)}`);
     if (ratios.length > 0) out.push(`ratios: ${ratios.join(', ')}`);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'cold-start'] as const;
+export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'compressed', 'cold-start'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -22,6 +22,10 @@ export interface BenchOptions {
   sequentialMaxPages: number;
   /** Write a CPU profile of each tilehouse CSV run here (node --cpu-prof). */
   cpuProfDir: string | undefined;
+  /** Page latencies of the compressed-source group (tilehouse against a plain and a gzipping sandbox). */
+  compressedLatencies: number[];
+  /** The link speed both sandboxes of the compressed-source group simulate, Mbit/s. */
+  bandwidthMbps: number;
   /** Also write the JSON report to this file. */
   out: string | undefined;
 }
@@ -34,6 +38,8 @@ Measures, against the sandbox in its own process, side by side in one run:
   csv         tilehouse (compiled CLI, a separate process) into CSV (c)
   csv-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (src/deploy)
   bigquery    tilehouse into the BigQuery emulator, when installed (d)
+  compressed  (c) at the target concurrency against a sandbox that gzips its answers (as real
+              services do) and against one that does not, both behind a link of --bandwidth-mbps
   cold-start  process start -> first token request of the compiled CLI, vs bare node
 
 Options:
@@ -43,6 +49,8 @@ Options:
   --quick                   sizes 10000,100000; repeat 1; 3 cold starts (a smoke run)
   --sizes N,N,...           rows (default 10000,100000,1000000)
   --latencies MS,MS,...     per-page latency of the sandbox (default 0,50)
+  --compressed-latencies MS,...  latencies of the compressed-source group (default 50)
+  --bandwidth-mbps N        link speed of the compressed-source group's sandboxes (default 100)
   --scenarios A,B,...       any of ${SCENARIOS.join(', ')} (default all)
   --concurrency N           page requests in flight (default 4)
   --target-concurrency N    concurrency for c/b at latency > 0 (default 8)
@@ -77,6 +85,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       quick: { type: 'boolean', default: false },
       sizes: { type: 'string' },
       latencies: { type: 'string' },
+      'compressed-latencies': { type: 'string', default: '50' },
+      'bandwidth-mbps': { type: 'string', default: '100' },
       scenarios: { type: 'string' },
       concurrency: { type: 'string', default: '4' },
       'target-concurrency': { type: 'string', default: '8' },
@@ -112,6 +122,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     coldStartCli: values['cold-start-cli'],
     sequentialMaxPages: list(values['sequential-max-pages'], 'sequential-max-pages')[0] ?? 0,
     cpuProfDir: values['cpu-prof'],
+    compressedLatencies: list(values['compressed-latencies'], 'compressed-latencies'),
+    bandwidthMbps: positive(values['bandwidth-mbps'], 'bandwidth-mbps'),
     out: values.out,
   };
 }

@@ -13,7 +13,7 @@ import { BENCH_QUERY } from './bench-query.js';
 import { measureColdStart } from './cold-start.js';
 import { formatReport } from './format-report.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
-import { groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
+import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
 import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { repoRoot } from './support/repo-root.js';
@@ -68,6 +68,49 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
   }
 }
 
+/**
+ * The compressed-source group: tilehouse (which asks for gzip, br) against a sandbox that answers
+ * in identity and one that gzips, both behind a link of `bandwidthMbps`, interleaved. On loopback
+ * without a speed limit compression could only cost CPU; real links have one.
+ */
+async function runCompressedGroup(options: BenchOptions, rows: number, latencyMs: number): Promise<Group> {
+  const c = latencyMs > 0 ? options.targetConcurrency : options.concurrency;
+  const sandboxes = [
+    ['identity', await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage, bandwidthMbps: options.bandwidthMbps })],
+    ['gzip', await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage, bandwidthMbps: options.bandwidthMbps, gzip: true })],
+  ] as const;
+  const proxies: TokenProxy[] = [];
+  try {
+    const plan: Array<[string, () => Promise<ScenarioRun>]> = [];
+    for (const [encoding, sandbox] of sandboxes) {
+      const tokens = await TokenProxy.start(sandbox.url);
+      proxies.push(tokens);
+      const context: RunContext = {
+        endpoint: { url: sandbox.url, authUrl: tokens.url, tileId: sandbox.tileId, clientId: sandbox.clientId, clientSecret: sandbox.clientSecret },
+        tokens,
+        sourcePid: sandbox.pid,
+        incidents: rows,
+        itemsPerPage: options.itemsPerPage,
+        sequentialMaxPages: options.sequentialMaxPages,
+      };
+      plan.push([`${key('csv', c)} ${encoding}`, () => runTilehouseCsv(context, c)]);
+    }
+    const runs = new Map<string, ScenarioRun[]>();
+    const repeat = rows <= REPEATED_UP_TO ? options.repeat : 1;
+    for (let round = 1; round <= repeat; round++) {
+      for (const [name, run] of plan) {
+        progress(`${rows} rows, ${latencyMs} ms, ${options.bandwidthMbps} Mbit/s: ${name}${repeat > 1 ? ` (run ${round}/${repeat})` : ''}`);
+        runs.set(name, [...(runs.get(name) ?? []), await run()]);
+      }
+    }
+    const figures = Object.fromEntries([...runs].map(([name, list]) => [name, toFigure(list)]));
+    return { rows, latencyMs, compressed: { bandwidthMbps: options.bandwidthMbps }, figures, ratios: compressedRatios(figures) };
+  } finally {
+    for (const proxy of proxies) await proxy.close();
+    for (const [, sandbox] of sandboxes) await sandbox.stop();
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   if (fileURLToPath(import.meta.url).endsWith('.ts')) {
     throw new Error('run the bench compiled (`npm run bench`): its child processes are measured as they ship, without a TypeScript loader');
@@ -112,6 +155,9 @@ async function main(argv: string[]): Promise<void> {
   try {
     for (const rows of options.sizes) {
       for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, rows, latencyMs, emulator));
+      if (options.scenarios.has('compressed')) {
+        for (const latencyMs of options.compressedLatencies) partial.groups.push(await runCompressedGroup(options, rows, latencyMs));
+      }
     }
   } finally {
     await emulator?.stop();

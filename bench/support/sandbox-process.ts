@@ -18,12 +18,19 @@ export interface SandboxProcess extends SourceEndpoint {
  * page 0 of the bench query once: the sandbox evaluates a query on first use and caches the
  * result, and no scenario should pay for that.
  */
-export async function startSandboxProcess(options: { incidents: number; latencyMs: number; itemsPerPage: number }): Promise<SandboxProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'test/sandbox/main.ts', '--port', '0', '--incidents', String(options.incidents), '--latency-ms', String(options.latencyMs)],
-    { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+export async function startSandboxProcess(options: {
+  incidents: number;
+  latencyMs: number;
+  itemsPerPage: number;
+  /** gzip answers to requests that accept it (the sandbox's --gzip). */
+  gzip?: boolean;
+  /** Each answer waits as long as its body takes at this many Mbit/s (the sandbox's --bandwidth-mbps). */
+  bandwidthMbps?: number;
+}): Promise<SandboxProcess> {
+  const args = ['--port', '0', '--incidents', String(options.incidents), '--latency-ms', String(options.latencyMs)];
+  if (options.gzip) args.push('--gzip');
+  if (options.bandwidthMbps !== undefined) args.push('--bandwidth-mbps', String(options.bandwidthMbps));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/sandbox/main.ts', ...args], { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = once(child, 'exit');
