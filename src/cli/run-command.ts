@@ -84,7 +84,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         signal: io.signal,
         ...(runId === undefined ? {} : { runId }),
         ...(onProgress === undefined ? {} : { onProgress }),
-        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile)) }),
+        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule)) }),
       });
     } finally {
       output.screen?.close();

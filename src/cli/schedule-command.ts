@@ -51,7 +51,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
         buildSinks: () => sinks.get(job.name)!,
         retry: io.retry,
         signal,
-        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile)) }),
+        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile, job.schedule)) }),
       });
       return summary.tiles[0];
     }, logger);

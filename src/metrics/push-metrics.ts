@@ -1,3 +1,4 @@
+import { Cron } from 'croner';
 import { Gauge, Pushgateway, Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import { messageOf } from '../errors.js';
@@ -27,6 +28,7 @@ export const METRICS = {
   retries: 'tilehouse_last_run_retries',
   throttled: 'tilehouse_last_run_throttled_responses',
   tokenFetches: 'tilehouse_last_run_token_fetches',
+  scheduleInterval: 'tilehouse_schedule_interval_seconds',
 } as const;
 
 const HELP: Record<keyof typeof METRICS, string> = {
@@ -41,6 +43,7 @@ const HELP: Record<keyof typeof METRICS, string> = {
   retries: 'Retried source requests in the last run',
   throttled: 'HTTP 429 answers from the source in the last run (token endpoint included)',
   tokenFetches: 'Access tokens the last run fetched for this job (0: it used the run\'s shared token)',
+  scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
 };
 
 /** What a tile run reports; a TileSummary has these fields. */
@@ -56,6 +59,17 @@ export interface TileRunMetrics {
   tokenFetches: number;
 }
 
+/**
+ * Seconds between the next two runs of a cron in its timezone (a daily job: 86400), or undefined
+ * for a job without a schedule. The alert "no success in N intervals" divides by it, so it is
+ * pushed with the run: Prometheus knows no cron.
+ */
+export function scheduleIntervalSeconds(schedule: { cron: string; timezone: string } | undefined, from: Date = new Date()): number | undefined {
+  if (schedule === undefined) return undefined;
+  const [next, after] = new Cron(schedule.cron, { timezone: schedule.timezone, paused: true }).nextRuns(2, from);
+  return next === undefined || after === undefined ? undefined : (after.getTime() - next.getTime()) / 1000;
+}
+
 export interface MetricsPusherOptions {
   pushgatewayUrl: string;
   timeoutMs: number;
@@ -66,7 +80,7 @@ export interface MetricsPusherOptions {
 }
 
 /** The registry a tile run pushes: fresh per push, so nothing of an earlier run leaks into it. */
-export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number): Registry {
+export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, intervalSeconds?: number): Registry {
   const registry = new Registry();
   const set = (key: keyof typeof METRICS, value: number) => {
     new Gauge({ name: METRICS[key], help: HELP[key], registers: [registry] }).set(value);
@@ -84,6 +98,7 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number): Regi
   set('retries', run.retries);
   set('throttled', run.throttled);
   set('tokenFetches', run.tokenFetches);
+  if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
   return registry;
 }
 
@@ -91,9 +106,9 @@ export class MetricsPusher {
   constructor(private readonly options: MetricsPusherOptions) {}
 
   /** Pushes one tile run's metrics (POST: see the module comment). Never throws: a failed push is logged. */
-  async pushTileRun(run: TileRunMetrics): Promise<boolean> {
+  async pushTileRun(run: TileRunMetrics, schedule?: { cron: string; timezone: string }): Promise<boolean> {
     const { pushgatewayUrl, timeoutMs, labels, logger } = this.options;
-    const registry = tileRunRegistry(run, (this.options.now ?? Date.now)());
+    const registry = tileRunRegistry(run, (this.options.now ?? Date.now)(), scheduleIntervalSeconds(schedule));
     const gateway = new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry);
     try {
       await gateway.pushAdd({ jobName: run.job, groupings: labels });

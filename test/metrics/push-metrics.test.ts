@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { METRICS, MetricsPusher, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
+import { METRICS, MetricsPusher, scheduleIntervalSeconds, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
@@ -27,6 +27,15 @@ describe('tileRunRegistry', () => {
   });
 });
 
+describe('scheduleIntervalSeconds', () => {
+  it('is the gap between the next two runs of the cron in its timezone', () => {
+    const from = new Date('2026-06-01T00:00:00Z');
+    expect(scheduleIntervalSeconds({ cron: '15 6 * * *', timezone: 'Europe/Berlin' }, from)).toBe(86_400);
+    expect(scheduleIntervalSeconds({ cron: '0 */6 * * *', timezone: 'UTC' }, from)).toBe(21_600);
+    expect(scheduleIntervalSeconds(undefined)).toBeUndefined();
+  });
+});
+
 describe('MetricsPusher without a Pushgateway', () => {
   it('logs a failed push and reports false, never throws', async () => {
     const lines: string[] = [];
@@ -42,7 +51,7 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
   let root: string;
   let workspace: Workspace;
   const jobs = [
-    { name: 'steady', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    { name: 'steady', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], schedule: { cron: '*/15 * * * *' } },
     { name: 'flaky', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
   ];
 
@@ -75,6 +84,9 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
       expect((await sample(METRICS.bytes, job))?.value).toBeGreaterThan(1000);
       expect((await sample(METRICS.duration, job))?.value).toBeGreaterThan(0);
     }
+    // The cron's interval goes with a scheduled job, for "no success in N intervals"; none without a schedule.
+    expect((await sample(METRICS.scheduleInterval, 'steady'))?.value).toBe(900);
+    expect(await sample(METRICS.scheduleInterval, 'flaky')).toBeUndefined();
     // One token for the run: the first tile fetched it.
     expect([(await sample(METRICS.tokenFetches, 'steady'))?.value, (await sample(METRICS.tokenFetches, 'flaky'))?.value]).toEqual([1, 0]);
     expect(((await sample(METRICS.throttled, 'steady'))?.value ?? 0) + ((await sample(METRICS.throttled, 'flaky'))?.value ?? 0)).toBe(1);
