@@ -1,7 +1,14 @@
 import path from 'node:path';
 import { planManifests } from '../deploy/plan-manifests.js';
 import { staleFiles, writeManifests } from '../deploy/write-manifests.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
+import { indexedBackfillJob } from '../deploy/job-manifests.js';
+import { kustomizationImage } from '../deploy/plan-manifests.js';
+import { planPod } from '../deploy/pod-template.js';
+import { renderYamlDocuments } from '../deploy/render-yaml.js';
+import { jobForBackfill } from './backfill-command.js';
+import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { loadWorkspace } from './load-workspace.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
@@ -14,6 +21,7 @@ function shown(file: string): string {
 export const k8sCommand: Command = {
   name: 'k8s',
   help: `Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]
+       tilehouse k8s --backfill NAME --from DATE --to DATE [--step S] [--completions N] [--parallelism P]
 
 Generates the manifests of the kustomize base from the job files, so schedules have one source of
 truth: one CronJob per job with a schedule (schedule.cron, timeZone: schedule.timezone) running
@@ -26,10 +34,16 @@ Options:
   -j, --jobs DIR       directory of job YAML files (default: $TILEHOUSE_JOBS or jobs)
   -o, --out FILE       the CronJobs file (default: ${DEFAULT_K8S_OUT}); the other files go beside it
       --check          write nothing; exit 1 when a generated file is missing or stale
+      --backfill NAME  print (stdout) an Indexed Job that backfills job NAME over [--from, --to)
+                       by --step (day|week|month); writes nothing. Each of --completions pods
+                       (default: one per window, at most 64) runs a contiguous share of the
+                       windows, --parallelism (default 2) at a time; the Job's name is the run id
   -h, --help           show this help
 
 Example:
   tilehouse k8s --config config/production.example.yaml --jobs jobs --check
+  tilehouse k8s --backfill daily_incidents_by_severity --from 2026-01-01 --to 2026-07-01 \\
+    --completions 6 --parallelism 3 | kubectl create -f -
 
 Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad config or usage.
 `,
@@ -37,12 +51,54 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     const { values } = parseCommandArgs('k8s', args, {
       out: { type: 'string', short: 'o' },
       check: { type: 'boolean' },
+      backfill: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      step: { type: 'string' },
+      completions: { type: 'string' },
+      parallelism: { type: 'string' },
     });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
+    const backfillFlags = (['from', 'to', 'step', 'completions', 'parallelism'] as const).filter((flag) => values[flag] !== undefined);
+    if (values.backfill === undefined && backfillFlags.length > 0) throw UsageError.of(`k8s: --${backfillFlags[0]} belongs to --backfill NAME`);
     const workspace = await loadWorkspace(values, io.env);
+    if (values.backfill !== undefined) {
+      if (values.check || values.out !== undefined) throw UsageError.of('k8s: --backfill prints one Job and writes nothing; --check and --out do not apply');
+      const job = workspace.jobs.find((candidate) => candidate.name === values.backfill);
+      if (job === undefined) throw UsageError.of(`k8s: no job named ${JSON.stringify(values.backfill)} in ${workspace.jobsDirectory}`);
+      for (const flag of ['from', 'to'] as const) {
+        if (values[flag] === undefined || !isCalendarDate(values[flag])) throw UsageError.of(`k8s: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+      }
+      const step = (values.step ?? 'day') as WindowStep;
+      if (!['day', 'week', 'month'].includes(step)) throw UsageError.of(`k8s: --step must be one of day, week, month, got ${JSON.stringify(values.step)}`);
+      if (values.to! <= values.from!) throw UsageError.of(`k8s: --to (${values.to}) must be after --from (${values.from})`);
+      const windows = splitWindows(values.from!, values.to!, step).length;
+      const whole = (flag: 'completions' | 'parallelism', fallback: number, max: number) => {
+        const text = values[flag];
+        const value = text === undefined ? fallback : /^\d+$/.test(text) ? Number(text) : Number.NaN;
+        if (!(value >= 1 && value <= max)) throw UsageError.of(`k8s: --${flag} must be a whole number from 1 to ${max}, got ${JSON.stringify(text)}`);
+        return value;
+      };
+      // More pods than windows would leave some with nothing to do.
+      const completions = whole('completions', Math.min(windows, 64), windows);
+      const parallelism = whole('parallelism', Math.min(2, completions), completions);
+      const backfillJob = jobForBackfill(job);
+      backfillItemIndex(backfillJob);
+      const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
+      for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
+      io.stdout.write(
+        renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism })], {
+          header: [
+            `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
+            `${windows} windows in ${completions} shares (Indexed Job): pod i runs share i; create with kubectl create -f -`,
+          ].join('\n'),
+        }),
+      );
+      return EXIT.ok;
+    }
     const outFile = values.out ?? DEFAULT_K8S_OUT;
     const command = [
       'tilehouse k8s',

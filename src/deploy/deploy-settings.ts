@@ -40,10 +40,17 @@ export const CRONJOB_LIMITS = {
   successfulJobsHistoryLimit: 3,
   // Failed Jobs keep their pods (and logs) for whoever is on call.
   failedJobsHistoryLimit: 3,
+  // Every Job template says when its Job goes: the history limits above usually remove a
+  // scheduled Job first; this bounds a Job the CronJob no longer tracks (after a rename or a
+  // suspend) to a week, long enough for whoever is on call to read a failed pod's logs.
+  ttlSecondsAfterFinished: 7 * 24 * 3600,
 } as const;
 
 export const BACKFILL_LIMITS = {
   backoffLimit: 2,
+  // An Indexed Job retries each index (a share of the windows) on its own: a pod whose windows
+  // fail twice more gives up its index without costing the other indexes their retries.
+  backoffLimitPerIndex: 2,
   // A backfill runs one export per window; months of daily windows take longer than one run.
   activeDeadlineSeconds: 6 * 3600,
   // A plain Job has no history limit; remove it (and its pods) a week after it finished.

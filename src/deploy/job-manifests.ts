@@ -81,6 +81,7 @@ export function cronJobFor(job: LoadedJob, pod: PodPlan): Manifest | undefined {
         spec: {
           backoffLimit: CRONJOB_LIMITS.backoffLimit,
           activeDeadlineSeconds: CRONJOB_LIMITS.activeDeadlineSeconds,
+          ttlSecondsAfterFinished: CRONJOB_LIMITS.ttlSecondsAfterFinished,
           podFailurePolicy,
           template: {
             metadata: { labels: jobLabels },
@@ -117,6 +118,60 @@ export function backfillJob(pod: PodPlan): Manifest {
           '--to',
           BACKFILL_PLACEHOLDERS.date,
         ]),
+      },
+    },
+  };
+}
+
+export interface IndexedBackfill {
+  job: LoadedJob;
+  from: string;
+  to: string;
+  step: string;
+  /** Indexes (pods that each run a contiguous share of the windows). */
+  completions: number;
+  /** Indexes running at once. */
+  parallelism: number;
+}
+
+/**
+ * A backfill as an Indexed Job (`completionMode: Indexed`): pod i runs share i of `completions`
+ * contiguous shares of the windows. Kubernetes sets $JOB_COMPLETION_INDEX; the share count, which
+ * it does not pass on, travels as $TILEHOUSE_SHARD_COUNT; the run id is the Job's own name (the
+ * `batch.kubernetes.io/job-name` label, Kubernetes >= 1.27), so every pod of one Job, and a pod
+ * retried, runs each window under the same id.
+ */
+export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Manifest {
+  const jobLabels = labels('backfill', backfill.job.name);
+  const prefix = `${APP}-backfill-${backfill.job.name.replaceAll('_', '-')}`.slice(0, 40).replace(/-+$/, '');
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { generateName: `${prefix}-`, namespace: NAMESPACE, labels: jobLabels },
+    spec: {
+      completionMode: 'Indexed',
+      completions: backfill.completions,
+      parallelism: backfill.parallelism,
+      backoffLimitPerIndex: BACKFILL_LIMITS.backoffLimitPerIndex,
+      activeDeadlineSeconds: BACKFILL_LIMITS.activeDeadlineSeconds,
+      ttlSecondsAfterFinished: BACKFILL_LIMITS.ttlSecondsAfterFinished,
+      // FailIndex, not FailJob: with backoffLimitPerIndex, Kubernetes takes only per-index actions;
+      // a bad config fails every index at its first pod anyway.
+      podFailurePolicy: {
+        rules: [
+          { action: 'FailIndex', onExitCodes: { containerName: CONTAINER, operator: 'In', values: [EXIT_BAD_CONFIG] } },
+          { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+        ],
+      },
+      template: {
+        metadata: { labels: jobLabels },
+        spec: pod.spec(
+          ['backfill', '--tile', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step],
+          [
+            { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
+            { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
+          ],
+        ),
       },
     },
   };

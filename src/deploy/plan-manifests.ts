@@ -42,7 +42,7 @@ export interface PlanInputs {
 const MAX_CONFIGMAP_BYTES = 900 * 1024;
 
 /** The image the kustomization deploys (`images:` entry for `tilehouse`), for the backfill template. */
-async function kustomizationImage(directory: string): Promise<string> {
+export async function kustomizationImage(directory: string): Promise<string> {
   let data: unknown;
   try {
     data = parse(await readFile(path.join(directory, 'kustomization.yaml'), 'utf8'));

@@ -32,8 +32,8 @@ export interface PodInputs {
 }
 
 export interface PodPlan {
-  /** The pod template's `spec` for a container running `args`. */
-  spec(args: string[]): Manifest;
+  /** The pod template's `spec` for a container running `args` (with `env` added to the container's). */
+  spec(args: string[], env?: readonly Manifest[]): Manifest;
   /** Things that work but deserve a look (CSV written into a pod's emptyDir). */
   warnings: string[];
 }
@@ -160,7 +160,7 @@ export function planPod(inputs: PodInputs): PodPlan {
 
   return {
     warnings,
-    spec: (args) => ({
+    spec: (args, extraEnv = []) => ({
       serviceAccountName: SERVICE_ACCOUNT,
       // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
       restartPolicy: 'Never',
@@ -179,7 +179,7 @@ export function planPod(inputs: PodInputs): PodPlan {
           image: inputs.image,
           imagePullPolicy: 'IfNotPresent',
           args,
-          env,
+          env: [...env, ...extraEnv],
           resources: RESOURCES,
           securityContext: {
             runAsNonRoot: true,

@@ -1,0 +1,62 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { shardOf } from '../../src/cli/orchestration-flags.js';
+import { splitWindows } from '../../src/pipeline/backfill-windows.js';
+import { shareOf } from '../../src/pipeline/shard-windows.js';
+import { runCli } from '../support/cli-harness.js';
+
+type Manifest = Record<string, any>;
+
+const render = (args: string[]) =>
+  runCli(['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--backfill', 'daily_incidents_by_severity', ...args], { env: {} });
+
+function documents(text: string): Manifest[] {
+  return parseAllDocuments(text).map((document) => document.toJS() as Manifest).filter((document) => document !== null);
+}
+
+describe('tilehouse k8s --backfill (an Indexed Job)', () => {
+  it('prints one Indexed Job whose pods together run every window exactly once', async () => {
+    const result = await render(['--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week', '--completions', '4', '--parallelism', '3']);
+    expect(result.exitCode).toBe(0);
+    const [job, ...rest] = documents(result.stdout);
+    expect(rest).toEqual([]);
+    expect(job).toMatchObject({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { namespace: 'tilehouse', generateName: expect.stringMatching(/^tilehouse-backfill-daily-incidents-by-[a-z-]*-$/) },
+      spec: { completionMode: 'Indexed', completions: 4, parallelism: 3, backoffLimitPerIndex: 2, ttlSecondsAfterFinished: 604_800 },
+    });
+    const container = job!.spec.template.spec.containers[0];
+    expect(container.args).toEqual(['backfill', '--tile', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week']);
+    const env = new Map<string, Manifest>(container.env.map((entry: Manifest) => [entry.name, entry]));
+    expect(env.get('TILEHOUSE_RUN_ID')).toEqual({ name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } });
+    // What each pod does with what Kubernetes gives it: $JOB_COMPLETION_INDEX, and the count the Job carries.
+    const windows = splitWindows('2026-01-01', '2026-02-15', 'week');
+    const ran = Array.from({ length: job!.spec.completions as number }, (_, index) => {
+      const shard = shardOf('backfill', {}, { JOB_COMPLETION_INDEX: String(index), TILEHOUSE_SHARD_COUNT: env.get('TILEHOUSE_SHARD_COUNT')!.value })!;
+      return shareOf(windows, shard);
+    });
+    expect(ran.flat()).toEqual(windows);
+    expect(ran.every((share) => share.length > 0)).toBe(true);
+  });
+
+  it('defaults to one pod per window, two at a time, and refuses more pods than windows (exit 2)', async () => {
+    const defaults = documents((await render(['--from', '2026-01-01', '--to', '2026-01-04'])).stdout)[0]!;
+    expect(defaults.spec).toMatchObject({ completions: 3, parallelism: 2 });
+    const tooMany = await render(['--from', '2026-01-01', '--to', '2026-01-04', '--completions', '4']);
+    expect(tooMany.exitCode).toBe(2);
+    expect(tooMany.stderr).toMatch(/--completions must be a whole number from 1 to 3/);
+    const stray = await runCli(['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--parallelism', '2'], { env: {} });
+    expect(stray.exitCode).toBe(2);
+  });
+
+  it('every Job template in k8s/ says when its Job is removed (ttlSecondsAfterFinished)', async () => {
+    const templates = [
+      ...documents(await readFile('k8s/cronjobs.yaml', 'utf8')).map((cronJob) => cronJob.spec.jobTemplate.spec),
+      ...documents(await readFile('k8s/backfill-job.yaml', 'utf8')).map((job) => job.spec),
+    ];
+    expect(templates.length).toBeGreaterThan(1);
+    for (const spec of templates) expect(spec.ttlSecondsAfterFinished).toBeGreaterThanOrEqual(24 * 3600);
+  });
+});
