@@ -80,9 +80,33 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
   return retryAfterMs === undefined ? { kind, error } : { kind, error, retryAfterMs };
 }
 
+/** The run was stopped (SIGTERM, the scheduler): the request was cancelled on purpose. */
+function isAbort(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return error.name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR';
+}
+
+/**
+ * A connection that failed for a reason no retry cures, said so a person can act: a TLS failure
+ * against a plain HTTP server prints only OpenSSL's "wrong version number" otherwise.
+ */
+function describeLastingFailure(error: Error & { code: string }): string {
+  if (error.code.startsWith('ERR_SSL') || error.code.startsWith('ERR_TLS') || error.code === 'EPROTO') {
+    return `TLS failed (${error.code}); does the URL's scheme match the server (https:// for TLS, http:// for plain HTTP)?`;
+  }
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(error.code)) return `the server's TLS certificate was refused (${error.code}): ${error.message}`;
+  if (error.code === 'ENOTFOUND') return `host not found (${error.message.replace(/^getaddrinfo ENOTFOUND /, '')}); check the URL in the environment config`;
+  return `${error.code}: ${error.message}`;
+}
+
 function classifyTransportError(error: unknown, context: AnswerContext): AnswerVerdict {
-  // An abort of the run (SIGTERM) or a bug: not ours to retry, passed on as it is.
-  if (!isTransientNetworkError(error)) return { kind: 'fail', error: error instanceof Error ? error : new Error(String(error)) };
+  if (!isTransientNetworkError(error)) {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    const code = (failure as { code?: unknown }).code;
+    // An abort of the run, or a bug (no system error code): passed on as it is.
+    if (isAbort(failure) || typeof code !== 'string') return { kind: 'fail', error: failure };
+    return { kind: 'fail', error: new SourceTransportError(context.jobName, context.what, describeLastingFailure(failure as Error & { code: string }), { cause: failure }) };
+  }
   const final =
     error instanceof RequestDeadlineError
       ? new SourceDeadlineError(context.jobName, context.what, error.deadlineMs, { cause: error })

@@ -97,3 +97,19 @@ describe('fetchToken', () => {
     expect(error.message).toBe('job hostile: token request: no complete answer within 500 ms (headers and body together)');
   });
 });
+
+describe('fetchToken against a server it cannot talk to', () => {
+  it('says the scheme is wrong when https:// meets a plain HTTP server', async () => {
+    const source = await issuer(() => ({ json: { access_token: 'abc', token_type: 'Bearer' } }));
+    const request = { ...tokenRequest(source, dispatcher), authUrl: source.url.replace('http://', 'https://') };
+    const error = await failureOf(fetchToken(request));
+    expect(error).toMatchObject({ code: 'source_unreachable' });
+    expect(error.message).toMatch(/^job hostile: token request: TLS failed \(ERR_SSL_WRONG_VERSION_NUMBER\); does the URL's scheme match the server/);
+    expect(error.message).not.toMatch(/ssl3_get_record|openssl/);
+  });
+
+  it('names a host that does not resolve', async () => {
+    const error = await failureOf(fetchToken({ ...tokenRequest(await issuer(() => ({ status: 500 })), dispatcher), authUrl: 'https://no-such-host.invalid' }));
+    expect(error).toMatchObject({ code: 'source_unreachable', message: expect.stringContaining('host not found (no-such-host.invalid)') });
+  });
+});
