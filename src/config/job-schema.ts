@@ -76,6 +76,10 @@ const csvSink = z
       .optional()
       .describe('Output path template; placeholders {name} {tile} {date} {runId}. Relative paths are under the CSV directory of the environment config. Default {name}.csv'),
     gzip: z.boolean().default(false),
+    manifest: z
+      .boolean()
+      .optional()
+      .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
   })
   .strict();
 

@@ -12,6 +12,7 @@ import type { SinkResult, SinkWriter } from '../sink.js';
 import type { Options as StringifyOptions } from 'csv-stringify';
 import { CSV_DIALECT, csvStringifyOptions } from './csv-dialect.js';
 import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
+import { PreparedManifest, type ManifestInputs } from './manifest.js';
 
 export interface CsvFileWriterOptions {
   jobName: string;
@@ -23,6 +24,8 @@ export interface CsvFileWriterOptions {
   gzip: boolean;
   logger: Logger;
   signal?: AbortSignal;
+  /** Publish `<target>.manifest.json` with the file (see manifest.ts): its temp path and run. */
+  manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window'>;
 }
 
 // Rows are stringified in slices of this many and handed to the stream as one chunk: one write
@@ -46,6 +49,7 @@ export class CsvFileWriter implements SinkWriter {
   private bytes = 0;
   private settling: Promise<unknown> | undefined;
   private aborting: Promise<void> | undefined;
+  private manifest: PreparedManifest | undefined;
   /** csv-stringify's options for this file's columns (the dialect and the TIMESTAMP cast). */
   private readonly stringifyOptions: StringifyOptions;
 
@@ -163,6 +167,11 @@ export class CsvFileWriter implements SinkWriter {
     } catch (error) {
       throw new CsvWriteError(jobName, target, `reading ${tempPath}`, error);
     }
+    const manifest = this.options.manifest;
+    if (manifest !== undefined) {
+      const { gzip, columns } = this.options;
+      this.manifest = await PreparedManifest.prepare({ ...manifest, jobName, target, dataPath: tempPath, rows: this.rows, bytes: this.bytes, gzip, columns });
+    }
   }
 
   private async rename(): Promise<SinkResult> {
@@ -176,7 +185,18 @@ export class CsvFileWriter implements SinkWriter {
     // directory sync below fails: a failure would tell the summary (and a partial publish) that
     // the target still holds the previous run, which is no longer true.
     this.state = 'published';
-    const details: Record<string, number | boolean> = { bytes: this.bytes, gzip: this.options.gzip };
+    const details: Record<string, number | boolean | string> = { bytes: this.bytes, gzip: this.options.gzip };
+    if (this.manifest !== undefined) {
+      // The data file is published whatever happens to its manifest; a consumer finds the
+      // previous run's manifest not matching it, which is what the manifest is for.
+      try {
+        await this.manifest.publish();
+        details.sha256 = this.manifest.manifest.sha256;
+      } catch (error) {
+        details.manifestPublished = false;
+        this.options.logger.error({ err: error, target }, 'csv: published, but its manifest could not be renamed into place');
+      }
+    }
     try {
       await this.syncDirectory();
     } catch (error) {
@@ -218,6 +238,7 @@ export class CsvFileWriter implements SinkWriter {
     if (!this.file.closed) await once(this.file, 'close').catch(() => undefined);
     try {
       await rm(this.options.tempPath, { force: true });
+      await this.manifest?.discard();
     } catch (error) {
       throw new CsvWriteError(this.options.jobName, this.options.target, `removing ${this.options.tempPath}`, error);
     }

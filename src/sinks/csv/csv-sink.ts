@@ -1,6 +1,7 @@
 import type { CsvSinkConfig } from '../../config/job-schema.js';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { CsvFileWriter } from './csv-file-writer.js';
+import { manifestPathOf } from './manifest.js';
 import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
 import { readCsvHeader } from './read-header.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
@@ -72,6 +73,9 @@ export class CsvSink implements Sink {
       gzip: this.options.config.gzip,
       logger: context.logger,
       ...(context.signal ? { signal: context.signal } : {}),
+      ...(this.options.config.manifest === true
+        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
+        : {}),
     };
     return CsvFileWriter.open(options);
   }

@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Column } from '../../transform/column.js';
+import { CsvWriteError } from './csv-errors.js';
+
+/**
+ * `<file>.manifest.json`: what a consumer needs to tell that a CSV file holds one whole run, and
+ * which. Written in prepare (phase 1) to a temp file beside the target, fsynced; published in the
+ * same step as the data file, right AFTER its rename, so the manifest is the completion marker:
+ *
+ * - a manifest never describes a data file that is not there yet: when `<file>.manifest.json`
+ *   (re)appears, the file it names is already the run it describes;
+ * - between the two renames (microseconds, or for good if the process dies between them) the new
+ *   data file sits beside the previous run's manifest, and its sha256 does not match. A consumer
+ *   that checks the sha256 (and the rows, if it counts them) never takes a file for a run it is
+ *   not; one that finds a mismatch waits for the next manifest or the next run.
+ *
+ * The other order (manifest first) would let a manifest announce a file that is not there yet,
+ * which is worse for the usual consumer that polls for the manifest.
+ */
+
+export const MANIFEST_SUFFIX = '.manifest.json';
+export const MANIFEST_VERSION = 1;
+
+export interface CsvManifest {
+  manifestVersion: typeof MANIFEST_VERSION;
+  /** The data file's base name (the manifest lies beside it). */
+  file: string;
+  job: string;
+  runId: string;
+  /** Data rows, header row not counted. */
+  rows: number;
+  /** The file's size and SHA-256 as stored (of the gzip bytes for a .gz file). */
+  bytes: number;
+  sha256: string;
+  gzip: boolean;
+  columns: Array<Pick<Column, 'name' | 'header' | 'type'>>;
+  /** A backfill window's [from, to). */
+  window?: { from: string; to: string };
+  /** When the data file was made durable (prepare), ISO 8601. */
+  preparedAt: string;
+}
+
+export interface ManifestInputs {
+  jobName: string;
+  target: string;
+  /** The fsynced data temp file whose bytes the manifest describes. */
+  dataPath: string;
+  /** Where the manifest is written before it is published (one of our owner-tagged temp names). */
+  tempPath: string;
+  runId: string;
+  rows: number;
+  bytes: number;
+  gzip: boolean;
+  columns: readonly Column[];
+  window?: { from: string; to: string };
+}
+
+export function manifestPathOf(target: string): string {
+  return `${target}${MANIFEST_SUFFIX}`;
+}
+
+/** SHA-256 of a file, read back from disk (after its fsync: the bytes a reader will get). */
+export async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+/** A manifest written to its temp file, ready to be published after the data file. */
+export class PreparedManifest {
+  private constructor(
+    private readonly inputs: ManifestInputs,
+    readonly manifest: CsvManifest,
+  ) {}
+
+  static async prepare(inputs: ManifestInputs): Promise<PreparedManifest> {
+    const manifest: CsvManifest = {
+      manifestVersion: MANIFEST_VERSION,
+      file: basename(inputs.target),
+      job: inputs.jobName,
+      runId: inputs.runId,
+      rows: inputs.rows,
+      bytes: inputs.bytes,
+      sha256: '',
+      gzip: inputs.gzip,
+      columns: inputs.columns.map(({ name, header, type }) => ({ name, header, type })),
+      ...(inputs.window === undefined ? {} : { window: inputs.window }),
+      preparedAt: new Date().toISOString(),
+    };
+    let handle;
+    try {
+      manifest.sha256 = await sha256Of(inputs.dataPath);
+      handle = await open(inputs.tempPath, 'wx', 0o644);
+      await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
+      await handle.sync();
+    } catch (error) {
+      await handle?.close().catch(() => undefined);
+      await rm(inputs.tempPath, { force: true }).catch(() => undefined);
+      throw new CsvWriteError(inputs.jobName, inputs.target, `writing the manifest ${inputs.tempPath}`, error);
+    }
+    await handle.close();
+    return new PreparedManifest(inputs, manifest);
+  }
+
+  /** Renames the manifest into place; call right after the data file's rename (see the module comment). */
+  async publish(): Promise<string> {
+    const path = manifestPathOf(this.inputs.target);
+    try {
+      await rename(this.inputs.tempPath, path);
+    } catch (error) {
+      throw new CsvWriteError(this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${path}`, error);
+    }
+    return path;
+  }
+
+  discard(): Promise<void> {
+    return rm(this.inputs.tempPath, { force: true });
+  }
+}
