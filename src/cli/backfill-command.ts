@@ -12,6 +12,8 @@ import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { shareOf } from '../pipeline/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
+import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { doneWindowsOf } from './resume-windows.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
@@ -53,7 +55,7 @@ export function rerunCommands(failed: readonly DateWindow[], job: string, step: 
 export const backfillCommand: Command = {
   name: 'backfill',
   help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
-                          [--run-id ID] [--shard-index I --shard-count N] [--json | --summary-json FILE]
+                          [--run-id ID] [--shard-index I --shard-count N] [--resume] [--json | --summary-json FILE]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
 into its own CSV file ({date} = the window's first day) or BigQuery partition (writeMode:
@@ -72,6 +74,9 @@ Options:
                          outside it (not published) instead of warning
       --run-id ID        the backfill's id (default: $TILEHOUSE_RUN_ID, else a new one; at most 55
                          characters); window YYYY-MM-DD runs as ID-YYYYMMDD, the same on a re-run
+      --resume           skip the windows every sink shows done: a CSV file whose manifest
+                         (manifest: true) matches it, a BigQuery partition whose latest
+                         _tilehouse_runs row says succeeded
       --shard-index I    run only share I (0-based) of N contiguous shares of the windows (default:
       --shard-count N    $JOB_COMPLETION_INDEX with $TILEHOUSE_SHARD_COUNT in an Indexed Job,
                          $CLOUD_RUN_TASK_INDEX / $CLOUD_RUN_TASK_COUNT in a Cloud Run job; else all)
@@ -95,6 +100,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       concurrency: { type: 'string' },
       strict: { type: 'boolean' },
       'run-id': { type: 'string' },
+      resume: { type: 'boolean' },
       'shard-index': { type: 'string' },
       'shard-count': { type: 'string' },
       json: { type: 'boolean' },
@@ -126,8 +132,13 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
     const { logger, screen } = output;
     const allWindows = splitWindows(values.from!, values.to!, step);
-    const windows = shard === undefined ? allWindows : shareOf(allWindows, shard);
-    if (shard !== undefined) logger.info({ shard, windows: windows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows`);
+    const shareWindows = shard === undefined ? allWindows : shareOf(allWindows, shard);
+    if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${allWindows.length} windows`);
+    const done = values.resume ? await doneWindowsOf(job, sinks, shareWindows, workspace.environment, io.sinkOptions ?? {}, logger) : new Set<string>();
+    const skipped = shareWindows.filter((window) => done.has(window.from));
+    const windows = shareWindows.filter((window) => !done.has(window.from));
+    if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${skipped.length} windows already done, ${windows.length} to run`);
+    const ledger = await ledgerRecorderFor([job], workspace.environment, io.sinkOptions ?? {}, logger);
 
     const startedAt = new Date();
     const started = startedAt.getTime();
@@ -145,6 +156,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         retry: io.retry,
         signal: io.signal,
         strict: values.strict === true,
+        ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, result.window) }),
         onWindowDone: (result, done) => {
           rows += result.summary.rows;
           const eta = ((Date.now() - started) / done) * (windows.length - done);
@@ -156,7 +168,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     }
 
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows)`;
-    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows`];
+    const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
+    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows${resumed}`];
     if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
     for (const { window, summary: tile, warnings } of summary.windows) {
       const detail =
@@ -190,6 +203,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       shard: shard === undefined ? null : { ...shard, windows: allWindows.length },
       rows,
       rerun,
+      skipped,
     });
     return reportSummary(summaryTarget, document, code, io);
   },

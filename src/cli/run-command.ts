@@ -2,7 +2,8 @@ import { buildSinks } from '../sinks/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
 import { runTiles } from '../pipeline/run-tiles.js';
 import type { Sink } from '../sinks/sink.js';
-import type { RunSummary } from '../pipeline/tile-summary.js';
+import type { RunSummary, TileSummary } from '../pipeline/tile-summary.js';
+import { ledgerRecorderFor } from './run-ledger-reporter.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
 import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-flags.js';
@@ -73,6 +74,10 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
     const onProgress = progressLines(output);
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
+    const ledger = await ledgerRecorderFor(jobs, workspace.environment, io.sinkOptions ?? {}, logger);
+    const reporters = [ledger, metrics === undefined ? undefined : async (tile: TileSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
+      (reporter) => reporter !== undefined,
+    );
     let summary: RunSummary;
     try {
       summary = await runTiles(jobs, {
@@ -84,7 +89,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         signal: io.signal,
         ...(runId === undefined ? {} : { runId }),
         ...(onProgress === undefined ? {} : { onProgress }),
-        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule)) }),
+        // After the publish: the ledger row first (what the targets hold), then the metrics.
+        ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
       });
     } finally {
       output.screen?.close();

@@ -69,6 +69,10 @@ const sinkDefaultsSchema = z
         projectId: z.string().min(1).optional().describe('Default: from Application Default Credentials'),
         dataset: z.string().regex(/^[A-Za-z0-9_]{1,1024}$/),
         location: z.string().min(1).default('US'),
+        runLedger: z
+          .boolean()
+          .optional()
+          .describe('Default true: append one row per tile run and target to _tilehouse_runs in the target\'s dataset, after the publish'),
       })
       .strict()
       .optional(),

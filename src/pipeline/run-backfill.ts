@@ -44,6 +44,8 @@ export interface BackfillOptions {
   /** Refuse instead of warn: a window in the future is not run, a window whose rows all fell outside it is not published. */
   strict?: boolean;
   onWindowDone?: (result: WindowResult, done: number) => void;
+  /** Awaited after each window's publish (the run ledger is appended here); must not throw. */
+  afterWindow?: (result: WindowResult) => Promise<void>;
 }
 
 export interface WindowResult {
@@ -174,6 +176,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
       options.concurrency,
       async (window) => {
         const result = await runWindow(window);
+        await options.afterWindow?.(result);
         done += 1;
         options.onWindowDone?.(result, done);
         return result;

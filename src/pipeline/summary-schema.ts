@@ -98,6 +98,7 @@ export const backfillSummarySchema = z
     exact: z.boolean().describe('False when the job names no backfill.bucketColumn: windows are exact to within a day'),
     windows: z.array(z.object({ window: dateWindowSchema, summary: tileSummarySchema, warnings: z.array(z.string()) }).strict()),
     failed: z.array(dateWindowSchema),
+    skipped: z.array(dateWindowSchema).describe('Windows --resume found done and did not run'),
     rerun: z.array(z.string()).describe('Commands that re-run only the failed windows'),
   })
   .strict();
@@ -125,6 +126,7 @@ export interface BackfillDocumentInputs extends Common {
   shard: BackfillSummaryDocument['shard'];
   rows: number;
   rerun: string[];
+  skipped: BackfillSummaryDocument['skipped'];
 }
 
 export function backfillSummaryDocument(inputs: BackfillDocumentInputs): BackfillSummaryDocument {
@@ -147,6 +149,7 @@ export function backfillSummaryDocument(inputs: BackfillDocumentInputs): Backfil
     exact: summary.exact,
     windows: summary.windows,
     failed: summary.failed,
+    skipped: inputs.skipped,
     rerun: inputs.rerun,
   };
 }

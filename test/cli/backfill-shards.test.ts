@@ -1,4 +1,5 @@
-import { readFile, rm } from 'node:fs/promises';
+import { appendFile, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
@@ -43,7 +44,7 @@ let validate: z.ZodType;
 beforeAll(async () => {
   sandbox = await startSandbox({ incidents: 2000, now: new Date() });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job]);
+  workspace = await writeWorkspace(root, sandbox, [job, { ...job, name: 'resumable', sinks: [{ type: 'csv', manifest: true }] }]);
   validate = z.fromJSONSchema(JSON.parse(await readFile('schema/run-summary.schema.json', 'utf8')) as Parameters<typeof z.fromJSONSchema>[0]);
 });
 afterAll(async () => {
@@ -51,8 +52,8 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function backfill(args: string[], env: Record<string, string> = {}) {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-8), '--to', day(-1), '--json', ...args], {
+function backfill(args: string[], env: Record<string, string> = {}, tile = 'daily') {
+  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', tile, '--from', day(-8), '--to', day(-1), '--json', ...args], {
     env: { ...sandboxEnv(sandbox), ...env },
   });
 }
@@ -88,5 +89,35 @@ describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
     const long = await backfill(['--run-id', 'x'.repeat(56)]);
     expect(long.exitCode).toBe(2);
     expect(long.stderr).toMatch(/--run-id must be 1-55/);
+  });
+});
+
+describe('backfill --resume', () => {
+  it('runs only the windows whose file and manifest do not match, and says which it skipped', async () => {
+    const first = await backfill(['--run-id', 'first'], {}, 'resumable');
+    expect(first.exitCode).toBe(0);
+    const file = (from: string) => path.join(workspace.outDir, 'resumable', `${from}.csv`);
+    // One window's file changed under it (a half copy), another lost its manifest (a kill between the renames).
+    await appendFile(file(day(-6)), 'x');
+    await rm(`${file(day(-3))}.manifest.json`);
+    sandbox.clearRequests();
+    const resumed = await backfill(['--run-id', 'second', '--resume'], {}, 'resumable');
+    expect(resumed.exitCode).toBe(0);
+    const document = JSON.parse(resumed.stdout) as BackfillDocument & { skipped: Array<{ from: string }> };
+    expect(validate.safeParse(document).success).toBe(true);
+    expect(document.windows.map((result) => result.window.from)).toEqual([day(-6), day(-3)]);
+    expect(document.skipped.map((window) => window.from)).toEqual([day(-8), day(-7), day(-5), day(-4), day(-2)]);
+    expect(resumed.stderr).toMatch(/--resume: 5 already done, skipped/);
+    const manifest = JSON.parse(await readFile(`${file(day(-6))}.manifest.json`, 'utf8')) as { runId: string };
+    expect(manifest.runId).toBe(`second-${day(-6).replaceAll('-', '')}`);
+    // Everything done now: a further --resume runs nothing.
+    const idle = await backfill(['--resume'], {}, 'resumable');
+    expect((JSON.parse(idle.stdout) as BackfillDocument).windows).toEqual([]);
+  });
+
+  it('refuses --resume for a CSV sink without manifest: true (exit 2)', async () => {
+    const result = await backfill(['--resume']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/set manifest: true on sinks\[0\] of daily/);
   });
 });

@@ -225,6 +225,31 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     expect(await leftovers()).toEqual([]);
   });
 
+  it('appends one _tilehouse_runs row per run after the publish: run id, status, rows, schema hash, job ids; a failed run too', async () => {
+    const ok = await run([job()]);
+    expect(ok.exitCode).toBe(0);
+    const output = tileOutputs(ok)[0]!;
+    const runId = (ok.logs.find((line) => line.msg === 'run finished') as { summary: { runId: string } }).summary.runId;
+    const ledger = async (id: string) =>
+      (
+        await client.query({
+          query: `SELECT run_id, job, target, status, published, row_count, schema_hash, job_id, load_job_id, error_code FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE run_id = @id`,
+          params: { id },
+        })
+      )[0];
+    expect(await ledger(runId)).toEqual([
+      {
+        run_id: runId, job: TABLE, target: `${endpoint.projectId}.${dataset}.${TABLE}`, status: 'succeeded', published: true, row_count: INCIDENTS,
+        schema_hash: expect.stringMatching(/^[0-9a-f]{16}$/), job_id: output.details!.jobId, load_job_id: output.details!.loadJobId, error_code: null,
+      },
+    ]);
+
+    const refused = await run([job({ sinks: [{ type: 'bigquery', writeMode: 'replace', schema: 'freeze' }], columns: {} })]);
+    expect(refused.exitCode).toBe(1);
+    const refusedId = (refused.logs.find((line) => line.msg === 'run finished') as { summary: { runId: string } }).summary.runId;
+    expect(await ledger(refusedId)).toMatchObject([{ status: 'failed', published: false, row_count: 0, error_code: 'bigquery_schema_mismatch', job_id: null }]);
+  });
+
   it('fails with exit 1 showing the diff when the tile no longer matches a frozen table, and leaves the table as it was', async () => {
     expect((await run([job()])).exitCode).toBe(0);
     const before = await select();
