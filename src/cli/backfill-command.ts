@@ -13,6 +13,7 @@ import { shareOf } from '../pipeline/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
 import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { doneWindowsOf } from './resume-windows.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -191,6 +192,10 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         ? EXIT.tileFailed
         : EXIT.ok;
     const rerun = summary.failed.length === 0 ? [] : rerunCommands(summary.failed, job.name, step, passThrough);
+    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
+    if (metrics !== undefined && summary.windows.length > 0) {
+      await metrics.pushTileRun(backfillRunMetrics(job.name, summary.windows.map((result) => result.summary), { durationMs: Date.now() - started, tokenFetches: summary.tokenFetches }), undefined, { mode: 'backfill' });
+    }
     const document = backfillSummaryDocument({
       summary,
       exitCode: code,

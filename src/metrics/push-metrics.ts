@@ -106,12 +106,12 @@ export class MetricsPusher {
   constructor(private readonly options: MetricsPusherOptions) {}
 
   /** Pushes one tile run's metrics (POST: see the module comment). Never throws: a failed push is logged. */
-  async pushTileRun(run: TileRunMetrics, schedule?: { cron: string; timezone: string }): Promise<boolean> {
+  async pushTileRun(run: TileRunMetrics, schedule?: { cron: string; timezone: string }, grouping: Record<string, string> = {}): Promise<boolean> {
     const { pushgatewayUrl, timeoutMs, labels, logger } = this.options;
     const registry = tileRunRegistry(run, (this.options.now ?? Date.now)(), scheduleIntervalSeconds(schedule));
     const gateway = new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry);
     try {
-      await gateway.pushAdd({ jobName: run.job, groupings: labels });
+      await gateway.pushAdd({ jobName: run.job, groupings: { ...labels, ...grouping } });
       logger.debug({ pushgateway: pushgatewayUrl, status: run.status }, 'metrics pushed');
       return true;
     } catch (error) {
@@ -119,6 +119,23 @@ export class MetricsPusher {
       return false;
     }
   }
+}
+
+/**
+ * A backfill as one run for its metrics: pushed once at its end to the group
+ * `{job, mode="backfill"}`, apart from the scheduled runs' group, so a backfill of last year
+ * neither sets nor spoils the freshness the schedule's alerts watch. Succeeded only when every
+ * window did. Its token fetches are the backfill's (the source clock's fetch is no window's).
+ */
+export function backfillRunMetrics(job: string, windows: readonly TileRunMetrics[], totals: { durationMs: number; tokenFetches: number }): TileRunMetrics {
+  const { durationMs, tokenFetches } = totals;
+  const sum = (key: 'rows' | 'pages' | 'bytes' | 'retries' | 'throttled') => windows.reduce((total, window) => total + window[key], 0);
+  const status = windows.some((window) => window.status === 'partially_published')
+    ? 'partially_published'
+    : windows.some((window) => window.status === 'failed')
+      ? 'failed'
+      : 'succeeded';
+  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches };
 }
 
 /** A pusher when the environment configures a Pushgateway, else undefined (metrics are off by default). */

@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { METRICS, MetricsPusher, scheduleIntervalSeconds, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
+import { backfillRunMetrics, METRICS, MetricsPusher, scheduleIntervalSeconds, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
@@ -33,6 +33,15 @@ describe('scheduleIntervalSeconds', () => {
     expect(scheduleIntervalSeconds({ cron: '15 6 * * *', timezone: 'Europe/Berlin' }, from)).toBe(86_400);
     expect(scheduleIntervalSeconds({ cron: '0 */6 * * *', timezone: 'UTC' }, from)).toBe(21_600);
     expect(scheduleIntervalSeconds(undefined)).toBeUndefined();
+  });
+});
+
+describe('backfillRunMetrics', () => {
+  it('sums the windows and succeeds only when every window did', () => {
+    const windows = [run, { ...run, rows: 3, status: 'failed' as const }];
+    expect(backfillRunMetrics('daily', windows, { durationMs: 9000, tokenFetches: 1 })).toEqual({ ...run, rows: 15, pages: 4, bytes: 6000, retries: 2, throttled: 4, tokenFetches: 1, durationMs: 9000, status: 'failed' });
+    expect(backfillRunMetrics('daily', [run, run], { durationMs: 1, tokenFetches: 1 }).status).toBe('succeeded');
+    expect(backfillRunMetrics('daily', [run, { ...run, status: 'partially_published' }], { durationMs: 1, tokenFetches: 1 }).status).toBe('partially_published');
   });
 });
 
@@ -115,5 +124,51 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
     expect(recovered.exitCode).toBe(0);
     expect((await sample(METRICS.lastSuccess, 'flaky'))!.value).toBeGreaterThan(success);
     expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(1);
+  });
+});
+
+describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway) => {
+  let sandbox: Sandbox;
+  let root: string;
+  let workspace: Workspace;
+  const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+  const job = {
+    name: 'daily',
+    tile: SANDBOX_TILE,
+    query: {
+      items: [
+        {
+          header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', function: 'date', format: 'year_month_number_day_number_hyphen',
+          grouped: true, order: 'asc', orderSequence: 0, filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+        },
+        { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
+      ],
+      options: { pageNumber: 0, itemsPerPage: 50 },
+    },
+    sinks: [{ type: 'csv' }],
+    schedule: { cron: '0 6 * * *' },
+    backfill: { item: 'day', bucketColumn: 'Day' },
+  };
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 1000, now: new Date() });
+    root = await makeTempDir();
+    workspace = await writeWorkspace(root, sandbox, [job]);
+    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url } }));
+  });
+  afterAll(async () => {
+    await sandbox.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('pushes one run for the whole backfill, to its own group (mode="backfill"), never the scheduled group', async () => {
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'], { env: sandboxEnv(sandbox) });
+    expect(result.exitCode).toBe(0);
+    const summary = JSON.parse(result.stdout) as { rows: number };
+    const samples = samplesOf(await gateway.scrape(), METRICS.rows).filter((sample) => sample.labels.job === 'daily');
+    expect(samples).toEqual([{ labels: expect.objectContaining({ job: 'daily', mode: 'backfill' }), value: summary.rows }]);
+    expect(samplesOf(await gateway.scrape(), METRICS.lastRunSuccess).find((sample) => sample.labels.job === 'daily')).toMatchObject({ labels: { mode: 'backfill' }, value: 1 });
+    expect(samplesOf(await gateway.scrape(), METRICS.tokenFetches).find((sample) => sample.labels.job === 'daily')?.value).toBe(1);
   });
 });
