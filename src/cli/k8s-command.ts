@@ -21,7 +21,7 @@ function shown(file: string): string {
 export const k8sCommand: Command = {
   name: 'k8s',
   help: `Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]
-       tilehouse k8s --backfill NAME --from DATE --to DATE [--step S] [--completions N] [--parallelism P]
+       tilehouse k8s --backfill NAME --from DATE --to DATE [--step S] [--completions N] [--parallelism P] [--resume]
 
 Generates the manifests of the kustomize base from the job files, so schedules have one source of
 truth: one CronJob per job with a schedule (schedule.cron, timeZone: schedule.timezone) running
@@ -37,7 +37,8 @@ Options:
       --backfill NAME  print (stdout) an Indexed Job that backfills job NAME over [--from, --to)
                        by --step (day|week|month); writes nothing. Each of --completions pods
                        (default: one per window, at most 64) runs a contiguous share of the
-                       windows, --parallelism (default 2) at a time; the Job's name is the run id
+                       windows, --parallelism (default 2) at a time; the Job's name is the run id;
+                       --resume: the pods skip windows already done (backfill --resume)
   -h, --help           show this help
 
 Example:
@@ -57,12 +58,13 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
       step: { type: 'string' },
       completions: { type: 'string' },
       parallelism: { type: 'string' },
+      resume: { type: 'boolean' },
     });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const backfillFlags = (['from', 'to', 'step', 'completions', 'parallelism'] as const).filter((flag) => values[flag] !== undefined);
+    const backfillFlags = (['from', 'to', 'step', 'completions', 'parallelism', 'resume'] as const).filter((flag) => values[flag] !== undefined);
     if (values.backfill === undefined && backfillFlags.length > 0) throw UsageError.of(`k8s: --${backfillFlags[0]} belongs to --backfill NAME`);
     const workspace = await loadWorkspace(values, io.env);
     if (values.backfill !== undefined) {
@@ -90,7 +92,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
       const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
       for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
       io.stdout.write(
-        renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism })], {
+        renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism, resume: values.resume === true })], {
           header: [
             `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
             `${windows} windows in ${completions} shares (Indexed Job): pod i runs share i; create with kubectl create -f -`,

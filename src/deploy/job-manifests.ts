@@ -132,6 +132,8 @@ export interface IndexedBackfill {
   completions: number;
   /** Indexes running at once. */
   parallelism: number;
+  /** The pods skip windows already done (backfill --resume). */
+  resume?: boolean;
 }
 
 /**
@@ -166,7 +168,7 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
       template: {
         metadata: { labels: jobLabels },
         spec: pod.spec(
-          ['backfill', '--tile', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step],
+          ['backfill', '--tile', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step, ...(backfill.resume ? ['--resume'] : [])],
           [
             { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },

@@ -47,6 +47,8 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
     const tooMany = await render(['--from', '2026-01-01', '--to', '2026-01-04', '--completions', '4']);
     expect(tooMany.exitCode).toBe(2);
     expect(tooMany.stderr).toMatch(/--completions must be a whole number from 1 to 3/);
+    const resuming = documents((await render(['--from', '2026-01-01', '--to', '2026-01-04', '--resume'])).stdout)[0]!;
+    expect(resuming.spec.template.spec.containers[0].args.at(-1)).toBe('--resume');
     const stray = await runCli(['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--parallelism', '2'], { env: {} });
     expect(stray.exitCode).toBe(2);
   });
