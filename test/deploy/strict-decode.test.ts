@@ -1,0 +1,60 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli-harness.js';
+
+/**
+ * Every manifest tilehouse ships or prints, decoded strictly into the Kubernetes API's Go types
+ * (k8s.io/api, scripts/k8s-decode, built by scripts/install-k8s-decode.sh): a misspelled or unknown
+ * field, or a value of the wrong type, fails here as the API server's strict validation would.
+ * Skipped when the decoder is not built, outside CI; under CI its absence fails.
+ */
+const decoder = process.env.K8S_DECODE_BIN ?? path.resolve('.tools/bin/k8s-decode');
+const available = existsSync(decoder);
+if (!available && process.env.CI) throw new Error(`CI is set but ${decoder} is missing: run \`npm run setup:k8s-decode\`.`);
+
+function decode(text: string): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(decoder, [], { input: text, encoding: 'utf8' });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API types (k8s-decode)', () => {
+  it.each(['k8s/cronjobs.yaml', 'k8s/backfill-job.yaml', 'k8s/namespace.yaml', 'k8s/serviceaccount.yaml'])('%s', async (file) => {
+    const result = decode(await readFile(file, 'utf8'));
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim().split('\n').length).toBeGreaterThan(0);
+  });
+
+  it('the Indexed Job that tilehouse k8s --backfill prints', async () => {
+    const rendered = await runCli(
+      ['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--backfill', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-03-01', '--step', 'week', '--parallelism', '3', '--resume'],
+      { env: {} },
+    );
+    expect(rendered.exitCode).toBe(0);
+    const result = decode(rendered.stdout);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^batch\/v1 Job tilehouse-backfill-daily-incidents-by-se-\n$/);
+  });
+
+  const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  it.skipIf(kubectl.status !== 0)('the whole base as `kubectl kustomize k8s/` builds it', () => {
+    const build = spawnSync('kubectl', ['kustomize', 'k8s'], { encoding: 'utf8' });
+    expect(build.status).toBe(0);
+    const result = decode(build.stdout);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^v1 Namespace tilehouse$/m);
+    expect(result.stdout).toMatch(/^batch\/v1 CronJob tilehouse-/m);
+  });
+
+  it('refuses a misspelled field and a value of the wrong type (the check can fail)', async () => {
+    const job = await readFile('k8s/backfill-job.yaml', 'utf8');
+    const misspelled = decode(job.replace('ttlSecondsAfterFinished:', 'ttlSecondAfterFinished:'));
+    expect(misspelled.status).toBe(1);
+    expect(misspelled.stderr).toMatch(/unknown field "ttlSecondAfterFinished"/);
+    const wrongType = decode(job.replace('backoffLimit: 2', 'backoffLimit: two'));
+    expect(wrongType.status).toBe(1);
+  });
+});
