@@ -15,6 +15,7 @@ function detailLines(tile: TileSummary): string[] {
   for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
   if (tile.status === 'partially_published') {
     lines.push(`published (new run): ${tile.outputs.map((output) => output.target).join(', ') || 'none'}`);
+    if (tile.mixed !== undefined) lines.push(`changed in part (neither run whole): ${tile.mixed.join(', ')}`);
     lines.push(`NOT published (previous run kept): ${(tile.unpublished ?? []).join(', ') || 'none'}; re-run this tile`);
   }
   const counters = [

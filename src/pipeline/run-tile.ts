@@ -104,7 +104,7 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = tileSummary(job, started, stats, counters(), published);
     if (summary.status === 'succeeded') {
-      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} rows in ${summary.pages} pages`);
+      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }

@@ -40,6 +40,7 @@ export const tileSummarySchema = z
     targets: z.array(z.string()).describe('Every target this run wrote to, published or not'),
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
+    mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),
     warnings: z.array(z.string()),
     nulledValues: count,
     retries: count,

@@ -30,6 +30,8 @@ export interface TileSummary {
   bigqueryJobIds: string[];
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: string[];
+  /** Targets a failed publish changed in part (partitions): they hold neither run whole. */
+  mixed?: string[];
   warnings: string[];
   /** Values that did not parse and were nulled (onInvalidValue: null). */
   nulledValues: number;
@@ -103,7 +105,9 @@ export function tileSummary(job: LoadedJob, started: number, stats: ReadStats, c
   const summary: TileSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
   if (published.partial) {
     summary.status = 'partially_published';
-    summary.unpublished = [...published.partial.unpublished];
+    const { unpublished, changedInPart } = published.partial;
+    summary.unpublished = changedInPart ? unpublished.slice(1) : [...unpublished];
+    if (changedInPart) summary.mixed = unpublished.slice(0, 1);
     summary.error = { code: published.partial.code, message: published.partial.message };
   }
   return summary;

@@ -4,6 +4,13 @@ import { PassThroughClient } from 'google-auth-library';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { EMULATOR_PROJECT_ID, startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The BigQuery emulator binary of this test run, or null when it is not installed (local runs only). */
+    bigqueryEmulatorBinary: string | null;
+  }
+}
+
 export interface EmulatorEndpoint {
   apiEndpoint: string;
   projectId: string;

@@ -1,13 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { findEmulatorBinary, PROJECT_LOCAL_EMULATOR, startEmulator } from './bigquery-emulator-process.js';
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    /** The BigQuery emulator binary of this test run, or null when it is not installed (local runs only). */
-    bigqueryEmulatorBinary: string | null;
-  }
-}
-
 /**
  * Finds the BigQuery emulator, proves it starts, and hands its path to the tests through
  * `inject('bigqueryEmulatorBinary')`; each emulator test block starts one of its own (in ~0.2 s):

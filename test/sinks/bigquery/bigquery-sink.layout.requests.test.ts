@@ -136,7 +136,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     const stats = { rows: 3, rowsDropped: 0, pages: 1, columns, warnings: [], nulledValues: 0 } as unknown as ReadStats;
     const summary = tileSummary(job, Date.now(), stats, counters, published);
 
-    expect(summary).toMatchObject({ status: 'partially_published', outputs: [], unpublished: [`${FAKE_PROJECT_ID}.ops.daily`], error: { code: 'partially_published' } });
+    expect(summary).toMatchObject({ status: 'partially_published', outputs: [], unpublished: [], mixed: [`${FAKE_PROJECT_ID}.ops.daily`], error: { code: 'partially_published' } });
     expect(summary.error?.message).toContain(`new run in: part of ${FAKE_PROJECT_ID}.ops.daily; previous run still in: the rest of ${FAKE_PROJECT_ID}.ops.daily.`);
     expect(summary.error?.message).toContain('bigquery_partially_published: job open_incidents: ');
     expect(exitCodeOf(countOutcomes([summary]))).toBe(3);

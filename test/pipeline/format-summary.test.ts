@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { formatRunSummary } from '../../src/pipeline/format-summary.js';
+import type { RunSummary, TileSummary } from '../../src/pipeline/tile-summary.js';
+
+const tile = (overrides: Partial<TileSummary>): TileSummary => ({
+  job: 'daily',
+  tile: 't-1',
+  status: 'succeeded',
+  rows: 10,
+  rowsDropped: 0,
+  pages: 1,
+  durationMs: 1200,
+  columns: [],
+  outputs: [],
+  warnings: [],
+  nulledValues: 0,
+  retries: 0,
+  reauthentications: 0,
+  restarts: 0,
+  ...overrides,
+}) as TileSummary;
+
+const run = (tiles: TileSummary[]): RunSummary =>
+  ({ runId: 'r1', startedAt: '2026-11-23T00:00:00.000Z', durationMs: 1500, tiles, succeeded: 0, failed: 0, partiallyPublished: 1 }) as RunSummary;
+
+describe('formatRunSummary', () => {
+  it('says which targets hold the new run, which the previous one, and which neither whole', () => {
+    const text = formatRunSummary(
+      run([
+        tile({
+          status: 'partially_published',
+          outputs: [],
+          mixed: ['p.ops.daily'],
+          unpublished: ['/out/daily.csv'],
+          error: { code: 'partially_published', message: 'job daily: p.ops.daily failed to publish after changing part of it' },
+        }),
+      ]),
+    );
+    expect(text.split('\n')).toEqual([
+      'run r1: 0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED in 1.5 s',
+      '  PART daily (1.2 s): partially_published: job daily: p.ops.daily failed to publish after changing part of it',
+      '       published (new run): none',
+      '       changed in part (neither run whole): p.ops.daily',
+      '       NOT published (previous run kept): /out/daily.csv; re-run this tile',
+      '',
+    ]);
+  });
+});
