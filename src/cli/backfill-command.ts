@@ -50,12 +50,12 @@ export function rerunCommands(failed: readonly DateWindow[], job: string, step: 
     if (last !== undefined && last.to === window.from) last.to = window.to;
     else ranges.push({ ...window });
   }
-  return ranges.map((range) => ['tilehouse backfill', '--tile', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
+  return ranges.map((range) => ['tilehouse backfill', '--job', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
 }
 
 export const backfillCommand: Command = {
   name: 'backfill',
-  help: `Usage: tilehouse backfill --tile NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
+  help: `Usage: tilehouse backfill --job NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
                           [--run-id ID] [--shard-index I --shard-count N] [--resume] [--json | --summary-json FILE]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
@@ -66,7 +66,8 @@ bucket) rows outside the window are dropped, which makes each window exact. With
 are exact to within one day and the summary says so.
 
 Options:
-  -t, --tile NAME        the job to backfill (required; one per backfill: run one backfill per tile)
+  -t, --job NAME         the job to backfill (required; one per backfill: run one backfill per job)
+      --tile NAME        the same as --job (its older name)
       --from DATE        first day, YYYY-MM-DD (required)
       --to DATE          day after the last, YYYY-MM-DD (required)
       --step S           day | week | month (default: day)
@@ -87,7 +88,7 @@ ${logHelp('warn')}
   -h, --help             show this help
 
 Example:
-  tilehouse backfill --tile daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week
+  tilehouse backfill --job daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week
 
 Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
 2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT.
@@ -113,7 +114,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     }
     for (const flag of ['tile', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
     const tiles = [...new Set(values.tile)];
-    if (tiles.length > 1) throw UsageError.of(`backfill: one --tile per backfill, got ${tiles.join(', ')}; run one backfill per tile (each has its own windows and re-run commands)`);
+    if (tiles.length > 1) throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
     const tileName = tiles[0]!;
     for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
     const step = (values.step ?? 'day') as WindowStep;

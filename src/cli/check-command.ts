@@ -12,7 +12,7 @@ export const CHECK_RETRY: RetrySettings = { maxAttempts: 2, baseDelayMs: 250, ma
 
 export const checkCommand: Command = {
   name: 'check',
-  help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--tile NAME]...
+  help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--job NAME]...
 
 Tests credentials and reachability, nothing else: for each job (or each --tile) it fetches a
 fresh token and page 0 of the tile's export, then prints one line per job:
@@ -22,12 +22,13 @@ Writes nothing. Requests are retried once (a run retries up to 6 times).
 
 Options:
 ${COMMON_HELP}
-  -t, --tile NAME      check only this job; repeatable (default: every job)
+  -t, --job NAME       check only this job; repeatable (default: every job)
+      --tile NAME      the same as --job (its older name)
 ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  TILEHOUSE_CLIENT_SECRET=… tilehouse check --config config/production.yaml --tile incidents_by_type
+  TILEHOUSE_CLIENT_SECRET=… tilehouse check --config config/production.yaml --job incidents_by_type
 
 Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
 `,

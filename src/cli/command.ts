@@ -70,9 +70,12 @@ export function logHelp(defaultLevel: string): string {
  */
 export function parseCommandArgs<Extra extends Options = {}>(command: string, args: string[], extra?: Extra, allowPositionals = false) {
   const options = { ...COMMON_OPTIONS, ...(extra as Extra) };
+  // `--job NAME` says what it selects (a job, by its name); `--tile NAME`, its older spelling, is
+  // kept for the scripts and CronJobs that use it.
+  const spelled = 'tile' in options ? args.map((arg) => (arg === '--job' ? '--tile' : arg.startsWith('--job=') ? `--tile=${arg.slice('--job='.length)}` : arg)) : args;
   let parsed;
   try {
-    parsed = parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
+    parsed = parseArgs({ args: spelled, options, allowPositionals, strict: true, tokens: true });
   } catch (error) {
     throw UsageError.of(`${command}: ${messageOf(error)} (see tilehouse ${command} --help)`);
   }

@@ -7,7 +7,7 @@ import { loadRunnableWorkspace } from './load-workspace.js';
 
 export const planCommand: Command = {
   name: 'plan',
-  help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--tile NAME]... [--json]
+  help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--job NAME]... [--json]
 
 For each tile: fetches a token and page 0, prints the column schema a run would write, and for
 each sink the difference against its target now (the BigQuery table's schema under the job's
@@ -15,13 +15,14 @@ schema contract, the existing CSV file's header). Writes nothing.
 
 Options:
 ${COMMON_HELP}
-  -t, --tile NAME      plan only this job; repeatable (a name given twice plans once)
+  -t, --job NAME       plan only this job; repeatable (a name given twice plans once)
+      --tile NAME      the same as --job (its older name)
       --json           print the plans as one JSON array
 ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  tilehouse plan --config config/production.yaml --tile incidents_by_type
+  tilehouse plan --config config/production.yaml --job incidents_by_type
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
 a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usage.

@@ -22,7 +22,7 @@ export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublis
 
 export const runCommand: Command = {
   name: 'run',
-  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--tile NAME]... [--run-id ID] [--window-start T --window-end T]
+  help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--job NAME]... [--run-id ID] [--window-start T --window-end T]
                      [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
@@ -31,7 +31,8 @@ per tile on a terminal, JSON lines otherwise; a human summary ends the run (stde
 
 Options:
 ${COMMON_HELP}
-  -t, --tile NAME      run only this job (by its name); repeatable (a name given twice runs once)
+  -t, --job NAME       run only this job (by its name); repeatable (a name given twice runs once)
+      --tile NAME      the same as --job (its older name)
 ${ORCHESTRATION_HELP}
                        Re-running a partially published run with its --run-id does not append
                        its rows to a BigQuery table twice.
@@ -40,7 +41,7 @@ ${logHelp('info')}
   -h, --help           show this help
 
 Example:
-  tilehouse run --config config/production.yaml --tile incidents_by_type --json > summary.json
+  tilehouse run --config config/production.yaml --job incidents_by_type --json > summary.json
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary

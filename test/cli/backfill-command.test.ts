@@ -122,7 +122,7 @@ describe('tilehouse backfill', () => {
     const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
     sandbox.clearFaults();
     expect(failed.exitCode).toBe(1);
-    const rerun = `tilehouse backfill --tile daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
+    const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
     expect(failed.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}`);
 
     const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(sandbox) });

@@ -105,7 +105,7 @@ describe('usage errors (exit 2, nothing run)', () => {
     { args: ['run', '--json', '--summary-json', 'x.json'], says: 'run: --json prints the summary on stdout and --summary-json "x.json" writes it to a file; give one' },
     {
       args: ['backfill', '--tile', 'a', '--tile', 'b', '--from', '2026-01-01', '--to', '2026-01-02'],
-      says: 'backfill: one --tile per backfill, got a, b; run one backfill per tile (each has its own windows and re-run commands)',
+      says: 'backfill: one --job per backfill, got a, b; run one backfill per job (each has its own windows and re-run commands)',
     },
   ])('$args.0 $args.1 $args.2 $args.3: $says', async ({ args, says }) => {
     const before = tokenRequests();
