@@ -1,6 +1,6 @@
 import { createSourceDispatcher } from '../pipeline/source-session.js';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { formatTilePlan, planTile } from '../pipeline/plan-tile.js';
+import { formatJobPlan, planJob } from '../pipeline/plan-job.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
@@ -41,12 +41,12 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
     try {
       for (const job of jobs) {
         const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
-        plans.push(await planTile(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: io.retry, signal: io.signal }));
+        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: io.retry, signal: io.signal }));
       }
     } finally {
       await dispatcher.close();
     }
-    io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatTilePlan).join('\n'));
+    io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
     const blocked = plans.some((plan) => plan.status === 'failed' || plan.sinks.some((sink) => sink.action === 'refuse'));
     return blocked ? EXIT.tileFailed : EXIT.ok;
   },

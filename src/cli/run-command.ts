@@ -1,8 +1,8 @@
 import { buildSinks } from '../sinks/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
-import { runTiles } from '../pipeline/run-tiles.js';
+import { runJobs } from '../pipeline/run-jobs.js';
 import type { Sink } from '../sinks/sink.js';
-import type { RunSummary, TileSummary } from '../pipeline/tile-summary.js';
+import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
 import { ledgerRecorderFor } from './run-ledger-reporter.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
@@ -76,12 +76,12 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const onProgress = progressLines(output);
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     const ledger = await ledgerRecorderFor(jobs, workspace.environment, io.sinkOptions ?? {}, logger);
-    const reporters = [ledger, metrics === undefined ? undefined : async (tile: TileSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
+    const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
       (reporter) => reporter !== undefined,
     );
     let summary: RunSummary;
     try {
-      summary = await runTiles(jobs, {
+      summary = await runJobs(jobs, {
         environment: workspace.environment,
         credentials,
         logger,

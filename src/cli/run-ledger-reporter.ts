@@ -3,12 +3,12 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import { messageOf } from '../errors.js';
-import type { TileSummary } from '../pipeline/tile-summary.js';
+import type { JobRunSummary } from '../pipeline/job-summary.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { LedgerRow } from '../sinks/bigquery/run-ledger.js';
 
 /** Records one tile run (or backfill window) in the ledger of each BigQuery dataset it wrote to. */
-export type LedgerRecorder = (tile: TileSummary, window?: { from: string; to: string }) => Promise<void>;
+export type LedgerRecorder = (tile: JobRunSummary, window?: { from: string; to: string }) => Promise<void>;
 
 interface Target {
   projectId: string;
@@ -33,7 +33,7 @@ export async function ledgerRecorderFor(jobs: readonly LoadedJob[], environment:
   const client: BigQuery = options.bigqueryClient ?? new Client({ ...(defaults?.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
   const retry = { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger };
 
-  const targetsOf = (tile: TileSummary): Target[] => {
+  const targetsOf = (tile: JobRunSummary): Target[] => {
     const found = new Map<string, Target>();
     for (const output of tile.outputs) {
       const parsed = output.sink === 'bigquery' ? ledger.parseBigQueryTarget(output.target) : undefined;

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { runTiles } from '../pipeline/run-tiles.js';
+import { runJobs } from '../pipeline/run-jobs.js';
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
@@ -44,7 +44,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
 
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
-      const summary = await runTiles([job], {
+      const summary = await runJobs([job], {
         environment: workspace.environment,
         credentials,
         logger,

@@ -46,7 +46,7 @@ const HELP: Record<keyof typeof METRICS, string> = {
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
 };
 
-/** What a tile run reports; a TileSummary has these fields. */
+/** What a tile run reports; a JobRunSummary has these fields. */
 export interface TileRunMetrics {
   job: string;
   status: 'succeeded' | 'failed' | 'partially_published';

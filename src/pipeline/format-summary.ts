@@ -1,4 +1,4 @@
-import type { RunSummary, TileSummary } from './tile-summary.js';
+import type { RunSummary, JobRunSummary } from './job-summary.js';
 
 const plural = (count: number, noun: string, many = `${noun}s`) => `${count} ${count === 1 ? noun : many}`;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -8,7 +8,7 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
  * less than whole (values nulled, rows dropped, warnings, retries) and, for a partial publish,
  * which targets hold which run.
  */
-function detailLines(tile: TileSummary): string[] {
+function detailLines(tile: JobRunSummary): string[] {
   const lines: string[] = [];
   if (tile.nulledValues > 0) lines.push(`${plural(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
   if (tile.rowsDropped > 0) lines.push(`${plural(tile.rowsDropped, 'row')} outside the window dropped`);

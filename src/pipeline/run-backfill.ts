@@ -10,12 +10,12 @@ import { calendarDateIn, parseDate } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
 import { newRunId, windowRunId } from './run-id.js';
 import { RunToken } from '../source/session-token.js';
-import { runTile } from './run-tile.js';
+import { runJob } from './run-job.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { ReadStats } from './read-into-sinks.js';
 import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
-import type { TileSummary } from './tile-summary.js';
+import type { JobRunSummary } from './job-summary.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
   readonly code = 'backfill_bucket_missing';
@@ -50,7 +50,7 @@ export interface BackfillOptions {
 
 export interface WindowResult {
   window: DateWindow;
-  summary: TileSummary;
+  summary: JobRunSummary;
   /** What looks wrong although the window succeeded (a failure under --strict instead). */
   warnings: string[];
 }
@@ -135,7 +135,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     const rw = relativeWindowFor(window, job.timezone, now());
     const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
     const startedAt = new Date();
-    const summary = await runTile(windowJob, {
+    const summary = await runJob(windowJob, {
       environment: options.environment,
       credentials: options.credentials,
       dispatcher,
@@ -199,7 +199,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
 }
 
 /** A window refused before any request: it counts as failed and says why. */
-function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWindowFutureError): TileSummary {
+function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWindowFutureError): JobRunSummary {
   return {
     job: job.name,
     tile: job.tile,

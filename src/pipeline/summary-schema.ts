@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { COLUMN_TYPES } from '../transform/column.js';
 import type { BackfillSummary } from './run-backfill.js';
-import type { RunSummary, TileSummary } from './tile-summary.js';
+import type { RunSummary, JobRunSummary } from './job-summary.js';
 
 /**
  * The machine-readable summary of `run` and `backfill` (`--json`, `--summary-json FILE`,
@@ -155,9 +155,9 @@ export function backfillSummaryDocument(inputs: BackfillDocumentInputs): Backfil
   };
 }
 
-// TileSummary is written by hand where it is built; this keeps it and the schema in step.
+// JobRunSummary is written by hand where it is built; this keeps it and the schema in step.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const tileSummaryMatches: Same<TileSummary, z.infer<typeof tileSummarySchema>> = true;
+const tileSummaryMatches: Same<JobRunSummary, z.infer<typeof tileSummarySchema>> = true;
 void tileSummaryMatches;
 
 /** schema/run-summary.schema.json: what a summary file holds (`io: 'output'`). */

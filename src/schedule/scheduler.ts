@@ -1,15 +1,15 @@
 import { Cron } from 'croner';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
-import type { TileSummary } from '../pipeline/tile-summary.js';
+import type { JobRunSummary } from '../pipeline/job-summary.js';
 
 /** Runs one job once; aborted through `signal` when the grace period ends. */
-export type RunJob = (job: LoadedJob, signal: AbortSignal) => Promise<TileSummary | undefined>;
+export type RunJob = (job: LoadedJob, signal: AbortSignal) => Promise<JobRunSummary | undefined>;
 
 export interface SchedulerEvents {
   /** A tick came while the job's previous run was still going; that tick is skipped. */
   skipped?: (job: LoadedJob) => void;
-  finished?: (job: LoadedJob, summary: TileSummary | undefined) => void;
+  finished?: (job: LoadedJob, summary: JobRunSummary | undefined) => void;
 }
 
 /**

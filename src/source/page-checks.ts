@@ -158,7 +158,4 @@ export class PageConsistency {
     return undefined;
   }
 
-  get rows(): number {
-    return this.rowsSeen;
-  }
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { formatRunSummary } from '../../src/pipeline/format-summary.js';
-import type { TileSummary } from '../../src/pipeline/tile-summary.js';
+import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
@@ -129,7 +129,7 @@ describe('help', () => {
 });
 
 describe('formatRunSummary', () => {
-  const tile = (overrides: Partial<TileSummary>): TileSummary => ({
+  const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
     job: 'by_type', tile: 't', runId: 'r1', status: 'succeeded', rows: 48, rowsDropped: 0, pages: 1, bytes: 4096, durationMs: 120, columns: [],
     outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }], targets: ['out/by_type.csv'], bigqueryJobIds: [], warnings: [], nulledValues: 0,
     retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0,

@@ -76,8 +76,8 @@ describe('rerunCommands', () => {
       { from: '2026-03-05', to: '2026-03-06' },
     ];
     expect(rerunCommands(failed, 'daily', 'day', ['--config', 'c.yaml'])).toEqual([
-      'tilehouse backfill --tile daily --from 2026-03-01 --to 2026-03-03 --step day --config c.yaml',
-      'tilehouse backfill --tile daily --from 2026-03-05 --to 2026-03-06 --step day --config c.yaml',
+      'tilehouse backfill --job daily --from 2026-03-01 --to 2026-03-03 --step day --config c.yaml',
+      'tilehouse backfill --job daily --from 2026-03-05 --to 2026-03-06 --step day --config c.yaml',
     ]);
   });
 });

@@ -6,7 +6,7 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
-import { HookedSink, loadForRun, runLoaded } from '../support/run-tiles-harness.js';
+import { HookedSink, loadForRun, runLoaded } from '../support/run-jobs-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { DEAD_PID, tagOf } from '../support/temp-owners.js';
 

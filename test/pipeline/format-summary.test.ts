@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { formatRunSummary } from '../../src/pipeline/format-summary.js';
-import type { RunSummary, TileSummary } from '../../src/pipeline/tile-summary.js';
+import type { RunSummary, JobRunSummary } from '../../src/pipeline/job-summary.js';
 
-const tile = (overrides: Partial<TileSummary>): TileSummary => ({
+const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
   job: 'daily',
   tile: 't-1',
   status: 'succeeded',
@@ -18,9 +18,9 @@ const tile = (overrides: Partial<TileSummary>): TileSummary => ({
   reauthentications: 0,
   restarts: 0,
   ...overrides,
-}) as TileSummary;
+}) as JobRunSummary;
 
-const run = (tiles: TileSummary[]): RunSummary =>
+const run = (tiles: JobRunSummary[]): RunSummary =>
   ({ runId: 'r1', startedAt: '2026-11-23T00:00:00.000Z', durationMs: 1500, tiles, succeeded: 0, failed: 0, partiallyPublished: 1 }) as RunSummary;
 
 describe('formatRunSummary', () => {

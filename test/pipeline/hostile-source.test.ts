@@ -8,8 +8,8 @@ import { environmentSchema } from '../../src/config/environment-schema.js';
 import { jobSchema } from '../../src/config/job-schema.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/log.js';
-import { runTiles } from '../../src/pipeline/run-tiles.js';
-import type { RunSummary } from '../../src/pipeline/tile-summary.js';
+import { runJobs } from '../../src/pipeline/run-jobs.js';
+import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { CsvSink } from '../../src/sinks/csv/index.js';
 import { readCsv } from '../support/csv-read.js';
 import { HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
@@ -63,7 +63,7 @@ async function run(script: HostileScript, runJob: LoadedJob = job): Promise<{ su
     sinks: { csv: { directory: outDir } },
   });
   const logger = await createLogger({ level: 'silent', destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
-  const summary = await runTiles([runJob], {
+  const summary = await runJobs([runJob], {
     environment,
     credentials: { clientId: 'hostile-id', clientSecret: 'hostile-secret' },
     logger,

@@ -6,7 +6,7 @@ import { runSummaryDocument, summaryJsonSchemaFile, summarySchema } from '../../
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-tiles-harness.js';
+import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 const SCHEMA_FILE = 'schema/run-summary.schema.json';

@@ -5,7 +5,7 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
-import { HookedSink, loadForRun, PublishFailsSink, runLoaded } from '../support/run-tiles-harness.js';
+import { HookedSink, loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { DEAD_PID, startLiveProcess, tagOf } from '../support/temp-owners.js';
 
@@ -62,7 +62,7 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-describe('a job with two CSV sinks (runTiles against the sandbox)', () => {
+describe('a job with two CSV sinks (runJobs against the sandbox)', () => {
   it('publishes both when both prepare and publish', async () => {
     const summary = await runLoaded(await loadForRun(workspace, sandbox));
     expect(summary).toMatchObject({ succeeded: 1, failed: 0, partiallyPublished: 0 });
@@ -105,7 +105,7 @@ describe('a job with two CSV sinks (runTiles against the sandbox)', () => {
   });
 });
 
-describe('a stop signal around the publish of a two-sink job (runTiles)', () => {
+describe('a stop signal around the publish of a two-sink job (runJobs)', () => {
   it('stopped after reading, before phase 2: run_stopped, both targets keep their previous bytes, no temp file', async () => {
     const controller = new AbortController();
     const summary = await runLoaded(await loadForRun(workspace, sandbox), {
@@ -132,7 +132,7 @@ describe('a stop signal around the publish of a two-sink job (runTiles)', () => 
   });
 });
 
-describe('the sweep at the start of a run (runTiles)', () => {
+describe('the sweep at the start of a run (runJobs)', () => {
   it("removes a dead run's temp file, keeps a live process's and a fresh foreign one, and touches nothing else", async () => {
     const live = await startLiveProcess();
     try {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/log.js';
-import type { TileSummary } from '../../src/pipeline/tile-summary.js';
+import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
 import { Capture } from '../support/cli-harness.js';
 
@@ -102,7 +102,7 @@ describe('Scheduler (second-level crons, fake clock)', () => {
       [job('drain')],
       async (_job, signal) => {
         await sleep(800, undefined, { signal });
-        return { status: 'succeeded' } as TileSummary;
+        return { status: 'succeeded' } as JobRunSummary;
       },
       log,
       { finished: (j, summary) => finished.push(`${j.name}:${summary?.status}`) },

@@ -2,15 +2,15 @@ import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { runTiles } from '../../src/pipeline/run-tiles.js';
-import type { TileSummary } from '../../src/pipeline/tile-summary.js';
+import { runJobs } from '../../src/pipeline/run-jobs.js';
+import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { Capture, FAST_RETRY, listFiles, writeWorkspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
-import { loadForRun } from '../support/run-tiles-harness.js';
+import { loadForRun } from '../support/run-jobs-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import path from 'node:path';
 
@@ -42,11 +42,11 @@ describe('the scheduler with two jobs writing into one CSV directory', () => {
     const sinks = new Map(await Promise.all(loaded.jobs.map(async (job) => [job.name, await buildSinks(job, loaded.environment)] as const)));
     const logs = new Capture();
     const logger = await createLogger({ level: 'info', destination: logs });
-    const summaries: TileSummary[] = [];
+    const summaries: JobRunSummary[] = [];
     const scheduler = new Scheduler(
       loaded.jobs,
       async (job, signal) => {
-        const summary = await runTiles([job], { environment: loaded.environment, credentials: loaded.credentials, logger, buildSinks: () => sinks.get(job.name)!, retry: FAST_RETRY, signal });
+        const summary = await runJobs([job], { environment: loaded.environment, credentials: loaded.credentials, logger, buildSinks: () => sinks.get(job.name)!, retry: FAST_RETRY, signal });
         return summary.tiles[0];
       },
       logger,

@@ -9,8 +9,8 @@ import { column, runContext, silentLogger, sinkHarness, type SinkHarness } from 
 import type { LoadedJob } from '../../../src/config/load-config.js';
 import { publishAll } from '../../../src/pipeline/publish-sinks.js';
 import type { ReadStats } from '../../../src/pipeline/read-into-sinks.js';
-import { countOutcomes } from '../../../src/pipeline/run-tiles.js';
-import { tileSummary, type SessionCounters } from '../../../src/pipeline/tile-summary.js';
+import { countOutcomes } from '../../../src/pipeline/run-jobs.js';
+import { publishedSummary, type SessionCounters } from '../../../src/pipeline/job-summary.js';
 import { exitCodeOf } from '../../../src/cli/run-command.js';
 
 const columns: Column[] = [{ name: 'day', header: 'Day', type: 'DATE', sourceDataType: 'datetime' }, column('severity', 'STRING'), column('count', 'INT64')];
@@ -130,11 +130,11 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     const writer = await harness.sink({ table: 'daily', ...partitioned }).open(runContext({ columns, runId: 'r1' }));
     await writer.writeRows(rows.map((row) => [...row]));
     const published = await publishAll([writer], { jobName: 'open_incidents', logger: silentLogger });
-    // tileSummary reads only the job's name and tile, and takes the counters as they are.
+    // publishedSummary reads only the job's name and tile, and takes the counters as they are.
     const job = { name: 'open_incidents', tile: 'tile-42' } as LoadedJob;
     const counters = { runId: 'r1', retries: 0, throttled: 0, tokenFetches: 0, reauthentications: 0, restarts: 0, bytes: 0, targets: [] } as unknown as SessionCounters;
     const stats = { rows: 3, rowsDropped: 0, pages: 1, columns, warnings: [], nulledValues: 0 } as unknown as ReadStats;
-    const summary = tileSummary(job, Date.now(), stats, counters, published);
+    const summary = publishedSummary(job, Date.now(), stats, counters, published);
 
     expect(summary).toMatchObject({ status: 'partially_published', outputs: [], unpublished: [], mixed: [`${FAKE_PROJECT_ID}.ops.daily`], error: { code: 'partially_published' } });
     expect(summary.error?.message).toContain(`new run in: part of ${FAKE_PROJECT_ID}.ops.daily; previous run still in: the rest of ${FAKE_PROJECT_ID}.ops.daily.`);

@@ -12,11 +12,11 @@ import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
 import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
 import { withOneRestart } from './restart-on-drift.js';
-import { failedSummary, tileSummary } from './tile-summary.js';
-import type { TileSummary } from './tile-summary.js';
+import { failedSummary, publishedSummary } from './job-summary.js';
+import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
-export interface TileRunDependencies {
+export interface JobRunDependencies {
   environment: EnvironmentConfig;
   credentials: ClientCredentials;
   dispatcher: Dispatcher;
@@ -60,7 +60,7 @@ function recordingTargets(sinks: readonly Sink[], targets: string[]): Sink[] {
  * re-read from page 0 if the source changed underneath), then publish all sinks or none. Never
  * throws for a tile failure: it returns a failed summary, so the other tiles of the run still run.
  */
-export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promise<TileSummary> {
+export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
   const started = Date.now();
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });
@@ -102,7 +102,7 @@ export async function runTile(job: LoadedJob, deps: TileRunDependencies): Promis
       throw refusal;
     }
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
-    const summary = tileSummary(job, started, stats, counters(), published);
+    const summary = publishedSummary(job, started, stats, counters(), published);
     if (summary.status === 'succeeded') {
       logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}`);
     } else {

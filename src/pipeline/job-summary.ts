@@ -6,7 +6,7 @@ import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
 import type { ReadStats } from './read-into-sinks.js';
 
 /** What one tile run did; logged per tile and collected into the run summary. */
-export interface TileSummary {
+export interface JobRunSummary {
   job: string;
   tile: string;
   /** The run id this tile ran under (a backfill window's own, derived from the backfill's). */
@@ -52,7 +52,7 @@ export interface RunSummary {
   durationMs: number;
   /** Access tokens the whole run fetched (one, unless a token expired or was refused mid-run). */
   tokenFetches: number;
-  tiles: TileSummary[];
+  tiles: JobRunSummary[];
   succeeded: number;
   failed: number;
   partiallyPublished: number;
@@ -83,7 +83,7 @@ export function bigqueryJobIdsOf(outputs: readonly SinkResult[]): string[] {
   return ids;
 }
 
-function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<TileSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
+function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<JobRunSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
   const { targets, ...rest } = counters;
   return {
     job: job.name,
@@ -101,8 +101,8 @@ function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefin
 }
 
 /** The summary of a run that reached its publish: succeeded, or partially published. */
-export function tileSummary(job: LoadedJob, started: number, stats: ReadStats, counters: SessionCounters, published: PublishOutcome): TileSummary {
-  const summary: TileSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
+export function publishedSummary(job: LoadedJob, started: number, stats: ReadStats, counters: SessionCounters, published: PublishOutcome): JobRunSummary {
+  const summary: JobRunSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
   if (published.partial) {
     summary.status = 'partially_published';
     const { unpublished, changedInPart } = published.partial;
@@ -114,7 +114,7 @@ export function tileSummary(job: LoadedJob, started: number, stats: ReadStats, c
 }
 
 /** The summary of a run that published nothing. A failure after a stop signal is reported as the stop. */
-export function failedSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters, error: unknown, signal?: AbortSignal): TileSummary {
+export function failedSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters, error: unknown, signal?: AbortSignal): JobRunSummary {
   const cause = signal?.aborted && !(error instanceof RunStoppedError) ? new RunStoppedError(job.name, signal.reason) : error;
   return {
     ...baseSummary(job, started, stats, counters),

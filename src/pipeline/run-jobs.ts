@@ -8,10 +8,10 @@ import { RunToken } from '../source/session-token.js';
 import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { OnProgress } from './progress.js';
 import { newRunId } from './run-id.js';
-import { runTile } from './run-tile.js';
+import { runJob } from './run-job.js';
 import { createSourceDispatcher, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
-import type { RunSummary, TileSummary } from './tile-summary.js';
+import type { RunSummary, JobRunSummary } from './job-summary.js';
 
 export interface RunOptions {
   environment: EnvironmentConfig;
@@ -29,36 +29,36 @@ export interface RunOptions {
    * Awaited after each tile's run with its summary (metrics are pushed here); before the next
    * tile of its worker starts. It must not throw: a report that fails is the reporter's to log.
    */
-  onTileFinished?: (summary: TileSummary) => Promise<void>;
+  onTileFinished?: (summary: JobRunSummary) => Promise<void>;
 }
 
 /** Counts of a run's tiles by outcome. */
-export function countOutcomes(tiles: readonly TileSummary[]): Pick<RunSummary, 'succeeded' | 'failed' | 'partiallyPublished'> {
-  const count = (status: TileSummary['status']) => tiles.filter((tile) => tile.status === status).length;
+export function countOutcomes(tiles: readonly JobRunSummary[]): Pick<RunSummary, 'succeeded' | 'failed' | 'partiallyPublished'> {
+  const count = (status: JobRunSummary['status']) => tiles.filter((tile) => tile.status === status).length;
   return { succeeded: count('succeeded'), failed: count('failed'), partiallyPublished: count('partially_published') };
 }
 
 /**
- * Runs each tile once, up to `tileConcurrency` at a time; a failed tile does not stop the others.
+ * Runs each job once, up to `tileConcurrency` at a time; a failed job does not stop the others.
  * The run starts without a token and its first tile fetches one that every tile of the run then
  * shares until it is due for replacement (spec: "first obtains a fresh token": a token fetched
  * at the start of this run is fresh; nothing is kept across runs).
  */
-export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
+export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
   const startedAt = (options.now ?? (() => new Date()))();
   const runId = options.runId ?? newRunId(startedAt);
   const dispatcher = options.dispatcher ?? createSourceDispatcher();
   const sinks = new Map(jobs.map((job) => [job, options.buildSinks(job)] as const));
   const runToken = new RunToken();
   await sweepSinks([...sinks.values()].flat(), options.logger);
-  let results: Array<TileSummary | undefined>;
+  let results: Array<JobRunSummary | undefined>;
   try {
     results = await mapWithConcurrency(
       jobs,
       options.environment.tileConcurrency,
       async (job) => {
         options.onProgress?.({ job: job.name, phase: 'started' });
-        const summary = await runTile(job, {
+        const summary = await runJob(job, {
           environment: options.environment,
           credentials: options.credentials,
           dispatcher,
@@ -80,6 +80,6 @@ export async function runTiles(jobs: readonly LoadedJob[], options: RunOptions):
   } finally {
     if (options.dispatcher === undefined) await dispatcher.close();
   }
-  const tiles = results.filter((tile): tile is TileSummary => tile !== undefined);
+  const tiles = results.filter((tile): tile is JobRunSummary => tile !== undefined);
   return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tokenFetches: runToken.fetched, tiles, ...countOutcomes(tiles) };
 }

@@ -10,7 +10,7 @@ import { toColumns } from '../transform/columns.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
-export interface TilePlan {
+export interface JobPlan {
   job: string;
   tile: string;
   status: 'planned' | 'failed';
@@ -35,9 +35,9 @@ export interface PlanDependencies {
  * Fetches a token and page 0 only, derives the columns a run would write, and asks each sink how
  * its target would change. Writes nothing anywhere.
  */
-export async function planTile(job: LoadedJob, deps: PlanDependencies): Promise<TilePlan> {
+export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<JobPlan> {
   const logger = deps.logger.child({ job: job.name, tile: job.tile });
-  const plan: TilePlan = { job: job.name, tile: job.tile, status: 'planned', columns: [], warnings: [], sinks: [] };
+  const plan: JobPlan = { job: job.name, tile: job.tile, status: 'planned', columns: [], warnings: [], sinks: [] };
   try {
     const session = openSourceSession(job, { ...deps, logger });
     const page = await session.client.fetchPage(0);
@@ -59,7 +59,7 @@ export async function planTile(job: LoadedJob, deps: PlanDependencies): Promise<
 }
 
 /** The plan as a person reads it. */
-export function formatTilePlan(plan: TilePlan): string {
+export function formatJobPlan(plan: JobPlan): string {
   const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${plan.totalRows} rows now`}`];
   if (plan.status === 'failed') {
     lines.push(`  FAILED ${plan.error?.code}: ${plan.error?.message}`);

@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { loadRunnableWorkspace, type RunnableWorkspace } from '../../src/cli/load-workspace.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
-import { runTiles } from '../../src/pipeline/run-tiles.js';
-import type { RunSummary } from '../../src/pipeline/tile-summary.js';
+import { runJobs } from '../../src/pipeline/run-jobs.js';
+import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../../src/sinks/sink.js';
 import type { Sandbox } from '../sandbox/index.js';
@@ -13,7 +13,7 @@ export function loadForRun(workspace: Workspace, sandbox: Sandbox): Promise<Runn
   return loadRunnableWorkspace({ config: workspace.configFile, jobs: workspace.jobsDir }, [], sandboxEnv(sandbox));
 }
 
-/** runTiles over a loaded workspace; `sinksFor` replaces the sinks the config would build. */
+/** runJobs over a loaded workspace; `sinksFor` replaces the sinks the config would build. */
 export async function runLoaded(
   loaded: RunnableWorkspace,
   options: { sinksFor?: (job: LoadedJob, built: Sink[]) => Sink[]; signal?: AbortSignal } = {},
@@ -23,7 +23,7 @@ export async function runLoaded(
     const built = await buildSinks(job, loaded.environment);
     sinks.set(job, options.sinksFor?.(job, built) ?? built);
   }
-  return runTiles(loaded.selected, {
+  return runJobs(loaded.selected, {
     environment: loaded.environment,
     credentials: loaded.credentials,
     logger: pino({ level: 'silent' }),
