@@ -4,7 +4,7 @@
 // The sandbox's clock and data are fixed, so two runs write byte-identical files.
 import { loadEnvironment } from '../src/config/load-config.js';
 import { main } from '../src/cli.js';
-import { startSandbox } from '../test/sandbox/index.js';
+import { startSandbox } from '../sandbox/index.js';
 
 const configFile = process.env.TILEHOUSE_CONFIG ?? 'config/default.yaml';
 const environment = await loadEnvironment(configFile);

@@ -30,7 +30,7 @@ export async function startSandboxProcess(options: {
   const args = ['--port', '0', '--incidents', String(options.incidents), '--latency-ms', String(options.latencyMs)];
   if (options.gzip) args.push('--gzip');
   if (options.bandwidthMbps !== undefined) args.push('--bandwidth-mbps', String(options.bandwidthMbps));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/sandbox/main.ts', ...args], { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts', ...args], { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = once(child, 'exit');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
 import { runBackfill } from '../../src/pipeline/run-backfill.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
-import { DEFAULT_NOW, SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { DEFAULT_NOW, SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';

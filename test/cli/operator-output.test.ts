@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { formatRunSummary } from '../../src/pipeline/format-summary.js';
 import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';

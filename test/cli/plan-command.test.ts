@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';

@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';

@@ -6,7 +6,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE } from '../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { CLI_ENTRY, exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { readCsv } from '../support/csv-read.js';

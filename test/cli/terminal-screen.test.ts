@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { CLI_ENTRY, exitWithin, textOf } from '../support/child-process.js';
 import { shellQuote } from '../support/shell-quote.js';

@@ -1,7 +1,7 @@
 import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type FaultRule, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type FaultRule, type Sandbox } from '../../sandbox/index.js';
 import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';

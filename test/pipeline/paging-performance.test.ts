@@ -1,7 +1,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type RecordedRequest, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type RecordedRequest, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';

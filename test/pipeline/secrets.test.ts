@@ -1,7 +1,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, runCli, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runSummaryDocument, summaryJsonSchemaFile, summarySchema } from '../../src/pipeline/summary-schema.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';

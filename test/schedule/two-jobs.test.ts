@@ -6,7 +6,7 @@ import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { Capture, FAST_RETRY, listFiles, writeWorkspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import type { Sandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
 import { writeWorkspace, type Workspace } from './cli-harness.js';
 
 export interface BigQueryWorkspace extends Workspace {

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
 import { main, type CliIo } from '../../src/cli.js';
 import type { RetrySettings } from '../../src/pipeline/source-session.js';
-import type { Sandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
 
 /** A writable that keeps what was written, for asserting on output and logs. */
 export class Capture extends Writable {

@@ -5,7 +5,7 @@ import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../../src/sinks/sink.js';
-import type { Sandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
 import { FAST_RETRY, sandboxEnv, type Workspace } from './cli-harness.js';
 
 /** A workspace written by writeWorkspace, loaded as `tilehouse run` loads it. */

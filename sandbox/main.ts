@@ -2,7 +2,7 @@
  * Runs the sandbox as its own process (the benchmark uses this so the sandbox does not share an
  * event loop with the client it measures):
  *
- *   npx tsx test/sandbox/main.ts --port 8787 [--incidents N] [--latency-ms M] [--seed S]
+ *   npx tsx sandbox/main.ts --port 8787 [--incidents N] [--latency-ms M] [--seed S]
  *       [--max-concurrent-exports K] [--token-lifetime-seconds T] [--host H] [--now ISO]
  *       [--gzip] [--bandwidth-mbps B]
  *

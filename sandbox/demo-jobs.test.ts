@@ -3,11 +3,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { jobSchema, type JobConfig } from '../../src/config/job-schema.js';
+import { jobSchema, type JobConfig } from '../src/config/job-schema.js';
 import { DEFAULT_TILE_IDS, DEMO_TILES, startSandbox, type Sandbox } from './index.js';
 import { exportAll, fetchToken } from './test-client.js';
 
-const JOBS_DIR = fileURLToPath(new URL('../../jobs/', import.meta.url));
+const JOBS_DIR = fileURLToPath(new URL('../jobs/', import.meta.url));
 const DEMO_JOBS = ['daily_incidents_by_severity', 'incident_types_resolution', 'incidents_by_month_severity', 'tag_postmortem_breakdown'];
 
 async function loadJob(name: string): Promise<JobConfig> {
