@@ -2,12 +2,12 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import packageJson from '../package.json' with { type: 'json' };
-import { EXIT, UsageError, type CliIo } from './cli/command.js';
+import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isTilehouseError } from './errors.js';
 import { OutputStream } from './output-stream.js';
 
-export { EXIT, type CliIo } from './cli/command.js';
+export { EXIT, type CliIo, type CliSeams } from './cli/command.js';
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
@@ -67,7 +67,7 @@ function guardedIo(io: CliIo): CliIo {
 }
 
 /** Parses arguments, runs a command, and maps every outcome onto an exit code. Never throws. */
-export async function main(argv: string[], callerIo: CliIo): Promise<number> {
+export async function main(argv: string[], callerIo: CliIo, seams: CliSeams = {}): Promise<number> {
   const io = guardedIo(callerIo);
   const [name, ...args] = argv;
   try {
@@ -82,7 +82,7 @@ export async function main(argv: string[], callerIo: CliIo): Promise<number> {
     const entry = COMMANDS.find((candidate) => candidate.name === name);
     if (entry === undefined) throw UsageError.of(`unknown command "${name}"; commands: ${COMMANDS.map((c) => c.name).join(', ')}`);
     const command = await entry.load();
-    return await command.run(args, io);
+    return await command.run(args, io, seams);
   } catch (error) {
     if (isTilehouseError(error)) {
       io.stderr.write(`tilehouse: ${error.code}:\n  ${error.message.split('\n').join('\n  ')}\n`);

@@ -29,7 +29,6 @@ const code = await main(['run', '--config', input.configFile, '--jobs', input.jo
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
-  sinkOptions: { bigqueryClient: client },
-});
+}, { sinkOptions: { bigqueryClient: client } });
 // The client keeps idle sockets open; the run is over.
 process.exit(code);

@@ -93,7 +93,7 @@ Example:
 Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
 2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT.
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('backfill', args, {
       tile: { type: 'string', short: 't', multiple: true },
       from: { type: 'string' },
@@ -131,16 +131,16 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const { credentials } = workspace;
     const job = jobForBackfill(workspace.selected[0]!);
     backfillItemIndex(job);
-    const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
+    const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger, screen } = output;
     const allWindows = splitWindows(values.from!, values.to!, step);
     const shareWindows = shard === undefined ? allWindows : shareOf(allWindows, shard);
     if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${allWindows.length} windows`);
-    const done = values.resume ? await doneWindowsOf(job, sinks, shareWindows, workspace.environment, io.sinkOptions ?? {}, logger) : new Set<string>();
+    const done = values.resume ? await doneWindowsOf(job, sinks, shareWindows, workspace.environment, seams.sinkOptions ?? {}, logger) : new Set<string>();
     const skipped = shareWindows.filter((window) => done.has(window.from));
     const windows = shareWindows.filter((window) => !done.has(window.from));
     if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${skipped.length} windows already done, ${windows.length} to run`);
-    const ledger = await ledgerRecorderFor([job], workspace.environment, io.sinkOptions ?? {}, logger);
+    const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger);
 
     const startedAt = new Date();
     const started = startedAt.getTime();
@@ -155,7 +155,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         windows,
         concurrency,
         runId,
-        retry: io.retry,
+        retry: seams.retry,
         signal: io.signal,
         strict: values.strict === true,
         ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, result.window) }),

@@ -32,7 +32,7 @@ Example:
 
 Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('check', args, { tile: { type: 'string', short: 't', multiple: true } });
     if (values.help) {
       io.stdout.write(this.help);
@@ -49,7 +49,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
           credentials: workspace.credentials,
           dispatcher,
           logger: logger.child({ job: job.name, tile: job.tile }),
-          retry: io.retry ?? CHECK_RETRY,
+          retry: seams.retry ?? CHECK_RETRY,
           ...(io.signal === undefined ? {} : { signal: io.signal }),
         });
         try {

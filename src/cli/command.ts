@@ -19,17 +19,25 @@ export interface CliIo {
   interactive?: boolean;
   /** Where logs go (JSON lines; human lines when `interactive`); default stderr. Tests capture them here. */
   logDestination?: DestinationStream;
-  sinkOptions?: SinkFactoryOptions;
-  retry?: RetrySettings;
   /** Aborted on SIGTERM/SIGINT; commands stop cleanly and leave no partial output. */
   signal?: AbortSignal;
+}
+
+/**
+ * What the tests and the bench put in place of production defaults (an emulator's BigQuery client,
+ * retries in milliseconds). Not the CLI's interface, and not part of its input and output: a
+ * process started as `tilehouse` always runs with none.
+ */
+export interface CliSeams {
+  sinkOptions?: SinkFactoryOptions;
+  retry?: RetrySettings;
 }
 
 export interface Command {
   name: string;
   /** The whole `tilehouse <name> --help` text. */
   help: string;
-  run(args: string[], io: CliIo): Promise<number>;
+  run(args: string[], io: CliIo, seams: CliSeams): Promise<number>;
 }
 
 /** Bad arguments: nothing runs, exit 2. The message says what to change on the command line. */

@@ -164,7 +164,7 @@ Example:
 The environment config is only compared with the request (host, tile parameter); it is not changed.
 Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('init', args, {
       'from-request': { type: 'string' },
       name: { type: 'string' },

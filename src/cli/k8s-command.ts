@@ -48,7 +48,7 @@ Example:
 
 Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad config or usage.
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('k8s', args, {
       out: { type: 'string', short: 'o' },
       check: { type: 'boolean' },

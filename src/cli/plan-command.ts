@@ -27,7 +27,7 @@ Example:
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
 a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usage.
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('plan', args, { tile: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
     if (values.help) {
       io.stdout.write(this.help);
@@ -40,8 +40,8 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
     const plans = [];
     try {
       for (const job of jobs) {
-        const sinks = await buildSinks(job, workspace.environment, io.sinkOptions);
-        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: io.retry, signal: io.signal }));
+        const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
+        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal }));
       }
     } finally {
       await dispatcher.close();

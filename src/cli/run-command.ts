@@ -47,7 +47,7 @@ Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
 names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no partial output).
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('run', args, {
       tile: { type: 'string', short: 't', multiple: true },
       'run-id': { type: 'string' },
@@ -70,12 +70,12 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     // own job at write time, with permission_denied, and the other jobs still run.)
     await refuseConflictingTargets(workspace.environment, workspace.configFile, jobs);
     const sinksByJob = new Map<string, Sink[]>();
-    for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, io.sinkOptions));
+    for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, seams.sinkOptions));
     const { logger } = output;
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
     const onProgress = progressLines(output);
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await ledgerRecorderFor(jobs, workspace.environment, io.sinkOptions ?? {}, logger);
+    const ledger = await ledgerRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger);
     const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
       (reporter) => reporter !== undefined,
     );
@@ -86,7 +86,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         credentials,
         logger,
         buildSinks: (job) => sinksByJob.get(job.name)!,
-        retry: io.retry,
+        retry: seams.retry,
         signal: io.signal,
         ...(runId === undefined ? {} : { runId }),
         ...(onProgress === undefined ? {} : { onProgress }),

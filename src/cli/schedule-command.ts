@@ -27,7 +27,7 @@ Example:
 
 Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('schedule', args, { 'grace-seconds': { type: 'string' } });
     if (values.help) {
       io.stdout.write(this.help);
@@ -40,7 +40,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const { credentials } = workspace;
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
-    const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, io.sinkOptions)] as const)));
+    const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
@@ -49,7 +49,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
         credentials,
         logger,
         buildSinks: () => sinks.get(job.name)!,
-        retry: io.retry,
+        retry: seams.retry,
         signal,
         ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile, job.schedule)) }),
       });

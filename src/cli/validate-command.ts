@@ -34,7 +34,7 @@ Example:
 
 Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field and value).
 `,
-  async run(args, io) {
+  async run(args, io, seams) {
     const { values } = parseCommandArgs('validate', args, { strict: { type: 'boolean' } });
     if (values.help) {
       io.stdout.write(this.help);
@@ -42,7 +42,7 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     }
     const workspace = await loadWorkspace(values, io.env);
     await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
-    for (const job of workspace.jobs) await buildSinks(job, workspace.environment, io.sinkOptions);
+    for (const job of workspace.jobs) await buildSinks(job, workspace.environment, seams.sinkOptions);
     const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
     const { warnings } = findings;
     const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];

@@ -79,19 +79,19 @@ describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
     const dataset = uniqueDatasetId('plan');
     const bqJob = { ...job, sinks: [{ type: 'bigquery', table: 'by_type' }] };
     const write = (jobs: Array<Record<string, unknown>>) => writeBigQueryWorkspace(`${root}/bq`, sandbox, jobs, { projectId: endpoint.projectId, dataset });
-    const io = { sinkOptions: { bigqueryClient: client } };
+    const seams = { sinkOptions: { bigqueryClient: client } };
 
     let ws = await write([bqJob]);
-    const fresh = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io });
+    const fresh = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams });
     expect(fresh.stdout).toMatch(new RegExp(`bigquery ${endpoint.projectId}\\.${dataset}\\.by_type: create\\n\\s+\\+ type STRING\\n\\s+\\+ incidents INT64`));
     expect(fresh.exitCode).toBe(0);
 
-    expect((await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io })).exitCode).toBe(0);
-    const same = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io });
+    expect((await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams })).exitCode).toBe(0);
+    const same = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams });
     expect(same.stdout).toMatch(/by_type: unchanged/);
 
     ws = await write([{ ...bqJob, query: widerQuery }]);
-    const refused = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io });
+    const refused = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams });
     expect(refused.stdout).toMatch(/by_type: refuse\n\s+added: newest \(TIMESTAMP\)/);
     expect(refused.exitCode).toBe(1);
   });
@@ -117,7 +117,7 @@ describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and 
   it('shows the partitioning, clustering and options, and warns when the schedule nears the daily table operations', async () => {
     const dataset = uniqueDatasetId('plan_layout');
     const ws = await writeBigQueryWorkspace(`${root}/bq-layout`, sandbox, [partitionedJob], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
 
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain(`bigquery ${endpoint.projectId}.${dataset}.by_day: create`);
@@ -132,7 +132,7 @@ describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and 
     const badPartition = { ...partitionedJob, name: 'bad_partition', sinks: [{ type: 'bigquery', partitionBy: { column: 'Type' } }] };
     const badCluster = { ...partitionedJob, name: 'bad_cluster', columns: { Day: { type: 'DATE' } }, sinks: [{ type: 'bigquery', clusterBy: ['Incidents'] }] };
     const ws = await writeBigQueryWorkspace(`${root}/bq-layout-bad`, sandbox, [badPartition, badCluster], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
 
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toMatch(/bad_partition: refuse\n\s+bigquery_partition_column_invalid: job bad_partition: sink bigquery \S+\.bad_partition: partitionBy\.column = "Type": column type is STRING/);
@@ -148,7 +148,7 @@ describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and 
     await client.dataset(dataset).createTable('by_month', { schema: { fields }, timePartitioning: { type: 'MONTH', field: 'day' } });
     const monthJob = { ...partitionedJob, name: 'by_month', sinks: [{ type: 'bigquery', table: 'by_month', partitionBy: { column: 'Day' } }] };
     const ws = await writeBigQueryWorkspace(`${root}/bq-layout-existing`, sandbox, [partitionedJob, monthJob], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), io: { sinkOptions: { bigqueryClient: client } } });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
 
     expect(result.stdout).toMatch(/by_day: change\n\s+~ clustering incidents -> type\n\s+~ requirePartitionFilter false -> true\n\s+~ partition expiration none -> 90 days\n/);
     expect(result.stdout).toMatch(/by_month: refuse\n\s+bigquery_table_layout_mismatch: .*is MONTH on day, the job asks for DAY on day/);

@@ -136,7 +136,7 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     workspace = await writeBigQueryWorkspace(root, sandbox, jobs, { projectId: endpoint.projectId, dataset }, { itemsPerPage: ITEMS_PER_PAGE });
     return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: sandboxEnv(sandbox, options.secret),
-      io: { sinkOptions: { bigqueryClient: client } },
+      seams: { sinkOptions: { bigqueryClient: client } },
     });
   }
 

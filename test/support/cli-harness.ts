@@ -2,7 +2,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
-import { main, type CliIo } from '../../src/cli.js';
+import { main, type CliIo, type CliSeams } from '../../src/cli.js';
 import type { RetrySettings } from '../../src/pipeline/source-session.js';
 import type { Sandbox } from '../../sandbox/index.js';
 
@@ -69,7 +69,7 @@ export interface CliResult {
 
 export async function runCli(
   args: string[],
-  options: { env: Record<string, string>; io?: Partial<CliIo> },
+  options: { env: Record<string, string>; io?: Partial<CliIo>; seams?: CliSeams },
 ): Promise<CliResult> {
   const stdout = new Capture();
   const stderr = new Capture();
@@ -79,9 +79,8 @@ export async function runCli(
     stdout,
     stderr,
     logDestination: logs,
-    retry: FAST_RETRY,
     ...options.io,
-  });
+  }, { retry: FAST_RETRY, ...options.seams });
   return { exitCode, stdout: stdout.text, stderr: stderr.text, logs: logs.lines() };
 }
 
