@@ -2,10 +2,10 @@
 # Builds the pinned Prometheus Pushgateway into .tools/bin/, where the metrics tests look for it.
 # Run it as `npm run setup:pushgateway`; running it again is a no-op once the right version is there.
 #
-# Same approach as install-bigquery-emulator.sh: a build from a committed module
-# (scripts/pushgateway/go.mod + go.sum) needs only the pinned module versions from the Go module
-# proxy, never its @v/list (which `go install pkg@version` asks for and some networks refuse).
+# Built from the committed scripts/pushgateway/go.mod + go.sum (see lib/build-go-tool.sh for why).
 set -euo pipefail
+# shellcheck source=lib/build-go-tool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build-go-tool.sh"
 
 readonly VERSION='v1.11.1'
 # The tag's commit, as recorded by the module proxy; printed by `pushgateway --version`.
@@ -30,27 +30,9 @@ if [[ -x "$bin" ]]; then
   log "found $bin reporting '${installed:-no version}'; rebuilding $VERSION"
 fi
 
-command -v go >/dev/null 2>&1 || fail "the Go toolchain is needed to build the Pushgateway (https://go.dev/dl/); go.mod asks for $(sed -n 's/^go //p' "$module_dir/go.mod")"
 grep -q "^require $PACKAGE $VERSION\$" "$module_dir/go.mod" \
   || fail "$module_dir/go.mod does not pin $PACKAGE $VERSION; keep the script and go.mod in step"
 
-mkdir -p "$bin_dir"
-# Build beside the target and rename, so an interrupted build never leaves a half-written binary.
-partial="$(mktemp "$bin_dir/.pushgateway.XXXXXX")"
-trap 'rm -f "$partial"' EXIT
-
-log "building pushgateway $VERSION with $(go version | cut -d' ' -f3) into $bin"
-started=$SECONDS
 readonly STAMP='github.com/prometheus/common/version'
-# -mod=readonly: fail instead of silently resolving other versions than the committed go.sum.
-(
-  cd "$module_dir"
-  CGO_ENABLED=0 go build -mod=readonly -trimpath \
-    -ldflags "-s -w -X $STAMP.Version=${VERSION#v} -X $STAMP.Revision=$REVISION -X $STAMP.Branch=HEAD" \
-    -o "$partial" "$PACKAGE"
-)
-chmod 0755 "$partial"
-mv -f "$partial" "$bin"
-trap - EXIT
-
-log "built in $((SECONDS - started))s: $("$bin" --version 2>&1 | head -1)"
+build_go_tool pushgateway "$module_dir" "$bin" "$PACKAGE" "-s -w -X $STAMP.Version=${VERSION#v} -X $STAMP.Revision=$REVISION -X $STAMP.Branch=HEAD"
+log "installed: $("$bin" --version 2>&1 | head -1)"
