@@ -5,30 +5,12 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { dailySeverityQuery } from '../support/queries.js';
 
 const DAY_MS = 86_400_000;
 const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
 
-const query = {
-  items: [
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      grouped: true,
-      order: 'asc',
-      orderSequence: 0,
-      // The tile's own window; a backfill replaces it per window.
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 1, filters: [] },
-    { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50 },
-};
+const query = dailySeverityQuery;
 const job = {
   name: 'daily_severity',
   tile: SANDBOX_TILE,

@@ -10,3 +10,25 @@ export const detailQuery = {
   ],
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
+
+/** Incidents per day and severity over the last 30 days: the shape of a tile a backfill windows by day. */
+export const dailySeverityQuery = {
+  items: [
+    {
+      header: 'Day',
+      ref: 'day',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      function: 'date',
+      format: 'year_month_number_day_number_hyphen',
+      grouped: true,
+      order: 'asc',
+      orderSequence: 0,
+      // The tile's own window; a backfill replaces it per window.
+      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+    },
+    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 1, filters: [] },
+    { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
+  ],
+  options: { pageNumber: 0, itemsPerPage: 50 },
+};
