@@ -1,3 +1,4 @@
+import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { planManifests } from '../deploy/plan-manifests.js';
 import { staleFiles, writeManifests } from '../deploy/write-manifests.js';
@@ -12,6 +13,20 @@ import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { loadWorkspace } from './load-workspace.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
+
+/**
+ * Without --config (or $TILEHOUSE_CONFIG), the config the manifests beside `outFile` were
+ * generated from (its copy is the one file in generated/config/), when it is still in config/:
+ * `tilehouse k8s --check` then compares against what was deployed, not against the demo's sandbox
+ * config (config/default.yaml), which would only suggest regenerating for the wrong environment.
+ */
+async function generatedFromConfig(outFile: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (env.TILEHOUSE_CONFIG !== undefined) return undefined;
+  const copies = await readdir(path.join(path.dirname(outFile), 'generated', 'config')).catch(() => []);
+  if (copies.length !== 1) return undefined;
+  const original = path.join('config', copies[0]!);
+  return (await access(original).then(() => true, () => false)) ? original : undefined;
+}
 
 function shown(file: string): string {
   const relative = path.relative(process.cwd(), file);
@@ -30,7 +45,8 @@ backfill-job.yaml (a template) and generated/ (copies of the job files and the e
 config, with the kustomization that makes the ConfigMaps). Then: kubectl apply -k k8s/
 
 Options:
-  -c, --config FILE    the environment config the pods use (default: $TILEHOUSE_CONFIG or config/default.yaml)
+  -c, --config FILE    the environment config the pods use (default: $TILEHOUSE_CONFIG, else the config
+                       the existing manifests were generated from, else config/default.yaml)
   -j, --jobs DIR       directory of job YAML files (default: $TILEHOUSE_JOBS or jobs)
   -o, --out FILE       the CronJobs file (default: ${DEFAULT_K8S_OUT}); the other files go beside it
       --check          write nothing; exit 1 when a generated file is missing or stale
@@ -66,7 +82,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     }
     const backfillFlags = (['from', 'to', 'step', 'completions', 'parallelism', 'resume'] as const).filter((flag) => values[flag] !== undefined);
     if (values.backfill === undefined && backfillFlags.length > 0) throw UsageError.of(`k8s: --${backfillFlags[0]} belongs to --backfill NAME`);
-    const workspace = await loadWorkspace(values, io.env);
+    const workspace = await loadWorkspace({ ...values, config: values.config ?? (await generatedFromConfig(values.out ?? DEFAULT_K8S_OUT, io.env)) }, io.env);
     if (values.backfill !== undefined) {
       if (values.check || values.out !== undefined) throw UsageError.of('k8s: --backfill prints one Job and writes nothing; --check and --out do not apply');
       const job = workspace.jobs.find((candidate) => candidate.name === values.backfill);

@@ -85,6 +85,18 @@ describe('tilehouse k8s', () => {
     expect(text).toContain('Jobs without a schedule (no CronJob, run on demand): tag_postmortem_breakdown.');
   });
 
+  it('--check without --config compares against the config the manifests were generated from', async () => {
+    expect((await runCli(args, { env: {} })).exitCode).toBe(0);
+    // Not config/default.yaml (the demo's sandbox): the copy in generated/config/ names the one in use.
+    const checked = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: {} });
+    expect(checked.stderr).not.toContain('stale');
+    expect(checked.stdout).toContain('up to date: 8 generated files');
+    expect(checked.exitCode).toBe(0);
+    // $TILEHOUSE_CONFIG still wins.
+    const other = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: { TILEHOUSE_CONFIG: 'config/default.yaml' } });
+    expect(other.exitCode).toBe(1);
+  });
+
   it('--check reports missing files when nothing was generated yet', async () => {
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(1);
