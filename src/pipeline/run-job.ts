@@ -56,9 +56,9 @@ function recordingTargets(sinks: readonly Sink[], targets: string[]): Sink[] {
 }
 
 /**
- * Runs one tile from the run's token to published output: read every page into every sink (one
+ * Runs one job from the run's token to published output: read every page into every sink (one
  * re-read from page 0 if the source changed underneath), then publish all sinks or none. Never
- * throws for a tile failure: it returns a failed summary, so the other tiles of the run still run.
+ * throws for a job's failure: it returns a failed summary, so the other jobs of the run still run.
  */
 export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
   const started = Date.now();
