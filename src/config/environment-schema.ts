@@ -24,6 +24,12 @@ const sourceSchema = z
     tileParam: z.string().min(1).default('tileId').describe('Query-string item that carries the tile id'),
     itemsPerPage: z.number().int().positive().max(10_000).default(50),
     requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for the response headers of each request'),
+    tokenScope: z
+      .enum(['run', 'job'])
+      .default('run')
+      .describe(
+        'run: one token, fetched at the start of the run, serves all its jobs (and a backfill\'s windows), replaced before expires_in; job: every job (and window) fetches its own (issuers that meter machine-to-machine tokens count each one)',
+      ),
     requestDeadlineMs: z
       .number()
       .int()

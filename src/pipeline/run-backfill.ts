@@ -106,7 +106,7 @@ export function backfillItemIndex(job: LoadedJob): number {
  * Exports one tile window by window. Each window is its own tile run (own run id derived from the
  * backfill's, atomic commit) writing its own CSV file or BigQuery partition, so re-running a
  * window replaces exactly that window. The windows share one token (the one whose HTTP `Date` set
- * the source clock). A failed window does not stop the others.
+ * the source clock) unless source.tokenScope is 'job'. A failed window does not stop the others.
  */
 export async function runBackfill(job: LoadedJob, options: BackfillOptions): Promise<BackfillSummary> {
   const itemIndex = backfillItemIndex(job);
@@ -144,7 +144,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
       runId: windowRunId(runId, window),
       startedAt,
       window,
-      runToken,
+      ...(options.environment.source.tokenScope === 'run' ? { runToken } : {}),
       retry: options.retry,
       signal: options.signal,
       ...(bucketColumn === undefined
@@ -191,7 +191,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   return {
     job: job.name,
     runId,
-    tokenFetches: runToken.fetched,
+    tokenFetches: options.environment.source.tokenScope === 'run' ? runToken.fetched : runToken.fetched + windows.reduce((sum, result) => sum + result.summary.tokenFetches, 0),
     exact: bucketColumn !== undefined,
     windows,
     failed: options.windows.filter((window) => !finished.has(window.from)),

@@ -49,7 +49,8 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
   const runId = options.runId ?? newRunId(startedAt);
   const dispatcher = options.dispatcher ?? createSourceDispatcher();
   const sinks = new Map(jobs.map((job) => [job, options.buildSinks(job)] as const));
-  const runToken = new RunToken();
+  // tokenScope 'job': no shared token, each job's session fetches its own.
+  const runToken = options.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
   await sweepSinks([...sinks.values()].flat(), options.logger);
   let results: Array<JobRunSummary | undefined>;
   try {
@@ -81,5 +82,5 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
     if (options.dispatcher === undefined) await dispatcher.close();
   }
   const tiles = results.filter((tile): tile is JobRunSummary => tile !== undefined);
-  return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tokenFetches: runToken.fetched, tiles, ...countOutcomes(tiles) };
+  return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tokenFetches: runToken?.fetched ?? tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0), tiles, ...countOutcomes(tiles) };
 }

@@ -17,6 +17,7 @@ const base: SourceConfig = {
   itemsPerPage: 50,
   requestTimeoutMs: 1000,
   requestDeadlineMs: 120_000,
+  tokenScope: 'run',
   concurrency: 4,
   allowInsecureHttp: false,
 };

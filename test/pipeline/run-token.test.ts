@@ -103,6 +103,14 @@ describe('tokens per run against the sandbox', () => {
     expect(sandbox.requests.filter((request) => request.endpoint === 'export' && request.status !== 200)).toEqual([]);
   });
 
+  it("with source.tokenScope: job, each of the three jobs fetches a fresh token of its own", async () => {
+    const { result, summary, tokenRequests } = await run(sandbox, { tokenScope: 'job' });
+    expect(result.exitCode).toBe(0);
+    expect(tokenRequests).toHaveLength(3);
+    expect(summary.tiles.map((tile) => tile.tokenFetches)).toEqual([1, 1, 1]);
+    expect(summary.tokenFetches).toBe(3);
+  });
+
   it('three tiles at once still share one token (the first fetch is awaited by all)', async () => {
     const { result, summary, tokenRequests } = await run(sandbox, {}, 3);
     expect(result.exitCode).toBe(0);
