@@ -3,11 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { pino } from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import type { BigQuerySinkConfig } from '../../../src/config/job-schema.js';
 import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
 import type { JobPolling } from '../../../src/sinks/bigquery/run-job.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
 import type { Column, ColumnType, TypedRow } from '../../../src/transform/column.js';
+import { uniqueDatasetId, type EmulatorEndpoint } from '../../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../../support/bigquery-fake-server.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -82,5 +85,50 @@ export async function sinkHarness(client: BigQuery, dataset: string): Promise<Si
     },
     leftovers: () => readdir(tempDirectory),
     cleanup: () => rm(tempDirectory, { recursive: true, force: true }),
+  };
+}
+
+/** The emulator behind the copy-job proxy, a client, a fresh dataset and a sink harness on it. */
+export interface EmulatorSinkSetup {
+  readonly emulator: EmulatorWithCopyJobs;
+  readonly client: BigQuery;
+  readonly dataset: string;
+  readonly harness: SinkHarness;
+}
+
+/**
+ * For the enclosing describe block of an emulator test: the setup is ready in beforeAll and gone
+ * in afterAll (read its fields in hooks and tests, not at collection). The publish step's copy
+ * jobs go through the proxy, since the emulator has none.
+ */
+export function useEmulatorSinkSetup(endpoint: EmulatorEndpoint, datasetPrefix?: string): EmulatorSinkSetup {
+  let setup: EmulatorSinkSetup | undefined;
+  beforeAll(async () => {
+    const emulator = await startEmulatorWithCopyJobs(endpoint);
+    const client = emulator.client();
+    const dataset = uniqueDatasetId(datasetPrefix);
+    setup = { emulator, client, dataset, harness: await sinkHarness(client, dataset) };
+  });
+  afterAll(async () => {
+    await setup?.harness.cleanup();
+    await setup?.emulator.close();
+  });
+  const ready = (): EmulatorSinkSetup => {
+    if (setup === undefined) throw new Error('the emulator setup is read before its beforeAll ran');
+    return setup;
+  };
+  return {
+    get emulator() {
+      return ready().emulator;
+    },
+    get client() {
+      return ready().client;
+    },
+    get dataset() {
+      return ready().dataset;
+    },
+    get harness() {
+      return ready().harness;
+    },
   };
 }

@@ -1,11 +1,9 @@
-import type { BigQuery } from '@google-cloud/bigquery';
 import fc from 'fast-check';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { describeWithEmulator, uniqueDatasetId } from '../../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../../support/bigquery-fake-server.js';
+import { describeWithEmulator } from '../../support/bigquery-emulator.js';
 import { readTable, type ReadCell } from '../../support/bigquery-read.js';
-import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import { column, runContext, useEmulatorSinkSetup } from './sink-fixtures.js';
 
 const columns = [
   column('id', 'INT64'),
@@ -100,39 +98,23 @@ function expected(id: number, values: GeneratedRow): Record<string, ReadCell> {
 }
 
 describeWithEmulator('BigQuerySink value fidelity', (endpoint) => {
-  let emulator: EmulatorWithCopyJobs;
-  let client: BigQuery;
-  let dataset: string;
-  let harness: SinkHarness;
-
-  beforeAll(async () => {
-    // The publish copy goes through the copy proxy (the emulator has no copy jobs), which moves
-    // rows with the emulator's own INSERT … SELECT; the values themselves are the staging load's.
-    emulator = await startEmulatorWithCopyJobs(endpoint);
-    client = emulator.client();
-    dataset = uniqueDatasetId('tilehouse_fidelity');
-    harness = await sinkHarness(client, dataset);
-  });
-  afterAll(async () => {
-    await harness.cleanup();
-    await emulator.close();
-  });
+  const bq = useEmulatorSinkSetup(endpoint, 'tilehouse_fidelity');
 
   it('reads back every typed value as it was written: unicode, quotes, line ends, empty vs null, -0, 1e21, INT64 beyond 2^53, the whole TIMESTAMP and DATE range', async () => {
-    const sink = harness.sink({ table: 'fidelity', writeMode: 'replace' });
+    const sink = bq.harness.sink({ table: 'fidelity', writeMode: 'replace' });
     await fc.assert(
       fc.asyncProperty(batch, async (generated) => {
         const rows: TypedRow[] = generated.map((values, index) => [BigInt(index), ...values]);
-        await harness.run(sink, runContext({ columns }), [rows.slice(0, 50), rows.slice(50)]);
+        await bq.harness.run(sink, runContext({ columns }), [rows.slice(0, 50), rows.slice(50)]);
 
-        const loaded = await readTable(client, { projectId: endpoint.projectId, dataset, table: 'fidelity' }, 'id');
+        const loaded = await readTable(bq.client, { projectId: endpoint.projectId, dataset: bq.dataset, table: 'fidelity' }, 'id');
         expect(loaded).toEqual(generated.map((values, index) => expected(index, values)));
       }),
       // Each run is one load, one copy and one query against the emulator (~200-400 ms); 15 batches of
       // up to 150 rows cover the generators well and keep the test at a few seconds.
       { numRuns: 15 },
     );
-    expect(await harness.leftovers()).toEqual([]);
+    expect(await bq.harness.leftovers()).toEqual([]);
     // ~15 s alone; the suite's 30 s default is too tight when the 2 cores are shared.
   }, 90_000);
 });
