@@ -1,11 +1,11 @@
 // Request-shape tests for issue 13 against the scripted fake (see bigquery-sink.requests.test.ts
 // for why a fake): what the emulator cannot show, because it ignores partition decorators,
 // clustering, labels, WRITE_TRUNCATE_DATA and quotas, and reports no load statistics.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BigQueryPublishError } from '../../../src/sinks/bigquery/bigquery-errors.js';
-import { apiError, FAKE_PROJECT_ID, fakeClock, jobIdOf, jobResource, startFakeBigQuery, tableIdOf, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
+import { apiError, FAKE_PROJECT_ID, fakeClock, jobIdOf, jobResource, tableIdOf, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
 import type { Column } from '../../../src/transform/column.js';
-import { column, runContext, silentLogger, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import { column, runContext, silentLogger, type SinkHarness, useFakeSinkSetup } from './sink-fixtures.js';
 import type { LoadedJob } from '../../../src/config/load-config.js';
 import { publishAll } from '../../../src/pipeline/publish-sinks.js';
 import type { ReadStats } from '../../../src/pipeline/read-into-sinks.js';
@@ -34,19 +34,7 @@ const rows = [
 ] as const;
 const table = (tableId: string) => ({ projectId: FAKE_PROJECT_ID, datasetId: 'ops', tableId });
 
-let fake: FakeBigQuery | undefined;
-let harness: SinkHarness | undefined;
-async function setUp(routes: FakeRoutes): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
-  fake = await startFakeBigQuery(routes);
-  harness = await sinkHarness(fake.client(), 'ops');
-  return { fake, harness };
-}
-afterEach(async () => {
-  await harness?.cleanup();
-  await fake?.close();
-  harness = undefined;
-  fake = undefined;
-});
+const setUp = useFakeSinkSetup();
 
 const copies = (fake: FakeBigQuery) =>
   fake.calls('jobs.copy').map((request) => (request.json as { configuration: { copy: { sourceTable: { tableId: string }; destinationTable: { tableId: string }; writeDisposition: string } } }).configuration.copy);

@@ -6,7 +6,7 @@
 // finishes every job at once (so no signal can arrive while one runs), ignores jobs.cancel, and
 // never fails transiently.
 import { BigQuery } from '@google-cloud/bigquery';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   BigQueryLoadError,
   BigQueryLoadFileError,
@@ -20,14 +20,13 @@ import {
   fakeClock,
   jobIdOf,
   jobResource,
-  startFakeBigQuery,
   tableIdOf,
   type FakeBigQuery,
   type FakeRoutes,
   type RecordedRequest,
   type Reply,
 } from '../../support/bigquery-fake-server.js';
-import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import { column, runContext, type SinkHarness, useFakeSinkSetup } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), column('count', 'INT64')];
 const existingTable = { status: 200, body: { schema: { fields: [{ name: 'incident', type: 'STRING' }, { name: 'count', type: 'INTEGER' }] } } };
@@ -35,21 +34,7 @@ const STAGING = '_tilehouse_staging_open_incidents_incidents_r1';
 const LOAD_ID = 'tilehouse_open_incidents_ops_incidents_r1_load';
 const PUBLISH_ID = 'tilehouse_open_incidents_ops_incidents_r1_publish';
 
-let fake: FakeBigQuery | undefined;
-let harness: SinkHarness | undefined;
-
-async function setUp(routes: FakeRoutes): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
-  fake = await startFakeBigQuery(routes);
-  harness = await sinkHarness(fake.client(), 'ops');
-  return { fake, harness };
-}
-
-afterEach(async () => {
-  await harness?.cleanup();
-  await fake?.close();
-  harness = undefined;
-  fake = undefined;
-});
+const setUp = useFakeSinkSetup();
 
 type TableReference = { projectId: string; datasetId: string; tableId: string };
 type LoadConfiguration = {
@@ -402,12 +387,12 @@ describe('BigQuerySink requests', () => {
     const NO_ADC_PROJECT = 'Unable to detect a Project Id in the current environment. \nTo learn more about authentication and Google APIs, visit: \nhttps://cloud.google.com/docs/authentication/getting-started';
 
     /** A harness whose client has no project and whose ADC lookup fails with `message`. */
-    async function withoutProject(message: string): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
-      fake = await startFakeBigQuery({});
-      const client = new BigQuery({ apiEndpoint: fake.endpoint.apiEndpoint });
-      Object.assign(client, { getProjectId: () => Promise.reject(new Error(message)) });
-      harness = await sinkHarness(client, 'ops');
-      return { fake, harness };
+    function withoutProject(message: string): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
+      return setUp({}, (fake) => {
+        const client = new BigQuery({ apiEndpoint: fake.endpoint.apiEndpoint });
+        Object.assign(client, { getProjectId: () => Promise.reject(new Error(message)) });
+        return client;
+      });
     }
 
     it('is bigquery_project_unknown (exit 2) when neither the config nor Application Default Credentials name one, before any request', async () => {

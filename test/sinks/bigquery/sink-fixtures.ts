@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { pino } from 'pino';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { BigQuerySinkConfig } from '../../../src/config/job-schema.js';
 import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
 import type { JobPolling } from '../../../src/sinks/bigquery/run-job.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
 import type { Column, ColumnType, TypedRow } from '../../../src/transform/column.js';
 import { uniqueDatasetId, type EmulatorEndpoint } from '../../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../../support/bigquery-fake-server.js';
+import { startEmulatorWithCopyJobs, startFakeBigQuery, type EmulatorWithCopyJobs, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -130,5 +130,26 @@ export function useEmulatorSinkSetup(endpoint: EmulatorEndpoint, datasetPrefix?:
     get harness() {
       return ready().harness;
     },
+  };
+}
+
+/**
+ * For a file of request-shape tests against the scripted fake REST API: `setUp(routes)` starts a
+ * fake with those routes and a sink harness on it (through `clientFor`'s client when given); both
+ * are closed after each test.
+ */
+export function useFakeSinkSetup(): (routes: FakeRoutes, clientFor?: (fake: FakeBigQuery) => BigQuery) => Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
+  let fake: FakeBigQuery | undefined;
+  let harness: SinkHarness | undefined;
+  afterEach(async () => {
+    await harness?.cleanup();
+    await fake?.close();
+    harness = undefined;
+    fake = undefined;
+  });
+  return async (routes, clientFor) => {
+    fake = await startFakeBigQuery(routes);
+    harness = await sinkHarness(clientFor?.(fake) ?? fake.client(), 'ops');
+    return { fake, harness };
   };
 }
