@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { dailyQuery } from '../support/queries.js';
 
 const DAY_MS = 86_400_000;
 const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
@@ -12,16 +13,7 @@ const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOStri
 const job = {
   name: 'daily',
   tile: SANDBOX_TILE,
-  query: {
-    items: [
-      {
-        header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', function: 'date', format: 'year_month_number_day_number_hyphen',
-        grouped: true, order: 'asc', orderSequence: 0, filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-      },
-      { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
-    ],
-    options: { pageNumber: 0, itemsPerPage: 50 },
-  },
+  query: dailyQuery,
   sinks: [{ type: 'csv' }],
   columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
   backfill: { item: 'day', bucketColumn: 'Day' },

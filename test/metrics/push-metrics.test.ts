@@ -5,7 +5,7 @@ import { parse, stringify } from 'yaml';
 import { backfillRunMetrics, METRICS, MetricsPusher, scheduleIntervalSeconds, tileRunRegistry, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQuery, dailyQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { describeWithPushgateway, samplesOf } from './pushgateway.js';
 
@@ -135,16 +135,7 @@ describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway)
   const job = {
     name: 'daily',
     tile: SANDBOX_TILE,
-    query: {
-      items: [
-        {
-          header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', function: 'date', format: 'year_month_number_day_number_hyphen',
-          grouped: true, order: 'asc', orderSequence: 0, filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-        },
-        { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
-      ],
-      options: { pageNumber: 0, itemsPerPage: 50 },
-    },
+    query: dailyQuery,
     sinks: [{ type: 'csv' }],
     schedule: { cron: '0 6 * * *' },
     backfill: { item: 'day', bucketColumn: 'Day' },

@@ -32,3 +32,6 @@ export const dailySeverityQuery = {
   ],
   options: { pageNumber: 0, itemsPerPage: 50 },
 };
+
+/** Incidents per day over the last 30 days (the daily query without the severity split). */
+export const dailyQuery = { ...dailySeverityQuery, items: dailySeverityQuery.items.filter((item) => item.header !== 'Severity') };
