@@ -3,7 +3,8 @@ import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeValue } from '../../src/sinks/bigquery/encode-value.js';
-import { CSV_DIALECT, csvStringifyOptions } from '../../src/sinks/csv/csv-dialect.js';
+import { CSV_DIALECT } from '../../src/sinks/csv/csv-dialect.js';
+import { CsvRecordEncoder } from '../../src/sinks/csv/csv-record-encoder.js';
 import { parseExportPage } from '../../src/source/export-response.js';
 import { parseJsonBody } from '../../src/source/json-body.js';
 import type { Column, TypedRow } from '../../src/transform/column.js';
@@ -46,9 +47,9 @@ function rowText(cells: readonly string[], asObject: boolean): string {
   return asObject ? `{${cells.map((cell, index) => `${JSON.stringify(HEADERS[index])}:${cell}`).join(',')}}` : `[${cells.join(',')}]`;
 }
 
-/** The CSV file body the CSV sink writes for these rows (csv-stringify with the sink's dialect and casts). */
+/** The CSV file body the CSV sink writes for these rows (its header, then its record encoder's text). */
 function csvText({ columns, rows }: Typed): string {
-  return stringify([columns.map((column) => column.header)], CSV_DIALECT) + stringify(rows, csvStringifyOptions(columns));
+  return stringify([columns.map((column) => column.header)], CSV_DIALECT) + new CsvRecordEncoder(columns).encode(rows);
 }
 
 function readCsv(text: string): (string | null)[][] {

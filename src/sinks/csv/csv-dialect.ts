@@ -1,6 +1,4 @@
 import type { Options } from 'csv-stringify';
-import type { Column } from '../../transform/column.js';
-import { isoTimestampFormatter } from '../timestamp-text.js';
 
 /**
  * The CSV we write, and why (as csv-stringify options: csv-stringify is the encoder):
@@ -32,24 +30,3 @@ export const CSV_DIALECT = {
   eof: true,
   escape_formulas: false,
 } as const satisfies Options;
-
-/**
- * How each type appears in the file: FLOAT64 as JavaScript prints it (1e+21 stays exponent form,
- * which every CSV reader parses; -0 as "0"), INT64 as exact decimal, NUMERIC/STRING/DATE as their
- * canonical text, TIMESTAMP as ISO 8601 UTC with milliseconds (what BigQuery and spreadsheets
- * read back).
- *
- * Typed rows go to csv-stringify as they are, without a record of texts built per row: its
- * default casts already write numbers and bigints as `"" + value` (String(value), the text above)
- * and pass strings through, so only TIMESTAMP needs a cast of its own, chosen by the field's
- * column index.
- */
-export function csvStringifyOptions(columns: readonly Column[]): Options {
-  // One formatter per TIMESTAMP column: each remembers the date text of the last day it wrote.
-  const timestamps: (((epochMs: number) => string) | undefined)[] = columns.map((column) => (column.type === 'TIMESTAMP' ? isoTimestampFormatter() : undefined));
-  const number = (value: number, context: { column?: number | string }): string => {
-    const format = timestamps[context.column as number];
-    return format === undefined ? String(value) : format(value);
-  };
-  return { ...CSV_DIALECT, cast: { number } };
-}

@@ -9,8 +9,8 @@ import { stringify } from 'csv-stringify/sync';
 import type { Logger } from 'pino';
 import type { Column, TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkWriter } from '../sink.js';
-import type { Options as StringifyOptions } from 'csv-stringify';
-import { CSV_DIALECT, csvStringifyOptions } from './csv-dialect.js';
+import { CSV_DIALECT } from './csv-dialect.js';
+import { CsvRecordEncoder } from './csv-record-encoder.js';
 import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
 import { PreparedManifest, type ManifestInputs } from './manifest.js';
 
@@ -28,7 +28,7 @@ export interface CsvFileWriterOptions {
   manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window'>;
 }
 
-// Rows are stringified in slices of this many and handed to the stream as one chunk: one write
+// Rows are encoded in slices of this many and handed to the stream as one chunk: one write
 // per row would cost a stream round trip (and a gzip call) per row, while a whole page at once
 // would make the chunk size depend on itemsPerPage.
 const ROWS_PER_CHUNK = 1000;
@@ -50,8 +50,8 @@ export class CsvFileWriter implements SinkWriter {
   private settling: Promise<unknown> | undefined;
   private aborting: Promise<void> | undefined;
   private manifest: PreparedManifest | undefined;
-  /** csv-stringify's options for this file's columns (the dialect and the TIMESTAMP cast). */
-  private readonly stringifyOptions: StringifyOptions;
+  /** Typed rows → this file's records (csv-stringify encodes the strings). */
+  private readonly encoder: CsvRecordEncoder;
 
   private constructor(
     private readonly options: CsvFileWriterOptions,
@@ -61,7 +61,7 @@ export class CsvFileWriter implements SinkWriter {
     /** Settles when every byte is in the file and it is fsynced and closed (or on failure). */
     private readonly flushed: Promise<void>,
   ) {
-    this.stringifyOptions = csvStringifyOptions(options.columns);
+    this.encoder = new CsvRecordEncoder(options.columns);
   }
 
   get target(): string {
@@ -109,7 +109,7 @@ export class CsvFileWriter implements SinkWriter {
     this.options.signal?.throwIfAborted();
     for (let start = 0; start < rows.length; start += ROWS_PER_CHUNK) {
       const slice = start === 0 && rows.length <= ROWS_PER_CHUNK ? rows : rows.slice(start, start + ROWS_PER_CHUNK);
-      await this.write(stringify(slice as TypedRow[], this.stringifyOptions));
+      await this.write(this.encoder.encode(slice));
     }
     this.rows += rows.length;
   }

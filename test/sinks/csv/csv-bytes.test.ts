@@ -1,28 +1,7 @@
-import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSV_DIALECT } from '../../../src/sinks/csv/csv-dialect.js';
-import { isoTimestampFormatter } from '../../../src/sinks/timestamp-text.js';
-import type { Column, ColumnType, TypedRow, TypedValue } from '../../../src/transform/column.js';
-import { column, commit, makeContext, makeSink, makeTempDirectory, readText } from './csv-test-support.js';
-
-/**
- * The bytes the CSV sink wrote before typed rows went to csv-stringify directly: a record of
- * texts per row (String for numbers and bigints, ISO 8601 for TIMESTAMP, strings as they are,
- * null for null), stringified with the dialect. Kept here as the reference the file must match
- * byte for byte.
- */
-function referenceCsv(columns: readonly Column[], rows: readonly TypedRow[]): string {
-  const formatters = columns.map((c): ((value: Exclude<TypedValue, null>) => string) => {
-    if (c.type === 'TIMESTAMP') {
-      const format = isoTimestampFormatter();
-      return (value) => format(value as number);
-    }
-    return c.type === 'FLOAT64' || c.type === 'INT64' ? (value) => String(value) : (value) => value as string;
-  });
-  const records = rows.map((row) => row.map((value, index) => (value === null ? null : formatters[index]!(value))));
-  return stringify([columns.map((c) => c.header), ...records], CSV_DIALECT);
-}
+import type { ColumnType, TypedRow, TypedValue } from '../../../src/transform/column.js';
+import { column, commit, makeContext, makeSink, makeTempDirectory, readText, referenceCsv } from './csv-test-support.js';
 
 const tricky = fc.constantFrom('"', ',', '\r', '\n', '\r\n', ' ', '\t', '🔥', 'עברית', '\u0000', '""', ',"', '=1+1', '-', '');
 const text = fc.string({ unit: fc.oneof(tricky, fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 20 });

@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
 import { pino } from 'pino';
 import type { CsvSinkConfig } from '../../../src/config/job-schema.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
-import type { Column } from '../../../src/transform/column.js';
+import { CSV_DIALECT } from '../../../src/sinks/csv/csv-dialect.js';
+import type { Column, TypedRow, TypedValue } from '../../../src/transform/column.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -61,4 +63,19 @@ export async function listEntries(directory: string): Promise<string[]> {
 export async function commit(writer: SinkWriter): Promise<SinkResult> {
   await writer.prepare();
   return writer.publish();
+}
+
+/**
+ * The bytes a CSV file of these rows must hold: a record of texts per row (String for numbers and
+ * bigints, `toISOString` for TIMESTAMP, strings as they are, null for null), every record
+ * stringified whole by csv-stringify with the sink's dialect. The sink's own encoder only calls
+ * csv-stringify for strings it has not seen; this is what it must be indistinguishable from.
+ */
+export function referenceCsv(columns: readonly Column[], rows: readonly TypedRow[]): string {
+  const formatters = columns.map((c): ((value: Exclude<TypedValue, null>) => string) => {
+    if (c.type === 'TIMESTAMP') return (value) => new Date(value as number).toISOString();
+    return c.type === 'FLOAT64' || c.type === 'INT64' ? (value) => String(value) : (value) => value as string;
+  });
+  const records = rows.map((row) => row.map((value, index) => (value === null ? null : formatters[index]!(value))));
+  return stringify([columns.map((c) => c.header), ...records], CSV_DIALECT);
 }
