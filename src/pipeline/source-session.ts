@@ -9,6 +9,7 @@ import { RetryBudget } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, type TokenRequest } from '../source/token-client.js';
+import { numberTextColumns } from '../transform/index.js';
 
 export interface RetrySettings {
   maxAttempts: number;
@@ -140,6 +141,7 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
     token,
     signal: options.signal,
     onRetry: (event) => logger.warn({ page: event.pageNumber, attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'page request failed; retrying'),
+    numberTextColumns: (headers, dataTypes) => numberTextColumns(headers, dataTypes, job.columns),
     onReauthenticate: (pageNumber) => {
       reauthentications += 1;
       logger.info({ page: pageNumber }, 'token refused (401); fetching a new token once');

@@ -3,7 +3,7 @@ import type { AttemptOutcome, RequestGate } from './adaptive-concurrency.js';
 import type { ExportQuery } from '../config/job-schema.js';
 import { excerpt, postJson, type RequestTimeouts } from './http.js';
 import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
-import { parseExportPage, regularErrorSchema, type ExportPage } from './export-response.js';
+import { parseExportPage, readExactPageWhen, regularErrorSchema, type ExportPage, type NumberTextColumns } from './export-response.js';
 import type { RetryEvent } from '../retry.js';
 import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
@@ -23,6 +23,11 @@ export interface ExportClientOptions {
   signal?: AbortSignal;
   onRetry?: (event: RetryEvent & { pageNumber: number }) => void;
   onReauthenticate?: (pageNumber: number) => void;
+  /**
+   * The columns whose numbers keep their literal text (see numberTextColumns); without it every
+   * page is scanned for inexact literals.
+   */
+  numberTextColumns?: NumberTextColumns;
 }
 
 export function exportUrl(baseUrl: string, tileParam: string, tileId: string): string {
@@ -36,9 +41,11 @@ type Attempt = { kind: 'page'; page: ExportPage } | { kind: 'unauthorized'; erro
 /** Runs the tile's export query for one page (spec, endpoint 7). Knows nothing of paging order or sinks. */
 export class ExportClient {
   private readonly url: string;
+  private readonly literalsMatter: ((value: unknown) => boolean) | undefined;
 
   constructor(private readonly options: ExportClientOptions) {
     this.url = exportUrl(options.baseUrl, options.tileParam, options.tileId);
+    this.literalsMatter = options.numberTextColumns && readExactPageWhen(options.numberTextColumns);
   }
 
   /** Each attempt waits for a permit from `gate` and reports its outcome to it (AIMD on 429). */
@@ -88,6 +95,7 @@ export class ExportClient {
       jobName,
       what: `page ${pageNumber}`,
       retryAfterCeilingMs: retryAfterCeiling(this.options.retry),
+      literalsMatter: this.literalsMatter,
       reauthOn401: true,
       // A 429 for an attempt sent while others of ours were in flight says "too many at once":
       // the gate has cut the limit, and the attempt goes back in line for a permit without

@@ -83,6 +83,48 @@ function repeatedHeader(headers: readonly string[]): { header: string; first: nu
 }
 
 /**
+ * A page's columns whose numbers must keep their exact text, by index, from its headers and
+ * dataTypes; undefined: all of them.
+ */
+export type NumberTextColumns = (headers: readonly string[], dataTypes: readonly string[]) => readonly number[] | undefined;
+
+const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
+
+/**
+ * For parseJsonBody: whether an export page, as `JSON.parse` read it, must be read again exactly:
+ * yes when a column `columnsOf` names holds anything but a string or null in some row (a number, or
+ * an object that may hold one). Numbers elsewhere are navigation counts (safe integers, checked by
+ * the schema) and values of FLOAT64/TIMESTAMP/DATE columns, which a double reads as they are meant.
+ * A body of any other shape (an error, rows keyed by header) answers yes: it is read exactly, as
+ * every body was before.
+ */
+export function readExactPageWhen(columnsOf: NumberTextColumns): (value: unknown) => boolean {
+  let lastKey: string | undefined;
+  let lastColumns: readonly number[] | undefined;
+  return (value) => {
+    if (!isRecord(value) || !isRecord(value.result)) return true;
+    const { headers, dataTypes, rows } = value.result;
+    if (!isStringArray(headers) || !isStringArray(dataTypes) || !Array.isArray(rows)) return true;
+    // Every page of a run has the same columns; map them once.
+    const key = JSON.stringify([headers, dataTypes]);
+    if (key !== lastKey) {
+      lastKey = key;
+      lastColumns = columnsOf(headers, dataTypes);
+    }
+    const columns = lastColumns;
+    if (columns === undefined) return true;
+    for (const row of rows) {
+      if (!Array.isArray(row)) return true;
+      for (const index of columns) {
+        const cell: unknown = row[index];
+        if (cell !== null && cell !== undefined && typeof cell !== 'string') return true;
+      }
+    }
+    return false;
+  };
+}
+
+/**
  * Validates one page body and normalises its rows to positional arrays. The spec does not say
  * whether rows are arrays or objects keyed by header, so both are accepted; anything else (or
  * an array of the wrong length, or an object with a key that is not a header) is refused with

@@ -34,6 +34,8 @@ export interface AnswerContext {
   bodyError(answer: HttpAnswer, detail: string): Error;
   /** The longest Retry-After this job waits (retryAfterCeiling of the retry policy). */
   retryAfterCeilingMs: number;
+  /** Of a 2xx body: whether its number literals must be read exactly (see parseJsonBody); default yes. */
+  literalsMatter?: (value: unknown) => boolean;
   /** A 401 means "the token expired" (export endpoint) rather than a refusal (token endpoint). */
   reauthOn401?: boolean;
   /**
@@ -59,7 +61,7 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
       const error = context.bodyError(answer, answer.undecodable.detail);
       return answer.undecodable.transient ? { kind: 'retry', error } : { kind: 'fail', error };
     }
-    const body = parseJsonBody(answer.text);
+    const body = parseJsonBody(answer.text, context.literalsMatter);
     // A 200 whose JSON is cut short is almost always a dropped connection: retry it. The
     // parser's message quotes the body too, so it is excerpted like the body.
     if (!body.ok) return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };

@@ -95,3 +95,21 @@ export function toColumns(
   });
   return { columns, warnings };
 }
+
+/**
+ * The columns (by index) whose typed value can depend on a JSON number's exact text: INT64 and
+ * NUMERIC keep every digit, STRING keeps the literal as written. FLOAT64 takes the nearest double,
+ * and TIMESTAMP and DATE read epoch milliseconds as a double (epoch-input.ts), whatever the digits.
+ * The source reads a page exactly only when one of these columns holds a number
+ * (readExactPageWhen). Undefined when the export's columns do not map (the run fails on them
+ * anyway): then every column counts.
+ */
+export function numberTextColumns(headers: readonly string[], dataTypes: readonly string[], overrides: ColumnOverrides): number[] | undefined {
+  let columns: Column[];
+  try {
+    ({ columns } = toColumns(headers, dataTypes, overrides));
+  } catch {
+    return undefined;
+  }
+  return columns.flatMap((column, index) => (column.type === 'INT64' || column.type === 'NUMERIC' || column.type === 'STRING' ? [index] : []));
+}

@@ -181,4 +181,27 @@ describe('a run against a source that sends numbers beyond double precision', ()
     expect(await readdir(refused.outDir)).toEqual(['hostile.csv']);
     expect(await readFile(target, 'utf8')).toBe(published);
   });
+
+  it('keeps a long literal in a text column as sent, and reads FLOAT64 as the nearest double, on the same page', async () => {
+    // The text column holds a number: the page is read exactly. Incidents stays FLOAT64.
+    const body =
+      '{"ok":true,"result":{"navigation":{"hasPrev":false,"hasNext":false,"rowsCount":2,"totalRows":2},' +
+      '"headers":["Type","Incidents"],"dataTypes":["text","number"],' +
+      '"rows":[[12345678901234567890123,0.1000000000000000055511151231257827],["Outage",12345678901234567]]}}';
+    const { summary, outDir } = await run({ page: () => ({ body }) });
+    expect(summary.tiles[0]!.status).toBe('succeeded');
+    expect((await readCsv(path.join(outDir, 'hostile.csv'))).rows).toEqual([
+      ['12345678901234567890123', '0.1'],
+      ['Outage', '12345678901234568'],
+    ]);
+  });
+
+  it('reads a page whose only long literals are FLOAT64 values as JSON.parse does, to the same bytes', async () => {
+    // No text, INT64 or NUMERIC column holds a number: the scan for inexact literals is skipped.
+    const literals = ['0.30000000000000004', '12345678901234567890', '1.00000000000000000001', '5e-324'];
+    const { summary, outDir } = await run({ page: () => ({ body: page(literals) }) });
+    expect(summary.tiles[0]!.status).toBe('succeeded');
+    const csv = await readCsv(path.join(outDir, 'hostile.csv'));
+    expect(csv.rows.map((row) => row[1])).toEqual(literals.map((literal) => String(Number(literal))));
+  });
 });

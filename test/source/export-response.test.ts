@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseExportPage } from '../../src/source/export-response.js';
+import { parseExportPage, readExactPageWhen } from '../../src/source/export-response.js';
 import { ExactNumber } from '../../src/source/json-body.js';
 
 const navigation = { hasPrev: false, hasNext: false, rowsCount: 2, totalRows: 2 };
@@ -71,3 +71,36 @@ describe('parseExportPage', () => {
   });
 });
 
+
+describe('readExactPageWhen', () => {
+  const body = (rows: unknown[], headers = ['Type', 'Count'], dataTypes = ['text', 'number']) => ({ ok: true, result: { navigation: {}, headers, dataTypes, rows } });
+  const textColumnOnly = () => [0];
+
+  it('says no when the listed columns hold only strings and nulls, whatever the other columns hold', () => {
+    expect(readExactPageWhen(textColumnOnly)(body([['a', 1.5], [null, 12345678901234567890], ['', { $date: 1 }]]))).toBe(false);
+  });
+
+  it('says yes for a number, or an object that may hold one, in a listed column', () => {
+    expect(readExactPageWhen(textColumnOnly)(body([['a', 1], [7, 2]]))).toBe(true);
+    expect(readExactPageWhen(textColumnOnly)(body([[{ $date: 1 }, 2]]))).toBe(true);
+    expect(readExactPageWhen(textColumnOnly)(body([[true, 2]]))).toBe(true);
+  });
+
+  it('says yes for whatever it cannot place: rows keyed by header, an error body, columns that do not map', () => {
+    expect(readExactPageWhen(textColumnOnly)(body([{ Type: 'a', Count: 1 }]))).toBe(true);
+    expect(readExactPageWhen(textColumnOnly)({ error: { status: 500, message: 'x' } })).toBe(true);
+    expect(readExactPageWhen(() => undefined)(body([['a', 1]]))).toBe(true);
+  });
+
+  it('maps the columns once while headers and dataTypes stay the same', () => {
+    const calls: string[][] = [];
+    const matter = readExactPageWhen((headers) => {
+      calls.push([...headers]);
+      return [0];
+    });
+    matter(body([['a', 1]]));
+    matter(body([['b', 2]]));
+    matter(body([['c', 3]], ['Kind', 'Count']));
+    expect(calls).toEqual([['Type', 'Count'], ['Kind', 'Count']]);
+  });
+});

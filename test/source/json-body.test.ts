@@ -215,3 +215,29 @@ describe('ExactNumber', () => {
     expect(Object.isFrozen(exact)).toBe(true);
   });
 });
+
+describe('parseJsonBody with a say on whether literals matter', () => {
+  const text = '{"a":[12345678901234567890,0.1000000000000000055511151231257827,"x"]}';
+
+  it('returns what JSON.parse reads, unscanned, when the body holds no number whose text matters', () => {
+    const seen: unknown[] = [];
+    const parsed = parseJsonBody(text, (value) => {
+      seen.push(value);
+      return false;
+    });
+    expect(parsed).toEqual({ ok: true, value: JSON.parse(text) });
+    expect(seen).toEqual([JSON.parse(text)]);
+  });
+
+  it('reads the body exactly when it does', () => {
+    const parsed = parseJsonBody(text, () => true);
+    expect(parsed).toEqual({ ok: true, value: { a: [new ExactNumber('12345678901234567890'), new ExactNumber('0.1000000000000000055511151231257827'), 'x'] } });
+  });
+
+  it('refuses malformed JSON before asking', () => {
+    let asked = false;
+    const parsed = parseJsonBody('{"a":', () => (asked = true));
+    expect(parsed.ok).toBe(false);
+    expect(asked).toBe(false);
+  });
+});

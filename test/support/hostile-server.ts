@@ -1,3 +1,4 @@
+import { numberTextColumns } from '../../src/transform/columns.js';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
@@ -221,5 +222,6 @@ export function hostileClient(
     timeouts,
     retry,
     token: new SessionToken(() => fetchToken(tokenRequest(server, dispatcher, { retry, timeouts }))),
+    numberTextColumns: (headers, dataTypes) => numberTextColumns(headers, dataTypes, {}),
   });
 }

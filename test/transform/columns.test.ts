@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toColumns } from '../../src/transform/columns.js';
+import { numberTextColumns, toColumns } from '../../src/transform/columns.js';
 import { ColumnCountMismatchError, ColumnOverrideInvalidError } from '../../src/transform/transform-errors.js';
 
 describe('toColumns', () => {
@@ -87,5 +87,19 @@ describe('toColumns', () => {
   it('is not fooled by headers that are Object.prototype keys', () => {
     const { columns } = toColumns(['constructor', 'toString'], ['number', 'text'], {});
     expect(columns.map((column) => column.type)).toEqual(['FLOAT64', 'STRING']);
+  });
+});
+
+describe('numberTextColumns', () => {
+  it('names the columns whose values keep a number literal exactly: STRING (also for an unknown dataType), INT64, NUMERIC', () => {
+    const headers = ['Ratio', 'Name', 'Count', 'Amount', 'Created', 'Day', 'Odd'];
+    const dataTypes = ['number', 'text', 'number', 'number', 'datetime', 'datetime', 'duration'];
+    const overrides = { Count: { type: 'INT64' }, Amount: { type: 'NUMERIC' }, Day: { type: 'DATE' } } as const;
+    expect(numberTextColumns(headers, dataTypes, overrides)).toEqual([1, 2, 3, 6]);
+  });
+
+  it('is undefined when the columns do not map, so that every column counts', () => {
+    expect(numberTextColumns(['A'], ['number', 'text'], {})).toBeUndefined();
+    expect(numberTextColumns(['A'], ['text'], { A: { type: 'INT64' } })).toBeUndefined();
   });
 });

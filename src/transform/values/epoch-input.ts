@@ -1,5 +1,4 @@
 import { ExactNumber } from '../../source/json-body.js';
-import { parseDecimal } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 const INTEGER_TEXT = /^[+-]?\d{1,20}$/;
@@ -30,14 +29,14 @@ export function readEpochMs(value: unknown): number | ValueFailure | undefined {
 }
 
 /**
- * A literal the JSON reader kept exact has more digits than a double holds, or lies beyond 2^53:
- * either it has a fraction (refused as such, even if the double would have been whole) or it is
- * far outside the TIMESTAMP range, which the caller's range check refuses.
+ * A literal the JSON reader kept exact is read as the nearest double, exactly as `JSON.parse` would
+ * have read it: epoch milliseconds need no more than a double holds, a fraction the double keeps
+ * is refused below like any other, and one it drops (below ~0.0002 ms at today's epochs) is not
+ * data. So a TIMESTAMP or DATE never depends on the literal's text, and pages whose only numbers
+ * are FLOAT64, TIMESTAMP or DATE values skip the source's scan for inexact literals
+ * (numberTextColumns).
  */
 function epochFromExact(value: ExactNumber): number | ValueFailure {
-  const decimal = parseDecimal(value.text);
-  if (decimal === undefined) return FAILURES.notTimestamp;
-  if (decimal.exponent < 0) return FAILURES.fractionalEpoch;
   return epochFromNumber(Number(value.text));
 }
 
