@@ -1,3 +1,4 @@
+import type { Options } from 'csv-stringify';
 import { stringify } from 'csv-stringify/sync';
 import type { Column, TypedRow } from '../../transform/column.js';
 import { isoTimestampFormatter } from '../timestamp-text.js';
@@ -5,51 +6,47 @@ import { CSV_DIALECT } from './csv-dialect.js';
 
 /**
  * Typed rows → CSV records in the dialect of csv-dialect.ts, with csv-stringify encoding every
- * string the file holds, and each repeated string only once.
+ * string the file holds, and each repeated value's text made only once.
  *
  * Why not hand whole rows to csv-stringify: it costs ~0.4 µs per field (a cast call, a context
  * object and three small arrays per field, a regular expression), ~4.4 µs for the bench's
- * 11-column row, more than reading and typing the row. Most of that is spent on values that repeat
- * (a status, a type, a day) or that cannot need quoting (numbers), so:
+ * 11-column row, more than reading and typing the row, and most of it is spent on values that
+ * repeat (a status, a type, a day) or that cannot need quoting (numbers). So:
  * - **strings** (STRING, NUMERIC and DATE columns) are encoded by csv-stringify with the file's
- *   dialect, in one call per batch of rows. A column whose values repeat keeps the encoded text
- *   of each distinct string (`RepeatingTexts`) and sends csv-stringify only strings it has not
- *   seen; a column of mostly distinct values (ids, free text) sends every value, which is cheaper
- *   than looking each one up first.
+ *   dialect, in one call per batch of rows;
  * - **numbers** (FLOAT64, INT64 and TIMESTAMP, typed as numbers and bigints) are written as their
  *   text: JavaScript's number text for FLOAT64 and INT64 (what csv-stringify's default cast
  *   writes: 1e+21 stays in exponent form, which every CSV reader parses; INT64 exact) and ISO 8601
- *   UTC with milliseconds for TIMESTAMP (what BigQuery and spreadsheets read back). That text is made of digits and
- *   `-+.e:TZ` only, which this dialect never quotes; a test holds csv-stringify to that.
+ *   UTC with milliseconds for TIMESTAMP (what BigQuery and spreadsheets read back). That text is
+ *   made of digits and `-+.e:TZ` only, which this dialect never quotes; a test holds csv-stringify
+ *   to that;
  * - null is the empty unquoted field, as csv-stringify writes it.
+ * Each column remembers the field text of the values it has seen (`ColumnFields`), so a value that
+ * repeats is encoded once per file; a column of mostly distinct values (ids, instants, free text)
+ * stops remembering, which is cheaper than looking each value up first.
  * Fields are joined with the dialect's delimiter and records ended by its record delimiter. The
  * bytes are csv-stringify's for the same rows: test/sinks/csv compares them, property by
  * property, with whole rows stringified.
  */
 export class CsvRecordEncoder {
-  private readonly writeNumber: readonly (NumberWriter | undefined)[];
-  private readonly texts: readonly (TextColumn | undefined)[];
+  private readonly columns: readonly ColumnFields[];
 
   constructor(columns: readonly Column[]) {
-    this.writeNumber = columns.map((column) => numberWriter(column));
-    this.texts = columns.map((column, index) => (isTextType(column) ? new TextColumn(index) : undefined));
+    this.columns = columns.map((column, index) => new ColumnFields(index, isTextType(column) ? undefined : numberText(column)));
   }
 
   /** The records of `rows`, each ended by the record delimiter. */
   encode(rows: readonly TypedRow[]): string {
-    const texts = this.texts;
-    const writeNumber = this.writeNumber;
-    const width = texts.length;
-    for (const column of texts) column?.encodeBatch(rows);
+    const columns = this.columns;
+    const width = columns.length;
+    for (const column of columns) column.startBatch(rows);
     let out = '';
     for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
       const row = rows[rowIndex]!;
       for (let columnIndex = 0; columnIndex < width; columnIndex++) {
         if (columnIndex > 0) out += DELIMITER;
         const value = row[columnIndex];
-        if (value === null || value === undefined) continue;
-        const text = texts[columnIndex];
-        out += text === undefined ? writeNumber[columnIndex]!(value as number | bigint) : text.field(rowIndex, value as string);
+        if (value !== null && value !== undefined) out += columns[columnIndex]!.field(rowIndex, value);
       }
       out += RECORD_DELIMITER;
     }
@@ -60,15 +57,14 @@ export class CsvRecordEncoder {
 const DELIMITER = CSV_DIALECT.delimiter;
 const RECORD_DELIMITER = CSV_DIALECT.record_delimiter;
 
-type NumberWriter = (value: number | bigint) => string;
+type Value = number | bigint | string;
 
 /** Columns whose typed values are strings (see TypedValue): the ones csv-stringify encodes. */
 function isTextType(column: Column): boolean {
   return column.type === 'STRING' || column.type === 'NUMERIC' || column.type === 'DATE';
 }
 
-function numberWriter(column: Column): NumberWriter | undefined {
-  if (isTextType(column)) return undefined;
+function numberText(column: Column): (value: number | bigint) => string {
   if (column.type === 'TIMESTAMP') {
     // One formatter per column: it remembers the date text of the last day it wrote.
     const format = isoTimestampFormatter();
@@ -78,37 +74,68 @@ function numberWriter(column: Column): NumberWriter | undefined {
 }
 
 /**
- * One string column's encoded fields for the current batch. It starts out remembering encoded
- * strings; a batch in which most lookups miss switches it to encoding every value for the next
- * DIRECT_BATCHES batches (then it tries remembering again: a column's values can change character).
+ * One column's field texts for the current batch. It starts out remembering the text of each
+ * value; a batch in which most values were new switches it to making every value's text for the
+ * next DIRECT_BATCHES batches (then it tries remembering again: a column's values can change
+ * character). String columns get their texts from csv-stringify, all of a batch's new strings in
+ * one call, before the batch is written; number columns make theirs as they are asked.
  */
-class TextColumn {
-  private readonly known = new Map<string, string>();
+class ColumnFields {
+  private readonly known = new Map<Value, string>();
   private knownChars = 0;
-  /** Batches left to encode directly; 0: look strings up in `known` first. */
+  /** Batches left to make every text; 0: look values up in `known` first. */
   private directBatches = 0;
-  /** The current batch's encoded fields by row index, when it was encoded directly. */
+  private direct = false;
+  private lookups = 0;
+  private misses = 0;
+  /** A string column's encoded fields of the batch by row index, when it is direct. */
   private byRow: string[] | undefined;
 
-  constructor(private readonly index: number) {}
+  constructor(
+    private readonly index: number,
+    /** A number column's text; undefined for a string column. */
+    private readonly numberText: ((value: number | bigint) => string) | undefined,
+  ) {}
 
-  encodeBatch(rows: readonly TypedRow[]): void {
-    this.byRow = undefined;
-    if (this.directBatches > 0) {
-      this.directBatches--;
-      this.byRow = this.encodeEveryValue(rows);
-    } else {
-      this.encodeNewValues(rows);
+  startBatch(rows: readonly TypedRow[]): void {
+    if (this.lookups >= MIN_LOOKUPS_TO_JUDGE && this.misses * 2 > this.lookups) {
+      // Mostly new values: remembering them costs more than it saves (and the memory).
+      this.directBatches = DIRECT_BATCHES;
+      this.forget();
     }
+    this.lookups = 0;
+    this.misses = 0;
+    this.direct = this.directBatches > 0;
+    if (this.direct) this.directBatches--;
+    if (this.known.size > MAX_KNOWN_VALUES || this.knownChars > MAX_KNOWN_CHARS) this.forget();
+    this.byRow = undefined;
+    if (this.numberText !== undefined) return;
+    if (this.direct) this.byRow = this.encodeEveryString(rows);
+    else this.encodeNewStrings(rows);
   }
 
-  /** The encoded field of the string in row `rowIndex` of the batch (`value`). */
-  field(rowIndex: number, value: string): string {
-    return this.byRow === undefined ? this.known.get(value)! : this.byRow[rowIndex]!;
+  /** The field text of `value`, the value in row `rowIndex` of the batch. */
+  field(rowIndex: number, value: Value): string {
+    const numberText = this.numberText;
+    if (numberText === undefined) return this.byRow === undefined ? this.known.get(value)! : this.byRow[rowIndex]!;
+    if (this.direct) return numberText(value as number | bigint);
+    this.lookups++;
+    let text = this.known.get(value);
+    if (text === undefined) {
+      this.misses++;
+      text = numberText(value as number | bigint);
+      this.known.set(value, text);
+      this.knownChars += text.length;
+    }
+    return text;
   }
 
-  private encodeEveryValue(rows: readonly TypedRow[]): string[] {
-    if (this.known.size > 0) this.forget();
+  private forget(): void {
+    this.known.clear();
+    this.knownChars = 0;
+  }
+
+  private encodeEveryString(rows: readonly TypedRow[]): string[] {
     const values: string[] = [];
     const rowsOf: number[] = [];
     for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
@@ -123,45 +150,39 @@ class TextColumn {
     return byRow;
   }
 
-  private forget(): void {
-    this.known.clear();
-    this.knownChars = 0;
-  }
-
-  private encodeNewValues(rows: readonly TypedRow[]): void {
+  private encodeNewStrings(rows: readonly TypedRow[]): void {
     const known = this.known;
-    if (known.size > MAX_KNOWN_TEXTS || this.knownChars > MAX_KNOWN_CHARS) this.forget();
     const fresh: string[] = [];
-    let lookups = 0;
     for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
       const value = rows[rowIndex]![this.index];
       if (typeof value !== 'string') continue;
-      lookups++;
+      this.lookups++;
       if (known.has(value)) continue;
       // Placeholder until the batch is encoded: a string repeated within the batch is sent once.
       known.set(value, '');
       this.knownChars += value.length;
       fresh.push(value);
     }
+    this.misses = fresh.length;
     if (fresh.length === 0) return;
     const encoded = encodeEach(fresh);
     for (let index = 0; index < fresh.length; index++) known.set(fresh[index]!, encoded[index]!);
-    // Mostly new strings: remembering them costs more than it saves (and the memory of a batch).
-    // From the next batch on; this one's fields are in `known` until then.
-    if (lookups >= MIN_LOOKUPS_TO_JUDGE && fresh.length * 2 > lookups) this.directBatches = DIRECT_BATCHES;
   }
 }
 
-const MAX_KNOWN_TEXTS = 10_000;
+const MAX_KNOWN_VALUES = 10_000;
 const MAX_KNOWN_CHARS = 1_000_000;
 const MIN_LOOKUPS_TO_JUDGE = 100;
 const DIRECT_BATCHES = 32;
 
 /**
- * Each string's encoded field, from one csv-stringify call over one-field records. The records are
- * separated by NUL rather than the dialect's CR LF, which a quoted field may contain; split on NUL,
- * the output gives each field back. A string holding a NUL (csv-stringify would quote it for that
- * separator, which the file's dialect does not) is encoded on its own, with the file's dialect.
+ * Each string's encoded field, from one csv-stringify call that encodes the strings as the fields
+ * of a single record. Its options are the file's dialect with one change that keeps every field's
+ * text the same but lets the output be split: the field delimiter is NUL instead of the comma, and
+ * the comma joins `quoted_match`, so a string holding a comma is still quoted (and nothing else
+ * is). Split on NUL, the output gives each field back. A string holding a NUL
+ * (csv-stringify would quote it for that delimiter, which the file's dialect does not) is encoded
+ * on its own, with the file's dialect.
  */
 function encodeEach(values: readonly string[]): string[] {
   let anyNul = false;
@@ -175,12 +196,14 @@ function encodeEach(values: readonly string[]): string[] {
 
 function encodeWithoutNul(values: readonly string[]): string[] {
   if (values.length === 0) return [];
-  const records = new Array<string[]>(values.length);
-  for (let index = 0; index < values.length; index++) records[index] = [values[index]!];
-  const fields = stringify(records, ONE_FIELD_PER_RECORD).split(NUL);
-  fields.pop(); // after the last record's NUL
-  return fields;
+  return stringify([values as string[]], FIELDS_SPLIT_BY_NUL).split(NUL);
 }
 
 const NUL = '\u0000';
-const ONE_FIELD_PER_RECORD = { ...CSV_DIALECT, record_delimiter: NUL };
+const FIELDS_SPLIT_BY_NUL: Options = {
+  ...CSV_DIALECT,
+  delimiter: NUL,
+  // What the dialect quotes, and what holds its delimiter (a string pattern: "contains").
+  quoted_match: [CSV_DIALECT.quoted_match, CSV_DIALECT.delimiter],
+  eof: false,
+};
