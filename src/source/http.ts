@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { pipeline } from 'node:stream/promises';
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { TextDecoder } from 'node:util';
@@ -41,8 +42,11 @@ export interface BodyProblem {
 export interface HttpAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** The decoded body; when `undecodable` is set, whatever could be read (for excerpts only). */
-  text: string;
+  /**
+   * The decoded body; when `undecodable` is set, whatever could be read (for excerpts only).
+   * Decoded when first read: until then the body waits as bytes, outside the JavaScript heap.
+   */
+  readonly text: string;
   undecodable?: BodyProblem;
 }
 
@@ -86,7 +90,7 @@ export async function postJson(post: JsonPost): Promise<HttpAnswer> {
       signal: controller.signal,
     });
     const body = await readBody(response.body, response.headers['content-encoding']);
-    return { status: response.statusCode, headers: response.headers, ...body };
+    return { status: response.statusCode, headers: response.headers, undecodable: body.undecodable, get text() { return body.text(); } };
   } catch (error) {
     // undici reports an abort as whatever it sees first; name the deadline when it was ours.
     if (controller.signal.reason instanceof RequestDeadlineError && !post.signal?.aborted) throw controller.signal.reason;
@@ -113,20 +117,27 @@ function decompressorFor(coding: string): Transform | undefined {
   return undefined;
 }
 
+/** A body read off the wire: its text on demand, and why it cannot be decoded, if so. */
+interface ReadBody {
+  text: () => string;
+  undecodable?: BodyProblem;
+}
+
 /**
- * Decompresses a body as it arrives and decodes it once it is complete. undici's `request` does
- * not decompress (its `interceptors.decompress` would, but reports a corrupt stream like a dropped
- * socket; here the two stay apart).
+ * Decompresses a body as it arrives and checks it is UTF-8 once it is complete; it is decoded
+ * when its text is first asked for. undici's `request` does not decompress (its
+ * `interceptors.decompress` would, but reports a corrupt stream like a dropped socket; here the
+ * two stay apart).
  *
- * The bytes are kept (outside the JavaScript heap) and decoded in one call at the end: decoding
- * chunk by chunk made a string per chunk and a rope that JSON.parse then copied flat, ~2.7x the
- * heap garbage of one decode, and on a million-row run that garbage set the pace of the garbage
- * collector (and of promotions into the old generation, hence peak memory).
+ * The bytes are kept outside the JavaScript heap and decoded in one call. Decoding chunk by chunk
+ * made a string per chunk and a rope that JSON.parse then copied flat (~2.7x the heap garbage);
+ * and a page fetched ahead of the sinks waits as bytes, not as text or parsed rows, which V8
+ * would otherwise move into its old generation (see ExportClient.fetchPage).
  *
  * UTF-8 is decoded strictly: a page with an invalid byte sequence is refused rather than read
- * with U+FFFD in place of data. A leading BOM is dropped (TextDecoder's default).
+ * with U+FFFD in place of data. A leading BOM is dropped.
  */
-async function readBody(body: Readable, encoding: string | string[] | undefined): Promise<Pick<HttpAnswer, 'text' | 'undecodable'>> {
+async function readBody(body: Readable, encoding: string | string[] | undefined): Promise<ReadBody> {
   const codings = contentCodings(encoding);
   const decompressors: Transform[] = [];
   // Applied in the order listed, so undone in reverse (RFC 9110 §8.4).
@@ -137,7 +148,7 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
       // body emits 'error' (AbortError) when destroyed; unheard, that would crash the process.
       body.on('error', () => undefined);
       body.destroy();
-      return { text: '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
+      return { text: () => '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
     }
     decompressors.push(decompressor);
   }
@@ -172,7 +183,7 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
     // "unexpected end of file": the stream stopped early, which a new attempt usually cures.
     const truncated = code === 'Z_BUF_ERROR' || /unexpected end/i.test(message);
     return {
-      text: '',
+      text: () => '',
       undecodable: {
         detail: `content-encoding ${codings.join(', ')} could not be decoded (${message}) after ${receivedBytes} bytes`,
         transient: truncated,
@@ -181,9 +192,14 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   }
 
   if (undeclaredGzip) {
-    return { text: '', undecodable: { detail: `body of ${decodedBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
+    return { text: () => '', undecodable: { detail: `body of ${decodedBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
   }
   const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, decodedBytes);
+  if (isUtf8(bytes)) {
+    const start = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    let text: string | undefined;
+    return { text: () => (text ??= bytes.toString('utf8', start)) };
+  }
   const strict = new TextDecoder('utf-8', { fatal: true });
   let text: string;
   try {
@@ -192,14 +208,16 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
     text = strict.decode(bytes, { stream: true });
   } catch {
     // Read on, leniently, only so that an error answer can still be quoted.
-    return { text: new TextDecoder('utf-8').decode(bytes), undecodable: { detail: 'body is not valid UTF-8', transient: false } };
+    const lenient = new TextDecoder('utf-8').decode(bytes);
+    return { text: () => lenient, undecodable: { detail: 'body is not valid UTF-8', transient: false } };
   }
   try {
-    text += strict.decode();
+    strict.decode();
   } catch {
-    return { text, undecodable: { detail: 'body ends inside a UTF-8 character', transient: true } };
+    return { text: () => text, undecodable: { detail: 'body ends inside a UTF-8 character', transient: true } };
   }
-  return { text };
+  // Unreachable in practice (isUtf8 said no, TextDecoder found nothing); decoded as it read.
+  return { text: () => text };
 }
 
 const RETRYABLE_NETWORK_CODES = new Set([

@@ -5,8 +5,11 @@ import { ExportPageIdentityError, ExportPageMismatchError } from './source-error
 
 /** The one thing the pager needs from the export client. */
 export interface PageFetcher {
-  /** Every attempt for the page (retries included) waits for a permit from `gate`. */
-  fetchPage(pageNumber: number, gate?: RequestGate): Promise<ExportPage>;
+  /**
+   * Every attempt for the page (retries included) waits for a permit from `gate`; an answer is
+   * parsed only once `whenNeeded` settles (see ExportClient.fetchPage).
+   */
+  fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<void>): Promise<ExportPage>;
 }
 
 export interface ReadPagesOptions {
@@ -29,18 +32,22 @@ function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatch
  * Page 0 tells `totalRows`, so pages 1..N-1 are fetched in parallel within a window that starts
  * at the page the consumer waits for: pages fetched but not yet consumed plus pages in flight
  * never exceed the concurrency limit, so a slow sink holds back fetching instead of piling up
- * pages in memory. If page 0 is shorter than asked although more pages follow, the server pages
+ * pages in memory (and pages fetched ahead wait unparsed). If page 0 is shorter than asked
+ * although more pages follow, the server pages
  * differently than we computed, so the rest is read one page at a time, trusting only hasNext.
  */
 export async function* readPages(client: PageFetcher, options: ReadPagesOptions): AsyncGenerator<ExportPage> {
   const limiter = options.concurrency ?? new AdaptiveConcurrency(1);
   const checks = new PageConsistency();
   const pending = new Map<number, Promise<ExportPage>>();
+  /** Settles a launched page's `whenNeeded`: the consumer has come to it. */
+  const needed = new Map<number, () => void>();
   let nextToLaunch = 0;
   let lastPlannedPage = 0;
 
   const launch = (pageNumber: number): void => {
-    const page = client.fetchPage(pageNumber, limiter);
+    const whenNeeded = new Promise<void>((resolve) => needed.set(pageNumber, resolve));
+    const page = client.fetchPage(pageNumber, limiter, whenNeeded);
     // Awaited later, in order; until then a failure must not count as unhandled.
     page.catch(() => undefined);
     pending.set(pageNumber, page);
@@ -52,6 +59,8 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
       launch(pageNumber);
       nextToLaunch = Math.max(nextToLaunch, pageNumber + 1);
     }
+    needed.get(pageNumber)!();
+    needed.delete(pageNumber);
     const page = await pending.get(pageNumber)!;
     pending.delete(pageNumber);
 

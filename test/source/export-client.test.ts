@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/source/adaptive-concurrency.js';
@@ -102,6 +103,25 @@ describe('ExportClient and readPages: page identity', () => {
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
     expect(error).toMatchObject({ check: 'page-repeated', pageNumber: 1 });
     expect(error.message).toMatch(/does not echo its query.*add a column that tells them apart/);
+  });
+});
+
+describe('ExportClient: a page fetched ahead of the consumer', () => {
+  it('is read off the wire at once but parsed only when needed, and a bad body is retried then', async () => {
+    // The first answer is not JSON: its retry can only happen once the page is parsed.
+    const source = await start({ page: (request, index) => (index === 0 ? { body: '{"ok":true,"result":' } : { json: tablePage(TABLE, request) }) });
+    let markNeeded!: () => void;
+    const whenNeeded = new Promise<void>((resolve) => (markNeeded = resolve));
+    let settled = false;
+    const page = hostileClient(source, dispatcher, { itemsPerPage: 5 })
+      .fetchPage(0, undefined, whenNeeded)
+      .finally(() => (settled = true));
+    await sleep(100);
+    expect(source.pagesAsked()).toEqual([0]);
+    expect(settled).toBe(false);
+    markNeeded();
+    expect((await page).rows).toEqual(TABLE.rows);
+    expect(source.pagesAsked()).toEqual([0, 0]);
   });
 });
 

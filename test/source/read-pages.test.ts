@@ -16,8 +16,13 @@ class FakeSource implements PageFetcher {
     readonly delayOf: (page: number) => number = () => 0,
   ) {}
 
-  async fetchPage(pageNumber: number): Promise<ExportPage> {
+  /** The consumer's page when each page's `whenNeeded` settled. */
+  neededAt = new Map<number, number>();
+  consumerAt = -1;
+
+  async fetchPage(pageNumber: number, _gate?: unknown, whenNeeded?: Promise<void>): Promise<ExportPage> {
     this.requested.push(pageNumber);
+    void whenNeeded?.then(() => this.neededAt.set(pageNumber, this.consumerAt));
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     await sleep(this.delayOf(pageNumber));
@@ -75,6 +80,16 @@ describe('readPages', () => {
     }
     expect(consumed).toBe(40);
     expect(Math.max(...buffered)).toBeLessThanOrEqual(4);
+  });
+
+  it('tells each page fetched ahead that it is needed only when the consumer has finished the one before', async () => {
+    const source = new FakeSource(100, 10);
+    for await (const page of readPages(source, { jobName: 'j', itemsPerPage: 10, concurrency: new AdaptiveConcurrency(4) })) {
+      source.consumerAt = page.pageNumber;
+      await sleep(2);
+    }
+    expect(source.requested.length).toBe(10);
+    for (let page = 1; page < 10; page++) expect(source.neededAt.get(page)).toBe(page - 1);
   });
 
   it('falls back to one page at a time when the server pages smaller than asked', async () => {
