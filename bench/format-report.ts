@@ -55,7 +55,7 @@ export function formatReport(report: BenchReport): string {
   out.push(`query: ${settings.query}`);
   out.push(
     'Each scenario is its own process. start = spawn → its first token request; run = first token request → exit;\n' +
-      'rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process\'s maxRSS;\n' +
+      'rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process\'s own high-water mark (VmHWM);\n' +
       'CPU = that process\'s user+system CPU (all threads, start-up included) per 1000 rows; source = the sandbox\'s CPU meanwhile.',
   );
   if (report.coldStart) {
