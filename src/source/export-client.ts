@@ -36,6 +36,14 @@ export function exportUrl(baseUrl: string, tileParam: string, tileId: string): s
   return url.toString();
 }
 
+/** The reader stopped before it came to this page (see fetchPage's whenNeeded); nobody sees it. */
+class PageNotNeeded extends Error {
+  constructor(pageNumber: number) {
+    super(`page ${pageNumber} was fetched ahead but is no longer needed`);
+    this.name = 'PageNotNeeded';
+  }
+}
+
 type Attempt = { kind: 'page'; page: ExportPage } | { kind: 'unauthorized'; error: ExportApiError };
 
 /** Runs the tile's export query for one page (spec, endpoint 7). Knows nothing of paging order or sinks. */
@@ -55,9 +63,10 @@ export class ExportClient {
    * permit) but parsed only once this settles. Parsed early, its rows would wait in memory for
    * the sinks; a million-row run showed V8 moving such pages wholesale into the old generation
    * (a young page that is mostly live is promoted as a page), 188 MB of promotions at
-   * concurrency 4 against 37 MB at concurrency 1, and that set the run's peak memory.
+   * concurrency 4 against 37 MB at concurrency 1, and that set the run's peak memory. If it
+   * settles false, the reader stopped before this page: the answer is dropped unparsed.
    */
-  async fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<void>): Promise<ExportPage> {
+  async fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<ExportPage> {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
@@ -75,7 +84,7 @@ export class ExportClient {
     }
   }
 
-  private async attempt(pageNumber: number, token: string, gate?: RequestGate, whenNeeded?: Promise<void>): Promise<Attempt> {
+  private async attempt(pageNumber: number, token: string, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<Attempt> {
     const { jobName, query } = this.options;
     const permit = await gate?.acquire(this.options.signal);
     let outcome: HttpOutcome;
@@ -98,7 +107,7 @@ export class ExportClient {
       // The body is read: the request no longer occupies the source (parsing it does not).
       if (permit !== undefined) gate!.release(permit, gateOutcome);
     }
-    if (whenNeeded !== undefined && gateOutcome === 'succeeded') await whenNeeded;
+    if (whenNeeded !== undefined && gateOutcome === 'succeeded' && !(await whenNeeded)) throw new PageNotNeeded(pageNumber);
 
     const verdict = classifyAnswer(outcome, {
       jobName,

@@ -7,9 +7,10 @@ import { ExportPageIdentityError, ExportPageMismatchError } from './source-error
 export interface PageFetcher {
   /**
    * Every attempt for the page (retries included) waits for a permit from `gate`; an answer is
-   * parsed only once `whenNeeded` settles (see ExportClient.fetchPage).
+   * parsed only once `whenNeeded` says it is needed, and dropped if it says it is not (see
+   * ExportClient.fetchPage).
    */
-  fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<void>): Promise<ExportPage>;
+  fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<ExportPage>;
 }
 
 export interface ReadPagesOptions {
@@ -40,40 +41,46 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
   const limiter = options.concurrency ?? new AdaptiveConcurrency(1);
   const checks = new PageConsistency();
   const pending = new Map<number, Promise<ExportPage>>();
-  /** Settles a launched page's `whenNeeded`: the consumer has come to it. */
-  const needed = new Map<number, () => void>();
+  /** Settles a launched page's `whenNeeded`: true once the consumer comes to it, false if it never will. */
+  const needed = new Map<number, (isNeeded: boolean) => void>();
   let nextToLaunch = 0;
   let lastPlannedPage = 0;
 
   const launch = (pageNumber: number): void => {
-    const whenNeeded = new Promise<void>((resolve) => needed.set(pageNumber, resolve));
+    const whenNeeded = new Promise<boolean>((resolve) => needed.set(pageNumber, resolve));
     const page = client.fetchPage(pageNumber, limiter, whenNeeded);
     // Awaited later, in order; until then a failure must not count as unhandled.
     page.catch(() => undefined);
     pending.set(pageNumber, page);
   };
 
-  for (let pageNumber = 0; ; pageNumber += 1) {
-    while (nextToLaunch <= lastPlannedPage && nextToLaunch < pageNumber + limiter.limit) launch(nextToLaunch++);
-    if (!pending.has(pageNumber)) {
-      launch(pageNumber);
-      nextToLaunch = Math.max(nextToLaunch, pageNumber + 1);
-    }
-    needed.get(pageNumber)!();
-    needed.delete(pageNumber);
-    const page = await pending.get(pageNumber)!;
-    pending.delete(pageNumber);
+  try {
+    for (let pageNumber = 0; ; pageNumber += 1) {
+      while (nextToLaunch <= lastPlannedPage && nextToLaunch < pageNumber + limiter.limit) launch(nextToLaunch++);
+      if (!pending.has(pageNumber)) {
+        launch(pageNumber);
+        nextToLaunch = Math.max(nextToLaunch, pageNumber + 1);
+      }
+      needed.get(pageNumber)!(true);
+      needed.delete(pageNumber);
+      const page = await pending.get(pageNumber)!;
+      pending.delete(pageNumber);
 
-    const failure = checks.check(page);
-    if (failure) throw toError(options.jobName, failure);
-    if (pageNumber === 0 && page.navigation.hasNext && page.rows.length >= options.itemsPerPage) {
-      lastPlannedPage = Math.ceil(page.navigation.totalRows / options.itemsPerPage) - 1;
+      const failure = checks.check(page);
+      if (failure) throw toError(options.jobName, failure);
+      if (pageNumber === 0 && page.navigation.hasNext && page.rows.length >= options.itemsPerPage) {
+        lastPlannedPage = Math.ceil(page.navigation.totalRows / options.itemsPerPage) - 1;
+      }
+      yield page;
+      if (!page.navigation.hasNext) {
+        const total = checks.finish(pageNumber);
+        if (total) throw toError(options.jobName, total);
+        return;
+      }
     }
-    yield page;
-    if (!page.navigation.hasNext) {
-      const total = checks.finish(pageNumber);
-      if (total) throw toError(options.jobName, total);
-      return;
-    }
+  } finally {
+    // A failed or abandoned read leaves pages fetched ahead: let them go instead of waiting for
+    // ever with their bytes (a scheduled worker runs for weeks).
+    for (const notNeeded of needed.values()) notNeeded(false);
   }
 }

@@ -110,8 +110,8 @@ describe('ExportClient: a page fetched ahead of the consumer', () => {
   it('is read off the wire at once but parsed only when needed, and a bad body is retried then', async () => {
     // The first answer is not JSON: its retry can only happen once the page is parsed.
     const source = await start({ page: (request, index) => (index === 0 ? { body: '{"ok":true,"result":' } : { json: tablePage(TABLE, request) }) });
-    let markNeeded!: () => void;
-    const whenNeeded = new Promise<void>((resolve) => (markNeeded = resolve));
+    let markNeeded!: (isNeeded: boolean) => void;
+    const whenNeeded = new Promise<boolean>((resolve) => (markNeeded = resolve));
     let settled = false;
     const page = hostileClient(source, dispatcher, { itemsPerPage: 5 })
       .fetchPage(0, undefined, whenNeeded)
@@ -119,9 +119,16 @@ describe('ExportClient: a page fetched ahead of the consumer', () => {
     await sleep(100);
     expect(source.pagesAsked()).toEqual([0]);
     expect(settled).toBe(false);
-    markNeeded();
+    markNeeded(true);
     expect((await page).rows).toEqual(TABLE.rows);
     expect(source.pagesAsked()).toEqual([0, 0]);
+  });
+
+  it('drops an answer that is no longer needed without parsing or retrying it', async () => {
+    const source = await start({ page: () => ({ body: 'not json' }) });
+    const fetched = hostileClient(source, dispatcher).fetchPage(0, undefined, Promise.resolve(false));
+    await expect(fetched).rejects.toThrow('page 0 was fetched ahead but is no longer needed');
+    expect(source.pagesAsked()).toEqual([0]);
   });
 });
 

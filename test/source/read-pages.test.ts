@@ -16,13 +16,14 @@ class FakeSource implements PageFetcher {
     readonly delayOf: (page: number) => number = () => 0,
   ) {}
 
-  /** The consumer's page when each page's `whenNeeded` settled. */
+  /** The consumer's page when each page's `whenNeeded` said it was needed; pages it dropped. */
   neededAt = new Map<number, number>();
+  dropped: number[] = [];
   consumerAt = -1;
 
-  async fetchPage(pageNumber: number, _gate?: unknown, whenNeeded?: Promise<void>): Promise<ExportPage> {
+  async fetchPage(pageNumber: number, _gate?: unknown, whenNeeded?: Promise<boolean>): Promise<ExportPage> {
     this.requested.push(pageNumber);
-    void whenNeeded?.then(() => this.neededAt.set(pageNumber, this.consumerAt));
+    void whenNeeded?.then((isNeeded) => (isNeeded ? this.neededAt.set(pageNumber, this.consumerAt) : this.dropped.push(pageNumber)));
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     await sleep(this.delayOf(pageNumber));
@@ -90,6 +91,16 @@ describe('readPages', () => {
     }
     expect(source.requested.length).toBe(10);
     for (let page = 1; page < 10; page++) expect(source.neededAt.get(page)).toBe(page - 1);
+  });
+
+  it('lets the pages fetched ahead go when the consumer stops early, so none waits for ever', async () => {
+    const source = new FakeSource(100, 10);
+    for await (const page of readPages(source, { jobName: 'j', itemsPerPage: 10, concurrency: new AdaptiveConcurrency(4) })) {
+      if (page.pageNumber === 2) break;
+    }
+    await sleep(5);
+    expect([...source.neededAt.keys()]).toEqual([0, 1, 2]);
+    expect(source.dropped.sort()).toEqual([3, 4, 5]);
   });
 
   it('falls back to one page at a time when the server pages smaller than asked', async () => {
