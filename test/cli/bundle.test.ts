@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { appendFile, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { describeWithPushgateway, samplesOf } from '../metrics/pushgateway.js';
 
 const run = promisify(execFile);
 // Inside the repository, so the bundle's external packages resolve from node_modules as they do
@@ -44,5 +45,20 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
     expect((await runCli(['run', '--config', source.configFile, '--jobs', source.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
     const file = 'incident_detail.csv';
     expect(await readFile(path.join(bundled.outDir, file), 'utf8')).toBe(await readFile(path.join(source.outDir, file), 'utf8'));
+  });
+});
+
+describeWithPushgateway('the shipped bundle with metrics configured', (gateway) => {
+  // prom-client is loaded lazily (a chunk of its own): only the bundle shows whether that import
+  // still finds its classes (esbuild's interop once made it "Registry is not a constructor").
+  it('pushes its run metrics to the Pushgateway', async () => {
+    const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
+    const workspace = await writeWorkspace(path.join(root, 'metrics'), sandbox, [job], { itemsPerPage: 40 });
+    await appendFile(workspace.configFile, `metrics:\n  pushgatewayUrl: ${gateway.url}\n`);
+    const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, ...sandboxEnv(sandbox) },
+    });
+    expect(result.stderr).not.toMatch(/metrics push .* failed/);
+    expect(samplesOf(await gateway.scrape(), 'tilehouse_last_run_rows')).toEqual([{ labels: { instance: '', job: 'incident_detail' }, value: 150 }]);
   });
 });

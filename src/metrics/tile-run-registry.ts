@@ -1,0 +1,32 @@
+import { Gauge, Pushgateway, Registry } from 'prom-client';
+import { HELP, METRICS, type TileRunMetrics } from './metric-names.js';
+
+// prom-client's side of a push; push-metrics.ts imports this module only when it pushes.
+
+/** The registry a tile run pushes: fresh per push, so nothing of an earlier run leaks into it. */
+export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, intervalSeconds?: number): Registry {
+  const registry = new Registry();
+  const set = (key: keyof typeof METRICS, value: number) => {
+    new Gauge({ name: METRICS[key], help: HELP[key], registers: [registry] }).set(value);
+  };
+  const seconds = finishedAtMs / 1000;
+  const succeeded = run.status === 'succeeded';
+  if (succeeded) set('lastSuccess', seconds);
+  else set('lastFailure', seconds);
+  set('lastRun', seconds);
+  set('lastRunSuccess', succeeded ? 1 : 0);
+  set('rows', run.rows);
+  set('pages', run.pages);
+  set('bytes', run.bytes);
+  set('duration', run.durationMs / 1000);
+  set('retries', run.retries);
+  set('throttled', run.throttled);
+  set('tokenFetches', run.tokenFetches);
+  if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
+  return registry;
+}
+
+/** POSTs the registry to the Pushgateway's group (see push-metrics.ts for why POST). */
+export async function pushAdd(pushgatewayUrl: string, timeoutMs: number, registry: Registry, jobName: string, groupings: Record<string, string>): Promise<void> {
+  await new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry).pushAdd({ jobName, groupings });
+}
