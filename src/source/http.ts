@@ -154,7 +154,7 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   }
 
   const chunks: Buffer[] = [];
-  let decodedBytes = 0;
+  let bodyBytes = 0;
   let receivedBytes = 0;
   let undeclaredGzip = false;
   // Counts the bytes as received (before decompression), for messages about a body we could not decode.
@@ -163,8 +163,8 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   const keep = (chunk: Buffer): void => {
     // gzip magic with no content-encoding: decoding it would be a guess, and parsing it as
     // JSON would print binary in the error.
-    if (decodedBytes === 0 && codings.length === 0 && chunk.length >= 2 && chunk[0] === 0x1f && chunk[1] === 0x8b) undeclaredGzip = true;
-    decodedBytes += chunk.length;
+    if (bodyBytes === 0 && codings.length === 0 && chunk.length >= 2 && chunk[0] === 0x1f && chunk[1] === 0x8b) undeclaredGzip = true;
+    bodyBytes += chunk.length;
     if (!undeclaredGzip) chunks.push(chunk);
   };
 
@@ -192,9 +192,9 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   }
 
   if (undeclaredGzip) {
-    return { text: () => '', undecodable: { detail: `body of ${decodedBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
+    return { text: () => '', undecodable: { detail: `body of ${bodyBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
   }
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, decodedBytes);
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bodyBytes);
   if (isUtf8(bytes)) {
     const start = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
     let text: string | undefined;
