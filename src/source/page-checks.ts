@@ -90,7 +90,8 @@ const [ROW_TAG, STRING_TAG, NUMBER_TAG, NULL_TAG, TRUE_TAG, FALSE_TAG, OTHER_TAG
  *   message saying how to make pages distinct, over silently writing one page twice.
  */
 export class PageConsistency {
-  private first: ExportPage | undefined;
+  /** What later pages are held to, from page 0 (not the page itself: its rows would stay in memory all run). */
+  private first: Pick<ExportPage, 'headers' | 'dataTypes' | 'navigation'> | undefined;
   private rowsSeen = 0;
   /** Digest of each unproven non-empty page's rows → the page it was first seen on. */
   private readonly digests = new Map<string, number>();
@@ -112,7 +113,7 @@ export class PageConsistency {
       return { check: 'rowsCount', pageNumber, drift: false, detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${rows.length} rows` };
     }
     if (this.first === undefined) {
-      this.first = page;
+      this.first = { headers, dataTypes, navigation };
     } else {
       if (!sameList(headers, this.first.headers)) {
         return { check: 'headers-stable', pageNumber, drift: true, detail: `headers ${JSON.stringify(headers)} differ from page 0's ${JSON.stringify(this.first.headers)}` };
