@@ -7,9 +7,10 @@
  * holding its text; every other number stays a plain JavaScript number, so ordinary code (zod
  * schemas, navigation counts) sees exactly what `JSON.parse` would give.
  *
- * Most pages have no such literal, so `parseJsonBody` first scans for anything that could be one
- * (`mayHoldInexactNumber`) and otherwise uses `JSON.parse`; only when the scan finds one does a
- * small lossless reader of our own parse the page. Measured on 1000-row × 11-column pages
+ * Most pages have no such literal, so `parseJsonBody` scans for anything that could be one
+ * (`mayHoldInexactNumber`) and otherwise keeps `JSON.parse`'s reading; only when the scan finds one
+ * does a small lossless reader of our own parse the page. Export pages are scanned only when a
+ * column whose typed value keeps a number's text holds a number (see parseJsonBody). Measured on 1000-row × 11-column pages
  * (160–450 KiB; Node 20 on a shared 2-core box, interleaved runs): the fast path costs 1.35–1.65×
  * JSON.parse (the scan 0.45–0.65×), ~2.1× on a page full of 17-digit doubles (each is checked);
  * the lossless reader 1.5–3.1×. lossless-json 4.3 with the same number hook took 3.3–3.6× where
