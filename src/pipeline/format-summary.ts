@@ -13,6 +13,9 @@ function detailLines(tile: JobRunSummary): string[] {
   if (tile.nulledValues > 0) lines.push(`${plural(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
   if (tile.rowsDropped > 0) lines.push(`${plural(tile.rowsDropped, 'row')} outside the window dropped`);
   for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
+  // Weaker evidence than an echo, but legal: worth a line so that a person comparing tenants
+  // sees why a repeated page would be refused here (see README, "What tilehouse assumes").
+  if (tile.pageIdentity === 'rows-digest') lines.push("pages told apart by their rows: the source's answers did not echo the page asked for");
   if (tile.status === 'partially_published') {
     lines.push(`published (new run): ${tile.outputs.map((output) => output.target).join(', ') || 'none'}`);
     if (tile.mixed !== undefined) lines.push(`changed in part (neither run whole): ${tile.mixed.join(', ')}`);

@@ -1,6 +1,7 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, messageOf } from '../errors.js';
 import type { SinkResult } from '../sinks/sink.js';
+import type { PageIdentity } from '../source/page-checks.js';
 import type { ColumnType } from '../transform/column.js';
 import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
 import type { ReadStats } from './read-into-sinks.js';
@@ -43,6 +44,8 @@ export interface JobRunSummary {
   reauthentications: number;
   /** Re-reads from page 0 after the source changed mid-export. */
   restarts: number;
+  /** What told the exported pages apart (see PAGE_IDENTITIES); absent when the read did not finish. */
+  pageIdentity?: PageIdentity;
   error?: { code: string; message: string };
 }
 
@@ -66,6 +69,8 @@ export interface SessionCounters {
   reauthentications: number;
   restarts: number;
   bytes: number;
+  /** Of the read that finished, if one did. */
+  pageIdentity?: PageIdentity;
   /** Targets of the writers opened, in publish order. */
   targets: string[];
 }

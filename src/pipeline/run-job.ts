@@ -7,6 +7,7 @@ import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import type { ExportPage } from '../source/export-response.js';
+import type { PageIdentity } from '../source/page-checks.js';
 import { readPages } from '../source/read-pages.js';
 import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
@@ -74,19 +75,28 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
     reauthentications: session.reauthentications(),
     restarts,
     bytes: session.traffic.bytes,
+    ...(pageIdentity === undefined ? {} : { pageIdentity }),
     // A re-read from page 0 opens the writers again: each target once.
     targets: [...new Set(targets)],
   });
   let restarts = 0;
+  let pageIdentity: PageIdentity | undefined;
   const progressOf = (pages: AsyncIterable<ExportPage>) =>
     deps.onProgress === undefined
       ? pages
       : reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries: () => session.budget.used, onProgress: deps.onProgress });
   let stats: ReadStats | undefined;
   try {
+    const pagesOf = () =>
+      readPages(session.client, {
+        jobName: job.name,
+        itemsPerPage: deps.environment.source.itemsPerPage,
+        concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency),
+        onPageIdentity: (identity) => (pageIdentity = identity),
+      });
     const read = await withOneRestart(
       () =>
-        readIntoSinks(progressOf(readPages(session.client, { jobName: job.name, itemsPerPage: deps.environment.source.itemsPerPage, concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency) })), {
+        readIntoSinks(progressOf(pagesOf()), {
           job,
           sinks,
           logger,

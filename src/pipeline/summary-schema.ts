@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PAGE_IDENTITIES } from '../source/page-checks.js';
 import { COLUMN_TYPES } from '../transform/column.js';
 import type { BackfillSummary } from './run-backfill.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
@@ -48,6 +49,12 @@ export const tileSummarySchema = z
     tokenFetches: count.describe('Access tokens this tile fetched (0: it used the one of the run)'),
     reauthentications: count,
     restarts: count,
+    pageIdentity: z
+      .enum(PAGE_IDENTITIES)
+      .optional()
+      .describe(
+        "What told the pages apart: echo (each page's answer echoed its own page number, once that echo was seen to follow the request), rows-digest (some page only by hasPrev and by rows unlike every earlier page's), single-page (one page); absent when the read did not finish",
+      ),
     error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set unless status is succeeded'),
   })
   .strict();

@@ -74,20 +74,38 @@ const DOUBLE_WORDS = new Uint32Array(DOUBLE.buffer);
 const [ROW_TAG, STRING_TAG, NUMBER_TAG, NULL_TAG, TRUE_TAG, FALSE_TAG, OTHER_TAG] = [0x1e, 1, 2, 3, 4, 5, 6];
 
 /**
+ * What told a run's pages apart, weakest page first (see PageConsistency): `echo`, every page
+ * after page 0 echoed its own page number once the echo was seen to follow the request;
+ * `rows-digest`, some page was told apart only by `hasPrev` and by its rows differing from every
+ * earlier page's; `single-page`, there was one page and nothing to tell apart.
+ */
+export const PAGE_IDENTITIES = ['echo', 'rows-digest', 'single-page'] as const;
+export type PageIdentity = (typeof PAGE_IDENTITIES)[number];
+
+/**
  * The checks every export run makes, because the API pages a live table: a page that disagrees
  * with page 0 means the rows we hold no longer form one table, and a page that is not the page
  * asked for (identity checks) would duplicate some rows and lose others without any count
  * noticing.
  *
- * Page identity, strongest proof first:
- * - `page-echo`: the API echoes the executed query; its `options.pageNumber` must be the page
- *   asked for. When it is, the page is proven and the repeat check below is skipped.
- * - `hasPrev`: must be `pageNumber > 0` (a cache that keys on the URL and answers page 0 for
- *   every page fails here, since the page number travels in the POST body).
- * - `page-repeated`: without an echo, a non-empty page whose rows are identical to an earlier
- *   page's is refused. A genuine table can have two identical pages only when it repeats rows
- *   (e.g. an ungrouped low-cardinality column); we accept refusing that degenerate case, with a
- *   message saying how to make pages distinct, over silently writing one page twice.
+ * Page identity. The spec says only that `result.query` is "the query that was executed" and
+ * that navigation has `hasPrev`; a legal tenant may echo the tile's saved query (its pageNumber
+ * never changes), echo nothing, or leave `hasPrev` false. So neither is taken as proof until it
+ * has been seen to follow the request; until then a page stands on the evidence that does not
+ * depend on a reading of the spec, its rows:
+ * - `page-echo`: `query.options.pageNumber` follows the request once it has equalled the page
+ *   asked for on two different pages (a static echo can equal at most one). From then on a page
+ *   whose echo names another page is refused, and a page whose echo matches is proven (its rows
+ *   are not compared). Before that, a mismatching echo proves nothing and refuses nothing.
+ * - `hasPrev`: follows the request once it was false on page 0 and true on a later page; from
+ *   then on it must be `pageNumber > 0` (a cache that keys on the URL and answers page 0 for
+ *   every page fails here, since the page number travels in the POST body). A tenant whose
+ *   `hasPrev` is always false never gets there, and loses nothing: such a cache also repeats
+ *   page 0's rows, which the next check refuses.
+ * - `page-repeated`: a non-empty page not proven by the echo whose rows are identical to an
+ *   earlier page's is refused. A genuine table can have two identical pages only when it repeats
+ *   rows (e.g. an ungrouped low-cardinality column); we accept refusing that degenerate case,
+ *   with a message saying how to make pages distinct, over silently writing one page twice.
  */
 export class PageConsistency {
   /** What later pages are held to, from page 0 (not the page itself: its rows would stay in memory all run). */
@@ -95,16 +113,31 @@ export class PageConsistency {
   private rowsSeen = 0;
   /** Digest of each unproven non-empty page's rows → the page it was first seen on. */
   private readonly digests = new Map<string, number>();
+  /** The first page whose echoed pageNumber equalled the page asked for. */
+  private echoMatchedOn: number | undefined;
+  /** The echo has equalled the page asked for on two different pages: it follows the request. */
+  private echoFollows = false;
+  /** hasPrev was false on page 0 and true on a later page: it follows the request. */
+  private hasPrevFollows = false;
+  private hasPrevOnFirst: boolean | undefined;
+  /** A page after page 0 that no following echo proved. */
+  private unprovenLaterPage = false;
+  private pagesChecked = 0;
 
   /** Returns the first failed check for this page, or undefined. Call in page order. */
   check(page: ExportPage): PageCheckFailure | undefined {
     const { pageNumber, headers, dataTypes, navigation, rows } = page;
-    const echoed = 'echoedPageNumber' in page;
-    if (echoed && page.echoedPageNumber !== pageNumber) {
-      return { check: 'page-echo', pageNumber, drift: true, detail: `asked for page ${pageNumber} but the answer's query says pageNumber ${JSON.stringify(page.echoedPageNumber)}` };
+    const echoMatches = 'echoedPageNumber' in page && page.echoedPageNumber === pageNumber;
+    if (this.echoFollows && !echoMatches && 'echoedPageNumber' in page) {
+      return {
+        check: 'page-echo',
+        pageNumber,
+        drift: true,
+        detail: `asked for page ${pageNumber} but the answer's query says pageNumber ${JSON.stringify(page.echoedPageNumber)} (on earlier pages it named the page asked for)`,
+      };
     }
-    if (navigation.hasPrev !== pageNumber > 0) {
-      return { check: 'hasPrev', pageNumber, drift: true, detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber}; the answer is not the page asked for` };
+    if (this.hasPrevFollows && navigation.hasPrev !== pageNumber > 0) {
+      return { check: 'hasPrev', pageNumber, drift: true, detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber} (on earlier pages it followed the page asked for); the answer is not the page asked for` };
     }
     if (headers.length !== dataTypes.length) {
       return { check: 'headers-dataTypes-aligned', pageNumber, drift: false, detail: `${headers.length} headers but ${dataTypes.length} dataTypes` };
@@ -125,7 +158,18 @@ export class PageConsistency {
         return { check: 'totalRows-stable', pageNumber, drift: true, detail: `totalRows changed from ${this.first.navigation.totalRows} to ${navigation.totalRows}` };
       }
     }
-    if (!echoed && rows.length > 0) {
+    // The evidence is updated only for a page that passed the checks above: an answer that
+    // contradicts page 0 proves nothing about how the source echoes.
+    if (echoMatches && !this.echoFollows) {
+      if (this.echoMatchedOn === undefined) this.echoMatchedOn = pageNumber;
+      else if (this.echoMatchedOn !== pageNumber) this.echoFollows = true;
+    }
+    if (pageNumber === 0) this.hasPrevOnFirst = navigation.hasPrev;
+    else if (this.hasPrevOnFirst === false && navigation.hasPrev) this.hasPrevFollows = true;
+    const proven = this.echoFollows && echoMatches;
+    if (pageNumber > 0 && !proven) this.unprovenLaterPage = true;
+    this.pagesChecked += 1;
+    if (!proven && rows.length > 0) {
       const digest = rowsDigest(rows);
       const earlier = this.digests.get(digest);
       if (earlier !== undefined) {
@@ -134,7 +178,7 @@ export class PageConsistency {
           pageNumber,
           drift: true,
           detail:
-            `its ${rows.length} rows are identical to page ${earlier}'s and the answer does not echo its query to prove which page it is ` +
+            `its ${rows.length} rows are identical to page ${earlier}'s and the answer's query does not follow the page asked for, so nothing else proves which page it is ` +
             '(a cache keyed on the URL would do this); if the tile really repeats rows, add a column that tells them apart',
         };
       }
@@ -159,4 +203,9 @@ export class PageConsistency {
     return undefined;
   }
 
+  /** Which evidence told the pages checked so far apart (see PAGE_IDENTITIES). */
+  identity(): PageIdentity {
+    if (this.pagesChecked <= 1) return 'single-page';
+    return this.unprovenLaterPage ? 'rows-digest' : 'echo';
+  }
 }

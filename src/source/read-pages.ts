@@ -1,6 +1,6 @@
 import { AdaptiveConcurrency, type RequestGate } from './adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
-import { isIdentityCheck, PageConsistency, type PageCheckFailure } from './page-checks.js';
+import { isIdentityCheck, PageConsistency, type PageCheckFailure, type PageIdentity } from './page-checks.js';
 import { ExportPageIdentityError, ExportPageMismatchError } from './source-errors.js';
 
 /** The one thing the pager needs from the export client. */
@@ -19,11 +19,22 @@ export interface ReadPagesOptions {
   itemsPerPage: number;
   /** Parallel page requests; default 1 (sequential). */
   concurrency?: AdaptiveConcurrency;
+  /** Called once every page is read and checked: the evidence that told the pages apart. */
+  onPageIdentity?: (identity: PageIdentity) => void;
 }
 
 function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatchError {
   const ErrorClass = isIdentityCheck(failure.check) ? ExportPageIdentityError : ExportPageMismatchError;
   return new ErrorClass(jobName, failure.pageNumber, failure.check, failure.detail, failure.drift);
+}
+
+/**
+ * A source that caps its page size below what we ask and counts pages by its own size is read
+ * exactly (one page at a time); one that counts pages by the size we asked skips rows, which the
+ * row total notices. That refusal should say which setting makes it go away.
+ */
+function pageSizeHint(served: number, asked: number): string {
+  return `; page 0 held ${served} rows although ${asked} were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to ${served}`;
 }
 
 /**
@@ -35,7 +46,8 @@ function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatch
  * never exceed the concurrency limit, so a slow sink holds back fetching instead of piling up
  * pages in memory (and pages fetched ahead wait unparsed). If page 0 is shorter than asked
  * although more pages follow, the server pages
- * differently than we computed, so the rest is read one page at a time, trusting only hasNext.
+ * differently than we computed, so the rest is read one page at a time, trusting only hasNext
+ * (a source that caps its page size below what we ask is read exactly that way).
  */
 export async function* readPages(client: PageFetcher, options: ReadPagesOptions): AsyncGenerator<ExportPage> {
   const limiter = options.concurrency ?? new AdaptiveConcurrency(1);
@@ -45,6 +57,8 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
   const needed = new Map<number, (isNeeded: boolean) => void>();
   let nextToLaunch = 0;
   let lastPlannedPage = 0;
+  /** Page 0's rows when the source served fewer than asked although more pages followed. */
+  let servedFewer: number | undefined;
 
   const launch = (pageNumber: number): void => {
     const whenNeeded = new Promise<boolean>((resolve) => needed.set(pageNumber, resolve));
@@ -68,13 +82,15 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
 
       const failure = checks.check(page);
       if (failure) throw toError(options.jobName, failure);
-      if (pageNumber === 0 && page.navigation.hasNext && page.rows.length >= options.itemsPerPage) {
-        lastPlannedPage = Math.ceil(page.navigation.totalRows / options.itemsPerPage) - 1;
+      if (pageNumber === 0 && page.navigation.hasNext) {
+        if (page.rows.length >= options.itemsPerPage) lastPlannedPage = Math.ceil(page.navigation.totalRows / options.itemsPerPage) - 1;
+        else servedFewer = page.rows.length;
       }
       yield page;
       if (!page.navigation.hasNext) {
         const total = checks.finish(pageNumber);
-        if (total) throw toError(options.jobName, total);
+        if (total) throw toError(options.jobName, servedFewer === undefined ? total : { ...total, detail: `${total.detail}${pageSizeHint(servedFewer, options.itemsPerPage)}` });
+        options.onPageIdentity?.(checks.identity());
         return;
       }
     }

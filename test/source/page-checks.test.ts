@@ -69,21 +69,69 @@ describe('PageConsistency', () => {
   });
 
   describe('page identity', () => {
-    it('fails when the echoed query names another page, as drift', () => {
+    it('fails as drift when an echo that followed the request names another page', () => {
       const checks = new PageConsistency();
-      expect(checks.check({ ...page(0, 2, 6), echoedPageNumber: 0 })).toBeUndefined();
-      expect(checks.check({ ...page(1, 2, 6), echoedPageNumber: '1' })).toMatchObject({ check: 'page-echo', pageNumber: 1, drift: true });
+      expect(checks.check({ ...page(0, 2, 8), echoedPageNumber: 0 })).toBeUndefined();
+      expect(checks.check({ ...page(1, 2, 8), echoedPageNumber: 1 })).toBeUndefined();
+      expect(checks.check({ ...page(2, 2, 8), echoedPageNumber: '2' })).toMatchObject({ check: 'page-echo', pageNumber: 2, drift: true, detail: expect.stringContaining('pageNumber "2"') });
     });
 
-    it('fails when hasPrev contradicts the page number', () => {
-      const first = page(0, 2, 6);
-      first.navigation.hasPrev = true;
-      expect(new PageConsistency().check(first)).toMatchObject({ check: 'hasPrev', pageNumber: 0, drift: true });
+    it('refuses nothing for an echo that never followed the request: the saved query, or page 0 only', () => {
+      for (const echoes of [[0, 0, 0, 0], [7, 7, 7, 7], [0, undefined, undefined, undefined], [undefined, 1, undefined, 3]]) {
+        const checks = new PageConsistency();
+        for (const [number, echo] of echoes.entries()) {
+          const answer = page(number, 2, 8);
+          if (number === 3) answer.navigation.hasNext = false;
+          expect(checks.check(echo === undefined ? answer : { ...answer, echoedPageNumber: echo }), `echoes ${echoes}`).toBeUndefined();
+        }
+        expect(checks.finish(3)).toBeUndefined();
+        expect(checks.identity()).toBe('rows-digest');
+      }
+    });
+
+    it('does not take a static echo that equals one page number as following the request', () => {
+      // The saved query says pageNumber 2: it matches page 2 by chance, then page 3 must still pass.
       const checks = new PageConsistency();
-      checks.check(page(0, 2, 6));
-      const second = page(1, 2, 6);
-      second.navigation.hasPrev = false;
-      expect(checks.check(second)).toMatchObject({ check: 'hasPrev', pageNumber: 1 });
+      for (const number of [0, 1, 2, 3]) expect(checks.check({ ...page(number, 2, 8), echoedPageNumber: 2 })).toBeUndefined();
+      expect(checks.identity()).toBe('rows-digest');
+    });
+
+    it('still refuses page 0 served again under a static echo, by its rows', () => {
+      const checks = new PageConsistency();
+      const first = { ...page(0, 2, 6), echoedPageNumber: 0 };
+      expect(checks.check(first)).toBeUndefined();
+      const again = { ...first, pageNumber: 1 };
+      expect(checks.check(again)).toMatchObject({ check: 'page-repeated', pageNumber: 1, drift: true });
+    });
+
+    it('catches page 0 served again before the echo could follow, by its rows', () => {
+      // A faithful echo, but the first later page comes from a cache keyed on the URL.
+      const checks = new PageConsistency();
+      const first = { ...page(0, 2, 6), echoedPageNumber: 0 };
+      expect(checks.check(first)).toBeUndefined();
+      expect(checks.check({ ...first, pageNumber: 1 })).toMatchObject({ check: 'page-repeated', pageNumber: 1 });
+    });
+
+    it('fails when hasPrev, once it followed the request, contradicts the page number', () => {
+      const checks = new PageConsistency();
+      expect(checks.check(page(0, 2, 8))).toBeUndefined();
+      expect(checks.check(page(1, 2, 8))).toBeUndefined();
+      const third = page(2, 2, 8);
+      third.navigation.hasPrev = false;
+      expect(checks.check(third)).toMatchObject({ check: 'hasPrev', pageNumber: 2, drift: true });
+    });
+
+    it('accepts a source whose hasPrev is always false, and one that says true on page 0', () => {
+      for (const hasPrev of [false, true]) {
+        const checks = new PageConsistency();
+        for (const number of [0, 1, 2]) {
+          const answer = page(number, 2, 6);
+          answer.navigation.hasPrev = hasPrev;
+          if (number === 2) answer.navigation.hasNext = false;
+          expect(checks.check(answer)).toBeUndefined();
+        }
+        expect(checks.finish(2)).toBeUndefined();
+      }
     });
 
     it('fails when a page repeats the rows of any earlier page, naming it', () => {
@@ -101,6 +149,21 @@ describe('PageConsistency', () => {
       last.navigation.hasNext = false;
       expect(checks.check(last)).toBeUndefined();
       expect(checks.finish(1)).toBeUndefined();
+      expect(checks.identity()).toBe('echo');
+    });
+
+    it('says which evidence told the pages apart', () => {
+      const single = new PageConsistency();
+      const only = page(0, 2, 2);
+      only.navigation.hasNext = false;
+      single.check(only);
+      expect(single.identity()).toBe('single-page');
+      // The echo followed from page 1 on; page 3 came without it and stood on its rows.
+      const mixed = new PageConsistency();
+      for (const number of [0, 1, 2]) mixed.check({ ...page(number, 2, 8), echoedPageNumber: number });
+      expect(mixed.identity()).toBe('echo');
+      mixed.check(page(3, 2, 8));
+      expect(mixed.identity()).toBe('rows-digest');
     });
 
     it('does not compare empty pages', () => {
