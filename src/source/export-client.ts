@@ -7,7 +7,7 @@ import { parseExportPage, readExactPageWhen, regularErrorSchema, type ExportPage
 import type { RetryEvent } from '../retry.js';
 import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from './retry-policy.js';
 import type { SessionToken } from './session-token.js';
-import { ExportApiError, ExportResponseError } from './source-errors.js';
+import { ExportApiError, ExportBodyCorruptError, ExportResponseError } from './source-errors.js';
 
 export interface ExportClientOptions {
   baseUrl: string;
@@ -70,7 +70,7 @@ export class ExportClient {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
-      const attempt = await withSourceRetries(() => this.attempt(pageNumber, token, gate, whenNeeded), this.options.retry, {
+      const attempt = await withSourceRetries((attemptNumber) => this.attempt(pageNumber, token, attemptNumber, gate, whenNeeded), this.options.retry, {
         signal: this.options.signal,
         onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
       });
@@ -84,7 +84,7 @@ export class ExportClient {
     }
   }
 
-  private async attempt(pageNumber: number, token: string, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<Attempt> {
+  private async attempt(pageNumber: number, token: string, attemptNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<Attempt> {
     const { jobName, query } = this.options;
     const permit = await gate?.acquire(this.options.signal);
     let outcome: HttpOutcome;
@@ -121,7 +121,10 @@ export class ExportClient {
       // otherwise spend the run's retry budget in proportion to the pages.) Alone on the wire,
       // a 429 is a plain throttle and counts; so the limit falling to 1 bounds how long this can go on.
       sharedWire: permit !== undefined && permit.inFlight > 1,
-      bodyError: (_answer, detail) => new ExportResponseError(jobName, pageNumber, detail),
+      bodyError: (answer, detail) =>
+        answer.undecodable?.encoding === undefined
+          ? new ExportResponseError(jobName, pageNumber, detail)
+          : new ExportBodyCorruptError(jobName, pageNumber, answer.undecodable.encoding, detail, attemptNumber),
       statusError: (answer, body) => {
         const regular = regularErrorSchema.safeParse(body);
         const detail = regular.success ? regular.data.error.message : excerpt(answer.text) || '(empty body)';

@@ -1,7 +1,7 @@
 import { excerpt, isTransientNetworkError, RequestDeadlineError, RETRYABLE_STATUSES, type HttpAnswer } from './http.js';
 import { parseJsonBody } from './json-body.js';
 import { parseRetryAfter, RetryableFailure } from './retry-policy.js';
-import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from './source-errors.js';
+import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceTransportError } from './source-errors.js';
 
 /**
  * What to do with one request attempt, decided in one place for the token and the export client:
@@ -9,7 +9,8 @@ import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from
  * - `retry`: another attempt after a backoff (or the source's Retry-After), counted;
  * - `requeue`: turned away for concurrency, sent again without counting (see ExportClient);
  * - `reauth`: the token was refused; fetch a new one and try again;
- * - `fail`: no attempt will do better; `error` names the job, the request and the value.
+ * - `fail`: no attempt will do better; `error` names the job, the request and the value (a
+ *   redirect is one: never followed, see SourceRedirectError).
  */
 export type AnswerVerdict =
   | { kind: 'ok'; status: number; value: unknown }
@@ -68,6 +69,12 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
     return { kind: 'ok', status: answer.status, value: body.value };
   }
 
+  // Before the status error: a redirect's body is rarely the service's, and what matters is
+  // where it points and that it is not followed (see SourceRedirectError).
+  if (answer.status >= 300 && answer.status < 400) {
+    const location = header(answer, 'location');
+    return { kind: 'fail', error: new SourceRedirectError(context.jobName, context.what, answer.status, location === undefined ? undefined : excerpt(location, 300)) };
+  }
   const parsed = answer.undecodable ? undefined : parseJsonBody(answer.text);
   const { error, detail } = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
   if (answer.status === 401 && context.reauthOn401) return { kind: 'reauth', error };

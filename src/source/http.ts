@@ -35,8 +35,10 @@ export interface JsonPost {
 /** Why a body could not be turned into text; no raw bytes, so it is safe to put in a message. */
 export interface BodyProblem {
   detail: string;
-  /** A stream cut short (a retry may get it whole), as opposed to a body that is wrong as sent. */
+  /** A retry may get it whole (a stream cut short or corrupted), as opposed to a body that is wrong as sent. */
   transient: boolean;
+  /** The content-encoding whose stream could not be decoded, when that was the problem. */
+  encoding?: string;
 }
 
 export interface HttpAnswer {
@@ -180,13 +182,18 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
   } catch (error) {
     if (!decompressorErrors.has(error)) throw error;
     const { code, message } = error as { code?: string; message: string };
-    // "unexpected end of file": the stream stopped early, which a new attempt usually cures.
+    // "unexpected end of file": the stream stopped early. Any other decoder error is a corrupt
+    // stream (a bad block, a checksum, a proxy that mangled the bytes). Both are retried: the
+    // service compressed a correct answer, and a nightly export should not die of one response
+    // that the next attempt most likely gets whole. A stream that is corrupt on every attempt
+    // still fails, once attempts or the run's retry budget run out (export_body_corrupt).
     const truncated = code === 'Z_BUF_ERROR' || /unexpected end/i.test(message);
     return {
       text: () => '',
       undecodable: {
-        detail: `content-encoding ${codings.join(', ')} could not be decoded (${message}) after ${receivedBytes} bytes`,
-        transient: truncated,
+        detail: `content-encoding ${codings.join(', ')} could not be decoded (${truncated ? 'stream cut short' : 'corrupt stream'}: ${message}) after ${receivedBytes} bytes`,
+        transient: true,
+        encoding: codings.join(', '),
       },
     };
   }

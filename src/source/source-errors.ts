@@ -49,13 +49,52 @@ export class ExportApiError extends TilehouseError {
 
 /** A page body that is not JSON or not the spec's Export result shape. */
 export class ExportResponseError extends TilehouseError {
-  readonly code = 'export_response_invalid';
+  readonly code: string = 'export_response_invalid';
   constructor(
     readonly jobName: string,
     readonly pageNumber: number,
     detail: string,
   ) {
     super(`job ${jobName}: page ${pageNumber}: unusable export response: ${detail}`);
+  }
+}
+
+/**
+ * A compressed page body whose stream could not be decoded (cut short or corrupt) on the last
+ * attempt the retry policy allowed. Its own code, apart from export_response_invalid (a body
+ * wrong as sent, never retried): this one was retried and may well pass on the next run.
+ */
+export class ExportBodyCorruptError extends ExportResponseError {
+  override readonly code: string = 'export_body_corrupt';
+  constructor(
+    jobName: string,
+    pageNumber: number,
+    readonly encoding: string,
+    detail: string,
+    attempt: number,
+  ) {
+    super(jobName, pageNumber, `${detail} (attempt ${attempt}; retried while the retry policy allowed)`);
+  }
+}
+
+/**
+ * The source answered with a redirect (3xx). Not followed: the request carries the bearer token
+ * (or, to the token endpoint, the client secret), and following would send it to whatever host
+ * the Location names. The message says where it pointed, so the configuration can be fixed.
+ */
+export class SourceRedirectError extends TilehouseError {
+  readonly code = 'source_redirect';
+  constructor(
+    readonly jobName: string,
+    what: string,
+    readonly status: number,
+    readonly location: string | undefined,
+  ) {
+    super(
+      `job ${jobName}: ${what}: HTTP ${status} redirect ${location === undefined ? 'without a Location header' : `to ${location}`}; ` +
+        'tilehouse does not follow redirects, because the request carries a bearer token (or the client secret) that would go to another host; ' +
+        'if the service moved, set source.baseUrl (or source.authUrl) to the new address',
+    );
   }
 }
 

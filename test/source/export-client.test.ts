@@ -70,24 +70,31 @@ describe('ExportClient and readPages: page identity', () => {
     expect(error.message).toContain("job hostile: page 2: check \"page-repeated\" failed: its 2 rows are identical to page 1's");
   });
 
-  it('refuses page 0 served for page 1: hasPrev is false on a page after the first', async () => {
+  it('refuses page 0 served for page 1 by its rows, whatever hasPrev says', async () => {
     const source = await start({ page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: 0 }) }) });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
-    expect(error).toMatchObject({ code: 'export_page_identity', check: 'hasPrev', pageNumber: 1, drift: true });
-    expect(error.message).toContain('navigation.hasPrev is false on page 1');
+    expect(error).toMatchObject({ code: 'export_page_identity', check: 'page-repeated', pageNumber: 1, drift: true });
+    expect(error.message).toContain("its 2 rows are identical to page 0's");
   });
 
-  it('refuses a page whose echoed query names another page', async () => {
+  it('refuses page 0 served for page 2 once hasPrev has followed the request', async () => {
+    const source = await start({ page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: request.pageNumber === 2 ? 0 : request.pageNumber! }) }) });
+    const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
+    expect(error).toMatchObject({ code: 'export_page_identity', check: 'hasPrev', pageNumber: 2, drift: true });
+    expect(error.message).toContain('navigation.hasPrev is false on page 2');
+  });
+
+  it('refuses a page whose echoed query, having followed the request, names another page', async () => {
     const source = await start({
       page: (request) => {
         const page = tablePage(TABLE, request, { echo: true });
-        if (request.pageNumber === 1) page.result.query = { ...HOSTILE_QUERY, options: { pageNumber: 0, itemsPerPage: 2 } };
+        if (request.pageNumber === 2) page.result.query = { ...HOSTILE_QUERY, options: { pageNumber: 0, itemsPerPage: 2 } };
         return { json: page };
       },
     });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
-    expect(error).toMatchObject({ code: 'export_page_identity', check: 'page-echo', pageNumber: 1 });
-    expect(error.message).toContain("asked for page 1 but the answer's query says pageNumber 0");
+    expect(error).toMatchObject({ code: 'export_page_identity', check: 'page-echo', pageNumber: 2 });
+    expect(error.message).toContain("asked for page 2 but the answer's query says pageNumber 0");
   });
 
   it('reads a table whose pages are identical when the echoed query proves each page', async () => {
@@ -102,7 +109,7 @@ describe('ExportClient and readPages: page identity', () => {
     const source = await start({ page: (request) => ({ json: tablePage(repeated, request) }) });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
     expect(error).toMatchObject({ check: 'page-repeated', pageNumber: 1 });
-    expect(error.message).toMatch(/does not echo its query.*add a column that tells them apart/);
+    expect(error.message).toMatch(/does not follow the page asked for.*add a column that tells them apart/);
   });
 });
 
@@ -170,13 +177,28 @@ describe('ExportClient: compressed and encoded bodies', () => {
     expect(source.pagesAsked()).toEqual([0]);
   });
 
-  it('refuses a body that says gzip but is not, naming the decoder error', async () => {
+  it.each(['gzip', 'br', 'deflate'] as const)('retries a corrupt %s stream and reads the whole one sent next', async (encoding) => {
+    const source = await start({ page: (request, index) => ({ json: tablePage(TABLE, request), encoding, corrupt: index === 0 }) });
+    const client = hostileClient(source, dispatcher, { itemsPerPage: 5 });
+    expect((await client.fetchPage(0)).rows).toEqual(TABLE.rows);
+    expect(source.pagesAsked()).toEqual([0, 0]);
+  });
+
+  it('fails with export_body_corrupt, naming the encoding and the decoder error, when every attempt is corrupt', async () => {
+    const source = await start({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: true }) });
+    const error = await failureOf(hostileClient(source, dispatcher, { retry: fastPolicy({ maxAttempts: 3 }) }).fetchPage(0));
+    expect(error).toMatchObject({ code: 'export_body_corrupt', pageNumber: 0, encoding: 'gzip' });
+    expect(error.message).toMatch(/^job hostile: page 0: unusable export response: content-encoding gzip could not be decoded \(corrupt stream: invalid distance too far back\) after \d+ bytes \(attempt 3; retried while the retry policy allowed\)$/);
+    expect(source.pagesAsked()).toEqual([0, 0, 0]);
+  });
+
+  it('retries a body that says gzip but is not, and fails naming the decoder error, printable', async () => {
     const source = await start({ page: () => ({ body: Buffer.from([0x00, 0xff, 0x10, 0x80, 0x7b]), headers: { 'content-encoding': 'gzip' } }) });
-    const error = await failureOf(hostileClient(source, dispatcher).fetchPage(0));
-    expect(error).toMatchObject({ code: 'export_response_invalid' });
-    expect(error.message).toMatch(/content-encoding gzip could not be decoded \(incorrect header check\) after 5 bytes$/);
+    const error = await failureOf(hostileClient(source, dispatcher, { retry: fastPolicy({ maxAttempts: 2 }) }).fetchPage(0));
+    expect(error).toMatchObject({ code: 'export_body_corrupt' });
+    expect(error.message).toMatch(/content-encoding gzip could not be decoded \(corrupt stream: incorrect header check\) after 5 bytes \(attempt 2;/);
     expect(error.message).toMatch(PRINTABLE);
-    expect(source.pagesAsked()).toEqual([0]);
+    expect(source.pagesAsked()).toEqual([0, 0]);
   });
 
   it('refuses a content-encoding it cannot decode', async () => {

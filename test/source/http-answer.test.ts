@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RequestDeadlineError, type HttpAnswer } from '../../src/source/http.js';
 import { classifyAnswer, settle, type AnswerContext } from '../../src/source/http-answer.js';
 import { RetryableFailure } from '../../src/source/retry-policy.js';
-import { SourceDeadlineError, SourceRetryAfterError, SourceTransportError } from '../../src/source/source-errors.js';
+import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceTransportError } from '../../src/source/source-errors.js';
 
 const context = (overrides: Partial<AnswerContext> = {}): AnswerContext => ({
   jobName: 'j',
@@ -40,6 +40,20 @@ describe('classifyAnswer', () => {
 
   it.each([400, 403, 404, 409, 501])('fails at once on HTTP %i', (status) => {
     expect(classifyAnswer(answer(status), context())).toMatchObject({ kind: 'fail', error: { message: `status ${status}` } });
+  });
+
+  it.each([301, 302, 303, 307, 308])('fails at once on a redirect (HTTP %i), saying where it points and why it is not followed', (status) => {
+    const verdict = classifyAnswer(answer(status, '<html>moved</html>', { location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' }), context());
+    expect(verdict.kind === 'fail' && verdict.error).toBeInstanceOf(SourceRedirectError);
+    expect(verdict).toMatchObject({ kind: 'fail', error: { code: 'source_redirect', status, location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' } });
+    expect(verdict.kind === 'fail' && verdict.error.message).toBe(
+      `job j: page 4: HTTP ${status} redirect to https://elsewhere.example/api/v1/topics/incident/execute?tileId=t; tilehouse does not follow redirects, ` +
+        'because the request carries a bearer token (or the client secret) that would go to another host; if the service moved, set source.baseUrl (or source.authUrl) to the new address',
+    );
+  });
+
+  it('says so when a redirect names no Location', () => {
+    expect(classifyAnswer(answer(302), context())).toMatchObject({ kind: 'fail', error: { code: 'source_redirect', message: expect.stringContaining('HTTP 302 redirect without a Location header;') } });
   });
 
   it.each([429, 500, 502, 503, 504])('retries HTTP %i, with its Retry-After', (status) => {

@@ -28,6 +28,8 @@ export interface HostileAnswer {
   trickle?: { bytes: number; everyMs: number };
   /** Send only this many bytes of the (encoded) body, then end the response as if complete. */
   truncateTo?: number;
+  /** Invert the bytes in the middle third of the (encoded) body: a corrupt stream of full length. */
+  corrupt?: boolean;
 }
 
 export interface RecordedRequest {
@@ -76,6 +78,10 @@ function encode(answer: HostileAnswer): Buffer {
 function send(res: ServerResponse, answer: HostileAnswer): void {
   let bytes = encode(answer);
   if (answer.truncateTo !== undefined) bytes = bytes.subarray(0, answer.truncateTo);
+  if (answer.corrupt) {
+    bytes = Buffer.from(bytes);
+    for (let index = Math.floor(bytes.length / 3); index < Math.floor((2 * bytes.length) / 3); index++) bytes[index] = bytes[index]! ^ 0xff;
+  }
   const headers: Record<string, string> = { 'content-type': 'application/json', ...answer.headers };
   if (answer.encoding && !answer.undeclared) headers['content-encoding'] ??= answer.encoding;
   const { trickle } = answer;
