@@ -12,7 +12,7 @@ import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { CsvSink } from '../../src/sinks/csv/index.js';
 import { readCsv } from '../support/csv-read.js';
-import { HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
+import { HOSTILE_QUERY, startHostileServer, tablePage, VALID_TOKEN, type HostileScript, type HostileServer, type RecordedRequest, type Table } from '../support/hostile-server.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 /**
@@ -205,3 +205,151 @@ describe('a run against a source that sends numbers beyond double precision', ()
     expect(csv.rows.map((row) => row[1])).toEqual(literals.map((literal) => String(Number(literal))));
   });
 });
+
+/**
+ * Tenants the spec allows but the sandbox does not show (README, "What tilehouse assumes about
+ * the API"): each must export exactly what it served, or be refused naming what failed.
+ */
+describe('a run against a legal source that pages in its own way', () => {
+  /** The answer's `query` as this tenant echoes it (undefined: none). */
+  const echoing = (echo: (request: RecordedRequest) => unknown): HostileScript => ({
+    page: (request) => {
+      const page = tablePage(TABLE, request);
+      const query = echo(request);
+      if (query !== undefined) page.result.query = query;
+      return { json: page };
+    },
+  });
+  const savedQuery = (pageNumber: number) => ({ ...HOSTILE_QUERY, options: { pageNumber, itemsPerPage: 50 } });
+
+  it.each([
+    { name: "echoes the tile's saved query, pageNumber 0 on every page", script: echoing(() => savedQuery(0)) },
+    { name: "echoes the tile's saved query, pageNumber 1 on every page", script: echoing(() => savedQuery(1)) },
+    { name: 'echoes no query at all', script: echoing(() => undefined) },
+    { name: 'echoes the query on page 0 only', script: echoing((request) => (request.pageNumber === 0 ? request.json : undefined)) },
+    { name: 'says hasPrev false on every page', script: { page: (request: RecordedRequest) => ({ json: withNavigation(tablePage(TABLE, request), { hasPrev: false }) }) } },
+  ])('$name: writes the exact table, the summary says its pages stood on their rows', async ({ script }) => {
+    const { summary, exitCode, outDir } = await run(script);
+    expect(summary.tiles[0]!.error).toBeUndefined();
+    expect(exitCode).toBe(0);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pages: 3, restarts: 0, pageIdentity: 'rows-digest' });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+  });
+
+  it('echoes the query it ran: the summary says the echo proved the pages', async () => {
+    const { summary, outDir } = await run(echoing((request) => request.json));
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pageIdentity: 'echo' });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+  });
+
+  it('fits the table on one page: single-page', async () => {
+    const { summary } = await run({ page: (request) => ({ json: tablePage(TABLE, { ...request, itemsPerPage: 50 }) }) });
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pages: 1, pageIdentity: 'single-page' });
+  });
+
+  it('serves fewer rows per page than asked, counting pages by its own size: the exact table, one page at a time', async () => {
+    const { summary, exitCode, outDir, source } = await run({ page: (request) => ({ json: tablePage(TABLE, { ...request, itemsPerPage: 1 }) }) });
+    expect(exitCode).toBe(0);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pages: 5 });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+    expect(source.pagesAsked()).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('serves fewer rows per page than asked but counts pages by the size asked: refused, naming source.itemsPerPage; no CSV', async () => {
+    // Page p holds row 2p only: rows 1 and 3 are never served, though every count on a page is right.
+    const { summary, exitCode, outDir } = await run({
+      page: (request) => {
+        const page = tablePage(TABLE, request);
+        page.result.rows = (page.result.rows as unknown[][]).slice(0, 1);
+        return { json: withNavigation(page, { rowsCount: 1 }) };
+      },
+    });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
+    expect(summary.tiles[0]!.error!.message).toContain('read 3 rows in total but totalRows is 5; page 0 held 1 rows although 2 were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to 1');
+    expect(await readdir(outDir)).toEqual([]);
+  });
+});
+
+describe('a run against a source whose pages are not the ones asked for', () => {
+  it('a cache keyed on the URL repeating page 0 under a static echo: refused by its rows; exit 1; no CSV', async () => {
+    const { summary, exitCode, outDir } = await run({
+      page: (request) => {
+        const page = tablePage(TABLE, request, { pageNumber: 0 });
+        page.result.query = { ...HOSTILE_QUERY, options: { pageNumber: 0, itemsPerPage: 2 } };
+        return { json: page };
+      },
+    });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]).toMatchObject({ status: 'failed', restarts: 1, error: { code: 'export_inconsistent' } });
+    expect(summary.tiles[0]!.error!.message).toMatch(/page 1: check "page-repeated" failed: its 2 rows are identical to page 0's/);
+    expect(summary.tiles[0]).not.toHaveProperty('pageIdentity');
+    expect(await readdir(outDir)).toEqual([]);
+  });
+
+  it('an echo that followed the request, then names another page: refused as page-echo; exit 1; no CSV', async () => {
+    const { summary, exitCode, outDir } = await run({
+      page: (request) => {
+        const page = tablePage(TABLE, request, { echo: true });
+        if (request.pageNumber === 2) page.result.query = { ...HOSTILE_QUERY, options: { pageNumber: 1, itemsPerPage: 2 } };
+        return { json: page };
+      },
+    });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
+    expect(summary.tiles[0]!.error!.message).toMatch(/page 2: check "page-echo" failed: asked for page 2 but the answer's query says pageNumber 1/);
+    expect(await readdir(outDir)).toEqual([]);
+  });
+});
+
+describe('a run against a source whose compressed answer is corrupt', () => {
+  it('retries a corrupt gzip answer and writes the exact table', async () => {
+    const { summary, exitCode, outDir } = await run({ page: (request, index) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: index === 1 }) });
+    expect(exitCode).toBe(0);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, retries: 1 });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+  });
+
+  it('fails with export_body_corrupt when every attempt is corrupt: exit 1, no CSV, the previous file kept', async () => {
+    await mkdir(path.join(root, 'out'), { recursive: true });
+    await writeFile(path.join(root, 'out', 'hostile.csv'), 'Type,Incidents\r\nOld,1\r\n');
+    const { summary, exitCode, outDir, source } = await run({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: request.pageNumber === 1 }) });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error).toMatchObject({ code: 'export_body_corrupt', message: expect.stringMatching(/page 1: .*content-encoding gzip could not be decoded \(corrupt stream: .*\(attempt 3;/) });
+    expect(source.pagesAsked().filter((page) => page === 1)).toEqual([1, 1, 1]);
+    expect(await readdir(outDir)).toEqual(['hostile.csv']);
+    expect(await readFile(path.join(outDir, 'hostile.csv'), 'utf8')).toBe('Type,Incidents\r\nOld,1\r\n');
+  });
+});
+
+describe('a run against a source that redirects', () => {
+  let elsewhere: HostileServer | undefined;
+  afterEach(async () => {
+    await elsewhere?.close();
+    elsewhere = undefined;
+  });
+
+  it.each([
+    { endpoint: 'export' as const, status: 307, what: 'page 0' },
+    { endpoint: 'token' as const, status: 302, what: 'token request' },
+  ])('$endpoint answers $status: fails once with source_redirect naming Location; the other host never sees token or secret', async ({ endpoint, status, what }) => {
+    elsewhere = await startHostileServer({ token: () => VALID_TOKEN, page: (request) => ({ json: tablePage(TABLE, request) }) });
+    const location = `${elsewhere.url}/moved${endpoint === 'token' ? '/oauth/token' : '/api/v1/topics/incident/execute?tileId=t-1'}`;
+    const redirect = { status, headers: { location }, body: 'moved' };
+    const { summary, exitCode, outDir, source } = await run({
+      ...(endpoint === 'token' ? { token: () => redirect } : {}),
+      page: (request) => (endpoint === 'export' ? redirect : { json: tablePage(TABLE, request) }),
+    });
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]!.error!.code).toBe('source_redirect');
+    expect(summary.tiles[0]!.error!.message).toContain(`${what}: HTTP ${status} redirect to ${location}; tilehouse does not follow redirects, because the request carries a bearer token`);
+    expect(elsewhere.requests).toEqual([]);
+    expect(source.requests.filter((request) => request.endpoint === endpoint)).toHaveLength(1);
+    expect(await readdir(outDir)).toEqual([]);
+  });
+});
+
+function withNavigation<T extends { result: Record<string, unknown> }>(page: T, navigation: Record<string, unknown>): T {
+  page.result.navigation = { ...(page.result.navigation as Record<string, unknown>), ...navigation };
+  return page;
+}
