@@ -45,4 +45,11 @@ describe('formatRunSummary', () => {
       '',
     ]);
   });
+
+  it('says when pages were told apart only by their rows, and is silent for an echo or a single page', () => {
+    const text = formatRunSummary(run([tile({ pages: 3, pageIdentity: 'rows-digest', outputs: [{ sink: 'csv', target: '/out/a.csv', rows: 10 }] }), tile({ job: 'other', pages: 3, pageIdentity: 'echo' }), tile({ job: 'one', pageIdentity: 'single-page' })]));
+    expect(text.split('\n').slice(1, 3)).toEqual(['  ok   daily (1.2 s): 10 rows, 3 pages → /out/a.csv', "       pages told apart by their rows: the source's answers did not echo the page asked for"]);
+    expect(text).not.toMatch(/other[^\n]*\n {7}/);
+    expect(text.match(/told apart/g)).toHaveLength(1);
+  });
 });
