@@ -255,6 +255,13 @@ describe('a run against a legal source that pages in its own way', () => {
     expect(source.pagesAsked()).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it('serves more rows per page than asked: the exact table, the pages fetched ahead of its end dropped', async () => {
+    const { summary, exitCode, outDir } = await run({ page: (request) => ({ json: tablePage(TABLE, { ...request, itemsPerPage: 3 }) }) });
+    expect(exitCode).toBe(0);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, pages: 2 });
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
+  });
+
   it('serves fewer rows per page than asked but counts pages by the size asked: refused, naming source.itemsPerPage; no CSV', async () => {
     // Page p holds row 2p only: rows 1 and 3 are never served, though every count on a page is right.
     const { summary, exitCode, outDir } = await run({
