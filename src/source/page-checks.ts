@@ -74,7 +74,7 @@ const DOUBLE_WORDS = new Uint32Array(DOUBLE.buffer);
 const [ROW_TAG, STRING_TAG, NUMBER_TAG, NULL_TAG, TRUE_TAG, FALSE_TAG, OTHER_TAG] = [0x1e, 1, 2, 3, 4, 5, 6];
 
 /**
- * What told a run's pages apart, weakest page first (see PageConsistency): `echo`, every page
+ * What told a run's pages apart, as the weakest evidence any page had (see PageConsistency): `echo`, every page
  * after page 0 echoed its own page number once the echo was seen to follow the request;
  * `rows-digest`, some page was told apart only by `hasPrev` and by its rows differing from every
  * earlier page's; `single-page`, there was one page and nothing to tell apart.
