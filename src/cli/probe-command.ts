@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm, writeFile } from 'node:fs/promises';
-import { VERSION } from '../cli.js';
+// Not VERSION from ../cli.js: that module runs the CLI, and importing it from a command loaded by it is a cycle (the bundle hangs on it).
+import packageJson from '../../package.json' with { type: 'json' };
 import { createSourceDispatcher } from '../pipeline/source-session.js';
 import { formatProbeReport, probeTile, recordingText } from '../pipeline/probe-tile.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
@@ -74,7 +75,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
         logger: logger.child({ job: job.name, tile: job.tile }),
         pages,
         withValues: values['with-values'] === true,
-        version: VERSION,
+        version: packageJson.version,
         ...(seams.retry === undefined ? {} : { retry: seams.retry }),
         ...(io.signal === undefined ? {} : { signal: io.signal }),
       });
