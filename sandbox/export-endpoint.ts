@@ -6,6 +6,19 @@ import type { EvaluatedTable } from './query-evaluator.js';
 import { parseExportQuery, type SandboxQuery } from './query-schema.js';
 import type { TokenStore } from './token-store.js';
 import type { WireFormat } from './wire-format.js';
+import type { Replay } from './replay.js';
+
+/**
+ * What `result.query` holds. `request` (the default): the request body as received, with
+ * `options.pageNumber` and `options.itemsPerPage` filled in. `saved-query`: the tile's saved query
+ * as stored, on every page: the body's items and options, but `pageNumber: 0` and the saved
+ * `itemsPerPage` (SAVED_ITEMS_PER_PAGE), whatever page was asked (a tenant that reports the tile
+ * rather than the executed request). `absent`: no `query` member at all.
+ */
+export type EchoMode = 'request' | 'saved-query' | 'absent';
+export const ECHO_MODES: readonly EchoMode[] = ['request', 'saved-query', 'absent'];
+/** The page size a tile is saved with in the reporting module (the spec's "50 seen"). */
+export const SAVED_ITEMS_PER_PAGE = 50;
 
 export interface ExportRequest {
   authorization: string | undefined;
@@ -20,6 +33,9 @@ export interface ExportService {
   faults: FaultBook;
   tiles: ReadonlySet<string>;
   wire: WireFormat;
+  echo: EchoMode;
+  /** Answers every valid, authenticated export request from a recording instead of the dataset. */
+  replay?: Replay;
   /** The evaluated (cached) table of a valid query. */
   evaluate(query: SandboxQuery, tileId: string): EvaluatedTable;
 }
@@ -63,6 +79,7 @@ export function answerExportRequest(request: ExportRequest, service: ExportServi
 
   const body = parseJson(request.body);
   if (body === undefined) return regularError(400, 'the body is not valid JSON');
+  if (service.replay !== undefined) return service.replay.answer(body);
   let query: SandboxQuery;
   let table: EvaluatedTable;
   try {
@@ -73,6 +90,12 @@ export function answerExportRequest(request: ExportRequest, service: ExportServi
     throw error;
   }
   const { pageNumber, itemsPerPage } = query.options;
-  const echo = { ...(body as object), options: { ...(body as { options?: object }).options, pageNumber, itemsPerPage } };
-  return { status: 200, body: { ok: true, result: buildPage(table, { pageNumber, itemsPerPage }, service.wire, echo) } };
+  const sent = body as { options?: object };
+  const echo =
+    service.echo === 'absent'
+      ? undefined
+      : { ...sent, options: service.echo === 'saved-query' ? { ...sent.options, pageNumber: 0, itemsPerPage: SAVED_ITEMS_PER_PAGE } : { ...sent.options, pageNumber, itemsPerPage } };
+  const result = buildPage(table, { pageNumber, itemsPerPage }, service.wire, echo);
+  if (echo === undefined) delete (result as { query?: unknown }).query;
+  return { status: 200, body: { ok: true, result } };
 }

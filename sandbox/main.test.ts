@@ -46,4 +46,40 @@ describe('sandbox main', () => {
     expect(code).toBe(2);
     expect(stderr).toContain("--incidents must be a number, got 'many'");
   });
+
+  const runMain = async (args: string[]) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = await once(child, 'exit');
+    return { code, stdout, stderr };
+  };
+
+  it('--help prints the usage on stdout and exits 0', async () => {
+    const result = await runMain(['--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: npx tsx sandbox\/main\.ts/);
+    expect(result.stdout).toContain('--replay FILE');
+    expect(result.stderr).toBe('');
+  });
+
+  it('an unknown flag: one line naming it, the usage, exit 2, no stack trace', async () => {
+    const result = await runMain(['--bogus']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe("sandbox: Unknown option '--bogus'");
+    expect(result.stderr).toContain('Usage: ');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses an unknown --echo mode and a --replay file that is not a recording, exit 2', async () => {
+    const echo = await runMain(['--echo', 'sometimes']);
+    expect(echo.code).toBe(2);
+    expect(echo.stderr.split('\n')[0]).toBe("sandbox: --echo must be one of request, saved-query, absent, got 'sometimes'");
+    const replay = await runMain(['--replay', MAIN]);
+    expect(replay.code).toBe(2);
+    expect(replay.stderr.split('\n')[0]).toMatch(/^sandbox: --replay .*main\.ts: not JSON/);
+    expect(replay.stderr).not.toMatch(/\n\s+at /);
+  });
 });

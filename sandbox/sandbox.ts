@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { generateDataset } from './dataset.js';
-import { answerExportRequest } from './export-endpoint.js';
+import { answerExportRequest, ECHO_MODES, type EchoMode } from './export-endpoint.js';
+import { createReplay } from './replay.js';
+import type { Recording } from '../src/source/recording.js';
 import type { ExportResult } from './export-page.js';
 import { FaultBook, type AfterFaults, type FaultRule } from './faults.js';
 import { authenticationError, parseJson, regularError, type HttpAnswer } from './http-answer.js';
@@ -57,6 +59,14 @@ export interface SandboxOptions {
    * not) takes to cross such a link, before it is sent. Default: no limit (loopback).
    */
   bandwidthMbps?: number;
+  /** What `result.query` holds: the request (default), the tile's saved query (pageNumber 0 on every page), or nothing. See EchoMode. */
+  echo?: EchoMode;
+  /**
+   * Serve a recording (`tilehouse probe --record FILE`) instead of the dataset: the export endpoint
+   * answers from it (see replay.ts), the token endpoint issues tokens as usual (lifetime: the
+   * recorded expires_in), answers are compressed as recorded and carry the recorded Date.
+   */
+  replay?: Recording;
 }
 
 export interface Sandbox {
@@ -94,15 +104,24 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const tileParam = options.tileParam ?? 'tileId';
   const clientId = options.clientId ?? 'sandbox-client';
   const clientSecret = options.clientSecret ?? 'sandbox-secret';
-  const tokenLifetimeSeconds = positive(options.tokenLifetimeSeconds ?? 3600, 'tokenLifetimeSeconds');
+  const tokenLifetimeSeconds = positive(options.tokenLifetimeSeconds ?? options.replay?.token?.expiresIn ?? 3600, 'tokenLifetimeSeconds');
   const latencyMs = atLeastZero(options.latencyMs ?? 0, 'latencyMs');
   const maxConcurrentExports = options.maxConcurrentExports === undefined ? Number.POSITIVE_INFINITY : positive(options.maxConcurrentExports, 'maxConcurrentExports');
-  const compress = options.compress ?? false;
+  const replay = options.replay === undefined ? undefined : createReplay(options.replay);
+  const recordedCompression = replay?.recording.behaviour?.compression ?? 'none';
+  // 'gzip' | 'br' | undefined: what answers are compressed with when the request accepts it.
+  const compression = options.compress === true || /gzip/i.test(recordedCompression) ? 'gzip' : /\bbr\b/i.test(recordedCompression) ? 'br' : undefined;
+  const compress = compression !== undefined;
+  const echo = options.echo ?? 'request';
+  if (!ECHO_MODES.includes(echo)) throw new RangeError(`echo must be one of ${ECHO_MODES.join(', ')} (got ${String(echo)})`);
   const bandwidthMbps = options.bandwidthMbps === undefined ? undefined : positive(options.bandwidthMbps, 'bandwidthMbps');
   const concurrencyRetryAfter = atLeastZero(options.concurrencyRetryAfterSeconds ?? 0, 'concurrencyRetryAfterSeconds');
   const wire = { datetimeFormat: options.datetimeFormat ?? 'epoch-ms', rowShape: options.rowShape ?? 'array' } as const;
-  const tiles = new Set(options.tiles ?? DEFAULT_TILE_IDS);
-  const now = options.now ?? DEFAULT_NOW;
+  const tiles = new Set([...(options.tiles ?? DEFAULT_TILE_IDS), ...(replay ? [replay.tile] : [])]);
+  const recordedDate = replay === undefined ? undefined : recordedServerDate(replay.recording);
+  const now = options.now ?? recordedDate ?? DEFAULT_NOW;
+  // A replayed tenant that sent no Date header gets none (node:http would add one).
+  const sendDate = replay === undefined || recordedDate !== undefined || options.now !== undefined;
   const dataset = generateDataset({ size: options.incidents ?? 500, seed: options.seed ?? 42, now });
 
   const tokens = new TokenStore();
@@ -173,8 +192,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const send = (answer: HttpAnswer, malformed = false): void => {
       if (res.destroyed || res.writableEnded) return;
       let bytes = Buffer.from(JSON.stringify(answer.body));
-      const gzip = compress && acceptsGzip(req.headers['accept-encoding']);
-      if (gzip) bytes = gzipSync(bytes);
+      const encoding = compression === 'gzip' && acceptsGzip(req.headers['accept-encoding']) ? 'gzip' : compression === 'br' && acceptsCoding(req.headers['accept-encoding'], 'br') ? 'br' : undefined;
+      if (encoding === 'gzip') bytes = gzipSync(bytes);
+      if (encoding === 'br') bytes = brotliCompressSync(bytes);
       // A malformed answer is cut short after compression, as a dropped connection would cut it.
       if (malformed) bytes = bytes.subarray(0, Math.floor(bytes.length / 2));
       const write = (): void => {
@@ -185,14 +205,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           'content-type': 'application/json; charset=utf-8',
           'content-length': bytes.length,
           ...(compress ? { vary: 'accept-encoding' } : {}),
-          ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+          ...(encoding ? { 'content-encoding': encoding } : {}),
           // The sandbox's clock stands still at its dataset's "now" (its rw windows end there), and
           // says so as every HTTP server does: a client computing windows must read it from here.
-          date: now.toUTCString(),
+          ...(sendDate ? { date: now.toUTCString() } : {}),
           ...answer.headers,
         });
         res.end(bytes);
       };
+      res.sendDate = sendDate;
       if (bandwidthMbps === undefined) return write();
       setTimeout(write, (bytes.length * 8) / (bandwidthMbps * 1000)).unref();
     };
@@ -248,7 +269,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
               tileId: record.tileId,
               body,
             },
-            { audience, tokens, faults, tiles, wire, evaluate: evaluateCached },
+            { audience, tokens, faults, tiles, wire, echo, ...(replay ? { replay } : {}), evaluate: evaluateCached },
           );
     if (answer.status !== 200) return send(answer);
     const after = faults.after(endpoint, call, pageNumber);
@@ -324,15 +345,27 @@ async function readBody(req: IncomingMessage): Promise<Buffer | null> {
 
 /** Whether an Accept-Encoding header allows gzip (listed, or `*`, without q=0). */
 export function acceptsGzip(header: string | undefined): boolean {
+  return acceptsCoding(header, 'gzip');
+}
+
+/** Whether an Accept-Encoding header allows `wanted` (listed, or `*`, without q=0); x-gzip counts as gzip. */
+export function acceptsCoding(header: string | undefined, wanted: string): boolean {
   if (header === undefined) return false;
   let star = false;
   for (const part of header.split(',')) {
     const [coding = '', ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
     const refused = parameters.some((parameter) => /^q=0(?:\.0{0,3})?$/.test(parameter));
-    if (coding === 'gzip' || coding === 'x-gzip') return !refused;
+    if (coding === wanted || (wanted === 'gzip' && coding === 'x-gzip')) return !refused;
     if (coding === '*') star = !refused;
   }
   return star;
+}
+
+/** The tenant's clock as its first recorded answer's Date header told it; undefined without one. */
+function recordedServerDate(recording: Recording): Date | undefined {
+  const date = recording.token?.headers.date ?? recording.exchanges.find((exchange) => exchange.headers.date !== undefined)?.headers.date;
+  const at = date === undefined ? Number.NaN : Date.parse(date);
+  return Number.isNaN(at) ? undefined : new Date(at);
 }
 
 function positive(value: number, name: string): number {

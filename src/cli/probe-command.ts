@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { rename, rm, writeFile } from 'node:fs/promises';
+// Not VERSION from ../cli.js: that module runs the CLI, and importing it from a command loaded by it is a cycle (the bundle hangs on it).
+import packageJson from '../../package.json' with { type: 'json' };
+import { createSourceDispatcher } from '../pipeline/source-session.js';
+import { formatProbeReport, probeTile, recordingText } from '../pipeline/probe-tile.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
+import { loadRunnableWorkspace } from './load-workspace.js';
+import { openOutput } from './output.js';
+
+export const DEFAULT_PROBE_PAGES = 3;
+/** A probe reads a few pages; a whole tile is what `run` is for. */
+const MAX_PROBE_PAGES = 1000;
+
+export const probeCommand: Command = {
+  name: 'probe',
+  help: `Usage: tilehouse probe --job NAME --record FILE [--pages N] [--with-values] [--config FILE] [--jobs DIR]
+
+Runs the job's export for a few pages, exactly as \`run\` would (one token, the same client,
+retries and page checks), writes no sink, and records what the tenant answered into FILE: status
+lines, response headers (no cookies, no auth), navigation, headers, dataTypes, the echoed query,
+row counts, and the shape of each column's values (JSON type, length, pattern class such as
+epoch-ms, iso-offset, numeric string), not the values themselves unless --with-values.
+Credentials and access tokens never appear in the file.
+
+A short report of what differs from the sandbox's behaviour goes to stderr. Attach FILE to a bug
+report: \`npx tsx sandbox/main.ts --replay FILE\` serves it, and dropped into
+test/fixtures/recordings/ it becomes a test.
+
+Options:
+${COMMON_HELP}
+  -t, --job NAME       the job to probe (required; exactly one)
+      --tile NAME      the same as --job (its older name)
+      --record FILE    where to write the recording (required; replaced atomically)
+      --pages N        read at most N pages (default ${DEFAULT_PROBE_PAGES}; fewer when the tile ends)
+      --with-values    also record the rows' values (they are the tenant's data: share with care)
+${logHelp('warn')}
+  -h, --help           show this help
+
+Example:
+  TILEHOUSE_CLIENT_SECRET=… tilehouse probe --config config/production.yaml --job incidents_by_type --record probe.json
+
+Exit codes: 0 recorded (the report says whether a run would accept the pages), 1 the source
+failed (the file still holds what was recorded, and the failure), 2 bad config or usage.
+`,
+  async run(args, io, seams) {
+    const { values } = parseCommandArgs('probe', args, {
+      tile: { type: 'string', short: 't', multiple: true },
+      record: { type: 'string' },
+      pages: { type: 'string' },
+      'with-values': { type: 'boolean' },
+    });
+    if (values.help) {
+      io.stdout.write(this.help);
+      return EXIT.ok;
+    }
+    const jobs = [...new Set(values.tile ?? [])];
+    if (jobs.length !== 1) throw UsageError.of(`probe: name exactly one job with --job NAME${jobs.length > 1 ? ` (got ${jobs.join(', ')})` : ''}`);
+    const file = values.record;
+    if (file === undefined || file === '') throw UsageError.of('probe: --record FILE is required (where the recording goes)');
+    const pages = values.pages === undefined ? DEFAULT_PROBE_PAGES : Number(values.pages);
+    if (!Number.isInteger(pages) || pages < 1 || pages > MAX_PROBE_PAGES) {
+      throw UsageError.of(`probe: --pages must be a whole number from 1 to ${MAX_PROBE_PAGES}; got ${JSON.stringify(values.pages)}`);
+    }
+    const { logger } = openOutput('probe', values, io, 'warn');
+    const workspace = await loadRunnableWorkspace(values, jobs, io.env);
+    const job = workspace.selected[0]!;
+    const dispatcher = createSourceDispatcher();
+    let recording;
+    try {
+      recording = await probeTile(job, {
+        environment: workspace.environment,
+        credentials: workspace.credentials,
+        dispatcher,
+        logger: logger.child({ job: job.name, tile: job.tile }),
+        pages,
+        withValues: values['with-values'] === true,
+        version: packageJson.version,
+        ...(seams.retry === undefined ? {} : { retry: seams.retry }),
+        ...(io.signal === undefined ? {} : { signal: io.signal }),
+      });
+    } finally {
+      await dispatcher.close();
+    }
+    // Atomically: a reader (or a bug report) never sees half a recording.
+    const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await writeFile(temp, recordingText(recording));
+      await rename(temp, file);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+    io.stderr.write(formatProbeReport(recording, file));
+    return recording.failure === undefined ? EXIT.ok : EXIT.tileFailed;
+  },
+};
