@@ -151,8 +151,15 @@ function tokenOf(exchange: WireExchange | undefined): Recording['token'] {
   };
 }
 
-function checksOf(failure: PageCheckFailure | undefined): Recording['checks'] {
-  if (failure === undefined) return { accepted: true };
+/** What each kind of page-identity evidence means for the tenant, on the probe's report. */
+const PAGE_IDENTITY_NOTES: Record<NonNullable<Recording['checks']['pageIdentity']>, string> = {
+  echo: ' (the echoed pageNumber follows the request: each page is proven by it)',
+  'rows-digest': ' (the echo does not follow the request: a run accepts distinct pages and refuses a repeated one)',
+  'single-page': ' (one page read: nothing to prove)',
+};
+
+function checksOf(failure: PageCheckFailure | undefined, consistency: PageConsistency): Recording['checks'] {
+  if (failure === undefined) return { accepted: true, pageIdentity: consistency.identity() };
   return { accepted: false, check: failure.check, pageNumber: failure.pageNumber, detail: failure.detail };
 }
 
@@ -205,7 +212,7 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
     exchanges: exchanges.map((exchange) => recordedExchange(exchange, source.tileParam)),
     pages,
     ...(pages.length === 0 ? {} : { behaviour: behaviourOf(pages, exportExchanges, tokenExchange) }),
-    checks: checksOf(firstFailure),
+    checks: checksOf(firstFailure, checks),
     ...(failure === undefined ? {} : { failure }),
   };
   return recording;
@@ -268,6 +275,7 @@ export function formatProbeReport(recording: Recording, file: string): string {
   }
   for (const [column, classes] of seen) differences.push(`column ${column}: ${[...classes].join(', ')} (not what the sandbox sends)`);
   lines.push(...(differences.length === 0 ? ['  no difference from the sandbox'] : differences.map((line) => `  differs: ${line}`)));
+  if (recording.checks.pageIdentity !== undefined) lines.push(`  page identity: ${recording.checks.pageIdentity}${PAGE_IDENTITY_NOTES[recording.checks.pageIdentity]}`);
   if (!recording.checks.accepted) lines.push(`  a run would refuse this tile: ${recording.checks.check} on page ${recording.checks.pageNumber}: ${recording.checks.detail}`);
   if (recording.failure) lines.push(`  the source failed: ${recording.failure.code}: ${recording.failure.message}`);
   return scrubSecrets(`${lines.join('\n')}\n`);

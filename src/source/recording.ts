@@ -150,7 +150,16 @@ export const recordingSchema = z
     pages: z.array(pageSchema),
     behaviour: behaviourSchema.optional(),
     /** Whether tilehouse's page checks accepted the pages read (a run would refuse the tile otherwise). */
-    checks: z.object({ accepted: z.boolean(), check: z.string().optional(), pageNumber: z.number().int().optional(), detail: z.string().optional() }).strict(),
+    checks: z
+      .object({
+        accepted: z.boolean(),
+        check: z.string().optional(),
+        pageNumber: z.number().int().optional(),
+        detail: z.string().optional(),
+        /** The page-identity evidence the pages gave, as a run's summary names it (`pageIdentity`). */
+        pageIdentity: z.enum(['echo', 'rows-digest', 'single-page']).optional(),
+      })
+      .strict(),
     /** Why the probe stopped early: the source failed (exit 1). */
     failure: z.object({ code: z.string(), message: z.string() }).strict().optional(),
   })

@@ -35,8 +35,12 @@ describe('tilehouse probe', () => {
     const result = await probe(['--job', 'detail', '--pages', '2', '--record', file]);
     expect(result).toMatchObject({ exitCode: 0, stdout: '' });
     expect(result.stderr).toContain(`probe job detail: 2 pages recorded (100 of ${INCIDENTS} rows) into ${file}`);
-    // The sandbox's own clock stands still at its dataset's "now": the only line of the report.
-    expect(result.stderr.split('\n').slice(1)).toEqual([expect.stringMatching(/^  differs: clock: the server's Date is -\d+ s from ours$/), '']);
+    // The sandbox's own clock stands still at its dataset's "now": the only difference it reports.
+    expect(result.stderr.split('\n').slice(1)).toEqual([
+      expect.stringMatching(/^  differs: clock: the server's Date is -\d+ s from ours$/),
+      '  page identity: echo (the echoed pageNumber follows the request: each page is proven by it)',
+      '',
+    ]);
     expect(await listFiles(workspace.outDir)).toEqual([]);
     // One token, then exactly the pages asked for.
     expect(sandbox.requests.slice(before).map((request) => [request.endpoint, request.pageNumber])).toEqual([
@@ -71,10 +75,10 @@ describe('tilehouse probe', () => {
     expect(result.exitCode).toBe(0);
     const recording = parseRecording(await readFile(file, 'utf8'), file);
     expect(recording.pages.map((page) => page.rows)).toEqual([50, 50, 30]);
-    expect(recording.checks).toEqual({ accepted: true });
+    expect(recording.checks).toEqual({ accepted: true, pageIdentity: 'echo' });
   });
 
-  it('reports what differs from the sandbox: an echo of the saved query, gzip, and that a run would refuse it', async () => {
+  it('reports what differs from the sandbox: an echo of the saved query, gzip, and that a run accepts it by its rows', async () => {
     const odd = await startSandbox({ incidents: INCIDENTS, echo: 'saved-query', compress: true });
     try {
       const oddRoot = await makeTempDir();
@@ -84,7 +88,8 @@ describe('tilehouse probe', () => {
       expect(result.exitCode).toBe(0);
       expect(result.stderr).toContain('differs: echo: saved-query');
       expect(result.stderr).toContain('differs: compression: gzip');
-      expect(result.stderr).toContain('a run would refuse this tile: page-echo on page 1');
+      expect(result.stderr).toContain('page identity: rows-digest (the echo does not follow the request');
+      expect(result.stderr).not.toContain('a run would refuse this tile');
       const recording = parseRecording(await readFile(file, 'utf8'), file);
       expect(recording.behaviour).toMatchObject({ echo: 'saved-query', compression: 'gzip' });
       expect(recording.pages.map((page) => (page.query as { options: { pageNumber: number } }).options.pageNumber)).toEqual([0, 0, 0]);
