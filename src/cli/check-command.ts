@@ -1,5 +1,6 @@
 import { isTilehouseError, messageOf } from '../errors.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
+import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput } from './output.js';
@@ -14,8 +15,9 @@ export const checkCommand: Command = {
   name: 'check',
   help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--job NAME]...
 
-Tests credentials and reachability, nothing else: for each job (or each --tile) it fetches a
-fresh token and page 0 of the tile's export, then prints one line per job:
+Tests credentials and reachability, nothing else: it fetches a fresh token (one for all the jobs,
+like a run; one per job with source.tokenScope: job) and, for each job (or each --tile), page 0
+of the tile's export, then prints one line per job:
   ok job NAME: N rows in the tile, M columns
   FAIL job NAME: CODE: message
 Writes nothing. Requests are retried once (a run retries up to 6 times).
@@ -41,6 +43,8 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
     const { logger } = openOutput('check', values, io, 'warn');
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const dispatcher = createSourceDispatcher();
+    // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
+    const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
     let failed = 0;
     try {
       for (const job of workspace.selected) {
@@ -51,6 +55,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
           logger: logger.child({ job: job.name, tile: job.tile }),
           retry: seams.retry ?? CHECK_RETRY,
           ...(io.signal === undefined ? {} : { signal: io.signal }),
+          runToken,
         });
         try {
           const page = await session.client.fetchPage(0);

@@ -1,4 +1,5 @@
 import { createSourceDispatcher } from '../pipeline/source-session.js';
+import { RunToken } from '../source/session-token.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { formatJobPlan, planJob } from '../pipeline/plan-job.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
@@ -9,8 +10,8 @@ export const planCommand: Command = {
   name: 'plan',
   help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--job NAME]... [--json]
 
-For each tile: fetches a token and page 0, prints the column schema a run would write, and for
-each sink the difference against its target now (the BigQuery table's schema under the job's
+For each tile: fetches page 0 (with one fresh token for all the tiles, like a run; one per tile
+with source.tokenScope: job), prints the column schema a run would write, and for each sink the difference against its target now (the BigQuery table's schema under the job's
 schema contract, the existing CSV file's header). Writes nothing.
 
 Options:
@@ -37,11 +38,13 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const dispatcher = createSourceDispatcher();
+    // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
+    const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
     const plans = [];
     try {
       for (const job of jobs) {
         const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal }));
+        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal, runToken }));
       }
     } finally {
       await dispatcher.close();

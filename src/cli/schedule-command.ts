@@ -3,6 +3,8 @@ import { buildSinks } from '../sinks/build-sinks.js';
 import { runJobs } from '../pipeline/run-jobs.js';
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { Scheduler } from '../schedule/scheduler.js';
+import type { JobRunSummary } from '../pipeline/job-summary.js';
+import { ledgerRecorderFor } from './run-ledger-reporter.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
@@ -13,6 +15,8 @@ export const scheduleCommand: Command = {
 
 Runs every job that has a schedule on its cron and timezone, in one process. A job still running
 when its next tick comes skips that tick (logged). At start, each job's next run is logged.
+Each run is reported like a \`tilehouse run\`: a row in the run ledger of every BigQuery dataset
+it wrote to (unless sinks.bigquery.runLedger is false), then its metrics, if configured.
 On SIGTERM or SIGINT it stops scheduling, gives running tiles --grace-seconds to finish, then
 aborts them cleanly (temp files removed, nothing partial published).
 
@@ -43,7 +47,12 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
+    const ledger = await ledgerRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger);
+    // As in `run`, after the publish: the ledger row first (what the targets hold), then the metrics.
+    const reportersOf = (job: (typeof scheduled)[number]) =>
+      [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, job.schedule))].filter((reporter) => reporter !== undefined);
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
+      const reporters = reportersOf(job);
       const summary = await runJobs([job], {
         environment: workspace.environment,
         credentials,
@@ -51,7 +60,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
         buildSinks: () => sinks.get(job.name)!,
         retry: seams.retry,
         signal,
-        ...(metrics === undefined ? {} : { onTileFinished: async (tile) => void (await metrics.pushTileRun(tile, job.schedule)) }),
+        ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
       });
       return summary.tiles[0];
     }, logger);

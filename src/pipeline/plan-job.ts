@@ -5,6 +5,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkPlan } from '../sinks/sink.js';
+import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
 import { newRunId } from './run-id.js';
@@ -29,10 +30,12 @@ export interface PlanDependencies {
   sinks: readonly Sink[];
   retry?: RetrySettings;
   signal?: AbortSignal;
+  /** The token shared by the jobs planned together (default: one of this job's own). */
+  runToken?: RunToken;
 }
 
 /**
- * Fetches a token and page 0 only, derives the columns a run would write, and asks each sink how
+ * Fetches page 0 only (and a token, unless the shared `runToken` already holds one), derives the columns a run would write, and asks each sink how
  * its target would change. Writes nothing anywhere.
  */
 export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<JobPlan> {

@@ -148,3 +148,53 @@ describe('tokens per run against the sandbox', () => {
     expect(summary.tiles.every((tile) => tile.reauthentications === 0)).toBe(true);
   });
 });
+
+describe('check and plan fetch tokens like a run', () => {
+  let sandbox: Sandbox;
+  let root: string;
+  const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 30 });
+  });
+  afterAll(async () => {
+    await sandbox.close();
+  });
+  afterEach(async () => {
+    sandbox.clearFaults();
+    sandbox.clearRequests();
+    if (root !== undefined) await rm(root, { recursive: true, force: true });
+  });
+
+  async function inspect(command: 'check' | 'plan', source: Record<string, unknown> = {}) {
+    root = await makeTempDir();
+    const workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 10, ...source });
+    sandbox.clearRequests();
+    const result = await runCli([command, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    const endpoints = sandbox.requests.map((request) => `${request.endpoint} ${request.status}`);
+    return { result, endpoints, tokenRequests: sandbox.requests.filter((request) => request.endpoint === 'token') };
+  }
+
+  for (const command of ['check', 'plan'] as const) {
+    it(`${command} over three jobs asks the issuer for one token, then page 0 of each`, async () => {
+      const { result, endpoints } = await inspect(command);
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(endpoints).toEqual(['token 200', 'export 200', 'export 200', 'export 200']);
+    });
+
+    it(`${command} with source.tokenScope: job fetches a fresh token for each job`, async () => {
+      const { result, endpoints } = await inspect(command, { tokenScope: 'job' });
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(endpoints).toEqual(['token 200', 'export 200', 'token 200', 'export 200', 'token 200', 'export 200']);
+    });
+
+    it(`${command}: a 401 at the second job fetches a new token once, which the third job uses too`, async () => {
+      sandbox.inject({ kind: 'token-expiry', afterExportCalls: 1 });
+      const { result, endpoints, tokenRequests } = await inspect(command);
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(endpoints).toEqual(['token 200', 'export 200', 'export 401', 'token 200', 'export 200', 'export 200']);
+      expect(new Set(tokenRequests.map((request) => request.status))).toEqual(new Set([200]));
+      if (command === 'check') expect(result.stdout.match(/^ok job /gm)).toHaveLength(3);
+    });
+  }
+});
