@@ -1,5 +1,6 @@
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { LoadIdentity } from './job-id.js';
+import type { MergeKey } from './merge-key.js';
 import type { SchemaField } from './schema-contract.js';
 import type { TableLayout } from './table-layout.js';
 
@@ -19,11 +20,13 @@ export interface BigQueryPlan {
   location: string;
   writeMode: BigQuerySinkConfig['writeMode'];
   schema: BigQuerySinkConfig['schema'];
-  /** The columns the run writes, lineage included in append mode. */
+  /** The columns the run writes, lineage included in append and merge mode. */
   fields: SchemaField[];
   identity: LoadIdentity;
   /** Partitioning and clustering, resolved against the run's columns. */
   layout: TableLayout;
+  /** `writeMode: merge`'s key and tie-breaker; absent in the other modes. */
+  merge?: MergeKey;
   /** On every job of the run (see jobLabels). */
   labels: Record<string, string>;
 }

@@ -15,6 +15,7 @@ import type { BigQueryPlan } from './bigquery-plan.js';
 import { BigQueryWriter } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
+import { resolveMergeKey } from './merge-key.js';
 import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
 import type { RetryLimits } from '../../retry.js';
@@ -49,7 +50,9 @@ const UNRESOLVED_PROJECT = '{{projectId}}';
  *   one: a query with WRITE_TRUNCATE_DATA, which keeps its metadata); with `partitionBy`, exactly
  *   the partitions the run's rows fall in are replaced, one copy each;
  * - `append`: WRITE_APPEND, rows carry `_run_id` and `_extracted_at`;
- * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`).
+ * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`);
+ * - `merge`: one MERGE statement by `primaryKey` (matched rows updated, new ones inserted), rows
+ *   carry the `_run_id` and `_extracted_at` of the run that last wrote them.
  *
  * Every job carries labels (job, tile, run id, window).
  */
@@ -118,7 +121,7 @@ export class BigQuerySink implements Sink {
   async open(context: SinkRunContext): Promise<SinkWriter> {
     const plan = await this.loadPlan(context);
     const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), [context.jobName, context.runId]);
-    const lineage = plan.writeMode === 'append' ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
+    const lineage = writesLineage(plan.writeMode) ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
     return new BigQueryWriter(plan, {
       client: this.client,
       file,
@@ -145,7 +148,7 @@ export class BigQuerySink implements Sink {
     const datasetId = config.dataset ?? defaults.dataset;
     const tableId = config.table ?? context.jobName;
     const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
-    if (config.writeMode === 'append') {
+    if (writesLineage(config.writeMode)) {
       const clash = fields.find((field) => isLineageColumn(field.name));
       if (clash) {
         throw new BigQueryColumnConflictError(context.jobName, `${projectId}.${datasetId}.${tableId}`, clash.name);
@@ -154,6 +157,7 @@ export class BigQuerySink implements Sink {
     }
     // Before anything is loaded: a partition or cluster column the tile lacks fails the run here.
     const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
+    const merge = resolveMergeKey(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
     const destinationTableId =
       config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
     const identity = { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) };
@@ -168,9 +172,18 @@ export class BigQuerySink implements Sink {
       fields,
       identity,
       layout,
+      ...(merge ? { merge } : {}),
       labels: jobLabels(identity, context.tileId),
     };
   }
+}
+
+/**
+ * Whether rows carry `_run_id` and `_extracted_at`: in `append`, which run added them; in `merge`,
+ * which run last wrote them (inserted or updated).
+ */
+function writesLineage(writeMode: BigQuerySinkConfig['writeMode']): boolean {
+  return writeMode === 'append' || writeMode === 'merge';
 }
 
 /**

@@ -12,6 +12,8 @@ import type { RetryContext } from './retry.js';
 import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
 import { schemaActionLabel, standardType } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
+import { checkStagingKeys } from './check-staging-keys.js';
+import { mergeStatement, quoteIdentifier } from './merge-statement.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
 
@@ -33,7 +35,7 @@ interface Prepared extends TargetInspection {
 }
 
 /** How publish made the run visible, for the summary. */
-type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies';
+type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies' | 'merge query';
 
 type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
@@ -168,7 +170,8 @@ export class BigQueryWriter implements SinkWriter {
 
   /**
    * Prepare, in steps: inspect the target (and refuse what could not be published), create the
-   * staging table, load the file into it. Nothing readers of the target see changes.
+   * staging table, load the file into it, and in merge mode check its keys. Nothing readers of
+   * the target see changes.
    */
   private async loadStaging(signal: AbortSignal): Promise<Prepared> {
     const { client, file, context } = this.dependencies;
@@ -185,6 +188,10 @@ export class BigQueryWriter implements SinkWriter {
       'loading into a BigQuery staging table',
     );
     const { load, bigqueryRows } = await this.runStagingLoad(target.location, stagingCreatedAt, retry, signal);
+    if (this.plan.merge) {
+      signal.throwIfAborted();
+      await checkStagingKeys(client, this.plan, this.plan.merge, this.staging.tableId, { jobName: context.jobName, location: target.location, retry });
+    }
     return { ...target, load, bigqueryRows };
   }
 
@@ -260,6 +267,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+        ...(published.by === 'merge query' ? dmlCounts(last?.metadata) : {}),
       },
     };
   }
@@ -277,12 +285,24 @@ export class BigQueryWriter implements SinkWriter {
    *   (column descriptions, policy tags), row access policies, labels and options. A copy job would
    *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
    *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
+   * - `merge`: one MERGE statement from the staging table into the table by `primaryKey` (see
+   *   mergeStatement), onto a new table too (readyTarget created it), so that `latestBy` picks
+   *   the same row either way. The statement is atomic; it is billed for the bytes it reads of
+   *   the staging table and the target (partitioning or clustering by the key prunes the latter).
    * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
    *   WRITE_APPEND in `append` mode.
    */
   private async publishJobs(prepared: Prepared, retry: RetryContext): Promise<{ by: PublishedBy; jobs: JobOutcome[] }> {
     const { plan, staging } = this;
     const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
+
+    if (plan.merge) {
+      const statement = mergeStatement(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, plan.fields, plan.merge);
+      // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
+      // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
+      const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', { query: { query: statement, useLegacySql: false } });
+      return { by: 'merge query', jobs: [job] };
+    }
 
     if (plan.layout.partition && plan.writeMode === 'replace') {
       const ids = [...this.partitions].sort();
@@ -397,6 +417,16 @@ export class BigQueryWriter implements SinkWriter {
   }
 }
 
+/** What a MERGE did, as BigQuery reports it (`dmlStats`; the emulator reports nothing). */
+function dmlCounts(job: JobMetadata | undefined): Record<string, number> {
+  const stats = (job?.statistics?.query as { dmlStats?: { insertedRowCount?: string; updatedRowCount?: string } } | undefined)?.dmlStats;
+  const counts: Record<string, number> = {};
+  for (const [name, value] of [['insertedRows', stats?.insertedRowCount], ['updatedRows', stats?.updatedRowCount]] as const) {
+    if (value !== undefined && Number.isFinite(Number(value))) counts[name] = Number(value);
+  }
+  return counts;
+}
+
 /**
  * The query that replaces the table's rows with the staging table's: the table's own columns in
  * its own order (WRITE_TRUNCATE_DATA keeps its schema), each from the run's column of that name;
@@ -406,7 +436,7 @@ function truncateDataQuery(plan: BigQueryPlan, prepared: Prepared, staging: stri
   const runFields = new Map(plan.fields.map((field) => [field.name.toLowerCase(), field]));
   const tableFields = [...(prepared.existing ?? []).map((field) => ({ name: field.name ?? '', type: standardType(field.type ?? 'STRING') }))];
   if (prepared.decision.action === 'added') tableFields.push(...prepared.decision.columns);
-  const quote = (name: string) => `\`${name.replaceAll('`', '')}\``;
+  const quote = quoteIdentifier;
   const columns = tableFields.map((field) => {
     const run = runFields.get(field.name.toLowerCase());
     return run ? `${quote(run.name)} AS ${quote(field.name)}` : `CAST(NULL AS ${field.type}) AS ${quote(field.name)}`;
