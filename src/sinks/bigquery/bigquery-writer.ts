@@ -12,7 +12,7 @@ import type { RetryContext } from './retry.js';
 import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
 import { schemaActionLabel, standardType } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
-import { checkStagingKeys } from './check-staging-keys.js';
+import { settleStagingKeys } from './check-staging-keys.js';
 import { mergeStatement, quoteIdentifier } from './merge-statement.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
@@ -190,7 +190,7 @@ export class BigQueryWriter implements SinkWriter {
     const { load, bigqueryRows } = await this.runStagingLoad(target.location, stagingCreatedAt, retry, signal);
     if (this.plan.merge) {
       signal.throwIfAborted();
-      await checkStagingKeys(client, this.plan, this.plan.merge, this.staging.tableId, { jobName: context.jobName, location: target.location, retry });
+      await settleStagingKeys(client, this.plan, this.plan.merge, this.staging.tableId, { jobName: context.jobName, location: target.location, retry });
     }
     return { ...target, load, bigqueryRows };
   }
@@ -286,8 +286,7 @@ export class BigQueryWriter implements SinkWriter {
    *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
    *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
    * - `merge`: one MERGE statement from the staging table into the table by `primaryKey` (see
-   *   mergeStatement), onto a new table too (readyTarget created it), so that `latestBy` picks
-   *   the same row either way. The statement is atomic; it is billed for the bytes it reads of
+   *   mergeStatement), onto a new table too (readyTarget created it): one path for both. The statement is atomic; it is billed for the bytes it reads of
    *   the staging table and the target (partitioning or clustering by the key prunes the latter).
    * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
    *   WRITE_APPEND in `append` mode.

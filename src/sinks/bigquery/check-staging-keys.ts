@@ -3,17 +3,19 @@ import { apiFailureOf } from './api-failure.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { BigQueryDuplicateKeyError, BigQueryNullKeyError, BigQueryRequestError } from './bigquery-errors.js';
 import type { MergeKey } from './merge-key.js';
-import { duplicateKeyQuery, nullKeyQuery } from './merge-statement.js';
+import { duplicateKeyQuery, latestRowsOnlyStatement, nullKeyQuery } from './merge-statement.js';
 import { withRetry, type RetryContext } from './retry.js';
 
 /**
- * `writeMode: merge`, end of prepare: refuses a run whose staging table has a null key or a key
- * more than one row shares (that `latestBy` cannot choose between), before anything is published.
+ * `writeMode: merge`, end of prepare: makes the staging table a valid MERGE source, each key
+ * once, or refuses the run before anything is published: a null key, or a key more than one row
+ * shares that `latestBy` cannot choose between, fail it; with `latestBy`, the rows it beats are
+ * then deleted from the staging table (a DML statement on the staging table only).
  * Two small read-only queries over the staging table, rather than a set of keys kept while rows
  * stream by, which would grow with the run; they are billed for the key columns' bytes.
  * No deterministic job id: a repeated query changes nothing.
  */
-export async function checkStagingKeys(
+export async function settleStagingKeys(
   client: BigQuery,
   plan: BigQueryPlan,
   key: MergeKey,
@@ -51,4 +53,5 @@ export async function checkStagingKeys(
       key.latestBy,
     );
   }
+  if (key.latestBy !== undefined) await query(latestRowsOnlyStatement(staging, { ...key, latestBy: key.latestBy }), 'keeping the latest row per key');
 }

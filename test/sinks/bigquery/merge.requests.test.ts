@@ -72,7 +72,10 @@ function checks(fake: FakeBigQuery): { query: string; labels: unknown }[] {
 function sequence(fake: FakeBigQuery): string[] {
   return fake.requests.map((request) => {
     if (request.call.startsWith('tables.')) return `${request.call} ${tableIdOf(request)}`;
-    if (request.call === 'other') return `queries (check: ${(request.json as { query: string }).query.includes('IS NULL') ? 'null keys' : 'duplicate keys'})`;
+    if (request.call === 'other') {
+      const query = (request.json as { query: string }).query;
+      return query.startsWith('DELETE') ? 'queries (latest row per key)' : `queries (check: ${query.includes('IS NULL') ? 'null keys' : 'duplicate keys'})`;
+    }
     if (request.call.startsWith('jobs.')) return `${request.call} ${jobIdOf(request)}`;
     return request.call;
   });
@@ -115,7 +118,7 @@ describe('writeMode: merge (fake BigQuery API)', () => {
         query: {
           query: [
             `MERGE \`${FAKE_PROJECT_ID}.ops.incidents\` T`,
-            `USING (SELECT \`incident\`, \`status\`, \`updated\`, \`_run_id\`, \`_extracted_at\` FROM \`${STAGING}\`) S`,
+            `USING \`${STAGING}\` S`,
             'ON T.`incident` = S.`incident`',
             'WHEN MATCHED THEN UPDATE SET `status` = S.`status`, `updated` = S.`updated`, `_run_id` = S.`_run_id`, `_extracted_at` = S.`_extracted_at`',
             'WHEN NOT MATCHED THEN INSERT (`incident`, `status`, `updated`, `_run_id`, `_extracted_at`) VALUES (S.`incident`, S.`status`, S.`updated`, S.`_run_id`, S.`_extracted_at`)',
@@ -134,18 +137,18 @@ describe('writeMode: merge (fake BigQuery API)', () => {
     expect(result.details).toMatchObject({ writeMode: 'merge', publishedBy: 'merge query', jobId: PUBLISH_ID, insertedRows: 1, updatedRows: 2, sentRows: 2 });
   });
 
-  it('with latestBy, keeps the highest row per key (QUALIFY) and counts as duplicates only rows that also tie on it', async () => {
+  it('with latestBy, counts as duplicates only rows that also tie on it, then deletes the rows it beats from the staging table before the MERGE', async () => {
     const { fake, harness } = await setUp(keyCheckRoutes());
     await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'Updated' }), runContext({ columns, runId: 'r1' }), [rows]);
 
-    const [, duplicateCheck] = checks(fake);
-    const [merge] = fake.calls('jobs.query');
+    const [, duplicateCheck, latestOnly] = checks(fake);
     expect(duplicateCheck?.query).toBe(
       `SELECT TO_JSON_STRING(\`incident\`) AS k0, TO_JSON_STRING(\`updated\`) AS k1, COUNT(*) AS n FROM \`${STAGING}\` GROUP BY \`incident\`, \`updated\` HAVING COUNT(*) > 1 ORDER BY n DESC, \`incident\`, \`updated\` LIMIT 5`,
     );
-    expect(queryText(merge!).split('\n')[1]).toBe(
-      `USING (SELECT \`incident\`, \`status\`, \`updated\`, \`_run_id\`, \`_extracted_at\` FROM \`${STAGING}\` QUALIFY ROW_NUMBER() OVER (PARTITION BY \`incident\` ORDER BY \`updated\` DESC) = 1) S`,
+    expect(latestOnly?.query).toBe(
+      `DELETE FROM \`${STAGING}\` WHERE TO_JSON_STRING(STRUCT(\`incident\`, \`updated\`)) NOT IN (SELECT TO_JSON_STRING(STRUCT(\`incident\`, MAX(\`updated\`) AS \`updated\`)) FROM \`${STAGING}\` GROUP BY \`incident\`)`,
     );
+    expect(sequence(fake).slice(-4)).toEqual(['queries (check: duplicate keys)', 'queries (latest row per key)', `jobs.query ${PUBLISH_ID}`, `tables.delete ${STAGING_ID}`]);
   });
 
   it('a key of two columns joins on both and updates neither', async () => {
