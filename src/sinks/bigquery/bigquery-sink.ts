@@ -108,13 +108,14 @@ export class BigQuerySink implements Sink {
       }
     }
     const changeLines = changes.map((change) => `~ ${change}`);
+    const mode = plan.merge ? { mode: `merge on ${plan.merge.columns.join(', ')}${plan.merge.latestBy ? `, latest by ${plan.merge.latestBy}` : ''}` } : {};
     switch (decision.action) {
       case 'created':
-        return { sink: 'bigquery', target, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
       case 'unchanged':
-        return { sink: 'bigquery', target, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
       case 'added':
-        return { sink: 'bigquery', target, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
     }
   }
 
