@@ -4,7 +4,7 @@
 // end to end (merge.emulator.test.ts); it reports no dmlStats and no 409 adoption, hence these.
 import { describe, expect, it } from 'vitest';
 import { BigQueryDuplicateKeyError, BigQueryNullKeyError } from '../../../src/sinks/bigquery/bigquery-errors.js';
-import { FAKE_PROJECT_ID, jobIdOf, jobResource, tableIdOf, type FakeBigQuery, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
+import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, tableIdOf, type FakeBigQuery, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
 import { column, runContext, useFakeSinkSetup } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), column('status', 'STRING'), column('updated', 'INT64')];
@@ -209,6 +209,20 @@ describe('writeMode: merge (fake BigQuery API)', () => {
     expect(checks(fake)).toHaveLength(1);
     expect(fake.calls('jobs.query')).toHaveLength(0);
     expect(fake.calls('tables.delete').map(tableIdOf)).toEqual([STAGING_ID]);
+  });
+
+  it('a retried publish whose MERGE already ran (409 on its job id) adopts that job instead of merging a second time', async () => {
+    const routes = keyCheckRoutes();
+    const { fake, harness } = await setUp({
+      ...routes,
+      // The first insert's answer was "lost": BigQuery has the job, so the id is taken.
+      'jobs.query': () => apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${PUBLISH_ID}`),
+      'jobs.get': (request) => jobResource(jobIdOf(request), 'DONE'),
+    });
+    const result = await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [rows]);
+    expect(fake.calls('jobs.query').map(jobIdOf)).toEqual([PUBLISH_ID]);
+    expect(fake.calls('jobs.get').map(jobIdOf)).toEqual([PUBLISH_ID]);
+    expect(result.details).toMatchObject({ jobId: PUBLISH_ID, adopted: true, publishedBy: 'merge query' });
   });
 
   it('a key column the tile does not have fails at open with bigquery_key_column_invalid, before any request', async () => {
