@@ -248,13 +248,16 @@ export class BigQueryWriter implements SinkWriter {
     const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
     const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
     const last = published.jobs.at(-1);
+    const merged = published.by === 'merge query' ? dmlCounts(last?.metadata) : {};
+    // A MERGE writes the rows it inserted and updated (fewer than were sent when latestBy chose).
+    const reportedMerge = merged.insertedRows !== undefined && merged.updatedRows !== undefined ? merged.insertedRows + merged.updatedRows : undefined;
     return {
       sink: 'bigquery',
       target: this.target,
       // What BigQuery says the run wrote is the truth (an adopted job from an earlier try may have
       // written another extraction): the copies' copiedRows, else the load's outputRows. The
       // emulator reports neither, hence the rows written here.
-      rows: reportedCopies ?? prepared.bigqueryRows ?? this.rows,
+      rows: reportedCopies ?? reportedMerge ?? prepared.bigqueryRows ?? this.rows,
       details: {
         jobId: last?.jobId ?? '',
         loadJobId: prepared.load.jobId,
@@ -267,7 +270,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
-        ...(published.by === 'merge query' ? dmlCounts(last?.metadata) : {}),
+        ...merged,
       },
     };
   }
@@ -417,9 +420,9 @@ export class BigQueryWriter implements SinkWriter {
 }
 
 /** What a MERGE did, as BigQuery reports it (`dmlStats`; the emulator reports nothing). */
-function dmlCounts(job: JobMetadata | undefined): Record<string, number> {
+function dmlCounts(job: JobMetadata | undefined): { insertedRows?: number; updatedRows?: number } {
   const stats = (job?.statistics?.query as { dmlStats?: { insertedRowCount?: string; updatedRowCount?: string } } | undefined)?.dmlStats;
-  const counts: Record<string, number> = {};
+  const counts: { insertedRows?: number; updatedRows?: number } = {};
   for (const [name, value] of [['insertedRows', stats?.insertedRowCount], ['updatedRows', stats?.updatedRowCount]] as const) {
     if (value !== undefined && Number.isFinite(Number(value))) counts[name] = Number(value);
   }

@@ -134,6 +134,8 @@ describe('writeMode: merge (fake BigQuery API)', () => {
       { incident: 'A-1', status: 'open', updated: '3', _run_id: 'r1', _extracted_at: '2024-03-01T12:00:00.000Z' },
       { incident: 'A-2', status: 'closed', updated: '5', _run_id: 'r1', _extracted_at: '2024-03-01T12:00:00.000Z' },
     ]);
+    // rows: what the MERGE says it inserted and updated, not what was sent.
+    expect(result.rows).toBe(3);
     expect(result.details).toMatchObject({ writeMode: 'merge', publishedBy: 'merge query', jobId: PUBLISH_ID, insertedRows: 1, updatedRows: 2, sentRows: 2 });
   });
 
