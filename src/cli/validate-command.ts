@@ -17,7 +17,8 @@ Checks everything that can be known without the network; runs nothing, writes no
 - CSV output directories are directories and writable; no two sinks write the same CSV file or
   BigQuery table;
 - BigQuery partitionBy and clusterBy name columns the query's visible items give (with the
-  columns overrides), of a type BigQuery can partition (DATE, TIMESTAMP) or cluster by (not FLOAT64).
+  columns overrides), of a type BigQuery can partition (DATE, TIMESTAMP) or cluster by (not FLOAT64);
+  so do writeMode: merge's primaryKey and latestBy.
 Warnings (exit 0 unless --strict): a schedule that \`tilehouse schedule\` runs but a Kubernetes
 CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPage that differs
 from source.itemsPerPage (the environment's value is used).

@@ -10,6 +10,7 @@ import { ConfigError } from '../config/config-error.js';
 import { CsvPathTemplate, defaultCsvPathTemplate, toFileNameSafe } from '../sinks/csv/csv-path.js';
 import { BigQueryLayoutError } from '../sinks/bigquery/bigquery-errors.js';
 import { resolveTableLayout } from '../sinks/bigquery/table-layout.js';
+import { resolveMergeKey } from '../sinks/bigquery/merge-key.js';
 import type { BigQuerySinkConfig } from '../config/job-schema.js';
 import { isTilehouseError } from '../errors.js';
 import type { Column } from '../transform/column.js';
@@ -18,8 +19,9 @@ import { toColumns } from '../transform/columns.js';
 /**
  * Checks across files that need no network, beyond what each file's schema can say:
  * - errors: a CSV output directory that is a file or not writable; two sinks (of any jobs)
- *   writing the same CSV path or BigQuery table; a BigQuery `partitionBy` / `clusterBy` column the
- *   query's visible items do not give, or of a type BigQuery cannot partition or cluster by;
+ *   writing the same CSV path or BigQuery table; a BigQuery `partitionBy` / `clusterBy` /
+ *   `primaryKey` / `latestBy` column the query's visible items do not give, or of a type BigQuery
+ *   cannot partition or cluster by;
  * - warnings: a schedule a Kubernetes CronJob cannot take (`tilehouse schedule` runs it, `tilehouse
  *   k8s` refuses it), a job's query.options.itemsPerPage that differs from source.itemsPerPage
  *   (the environment's value is what every request asks for).
@@ -105,17 +107,23 @@ function predictedColumns(job: LoadedJob): readonly Column[] | undefined {
 }
 
 /**
- * The run's own check of `partitionBy` and `clusterBy` (resolveTableLayout), against the predicted
- * columns; partitioning and clustering are checked apart, so a bad column in each is reported.
+ * The run's own checks of `partitionBy` and `clusterBy` (resolveTableLayout) and of merge's
+ * `primaryKey` and `latestBy` (resolveMergeKey), against the predicted columns; partitioning,
+ * clustering and the key are checked apart, so a bad column in each is reported.
  */
 function columnLayoutProblems(job: LoadedJob, index: number, sink: BigQuerySinkConfig, columns: readonly Column[], dataset: string): Located[] {
   const where = { jobName: job.name, sink: `bigquery ${dataset}.${sink.table ?? job.name}` };
   const { clusterBy: _clusterBy, ...partitioning } = sink;
   const { partitionBy: _partitionBy, ...clustering } = sink;
   const problems: Located[] = [];
-  for (const config of [partitioning, clustering]) {
+  const checks: (() => unknown)[] = [
+    () => resolveTableLayout(partitioning, columns, where),
+    () => resolveTableLayout(clustering, columns, where),
+    () => resolveMergeKey(sink, columns, where),
+  ];
+  for (const check of checks) {
     try {
-      resolveTableLayout(config, columns, where);
+      check();
     } catch (error) {
       if (!(error instanceof BigQueryLayoutError)) throw error;
       problems.push({ file: job.file, path: ['sinks', index, ...error.path], value: error.value, message: error.reason });
@@ -136,7 +144,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
   for (const job of jobs) {
-    const columns = job.sinks.some((sink) => sink.type === 'bigquery' && (sink.partitionBy !== undefined || sink.clusterBy !== undefined)) ? predictedColumns(job) : undefined;
+    const columns = job.sinks.some((sink) => sink.type === 'bigquery' && (sink.partitionBy !== undefined || sink.clusterBy !== undefined || sink.primaryKey !== undefined)) ? predictedColumns(job) : undefined;
     for (const [index, sink] of job.sinks.entries()) {
       let key: string;
       if (sink.type === 'csv') {

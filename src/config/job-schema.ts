@@ -80,6 +80,10 @@ const csvSink = z
       .boolean()
       .optional()
       .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
+    // Named so that `writeMode: merge` (or append) on a CSV sink says why, not just "unrecognized key".
+    writeMode: z
+      .never({ error: 'a CSV sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes' })
+      .optional(),
   })
   .strict();
 
@@ -92,7 +96,10 @@ const bigquerySink = z
       .optional()
       .describe('Table name; default: the job name'),
     dataset: z.string().optional().describe('Overrides the environment default dataset'),
-    writeMode: z.enum(['replace', 'append', 'partition']).default('replace'),
+    writeMode: z
+      .enum(['replace', 'append', 'partition', 'merge'])
+      .default('replace')
+      .describe('replace: the table is the latest run; append: rows are added; partition: one day partition per run; merge: rows update the table by primaryKey'),
     schema: z.enum(['freeze', 'add']).default('freeze').describe('freeze: any change fails; add: new nullable columns are allowed'),
     partitionBy: z
       .object({
@@ -114,9 +121,32 @@ const bigquerySink = z
       .max(4, 'BigQuery clusters by at most 4 columns')
       .optional()
       .describe('Up to 4 output column names or headers, most filtered first; not FLOAT64'),
+    primaryKey: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
+    latestBy: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run'),
   })
   .strict()
   .superRefine((sink, ctx) => {
+    if (sink.writeMode === 'merge' && sink.primaryKey === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['writeMode'], input: sink.writeMode, message: 'writeMode: merge needs primaryKey: the columns whose values identify a row' });
+    }
+    for (const option of ['primaryKey', 'latestBy'] as const) {
+      if (sink[option] !== undefined && sink.writeMode !== 'merge') {
+        ctx.addIssue({ code: 'custom', path: [option], input: sink[option], message: `only with writeMode: merge (this sink's is ${sink.writeMode})` });
+      }
+    }
+    const keys = new Set<string>();
+    for (const [index, name] of (sink.primaryKey ?? []).entries()) {
+      if (keys.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['primaryKey', index], input: name, message: 'listed twice' });
+      keys.add(name.toLowerCase());
+    }
     // `partition` partitions by ingestion time (the run's day); partitionBy by a column of the
     // rows. A table has one partitioning, so the two cannot be combined.
     if (sink.partitionBy !== undefined && sink.writeMode === 'partition') {

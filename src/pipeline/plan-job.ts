@@ -73,7 +73,7 @@ export function formatJobPlan(plan: JobPlan): string {
   for (const column of plan.columns) lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
   for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
   for (const sink of plan.sinks) {
-    lines.push(`  ${sink.sink} ${sink.target}: ${sink.action}`);
+    lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
     for (const detail of sink.details) lines.push(`    ${detail}`);
   }
   return `${lines.join('\n')}\n`;

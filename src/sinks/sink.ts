@@ -73,6 +73,8 @@ export function isPartialPublish(error: unknown): error is PartialPublishFailure
 export interface SinkPlan {
   sink: SinkResult['sink'];
   target: string;
+  /** How a run writes the target when that is not the sink's default, e.g. `merge on incident`; shown on the sink's line. */
+  mode?: string;
   /** create: no output yet; unchanged: same columns; change: a run would change them; refuse: a run would fail. */
   action: 'create' | 'unchanged' | 'change' | 'refuse';
   /** One line per difference, e.g. `+ resolved_share NUMERIC`, `- Owner`. */

@@ -95,6 +95,16 @@ describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
     expect(refused.stdout).toMatch(/by_type: refuse\n\s+added: newest \(TIMESTAMP\)/);
     expect(refused.exitCode).toBe(1);
   });
+  it('shows writeMode merge and its key on the sink line, and one MERGE statement per run', async () => {
+    const dataset = uniqueDatasetId('plan_merge');
+    const mergeJob = { ...job, sinks: [{ type: 'bigquery', table: 'by_type', writeMode: 'merge', primaryKey: ['Type'], latestBy: 'Incidents' }] };
+    const ws = await writeBigQueryWorkspace(`${root}/bq-merge`, sandbox, [mergeJob], { projectId: endpoint.projectId, dataset });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: proxy.client() } } });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain(`bigquery ${endpoint.projectId}.${dataset}.by_type (merge on type, latest by incidents): create\n`);
+    expect(result.stdout).toMatch(/\+ _run_id STRING\n\s+\+ _extracted_at TIMESTAMP/);
+    expect(result.stdout).toContain('table operations: each run (or backfill window) sends 1 MERGE statement onto the table, plus 1 load into its own staging table');
+  });
 });
 
 describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and a schedule', (endpoint) => {

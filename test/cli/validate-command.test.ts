@@ -210,6 +210,60 @@ describe('tilehouse validate', () => {
     });
   });
 
+  describe('writeMode: merge, its key against the columns the visible items give', () => {
+    /** Adds a BigQuery sink after the CSV one: lines 29-32, the key option on line 32. */
+    const mergeSink = (option: string, writeMode = 'merge') => (lines: string[]) => lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', `    writeMode: ${writeMode}`, ...(option ? [`    ${option}`] : []));
+
+    it.each([
+      {
+        case: 'merge without a primaryKey',
+        edit: mergeSink(''),
+        problem: (file: string) => `${file}:31: sinks[1].writeMode = "merge": writeMode: merge needs primaryKey: the columns whose values identify a row`,
+      },
+      {
+        case: 'a primaryKey column the query does not have',
+        edit: mergeSink('primaryKey: [Type, Ticket]'),
+        problem: (file: string) => `${file}:32: sinks[1].primaryKey[1] = "Ticket": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+      },
+      {
+        case: 'a primaryKey column of a hidden item',
+        edit: mergeSink('primaryKey: [Created]'),
+        problem: (file: string) => `${file}:32: sinks[1].primaryKey[0] = "Created": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+      },
+      {
+        case: 'a latestBy column the query does not have',
+        edit: (lines: string[]) => {
+          mergeSink('primaryKey: [Type]')(lines);
+          lines.splice(32, 0, '    latestBy: Updated');
+        },
+        problem: (file: string) => `${file}:33: sinks[1].latestBy = "Updated": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+      },
+      {
+        case: 'a primaryKey in another write mode',
+        edit: mergeSink('primaryKey: [Type]', 'append'),
+        problem: (file: string) => `${file}:32: sinks[1].primaryKey = ["Type"]: only with writeMode: merge (this sink's is append)`,
+      },
+      {
+        case: 'merge into a CSV sink',
+        edit: (lines: string[]) => lines.splice(28, 0, '    writeMode: merge'),
+        problem: (file: string) => `${file}:29: sinks[0].writeMode = "merge": a CSV sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes`,
+      },
+    ])('refuses $case: exit 2, file:line: field = value: problem', async ({ edit, problem }) => {
+      const file = await writeJob('a', edit);
+      const result = await validate();
+      expect(result.exitCode).toBe(2);
+      expect(problemsOf(result.stderr)).toEqual([problem(file)]);
+    });
+
+    it('passes a key and latestBy of visible items, by header or output name', async () => {
+      await writeJob('a', (lines) => {
+        mergeSink('primaryKey: [type]')(lines);
+        lines.splice(32, 0, '    latestBy: Incidents');
+      });
+      expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
+    });
+  });
+
   it('refuses a CSV directory that is a file, naming the config line', async () => {
     await writeJob('a');
     await writeFile(outDir, 'not a directory');

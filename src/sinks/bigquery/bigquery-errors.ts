@@ -44,7 +44,7 @@ export class BigQueryColumnConflictError extends TilehouseError {
     readonly column: string,
   ) {
     super(
-      `job ${jobName}: column ${column} clashes with the lineage column of that name that append mode adds to ${table}; rename the header or use another write mode`,
+      `job ${jobName}: column ${column} clashes with the lineage column of that name that append and merge modes add to ${table}; rename the header or use another write mode`,
     );
   }
 }
@@ -156,16 +156,16 @@ export class BigQueryRequestError extends TilehouseError {
 }
 
 /**
- * `partitionBy` or `clusterBy` names a column the tile does not have, or one of a type BigQuery
- * cannot partition or cluster by. Found when the columns are known (plan, and every run before
- * anything is loaded).
+ * `partitionBy`, `clusterBy`, `primaryKey` or `latestBy` names a column the tile does not have, or
+ * one of a type BigQuery cannot partition or cluster by. Found when the columns are known (plan,
+ * and every run before anything is loaded).
  */
 export class BigQueryLayoutError extends TilehouseError {
   /** e.g. `partitionBy.column`, `clusterBy[1]`. */
   readonly field: string;
 
   constructor(
-    readonly code: 'bigquery_partition_column_invalid' | 'bigquery_cluster_column_invalid',
+    readonly code: 'bigquery_partition_column_invalid' | 'bigquery_cluster_column_invalid' | 'bigquery_key_column_invalid',
     where: { jobName: string; sink: string },
     /** The field's path within the sink's config, e.g. `['clusterBy', 1]` (for `validate`'s file:line). */
     readonly path: readonly (string | number)[],
@@ -297,4 +297,43 @@ function firstMessages(messages: readonly string[]): string {
   const shown = messages.slice(0, MAX_MESSAGES).join('; ');
   const more = messages.length - MAX_MESSAGES;
   return more > 0 ? `${shown} (and ${more} more)` : shown;
+}
+
+/**
+ * `writeMode: merge`: rows of one run share a primary key and the job names no `latestBy` to
+ * choose between them (or they tie on it too). Found in the staging table before publish: the
+ * target is untouched.
+ */
+export class BigQueryDuplicateKeyError extends TilehouseError {
+  readonly code = 'bigquery_duplicate_key';
+
+  constructor(
+    readonly jobName: string,
+    readonly target: string,
+    /** The key's columns, plus `latestBy`'s when rows tie on it. */
+    readonly columns: readonly string[],
+    /** Up to five key values (as BigQuery returns them, JSON-encoded), each with its row count. */
+    readonly duplicates: readonly { values: readonly string[]; rows: number }[],
+    latestBy: string | undefined,
+  ) {
+    const shown = duplicates.map((duplicate) => `(${duplicate.values.join(', ')}) x${duplicate.rows}`).join('; ');
+    const remedy = latestBy
+      ? `they also have the same ${latestBy}, so latestBy cannot choose one`
+      : 'set latestBy to the column whose highest value wins, or fix the source';
+    super(`job ${jobName}: ${target}: rows with the same primary key (${columns.join(', ')}) in one run: ${shown}${duplicates.length === 5 ? ' (first 5)' : ''}; ${remedy}; nothing was published`);
+  }
+}
+
+/** `writeMode: merge`: a row of the run has a null in a primary key column. Found before publish. */
+export class BigQueryNullKeyError extends TilehouseError {
+  readonly code = 'bigquery_null_key';
+
+  constructor(
+    readonly jobName: string,
+    readonly target: string,
+    readonly columns: readonly string[],
+    readonly rows: number,
+  ) {
+    super(`job ${jobName}: ${target}: ${rows} row(s) have a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
+  }
 }

@@ -11,9 +11,11 @@ import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
 import { describeTableOperations } from './table-operations.js';
-import { BigQueryWriter, type BigQueryPlan } from './bigquery-writer.js';
+import type { BigQueryPlan } from './bigquery-plan.js';
+import { BigQueryWriter } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
+import { resolveMergeKey } from './merge-key.js';
 import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
 import type { RetryLimits } from '../../retry.js';
@@ -48,7 +50,9 @@ const UNRESOLVED_PROJECT = '{{projectId}}';
  *   one: a query with WRITE_TRUNCATE_DATA, which keeps its metadata); with `partitionBy`, exactly
  *   the partitions the run's rows fall in are replaced, one copy each;
  * - `append`: WRITE_APPEND, rows carry `_run_id` and `_extracted_at`;
- * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`).
+ * - `partition`: WRITE_TRUNCATE of one day partition (`table$YYYYMMDD`);
+ * - `merge`: one MERGE statement by `primaryKey` (matched rows updated, new ones inserted), rows
+ *   carry the `_run_id` and `_extracted_at` of the run that last wrote them.
  *
  * Every job carries labels (job, tile, run id, window).
  */
@@ -104,20 +108,21 @@ export class BigQuerySink implements Sink {
       }
     }
     const changeLines = changes.map((change) => `~ ${change}`);
+    const mode = plan.merge ? { mode: `merge on ${plan.merge.columns.join(', ')}${plan.merge.latestBy ? `, latest by ${plan.merge.latestBy}` : ''}` } : {};
     switch (decision.action) {
       case 'created':
-        return { sink: 'bigquery', target, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
       case 'unchanged':
-        return { sink: 'bigquery', target, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
       case 'added':
-        return { sink: 'bigquery', target, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
+        return { sink: 'bigquery', target, ...mode, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
     }
   }
 
   async open(context: SinkRunContext): Promise<SinkWriter> {
     const plan = await this.loadPlan(context);
     const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), [context.jobName, context.runId]);
-    const lineage = plan.writeMode === 'append' ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
+    const lineage = writesLineage(plan.writeMode) ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
     return new BigQueryWriter(plan, {
       client: this.client,
       file,
@@ -144,7 +149,7 @@ export class BigQuerySink implements Sink {
     const datasetId = config.dataset ?? defaults.dataset;
     const tableId = config.table ?? context.jobName;
     const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
-    if (config.writeMode === 'append') {
+    if (writesLineage(config.writeMode)) {
       const clash = fields.find((field) => isLineageColumn(field.name));
       if (clash) {
         throw new BigQueryColumnConflictError(context.jobName, `${projectId}.${datasetId}.${tableId}`, clash.name);
@@ -153,6 +158,7 @@ export class BigQuerySink implements Sink {
     }
     // Before anything is loaded: a partition or cluster column the tile lacks fails the run here.
     const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
+    const merge = resolveMergeKey(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
     const destinationTableId =
       config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
     const identity = { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) };
@@ -167,9 +173,18 @@ export class BigQuerySink implements Sink {
       fields,
       identity,
       layout,
+      ...(merge ? { merge } : {}),
       labels: jobLabels(identity, context.tileId),
     };
   }
+}
+
+/**
+ * Whether rows carry `_run_id` and `_extracted_at`: in `append`, which run added them; in `merge`,
+ * which run last wrote them (inserted or updated).
+ */
+function writesLineage(writeMode: BigQuerySinkConfig['writeMode']): boolean {
+  return writeMode === 'append' || writeMode === 'merge';
 }
 
 /**

@@ -1,52 +1,21 @@
 import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
-import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
-import {
-  BigQueryJobTimeoutError,
-  BigQueryPartiallyPublishedError,
-  BigQueryPartitionValueError,
-  BigQueryRowCountMismatchError,
-  BigQuerySchemaMismatchError,
-  BigQuerySinkStateError,
-  BigQueryTooManyPartitionsError,
-} from './bigquery-errors.js';
-import { ensureDataset } from './ensure-dataset.js';
-import { stagingTableId, type LoadIdentity } from './job-id.js';
+import type { BigQueryPlan } from './bigquery-plan.js';
+import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
+import { inspectTarget, type TargetInspection } from './inspect-target.js';
+import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
-import { readTable } from './read-table-schema.js';
 import { readyTarget } from './ready-target.js';
 import type { RetryContext } from './retry.js';
 import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
-import { checkSchemaContract, schemaActionLabel, standardType, type SchemaDecision, type SchemaField, type TableFieldLike } from './schema-contract.js';
-import { createStagingTable, deleteStagingTable, nullableFields, type StagingTable } from './staging-table.js';
-import { partitionIdOf, reconcileLayout, stagingTableOptions, type LayoutReconciliation, type TableLayout } from './table-layout.js';
-import { uploadLoadFile } from './upload-load-file.js';
-
-// BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
-export const MAX_PARTITIONS_PER_JOB = 4_000;
-
-/** Everything about where and how one run writes, resolved when the writer opens. */
-export interface BigQueryPlan {
-  projectId: string;
-  datasetId: string;
-  /** The table, without decorator. */
-  tableId: string;
-  /** The publish copy's destination: the table, or `table$YYYYMMDD` in partition mode. */
-  destinationTableId: string;
-  /** For a new dataset. */
-  location: string;
-  writeMode: BigQuerySinkConfig['writeMode'];
-  schema: BigQuerySinkConfig['schema'];
-  /** The columns the run writes, lineage included in append mode. */
-  fields: SchemaField[];
-  identity: LoadIdentity;
-  /** Partitioning and clustering, resolved against the run's columns. */
-  layout: TableLayout;
-  /** On every job of the run (see jobLabels). */
-  labels: Record<string, string>;
-}
+import { schemaActionLabel, standardType } from './schema-contract.js';
+import { loadIntoStaging } from './staging-load.js';
+import { settleStagingKeys } from './check-staging-keys.js';
+import { mergeStatement, quoteIdentifier } from './merge-statement.js';
+import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
+import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
 
 interface WriterDependencies {
   client: BigQuery;
@@ -59,19 +28,14 @@ interface WriterDependencies {
 }
 
 /** What prepare found and did, for publish to build on. */
-interface Prepared {
-  decision: Exclude<SchemaDecision, { action: 'mismatch' }>;
-  existing: readonly TableFieldLike[] | undefined;
-  /** What publish patches on an existing table so it has the job's options. */
-  reconciliation: LayoutReconciliation | undefined;
-  location: string | undefined;
+interface Prepared extends TargetInspection {
   load: JobOutcome;
   /** BigQuery's outputRows of the staging load, when it says (the emulator does not). */
   bigqueryRows: number | undefined;
 }
 
 /** How publish made the run visible, for the summary. */
-type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies';
+type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies' | 'merge query';
 
 type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
@@ -204,104 +168,65 @@ export class BigQueryWriter implements SinkWriter {
     }
   }
 
+  /**
+   * Prepare, in steps: inspect the target (and refuse what could not be published), create the
+   * staging table, load the file into it, and in merge mode check its keys. Nothing readers of
+   * the target see changes.
+   */
   private async loadStaging(signal: AbortSignal): Promise<Prepared> {
-    const { plan, staging } = this;
-    const { client, file, context, polling } = this.dependencies;
+    const { client, file, context } = this.dependencies;
     const retry: RetryContext = { ...this.dependencies.retry, signal };
     await file.close();
 
     signal.throwIfAborted();
-    const dataset = await ensureDataset(
-      client,
-      { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, jobName: context.jobName },
-      retry,
-    );
-    const table = dataset.created
-      ? undefined
-      : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
-    const existing = table?.fields;
-    const decision = checkSchemaContract(existing, plan.fields, plan.schema);
-    if (decision.action === 'mismatch') {
-      throw new BigQuerySchemaMismatchError(
-        context.jobName,
-        `${plan.projectId}.${plan.datasetId}.${plan.tableId}`,
-        plan.schema,
-        decision.diff,
-        decision.hint,
-      );
-    }
-    const targetName = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
-    // Partitioning cannot change on an existing table: refused here, before anything is loaded.
-    const reconciliation = table ? reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName: context.jobName, table: targetName }) : undefined;
-    if (this.partitions.size > MAX_PARTITIONS_PER_JOB) {
-      throw new BigQueryTooManyPartitionsError(context.jobName, targetName, this.partitions.size, MAX_PARTITIONS_PER_JOB);
-    }
+    const target = await inspectTarget(client, this.plan, this.partitions.size, { jobName: context.jobName, retry });
 
     signal.throwIfAborted();
-    this.stagingMayExist = true;
-    const stagingLayout = stagingTableOptions(plan.layout);
-    const { createdAt: stagingCreatedAt } = await createStagingTable(client, staging, plan.fields, retry, undefined, stagingLayout);
-
+    const stagingCreatedAt = await this.createStaging(retry);
     context.logger.info(
-      { target: this.target, staging: staging.tableId, rows: this.rows, writeMode: plan.writeMode, schemaAction: decision.action },
+      { target: this.target, staging: this.staging.tableId, rows: this.rows, writeMode: this.plan.writeMode, schemaAction: target.decision.action },
       'loading into a BigQuery staging table',
     );
-    const stagingTable = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(staging.tableId);
+    const { load, bigqueryRows } = await this.runStagingLoad(target.location, stagingCreatedAt, retry, signal);
+    if (this.plan.merge) {
+      signal.throwIfAborted();
+      await settleStagingKeys(client, this.plan, this.plan.merge, this.staging.tableId, { jobName: context.jobName, location: target.location, retry });
+    }
+    return { ...target, load, bigqueryRows };
+  }
+
+  /** Creates the run's staging table; from here on, abort deletes it. */
+  private async createStaging(retry: RetryContext): Promise<number | undefined> {
+    this.stagingMayExist = true;
+    const { createdAt } = await createStagingTable(this.dependencies.client, this.staging, this.plan.fields, retry, undefined, stagingTableOptions(this.plan.layout));
+    return createdAt;
+  }
+
+  /** The load job, tracked while it may run so that an abort can cancel it. */
+  private async runStagingLoad(
+    location: string | undefined,
+    stagingCreatedAt: number | undefined,
+    retry: RetryContext,
+    signal: AbortSignal,
+  ): Promise<Awaited<ReturnType<typeof loadIntoStaging>>> {
+    const { client, file, polling } = this.dependencies;
     try {
-      const load = await runJob({
+      const loaded = await loadIntoStaging({
         client,
-        projectId: plan.projectId,
-        stage: 'load',
-        identity: plan.identity,
-        location: dataset.location,
-        insert: (jobId) =>
-          uploadLoadFile(
-            stagingTable,
-            file.path,
-            {
-              jobId,
-              // Set explicitly: BigQuery's own default is CSV.
-              sourceFormat: 'NEWLINE_DELIMITED_JSON',
-              // Never autodetect: the tile's typed columns are the schema (lineage included).
-              schema: { fields: nullableFields(plan.fields) },
-              // The staging table was created above, with its expiration; a load that outlives an
-              // abort must not create it again without one.
-              createDisposition: 'CREATE_NEVER',
-              // A retried prepare of the same run replaces what an earlier try loaded.
-              writeDisposition: 'WRITE_TRUNCATE',
-              // The staging table's own partitioning and clustering, stated again: a truncating
-              // load with another (or no) spec could be refused as incompatible.
-              ...stagingLayout,
-            },
-            context.jobName,
-            plan.labels,
-          ),
-        // A load adopted after a 409 counts only if it ran into this staging table: one from an
-        // earlier process of the same run id may have filled a staging table deleted since (by
-        // its publish or abort), and the table created above would then be empty. Unknown times
-        // (never from BigQuery) load again, which is safe: the load truncates.
-        // Nor does one that loaded another number of rows than this run wrote (an earlier
-        // extraction of the same run id): the next attempt loads this run's file.
-        isAdoptable: (job) =>
-          stagingCreatedAt !== undefined &&
-          Number(job.statistics?.creationTime ?? Number.NaN) > stagingCreatedAt &&
-          [undefined, this.rows].includes(outputRowsOf(job)),
+        plan: this.plan,
+        staging: this.staging,
+        filePath: file.path,
+        rows: this.rows,
+        stagingCreatedAt,
+        location,
         onJob: (job) => {
           this.runningLoad = job;
         },
-        jobName: context.jobName,
-        target: `${plan.projectId}.${plan.datasetId}.${staging.tableId}`,
         retry,
         polling,
       });
       this.runningLoad = undefined;
-      // BigQuery's own count of what it loaded is checked before anything is published: a row
-      // lost or doubled on the way (a truncated upload, a bug in the encoder) fails the run here.
-      const bigqueryRows = outputRowsOf(load.metadata);
-      if (bigqueryRows !== undefined && bigqueryRows !== this.rows) {
-        throw new BigQueryRowCountMismatchError(context.jobName, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, load.jobId, this.rows, bigqueryRows);
-      }
-      return { decision, existing, reconciliation, location: dataset.location, load, bigqueryRows };
+      return loaded;
     } catch (error) {
       // Only a wait that was cut short leaves a job that may still run; any other failure ended it.
       if (!signal.aborted && !(error instanceof BigQueryJobTimeoutError)) this.runningLoad = undefined;
@@ -323,13 +248,16 @@ export class BigQueryWriter implements SinkWriter {
     const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
     const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
     const last = published.jobs.at(-1);
+    const merged = published.by === 'merge query' ? dmlCounts(last?.metadata) : {};
+    // A MERGE writes the rows it inserted and updated (fewer than were sent when latestBy chose).
+    const reportedMerge = merged.insertedRows !== undefined && merged.updatedRows !== undefined ? merged.insertedRows + merged.updatedRows : undefined;
     return {
       sink: 'bigquery',
       target: this.target,
       // What BigQuery says the run wrote is the truth (an adopted job from an earlier try may have
       // written another extraction): the copies' copiedRows, else the load's outputRows. The
       // emulator reports neither, hence the rows written here.
-      rows: reportedCopies ?? prepared.bigqueryRows ?? this.rows,
+      rows: reportedCopies ?? reportedMerge ?? prepared.bigqueryRows ?? this.rows,
       details: {
         jobId: last?.jobId ?? '',
         loadJobId: prepared.load.jobId,
@@ -342,6 +270,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+        ...merged,
       },
     };
   }
@@ -359,12 +288,23 @@ export class BigQueryWriter implements SinkWriter {
    *   (column descriptions, policy tags), row access policies, labels and options. A copy job would
    *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
    *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
+   * - `merge`: one MERGE statement from the staging table into the table by `primaryKey` (see
+   *   mergeStatement), onto a new table too (readyTarget created it): one path for both. The statement is atomic; it is billed for the bytes it reads of
+   *   the staging table and the target (partitioning or clustering by the key prunes the latter).
    * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
    *   WRITE_APPEND in `append` mode.
    */
   private async publishJobs(prepared: Prepared, retry: RetryContext): Promise<{ by: PublishedBy; jobs: JobOutcome[] }> {
     const { plan, staging } = this;
     const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
+
+    if (plan.merge) {
+      const statement = mergeStatement(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, plan.fields, plan.merge);
+      // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
+      // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
+      const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', { query: { query: statement, useLegacySql: false } });
+      return { by: 'merge query', jobs: [job] };
+    }
 
     if (plan.layout.partition && plan.writeMode === 'replace') {
       const ids = [...this.partitions].sort();
@@ -479,9 +419,14 @@ export class BigQueryWriter implements SinkWriter {
   }
 }
 
-function outputRowsOf(job: JobMetadata): number | undefined {
-  const rows = Number(job.statistics?.load?.outputRows ?? Number.NaN);
-  return Number.isFinite(rows) ? rows : undefined;
+/** What a MERGE did, as BigQuery reports it (`dmlStats`; the emulator reports nothing). */
+function dmlCounts(job: JobMetadata | undefined): { insertedRows?: number; updatedRows?: number } {
+  const stats = (job?.statistics?.query as { dmlStats?: { insertedRowCount?: string; updatedRowCount?: string } } | undefined)?.dmlStats;
+  const counts: { insertedRows?: number; updatedRows?: number } = {};
+  for (const [name, value] of [['insertedRows', stats?.insertedRowCount], ['updatedRows', stats?.updatedRowCount]] as const) {
+    if (value !== undefined && Number.isFinite(Number(value))) counts[name] = Number(value);
+  }
+  return counts;
 }
 
 /**
@@ -493,7 +438,7 @@ function truncateDataQuery(plan: BigQueryPlan, prepared: Prepared, staging: stri
   const runFields = new Map(plan.fields.map((field) => [field.name.toLowerCase(), field]));
   const tableFields = [...(prepared.existing ?? []).map((field) => ({ name: field.name ?? '', type: standardType(field.type ?? 'STRING') }))];
   if (prepared.decision.action === 'added') tableFields.push(...prepared.decision.columns);
-  const quote = (name: string) => `\`${name.replaceAll('`', '')}\``;
+  const quote = quoteIdentifier;
   const columns = tableFields.map((field) => {
     const run = runFields.get(field.name.toLowerCase());
     return run ? `${quote(run.name)} AS ${quote(field.name)}` : `CAST(NULL AS ${field.type}) AS ${quote(field.name)}`;

@@ -1,7 +1,7 @@
 import type { BigQuery, TableField } from '@google-cloud/bigquery';
 import { apiFailureOf, isDuplicate } from './api-failure.js';
 import { BigQueryRequestError } from './bigquery-errors.js';
-import type { BigQueryPlan } from './bigquery-writer.js';
+import type { BigQueryPlan } from './bigquery-plan.js';
 import { withRetry, type RetryContext } from './retry.js';
 import type { SchemaDecision, TableFieldLike } from './schema-contract.js';
 import { nullableFields } from './staging-table.js';

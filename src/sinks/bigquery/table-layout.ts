@@ -78,7 +78,8 @@ export function resolveTableLayout(config: BigQuerySinkConfig, columns: readonly
   return layout;
 }
 
-function findColumn(columns: readonly Column[], nameOrHeader: string): number | undefined {
+/** The index of the column with this output name, else this header (case-insensitive), or undefined. */
+export function findColumn(columns: readonly Column[], nameOrHeader: string): number | undefined {
   const lower = nameOrHeader.toLowerCase();
   const byName = columns.findIndex((column) => column.name.toLowerCase() === lower);
   if (byName >= 0) return byName;

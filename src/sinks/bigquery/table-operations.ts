@@ -45,7 +45,7 @@ export function runsPerDay(schedule: { cron: string; timezone: string }, from: D
 /**
  * Jobs one run sends that write the target (the staging load writes a table of its own, which
  * never sees a second run): one copy (or, in `replace`, one truncating query that keeps the
- * table's metadata), or with `partitionBy` in `replace` mode one copy per partition the run's
+ * table's metadata; in `merge`, one MERGE statement), or with `partitionBy` in `replace` mode one copy per partition the run's
  * rows fall in, which only the rows can tell: `perPartition` says so.
  */
 export function targetOperationsPerRun(config: Pick<BigQuerySinkConfig, 'writeMode' | 'partitionBy'>): { operations: number; perPartition: boolean } {
@@ -58,7 +58,13 @@ export function targetOperationsPerRun(config: Pick<BigQuerySinkConfig, 'writeMo
  */
 export function describeTableOperations(config: Pick<BigQuerySinkConfig, 'writeMode' | 'partitionBy'>, schedule: { cron: string; timezone: string } | undefined): string[] {
   const { perPartition } = targetOperationsPerRun(config);
-  const perRun = perPartition ? '1 copy per partition its rows fall in' : config.writeMode === 'replace' ? '1 job onto the table' : '1 copy onto the table';
+  const perRun = perPartition
+    ? '1 copy per partition its rows fall in'
+    : config.writeMode === 'replace'
+      ? '1 job onto the table'
+      : config.writeMode === 'merge'
+        ? '1 MERGE statement onto the table'
+        : '1 copy onto the table';
   const lines = [`table operations: each run (or backfill window) sends ${perRun}, plus 1 load into its own staging table`];
   if (schedule === undefined) {
     lines.push(`table operations/day: no schedule; each run or backfill window uses ${perPartition ? 'one per partition' : 'one'} of ${format(TABLE_OPERATIONS_PER_DAY)} a day`);

@@ -1,0 +1,49 @@
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { BigQueryPlan } from './bigquery-plan.js';
+import { BigQuerySchemaMismatchError, BigQueryTooManyPartitionsError } from './bigquery-errors.js';
+import { ensureDataset } from './ensure-dataset.js';
+import { readTable } from './read-table-schema.js';
+import type { RetryContext } from './retry.js';
+import { checkSchemaContract, type SchemaDecision, type TableFieldLike } from './schema-contract.js';
+import { reconcileLayout, type LayoutReconciliation } from './table-layout.js';
+
+// BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
+export const MAX_PARTITIONS_PER_JOB = 4_000;
+
+/** What the target is, and what publish must do to it so that the run fits. */
+export interface TargetInspection {
+  decision: Exclude<SchemaDecision, { action: 'mismatch' }>;
+  existing: readonly TableFieldLike[] | undefined;
+  /** What publish patches on an existing table so it has the job's options. */
+  reconciliation: LayoutReconciliation | undefined;
+  /** The dataset's location, where every job of the run runs. */
+  location: string | undefined;
+}
+
+/**
+ * Prepare's first step: makes sure the dataset exists, reads the target, and refuses a run that
+ * could not be published before anything is loaded: a schema the contract refuses, a
+ * partitioning that differs from the existing table's (it cannot change), more partitions than one
+ * job may write. Changes nothing readers of the target see (a new dataset is empty).
+ */
+export async function inspectTarget(
+  client: BigQuery,
+  plan: BigQueryPlan,
+  partitionCount: number,
+  context: { jobName: string; retry: RetryContext },
+): Promise<TargetInspection> {
+  const { jobName, retry } = context;
+  const targetName = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+  const dataset = await ensureDataset(client, { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, jobName }, retry);
+  const table = dataset.created ? undefined : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName }, retry);
+  const existing = table?.fields;
+  const decision = checkSchemaContract(existing, plan.fields, plan.schema);
+  if (decision.action === 'mismatch') {
+    throw new BigQuerySchemaMismatchError(jobName, targetName, plan.schema, decision.diff, decision.hint);
+  }
+  const reconciliation = table ? reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName, table: targetName }) : undefined;
+  if (partitionCount > MAX_PARTITIONS_PER_JOB) {
+    throw new BigQueryTooManyPartitionsError(jobName, targetName, partitionCount, MAX_PARTITIONS_PER_JOB);
+  }
+  return { decision, existing, reconciliation, location: dataset.location };
+}
