@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Column, TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkWriter } from '../sink.js';
 import { GcsError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
-import { parseGcsObjectUrl } from '../gcs/gcs-url.js';
+import { parseGcsObjectUrl } from '../../config/gcs-url.js';
 import { JOB_METADATA_KEY, objectBaseName, objectFolder, OWNER_METADATA_KEY, ownerMetadata, RUN_ID_METADATA_KEY } from '../gcs/temp-objects.js';
 import { drained, encodedChunks, headerRecord } from './csv-chunks.js';
 import { CsvWriterClosedError } from './csv-errors.js';
@@ -105,7 +105,7 @@ export class CsvObjectWriter implements SinkWriter {
         throw new GcsError('gcs_target_is_directory', target, `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`);
       }
     } catch (error) {
-      throw gcsFailure(error, where('checking the bucket and the target', 'storage.objects.list'));
+      throw gcsFailure(error, { ...where('checking the bucket and the target', 'storage.objects.list'), notFoundIsBucket: true });
     }
     const targetFile = bucket.file(object);
     const manifestObject = manifestPathOf(object);

@@ -31,14 +31,19 @@ export interface CsvSinkOptions {
  */
 export class CsvSink implements Sink {
   readonly kind = 'csv' as const;
-  // Last: a rename in a directory we just wrote to is the publish least likely to fail.
-  readonly publishRank = 10;
+  /**
+   * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
+   * fail. A gs:// object's rewrite is a remote call, likelier to fail than a rename and less than a
+   * BigQuery copy job: between the two.
+   */
+  readonly publishRank: number;
   private readonly template: CsvPathTemplate;
   private storage: Promise<Storage> | undefined;
 
   /** Throws CsvPathInvalidError for a bad path template, so configuration checks catch it. */
   constructor(private readonly options: CsvSinkOptions) {
     this.template = new CsvPathTemplate(options.config.path ?? defaultCsvPathTemplate(options.config.gzip));
+    this.publishRank = isGcsTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
   }
 
   /** The output path for a run (exposed for `validate`/dry runs and tests). */
@@ -73,7 +78,7 @@ export class CsvSink implements Sink {
   /** The header row of the target as it is now; undefined when there is none. */
   private async existingHeader(target: string): Promise<string[] | undefined> {
     if (!isGcsTarget(target)) return readCsvHeader(target, this.options.config.gzip);
-    const { parseGcsObjectUrl } = await import('../gcs/gcs-url.js');
+    const { parseGcsObjectUrl } = await import('../../config/gcs-url.js');
     const { bucket, object } = parseGcsObjectUrl(target);
     const file = (await this.storageClient()).bucket(bucket).file(object);
     if (!(await file.exists())[0]) return undefined;

@@ -37,7 +37,10 @@ export function statusOf(error: unknown): number | undefined {
  * call needs, so a 403 says exactly what to grant (Cloud Storage's own 403 message names the
  * principal and usually the permission; ours adds the bucket and the step).
  */
-export function gcsFailure(error: unknown, where: { target: string; bucket: string; operation: string; permission: string }): GcsError {
+export function gcsFailure(
+  error: unknown,
+  where: { target: string; bucket: string; operation: string; permission: string; /** A listing: its 404 can only be the bucket. */ notFoundIsBucket?: boolean },
+): GcsError {
   if (error instanceof GcsError) return error;
   const status = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
@@ -49,7 +52,7 @@ export function gcsFailure(error: unknown, where: { target: string; bucket: stri
       error,
     );
   }
-  if (status === 404 && /bucket/i.test(detail)) {
+  if (status === 404 && (where.notFoundIsBucket === true || /bucket/i.test(detail))) {
     return new GcsError('gcs_bucket_not_found', where.target, `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`, error);
   }
   return new GcsError('gcs_write_failed', where.target, `${where.operation} failed: ${detail}`, error);

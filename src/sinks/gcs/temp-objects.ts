@@ -4,7 +4,7 @@ import { isAbandoned, ownerStateOfTag } from '../owned-temp-files.js';
 import { formatOwnerTag } from '../temp-owner.js';
 import { tempFileOwnerTag } from '../csv/temp-files.js';
 import { gcsFailure } from './gcs-errors.js';
-import { splitGcsUrl } from './gcs-url.js';
+import { splitGcsUrl } from '../../config/gcs-url.js';
 
 /**
  * Custom metadata of every object tilehouse writes: the writing process's owner tag (see
@@ -46,7 +46,7 @@ export async function removeStaleTempObjects(storage: Storage, root: string, opt
   try {
     [files] = await bucket.getFiles({ prefix, ...(options.recursive ? {} : { delimiter: '/' }), autoPaginate: true });
   } catch (error) {
-    throw gcsFailure(error, { target: root, bucket: bucketName, operation: 'listing temp objects for the sweep', permission: 'storage.objects.list' });
+    throw gcsFailure(error, { target: root, bucket: bucketName, operation: 'listing temp objects for the sweep', permission: 'storage.objects.list', notFoundIsBucket: true });
   }
   const removed: string[] = [];
   const now = options.now ?? Date.now();

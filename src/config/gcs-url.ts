@@ -1,3 +1,4 @@
+/** `gs://bucket/object` URLs, part of the configuration language (CSV paths, the CSV directory): pure checks, no client. */
 /**
  * `gs://bucket/object` URLs: recognised and checked here, once, so that a CSV path template that
  * names Cloud Storage never reaches node:path (which would turn it into a local `<cwd>/gs:/…`).
