@@ -1,4 +1,5 @@
 import { isTilehouseError, messageOf } from '../errors.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
@@ -15,7 +16,8 @@ export const checkCommand: Command = {
   help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--job NAME]...
 
 Tests credentials and reachability, nothing else: for each job (or each --tile) it fetches a
-fresh token and page 0 of the tile's export, then prints one line per job:
+fresh token and page 0 of the tile's export, and for a gs:// CSV target checks that the bucket
+exists and may be written (without writing), then prints one line per job:
   ok job NAME: N rows in the tile, M columns
   FAIL job NAME: CODE: message
 Writes nothing. Requests are retried once (a run retries up to 6 times).
@@ -55,7 +57,12 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
         try {
           const page = await session.client.fetchPage(0);
           const rows = page.navigation.totalRows;
-          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns\n`);
+          const notes: string[] = [];
+          for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
+            const note = await sink.checkAccess?.();
+            if (note !== undefined) notes.push(note);
+          }
+          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns${notes.map((note) => `; ${note}`).join('')}\n`);
         } catch (error) {
           failed += 1;
           const code = isTilehouseError(error) ? error.code : 'internal_error';

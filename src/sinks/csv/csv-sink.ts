@@ -67,6 +67,15 @@ export class CsvSink implements Sink {
     return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
   }
 
+  /** For gs:// targets: the bucket exists and the credentials may write it (nothing is written). */
+  async checkAccess(): Promise<string | undefined> {
+    const { root } = this.template.sweepScope(this.options.directory);
+    if (!isGcsTarget(root)) return undefined;
+    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
+    const { bucket, rest } = splitGcsUrl(root)!;
+    return checkBucketWritable(await this.storageClient(), bucket, rest);
+  }
+
   /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
   storageClient(): Promise<Storage> {
     this.storage ??= this.options.storageClient !== undefined

@@ -4,9 +4,6 @@
 // right. So these tests put a small proxy in front of it that answers exactly one request the way
 // Cloud Storage does (412 conditionNotMet, 403 with its message) and record the exact request the
 // client sent, and assert on both.
-import { once } from 'node:events';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
@@ -14,42 +11,11 @@ import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import { JOB_METADATA_KEY, RUN_ID_METADATA_KEY } from '../../../src/sinks/gcs/temp-objects.js';
 import type { Column } from '../../../src/transform/column.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
+import { answerJson, startGcsProxy as startProxy } from '../../support/gcs-proxy.js';
 
 const columns: Column[] = [{ name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' }];
 const logger = pino({ level: 'silent' });
 const context = (runId: string): SinkRunContext => ({ jobName: 'incidents', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
-
-type Intercept = (incoming: IncomingMessage, response: ServerResponse) => boolean;
-
-/** Forwards everything to `upstream` (Host unchanged), except what `intercept` answers itself. */
-async function startProxy(upstream: string, intercept: Intercept): Promise<{ origin: string; seen: string[]; close(): Promise<void> }> {
-  const target = new URL(upstream);
-  const seen: string[] = [];
-  const server: Server = createServer((incoming, response) => {
-    seen.push(`${incoming.method} ${incoming.url}`);
-    if (intercept(incoming, response)) return;
-    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
-    forwarded.on('error', () => response.destroy());
-    incoming.pipe(forwarded);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
-
-function answerJson(response: ServerResponse, status: number, reason: string, message: string): true {
-  // The shape of Cloud Storage's JSON API errors.
-  response.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-  response.end(JSON.stringify({ error: { code: status, message, errors: [{ message, domain: 'global', reason }] } }));
-  return true;
-}
 
 describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Storage gives', (gcs) => {
   let proxy: Awaited<ReturnType<typeof startProxy>> | undefined;
