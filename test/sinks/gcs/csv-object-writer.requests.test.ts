@@ -62,6 +62,32 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     expect(new URL(rewrite.split(' ')[1]!, proxy.origin).searchParams.get('ifGenerationMatch')).toBe('0');
   });
 
+  it('fails with gcs_permission_denied naming storage.objects.create when the upload session is refused, target untouched', async () => {
+    const bucketName = await gcs.newBucket();
+    await gcs.storage.bucket(bucketName).file('a.csv').save('id\r\n0\r\n', { resumable: false });
+    proxy = await startProxy(gcs.origin, (incoming, response) =>
+      incoming.method === 'POST' && incoming.url!.startsWith('/upload/')
+        ? answerJson(response, 403, 'forbidden', 'tilehouse@p.iam.gserviceaccount.com does not have storage.objects.create access to the Google Cloud Storage object.')
+        : false,
+    );
+    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` }, directory: 'out', timezone: 'UTC', storageClient: await fakeGcsClient(proxy.origin) });
+    const failure = await (async () => {
+      const writer = await sink.open(context('run-no-create'));
+      try {
+        await writer.writeRows([[1n]]);
+        await writer.prepare();
+      } catch (error) {
+        await writer.abort();
+        return error as Error & { code: string };
+      }
+      return undefined;
+    })();
+    expect(failure?.code).toBe('gcs_permission_denied');
+    expect(failure?.message).toContain(`permission storage.objects.create is missing on bucket ${bucketName}`);
+    expect(String((await gcs.storage.bucket(bucketName).file('a.csv').download())[0])).toBe('id\r\n0\r\n');
+    expect((await gcs.storage.bucket(bucketName).getFiles())[0].map((file) => file.name)).toEqual(['a.csv']);
+  });
+
   it('names the bucket and the missing permission on 403, at open (gcs_permission_denied)', async () => {
     const bucketName = await gcs.newBucket();
     proxy = await startProxy(gcs.origin, (incoming, response) =>

@@ -78,6 +78,19 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     await writer.abort();
   });
 
+  it('plans against the object: create when absent, unchanged after a run, the header diff when columns change (gzip too)', async () => {
+    const bucket = await gcs.newBucket();
+    const sink = sinkFor(`gs://${bucket}/plan/{name}.csv.gz`, { gzip: true });
+    expect(await sink.plan(context('plan-1'))).toMatchObject({ sink: 'csv', target: `gs://${bucket}/plan/incidents.csv.gz`, action: 'create' });
+    const writer = await sink.open(context('plan-2'));
+    await writer.writeRows(rows);
+    await writer.prepare();
+    await writer.publish();
+    expect(await sink.plan(context('plan-3'))).toMatchObject({ action: 'unchanged', details: [] });
+    const renamed = { ...context('plan-4'), columns: [columns[0]!, { ...columns[1]!, header: 'Title' }] };
+    expect(await sink.plan(renamed)).toMatchObject({ action: 'change', details: ['+ Title', '- Title, "quoted"'] });
+  });
+
   it("sweeps a dead owner's temp object, keeps a live one's and an unknown host's younger than a day", async () => {
     const bucket = await gcs.newBucket();
     const b = gcs.storage.bucket(bucket);
