@@ -32,13 +32,13 @@ function isExecutable(path: string): boolean {
  * null when absent. Under CI a missing server fails (as the BigQuery emulator does), so the gs://
  * tests can never pass as skipped in a green build.
  */
-export function fakeGcsBinaryOrSkip(env: NodeJS.ProcessEnv = process.env): string | null {
+export function fakeGcsBinaryOrSkip(env: NodeJS.ProcessEnv = process.env, projectLocal: string = PROJECT_LOCAL_FAKE_GCS): string | null {
   const explicit = env.FAKE_GCS_SERVER_BIN;
   if (explicit) {
     if (isExecutable(explicit)) return explicit;
     throw new Error(`FAKE_GCS_SERVER_BIN=${explicit} is not an executable file`);
   }
-  const found = [PROJECT_LOCAL_FAKE_GCS, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((directory) => join(directory, 'fake-gcs-server'))].find(isExecutable);
+  const found = [projectLocal, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((directory) => join(directory, 'fake-gcs-server'))].find(isExecutable);
   if (found !== undefined) return found;
   if (env.CI) throw new Error('CI is set but fake-gcs-server is not installed: run `npm run setup:fake-gcs` (builds .tools/bin/fake-gcs-server).');
   return null;
