@@ -1,4 +1,5 @@
 import { isTilehouseError, messageOf } from '../errors.js';
+import { buildSinks } from '../sinks/build-sinks.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
 import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
@@ -17,7 +18,8 @@ export const checkCommand: Command = {
 
 Tests credentials and reachability, nothing else: it fetches a fresh token (one for all the jobs,
 like a run; one per job with source.tokenScope: job) and, for each job (or each --tile), page 0
-of the tile's export, then prints one line per job:
+of the tile's export, and for a gs:// CSV target checks that the bucket exists and may be
+written (without writing), then prints one line per job:
   ok job NAME: N rows in the tile, M columns
   FAIL job NAME: CODE: message
 Writes nothing. Requests are retried once (a run retries up to 6 times).
@@ -60,7 +62,12 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
         try {
           const page = await session.client.fetchPage(0);
           const rows = page.navigation.totalRows;
-          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns\n`);
+          const notes: string[] = [];
+          for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
+            const note = await sink.checkAccess?.();
+            if (note !== undefined) notes.push(note);
+          }
+          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns${notes.map((note) => `; ${note}`).join('')}\n`);
         } catch (error) {
           failed += 1;
           const code = isTilehouseError(error) ? error.code : 'internal_error';

@@ -7,7 +7,8 @@ import type { LoadedJob } from '../config/load-config.js';
 import { formatFieldPath, lineOf } from '../config/read-yaml.js';
 import { cronJobFor } from '../deploy/job-manifests.js';
 import { ConfigError } from '../config/config-error.js';
-import { CsvPathTemplate, defaultCsvPathTemplate, toFileNameSafe } from '../sinks/csv/csv-path.js';
+import { CsvPathTemplate, defaultCsvPathTemplate, isGcsTarget, toFileNameSafe } from '../sinks/csv/csv-path.js';
+import { looksLikeGcsUrl } from '../config/gcs-url.js';
 import { BigQueryLayoutError } from '../sinks/bigquery/bigquery-errors.js';
 import { resolveTableLayout } from '../sinks/bigquery/table-layout.js';
 import { resolveMergeKey } from '../sinks/bigquery/merge-key.js';
@@ -86,6 +87,9 @@ export async function unwritableReason(directory: string): Promise<string | unde
 /** A CSV path template with what is known before a run filled in ({name}, {tile}), as an absolute path. */
 function csvTargetKey(template: string, job: LoadedJob, directory: string): string {
   const filled = template.replaceAll('{name}', toFileNameSafe(job.name)).replaceAll('{tile}', toFileNameSafe(job.tile));
+  // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
+  if (isGcsTarget(filled)) return filled;
+  if (looksLikeGcsUrl(directory) && !path.isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
   return path.isAbsolute(filled) ? path.resolve(filled) : path.resolve(directory, filled);
 }
 
@@ -139,7 +143,8 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
   const warnings: Located[] = [];
   const csvDirectory = environment.sinks.csv.directory;
   const usesCsv = jobs.some((job) => job.sinks.some((sink) => sink.type === 'csv'));
-  const directoryReason = usesCsv ? await unwritableReason(csvDirectory) : undefined;
+  // A gs:// directory is checked by its URL (the environment schema) and by `check` (the bucket).
+  const directoryReason = usesCsv && !looksLikeGcsUrl(csvDirectory) ? await unwritableReason(csvDirectory) : undefined;
   if (directoryReason !== undefined) fileSystem.push({ file: configFile, path: ['sinks', 'csv', 'directory'], value: csvDirectory, message: `CSV files cannot be written there: ${directoryReason}` });
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
@@ -156,7 +161,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
         } catch {
           continue; // a bad template is reported when the sinks are built
         }
-        if (directoryReason === undefined && path.resolve(scope) !== path.resolve(csvDirectory)) {
+        if (directoryReason === undefined && !isGcsTarget(scope) && (looksLikeGcsUrl(csvDirectory) || path.resolve(scope) !== path.resolve(csvDirectory))) {
           const reason = await unwritableReason(scope);
           if (reason !== undefined) fileSystem.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: `CSV files cannot be written there: ${reason}` });
         }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -67,7 +68,17 @@ const sourceSchema = z
 const sinkDefaultsSchema = z
   .object({
     csv: z
-      .object({ directory: z.string().min(1).default('out') })
+      .object({
+        directory: z
+          .string()
+          .min(1)
+          .superRefine((directory, ctx) => {
+            const problem = looksLikeUrl(directory) ? gcsUrlProblem(directory, { object: 'optional' }) : undefined;
+            if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
+          })
+          .default('out')
+          .describe('Where relative CSV paths go: a local directory, or a Cloud Storage prefix gs://bucket[/prefix]. Default out'),
+      })
       .strict()
       .default({ directory: 'out' }),
     bigquery: z

@@ -1,4 +1,5 @@
 import type { BigQuery } from '@google-cloud/bigquery';
+import type { Storage } from '@google-cloud/storage';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
@@ -8,6 +9,8 @@ import type { Sink } from './sink.js';
 export interface SinkFactoryOptions {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
   bigqueryClient?: BigQuery;
+  /** Injected in tests (fake-gcs-server); production creates one on first use by a gs:// CSV target. */
+  storageClient?: Storage;
 }
 
 /**
@@ -20,7 +23,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
   for (const [index, config] of job.sinks.entries()) {
     if (config.type === 'csv') {
       try {
-        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone }));
+        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, ...(options.storageClient ? { storageClient: options.storageClient } : {}) }));
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }

@@ -1,6 +1,6 @@
 import { lstat, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from './temp-owner.js';
+import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag, type OwnerState } from './temp-owner.js';
 
 export interface OwnedTempFileSweep {
   /**
@@ -17,6 +17,22 @@ export interface OwnedTempFileSweep {
 // Directories a sweep cannot or must not read: a fresh ext4 volume's root-owned lost+found, a
 // sibling team's folder. Skipping them is right: tilehouse never wrote there.
 const UNREADABLE = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'ENOENT', 'ELOOP']);
+
+/** The state of a temp artefact's owner, from its tag; an untagged or unparsable one is unknown. */
+export function ownerStateOfTag(tag: string | null): OwnerState {
+  const owner = tag === null ? undefined : parseOwnerTag(tag);
+  return owner === undefined ? 'unknown' : ownerState(owner);
+}
+
+/**
+ * The one rule of every sweep (temp files, temp objects): an artefact goes when its owner is
+ * provably gone, or when its owner cannot be known (another host, no tag) and it has not been
+ * touched for FOREIGN_TEMP_MAX_AGE_MS. A live owner's artefact, this process's included, stays.
+ */
+export function isAbandoned(state: OwnerState, lastModifiedMs: number, now: number = Date.now()): boolean {
+  if (state === 'self' || state === 'alive') return false;
+  return state === 'gone' || now - lastModifiedMs >= FOREIGN_TEMP_MAX_AGE_MS;
+}
 
 /**
  * Deletes temp files whose owner process is provably gone (killed by OOM, SIGKILL, a node drain),
@@ -45,11 +61,10 @@ export async function removeOwnedTempFiles(directory: string, sweep: OwnedTempFi
       if (!entry.isFile()) continue;
       const tag = sweep.ownerTagOf(entry.name);
       if (tag === undefined) continue;
-      const owner = tag === null ? undefined : parseOwnerTag(tag);
-      const state = owner === undefined ? 'unknown' : ownerState(owner);
+      const state = ownerStateOfTag(tag);
       if (state === 'self' || state === 'alive') continue;
       try {
-        if (state === 'unknown' && now - (await lstat(path)).mtimeMs < FOREIGN_TEMP_MAX_AGE_MS) continue;
+        if (!isAbandoned(state, (await lstat(path)).mtimeMs, now)) continue;
         await unlink(path);
         removed.push(path);
       } catch (error) {

@@ -97,4 +97,10 @@ export interface Sink {
   sweep(logger: Logger): Promise<string[]>;
   /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
   plan(context: SinkRunContext): Promise<SinkPlan>;
+  /**
+   * For `tilehouse check`: whether the target could be written, found without writing (a remote
+   * bucket's existence and permissions); a note for the operator, or undefined when there is
+   * nothing to check remotely. Throws the error a run would fail with.
+   */
+  checkAccess?(): Promise<string | undefined>;
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFile, readFile, rm } from 'node:fs/promises';
+import { appendFile, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { describeWithPushgateway, samplesOf } from '../metrics/pushgateway.js';
+import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
 
 const run = promisify(execFile);
 // Inside the repository, so the bundle's external packages resolve from node_modules as they do
@@ -60,5 +61,34 @@ describeWithPushgateway('the shipped bundle with metrics configured', (gateway) 
     });
     expect(result.stderr).not.toMatch(/metrics push .* failed/);
     expect(samplesOf(await gateway.scrape(), 'tilehouse_last_run_rows')).toEqual([{ labels: { instance: '', job: 'incident_detail' }, value: 150 }]);
+  });
+});
+
+describeWithFakeGcs('the shipped bundle with a gs:// CSV target', (gcs) => {
+  // The storage client stays in node_modules (external) and is imported only by a gs:// target:
+  // a local CSV run's cold start must not pay for it. The resolve hook records what each run loads.
+  const RECORD_IMPORTS = path.resolve('test/support/record-imports.mjs');
+  async function runBundled(name: string, sinks: Array<Record<string, unknown>>): Promise<{ stderr: string; loaded: string; outDir: string }> {
+    const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks };
+    const workspace = await writeWorkspace(path.join(root, name), sandbox, [job], { itemsPerPage: 40 });
+    const record = path.join(root, `${name}.imports`);
+    await writeFile(record, '');
+    const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, TILEHOUSE_RECORD_IMPORTS: record },
+    });
+    return { stderr: result.stderr, loaded: await readFile(record, 'utf8'), outDir: workspace.outDir };
+  }
+
+  it('writes the object from the bundle, loading @google-cloud/storage only then', async () => {
+    const bucket = await gcs.newBucket('bundle');
+    const remote = await runBundled('bundle-gcs', [{ type: 'csv', path: `gs://${bucket}/{name}.csv` }]);
+    expect(remote.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect(remote.loaded).toContain('/node_modules/@google-cloud/storage/');
+    const local = await runBundled('bundle-local', [{ type: 'csv' }]);
+    expect(local.stderr).toMatch(/1 succeeded, 0 failed/);
+    const [object] = await gcs.storage.bucket(bucket).file('incident_detail.csv').download();
+    expect(object.equals(await readFile(path.join(local.outDir, 'incident_detail.csv')))).toBe(true);
+    expect(local.loaded).not.toContain('@google-cloud/storage');
+    expect(local.loaded).not.toContain('@google-cloud/bigquery');
   });
 });

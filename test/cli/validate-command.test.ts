@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
@@ -109,6 +109,27 @@ describe('tilehouse validate', () => {
     await writeJob('a');
     const result = await validate();
     expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job(s) in ${jobsDir}: a\n` });
+  });
+
+  it('accepts gs:// targets without touching the local disk, and refuses a malformed one naming file, field and value', async () => {
+    await writeFile(configFile, environmentText('gs://tilehouse-exports/nightly'));
+    await writeJob('a');
+    await writeJob('b', (lines) => lines.splice(28, 0, '    path: gs://tilehouse-exports/other/{name}/{date}.csv'));
+    expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(await readdir(path.dirname(configFile))).not.toContain('gs:');
+    const bad = await writeJob('c', (lines) => lines.splice(28, 0, '    path: gs://Bad_Bucket/{name}.csv'));
+    const refused = await validate();
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain(bad);
+    expect(refused.stderr).toMatch(/sinks\[0\]\.path.*gs:\/\/Bad_Bucket.*lowercase/);
+  });
+
+  it('refuses a malformed gs:// CSV directory in the environment', async () => {
+    await writeFile(configFile, environmentText('gs://Bad_Bucket/x'));
+    await writeJob('a');
+    const refused = await validate();
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/sinks\.csv\.directory.*lowercase/);
   });
 
   it.each([

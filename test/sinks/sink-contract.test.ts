@@ -16,6 +16,7 @@ import { emulatorBinaryOrSkip, uniqueDatasetId } from '../support/bigquery-emula
 import { startEmulator, type RunningEmulator } from '../support/bigquery-emulator-process.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables, tableExists } from '../support/bigquery-read.js';
+import { fakeGcsBinaryOrSkip, fakeGcsClient, startFakeGcs, uniqueBucketName, type RunningFakeGcs } from '../support/fake-gcs-server.js';
 
 const columns: Column[] = [
   { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
@@ -119,15 +120,48 @@ const bigqueryUnderTest: SinkUnderTest = {
   },
 };
 
+// A fake-gcs-server of this file's own, started on first use; a bucket per test.
+let fakeGcs: RunningFakeGcs | undefined;
+const fakeGcsBinary = fakeGcsBinaryOrSkip();
+
+const gcsUnderTest: SinkUnderTest = {
+  name: 'csv on gs:// (fake-gcs-server)',
+  available: () => fakeGcsBinary !== null,
+  async make() {
+    fakeGcs ??= await startFakeGcs(fakeGcsBinary!);
+    const storage = await fakeGcsClient(fakeGcs.origin);
+    const bucketName = uniqueBucketName('contract');
+    await storage.createBucket(bucketName);
+    const bucket = storage.bucket(bucketName);
+    const sink = new CsvSink({ config: { type: 'csv', gzip: false }, directory: `gs://${bucketName}/exports`, timezone: 'UTC', storageClient: storage });
+    const names = async () => (await bucket.getFiles())[0].map((file) => file.name);
+    return {
+      sink,
+      context: baseContext,
+      seedPrevious: async () => {
+        await bucket.file('exports/contract.csv').save(`id,title\r\n${PREVIOUS.map((row) => row.join(',')).join('\r\n')}\r\n`, { resumable: false });
+      },
+      async read() {
+        if (!(await names()).includes('exports/contract.csv')) return undefined;
+        const [bytes] = await bucket.file('exports/contract.csv').download();
+        return (parse(bytes.toString('utf8')) as string[][]).slice(1);
+      },
+      artefacts: async () => (await names()).filter((name) => name !== 'exports/contract.csv'),
+      close: async () => undefined,
+    };
+  },
+};
+
 afterAll(async () => {
   await emulator?.close();
   await running?.stop();
+  await fakeGcs?.stop();
 });
 
-describe.each([csvUnderTest, bigqueryUnderTest])('the sink contract: $name', (underTest) => {
+describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest])('the sink contract: $name', (underTest) => {
   let fixture: SinkFixture;
   beforeEach(async (context) => {
-    if (!underTest.available()) context.skip('the BigQuery emulator is not installed (npm run setup:emulator)');
+    if (!underTest.available()) context.skip(`${underTest.name} cannot run here: its server is not installed (npm run setup:tools)`);
     fixture = await underTest.make();
     await fixture.seedPrevious();
   });
@@ -186,7 +220,7 @@ describe.each([csvUnderTest, bigqueryUnderTest])('the sink contract: $name', (un
     expect(await fixture.read()).toEqual(NEW_TEXT);
   });
 
-  it('orders its publish by rank: remote sinks before local ones', () => {
-    expect(fixture.sink.publishRank).toBe(fixture.sink.kind === 'bigquery' ? 0 : 10);
+  it('orders its publish by rank: remote sinks before local ones (BigQuery, then Cloud Storage, then files)', () => {
+    expect(fixture.sink.publishRank).toBe({ csv: 10, 'bigquery (emulator)': 0, 'csv on gs:// (fake-gcs-server)': 5 }[underTest.name]);
   });
 });

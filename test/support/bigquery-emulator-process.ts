@@ -89,7 +89,7 @@ async function waitUntilAnswering(child: ChildProcess, url: string, timeoutMs: n
   throw new Error(`no answer from ${url} within ${timeoutMs} ms`);
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

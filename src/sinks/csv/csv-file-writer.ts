@@ -5,11 +5,10 @@ import type { Writable } from 'node:stream';
 import { once } from 'node:events';
 import { finished, pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { stringify } from 'csv-stringify/sync';
 import type { Logger } from 'pino';
 import type { Column, TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkWriter } from '../sink.js';
-import { CSV_DIALECT } from './csv-dialect.js';
+import { drained, encodedChunks, headerRecord } from './csv-chunks.js';
 import { CsvRecordEncoder } from './csv-record-encoder.js';
 import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
 import { PreparedManifest, type ManifestInputs } from './manifest.js';
@@ -27,13 +26,6 @@ export interface CsvFileWriterOptions {
   /** Publish `<target>.manifest.json` with the file (see manifest.ts): its temp path and run. */
   manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window'>;
 }
-
-// Rows are encoded in slices of this many and handed to the stream as one chunk: one write
-// per row would cost a stream round trip (and a gzip call) per row, while a whole page at once
-// would make the chunk size depend on itemsPerPage. 250 rows of a typical tile stay below V8's
-// large-object size (~128 KiB, or half as many characters once one is outside Latin-1), so the
-// chunk's text dies young instead of being allocated straight into the old generation.
-const ROWS_PER_CHUNK = 250;
 
 type State = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
@@ -98,7 +90,7 @@ export class CsvFileWriter implements SinkWriter {
     });
     options.logger.debug({ target, tempPath, gzip: options.gzip }, 'csv: writing to temp file');
     try {
-      await writer.write(stringify([options.columns.map((column) => column.header)], CSV_DIALECT));
+      await writer.write(headerRecord(options.columns));
     } catch (error) {
       await writer.abort();
       throw error;
@@ -109,10 +101,7 @@ export class CsvFileWriter implements SinkWriter {
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
     this.assertOpen('writeRows');
     this.options.signal?.throwIfAborted();
-    for (let start = 0; start < rows.length; start += ROWS_PER_CHUNK) {
-      const slice = start === 0 && rows.length <= ROWS_PER_CHUNK ? rows : rows.slice(start, start + ROWS_PER_CHUNK);
-      await this.write(this.encoder.encode(slice));
-    }
+    for (const chunk of encodedChunks(this.encoder, rows)) await this.write(chunk);
     this.rows += rows.length;
   }
 
@@ -265,30 +254,4 @@ export class CsvFileWriter implements SinkWriter {
   private assertOpen(operation: string): void {
     if (this.state !== 'open') throw new CsvWriterClosedError(this.options.target, operation, this.state);
   }
-}
-
-/** Resolves on 'drain'; rejects if the stream errors or closes first (it would never drain). */
-function drained(stream: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-    };
-    const onDrain = () => {
-      cleanup();
-      resolve();
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = () => {
-      cleanup();
-      reject(new Error('stream closed before it drained'));
-    };
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
 }

@@ -1,5 +1,6 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { CsvPathInvalidError } from './csv-errors.js';
+import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
 
 /** The values a path template can use. */
 export interface CsvPathValues {
@@ -21,7 +22,8 @@ export function defaultCsvPathTemplate(gzip: boolean): string {
 }
 
 /**
- * A validated output path template such as `{name}.csv` or `/exports/{tile}/{date}.csv.gz`.
+ * A validated output path template such as `{name}.csv`, `/exports/{tile}/{date}.csv.gz` or
+ * `gs://bucket/exports/{name}/{date}.csv` (a Cloud Storage object; its bucket is fixed text).
  * Everything that can be checked without a run is checked at construction, so `tilehouse validate`
  * reports a bad template before anything is fetched.
  */
@@ -37,6 +39,13 @@ export class CsvPathTemplate {
     if (/[{}]/.test(template.replace(PLACEHOLDER, ''))) throw invalid('unbalanced { or }');
     if (hasParentSegment(template)) throw invalid('".." segments are not allowed');
     if (/[\\/]$/.test(template)) throw invalid('names a directory, not a file');
+    if (looksLikeUrl(template)) {
+      if (!template.startsWith(GCS_SCHEME)) throw invalid('only Cloud Storage URLs (gs://bucket/object) are supported, written in lowercase');
+      const { bucket, rest } = splitGcsUrl(template)!;
+      if (bucket.includes('{')) throw invalid('the bucket must be fixed text, not a placeholder');
+      const problem = bucketNameProblem(bucket) ?? (rest.length === 0 ? 'no object name after the bucket' : undefined);
+      if (problem !== undefined) throw invalid(problem);
+    }
   }
 
   /**
@@ -54,7 +63,11 @@ export class CsvPathTemplate {
     if (hasParentSegment(rendered)) {
       throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
     }
+    if (rendered.startsWith(GCS_SCHEME)) return this.checkedObjectUrl(rendered);
     if (isAbsolute(rendered)) return resolve(rendered);
+    // A relative template under a gs:// directory is an object below that prefix; node:path must
+    // never see the URL (it would make a local `<cwd>/gs:/bucket/…`).
+    if (looksLikeGcsUrl(directory)) return this.checkedObjectUrl(`${directory.replace(/\/+$/, '')}/${rendered}`);
     const root = resolve(directory);
     const target = resolve(root, rendered);
     const inside = relative(root, target);
@@ -71,9 +84,25 @@ export class CsvPathTemplate {
     const folders = this.template.split(/[\\/]/).slice(0, -1);
     const fixed = folders.findIndex((segment) => segment.includes('{'));
     const prefix = (fixed < 0 ? folders : folders.slice(0, fixed)).join('/');
+    // For Cloud Storage the root is a URL prefix ending in "/": `gs://bucket/` or `gs://bucket/a/b/`.
+    if (this.template.startsWith(GCS_SCHEME)) return { root: `${prefix}/`, recursive: fixed >= 0 };
+    if (looksLikeGcsUrl(directory) && !isAbsolute(this.template)) {
+      return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: fixed >= 0 };
+    }
     const root = isAbsolute(this.template) ? resolve(prefix || '/') : resolve(directory, prefix);
     return { root, recursive: fixed >= 0 };
   }
+
+  private checkedObjectUrl(url: string): string {
+    const problem = gcsUrlProblem(url, { object: 'required' });
+    if (problem !== undefined) throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
+    return url;
+  }
+}
+
+/** Whether a resolved target is a Cloud Storage object rather than a local file. */
+export function isGcsTarget(target: string): boolean {
+  return target.startsWith(GCS_SCHEME);
 }
 
 function hasParentSegment(path: string): boolean {

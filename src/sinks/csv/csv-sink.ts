@@ -1,9 +1,11 @@
+import type { Storage } from '@google-cloud/storage';
+import type { Logger } from 'pino';
 import type { CsvSinkConfig } from '../../config/job-schema.js';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { CsvFileWriter } from './csv-file-writer.js';
 import { manifestPathOf } from './manifest.js';
-import { CsvPathTemplate, defaultCsvPathTemplate } from './csv-path.js';
-import { readCsvHeader } from './read-header.js';
+import { CsvPathTemplate, defaultCsvPathTemplate, isGcsTarget } from './csv-path.js';
+import { readCsvHeader, readCsvHeaderFrom } from './read-header.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 import { calendarDateIn } from '../../transform/calendar.js';
 
@@ -13,21 +15,35 @@ export interface CsvSinkOptions {
   directory: string;
   /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
   timezone: string;
+  /**
+   * The Cloud Storage client for gs:// targets; injected in tests. By default one is created on
+   * first use (Application Default Credentials, or STORAGE_EMULATOR_HOST), never for local targets.
+   */
+  storageClient?: Storage;
 }
 
 /**
  * Writes each run of a tile to one CSV file (optionally gzip-compressed), replacing the previous
- * file atomically on commit. See CSV_DIALECT for the exact format.
+ * file atomically on commit. See CSV_DIALECT for the exact format. The resolved target decides
+ * where the bytes go: a local file (CsvFileWriter: temp file + rename) or a Cloud Storage object
+ * (CsvObjectWriter: resumable upload to a temp object + rewrite under a generation precondition).
+ * Both write the same bytes (csv-chunks.ts).
  */
 export class CsvSink implements Sink {
   readonly kind = 'csv' as const;
-  // Last: a rename in a directory we just wrote to is the publish least likely to fail.
-  readonly publishRank = 10;
+  /**
+   * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
+   * fail. A gs:// object's rewrite is a remote call, likelier to fail than a rename and less than a
+   * BigQuery copy job: between the two.
+   */
+  readonly publishRank: number;
   private readonly template: CsvPathTemplate;
+  private storage: Promise<Storage> | undefined;
 
   /** Throws CsvPathInvalidError for a bad path template, so configuration checks catch it. */
   constructor(private readonly options: CsvSinkOptions) {
     this.template = new CsvPathTemplate(options.config.path ?? defaultCsvPathTemplate(options.config.gzip));
+    this.publishRank = isGcsTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
   }
 
   /** The output path for a run (exposed for `validate`/dry runs and tests). */
@@ -44,15 +60,44 @@ export class CsvSink implements Sink {
   }
 
   /** Temp files of dead runs, looked for only where this sink's template can put files. */
-  sweep(): Promise<string[]> {
+  async sweep(logger: Logger): Promise<string[]> {
     const { root, recursive } = this.template.sweepScope(this.options.directory);
-    return removeStaleTempFiles(root, { recursive });
+    if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
+    const { removeStaleTempObjects } = await import('../gcs/temp-objects.js');
+    return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
+  }
+
+  /** For gs:// targets: the bucket exists and the credentials may write it (nothing is written). */
+  async checkAccess(): Promise<string | undefined> {
+    const { root } = this.template.sweepScope(this.options.directory);
+    if (!isGcsTarget(root)) return undefined;
+    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
+    const { bucket, rest } = splitGcsUrl(root)!;
+    return checkBucketWritable(await this.storageClient(), bucket, rest);
+  }
+
+  /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
+  storageClient(): Promise<Storage> {
+    this.storage ??= this.options.storageClient !== undefined
+      ? Promise.resolve(this.options.storageClient)
+      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient());
+    return this.storage;
+  }
+
+  /** The header row of the target as it is now; undefined when there is none. */
+  private async existingHeader(target: string): Promise<string[] | undefined> {
+    if (!isGcsTarget(target)) return readCsvHeader(target, this.options.config.gzip);
+    const { parseGcsObjectUrl } = await import('../../config/gcs-url.js');
+    const { bucket, object } = parseGcsObjectUrl(target);
+    const file = (await this.storageClient()).bucket(bucket).file(object);
+    if (!(await file.exists())[0]) return undefined;
+    return readCsvHeaderFrom(file.createReadStream({ validation: false }), this.options.config.gzip);
   }
 
   /** Compares the run's headers with the existing file's header row (CSV has no types to compare). */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
     const target = this.targetFor(context);
-    const existing = await readCsvHeader(target, this.options.config.gzip);
+    const existing = await this.existingHeader(target);
     if (existing === undefined) return { sink: 'csv', target, action: 'create', details: [] };
     const headers = context.columns.map((column) => column.header);
     const details = [
@@ -65,6 +110,20 @@ export class CsvSink implements Sink {
 
   async open(context: SinkRunContext): Promise<SinkWriter> {
     const target = this.targetFor(context);
+    if (isGcsTarget(target)) {
+      const [{ CsvObjectWriter }, storage] = await Promise.all([import('./csv-object-writer.js'), this.storageClient()]);
+      return CsvObjectWriter.open({
+        jobName: context.jobName,
+        target,
+        runId: context.runId,
+        columns: context.columns,
+        gzip: this.options.config.gzip,
+        logger: context.logger,
+        storage,
+        ...(context.signal ? { signal: context.signal } : {}),
+        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      });
+    }
     const options = {
       jobName: context.jobName,
       target,

@@ -70,6 +70,27 @@ export async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/** The manifest of a prepared run (local file or Cloud Storage object alike). */
+export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPath'>, sha256: string): CsvManifest {
+  return {
+    manifestVersion: MANIFEST_VERSION,
+    file: basename(inputs.target),
+    job: inputs.jobName,
+    runId: inputs.runId,
+    rows: inputs.rows,
+    bytes: inputs.bytes,
+    sha256,
+    gzip: inputs.gzip,
+    columns: inputs.columns.map(({ name, header, type }) => ({ name, header, type })),
+    ...(inputs.window === undefined ? {} : { window: inputs.window }),
+    preparedAt: new Date().toISOString(),
+  };
+}
+
+export function manifestText(manifest: CsvManifest): string {
+  return `${JSON.stringify(manifest, null, 2)}\n`;
+}
+
 /** A manifest written to its temp file, ready to be published after the data file. */
 export class PreparedManifest {
   private constructor(
@@ -78,24 +99,12 @@ export class PreparedManifest {
   ) {}
 
   static async prepare(inputs: ManifestInputs): Promise<PreparedManifest> {
-    const manifest: CsvManifest = {
-      manifestVersion: MANIFEST_VERSION,
-      file: basename(inputs.target),
-      job: inputs.jobName,
-      runId: inputs.runId,
-      rows: inputs.rows,
-      bytes: inputs.bytes,
-      sha256: '',
-      gzip: inputs.gzip,
-      columns: inputs.columns.map(({ name, header, type }) => ({ name, header, type })),
-      ...(inputs.window === undefined ? {} : { window: inputs.window }),
-      preparedAt: new Date().toISOString(),
-    };
+    const manifest = buildManifest(inputs, '');
     let handle;
     try {
       manifest.sha256 = await sha256Of(inputs.dataPath);
       handle = await open(inputs.tempPath, 'wx', 0o644);
-      await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
+      await handle.writeFile(manifestText(manifest));
       await handle.sync();
     } catch (error) {
       await handle?.close().catch(() => undefined);

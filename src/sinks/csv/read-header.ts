@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { parse } from 'csv-parse';
 
@@ -14,10 +15,19 @@ export async function readCsvHeader(file: string, gzip: boolean): Promise<string
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const input = handle.createReadStream();
+  try {
+    return await readCsvHeaderFrom(handle.createReadStream(), gzip);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** The header record of a CSV byte stream (a file, a Cloud Storage object); destroys the stream after it. */
+export async function readCsvHeaderFrom(input: Readable, gzip: boolean): Promise<string[]> {
   const parser = parse({ to: 1, bom: true });
   const source = gzip ? input.pipe(createGunzip()) : input;
-  // pipe() does not forward errors: a corrupt gzip must end the parse, not hang it.
+  // pipe() does not forward errors: a corrupt gzip (or a failed download) must end the parse, not hang it.
+  input.on('error', (error: Error) => parser.destroy(error));
   source.on('error', (error: Error) => parser.destroy(error));
   source.pipe(parser);
   try {
@@ -25,6 +35,5 @@ export async function readCsvHeader(file: string, gzip: boolean): Promise<string
     return [];
   } finally {
     input.destroy();
-    await handle.close().catch(() => undefined);
   }
 }

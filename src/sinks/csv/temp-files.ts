@@ -20,8 +20,17 @@ const MAX_RUN_ID = 64;
  * atomic nor free.
  */
 export function tempPathFor(target: string, runId: string): string {
+  return join(dirname(target), tempNameFor(basename(target), runId));
+}
+
+/**
+ * The temp name of a target's base name: `.<name>.tilehouse-<runId>+<owner tag>.tmp`. Also the
+ * last segment of a Cloud Storage temp object's name, so one pattern (and one sweep rule)
+ * recognises both.
+ */
+export function tempNameFor(targetName: string, runId: string): string {
   const suffix = `.tilehouse-${toFileNameSafe(runId).slice(0, MAX_RUN_ID)}+${formatOwnerTag()}.tmp`;
-  return join(dirname(target), `.${truncateToBytes(basename(target), MAX_NAME_BYTES - 1 - Buffer.byteLength(suffix))}${suffix}`);
+  return `.${truncateToBytes(targetName, MAX_NAME_BYTES - 1 - Buffer.byteLength(suffix))}${suffix}`;
 }
 
 /** The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character. */

@@ -1,0 +1,35 @@
+import type { Storage } from '@google-cloud/storage';
+import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
+
+/** What a gs:// CSV run does to its bucket (see the README's IAM paragraph). */
+export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.delete', 'storage.objects.get', 'storage.objects.list'] as const;
+
+/**
+ * Whether a run could write below `prefix` of `bucket`, found without writing anything: a listing
+ * (the bucket exists, we may list it), then `testIamPermissions` for the rest, which any caller
+ * may ask of any bucket it can see. Returns a note for the operator; throws gcs_bucket_not_found
+ * or gcs_permission_denied (naming every missing permission).
+ */
+export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string): Promise<string> {
+  const where = `gs://${bucketName}/${prefix}`;
+  const bucket = storage.bucket(bucketName);
+  try {
+    await bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false });
+  } catch (error) {
+    throw gcsFailure(error, { target: where, bucket: bucketName, operation: 'listing the bucket', permission: 'storage.objects.list', notFoundIsBucket: true });
+  }
+  let granted: Record<string, boolean>;
+  try {
+    [granted] = await bucket.iam.testPermissions([...REQUIRED_PERMISSIONS]);
+  } catch (error) {
+    // The listing proved the bucket exists, so a 404 here is an endpoint without IAM (an
+    // emulator such as fake-gcs-server): say the permissions were not tested rather than guess.
+    if (statusOf(error) === 404) return `${where}: bucket found; permissions not tested (this endpoint has no IAM)`;
+    throw gcsFailure(error, { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
+  }
+  const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
+  if (missing.length > 0) {
+    throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName} (grant roles/storage.objectUser on the bucket)`);
+  }
+  return `${where}: writable`;
+}

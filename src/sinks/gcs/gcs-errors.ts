@@ -1,0 +1,59 @@
+import { TilehouseError } from '../../errors.js';
+
+/**
+ * Cloud Storage failures a user can cause and fix, each with a stable code:
+ *
+ * - `gcs_bucket_not_found`: the bucket does not exist (a typo, another project);
+ * - `gcs_permission_denied`: the credentials lack a permission on the bucket, named in the message;
+ * - `gcs_target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
+ * - `gcs_target_changed`: another writer replaced the target while this run wrote (a precondition
+ *   failed); the run publishes nothing rather than overwrite it;
+ * - `gcs_write_failed`: anything else (network, 5xx after retries, checksum mismatch).
+ */
+export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed';
+
+export class GcsError extends TilehouseError {
+  constructor(
+    readonly code: GcsFailureCode,
+    readonly target: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(`csv ${target}: ${message}`, cause === undefined ? undefined : { cause });
+  }
+}
+
+/** The HTTP status of a client error (ApiError.code, or a gaxios response). */
+export function statusOf(error: unknown): number | undefined {
+  const candidate = error as { code?: unknown; status?: unknown; response?: { status?: unknown } } | null;
+  for (const value of [candidate?.code, candidate?.status, candidate?.response?.status]) {
+    if (typeof value === 'number') return value;
+  }
+  return undefined;
+}
+
+/**
+ * A client error as one of the stable failures. `permission` is the IAM permission the failed
+ * call needs, so a 403 says exactly what to grant (Cloud Storage's own 403 message names the
+ * principal and usually the permission; ours adds the bucket and the step).
+ */
+export function gcsFailure(
+  error: unknown,
+  where: { target: string; bucket: string; operation: string; permission: string; /** A listing: its 404 can only be the bucket. */ notFoundIsBucket?: boolean },
+): GcsError {
+  if (error instanceof GcsError) return error;
+  const status = statusOf(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  if (status === 403 || status === 401) {
+    return new GcsError(
+      'gcs_permission_denied',
+      where.target,
+      `${where.operation} failed: permission ${where.permission} is missing on bucket ${where.bucket} (grant roles/storage.objectUser on the bucket; see the README's Cloud Storage section): ${detail}`,
+      error,
+    );
+  }
+  if (status === 404 && (where.notFoundIsBucket === true || /bucket/i.test(detail))) {
+    return new GcsError('gcs_bucket_not_found', where.target, `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`, error);
+  }
+  return new GcsError('gcs_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
+}

@@ -1,0 +1,56 @@
+import type { Storage, StorageOptions } from '@google-cloud/storage';
+
+/**
+ * Where the client should send requests when `STORAGE_EMULATOR_HOST` names a local stand-in
+ * (fake-gcs-server): its origin, or undefined for real Cloud Storage.
+ *
+ * The variable's conventional form (Go and Python clients, fake-gcs-server's docs) is
+ * `http://host:port`; some setups write `http://host:port/storage/v1`; a bare `host:port` is
+ * taken as http. The Node client 8.x uses the value as is for two different things: JSON API
+ * calls go to `<value>/b/…` (so they need the `/storage/v1` form) while uploads go to
+ * `<apiEndpoint>/upload/storage/v1/…` (so they need the bare origin). Neither form alone works
+ * for both (measured; see the README's "What fake-gcs-server could not show").
+ */
+export function emulatorOrigin(env: NodeJS.ProcessEnv): string | undefined {
+  const value = env.STORAGE_EMULATOR_HOST?.trim();
+  if (value === undefined || value === '') return undefined;
+  const withScheme = /^[a-z]+:\/\//i.test(value) ? value : `http://${value}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new Error(`STORAGE_EMULATOR_HOST=${JSON.stringify(value)} is not a URL (expected http://host:port)`);
+  }
+  return url.origin;
+}
+
+/** Client options: ADC (Workload Identity on GKE) for Cloud Storage, the emulator's origin when set. */
+export function storageOptionsFor(env: NodeJS.ProcessEnv): StorageOptions {
+  const origin = emulatorOrigin(env);
+  // An emulator has no project to discover: without one the client would look for ADC (and the
+  // metadata server) before its first bucket-level call, seconds of timeouts off GCP.
+  return origin === undefined ? {} : { apiEndpoint: origin, projectId: env.GOOGLE_CLOUD_PROJECT ?? 'local-emulator' };
+}
+
+/**
+ * A client for the given environment. Loaded on demand, as the BigQuery client is: the storage
+ * client adds to every start, which runs writing only local CSV files should not pay.
+ *
+ * With an emulator, the client is constructed while `STORAGE_EMULATOR_HOST` holds the
+ * `/storage/v1` form and `apiEndpoint` the origin: the one combination where both JSON calls and
+ * uploads reach the emulator. The constructor reads the variable once (8.x: `baseUrl`), so it is
+ * set for that synchronous call only and restored at once.
+ */
+export async function createStorageClient(env: NodeJS.ProcessEnv = process.env): Promise<Storage> {
+  const { Storage } = await import('@google-cloud/storage');
+  const origin = emulatorOrigin(env);
+  if (origin === undefined) return new Storage(storageOptionsFor(env));
+  const previous = process.env.STORAGE_EMULATOR_HOST;
+  process.env.STORAGE_EMULATOR_HOST = `${origin}/storage/v1`;
+  try {
+    return new Storage(storageOptionsFor(env));
+  } finally {
+    if (previous === undefined) delete process.env.STORAGE_EMULATOR_HOST;
+    else process.env.STORAGE_EMULATOR_HOST = previous;
+  }
+}
