@@ -228,8 +228,8 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
   return { window, summary, warnings };
 }
 
-/** A window refused before any request: it counts as failed and says why. */
-function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWindowFutureError): JobRunSummary {
+/** A window (or an incremental job) refused before any request: it counts as failed and says why. */
+export function skippedWindowSummary(job: LoadedJob, runId: string, error: TilehouseError): JobRunSummary {
   return {
     job: job.name,
     tile: job.tile,
