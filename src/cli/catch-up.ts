@@ -1,6 +1,6 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, type TilehouseError } from '../errors.js';
-import { catchUpPlan, splitWindows, type CatchUpPlan, type DateWindow } from '../pipeline/backfill-windows.js';
+import { addDays, catchUpPlan, splitWindows, type CatchUpPlan, type DateWindow } from '../pipeline/backfill-windows.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
 import { openWindowSession, skippedWindowSummary, type WindowSession } from '../pipeline/run-backfill.js';
 import { calendarDateIn } from '../transform/index.js';
@@ -57,14 +57,10 @@ export async function planCatchUp(job: LoadedJob, sinks: readonly Sink[], sessio
   const settings = job.incremental!;
   const today = calendarDateIn(session.now(), job.timezone);
   const readers = await windowStateReaders(job, sinks, context.workspace.environment, context.seams.sinkOptions ?? {}, context.output.logger);
-  const days = settings.startFrom <= today ? splitWindows(settings.startFrom, calendarDayAfter(today), 'day') : [];
+  const days = settings.startFrom <= today ? splitWindows(settings.startFrom, addDays(today, 1), 'day') : [];
   const states = [];
   for (const reader of readers) states.push({ target: reader.target, done: await reader.doneWindows(days) });
   return catchUpPlan(job.name, settings, today, states, context.fixFlags);
-}
-
-function calendarDayAfter(day: string): string {
-  return splitWindows(day, '9999-12-31', 'day')[0]!.to;
 }
 
 /**
