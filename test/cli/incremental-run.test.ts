@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFile, rm, stat } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
@@ -7,6 +10,7 @@ import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '.
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { dailySeverityQuery } from '../support/queries.js';
+import { CLI } from '../support/spawn-cli.js';
 
 // A daily job on the sandbox, whose clock is moved from run to run (a sandbox per "day", started
 // with its own now): the "cluster" runs on day 1, is down on days 2-4, and runs again on day 5.
@@ -96,4 +100,53 @@ describe('an incremental run catches up the days the cluster missed', () => {
     expect(exports(day5)).toBe(requests);
     expect(await Promise.all(days.map(async (day) => (await stat(path.join(workspace.outDir, 'daily', `${day}.csv`))).mtimeMs))).toEqual(before);
   });
+});
+
+describe('an incremental run killed in the middle of a catch-up', () => {
+  it('is resumed by the next run at the first unpublished day: none published twice, none skipped', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    // Ten days to catch up, each export slowed so that the kill lands between two days.
+    const sandbox = await startSandbox({ incidents: 10_000, now: at('2026-07-10'), latencyMs: 300 });
+    opened.push(sandbox);
+    const workspace = await writeWorkspace(root, sandbox, [job({})]);
+    const days = Array.from({ length: 10 }, (_, index) => `2026-07-${String(index + 1).padStart(2, '0')}`);
+    const manifests = async () => (await listFiles(path.join(workspace.outDir, 'daily'))).filter((name) => name.endsWith('.manifest.json'));
+
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, CI: '', ...sandboxEnv(sandbox) },
+      stdio: 'ignore',
+    });
+    let exited = false;
+    const exit = once(child, 'exit').then(() => (exited = true));
+    const deadline = Date.now() + 60_000;
+    while (!exited && (await manifests()).length === 0 && Date.now() < deadline) await sleep(5);
+    child.kill('SIGKILL');
+    await exit;
+
+    const killedRun = new Map<string, string>();
+    for (const name of await manifests()) killedRun.set(name.slice(0, 10), (JSON.parse(await readFile(path.join(workspace.outDir, 'daily', name), 'utf8')) as { runId: string }).runId);
+    expect(killedRun.size).toBeGreaterThan(0);
+    expect(killedRun.size).toBeLessThan(days.length);
+    // Oldest first, one at a time: what the killed run published is a prefix of the days.
+    expect([...killedRun.keys()].sort()).toEqual(days.slice(0, killedRun.size));
+
+    const next = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
+    expect(next.exitCode).toBe(0);
+    const summary = summarySchema.parse(JSON.parse(next.stdout));
+    if (summary.command !== 'run') throw new Error('not a run summary');
+    expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(days.slice(killedRun.size));
+    expect(summary.incremental![0]!.reason).toContain(`resume after ${days[killedRun.size - 1]}`);
+
+    // Every day once: the killed run's days still hold its publish, the others the new run's.
+    for (const day of days) {
+      const manifest = JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { runId: string };
+      expect(manifest.runId, day).toBe(killedRun.get(day) ?? `${summary.runId}-${day.replaceAll('-', '')}`);
+    }
+    const written: string[][] = [];
+    for (const day of days) written.push(...(await dayRows(workspace, day)));
+    expect(written).toEqual(sourceRows(sandbox, days[0]!, '2026-07-11'));
+    // The killed run's temp files were swept by the next one.
+    expect((await listFiles(workspace.outDir)).filter((name) => !/^daily\/2026-07-\d\d\.csv(\.manifest\.json)?$/.test(name))).toEqual([]);
+  }, 90_000);
 });
