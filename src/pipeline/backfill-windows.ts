@@ -158,7 +158,7 @@ export function catchUpPlan(job: string, settings: CatchUpSettings, today: strin
   };
   const frontiers = targets.map((state) => ({ target: state.target, first: firstGap(state.done) }));
   const earliest = frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
-  const latest = frontiers.reduce((max, state) => (state.first > max ? state.first : max), settings.startFrom);
+  const latest = frontiers.reduce((max, state) => (state.first > max ? state.first : max), earliest);
   const tolerance = Math.max(1, settings.lookbackDays);
   if (frontiers.length > 0 && daysBetween(earliest, latest) > tolerance) {
     const lagging = frontiers.filter((state) => state.first === earliest).map((state) => state.target);
