@@ -233,7 +233,8 @@ function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
         ctx.addIssue({ code: 'custom', path: ['sinks', index, 'path'], input: sink.path, message: 'an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' });
       }
       if (sink.manifest !== true) {
-        ctx.addIssue({ code: 'custom', path: ['sinks', index, 'manifest'], input: sink.manifest, message: 'an incremental job tells a finished day by its manifest: set manifest: true' });
+        // Reported on the sink, whose line is known, since the key is usually absent.
+        ctx.addIssue({ code: 'custom', path: ['sinks', index], input: sink.manifest, message: 'an incremental job tells a finished day by its CSV manifest: set manifest: true' });
       }
     } else if (sink.writeMode !== 'partition') {
       ctx.addIssue({ code: 'custom', path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: 'an incremental job writes one partition per day and may export a day again: use writeMode: partition' });
