@@ -40,6 +40,18 @@ export function jobForBackfill(job: LoadedJob): LoadedJob {
   return { ...job, sinks };
 }
 
+/**
+ * An incremental job (`incremental:`) as the backfill machinery runs it: its item and bucket
+ * column as the backfill section (the one the window runner reads), its sinks checked as a
+ * backfill's (one file or partition per day).
+ */
+export function jobForIncremental(job: LoadedJob): LoadedJob {
+  const incremental = job.incremental!;
+  const item = incremental.item ?? job.backfill?.item;
+  const bucketColumn = incremental.bucketColumn ?? job.backfill?.bucketColumn;
+  return jobForBackfill({ ...job, backfill: { item: item!, ...(bucketColumn === undefined ? {} : { bucketColumn }) } });
+}
+
 export { rerunCommands } from './window-runs.js';
 
 export const backfillCommand: Command = {
@@ -118,7 +130,9 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
     const workspace = await loadRunnableWorkspace(values, [tileName], io.env);
     const { credentials } = workspace;
-    const job = jobForBackfill(workspace.selected[0]!);
+    // An incremental job is backfilled with its incremental item (a backfill: section, if any, agrees).
+    const selected = workspace.selected[0]!;
+    const job = selected.incremental === undefined ? jobForBackfill(selected) : jobForIncremental(selected);
     backfillItemIndex(job);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger } = output;

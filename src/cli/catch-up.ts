@@ -2,27 +2,16 @@ import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, type TilehouseError } from '../errors.js';
 import { addDays, catchUpPlan, splitWindows, type CatchUpPlan, type DateWindow } from '../pipeline/backfill-windows.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
+import type { IncrementalPlan } from '../pipeline/plan-job.js';
 import { openWindowSession, skippedWindowSummary, type WindowSession } from '../pipeline/run-backfill.js';
 import { calendarDateIn } from '../transform/index.js';
 import type { Sink } from '../sinks/sink.js';
-import { jobForBackfill } from './backfill-command.js';
+import { jobForIncremental } from './backfill-command.js';
 import type { CliIo, CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { windowStateReaders } from './window-state.js';
 import { runWindowsReported } from './window-runs.js';
-
-/**
- * An incremental job (`incremental:`) as the backfill machinery runs it: its item and bucket
- * column as the backfill section (the one the window runner reads), its sinks checked as a
- * backfill's (one file or partition per day).
- */
-export function jobForIncremental(job: LoadedJob): LoadedJob {
-  const incremental = job.incremental!;
-  const item = incremental.item ?? job.backfill?.item;
-  const bucketColumn = incremental.bucketColumn ?? job.backfill?.bucketColumn;
-  return jobForBackfill({ ...job, backfill: { item: item!, ...(bucketColumn === undefined ? {} : { bucketColumn }) } });
-}
 
 /** What an incremental run covered, for the summary: the plan, then what became of its windows. */
 export interface CatchUpReport {
@@ -112,4 +101,20 @@ export function catchUpLines(report: CatchUpReport): string {
   if (report.failed.length > 0) lines.push(`       ${report.failed.length} window${report.failed.length === 1 ? '' : 's'} failed; the next run starts again at ${report.failed[0]!.from}`);
   if (report.left.length > 0) lines.push(`       warning: ${report.left.length} day windows (${report.left[0]!.from}..${report.left.at(-1)!.to}) left for the next run (maxWindows ${report.maxWindows})`);
   return `${lines.join('\n')}\n`;
+}
+
+/** What `plan` shows of an incremental job: the next run's windows, or why it would run none. */
+export async function incrementalPlanOf(job: LoadedJob, sinks: readonly Sink[], context: CatchUpContext): Promise<IncrementalPlan> {
+  const { workspace, output, seams, io } = context;
+  let session: WindowSession | undefined;
+  try {
+    session = await openWindowSession(job, { environment: workspace.environment, credentials: workspace.credentials, logger: output.logger, retry: seams.retry, signal: io.signal });
+    const plan = await planCatchUp(job, sinks, session, context);
+    return { today: plan.today, reason: plan.reason, windows: plan.windows, lookback: plan.lookback, left: plan.left };
+  } catch (error) {
+    if (!isTilehouseError(error) || error.exitCode === 2) throw error;
+    return { today: null, reason: 'nothing: the state could not be planned', windows: [], lookback: [], left: [], error: { code: error.code, message: error.message } };
+  } finally {
+    await session?.close();
+  }
 }

@@ -10,10 +10,11 @@ import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-fl
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { jobForIncremental } from './backfill-command.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
-import { catchUpLines, jobForIncremental, runCatchUp, type CatchUpReport } from './catch-up.js';
+import { catchUpLines, runCatchUp, type CatchUpReport } from './catch-up.js';
 import { workspaceFlags } from './window-runs.js';
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
@@ -28,7 +29,12 @@ export const runCommand: Command = {
                      [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
-publishes the run, or none does. Logs go to stderr: one line per event and a live progress line
+publishes the run, or none does. An incremental job (incremental: in its file) exports instead
+each day from the first one its targets have not published (minus lookbackDays; startFrom on its
+first run) up to the source's today, one window at a time, oldest first, at most maxWindows: the
+rest is left for the next run with a warning (exit 0). Its state (CSV manifests, the BigQuery run
+ledger) that cannot be read fails the job with incremental_state_unreadable, targets that
+disagree with incremental_state_ambiguous and the backfill that fixes it; nothing is exported. Logs go to stderr: one line per event and a live progress line
 per tile on a terminal, JSON lines otherwise; a human summary ends the run (stderr).
 
 Options:

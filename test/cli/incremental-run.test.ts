@@ -150,3 +150,73 @@ describe('an incremental run killed in the middle of a catch-up', () => {
     expect((await listFiles(workspace.outDir)).filter((name) => !/^daily\/2026-07-\d\d\.csv(\.manifest\.json)?$/.test(name))).toEqual([]);
   }, 90_000);
 });
+
+describe('plan and the limits of a catch-up', () => {
+  it('plan shows the windows the next run would export and why; a capped run does the oldest and says what is left', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const day1 = await sandboxAt('2026-07-01');
+    expect((await runOn(root, day1, [job({})])).exitCode).toBe(0);
+
+    const day5 = await sandboxAt('2026-07-05');
+    const capped = [job({ lookbackDays: 1, maxWindows: 2 })];
+    const workspace = await writeWorkspace(root, day5, capped);
+    const files = await listFiles(workspace.outDir);
+    const plan = await runCli(['plan', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(day5) });
+    expect(plan.exitCode).toBe(0);
+    expect(plan.stdout).toContain(
+      "  incremental (source's today 2026-07-05): next run exports 2 windows 2026-07-01..2026-07-03: resume after 2026-07-01 (the last day every target holds); " +
+        'lookback 1 day (2026-07-01..2026-07-02); capped at maxWindows 2: 3 left for the next run (2026-07-03..2026-07-06)\n' +
+        '    2026-07-01  (lookback: published, exported again)\n    2026-07-02\n',
+    );
+    expect(await listFiles(workspace.outDir)).toEqual(files);
+
+    const run = await runOn(root, day5, capped);
+    expect(run.exitCode).toBe(0);
+    expect(run.summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02']);
+    expect(run.summary.incremental![0]!.left.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
+    expect(run.stderr).toContain('warning: 3 day windows (2026-07-03..2026-07-06) left for the next run (maxWindows 2)');
+    const next = await runOn(root, day5, capped);
+    expect(next.summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-02', '2026-07-03']);
+  });
+
+  it('fails with incremental_state_unreadable, exporting nothing, when a manifest cannot be read', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const day5 = await sandboxAt('2026-07-05');
+    const workspace = await writeWorkspace(root, day5, [job({})]);
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.join(workspace.outDir, 'daily', '2026-07-03.csv.manifest.json'), { recursive: true });
+    const requests = exports(day5);
+    const run = await runOn(root, day5, [job({})]);
+    expect(run.exitCode).toBe(1);
+    expect(run.summary.tiles.map((tile) => tile.error?.code)).toEqual(['incremental_state_unreadable']);
+    expect(run.summary.incremental![0]!.error?.message).toMatch(/cannot read \{name\}\/\{date\}\.csv's state: EISDIR/);
+    expect(exports(day5)).toBe(requests);
+    expect(await listFiles(path.join(workspace.outDir, 'daily'))).toEqual([]);
+  });
+
+  it('refuses targets that disagree with incremental_state_ambiguous and the backfill that makes them agree', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const day5 = await sandboxAt('2026-07-05');
+    const one = { ...job({}), sinks: [{ type: 'csv', manifest: true, path: 'a/{date}.csv' }] };
+    expect((await runOn(root, day5, [one])).exitCode).toBe(0);
+    // A second sink added to a job that has run for days: should it get those days or not?
+    const two = { ...one, sinks: [...one.sinks, { type: 'csv', manifest: true, path: 'b/{date}.csv' }] };
+    const requests = exports(day5);
+    const refused = await runOn(root, day5, [two]);
+    expect(refused.exitCode).toBe(1);
+    expect(exports(day5)).toBe(requests);
+    expect(refused.summary.tiles[0]!.error?.code).toBe('incremental_state_ambiguous');
+    const fix = `tilehouse backfill --job daily --from 2026-07-01 --to 2026-07-06 --step day --config ${refused.workspace.configFile} --jobs ${refused.workspace.jobsDir}`;
+    expect(refused.stderr).toContain(fix);
+    expect(refused.stderr).toContain('a/{date}.csv holds every day up to 2026-07-05, b/{date}.csv lacks 2026-07-01');
+
+    const backfill = await runCli(fix.split(' ').slice(1), { env: sandboxEnv(day5) });
+    expect(backfill.exitCode).toBe(0);
+    const agreed = await runOn(root, day5, [two]);
+    expect(agreed.exitCode).toBe(0);
+    expect(agreed.summary.incremental![0]!.windows).toEqual([]);
+  });
+});
