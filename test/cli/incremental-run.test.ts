@@ -220,3 +220,31 @@ describe('plan and the limits of a catch-up', () => {
     expect(agreed.summary.incremental![0]!.windows).toEqual([]);
   });
 });
+
+describe('tilehouse schedule with an incremental job', () => {
+  it('catches up on its first tick and finds every day published on the next ones', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const sandbox = await sandboxAt('2026-07-03');
+    const everySecond = { ...job({ startFrom: '2026-06-30' }), schedule: { cron: '* * * * * *', timezone: 'UTC' } };
+    const workspace = await writeWorkspace(root, sandbox, [everySecond]);
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, CI: '', ...sandboxEnv(sandbox) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let logs = '';
+    child.stderr.on('data', (chunk: Buffer) => (logs += chunk.toString()));
+    const deadline = Date.now() + 30_000;
+    // One log line per tick says what the tick exports and why.
+    const ticks = (reason: string) => logs.split('\n').filter((line) => line.includes(`"msg":"daily: ${reason}`)).length;
+    while (ticks('no windows: every day up to today 2026-07-03 is published') < 2 && Date.now() < deadline) await sleep(50);
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(143);
+    expect(ticks('4 windows 2026-06-30..2026-07-04: first run: from incremental.startFrom 2026-06-30')).toBe(1);
+    expect(ticks('no windows: every day up to today 2026-07-03 is published')).toBeGreaterThanOrEqual(2);
+    const written: string[][] = [];
+    for (const day of ['2026-06-30', '2026-07-01', '2026-07-02', '2026-07-03']) written.push(...(await dayRows(workspace, day)));
+    expect(written).toEqual(sourceRows(sandbox, '2026-06-30', '2026-07-04'));
+  }, 60_000);
+});
