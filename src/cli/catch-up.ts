@@ -11,6 +11,7 @@ import type { CliIo, CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { windowStateReaders } from './window-state.js';
+import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { runWindowsReported } from './window-runs.js';
 
 /** What an incremental run covered, for the summary: the plan, then what became of its windows. */
@@ -59,6 +60,19 @@ export async function planCatchUp(job: LoadedJob, sinks: readonly Sink[], sessio
  * that cannot be read, or targets that disagree, fail the job before any export.
  */
 export async function runCatchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, context: CatchUpContext): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
+  const started = Date.now();
+  const outcome = await catchUp(job, sinks, runId, context);
+  // One push per run to the scheduled runs' group (not the backfills'): the freshness alerts watch
+  // it, and a run that found every day published is a success too.
+  const metrics = metricsPusherFor(context.workspace.environment.metrics, context.output.logger);
+  if (metrics !== undefined) {
+    const tokenFetches = outcome.tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0);
+    await metrics.pushTileRun(backfillRunMetrics(job.name, outcome.tiles, { durationMs: Date.now() - started, tokenFetches }), job.schedule);
+  }
+  return outcome;
+}
+
+async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, context: CatchUpContext): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
   const settings = job.incremental!;
   const { workspace, output, seams, io } = context;
   const base = { job: job.name, lookbackDays: settings.lookbackDays, maxWindows: settings.maxWindows };
@@ -78,7 +92,7 @@ export async function runCatchUp(job: LoadedJob, sinks: readonly Sink[], runId: 
     output.logger[plan.left.length > 0 ? 'warn' : 'info']({ job: job.name, today: plan.today, windows: plan.windows.length, left: plan.left.length }, `${job.name}: ${plan.reason}`);
     const report: CatchUpReport = { ...base, today: plan.today, firstUnpublished: plan.firstUnpublished, firstRun: plan.firstRun, reason: plan.reason, windows: plan.windows, failed: [], left: plan.left };
     if (plan.windows.length === 0) return { tiles: [], report };
-    const { summary } = await runWindowsReported({ job, sinks, windows: plan.windows, workspace, output, io, seams, runId, concurrency: 1, strict: false, label: 'catch-up', session });
+    const { summary } = await runWindowsReported({ job, sinks, windows: plan.windows, workspace, output, io, seams, runId, concurrency: 1, strict: false, label: 'catch-up', session, pushMetrics: false });
     return { tiles: summary.windows.map((result) => result.summary), report: { ...report, failed: summary.failed } };
   } finally {
     await session.close();

@@ -29,6 +29,8 @@ export interface WindowRunRequest {
   /** Screen label of the progress line ('backfill', 'catch-up'). */
   label: string;
   session?: WindowSession;
+  /** False: the caller pushes the metrics itself (an incremental run pushes to the schedule's group). Default true. */
+  pushMetrics?: boolean;
 }
 
 export interface WindowRunOutcome {
@@ -69,7 +71,7 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
   } finally {
     screen?.close();
   }
-  const metrics = metricsPusherFor(workspace.environment.metrics, logger);
+  const metrics = request.pushMetrics === false ? undefined : metricsPusherFor(workspace.environment.metrics, logger);
   if (metrics !== undefined && summary.windows.length > 0) {
     await metrics.pushTileRun(backfillRunMetrics(job.name, summary.windows.map((result) => result.summary), { durationMs: Date.now() - started, tokenFetches: summary.tokenFetches }), undefined, { mode: 'backfill' });
   }
