@@ -1,9 +1,8 @@
 import { ConfigError, type ConfigProblem } from '../config/config-error.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { shortDuration } from '../pipeline/progress.js';
-import { isCalendarDate, splitWindows, type DateWindow, type WindowStep } from '../pipeline/backfill-windows.js';
+import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { backfillItemIndex, runBackfill, type BackfillSummary } from '../pipeline/run-backfill.js';
+import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
@@ -12,8 +11,7 @@ import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { shareOf } from '../pipeline/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
-import { ledgerRecorderFor } from './run-ledger-reporter.js';
-import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
+import { rerunCommands, runWindowsReported, windowLines, windowsExitCode, workspaceFlags } from './window-runs.js';
 import { doneWindowsOf } from './resume-windows.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -42,16 +40,19 @@ export function jobForBackfill(job: LoadedJob): LoadedJob {
   return { ...job, sinks };
 }
 
-/** Contiguous failed windows, merged, as the commands that re-run only them. */
-export function rerunCommands(failed: readonly DateWindow[], job: string, step: WindowStep, passThrough: readonly string[]): string[] {
-  const ranges: DateWindow[] = [];
-  for (const window of failed) {
-    const last = ranges.at(-1);
-    if (last !== undefined && last.to === window.from) last.to = window.to;
-    else ranges.push({ ...window });
-  }
-  return ranges.map((range) => ['tilehouse backfill', '--job', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
+/**
+ * An incremental job (`incremental:`) as the backfill machinery runs it: its item and bucket
+ * column as the backfill section (the one the window runner reads), its sinks checked as a
+ * backfill's (one file or partition per day).
+ */
+export function jobForIncremental(job: LoadedJob): LoadedJob {
+  const incremental = job.incremental!;
+  const item = incremental.item ?? job.backfill?.item;
+  const bucketColumn = incremental.bucketColumn ?? job.backfill?.bucketColumn;
+  return jobForBackfill({ ...job, backfill: { item: item!, ...(bucketColumn === undefined ? {} : { bucketColumn }) } });
 }
+
+export { rerunCommands } from './window-runs.js';
 
 export const backfillCommand: Command = {
   name: 'backfill',
@@ -129,10 +130,12 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
     const workspace = await loadRunnableWorkspace(values, [tileName], io.env);
     const { credentials } = workspace;
-    const job = jobForBackfill(workspace.selected[0]!);
+    // An incremental job is backfilled with its incremental item (a backfill: section, if any, agrees).
+    const selected = workspace.selected[0]!;
+    const job = selected.incremental === undefined ? jobForBackfill(selected) : jobForIncremental(selected);
     backfillItemIndex(job);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-    const { logger, screen } = output;
+    const { logger } = output;
     const allWindows = splitWindows(values.from!, values.to!, step);
     const shareWindows = shard === undefined ? allWindows : shareOf(allWindows, shard);
     if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${allWindows.length} windows`);
@@ -140,69 +143,22 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const skipped = shareWindows.filter((window) => done.has(window.from));
     const windows = shareWindows.filter((window) => !done.has(window.from));
     if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${skipped.length} windows already done, ${windows.length} to run`);
-    const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger);
-
-    const startedAt = new Date();
-    const started = startedAt.getTime();
-    let rows = 0;
-    let summary: BackfillSummary;
-    try {
-      summary = await runBackfill(job, {
-        environment: workspace.environment,
-        credentials,
-        logger,
-        sinks,
-        windows,
-        concurrency,
-        runId,
-        retry: seams.retry,
-        signal: io.signal,
-        strict: values.strict === true,
-        ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, result.window) }),
-        onWindowDone: (result, done) => {
-          rows += result.summary.rows;
-          const eta = ((Date.now() - started) / done) * (windows.length - done);
-          screen?.set('backfill', `${job.name}  ${done}/${windows.length} windows, ${rows} rows, ETA ${shortDuration(eta)}`);
-        },
-      });
-    } finally {
-      screen?.close();
-    }
+    const { summary, rows, startedAt, durationMs } = await runWindowsReported({
+      job, sinks, windows, workspace, output, io, seams, runId, concurrency, strict: values.strict === true, label: 'backfill',
+    });
 
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows)`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
-    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows${resumed}`];
-    if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
-    for (const { window, summary: tile, warnings } of summary.windows) {
-      const detail =
-        tile.status === 'succeeded'
-          ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
-          : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
-      lines.push(`  ${window.from}..${window.to}: ${detail}`);
-      for (const warning of warnings) lines.push(`    warning: ${warning}`);
-    }
-    const passThrough = [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
-    if (summary.failed.length > 0) {
-      lines.push(`failed windows: ${summary.failed.length}; re-run only them with:`);
-      for (const command of rerunCommands(summary.failed, job.name, step, passThrough)) lines.push(`  ${command}`);
-    }
+    const rerun = rerunCommands(summary.failed, job.name, step, workspaceFlags(values));
+    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows${resumed}`, ...windowLines(summary, rerun)];
     io.stderr.write(`${lines.join('\n')}\n`);
-    const code = summary.windows.some((result) => result.summary.status === 'partially_published')
-      ? EXIT.partiallyPublished
-      : summary.failed.length > 0
-        ? EXIT.tileFailed
-        : EXIT.ok;
-    const rerun = summary.failed.length === 0 ? [] : rerunCommands(summary.failed, job.name, step, passThrough);
-    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    if (metrics !== undefined && summary.windows.length > 0) {
-      await metrics.pushTileRun(backfillRunMetrics(job.name, summary.windows.map((result) => result.summary), { durationMs: Date.now() - started, tokenFetches: summary.tokenFetches }), undefined, { mode: 'backfill' });
-    }
+    const code = windowsExitCode(summary);
     const document = backfillSummaryDocument({
       summary,
       exitCode: code,
       window: { start: values.from!, end: values.to! },
       startedAt,
-      durationMs: Date.now() - started,
+      durationMs,
       from: values.from!,
       to: values.to!,
       step,

@@ -5,14 +5,20 @@ import { formatJobPlan, planJob } from '../pipeline/plan-job.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { jobForIncremental } from './backfill-command.js';
+import { incrementalPlanOf } from './catch-up.js';
+import { workspaceFlags } from './window-runs.js';
 
 export const planCommand: Command = {
   name: 'plan',
   help: `Usage: tilehouse plan [--config FILE] [--jobs DIR] [--job NAME]... [--json]
 
 For each tile: fetches page 0 (with one fresh token for all the tiles, like a run; one per tile
-with source.tokenScope: job), prints the column schema a run would write, and for each sink the difference against its target now (the BigQuery table's schema under the job's
-schema contract, the existing CSV file's header). Writes nothing.
+with source.tokenScope: job), prints the column schema a run would write, and for each sink the
+difference against its target now (the BigQuery table's schema under the job's schema contract,
+the existing CSV file's header). For an incremental job, the day windows its next run would
+export and why (first run from startFrom, resume after a day, lookback, capped at maxWindows),
+read from what its targets hold. Writes nothing.
 
 Options:
 ${COMMON_HELP}
@@ -26,7 +32,8 @@ Example:
   tilehouse plan --config config/production.yaml --job incidents_by_type
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
-a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usage.
+a sink would refuse the run (e.g. a frozen BigQuery schema) or an incremental job's state cannot
+be read or its targets disagree, 2 bad config or usage.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('plan', args, { tile: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
@@ -34,7 +41,8 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const { logger } = openOutput('plan', values, io, 'warn');
+    const output = openOutput('plan', values, io, 'warn');
+    const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const dispatcher = createSourceDispatcher();
@@ -42,15 +50,20 @@ a sink would refuse the run (e.g. a frozen BigQuery schema), 2 bad config or usa
     const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
     const plans = [];
     try {
-      for (const job of jobs) {
+      for (const selected of jobs) {
+        const job = selected.incremental === undefined ? selected : jobForIncremental(selected);
         const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-        plans.push(await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal, runToken }));
+        const plan = await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal, runToken });
+        if (job.incremental !== undefined && plan.status === 'planned') {
+          plan.incremental = await incrementalPlanOf(job, sinks, { workspace, output, io, seams, fixFlags: workspaceFlags(values), runToken });
+        }
+        plans.push(plan);
       }
     } finally {
       await dispatcher.close();
     }
     io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
-    const blocked = plans.some((plan) => plan.status === 'failed' || plan.sinks.some((sink) => sink.action === 'refuse'));
+    const blocked = plans.some((plan) => plan.status === 'failed' || plan.incremental?.error !== undefined || plan.sinks.some((sink) => sink.action === 'refuse'));
     return blocked ? EXIT.tileFailed : EXIT.ok;
   },
 };

@@ -1,6 +1,6 @@
 import { buildSinks } from '../sinks/build-sinks.js';
 import { formatRunSummary } from '../pipeline/format-summary.js';
-import { runJobs } from '../pipeline/run-jobs.js';
+import { countOutcomes, runJobs } from '../pipeline/run-jobs.js';
 import type { Sink } from '../sinks/sink.js';
 import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
 import { ledgerRecorderFor } from './run-ledger-reporter.js';
@@ -10,9 +10,12 @@ import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-fl
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { jobForIncremental } from './backfill-command.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
+import { catchUpLines, runCatchUp, type CatchUpReport } from './catch-up.js';
+import { workspaceFlags } from './window-runs.js';
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
 export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
@@ -26,7 +29,12 @@ export const runCommand: Command = {
                      [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
-publishes the run, or none does. Logs go to stderr: one line per event and a live progress line
+publishes the run, or none does. An incremental job (incremental: in its file) exports instead
+each day from the first one its targets have not published (minus lookbackDays; startFrom on its
+first run) up to the source's today, one window at a time, oldest first, at most maxWindows: the
+rest is left for the next run with a warning (exit 0). Its state (CSV manifests, the BigQuery run
+ledger) that cannot be read fails the job with incremental_state_unreadable, targets that
+disagree with incremental_state_ambiguous and the backfill that fixes it; nothing is exported. Logs go to stderr: one line per event and a live progress line
 per tile on a terminal, JSON lines otherwise; a human summary ends the run (stderr).
 
 Options:
@@ -65,7 +73,11 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
-    const { selected: jobs, credentials } = workspace;
+    const { credentials } = workspace;
+    const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
+    if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {
+      throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
+    }
     // Found before a token is fetched: two jobs on one target. (An unwritable directory fails its
     // own job at write time, with permission_denied, and the other jobs still run.)
     await refuseConflictingTargets(workspace.environment, workspace.configFile, jobs);
@@ -81,24 +93,39 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     );
     let summary: RunSummary;
     try {
-      summary = await runJobs(jobs, {
-        environment: workspace.environment,
-        credentials,
-        logger,
-        buildSinks: (job) => sinksByJob.get(job.name)!,
-        retry: seams.retry,
-        signal: io.signal,
-        ...(runId === undefined ? {} : { runId }),
-        ...(onProgress === undefined ? {} : { onProgress }),
-        // After the publish: the ledger row first (what the targets hold), then the metrics.
-        ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
-      });
+      summary = await runJobs(
+        jobs.filter((job) => job.incremental === undefined),
+        {
+          environment: workspace.environment,
+          credentials,
+          logger,
+          buildSinks: (job) => sinksByJob.get(job.name)!,
+          retry: seams.retry,
+          signal: io.signal,
+          ...(runId === undefined ? {} : { runId }),
+          ...(onProgress === undefined ? {} : { onProgress }),
+          // After the publish: the ledger row first (what the targets hold), then the metrics.
+          ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
+        },
+      );
     } finally {
       output.screen?.close();
     }
+    // Incremental jobs after the others, one after another: each catches up day by day through
+    // the backfill's runner (which appends its own ledger rows and pushes its own metrics).
+    const reports: CatchUpReport[] = [];
+    for (const job of jobs.filter((candidate) => candidate.incremental !== undefined)) {
+      if (io.signal?.aborted) break;
+      const context = { workspace, output: { ...output, screen: undefined }, io, seams, fixFlags: workspaceFlags(values) };
+      const { tiles, report } = await runCatchUp(job, sinksByJob.get(job.name)!, summary.runId, context);
+      summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
+      reports.push(report);
+    }
+    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: Date.now() - Date.parse(summary.startedAt) };
     logger.info({ summary }, 'run finished');
     const code = exitCodeOf(summary);
     io.stderr.write(formatRunSummary(summary));
-    return reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window }), code, io);
+    for (const report of reports) io.stderr.write(catchUpLines(report));
+    return reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
   },
 };

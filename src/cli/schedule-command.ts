@@ -8,13 +8,19 @@ import { ledgerRecorderFor } from './run-ledger-reporter.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
+import { jobForIncremental } from './backfill-command.js';
+import { catchUpLines, runCatchUp } from './catch-up.js';
+import { workspaceFlags } from './window-runs.js';
+import { newRunId } from '../pipeline/run-id.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
   help: `Usage: tilehouse schedule [--config FILE] [--jobs DIR] [--grace-seconds N] [-q | -v | --log-level LEVEL]
 
 Runs every job that has a schedule on its cron and timezone, in one process. A job still running
-when its next tick comes skips that tick (logged). At start, each job's next run is logged.
+when its next tick comes skips that tick (logged). An incremental job's tick exports every day
+since the last one its targets hold (see tilehouse run --help), so a tick missed while the worker
+was down is caught up by the next. At start, each job's next run is logged.
 Each run is reported like a \`tilehouse run\`: a row in the run ledger of every BigQuery dataset
 it wrote to (unless sinks.bigquery.runLedger is false), then its metrics, if configured.
 On SIGTERM or SIGINT it stops scheduling, gives running tiles --grace-seconds to finish, then
@@ -39,10 +45,11 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     }
     const grace = Number(values['grace-seconds'] ?? '30');
     if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
-    const { logger } = openOutput('schedule', values, io, 'info');
+    const output = openOutput('schedule', values, io, 'info');
+    const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, [], io.env);
     const { credentials } = workspace;
-    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined);
+    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
@@ -52,6 +59,14 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const reportersOf = (job: (typeof scheduled)[number]) =>
       [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, job.schedule))].filter((reporter) => reporter !== undefined);
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
+      if (job.incremental !== undefined) {
+        // A tick of an incremental job catches up every day since the last one its targets hold,
+        // so a tick missed while the worker was down is made good by the next one.
+        const context = { workspace, output: { ...output, screen: undefined }, io: { ...io, signal }, seams, fixFlags: workspaceFlags(values) };
+        const { tiles, report } = await runCatchUp(job, sinks.get(job.name)!, newRunId(), context);
+        logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
+        return tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1);
+      }
       const reporters = reportersOf(job);
       const summary = await runJobs([job], {
         environment: workspace.environment,

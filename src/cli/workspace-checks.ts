@@ -184,6 +184,12 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       });
     }
 
+    // The ledger is the only place an incremental BigQuery sink's finished days can be read from.
+    if (job.incremental !== undefined && environment.sinks.bigquery?.runLedger === false) {
+      const index = job.sinks.findIndex((sink) => sink.type === 'bigquery');
+      if (index >= 0) errors.push({ file: job.file, path: ['incremental'], message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})` });
+    }
+
     if (job.schedule !== undefined) {
       try {
         cronJobFor(job, NO_POD);

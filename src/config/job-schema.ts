@@ -211,6 +211,67 @@ function checkColumnOverrides(job: { query: { items: Array<{ header: string; dat
   }
 }
 
+/** YYYY-MM-DD that is a real day (2026-02-30 is refused, not rolled over to March). */
+const calendarDateText = z.string().check((ctx) => {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(ctx.value);
+  const date = match === null ? undefined : new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  if (date === undefined || Number(match![1]) < 1 || date.toISOString().slice(0, 10) !== ctx.value) {
+    ctx.issues.push({ code: 'custom', input: ctx.value, message: 'not a calendar date YYYY-MM-DD' });
+  }
+});
+
+interface IncrementalShape {
+  query: { items: Array<{ header: string; dataType: string; hidden?: boolean | undefined; ref?: string | undefined }> };
+  sinks: Array<{ type: 'csv'; path?: string | undefined; manifest?: boolean | undefined } | { type: 'bigquery'; writeMode: string }>;
+  backfill?: { item: string; bucketColumn?: string | undefined } | undefined;
+  incremental?: { item?: string | undefined; bucketColumn?: string | undefined } | undefined;
+}
+
+/**
+ * An incremental job runs day windows through the backfill machinery and reads what its sinks
+ * already hold, so the combinations that cannot work are refused with their line: no datetime
+ * item to filter, a backfill section that names another item, a CSV sink that writes one file
+ * for every day or has no manifest to tell a finished day by, a BigQuery sink that does not
+ * write one partition per day.
+ */
+function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
+  const incremental = job.incremental;
+  if (incremental === undefined) return;
+  for (const key of ['item', 'bucketColumn'] as const) {
+    const own = incremental[key];
+    const backfill = job.backfill?.[key];
+    if (own !== undefined && backfill !== undefined && own !== backfill) {
+      ctx.addIssue({ code: 'custom', path: ['incremental', key], input: own, message: `backfill.${key} is ${JSON.stringify(backfill)}: the two must name the same (or leave this one out)` });
+    }
+  }
+  const item = incremental.item ?? job.backfill?.item;
+  if (item === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['incremental'], input: incremental, message: 'name the datetime query item the day windows filter: incremental.item (or backfill.item)' });
+  } else {
+    const found = job.query.items.find((candidate) => candidate.ref === item) ?? job.query.items.find((candidate) => candidate.header === item);
+    const field = incremental.item === undefined ? ['backfill', 'item'] : ['incremental', 'item'];
+    if (found === undefined) ctx.addIssue({ code: 'custom', path: field, input: item, message: 'no query item has this ref or header' });
+    else if (found.dataType !== 'datetime') ctx.addIssue({ code: 'custom', path: field, input: item, message: `the item's dataType is ${found.dataType}; incremental day windows filter a datetime item with rw` });
+  }
+  const bucket = incremental.bucketColumn ?? job.backfill?.bucketColumn;
+  if (bucket !== undefined && !job.query.items.some((candidate) => candidate.header === bucket && candidate.hidden !== true)) {
+    ctx.addIssue({ code: 'custom', path: [incremental.bucketColumn === undefined ? 'backfill' : 'incremental', 'bucketColumn'], input: bucket, message: 'no visible query item has this header' });
+  }
+  for (const [index, sink] of job.sinks.entries()) {
+    if (sink.type === 'csv') {
+      if (sink.path !== undefined && !sink.path.includes('{date}')) {
+        ctx.addIssue({ code: 'custom', path: ['sinks', index, 'path'], input: sink.path, message: 'an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' });
+      }
+      if (sink.manifest !== true) {
+        // Reported on the sink, whose line is known, since the key is usually absent.
+        ctx.addIssue({ code: 'custom', path: ['sinks', index], input: sink.manifest, message: 'an incremental job tells a finished day by its CSV manifest: set manifest: true' });
+      }
+    } else if (sink.writeMode !== 'partition') {
+      ctx.addIssue({ code: 'custom', path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: 'an incremental job writes one partition per day and may export a day again: use writeMode: partition' });
+    }
+  }
+}
+
 export const jobSchema = z
   .object({
     name: z
@@ -264,13 +325,45 @@ export const jobSchema = z
       .strict()
       .optional()
       .describe('How `tilehouse backfill` splits this tile into date windows'),
+    incremental: z
+      .object({
+        item: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Header or ref of the query item (a datetime) the day windows filter with rw; default: backfill.item'),
+        bucketColumn: z
+          .string()
+          .min(1)
+          .optional()
+          .describe("Header of the output column holding each row's date bucket; makes windows exact; default: backfill.bucketColumn"),
+        startFrom: calendarDateText.describe('The first day the first run exports (YYYY-MM-DD, the job timezone); required, so a new job never silently exports everything or nothing'),
+        lookbackDays: z
+          .number()
+          .int()
+          .min(0)
+          .max(366)
+          .default(1)
+          .describe('Days before the first unpublished one that every run exports again, for rows that arrive late (default 1: the day the previous run caught while it was still going)'),
+        maxWindows: z
+          .number()
+          .int()
+          .min(1)
+          .max(3660)
+          .default(31)
+          .describe('At most this many day windows per run, oldest first; the rest is left for the next run and reported (default 31)'),
+      })
+      .strict()
+      .optional()
+      .describe('Makes every run incremental: day windows from the first one its sinks have not published (the run ledger, CSV manifests) up to the source\'s today, each its own idempotent publish'),
     onInvalidValue: z
       .enum(['fail', 'null'])
       .default('fail')
       .describe('fail: a value that does not parse fails the tile; null: it becomes null and is counted'),
   })
   .strict()
-  .superRefine(checkColumnOverrides);
+  .superRefine(checkColumnOverrides)
+  .superRefine(checkIncremental);
 
 export type JobConfig = z.infer<typeof jobSchema>;
 export type ExportQuery = z.infer<typeof exportQuerySchema>;

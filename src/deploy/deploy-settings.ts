@@ -28,7 +28,8 @@ export const RUN_AS_USER = 10001;
 
 export const CRONJOB_LIMITS = {
   // A run that could not start within 10 minutes of its time (controller down, no node free) is
-  // skipped rather than started late; every run exports the whole tile, so the next one catches up.
+  // skipped rather than started late; an incremental job's next run exports the days it missed, any
+  // other job's next run exports its whole relative window again.
   // It also keeps the controller from giving up on a CronJob after 100 missed schedules.
   startingDeadlineSeconds: 600,
   // Exit 1 (the source or a sink failed after tilehouse's own retries) gets two more pods; exit 2

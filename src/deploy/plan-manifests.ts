@@ -81,7 +81,9 @@ export async function planManifests(inputs: PlanInputs): Promise<ManifestPlan> {
   const keyComments = {
     resources: ' Sized from the benchmark\'s peak RSS; no CPU limit on purpose (see the top of this file).',
     defaultMode: ' 288 is 0440: readable by owner (root) and group (fsGroup 10001), nobody else.',
+    startingDeadlineSeconds: ' Later than this, the run is skipped: what the next run exports is under "A missed schedule" at the top.',
   };
+  const incremental = jobs.filter((job) => job.schedule !== undefined && job.incremental !== undefined).map((job) => job.name);
 
   const cronJobsText = renderYamlDocuments(cronJobs, {
     header: [
@@ -89,6 +91,13 @@ export async function planManifests(inputs: PlanInputs): Promise<ManifestPlan> {
       'One CronJob per job with a schedule: schedule.cron and schedule.timezone of jobs/<name>.yaml are',
       'the one source of truth. `tilehouse k8s --check` (and the test suite) fail while this file is stale.',
       unscheduled.length > 0 ? `Jobs without a schedule (no CronJob, run on demand): ${unscheduled.join(', ')}.` : 'Every job has a schedule.',
+      '',
+      'A missed schedule (cluster down, startingDeadlineSeconds passed, a run that failed for good):',
+      'a job with incremental: in its file exports, on its next run, every day since the last one its',
+      'targets hold (at most incremental.maxWindows per run, oldest first), so nothing needs re-running',
+      'by hand; any other job exports its query\'s relative window of that moment, and the days it',
+      'missed are exported only by a tilehouse backfill.',
+      incremental.length > 0 ? `Incremental jobs: ${incremental.join(', ')}.` : 'No job here is incremental yet.',
       '',
       'Resources:',
       ...RESOURCES_COMMENT.split('\n').map((line) => line.trim()),

@@ -1,4 +1,5 @@
 import type { ExportQuery } from '../config/job-schema.js';
+import { TilehouseError } from '../errors.js';
 import { daysFromCivil, formatCivilDate, MS_PER_DAY, parseTimestamp } from '../transform/index.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
@@ -88,4 +89,100 @@ export function queryForWindow(query: ExportQuery, itemIndex: number, rw: readon
         : { ...item, filters: [...item.filters.filter((filter) => filter.operator !== 'rw'), { operator: 'rw', values: [...rw], beforeAggregate: true }] },
     ),
   };
+}
+
+/** The calendar date `days` days after `date` (before it when negative). */
+export function addDays(date: string, days: number): string {
+  return formatCivilDate(toDayNumber(date) + days);
+}
+
+/** Days from `from` to `to` (negative when `to` is earlier). */
+export function daysBetween(from: string, to: string): number {
+  return toDayNumber(to) - toDayNumber(from);
+}
+
+export interface CatchUpSettings {
+  startFrom: string;
+  lookbackDays: number;
+  maxWindows: number;
+}
+
+/** What one target (a CSV path template, a BigQuery table) shows as published: the first days of its finished windows. */
+export interface TargetState {
+  target: string;
+  done: ReadonlySet<string>;
+}
+
+/** The day windows the next incremental run exports, and why. */
+export interface CatchUpPlan {
+  /** The source's today (job timezone): the last window the run may export. */
+  today: string;
+  /** The first day some target has not published, from startFrom on (today + 1: all published). */
+  firstUnpublished: string;
+  /** True when no target has published any day since startFrom: the run starts at startFrom. */
+  firstRun: boolean;
+  /** Windows this run exports, oldest first: lookback days, then every unpublished day up to today, at most maxWindows. */
+  windows: DateWindow[];
+  /** Windows past maxWindows, left for the next run. */
+  left: DateWindow[];
+  /** Of `windows`, those already published, exported again because of lookbackDays. */
+  lookback: DateWindow[];
+  /** One line: which windows and why. */
+  reason: string;
+}
+
+/** Two targets of one job are too far apart to tell which is right; the message says how to make them agree. */
+export class IncrementalStateAmbiguousError extends TilehouseError {
+  readonly code = 'incremental_state_ambiguous';
+}
+
+/**
+ * The windows an incremental run exports: from the first day any target lacks (minus
+ * lookbackDays, never before startFrom) up to and including the source's today, one per day,
+ * oldest first, at most maxWindows. Today's window is exported while the day is still going; the
+ * next run re-exports it through the lookback (lookbackDays ≥ 1) to pick up the rest.
+ *
+ * Targets may lag one another by a little (a run stopped between two sinks' publishes, or
+ * lookbackDays of days in flight): the run starts at the one that lags, and re-exporting a day
+ * the other already holds is harmless, since each day replaces exactly its own file or partition.
+ * Further apart than max(1, lookbackDays) days, it is no longer a run that was cut short (a sink
+ * added to a job that has run for months, a target restored from an old copy): which of them is
+ * right is the operator's call, so the plan refuses with the backfill that makes them agree.
+ */
+export function catchUpPlan(job: string, settings: CatchUpSettings, today: string, targets: readonly TargetState[], fixFlags: readonly string[] = []): CatchUpPlan {
+  const afterToday = addDays(today, 1);
+  const firstGap = (done: ReadonlySet<string>): string => {
+    let day = settings.startFrom;
+    while (day < afterToday && done.has(day)) day = addDays(day, 1);
+    return day > afterToday ? afterToday : day;
+  };
+  const frontiers = targets.map((state) => ({ target: state.target, first: firstGap(state.done) }));
+  const earliest = frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
+  const latest = frontiers.reduce((max, state) => (state.first > max ? state.first : max), earliest);
+  const tolerance = Math.max(1, settings.lookbackDays);
+  if (frontiers.length > 0 && daysBetween(earliest, latest) > tolerance) {
+    const lagging = frontiers.filter((state) => state.first === earliest).map((state) => state.target);
+    const ahead = frontiers.filter((state) => state.first === latest).map((state) => state.target);
+    const fix = ['tilehouse backfill', '--job', job, '--from', earliest, '--to', latest, '--step', 'day', ...fixFlags].join(' ');
+    throw new IncrementalStateAmbiguousError(
+      `job ${job}: its targets disagree on what is published: ${ahead.join(', ')} ${ahead.length === 1 ? 'holds' : 'hold'} every day up to ${addDays(latest, -1)}, ` +
+        `${lagging.join(', ')} ${lagging.length === 1 ? 'lacks' : 'lack'} ${earliest} (more than ${tolerance} day${tolerance === 1 ? '' : 's'} apart, so not a run cut short); ` +
+        `export the missing days to every sink with: ${fix} (or move incremental.startFrom past them)`,
+    );
+  }
+  const firstRun = targets.every((state) => ![...state.done].some((day) => day >= settings.startFrom && day <= today));
+  const startDay = [addDays(earliest, -settings.lookbackDays), settings.startFrom].reduce((a, b) => (a > b ? a : b));
+  const all = startDay <= today ? splitWindows(startDay, afterToday, 'day') : [];
+  const windows = all.slice(0, settings.maxWindows);
+  const left = all.slice(settings.maxWindows);
+  const lookback = windows.filter((window) => window.from < earliest);
+  const parts: string[] = [];
+  if (settings.startFrom > today) parts.push(`incremental.startFrom ${settings.startFrom} is after the source's today ${today}: nothing to export yet`);
+  else if (firstRun) parts.push(`first run: from incremental.startFrom ${settings.startFrom}`);
+  else if (earliest === afterToday) parts.push(`every day up to today ${today} is published`);
+  else parts.push(`resume after ${addDays(earliest, -1)} (the last day every target holds)`);
+  if (lookback.length > 0) parts.push(`lookback ${lookback.length} day${lookback.length === 1 ? '' : 's'} (${lookback[0]!.from}..${lookback.at(-1)!.to})`);
+  if (left.length > 0) parts.push(`capped at maxWindows ${settings.maxWindows}: ${left.length} left for the next run (${left[0]!.from}..${left.at(-1)!.to})`);
+  const span = windows.length === 0 ? 'no windows' : `${windows.length} window${windows.length === 1 ? '' : 's'} ${windows[0]!.from}..${windows.at(-1)!.to}`;
+  return { today, firstUnpublished: earliest, firstRun, windows, left, lookback, reason: `${span}: ${parts.join('; ')}` };
 }

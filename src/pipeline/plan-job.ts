@@ -8,6 +8,7 @@ import type { Sink, SinkPlan } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
+import type { DateWindow } from './backfill-windows.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
@@ -19,6 +20,19 @@ export interface JobPlan {
   columns: Array<{ name: string; header: string; type: ColumnType; sourceDataType: string }>;
   warnings: string[];
   sinks: SinkPlan[];
+  error?: { code: string; message: string };
+  /** An incremental job: the day windows its next run would export, and why. */
+  incremental?: IncrementalPlan;
+}
+
+export interface IncrementalPlan {
+  today: string | null;
+  reason: string;
+  windows: DateWindow[];
+  /** Of windows, those exported again because of lookbackDays. */
+  lookback: DateWindow[];
+  /** Past maxWindows: left for the run after. */
+  left: DateWindow[];
   error?: { code: string; message: string };
 }
 
@@ -75,6 +89,15 @@ export function formatJobPlan(plan: JobPlan): string {
   for (const sink of plan.sinks) {
     lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
     for (const detail of sink.details) lines.push(`    ${detail}`);
+  }
+  const incremental = plan.incremental;
+  if (incremental !== undefined) {
+    if (incremental.error !== undefined) lines.push(`  incremental: FAILED ${incremental.error.code}: ${incremental.error.message}`);
+    else {
+      lines.push(`  incremental (source's today ${incremental.today}): next run exports ${incremental.reason}`);
+      const lookback = new Set(incremental.lookback.map((window) => window.from));
+      for (const window of incremental.windows) lines.push(`    ${window.from}${lookback.has(window.from) ? '  (lookback: published, exported again)' : ''}`);
+    }
   }
   return `${lines.join('\n')}\n`;
 }

@@ -46,6 +46,8 @@ export interface BackfillOptions {
   onWindowDone?: (result: WindowResult, done: number) => void;
   /** Awaited after each window's publish (the run ledger is appended here); must not throw. */
   afterWindow?: (result: WindowResult) => Promise<void>;
+  /** A session opened by the caller (openWindowSession), left open; default: one of its own. */
+  session?: WindowSession;
 }
 
 export interface WindowResult {
@@ -102,6 +104,38 @@ export function backfillItemIndex(job: LoadedJob): number {
   return index;
 }
 
+/** The source connection every window of a run shares: one dispatcher, one token, the source's clock. */
+export interface WindowSession {
+  dispatcher: Dispatcher;
+  runToken: RunToken;
+  /** The source's clock, which the rw windows are relative to. */
+  now: () => Date;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the connection the windows share and reads the source's clock through it (the token
+ * fetched for the clock is the one the windows then use). A caller that must know the source's
+ * today before it picks the windows (catch-up) opens it first and passes it to runBackfill.
+ */
+export async function openWindowSession(
+  job: LoadedJob,
+  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'now'> & {
+    /** A token the caller already shares across its jobs (`plan`): its response's `Date` gives the clock. */
+    runToken?: RunToken;
+  },
+): Promise<WindowSession> {
+  const dispatcher = createSourceDispatcher();
+  const runToken = options.runToken ?? new RunToken();
+  try {
+    const now = options.now ?? (await sourceClock(job, { ...options, dispatcher, runToken }));
+    return { dispatcher, runToken, now, close: () => dispatcher.close() };
+  } catch (error) {
+    await dispatcher.close();
+    throw error;
+  }
+}
+
 /**
  * Exports one tile window by window. Each window is its own tile run (own run id derived from the
  * backfill's, atomic commit) writing its own CSV file or BigQuery partition, so re-running a
@@ -110,72 +144,18 @@ export function backfillItemIndex(job: LoadedJob): number {
  */
 export async function runBackfill(job: LoadedJob, options: BackfillOptions): Promise<BackfillSummary> {
   const itemIndex = backfillItemIndex(job);
-  const bucketColumn = job.backfill?.bucketColumn;
   const runId = options.runId ?? newRunId();
   await sweepSinks(options.sinks, options.logger);
-  const dispatcher = createSourceDispatcher();
-  const runToken = new RunToken();
+  const session = options.session ?? (await openWindowSession(job, options));
+  const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options };
   let done = 0;
-  let now: () => Date;
-  try {
-    now = options.now ?? (await sourceClock(job, { ...options, dispatcher, runToken }));
-  } catch (error) {
-    await dispatcher.close();
-    throw error;
-  }
-  const today = calendarDateIn(now(), job.timezone);
-
-  const runWindow = async (window: DateWindow): Promise<WindowResult> => {
-    const warnings: string[] = [];
-    if (window.from > today) {
-      const future = new BackfillWindowFutureError(job.name, window, today);
-      if (options.strict) return { window, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
-      warnings.push(future.message);
-    }
-    const rw = relativeWindowFor(window, job.timezone, now());
-    const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
-    const startedAt = new Date();
-    const summary = await runJob(windowJob, {
-      environment: options.environment,
-      credentials: options.credentials,
-      dispatcher,
-      logger: options.logger.child({ window: `${window.from}..${window.to}` }),
-      sinks: options.sinks,
-      runId: windowRunId(runId, window),
-      startedAt,
-      window,
-      ...(options.environment.source.tokenScope === 'run' ? { runToken } : {}),
-      retry: options.retry,
-      signal: options.signal,
-      ...(bucketColumn === undefined
-        ? {}
-        : {
-            selectRows: (headers: readonly string[]) => {
-              const column = headers.indexOf(bucketColumn);
-              if (column < 0) throw new BackfillBucketMissingError(job.name, bucketColumn, headers);
-              // A row belongs to the window its bucket's calendar date falls in.
-              return (row: readonly unknown[]) => {
-                const date = parseDate(row[column], job.timezone);
-                return typeof date === 'string' && date >= window.from && date < window.to;
-              };
-            },
-            beforePublish: (stats: ReadStats) =>
-              options.strict && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
-          }),
-    });
-    if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
-      warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
-    }
-    return { window, summary, warnings };
-  };
-
   let results: Array<WindowResult | undefined>;
   try {
     results = await mapWithConcurrency(
       options.windows,
       options.concurrency,
       async (window) => {
-        const result = await runWindow(window);
+        const result = await runWindow(window, context);
         await options.afterWindow?.(result);
         done += 1;
         options.onWindowDone?.(result, done);
@@ -184,22 +164,78 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
       options.signal,
     );
   } finally {
-    await dispatcher.close();
+    if (options.session === undefined) await session.close();
   }
   const windows = results.filter((result): result is WindowResult => result !== undefined);
   const finished = new Set(windows.filter((r) => r.summary.status === 'succeeded').map((r) => r.window.from));
+  const { runToken } = session;
   return {
     job: job.name,
     runId,
     tokenFetches: options.environment.source.tokenScope === 'run' ? runToken.fetched : runToken.fetched + windows.reduce((sum, result) => sum + result.summary.tokenFetches, 0),
-    exact: bucketColumn !== undefined,
+    exact: job.backfill?.bucketColumn !== undefined,
     windows,
     failed: options.windows.filter((window) => !finished.has(window.from)),
   };
 }
 
-/** A window refused before any request: it counts as failed and says why. */
-function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWindowFutureError): JobRunSummary {
+interface WindowContext {
+  job: LoadedJob;
+  itemIndex: number;
+  runId: string;
+  session: WindowSession;
+  /** The source's today, in the job's timezone. */
+  today: string;
+  options: BackfillOptions;
+}
+
+/** One window as its own tile run: the date item's rw replaced by the window's, rows outside it dropped. */
+async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options }: WindowContext): Promise<WindowResult> {
+  const bucketColumn = job.backfill?.bucketColumn;
+  const warnings: string[] = [];
+  if (window.from > today) {
+    const future = new BackfillWindowFutureError(job.name, window, today);
+    if (options.strict) return { window, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
+    warnings.push(future.message);
+  }
+  const rw = relativeWindowFor(window, job.timezone, session.now());
+  const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
+  const summary = await runJob(windowJob, {
+    environment: options.environment,
+    credentials: options.credentials,
+    dispatcher: session.dispatcher,
+    logger: options.logger.child({ window: `${window.from}..${window.to}` }),
+    sinks: options.sinks,
+    runId: windowRunId(runId, window),
+    startedAt: new Date(),
+    window,
+    ...(options.environment.source.tokenScope === 'run' ? { runToken: session.runToken } : {}),
+    retry: options.retry,
+    signal: options.signal,
+    ...(bucketColumn === undefined
+      ? {}
+      : {
+          selectRows: (headers: readonly string[]) => {
+            const column = headers.indexOf(bucketColumn);
+            if (column < 0) throw new BackfillBucketMissingError(job.name, bucketColumn, headers);
+            // A row belongs to the window its bucket's calendar date falls in.
+            return (row: readonly unknown[]) => {
+              const date = parseDate(row[column], job.timezone);
+              return typeof date === 'string' && date >= window.from && date < window.to;
+            };
+          },
+          beforePublish: (stats: ReadStats) =>
+            options.strict && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
+        }),
+  });
+  if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
+    warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
+  }
+  return { window, summary, warnings };
+}
+
+/** A window (or an incremental job) refused before any request: it counts as failed and says why. */
+export function skippedWindowSummary(job: LoadedJob, runId: string, error: TilehouseError): JobRunSummary {
   return {
     job: job.name,
     tile: job.tile,
@@ -230,7 +266,7 @@ function skippedWindowSummary(job: LoadedJob, runId: string, error: BackfillWind
  * server's "now", so windows computed from our clock drift by the difference (a whole day near
  * midnight, or everything when a clock is far off). Read once per backfill, logged.
  */
-async function sourceClock(job: LoadedJob, options: BackfillOptions & { dispatcher: Dispatcher; runToken: RunToken }): Promise<() => Date> {
+async function sourceClock(job: LoadedJob, options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal'> & { dispatcher: Dispatcher; runToken: RunToken }): Promise<() => Date> {
   const offsetMs = (await measureServerClockOffset(job, options)) ?? 0;
   const seconds = Math.round(offsetMs / 1000);
   const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;

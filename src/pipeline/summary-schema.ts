@@ -76,6 +76,25 @@ const common = {
   tokenFetches: count.describe('Access tokens the whole run fetched'),
 };
 
+const dateWindowSchema = z.object({ from: calendarDate, to: calendarDate }).strict();
+
+/** What an incremental job's run covered (`incremental:` in its file): the windows and why those. */
+export const catchUpReportSchema = z
+  .object({
+    job: z.string(),
+    today: calendarDate.nullable().describe("The source's today in the job's timezone (null: the run stopped before it knew)"),
+    firstUnpublished: calendarDate.nullable().describe('The first day some target had not published, from startFrom on (today + 1: all were)'),
+    firstRun: z.boolean().describe('No target held any day since startFrom: the run started at startFrom'),
+    lookbackDays: count,
+    maxWindows: count,
+    reason: z.string().describe('Which windows and why, as plan prints it'),
+    windows: z.array(dateWindowSchema).describe('The day windows this run exported, oldest first; each is also a tile in tiles (run id RUNID-YYYYMMDD)'),
+    failed: z.array(dateWindowSchema).describe('Of windows, those that did not succeed: the next run starts again at the first of them'),
+    left: z.array(dateWindowSchema).describe('Windows past maxWindows, left for the next run (the run still exits 0 and warns)'),
+    error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set when nothing was run: state unreadable (incremental_state_unreadable) or targets disagree (incremental_state_ambiguous)'),
+  })
+  .strict();
+
 export const runSummarySchema = z
   .object({
     command: z.literal('run'),
@@ -84,10 +103,9 @@ export const runSummarySchema = z
     succeeded: count,
     failed: count,
     partiallyPublished: count,
+    incremental: z.array(catchUpReportSchema).optional().describe('One entry per incremental job of the run: the windows it covered; absent when the run had none'),
   })
   .strict();
-
-const dateWindowSchema = z.object({ from: calendarDate, to: calendarDate }).strict();
 
 export const backfillSummarySchema = z
   .object({
@@ -119,9 +137,23 @@ export type BackfillSummaryDocument = z.infer<typeof backfillSummarySchema>;
 type Common = Pick<RunSummaryDocument, 'exitCode' | 'window'>;
 
 /** The summary document of a `run`: what `--json` prints and `--summary-json` writes. */
-export function runSummaryDocument(summary: RunSummary, extra: Common): RunSummaryDocument {
+export function runSummaryDocument(summary: RunSummary, extra: Common & { incremental?: RunSummaryDocument['incremental'] }): RunSummaryDocument {
   const { runId, startedAt, durationMs, tokenFetches, tiles, succeeded, failed, partiallyPublished } = summary;
-  return { command: 'run', schemaVersion: SUMMARY_SCHEMA_VERSION, ...extra, runId, startedAt, durationMs, tokenFetches, tiles, succeeded, failed, partiallyPublished };
+  const { incremental, ...common } = extra;
+  return {
+    command: 'run',
+    schemaVersion: SUMMARY_SCHEMA_VERSION,
+    ...common,
+    runId,
+    startedAt,
+    durationMs,
+    tokenFetches,
+    tiles,
+    succeeded,
+    failed,
+    partiallyPublished,
+    ...(incremental === undefined || incremental.length === 0 ? {} : { incremental }),
+  };
 }
 
 export interface BackfillDocumentInputs extends Common {

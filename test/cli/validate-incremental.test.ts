@@ -1,0 +1,95 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+/** `validate` refuses the incremental jobs that cannot work, each problem at its file:line. */
+
+const ENV = { TEST_CLIENT_ID: 'validate-client', TEST_CLIENT_SECRET: 'validate-secret-3141' };
+
+let root: string;
+let configFile: string;
+let jobsDir: string;
+
+/** A valid incremental job; line numbers are 1-based. */
+function jobLines(): string[] {
+  return [
+    'name: daily', // 1
+    'tile: t-1', // 2
+    'query:', // 3
+    '  items:', // 4
+    '    - header: Day', // 5
+    '      ref: day', // 6
+    '      formula: "[incident.created]"', // 7
+    '      dataType: datetime', // 8
+    '      function: date', // 9
+    '      grouped: true', // 10
+    '      filters: []', // 11
+    '    - header: Severity', // 12
+    '      formula: "[incident.severity_label]"', // 13
+    '      dataType: text', // 14
+    '      grouped: true', // 15
+    '      filters: []', // 16
+    'sinks:', // 17
+    '  - type: csv', // 18
+    '    path: "daily/{date}.csv"', // 19
+    '    manifest: true', // 20
+    'incremental:', // 21
+    '  item: day', // 22
+    '  bucketColumn: Day', // 23
+    '  startFrom: 2026-06-01', // 24
+    '',
+  ];
+}
+
+async function validate(edit: (lines: string[]) => void = () => {}) {
+  const lines = jobLines();
+  edit(lines);
+  const file = path.join(jobsDir, 'daily.yaml');
+  await writeFile(file, lines.join('\n'));
+  const result = await runCli(['validate', '--config', configFile, '--jobs', jobsDir], { env: ENV });
+  return { ...result, file };
+}
+
+beforeAll(async () => {
+  root = await makeTempDir();
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  const dir = await mkdtemp(path.join(root, 'case-'));
+  configFile = path.join(dir, 'env.yaml');
+  jobsDir = path.join(dir, 'jobs');
+  await mkdir(jobsDir);
+  const bigquery = ['  bigquery:', '    projectId: p', '    dataset: d', '    runLedger: false'];
+  await writeFile(configFile, ['source:', '  baseUrl: http://127.0.0.1:9', '  authUrl: http://127.0.0.1:9', '  clientId: ${TEST_CLIENT_ID}', '  clientSecret: ${TEST_CLIENT_SECRET}', 'sinks:', '  csv:', `    directory: ${path.join(dir, 'out')}`, ...bigquery, ''].join('\n'));
+});
+
+describe('tilehouse validate: incremental', () => {
+  it('accepts an incremental job, and one that takes its item and bucket column from backfill:', async () => {
+    expect((await validate()).exitCode).toBe(0);
+    const fromBackfill = await validate((lines) => lines.splice(21, 2, '  lookbackDays: 0', '  maxWindows: 3') && lines.push('backfill:', '  item: day', '  bucketColumn: Day', ''));
+    expect(fromBackfill.stderr).toBe('');
+    expect(fromBackfill.exitCode).toBe(0);
+  });
+
+  it.each([
+    { case: 'no datetime item named anywhere', edit: (lines: string[]) => lines.splice(21, 2), problem: 'F:22: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)' },
+    { case: 'an item that is not a datetime', edit: (lines: string[]) => (lines[21] = '  item: Severity'), problem: 'F:22: incremental.item = "Severity": the item\'s dataType is text; incremental day windows filter a datetime item with rw' },
+    { case: 'an item no query item has', edit: (lines: string[]) => (lines[21] = '  item: created'), problem: 'F:22: incremental.item = "created": no query item has this ref or header' },
+    { case: 'a backfill section that names another item', edit: (lines: string[]) => lines.push('backfill:', '  item: Severity', ''), problem: 'F:22: incremental.item = "day": backfill.item is "Severity": the two must name the same (or leave this one out)' },
+    { case: 'a bucket column that is not a visible header', edit: (lines: string[]) => (lines[22] = '  bucketColumn: Created'), problem: 'F:23: incremental.bucketColumn = "Created": no visible query item has this header' },
+    { case: 'a startFrom that is not a day', edit: (lines: string[]) => (lines[23] = '  startFrom: 2026-02-30'), problem: 'F:24: incremental.startFrom = "2026-02-30": not a calendar date YYYY-MM-DD' },
+    { case: 'a missing startFrom', edit: (lines: string[]) => lines.splice(23, 1), problem: 'F: incremental.startFrom: Invalid input: expected string, received undefined' },
+    { case: 'a CSV path without {date}', edit: (lines: string[]) => (lines[18] = '    path: daily.csv'), problem: 'F:19: sinks[0].path = "daily.csv": an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' },
+    { case: 'a CSV sink without a manifest', edit: (lines: string[]) => lines.splice(19, 1), problem: 'F:18: sinks[0] = {"type":"csv","path":"daily/{date}.csv"}: an incremental job tells a finished day by its CSV manifest: set manifest: true' },
+    { case: 'a BigQuery sink that appends', edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: append'), problem: 'F:22: sinks[1].writeMode = "append": an incremental job writes one partition per day and may export a day again: use writeMode: partition' },
+    { case: 'a BigQuery sink with the run ledger off', edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: partition'), problem: 'F:24: incremental: an incremental job reads the days sinks[1] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (CONFIG)' },
+  ])('refuses $case with file:line', async ({ edit, problem }) => {
+    const result = await validate(edit);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.replaceAll(result.file, 'F').replaceAll(configFile, 'CONFIG')).toBe(`tilehouse: config_invalid:\n  ${problem}\n`);
+  });
+});

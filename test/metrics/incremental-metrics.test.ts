@@ -1,0 +1,55 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { METRICS } from '../../src/metrics/push-metrics.js';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { dailySeverityQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+import { describeWithPushgateway, samplesOf } from './pushgateway.js';
+
+describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (gateway) => {
+  let sandbox: Sandbox;
+  let root: string;
+  let workspace: Workspace;
+  const job = {
+    name: 'inc_daily',
+    tile: SANDBOX_TILE,
+    query: dailySeverityQuery,
+    sinks: [{ type: 'csv', manifest: true }],
+    schedule: { cron: '0 6 * * *' },
+    incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-06-28', lookbackDays: 0 },
+  };
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 3000 });
+    root = await makeTempDir();
+    workspace = await writeWorkspace(root, sandbox, [job]);
+    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url } }));
+  });
+  afterAll(async () => {
+    await sandbox.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const sample = async (name: string) => samplesOf(await gateway.scrape(), name).filter((s) => s.labels.job === 'inc_daily');
+
+  it("pushes one run to the schedule's group (the freshness alerts watch it), also when every day was already published", async () => {
+    const run = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
+    const first = await run();
+    expect(first.exitCode).toBe(0);
+    const summary = JSON.parse(first.stdout) as { tiles: Array<{ rows: number }> };
+    expect(summary.tiles).toHaveLength(4);
+    expect(await sample(METRICS.rows)).toEqual([{ labels: expect.not.objectContaining({ mode: expect.anything() }), value: summary.tiles.reduce((sum, tile) => sum + tile.rows, 0) }]);
+    const success = (await sample(METRICS.lastSuccess))[0]!.value;
+
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const idle = await run();
+    expect(idle.exitCode).toBe(0);
+    expect((JSON.parse(idle.stdout) as { tiles: unknown[] }).tiles).toEqual([]);
+    expect(await sample(METRICS.rows)).toEqual([{ labels: expect.anything(), value: 0 }]);
+    expect((await sample(METRICS.lastRunSuccess))[0]?.value).toBe(1);
+    expect((await sample(METRICS.lastSuccess))[0]!.value).toBeGreaterThan(success);
+  });
+});
