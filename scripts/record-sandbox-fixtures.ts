@@ -11,19 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { main } from '../src/cli.js';
 import { SANDBOX_TILE, startSandbox, type SandboxOptions } from '../sandbox/index.js';
+// The pipeline tests' detail query: one row per incident, text that needs quoting, a datetime.
+import { detailQuery } from '../test/support/queries.js';
 
 const FIXTURES = fileURLToPath(new URL('../test/fixtures/recordings/', import.meta.url));
-
-/** One row per incident, with text that needs quoting and a datetime: the pipeline tests' detail query. */
-const detailQuery = {
-  items: [
-    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] },
-    { header: 'Description', formula: '[incident.description]', dataType: 'text', filters: [] },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
-};
 
 interface Fixture {
   file: string;
