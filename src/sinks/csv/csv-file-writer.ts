@@ -6,11 +6,10 @@ import { once } from 'node:events';
 import { finished, pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Logger } from 'pino';
-import type { Column, TypedRow } from '../../transform/column.js';
-import type { SinkResult, SinkWriter } from '../sink.js';
-import { drained, encodedChunks, headerRecord } from './csv-chunks.js';
-import { CsvRecordEncoder } from './csv-record-encoder.js';
-import { CsvWriteError, CsvWriterClosedError } from './csv-errors.js';
+import type { Column } from '../../transform/column.js';
+import type { SinkResult } from '../sink.js';
+import { CsvWriteError } from './csv-errors.js';
+import { CsvStreamWriter } from './csv-stream-writer.js';
 import { PreparedManifest, type ManifestInputs } from './manifest.js';
 
 export interface CsvFileWriterOptions {
@@ -27,8 +26,6 @@ export interface CsvFileWriterOptions {
   manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window'>;
 }
 
-type State = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
-
 /**
  * One run's CSV output. Rows stream through csv-stringify (and gzip) into a temp file beside the
  * target; `prepare` makes it durable (flush, fsync) and `publish` makes it visible (rename, fsync
@@ -36,26 +33,18 @@ type State = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'f
  * Until then the previous target file, if any, is untouched, so a failed or killed run never
  * leaves a half-written or missing file for readers.
  */
-export class CsvFileWriter implements SinkWriter {
-  private state: State = 'open';
-  private rows = 0;
-  private failure: unknown;
+export class CsvFileWriter extends CsvStreamWriter {
   private bytes = 0;
-  private settling: Promise<unknown> | undefined;
-  private aborting: Promise<void> | undefined;
   private manifest: PreparedManifest | undefined;
-  /** Typed rows → this file's records (csv-stringify encodes the strings). */
-  private readonly encoder: CsvRecordEncoder;
 
   private constructor(
     private readonly options: CsvFileWriterOptions,
-    /** Where we write: the gzip stream, or the file stream itself. */
-    private readonly head: Writable,
+    head: Writable,
     private readonly file: WriteStream,
     /** Settles when every byte is in the file and it is fsynced and closed (or on failure). */
     private readonly flushed: Promise<void>,
   ) {
-    this.encoder = new CsvRecordEncoder(options.columns);
+    super(options.columns, head, options.signal);
   }
 
   get target(): string {
@@ -85,68 +74,16 @@ export class CsvFileWriter implements SinkWriter {
     const gzip = options.gzip ? createGzip() : undefined;
     const flushed = (gzip ? pipeline(gzip, file) : finished(file)).then(() => undefined);
     const writer = new CsvFileWriter(options, gzip ?? file, file, flushed);
-    flushed.catch((error: unknown) => {
-      writer.failure ??= error;
-    });
+    writer.watch(flushed);
     options.logger.debug({ target, tempPath, gzip: options.gzip }, 'csv: writing to temp file');
-    try {
-      await writer.write(headerRecord(options.columns));
-    } catch (error) {
-      await writer.abort();
-      throw error;
-    }
+    await writer.writeHeader(options.columns);
     return writer;
   }
 
-  async writeRows(rows: readonly TypedRow[]): Promise<void> {
-    this.assertOpen('writeRows');
-    this.options.signal?.throwIfAborted();
-    for (const chunk of encodedChunks(this.encoder, rows)) await this.write(chunk);
-    this.rows += rows.length;
-  }
-
   /** Phase 1: every byte in the temp file, fsynced and closed; the target is not touched yet. */
-  prepare(): Promise<void> {
-    return this.step('open', 'preparing', 'prepared', () => this.flush());
-  }
-
-  /** Phase 2: the rename that makes the run visible, then the directory fsync that makes it durable. */
-  publish(): Promise<SinkResult> {
-    return this.step('prepared', 'publishing', 'published', () => this.rename());
-  }
-
-  /** Idempotent; after a successful publish there is nothing to undo and it does nothing. */
-  abort(): Promise<void> {
-    this.aborting ??= this.discard();
-    return this.aborting;
-  }
-
-  private step<T>(from: State, during: State, to: State, work: () => Promise<T>): Promise<T> {
-    if (this.state !== from) return Promise.reject(new CsvWriterClosedError(this.options.target, during, this.state));
-    this.state = during;
-    const running = work().then(
-      (result) => {
-        this.state = to;
-        return result;
-      },
-      (error: unknown) => {
-        if (this.state === during) this.state = 'failed';
-        throw error;
-      },
-    );
-    this.settling = running.catch(() => undefined);
-    return running;
-  }
-
-  private async flush(): Promise<void> {
+  protected async finish(): Promise<void> {
     const { target, tempPath, jobName } = this.options;
-    try {
-      if (this.failure !== undefined) throw this.failure;
-      this.head.end();
-      await this.flushed;
-    } catch (error) {
-      throw new CsvWriteError(jobName, target, `writing ${tempPath}`, this.failure ?? error);
-    }
+    await this.endStream(this.flushed);
     // A directory where the file should go would fail the rename; found here, in phase 1, it
     // fails the run before any sink has published.
     const existing = await lstat(target).catch(() => undefined);
@@ -165,7 +102,8 @@ export class CsvFileWriter implements SinkWriter {
     }
   }
 
-  private async rename(): Promise<SinkResult> {
+  /** Phase 2: the rename that makes the run visible, then the directory fsync that makes it durable. */
+  protected async makeVisible(): Promise<SinkResult> {
     const { target, tempPath, jobName } = this.options;
     try {
       await rename(tempPath, target);
@@ -220,11 +158,7 @@ export class CsvFileWriter implements SinkWriter {
     }
   }
 
-  private async discard(): Promise<void> {
-    await this.settling;
-    if (this.state === 'published') return;
-    this.state = 'aborted';
-    this.head.destroy();
+  protected async discardOutput(): Promise<void> {
     this.file.destroy();
     if (!this.file.closed) await once(this.file, 'close').catch(() => undefined);
     try {
@@ -235,23 +169,7 @@ export class CsvFileWriter implements SinkWriter {
     }
   }
 
-  /** Hands a chunk to the stream, waiting for it to drain when its buffer is full. */
-  private async write(chunk: string): Promise<void> {
-    if (this.failure !== undefined) throw this.writeError(this.failure);
-    if (!this.head.write(chunk)) {
-      try {
-        await drained(this.head);
-      } catch (error) {
-        throw this.writeError(this.failure ?? error);
-      }
-    }
-  }
-
-  private writeError(cause: unknown): CsvWriteError {
+  protected writeError(cause: unknown): CsvWriteError {
     return new CsvWriteError(this.options.jobName, this.options.target, `writing ${this.options.tempPath}`, cause);
-  }
-
-  private assertOpen(operation: string): void {
-    if (this.state !== 'open') throw new CsvWriterClosedError(this.options.target, operation, this.state);
   }
 }

@@ -4,14 +4,12 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Bucket, File, Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
-import type { Column, TypedRow } from '../../transform/column.js';
-import type { SinkResult, SinkWriter } from '../sink.js';
+import type { Column } from '../../transform/column.js';
+import type { SinkResult } from '../sink.js';
 import { GcsError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
 import { JOB_METADATA_KEY, objectBaseName, objectFolder, OWNER_METADATA_KEY, ownerMetadata, RUN_ID_METADATA_KEY } from '../gcs/temp-objects.js';
-import { drained, encodedChunks, headerRecord } from './csv-chunks.js';
-import { CsvWriterClosedError } from './csv-errors.js';
-import { CsvRecordEncoder } from './csv-record-encoder.js';
+import { CsvStreamWriter } from './csv-stream-writer.js';
 import { buildManifest, manifestPathOf, manifestText, type CsvManifest } from './manifest.js';
 import { tempNameFor } from './temp-files.js';
 
@@ -28,8 +26,6 @@ export interface CsvObjectWriterOptions {
   /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
   manifest?: { window?: { from: string; to: string } };
 }
-
-type State = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
 /** A target object's generation; 0 = it does not exist (as `ifGenerationMatch: 0` means). */
 async function generationOf(file: File): Promise<number> {
@@ -56,15 +52,9 @@ async function generationOf(file: File): Promise<number> {
  *
  * Every failure before publish leaves the target as it was; abort deletes the temp objects.
  */
-export class CsvObjectWriter implements SinkWriter {
-  private state: State = 'open';
-  private rows = 0;
+export class CsvObjectWriter extends CsvStreamWriter {
   private bytes = 0;
-  private failure: unknown;
-  private settling: Promise<unknown> | undefined;
-  private aborting: Promise<void> | undefined;
   private manifest: CsvManifest | undefined;
-  private readonly encoder: CsvRecordEncoder;
   private readonly sha256 = createHash('sha256');
 
   private constructor(
@@ -76,11 +66,11 @@ export class CsvObjectWriter implements SinkWriter {
     private readonly manifestGeneration: number,
     private readonly tempFile: File,
     private readonly tempManifest: File,
-    private readonly head: Writable,
+    head: Writable,
     private readonly upload: Writable,
     private readonly uploaded: Promise<void>,
   ) {
-    this.encoder = new CsvRecordEncoder(options.columns);
+    super(options.columns, head, options.signal);
   }
 
   get target(): string {
@@ -139,70 +129,19 @@ export class CsvObjectWriter implements SinkWriter {
     });
     const uploaded = (gzip ? pipeline(gzip, hasher, upload) : pipeline(hasher, upload)).then(() => undefined);
     writer = new CsvObjectWriter(options, bucket, object, targetGeneration, manifestGeneration, tempFile, tempManifest, gzip ?? hasher, upload, uploaded);
-    uploaded.catch((error: unknown) => {
-      writer.failure ??= error;
-    });
+    writer.watch(uploaded);
     options.logger.debug({ target, temp: tempFile.name, gzip: options.gzip, targetGeneration }, 'csv: uploading to a temp object');
-    try {
-      await writer.write(headerRecord(options.columns));
-    } catch (error) {
-      await writer.abort();
-      throw error;
-    }
+    await writer.writeHeader(options.columns);
     return writer;
-  }
-
-  async writeRows(rows: readonly TypedRow[]): Promise<void> {
-    if (this.state !== 'open') throw new CsvWriterClosedError(this.target, 'writeRows', this.state);
-    this.options.signal?.throwIfAborted();
-    for (const chunk of encodedChunks(this.encoder, rows)) await this.write(chunk);
-    this.rows += rows.length;
-  }
-
-  /** Phase 1: the upload finished and verified, the manifest uploaded; the target untouched. */
-  prepare(): Promise<void> {
-    return this.step('open', 'preparing', 'prepared', () => this.finishUpload());
-  }
-
-  /** Phase 2: one server-side rewrite under the generation precondition, then the temp object goes. */
-  publish(): Promise<SinkResult> {
-    return this.step('prepared', 'publishing', 'published', () => this.rewrite());
-  }
-
-  abort(): Promise<void> {
-    this.aborting ??= this.discard();
-    return this.aborting;
-  }
-
-  private step<T>(from: State, during: State, to: State, work: () => Promise<T>): Promise<T> {
-    if (this.state !== from) return Promise.reject(new CsvWriterClosedError(this.target, during, this.state));
-    this.state = during;
-    const running = work().then(
-      (result) => {
-        this.state = to;
-        return result;
-      },
-      (error: unknown) => {
-        if (this.state === during) this.state = 'failed';
-        throw error;
-      },
-    );
-    this.settling = running.catch(() => undefined);
-    return running;
   }
 
   private where(operation: string, permission: string) {
     return { target: this.target, bucket: this.bucket.name, operation, permission };
   }
 
-  private async finishUpload(): Promise<void> {
-    try {
-      if (this.failure !== undefined) throw this.failure;
-      this.head.end();
-      await this.uploaded;
-    } catch (error) {
-      throw gcsFailure(this.failure ?? error, this.where(`uploading the temp object ${this.tempFile.name}`, 'storage.objects.create'));
-    }
+  /** Phase 1: the upload finished and verified, the manifest uploaded; the target untouched. */
+  protected async finish(): Promise<void> {
+    await this.endStream(this.uploaded);
     if (this.options.manifest === undefined) return;
     const { jobName, runId, gzip, columns } = this.options;
     const window = this.options.manifest.window;
@@ -219,7 +158,8 @@ export class CsvObjectWriter implements SinkWriter {
     }
   }
 
-  private async rewrite(): Promise<SinkResult> {
+  /** Phase 2: one server-side rewrite under the generation precondition, then the temp object goes. */
+  protected async makeVisible(): Promise<SinkResult> {
     const targetFile = this.bucket.file(this.object);
     try {
       await this.tempFile.copy(targetFile, { preconditionOpts: { ifGenerationMatch: this.targetGeneration } });
@@ -276,12 +216,8 @@ export class CsvObjectWriter implements SinkWriter {
     }
   }
 
-  private async discard(): Promise<void> {
-    await this.settling;
-    if (this.state === 'published') return;
-    this.state = 'aborted';
+  protected async discardOutput(): Promise<void> {
     // An unfinished resumable upload creates no object; destroying the stream abandons its session.
-    this.head.destroy();
     this.upload.destroy();
     await this.uploaded.catch(() => undefined);
     try {
@@ -292,18 +228,7 @@ export class CsvObjectWriter implements SinkWriter {
     }
   }
 
-  private async write(chunk: string): Promise<void> {
-    if (this.failure !== undefined) throw this.writeFailure(this.failure);
-    if (!this.head.write(chunk)) {
-      try {
-        await drained(this.head);
-      } catch (error) {
-        throw this.writeFailure(this.failure ?? error);
-      }
-    }
-  }
-
-  private writeFailure(cause: unknown): GcsError {
+  protected writeError(cause: unknown): GcsError {
     return gcsFailure(cause, this.where(`uploading the temp object ${this.tempFile.name}`, 'storage.objects.create'));
   }
 }
