@@ -6,6 +6,7 @@ const LABELS: Record<string, string> = {
   csv: '(c) tilehouse → CSV',
   'csv-deployed': "(c') → CSV, deployed NODE_OPTIONS",
   bigquery: '(d) tilehouse → BigQuery emu',
+  gcs: '(gcs) tilehouse → gs:// (fake)',
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');
