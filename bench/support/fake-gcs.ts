@@ -26,7 +26,10 @@ function executable(path: string): boolean {
   }
 }
 
-/** $FAKE_GCS_SERVER_BIN, the project-local install (`npm run setup:fake-gcs`), or PATH. */
+/**
+ * $FAKE_GCS_SERVER_BIN, the project-local install (`npm run setup:fake-gcs`), or PATH: the tests'
+ * lookup (test/support/fake-gcs-server.ts), repeated here because that module imports vitest.
+ */
 function findFakeGcsBinary(): string | undefined {
   const explicit = process.env.FAKE_GCS_SERVER_BIN;
   if (explicit) return explicit;
