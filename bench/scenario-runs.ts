@@ -8,7 +8,7 @@ import type { BigQueryInput } from './scenarios/tilehouse-bigquery.js';
 import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
 import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
-import { resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
+import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
 import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
@@ -39,6 +39,11 @@ export interface ScenarioRun {
   extractMs?: number;
   /** bigquery: from that line to exit (the emulator's load job, and process exit). */
   loadMs?: number;
+  /**
+   * gcs: CPU of the fake-gcs-server process meanwhile (receiving, hashing, storing, rewriting the
+   * object): on loopback it shares the machine's cores with tilehouse, as Cloud Storage would not.
+   */
+  storageCpuMs?: number;
 }
 
 export interface RunContext {
@@ -175,16 +180,18 @@ export async function runTilehouseGcs(context: RunContext, concurrency: number):
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
     const summaryFile = join(root, 'summary.json');
     try {
+      const storageCpuBefore = await processCpuMs(gcs.pid);
       const run = await runMeasured(
         ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
         workspace.env,
         context.tokens,
         context.sourcePid,
       );
+      const storageCpuMs = (await processCpuMs(gcs.pid)) - storageCpuBefore;
       const { tile } = await tileSummary(run, summaryFile, `tilehouse gcs (concurrency ${concurrency})`, context.incidents);
       // The object is there, and no bigger than a header: rows were checked by the summary.
       if (((await objectSize(gcs, object)) ?? 0) <= 100) throw new Error(`tilehouse gcs: gs://${gcs.bucket}/${object} is missing or empty after a successful run`);
-      return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+      return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
     } finally {
       await deleteObject(gcs, object).catch(() => undefined);
     }
