@@ -6,6 +6,7 @@ const LABELS: Record<string, string> = {
   csv: '(c) tilehouse → CSV',
   'csv-deployed': "(c') → CSV, deployed NODE_OPTIONS",
   bigquery: '(d) tilehouse → BigQuery emu',
+  gcs: '(gcs) tilehouse → gs:// (fake)',
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -23,6 +24,7 @@ function groupTable(group: Group, transportKey: (figure: Figure) => string): str
     const notes: string[] = [];
     if (figure.extrapolatedFromPages !== undefined) notes.push(`extrapolated from ${figure.extrapolatedFromPages} of ${figure.pages} pages`);
     if (figure.extractMs !== undefined && figure.loadMs !== undefined) notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
+    if (figure.storageCpuMs !== undefined) notes.push(`fake-gcs-server CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
       group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),

@@ -104,6 +104,11 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
   const bqRss = figures[key('bigquery', concurrency)]?.peakRssMb;
   const csvRss = figures[key('csv', concurrency)]?.peakRssMb;
   put('rss d/c', bqRss, csvRss);
+  // gs:// against the local file, at each concurrency both ran: throughput and peak RSS.
+  for (const c of new Set([concurrency, targetConcurrency])) {
+    put(`gcs/c@${c}`, rate(key('gcs', c)), rate(key('csv', c)));
+    put(`rss gcs/c@${c}`, figures[key('gcs', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
+  }
   return ratios;
 }
 
@@ -160,6 +165,12 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
     targets.push(
       check(`peak RSS 1M / 100k, tilehouse→CSV, ${latency} ms, concurrency ${concurrency}, plain node`, big && small ? big.peakRssMb / small.peakRssMb : undefined, '<= 1.1', (v) => v <= 1.1),
     );
+  }
+  // Issue 20: CSV into gs:// (fake-gcs-server on loopback) against the same run into a local file.
+  for (const rows of [100_000, 1_000_000]) {
+    const g = group(rows, 50);
+    targets.push(check(`rows/s, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`gcs/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
+    targets.push(check(`peak RSS, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss gcs/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
   }
   targets.push(check('cold start, median (ms)', report.coldStart?.cliMedianMs, '<= 300', (v) => v <= 300));
   return targets;

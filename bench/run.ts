@@ -14,8 +14,9 @@ import { measureColdStart } from './cold-start.js';
 import { formatReport } from './format-report.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
-import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
+import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { repoRoot } from './support/repo-root.js';
 import { startSandboxProcess } from './support/sandbox-process.js';
 import { TokenProxy } from './support/token-proxy.js';
@@ -25,7 +26,7 @@ const progress = (message: string) => process.stderr.write(`bench: ${message}\n`
 // Sizes above this run each scenario once: a million-row run is long enough to average itself.
 const REPEATED_UP_TO = 100_000;
 
-async function runGroup(options: BenchOptions, rows: number, latencyMs: number, emulator: RunningEmulator | undefined): Promise<Group> {
+async function runGroup(options: BenchOptions, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined): Promise<Group> {
   const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
   try {
@@ -38,6 +39,7 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
       sequentialMaxPages: options.sequentialMaxPages,
       ...(options.cpuProfDir ? { cpuProfDir: options.cpuProfDir } : {}),
       ...(emulator ? { emulator } : {}),
+      ...(gcs ? { gcs } : {}),
     };
     const { concurrency, targetConcurrency, scenarios } = options;
     const plan: Array<[string, () => Promise<ScenarioRun>]> = [];
@@ -45,6 +47,8 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
     for (const c of concurrencies) {
       if (scenarios.has('transport')) plan.push([key('transport', c), () => runTransport(context, c)]);
       if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
+      // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
+      if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
     }
     if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
     if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
@@ -134,7 +138,8 @@ async function main(argv: string[]): Promise<void> {
       repeat: options.repeat,
       node: process.version,
       cpus: cpus().length,
-      tilehouse: '(c) the shipped CLI bundle `node dist/bundle/tilehouse.js run` in its own process; (d) compiled main() with an emulator client in its own process',
+      tilehouse:
+        '(c) the shipped CLI bundle `node dist/bundle/tilehouse.js run` in its own process; (gcs) the same into gs:// on fake-gcs-server (loopback, -backend filesystem); (d) compiled main() with an emulator client in its own process',
       deployedNodeOptions: DEPLOYED_NODE_OPTIONS,
       sequentialClient: 'undici, one page at a time, JSON.parse, rows written naively to a CSV file (epoch-ms datetimes, quote-when-needed)',
       query: `SANDBOX_TILE, one row per incident, ${BENCH_QUERY.items.length} columns (4 number, 2 datetime, 5 text; nullable postmortem fields, hard strings)`,
@@ -151,16 +156,19 @@ async function main(argv: string[]): Promise<void> {
   }
 
   const emulator = options.scenarios.has('bigquery') ? await startEmulatorIfInstalled() : undefined;
+  const gcs = options.scenarios.has('gcs') ? await startFakeGcsIfInstalled() : undefined;
+  if (options.scenarios.has('gcs') && gcs === undefined) progress('fake-gcs-server not installed (npm run setup:fake-gcs): scenario gcs skipped');
   if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
   try {
     for (const rows of options.sizes) {
-      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, rows, latencyMs, emulator));
+      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, rows, latencyMs, emulator, gcs));
       if (options.scenarios.has('compressed')) {
         for (const latencyMs of options.compressedLatencies) partial.groups.push(await runCompressedGroup(options, rows, latencyMs));
       }
     }
   } finally {
     await emulator?.stop();
+    await gcs?.stop();
   }
 
   const report: BenchReport = { ...partial, targets: judge(partial) };

@@ -7,12 +7,13 @@ import type { BaselineInput, BaselineResult } from './scenarios/scenario-input.j
 import type { BigQueryInput } from './scenarios/tilehouse-bigquery.js';
 import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
-import { resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
+import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
+import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
 import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery';
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -38,6 +39,11 @@ export interface ScenarioRun {
   extractMs?: number;
   /** bigquery: from that line to exit (the emulator's load job, and process exit). */
   loadMs?: number;
+  /**
+   * gcs: CPU of the fake-gcs-server process meanwhile (receiving, hashing, storing, rewriting the
+   * object): on loopback it shares the machine's cores with tilehouse, as Cloud Storage would not.
+   */
+  storageCpuMs?: number;
 }
 
 export interface RunContext {
@@ -50,6 +56,7 @@ export interface RunContext {
   sequentialMaxPages: number;
   cpuProfDir?: string;
   emulator?: RunningEmulator;
+  gcs?: RunningFakeGcs;
 }
 
 const script = (name: string) => sibling(`scenarios/${name}`);
@@ -155,6 +162,39 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
     );
     const { tile } = await tileSummary(run, summaryFile, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
     return { scenario: nodeOptions === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+  });
+}
+
+/**
+ * (gcs) (c) into Cloud Storage: the same shipped bundle, the same job, its CSV directory a
+ * `gs://` prefix on fake-gcs-server (loopback, objects on disk), STORAGE_EMULATOR_HOST set. The
+ * rows stream into a resumable upload; the run ends with the server-side rewrite onto the target.
+ */
+export async function runTilehouseGcs(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  const gcs = context.gcs;
+  if (gcs === undefined) throw new Error('gcs scenario without fake-gcs-server');
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const object = `${prefix}/${BENCH_JOB_NAME}.csv`;
+  return withTempDir(async (root) => {
+    const sink: BenchSink = { type: 'csv', directory: `gs://${gcs.bucket}/${prefix}`, storageEmulatorHost: gcs.origin };
+    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
+    const summaryFile = join(root, 'summary.json');
+    try {
+      const storageCpuBefore = await processCpuMs(gcs.pid);
+      const run = await runMeasured(
+        ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+        workspace.env,
+        context.tokens,
+        context.sourcePid,
+      );
+      const storageCpuMs = (await processCpuMs(gcs.pid)) - storageCpuBefore;
+      const { tile } = await tileSummary(run, summaryFile, `tilehouse gcs (concurrency ${concurrency})`, context.incidents);
+      // The object is there, and no bigger than a header: rows were checked by the summary.
+      if (((await objectSize(gcs, object)) ?? 0) <= 100) throw new Error(`tilehouse gcs: gs://${gcs.bucket}/${object} is missing or empty after a successful run`);
+      return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
+    } finally {
+      await deleteObject(gcs, object).catch(() => undefined);
+    }
   });
 }
 

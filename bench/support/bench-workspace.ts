@@ -13,7 +13,11 @@ export interface BenchWorkspace {
   env: NodeJS.ProcessEnv;
 }
 
-export type BenchSink = { type: 'csv' } | { type: 'bigquery'; projectId: string; dataset: string };
+export type BenchSink =
+  | { type: 'csv' }
+  /** CSV into Cloud Storage: the CSV directory is `gs://bucket/prefix`, the server STORAGE_EMULATOR_HOST. */
+  | { type: 'csv'; directory: string; storageEmulatorHost: string }
+  | { type: 'bigquery'; projectId: string; dataset: string };
 
 /** An environment config and one job (the bench query on SANDBOX_TILE) written into `root`. */
 export async function writeBenchWorkspace(
@@ -36,7 +40,7 @@ export async function writeBenchWorkspace(
       concurrency: settings.concurrency,
     },
     sinks: {
-      csv: { directory: outDir },
+      csv: { directory: 'directory' in sink ? sink.directory : outDir },
       ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
     },
     tempDirectory: tempDir,
@@ -55,6 +59,12 @@ export async function writeBenchWorkspace(
     jobsDir,
     outDir,
     tempDir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_CLIENT_ID: endpoint.clientId, BENCH_CLIENT_SECRET: endpoint.clientSecret },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BENCH_CLIENT_ID: endpoint.clientId,
+      BENCH_CLIENT_SECRET: endpoint.clientSecret,
+      ...('storageEmulatorHost' in sink ? { STORAGE_EMULATOR_HOST: sink.storageEmulatorHost } : {}),
+    },
   };
 }

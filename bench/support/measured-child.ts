@@ -70,7 +70,7 @@ export async function runMeasured(nodeArgs: string[], env: NodeJS.ProcessEnv, to
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** User + system CPU time of another process so far, from /proc (NaN where there is no /proc). */
-async function processCpuMs(pid: number): Promise<number> {
+export async function processCpuMs(pid: number): Promise<number> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.

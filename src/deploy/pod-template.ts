@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
+import { looksLikeGcsUrl } from '../config/gcs-url.js';
 import type { LoadedJob } from '../config/load-config.js';
 import {
   CONFIG_CONFIGMAP,
@@ -89,15 +90,22 @@ function templateDirectory(template: string): string {
   return kept.join('/') || '/';
 }
 
-/** Where runs write besides /tmp: the CSV directories of csv sinks, and a temp directory outside /tmp. */
+/**
+ * Where runs write besides /tmp: the CSV directories of csv sinks writing local files, and a temp
+ * directory outside /tmp. A gs:// target (its own path, or a relative path under a gs:// CSV
+ * directory) is an object in a bucket: the pod streams it there and needs no volume for it.
+ */
 function writableDirectories(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): { directories: string[]; csvJobs: Map<string, string[]> } {
   const csvJobs = new Map<string, string[]>();
   for (const job of jobs) {
     for (const sink of job.sinks) {
       if (sink.type !== 'csv') continue;
+      if (sink.path !== undefined && looksLikeGcsUrl(sink.path)) continue;
+      const absolute = sink.path !== undefined && path.posix.isAbsolute(sink.path);
+      if (!absolute && looksLikeGcsUrl(environment.sinks.csv.directory)) continue;
       const directory =
-        sink.path !== undefined && path.posix.isAbsolute(sink.path)
-          ? templateDirectory(sink.path)
+        absolute
+          ? templateDirectory(sink.path!)
           : path.posix.resolve(IMAGE_PATHS.workdir, environment.sinks.csv.directory);
       csvJobs.set(directory, [...(csvJobs.get(directory) ?? []), job.name]);
     }
@@ -120,7 +128,7 @@ export function planPod(inputs: PodInputs): PodPlan {
   const warnings = [...csvJobs].map(
     ([directory, names]) =>
       `${names.join(', ')} write CSV under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
-      'On Kubernetes use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
+      'On Kubernetes write CSV to Cloud Storage (a gs:// path or CSV directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
   );
 
   const mounts: Manifest[] = [

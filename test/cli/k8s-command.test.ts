@@ -45,8 +45,8 @@ describe('tilehouse k8s', () => {
       'generated/jobs/tag_postmortem_breakdown.yaml',
       'generated/kustomization.yaml',
     ]);
-    // The demo jobs write CSV, which an emptyDir in the pod does not keep: said on stderr.
-    expect(written.stderr).toMatch(/warning: .* write CSV under \/var\/lib\/tilehouse\/out: in the pod that is an emptyDir/);
+    // The example writes its CSV to gs://: no volume for it, so nothing to warn about.
+    expect(written.stderr).toBe('');
 
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(0);
@@ -54,6 +54,22 @@ describe('tilehouse k8s', () => {
 
     const again = await runCli(args, { env: {} });
     expect(again.stdout).toMatch(/^unchanged: /);
+  });
+
+  it('warns that a local CSV directory is an emptyDir in the pod, and mounts one there; a gs:// directory needs neither', async () => {
+    const localConfig = path.join(root, 'local.yaml');
+    await writeFile(localConfig, (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, 'directory: /var/lib/tilehouse/out'));
+    const local = await runCli(['k8s', '--config', localConfig, '--jobs', jobsDir, '--out', outFile], { env: {} });
+    expect(local.exitCode).toBe(0);
+    expect(local.stderr).toMatch(/warning: .* write CSV under \/var\/lib\/tilehouse\/out: in the pod that is an emptyDir/);
+    const mountsOf = async () =>
+      parseAllDocuments(await readFile(outFile, 'utf8')).map((document) => (document.toJS() as { spec: { jobTemplate: { spec: { template: { spec: { containers: Array<{ volumeMounts: Array<{ mountPath: string }> }> } } } } } }).spec.jobTemplate.spec.template.spec.containers[0]!.volumeMounts.map((mount) => mount.mountPath));
+    for (const mounts of await mountsOf()) expect(mounts).toContain('/var/lib/tilehouse/out');
+
+    const inBucket = await runCli(args, { env: {} });
+    expect(inBucket.exitCode).toBe(0);
+    expect(inBucket.stderr).not.toContain('warning');
+    for (const mounts of await mountsOf()) expect(mounts).not.toContain('/var/lib/tilehouse/out');
   });
 
   it('--check exits 1 naming each stale file, and writes nothing', async () => {

@@ -153,6 +153,23 @@ describe('planManifests', () => {
     expect(result.warnings).toEqual([expect.stringMatching(/^a write CSV under \/app\/out: .*emptyDir/), expect.stringMatching(/^a write CSV under \/exports/)]);
   });
 
+  it('gives gs:// CSV targets no volume and no warning, and keeps both for a local CSV target beside them', async () => {
+    const inBucket = await plan([job('a', { sinks: [{ type: 'csv' }, { type: 'csv', path: 'gs://acme-exports/{tile}/{date}.csv' }] })], {
+      sinks: { csv: { directory: 'gs://acme-exports/nightly' } },
+    });
+    const spec = pod(objectsIn(inBucket, 'cronjobs.yaml')[0]!);
+    expect(spec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name)).toEqual(['tmp']);
+    expect(spec.containers[0].volumeMounts.map((mount: Obj) => mount.mountPath)).not.toContain(expect.stringMatching(/gs:|acme-exports/));
+    expect(inBucket.warnings).toEqual([]);
+
+    // The legal-but-unusual mix: a bucket directory and one sink with an absolute local path.
+    const mixed = await plan([job('a', { sinks: [{ type: 'csv' }, { type: 'csv', path: '/exports/{date}.csv' }] })], { sinks: { csv: { directory: 'gs://acme-exports' } } });
+    const mixedSpec = pod(objectsIn(mixed, 'cronjobs.yaml')[0]!);
+    const emptyDirs = mixedSpec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name);
+    expect(mixedSpec.containers[0].volumeMounts.filter((mount: Obj) => emptyDirs.includes(mount.name)).map((mount: Obj) => mount.mountPath).sort()).toEqual(['/exports', '/tmp']);
+    expect(mixed.warnings).toEqual([expect.stringMatching(/^a write CSV under \/exports: .*emptyDir.*gs:\/\//)]);
+  });
+
   it('adds nothing for directories below /tmp and warns about nothing without csv sinks', async () => {
     const result = await plan([job('a')], { tempDirectory: '/tmp/tilehouse' });
     const spec = pod(objectsIn(result, 'cronjobs.yaml')[0]!);
