@@ -137,10 +137,10 @@ export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[],
   }
   const bigquery = job.sinks.filter((sink) => sink.type === 'bigquery');
   if (bigquery.length === 0) return readers;
-  const { BigQuery } = await import('@google-cloud/bigquery');
+  const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
   const ledger = await import('../sinks/bigquery/run-ledger.js');
   const defaults = environment.sinks.bigquery;
-  const client = options.bigqueryClient ?? new BigQuery({ ...(defaults?.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
+  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   for (const sink of bigquery) {
     const datasetId = sink.dataset ?? defaults!.dataset;
     const tableId = sink.table ?? job.name;

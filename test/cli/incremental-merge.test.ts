@@ -15,6 +15,7 @@ import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { spawnCli } from '../support/spawn-cli.js';
 
 const TABLE = 'incident_days';
 /** One row per incident, with the day it was created as the bucket the windows filter. */
@@ -154,4 +155,21 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     for (const [number, values] of missed) expect(afterAgain.runIds.get(number), `${number} ${values}`).toBe(`${again.summary.runId}-${values.slice(0, 10).replaceAll('-', '')}`);
     expect((await ledger()).length).toBe(1 + 2 * days.length);
   }, 240_000);
+
+  it('runs as a user runs it: a child process that finds the emulator by BIGQUERY_EMULATOR_HOST alone', async () => {
+    const own = uniqueDatasetId('incremental_merge_child');
+    const day3 = await sandboxAt('2026-07-03');
+    const ws = await writeBigQueryWorkspace(path.join(root, 'child'), day3, [job(0)], { projectId: endpoint.projectId, dataset: own });
+    const result = await spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...sandboxEnv(day3), BIGQUERY_EMULATOR_HOST: endpoint.apiEndpoint },
+      timeoutMs: 120_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const summary = summarySchema.parse(JSON.parse(result.stdout));
+    if (summary.command !== 'run') throw new Error('not a run summary');
+    expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03']);
+    const rows = await readTable(client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
+    const table = new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`]));
+    expect(table).toEqual(sourceRows(day3, '2026-07-01', '2026-07-04'));
+  }, 180_000);
 });
