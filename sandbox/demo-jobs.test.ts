@@ -8,7 +8,8 @@ import { DEFAULT_TILE_IDS, DEMO_TILES, startSandbox, type Sandbox } from './inde
 import { exportAll, fetchToken } from './test-client.js';
 
 const JOBS_DIR = fileURLToPath(new URL('../jobs/', import.meta.url));
-const DEMO_JOBS = ['daily_incidents_by_severity', 'incident_types_resolution', 'incidents_by_month_severity', 'tag_postmortem_breakdown'];
+const DEMO_JOBS = ['daily_incidents_by_severity', 'incident_types_resolution', 'incidents_by_month_severity', 'incidents_incremental', 'tag_postmortem_breakdown'];
+const EMULATOR_JOB = fileURLToPath(new URL('../examples/emulator/jobs/incidents_incremental.yaml', import.meta.url));
 
 async function loadJob(name: string): Promise<JobConfig> {
   return jobSchema.parse(parse(await readFile(path.join(JOBS_DIR, `${name}.yaml`), 'utf8')));
@@ -22,7 +23,7 @@ describe('demo jobs', () => {
   });
   afterAll(() => sandbox.close());
 
-  it('are the four jobs in jobs/', async () => {
+  it('are the five jobs in jobs/', async () => {
     const files = (await readdir(JOBS_DIR)).filter((file) => file.endsWith('.yaml')).sort();
     expect(files).toEqual(expect.arrayContaining(DEMO_JOBS.map((name) => `${name}.yaml`)));
   });
@@ -87,5 +88,23 @@ describe('demo jobs', () => {
     const { rows } = await exportAll(sandbox, token, job.query, job.query.options.itemsPerPage ?? 50);
     expect(rows).toEqual(sandbox.evaluate(job.query, job.tile).rows);
     expect(rows.length).toBeGreaterThan(50);
+  });
+
+  it('incidents_incremental has one row per incident, the day it was opened as its bucket, and starts a few days before the sandbox clock', async () => {
+    const job = await loadJob('incidents_incremental');
+    expect(job.tile).toBe(DEMO_TILES.incidentsIncremental);
+    expect(job.incremental).toMatchObject({ item: 'day', bucketColumn: 'Day', startFrom: '2026-06-28' });
+    expect(job.sinks).toEqual([expect.objectContaining({ type: 'csv', path: '{name}/{date}.csv', manifest: true })]);
+    const { rows } = sandbox.evaluate(job.query, job.tile);
+    const numbers = rows.map((row) => row[0]);
+    expect(new Set(numbers).size).toBe(numbers.length);
+    expect(rows.filter((row) => (row[1] as string) >= '2026-06-28').length).toBeGreaterThan(0);
+  });
+
+  it('the emulator example is incidents_incremental with a merge sink added, and nothing else changed', async () => {
+    const job = await loadJob('incidents_incremental');
+    const emulator = jobSchema.parse(parse(await readFile(EMULATOR_JOB, 'utf8')));
+    expect(emulator.sinks).toEqual([...job.sinks, expect.objectContaining({ type: 'bigquery', writeMode: 'merge', primaryKey: ['Number'] })]);
+    expect({ ...emulator, sinks: job.sinks }).toEqual(job);
   });
 });

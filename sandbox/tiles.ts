@@ -8,6 +8,7 @@ export const DEMO_TILES = {
   incidentTypesResolution: '65f0a1c2d3e4f5a6b7c8d902',
   tagPostmortemBreakdown: '65f0a1c2d3e4f5a6b7c8d903',
   dailyIncidentsBySeverity: '65f0a1c2d3e4f5a6b7c8d904',
+  incidentsIncremental: '65f0a1c2d3e4f5a6b7c8d905',
 } as const;
 
 /** A memorable id for tests and the benchmark, which send their own queries. */

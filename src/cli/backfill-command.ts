@@ -18,8 +18,9 @@ const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
 /**
  * A backfill writes one output per window: CSV paths must contain {date} (the default becomes
- * `{name}/{date}.csv`), and BigQuery must write partitions, because `replace` would keep only
- * the last window and `append` would duplicate a re-run window.
+ * `{name}/{date}.csv`), and BigQuery must write partitions or merge by key, because `replace`
+ * would keep only the last window and `append` would duplicate a re-run window; a merged window
+ * updates the rows it holds by primaryKey, so a re-run changes nothing.
  */
 export function jobForBackfill(job: LoadedJob): LoadedJob {
   const problems: ConfigProblem[] = [];
@@ -31,8 +32,8 @@ export function jobForBackfill(job: LoadedJob): LoadedJob {
       }
       return sink;
     }
-    if (sink.writeMode !== 'partition') {
-      problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window: use writeMode: partition' });
+    if (sink.writeMode !== 'partition' && sink.writeMode !== 'merge') {
+      problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window, or merges each window by key: use writeMode: partition or merge' });
     }
     return sink;
   });
@@ -134,6 +135,10 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const selected = workspace.selected[0]!;
     const job = selected.incremental === undefined ? jobForBackfill(selected) : jobForIncremental(selected);
     backfillItemIndex(job);
+    // Windows merged into one table go one at a time, oldest first: concurrent MERGEs into one
+    // table conflict, and a key two windows hold must end with the later window's values.
+    const merged = job.sinks.findIndex((sink) => sink.type === 'bigquery' && sink.writeMode === 'merge');
+    if (merged >= 0 && concurrency > 1) throw UsageError.of(`backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger } = output;
     const allWindows = splitWindows(values.from!, values.to!, step);

@@ -28,9 +28,9 @@ export async function ledgerRecorderFor(jobs: readonly LoadedJob[], environment:
   const defaults = environment.sinks.bigquery;
   if (defaults?.runLedger === false || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'bigquery'))) return undefined;
   // Loaded on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
-  const { BigQuery: Client } = await import('@google-cloud/bigquery');
+  const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
   const ledger = await import('../sinks/bigquery/run-ledger.js');
-  const client: BigQuery = options.bigqueryClient ?? new Client({ ...(defaults?.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
+  const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   const retry = { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger };
 
   const targetsOf = (tile: JobRunSummary): Target[] => {

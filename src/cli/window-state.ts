@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { DateWindow } from '../pipeline/backfill-windows.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import { CsvSink } from '../sinks/csv/csv-sink.js';
+import { isGcsTarget } from '../sinks/csv/csv-path.js';
 import { manifestPathOf, sha256Of } from '../sinks/csv/manifest.js';
 import type { Sink } from '../sinks/sink.js';
 import { readFile } from 'node:fs/promises';
@@ -58,20 +59,88 @@ export function csvManifestState(job: LoadedJob, sink: CsvSink, template: string
   };
 }
 
+/** Manifests and objects of this many windows are read at a time (each window: two small requests). */
+const OBJECT_STATE_CONCURRENCY = 8;
+
+/**
+ * A gs:// CSV target holds a window when the manifest object beside the window's object describes
+ * that object: the object's run id (custom metadata every object tilehouse writes carries, kept
+ * by the rewrite that publishes it) and size are the manifest's. The manifest is rewritten into
+ * place right after the object, so a new object beside the previous run's manifest (a run that
+ * died between the two) has another run id: not done. Asking for metadata, not hashing the
+ * object, keeps a run's state to two small requests per day however large the days are. A
+ * missing object or manifest is "not done"; any other failure (permission, network, bucket gone)
+ * is an error, not a guess.
+ */
+export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: string): WindowStateReader {
+  return {
+    target: template,
+    async doneWindows(windows) {
+      // Loaded here, as the sink loads them: a local CSV run never pays for the storage client.
+      const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }, { mapWithConcurrency }] = await Promise.all([
+        import('../config/gcs-url.js'),
+        import('../sinks/gcs/gcs-errors.js'),
+        import('../sinks/gcs/temp-objects.js'),
+        import('../pipeline/map-with-concurrency.js'),
+      ]);
+      const storage = await sink.storageClient();
+      const targets = windows.map((window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }));
+      // A missing bucket is asked about first, once: an object's 404 does not always say whether
+      // the object or its bucket is missing, and a bucket gone is not a day never written.
+      for (const bucket of new Set(targets.map((target) => parseGcsObjectUrl(target).bucket))) {
+        let exists: boolean;
+        try {
+          [exists] = await storage.bucket(bucket).exists();
+        } catch (error) {
+          throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: bucket gs://${bucket}: ${(error as Error).message}`, { cause: error });
+        }
+        if (!exists) throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`);
+      }
+      const isDone = async (target: string): Promise<boolean> => {
+        const { bucket, object } = parseGcsObjectUrl(target);
+        const read = async <T>(url: string, request: () => Promise<T>): Promise<T | undefined> => {
+          try {
+            return await request();
+          } catch (error) {
+            if (statusOf(error) === 404) return undefined;
+            throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${url}: ${(error as Error).message}`, { cause: error });
+          }
+        };
+        const text = await read(manifestPathOf(target), async () => String((await storage.bucket(bucket).file(manifestPathOf(object)).download())[0]));
+        if (text === undefined) return false;
+        let manifest: { runId?: unknown; bytes?: unknown };
+        try {
+          manifest = JSON.parse(text) as { runId?: unknown; bytes?: unknown };
+        } catch {
+          return false; // not a manifest tilehouse wrote whole: that window did not finish
+        }
+        const metadata = await read(target, async () => (await storage.bucket(bucket).file(object).getMetadata())[0]);
+        if (metadata === undefined || typeof manifest.runId !== 'string') return false;
+        return metadata.metadata?.[RUN_ID_METADATA_KEY] === manifest.runId && Number(metadata.size) === manifest.bytes;
+      };
+      const results = await mapWithConcurrency(targets, OBJECT_STATE_CONCURRENCY, isDone);
+      return new Set(windows.filter((_, index) => results[index] === true).map((window) => window.from));
+    },
+  };
+}
+
 /** The readers of every sink of a job, in the job's sink order. */
 export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
   const readers: WindowStateReader[] = [];
   let csvIndex = 0;
   const csvConfigs = job.sinks.filter((sink) => sink.type === 'csv');
   for (const sink of sinks) {
-    if (sink instanceof CsvSink) readers.push(csvManifestState(job, sink, csvConfigs[csvIndex++]?.path ?? '{name}/{date}.csv'));
+    if (!(sink instanceof CsvSink)) continue;
+    const template = csvConfigs[csvIndex++]?.path ?? '{name}/{date}.csv';
+    const sample = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window: { from: '2000-01-01', to: '2000-01-02' } });
+    readers.push(isGcsTarget(sample) ? csvObjectManifestState(job, sink, template) : csvManifestState(job, sink, template));
   }
   const bigquery = job.sinks.filter((sink) => sink.type === 'bigquery');
   if (bigquery.length === 0) return readers;
-  const { BigQuery } = await import('@google-cloud/bigquery');
+  const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
   const ledger = await import('../sinks/bigquery/run-ledger.js');
   const defaults = environment.sinks.bigquery;
-  const client = options.bigqueryClient ?? new BigQuery({ ...(defaults?.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
+  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   for (const sink of bigquery) {
     const datasetId = sink.dataset ?? defaults!.dataset;
     const tableId = sink.table ?? job.name;

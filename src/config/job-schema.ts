@@ -228,11 +228,22 @@ interface IncrementalShape {
 }
 
 /**
+ * Why an incremental job's BigQuery sink cannot be in this write mode. Every day window may be
+ * exported again (lookbackDays, a re-run after a failed day), so a day must land idempotently:
+ * `partition` replaces that day's partition, `merge` updates its rows by primaryKey.
+ */
+const INCREMENTAL_WRITE_MODE_PROBLEM: Readonly<Record<string, string>> = {
+  replace: 'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+  append:
+    'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+};
+
+/**
  * An incremental job runs day windows through the backfill machinery and reads what its sinks
  * already hold, so the combinations that cannot work are refused with their line: no datetime
  * item to filter, a backfill section that names another item, a CSV sink that writes one file
- * for every day or has no manifest to tell a finished day by, a BigQuery sink that does not
- * write one partition per day.
+ * for every day or has no manifest to tell a finished day by, a BigQuery sink that would not
+ * take a day exported twice as once (see INCREMENTAL_WRITE_MODE_PROBLEM).
  */
 function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
   const incremental = job.incremental;
@@ -266,8 +277,8 @@ function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
         // Reported on the sink, whose line is known, since the key is usually absent.
         ctx.addIssue({ code: 'custom', path: ['sinks', index], input: sink.manifest, message: 'an incremental job tells a finished day by its CSV manifest: set manifest: true' });
       }
-    } else if (sink.writeMode !== 'partition') {
-      ctx.addIssue({ code: 'custom', path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: 'an incremental job writes one partition per day and may export a day again: use writeMode: partition' });
+    } else if (sink.writeMode !== 'partition' && sink.writeMode !== 'merge') {
+      ctx.addIssue({ code: 'custom', path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: INCREMENTAL_WRITE_MODE_PROBLEM[sink.writeMode] ?? 'an incremental job needs writeMode: partition or merge' });
     }
   }
 }

@@ -5,6 +5,7 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
 
 const DAY_MS = 86_400_000;
@@ -142,5 +143,15 @@ describe('tilehouse backfill', () => {
     const result = await backfill(args);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(says);
+  });
+
+  it('refuses --concurrency above 1 for a job that merges into BigQuery (exit 2, nothing requested)', async () => {
+    const merging = { ...job, name: 'merged', sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Day', 'Severity'] }] };
+    const ws = await writeBigQueryWorkspace(path.join(root, 'merge'), sandbox, [merging], { projectId: 'p', dataset: 'd' });
+    const requests = sandbox.requests.length;
+    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', day(-3), '--to', day(-1), '--concurrency', '2'], { env: sandboxEnv(sandbox) });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)");
+    expect(sandbox.requests.length).toBe(requests);
   });
 });

@@ -33,7 +33,7 @@ describe('tilehouse k8s', () => {
   it('writes the CronJobs, the backfill template and the kustomize sources, then --check passes', async () => {
     const written = await runCli(args, { env: {} });
     expect(written.exitCode).toBe(0);
-    expect(written.stdout).toMatch(/updated 8 file\(s\): .*cronjobs\.yaml \(4 CronJob\(s\) for 4 job\(s\)\)/);
+    expect(written.stdout).toMatch(/updated 9 file\(s\): .*cronjobs\.yaml \(5 CronJob\(s\) for 5 job\(s\)\)/);
     expect(written.stdout).toContain('deploy with: kubectl apply -k');
     expect(await listFiles(path.join(root, 'k8s'))).toEqual([
       'backfill-job.yaml',
@@ -42,6 +42,7 @@ describe('tilehouse k8s', () => {
       'generated/jobs/daily_incidents_by_severity.yaml',
       'generated/jobs/incident_types_resolution.yaml',
       'generated/jobs/incidents_by_month_severity.yaml',
+      'generated/jobs/incidents_incremental.yaml',
       'generated/jobs/tag_postmortem_breakdown.yaml',
       'generated/kustomization.yaml',
     ]);
@@ -50,7 +51,7 @@ describe('tilehouse k8s', () => {
 
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(0);
-    expect(checked.stdout).toContain('up to date: 8 generated files');
+    expect(checked.stdout).toContain('up to date: 9 generated files');
 
     const again = await runCli(args, { env: {} });
     expect(again.stdout).toMatch(/^unchanged: /);
@@ -97,6 +98,7 @@ describe('tilehouse k8s', () => {
       'tilehouse-daily-incidents-by-severity',
       'tilehouse-incident-types-resolution',
       'tilehouse-incidents-by-month-severity',
+      'tilehouse-incidents-incremental',
     ]);
     expect(text).toContain('Jobs without a schedule (no CronJob, run on demand): tag_postmortem_breakdown.');
   });
@@ -106,7 +108,7 @@ describe('tilehouse k8s', () => {
     // Not config/default.yaml (the demo's sandbox): the copy in generated/config/ names the one in use.
     const checked = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: {} });
     expect(checked.stderr).not.toContain('stale');
-    expect(checked.stdout).toContain('up to date: 8 generated files');
+    expect(checked.stdout).toContain('up to date: 9 generated files');
     expect(checked.exitCode).toBe(0);
     // $TILEHOUSE_CONFIG still wins.
     const other = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: { TILEHOUSE_CONFIG: 'config/default.yaml' } });

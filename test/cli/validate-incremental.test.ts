@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
@@ -43,11 +43,12 @@ function jobLines(): string[] {
   ];
 }
 
-async function validate(edit: (lines: string[]) => void = () => {}) {
+async function validate(edit: (lines: string[]) => void = () => {}, options: { runLedger?: boolean } = {}) {
   const lines = jobLines();
   edit(lines);
   const file = path.join(jobsDir, 'daily.yaml');
   await writeFile(file, lines.join('\n'));
+  if (options.runLedger === true) await writeFile(configFile, (await readFile(configFile, 'utf8')).replace('    runLedger: false\n', ''));
   const result = await runCli(['validate', '--config', configFile, '--jobs', jobsDir], { env: ENV });
   return { ...result, file };
 }
@@ -75,6 +76,14 @@ describe('tilehouse validate: incremental', () => {
     expect(fromBackfill.exitCode).toBe(0);
   });
 
+  it.each(['partition', 'merge'])('accepts a BigQuery sink in writeMode %s (a day exported again lands once)', async (writeMode) => {
+    // With the run ledger on: it is where a BigQuery sink's published days are read from.
+    const sink = ['  - type: bigquery', `    writeMode: ${writeMode}`, ...(writeMode === 'merge' ? ['    primaryKey: [Day, Severity]'] : [])];
+    const result = await validate((lines) => lines.splice(20, 0, ...sink), { runLedger: true });
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+  });
+
   it.each([
     { case: 'no datetime item named anywhere', edit: (lines: string[]) => lines.splice(21, 2), problem: 'F:22: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)' },
     { case: 'an item that is not a datetime', edit: (lines: string[]) => (lines[21] = '  item: Severity'), problem: 'F:22: incremental.item = "Severity": the item\'s dataType is text; incremental day windows filter a datetime item with rw' },
@@ -85,7 +94,16 @@ describe('tilehouse validate: incremental', () => {
     { case: 'a missing startFrom', edit: (lines: string[]) => lines.splice(23, 1), problem: 'F: incremental.startFrom: Invalid input: expected string, received undefined' },
     { case: 'a CSV path without {date}', edit: (lines: string[]) => (lines[18] = '    path: daily.csv'), problem: 'F:19: sinks[0].path = "daily.csv": an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' },
     { case: 'a CSV sink without a manifest', edit: (lines: string[]) => lines.splice(19, 1), problem: 'F:18: sinks[0] = {"type":"csv","path":"daily/{date}.csv"}: an incremental job tells a finished day by its CSV manifest: set manifest: true' },
-    { case: 'a BigQuery sink that appends', edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: append'), problem: 'F:22: sinks[1].writeMode = "append": an incremental job writes one partition per day and may export a day again: use writeMode: partition' },
+    {
+      case: 'a BigQuery sink that appends',
+      edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: append'),
+      problem: 'F:22: sinks[1].writeMode = "append": an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+    },
+    {
+      case: 'a BigQuery sink that replaces',
+      edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: replace'),
+      problem: 'F:22: sinks[1].writeMode = "replace": an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+    },
     { case: 'a BigQuery sink with the run ledger off', edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: partition'), problem: 'F:24: incremental: an incremental job reads the days sinks[1] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (CONFIG)' },
   ])('refuses $case with file:line', async ({ edit, problem }) => {
     const result = await validate(edit);

@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
-import { BigQuery } from '@google-cloud/bigquery';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
@@ -193,11 +194,7 @@ function writesLineage(writeMode: BigQuerySinkConfig['writeMode']): boolean {
  */
 const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 
-/**
- * Production client: Application Default Credentials (Workload Identity on GKE). The client's own
- * retries are off so that `withRetry` is the single, bounded retry policy; two nested policies
- * would multiply the attempts and hide them from the logs.
- */
+/** Production client: see createBigQueryClient (ADC, or the emulator that BIGQUERY_EMULATOR_HOST names). */
 function createProductionClient(defaults: BigQueryDefaults): BigQuery {
-  return new BigQuery({ ...(defaults.projectId ? { projectId: defaults.projectId } : {}), retryOptions: { autoRetry: false } });
+  return createBigQueryClient(defaults.projectId);
 }

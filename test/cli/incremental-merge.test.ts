@@ -1,0 +1,175 @@
+// An incremental job whose BigQuery sink merges by key (`writeMode: merge`), end to end: `tilehouse
+// run` against the sandbox, whose clock is moved from run to run, into the emulator (behind the
+// copy proxy). The sandbox's incidents are created relative to its "now", so the same incident
+// numbers come back on later days with other values when the clock moves: the day-5 run has keys
+// the day-1 run wrote to update, not only new ones to insert.
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { summarySchema } from '../../src/pipeline/summary-schema.js';
+import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
+import { readTable, stagingTables } from '../support/bigquery-read.js';
+import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
+import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { makeTempDir } from '../support/temp-dir.js';
+import { spawnCli } from '../support/spawn-cli.js';
+
+const TABLE = 'incident_days';
+/** One row per incident, with the day it was created as the bucket the windows filter. */
+const query = {
+  items: [
+    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
+    {
+      header: 'Day',
+      ref: 'day',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      function: 'date',
+      format: 'year_month_number_day_number_hyphen',
+      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+    },
+    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] },
+    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
+  ],
+  options: { pageNumber: 0, itemsPerPage: 50 },
+};
+const job = (lookbackDays: number) => ({
+  name: TABLE,
+  tile: SANDBOX_TILE,
+  query,
+  columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } },
+  sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Number'] }],
+  incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays },
+});
+
+describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
+  const opened: Sandbox[] = [];
+  let proxy: EmulatorWithCopyJobs;
+  let client: BigQuery;
+  let root: string;
+  const dataset = uniqueDatasetId('incremental_merge');
+
+  beforeAll(async () => {
+    proxy = await startEmulatorWithCopyJobs(endpoint);
+    client = proxy.client();
+    root = await makeTempDir();
+  });
+  afterAll(async () => {
+    for (const sandbox of opened) await sandbox.close();
+    await proxy?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  async function sandboxAt(day: string): Promise<Sandbox> {
+    const sandbox = await startSandbox({ incidents: 4000, now: new Date(`${day}T12:00:00Z`) });
+    opened.push(sandbox);
+    return sandbox;
+  }
+
+  async function run(sandbox: Sandbox, name: string, lookbackDays = 0) {
+    const ws = await writeBigQueryWorkspace(path.join(root, name), sandbox, [job(lookbackDays)], { projectId: endpoint.projectId, dataset });
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    expect(result.exitCode, result.stderr).toBe(0);
+    const summary = summarySchema.parse(JSON.parse(result.stdout));
+    if (summary.command !== 'run') throw new Error('not a run summary');
+    return { ...result, summary, report: summary.incremental![0]! };
+  }
+
+  /** number -> "day|created|severity", as the source holds the incidents created in [from, to). */
+  function sourceRows(sandbox: Sandbox, from: string, to: string): Map<number, string> {
+    const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
+    const inWindow = all.rows.filter((row) => (row[1] as string) >= from && (row[1] as string) < to);
+    return new Map(inWindow.map(([number, day, created, severity]) => [number as number, `${day as string}|${new Date(created as number).toISOString()}|${severity as string}`]));
+  }
+
+  /** The table as number -> "day|created|severity" (each key once, asserted), and each number's _run_id. */
+  async function tableRows(): Promise<{ values: Map<number, string>; runIds: Map<number, string> }> {
+    const rows = await readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
+    const numbers = rows.map((row) => Number(row.number));
+    expect(new Set(numbers).size).toBe(numbers.length);
+    return {
+      values: new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`])),
+      runIds: new Map(rows.map((row) => [Number(row.number), String(row._run_id)])),
+    };
+  }
+
+  async function ledger(): Promise<Array<{ window_from: string; status: string; published: boolean; target: string; run_id: string }>> {
+    const [rows] = await client.query({
+      query: `SELECT CAST(window_from AS STRING) AS window_from, status, published, target, run_id FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE job = '${TABLE}' ORDER BY recorded_at, window_from`,
+    });
+    return rows as Array<{ window_from: string; status: string; published: boolean; target: string; run_id: string }>;
+  }
+
+  const exports = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
+
+  it('merges day 1 on day 1 and days 2-5 on day 5, each key once with its latest values; the ledger shows each window published; repeats change nothing', async () => {
+    const day1 = await sandboxAt('2026-07-01');
+    const first = await run(day1, 'day-1');
+    expect(first.report).toMatchObject({ today: '2026-07-01', firstRun: true, windows: [{ from: '2026-07-01', to: '2026-07-02' }], failed: [], left: [] });
+    const dayOne = sourceRows(day1, '2026-07-01', '2026-07-02');
+    expect(dayOne.size).toBeGreaterThan(3);
+    expect((await tableRows()).values).toEqual(dayOne);
+
+    // The cluster is down on days 2-4; the day-5 run merges the four days it missed.
+    const day5 = await sandboxAt('2026-07-05');
+    const fifth = await run(day5, 'day-5');
+    const days = ['2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
+    expect(fifth.report.windows.map((window) => window.from)).toEqual(days);
+    expect(fifth.report.reason).toContain('resume after 2026-07-01');
+    expect(fifth.summary.tiles.map((tile) => [tile.status, tile.runId])).toEqual(days.map((day) => ['succeeded', `${fifth.summary.runId}-${day.replaceAll('-', '')}`]));
+    const missed = sourceRows(day5, '2026-07-02', '2026-07-06');
+    expect(new Set([...missed.values()].map((values) => values.slice(0, 10)))).toEqual(new Set(days));
+    // Day 1's incidents are back on day 5 with other values (the sandbox's clock moved them): updated, not added.
+    const updated = [...dayOne.keys()].filter((number) => missed.has(number) && missed.get(number) !== dayOne.get(number));
+    expect(updated.length).toBeGreaterThan(0);
+    const merged = new Map([...dayOne, ...missed]);
+    const afterFifth = await tableRows();
+    expect(afterFifth.values).toEqual(merged);
+    expect(afterFifth.values.size).toBeLessThan(dayOne.size + missed.size);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+
+    // One ledger row per window, on the table itself (a merge has no partition), each published.
+    const target = `${endpoint.projectId}.${dataset}.${TABLE}`;
+    expect(await ledger()).toEqual([
+      { window_from: '2026-07-01', status: 'succeeded', published: true, target, run_id: `${first.summary.runId}-20260701` },
+      ...days.map((day) => ({ window_from: day, status: 'succeeded', published: true, target, run_id: `${fifth.summary.runId}-${day.replaceAll('-', '')}` })),
+    ]);
+
+    // A repeat of day 5 finds every day published in the ledger: nothing is exported or merged.
+    const requests = exports(day5);
+    const repeat = await run(day5, 'day-5-repeat');
+    expect(repeat.report).toMatchObject({ windows: [], left: [], firstUnpublished: '2026-07-06' });
+    expect(repeat.summary.tiles).toEqual([]);
+    expect(exports(day5)).toBe(requests);
+    expect(await tableRows()).toEqual(afterFifth);
+
+    // Merged again on purpose (lookbackDays 4: days 2-5 once more): every row is rewritten by the
+    // new run (its _run_id), yet the table holds the same keys with the same values.
+    const again = await run(day5, 'day-5-again', 4);
+    expect(again.report.windows.map((window) => window.from)).toEqual(days);
+    const afterAgain = await tableRows();
+    expect(afterAgain.values).toEqual(afterFifth.values);
+    for (const [number, values] of missed) expect(afterAgain.runIds.get(number), `${number} ${values}`).toBe(`${again.summary.runId}-${values.slice(0, 10).replaceAll('-', '')}`);
+    expect((await ledger()).length).toBe(1 + 2 * days.length);
+  }, 240_000);
+
+  it('runs as a user runs it: a child process that finds the emulator by BIGQUERY_EMULATOR_HOST alone', async () => {
+    const own = uniqueDatasetId('incremental_merge_child');
+    const day3 = await sandboxAt('2026-07-03');
+    const ws = await writeBigQueryWorkspace(path.join(root, 'child'), day3, [job(0)], { projectId: endpoint.projectId, dataset: own });
+    const result = await spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...sandboxEnv(day3), BIGQUERY_EMULATOR_HOST: endpoint.apiEndpoint },
+      timeoutMs: 120_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const summary = summarySchema.parse(JSON.parse(result.stdout));
+    if (summary.command !== 'run') throw new Error('not a run summary');
+    expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03']);
+    const rows = await readTable(client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
+    const table = new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`]));
+    expect(table).toEqual(sourceRows(day3, '2026-07-01', '2026-07-04'));
+  }, 180_000);
+});
