@@ -53,10 +53,23 @@ be read or its targets disagree, 2 bad config or usage.
       for (const selected of jobs) {
         const job = selected.incremental === undefined ? selected : jobForIncremental(selected);
         const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-        const plan = await planJob(job, { environment: workspace.environment, credentials, dispatcher, logger, sinks, retry: seams.retry, signal: io.signal, runToken });
-        if (job.incremental !== undefined && plan.status === 'planned') {
-          plan.incremental = await incrementalPlanOf(job, sinks, { workspace, output, io, seams, fixFlags: workspaceFlags(values), runToken });
-        }
+        // An incremental job's windows first: its sinks then plan the first window's target
+        // (`{date}` of that window), not a target named after today on this machine.
+        const incremental =
+          job.incremental === undefined ? undefined : await incrementalPlanOf(job, sinks, { workspace, output, io, seams, fixFlags: workspaceFlags(values), runToken });
+        const firstWindow = incremental?.windows[0];
+        const plan = await planJob(job, {
+          environment: workspace.environment,
+          credentials,
+          dispatcher,
+          logger,
+          sinks,
+          retry: seams.retry,
+          signal: io.signal,
+          runToken,
+          ...(firstWindow === undefined ? {} : { window: firstWindow }),
+        });
+        if (incremental !== undefined && plan.status === 'planned') plan.incremental = incremental;
         plans.push(plan);
       }
     } finally {

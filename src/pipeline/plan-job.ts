@@ -46,6 +46,8 @@ export interface PlanDependencies {
   signal?: AbortSignal;
   /** The token shared by the jobs planned together (default: one of this job's own). */
   runToken?: RunToken;
+  /** An incremental job's first window of its next run: the sinks plan the target it would write. */
+  window?: DateWindow;
 }
 
 /**
@@ -66,7 +68,8 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
     for (const sink of deps.sinks) {
       // The schedule lets a sink count a day's runs (BigQuery's per-table daily operations).
       const schedule = job.schedule ? { schedule: { cron: job.schedule.cron, timezone: job.schedule.timezone } } : {};
-      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule }));
+      const window = deps.window === undefined ? {} : { window: { from: deps.window.from, to: deps.window.to } };
+      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule, ...window }));
     }
   } catch (error) {
     plan.status = 'failed';

@@ -169,6 +169,8 @@ describe('plan and the limits of a catch-up', () => {
         'lookback 1 day (2026-07-01..2026-07-02); capped at maxWindows 2: 3 left for the next run (2026-07-03..2026-07-06)\n' +
         '    2026-07-01  (lookback: published, exported again)\n    2026-07-02\n',
     );
+    // The sink line names the file of the first window the run would write, not today's on this machine.
+    expect(plan.stdout).toMatch(/csv .*\/daily\/2026-07-01\.csv: unchanged/);
     expect(await listFiles(workspace.outDir)).toEqual(files);
 
     const run = await runOn(root, day5, capped);
