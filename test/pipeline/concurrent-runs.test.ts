@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryOfRun } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -13,9 +13,8 @@ const INCIDENTS = 240;
 
 /** Run i exports only incidents numbered above 10·i, so a file mixing two runs would show. */
 function jobFor(run: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(10 * run)] }] } : item));
   // No {runId} in the path: every run targets the same file.
-  return { name: 'incident_detail', tile: SANDBOX_TILE, query: { ...detailQuery, items }, sinks: [{ type: 'csv' }] };
+  return { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQueryOfRun(run), sinks: [{ type: 'csv' }] };
 }
 
 let sandbox: Sandbox;

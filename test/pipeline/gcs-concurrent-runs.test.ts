@@ -11,7 +11,7 @@ import { RUN_ID_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
 import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../support/gcs-precondition-proxy.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryOfRun } from '../support/queries.js';
 import { spawnCli, type ChildResult } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -21,8 +21,7 @@ const OBJECT = 'shared/incident_detail.csv';
 
 /** Run i exports only incidents numbered above 10·i. */
 function jobFor(run: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(10 * run)] }] } : item));
-  return { name: 'incident_detail', tile: SANDBOX_TILE, query: { ...detailQuery, items }, sinks: [{ type: 'csv' }] };
+  return { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQueryOfRun(run), sinks: [{ type: 'csv' }] };
 }
 
 let sandbox: Sandbox;

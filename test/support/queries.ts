@@ -11,6 +11,15 @@ export const detailQuery = {
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
 
+/**
+ * The detail query restricted to incidents numbered above 10·run: two runs that export
+ * different rows, so an output mixing them shows (the concurrent-run tests).
+ */
+export function detailQueryOfRun(run: number) {
+  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(10 * run)] }] } : item));
+  return { ...detailQuery, items };
+}
+
 /** Incidents per day and severity over the last 30 days: the shape of a tile a backfill windows by day. */
 export const dailySeverityQuery = {
   items: [
