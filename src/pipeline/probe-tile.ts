@@ -17,6 +17,7 @@ import {
   type RecordedPage,
   type Recording,
 } from '../source/recording.js';
+import { rowOrderOf } from '../source/row-order.js';
 import { recordingDispatcher, type WireExchange } from '../source/wire-recorder.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
@@ -174,7 +175,7 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
   const dispatcher = recordingDispatcher(options.dispatcher, (exchange) => exchanges.push(exchange));
   const session = openSourceSession(job, { ...options, dispatcher, logger: options.logger });
   const { source } = options.environment;
-  const checks = new PageConsistency();
+  const checks = new PageConsistency({ rowOrder: rowOrderOf(job.query) });
   let firstFailure: PageCheckFailure | undefined;
   const pages: RecordedPage[] = [];
   let failure: Recording['failure'];
