@@ -18,6 +18,7 @@ import {
   type Recording,
 } from '../source/recording.js';
 import { rowOrderOf } from '../source/row-order.js';
+import { sortKeyOf } from '../transform/values/sort-key.js';
 import { recordingDispatcher, type WireExchange } from '../source/wire-recorder.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
@@ -176,7 +177,7 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
   const dispatcher = recordingDispatcher(options.dispatcher, (exchange) => exchanges.push(exchange));
   const session = openSourceSession(job, { ...options, dispatcher, logger: options.logger });
   const { source } = options.environment;
-  const checks = new PageConsistency({ rowOrder: rowOrderOf(job.query) });
+  const checks = new PageConsistency({ rowOrder: rowOrderOf(job.query, sortKeyOf) });
   let firstFailure: PageCheckFailure | undefined;
   const pages: RecordedPage[] = [];
   let failure: Recording['failure'];

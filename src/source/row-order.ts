@@ -1,7 +1,3 @@
-import { readEpochMs } from '../transform/values/epoch-input.js';
-import { parseIsoDateTime } from '../transform/values/iso-date-time.js';
-import { parseFloat64 } from '../transform/values/parse-float64.js';
-import { isValueFailure } from '../transform/values/value-failure.js';
 import type { ExportPage } from './export-response.js';
 
 /** The query items' fields that say how rows are ordered (the job schema's query item). */
@@ -13,11 +9,21 @@ interface OrderableItem {
   hidden?: boolean | undefined;
 }
 
+export type OrderedDataType = 'number' | 'datetime';
+
+/**
+ * A cell as a number that sorts the way the source sorts the column, or undefined when it says
+ * nothing certain. Value parsing is the transform's: the pipeline passes transform's `sortKeyOf`,
+ * so the source does not import a later stage.
+ */
+export type SortKeyReader = (value: unknown, dataType: OrderedDataType) => number | undefined;
+
 /** The column the source sorts rows by first, when that order can be checked from the rows alone. */
 export interface RowOrder {
   header: string;
   direction: 'asc' | 'desc';
-  dataType: 'number' | 'datetime';
+  dataType: OrderedDataType;
+  sortKey: SortKeyReader;
 }
 
 const CHECKABLE_TYPES: ReadonlySet<string> = new Set(['number', 'datetime']);
@@ -30,7 +36,7 @@ const CHECKABLE_TYPES: ReadonlySet<string> = new Set(['number', 'datetime']);
  * sequences wins). It must be visible (a hidden item has no column to read) and a `number` or
  * `datetime`: text sorts by the server's collation ('a' < 'B' in one, 'B' < 'a' in another).
  */
-export function rowOrderOf(query: { items: readonly OrderableItem[] }): RowOrder | undefined {
+export function rowOrderOf(query: { items: readonly OrderableItem[] }, sortKey: SortKeyReader): RowOrder | undefined {
   const ordered = query.items.filter((item) => item.order !== undefined);
   if (ordered.length === 0) return undefined;
   let primary: OrderableItem;
@@ -44,28 +50,7 @@ export function rowOrderOf(query: { items: readonly OrderableItem[] }): RowOrder
   }
   const dataType = primary.dataType.trim().toLowerCase();
   if (primary.hidden === true || !CHECKABLE_TYPES.has(dataType)) return undefined;
-  return { header: primary.header, direction: primary.order!, dataType: dataType as RowOrder['dataType'] };
-}
-
-/**
- * A cell as a number that sorts the way the source sorts the column, or undefined when it says
- * nothing certain: null (nulls first or last is unstated), a value that does not parse (the
- * transform reports it), and a datetime without a zone (a source that sorts by instant and prints
- * local wall-clock time steps back an hour when DST ends). A double never reverses the order of
- * two exact decimals (rounding is monotonic), it can only make them tie, and a tie is accepted.
- */
-function sortKeyOf(value: unknown, dataType: RowOrder['dataType']): number | undefined {
-  if (value === null || value === undefined) return undefined;
-  if (dataType === 'number') {
-    const number = parseFloat64(value);
-    return typeof number === 'number' ? number : undefined;
-  }
-  const epochMs = readEpochMs(value);
-  if (typeof epochMs === 'number') return epochMs;
-  if (epochMs !== undefined || typeof value !== 'string') return undefined;
-  const written = parseIsoDateTime(value.trim());
-  if (written === undefined || isValueFailure(written) || written.offsetMs === undefined) return undefined;
-  return written.wallMs - written.offsetMs;
+  return { header: primary.header, direction: primary.order!, dataType: dataType as OrderedDataType, sortKey };
 }
 
 /** A page boundary whose rows run against the query's order: the detail of a failed check. */
@@ -79,7 +64,7 @@ export interface RowOrderViolation {
  * the same way; one that does not (an unordered query over a table without a stable physical
  * order) can put a row on two pages and another on none while every count still adds up. Within
  * a page the order is not checked: a boundary is where rows are lost. Ties are accepted (the
- * order among equal keys is the source's), so is everything sortKeyOf cannot read.
+ * order among equal keys is the source's), so is everything the sort key reader cannot read.
  */
 export class RowOrderCheck {
   private previousLast: { pageNumber: number; key: number; value: unknown } | undefined;
@@ -93,10 +78,10 @@ export class RowOrderCheck {
     const firstValue = page.rows[0]![column];
     const previous = this.previousLast;
     const lastValue = page.rows.at(-1)![column];
-    const lastKey = sortKeyOf(lastValue, this.order.dataType);
+    const lastKey = this.order.sortKey(lastValue, this.order.dataType);
     // A last row without a readable key leaves no boundary to check on the next page.
     this.previousLast = lastKey === undefined ? undefined : { pageNumber: page.pageNumber, key: lastKey, value: lastValue };
-    const firstKey = sortKeyOf(firstValue, this.order.dataType);
+    const firstKey = this.order.sortKey(firstValue, this.order.dataType);
     if (previous === undefined || firstKey === undefined || previous.pageNumber !== page.pageNumber - 1) return undefined;
     const outOfOrder = this.order.direction === 'asc' ? firstKey < previous.key : firstKey > previous.key;
     if (!outOfOrder) return undefined;

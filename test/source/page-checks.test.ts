@@ -4,6 +4,7 @@ import { ExactNumber } from '../../src/source/json-body.js';
 import type { ExportPage } from '../../src/source/export-response.js';
 import { PageConsistency } from '../../src/source/page-checks.js';
 import { rowOrderOf } from '../../src/source/row-order.js';
+import { sortKeyOf } from '../../src/transform/values/sort-key.js';
 
 function page(pageNumber: number, rows: number, totalRows: number, overrides: Partial<ExportPage> = {}): ExportPage {
   return {
@@ -211,7 +212,7 @@ function sameCell(a: unknown, b: unknown): boolean {
 }
 
 describe('PageConsistency row order (the query orders by a visible number or datetime column)', () => {
-  const asc = { header: 'Count', direction: 'asc', dataType: 'number' } as const;
+  const asc = { header: 'Count', direction: 'asc', dataType: 'number', sortKey: sortKeyOf } as const;
   /** A page of `counts` in the Count column; Type tells rows apart. */
   const countsPage = (pageNumber: number, counts: unknown[], totalRows: number, dataTypes = ['text', 'number']): ExportPage => ({
     ...page(pageNumber, counts.length, totalRows, { dataTypes }),
@@ -250,7 +251,7 @@ describe('PageConsistency row order (the query orders by a visible number or dat
   });
 
   it('compares datetimes as instants (epoch ms, {"$date"}, ISO with a zone) and skips wall-clock times without one', () => {
-    const byTime = { header: 'Count', direction: 'asc', dataType: 'datetime' } as const;
+    const byTime = { header: 'Count', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf } as const;
     const types = ['text', 'datetime'];
     const zoned = new PageConsistency({ rowOrder: byTime });
     expect(zoned.check(countsPage(0, [0, '2026-03-01T10:00:00+02:00'], 4, types))).toBeUndefined();
@@ -276,17 +277,17 @@ describe('rowOrderOf', () => {
   const item = (header: string, dataType: string, extra: Record<string, unknown> = {}) => ({ header, formula: `[${header}]`, dataType, filters: [], ...extra });
 
   it('is the only ordered item, or the one with the unique lowest orderSequence, when it is a visible number or datetime', () => {
-    expect(rowOrderOf({ items: [item('Type', 'text'), item('Count', 'number', { order: 'desc' })] })).toEqual({ header: 'Count', direction: 'desc', dataType: 'number' });
-    expect(rowOrderOf({ items: [item('Type', 'text', { order: 'asc', orderSequence: 1 }), item('Opened', 'datetime', { order: 'asc', orderSequence: 0 })] })).toEqual({ header: 'Opened', direction: 'asc', dataType: 'datetime' });
+    expect(rowOrderOf({ items: [item('Type', 'text'), item('Count', 'number', { order: 'desc' })] }, sortKeyOf)).toEqual({ header: 'Count', direction: 'desc', dataType: 'number', sortKey: sortKeyOf });
+    expect(rowOrderOf({ items: [item('Type', 'text', { order: 'asc', orderSequence: 1 }), item('Opened', 'datetime', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toEqual({ header: 'Opened', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf });
   });
 
   it('is undefined whenever the primary order is unstated, ambiguous, hidden or text', () => {
-    expect(rowOrderOf({ items: [item('Count', 'number')] })).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc' })] })).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', hidden: true })] })).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number')] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc' })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', hidden: true })] }, sortKeyOf)).toBeUndefined();
     // Where an item without a sequence sorts, and which of two equal sequences wins, is unstated.
-    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc' }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] })).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', orderSequence: 0 }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] })).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc', orderSequence: 0 }), item('Count', 'number', { order: 'asc', orderSequence: 1 })] })).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc' }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', orderSequence: 0 }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc', orderSequence: 0 }), item('Count', 'number', { order: 'asc', orderSequence: 1 })] }, sortKeyOf)).toBeUndefined();
   });
 });
