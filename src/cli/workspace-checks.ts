@@ -25,7 +25,8 @@ import { toColumns } from '../transform/columns.js';
  *   cannot partition or cluster by;
  * - warnings: a schedule a Kubernetes CronJob cannot take (`tilehouse schedule` runs it, `tilehouse
  *   k8s` refuses it), a job's query.options.itemsPerPage that differs from source.itemsPerPage
- *   (the environment's value is what every request asks for).
+ *   (the environment's value is what every request asks for), a query that may span pages with
+ *   no item carrying an `order`.
  */
 export interface WorkspaceFindings {
   /** Mistakes in the files themselves (two sinks on one target): no run can succeed with them. */
@@ -208,6 +209,22 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
         path: ['query', 'options', 'itemsPerPage'],
         value: jobPageSize,
         message: `ignored: every request asks for source.itemsPerPage = ${environment.source.itemsPerPage} rows (${configFile}); remove it or make the two equal`,
+      });
+    }
+
+    // Offset paging continues page N−1 with page N only if the source sorts every request the same
+    // way; a query that states no order leaves that to the source, and a source that varies it
+    // moves rows across pages with every count adding up. A query with aggregates and nothing
+    // grouped is one row, one page: order cannot matter there.
+    const { items } = job.query;
+    const oneRow = items.some((item) => item.aggregate !== undefined) && !items.some((item) => item.grouped === true);
+    if (!oneRow && !items.some((item) => item.order !== undefined)) {
+      warnings.push({
+        file: job.file,
+        path: ['query', 'items'],
+        value: `${items.length} ${items.length === 1 ? 'item' : 'items'} without order`,
+        message:
+          'rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add `order: asc` to a unique number or datetime item',
       });
     }
   }

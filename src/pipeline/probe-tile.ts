@@ -17,6 +17,8 @@ import {
   type RecordedPage,
   type Recording,
 } from '../source/recording.js';
+import { rowOrderOf } from '../source/row-order.js';
+import { sortKeyOf } from '../transform/values/sort-key.js';
 import { recordingDispatcher, type WireExchange } from '../source/wire-recorder.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
@@ -167,17 +169,20 @@ function checksOf(failure: PageCheckFailure | undefined, consistency: PageConsis
  * Runs `job`'s export for up to `options.pages` pages through the same source session as a run
  * (one token, the same client, retries and checks), writes no sink, and returns what the tenant
  * answered as a Recording. A source failure ends the probe early; what was read so far is still
- * returned, with `failure` set.
+ * returned, with `failure` set. After the last page, page 0 is read once more to see whether the
+ * source returns rows in the same order on every request (behaviour.rowOrderStable).
  */
 export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<Recording> {
   const exchanges: WireExchange[] = [];
   const dispatcher = recordingDispatcher(options.dispatcher, (exchange) => exchanges.push(exchange));
   const session = openSourceSession(job, { ...options, dispatcher, logger: options.logger });
   const { source } = options.environment;
-  const checks = new PageConsistency();
+  const checks = new PageConsistency({ rowOrder: rowOrderOf(job.query, sortKeyOf) });
   let firstFailure: PageCheckFailure | undefined;
   const pages: RecordedPage[] = [];
   let failure: Recording['failure'];
+  let firstPage: ExportPage | undefined;
+  let rowOrderStable: boolean | undefined;
   try {
     for (let pageNumber = 0; pageNumber < options.pages; pageNumber++) {
       const page = await session.client.fetchPage(pageNumber);
@@ -185,12 +190,19 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
       const exchange = exchanges.findLast((candidate) => !isTokenExchange(candidate) && candidate.status === 200 && pageNumberOf(candidate.requestBody) === pageNumber);
       const result = isRecord(exchange?.body) && isRecord(exchange.body.result) ? exchange.body.result : undefined;
       pages.push(recordedPage(page, source.itemsPerPage, result, options.withValues));
+      if (pageNumber === 0) firstPage = page;
       firstFailure ??= checks.check(page);
       options.logger.info({ page: pageNumber, rows: page.rows.length, totalRows: page.navigation.totalRows }, 'page recorded');
       if (!page.navigation.hasNext) {
         firstFailure ??= checks.finish(pageNumber);
         break;
       }
+    }
+    // Offset paging holds only if the source orders rows the same way on every request; a second
+    // read of page 0 (same session, same token) is the one place a probe can see that it does not.
+    if (firstPage !== undefined) {
+      const again = await session.client.fetchPage(0);
+      if (again.navigation.totalRows === firstPage.navigation.totalRows) rowOrderStable = isDeepStrictEqual(again.rows, firstPage.rows);
     }
   } catch (error) {
     failure = { code: isTilehouseError(error) ? error.code : 'internal_error', message: messageOf(error) };
@@ -211,7 +223,7 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
     ...(tokenExchange === undefined ? {} : { token: tokenOf(tokenExchange) }),
     exchanges: exchanges.map((exchange) => recordedExchange(exchange, source.tileParam)),
     pages,
-    ...(pages.length === 0 ? {} : { behaviour: behaviourOf(pages, exportExchanges, tokenExchange) }),
+    ...(pages.length === 0 ? {} : { behaviour: { ...behaviourOf(pages, exportExchanges, tokenExchange), ...(rowOrderStable === undefined ? {} : { rowOrderStable }) } }),
     checks: checksOf(firstFailure, checks),
     ...(failure === undefined ? {} : { failure }),
   };
@@ -258,6 +270,7 @@ export function formatProbeReport(recording: Recording, file: string): string {
     if (behaviour.rowShape !== SANDBOX.rowShape) differences.push(`rows: ${behaviour.rowShape} (the sandbox: arrays aligned with headers)`);
     if (behaviour.dateOffsetMs === undefined) differences.push('Date header: absent (a backfill cannot read the source clock)');
     else if (Math.abs(behaviour.dateOffsetMs) >= 5_000) differences.push(`clock: the server's Date is ${Math.round(behaviour.dateOffsetMs / 1000)} s from ours`);
+    if (behaviour.rowOrderStable === false) differences.push('row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column');
   }
   const expiresIn = recording.token?.expiresIn;
   if (recording.token && expiresIn !== SANDBOX.tokenLifetimeSeconds) differences.push(`token: expires_in ${expiresIn ?? 'absent'} (the sandbox: ${SANDBOX.tokenLifetimeSeconds})`);

@@ -9,6 +9,8 @@ import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import type { ExportPage } from '../source/export-response.js';
 import type { PageIdentity } from '../source/page-checks.js';
 import { readPages } from '../source/read-pages.js';
+import { rowOrderOf } from '../source/row-order.js';
+import { sortKeyOf } from '../transform/values/sort-key.js';
 import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
 import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
@@ -93,6 +95,7 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
         itemsPerPage: deps.environment.source.itemsPerPage,
         concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency),
         onPageIdentity: (identity) => (pageIdentity = identity),
+        rowOrder: rowOrderOf(job.query, sortKeyOf),
       });
     const read = await withOneRestart(
       () =>

@@ -1,4 +1,5 @@
 import type { ExportPage } from './export-response.js';
+import { RowOrderCheck, type RowOrder } from './row-order.js';
 
 /** Checks that a page is the page asked for (as opposed to consistent with the others). */
 export const IDENTITY_CHECKS = ['page-echo', 'hasPrev', 'page-repeated'] as const;
@@ -14,7 +15,8 @@ export interface PageCheckFailure {
     | 'rowsCount'
     | 'totalRows-stable'
     | 'totalRows-sum'
-    | 'progress';
+    | 'progress'
+    | 'row-order';
   pageNumber: number;
   detail: string;
   /** The data changed while we read it (a re-read from page 0 may succeed), as opposed to a broken page. */
@@ -106,6 +108,9 @@ export type PageIdentity = (typeof PAGE_IDENTITIES)[number];
  *   earlier page's is refused. A genuine table can have two identical pages only when it repeats
  *   rows (e.g. an ungrouped low-cardinality column); we accept refusing that degenerate case,
  *   with a message saying how to make pages distinct, over silently writing one page twice.
+ * - `row-order`: when the query orders by a visible number or datetime column, a page's first row
+ *   must not sort before the previous page's last row (RowOrderCheck): a source that orders rows
+ *   differently per request moves rows across page boundaries without any count noticing.
  */
 export class PageConsistency {
   /** What later pages are held to, from page 0 (not the page itself: its rows would stay in memory all run). */
@@ -123,6 +128,12 @@ export class PageConsistency {
   /** A page after page 0 that no following echo proved. */
   private unprovenLaterPage = false;
   private pagesChecked = 0;
+  private readonly rowOrder: RowOrderCheck | undefined;
+
+  /** `rowOrder`: the query's primary sort column, when it can be checked (rowOrderOf). */
+  constructor(options: { rowOrder?: RowOrder | undefined } = {}) {
+    this.rowOrder = options.rowOrder === undefined ? undefined : new RowOrderCheck(options.rowOrder);
+  }
 
   /** Returns the first failed check for this page, or undefined. Call in page order. */
   check(page: ExportPage): PageCheckFailure | undefined {
@@ -191,6 +202,8 @@ export class PageConsistency {
     if (this.rowsSeen > navigation.totalRows) {
       return { check: 'totalRows-sum', pageNumber, drift: true, detail: `${this.rowsSeen} rows read so far but totalRows is ${navigation.totalRows}` };
     }
+    const misordered = this.rowOrder?.check(page);
+    if (misordered) return { check: 'row-order', pageNumber, drift: true, detail: misordered.detail };
     return undefined;
   }
 

@@ -1,6 +1,7 @@
 import { AdaptiveConcurrency, type RequestGate } from './adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
 import { isIdentityCheck, PageConsistency, type PageCheckFailure, type PageIdentity } from './page-checks.js';
+import type { RowOrder } from './row-order.js';
 import { ExportPageIdentityError, ExportPageMismatchError } from './source-errors.js';
 
 /** The one thing the pager needs from the export client. */
@@ -21,6 +22,8 @@ export interface ReadPagesOptions {
   concurrency?: AdaptiveConcurrency;
   /** Called once every page is read and checked: the evidence that told the pages apart. */
   onPageIdentity?: (identity: PageIdentity) => void;
+  /** The query's primary sort column, checked across page boundaries (rowOrderOf). */
+  rowOrder?: RowOrder | undefined;
 }
 
 function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatchError {
@@ -51,7 +54,7 @@ function pageSizeHint(served: number, asked: number): string {
  */
 export async function* readPages(client: PageFetcher, options: ReadPagesOptions): AsyncGenerator<ExportPage> {
   const limiter = options.concurrency ?? new AdaptiveConcurrency(1);
-  const checks = new PageConsistency();
+  const checks = new PageConsistency({ rowOrder: options.rowOrder });
   const pending = new Map<number, Promise<ExportPage>>();
   /** Settles a launched page's `whenNeeded`: true once the consumer comes to it, false if it never will. */
   const needed = new Map<number, (isNeeded: boolean) => void>();

@@ -116,6 +116,13 @@ const behaviourSchema = z
     rowShape: z.enum(['array', 'object', 'mixed']),
     /** Server Date minus our clock at the token answer, ms (absent: no Date header). */
     dateOffsetMs: z.number().optional(),
+    /**
+     * Page 0 read a second time, at the end: true when its rows came back identical, false when
+     * they differ although totalRows did not (the source orders rows differently per request, so
+     * pages may overlap or skip rows). Absent: not read again (a failed probe, older recordings),
+     * or totalRows changed in between (the table changed: nothing to say about the order).
+     */
+    rowOrderStable: z.boolean().optional(),
   })
   .strict();
 export type RecordedBehaviour = z.infer<typeof behaviourSchema>;

@@ -42,16 +42,17 @@ describe('tilehouse probe', () => {
       '',
     ]);
     expect(await listFiles(workspace.outDir)).toEqual([]);
-    // One token, then exactly the pages asked for.
+    // One token, then exactly the pages asked for, then page 0 again (is the row order stable?).
     expect(sandbox.requests.slice(before).map((request) => [request.endpoint, request.pageNumber])).toEqual([
       ['token', null],
       ['export', 0],
       ['export', 1],
+      ['export', 0],
     ]);
     const recording = parseRecording(await readFile(file, 'utf8'), file);
     expect(recording).toMatchObject({ job: 'detail', tile: SANDBOX_TILE, pagesAsked: 2, withValues: false, checks: { accepted: true } });
     expect(recording.token).toMatchObject({ status: 200, tokenType: 'Bearer', expiresIn: 3600, fields: ['access_token', 'expires_in', 'token_type'] });
-    expect(recording.behaviour).toEqual({ echo: 'request', hasPrev: 'page-above-zero', compression: 'none', rowShape: 'array', dateOffsetMs: expect.any(Number) });
+    expect(recording.behaviour).toEqual({ echo: 'request', hasPrev: 'page-above-zero', compression: 'none', rowShape: 'array', dateOffsetMs: expect.any(Number), rowOrderStable: true });
     const [page0, page1] = recording.pages;
     expect(page1).toMatchObject({ pageNumber: 1, rows: 50, navigation: { hasPrev: true, hasNext: true, rowsCount: 50, totalRows: INCIDENTS } });
     expect(page0!.headers).toEqual(['Number', 'Created', 'Description', 'Severity']);
@@ -65,7 +66,9 @@ describe('tilehouse probe', () => {
       'token 200 /oauth/token',
       `export 200 /api/v1/topics/incident/execute?tileId=${SANDBOX_TILE}`,
       `export 200 /api/v1/topics/incident/execute?tileId=${SANDBOX_TILE}`,
+      `export 200 /api/v1/topics/incident/execute?tileId=${SANDBOX_TILE}`,
     ]);
+    expect(recording.exchanges.map((exchange) => exchange.pageNumber)).toEqual([null, 0, 1, 0]);
     expect(recording.exchanges[1]!.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', date: expect.any(String) });
   });
 

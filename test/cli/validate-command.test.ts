@@ -343,6 +343,27 @@ describe('tilehouse validate', () => {
     );
   });
 
+  it('warns when a query that may span pages states no order (exit 0, exit 2 with --strict), not when one item has an order or the query is one aggregate row', async () => {
+    const grouped = (lines: string[]) => lines.splice(9, 0, '      grouped: true');
+    const file = await writeJob('a', grouped);
+    const warning = `${file}:7: query.items = "3 items without order": rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add \`order: asc\` to a unique number or datetime item`;
+    const lenient = await validate();
+    expect(lenient.exitCode).toBe(0);
+    expect(lenient.stderr).toBe(`warning: ${warning}\n`);
+    const strict = await validate('--strict');
+    expect(strict.exitCode).toBe(2);
+    expect(problemsOf(strict.stderr)).toEqual([warning]);
+
+    await writeJob('a', (lines) => {
+      grouped(lines);
+      lines.splice(10, 0, '      order: asc');
+    });
+    expect(await validate('--strict')).toMatchObject({ exitCode: 0, stderr: '' });
+    // The fixture as written: a count with nothing grouped is one row, whatever the order.
+    await writeJob('a');
+    expect(await validate('--strict')).toMatchObject({ exitCode: 0, stderr: '' });
+  });
+
   it('shows an example in its help', async () => {
     const result = await runCli(['validate', '--help'], { env: {} });
     expect(result.exitCode).toBe(0);

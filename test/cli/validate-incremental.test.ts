@@ -25,7 +25,7 @@ function jobLines(): string[] {
     '      dataType: datetime', // 8
     '      function: date', // 9
     '      grouped: true', // 10
-    '      filters: []', // 11
+    '      order: asc', // 11 (filters default to []; without an order validate warns)
     '    - header: Severity', // 12
     '      formula: "[incident.severity_label]"', // 13
     '      dataType: text', // 14

@@ -360,3 +360,59 @@ function withNavigation<T extends { result: Record<string, unknown> }>(page: T, 
   page.result.navigation = { ...(page.result.navigation as Record<string, unknown>), ...navigation };
   return page;
 }
+
+describe('a run against a source that orders rows differently on different requests', () => {
+  /** A job whose query orders by one item; `order` merges into that item (Incidents unless `header` says otherwise). */
+  const orderedJob = (order: Record<string, unknown>, header = 'Incidents'): LoadedJob => ({
+    ...job,
+    query: { ...job.query, items: job.query.items.map((item) => (item.header === header ? { ...item, ...order } : item)) },
+  });
+  const ascending = orderedJob({ order: 'asc' });
+  const table = (counts: Array<number | null>, types: string[] = ['T1', 'T2', 'T3', 'T4', 'T5', 'T6']): Table => ({ ...TABLE, rows: counts.map((count, index) => [types[index]!, count]) });
+  const csvRows = (rows: unknown[][]) => rows.map((row) => row.map((cell) => (cell === null ? null : String(cell))));
+  const SORTED = table([1, 2, 3, 4, 5, 6]);
+  /** Each request's own order: page 2's request sorts the table rotated by 3, so it serves rows 2 and 3 again and never 5 and 6. */
+  const reordering: HostileScript = {
+    page: (request) => {
+      const rows = request.pageNumber === 2 ? [...SORTED.rows.slice(3), ...SORTED.rows.slice(0, 3)] : SORTED.rows;
+      return { json: tablePage({ ...SORTED, rows }, request) };
+    },
+  };
+
+  it('writes rows twice and loses others with exit 0 when the query states no order (the case no check can see)', async () => {
+    const { exitCode, outDir } = await run(reordering);
+    expect(exitCode).toBe(0);
+    expect((await readCsv(path.join(outDir, 'hostile.csv'))).rows.map((row) => row[1])).toEqual(['1', '2', '3', '4', '2', '3']);
+  });
+
+  it('refuses it when the query orders by a number: re-read once, export_inconsistent naming page, row, column, values; no CSV', async () => {
+    const { summary, exitCode, outDir, source } = await run(reordering, ascending);
+    expect(exitCode).toBe(1);
+    expect(summary.tiles[0]).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
+    expect(summary.tiles[0]!.error!.message).toMatch(
+      /first read: job hostile: page 2: check "row-order" failed: row 1 has "Incidents" 2, which sorts before page 1's last row's 4 although the query orders by that column asc: the source returned rows in a different order on different requests.*re-read from page 0: job hostile: page 2: check "row-order"/,
+    );
+    expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
+    expect(await readdir(outDir)).toEqual([]);
+  });
+
+  it.each([
+    ['the same ascending order on every request', ascending, SORTED],
+    ['a descending order', orderedJob({ order: 'desc' }), table([6, 5, 4, 3, 2, 1])],
+    ['ties across page boundaries', ascending, table([1, 2, 2, 2, 2, 3])],
+    ['nulls last at a boundary', ascending, table([1, 2, 3, 4, null, null])],
+    ['nulls first at a boundary', ascending, table([null, null, 1, 2, 3, 4])],
+    ['a null amid the rows (where nulls sort is unstated)', ascending, table([5, 6, null, 1, 2, 3])],
+    // The server's collation puts 'B' before 'a' (binary), another's would not: text order is never judged.
+    ['a text order in a collation of its own', orderedJob({ order: 'asc' }, 'Type'), table([1, 2, 3, 4, 5, 6], ['A', 'B', 'C', 'a', 'b', 'c'])],
+    ['an aggregated count ordered desc, grouped by type', orderedJob({ order: 'desc', aggregate: 'count' }), table([9, 7, 7, 3, 2, 1])],
+  ])('writes the exact table for %s', async (_case, orderJob, served) => {
+    const grouped = orderJob.query.items.some((item) => item.aggregate !== undefined)
+      ? { ...orderJob, query: { ...orderJob.query, items: orderJob.query.items.map((item) => (item.header === 'Type' ? { ...item, grouped: true } : item)) } }
+      : orderJob;
+    const { summary, exitCode, outDir } = await run({ page: (request) => ({ json: tablePage(served, request) }) }, grouped);
+    expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 6, pages: 3, restarts: 0 });
+    expect(exitCode).toBe(0);
+    expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: csvRows(served.rows) });
+  });
+});

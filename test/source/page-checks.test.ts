@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ExactNumber } from '../../src/source/json-body.js';
 import type { ExportPage } from '../../src/source/export-response.js';
 import { PageConsistency } from '../../src/source/page-checks.js';
+import { rowOrderOf } from '../../src/source/row-order.js';
+import { sortKeyOf } from '../../src/transform/values/sort-key.js';
 
 function page(pageNumber: number, rows: number, totalRows: number, overrides: Partial<ExportPage> = {}): ExportPage {
   return {
@@ -208,3 +210,84 @@ function sameCell(a: unknown, b: unknown): boolean {
   if (typeof a === 'object' && a !== null) return typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b) && a.constructor === b.constructor;
   return Object.is(a, b);
 }
+
+describe('PageConsistency row order (the query orders by a visible number or datetime column)', () => {
+  const asc = { header: 'Count', direction: 'asc', dataType: 'number', sortKey: sortKeyOf } as const;
+  /** A page of `counts` in the Count column; Type tells rows apart. */
+  const countsPage = (pageNumber: number, counts: unknown[], totalRows: number, dataTypes = ['text', 'number']): ExportPage => ({
+    ...page(pageNumber, counts.length, totalRows, { dataTypes }),
+    rows: counts.map((count, i) => [`p${pageNumber}-t${i}`, count]),
+  });
+
+  it('refuses as drift a page whose first row sorts before the previous page\'s last, naming page, row, column and values', () => {
+    const checks = new PageConsistency({ rowOrder: asc });
+    expect(checks.check(countsPage(0, [1, 2, 7], 6))).toBeUndefined();
+    expect(checks.check(countsPage(1, [3, 8, 9], 6))).toMatchObject({
+      check: 'row-order',
+      pageNumber: 1,
+      drift: true,
+      detail: expect.stringMatching(/^row 1 has "Count" 3, which sorts before page 0's last row's 7 although the query orders by that column asc: the source returned rows in a different order on different requests/),
+    });
+  });
+
+  it('accepts ties across a boundary, a descending order, and keys of every wire shape the transform reads', () => {
+    const tie = new PageConsistency({ rowOrder: asc });
+    expect(tie.check(countsPage(0, [1, 5], 4))).toBeUndefined();
+    expect(tie.check(countsPage(1, [5, 6], 4))).toBeUndefined();
+    const desc = new PageConsistency({ rowOrder: { ...asc, direction: 'desc' } });
+    expect(desc.check(countsPage(0, [9, '7.5%'], 4))).toBeUndefined();
+    expect(desc.check(countsPage(1, [new ExactNumber('7.5'), 1], 4))).toBeUndefined();
+    const refused = new PageConsistency({ rowOrder: { ...asc, direction: 'desc' } });
+    refused.check(countsPage(0, [9, 7], 4));
+    expect(refused.check(countsPage(1, ['8', 1], 4))).toMatchObject({ check: 'row-order', detail: expect.stringContaining('"Count" "8"') });
+  });
+
+  it('does not judge a boundary at a null or at a value that does not parse (nulls first or last is unstated; type errors are the transform\'s)', () => {
+    for (const [last, first] of [[5, null], [null, 1], [5, 'n/a'], ['1,234', 2]] as const) {
+      const checks = new PageConsistency({ rowOrder: asc });
+      expect(checks.check(countsPage(0, [0, last], 4))).toBeUndefined();
+      expect(checks.check(countsPage(1, [first, 9], 4))).toBeUndefined();
+    }
+  });
+
+  it('compares datetimes as instants (epoch ms, {"$date"}, ISO with a zone) and skips wall-clock times without one', () => {
+    const byTime = { header: 'Count', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf } as const;
+    const types = ['text', 'datetime'];
+    const zoned = new PageConsistency({ rowOrder: byTime });
+    expect(zoned.check(countsPage(0, [0, '2026-03-01T10:00:00+02:00'], 4, types))).toBeUndefined();
+    // 09:00Z is 11:00+02:00: later, although its text sorts first.
+    expect(zoned.check(countsPage(1, ['2026-03-01T09:00:00Z', { $date: Date.UTC(2027, 0, 1) }], 4, types))).toBeUndefined();
+    const refused = new PageConsistency({ rowOrder: byTime });
+    refused.check(countsPage(0, [0, { $date: Date.UTC(2026, 2, 1, 10) }], 4, types));
+    expect(refused.check(countsPage(1, ['2026-03-01T09:00:00Z', 1], 4, types))).toMatchObject({ check: 'row-order', pageNumber: 1 });
+    // Sorted by instant, printed as local time: 01:50 EDT then 01:10 EST when DST ends.
+    const local = new PageConsistency({ rowOrder: byTime });
+    local.check(countsPage(0, [0, '2026-11-01T01:50:00'], 4, types));
+    expect(local.check(countsPage(1, ['2026-11-01T01:10:00', '2026-11-01T02:00:00'], 4, types))).toBeUndefined();
+  });
+
+  it('checks nothing when the page has no column of that header', () => {
+    const checks = new PageConsistency({ rowOrder: { ...asc, header: 'Missing' } });
+    checks.check(countsPage(0, [1, 9], 4));
+    expect(checks.check(countsPage(1, [2, 3], 4))).toBeUndefined();
+  });
+});
+
+describe('rowOrderOf', () => {
+  const item = (header: string, dataType: string, extra: Record<string, unknown> = {}) => ({ header, formula: `[${header}]`, dataType, filters: [], ...extra });
+
+  it('is the only ordered item, or the one with the unique lowest orderSequence, when it is a visible number or datetime', () => {
+    expect(rowOrderOf({ items: [item('Type', 'text'), item('Count', 'number', { order: 'desc' })] }, sortKeyOf)).toEqual({ header: 'Count', direction: 'desc', dataType: 'number', sortKey: sortKeyOf });
+    expect(rowOrderOf({ items: [item('Type', 'text', { order: 'asc', orderSequence: 1 }), item('Opened', 'datetime', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toEqual({ header: 'Opened', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf });
+  });
+
+  it('is undefined whenever the primary order is unstated, ambiguous, hidden or text', () => {
+    expect(rowOrderOf({ items: [item('Count', 'number')] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc' })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', hidden: true })] }, sortKeyOf)).toBeUndefined();
+    // Where an item without a sequence sorts, and which of two equal sequences wins, is unstated.
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc' }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', orderSequence: 0 }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
+    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc', orderSequence: 0 }), item('Count', 'number', { order: 'asc', orderSequence: 1 })] }, sortKeyOf)).toBeUndefined();
+  });
+});
