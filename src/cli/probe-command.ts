@@ -1,14 +1,46 @@
 import { randomBytes } from 'node:crypto';
-import { rename, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 // Not VERSION from ../cli.js: that module runs the CLI, and importing it from a command loaded by it is a cycle (the bundle hangs on it).
 import packageJson from '../../package.json' with { type: 'json' };
+import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
 import { createSourceDispatcher } from '../pipeline/source-session.js';
+import { fileSystemFailureCode, fileSystemFailureHint } from '../sinks/file-system-failure.js';
 import { formatProbeReport, probeTile, recordingText } from '../pipeline/probe-tile.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput } from './output.js';
 
 export const DEFAULT_PROBE_PAGES = 3;
+
+/** The recording could not be written after the probe ran (a full disk, a directory removed meanwhile). */
+export class RecordingWriteError extends TilehouseError {
+  readonly code: string;
+
+  constructor(file: string, cause: unknown) {
+    const code = fileSystemFailureCode(cause, 'probe_record_write_failed');
+    const hint = fileSystemFailureHint(code);
+    super(`cannot write the recording to ${file}: ${(cause as NodeJS.ErrnoException | null)?.code ?? messageOf(cause)}${hint === undefined ? '' : `; ${hint}`}`, { cause });
+    this.code = code;
+  }
+}
+
+/**
+ * Refuses, before any request, a --record path that cannot be written: its directory missing or
+ * not writable, or a directory at the path. Found after the probe, it would cost the tenant's
+ * answers (and a token) for nothing.
+ */
+async function checkRecordPath(file: string): Promise<void> {
+  const directory = dirname(resolve(file));
+  try {
+    await access(directory, constants.W_OK);
+  } catch (error) {
+    throw UsageError.of(`probe: --record ${file}: cannot write in ${directory} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`);
+  }
+  const existing = await stat(file).catch(() => undefined);
+  if (existing?.isDirectory()) throw UsageError.of(`probe: --record ${file} is a directory; name a file`);
+}
 /** A probe reads a few pages; a whole tile is what `run` is for. */
 const MAX_PROBE_PAGES = 1000;
 
@@ -62,6 +94,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
     if (!Number.isInteger(pages) || pages < 1 || pages > MAX_PROBE_PAGES) {
       throw UsageError.of(`probe: --pages must be a whole number from 1 to ${MAX_PROBE_PAGES}; got ${JSON.stringify(values.pages)}`);
     }
+    await checkRecordPath(file);
     const { logger } = openOutput('probe', values, io, 'warn');
     const workspace = await loadRunnableWorkspace(values, jobs, io.env);
     const job = workspace.selected[0]!;
@@ -89,7 +122,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
       await rename(temp, file);
     } catch (error) {
       await rm(temp, { force: true });
-      throw error;
+      throw isTilehouseError(error) ? error : new RecordingWriteError(file, error);
     }
     io.stderr.write(formatProbeReport(recording, file));
     return recording.failure === undefined ? EXIT.ok : EXIT.tileFailed;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { parseRecording } from '../../src/source/recording.js';
+import { RecordingWriteError } from '../../src/cli/probe-command.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -125,6 +126,9 @@ describe('tilehouse probe', () => {
       [['--job', 'detail'], '--record FILE is required'],
       [['--record', path.join(root, 'x.json')], 'name exactly one job'],
       [['--job', 'detail', '--record', path.join(root, 'x.json'), '--pages', '0'], '--pages must be a whole number'],
+      // A record path that cannot be written is found before the tenant is asked anything.
+      [['--job', 'detail', '--record', path.join(root, 'missing-dir', 'x.json')], `cannot write in ${path.join(root, 'missing-dir')} (ENOENT)`],
+      [['--job', 'detail', '--record', root], 'is a directory; name a file'],
     ] as const;
     for (const [args, message] of cases) {
       const result = await probe([...args]);
@@ -132,6 +136,14 @@ describe('tilehouse probe', () => {
       expect(result.stderr).toContain(message);
     }
     expect(sandbox.requests.length).toBe(before);
+  });
+});
+
+describe('RecordingWriteError', () => {
+  it('names the file, with the stable code of a known file-system failure, else probe_record_write_failed', () => {
+    const full = new RecordingWriteError('/data/probe.json', Object.assign(new Error('no space'), { code: 'ENOSPC' }));
+    expect([full.code, full.exitCode, full.message]).toEqual(['disk_full', 1, 'cannot write the recording to /data/probe.json: ENOSPC; free space on that volume']);
+    expect(new RecordingWriteError('/data/probe.json', Object.assign(new Error('gone'), { code: 'ENOENT' })).code).toBe('probe_record_write_failed');
   });
 });
 
