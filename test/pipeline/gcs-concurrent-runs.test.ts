@@ -3,14 +3,12 @@
 // storage client. Each run exports a different filter, so an object mixing them would show.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Storage } from '@google-cloud/storage';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { RUN_ID_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
 import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
-import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../support/gcs-precondition-proxy.js';
+import { describeWithFakeGcs, usePreconditionProxy } from '../support/fake-gcs-server.js';
 import { detailQueryOfRun } from '../support/queries.js';
 import { spawnCli, type ChildResult } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -49,16 +47,7 @@ function wholeRunOf(bytes: Buffer): number {
 }
 
 describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) => {
-  let proxy: GcsPreconditionProxy;
-  let throughProxy: Storage;
-
-  beforeAll(async () => {
-    proxy = await startGcsPreconditionProxy(gcs.origin);
-    throughProxy = await fakeGcsClient(proxy.origin);
-  });
-  afterAll(async () => {
-    await proxy?.close();
-  });
+  const through = usePreconditionProxy(gcs);
 
   async function runPair(bucket: string, round: number, storageHost: string): Promise<[ChildResult, ChildResult]> {
     const results: Array<Promise<ChildResult>> = [];
@@ -92,8 +81,8 @@ describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) =
     const bucket = await gcs.newBucket('pair-412');
     let refused = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      const [a, b] = await runPair(bucket, round, proxy.origin);
-      const objects = throughProxy.bucket(bucket);
+      const [a, b] = await runPair(bucket, round, through.proxy.origin);
+      const objects = through.storage.bucket(bucket);
       const [metadata] = await objects.file(OBJECT).getMetadata();
       const publishedBy = String(metadata.metadata?.[RUN_ID_METADATA_KEY]);
       const held = wholeRunOf((await objects.file(OBJECT).download())[0]);
@@ -115,6 +104,6 @@ describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) =
     }
     // Both opened before either published, so the precondition refused the later one.
     expect(refused).toBeGreaterThan(0);
-    expect(proxy.preconditionFailures).toBe(refused);
+    expect(through.proxy.preconditionFailures).toBe(refused);
   }, 150_000);
 });

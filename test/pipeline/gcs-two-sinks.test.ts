@@ -6,7 +6,6 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
-import type { Storage } from '@google-cloud/storage';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
@@ -15,8 +14,7 @@ import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
-import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../support/gcs-precondition-proxy.js';
+import { describeWithFakeGcs, usePreconditionProxy } from '../support/fake-gcs-server.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -61,33 +59,24 @@ describeWithEmulator('a job with a BigQuery sink and a gs:// CSV sink', (endpoin
   });
 
   describeWithFakeGcs('whose gs:// publish fails', (gcs) => {
-    let proxy: GcsPreconditionProxy;
-    let storage: Storage;
-
-    beforeAll(async () => {
-      proxy = await startGcsPreconditionProxy(gcs.origin);
-      storage = await fakeGcsClient(proxy.origin);
-    });
-    afterAll(async () => {
-      await proxy?.close();
-    });
+    const through = usePreconditionProxy(gcs);
 
     it('exits 3 naming which target holds the new run and which the previous one; the object is untouched; a healthy re-run converges', async () => {
       const bucket = await gcs.newBucket('two-sinks');
       const dataset = uniqueDatasetId('tilehouse_gcs_two');
       const workspace = await writeBigQueryWorkspace(root, sandbox, [job], { projectId: endpoint.projectId, dataset }, { itemsPerPage: 50 });
       await writeFile(workspace.configFile, (await readFile(workspace.configFile, 'utf8')).replace(/directory: .*/, `directory: gs://${bucket}/out`));
-      const object = storage.bucket(bucket).file('out/incident_detail.csv');
+      const object = through.storage.bucket(bucket).file('out/incident_detail.csv');
       const objectUrl = `gs://${bucket}/out/incident_detail.csv`;
       await object.save(PREVIOUS, { resumable: false });
       const summaryFile = path.join(root, 'summary.json');
       const run = () =>
         runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile], {
           env: sandboxEnv(sandbox),
-          seams: { sinkOptions: { bigqueryClient: client, storageClient: storage } },
+          seams: { sinkOptions: { bigqueryClient: client, storageClient: through.storage } },
         });
 
-      proxy.failRewrites({ status: 403, message: 'tilehouse@acme.iam.gserviceaccount.com does not have storage.objects.delete access to the Google Cloud Storage object. Permission denied.' });
+      through.proxy.failRewrites({ status: 403, message: 'tilehouse@acme.iam.gserviceaccount.com does not have storage.objects.delete access to the Google Cloud Storage object. Permission denied.' });
       const result = await run();
       expect(result.exitCode, result.stderr).toBe(3);
       expect(result.stderr).toMatch(/0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED/);
@@ -101,15 +90,15 @@ describeWithEmulator('a job with a BigQuery sink and a gs:// CSV sink', (endpoin
       // What each target holds: the table the new run, the object its previous bytes, no temp object.
       expect(await readTable(client, { projectId: endpoint.projectId, dataset, table: 'incident_detail' }, 'number')).toHaveLength(INCIDENTS);
       expect((await object.download())[0].equals(PREVIOUS)).toBe(true);
-      expect((await storage.bucket(bucket).getFiles())[0].map((file) => file.name)).toEqual(['out/incident_detail.csv']);
+      expect((await through.storage.bucket(bucket).getFiles())[0].map((file) => file.name)).toEqual(['out/incident_detail.csv']);
 
-      proxy.failRewrites(undefined);
+      through.proxy.failRewrites(undefined);
       const rerun = await run();
       expect(rerun.exitCode, rerun.stderr).toBe(0);
       const records = parse((await object.download())[0]) as string[][];
       expect(records).toHaveLength(INCIDENTS + 1);
       expect(await readTable(client, { projectId: endpoint.projectId, dataset, table: 'incident_detail' }, 'number')).toHaveLength(INCIDENTS);
-      expect((await storage.bucket(bucket).getFiles())[0].map((file) => file.name)).toEqual(['out/incident_detail.csv']);
+      expect((await through.storage.bucket(bucket).getFiles())[0].map((file) => file.name)).toEqual(['out/incident_detail.csv']);
     }, 60_000);
   });
 });

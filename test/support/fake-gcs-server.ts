@@ -3,6 +3,7 @@ import type { Storage } from '@google-cloud/storage';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { createStorageClient } from '../../src/sinks/gcs/storage-client.js';
 import { findFakeGcsBinary, PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs } from './fake-gcs-process.js';
+import { startGcsPreconditionProxy, type GcsPreconditionProxy } from './gcs-precondition-proxy.js';
 
 export { PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs };
 
@@ -71,4 +72,28 @@ export function describeWithFakeGcs(title: string, body: (gcs: FakeGcs) => void)
     });
     body(gcs);
   });
+}
+
+/** The precondition proxy in front of a block's fake server, and a storage client that goes through it. */
+export interface ThroughPreconditionProxy {
+  /** Filled in by beforeAll. */
+  proxy: GcsPreconditionProxy;
+  storage: Storage;
+}
+
+/**
+ * Inside a describeWithFakeGcs block: starts gcs-precondition-proxy.ts in front of its server
+ * (beforeAll) and closes it (afterAll), for tests that need Cloud Storage's precondition and IAM
+ * answers the fake server does not give.
+ */
+export function usePreconditionProxy(gcs: FakeGcs): ThroughPreconditionProxy {
+  const through = {} as ThroughPreconditionProxy;
+  beforeAll(async () => {
+    through.proxy = await startGcsPreconditionProxy(gcs.origin);
+    through.storage = await fakeGcsClient(through.proxy.origin);
+  });
+  afterAll(async () => {
+    await through.proxy?.close();
+  });
+  return through;
 }

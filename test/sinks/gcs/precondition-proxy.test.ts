@@ -1,28 +1,17 @@
 // The proxy the gs:// concurrency, kill and two-sink tests rely on (gcs-precondition-proxy.ts):
 // it must refuse a rewrite whose ifGenerationMatch does not hold, as Cloud Storage does, and
 // let through the ones that hold, or those tests would prove nothing (or fail for its sake).
-import type { Storage } from '@google-cloud/storage';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { statusOf } from '../../../src/sinks/gcs/gcs-errors.js';
-import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
-import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../../support/gcs-precondition-proxy.js';
+import { describeWithFakeGcs, usePreconditionProxy } from '../../support/fake-gcs-server.js';
 
 describeWithFakeGcs('the precondition proxy in front of fake-gcs-server', (gcs) => {
-  let proxy: GcsPreconditionProxy;
-  let storage: Storage;
-
-  beforeAll(async () => {
-    proxy = await startGcsPreconditionProxy(gcs.origin);
-    storage = await fakeGcsClient(proxy.origin);
-  });
-  afterAll(async () => {
-    await proxy?.close();
-  });
+  const through = usePreconditionProxy(gcs);
 
   const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error);
 
   it('answers 412 to a rewrite whose ifGenerationMatch does not hold, and performs the ones that hold', async () => {
-    const bucket = storage.bucket(await gcs.newBucket('proxy'));
+    const bucket = through.storage.bucket(await gcs.newBucket('proxy'));
     const source = bucket.file('source.csv');
     const target = bucket.file('target.csv');
     await source.save('new\r\n', { resumable: false });
@@ -33,12 +22,12 @@ describeWithFakeGcs('the precondition proxy in front of fake-gcs-server', (gcs) 
     expect((await target.download())[0].toString()).toBe('new\r\n');
 
     // Existing target: 0 no longer holds, nor does a wrong generation; the target stays as it was.
-    const refused = proxy.preconditionFailures;
+    const refused = through.proxy.preconditionFailures;
     for (const generation of [0, Number(first.generation) + 1]) {
       const error = await failure(source.copy(target, { preconditionOpts: { ifGenerationMatch: generation } }));
       expect(statusOf(error), `ifGenerationMatch ${generation}`).toBe(412);
     }
-    expect(proxy.preconditionFailures - refused).toBe(2);
+    expect(through.proxy.preconditionFailures - refused).toBe(2);
     expect((await target.getMetadata())[0].generation).toBe(first.generation);
 
     // The generation it has holds.
@@ -48,10 +37,10 @@ describeWithFakeGcs('the precondition proxy in front of fake-gcs-server', (gcs) 
   });
 
   it('answers a scripted failure to rewrites only, and forwards everything else', async () => {
-    const bucket = storage.bucket(await gcs.newBucket('proxy-fail'));
+    const bucket = through.storage.bucket(await gcs.newBucket('proxy-fail'));
     const source = bucket.file('source.csv');
     await source.save('x\r\n', { resumable: false });
-    proxy.failRewrites({ status: 403, message: 'no storage.objects.delete' });
+    through.proxy.failRewrites({ status: 403, message: 'no storage.objects.delete' });
     try {
       const error = await failure(source.copy(bucket.file('target.csv')));
       expect(statusOf(error)).toBe(403);
@@ -60,7 +49,7 @@ describeWithFakeGcs('the precondition proxy in front of fake-gcs-server', (gcs) 
       expect((await bucket.getFiles())[0].map((file) => file.name)).toEqual(['source.csv']);
       expect((await source.download())[0].toString()).toBe('x\r\n');
     } finally {
-      proxy.failRewrites(undefined);
+      through.proxy.failRewrites(undefined);
     }
   });
 });
