@@ -31,7 +31,8 @@ export async function doneWindowsOf(
   }
   let done = new Set(windows.map((window) => window.from));
   for (const reader of await windowStateReaders(job, sinks, environment, options, logger)) {
-    const finished = await reader.doneWindows(windows);
+    // An open window (published before its day ended) is not done: it runs again.
+    const { done: finished } = await reader.heldWindows(windows);
     done = new Set([...done].filter((from) => finished.has(from)));
   }
   return done;

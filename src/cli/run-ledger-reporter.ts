@@ -8,7 +8,7 @@ import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { LedgerRow } from '../sinks/bigquery/run-ledger.js';
 
 /** Records one tile run (or backfill window) in the ledger of each BigQuery dataset it wrote to. */
-export type LedgerRecorder = (tile: JobRunSummary, window?: { from: string; to: string }) => Promise<void>;
+export type LedgerRecorder = (tile: JobRunSummary, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
 
 interface Target {
   projectId: string;
@@ -70,7 +70,8 @@ export async function ledgerRecorderFor(jobs: readonly LoadedJob[], environment:
         status: tile.status,
         published: target.published,
         rows: target.published ? tile.rows : 0,
-        window,
+        window: window === undefined ? undefined : { from: window.from, to: window.to },
+        windowOpen: window?.open,
         schemaHash: tile.columns.length > 0 ? ledger.schemaHashOf(tile.columns) : undefined,
         jobId: typeof jobId === 'string' ? jobId : undefined,
         loadJobId: typeof loadJobId === 'string' ? loadJobId : undefined,

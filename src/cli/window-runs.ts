@@ -60,8 +60,9 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
       retry: seams.retry,
       signal: request.io.signal,
       strict: request.strict,
+      configFile: workspace.configFile,
       ...(request.session === undefined ? {} : { session: request.session }),
-      ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, result.window) }),
+      ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, { ...result.window, open: result.open }) }),
       onWindowDone: (result, done) => {
         rows += result.summary.rows;
         const eta = ((Date.now() - started) / done) * (windows.length - done);
@@ -82,12 +83,13 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
 export function windowLines(summary: BackfillSummary, rerun: readonly string[]): string[] {
   const lines: string[] = [];
   if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
-  for (const { window, summary: tile, warnings } of summary.windows) {
+  if (summary.clock.basis === 'local') lines.push(`  note: ${LOCAL_CLOCK_NOTE}`);
+  for (const { window, open, summary: tile, warnings } of summary.windows) {
     const detail =
       tile.status === 'succeeded'
         ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
         : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
-    lines.push(`  ${window.from}..${window.to}: ${detail}`);
+    lines.push(`  ${window.from}..${window.to}: ${detail}${open && tile.status === 'succeeded' ? ` (open: ${OPEN_WINDOW_NOTE})` : ''}`);
     for (const warning of warnings) lines.push(`    warning: ${warning}`);
   }
   if (rerun.length > 0) {
@@ -96,6 +98,12 @@ export function windowLines(summary: BackfillSummary, rerun: readonly string[]):
   }
   return lines;
 }
+
+/** What a run on `source.clock: local` says of its windows, in its lines. */
+export const LOCAL_CLOCK_NOTE = "windows follow this machine's clock (source.clock: local), not the source's";
+
+/** What a window published before it ended is, in the lines that report it. */
+export const OPEN_WINDOW_NOTE = "the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume";
 
 /** 3 when a window was partially published, 1 when one failed, else 0. */
 export function windowsExitCode(summary: BackfillSummary): number {

@@ -9,6 +9,10 @@ import { isGcsTarget } from '../sinks/csv/csv-path.js';
 import { manifestPathOf, sha256Of } from '../sinks/csv/manifest.js';
 import type { Sink } from '../sinks/sink.js';
 import { readFile } from 'node:fs/promises';
+import { parseTimestamp } from '../transform/index.js';
+
+/** The fields of a manifest (src/sinks/csv/manifest.ts) the state is read from, as untrusted JSON. */
+type ManifestFields = { window?: { open?: unknown }; preparedAt?: unknown };
 
 /**
  * What one target of a job shows as published, window by window: the one question `backfill
@@ -18,8 +22,34 @@ import { readFile } from 'node:fs/promises';
 export interface WindowStateReader {
   /** The target as an operator knows it: a CSV path template, project.dataset.table. */
   readonly target: string;
-  /** The first days of `windows` this target holds, whole and published. Throws when it cannot tell. */
-  doneWindows(windows: readonly DateWindow[]): Promise<Set<string>>;
+  /** Which of `windows` this target holds, whole and published (first days). Throws when it cannot tell. */
+  heldWindows(windows: readonly DateWindow[]): Promise<WindowHoldings>;
+}
+
+/**
+ * What a target holds of some windows: `done`, whole, published and closed (the day had ended on
+ * the source's clock when it was exported); `open`, published before the day ended, so rows may
+ * have arrived since: not held, exported again.
+ */
+export interface WindowHoldings {
+  done: Set<string>;
+  open: Set<string>;
+}
+
+/**
+ * Whether a published window was open. A manifest says so (`window.open`); one written before
+ * that field existed is judged by when it was prepared against the end of its day on the job's
+ * calendar: by this machine's clock, the only one it recorded, which errs towards exporting a
+ * day again (harmless: it replaces exactly its own file), never towards skipping one.
+ */
+export function wasOpen(manifest: { window?: { open?: unknown }; preparedAt?: unknown }, window: DateWindow, timezone: string): boolean {
+  if (typeof manifest.window?.open === 'boolean') return manifest.window.open;
+  const prepared = typeof manifest.preparedAt === 'string' ? Date.parse(manifest.preparedAt) : Number.NaN;
+  return Number.isNaN(prepared) || prepared < (parseTimestamp(window.to, timezone) as number);
+}
+
+function holdings(): WindowHoldings {
+  return { done: new Set(), open: new Set() };
 }
 
 /** A target whose state could not be read (ledger unreachable, manifest unreadable): nothing is run on a guess. */
@@ -40,21 +70,23 @@ export function csvManifestState(job: LoadedJob, sink: CsvSink, template: string
   };
   return {
     target: template,
-    async doneWindows(windows) {
-      const done = new Set<string>();
+    async heldWindows(windows) {
+      const held = holdings();
       for (const window of windows) {
         const target = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window });
         const text = await readFile(manifestPathOf(target), 'utf8').catch(absent);
         if (text === undefined) continue;
-        let manifest: { sha256?: unknown };
+        let manifest: ManifestFields & { sha256?: unknown };
         try {
-          manifest = JSON.parse(text) as { sha256?: unknown };
+          manifest = JSON.parse(text) as ManifestFields & { sha256?: unknown };
         } catch {
           continue; // a manifest cut short by a crash mid-write: that window did not finish
         }
-        if (typeof manifest.sha256 === 'string' && manifest.sha256 === (await sha256Of(target).catch(absent))) done.add(window.from);
+        if (typeof manifest.sha256 === 'string' && manifest.sha256 === (await sha256Of(target).catch(absent))) {
+          (wasOpen(manifest, window, job.timezone) ? held.open : held.done).add(window.from);
+        }
       }
-      return done;
+      return held;
     },
   };
 }
@@ -75,7 +107,7 @@ const OBJECT_STATE_CONCURRENCY = 8;
 export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: string): WindowStateReader {
   return {
     target: template,
-    async doneWindows(windows) {
+    async heldWindows(windows) {
       // Loaded here, as the sink loads them: a local CSV run never pays for the storage client.
       const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }, { mapWithConcurrency }] = await Promise.all([
         import('../config/gcs-url.js'),
@@ -96,7 +128,7 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
         }
         if (!exists) throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`);
       }
-      const isDone = async (target: string): Promise<boolean> => {
+      const stateOf = async (target: string, window: DateWindow): Promise<'done' | 'open' | 'not'> => {
         const { bucket, object } = parseGcsObjectUrl(target);
         const read = async <T>(url: string, request: () => Promise<T>): Promise<T | undefined> => {
           try {
@@ -107,19 +139,29 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
           }
         };
         const text = await read(manifestPathOf(target), async () => String((await storage.bucket(bucket).file(manifestPathOf(object)).download())[0]));
-        if (text === undefined) return false;
-        let manifest: { runId?: unknown; bytes?: unknown };
+        if (text === undefined) return 'not';
+        let manifest: ManifestFields & { runId?: unknown; bytes?: unknown };
         try {
-          manifest = JSON.parse(text) as { runId?: unknown; bytes?: unknown };
+          manifest = JSON.parse(text) as ManifestFields & { runId?: unknown; bytes?: unknown };
         } catch {
-          return false; // not a manifest tilehouse wrote whole: that window did not finish
+          return 'not'; // not a manifest tilehouse wrote whole: that window did not finish
         }
         const metadata = await read(target, async () => (await storage.bucket(bucket).file(object).getMetadata())[0]);
-        if (metadata === undefined || typeof manifest.runId !== 'string') return false;
-        return metadata.metadata?.[RUN_ID_METADATA_KEY] === manifest.runId && Number(metadata.size) === manifest.bytes;
+        if (metadata === undefined || typeof manifest.runId !== 'string') return 'not';
+        if (metadata.metadata?.[RUN_ID_METADATA_KEY] !== manifest.runId || Number(metadata.size) !== manifest.bytes) return 'not';
+        return wasOpen(manifest, window, job.timezone) ? 'open' : 'done';
       };
-      const results = await mapWithConcurrency(targets, OBJECT_STATE_CONCURRENCY, isDone);
-      return new Set(windows.filter((_, index) => results[index] === true).map((window) => window.from));
+      const results = await mapWithConcurrency(
+        targets.map((target, index) => ({ target, window: windows[index]! })),
+        OBJECT_STATE_CONCURRENCY,
+        ({ target, window }) => stateOf(target, window),
+      );
+      const held = holdings();
+      windows.forEach((window, index) => {
+        const state = results[index];
+        if (state === 'done' || state === 'open') held[state].add(window.from);
+      });
+      return held;
     },
   };
 }
@@ -146,15 +188,17 @@ export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[],
     const tableId = sink.table ?? job.name;
     readers.push({
       target: `${defaults?.projectId ?? '(default project)'}.${datasetId}.${tableId}`,
-      async doneWindows(windows) {
-        let finished: Set<string>;
+      async heldWindows(windows) {
+        let finished: WindowHoldings;
         try {
           const projectId = defaults?.projectId ?? (await client.getProjectId());
-          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger });
+          const endOf = (day: string) => parseTimestamp(day, job.timezone) as number;
+          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger }, endOf);
         } catch (error) {
           throw new WindowStateUnreadableError(`job ${job.name}: cannot read the run ledger ${datasetId}._tilehouse_runs for table ${tableId}: ${(error as Error).message}`, { cause: error });
         }
-        return new Set(windows.map((window) => window.from).filter((from) => finished.has(from)));
+        const asked = windows.map((window) => window.from);
+        return { done: new Set(asked.filter((from) => finished.done.has(from))), open: new Set(asked.filter((from) => finished.open.has(from))) };
       },
     });
   }

@@ -31,6 +31,12 @@ const sourceSchema = z
       .describe(
         'run: one token, fetched at the start of the run, serves all its jobs (and a backfill\'s windows), replaced before expires_in; job: every job (and window) fetches its own (issuers that meter machine-to-machine tokens count each one)',
       ),
+    clock: z
+      .enum(['source', 'local'])
+      .default('source')
+      .describe(
+        "Whose clock places the day windows of backfill, incremental runs and plan: source (the HTTP Date of the token answer; a token answer without a parseable Date fails windowed work with source_clock_unknown) or local (this machine's clock, for a source that sends no Date and keeps the same time as this machine; every windowed run then says so)",
+      ),
     requestDeadlineMs: z
       .number()
       .int()

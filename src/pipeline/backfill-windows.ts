@@ -111,6 +111,8 @@ export interface CatchUpSettings {
 export interface TargetState {
   target: string;
   done: ReadonlySet<string>;
+  /** Days published while still open (before they ended on the source's clock): not held, exported again. */
+  open?: ReadonlySet<string>;
 }
 
 /** The day windows the next incremental run exports, and why. */
@@ -127,6 +129,10 @@ export interface CatchUpPlan {
   left: DateWindow[];
   /** Of `windows`, those already published, exported again because of lookbackDays. */
   lookback: DateWindow[];
+  /** Of `windows`, those that have not ended on the source's clock (today's): recorded as open, exported again by the run after. */
+  open: DateWindow[];
+  /** Of `windows`, those some target holds only as open (published before the day ended): exported again, whole this time once the day is over. */
+  reopened: DateWindow[];
   /** One line: which windows and why. */
   reason: string;
 }
@@ -139,8 +145,9 @@ export class IncrementalStateAmbiguousError extends TilehouseError {
 /**
  * The windows an incremental run exports: from the first day any target lacks (minus
  * lookbackDays, never before startFrom) up to and including the source's today, one per day,
- * oldest first, at most maxWindows. Today's window is exported while the day is still going; the
- * next run re-exports it through the lookback (lookbackDays ≥ 1) to pick up the rest.
+ * oldest first, at most maxWindows. Today's window is exported while the day is still going and
+ * recorded as open; an open day never counts as held, so the next run exports it again whatever
+ * lookbackDays says, which then serves only late changes to closed days.
  *
  * Targets may lag one another by a little (a run stopped between two sinks' publishes, or
  * lookbackDays of days in flight): the run starts at the one that lags, and re-exporting a day
@@ -170,19 +177,22 @@ export function catchUpPlan(job: string, settings: CatchUpSettings, today: strin
         `export the missing days to every sink with: ${fix} (or move incremental.startFrom past them)`,
     );
   }
-  const firstRun = targets.every((state) => ![...state.done].some((day) => day >= settings.startFrom && day <= today));
+  const firstRun = targets.every((state) => ![...state.done, ...(state.open ?? [])].some((day) => day >= settings.startFrom && day <= today));
   const startDay = [addDays(earliest, -settings.lookbackDays), settings.startFrom].reduce((a, b) => (a > b ? a : b));
   const all = startDay <= today ? splitWindows(startDay, afterToday, 'day') : [];
   const windows = all.slice(0, settings.maxWindows);
   const left = all.slice(settings.maxWindows);
   const lookback = windows.filter((window) => window.from < earliest);
+  const open = windows.filter((window) => window.to > today);
+  const reopened = windows.filter((window) => window.from >= earliest && targets.some((state) => state.open?.has(window.from) === true));
   const parts: string[] = [];
   if (settings.startFrom > today) parts.push(`incremental.startFrom ${settings.startFrom} is after the source's today ${today}: nothing to export yet`);
   else if (firstRun) parts.push(`first run: from incremental.startFrom ${settings.startFrom}`);
   else if (earliest === afterToday) parts.push(`every day up to today ${today} is published`);
   else parts.push(`resume after ${addDays(earliest, -1)} (the last day every target holds)`);
+  if (reopened.length > 0) parts.push(`${reopened.map((window) => window.from).join(', ')} published while open: exported again`);
   if (lookback.length > 0) parts.push(`lookback ${lookback.length} day${lookback.length === 1 ? '' : 's'} (${lookback[0]!.from}..${lookback.at(-1)!.to})`);
   if (left.length > 0) parts.push(`capped at maxWindows ${settings.maxWindows}: ${left.length} left for the next run (${left[0]!.from}..${left.at(-1)!.to})`);
   const span = windows.length === 0 ? 'no windows' : `${windows.length} window${windows.length === 1 ? '' : 's'} ${windows[0]!.from}..${windows.at(-1)!.to}`;
-  return { today, firstUnpublished: earliest, firstRun, windows, left, lookback, reason: `${span}: ${parts.join('; ')}` };
+  return { today, firstUnpublished: earliest, firstRun, windows, left, lookback, open, reopened, reason: `${span}: ${parts.join('; ')}` };
 }

@@ -9,6 +9,7 @@ import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
 import type { DateWindow } from './backfill-windows.js';
+import type { WindowClock } from './run-backfill.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 
@@ -33,6 +34,12 @@ export interface IncrementalPlan {
   lookback: DateWindow[];
   /** Past maxWindows: left for the run after. */
   left: DateWindow[];
+  /** Of windows, those that will not have ended on the source's clock when exported: recorded as open, exported again by the run after. */
+  open: DateWindow[];
+  /** Of windows, those some target holds only as open (published before the day ended): exported again. */
+  reopened: DateWindow[];
+  /** Whose clock placed the windows. */
+  clock?: WindowClock;
   error?: { code: string; message: string };
 }
 
@@ -97,9 +104,19 @@ export function formatJobPlan(plan: JobPlan): string {
   if (incremental !== undefined) {
     if (incremental.error !== undefined) lines.push(`  incremental: FAILED ${incremental.error.code}: ${incremental.error.message}`);
     else {
-      lines.push(`  incremental (source's today ${incremental.today}): next run exports ${incremental.reason}`);
+      const local = incremental.clock?.basis === 'local';
+      lines.push(`  incremental (${local ? "this machine's today (source.clock: local)" : "source's today"} ${incremental.today}): next run exports ${incremental.reason}`);
       const lookback = new Set(incremental.lookback.map((window) => window.from));
-      for (const window of incremental.windows) lines.push(`    ${window.from}${lookback.has(window.from) ? '  (lookback: published, exported again)' : ''}`);
+      const open = new Set(incremental.open.map((window) => window.from));
+      const reopened = new Set(incremental.reopened.map((window) => window.from));
+      for (const window of incremental.windows) {
+        const notes = [
+          ...(lookback.has(window.from) ? ['lookback: published, exported again'] : []),
+          ...(reopened.has(window.from) ? ['published while open, exported again'] : []),
+          ...(open.has(window.from) ? ['open: the day has not ended, recorded as open and exported again by the run after'] : []),
+        ];
+        lines.push(`    ${window.from}${notes.length === 0 ? '' : `  (${notes.join('; ')})`}`);
+      }
     }
   }
   return `${lines.join('\n')}\n`;

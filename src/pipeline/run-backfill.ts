@@ -6,7 +6,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import { TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
-import { calendarDateIn, parseDate } from '../transform/index.js';
+import { calendarDateIn, parseDate, parseTimestamp } from '../transform/index.js';
 import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
 import { newRunId, windowRunId } from './run-id.js';
 import { RunToken } from '../source/session-token.js';
@@ -48,10 +48,14 @@ export interface BackfillOptions {
   afterWindow?: (result: WindowResult) => Promise<void>;
   /** A session opened by the caller (openWindowSession), left open; default: one of its own. */
   session?: WindowSession;
+  /** The environment file, named by the message of a source whose clock is unknown. */
+  configFile?: string;
 }
 
 export interface WindowResult {
   window: DateWindow;
+  /** The window had not ended on the source's clock when its export started: recorded as open, never counted as held. */
+  open: boolean;
   summary: JobRunSummary;
   /** What looks wrong although the window succeeded (a failure under --strict instead). */
   warnings: string[];
@@ -77,6 +81,8 @@ export class BackfillWindowEmptyError extends TilehouseError {
 export interface BackfillSummary {
   job: string;
   runId: string;
+  /** Whose clock placed the windows. */
+  clock: WindowClock;
   /** Access tokens the whole backfill fetched: one, unless one expired or was refused. */
   tokenFetches: number;
   /** False when the job names no bucket column: windows are exported to within a day. */
@@ -104,13 +110,36 @@ export function backfillItemIndex(job: LoadedJob): number {
   return index;
 }
 
+/**
+ * Whose clock placed the windows: the source's, with the offset measured from its token answer's
+ * `Date` (null: given by the caller, not measured), or this machine's (`source.clock: local`).
+ */
+export type WindowClock = { basis: 'source'; offsetSeconds: number | null } | { basis: 'local' };
+
 /** The source connection every window of a run shares: one dispatcher, one token, the source's clock. */
 export interface WindowSession {
   dispatcher: Dispatcher;
   runToken: RunToken;
   /** The source's clock, which the rw windows are relative to. */
   now: () => Date;
+  clock: WindowClock;
   close(): Promise<void>;
+}
+
+/**
+ * The token answer carried no `Date` that parses, so the source's today is unknown: every `rw`
+ * window counts days back from it, and a guess would publish days the source has not reached, or
+ * empty files for days it holds, which the next run would then count as done.
+ */
+export class SourceClockUnknownError extends TilehouseError {
+  readonly code = 'source_clock_unknown';
+  constructor(jobName: string, tokenUrl: string, unparsed: string | undefined, configFile: string | undefined) {
+    super(
+      `job ${jobName}: the token answer of ${tokenUrl} has ${unparsed === undefined ? 'no Date header' : `a Date header that does not parse (${JSON.stringify(unparsed)})`}, ` +
+        "so the source's clock is unknown and its day windows cannot be placed; nothing was exported. " +
+        `Fix: have the token endpoint send its Date, or set source.clock: local in ${configFile ?? 'the environment config'} to place windows on this machine's clock (only if it keeps the source's time)`,
+    );
+  }
 }
 
 /**
@@ -120,7 +149,7 @@ export interface WindowSession {
  */
 export async function openWindowSession(
   job: LoadedJob,
-  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'now'> & {
+  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'now' | 'configFile'> & {
     /** A token the caller already shares across its jobs (`plan`): its response's `Date` gives the clock. */
     runToken?: RunToken;
   },
@@ -128,8 +157,8 @@ export async function openWindowSession(
   const dispatcher = createSourceDispatcher();
   const runToken = options.runToken ?? new RunToken();
   try {
-    const now = options.now ?? (await sourceClock(job, { ...options, dispatcher, runToken }));
-    return { dispatcher, runToken, now, close: () => dispatcher.close() };
+    const { now, clock } = options.now === undefined ? await sourceClock(job, { ...options, dispatcher, runToken }) : { now: options.now, clock: { basis: 'source' as const, offsetSeconds: null } };
+    return { dispatcher, runToken, now, clock, close: () => dispatcher.close() };
   } catch (error) {
     await dispatcher.close();
     throw error;
@@ -172,6 +201,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   return {
     job: job.name,
     runId,
+    clock: session.clock,
     tokenFetches: options.environment.source.tokenScope === 'run' ? runToken.fetched : runToken.fetched + windows.reduce((sum, result) => sum + result.summary.tokenFetches, 0),
     exact: job.backfill?.bucketColumn !== undefined,
     windows,
@@ -193,12 +223,15 @@ interface WindowContext {
 async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options }: WindowContext): Promise<WindowResult> {
   const bucketColumn = job.backfill?.bucketColumn;
   const warnings: string[] = [];
+  // Judged once, as the export starts: rows may still arrive for a window that has not ended.
+  const startedOn = session.now();
+  const open = startedOn.getTime() < (parseTimestamp(window.to, job.timezone) as number);
   if (window.from > today) {
     const future = new BackfillWindowFutureError(job.name, window, today);
-    if (options.strict) return { window, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
+    if (options.strict) return { window, open, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
     warnings.push(future.message);
   }
-  const rw = relativeWindowFor(window, job.timezone, session.now());
+  const rw = relativeWindowFor(window, job.timezone, startedOn);
   const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
   const summary = await runJob(windowJob, {
     environment: options.environment,
@@ -208,7 +241,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     sinks: options.sinks,
     runId: windowRunId(runId, window),
     startedAt: new Date(),
-    window,
+    window: { ...window, open },
     ...(options.environment.source.tokenScope === 'run' ? { runToken: session.runToken } : {}),
     retry: options.retry,
     signal: options.signal,
@@ -231,7 +264,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
   if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
     warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
   }
-  return { window, summary, warnings };
+  return { window, open, summary, warnings };
 }
 
 /** A window (or an incremental job) refused before any request: it counts as failed and says why. */
@@ -264,12 +297,23 @@ export function skippedWindowSummary(job: LoadedJob, runId: string, error: Tileh
 /**
  * The source's clock: the only window operator the API shows, `rw`, counts days back from the
  * server's "now", so windows computed from our clock drift by the difference (a whole day near
- * midnight, or everything when a clock is far off). Read once per backfill, logged.
+ * midnight, or everything when a clock is far off). Read once per backfill, logged. Without a
+ * `Date` to read it from, windowed work stops (source_clock_unknown) unless the environment says
+ * `source.clock: local`; an offset is logged only when one was measured.
  */
-async function sourceClock(job: LoadedJob, options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal'> & { dispatcher: Dispatcher; runToken: RunToken }): Promise<() => Date> {
-  const offsetMs = (await measureServerClockOffset(job, options)) ?? 0;
+async function sourceClock(
+  job: LoadedJob,
+  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'configFile'> & { dispatcher: Dispatcher; runToken: RunToken },
+): Promise<{ now: () => Date; clock: WindowClock }> {
+  if (options.environment.source.clock === 'local') {
+    options.logger.warn({ clock: 'local' }, "windows follow this machine's clock (source.clock: local); the source's clock was not read");
+    return { now: () => new Date(), clock: { basis: 'local' } };
+  }
+  const reading = await measureServerClockOffset(job, options);
+  if (reading.offsetMs === undefined) throw new SourceClockUnknownError(job.name, reading.tokenUrl, reading.unparsed, options.configFile);
+  const offsetMs = reading.offsetMs;
   const seconds = Math.round(offsetMs / 1000);
   const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;
-  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info']({ offsetSeconds: seconds }, `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`);
-  return () => new Date(Date.now() + offsetMs);
+  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info']({ clock: 'source', offsetSeconds: seconds }, `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`);
+  return { now: () => new Date(Date.now() + offsetMs), clock: { basis: 'source', offsetSeconds: seconds } };
 }

@@ -3,7 +3,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
-import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
+import type { Sink, SinkRunContext, SinkWindow, SinkWriter } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
 import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
 import type { ExportPage } from '../source/export-response.js';
@@ -29,7 +29,7 @@ export interface JobRunDependencies {
   startedAt: Date;
   retry?: RetrySettings;
   signal?: AbortSignal;
-  window?: { from: string; to: string };
+  window?: SinkWindow;
   /**
    * Backfills keep only the rows of their window. Called once with page 0's headers; returns the
    * predicate applied to every raw row before typing (dropped rows are counted, never typed).

@@ -8,7 +8,7 @@ import { ExportClient } from '../source/export-client.js';
 import { RetryBudget } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';
-import { fetchToken, type TokenRequest } from '../source/token-client.js';
+import { fetchToken, tokenUrl, type TokenRequest } from '../source/token-client.js';
 import { numberTextColumns } from '../transform/index.js';
 
 export interface RetrySettings {
@@ -150,15 +150,21 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
   return { client, token, budget, reauthentications: () => reauthentications, traffic };
 }
 
+/** What the run's token answer said of the source's clock. */
+export type ServerClockReading =
+  | { offsetMs: number }
+  /** No `Date`, or one that does not parse (`unparsed`, as sent): the source's clock is unknown. */
+  | { offsetMs: undefined; unparsed: string | undefined; tokenUrl: string };
+
 /**
  * How far the source's clock is ahead of ours (negative: behind), read from the HTTP `Date` of the
- * run's token response (the first token of the run: no extra request to the issuer); undefined
- * when the issuer sends none. Its resolution is one second.
+ * run's token response (the first token of the run: no extra request to the issuer); no offset
+ * when the issuer sends none, or one that does not parse. Its resolution is one second.
  */
-export async function measureServerClockOffset(job: LoadedJob, options: SourceSessionOptions & { runToken: RunToken }): Promise<number | undefined> {
+export async function measureServerClockOffset(job: LoadedJob, options: SourceSessionOptions & { runToken: RunToken }): Promise<ServerClockReading> {
   const session = openSourceSession(job, options);
   const token = await session.token.issued();
-  if (token.serverDate === undefined) return undefined;
+  if (token.serverDate === undefined) return { offsetMs: undefined, unparsed: token.unparsedDate, tokenUrl: tokenUrl(options.environment.source.authUrl) };
   // The Date header is stamped somewhere between sending and receiving: take the middle.
-  return token.serverDate - (token.requestedAt + token.receivedAt) / 2;
+  return { offsetMs: token.serverDate - (token.requestedAt + token.receivedAt) / 2 };
 }

@@ -78,6 +78,19 @@ const common = {
 
 const dateWindowSchema = z.object({ from: calendarDate, to: calendarDate }).strict();
 
+/** Whose clock placed the day windows (source.clock). */
+const windowClockSchema = z
+  .discriminatedUnion('basis', [
+    z
+      .object({
+        basis: z.literal('source'),
+        offsetSeconds: z.number().int().nullable().describe("The source's clock minus ours, measured from the token answer's Date (null: not measured)"),
+      })
+      .strict(),
+    z.object({ basis: z.literal('local') }).strict().describe("source.clock: local: this machine's clock, the source's was not read"),
+  ])
+  .describe('Whose clock placed the day windows');
+
 /** What an incremental job's run covered (`incremental:` in its file): the windows and why those. */
 export const catchUpReportSchema = z
   .object({
@@ -91,6 +104,12 @@ export const catchUpReportSchema = z
     windows: z.array(dateWindowSchema).describe('The day windows this run exported, oldest first; each is also a tile in tiles (run id RUNID-YYYYMMDD)'),
     failed: z.array(dateWindowSchema).describe('Of windows, those that did not succeed: the next run starts again at the first of them'),
     left: z.array(dateWindowSchema).describe('Windows past maxWindows, left for the next run (the run still exits 0 and warns)'),
+    open: z
+      .array(dateWindowSchema)
+      .optional()
+      .describe("Of windows, those that had not ended on the source's clock when exported (today's): recorded as open, so the next run exports them again"),
+    warnings: z.array(z.string()).optional().describe('What looked wrong although a window succeeded (an empty window: backfill_window_empty, a failure with --strict)'),
+    clock: windowClockSchema.optional(),
     error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set when nothing was run: state unreadable (incremental_state_unreadable) or targets disagree (incremental_state_ambiguous)'),
   })
   .strict();
@@ -122,7 +141,17 @@ export const backfillSummarySchema = z
       .describe('This process ran the windows of shard index of count (an Indexed Job or a Cloud Run job task), else null'),
     rows: count,
     exact: z.boolean().describe('False when the job names no backfill.bucketColumn: windows are exact to within a day'),
-    windows: z.array(z.object({ window: dateWindowSchema, summary: tileSummarySchema, warnings: z.array(z.string()) }).strict()),
+    clock: windowClockSchema.optional(),
+    windows: z.array(
+      z
+        .object({
+          window: dateWindowSchema,
+          open: z.boolean().optional().describe("The window had not ended on the source's clock when its export started: recorded as open (manifest, run ledger), never counted as held"),
+          summary: tileSummarySchema,
+          warnings: z.array(z.string()),
+        })
+        .strict(),
+    ),
     failed: z.array(dateWindowSchema),
     skipped: z.array(dateWindowSchema).describe('Windows --resume found done and did not run'),
     rerun: z.array(z.string()).describe('Commands that re-run only the failed windows'),
@@ -187,7 +216,8 @@ export function backfillSummaryDocument(inputs: BackfillDocumentInputs): Backfil
     shard: inputs.shard,
     rows: inputs.rows,
     exact: summary.exact,
-    windows: summary.windows,
+    clock: summary.clock,
+    windows: summary.windows.map(({ window, open, summary: tile, warnings }) => ({ window, open, summary: tile, warnings })),
     failed: summary.failed,
     skipped: inputs.skipped,
     rerun: inputs.rerun,

@@ -1,6 +1,17 @@
 import type { Logger } from 'pino';
 import type { Column, TypedRow } from '../transform/column.js';
 
+/**
+ * A window as a sink records it. `open`: the window had not ended on the source's clock when its
+ * export started (today's, or a later day's), so rows may still arrive for it: a target records it
+ * as open, and an incremental run or `backfill --resume` never counts it as held.
+ */
+export interface SinkWindow {
+  from: string;
+  to: string;
+  open?: boolean;
+}
+
 /** What a sink knows about the run it is writing for. */
 export interface SinkRunContext {
   /** The job's `name` (file and table names derive from it). */
@@ -11,7 +22,7 @@ export interface SinkRunContext {
   /** When extraction started; `{date}` templates and `_extracted_at` use it. */
   startedAt: Date;
   /** For backfills: the window being written, [from, to) as YYYY-MM-DD in the job's timezone. */
-  window?: { from: string; to: string };
+  window?: SinkWindow;
   columns: readonly Column[];
   /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
   schedule?: { cron: string; timezone: string };

@@ -38,6 +38,8 @@ export interface Token {
    * windows are computed against the server's clock, not ours.
    */
   serverDate?: number;
+  /** The `Date` header as sent, when it was sent but did not parse (for the message that says so). */
+  unparsedDate?: string;
 }
 
 export interface TokenRequest {
@@ -114,8 +116,10 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
       const result: Token = { accessToken: token.data.access_token };
       if (token.data.expires_in !== undefined) result.expiresIn = token.data.expires_in;
       if ('answer' in outcome) {
-        const serverDate = serverDateOf(outcome.answer.headers.date);
+        const header = outcome.answer.headers.date;
+        const serverDate = serverDateOf(header);
         if (serverDate !== undefined) result.serverDate = serverDate;
+        else if (header !== undefined) result.unparsedDate = Array.isArray(header) ? header.join(', ') : header;
       }
       return result;
     },

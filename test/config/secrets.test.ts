@@ -18,6 +18,7 @@ const base: SourceConfig = {
   requestTimeoutMs: 1000,
   requestDeadlineMs: 120_000,
   tokenScope: 'run',
+  clock: 'source',
   concurrency: 4,
   allowInsecureHttp: false,
 };

@@ -33,7 +33,11 @@ export const RUN_LEDGER_FIELDS: TableField[] = [
   { name: 'started_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
   { name: 'duration_ms', type: 'INT64', mode: 'REQUIRED' },
   { name: 'recorded_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
+  // Last, and NULLABLE: added to ledgers made before it existed (see ensureLedgerTable).
+  { name: 'window_open', type: 'BOOL', mode: 'NULLABLE', description: "A window that had not ended on the source's clock when its export started: never counted as held (NULL: a row written before this column; see doneWindows)" },
 ];
+
+const WINDOW_OPEN = 'window_open';
 
 export interface LedgerRow {
   runId: string;
@@ -44,6 +48,8 @@ export interface LedgerRow {
   published: boolean;
   rows: number;
   window?: { from: string; to: string } | undefined;
+  /** The window had not ended on the source's clock when its export started. */
+  windowOpen?: boolean | undefined;
   schemaHash?: string | undefined;
   jobId?: string | undefined;
   loadJobId?: string | undefined;
@@ -72,10 +78,26 @@ export function parseBigQueryTarget(target: string): { projectId: string; datase
   return match === null ? undefined : { projectId: match[1]!, datasetId: match[2]!, tableId: match[3]! };
 }
 
+/**
+ * Creates the ledger, or adds the columns a ledger made by an older tilehouse lacks (a NULLABLE
+ * column may be added in place; its old rows read NULL there). Two runs adding it at once: the
+ * second sees it or fails its patch on the etag and looks again.
+ */
 async function ensureLedgerTable(client: BigQuery, dataset: LedgerDataset, retry: RetryContext): Promise<void> {
   const table = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
   try {
-    await withRetry('ledger table get', () => table.get(), retry);
+    const [found] = await withRetry('ledger table get', () => table.get(), retry);
+    const fields = ((found.metadata as { schema?: { fields?: TableField[] } }).schema?.fields ?? []) as TableField[];
+    const missing = RUN_LEDGER_FIELDS.filter((field) => !fields.some((have) => have.name?.toLowerCase() === field.name!.toLowerCase()));
+    if (missing.length > 0) {
+      try {
+        await withRetry('ledger table add columns', () => table.setMetadata({ schema: { fields: [...fields, ...missing] } }), retry);
+      } catch (error) {
+        const [metadata] = await table.getMetadata();
+        const now = ((metadata as { schema?: { fields?: TableField[] } }).schema?.fields ?? []) as TableField[];
+        if (!missing.every((field) => now.some((have) => have.name?.toLowerCase() === field.name!.toLowerCase()))) throw error;
+      }
+    }
     return;
   } catch (error) {
     if (!isNotFound(apiFailureOf(error))) throw error;
@@ -97,15 +119,35 @@ function ledgerJobId(row: LedgerRow): string {
   return `tilehouse_ledger_${digest}`;
 }
 
-/** Appends `row` to `_tilehouse_runs` in its target's dataset (created on first use). */
+/** The column a ledger made before it existed may lack, named by the query that needed it. */
+function missesOpenColumn(error: unknown): boolean {
+  return error instanceof Error && error.message.includes(WINDOW_OPEN);
+}
+
+/**
+ * Appends `row` to `_tilehouse_runs` in its target's dataset (created on first use). A ledger whose
+ * window_open column could not be added (the emulator patches the schema without its SQL seeing
+ * the column) gets the row without it, under its own job id: doneWindows then judges the window
+ * by when the row was recorded, as it does the rows written before the column existed.
+ */
 export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext): Promise<void> {
   await ensureLedgerTable(client, dataset, retry);
+  try {
+    await insertLedgerRow(client, dataset, row, retry, true);
+  } catch (error) {
+    if (!missesOpenColumn(error)) throw error;
+    retry.logger.warn({ table: `${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}` }, `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`);
+    await insertLedgerRow(client, dataset, row, retry, false);
+  }
+}
+
+async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext, withOpen: boolean): Promise<void> {
   const table = `\`${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}\``;
   const query =
-    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at) ` +
+    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}` : ''}) ` +
     'VALUES (@run_id, @job, @tile, @target, @status, @published = \'true\', CAST(@rows AS INT64), ' +
     "SAFE_CAST(NULLIF(@window_from, '') AS DATE), SAFE_CAST(NULLIF(@window_to, '') AS DATE), NULLIF(@schema_hash, ''), NULLIF(@job_id, ''), NULLIF(@load_job_id, ''), NULLIF(@error_code, ''), " +
-    'TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP())';
+    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END" : ''})`;
   const params = {
     run_id: row.runId,
     job: row.job,
@@ -124,8 +166,9 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
     error_code: row.errorCode ?? '',
     started_at: row.startedAt.toISOString(),
     duration_ms: String(Math.round(row.durationMs)),
+    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen) } : {}),
   };
-  const jobId = ledgerJobId(row);
+  const jobId = `${ledgerJobId(row)}${withOpen ? '' : '_no_open'}`;
   const location = dataset.location ? { location: dataset.location } : {};
   let job;
   try {
@@ -142,23 +185,60 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
   await withRetry('ledger insert result', () => job.getQueryResults({ maxResults: 0 }), retry);
 }
 
+/** What the ledger holds of a job's windows in one table: whole and closed, or published while still open. */
+export interface LedgerWindows {
+  /** First days of the windows whose latest row says succeeded, published and closed. */
+  done: Set<string>;
+  /** First days of the windows whose latest row says succeeded and published, but open: not held. */
+  open: Set<string>;
+}
+
 /**
- * The backfill windows of `job` (their first days) whose latest ledger row for table `tableId`
- * (any partition) says the run succeeded and was published; for `backfill --resume`. A missing
+ * The windows of `job` (their first days) whose latest ledger row for table `tableId` (any
+ * partition) says the run succeeded and was published, split by whether the window had ended when
+ * it was exported; for `backfill --resume` and incremental runs. A row written before the
+ * window_open column existed (NULL there) counts as open when it was recorded before its window
+ * ended (`endOf(window_to)`, epoch ms on the job's calendar): by this machine's clock, the only
+ * one it kept, which errs towards exporting a day again, never towards skipping it. A missing
  * ledger: none.
  */
-export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, retry: RetryContext): Promise<Set<string>> {
-  const table = `\`${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}\``;
-  const query =
-    `SELECT CAST(window_from AS STRING) AS window_from, status, published FROM ${table} ` +
-    "WHERE job = @job AND (target = @table OR STARTS_WITH(target, CONCAT(@table, '$'))) AND window_from IS NOT NULL ORDER BY recorded_at";
+export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, retry: RetryContext, endOf: (windowTo: string) => number): Promise<LedgerWindows> {
+  const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
   // Asked first because a query on a missing table fails as a bad query (400 invalidQuery), not 404.
-  const [exists] = await withRetry('ledger table exists', () => client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE).exists(), retry);
-  if (!exists) return new Set();
-  const [rows] = (await withRetry('ledger read', () => client.query({ query, params: { job, table: `${dataset.projectId}.${dataset.datasetId}.${tableId}` }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
-    Array<{ window_from: string; status: string; published: boolean }>,
-  ];
-  const latest = new Map<string, boolean>();
-  for (const row of rows) latest.set(row.window_from, row.status === 'succeeded' && row.published);
-  return new Set([...latest].filter(([, done]) => done).map(([window]) => window));
+  const [exists] = await withRetry('ledger table exists', () => ledger.exists(), retry);
+  if (!exists) return { done: new Set(), open: new Set() };
+  // A ledger no run of this version has written to yet lacks the column: its rows are all old ones.
+  const [metadata] = await withRetry('ledger table metadata', () => ledger.getMetadata(), retry);
+  const fields = ((metadata as { schema?: { fields?: TableField[] } }).schema?.fields ?? []) as TableField[];
+  const table = `\`${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}\``;
+  const read = async (openColumn: string) => {
+    const query =
+      `SELECT CAST(window_from AS STRING) AS window_from, CAST(window_to AS STRING) AS window_to, status, published, ${openColumn} AS window_open, ` +
+      `CAST(UNIX_MILLIS(recorded_at) AS STRING) AS recorded_ms FROM ${table} ` +
+      "WHERE job = @job AND (target = @table OR STARTS_WITH(target, CONCAT(@table, '$'))) AND window_from IS NOT NULL ORDER BY recorded_at";
+    const [rows] = (await withRetry('ledger read', () => client.query({ query, params: { job, table: `${dataset.projectId}.${dataset.datasetId}.${tableId}` }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
+      Array<{ window_from: string; window_to: string | null; status: string; published: boolean; window_open: boolean | null; recorded_ms: string }>,
+    ];
+    return rows;
+  };
+  const listed = fields.some((field) => field.name?.toLowerCase() === WINDOW_OPEN);
+  let rows;
+  try {
+    rows = await read(listed ? WINDOW_OPEN : 'CAST(NULL AS BOOL)');
+  } catch (error) {
+    // Listed in the schema but not seen by SQL (the emulator's patched schema): the old rule for every row.
+    if (!listed || !missesOpenColumn(error)) throw error;
+    rows = await read('CAST(NULL AS BOOL)');
+  }
+  const latest = new Map<string, 'done' | 'open' | 'not'>();
+  for (const row of rows) {
+    if (row.status !== 'succeeded' || !row.published) {
+      latest.set(row.window_from, 'not');
+      continue;
+    }
+    const open = row.window_open ?? (row.window_to === null || Number(row.recorded_ms) < endOf(row.window_to));
+    latest.set(row.window_from, open ? 'open' : 'done');
+  }
+  const of = (state: 'done' | 'open') => new Set([...latest].filter(([, value]) => value === state).map(([window]) => window));
+  return { done: of('done'), open: of('open') };
 }

@@ -38,8 +38,12 @@ export interface CsvManifest {
   sha256: string;
   gzip: boolean;
   columns: Array<Pick<Column, 'name' | 'header' | 'type'>>;
-  /** A backfill window's [from, to). */
-  window?: { from: string; to: string };
+  /**
+   * A window's [from, to). `open`: the day had not ended on the source's clock when the export
+   * started, so rows may still arrive: an incremental run exports it again. (A manifest from before
+   * this field has none; see wasOpen in src/cli/window-state.ts.)
+   */
+  window?: { from: string; to: string; open: boolean };
   /** When the data file was made durable (prepare), ISO 8601. */
   preparedAt: string;
 }
@@ -56,7 +60,7 @@ export interface ManifestInputs {
   bytes: number;
   gzip: boolean;
   columns: readonly Column[];
-  window?: { from: string; to: string };
+  window?: { from: string; to: string; open?: boolean };
 }
 
 export function manifestPathOf(target: string): string {
@@ -82,7 +86,7 @@ export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPat
     sha256,
     gzip: inputs.gzip,
     columns: inputs.columns.map(({ name, header, type }) => ({ name, header, type })),
-    ...(inputs.window === undefined ? {} : { window: inputs.window }),
+    ...(inputs.window === undefined ? {} : { window: { from: inputs.window.from, to: inputs.window.to, open: inputs.window.open === true } }),
     preparedAt: new Date().toISOString(),
   };
 }

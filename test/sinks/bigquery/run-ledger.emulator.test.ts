@@ -1,9 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { appendLedgerRow, doneWindows, parseBigQueryTarget, RUN_LEDGER_TABLE, schemaHashOf, type LedgerRow } from '../../../src/sinks/bigquery/run-ledger.js';
+import { appendLedgerRow, doneWindows, parseBigQueryTarget, RUN_LEDGER_FIELDS, RUN_LEDGER_TABLE, schemaHashOf, type LedgerRow } from '../../../src/sinks/bigquery/run-ledger.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../../support/bigquery-emulator.js';
 
 const retry = { limits: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 }, logger: pino({ level: 'silent' }) };
+/** The end of a window on a UTC calendar: midnight starting its `to` day. */
+const endOf = (day: string) => Date.parse(`${day}T00:00:00Z`);
+const doneOf = async (...args: Parameters<typeof doneWindows>) => (await doneWindows(...args)).done;
 
 describe('run ledger helpers', () => {
   it('parses BigQuery targets (with a partition, a domain-scoped project) and refuses file paths', () => {
@@ -34,7 +37,7 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
     await client.createDataset(datasetId);
     const dataset = { projectId: endpoint.projectId, datasetId, location: undefined };
     table = `${endpoint.projectId}.${datasetId}.daily`;
-    expect(await doneWindows(client, dataset, 'daily', 'daily', retry)).toEqual(new Set());
+    expect(await doneOf(client, dataset, 'daily', 'daily', retry, endOf)).toEqual(new Set());
 
     await appendLedgerRow(client, dataset, row({}), retry);
     await appendLedgerRow(client, dataset, row({}), retry);
@@ -48,11 +51,62 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
       { run_id: 'bf-1-20260601', status: 'succeeded', row_count: 10, error_code: null, w: '2026-06-01' },
       { run_id: 'bf-1-20260602', status: 'failed', row_count: 0, error_code: 'export_api_error', w: '2026-06-02' },
     ]);
-    expect(await doneWindows(client, dataset, 'daily', 'daily', retry)).toEqual(new Set(['2026-06-01']));
+    expect(await doneOf(client, dataset, 'daily', 'daily', retry, endOf)).toEqual(new Set(['2026-06-01']));
 
     // The failed window re-run and succeeded: its latest row wins.
     await new Promise((resolve) => setTimeout(resolve, 5));
     await appendLedgerRow(client, dataset, row({ runId: 'bf-2-20260602', window: { from: '2026-06-02', to: '2026-06-03' } }), retry);
-    expect(await doneWindows(client, dataset, 'daily', 'daily', retry)).toEqual(new Set(['2026-06-01', '2026-06-02']));
+    expect(await doneOf(client, dataset, 'daily', 'daily', retry, endOf)).toEqual(new Set(['2026-06-01', '2026-06-02']));
+  });
+
+  it('records an open window and never counts it as done; a later closed export of the day does count', async () => {
+    const client = localBigQueryClient(endpoint);
+    const datasetId = uniqueDatasetId();
+    await client.createDataset(datasetId);
+    const dataset = { projectId: endpoint.projectId, datasetId, location: undefined };
+    table = `${endpoint.projectId}.${datasetId}.daily`;
+    await appendLedgerRow(client, dataset, row({ windowOpen: false }), retry);
+    await appendLedgerRow(client, dataset, row({ runId: 'r-20260602', window: { from: '2026-06-02', to: '2026-06-03' }, windowOpen: true }), retry);
+    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({ done: new Set(['2026-06-01']), open: new Set(['2026-06-02']) });
+    const [rows] = await client.query({ query: `SELECT run_id, window_open FROM \`${endpoint.projectId}.${datasetId}.${RUN_LEDGER_TABLE}\` ORDER BY run_id` });
+    expect(rows).toEqual([
+      { run_id: 'bf-1-20260601', window_open: false },
+      { run_id: 'r-20260602', window_open: true },
+    ]);
+
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await appendLedgerRow(client, dataset, row({ runId: 's-20260602', window: { from: '2026-06-02', to: '2026-06-03' }, windowOpen: false }), retry);
+    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({ done: new Set(['2026-06-01', '2026-06-02']), open: new Set() });
+  });
+
+  it('reads a ledger made before window_open existed (open when recorded before its day ended) and adds the column on the next append', async () => {
+    const client = localBigQueryClient(endpoint);
+    const datasetId = uniqueDatasetId();
+    await client.createDataset(datasetId);
+    const dataset = { projectId: endpoint.projectId, datasetId, location: undefined };
+    table = `${endpoint.projectId}.${datasetId}.daily`;
+    const ledger = `\`${endpoint.projectId}.${datasetId}.${RUN_LEDGER_TABLE}\``;
+    // The ledger as an older tilehouse made it, with two rows: one recorded the day after its
+    // window (closed), one while its window was still going (today's window, then held for good).
+    const oldFields = RUN_LEDGER_FIELDS.filter((field) => field.name !== 'window_open');
+    expect(oldFields).toHaveLength(RUN_LEDGER_FIELDS.length - 1);
+    await client.dataset(datasetId).table(RUN_LEDGER_TABLE).create({ schema: { fields: oldFields } });
+    const insert = (runId: string, from: string, to: string, recordedAt: string) =>
+      client.query({
+        query:
+          `INSERT INTO ${ledger} (run_id, job, tile, target, status, published, row_count, window_from, window_to, started_at, duration_ms, recorded_at) ` +
+          `VALUES ('${runId}', 'daily', 't', '${table}', 'succeeded', TRUE, 5, DATE '${from}', DATE '${to}', TIMESTAMP '${recordedAt}', 1, TIMESTAMP '${recordedAt}')`,
+      });
+    await insert('old-20260601', '2026-06-01', '2026-06-02', '2026-06-02T06:00:00Z');
+    await insert('old-20260602', '2026-06-02', '2026-06-03', '2026-06-02T18:00:00Z');
+    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({ done: new Set(['2026-06-01']), open: new Set(['2026-06-02']) });
+
+    // The next append adds the column to the schema (BigQuery's SQL then sees it; the emulator's
+    // does not, so its row goes in without it and is judged by when it was recorded, as old rows).
+    await appendLedgerRow(client, dataset, row({ runId: 'new-20260603', window: { from: '2026-06-03', to: '2026-06-04' }, windowOpen: false }), retry);
+    await appendLedgerRow(client, dataset, row({ runId: 'new-20990101', window: { from: '2099-01-01', to: '2099-01-02' }, windowOpen: true }), retry);
+    const [metadata] = await client.dataset(datasetId).table(RUN_LEDGER_TABLE).getMetadata();
+    expect((metadata as { schema: { fields: Array<{ name: string }> } }).schema.fields.map((field) => field.name)).toEqual(RUN_LEDGER_FIELDS.map((field) => field.name));
+    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({ done: new Set(['2026-06-01', '2026-06-03']), open: new Set(['2026-06-02', '2099-01-01']) });
   });
 });
