@@ -26,7 +26,7 @@ export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublis
 export const runCommand: Command = {
   name: 'run',
   help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--job NAME]... [--run-id ID] [--window-start T --window-end T]
-                     [--json | --summary-json FILE] [-q | -v]
+                     [--strict] [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
 publishes the run, or none does. An incremental job (incremental: in its file) exports instead
@@ -41,6 +41,8 @@ Options:
 ${COMMON_HELP}
   -t, --job NAME       run only this job (by its name); repeatable (a name given twice runs once)
       --tile NAME      the same as --job (its older name)
+      --strict         an incremental job's day window whose rows all fell outside it fails
+                       (backfill_window_empty, nothing published) instead of a warning: line
 ${ORCHESTRATION_HELP}
                        Re-running a partially published run with its --run-id does not append
                        its rows to a BigQuery table twice.
@@ -61,6 +63,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       'run-id': { type: 'string' },
       'window-start': { type: 'string' },
       'window-end': { type: 'string' },
+      strict: { type: 'boolean' },
       json: { type: 'boolean' },
       'summary-json': { type: 'string' },
     });
@@ -116,7 +119,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const reports: CatchUpReport[] = [];
     for (const job of jobs.filter((candidate) => candidate.incremental !== undefined)) {
       if (io.signal?.aborted) break;
-      const context = { workspace, output: { ...output, screen: undefined }, io, seams, fixFlags: workspaceFlags(values) };
+      const context = { workspace, output: { ...output, screen: undefined }, io, seams, fixFlags: workspaceFlags(values), strict: values.strict === true };
       const { tiles, report } = await runCatchUp(job, sinksByJob.get(job.name)!, summary.runId, context);
       summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
       reports.push(report);

@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { parseTimestamp } from '../transform/index.js';
 
 /** The fields of a manifest (src/sinks/csv/manifest.ts) the state is read from, as untrusted JSON. */
-type ManifestFields = { window?: { open?: unknown }; preparedAt?: unknown };
+type ManifestFields = { window?: { from?: unknown; to?: unknown; open?: unknown }; preparedAt?: unknown };
 
 /**
  * What one target of a job shows as published, window by window: the one question `backfill
@@ -42,7 +42,7 @@ export interface WindowHoldings {
  * calendar: by this machine's clock, the only one it recorded, which errs towards exporting a
  * day again (harmless: it replaces exactly its own file), never towards skipping one.
  */
-export function wasOpen(manifest: { window?: { open?: unknown }; preparedAt?: unknown }, window: DateWindow, timezone: string): boolean {
+export function wasOpen(manifest: ManifestFields, window: DateWindow, timezone: string): boolean {
   if (typeof manifest.window?.open === 'boolean') return manifest.window.open;
   const prepared = typeof manifest.preparedAt === 'string' ? Date.parse(manifest.preparedAt) : Number.NaN;
   return Number.isNaN(prepared) || prepared < (parseTimestamp(window.to, timezone) as number);

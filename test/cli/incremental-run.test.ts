@@ -52,6 +52,10 @@ function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
   return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
 }
 
+async function manifestWindow(workspace: Workspace, day: string): Promise<{ from: string; to: string; open: boolean }> {
+  return (JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { window: { from: string; to: string; open: boolean } }).window;
+}
+
 async function dayRows(workspace: Workspace, day: string): Promise<string[][]> {
   return (await readCsv(path.join(workspace.outDir, 'daily', `${day}.csv`))).rows as string[][];
 }
@@ -59,7 +63,7 @@ async function dayRows(workspace: Workspace, day: string): Promise<string[][]> {
 const exports = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
 describe('an incremental run catches up the days the cluster missed', () => {
-  it('exports day 1 on day 1, days 2-5 exactly on day 5, and nothing on a repeat of day 5', async () => {
+  it('exports day 1 on day 1, days 1-5 on day 5 (day 1 was open when exported), and only the still open day 5 on a repeat of day 5', async () => {
     const root = await makeTempDir();
     roots.push(root);
     const jobs = [job({})];
@@ -73,32 +77,34 @@ describe('an incremental run catches up the days the cluster missed', () => {
     const { workspace } = first;
     expect(await listFiles(workspace.outDir)).toEqual(['daily/2026-07-01.csv', 'daily/2026-07-01.csv.manifest.json']);
     expect(await dayRows(workspace, '2026-07-01')).toEqual(sourceRows(day1, '2026-07-01', '2026-07-02'));
-    const dayOneBytes = await readFile(path.join(workspace.outDir, 'daily', '2026-07-01.csv'));
+    // Exported at noon of day 1 on the source's clock: open, so not held.
+    expect(await manifestWindow(workspace, '2026-07-01')).toEqual({ from: '2026-07-01', to: '2026-07-02', open: true });
+    expect(first.summary.incremental![0]!.open).toEqual([{ from: '2026-07-01', to: '2026-07-02' }]);
 
     const day5 = await sandboxAt('2026-07-05');
     const fifth = await runOn(root, day5, jobs);
     expect(fifth.exitCode).toBe(0);
-    const days = ['2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
+    const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     expect(fifth.summary.incremental![0]!.windows.map((window) => window.from)).toEqual(days);
-    expect(fifth.summary.incremental![0]!.reason).toContain('resume after 2026-07-01');
+    expect(fifth.summary.incremental![0]!.reason).toContain('2026-07-01 published while open: exported again');
     expect(fifth.summary.tiles.map((tile) => tile.runId)).toEqual(days.map((day) => `${fifth.summary.runId}-${day.replaceAll('-', '')}`));
-    // Each day's rows once, as the source holds them, and day 1 left as it was.
+    // Each day's rows once, as the source holds them; only today's is open.
     const written: string[][] = [];
     for (const day of days) written.push(...(await dayRows(workspace, day)));
-    const expected = sourceRows(day5, '2026-07-02', '2026-07-06');
+    const expected = sourceRows(day5, '2026-07-01', '2026-07-06');
     expect(new Set(expected.map((row) => row[0]))).toEqual(new Set(days));
     expect(written).toEqual(expected);
-    expect(await readFile(path.join(workspace.outDir, 'daily', '2026-07-01.csv'))).toEqual(dayOneBytes);
+    expect(await Promise.all(days.map(async (day) => (await manifestWindow(workspace, day)).open))).toEqual([false, false, false, false, true]);
 
-    const before = await Promise.all(days.map(async (day) => (await stat(path.join(workspace.outDir, 'daily', `${day}.csv`))).mtimeMs));
+    const closed = days.slice(0, 4);
+    const before = await Promise.all(closed.map(async (day) => (await stat(path.join(workspace.outDir, 'daily', `${day}.csv`))).mtimeMs));
     const requests = exports(day5);
     const repeat = await runOn(root, day5, jobs);
     expect(repeat.exitCode).toBe(0);
-    expect(repeat.summary.tiles).toEqual([]);
-    expect(repeat.summary.incremental![0]).toMatchObject({ windows: [], left: [], firstUnpublished: '2026-07-06' });
-    expect(repeat.stderr).toContain('every day up to today 2026-07-05 is published');
-    expect(exports(day5)).toBe(requests);
-    expect(await Promise.all(days.map(async (day) => (await stat(path.join(workspace.outDir, 'daily', `${day}.csv`))).mtimeMs))).toEqual(before);
+    expect(repeat.summary.incremental![0]).toMatchObject({ windows: [{ from: '2026-07-05', to: '2026-07-06' }], left: [], firstUnpublished: '2026-07-05' });
+    expect(repeat.stderr).toContain('2026-07-05 published while open: exported again');
+    expect(exports(day5)).toBe(requests + 1);
+    expect(await Promise.all(closed.map(async (day) => (await stat(path.join(workspace.outDir, 'daily', `${day}.csv`))).mtimeMs))).toEqual(before);
   });
 });
 
@@ -164,10 +170,11 @@ describe('plan and the limits of a catch-up', () => {
     const files = await listFiles(workspace.outDir);
     const plan = await runCli(['plan', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(day5) });
     expect(plan.exitCode).toBe(0);
+    // Day 1's run exported 2026-07-01 before the day ended: open, so exported again (not as lookback).
     expect(plan.stdout).toContain(
-      "  incremental (source's today 2026-07-05): next run exports 2 windows 2026-07-01..2026-07-03: resume after 2026-07-01 (the last day every target holds); " +
-        'lookback 1 day (2026-07-01..2026-07-02); capped at maxWindows 2: 3 left for the next run (2026-07-03..2026-07-06)\n' +
-        '    2026-07-01  (lookback: published, exported again)\n    2026-07-02\n',
+      "  incremental (source's today 2026-07-05): next run exports 2 windows 2026-07-01..2026-07-03: resume after 2026-06-30 (the last day every target holds); " +
+        '2026-07-01 published while open: exported again; capped at maxWindows 2: 3 left for the next run (2026-07-03..2026-07-06)\n' +
+        '    2026-07-01  (published while open, exported again)\n    2026-07-02\n',
     );
     // The sink line names the file of the first window the run would write, not today's on this machine.
     expect(plan.stdout).toMatch(/csv .*\/daily\/2026-07-01\.csv: unchanged/);
@@ -211,20 +218,21 @@ describe('plan and the limits of a catch-up', () => {
     expect(refused.exitCode).toBe(1);
     expect(exports(day5)).toBe(requests);
     expect(refused.summary.tiles[0]!.error?.code).toBe('incremental_state_ambiguous');
-    const fix = `tilehouse backfill --job daily --from 2026-07-01 --to 2026-07-06 --step day --config ${refused.workspace.configFile} --jobs ${refused.workspace.jobsDir}`;
+    // a/ holds today's day only as open: the backfill covers the closed days, the run the open one.
+    const fix = `tilehouse backfill --job daily --from 2026-07-01 --to 2026-07-05 --step day --config ${refused.workspace.configFile} --jobs ${refused.workspace.jobsDir}`;
     expect(refused.stderr).toContain(fix);
-    expect(refused.stderr).toContain('a/{date}.csv holds every day up to 2026-07-05, b/{date}.csv lacks 2026-07-01');
+    expect(refused.stderr).toContain('a/{date}.csv holds every day up to 2026-07-04, b/{date}.csv lacks 2026-07-01');
 
     const backfill = await runCli(fix.split(' ').slice(1), { env: sandboxEnv(day5) });
     expect(backfill.exitCode).toBe(0);
     const agreed = await runOn(root, day5, [two]);
     expect(agreed.exitCode).toBe(0);
-    expect(agreed.summary.incremental![0]!.windows).toEqual([]);
+    expect(agreed.summary.incremental![0]!.windows).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
   });
 });
 
 describe('tilehouse schedule with an incremental job', () => {
-  it('catches up on its first tick and finds every day published on the next ones', async () => {
+  it('catches up on its first tick and exports only the open day on the next ones', async () => {
     const root = await makeTempDir();
     roots.push(root);
     const sandbox = await sandboxAt('2026-07-03');
@@ -239,12 +247,13 @@ describe('tilehouse schedule with an incremental job', () => {
     const deadline = Date.now() + 30_000;
     // One log line per tick says what the tick exports and why.
     const ticks = (reason: string) => logs.split('\n').filter((line) => line.includes(`"msg":"daily: ${reason}`)).length;
-    while (ticks('no windows: every day up to today 2026-07-03 is published') < 2 && Date.now() < deadline) await sleep(50);
+    const again = '1 window 2026-07-03..2026-07-04: resume after 2026-07-02 (the last day every target holds); 2026-07-03 published while open: exported again';
+    while (ticks(again) < 2 && Date.now() < deadline) await sleep(50);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(143);
     expect(ticks('4 windows 2026-06-30..2026-07-04: first run: from incremental.startFrom 2026-06-30')).toBe(1);
-    expect(ticks('no windows: every day up to today 2026-07-03 is published')).toBeGreaterThanOrEqual(2);
+    expect(ticks(again)).toBeGreaterThanOrEqual(2);
     const written: string[][] = [];
     for (const day of ['2026-06-30', '2026-07-01', '2026-07-02', '2026-07-03']) written.push(...(await dayRows(workspace, day)));
     expect(written).toEqual(sourceRows(sandbox, '2026-06-30', '2026-07-04'));

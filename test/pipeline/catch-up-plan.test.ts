@@ -61,4 +61,28 @@ describe('catchUpPlan', () => {
     // The same gap within the lookback is a run in flight, not a disagreement.
     expect(froms(catchUpPlan('daily', { ...settings, lookbackDays: 7 }, '2026-07-10', [held('a', days(1, 9)), held('b', days(1, 2))]))).toEqual(days(1, 10));
   });
+
+  it('exports a day held only as open again whatever lookbackDays says, and never the closed day before it', () => {
+    const state = { target: 'a', done: new Set(days(1, 4)), open: new Set(['2026-07-05']) };
+    const plan = catchUpPlan('daily', settings, '2026-07-05', [state]);
+    expect(froms(plan)).toEqual(['2026-07-05']);
+    expect(plan).toMatchObject({ firstRun: false, firstUnpublished: '2026-07-05', lookback: [] });
+    expect(plan.reopened).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
+    expect(plan.open).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
+    expect(plan.reason).toBe('1 window 2026-07-05..2026-07-06: resume after 2026-07-04 (the last day every target holds); 2026-07-05 published while open: exported again');
+  });
+
+  it('re-exports yesterday held as open (exported before it ended) on the next day, now closed, and today as open', () => {
+    const plan = catchUpPlan('daily', settings, '2026-07-06', [{ target: 'a', done: new Set(days(1, 4)), open: new Set(['2026-07-05']) }]);
+    expect(froms(plan)).toEqual(days(5, 6));
+    expect(plan.reopened.map((window) => window.from)).toEqual(['2026-07-05']);
+    expect(plan.open.map((window) => window.from)).toEqual(['2026-07-06']);
+  });
+
+  it('counts a job whose only output is an open day as run before (not a first run)', () => {
+    const plan = catchUpPlan('daily', settings, '2026-07-01', [{ target: 'a', done: new Set<string>(), open: new Set(['2026-07-01']) }]);
+    expect(plan.firstRun).toBe(false);
+    expect(froms(plan)).toEqual(['2026-07-01']);
+  });
 });
+
