@@ -76,42 +76,50 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
     return rows;
   }
 
+  async function manifestOf(bucket: string, day: string): Promise<{ window: { from: string; to: string; open: boolean } }> {
+    const [bytes] = await gcs.storage.bucket(bucket).file(`daily/${day}.csv.manifest.json`).download();
+    return JSON.parse(bytes.toString('utf8')) as { window: { from: string; to: string; open: boolean } };
+  }
+
   async function generations(bucket: string): Promise<Record<string, string>> {
     const [files] = await gcs.storage.bucket(bucket).getFiles();
     return Object.fromEntries(files.map((file) => [file.name, String(file.metadata.generation)]));
   }
 
-  it('exports day 1 on day 1, days 2-5 on day 5, each object exactly that day of the source, and nothing on a repeat', async () => {
+  it('exports day 1 on day 1 (open), days 1-5 on day 5, each object exactly that day of the source, and only the open day 5 on a repeat', async () => {
     const bucket = await gcs.newBucket('incremental');
     const day1 = await sandboxAt('2026-07-01');
     const first = await runChild(day1, bucket, 'day-1');
     expect(first.report).toMatchObject({ today: '2026-07-01', firstRun: true, windows: [{ from: '2026-07-01', to: '2026-07-02' }], failed: [], left: [] });
     expect(Object.keys(await generations(bucket)).sort()).toEqual(['daily/2026-07-01.csv', 'daily/2026-07-01.csv.manifest.json']);
     expect(await objectRows(bucket, '2026-07-01')).toEqual(sourceRows(day1, '2026-07-01', '2026-07-02'));
-    const dayOne = await generations(bucket);
+    expect((await manifestOf(bucket, '2026-07-01')).window).toEqual({ from: '2026-07-01', to: '2026-07-02', open: true });
 
     const day5 = await sandboxAt('2026-07-05');
     const fifth = await runChild(day5, bucket, 'day-5');
-    const days = ['2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
+    // Day 1 was exported while it was going on: open, so exported again, now whole.
+    const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     expect(fifth.report.windows.map((window) => window.from)).toEqual(days);
-    expect(fifth.report.reason).toContain('resume after 2026-07-01');
+    expect(fifth.report.reason).toContain('2026-07-01 published while open: exported again');
     for (const day of days) {
       const rows = sourceRows(day5, day, days[days.indexOf(day) + 1] ?? '2026-07-06');
       expect(rows.length, day).toBeGreaterThan(0);
       expect(await objectRows(bucket, day), day).toEqual(rows);
     }
+    expect(await Promise.all(days.map(async (day) => (await manifestOf(bucket, day)).window.open))).toEqual([false, false, false, false, true]);
     const afterFifth = await generations(bucket);
-    // Day 1's object and manifest were not written again.
-    expect(afterFifth['daily/2026-07-01.csv']).toBe(dayOne['daily/2026-07-01.csv']);
-    expect(afterFifth['daily/2026-07-01.csv.manifest.json']).toBe(dayOne['daily/2026-07-01.csv.manifest.json']);
     expect(Object.keys(afterFifth).length).toBe(10); // five objects, five manifests, no temp object left
 
     const requests = exports(day5);
     const repeat = await runChild(day5, bucket, 'day-5-repeat');
-    expect(repeat.report).toMatchObject({ windows: [], left: [], firstUnpublished: '2026-07-06' });
-    expect(repeat.summary.tiles).toEqual([]);
-    expect(exports(day5)).toBe(requests);
-    expect(await generations(bucket)).toEqual(afterFifth);
+    expect(repeat.report).toMatchObject({ windows: [{ from: '2026-07-05', to: '2026-07-06' }], left: [], firstUnpublished: '2026-07-05' });
+    expect(exports(day5)).toBe(requests + 1);
+    // The closed days' objects and manifests were not written again; the open day's were.
+    const afterRepeat = await generations(bucket);
+    for (const name of Object.keys(afterFifth)) {
+      if (name.startsWith('daily/2026-07-05')) expect(afterRepeat[name], name).not.toBe(afterFifth[name]);
+      else expect(afterRepeat[name], name).toBe(afterFifth[name]);
+    }
   }, 180_000);
 
   it('exports a day again when its object is not the one its manifest describes (replaced by another writer, or a run that died between the two)', async () => {
@@ -130,7 +138,7 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
     expect(again.report.windows.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
     expect(again.report.reason).toContain('resume after 2026-07-02');
     expect(await objectRows(bucket, '2026-07-03')).toEqual(sourceRows(day5, '2026-07-03', '2026-07-04'));
-    expect((await runHere(day5, bucket, 'replaced-3')).report.windows).toEqual([]);
+    expect((await runHere(day5, bucket, 'replaced-3')).report.windows).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
   }, 120_000);
 
   it('fails with incremental_state_unreadable and exports nothing when the bucket cannot be read', async () => {

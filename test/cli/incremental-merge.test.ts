@@ -96,16 +96,17 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     };
   }
 
-  async function ledger(): Promise<Array<{ window_from: string; status: string; published: boolean; target: string; run_id: string }>> {
+  type LedgerLine = { window_from: string; status: string; published: boolean; target: string; run_id: string; window_open: boolean | null };
+  async function ledger(): Promise<LedgerLine[]> {
     const [rows] = await client.query({
-      query: `SELECT CAST(window_from AS STRING) AS window_from, status, published, target, run_id FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE job = '${TABLE}' ORDER BY recorded_at, window_from`,
+      query: `SELECT CAST(window_from AS STRING) AS window_from, status, published, target, run_id, window_open FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE job = '${TABLE}' ORDER BY recorded_at, window_from`,
     });
-    return rows as Array<{ window_from: string; status: string; published: boolean; target: string; run_id: string }>;
+    return rows as LedgerLine[];
   }
 
   const exports = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
-  it('merges day 1 on day 1 and days 2-5 on day 5, each key once with its latest values; the ledger shows each window published; repeats change nothing', async () => {
+  it('merges day 1 on day 1 (open) and days 1-5 on day 5, each key once with its latest values; the ledger shows each window published, open or not; repeats change nothing', async () => {
     const day1 = await sandboxAt('2026-07-01');
     const first = await run(day1, 'day-1');
     expect(first.report).toMatchObject({ today: '2026-07-01', firstRun: true, windows: [{ from: '2026-07-01', to: '2026-07-02' }], failed: [], left: [] });
@@ -113,14 +114,15 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     expect(dayOne.size).toBeGreaterThan(3);
     expect((await tableRows()).values).toEqual(dayOne);
 
-    // The cluster is down on days 2-4; the day-5 run merges the four days it missed.
+    // The cluster is down on days 2-4; the day-5 run merges the four days it missed, and day 1
+    // again: it was merged while it was going on (open).
     const day5 = await sandboxAt('2026-07-05');
     const fifth = await run(day5, 'day-5');
-    const days = ['2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
+    const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     expect(fifth.report.windows.map((window) => window.from)).toEqual(days);
-    expect(fifth.report.reason).toContain('resume after 2026-07-01');
+    expect(fifth.report.reason).toContain('2026-07-01 published while open: exported again');
     expect(fifth.summary.tiles.map((tile) => [tile.status, tile.runId])).toEqual(days.map((day) => ['succeeded', `${fifth.summary.runId}-${day.replaceAll('-', '')}`]));
-    const missed = sourceRows(day5, '2026-07-02', '2026-07-06');
+    const missed = sourceRows(day5, '2026-07-01', '2026-07-06');
     expect(new Set([...missed.values()].map((values) => values.slice(0, 10)))).toEqual(new Set(days));
     // Day 1's incidents are back on day 5 with other values (the sandbox's clock moved them): updated, not added.
     const updated = [...dayOne.keys()].filter((number) => missed.has(number) && missed.get(number) !== dayOne.get(number));
@@ -131,29 +133,30 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     expect(afterFifth.values.size).toBeLessThan(dayOne.size + missed.size);
     expect(await stagingTables(client, dataset)).toEqual([]);
 
-    // One ledger row per window, on the table itself (a merge has no partition), each published.
+    // One ledger row per window, on the table itself (a merge has no partition), each published;
+    // the day still going when it was merged is recorded as open.
     const target = `${endpoint.projectId}.${dataset}.${TABLE}`;
     expect(await ledger()).toEqual([
-      { window_from: '2026-07-01', status: 'succeeded', published: true, target, run_id: `${first.summary.runId}-20260701` },
-      ...days.map((day) => ({ window_from: day, status: 'succeeded', published: true, target, run_id: `${fifth.summary.runId}-${day.replaceAll('-', '')}` })),
+      { window_from: '2026-07-01', status: 'succeeded', published: true, target, run_id: `${first.summary.runId}-20260701`, window_open: true },
+      ...days.map((day) => ({ window_from: day, status: 'succeeded', published: true, target, run_id: `${fifth.summary.runId}-${day.replaceAll('-', '')}`, window_open: day === '2026-07-05' })),
     ]);
 
-    // A repeat of day 5 finds every day published in the ledger: nothing is exported or merged.
+    // A repeat of day 5 finds every closed day published in the ledger: only the open day is
+    // exported and merged again, and the source has not changed, so neither do the values.
     const requests = exports(day5);
     const repeat = await run(day5, 'day-5-repeat');
-    expect(repeat.report).toMatchObject({ windows: [], left: [], firstUnpublished: '2026-07-06' });
-    expect(repeat.summary.tiles).toEqual([]);
-    expect(exports(day5)).toBe(requests);
-    expect(await tableRows()).toEqual(afterFifth);
+    expect(repeat.report).toMatchObject({ windows: [{ from: '2026-07-05', to: '2026-07-06' }], left: [], firstUnpublished: '2026-07-05' });
+    expect(exports(day5)).toBe(requests + 1);
+    expect((await tableRows()).values).toEqual(afterFifth.values);
 
-    // Merged again on purpose (lookbackDays 4: days 2-5 once more): every row is rewritten by the
+    // Merged again on purpose (lookbackDays 4: days 1-5 once more): every row is rewritten by the
     // new run (its _run_id), yet the table holds the same keys with the same values.
     const again = await run(day5, 'day-5-again', 4);
     expect(again.report.windows.map((window) => window.from)).toEqual(days);
     const afterAgain = await tableRows();
     expect(afterAgain.values).toEqual(afterFifth.values);
     for (const [number, values] of missed) expect(afterAgain.runIds.get(number), `${number} ${values}`).toBe(`${again.summary.runId}-${values.slice(0, 10).replaceAll('-', '')}`);
-    expect((await ledger()).length).toBe(1 + 2 * days.length);
+    expect((await ledger()).length).toBe(1 + days.length + 1 + days.length);
   }, 240_000);
 
   it('runs as a user runs it: a child process that finds the emulator by BIGQUERY_EMULATOR_HOST alone', async () => {
