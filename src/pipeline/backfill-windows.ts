@@ -189,6 +189,7 @@ export function catchUpPlan(job: string, settings: CatchUpSettings, today: strin
   if (settings.startFrom > today) parts.push(`incremental.startFrom ${settings.startFrom} is after the source's today ${today}: nothing to export yet`);
   else if (firstRun) parts.push(`first run: from incremental.startFrom ${settings.startFrom}`);
   else if (earliest === afterToday) parts.push(`every day up to today ${today} is published`);
+  else if (earliest === settings.startFrom) parts.push(`resume at incremental.startFrom ${settings.startFrom} (no target holds it closed)`);
   else parts.push(`resume after ${addDays(earliest, -1)} (the last day every target holds)`);
   if (reopened.length > 0) parts.push(`${reopened.map((window) => window.from).join(', ')} published while open: exported again`);
   if (lookback.length > 0) parts.push(`lookback ${lookback.length} day${lookback.length === 1 ? '' : 's'} (${lookback[0]!.from}..${lookback.at(-1)!.to})`);

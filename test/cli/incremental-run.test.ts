@@ -172,7 +172,7 @@ describe('plan and the limits of a catch-up', () => {
     expect(plan.exitCode).toBe(0);
     // Day 1's run exported 2026-07-01 before the day ended: open, so exported again (not as lookback).
     expect(plan.stdout).toContain(
-      "  incremental (source's today 2026-07-05): next run exports 2 windows 2026-07-01..2026-07-03: resume after 2026-06-30 (the last day every target holds); " +
+      "  incremental (source's today 2026-07-05): next run exports 2 windows 2026-07-01..2026-07-03: resume at incremental.startFrom 2026-07-01 (no target holds it closed); " +
         '2026-07-01 published while open: exported again; capped at maxWindows 2: 3 left for the next run (2026-07-03..2026-07-06)\n' +
         '    2026-07-01  (published while open, exported again)\n    2026-07-02\n',
     );

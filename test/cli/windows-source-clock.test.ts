@@ -228,6 +228,29 @@ describe('an open window', () => {
   });
 });
 
+describe('an open backfill window', () => {
+  it('is published, reported and recorded as open, and run again by backfill --resume while the closed one is skipped', async () => {
+    const sandbox = await sandboxAt(new Date('2026-07-05T18:00:00Z'));
+    const root = await tempRoot();
+    const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: '2026-07-01' })]);
+    const args = ['backfill', '--job', 'daily', '--from', '2026-07-04', '--to', '2026-07-06', '--json'];
+    const first = await cli(workspace, sandbox, args);
+    expect(first.exitCode).toBe(0);
+    expect(backfillSummary(first.stdout).windows.map((result) => [result.window.from, result.open])).toEqual([
+      ['2026-07-04', false],
+      ['2026-07-05', true],
+    ]);
+    expect(first.stderr).toMatch(/\n {2}2026-07-05\.\.2026-07-06: \d+ rows → \S+2026-07-05\.csv \(open: the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume\)\n/);
+    expect(first.stderr).not.toMatch(/2026-07-04\.\.2026-07-05: .*open/);
+
+    const resumed = await cli(workspace, sandbox, [...args, '--resume']);
+    expect(resumed.exitCode).toBe(0);
+    const summary = backfillSummary(resumed.stdout);
+    expect(summary.skipped).toEqual([{ from: '2026-07-04', to: '2026-07-05' }]);
+    expect(summary.windows.map((result) => result.window.from)).toEqual(['2026-07-05']);
+  });
+});
+
 describe('an empty window of an incremental run', () => {
   // A day without incidents at the source: its window reads the neighbouring days' rows (rw is
   // widened by a day) and drops them all.

@@ -83,6 +83,7 @@ describe('catchUpPlan', () => {
     const plan = catchUpPlan('daily', settings, '2026-07-01', [{ target: 'a', done: new Set<string>(), open: new Set(['2026-07-01']) }]);
     expect(plan.firstRun).toBe(false);
     expect(froms(plan)).toEqual(['2026-07-01']);
+    expect(plan.reason).toBe('1 window 2026-07-01..2026-07-02: resume at incremental.startFrom 2026-07-01 (no target holds it closed); 2026-07-01 published while open: exported again');
   });
 });
 
