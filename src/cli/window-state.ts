@@ -39,8 +39,10 @@ export interface WindowHoldings {
 /**
  * Whether a published window was open. A manifest says so (`window.open`); one written before
  * that field existed is judged by when it was prepared against the end of its day on the job's
- * calendar: by this machine's clock, the only one it recorded, which errs towards exporting a
- * day again (harmless: it replaces exactly its own file), never towards skipping one.
+ * calendar, on the writing machine's clock (the only one it recorded). Prepared before the day
+ * ended: open, exported once more (harmless: it replaces exactly its own file). After: closed, as
+ * every such manifest counted before; only a machine clock ahead of the source's by more than
+ * what was left of the day can take an open day for a closed one here. No time at all: open.
  */
 export function wasOpen(manifest: ManifestFields, window: DateWindow, timezone: string): boolean {
   if (typeof manifest.window?.open === 'boolean') return manifest.window.open;

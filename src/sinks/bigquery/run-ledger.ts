@@ -198,9 +198,10 @@ export interface LedgerWindows {
  * partition) says the run succeeded and was published, split by whether the window had ended when
  * it was exported; for `backfill --resume` and incremental runs. A row written before the
  * window_open column existed (NULL there) counts as open when it was recorded before its window
- * ended (`endOf(window_to)`, epoch ms on the job's calendar): by this machine's clock, the only
- * one it kept, which errs towards exporting a day again, never towards skipping it. A missing
- * ledger: none.
+ * ended (`endOf(window_to)`, epoch ms on the job's calendar), by BigQuery's clock (recorded_at,
+ * the only time the row kept): exported once more rather than skipped; only a source clock behind
+ * BigQuery's by more than what was left of the day can take an open day for a closed one here. A
+ * missing ledger: none.
  */
 export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, retry: RetryContext, endOf: (windowTo: string) => number): Promise<LedgerWindows> {
   const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
