@@ -56,10 +56,10 @@ describe('fetchToken', () => {
     expect((await fetchToken(tokenRequest(source, dispatcher))).serverDate).toBe(Date.parse('2026-11-21T10:00:07Z'));
   });
 
-  it('leaves serverDate unset when the Date header does not parse', async () => {
+  it('leaves serverDate unset when the Date header does not parse, and keeps the header as sent for the message', async () => {
     const source = await issuer(() => ({ json: { access_token: 'abc', token_type: 'Bearer' }, headers: { date: 'yesterday-ish' } }));
     const token = await fetchToken(tokenRequest(source, dispatcher));
-    expect(token).toEqual({ accessToken: 'abc' });
+    expect(token).toEqual({ accessToken: 'abc', unparsedDate: 'yesterday-ish' });
   });
 
   it('decodes a gzip token answer', async () => {
