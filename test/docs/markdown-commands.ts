@@ -85,3 +85,40 @@ function stripComment(text: string): string {
   }
   return text;
 }
+
+export interface MarkdownLink {
+  file: string;
+  line: number;
+  target: string;
+}
+
+/** Relative links `[text](target)` outside code fences and code spans; web and mail links are left out. */
+export function relativeLinks(file: string, markdown: string): MarkdownLink[] {
+  const links: MarkdownLink[] = [];
+  let fenced = false;
+  markdown.split('\n').forEach((line, index) => {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    if (fenced) return;
+    for (const match of line.replace(/`[^`]*`/g, '``').matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = match[1]!;
+      if (!/^[a-z]+:/i.test(target)) links.push({ file, line: index + 1, target });
+    }
+  });
+  return links;
+}
+
+/** The anchors GitHub gives a document's headings: lowercased, punctuation dropped, spaces as dashes. */
+export function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const heading = fenced ? null : /^#{1,6}\s+(.*?)\s*$/.exec(line);
+    if (heading === null) continue;
+    const base = heading[1]!.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    let anchor = base;
+    for (let n = 1; anchors.has(anchor); n += 1) anchor = `${base}-${n}`;
+    anchors.add(anchor);
+  }
+  return anchors;
+}

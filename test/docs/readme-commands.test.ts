@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/temp-dir.js';
-import { commandKey, shownCommands, type ShownCommand } from './markdown-commands.js';
+import { commandKey, headingAnchors, relativeLinks, shownCommands, type ShownCommand } from './markdown-commands.js';
 
 /**
  * Issue 25: every command README.md, docs/*.md, k8s/README.md and bench/README.md show in a ```sh
@@ -221,6 +221,31 @@ describe('the commands the documents show', () => {
     for (const [key, entry] of Object.entries(COMMANDS)) {
       if (entry.kind === 'not runnable') expect(entry.reason.length, key).toBeGreaterThan(10);
     }
+  });
+});
+
+describe('the links between the documents', () => {
+  it('each name a file that exists and, after #, a heading it has', async () => {
+    const files = [...(await documents()), 'ARCHITECTURE.md', 'sandbox/README.md'];
+    const broken: string[] = [];
+    for (const file of files) {
+      for (const link of relativeLinks(file, await readFile(path.join(ROOT, file), 'utf8'))) {
+        const [target, anchor] = link.target.split('#') as [string, string | undefined];
+        const resolved = target === '' ? file : path.join(path.dirname(file), target);
+        const found = await stat(path.join(ROOT, resolved)).catch(() => undefined);
+        if (found === undefined) broken.push(`${link.file}:${link.line}: ${link.target}: no such file`);
+        else if (anchor !== undefined && !(found.isFile() && headingAnchors(await readFile(path.join(ROOT, resolved), 'utf8')).has(anchor))) {
+          broken.push(`${link.file}:${link.line}: ${link.target}: no heading #${anchor} in ${resolved}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('anchors are computed as GitHub computes them, and a missing one is seen', () => {
+    const anchors = headingAnchors('# A\n## Job (`jobs/*.yaml`, one per tile)\n## Killed and concurrent runs, as tested\n## A\n```sh\n# not a heading\n```');
+    expect([...anchors]).toEqual(['a', 'job-jobsyaml-one-per-tile', 'killed-and-concurrent-runs-as-tested', 'a-1']);
+    expect(relativeLinks('x.md', 'see [a](docs/a.md#b), `[c](d.md)`, [w](https://x.org)')).toEqual([{ file: 'x.md', line: 1, target: 'docs/a.md#b' }]);
   });
 });
 
