@@ -29,13 +29,13 @@ interface Outcome {
 }
 
 /** A group is one copy of the checkout; its commands run in the order listed, each after the last. */
-type Group = 'quick start' | 'incremental demo' | 'tilehouse' | 'init';
+type Group = 'quick start' | 'path' | 'incremental demo' | 'tilehouse' | 'init';
 
 type Entry =
   | { kind: 'run'; group: Group; outcome: Outcome; runAs?: { command: string; why: string }; env?: Record<string, string> }
   | { kind: 'not runnable'; reason: string }
   /** Wrong today and fixed in another branch: run to prove it still fails, so the fix is noticed. */
-  | { kind: 'known broken'; group: Group; fixedBy: string; outcome: Outcome; runAs?: { command: string; why: string } };
+  | { kind: 'known broken'; group: Group; fixedBy: string; outcome: Outcome; runAs?: { command: string; why: string }; env?: Record<string, string> };
 
 const KUBECTL = 'needs a Kubernetes cluster (kubectl)';
 const GCLOUD = 'needs a Google Cloud project and gcloud credentials';
@@ -79,6 +79,34 @@ const COMMANDS: Record<string, Entry> = {
       files: DAYS('daily_incidents_by_severity', ['2026-06-01', '2026-06-02', '2026-06-03', '2026-06-04', '2026-06-05', '2026-06-06', '2026-06-07']),
     },
   },
+
+  // README.md, From the sandbox to a tenant: the steps that need no tenant run in one copy, in order.
+  'cp config/production.example.yaml config/production.yaml': { kind: 'run', group: 'path', outcome: { exit: 0, files: ['config/production.yaml'] } },
+  'tilehouse init --from-request request.txt --config config/production.yaml --name incidents_by_type': {
+    kind: 'run',
+    group: 'path',
+    outcome: { exit: 0, stdout: [/^wrote jobs\/incidents_by_type\.yaml: tile 65f0a1c2d3e4f5a6b7c8d9aa, 2 query items/m], files: ['jobs/incidents_by_type.yaml'] },
+  },
+  'tilehouse validate --config config/production.yaml --strict': {
+    kind: 'known broken',
+    group: 'path',
+    // Step 2's variable is set; the secret file lives where the pod mounts it, not here.
+    env: { TILEHOUSE_CLIENT_ID: 'readme-client' },
+    fixedBy: 'issue 25 "validate without secrets", in another branch: then it exits 0 and this entry becomes a run',
+    outcome: { exit: 2, output: [/source\.clientSecretFile = "\/var\/run\/secrets\/tilehouse\/client-secret": cannot read the secret file/] },
+  },
+  'tilehouse check --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant: the token and page 0 of each tile, and the bucket (the sandbox's run is `npm run demo -- check`)" },
+  'tilehouse plan --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant and BigQuery (the sandbox's run is `npm run demo -- plan`)" },
+  'docker build -t <registry>/tilehouse:<tag> .': { kind: 'not runnable', reason: 'a container engine and a registry; the image test (another branch) builds the Dockerfile with buildah' },
+  'docker push <registry>/tilehouse:<tag>': { kind: 'not runnable', reason: 'a container registry and its credentials' },
+  'tilehouse k8s --config config/production.yaml --jobs jobs': {
+    kind: 'run',
+    group: 'path',
+    // The base now follows config/production.yaml: the CronJobs name that file, and generated/ holds it.
+    outcome: { exit: 0, stdout: [/^updated \d+ file\(s\): k8s\/cronjobs\.yaml/m, /^deploy with: kubectl apply -k k8s\/$/m], files: ['k8s/generated/config/production.yaml'] },
+  },
+  'kubectl -n tilehouse create job --from=cronjob/tilehouse-incidents-by-type incidents-by-type-manual': { kind: 'not runnable', reason: KUBECTL },
+  'kubectl -n tilehouse logs -f job/incidents-by-type-manual': { kind: 'not runnable', reason: KUBECTL },
 
   // README.md, Deploy on Kubernetes; k8s/README.md shows the same commands.
   'tilehouse k8s --config config/production.example.yaml --jobs jobs': {
@@ -365,7 +393,7 @@ const REQUEST = `curl -X POST 'https://acme.incidents.example.com/api/v1/topics/
 `;
 
 // init has a copy of its own: the jobs it writes would be CronJobs to the k8s commands.
-const GROUPS: Group[] = ['quick start', 'incremental demo', 'tilehouse', 'init'];
+const GROUPS: Group[] = ['quick start', 'path', 'incremental demo', 'tilehouse', 'init'];
 
 for (const group of GROUPS) {
   // Every place a command is shown is run, in document order; one shown twice runs twice.
@@ -391,7 +419,7 @@ for (const group of GROUPS) {
       const entry = COMMANDS[step.key] as Exclude<Entry, { kind: 'not runnable' }>;
       const label = entry.kind === 'known broken' ? `still fails until fixed (${entry.fixedBy})` : `exits ${entry.outcome.exit}`;
       it(`${step.file}:${step.line}: ${step.key} — ${label}`, async () => {
-        const result = await runShell(entry.runAs?.command ?? step.text, copy, 90_000);
+        const result = await runShell(entry.runAs?.command ?? step.text, { ...copy, env: { ...copy.env, ...entry.env } }, 90_000);
         const report = `exit ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`;
         expect(result.code, report).toBe(entry.outcome.exit);
         for (const pattern of entry.outcome.stdout ?? []) expect(result.stdout, report).toMatch(pattern);
