@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, cp, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/temp-dir.js';
 import { commandKey, headingAnchors, relativeLinks, shownCommands, type ShownCommand } from './markdown-commands.js';
@@ -29,7 +29,7 @@ interface Outcome {
 }
 
 /** A group is one copy of the checkout; its commands run in the order listed, each after the last. */
-type Group = 'quick start' | 'path' | 'incremental demo' | 'tilehouse' | 'init';
+type Group = 'quick start' | 'path' | 'incremental demo' | 'tilehouse' | 'init' | 'emulator walk-through';
 
 type Entry =
   | { kind: 'run'; group: Group; outcome: Outcome; runAs?: { command: string; why: string }; env?: Record<string, string> }
@@ -40,8 +40,6 @@ type Entry =
 const KUBECTL = 'needs a Kubernetes cluster (kubectl)';
 const GCLOUD = 'needs a Google Cloud project and gcloud credentials';
 const BENCH = 'a benchmark: minutes of CPU on a machine shared by the suite (--quick included); bench/ has its own checks';
-const EMULATOR_WALKTHROUGH =
-  "the BigQuery emulator walk-through: a fixed port (9050) shared with every other run on the machine and a background job (`&`, `kill %1`); the same job and emulator are exercised by test/cli/incremental-merge.test.ts";
 
 const DAYS = (job: string, days: string[]) => days.map((day) => `out/${job}/${day}.csv`);
 
@@ -175,18 +173,42 @@ const COMMANDS: Record<string, Entry> = {
       files: DAYS('incidents_incremental', ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05']),
     },
   },
-  '.tools/bin/bigquery-emulator --project=tilehouse-demo --host=127.0.0.1 --port=9050 &': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'export BIGQUERY_EMULATOR_HOST=http://127.0.0.1:9050 TILEHOUSE_CONFIG=config/emulator.example.yaml': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'npm run demo -- run --jobs examples/emulator/jobs': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'SANDBOX_NOW=2026-07-05 npm run demo -- plan --jobs examples/emulator/jobs': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'SANDBOX_NOW=2026-07-05 npm run demo -- run --jobs examples/emulator/jobs': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'q() { curl -s http://127.0.0.1:9050/bigquery/v2/projects/tilehouse-demo/queries -H \'content-type: application/json\' -d "{\\"query\\": \\"$1\\", \\"useLegacySql\\": false}"; }': {
-    kind: 'not runnable',
-    reason: EMULATOR_WALKTHROUGH,
+  // docs/incremental-and-backfill.md, the emulator walk-through: its lines share one shell (export,
+  // q(), the background job %1), so the group runs them as one script, on the emulator's port 9050.
+  '.tools/bin/bigquery-emulator --project=tilehouse-demo --host=127.0.0.1 --port=9050 &': { kind: 'run', group: 'emulator walk-through', outcome: { exit: 0 } },
+  'export BIGQUERY_EMULATOR_HOST=http://127.0.0.1:9050 TILEHOUSE_CONFIG=config/emulator.example.yaml': { kind: 'run', group: 'emulator walk-through', outcome: { exit: 0 } },
+  'npm run demo -- run --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: { exit: 0, output: [/incremental incidents_incremental: 4 windows 2026-06-28\.\.2026-07-02: first run/, /→ tilehouse-demo\.demo\.incidents_incremental, /] },
   },
-  "q 'SELECT COUNT(*), COUNT(DISTINCT number), MIN(day), MAX(day) FROM demo.incidents_incremental'": { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  "q 'SELECT CAST(window_from AS STRING), status, published, row_count FROM demo._tilehouse_runs ORDER BY recorded_at'": { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
-  'kill %1; unset BIGQUERY_EMULATOR_HOST TILEHOUSE_CONFIG': { kind: 'not runnable', reason: EMULATOR_WALKTHROUGH },
+  'SANDBOX_NOW=2026-07-05 npm run demo -- plan --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: { exit: 0, stdout: [/bigquery tilehouse-demo\.demo\.incidents_incremental \(merge on number\): unchanged/, /next run exports 5 windows 2026-07-01\.\.2026-07-06/] },
+  },
+  'SANDBOX_NOW=2026-07-05 npm run demo -- run --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: { exit: 0, output: [/5 windows 2026-07-01\.\.2026-07-06: resume after 2026-07-01/, /1 window 2026-07-05\.\.2026-07-06: every day up to today 2026-07-05 is published/] },
+  },
+  'q() { curl -s http://127.0.0.1:9050/bigquery/v2/projects/tilehouse-demo/queries -H \'content-type: application/json\' -d "{\\"query\\": \\"$1\\", \\"useLegacySql\\": false}"; }': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: { exit: 0 },
+  },
+  "q 'SELECT COUNT(*), COUNT(DISTINCT number), MIN(day), MAX(day) FROM demo.incidents_incremental'": {
+    kind: 'run',
+    group: 'emulator walk-through',
+    // The comment's "23, 23, 2026-07-01, 2026-07-05": each incident once after the lookback day merged again.
+    outcome: { exit: 0, stdout: [/"rows":\[\{"f":\[\{"v":"23"\},\{"v":"23"\},\{"v":"2026-07-01"\},\{"v":"2026-07-05"\}\]\}\]/] },
+  },
+  "q 'SELECT CAST(window_from AS STRING), status, published, row_count FROM demo._tilehouse_runs ORDER BY recorded_at'": {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: { exit: 0, stdout: [/"totalRows":"10"/, /\{"f":\[\{"v":"2026-07-05"\},\{"v":"succeeded"\},\{"v":"true"\},\{"v":"3"\}\]\}\]/] },
+  },
+  'kill %1; unset BIGQUERY_EMULATOR_HOST TILEHOUSE_CONFIG': { kind: 'run', group: 'emulator walk-through', outcome: { exit: 0 } },
 
   // k8s/README.md
   'gcloud iam service-accounts add-iam-policy-binding tilehouse@PROJECT.iam.gserviceaccount.com --role roles/iam.workloadIdentityUser --member "serviceAccount:PROJECT.svc.id.goog[tilehouse/tilehouse]"': {
@@ -310,6 +332,16 @@ describe('shownCommands', () => {
 });
 
 /** A free loopback port for the demo's sandbox (config/default.yaml's 8787 would meet other runs). */
+async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  const free = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (free) await new Promise((resolve) => server.close(resolve));
+  return free;
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -335,11 +367,15 @@ async function copyCheckout(): Promise<Copy> {
     await cp(from, path.join(dir, file));
   }
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  const config = path.join(dir, 'config', 'default.yaml');
+  await symlink(path.join(ROOT, '.tools'), path.join(dir, '.tools'));
+  // The one change to the copy: the demo's sandbox address, in both configs the documents run it with.
   const port = await freePort();
-  const text = await readFile(config, 'utf8');
-  expect(text).toContain('127.0.0.1:8787');
-  await writeFile(config, text.replaceAll('127.0.0.1:8787', `127.0.0.1:${port}`));
+  for (const name of ['default.yaml', 'emulator.example.yaml']) {
+    const config = path.join(dir, 'config', name);
+    const text = await readFile(config, 'utf8');
+    expect(text).toContain('127.0.0.1:8787');
+    await writeFile(config, text.replaceAll('127.0.0.1:8787', `127.0.0.1:${port}`));
+  }
   // `tilehouse` as the README writes it: `npx tilehouse` of the checkout, i.e. its bin/tilehouse.js.
   const bin = path.join(base, 'bin');
   await mkdir(bin);
@@ -393,7 +429,10 @@ const REQUEST = `curl -X POST 'https://acme.incidents.example.com/api/v1/topics/
 `;
 
 // init has a copy of its own: the jobs it writes would be CronJobs to the k8s commands.
-const GROUPS: Group[] = ['quick start', 'path', 'incremental demo', 'tilehouse', 'init'];
+const GROUPS: Group[] = ['quick start', 'path', 'incremental demo', 'tilehouse', 'init', 'emulator walk-through'];
+/** Groups whose commands share one shell, run as one script in document order. */
+const ONE_SHELL: ReadonlySet<Group> = new Set(['emulator walk-through']);
+const WALK_THROUGH_PORT = 9050;
 
 for (const group of GROUPS) {
   // Every place a command is shown is run, in document order; one shown twice runs twice.
@@ -415,18 +454,37 @@ for (const group of GROUPS) {
       expect(steps.length).toBeGreaterThan(0);
     });
 
+    async function check(entry: Exclude<Entry, { kind: 'not runnable' }>, result: Result): Promise<void> {
+      const report = `exit ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`;
+      expect(result.code, report).toBe(entry.outcome.exit);
+      for (const pattern of entry.outcome.stdout ?? []) expect(result.stdout, report).toMatch(pattern);
+      for (const pattern of entry.outcome.output ?? []) expect(`${result.stdout}\n${result.stderr}`, report).toMatch(pattern);
+      for (const file of entry.outcome.files ?? []) expect((await stat(path.join(copy.dir, file)).catch(() => undefined))?.isFile(), file).toBe(true);
+      // The secret the demo hands its sandbox (sandbox/sandbox.ts's default) never reaches a terminal.
+      expect(result.stdout + result.stderr).not.toContain('sandbox-secret');
+    }
+
+    if (ONE_SHELL.has(group)) {
+      const emulator = path.join(ROOT, '.tools', 'bin', 'bigquery-emulator');
+      const installed = existsSync(emulator);
+      if (!installed && process.env.CI) throw new Error(`CI is set but ${emulator} is missing: run \`npm run setup:tools\``);
+      it.skipIf(!installed)(`${steps[0]?.file}:${steps[0]?.line}: the ${steps.length} lines, as one script (emulator)`, async () => {
+        // The walk-through names its port; a port already taken would aim it at someone else's server.
+        expect(await portIsFree(WALK_THROUGH_PORT), `port ${WALK_THROUGH_PORT}, which the walk-through's emulator listens on, is in use`).toBe(true);
+        // set -e: a line that fails stops the script, instead of leaving the next to fail obscurely.
+        const result = await runShell(`set -e\n${steps.map((step) => step.text).join('\n')}`, copy, 240_000);
+        for (const step of steps) await check(COMMANDS[step.key] as Exclude<Entry, { kind: 'not runnable' }>, result);
+        // `kill %1` stopped the emulator the script started.
+        expect(await portIsFree(WALK_THROUGH_PORT)).toBe(true);
+      }, 300_000);
+      return;
+    }
+
     for (const step of steps) {
       const entry = COMMANDS[step.key] as Exclude<Entry, { kind: 'not runnable' }>;
       const label = entry.kind === 'known broken' ? `still fails until fixed (${entry.fixedBy})` : `exits ${entry.outcome.exit}`;
       it(`${step.file}:${step.line}: ${step.key} — ${label}`, async () => {
-        const result = await runShell(entry.runAs?.command ?? step.text, { ...copy, env: { ...copy.env, ...entry.env } }, 90_000);
-        const report = `exit ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`;
-        expect(result.code, report).toBe(entry.outcome.exit);
-        for (const pattern of entry.outcome.stdout ?? []) expect(result.stdout, report).toMatch(pattern);
-        for (const pattern of entry.outcome.output ?? []) expect(`${result.stdout}\n${result.stderr}`, report).toMatch(pattern);
-        for (const file of entry.outcome.files ?? []) expect((await stat(path.join(copy.dir, file)).catch(() => undefined))?.isFile(), file).toBe(true);
-        // Secrets the demo hands its sandbox never reach a terminal either.
-        expect(result.stdout + result.stderr).not.toMatch(/client[_-]?secret["']?\s*[:=]\s*["']?[A-Za-z0-9]{8,}/i);
+        await check(entry, await runShell(entry.runAs?.command ?? step.text, { ...copy, env: { ...copy.env, ...entry.env } }, 90_000));
       }, 120_000);
     }
 
