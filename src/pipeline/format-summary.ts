@@ -14,7 +14,7 @@ function detailLines(tile: JobRunSummary): string[] {
   if (tile.rowsDropped > 0) lines.push(`${plural(tile.rowsDropped, 'row')} outside the window dropped`);
   for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
   // Weaker evidence than an echo, but legal: worth a line so that a person comparing tenants
-  // sees why a repeated page would be refused here (see README, "What tilehouse assumes").
+  // sees why a repeated page would be refused here (see docs/api-assumptions.md).
   if (tile.pageIdentity === 'rows-digest') lines.push("pages told apart by their rows: the source's answers did not echo the page asked for");
   if (tile.status === 'partially_published') {
     lines.push(`published (new run): ${tile.outputs.map((output) => output.target).join(', ') || 'none'}`);

@@ -207,7 +207,7 @@ describe('a run against a source that sends numbers beyond double precision', ()
 });
 
 /**
- * Tenants the spec allows but the sandbox does not show (README, "What tilehouse assumes about
+ * Tenants the spec allows but the sandbox does not show (docs/api-assumptions.md, "What tilehouse assumes about
  * the API"): each must export exactly what it served, or be refused naming what failed.
  */
 describe('a run against a legal source that pages in its own way', () => {

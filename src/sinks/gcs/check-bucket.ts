@@ -1,7 +1,7 @@
 import type { Storage } from '@google-cloud/storage';
 import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
 
-/** What a gs:// CSV run does to its bucket (see the README's IAM paragraph). */
+/** What a gs:// CSV run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
 export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.delete', 'storage.objects.get', 'storage.objects.list'] as const;
 
 /**

@@ -48,7 +48,7 @@ export function gcsFailure(
     return new GcsError(
       'gcs_permission_denied',
       where.target,
-      `${where.operation} failed: permission ${where.permission} is missing on bucket ${where.bucket} (grant roles/storage.objectUser on the bucket; see the README's Cloud Storage section): ${detail}`,
+      `${where.operation} failed: permission ${where.permission} is missing on bucket ${where.bucket} (grant roles/storage.objectUser on the bucket; see docs/cloud-storage.md): ${detail}`,
       error,
     );
   }

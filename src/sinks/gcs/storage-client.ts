@@ -9,7 +9,7 @@ import type { Storage, StorageOptions } from '@google-cloud/storage';
  * taken as http. The Node client 8.x uses the value as is for two different things: JSON API
  * calls go to `<value>/b/…` (so they need the `/storage/v1` form) while uploads go to
  * `<apiEndpoint>/upload/storage/v1/…` (so they need the bare origin). Neither form alone works
- * for both (measured; see the README's "What fake-gcs-server could not show").
+ * for both (measured; see docs/emulators.md, "What fake-gcs-server could not show").
  */
 export function emulatorOrigin(env: NodeJS.ProcessEnv): string | undefined {
   const value = env.STORAGE_EMULATOR_HOST?.trim();

@@ -37,7 +37,7 @@ export function objectBaseName(object: string): string {
  *
  * Temp objects exist only between a run's prepare and its publish (an upload that never finished
  * creates no object; its session expires on its own), so this sweep is for runs killed in that
- * window; the bucket lifecycle rule in the README is the backstop for everything else.
+ * window; the bucket lifecycle rule in docs/cloud-storage.md is the backstop for everything else.
  */
 export async function removeStaleTempObjects(storage: Storage, root: string, options: { recursive: boolean; logger: Logger; now?: number }): Promise<string[]> {
   const { bucket: bucketName, rest: prefix } = splitGcsUrl(root)!;

@@ -1,5 +1,5 @@
 // fake-gcs-server v1.56.1 ignores ifGenerationMatch on rewriteTo/copyTo/DELETE (it enforces it on
-// uploads only; see the README's "What fake-gcs-server could not show"), and it has no IAM. A test
+// uploads only; see docs/emulators.md, "What fake-gcs-server could not show"), and it has no IAM. A test
 // of "a concurrent writer is detected" against it alone would pass whether or not the code is
 // right. So these tests put a small proxy in front of it that answers exactly one request the way
 // Cloud Storage does (412 conditionNotMet, 403 with its message) and record the exact request the
