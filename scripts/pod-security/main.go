@@ -5,8 +5,8 @@
 // pod-security.kubernetes.io/enforce=restricted runs on admission. Documents of other kinds
 // (Namespace, ConfigMap, ...) are skipped.
 //
-// It prints one line per pod template: "allowed <kind> <name>", or "refused <kind> <name>: <reason>:
-// <detail>" where the detail names the field (e.g. `allowPrivilegeEscalation != false (container
+// It prints one line per pod template: "allowed <kind> <name>", or "refused <kind> <name>: <detail>"
+// where the detail names the field (e.g. `allowPrivilegeEscalation != false (container
 // "tilehouse" must set securityContext.allowPrivilegeEscalation=false)`). Exit 0 when every
 // template is allowed and at least one was judged, 1 when one is refused or none was found (an
 // empty input judged nothing, which must not pass as "all allowed"), 2 when the input is unreadable.
@@ -132,7 +132,9 @@ func main() {
 			continue
 		}
 		refused++
-		fmt.Printf("refused %s %s: %s: %s\n", found.kind, found.name, result.ForbiddenReason(), result.ForbiddenDetail())
+		// The detail repeats each reason, then names the field: `runAsNonRoot != true (pod must not
+		// set securityContext.runAsNonRoot=false)`, several joined by "; ".
+		fmt.Printf("refused %s %s: %s\n", found.kind, found.name, result.ForbiddenDetail())
 	}
 	if judged == 0 {
 		fmt.Fprintln(os.Stderr, "no pod template found (expected CronJob, Job or Pod documents)")
