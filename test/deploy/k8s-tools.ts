@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { CLI } from '../support/spawn-cli.js';
 
 /**
  * Kubernetes' own tools, built into .tools/bin by `npm run setup:tools`: the real kustomize
@@ -25,5 +26,17 @@ export interface ToolResult {
 export function runTool(binary: string, args: string[], options: { input?: string; cwd?: string } = {}): ToolResult {
   const result = spawnSync(binary, args, { input: options.input, cwd: options.cwd, encoding: 'utf8', timeout: 60_000 });
   if (result.error) throw result.error;
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** The real CLI as a child process in `cwd`, as a user runs it in their config repository. */
+export function tilehouseIn(cwd: string, args: string[]): ToolResult {
+  // --import takes the loader by URL: a config repository has no node_modules to resolve tsx from.
+  const result = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }

@@ -5,16 +5,14 @@
  * untouched k8s/ of a clone, the demo's examples/k8s-demo/, and the base `tilehouse k8s` writes in
  * a config repository of one's own, built with the very command it prints.
  */
-import { spawnSync } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { listFiles } from '../support/cli-harness.js';
-import { CLI } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
-import { k8sToolOrSkip, runTool, type ToolResult } from './k8s-tools.js';
+import { k8sToolOrSkip, runTool, tilehouseIn, type ToolResult } from './k8s-tools.js';
 
 const kustomize = k8sToolOrSkip('kustomize', 'KUSTOMIZE_BIN');
 const decoder = k8sToolOrSkip('k8s-decode', 'K8S_DECODE_BIN');
@@ -73,17 +71,7 @@ describe.skipIf(!available)('kustomize build (the real kustomize)', () => {
   });
 });
 
-/** The real CLI as a child process in `cwd`, as a user runs it in their config repository. */
-function tilehouse(args: string[], cwd: string): ToolResult {
-  // --import takes the loader by URL: the config repository has no node_modules to resolve tsx from.
-  const result = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), CLI, ...args], {
-    cwd,
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const tilehouse = (args: string[], cwd: string) => tilehouseIn(cwd, args);
 
 describe.skipIf(!available)('tilehouse k8s in a config repository of one\'s own', () => {
   let repo: string;
