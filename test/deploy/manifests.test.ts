@@ -249,4 +249,12 @@ describe('k8s/ of an untouched clone', () => {
     }
     expect(workloads).toEqual([]);
   });
+
+  const kubectlHere = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  it.skipIf(kubectlHere.status !== 0)('is refused by `kubectl apply -k k8s/` as "no objects" (client dry run; skipped without kubectl)', () => {
+    const applied = spawnSync('kubectl', ['apply', '-k', 'k8s/', '--dry-run=client'], { encoding: 'utf8', timeout: 30_000 });
+    expect(applied.stderr).toContain('error: no objects passed to apply');
+    expect(applied.status).toBe(1);
+    expect(applied.stdout).toBe('');
+  });
 });
