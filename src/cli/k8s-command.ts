@@ -1,7 +1,7 @@
 import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { planManifests } from '../deploy/plan-manifests.js';
-import { staleFiles, writeManifests } from '../deploy/write-manifests.js';
+import { staleFiles, writeManifests, type StaleFile } from '../deploy/write-manifests.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
 import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
 import { indexedBackfillJob } from '../deploy/job-manifests.js';
@@ -13,6 +13,13 @@ import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { loadWorkspace } from './load-workspace.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
+
+const CHANGE_SAID: Record<StaleFile['reason'], string> = {
+  missing: 'created',
+  differs: 'updated',
+  'no longer generated': 'removed',
+  placeholder: 'replaced the empty placeholder',
+};
 
 /**
  * Without --config (or $TILEHOUSE_CONFIG), the config the manifests beside `outFile` were
@@ -40,9 +47,12 @@ export const k8sCommand: Command = {
 
 Generates the manifests of the kustomize base from the job files, so schedules have one source of
 truth: one CronJob per job with a schedule (schedule.cron, timeZone: schedule.timezone) running
-"tilehouse run --tile NAME"; jobs without a schedule get none. Beside --out it writes
+"tilehouse run --job NAME"; jobs without a schedule get none. Beside --out it writes
 backfill-job.yaml (a template) and generated/ (copies of the job files and the environment
-config, with the kustomization that makes the ConfigMaps). Then: kubectl apply -k k8s/
+config, with the kustomization that makes the ConfigMaps), rewritten on every run; and, only when
+absent, kustomization.yaml, namespace.yaml and serviceaccount.yaml: those are yours to edit
+(registry image, Workload Identity) and never rewritten (the empty placeholder kustomization this
+repository ships in k8s/ is replaced). Then: kubectl apply -k k8s/
 
 Options:
   -c, --config FILE    the environment config the pods use (default: $TILEHOUSE_CONFIG, else the config
@@ -146,11 +156,13 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     }
 
     const changed = await writeManifests(plan);
+    const kept = plan.files.filter((file) => file.once !== undefined && !changed.some((entry) => entry.file === file.file)).map((file) => file.file);
     const cronJobs = workspace.jobs.filter((job) => job.schedule !== undefined).length;
     io.stdout.write(
       `${changed.length === 0 ? 'unchanged' : `updated ${changed.length} file(s)`}: ${shown(outFile)} (${cronJobs} CronJob(s) for ${workspace.jobs.length} job(s)), ` +
         `${shown(path.join(path.dirname(outFile), 'backfill-job.yaml'))}, ${shown(plan.generatedDirectory)}/\n` +
-        `${changed.map((entry) => `  ${shown(entry.file)}: ${entry.reason === 'no longer generated' ? 'removed' : entry.reason === 'missing' ? 'created' : 'updated'}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
+        `${changed.map((entry) => `  ${shown(entry.file)}: ${CHANGE_SAID[entry.reason]}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
+        (kept.length > 0 ? `kept as they are (yours; written only when absent): ${kept.map(shown).join(', ')}\n` : '') +
         `deploy with: kubectl apply -k ${shown(path.dirname(outFile))}/\n`,
     );
     return EXIT.ok;

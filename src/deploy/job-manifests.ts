@@ -85,7 +85,7 @@ export function cronJobFor(job: LoadedJob, pod: PodPlan): Manifest | undefined {
           podFailurePolicy,
           template: {
             metadata: { labels: jobLabels },
-            spec: pod.spec(['run', '--tile', job.name]),
+            spec: pod.spec(['run', '--job', job.name]),
           },
         },
       },
@@ -111,7 +111,7 @@ export function backfillJob(pod: PodPlan): Manifest {
         metadata: { labels: jobLabels },
         spec: pod.spec([
           'backfill',
-          '--tile',
+          '--job',
           BACKFILL_PLACEHOLDERS.tile,
           '--from',
           BACKFILL_PLACEHOLDERS.date,
@@ -168,7 +168,7 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
       template: {
         metadata: { labels: jobLabels },
         spec: pod.spec(
-          ['backfill', '--tile', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step, ...(backfill.resume ? ['--resume'] : [])],
+          ['backfill', '--job', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step, ...(backfill.resume ? ['--resume'] : [])],
           [
             { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },

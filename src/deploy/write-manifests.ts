@@ -4,7 +4,7 @@ import type { ManifestPlan } from './plan-manifests.js';
 
 export interface StaleFile {
   file: string;
-  reason: 'missing' | 'differs' | 'no longer generated';
+  reason: 'missing' | 'differs' | 'no longer generated' | 'placeholder';
 }
 
 async function filesBelow(directory: string): Promise<string[]> {
@@ -19,7 +19,7 @@ async function filesBelow(directory: string): Promise<string[]> {
 /** Generated files that are absent, different, or left over from a job that is gone. Writes nothing. */
 export async function staleFiles(plan: ManifestPlan): Promise<StaleFile[]> {
   const stale: StaleFile[] = [];
-  for (const { file, text } of plan.files) {
+  for (const { file, text, once } of plan.files) {
     let current: string | undefined;
     try {
       current = await readFile(file, 'utf8');
@@ -27,7 +27,10 @@ export async function staleFiles(plan: ManifestPlan): Promise<StaleFile[]> {
       current = undefined;
     }
     if (current === undefined) stale.push({ file, reason: 'missing' });
-    else if (current !== text) stale.push({ file, reason: 'differs' });
+    else if (once !== undefined) {
+      // The user's file from now on: only the shipped placeholder is replaced.
+      if (once.replaces !== undefined && current === once.replaces) stale.push({ file, reason: 'placeholder' });
+    } else if (current !== text) stale.push({ file, reason: 'differs' });
   }
   const planned = new Set(plan.files.map(({ file }) => path.resolve(file)));
   for (const file of await filesBelow(plan.generatedDirectory)) {

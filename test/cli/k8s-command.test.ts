@@ -33,7 +33,7 @@ describe('tilehouse k8s', () => {
   it('writes the CronJobs, the backfill template and the kustomize sources, then --check passes', async () => {
     const written = await runCli(args, { env: {} });
     expect(written.exitCode).toBe(0);
-    expect(written.stdout).toMatch(/updated 9 file\(s\): .*cronjobs\.yaml \(5 CronJob\(s\) for 5 job\(s\)\)/);
+    expect(written.stdout).toMatch(/updated 12 file\(s\): .*cronjobs\.yaml \(5 CronJob\(s\) for 5 job\(s\)\)/);
     expect(written.stdout).toContain('deploy with: kubectl apply -k');
     expect(await listFiles(path.join(root, 'k8s'))).toEqual([
       'backfill-job.yaml',
@@ -45,16 +45,20 @@ describe('tilehouse k8s', () => {
       'generated/jobs/incidents_incremental.yaml',
       'generated/jobs/tag_postmortem_breakdown.yaml',
       'generated/kustomization.yaml',
+      'kustomization.yaml',
+      'namespace.yaml',
+      'serviceaccount.yaml',
     ]);
     // The example writes its CSV to gs://: no volume for it, so nothing to warn about.
     expect(written.stderr).toBe('');
 
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(0);
-    expect(checked.stdout).toContain('up to date: 9 generated files');
+    expect(checked.stdout).toContain('up to date: 12 generated files');
 
     const again = await runCli(args, { env: {} });
     expect(again.stdout).toMatch(/^unchanged: /);
+    expect(again.stdout).toContain('kept as they are (yours; written only when absent):');
   });
 
   it('warns that a local CSV directory is an emptyDir in the pod, and mounts one there; a gs:// directory needs neither', async () => {
@@ -108,7 +112,7 @@ describe('tilehouse k8s', () => {
     // Not config/default.yaml (the demo's sandbox): the copy in generated/config/ names the one in use.
     const checked = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: {} });
     expect(checked.stderr).not.toContain('stale');
-    expect(checked.stdout).toContain('up to date: 9 generated files');
+    expect(checked.stdout).toContain('up to date: 12 generated files');
     expect(checked.exitCode).toBe(0);
     // $TILEHOUSE_CONFIG still wins.
     const other = await runCli(['k8s', '--check', '--jobs', jobsDir, '--out', outFile], { env: { TILEHOUSE_CONFIG: 'config/default.yaml' } });

@@ -28,7 +28,7 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
       spec: { completionMode: 'Indexed', completions: 4, parallelism: 3, backoffLimitPerIndex: 2, ttlSecondsAfterFinished: 604_800 },
     });
     const container = job!.spec.template.spec.containers[0];
-    expect(container.args).toEqual(['backfill', '--tile', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week']);
+    expect(container.args).toEqual(['backfill', '--job', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week']);
     const env = new Map<string, Manifest>(container.env.map((entry: Manifest) => [entry.name, entry]));
     expect(env.get('TILEHOUSE_RUN_ID')).toEqual({ name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } });
     // What each pod does with what Kubernetes gives it: $JOB_COMPLETION_INDEX, and the count the Job carries.
@@ -53,10 +53,10 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
     expect(stray.exitCode).toBe(2);
   });
 
-  it('every Job template in k8s/ says when its Job is removed (ttlSecondsAfterFinished)', async () => {
+  it('every Job template of the demo base says when its Job is removed (ttlSecondsAfterFinished)', async () => {
     const templates = [
-      ...documents(await readFile('k8s/cronjobs.yaml', 'utf8')).map((cronJob) => cronJob.spec.jobTemplate.spec),
-      ...documents(await readFile('k8s/backfill-job.yaml', 'utf8')).map((job) => job.spec),
+      ...documents(await readFile('examples/k8s-demo/cronjobs.yaml', 'utf8')).map((cronJob) => cronJob.spec.jobTemplate.spec),
+      ...documents(await readFile('examples/k8s-demo/backfill-job.yaml', 'utf8')).map((job) => job.spec),
     ];
     expect(templates.length).toBeGreaterThan(1);
     for (const spec of templates) expect(spec.ttlSecondsAfterFinished).toBeGreaterThanOrEqual(24 * 3600);

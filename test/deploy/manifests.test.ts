@@ -1,5 +1,7 @@
 /**
- * The committed Kubernetes manifests under k8s/, checked as data. There is no cluster and no
+ * The demo's committed Kubernetes base (examples/k8s-demo/, written by `tilehouse k8s` from jobs/),
+ * checked as data, and the k8s/ of a clone, which deploys nothing until `tilehouse k8s` runs.
+ * There is no cluster and no
  * Docker engine on the machines this runs on: nothing here applies or schedules anything. The
  * manifests are parsed with the `yaml` package and every invariant is asserted on the objects;
  * when kubectl happens to be installed, `kubectl kustomize` also builds the base offline.
@@ -11,11 +13,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadEnvironment, loadJobs, type LoadedJob } from '../../src/config/load-config.js';
 import type { EnvironmentConfig } from '../../src/config/environment-schema.js';
+import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { cronJobName } from '../../src/deploy/job-manifests.js';
 import { runCli } from '../support/cli-harness.js';
 
-// The documented command (README "Deploy on Kubernetes", k8s/README.md); --check writes nothing.
-const K8S_ARGS = ['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs'];
+// The demo's generated base, kept apart from k8s/ so that `kubectl apply -k k8s/` on a clone starts
+// no demo CronJob. Written by the command in its headers; --check writes nothing.
+const BASE = path.join('examples', 'k8s-demo');
+const K8S_ARGS = ['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--out', `${BASE}/cronjobs.yaml`];
 
 type Obj = Record<string, any>;
 interface Doc {
@@ -38,7 +43,7 @@ async function yamlFilesBelow(directory: string): Promise<string[]> {
 
 beforeAll(async () => {
   docs = [];
-  for (const file of await yamlFilesBelow('k8s')) {
+  for (const file of [...(await yamlFilesBelow(BASE)), path.join('k8s', 'secret.example.yaml')]) {
     for (const document of parseAllDocuments(await readFile(file, 'utf8'))) {
       expect(document.errors, `${file}: ${document.errors.map((error) => error.message).join('; ')}`).toEqual([]);
       const object = document.toJS() as Obj | null;
@@ -121,7 +126,7 @@ function expectJobSpec(spec: Obj): void {
   expectLockedDownPod(spec.template.spec);
 }
 
-describe('k8s/ manifests', () => {
+describe('the demo base examples/k8s-demo/', () => {
   it('are current: `tilehouse k8s --check` finds nothing stale against jobs/ and the config', async () => {
     const result = await runCli([...K8S_ARGS, '--check'], { env: {} });
     expect(result.stderr.replace(/^tilehouse k8s: warning:.*\n/gm, '')).toBe('');
@@ -136,11 +141,11 @@ describe('k8s/ manifests', () => {
       const cronJob = cronJobs.find((candidate) => candidate.metadata.name === cronJobName(job.name))!;
       expect(cronJob.spec.schedule).toBe(job.schedule!.cron);
       expect(cronJob.spec.timeZone).toBe(job.schedule!.timezone);
-      expect(containerOf(cronJob.spec.jobTemplate.spec.template.spec).args).toEqual(['run', '--tile', job.name]);
+      expect(containerOf(cronJob.spec.jobTemplate.spec.template.spec).args).toEqual(['run', '--job', job.name]);
     }
     // The README's example: kubectl create job --from=cronjob/tilehouse-incidents-by-month-severity …
     expect(cronJobs.map((cronJob) => cronJob.metadata.name)).toContain('tilehouse-incidents-by-month-severity');
-    expect(ofKind('CronJob').every((cronJob) => docs.find((doc) => doc.object === cronJob)!.file === path.join('k8s', 'cronjobs.yaml'))).toBe(true);
+    expect(ofKind('CronJob').every((cronJob) => docs.find((doc) => doc.object === cronJob)!.file === path.join(BASE, 'cronjobs.yaml'))).toBe(true);
   });
 
   it('run each CronJob alone, within deadlines, keeping some history, and never retry bad config', () => {
@@ -155,25 +160,25 @@ describe('k8s/ manifests', () => {
   });
 
   it('have a backfill Job template with the same pod and the backfill command', async () => {
-    const [backfill, ...more] = ofKind('Job', path.join('k8s', 'backfill-job.yaml'));
+    const [backfill, ...more] = ofKind('Job', path.join(BASE, 'backfill-job.yaml'));
     expect(more).toEqual([]);
     expect(backfill!.metadata.generateName).toBe('tilehouse-backfill-');
     expectJobSpec(backfill!.spec);
     const container = containerOf(backfill!.spec.template.spec);
-    expect(container.args).toEqual(['backfill', '--tile', 'NAME', '--from', 'YYYY-MM-DD', '--to', 'YYYY-MM-DD']);
+    expect(container.args).toEqual(['backfill', '--job', 'NAME', '--from', 'YYYY-MM-DD', '--to', 'YYYY-MM-DD']);
 
     // The sed line in its header works: per line, the first YYYY-MM-DD is --from, the next --to.
-    const text = await readFile('k8s/backfill-job.yaml', 'utf8');
+    const text = await readFile(path.join(BASE, 'backfill-job.yaml'), 'utf8');
     const filled = text
       .split('\n')
-      .map((line) => line.replace(/NAME/g, 'incidents_by_month_severity').replace('YYYY-MM-DD', '2024-01-01').replace('YYYY-MM-DD', '2024-03-31'))
+      .map((line) => line.replace(/NAME/g, 'daily_incidents_by_severity').replace('YYYY-MM-DD', '2024-01-01').replace('YYYY-MM-DD', '2024-03-31'))
       .join('\n');
     const job = parseAllDocuments(filled).map((document) => document.toJS() as Obj | null).find((object) => object?.kind === 'Job')!;
-    expect(job.spec.template.spec.containers[0].args).toEqual(['backfill', '--tile', 'incidents_by_month_severity', '--from', '2024-01-01', '--to', '2024-03-31']);
+    expect(job.spec.template.spec.containers[0].args).toEqual(['backfill', '--job', 'daily_incidents_by_severity', '--from', '2024-01-01', '--to', '2024-03-31']);
     expect(job.metadata.generateName).toBe('tilehouse-backfill-');
 
     // Its image is the one the kustomization deploys (it is not rewritten by kustomize).
-    const kustomization = parse(await readFile('k8s/kustomization.yaml', 'utf8')) as Obj;
+    const kustomization = parse(await readFile(path.join(BASE, 'kustomization.yaml'), 'utf8')) as Obj;
     const image = kustomization.images.find((entry: Obj) => entry.name === 'tilehouse');
     expect(container.image).toBe(`${image.newName}:${image.newTag}`);
   });
@@ -194,20 +199,20 @@ describe('k8s/ manifests', () => {
   });
 
   it('form a kustomize base that applies the generated ConfigMaps and CronJobs, not the example Secret or the template', async () => {
-    const [kustomization] = ofKind('Kustomization', path.join('k8s', 'kustomization.yaml'));
+    const [kustomization] = ofKind('Kustomization', path.join(BASE, 'kustomization.yaml'));
     expect(kustomization!.namespace).toBe('tilehouse');
     expect(kustomization!.resources).toEqual(expect.arrayContaining(['serviceaccount.yaml', 'generated', 'cronjobs.yaml']));
     expect(kustomization!.resources).not.toContain('secret.example.yaml');
     expect(kustomization!.resources).not.toContain('backfill-job.yaml');
-    for (const resource of kustomization!.resources as string[]) await expect(readdir('k8s')).resolves.toContain(resource);
+    for (const resource of kustomization!.resources as string[]) await expect(readdir(BASE)).resolves.toContain(resource);
 
     // kustomize only reads files inside k8s/: the ConfigMaps are built from copies in generated/.
-    const [generated] = ofKind('Kustomization', path.join('k8s', 'generated', 'kustomization.yaml'));
+    const [generated] = ofKind('Kustomization', path.join(BASE, 'generated', 'kustomization.yaml'));
     const byName = new Map<string, string[]>(generated!.configMapGenerator.map((entry: Obj) => [entry.name, entry.files]));
     expect(byName.get('tilehouse-jobs')).toEqual(jobs.map((job) => `jobs/${path.basename(job.file)}`).sort());
     expect(byName.get('tilehouse-config')).toEqual(['config/production.example.yaml']);
     for (const job of jobs) {
-      expect(await readFile(path.join('k8s', 'generated', 'jobs', path.basename(job.file)), 'utf8')).toBe(await readFile(job.file, 'utf8'));
+      expect(await readFile(path.join(BASE, 'generated', 'jobs', path.basename(job.file)), 'utf8')).toBe(await readFile(job.file, 'utf8'));
     }
     // Stable names: the backfill template and the CronJobs refer to the ConfigMaps by these names.
     expect(generated!.generatorOptions.disableNameSuffixHash).toBe(true);
@@ -215,7 +220,7 @@ describe('k8s/ manifests', () => {
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
   it.skipIf(kubectl.status !== 0)('build with `kubectl kustomize k8s/` (offline; skipped when kubectl is not installed)', () => {
-    const build = spawnSync('kubectl', ['kustomize', 'k8s'], { encoding: 'utf8' });
+    const build = spawnSync('kubectl', ['kustomize', BASE], { encoding: 'utf8' });
     expect(build.stderr).toBe('');
     expect(build.status).toBe(0);
     const objects = parseAllDocuments(build.stdout).map((document) => document.toJS() as Obj);
@@ -225,5 +230,31 @@ describe('k8s/ manifests', () => {
     for (const cronJob of cronJobs) expect(cronJob.spec.jobTemplate.spec.template.spec.containers[0].image).toMatch(/\/tilehouse:/);
     const configMaps = objects.filter((object) => object.kind === 'ConfigMap');
     expect(configMaps.map((object) => object.metadata.name).sort()).toEqual(['tilehouse-config', 'tilehouse-jobs']);
+  });
+});
+
+describe('k8s/ of an untouched clone', () => {
+  it('deploys nothing: its kustomization is the placeholder `tilehouse k8s` replaces, listing no resource', async () => {
+    const text = await readFile('k8s/kustomization.yaml', 'utf8');
+    expect(text).toBe(PLACEHOLDER_KUSTOMIZATION);
+    expect((parse(text) as Obj).resources).toEqual([]);
+    expect(text).toContain('tilehouse k8s --config config/production.yaml --jobs jobs --out k8s/cronjobs.yaml');
+    // No workload lies beside it for a hand-edited `resources:` to pick up by accident.
+    const workloads: string[] = [];
+    for (const file of await yamlFilesBelow('k8s')) {
+      for (const document of parseAllDocuments(await readFile(file, 'utf8'))) {
+        const kind = (document.toJS() as Obj | null)?.kind;
+        if (kind === 'CronJob' || kind === 'Job' || kind === 'ConfigMap') workloads.push(`${file}: ${kind}`);
+      }
+    }
+    expect(workloads).toEqual([]);
+  });
+
+  const kubectlHere = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  it.skipIf(kubectlHere.status !== 0)('is refused by `kubectl apply -k k8s/` as "no objects" (client dry run; skipped without kubectl)', () => {
+    const applied = spawnSync('kubectl', ['apply', '-k', 'k8s/', '--dry-run=client'], { encoding: 'utf8', timeout: 30_000 });
+    expect(applied.stderr).toContain('error: no objects passed to apply');
+    expect(applied.status).toBe(1);
+    expect(applied.stdout).toBe('');
   });
 });

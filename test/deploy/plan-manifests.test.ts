@@ -6,6 +6,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
 import { planManifests, type ManifestPlan, type PlanInputs } from '../../src/deploy/plan-manifests.js';
+import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { staleFiles, writeManifests } from '../../src/deploy/write-manifests.js';
 import { listFiles } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
@@ -205,7 +206,29 @@ describe('staleFiles and writeManifests', () => {
       'generated/jobs/a.yaml',
       'generated/jobs/b.yaml',
       'generated/kustomization.yaml',
+      'kustomization.yaml',
+      'namespace.yaml',
+      'serviceaccount.yaml',
     ]);
+  });
+
+  it('writes the hand-editable files only when absent, and replaces only the untouched placeholder', async () => {
+    const result = await plan([job('a')]);
+    await mkdir(path.join(root, 'k8s'), { recursive: true });
+    await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION);
+    const edited = '# mine\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: etl\n';
+    await writeFile(path.join(root, 'k8s', 'namespace.yaml'), edited);
+    const stale = (await staleFiles(result)).filter((entry) => !entry.file.includes('generated') && !entry.file.endsWith('job.yaml') && !entry.file.endsWith('jobs.yaml'));
+    expect(stale.map((entry) => `${path.basename(entry.file)}: ${entry.reason}`)).toEqual(['kustomization.yaml: placeholder', 'serviceaccount.yaml: missing']);
+    await writeManifests(result);
+    expect(await readFile(path.join(root, 'k8s', 'namespace.yaml'), 'utf8')).toBe(edited);
+    expect(await readFile(path.join(root, 'k8s', 'kustomization.yaml'), 'utf8')).toContain('  - generated\n  - cronjobs.yaml\n');
+
+    await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION.replace('resources: []', 'resources: []  # mine'));
+    const afterEdit = (await staleFiles(await plan([job('a')]))).map((entry) => path.basename(entry.file));
+    expect(afterEdit).not.toContain('kustomization.yaml');
+    // Only the template follows: an edited placeholder names no image, so it gets the default one.
+    expect(afterEdit).toEqual(['backfill-job.yaml']);
   });
 
   it('reports a changed schedule and a removed job, and writing removes the leftover copy', async () => {

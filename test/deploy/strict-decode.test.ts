@@ -21,7 +21,13 @@ function decode(text: string): { status: number | null; stdout: string; stderr: 
 }
 
 describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API types (k8s-decode)', () => {
-  it.each(['k8s/cronjobs.yaml', 'k8s/backfill-job.yaml', 'k8s/namespace.yaml', 'k8s/serviceaccount.yaml'])('%s', async (file) => {
+  it.each([
+    'examples/k8s-demo/cronjobs.yaml',
+    'examples/k8s-demo/backfill-job.yaml',
+    'examples/k8s-demo/namespace.yaml',
+    'examples/k8s-demo/serviceaccount.yaml',
+    'k8s/secret.example.yaml',
+  ])('%s', async (file) => {
     const result = decode(await readFile(file, 'utf8'));
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
@@ -40,8 +46,8 @@ describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API 
   });
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-  it.skipIf(kubectl.status !== 0)('the whole base as `kubectl kustomize k8s/` builds it', () => {
-    const build = spawnSync('kubectl', ['kustomize', 'k8s'], { encoding: 'utf8' });
+  it.skipIf(kubectl.status !== 0)('the demo base as `kubectl kustomize` builds it', () => {
+    const build = spawnSync('kubectl', ['kustomize', 'examples/k8s-demo'], { encoding: 'utf8' });
     expect(build.status).toBe(0);
     const result = decode(build.stdout);
     expect(result.stderr).toBe('');
@@ -50,7 +56,7 @@ describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API 
   });
 
   it('refuses a misspelled field and a value of the wrong type (the check can fail)', async () => {
-    const job = await readFile('k8s/backfill-job.yaml', 'utf8');
+    const job = await readFile('examples/k8s-demo/backfill-job.yaml', 'utf8');
     const misspelled = decode(job.replace('ttlSecondsAfterFinished:', 'ttlSecondAfterFinished:'));
     expect(misspelled.status).toBe(1);
     expect(misspelled.stderr).toMatch(/unknown field "ttlSecondAfterFinished"/);
