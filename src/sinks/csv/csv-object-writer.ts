@@ -17,6 +17,15 @@ import { CsvStreamWriter } from './csv-stream-writer.js';
 import { buildManifest, manifestPathOf, manifestText, type CsvManifest } from './manifest.js';
 import { tempNameFor } from './temp-files.js';
 
+/** How a gs:// writer retries its requests; each defaults (see gcs-http.ts, resumable-upload.ts). */
+export interface GcsWriteSettings {
+  limits?: RetryLimits;
+  /** Retries allowed across every request of one writer (one tile run's object and manifest). */
+  budget?: RetryBudget;
+  requestTimeoutMs?: number;
+  chunkBytes?: number;
+}
+
 export interface CsvObjectWriterOptions {
   jobName: string;
   /** `gs://bucket/object`: the object readers see. */
@@ -29,7 +38,7 @@ export interface CsvObjectWriterOptions {
   /** The run's stop: aborts the upload's request in flight and any wait between its retries. */
   signal?: AbortSignal;
   /** Tilehouse's retry of every write-path request (see gcs-http.ts); defaults per writer. */
-  retry?: { limits?: RetryLimits; budget?: RetryBudget; requestTimeoutMs?: number; chunkBytes?: number };
+  retry?: GcsWriteSettings;
   /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
   manifest?: { window?: { from: string; to: string } };
 }
@@ -221,7 +230,10 @@ export class CsvObjectWriter extends CsvStreamWriter {
     let precondition: GcsHttpError | undefined;
     try {
       await http.retrying(`rewriting ${what}`, async (attempt) => {
-        if (attempt > 1 && isRunObject(await this.readObject(object), source, this.options.runId)) return;
+        if (attempt > 1 && isRunObject(await this.readObject(object), source, this.options.runId)) {
+          this.options.logger.warn({ target: this.target, object }, 'csv: the answer to an earlier rewrite was lost, and the target holds this run\'s object: published');
+          return;
+        }
         let token: string | undefined;
         for (;;) {
           const url = token === undefined ? base : `${base}&rewriteToken=${encodeURIComponent(token)}`;

@@ -112,9 +112,11 @@ export class ResumableUpload extends Writable {
         const before = this.base;
         const answer = await this.put(last);
         if (answer.status === 200 || answer.status === 201) return this.done(answer);
+        // A 308 that persisted nothing (legal: no Range) is a failed try, so a service that never
+        // moves spends the retry budget instead of looping.
+        if (this.base === before) throw new GcsHttpError(`the upload session of ${this.name} persisted nothing of the bytes from offset ${this.base}`, 308, true);
+        // Partly persisted: the rest stays in the buffer, topped up by the next bytes (or sent now if last).
         if (!last) return;
-        // The last request was only partly persisted: send the rest, unless nothing moved.
-        if (this.base === before) throw new GcsHttpError(`the upload of ${this.name} made no progress at offset ${this.base}`, 308, true);
       }
     });
   }
