@@ -57,7 +57,7 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
     for (let index = 0; index < times; index += 1) faults.fail(index === 0 ? rule : { ...rule, nth: 1 });
   }
 
-  async function runWriter(bucket: string, options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string } = {}): Promise<Outcome> {
+  async function runWriter(bucket: string, options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string; signal?: AbortSignal } = {}): Promise<Outcome> {
     const lines: Outcome['lines'] = [];
     const logger = pino(
       { level: 'debug' },
@@ -75,7 +75,7 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       storageClient: storage,
       gcsWrite: { limits: { maxAttempts: options.maxAttempts ?? 4, baseDelayMs: 5, maxDelayMs: 20 }, requestTimeoutMs: 1_500, chunkBytes: options.chunkBytes ?? CHUNK_GRANULE },
     });
-    const context: SinkRunContext = { jobName: 'incidents', tileId: 't', runId: options.runId ?? 'run-faulty', startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger };
+    const context: SinkRunContext = { jobName: 'incidents', tileId: 't', runId: options.runId ?? 'run-faulty', startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger, ...(options.signal ? { signal: options.signal } : {}) };
     const writer = await sink.open(context);
     try {
       for (let index = 0; index < ROWS.length; index += 1_000) await writer.writeRows(ROWS.slice(index, index + 1_000));
@@ -193,6 +193,29 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       await expectUntouched(bucket);
       expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
     });
+  });
+
+  it("the run's stop aborts a chunk request that hangs at once, not after its timeout; target untouched", async () => {
+    const bucket = await bucketWithPrevious();
+    fail({ on: 'chunk', fault: { kind: 'hang' }, nth: 2 });
+    const stop = new AbortController();
+    const fired = faults.fired.length;
+    let abortedAt = 0;
+    const watcher = setInterval(() => {
+      if (faults.fired.length > fired && abortedAt === 0) {
+        abortedAt = Date.now();
+        stop.abort(new Error('SIGTERM'));
+      }
+    }, 10);
+    const outcome = await runWriter(bucket, { signal: stop.signal });
+    clearInterval(watcher);
+    expect(abortedAt).toBeGreaterThan(0);
+    // The request timeout is 1.5 s; the stop must not wait for it, nor retry after it.
+    expect(Date.now() - abortedAt).toBeLessThan(1_000);
+    expect(outcome.error?.message).toContain('SIGTERM');
+    expect(outcome.lines.filter((line) => /retrying/.test(line.msg))).toEqual([]);
+    await expectUntouched(bucket);
+    expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
   });
 
   describe('the publish', () => {
