@@ -38,7 +38,7 @@ export function isTransientStatus(status: number): boolean {
 }
 
 // A request that has not answered in this long is treated as lost (and retried after its effect is
-// checked): a chunk of 8 MiB takes well under a second on any link a CronJob pod has.
+// checked): a chunk of 2 MiB takes well under a second on any link a CronJob pod has.
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 // Cloud Storage asks for exponential backoff, starting around a second and capped at a minute;
 // six tries ride out a short incident without holding a scheduled run for long.
@@ -118,8 +118,8 @@ export class GcsHttp {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const signal = AbortSignal.any([timeout, ...(this.signal ? [this.signal] : []), ...(init.signal ? [init.signal] : [])]);
     try {
-      // undici's request, not fetch: fetch copies a Buffer body before sending it, which for an
-      // 8 MiB chunk is 8 MiB of garbage per request (measured by the bench's gs:// peak RSS).
+      // undici's request, not fetch: fetch copies a Buffer body before sending it, a chunk's
+      // worth of garbage per request (measured by the bench's gs:// peak RSS).
       const answer = await request(url, { method: method as Dispatcher.HttpMethod, headers, ...(init.body === undefined ? {} : { body: init.body }), signal });
       const text = await answer.body.text();
       const answerHeaders = new Headers();
