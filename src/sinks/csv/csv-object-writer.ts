@@ -58,14 +58,17 @@ async function generationOf(file: File): Promise<number> {
  * One run's CSV as a Cloud Storage object, with the local sink's two phases:
  *
  * - rows stream (the same encoder, the same gzip) into a resumable upload of a temp object
- *   beside the target, `.<name>.tilehouse-<runId>+<owner>.tmp`, so the pod never holds the file;
- * - prepare finishes the upload; the client checks the service's CRC32C of the stored object
- *   against the bytes it sent, and the temp object exists only once it is whole;
+ *   beside the target, `.<name>.tilehouse-<runId>+<owner>.tmp`, so the pod never holds the file
+ *   (resumable-upload.ts: one chunk kept, resumed from the persisted offset after a failure);
+ * - prepare finishes the upload; the stored object's size and CRC32C are checked against the
+ *   bytes sent, and the temp object exists only once it is whole;
  * - publish rewrites the temp object onto the target in one server-side step, with
  *   `ifGenerationMatch` = the target's generation seen when the run opened (0 when it did not
  *   exist): a writer that replaced it meanwhile makes the rewrite fail (412), and the run names
  *   it instead of overwriting its output. Readers see the previous object or the whole new one.
+ *   A failed or unanswered rewrite is judged by reading the target (rewriteOnto).
  *
+ * Every request after open is tilehouse's (gcs-http.ts says why), retried by src/retry.ts.
  * Every failure before publish leaves the target as it was; abort deletes the temp objects.
  */
 export class CsvObjectWriter extends CsvStreamWriter {
