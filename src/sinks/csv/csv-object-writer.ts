@@ -78,6 +78,12 @@ export class CsvObjectWriter extends CsvStreamWriter {
   private tempManifestObject: UploadedObject | undefined;
   /** Deletes of temp objects: not cut short by the run's stop, since they are its cleanup. */
   private readonly cleanupHttp: GcsHttp;
+  /**
+   * The rewrites and the reads that judge them: not cut short by the run's stop either, since a
+   * publish, once started, runs to its outcome (SinkWriter.publish) so the summary can say what
+   * the target holds; each request has its timeout and the retries their limits.
+   */
+  private readonly publishHttp: GcsHttp;
 
   private constructor(
     private readonly options: CsvObjectWriterOptions,
@@ -95,6 +101,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
   ) {
     super(options.columns, head, options.signal);
     const { signal: _stop, ...unstoppable } = http.options;
+    this.publishHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: http.limits, requestTimeoutMs: http.requestTimeoutMs });
     this.cleanupHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: { ...http.limits, maxAttempts: Math.min(3, http.limits.maxAttempts) }, requestTimeoutMs: Math.min(10_000, http.requestTimeoutMs) });
   }
 
@@ -215,8 +222,9 @@ export class CsvObjectWriter extends CsvStreamWriter {
       }
       await this.deleteTemp(this.tempManifestObject);
     }
-    if (this.http.retries > 0) details.retries = this.http.retries;
-    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries: this.http.retries }, 'csv: published');
+    const retries = this.http.retries + this.publishHttp.retries + this.cleanupHttp.retries;
+    if (retries > 0) details.retries = retries;
+    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries }, 'csv: published');
     return { sink: 'csv', target: this.target, rows: this.rows, details };
   }
 
@@ -228,7 +236,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
    * is this run's object (run id, size and CRC32C of the temp object) the publish succeeded.
    */
   private async rewriteOnto(source: UploadedObject, object: string, ifGenerationMatch: number, what: string): Promise<void> {
-    const http = this.http;
+    const http = this.publishHttp;
     const base = `${http.objectUrl(this.bucket.name, source.name)}/rewriteTo/b/${encodeURIComponent(this.bucket.name)}/o/${encodeURIComponent(object)}?ifGenerationMatch=${ifGenerationMatch}`;
     let precondition: GcsHttpError | undefined;
     try {
@@ -269,10 +277,10 @@ export class CsvObjectWriter extends CsvStreamWriter {
 
   /** The object's metadata, undefined when it does not exist; one request (the caller retries). */
   private async readObject(object: string): Promise<ObjectMetadata | undefined> {
-    const url = this.http.objectUrl(this.bucket.name, object);
-    const answer = await this.http.send('GET', url);
+    const url = this.publishHttp.objectUrl(this.bucket.name, object);
+    const answer = await this.publishHttp.send('GET', url);
     if (answer.status === 404) return undefined;
-    if (answer.status !== 200) throw this.http.failure('GET', url, answer);
+    if (answer.status !== 200) throw this.publishHttp.failure('GET', url, answer);
     return JSON.parse(answer.text) as ObjectMetadata;
   }
 

@@ -57,7 +57,7 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
     for (let index = 0; index < times; index += 1) faults.fail(index === 0 ? rule : { ...rule, nth: 1 });
   }
 
-  async function runWriter(bucket: string, options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string; signal?: AbortSignal } = {}): Promise<Outcome> {
+  async function runWriter(bucket: string, options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string; signal?: AbortSignal; stopAfterPrepare?: AbortController } = {}): Promise<Outcome> {
     const lines: Outcome['lines'] = [];
     const logger = pino(
       { level: 'debug' },
@@ -75,11 +75,12 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       storageClient: storage,
       gcsWrite: { limits: { maxAttempts: options.maxAttempts ?? 4, baseDelayMs: 5, maxDelayMs: 20 }, requestTimeoutMs: 1_500, chunkBytes: options.chunkBytes ?? CHUNK_GRANULE },
     });
-    const context: SinkRunContext = { jobName: 'incidents', tileId: 't', runId: options.runId ?? 'run-faulty', startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger, ...(options.signal ? { signal: options.signal } : {}) };
+    const context: SinkRunContext = { jobName: 'incidents', tileId: 't', runId: options.runId ?? 'run-faulty', startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger, ...(options.signal ? { signal: options.signal } : {}), ...(options.stopAfterPrepare ? { signal: options.stopAfterPrepare.signal } : {}) };
     const writer = await sink.open(context);
     try {
       for (let index = 0; index < ROWS.length; index += 1_000) await writer.writeRows(ROWS.slice(index, index + 1_000));
       await writer.prepare();
+      options.stopAfterPrepare?.abort(new Error('SIGTERM'));
       return { result: await writer.publish(), lines };
     } catch (error) {
       await writer.abort();
@@ -242,6 +243,14 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       const warnings = outcome.lines.filter((line) => line.level >= 40).map((line) => line.msg);
       expect(warnings.at(-1)).toMatch(/the target holds this run's object.*: published$/);
       expect(warnings.slice(0, -1)).toEqual(fault.kind === 'answer-instead' && fault.status === 412 ? [] : ['csv: Cloud Storage rewriting the temp object onto the target failed transiently; retrying']);
+    });
+
+    it("a publish started runs to its outcome after the run's stop: a lost rewrite answer is still judged by reading the target", async () => {
+      const bucket = await bucketWithPrevious();
+      fail({ on: 'rewrite', fault: { kind: 'lost-answer' } });
+      const outcome = await runWriter(bucket, { stopAfterPrepare: new AbortController() });
+      await expectPublishedWhole(bucket, outcome);
+      expect(outcome.lines.filter((line) => line.level >= 40).at(-1)?.msg).toMatch(/the target holds this run's object.*: published$/);
     });
 
     it('the temp manifest rewrite with its answer lost: manifest published, its sha256 in the result', async () => {
