@@ -123,7 +123,8 @@ export class CsvSink implements Sink {
         gzip: this.options.config.gzip,
         logger: context.logger,
         storage,
-        ...(this.options.gcsWrite ? { retry: this.options.gcsWrite } : {}),
+        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
+        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
         ...(context.signal ? { signal: context.signal } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });

@@ -49,7 +49,7 @@ export interface GcsHttpOptions {
   storage: Storage;
   logger: Logger;
   limits?: RetryLimits;
-  /** Shared by every request of one writer (one tile run's object and manifest). */
+  /** The tile run's budget (shared with its source requests); a writer's own one without it. */
   budget?: RetryBudget;
   requestTimeoutMs?: number;
   /** The run's stop: aborts a request in flight and any wait between retries. */
