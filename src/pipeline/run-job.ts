@@ -103,7 +103,7 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
           job,
           sinks,
           logger,
-          context: { runId: deps.runId, startedAt: deps.startedAt, ...(deps.window ? { window: deps.window } : {}), ...(deps.signal ? { signal: deps.signal } : {}) },
+          context: { runId: deps.runId, startedAt: deps.startedAt, retryBudget: session.budget, ...(deps.window ? { window: deps.window } : {}), ...(deps.signal ? { signal: deps.signal } : {}) },
           ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),
         }),
       { jobName: job.name, logger, onRestart: () => (restarts += 1) },

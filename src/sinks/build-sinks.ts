@@ -5,12 +5,15 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { CsvSink } from './csv/index.js';
 import type { Sink } from './sink.js';
+import type { GcsWriteSettings } from './csv/csv-object-writer.js';
 
 export interface SinkFactoryOptions {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
   bigqueryClient?: BigQuery;
   /** Injected in tests (fake-gcs-server); production creates one on first use by a gs:// CSV target. */
   storageClient?: Storage;
+  /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
+  gcsWrite?: GcsWriteSettings;
 }
 
 /**
@@ -23,7 +26,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
   for (const [index, config] of job.sinks.entries()) {
     if (config.type === 'csv') {
       try {
-        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, ...(options.storageClient ? { storageClient: options.storageClient } : {}) }));
+        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) }));
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 
 /**
@@ -28,6 +29,8 @@ export interface SinkRunContext {
   schedule?: { cron: string; timezone: string };
   logger: Logger;
   signal?: AbortSignal;
+  /** The tile run's retry budget (src/retry.ts), shared with the source: a sink that retries its own requests spends it. */
+  retryBudget?: RetryBudget;
 }
 
 /** What a sink reports once its output is visible. Goes into the run summary. */

@@ -1,17 +1,30 @@
 import { createHash } from 'node:crypto';
-import { Transform, type Writable } from 'node:stream';
+import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Bucket, File, Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
+import { messageOf } from '../../errors.js';
+import type { RetryBudget, RetryLimits } from '../../retry.js';
 import { GcsError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
+import { GcsHttp, type GcsHttpError } from '../gcs/gcs-http.js';
+import { ResumableUpload, type UploadedObject } from '../gcs/resumable-upload.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
 import { JOB_METADATA_KEY, objectBaseName, objectFolder, OWNER_METADATA_KEY, ownerMetadata, RUN_ID_METADATA_KEY } from '../gcs/temp-objects.js';
 import { CsvStreamWriter } from './csv-stream-writer.js';
 import { buildManifest, manifestPathOf, manifestText, type CsvManifest } from './manifest.js';
 import { tempNameFor } from './temp-files.js';
+
+/** How a gs:// writer retries its requests; each defaults (see gcs-http.ts, resumable-upload.ts). */
+export interface GcsWriteSettings {
+  limits?: RetryLimits;
+  /** Retries allowed across every request of one writer (one tile run's object and manifest). */
+  budget?: RetryBudget;
+  requestTimeoutMs?: number;
+  chunkBytes?: number;
+}
 
 export interface CsvObjectWriterOptions {
   jobName: string;
@@ -22,7 +35,10 @@ export interface CsvObjectWriterOptions {
   gzip: boolean;
   logger: Logger;
   storage: Storage;
+  /** The run's stop: aborts the upload's request in flight and any wait between its retries. */
   signal?: AbortSignal;
+  /** Tilehouse's retry of every write-path request (see gcs-http.ts); defaults per writer. */
+  retry?: GcsWriteSettings;
   /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
   manifest?: { window?: { from: string; to: string } };
 }
@@ -42,20 +58,32 @@ async function generationOf(file: File): Promise<number> {
  * One run's CSV as a Cloud Storage object, with the local sink's two phases:
  *
  * - rows stream (the same encoder, the same gzip) into a resumable upload of a temp object
- *   beside the target, `.<name>.tilehouse-<runId>+<owner>.tmp`, so the pod never holds the file;
- * - prepare finishes the upload; the client checks the service's CRC32C of the stored object
- *   against the bytes it sent, and the temp object exists only once it is whole;
+ *   beside the target, `.<name>.tilehouse-<runId>+<owner>.tmp`, so the pod never holds the file
+ *   (resumable-upload.ts: one chunk kept, resumed from the persisted offset after a failure);
+ * - prepare finishes the upload; the stored object's size and CRC32C are checked against the
+ *   bytes sent, and the temp object exists only once it is whole;
  * - publish rewrites the temp object onto the target in one server-side step, with
  *   `ifGenerationMatch` = the target's generation seen when the run opened (0 when it did not
  *   exist): a writer that replaced it meanwhile makes the rewrite fail (412), and the run names
  *   it instead of overwriting its output. Readers see the previous object or the whole new one.
+ *   A failed or unanswered rewrite is judged by reading the target (rewriteOnto).
  *
+ * Every request after open is tilehouse's (gcs-http.ts says why), retried by src/retry.ts.
  * Every failure before publish leaves the target as it was; abort deletes the temp objects.
  */
 export class CsvObjectWriter extends CsvStreamWriter {
   private bytes = 0;
   private manifest: CsvManifest | undefined;
   private readonly sha256 = createHash('sha256');
+  private tempManifestObject: UploadedObject | undefined;
+  /** Deletes of temp objects: not cut short by the run's stop, since they are its cleanup. */
+  private readonly cleanupHttp: GcsHttp;
+  /**
+   * The rewrites and the reads that judge them: not cut short by the run's stop either, since a
+   * publish, once started, runs to its outcome (SinkWriter.publish) so the summary can say what
+   * the target holds; each request has its timeout and the retries their limits.
+   */
+  private readonly publishHttp: GcsHttp;
 
   private constructor(
     private readonly options: CsvObjectWriterOptions,
@@ -67,10 +95,14 @@ export class CsvObjectWriter extends CsvStreamWriter {
     private readonly tempFile: File,
     private readonly tempManifest: File,
     head: Writable,
-    private readonly upload: Writable,
+    private readonly upload: ResumableUpload,
     private readonly uploaded: Promise<void>,
+    private readonly http: GcsHttp,
   ) {
     super(options.columns, head, options.signal);
+    const { signal: _stop, ...unstoppable } = http.options;
+    this.publishHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: http.limits, requestTimeoutMs: http.requestTimeoutMs });
+    this.cleanupHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: { ...http.limits, maxAttempts: Math.min(3, http.limits.maxAttempts) }, requestTimeoutMs: Math.min(10_000, http.requestTimeoutMs) });
   }
 
   get target(): string {
@@ -110,13 +142,23 @@ export class CsvObjectWriter extends CsvStreamWriter {
     const folder = objectFolder(object);
     const tempFile = bucket.file(`${folder}${tempNameFor(objectBaseName(object), options.runId)}`);
     const tempManifest = bucket.file(`${folder}${tempNameFor(objectBaseName(manifestObject), options.runId)}`);
-    const upload = tempFile.createWriteStream({
-      resumable: true,
-      validation: 'crc32c',
+    const http = new GcsHttp({
+      storage,
+      logger: options.logger,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.retry?.limits ? { limits: options.retry.limits } : {}),
+      ...(options.retry?.budget ? { budget: options.retry.budget } : {}),
+      ...(options.retry?.requestTimeoutMs ? { requestTimeoutMs: options.retry.requestTimeoutMs } : {}),
+    });
+    const upload = new ResumableUpload({
+      http,
+      bucket: bucketName,
+      object: tempFile.name,
       contentType: options.gzip ? 'application/gzip' : 'text/csv; charset=utf-8',
-      metadata: { metadata: ownerMetadata(options.jobName, options.runId) },
+      metadata: ownerMetadata(options.jobName, options.runId),
       // A temp object of this name can only be another sink of this job writing the same target.
-      preconditionOpts: { ifGenerationMatch: 0 },
+      ifGenerationMatch: 0,
+      ...(options.retry?.chunkBytes ? { chunkBytes: options.retry.chunkBytes } : {}),
     });
     const gzip = options.gzip ? createGzip() : undefined;
     let writer: CsvObjectWriter | undefined;
@@ -128,7 +170,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
       },
     });
     const uploaded = (gzip ? pipeline(gzip, hasher, upload) : pipeline(hasher, upload)).then(() => undefined);
-    writer = new CsvObjectWriter(options, bucket, object, targetGeneration, manifestGeneration, tempFile, tempManifest, gzip ?? hasher, upload, uploaded);
+    writer = new CsvObjectWriter(options, bucket, object, targetGeneration, manifestGeneration, tempFile, tempManifest, gzip ?? hasher, upload, uploaded, http);
     writer.watch(uploaded);
     options.logger.debug({ target, temp: tempFile.name, gzip: options.gzip, targetGeneration }, 'csv: uploading to a temp object');
     await writer.writeHeader(options.columns);
@@ -146,13 +188,18 @@ export class CsvObjectWriter extends CsvStreamWriter {
     const { jobName, runId, gzip, columns } = this.options;
     const window = this.options.manifest.window;
     this.manifest = buildManifest({ jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) }, this.sha256.digest('hex'));
+    // A manifest is one chunk held in memory: a session lost under it is simply started again.
+    const upload = new ResumableUpload({
+      http: this.http,
+      bucket: this.bucket.name,
+      object: this.tempManifest.name,
+      contentType: 'application/json',
+      metadata: ownerMetadata(jobName, runId),
+      ifGenerationMatch: 0,
+    });
     try {
-      await this.tempManifest.save(manifestText(this.manifest), {
-        resumable: false,
-        contentType: 'application/json',
-        metadata: { metadata: ownerMetadata(jobName, runId) },
-        preconditionOpts: { ifGenerationMatch: 0 },
-      });
+      await pipeline(Readable.from([Buffer.from(manifestText(this.manifest), 'utf8')]), upload);
+      this.tempManifestObject = upload.finished;
     } catch (error) {
       throw gcsFailure(error, this.where(`uploading the manifest ${this.tempManifest.name}`, 'storage.objects.create'));
     }
@@ -160,59 +207,99 @@ export class CsvObjectWriter extends CsvStreamWriter {
 
   /** Phase 2: one server-side rewrite under the generation precondition, then the temp object goes. */
   protected async makeVisible(): Promise<SinkResult> {
-    const targetFile = this.bucket.file(this.object);
-    try {
-      await this.tempFile.copy(targetFile, { preconditionOpts: { ifGenerationMatch: this.targetGeneration } });
-    } catch (error) {
-      if (statusOf(error) === 412) throw await this.targetChanged(targetFile, error);
-      throw gcsFailure(error, this.where('rewriting the temp object onto the target', 'storage.objects.create and storage.objects.delete'));
-    }
+    await this.rewriteOnto(this.upload.finished!, this.object, this.targetGeneration, 'the temp object onto the target');
     // From here on readers see the new object: nothing below may report the publish failed.
     this.state = 'published';
     const details: Record<string, number | boolean | string> = { bytes: this.bytes, gzip: this.options.gzip };
-    await this.deleteTemp(this.tempFile);
+    await this.deleteTemp(this.upload.finished);
     if (this.manifest !== undefined) {
       try {
-        await this.tempManifest.copy(this.bucket.file(manifestPathOf(this.object)), { preconditionOpts: { ifGenerationMatch: this.manifestGeneration } });
+        await this.rewriteOnto(this.tempManifestObject!, manifestPathOf(this.object), this.manifestGeneration, 'the temp manifest onto the manifest');
         details.sha256 = this.manifest.sha256;
       } catch (error) {
         details.manifestPublished = false;
         this.options.logger.error({ err: error, target: this.target }, 'csv: published, but its manifest could not be rewritten into place');
       }
-      await this.deleteTemp(this.tempManifest);
+      await this.deleteTemp(this.tempManifestObject);
     }
-    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes }, 'csv: published');
+    const retries = this.http.retries + this.publishHttp.retries + this.cleanupHttp.retries;
+    if (retries > 0) details.retries = retries;
+    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries }, 'csv: published');
     return { sink: 'csv', target: this.target, rows: this.rows, details };
   }
 
-  /** The 412 as a stable error that names the other writer, read from the object's metadata. */
-  private async targetChanged(targetFile: File, cause: unknown): Promise<GcsError> {
-    let other = 'a writer that is not tilehouse (no run id in its metadata)';
-    let generation = 'unknown';
+  /**
+   * Rewrites `source` onto `object` under `ifGenerationMatch`, and says what happened only after
+   * reading the target: a rewrite whose answer was lost (a timeout, a 5xx after the service did
+   * it, a reset) is retried, and the retry meets 412 because the target's generation is now this
+   * run's own. So before every retry, and after any failure, the target's metadata is read: when it
+   * is this run's object (run id, size and CRC32C of the temp object) the publish succeeded.
+   */
+  private async rewriteOnto(source: UploadedObject, object: string, ifGenerationMatch: number, what: string): Promise<void> {
+    const http = this.publishHttp;
+    const base = `${http.objectUrl(this.bucket.name, source.name)}/rewriteTo/b/${encodeURIComponent(this.bucket.name)}/o/${encodeURIComponent(object)}?ifGenerationMatch=${ifGenerationMatch}`;
+    let precondition: GcsHttpError | undefined;
     try {
-      const [metadata] = await targetFile.getMetadata();
-      generation = String(metadata.generation);
-      const custom = metadata.metadata ?? {};
-      if (custom[RUN_ID_METADATA_KEY] !== undefined) {
-        other = `run ${String(custom[RUN_ID_METADATA_KEY])} of job ${String(custom[JOB_METADATA_KEY] ?? '?')} (process ${String(custom[OWNER_METADATA_KEY] ?? '?')})`;
-      }
+      await http.retrying(`rewriting ${what}`, async (attempt) => {
+        if (attempt > 1 && isRunObject(await this.readObject(object), source, this.options.runId)) {
+          this.options.logger.warn({ target: this.target, object }, 'csv: the answer to an earlier rewrite was lost, and the target holds this run\'s object: published');
+          return;
+        }
+        let token: string | undefined;
+        for (;;) {
+          const url = token === undefined ? base : `${base}&rewriteToken=${encodeURIComponent(token)}`;
+          const answer = await http.send('POST', url, { headers: { 'content-type': 'application/json' }, body: '{}' });
+          if (answer.status === 412) {
+            precondition = http.failure('POST', url, answer);
+            throw precondition;
+          }
+          if (answer.status !== 200) throw http.failure('POST', url, answer);
+          // A large object may take several calls; each answer carries the token of the next.
+          const body = JSON.parse(answer.text) as { done?: boolean; rewriteToken?: string };
+          if (body.done === true) return;
+          token = body.rewriteToken;
+        }
+      });
     } catch (error) {
-      if (statusOf(error) === 404) other = 'a writer that deleted it';
+      const seen = await this.readObject(object).then(
+        (metadata): TargetSeen => ({ metadata }),
+        (readError: unknown): TargetSeen => ({ unreadable: readError }),
+      );
+      if ('metadata' in seen && isRunObject(seen.metadata, source, this.options.runId)) {
+        this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, 'csv: the rewrite failed, but the target holds this run\'s object (its answer was lost): published');
+        return;
+      }
+      const target = `gs://${this.bucket.name}/${object}`;
+      if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
+      throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
-    const expected = this.targetGeneration === 0 ? 'absent' : `generation ${this.targetGeneration}`;
-    return new GcsError(
-      'gcs_target_changed',
-      this.target,
-      `the target changed while this run wrote it (it was ${expected} when the run started, now generation ${generation}, written by ${other}); nothing was overwritten and this run published nothing`,
-      cause,
-    );
   }
 
-  private async deleteTemp(file: File): Promise<void> {
+  /** The object's metadata, undefined when it does not exist; one request (the caller retries). */
+  private async readObject(object: string): Promise<ObjectMetadata | undefined> {
+    const url = this.publishHttp.objectUrl(this.bucket.name, object);
+    const answer = await this.publishHttp.send('GET', url);
+    if (answer.status === 404) return undefined;
+    if (answer.status !== 200) throw this.publishHttp.failure('GET', url, answer);
+    return JSON.parse(answer.text) as ObjectMetadata;
+  }
+
+  /**
+   * A temp object goes once published (or on abort), retried like every write; a failure is only
+   * logged: the run's output is already (or never) visible, and the object is swept later by the
+   * next run (removeStaleTempObjects, once its owner is gone) or the bucket lifecycle rule.
+   */
+  private async deleteTemp(uploaded: UploadedObject | undefined, name?: string): Promise<void> {
+    const object = uploaded?.name ?? name;
+    if (object === undefined) return;
     try {
-      await file.delete({ ignoreNotFound: true });
+      await this.cleanupHttp.retrying('deleting a temp object', async () => {
+        const url = `${this.cleanupHttp.objectUrl(this.bucket.name, object)}${uploaded === undefined ? '' : `?ifGenerationMatch=${uploaded.generation}`}`;
+        const answer = await this.cleanupHttp.send('DELETE', url);
+        if (answer.status !== 204 && answer.status !== 200 && answer.status !== 404) throw this.cleanupHttp.failure('DELETE', url, answer);
+      });
     } catch (error) {
-      this.options.logger.warn({ err: error, object: file.name }, 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
+      this.options.logger.warn({ err: error, object }, 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
     }
   }
 
@@ -220,15 +307,48 @@ export class CsvObjectWriter extends CsvStreamWriter {
     // An unfinished resumable upload creates no object; destroying the stream abandons its session.
     this.upload.destroy();
     await this.uploaded.catch(() => undefined);
-    try {
-      await this.tempFile.delete({ ignoreNotFound: true });
-      await this.tempManifest.delete({ ignoreNotFound: true });
-    } catch (error) {
-      throw gcsFailure(error, this.where(`deleting the temp object ${this.tempFile.name}`, 'storage.objects.delete'));
-    }
+    await this.deleteTemp(this.upload.finished, this.tempFile.name);
+    await this.deleteTemp(this.tempManifestObject, this.tempManifest.name);
   }
 
   protected writeError(cause: unknown): GcsError {
     return gcsFailure(cause, this.where(`uploading the temp object ${this.tempFile.name}`, 'storage.objects.create'));
   }
+}
+
+interface ObjectMetadata {
+  generation: string;
+  size: string;
+  crc32c?: string;
+  metadata?: Record<string, string>;
+}
+
+type TargetSeen = { metadata: ObjectMetadata | undefined } | { unreadable: unknown };
+
+/** Whether `metadata` is the object this run uploaded as `source` (a rewrite keeps all three). */
+function isRunObject(metadata: ObjectMetadata | undefined, source: UploadedObject, runId: string): boolean {
+  return metadata !== undefined && metadata.metadata?.[RUN_ID_METADATA_KEY] === runId && Number(metadata.size) === source.size && metadata.crc32c === source.crc32c;
+}
+
+/** What the target was seen to hold after a failed publish: "published nothing" only when seen. */
+function describeSeen(seen: TargetSeen, expected: number): string {
+  if ('unreadable' in seen) return `whether the target now holds this run's object is unknown: reading it afterwards failed too (${messageOf(seen.unreadable)})`;
+  if (seen.metadata === undefined) return expected === 0 ? 'the target was read afterwards and does not exist: this run published nothing' : 'the target was read afterwards and no longer exists (deleted by another writer): this run published nothing';
+  const generation = Number(seen.metadata.generation);
+  return generation === expected
+    ? `the target was read afterwards and still holds generation ${generation}, as before the run: this run published nothing`
+    : `the target was read afterwards and holds generation ${generation}, ${writerOf(seen.metadata)}, not this run's object: this run published nothing`;
+}
+
+function writerOf(metadata: ObjectMetadata): string {
+  const custom = metadata.metadata ?? {};
+  if (custom[RUN_ID_METADATA_KEY] === undefined) return 'written by a writer that is not tilehouse (no run id in its metadata)';
+  return `written by run ${String(custom[RUN_ID_METADATA_KEY])} of job ${String(custom[JOB_METADATA_KEY] ?? '?')} (process ${String(custom[OWNER_METADATA_KEY] ?? '?')})`;
+}
+
+/** A 412 as a stable error that names the other writer, from the target's metadata read after it. */
+function targetChanged(target: string, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
+  const expected = expectedGeneration === 0 ? 'absent' : `generation ${expectedGeneration}`;
+  const now = seen === undefined ? 'now absent, deleted by another writer' : `now generation ${seen.generation}, ${writerOf(seen)}`;
+  return new GcsError('gcs_target_changed', target, `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`, cause);
 }

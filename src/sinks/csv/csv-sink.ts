@@ -1,6 +1,7 @@
 import type { Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import type { CsvSinkConfig } from '../../config/job-schema.js';
+import type { GcsWriteSettings } from './csv-object-writer.js';
 import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { CsvFileWriter } from './csv-file-writer.js';
 import { manifestPathOf } from './manifest.js';
@@ -20,6 +21,8 @@ export interface CsvSinkOptions {
    * first use (Application Default Credentials, or STORAGE_EMULATOR_HOST), never for local targets.
    */
   storageClient?: Storage;
+  /** gs:// targets: tilehouse's retry of the upload and publish requests (defaults in gcs-http.ts). */
+  gcsWrite?: GcsWriteSettings;
 }
 
 /**
@@ -120,6 +123,8 @@ export class CsvSink implements Sink {
         gzip: this.options.config.gzip,
         logger: context.logger,
         storage,
+        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
+        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
         ...(context.signal ? { signal: context.signal } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });

@@ -7,8 +7,11 @@ import { TilehouseError } from '../../errors.js';
  * - `gcs_permission_denied`: the credentials lack a permission on the bucket, named in the message;
  * - `gcs_target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
  * - `gcs_target_changed`: another writer replaced the target while this run wrote (a precondition
- *   failed); the run publishes nothing rather than overwrite it;
- * - `gcs_write_failed`: anything else (network, 5xx after retries, checksum mismatch).
+ *   failed, and the target, read afterwards, is not this run's object); the run publishes nothing
+ *   rather than overwrite it;
+ * - `gcs_write_failed`: anything else (network, 5xx after retries, checksum mismatch, an upload
+ *   session lost after bytes that cannot be produced again); its message says what the target
+ *   was seen to hold when the failure was in the publish.
  */
 export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed';
 
