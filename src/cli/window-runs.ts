@@ -43,7 +43,7 @@ export interface WindowRunOutcome {
 export async function runWindowsReported(request: WindowRunRequest): Promise<WindowRunOutcome> {
   const { job, windows, workspace, output, seams } = request;
   const { logger, screen } = output;
-  const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger);
+  const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger, request.io.signal);
   const startedAt = new Date();
   const started = startedAt.getTime();
   let rows = 0;

@@ -21,6 +21,7 @@ function detailLines(tile: JobRunSummary): string[] {
     if (tile.mixed !== undefined) lines.push(`changed in part (neither run whole): ${tile.mixed.join(', ')}`);
     lines.push(`NOT published (previous run kept): ${(tile.unpublished ?? []).join(', ') || 'none'}; re-run this tile`);
   }
+  for (const left of tile.leftBehind ?? []) lines.push(`left behind: ${left}`);
   const counters = [
     tile.retries > 0 ? plural(tile.retries, 'retry', 'retries') : '',
     tile.reauthentications > 0 ? plural(tile.reauthentications, 're-authentication') : '',

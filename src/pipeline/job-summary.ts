@@ -33,6 +33,8 @@ export interface JobRunSummary {
   unpublished?: string[];
   /** Targets a failed publish changed in part (partitions): they hold neither run whole. */
   mixed?: string[];
+  /** What the cleanup could not remove (staging tables, temp objects, jobs that may still run), by name. */
+  leftBehind?: string[];
   warnings: string[];
   /** Values that did not parse and were nulled (onInvalidValue: null). */
   nulledValues: number;
@@ -119,13 +121,27 @@ export function publishedSummary(job: LoadedJob, started: number, stats: ReadSta
 }
 
 /** The summary of a run that published nothing. A failure after a stop signal is reported as the stop. */
-export function failedSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters, error: unknown, signal?: AbortSignal): JobRunSummary {
-  const cause = signal?.aborted && !(error instanceof RunStoppedError) ? new RunStoppedError(job.name, signal.reason) : error;
+export function failedSummary(
+  job: LoadedJob,
+  started: number,
+  stats: ReadStats | undefined,
+  counters: SessionCounters,
+  error: unknown,
+  signal?: AbortSignal,
+  leftBehind: readonly string[] = [],
+): JobRunSummary {
+  // A publish cut short by the stop deadline keeps its own error: "nothing was published" is not known.
+  const cause = signal?.aborted && !(error instanceof RunStoppedError) && !isPublishOutcomeUnknown(error) ? new RunStoppedError(job.name, signal.reason) : error;
   return {
     ...baseSummary(job, started, stats, counters),
     status: 'failed',
     outputs: [],
     bigqueryJobIds: [],
+    ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
+}
+
+function isPublishOutcomeUnknown(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { publishOutcomeUnknown?: unknown }).publishOutcomeUnknown === true;
 }

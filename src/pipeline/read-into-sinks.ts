@@ -21,7 +21,7 @@ export interface ReadIntoSinksOptions {
   /** Opened on page 0, in publish order. */
   sinks: readonly Sink[];
   logger: Logger;
-  context: Pick<SinkRunContext, 'runId' | 'startedAt' | 'window' | 'signal'>;
+  context: Pick<SinkRunContext, 'runId' | 'startedAt' | 'window' | 'signal' | 'retryBudget'>;
   selectRows?: (headers: readonly string[]) => (row: readonly unknown[]) => boolean;
 }
 

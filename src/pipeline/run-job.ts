@@ -43,14 +43,18 @@ export interface JobRunDependencies {
   runToken?: RunToken;
 }
 
-/** `sinks` whose writers' targets are recorded as they open, so a failed run can still name them. */
-function recordingTargets(sinks: readonly Sink[], targets: string[]): Sink[] {
+/**
+ * `sinks` whose writers are recorded as they open, so a failed run can still name their targets
+ * and what their cleanup left behind.
+ */
+function recordingWriters(sinks: readonly Sink[], targets: string[], writers: SinkWriter[]): Sink[] {
   return sinks.map((sink) => ({
     kind: sink.kind,
     publishRank: sink.publishRank,
     open: async (context: SinkRunContext): Promise<SinkWriter> => {
       const writer = await sink.open(context);
       targets.push(writer.target);
+      writers.push(writer);
       return writer;
     },
     sweep: (logger) => sink.sweep(logger),
@@ -68,7 +72,8 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });
   const targets: string[] = [];
-  const sinks = recordingTargets(deps.sinks, targets);
+  const opened: SinkWriter[] = [];
+  const sinks = recordingWriters(deps.sinks, targets, opened);
   const counters = () => ({
     runId: deps.runId,
     retries: session.budget.used,
@@ -103,7 +108,13 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
           job,
           sinks,
           logger,
-          context: { runId: deps.runId, startedAt: deps.startedAt, ...(deps.window ? { window: deps.window } : {}), ...(deps.signal ? { signal: deps.signal } : {}) },
+          context: {
+            runId: deps.runId,
+            startedAt: deps.startedAt,
+            retryBudget: session.budget,
+            ...(deps.window ? { window: deps.window } : {}),
+            ...(deps.signal ? { signal: deps.signal } : {}),
+          },
           ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),
         }),
       { jobName: job.name, logger, onRestart: () => (restarts += 1) },
@@ -123,7 +134,8 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
     }
     return summary;
   } catch (error) {
-    const summary = failedSummary(job, started, stats, counters(), error, deps.signal);
+    const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
+    const summary = failedSummary(job, started, stats, counters(), error, deps.signal, leftBehind);
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, code: summary.error?.code }, `job ${job.name} failed: ${withoutJobPrefix(job.name, summary.error?.message)}`);

@@ -42,6 +42,10 @@ export const tileSummarySchema = z
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),
+    leftBehind: z
+      .array(z.string())
+      .optional()
+      .describe('What the cleanup of a failed or stopped run could not remove, each by name (a staging table, a temp object, a job that may still run)'),
     warnings: z.array(z.string()),
     nulledValues: count,
     retries: count,

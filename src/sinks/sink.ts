@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 
 /** What a sink knows about the run it is writing for. */
@@ -16,7 +17,10 @@ export interface SinkRunContext {
   /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
   schedule?: { cron: string; timezone: string };
   logger: Logger;
+  /** The stop (SIGTERM/SIGINT): aborts every request in flight and every wait of the run. */
   signal?: AbortSignal;
+  /** The run's retry budget, shared with the source: a sink's retries count against it and in the summary. */
+  retryBudget?: RetryBudget;
 }
 
 /** What a sink reports once its output is visible. Goes into the run summary. */
@@ -52,6 +56,11 @@ export interface SinkWriter {
    */
   publish(): Promise<SinkResult>;
   abort(): Promise<void>;
+  /**
+   * After `abort`: what it could not remove (a staging table, a temp object, a job that may still
+   * run), each by name, for the summary. Empty when everything is gone.
+   */
+  leftBehind?(): string[];
 }
 
 /**

@@ -66,7 +66,7 @@ describe('tilehouse run as a process', () => {
       'run finished',
     ]);
     expect(text).toEqual([
-      `tilehouse: ${signal} received; stopping cleanly (send again to exit at once)`,
+      `tilehouse: ${signal} received; stopping cleanly within 20 s (send again to exit at once)`,
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL incident_detail \\([\\d.]+ s\\): \\w+: .*stopped by ${signal}`)),
       '',

@@ -3,7 +3,8 @@ import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
-import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
+import { cleanupDeadline } from '../../stop-deadline.js';
+import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPublishOutcomeUnknownError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
 import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
@@ -25,6 +26,8 @@ interface WriterDependencies {
   /** Backoff policy and logger; the signal is added per phase (prepare has one, publish none). */
   retry: Omit<RetryContext, 'signal'>;
   polling: JobPolling;
+  /** The environment's `stopDeadlineMs`: a stop ends publish and cleanup waits this long after it. */
+  stopDeadlineMs: number;
 }
 
 /** What prepare found and did, for publish to build on. */
@@ -48,8 +51,11 @@ type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published
  * - `publish` copies the staging table onto the target with the write mode's disposition (one
  *   atomic copy job), then deletes the staging table.
  *
- * The run's abort signal stops prepare's waits; publish ignores it, because once the copy is in
- * BigQuery's hands the only honest summary is its outcome.
+ * The run's abort signal stops prepare's waits at once; publish and the cleanup go on after a
+ * stop, because once the copy is in BigQuery's hands the only honest summary is its outcome, but
+ * only until the cleanup deadline (`stopDeadlineMs`, see stop-deadline.ts). Whatever is then still
+ * unanswered is abandoned and named: `leftBehind()` for a staging table or load, and
+ * BigQueryPublishOutcomeUnknownError for a publish job.
  */
 export class BigQueryWriter implements SinkWriter {
   private state: WriterState = 'open';
@@ -66,6 +72,12 @@ export class BigQueryWriter implements SinkWriter {
   /** Stops prepare's waits when abort comes while prepare is still running. */
   private readonly stopPrepare = new AbortController();
   private readonly staging: StagingTable;
+  /** Aborts `stopDeadlineMs` (less the summary's margin) after a stop; ends publish's and cleanup's waits. */
+  private readonly deadline: AbortSignal | undefined;
+  /** Publish jobs sent, for the message when their outcome is not known. */
+  private readonly publishJobIds: string[] = [];
+  /** What the cleanup could not remove, by name. */
+  private readonly left: string[] = [];
 
   constructor(
     private readonly plan: BigQueryPlan,
@@ -77,6 +89,11 @@ export class BigQueryWriter implements SinkWriter {
       tableId: stagingTableId(plan.identity),
       jobName: dependencies.context.jobName,
     };
+    this.deadline = cleanupDeadline(dependencies.context.signal, dependencies.stopDeadlineMs);
+  }
+
+  leftBehind(): string[] {
+    return [...this.left];
   }
 
   get target(): string {
@@ -129,6 +146,9 @@ export class BigQueryWriter implements SinkWriter {
       return result;
     } catch (error) {
       this.state = 'failed';
+      if (this.deadline?.aborted && this.publishJobIds.length > 0) {
+        throw new BigQueryPublishOutcomeUnknownError(this.dependencies.context.jobName, this.target, this.publishJobIds, error);
+      }
       throw error;
     }
   }
@@ -237,13 +257,14 @@ export class BigQueryWriter implements SinkWriter {
   private async copy(prepared: Prepared): Promise<SinkResult> {
     const { plan, staging } = this;
     const { client, context } = this.dependencies;
-    // No signal: see the class comment.
-    const retry: RetryContext = { ...this.dependencies.retry };
+    // Not the stop signal, the cleanup's deadline: see the class comment.
+    const retry: RetryContext = { ...this.dependencies.retry, ...(this.deadline ? { signal: this.deadline } : {}) };
 
     await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { jobName: context.jobName, retry });
     context.logger.info({ target: this.target, staging: staging.tableId, writeMode: plan.writeMode }, 'publishing the BigQuery staging table');
     const published = await this.publishJobs(prepared, retry);
-    await deleteStagingTable(client, staging, retry);
+    // Published whatever this says; a staging table left is named in the result's details.
+    const stagingGone = await deleteStagingTable(client, staging, retry);
 
     const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
     const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
@@ -270,6 +291,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+        ...(stagingGone ? {} : { stagingLeft: `${plan.projectId}.${plan.datasetId}.${staging.tableId}` }),
         ...merged,
       },
     };
@@ -370,6 +392,9 @@ export class BigQueryWriter implements SinkWriter {
       projectId: plan.projectId,
       stage,
       kind,
+      onJob: ({ jobId }) => {
+        if (!this.publishJobIds.includes(jobId)) this.publishJobIds.push(jobId);
+      },
       identity: plan.identity,
       location: prepared.location,
       insert: async (jobId) => {
@@ -391,10 +416,13 @@ export class BigQueryWriter implements SinkWriter {
     return outcome;
   }
 
-  /** Best effort throughout: each step is tried, failures are logged, the staging table expires anyway. */
+  /**
+   * Best effort throughout: each step is tried, failures are logged and what stays is named in
+   * `leftBehind()` (the staging table expires anyway). After a stop, bounded by the cleanup deadline.
+   */
   private async cleanUp(): Promise<void> {
     const { client, file, context } = this.dependencies;
-    const retry: RetryContext = { ...this.dependencies.retry };
+    const retry: RetryContext = { ...this.dependencies.retry, ...(this.deadline ? { signal: this.deadline } : {}) };
     await file.remove();
     const running = this.runningLoad;
     this.runningLoad = undefined;
@@ -404,11 +432,13 @@ export class BigQueryWriter implements SinkWriter {
         context.logger.info({ jobId: running.jobId }, 'BigQuery staging load cancelled');
       } catch (error) {
         context.logger.warn({ jobId: running.jobId, error: messageOf(error) }, 'could not cancel the BigQuery staging load; it writes only the staging table');
+        this.left.push(`BigQuery load job ${running.jobId} (may still run; writes only the staging table)`);
       }
     }
     if (this.stagingMayExist) {
       this.stagingMayExist = false;
-      await deleteStagingTable(client, this.staging, retry);
+      const staging = `${this.staging.projectId}.${this.staging.datasetId}.${this.staging.tableId}`;
+      if (!(await deleteStagingTable(client, this.staging, retry))) this.left.push(`BigQuery staging table ${staging} (expires within a day)`);
     }
   }
 
