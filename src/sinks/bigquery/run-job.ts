@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
 import { TilehouseError } from '../../errors.js';
-import { apiFailureOf, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
+import { backoffDelay } from '../../retry.js';
+import { apiFailureOf, isConcurrentUpdate, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
 import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryQuotaExceededError, BigQueryRequestError } from './bigquery-errors.js';
 import { jobId as jobIdFor, type JobStage, type LoadIdentity } from './job-id.js';
 import { withRetry, type RetryContext } from './retry.js';
@@ -63,13 +64,30 @@ export interface JobOutcome {
  * succeeded is this job's success, one that failed is superseded by a new attempt with the next
  * id (`_attempt2`, ...). A job this call started that fails for good raises BigQueryLoadError
  * (load) or BigQueryPublishError (copy); BigQuery applies a failed job not at all.
+ *
+ * A DML job (the MERGE of `merge` mode) that BigQuery aborted for a concurrent update (another
+ * MERGE onto the same table: a backfill's shards, overlapping runs) changed nothing, and BigQuery
+ * says to retry it: it is tried again under the next id after a backoff (full jitter, so shards
+ * that collided do not collide again in step), within the retry limits and the run's retry budget,
+ * and outside `jobAttempts` (a busy table is no sign of a broken job).
  */
 export async function runJob(request: JobRequest): Promise<JobOutcome> {
   const { retry } = request;
   const operation = kindOf(request);
   let lastFailure: { jobId: string; failure: ApiFailure } | undefined;
+  let concurrentRetries = 0;
+  /** Counts one retry of a job aborted by a concurrent update and waits its backoff; throws when none is left. */
+  const waitToRetryConcurrentUpdate = async (jobId: string, failure: ApiFailure): Promise<void> => {
+    if (concurrentRetries + 1 >= retry.limits.maxAttempts || (retry.budget !== undefined && !retry.budget.tryConsume())) {
+      throw jobError(request, jobId, [`aborted by concurrent updates ${concurrentRetries + 1} times; retry limits or the run's retry budget spent`, ...failure.messages]);
+    }
+    concurrentRetries += 1;
+    const delayMs = backoffDelay(concurrentRetries, retry.limits);
+    retry.logger.warn({ jobId, delayMs, attempt: concurrentRetries }, `BigQuery ${operation} job aborted by a concurrent update of ${request.target} (nothing applied); retrying`);
+    await sleep(delayMs, undefined, retry.signal ? { signal: retry.signal } : undefined);
+  };
 
-  for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
+  for (let attempt = 1; attempt <= request.polling.jobAttempts + concurrentRetries; attempt++) {
     retry.signal?.throwIfAborted();
     const jobId = jobIdFor(request.identity, request.stage, attempt);
     let metadata: JobMetadata;
@@ -81,6 +99,12 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
       // Our own refusals (a load file that cannot be read) keep their code.
       if (error instanceof TilehouseError) throw error;
       const failure = apiFailureOf(error);
+      // The client turns an insert answer that already says DONE with errors into a thrown error.
+      if (isConcurrentUpdate(failure)) {
+        lastFailure = { jobId, failure };
+        await waitToRetryConcurrentUpdate(jobId, failure);
+        continue;
+      }
       if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
       if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
       retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
@@ -100,6 +124,10 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 
     const failure = jobFailureOf(status);
     lastFailure = { jobId, failure };
+    if (!adopted && isConcurrentUpdate(failure)) {
+      await waitToRetryConcurrentUpdate(jobId, failure);
+      continue;
+    }
     if (!adopted && isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
     // A failed job we adopted may be a previous run's, with other data; a transient failure may
     // pass on a second try. Either way the id is spent, so the next attempt gets a new one.
