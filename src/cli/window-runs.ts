@@ -1,3 +1,4 @@
+import { describeOutputs } from '../pipeline/format-summary.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { shortDuration } from '../pipeline/progress.js';
@@ -85,7 +86,7 @@ export function windowLines(summary: BackfillSummary, rerun: readonly string[]):
   for (const { window, summary: tile, warnings } of summary.windows) {
     const detail =
       tile.status === 'succeeded'
-        ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
+        ? describeOutputs(tile, { pages: false })
         : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
     lines.push(`  ${window.from}..${window.to}: ${detail}`);
     for (const warning of warnings) lines.push(`    warning: ${warning}`);

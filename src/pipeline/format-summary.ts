@@ -32,6 +32,19 @@ function detailLines(tile: JobRunSummary): string[] {
 }
 
 /**
+ * `N rows, P pages → targets`; a target that holds another count than was read (an earlier
+ * publish of the same run id kept, a MERGE that deduplicated) says its own: a count on a line
+ * is what the target took, never only what was read.
+ */
+export function describeOutputs(tile: Pick<JobRunSummary, 'rows' | 'pages' | 'outputs'>, options: { pages?: boolean } = {}): string {
+  const targets = tile.outputs.map((output) => (output.rows === tile.rows ? output.target : `${output.target} (${plural(output.rows, 'row')} published)`));
+  // Backfill window lines have always said `N rows` (1 included); the run summary says `1 row`.
+  const count = options.pages === false ? `${tile.rows} rows` : plural(tile.rows, 'row');
+  const read = tile.outputs.every((output) => output.rows === tile.rows) ? count : `${count} read`;
+  return options.pages === false ? `${read} → ${targets.join(', ')}` : `${read}, ${plural(tile.pages, 'page')} → ${targets.join(', ')}`;
+}
+
+/**
  * A few lines a person can read at the end of a run, on stderr: one per tile, plus a line for
  * each thing that needs a look. The machine-readable summary is `--json` / `--summary-json`.
  */
@@ -40,8 +53,7 @@ export function formatRunSummary(summary: RunSummary): string {
   const lines = [`run ${summary.runId}: ${summary.succeeded} succeeded, ${summary.failed} failed${partial} in ${seconds(summary.durationMs)}`];
   for (const tile of summary.tiles) {
     const mark = tile.status === 'succeeded' ? 'ok  ' : tile.status === 'failed' ? 'FAIL' : 'PART';
-    const outputs = tile.outputs.map((output) => output.target).join(', ');
-    const detail = tile.status === 'succeeded' ? `${plural(tile.rows, 'row')}, ${plural(tile.pages, 'page')} → ${outputs}` : `${tile.error?.code}: ${tile.error?.message}`;
+    const detail = tile.status === 'succeeded' ? describeOutputs(tile) : `${tile.error?.code}: ${tile.error?.message}`;
     lines.push(`  ${mark} ${tile.job} (${seconds(tile.durationMs)}): ${detail}`);
     for (const line of detailLines(tile)) lines.push(`       ${line}`);
   }

@@ -41,6 +41,8 @@ export interface JobRunDependencies {
   onProgress?: OnProgress;
   /** The token of the whole run, shared by its tiles and windows (default: the tile's own). */
   runToken?: RunToken;
+  /** --strict: a target that kept an earlier publish of this run id (other rows) fails the tile. */
+  strict?: boolean;
 }
 
 /**
@@ -126,9 +128,11 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
       throw refusal;
     }
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
-    const summary = publishedSummary(job, started, stats, counters(), published);
+    const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {
-      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}`);
+      const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
+      const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${output.rows} ${output.rows === 1 ? 'row' : 'rows'} in ${output.target}`).join(', ')}`;
+      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}${counts}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }

@@ -28,8 +28,16 @@ export interface SinkResult {
   sink: 'csv' | 'bigquery';
   /** File path or `project.dataset.table[$partition]`. */
   target: string;
+  /** Rows the target took from this publish: for an adopted earlier publish, what that one wrote. */
   rows: number;
   details?: Record<string, string | number | boolean>;
+  /**
+   * The target already held a publish of this run id with other rows (a re-run over changed data)
+   * and kept it: this run published nothing there. A `warning:` line, a failure under --strict.
+   */
+  keptEarlierPublish?: boolean;
+  /** Lines for the summary's `warning:`s, each naming the target. */
+  warnings?: string[];
 }
 
 /**

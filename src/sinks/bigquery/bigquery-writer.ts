@@ -9,12 +9,13 @@ import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
 import { readyTarget } from './ready-target.js';
-import type { RetryContext } from './retry.js';
 import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
 import { schemaActionLabel, standardType } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
 import { settleStagingKeys } from './check-staging-keys.js';
 import { mergeStatement, quoteIdentifier } from './merge-statement.js';
+import { RUN_ID_COLUMN } from './lineage.js';
+import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
 
@@ -272,14 +273,37 @@ export class BigQueryWriter implements SinkWriter {
     const merged = published.by === 'merge query' ? dmlCounts(last?.metadata) : {};
     // A MERGE writes the rows it inserted and updated (fewer than were sent when latestBy chose).
     const reportedMerge = merged.insertedRows !== undefined && merged.updatedRows !== undefined ? merged.insertedRows + merged.updatedRows : undefined;
+    const adopted = published.jobs.some((job) => job.adopted);
+    // What BigQuery says the publish wrote is the truth: the copies' copiedRows, the MERGE's
+    // dmlStats. Without them (a truncating query reports no row count; the emulator reports
+    // nothing) this run's load counts only if this run's jobs published it; an adopted job (the
+    // same run id published before, perhaps other data) is counted at the target instead.
+    const reported = reportedCopies ?? reportedMerge;
+    const atTarget = reported === undefined && adopted ? await this.countPublished(published.by, retry) : undefined;
+    const rows = reported ?? atTarget ?? prepared.bigqueryRows ?? this.rows;
+    const keptEarlier = adopted && rows !== this.rows;
+    if (keptEarlier) {
+      context.logger.warn(
+        { target: this.target, jobId: last?.jobId, publishedRows: rows, sentRows: this.rows },
+        'this run id was already published with other rows; the earlier publish is kept and this run published nothing',
+      );
+    }
     return {
       sink: 'bigquery',
       target: this.target,
-      // What BigQuery says the run wrote is the truth (an adopted job from an earlier try may have
-      // written another extraction): the copies' copiedRows, else the load's outputRows. The
-      // emulator reports neither, hence the rows written here.
-      rows: reportedCopies ?? reportedMerge ?? prepared.bigqueryRows ?? this.rows,
+      rows,
+      ...(keptEarlier
+        ? {
+            keptEarlierPublish: true,
+            warnings: [
+              `${this.target}: run id ${context.runId} was already published there by job ${last?.jobId ?? '?'} with ${rows} rows; ` +
+                `this run's ${this.rows} rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`,
+            ],
+          }
+        : {}),
       details: {
+        // Said only in the unusual case: the count was read at the target.
+        ...(atTarget !== undefined ? { rowsFrom: 'target' } : {}),
         jobId: last?.jobId ?? '',
         loadJobId: prepared.load.jobId,
         writeMode: plan.writeMode,
@@ -414,6 +438,34 @@ export class BigQueryWriter implements SinkWriter {
       context.logger.info({ jobId: outcome.jobId, target }, 'this run id was already published by that job; not publishing again');
     }
     return outcome;
+  }
+
+  /**
+   * What an adopted publish left in the target, counted there: the rows carrying the run id
+   * (append and merge write `_run_id`), or the whole table a truncating publish replaced. One
+   * COUNT query (on a whole table answered from metadata, free). Undefined for a partition
+   * publish, whose copy jobs report copiedRows anyway, or when the count cannot be read.
+   */
+  private async countPublished(by: PublishedBy, retry: RetryContext): Promise<number | undefined> {
+    const { plan } = this;
+    const { client, context } = this.dependencies;
+    const table = `${quoteIdentifier(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`)}`;
+    const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';
+    if (!byRunId && by !== 'copy' && by !== 'truncate-data query') return undefined;
+    if (plan.writeMode === 'partition') return undefined;
+    const query = byRunId ? `SELECT COUNT(*) AS n FROM ${table} WHERE ${quoteIdentifier(RUN_ID_COLUMN.name)} = @runId` : `SELECT COUNT(*) AS n FROM ${table}`;
+    try {
+      const [rows] = await withRetry(
+        'count published rows',
+        () => client.query({ query, ...(byRunId ? { params: { runId: context.runId } } : {}), ...(plan.location ? { location: plan.location } : {}) }),
+        retry,
+      );
+      const count = Number((rows as Array<{ n?: unknown }>)[0]?.n);
+      return Number.isFinite(count) ? count : undefined;
+    } catch (error) {
+      context.logger.warn({ target: this.target, error: messageOf(error) }, 'could not count the rows an earlier publish of this run id left in the target');
+      return undefined;
+    }
   }
 
   /**
