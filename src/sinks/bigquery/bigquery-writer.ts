@@ -304,6 +304,9 @@ export class BigQueryWriter implements SinkWriter {
       details: {
         // Said only in the unusual case: the count was read at the target.
         ...(atTarget !== undefined ? { rowsFrom: 'target' } : {}),
+        // An adopted job without a count, and a target that could not be counted: `rows` is then
+        // only this run's load, and the summary must not pass it off as what was published.
+        ...(adopted && reported === undefined && atTarget === undefined ? { rowsFrom: 'this run (not verified at the target)' } : {}),
         jobId: last?.jobId ?? '',
         loadJobId: prepared.load.jobId,
         writeMode: plan.writeMode,

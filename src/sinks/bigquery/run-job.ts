@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
 import { TilehouseError } from '../../errors.js';
 import { backoffDelay } from '../../retry.js';
-import { apiFailureOf, isConcurrentUpdate, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
+import { apiFailureOf, isConcurrentUpdate, isDuplicate, isNotFound, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
 import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryQuotaExceededError, BigQueryRequestError } from './bigquery-errors.js';
 import { jobId as jobIdFor, type JobStage, type LoadIdentity } from './job-id.js';
 import { withRetry, type RetryContext } from './retry.js';
@@ -106,9 +106,19 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
         continue;
       }
       if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
-      if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
-      retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
-      metadata = await getJob(request, jobId, request.location);
+      if (isDuplicate(failure)) {
+        retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
+        metadata = await getJob(request, jobId, request.location);
+      } else if (isTransient(failure) && !retry.signal?.aborted) {
+        // Every try's answer was lost (5xx, reset, timeout): the insert may still have reached
+        // BigQuery and run. "Failed" is said only once the id is seen to be free.
+        retry.logger.warn({ jobId, reasons: failure.reasons }, `no answer to BigQuery ${operation} job insert; looking the job up by its id`);
+        const found = await findJob(request, jobId, request.location);
+        if (found === undefined) throw jobError(request, jobId, ['BigQuery never answered the insert, and no job has its id', ...failure.messages], error);
+        metadata = found;
+      } else {
+        throw jobError(request, jobId, failure.messages, error);
+      }
       adopted = true;
     }
     request.onJob?.({ jobId, location: metadata.jobReference?.location ?? request.location });
@@ -178,6 +188,25 @@ async function getJob(request: JobRequest, jobId: string, location: string | und
     throw new BigQueryRequestError(request.jobName, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
       cause: error,
     });
+  }
+}
+
+/** The job of that id, or undefined when BigQuery says there is none (404). */
+async function findJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata | undefined> {
+  const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
+  try {
+    const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
+    return metadata as JobMetadata;
+  } catch (error) {
+    if (request.retry.signal?.aborted) throw error;
+    const failure = apiFailureOf(error);
+    if (isNotFound(failure)) return undefined;
+    throw new BigQueryRequestError(
+      request.jobName,
+      `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`,
+      failure.messages,
+      { cause: error },
+    );
   }
 }
 
