@@ -93,7 +93,9 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
     let metadata: JobMetadata;
     let adopted = false;
     try {
-      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), retry);
+      // A load's insert carries the whole file: its deadline is the job wait's, not one request's.
+      const insertRetry = request.stage === 'load' ? { ...retry, requestTimeoutMs: Math.max(retry.requestTimeoutMs ?? 0, request.polling.maxWaitMs) } : retry;
+      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), insertRetry);
       retry.logger.info({ jobId, target: request.target }, `BigQuery ${operation} job started`);
     } catch (error) {
       // Our own refusals (a load file that cannot be read) keep their code.

@@ -1,0 +1,67 @@
+// No BigQuery request waits without a deadline (issue 26, item 7): each API call is given up after
+// sinks.bigquery.requestTimeoutMs and retried as a lost answer (the fixed job id makes that safe);
+// the load's insert, which carries the whole file, waits as long as the job wait instead. Scripted
+// fake (no emulator): the emulator answers everything at once.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
+import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, startFakeBigQuery, type FakeBigQuery, type Reply } from '../../support/bigquery-fake-server.js';
+import { column, FAST, runContext } from './sink-fixtures.js';
+
+const columns = [column('incident', 'STRING'), column('count', 'INT64')];
+const TIMEOUT_MS = 150;
+let fake: FakeBigQuery | undefined;
+let directory: string | undefined;
+afterEach(async () => {
+  await fake?.close();
+  if (directory) await rm(directory, { recursive: true, force: true });
+});
+
+describe('sinks.bigquery.requestTimeoutMs', () => {
+  it('gives up a publish insert that does not answer in time, retries it, and adopts the job that ran (409); the slow load upload is waited for', async () => {
+    const publishes = new Map<string, Reply>();
+    let slowPolls = 0;
+    fake = await startFakeBigQuery({
+      // The load's upload answers after several request timeouts: it must not be cut.
+      'jobs.insert': async (request) => {
+        await sleep(TIMEOUT_MS * 3);
+        return jobResource(jobIdOf(request), 'DONE');
+      },
+      // The copy runs, but its answer comes only after the client gave up; the retry meets 409.
+      'jobs.copy': async (request) => {
+        const id = jobIdOf(request);
+        if (publishes.has(id)) return apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${id}`);
+        publishes.set(id, { status: 200, body: { ...(jobResource(id, 'DONE').body as object), statistics: { creationTime: '1', copy: { copiedRows: '1' } } } });
+        await sleep(TIMEOUT_MS * 4);
+        return publishes.get(id)!;
+      },
+      // The first status request of the adopted copy hangs past the timeout; the next one answers.
+      'jobs.get': async (request) => {
+        const id = jobIdOf(request);
+        if (publishes.has(id) && slowPolls++ === 0) await sleep(TIMEOUT_MS * 4);
+        return publishes.get(id) ?? jobResource(id, 'DONE');
+      },
+    });
+    directory = await mkdtemp(join(tmpdir(), 'tilehouse-bq-timeout-'));
+    const sink = new BigQuerySink({
+      config: { type: 'bigquery', writeMode: 'replace', schema: 'freeze', table: 'incidents' },
+      defaults: { dataset: 'ops', location: 'US', requestTimeoutMs: TIMEOUT_MS },
+      client: fake.client(),
+      tempDirectory: directory,
+      ...FAST,
+    });
+    const writer = await sink.open(runContext({ columns, runId: 'r1' }));
+    await writer.writeRows([['A-1', 1n]]);
+    await writer.prepare();
+    const result = await writer.publish();
+
+    expect(fake.calls('jobs.insert').map(jobIdOf)).toEqual(['tilehouse_open_incidents_ops_incidents_r1_load']);
+    expect(fake.calls('jobs.copy').map(jobIdOf)).toEqual(['tilehouse_open_incidents_ops_incidents_r1_publish', 'tilehouse_open_incidents_ops_incidents_r1_publish']);
+    expect(publishes.size).toBe(1);
+    expect(slowPolls).toBeGreaterThanOrEqual(2);
+    expect(result).toMatchObject({ rows: 1, details: { adopted: true, jobId: 'tilehouse_open_incidents_ops_incidents_r1_publish' } });
+  });
+});
