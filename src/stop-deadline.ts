@@ -20,6 +20,8 @@ export function cleanupMarginMs(stopDeadlineMs: number): number {
   return Math.min(2_000, Math.floor(stopDeadlineMs / 4));
 }
 
+const deadlines = new WeakMap<AbortSignal, Map<number, AbortSignal>>();
+
 /**
  * A signal that aborts `stopDeadlineMs - cleanupMarginMs` after `stop` aborted (never, when there
  * is no stop signal): the end of every wait of the cleanup and of a publish already started.
@@ -27,7 +29,14 @@ export function cleanupMarginMs(stopDeadlineMs: number): number {
  */
 export function cleanupDeadline(stop: AbortSignal | undefined, stopDeadlineMs: number): AbortSignal | undefined {
   if (stop === undefined) return undefined;
+  // One per stop signal and deadline, shared: a backfill opens a writer per window, and a listener
+  // each on the run's signal would pile up (Node warns past 10) for as long as the run lasts.
+  const known = deadlines.get(stop)?.get(stopDeadlineMs);
+  if (known !== undefined) return known;
   const controller = new AbortController();
+  const byMs = deadlines.get(stop) ?? new Map<number, AbortSignal>();
+  byMs.set(stopDeadlineMs, controller.signal);
+  deadlines.set(stop, byMs);
   const budgetMs = stopDeadlineMs - cleanupMarginMs(stopDeadlineMs);
   const start = () => {
     const timer = setTimeout(
