@@ -65,3 +65,42 @@ describe('sinks.bigquery.requestTimeoutMs', () => {
     expect(result).toMatchObject({ rows: 1, details: { adopted: true, jobId: 'tilehouse_open_incidents_ops_incidents_r1_publish' } });
   });
 });
+
+describe('a stop while the publish job runs', () => {
+  it('lets the publish go on until the cleanup deadline, then names the job whose outcome is unknown, and leaves the staging table named', async () => {
+    fake = await startFakeBigQuery({
+      // The copy never finishes; the staging table's delete never answers either.
+      'jobs.copy': (request) => jobResource(jobIdOf(request), 'RUNNING'),
+      'jobs.get': (request) => jobResource(jobIdOf(request), jobIdOf(request).endsWith('_publish') ? 'RUNNING' : 'DONE'),
+      'tables.delete': () => new Promise<Reply>(() => undefined),
+    });
+    directory = await mkdtemp(join(tmpdir(), 'tilehouse-bq-stop-'));
+    const stopDeadlineMs = 1_200;
+    const sink = new BigQuerySink({
+      config: { type: 'bigquery', writeMode: 'replace', schema: 'freeze', table: 'incidents' },
+      defaults: { dataset: 'ops', location: 'US' },
+      client: fake.client(),
+      tempDirectory: directory,
+      stopDeadlineMs,
+      ...FAST,
+      polling: { ...FAST.polling, initialIntervalMs: 20, maxIntervalMs: 20 },
+    });
+    const stop = new AbortController();
+    const writer = await sink.open(runContext({ columns, runId: 'r1', signal: stop.signal }));
+    await writer.writeRows([['A-1', 1n]]);
+    await writer.prepare();
+    const publishing = writer.publish().catch((error: unknown) => error);
+    await sleep(100);
+    const stoppedAt = Date.now();
+    stop.abort(new Error('stopped by SIGTERM'));
+    const failure = (await publishing) as Error & { code?: string };
+    const waited = Date.now() - stoppedAt;
+    // Polled on after the stop (a started publish is seen to its end) until the deadline less the margin.
+    expect(waited).toBeGreaterThanOrEqual(stopDeadlineMs - 300 - 50);
+    expect(waited).toBeLessThan(stopDeadlineMs);
+    expect(failure.code).toBe('bigquery_publish_outcome_unknown');
+    expect(failure.message).toContain('no answer about publish job tilehouse_open_incidents_ops_incidents_r1_publish before the stop deadline');
+    await writer.abort();
+    expect(writer.leftBehind?.()).toEqual([`BigQuery staging table ${FAKE_PROJECT_ID}.ops._tilehouse_staging_open_incidents_incidents_r1 (expires within a day)`]);
+  });
+});
