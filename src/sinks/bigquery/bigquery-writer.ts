@@ -75,7 +75,7 @@ export class BigQueryWriter implements SinkWriter {
   private readonly staging: StagingTable;
   /** Aborts `stopDeadlineMs` (less the summary's margin) after a stop; ends publish's and cleanup's waits. */
   private readonly deadline: AbortSignal | undefined;
-  /** Publish jobs sent, for the message when their outcome is not known. */
+  /** Publish job inserts sent (answered or not), for the message when their outcome is not known. */
   private readonly publishJobIds: string[] = [];
   /** What the cleanup could not remove, by name. */
   private readonly left: string[] = [];
@@ -419,12 +419,12 @@ export class BigQueryWriter implements SinkWriter {
       projectId: plan.projectId,
       stage,
       kind,
-      onJob: ({ jobId }) => {
-        if (!this.publishJobIds.includes(jobId)) this.publishJobIds.push(jobId);
-      },
+
       identity: plan.identity,
       location: prepared.location,
       insert: async (jobId) => {
+        // Recorded before it is sent: an insert whose answer the stop deadline cut may have run.
+        if (!this.publishJobIds.includes(jobId)) this.publishJobIds.push(jobId);
         const [job] = await client.createJob({
           jobId,
           ...(prepared.location ? { location: prepared.location } : {}),
