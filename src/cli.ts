@@ -6,6 +6,7 @@ import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isTilehouseError } from './errors.js';
 import { OutputStream } from './output-stream.js';
+import { DEFAULT_STOP_DEADLINE_MS } from './stop-deadline.js';
 
 export { EXIT, type CliIo, type CliSeams } from './cli/command.js';
 
@@ -107,6 +108,13 @@ function isEntryPoint(): boolean {
  * SIGTERM (Kubernetes stopping the pod) and SIGINT (Ctrl-C) abort the run: in-flight requests are
  * cancelled, sinks remove their temp files, nothing partial is published, and the exit code says
  * which signal it was (128 + signal number, as a shell would report). A second signal exits at once.
+ *
+ * The cleanup runs under the environment's `stopDeadlineMs` (DEFAULT_STOP_DEADLINE_MS before a
+ * command has read it): the sinks stop waiting shortly before it (stop-deadline.ts) so the summary
+ * can say what was left, and when it passes the process exits anyway, because Kubernetes' SIGKILL
+ * at the end of the grace period would leave no summary at all. The process exits as soon as the
+ * command returns: a request nobody waits for any more (the Cloud client libraries take no
+ * signal) must not keep it alive.
  */
 export async function runAsProcess(): Promise<void> {
   const controller = new AbortController();
@@ -115,10 +123,16 @@ export async function runAsProcess(): Promise<void> {
   // the clean stop.
   const stderr = new OutputStream(process.stderr);
   let received: NodeJS.Signals | undefined;
+  let stopDeadlineMs = DEFAULT_STOP_DEADLINE_MS;
+  const exitCodeOf = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
   const onSignal = (signal: NodeJS.Signals) => {
-    if (received !== undefined) process.exit(signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
+    if (received !== undefined) process.exit(exitCodeOf(signal));
     received = signal;
-    stderr.write(`tilehouse: ${signal} received; stopping cleanly (send again to exit at once)\n`);
+    stderr.write(`tilehouse: ${signal} received; stopping cleanly within ${stopDeadlineMs / 1000} s (send again to exit at once)\n`);
+    setTimeout(() => {
+      stderr.write(`tilehouse: the cleanup did not finish within ${stopDeadlineMs / 1000} s (stopDeadlineMs); exiting\n`);
+      process.exit(exitCodeOf(signal));
+    }, stopDeadlineMs).unref();
     controller.abort(new Error(`stopped by ${signal}`));
   };
   process.on('SIGTERM', onSignal);
@@ -126,9 +140,18 @@ export async function runAsProcess(): Promise<void> {
   // Logs go to stderr (the default destination of every command's logger), through the same
   // guarded stream as everything else written there, so one handler covers a closed stderr and
   // logs stay in order with the progress line and the summary.
-  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal };
+  const io: CliIo = {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    signal: controller.signal,
+    setStopDeadline: (ms) => {
+      stopDeadlineMs = ms;
+    },
+  };
   const code = await main(process.argv.slice(2), io);
-  process.exitCode = received === 'SIGTERM' ? EXIT.sigterm : received === 'SIGINT' ? EXIT.sigint : code;
+  if (received !== undefined) process.exit(exitCodeOf(received));
+  process.exitCode = code;
 }
 
 if (isEntryPoint()) await runAsProcess();

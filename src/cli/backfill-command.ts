@@ -129,7 +129,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
 
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
-    const workspace = await loadRunnableWorkspace(values, [tileName], io.env);
+    const workspace = await loadRunnableWorkspace(values, [tileName], io.env, io);
     const { credentials } = workspace;
     // An incremental job is backfilled with its incremental item (a backfill: section, if any, agrees).
     const selected = workspace.selected[0]!;

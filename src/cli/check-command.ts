@@ -43,7 +43,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
       return EXIT.ok;
     }
     const { logger } = openOutput('check', values, io, 'warn');
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
     const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;

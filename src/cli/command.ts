@@ -21,6 +21,11 @@ export interface CliIo {
   logDestination?: DestinationStream;
   /** Aborted on SIGTERM/SIGINT; commands stop cleanly and leave no partial output. */
   signal?: AbortSignal;
+  /**
+   * Told the environment's `stopDeadlineMs` once a command has read it: the process exits that
+   * long after a stop whatever is still pending (see runAsProcess).
+   */
+  setStopDeadline?(ms: number): void;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/config-error.js';
+import type { CliIo } from './command.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';
 import { resolveCredentials, type ClientCredentials } from '../config/secrets.js';
@@ -35,8 +36,10 @@ export async function loadRunnableWorkspace(
   values: { config?: string; jobs?: string },
   tiles: readonly string[],
   env: NodeJS.ProcessEnv,
+  io?: Pick<CliIo, 'setStopDeadline'>,
 ): Promise<RunnableWorkspace> {
   const workspace = await loadWorkspace(values, env);
+  io?.setStopDeadline?.(workspace.environment.stopDeadlineMs);
   const selected = selectJobs(workspace.jobs, tiles, workspace.jobsDirectory);
   const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, env);
   return { ...workspace, selected, credentials };

@@ -43,7 +43,7 @@ be read or its targets disagree, 2 bad config or usage.
     }
     const output = openOutput('plan', values, io, 'warn');
     const { logger } = output;
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
     const { selected: jobs, credentials } = workspace;
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.

@@ -96,7 +96,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
     }
     await checkRecordPath(file);
     const { logger } = openOutput('probe', values, io, 'warn');
-    const workspace = await loadRunnableWorkspace(values, jobs, io.env);
+    const workspace = await loadRunnableWorkspace(values, jobs, io.env, io);
     const job = workspace.selected[0]!;
     const dispatcher = createSourceDispatcher();
     let recording;

@@ -75,7 +75,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const window = nominalWindowOf('run', values);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
     const { credentials } = workspace;
     const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
     if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {
@@ -90,7 +90,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
     const onProgress = progressLines(output);
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await ledgerRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger);
+    const ledger = await ledgerRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
     const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
       (reporter) => reporter !== undefined,
     );

@@ -3,6 +3,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import { messageOf } from '../errors.js';
+import { cleanupDeadline } from '../stop-deadline.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { LedgerRow } from '../sinks/bigquery/run-ledger.js';
@@ -15,6 +16,8 @@ interface Target {
   datasetId: string;
   target: string;
   published: boolean;
+  /** What the sink says the target took (for an adopted job, what that job published). */
+  rows?: number;
   details?: Record<string, string | number | boolean> | undefined;
 }
 
@@ -24,20 +27,33 @@ interface Target {
  * Appended after each tile's publish; a ledger that cannot be written is logged as an error and
  * does not change the run's outcome (its targets hold what the summary says).
  */
-export async function ledgerRecorderFor(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<LedgerRecorder | undefined> {
+export async function ledgerRecorderFor(
+  jobs: readonly LoadedJob[],
+  environment: EnvironmentConfig,
+  options: SinkFactoryOptions,
+  logger: Logger,
+  /** The stop: a ledger row after it is still tried, but only until the cleanup's deadline. */
+  signal?: AbortSignal,
+): Promise<LedgerRecorder | undefined> {
   const defaults = environment.sinks.bigquery;
   if (defaults?.runLedger === false || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'bigquery'))) return undefined;
   // Loaded on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
   const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
   const ledger = await import('../sinks/bigquery/run-ledger.js');
   const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
-  const retry = { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger };
+  const deadline = cleanupDeadline(signal, environment.stopDeadlineMs);
+  const retry = {
+    limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 },
+    logger,
+    ...(defaults?.requestTimeoutMs ? { requestTimeoutMs: defaults.requestTimeoutMs } : {}),
+    ...(deadline ? { signal: deadline } : {}),
+  };
 
   const targetsOf = (tile: JobRunSummary): Target[] => {
     const found = new Map<string, Target>();
     for (const output of tile.outputs) {
       const parsed = output.sink === 'bigquery' ? ledger.parseBigQueryTarget(output.target) : undefined;
-      if (parsed) found.set(output.target, { ...parsed, target: output.target, published: true, details: output.details });
+      if (parsed) found.set(output.target, { ...parsed, target: output.target, published: true, rows: output.rows, details: output.details });
     }
     for (const target of [...(tile.unpublished ?? []), ...tile.targets]) {
       const parsed = target.startsWith('/') ? undefined : ledger.parseBigQueryTarget(target);
@@ -69,7 +85,7 @@ export async function ledgerRecorderFor(jobs: readonly LoadedJob[], environment:
         target: target.target,
         status: tile.status,
         published: target.published,
-        rows: target.published ? tile.rows : 0,
+        rows: target.published ? (target.rows ?? tile.rows) : 0,
         window: window === undefined ? undefined : { from: window.from, to: window.to },
         windowOpen: window?.open,
         schemaHash: tile.columns.length > 0 ? ledger.schemaHashOf(tile.columns) : undefined,

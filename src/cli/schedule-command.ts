@@ -47,14 +47,14 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
     const output = openOutput('schedule', values, io, 'info');
     const { logger } = output;
-    const workspace = await loadRunnableWorkspace(values, [], io.env);
+    const workspace = await loadRunnableWorkspace(values, [], io.env, io);
     const { credentials } = workspace;
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await ledgerRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger);
+    const ledger = await ledgerRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
     // As in `run`, after the publish: the ledger row first (what the targets hold), then the metrics.
     const reportersOf = (job: (typeof scheduled)[number]) =>
       [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, job.schedule))].filter((reporter) => reporter !== undefined);

@@ -1,3 +1,4 @@
+import { describeOutputs } from '../pipeline/format-summary.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { shortDuration } from '../pipeline/progress.js';
@@ -43,7 +44,7 @@ export interface WindowRunOutcome {
 export async function runWindowsReported(request: WindowRunRequest): Promise<WindowRunOutcome> {
   const { job, windows, workspace, output, seams } = request;
   const { logger, screen } = output;
-  const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger);
+  const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger, request.io.signal);
   const startedAt = new Date();
   const started = startedAt.getTime();
   let rows = 0;
@@ -87,7 +88,7 @@ export function windowLines(summary: BackfillSummary, rerun: readonly string[]):
   for (const { window, open, summary: tile, warnings } of summary.windows) {
     const detail =
       tile.status === 'succeeded'
-        ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
+        ? describeOutputs(tile, { pages: false })
         : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
     lines.push(`  ${window.from}..${window.to}: ${detail}${open && tile.status === 'succeeded' ? ` (open: ${OPEN_WINDOW_NOTE})` : ''}`);
     for (const warning of warnings) lines.push(`    warning: ${warning}`);

@@ -96,6 +96,12 @@ const sinkDefaultsSchema = z
           .boolean()
           .optional()
           .describe('Default true: append one row per tile run and target to _tilehouse_runs in the target\'s dataset, after the publish'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)'),
       })
       .strict()
       .optional(),
@@ -126,6 +132,14 @@ export const environmentSchema = z
     metrics: metricsSchema.optional().describe('Off unless metrics.pushgatewayUrl is set'),
     tileConcurrency: z.number().int().min(1).max(32).default(1).describe('Tiles exported at the same time'),
     tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
+    stopDeadlineMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(20_000)
+      .describe(
+        'After SIGTERM/SIGINT: how long the cleanup (aborting requests, removing staging tables and temp objects, the summary) may take before the process exits 143/130 anyway. Keep it below the pod\'s terminationGracePeriodSeconds (30 s by default)',
+      ),
   })
   .strict();
 

@@ -121,6 +121,11 @@ function writableDirectories(environment: EnvironmentConfig, jobs: readonly Load
   return { directories, csvJobs };
 }
 
+/** The pod's grace period for a stop deadline: Kubernetes' default 30 s, or the deadline plus 5 s. */
+export function graceSeconds(stopDeadlineMs: number | undefined): number {
+  return Math.max(30, Math.ceil((stopDeadlineMs ?? 0) / 1000) + 5);
+}
+
 export function planPod(inputs: PodInputs): PodPlan {
   const { environment, configFile, jobs } = inputs;
   const credentials = credentialWiring(environment.source, configFile);
@@ -172,8 +177,10 @@ export function planPod(inputs: PodInputs): PodPlan {
       serviceAccountName: SERVICE_ACCOUNT,
       // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
       restartPolicy: 'Never',
-      // tilehouse stops cleanly on SIGTERM (aborts requests, removes temp files, exit 143).
-      terminationGracePeriodSeconds: 30,
+      // tilehouse stops cleanly on SIGTERM (aborts requests, removes temp files, exit 143) within
+      // stopDeadlineMs; the grace period is Kubernetes' default 30 s, or that plus 5 s when longer,
+      // so SIGKILL never comes before the summary.
+      terminationGracePeriodSeconds: graceSeconds(environment.stopDeadlineMs),
       securityContext: {
         runAsNonRoot: true,
         runAsUser: RUN_AS_USER,

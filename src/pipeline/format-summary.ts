@@ -21,6 +21,7 @@ function detailLines(tile: JobRunSummary): string[] {
     if (tile.mixed !== undefined) lines.push(`changed in part (neither run whole): ${tile.mixed.join(', ')}`);
     lines.push(`NOT published (previous run kept): ${(tile.unpublished ?? []).join(', ') || 'none'}; re-run this tile`);
   }
+  for (const left of tile.leftBehind ?? []) lines.push(`left behind: ${left}`);
   const counters = [
     tile.retries > 0 ? plural(tile.retries, 'retry', 'retries') : '',
     tile.reauthentications > 0 ? plural(tile.reauthentications, 're-authentication') : '',
@@ -28,6 +29,19 @@ function detailLines(tile: JobRunSummary): string[] {
   ].filter((part) => part !== '');
   if (counters.length > 0) lines.push(counters.join(', '));
   return lines;
+}
+
+/**
+ * `N rows, P pages → targets`; a target that holds another count than was read (an earlier
+ * publish of the same run id kept, a MERGE that deduplicated) says its own: a count on a line
+ * is what the target took, never only what was read.
+ */
+export function describeOutputs(tile: Pick<JobRunSummary, 'rows' | 'pages' | 'outputs'>, options: { pages?: boolean } = {}): string {
+  const targets = tile.outputs.map((output) => (output.rows === tile.rows ? output.target : `${output.target} (${plural(output.rows, 'row')} published)`));
+  // Backfill window lines have always said `N rows` (1 included); the run summary says `1 row`.
+  const count = options.pages === false ? `${tile.rows} rows` : plural(tile.rows, 'row');
+  const read = tile.outputs.every((output) => output.rows === tile.rows) ? count : `${count} read`;
+  return options.pages === false ? `${read} → ${targets.join(', ')}` : `${read}, ${plural(tile.pages, 'page')} → ${targets.join(', ')}`;
 }
 
 /**
@@ -39,8 +53,7 @@ export function formatRunSummary(summary: RunSummary): string {
   const lines = [`run ${summary.runId}: ${summary.succeeded} succeeded, ${summary.failed} failed${partial} in ${seconds(summary.durationMs)}`];
   for (const tile of summary.tiles) {
     const mark = tile.status === 'succeeded' ? 'ok  ' : tile.status === 'failed' ? 'FAIL' : 'PART';
-    const outputs = tile.outputs.map((output) => output.target).join(', ');
-    const detail = tile.status === 'succeeded' ? `${plural(tile.rows, 'row')}, ${plural(tile.pages, 'page')} → ${outputs}` : `${tile.error?.code}: ${tile.error?.message}`;
+    const detail = tile.status === 'succeeded' ? describeOutputs(tile) : `${tile.error?.code}: ${tile.error?.message}`;
     lines.push(`  ${mark} ${tile.job} (${seconds(tile.durationMs)}): ${detail}`);
     for (const line of detailLines(tile)) lines.push(`       ${line}`);
   }

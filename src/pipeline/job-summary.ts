@@ -1,5 +1,5 @@
 import type { LoadedJob } from '../config/load-config.js';
-import { isTilehouseError, messageOf } from '../errors.js';
+import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
 import type { SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/page-checks.js';
 import type { ColumnType } from '../transform/column.js';
@@ -33,6 +33,8 @@ export interface JobRunSummary {
   unpublished?: string[];
   /** Targets a failed publish changed in part (partitions): they hold neither run whole. */
   mixed?: string[];
+  /** What the cleanup could not remove (staging tables, temp objects, jobs that may still run), by name. */
+  leftBehind?: string[];
   warnings: string[];
   /** Values that did not parse and were nulled (onInvalidValue: null). */
   nulledValues: number;
@@ -106,8 +108,22 @@ function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefin
 }
 
 /** The summary of a run that reached its publish: succeeded, or partially published. */
-export function publishedSummary(job: LoadedJob, started: number, stats: ReadStats, counters: SessionCounters, published: PublishOutcome): JobRunSummary {
+export function publishedSummary(
+  job: LoadedJob,
+  started: number,
+  stats: ReadStats,
+  counters: SessionCounters,
+  published: PublishOutcome,
+  options: { strict?: boolean } = {},
+): JobRunSummary {
   const summary: JobRunSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
+  summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
+  const kept = published.outputs.filter((output) => output.keptEarlierPublish === true);
+  if (kept.length > 0 && options.strict === true && !published.partial) {
+    const error = new RunIdAlreadyPublishedError(job.name, counters.runId, kept.map((output) => output.target));
+    summary.status = 'failed';
+    summary.error = { code: error.code, message: error.message };
+  }
   if (published.partial) {
     summary.status = 'partially_published';
     const { unpublished, changedInPart } = published.partial;
@@ -118,14 +134,43 @@ export function publishedSummary(job: LoadedJob, started: number, stats: ReadSta
   return summary;
 }
 
+/**
+ * --strict: a target already held a publish of this run id with other rows and kept it (see
+ * SinkResult.keptEarlierPublish), so this run's rows are not there. Nothing was overwritten.
+ */
+export class RunIdAlreadyPublishedError extends TilehouseError {
+  readonly code = 'run_id_already_published';
+
+  constructor(jobName: string, runId: string, targets: readonly string[]) {
+    super(
+      `job ${jobName}: run id ${runId} was already published to ${targets.join(', ')} with other rows, which ${targets.length === 1 ? 'it keeps' : 'they keep'}; ` +
+        `this run's rows were not published there. Re-run with a new --run-id to publish the current data`,
+    );
+  }
+}
+
 /** The summary of a run that published nothing. A failure after a stop signal is reported as the stop. */
-export function failedSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters, error: unknown, signal?: AbortSignal): JobRunSummary {
-  const cause = signal?.aborted && !(error instanceof RunStoppedError) ? new RunStoppedError(job.name, signal.reason) : error;
+export function failedSummary(
+  job: LoadedJob,
+  started: number,
+  stats: ReadStats | undefined,
+  counters: SessionCounters,
+  error: unknown,
+  signal?: AbortSignal,
+  leftBehind: readonly string[] = [],
+): JobRunSummary {
+  // A publish cut short by the stop deadline keeps its own error: "nothing was published" is not known.
+  const cause = signal?.aborted && !(error instanceof RunStoppedError) && !isPublishOutcomeUnknown(error) ? new RunStoppedError(job.name, signal.reason) : error;
   return {
     ...baseSummary(job, started, stats, counters),
     status: 'failed',
     outputs: [],
     bigqueryJobIds: [],
+    ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
+}
+
+function isPublishOutcomeUnknown(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { publishOutcomeUnknown?: unknown }).publishOutcomeUnknown === true;
 }

@@ -245,6 +245,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     ...(options.environment.source.tokenScope === 'run' ? { runToken: session.runToken } : {}),
     retry: options.retry,
     signal: options.signal,
+    ...(options.strict === undefined ? {} : { strict: options.strict }),
     ...(bucketColumn === undefined
       ? {}
       : {
@@ -261,6 +262,8 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
             options.strict && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
         }),
   });
+  // A sink's own warnings (an earlier publish of this window's run id kept) are the window's too.
+  warnings.push(...summary.outputs.flatMap((output) => output.warnings ?? []));
   if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
     warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
   }

@@ -41,16 +41,22 @@ export interface JobRunDependencies {
   onProgress?: OnProgress;
   /** The token of the whole run, shared by its tiles and windows (default: the tile's own). */
   runToken?: RunToken;
+  /** --strict: a target that kept an earlier publish of this run id (other rows) fails the tile. */
+  strict?: boolean;
 }
 
-/** `sinks` whose writers' targets are recorded as they open, so a failed run can still name them. */
-function recordingTargets(sinks: readonly Sink[], targets: string[]): Sink[] {
+/**
+ * `sinks` whose writers are recorded as they open, so a failed run can still name their targets
+ * and what their cleanup left behind.
+ */
+function recordingWriters(sinks: readonly Sink[], targets: string[], writers: SinkWriter[]): Sink[] {
   return sinks.map((sink) => ({
     kind: sink.kind,
     publishRank: sink.publishRank,
     open: async (context: SinkRunContext): Promise<SinkWriter> => {
       const writer = await sink.open(context);
       targets.push(writer.target);
+      writers.push(writer);
       return writer;
     },
     sweep: (logger) => sink.sweep(logger),
@@ -68,7 +74,8 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });
   const targets: string[] = [];
-  const sinks = recordingTargets(deps.sinks, targets);
+  const opened: SinkWriter[] = [];
+  const sinks = recordingWriters(deps.sinks, targets, opened);
   const counters = () => ({
     runId: deps.runId,
     retries: session.budget.used,
@@ -103,7 +110,13 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
           job,
           sinks,
           logger,
-          context: { runId: deps.runId, startedAt: deps.startedAt, retryBudget: session.budget, ...(deps.window ? { window: deps.window } : {}), ...(deps.signal ? { signal: deps.signal } : {}) },
+          context: {
+            runId: deps.runId,
+            startedAt: deps.startedAt,
+            retryBudget: session.budget,
+            ...(deps.window ? { window: deps.window } : {}),
+            ...(deps.signal ? { signal: deps.signal } : {}),
+          },
           ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),
         }),
       { jobName: job.name, logger, onRestart: () => (restarts += 1) },
@@ -115,15 +128,18 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
       throw refusal;
     }
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
-    const summary = publishedSummary(job, started, stats, counters(), published);
+    const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {
-      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}`);
+      const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
+      const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${output.rows} ${output.rows === 1 ? 'row' : 'rows'} in ${output.target}`).join(', ')}`;
+      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}${counts}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }
     return summary;
   } catch (error) {
-    const summary = failedSummary(job, started, stats, counters(), error, deps.signal);
+    const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
+    const summary = failedSummary(job, started, stats, counters(), error, deps.signal, leftBehind);
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, code: summary.error?.code }, `job ${job.name} failed: ${withoutJobPrefix(job.name, summary.error?.message)}`);

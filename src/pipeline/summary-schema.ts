@@ -20,8 +20,13 @@ const sinkResultSchema = z
   .object({
     sink: z.enum(['csv', 'bigquery']),
     target: z.string().describe('File path, or project.dataset.table[$partition]'),
-    rows: count,
+    rows: count.describe('Rows the target took from this publish; for a publish adopted from an earlier process of the same run id, what that one wrote'),
     details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    keptEarlierPublish: z
+      .boolean()
+      .optional()
+      .describe('The target already held a publish of this run id with other rows and kept it: this run published nothing there'),
+    warnings: z.array(z.string()).optional().describe('What looks wrong at this target, each naming it'),
   })
   .strict();
 
@@ -42,6 +47,10 @@ export const tileSummarySchema = z
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),
+    leftBehind: z
+      .array(z.string())
+      .optional()
+      .describe('What the cleanup of a failed or stopped run could not remove, each by name (a staging table, a temp object, a job that may still run)'),
     warnings: z.array(z.string()),
     nulledValues: count,
     retries: count,

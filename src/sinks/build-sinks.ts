@@ -51,6 +51,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
         client: options.bigqueryClient,
         tempDirectory: environment.tempDirectory,
         timezone: job.timezone,
+        stopDeadlineMs: environment.stopDeadlineMs,
       }),
     );
   }

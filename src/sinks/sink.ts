@@ -28,6 +28,7 @@ export interface SinkRunContext {
   /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
   schedule?: { cron: string; timezone: string };
   logger: Logger;
+  /** The stop (SIGTERM/SIGINT): aborts every request in flight and every wait of the run. */
   signal?: AbortSignal;
   /** The tile run's retry budget (src/retry.ts), shared with the source: a sink that retries its own requests spends it. */
   retryBudget?: RetryBudget;
@@ -38,8 +39,16 @@ export interface SinkResult {
   sink: 'csv' | 'bigquery';
   /** File path or `project.dataset.table[$partition]`. */
   target: string;
+  /** Rows the target took from this publish: for an adopted earlier publish, what that one wrote. */
   rows: number;
   details?: Record<string, string | number | boolean>;
+  /**
+   * The target already held a publish of this run id with other rows (a re-run over changed data)
+   * and kept it: this run published nothing there. A `warning:` line, a failure under --strict.
+   */
+  keptEarlierPublish?: boolean;
+  /** Lines for the summary's `warning:`s, each naming the target. */
+  warnings?: string[];
 }
 
 /**
@@ -66,6 +75,11 @@ export interface SinkWriter {
    */
   publish(): Promise<SinkResult>;
   abort(): Promise<void>;
+  /**
+   * After `abort`: what it could not remove (a staging table, a temp object, a job that may still
+   * run), each by name, for the summary. Empty when everything is gone.
+   */
+  leftBehind?(): string[];
 }
 
 /**

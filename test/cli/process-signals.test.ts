@@ -1,9 +1,12 @@
+import { once } from 'node:events';
 import { mkdir, rm, writeFile, readFile } from 'node:fs/promises';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, splitStderr } from '../support/child-process.js';
+import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -66,7 +69,7 @@ describe('tilehouse run as a process', () => {
       'run finished',
     ]);
     expect(text).toEqual([
-      `tilehouse: ${signal} received; stopping cleanly (send again to exit at once)`,
+      `tilehouse: ${signal} received; stopping cleanly within 20 s (send again to exit at once)`,
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL incident_detail \\([\\d.]+ s\\): \\w+: .*stopped by ${signal}`)),
       '',
@@ -75,4 +78,91 @@ describe('tilehouse run as a process', () => {
     expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
   });
+});
+
+/**
+ * A loopback source in front of the sandbox whose `stallAt`-th export answer sends its status, its
+ * headers and half its body, and then nothing, ever (the connection stays open).
+ */
+async function startStallingSource(upstream: string, stallAt: number): Promise<{ url: string; stalled: () => boolean; close(): Promise<void> }> {
+  const target = new URL(upstream);
+  let exports = 0;
+  let stalled = false;
+  const server: Server = createServer((incoming, response) => {
+    const stall = incoming.method === 'POST' && ++exports === stallAt;
+    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
+      if (!stall) {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+        return;
+      }
+      void answer.toArray().then((chunks) => {
+        const body = Buffer.concat(chunks);
+        const { 'content-length': _length, ...headers } = answer.headers;
+        response.writeHead(answer.statusCode ?? 502, { ...headers, 'content-length': String(body.length) });
+        response.write(body.subarray(0, Math.floor(body.length / 2)));
+        stalled = true;
+      });
+    });
+    forwarded.on('error', () => response.destroy());
+    incoming.pipe(forwarded);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stalled: () => stalled,
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+describe('tilehouse run as a process, stopped while a page never finishes', () => {
+  it('exits 143 at once on SIGTERM while a page body stalls, with no partial file and the previous output untouched', async () => {
+    const source = await startStallingSource(sandbox.url, 3);
+    const stallRoot = await makeTempDir();
+    try {
+      // Per-gap and whole-request limits far above the test: only the stop can end this wait.
+      const ws = await writeWorkspace(stallRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
+        baseUrl: source.url,
+        itemsPerPage: 20,
+        concurrency: 1,
+        requestTimeoutMs: 120_000,
+        requestDeadlineMs: 600_000,
+      });
+      await mkdir(ws.outDir, { recursive: true });
+      const target = path.join(ws.outDir, 'incident_detail.csv');
+      await writeFile(target, PREVIOUS);
+      const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+        env: { ...process.env, ...sandboxEnv(sandbox), CI: '' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+        detached: true,
+      });
+      const stderr = textOf(child.stderr);
+      const deadline = Date.now() + 30_000;
+      while (!source.stalled()) {
+        if (Date.now() > deadline || child.exitCode !== null) {
+          child.kill('SIGKILL');
+          throw new Error(`the page never stalled: ${await stderr}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The client is now inside the body of the stalled page.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.kill('SIGTERM');
+      const exit = await exitWithin(child, 30_000);
+      expect(exit.code, await stderr).toBe(143);
+      // Not the cleanup deadline (20 s): the body read is aborted by the stop itself.
+      expect(exit.elapsedMs).toBeLessThan(5_000);
+      expect(await stderr).toMatch(/FAIL incident_detail .*run_stopped: .*stopped by SIGTERM/);
+      expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
+      expect(await listFiles(ws.outDir)).toEqual(['incident_detail.csv']);
+    } finally {
+      await source.close();
+      await rm(stallRoot, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

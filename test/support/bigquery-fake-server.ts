@@ -286,7 +286,10 @@ export async function startEmulatorWithCopyJobs(emulator: { apiEndpoint: string;
     // duplicate, which is what the sink's adoption logic reads.
     const reused = answer.status === 500 && /failed to add job: job (\S+) is already created/.exec(answerBody.toString('utf8'));
     if (reused) return send(apiError(409, 'duplicate', `Already Exists: Job ${emulator.projectId}:US.${reused[1]}`));
-    response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(answerBody);
+    // No content type invented: the client parses an empty 204 (tables.delete) that claims JSON,
+    // fails, and the staging table the sink deleted looked left behind.
+    const type = answer.headers.get('content-type');
+    response.writeHead(answer.status, type === null ? {} : { 'content-type': type }).end(answerBody);
   }
 
   server.listen(0, '127.0.0.1');

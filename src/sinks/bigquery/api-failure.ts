@@ -67,3 +67,13 @@ export function isDuplicate(failure: ApiFailure): boolean {
 export function isNotFound(failure: ApiFailure): boolean {
   return failure.status === 404 || failure.reasons.includes('notFound');
 }
+
+// BigQuery's text when it aborts one of two mutating DML statements that touched the same data
+// (https://cloud.google.com/bigquery/docs/data-manipulation-language#dml_statement_conflicts): the
+// aborted statement changed nothing, and the documentation says to retry it.
+const CONCURRENT_UPDATE = /could not serialize access to table .* due to concurrent update/i;
+
+/** A DML job (MERGE) aborted because another statement changed the same table or partitions. */
+export function isConcurrentUpdate(failure: ApiFailure): boolean {
+  return failure.messages.some((message) => CONCURRENT_UPDATE.test(message));
+}

@@ -337,3 +337,27 @@ export class BigQueryNullKeyError extends TilehouseError {
     super(`job ${jobName}: ${target}: ${rows} row(s) have a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
   }
 }
+
+/**
+ * The run was stopped while its publish jobs ran, and the cleanup's deadline (`stopDeadlineMs`)
+ * passed before BigQuery said how they ended. They may still complete: the message names them
+ * so that the operator looks before re-running. Kept as the tile's error after a stop (see
+ * `publishOutcomeUnknown`), because "nothing was published" would not be known to be true.
+ */
+export class BigQueryPublishOutcomeUnknownError extends TilehouseError {
+  readonly code = 'bigquery_publish_outcome_unknown';
+  readonly publishOutcomeUnknown = true as const;
+
+  constructor(
+    readonly jobName: string,
+    readonly table: string,
+    readonly jobIds: readonly string[],
+    cause: unknown,
+  ) {
+    super(
+      `job ${jobName}: stopped while publishing ${table}; no answer about publish job ${jobIds.join(', ') || '(not yet sent)'} before the stop deadline. ` +
+        `It may still complete: look at the job (bq show -j) and the table before re-running with the same --run-id`,
+      { cause },
+    );
+  }
+}

@@ -20,7 +20,8 @@ import { resolveMergeKey } from './merge-key.js';
 import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
 import type { RetryLimits } from '../../retry.js';
-import { DEFAULT_RETRY_LIMITS } from './retry.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY_LIMITS, type RetryContext } from './retry.js';
+import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 
 export interface BigQuerySinkOptions {
@@ -36,6 +37,8 @@ export interface BigQuerySinkOptions {
   retry?: RetryLimits;
   /** Job polling and load attempts; tests shorten it. */
   polling?: JobPolling;
+  /** The environment's `stopDeadlineMs`: how long cleanup and a started publish may go on after a stop. */
+  stopDeadlineMs?: number;
 }
 
 // The client's project before Application Default Credentials resolved it.
@@ -91,7 +94,7 @@ export class BigQuerySink implements Sink {
       if (!isTilehouseError(error)) throw error;
       return { sink: 'bigquery', target: fallbackTarget, action: 'refuse', details: [`${error.code}: ${error.message}`] };
     }
-    const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
+    const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
     const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
     const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
     const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule)];
@@ -129,9 +132,19 @@ export class BigQuerySink implements Sink {
       file,
       encodeRow: rowEncoder(context.columns, lineage),
       context,
-      retry: { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger },
+      retry: this.retryBase(context),
       polling: this.options.polling ?? DEFAULT_JOB_POLLING,
+      stopDeadlineMs: this.options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS,
     });
+  }
+
+  private retryBase(context: SinkRunContext): Omit<RetryContext, 'signal'> {
+    return {
+      limits: this.options.retry ?? DEFAULT_RETRY_LIMITS,
+      logger: context.logger,
+      requestTimeoutMs: this.options.defaults.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      ...(context.retryBudget ? { budget: context.retryBudget } : {}),
+    };
   }
 
   /** The project of Application Default Credentials; asked only when the config names none. */

@@ -3,17 +3,19 @@ import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
-import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
+import { cleanupDeadline } from '../../stop-deadline.js';
+import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPublishOutcomeUnknownError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
 import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
 import { readyTarget } from './ready-target.js';
-import type { RetryContext } from './retry.js';
 import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
 import { schemaActionLabel, standardType } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
 import { settleStagingKeys } from './check-staging-keys.js';
 import { mergeStatement, quoteIdentifier } from './merge-statement.js';
+import { RUN_ID_COLUMN } from './lineage.js';
+import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
 
@@ -25,6 +27,8 @@ interface WriterDependencies {
   /** Backoff policy and logger; the signal is added per phase (prepare has one, publish none). */
   retry: Omit<RetryContext, 'signal'>;
   polling: JobPolling;
+  /** The environment's `stopDeadlineMs`: a stop ends publish and cleanup waits this long after it. */
+  stopDeadlineMs: number;
 }
 
 /** What prepare found and did, for publish to build on. */
@@ -48,8 +52,11 @@ type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published
  * - `publish` copies the staging table onto the target with the write mode's disposition (one
  *   atomic copy job), then deletes the staging table.
  *
- * The run's abort signal stops prepare's waits; publish ignores it, because once the copy is in
- * BigQuery's hands the only honest summary is its outcome.
+ * The run's abort signal stops prepare's waits at once; publish and the cleanup go on after a
+ * stop, because once the copy is in BigQuery's hands the only honest summary is its outcome, but
+ * only until the cleanup deadline (`stopDeadlineMs`, see stop-deadline.ts). Whatever is then still
+ * unanswered is abandoned and named: `leftBehind()` for a staging table or load, and
+ * BigQueryPublishOutcomeUnknownError for a publish job.
  */
 export class BigQueryWriter implements SinkWriter {
   private state: WriterState = 'open';
@@ -66,6 +73,12 @@ export class BigQueryWriter implements SinkWriter {
   /** Stops prepare's waits when abort comes while prepare is still running. */
   private readonly stopPrepare = new AbortController();
   private readonly staging: StagingTable;
+  /** Aborts `stopDeadlineMs` (less the summary's margin) after a stop; ends publish's and cleanup's waits. */
+  private readonly deadline: AbortSignal | undefined;
+  /** Publish job inserts sent (answered or not), for the message when their outcome is not known. */
+  private readonly publishJobIds: string[] = [];
+  /** What the cleanup could not remove, by name. */
+  private readonly left: string[] = [];
 
   constructor(
     private readonly plan: BigQueryPlan,
@@ -77,6 +90,11 @@ export class BigQueryWriter implements SinkWriter {
       tableId: stagingTableId(plan.identity),
       jobName: dependencies.context.jobName,
     };
+    this.deadline = cleanupDeadline(dependencies.context.signal, dependencies.stopDeadlineMs);
+  }
+
+  leftBehind(): string[] {
+    return [...this.left];
   }
 
   get target(): string {
@@ -129,6 +147,9 @@ export class BigQueryWriter implements SinkWriter {
       return result;
     } catch (error) {
       this.state = 'failed';
+      if (this.deadline?.aborted && this.publishJobIds.length > 0) {
+        throw new BigQueryPublishOutcomeUnknownError(this.dependencies.context.jobName, this.target, this.publishJobIds, error);
+      }
       throw error;
     }
   }
@@ -237,13 +258,14 @@ export class BigQueryWriter implements SinkWriter {
   private async copy(prepared: Prepared): Promise<SinkResult> {
     const { plan, staging } = this;
     const { client, context } = this.dependencies;
-    // No signal: see the class comment.
-    const retry: RetryContext = { ...this.dependencies.retry };
+    // Not the stop signal, the cleanup's deadline: see the class comment.
+    const retry: RetryContext = { ...this.dependencies.retry, ...(this.deadline ? { signal: this.deadline } : {}) };
 
     await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { jobName: context.jobName, retry });
     context.logger.info({ target: this.target, staging: staging.tableId, writeMode: plan.writeMode }, 'publishing the BigQuery staging table');
     const published = await this.publishJobs(prepared, retry);
-    await deleteStagingTable(client, staging, retry);
+    // Published whatever this says; a staging table left is named in the result's details.
+    const stagingGone = await deleteStagingTable(client, staging, retry);
 
     const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
     const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
@@ -251,14 +273,40 @@ export class BigQueryWriter implements SinkWriter {
     const merged = published.by === 'merge query' ? dmlCounts(last?.metadata) : {};
     // A MERGE writes the rows it inserted and updated (fewer than were sent when latestBy chose).
     const reportedMerge = merged.insertedRows !== undefined && merged.updatedRows !== undefined ? merged.insertedRows + merged.updatedRows : undefined;
+    const adopted = published.jobs.some((job) => job.adopted);
+    // What BigQuery says the publish wrote is the truth: the copies' copiedRows, the MERGE's
+    // dmlStats. Without them (a truncating query reports no row count; the emulator reports
+    // nothing) this run's load counts only if this run's jobs published it; an adopted job (the
+    // same run id published before, perhaps other data) is counted at the target instead.
+    const reported = reportedCopies ?? reportedMerge;
+    const atTarget = reported === undefined && adopted ? await this.countPublished(published.by, retry) : undefined;
+    const rows = reported ?? atTarget ?? prepared.bigqueryRows ?? this.rows;
+    const keptEarlier = adopted && rows !== this.rows;
+    if (keptEarlier) {
+      context.logger.warn(
+        { target: this.target, jobId: last?.jobId, publishedRows: rows, sentRows: this.rows },
+        'this run id was already published with other rows; the earlier publish is kept and this run published nothing',
+      );
+    }
     return {
       sink: 'bigquery',
       target: this.target,
-      // What BigQuery says the run wrote is the truth (an adopted job from an earlier try may have
-      // written another extraction): the copies' copiedRows, else the load's outputRows. The
-      // emulator reports neither, hence the rows written here.
-      rows: reportedCopies ?? reportedMerge ?? prepared.bigqueryRows ?? this.rows,
+      rows,
+      ...(keptEarlier
+        ? {
+            keptEarlierPublish: true,
+            warnings: [
+              `${this.target}: run id ${context.runId} was already published there by job ${last?.jobId ?? '?'} with ${rows} rows; ` +
+                `this run's ${this.rows} rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`,
+            ],
+          }
+        : {}),
       details: {
+        // Said only in the unusual case: the count was read at the target.
+        ...(atTarget !== undefined ? { rowsFrom: 'target' } : {}),
+        // An adopted job without a count, and a target that could not be counted: `rows` is then
+        // only this run's load, and the summary must not pass it off as what was published.
+        ...(adopted && reported === undefined && atTarget === undefined ? { rowsFrom: 'this run (not verified at the target)' } : {}),
         jobId: last?.jobId ?? '',
         loadJobId: prepared.load.jobId,
         writeMode: plan.writeMode,
@@ -270,6 +318,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+        ...(stagingGone ? {} : { stagingLeft: `${plan.projectId}.${plan.datasetId}.${staging.tableId}` }),
         ...merged,
       },
     };
@@ -370,9 +419,12 @@ export class BigQueryWriter implements SinkWriter {
       projectId: plan.projectId,
       stage,
       kind,
+
       identity: plan.identity,
       location: prepared.location,
       insert: async (jobId) => {
+        // Recorded before it is sent: an insert whose answer the stop deadline cut may have run.
+        if (!this.publishJobIds.includes(jobId)) this.publishJobIds.push(jobId);
         const [job] = await client.createJob({
           jobId,
           ...(prepared.location ? { location: prepared.location } : {}),
@@ -391,10 +443,41 @@ export class BigQueryWriter implements SinkWriter {
     return outcome;
   }
 
-  /** Best effort throughout: each step is tried, failures are logged, the staging table expires anyway. */
+  /**
+   * What an adopted publish left in the target, counted there: the rows carrying the run id
+   * (append and merge write `_run_id`), or the whole table a truncating publish replaced. One
+   * COUNT query (on a whole table answered from metadata, free). Undefined for a partition
+   * publish, whose copy jobs report copiedRows anyway, or when the count cannot be read.
+   */
+  private async countPublished(by: PublishedBy, retry: RetryContext): Promise<number | undefined> {
+    const { plan } = this;
+    const { client, context } = this.dependencies;
+    const table = `${quoteIdentifier(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`)}`;
+    const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';
+    if (!byRunId && by !== 'copy' && by !== 'truncate-data query') return undefined;
+    if (plan.writeMode === 'partition') return undefined;
+    const query = byRunId ? `SELECT COUNT(*) AS n FROM ${table} WHERE ${quoteIdentifier(RUN_ID_COLUMN.name)} = @runId` : `SELECT COUNT(*) AS n FROM ${table}`;
+    try {
+      const [rows] = await withRetry(
+        'count published rows',
+        () => client.query({ query, ...(byRunId ? { params: { runId: context.runId } } : {}), ...(plan.location ? { location: plan.location } : {}) }),
+        retry,
+      );
+      const count = Number((rows as Array<{ n?: unknown }>)[0]?.n);
+      return Number.isFinite(count) ? count : undefined;
+    } catch (error) {
+      context.logger.warn({ target: this.target, error: messageOf(error) }, 'could not count the rows an earlier publish of this run id left in the target');
+      return undefined;
+    }
+  }
+
+  /**
+   * Best effort throughout: each step is tried, failures are logged and what stays is named in
+   * `leftBehind()` (the staging table expires anyway). After a stop, bounded by the cleanup deadline.
+   */
   private async cleanUp(): Promise<void> {
     const { client, file, context } = this.dependencies;
-    const retry: RetryContext = { ...this.dependencies.retry };
+    const retry: RetryContext = { ...this.dependencies.retry, ...(this.deadline ? { signal: this.deadline } : {}) };
     await file.remove();
     const running = this.runningLoad;
     this.runningLoad = undefined;
@@ -404,11 +487,13 @@ export class BigQueryWriter implements SinkWriter {
         context.logger.info({ jobId: running.jobId }, 'BigQuery staging load cancelled');
       } catch (error) {
         context.logger.warn({ jobId: running.jobId, error: messageOf(error) }, 'could not cancel the BigQuery staging load; it writes only the staging table');
+        this.left.push(`BigQuery load job ${running.jobId} (may still run; writes only the staging table)`);
       }
     }
     if (this.stagingMayExist) {
       this.stagingMayExist = false;
-      await deleteStagingTable(client, this.staging, retry);
+      const staging = `${this.staging.projectId}.${this.staging.datasetId}.${this.staging.tableId}`;
+      if (!(await deleteStagingTable(client, this.staging, retry))) this.left.push(`BigQuery staging table ${staging} (expires within a day)`);
     }
   }
 

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
 import { TilehouseError } from '../../errors.js';
-import { apiFailureOf, isDuplicate, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
+import { backoffDelay } from '../../retry.js';
+import { apiFailureOf, isConcurrentUpdate, isDuplicate, isNotFound, isTransient, jobFailureOf, type ApiFailure } from './api-failure.js';
 import { BigQueryJobTimeoutError, BigQueryLoadError, BigQueryPublishError, BigQueryQuotaExceededError, BigQueryRequestError } from './bigquery-errors.js';
 import { jobId as jobIdFor, type JobStage, type LoadIdentity } from './job-id.js';
 import { withRetry, type RetryContext } from './retry.js';
@@ -63,28 +64,63 @@ export interface JobOutcome {
  * succeeded is this job's success, one that failed is superseded by a new attempt with the next
  * id (`_attempt2`, ...). A job this call started that fails for good raises BigQueryLoadError
  * (load) or BigQueryPublishError (copy); BigQuery applies a failed job not at all.
+ *
+ * A DML job (the MERGE of `merge` mode) that BigQuery aborted for a concurrent update (another
+ * MERGE onto the same table: a backfill's shards, overlapping runs) changed nothing, and BigQuery
+ * says to retry it: it is tried again under the next id after a backoff (full jitter, so shards
+ * that collided do not collide again in step), within the retry limits and the run's retry budget,
+ * and outside `jobAttempts` (a busy table is no sign of a broken job).
  */
 export async function runJob(request: JobRequest): Promise<JobOutcome> {
   const { retry } = request;
   const operation = kindOf(request);
   let lastFailure: { jobId: string; failure: ApiFailure } | undefined;
+  let concurrentRetries = 0;
+  /** Counts one retry of a job aborted by a concurrent update and waits its backoff; throws when none is left. */
+  const waitToRetryConcurrentUpdate = async (jobId: string, failure: ApiFailure): Promise<void> => {
+    if (concurrentRetries + 1 >= retry.limits.maxAttempts || (retry.budget !== undefined && !retry.budget.tryConsume())) {
+      throw jobError(request, jobId, [`aborted by concurrent updates ${concurrentRetries + 1} times; retry limits or the run's retry budget spent`, ...failure.messages]);
+    }
+    concurrentRetries += 1;
+    const delayMs = backoffDelay(concurrentRetries, retry.limits);
+    retry.logger.warn({ jobId, delayMs, attempt: concurrentRetries }, `BigQuery ${operation} job aborted by a concurrent update of ${request.target} (nothing applied); retrying`);
+    await sleep(delayMs, undefined, retry.signal ? { signal: retry.signal } : undefined);
+  };
 
-  for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
+  for (let attempt = 1; attempt <= request.polling.jobAttempts + concurrentRetries; attempt++) {
     retry.signal?.throwIfAborted();
     const jobId = jobIdFor(request.identity, request.stage, attempt);
     let metadata: JobMetadata;
     let adopted = false;
     try {
-      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), retry);
+      // A load's insert carries the whole file: its deadline is the job wait's, not one request's.
+      const insertRetry = request.stage === 'load' ? { ...retry, requestTimeoutMs: Math.max(retry.requestTimeoutMs ?? 0, request.polling.maxWaitMs) } : retry;
+      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), insertRetry);
       retry.logger.info({ jobId, target: request.target }, `BigQuery ${operation} job started`);
     } catch (error) {
       // Our own refusals (a load file that cannot be read) keep their code.
       if (error instanceof TilehouseError) throw error;
       const failure = apiFailureOf(error);
+      // The client turns an insert answer that already says DONE with errors into a thrown error.
+      if (isConcurrentUpdate(failure)) {
+        lastFailure = { jobId, failure };
+        await waitToRetryConcurrentUpdate(jobId, failure);
+        continue;
+      }
       if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
-      if (!isDuplicate(failure)) throw jobError(request, jobId, failure.messages, error);
-      retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
-      metadata = await getJob(request, jobId, request.location);
+      if (isDuplicate(failure)) {
+        retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
+        metadata = await getJob(request, jobId, request.location);
+      } else if (isTransient(failure) && !retry.signal?.aborted) {
+        // Every try's answer was lost (5xx, reset, timeout): the insert may still have reached
+        // BigQuery and run. "Failed" is said only once the id is seen to be free.
+        retry.logger.warn({ jobId, reasons: failure.reasons }, `no answer to BigQuery ${operation} job insert; looking the job up by its id`);
+        const found = await findJob(request, jobId, request.location);
+        if (found === undefined) throw jobError(request, jobId, ['BigQuery never answered the insert, and no job has its id', ...failure.messages], error);
+        metadata = found;
+      } else {
+        throw jobError(request, jobId, failure.messages, error);
+      }
       adopted = true;
     }
     request.onJob?.({ jobId, location: metadata.jobReference?.location ?? request.location });
@@ -100,6 +136,10 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 
     const failure = jobFailureOf(status);
     lastFailure = { jobId, failure };
+    if (!adopted && isConcurrentUpdate(failure)) {
+      await waitToRetryConcurrentUpdate(jobId, failure);
+      continue;
+    }
     if (!adopted && isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
     // A failed job we adopted may be a previous run's, with other data; a transient failure may
     // pass on a second try. Either way the id is spent, so the next attempt gets a new one.
@@ -150,6 +190,25 @@ async function getJob(request: JobRequest, jobId: string, location: string | und
     throw new BigQueryRequestError(request.jobName, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
       cause: error,
     });
+  }
+}
+
+/** The job of that id, or undefined when BigQuery says there is none (404). */
+async function findJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata | undefined> {
+  const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
+  try {
+    const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
+    return metadata as JobMetadata;
+  } catch (error) {
+    if (request.retry.signal?.aborted) throw error;
+    const failure = apiFailureOf(error);
+    if (isNotFound(failure)) return undefined;
+    throw new BigQueryRequestError(
+      request.jobName,
+      `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`,
+      failure.messages,
+      { cause: error },
+    );
   }
 }
 

@@ -1,0 +1,126 @@
+// A stop that stops (issue 26, item 7): a run whose BigQuery load job status request never gets
+// an answer, sent SIGTERM, exits 143 within the cleanup deadline (`stopDeadlineMs`), and its
+// staging table is either gone or named in the summary. The emulator answers every request at
+// once, so a loopback proxy in front of it holds the requests a field network loses.
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { jobIdOfPath, startBigQueryFaultProxy, type BigQueryFaultProxy, type FaultDecision } from '../support/bigquery-fault-proxy.js';
+import { stagingTables, tableExists } from '../support/bigquery-read.js';
+import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
+import { sandboxEnv } from '../support/cli-harness.js';
+import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { detailQuery } from '../support/queries.js';
+import { makeTempDir } from '../support/temp-dir.js';
+
+const STOP_DEADLINE_MS = 6_000;
+const TABLE = 'stopped_detail';
+
+describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (endpoint) => {
+  let sandbox: Sandbox;
+  let root: string;
+  let client: BigQuery;
+  const proxies: BigQueryFaultProxy[] = [];
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ incidents: 120 });
+    root = await makeTempDir();
+    client = localBigQueryClient(endpoint);
+  });
+  afterAll(async () => {
+    for (const proxy of proxies) await proxy.close();
+    await sandbox?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /**
+   * A run through a proxy that says the load is still RUNNING and holds every status request of
+   * it (the issue's field case); with `holdAllAfterStop`, every request after the signal is held
+   * too (the network gone: cancel and delete never answered).
+   */
+  async function runAndStop(name: string, holdAllAfterStop: boolean) {
+    const dataset = uniqueDatasetId('stop');
+    let stopped = false;
+    let loadJobId: string | undefined;
+    const decide = (request: { method: string; path: string }): FaultDecision => {
+      if (stopped && holdAllAfterStop) return { action: 'hold' };
+      // The load (a multipart upload): its answer says RUNNING, so the client polls jobs.get.
+      if (request.method === 'POST' && request.path.startsWith('/upload/bigquery/v2/')) {
+        return {
+          action: 'forward',
+          rewrite: ({ status, body }) => {
+            const job = body as { jobReference?: { jobId?: string }; status?: unknown };
+            loadJobId = job.jobReference?.jobId;
+            return { status, body: { ...job, status: { state: 'RUNNING' } } };
+          },
+        };
+      }
+      if (request.method === 'GET' && loadJobId !== undefined && jobIdOfPath(request.path) === loadJobId) return { action: 'hold' };
+      return { action: 'forward' };
+    };
+    const proxy = await startBigQueryFaultProxy(endpoint.apiEndpoint, decide);
+    proxies.push(proxy);
+    const ws = await writeBigQueryWorkspace(
+      path.join(root, name),
+      sandbox,
+      [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery', writeMode: 'replace' }] }],
+      { projectId: endpoint.projectId, dataset },
+    );
+    const environment = parse(await readFile(ws.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
+
+    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...process.env, ...sandboxEnv(sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const stdout = textOf(child.stdout);
+    const stderr = textOf(child.stderr);
+    const waitUntil = Date.now() + 60_000;
+    while (proxy.held.length === 0) {
+      if (Date.now() > waitUntil || child.exitCode !== null) {
+        child.kill('SIGKILL');
+        throw new Error(`the load's status request was never held: ${await stderr}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    stopped = true;
+    child.kill('SIGTERM');
+    // Bounded well past the deadline, so that a run that overstays fails on elapsedMs, not here.
+    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
+    return { exit, stdout: await stdout, stderr: await stderr, dataset, proxy };
+  }
+
+  it('exits 143 within stopDeadlineMs and removes the staging table when BigQuery still answers the cleanup', async () => {
+    const { exit, stdout, stderr, dataset } = await runAndStop('held-status', false);
+    expect(exit.code, stderr).toBe(143);
+    expect(exit.elapsedMs).toBeLessThan(STOP_DEADLINE_MS);
+    // The status request was abandoned at once, not after the deadline: the cleanup had nothing to wait for.
+    expect(exit.elapsedMs).toBeLessThan(STOP_DEADLINE_MS / 2);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await tableExists(client, dataset, TABLE)).toBe(false);
+    const summary = JSON.parse(stdout) as { tiles: Array<{ status: string; leftBehind?: string[]; error?: { code: string } }> };
+    expect(summary.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'run_stopped' } });
+    expect(summary.tiles[0]!.leftBehind, stderr).toBeUndefined();
+  }, 120_000);
+
+  it('exits 143 within stopDeadlineMs when no request answers after the stop, naming the staging table it left', async () => {
+    const { exit, stdout, stderr, dataset } = await runAndStop('held-everything', true);
+    expect(exit.code, stderr).toBe(143);
+    expect(exit.elapsedMs, stderr).toBeLessThan(STOP_DEADLINE_MS);
+    const staging = await stagingTables(client, dataset);
+    expect(staging).toHaveLength(1);
+    const summary = JSON.parse(stdout) as { tiles: Array<{ status: string; leftBehind?: string[] }> };
+    expect(summary.tiles[0]!.status).toBe('failed');
+    expect(summary.tiles[0]!.leftBehind).toEqual([
+      expect.stringContaining(`BigQuery load job `),
+      `BigQuery staging table ${endpoint.projectId}.${dataset}.${staging[0]} (expires within a day)`,
+    ]);
+    // The person reading stderr sees the same.
+    expect(stderr).toContain(`left behind: BigQuery staging table ${endpoint.projectId}.${dataset}.${staging[0]}`);
+  }, 120_000);
+});

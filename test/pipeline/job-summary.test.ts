@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import type { LoadedJob } from '../../src/config/load-config.js';
+import { publishedSummary, type SessionCounters } from '../../src/pipeline/job-summary.js';
+import type { ReadStats } from '../../src/pipeline/read-into-sinks.js';
+import type { SinkResult } from '../../src/sinks/sink.js';
+
+// publishedSummary reads only the job's name and tile, and takes the counters as they are.
+const job = { name: 'daily', tile: 't-1' } as LoadedJob;
+const counters = { runId: 'nightly-1', retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0, bytes: 0, targets: [] } as SessionCounters;
+const stats = { rows: 160, rowsDropped: 0, pages: 4, columns: [], warnings: ['a column warning'], nulledValues: 0 } as ReadStats;
+const csv: SinkResult = { sink: 'csv', target: '/out/daily.csv', rows: 160 };
+const kept: SinkResult = { sink: 'bigquery', target: 'p.ops.daily', rows: 120, keptEarlierPublish: true, warnings: ['p.ops.daily: run id nightly-1 was already published there'] };
+
+describe('publishedSummary of a target that kept an earlier publish of the run id', () => {
+  it("succeeds with the sink's warning added to the tile's warnings", () => {
+    const summary = publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, kept] });
+    expect(summary).toMatchObject({ status: 'succeeded', outputs: [csv, kept], warnings: ['a column warning', 'p.ops.daily: run id nightly-1 was already published there'] });
+    expect(summary.error).toBeUndefined();
+  });
+
+  it('fails with run_id_already_published under --strict, naming the run id and the target', () => {
+    const summary = publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, kept] }, { strict: true });
+    expect(summary.status).toBe('failed');
+    expect(summary.error).toEqual({
+      code: 'run_id_already_published',
+      message:
+        "job daily: run id nightly-1 was already published to p.ops.daily with other rows, which it keeps; this run's rows were not published there. Re-run with a new --run-id to publish the current data",
+    });
+  });
+
+  it('stays succeeded under --strict when every target took this run (a legal re-run that changed nothing)', () => {
+    const adoptedSame: SinkResult = { sink: 'bigquery', target: 'p.ops.daily', rows: 160, details: { adopted: true } };
+    expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, adoptedSame] }, { strict: true })).toMatchObject({ status: 'succeeded', warnings: ['a column warning'] });
+  });
+});
