@@ -97,7 +97,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('backfill', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       from: { type: 'string' },
       to: { type: 'string' },
       step: { type: 'string' },
@@ -114,8 +114,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    for (const flag of ['tile', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
-    const tiles = [...new Set(values.tile)];
+    for (const flag of ['job', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+    const tiles = [...new Set(values.job)];
     if (tiles.length > 1) throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
     const tileName = tiles[0]!;
     for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);

@@ -17,7 +17,7 @@ export const checkCommand: Command = {
   help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--job NAME]...
 
 Tests credentials and reachability, nothing else: it fetches a fresh token (one for all the jobs,
-like a run; one per job with source.tokenScope: job) and, for each job (or each --tile), page 0
+like a run; one per job with source.tokenScope: job) and, for each job (or each --job), page 0
 of the tile's export, and for a gs:// CSV target checks that the bucket exists and may be
 written (without writing), then prints one line per job:
   ok job NAME: N rows in the tile, M columns
@@ -37,13 +37,13 @@ Example:
 Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('check', args, { tile: { type: 'string', short: 't', multiple: true } });
+    const { values } = parseCommandArgs('check', args, { job: { type: 'string', short: 't', multiple: true } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     const { logger } = openOutput('check', values, io, 'warn');
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env);
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
     const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;

@@ -36,14 +36,14 @@ a sink would refuse the run (e.g. a frozen BigQuery schema) or an incremental jo
 be read or its targets disagree, 2 bad config or usage.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('plan', args, { tile: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
+    const { values } = parseCommandArgs('plan', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     const output = openOutput('plan', values, io, 'warn');
     const { logger } = output;
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env);
     const { selected: jobs, credentials } = workspace;
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.

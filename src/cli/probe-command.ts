@@ -77,7 +77,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('probe', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       record: { type: 'string' },
       pages: { type: 'string' },
       'with-values': { type: 'boolean' },
@@ -86,7 +86,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const jobs = [...new Set(values.tile ?? [])];
+    const jobs = [...new Set(values.job ?? [])];
     if (jobs.length !== 1) throw UsageError.of(`probe: name exactly one job with --job NAME${jobs.length > 1 ? ` (got ${jobs.join(', ')})` : ''}`);
     const file = values.record;
     if (file === undefined || file === '') throw UsageError.of('probe: --record FILE is required (where the recording goes)');

@@ -57,7 +57,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('run', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       'run-id': { type: 'string' },
       'window-start': { type: 'string' },
       'window-end': { type: 'string' },
@@ -72,7 +72,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const window = nominalWindowOf('run', values);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env);
     const { credentials } = workspace;
     const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
     if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {

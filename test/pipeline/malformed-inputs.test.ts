@@ -88,7 +88,7 @@ describe('a malformed configuration or command line', () => {
     { name: 'a job without sinks', job: { ...JOB, sinks: [] }, says: /job\.yaml:\d+: sinks = \[\]: a job needs at least one sink/ },
     { name: 'a CSV path with an unknown placeholder', job: { ...JOB, sinks: [{ type: 'csv', path: '{nope}.csv' }] }, says: /sinks\[0\]\.path = "\{nope\}\.csv"/ },
     { name: 'a BigQuery sink with no dataset anywhere', job: { ...JOB, sinks: [{ type: 'bigquery' }] }, says: /sinks\[0\]\.dataset: no dataset/ },
-    { name: 'an unknown --tile', args: ['--tile', 'nope'], says: /--tile = "nope": no such job; known: by_type/ },
+    { name: 'an unknown --tile', args: ['--tile', 'nope'], says: /--job = "nope": no such job; known: by_type/ },
     { name: 'an unknown flag', args: ['--frobnicate'], says: /run: Unknown option '--frobnicate'/ },
     { name: 'YAML that does not parse', job: 'name: by_type\nquery: [\n', says: /job\.yaml:\d+: YAML syntax/ },
     { name: 'an insecure non-loopback source', envText: `source:\n  baseUrl: http://incidents.example.com\n  authUrl: https://auth.example.com\n  clientId: id\n  clientSecret: \${TEST_CLIENT_SECRET}\n`, says: /source\.baseUrl = "http:\/\/incidents\.example\.com": http:\/\/ is refused/ },
