@@ -5,6 +5,7 @@ import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput } from './output.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * A connection test should answer within seconds: one retry per request (a blip is forgiven, a
@@ -67,7 +68,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
             const note = await sink.checkAccess?.();
             if (note !== undefined) notes.push(note);
           }
-          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns${notes.map((note) => `; ${note}`).join('')}\n`);
+          io.stdout.write(`ok job ${job.name}: ${countNoun(rows, 'row')} in the tile, ${countNoun(page.headers.length, 'column')}${notes.map((note) => `; ${note}`).join('')}\n`);
         } catch (error) {
           failed += 1;
           const code = isTilehouseError(error) ? error.code : 'internal_error';

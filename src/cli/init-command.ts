@@ -7,6 +7,7 @@ import { chooseJobName, renderImportedJob } from '../config/import-job.js';
 import { importRequest, type ImportedRequest } from '../config/import-request.js';
 import { loadEnvironment } from '../config/load-config.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
+import { countNoun } from '../count-noun.js';
 
 const MAX_INPUT_BYTES = 1024 * 1024;
 
@@ -201,7 +202,7 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
 
     const hidden = request.parsedQuery.items.filter((item) => item.hidden === true).length;
     const lines = [
-      `wrote ${target}: tile ${request.tileId}, ${request.parsedQuery.items.length} query items (${hidden} hidden)`,
+      `wrote ${target}: tile ${request.tileId}, ${countNoun(request.parsedQuery.items.length, 'query item')} (${hidden} hidden)`,
       `still to set in ${target}:`,
       '  schedule          uncomment schedule.cron (5 fields) and schedule.timezone, or leave it out to run only on demand',
       '  sinks             replace the placeholder csv sink: {type: csv, path?, gzip?} or {type: bigquery, table?, writeMode?}',

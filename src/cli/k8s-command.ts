@@ -11,6 +11,7 @@ import { renderYamlDocuments } from '../deploy/render-yaml.js';
 import { jobForBackfill } from './backfill-command.js';
 import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { loadWorkspace } from './load-workspace.js';
+import { countNoun } from '../count-noun.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
 
@@ -111,7 +112,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
         renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism, resume: values.resume === true })], {
           header: [
             `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
-            `${windows} windows in ${completions} shares (Indexed Job): pod i runs share i; create with kubectl create -f -`,
+            `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
           ].join('\n'),
         }),
       );

@@ -8,6 +8,7 @@ import { EXIT, type CliIo, type CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * What `backfill` and an incremental `run` share once they know their windows: run them through
@@ -65,7 +66,7 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
       onWindowDone: (result, done) => {
         rows += result.summary.rows;
         const eta = ((Date.now() - started) / done) * (windows.length - done);
-        screen?.set(request.label, `${job.name}  ${done}/${windows.length} windows, ${rows} rows, ETA ${shortDuration(eta)}`);
+        screen?.set(request.label, `${job.name}  ${done}/${countNoun(windows.length, 'window')}, ${countNoun(rows, 'row')}, ETA ${shortDuration(eta)}`);
       },
     });
   } finally {
@@ -85,7 +86,7 @@ export function windowLines(summary: BackfillSummary, rerun: readonly string[]):
   for (const { window, summary: tile, warnings } of summary.windows) {
     const detail =
       tile.status === 'succeeded'
-        ? `${tile.rows} rows → ${tile.outputs.map((o) => o.target).join(', ')}`
+        ? `${countNoun(tile.rows, 'row')} → ${tile.outputs.map((o) => o.target).join(', ')}`
         : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
     lines.push(`  ${window.from}..${window.to}: ${detail}`);
     for (const warning of warnings) lines.push(`    warning: ${warning}`);

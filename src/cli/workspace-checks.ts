@@ -16,6 +16,7 @@ import type { BigQuerySinkConfig } from '../config/job-schema.js';
 import { isTilehouseError } from '../errors.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * Checks across files that need no network, beyond what each file's schema can say:
@@ -208,7 +209,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
         file: job.file,
         path: ['query', 'options', 'itemsPerPage'],
         value: jobPageSize,
-        message: `ignored: every request asks for source.itemsPerPage = ${environment.source.itemsPerPage} rows (${configFile}); remove it or make the two equal`,
+        message: `ignored: every request asks for source.itemsPerPage = ${countNoun(environment.source.itemsPerPage, 'row')} (${configFile}); remove it or make the two equal`,
       });
     }
 
@@ -222,7 +223,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       warnings.push({
         file: job.file,
         path: ['query', 'items'],
-        value: `${items.length} ${items.length === 1 ? 'item' : 'items'} without order`,
+        value: `${countNoun(items.length, 'item')} without order`,
         message:
           'rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add `order: asc` to a unique number or datetime item',
       });

@@ -1,6 +1,7 @@
+import { countNoun } from '../count-noun.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 
-const plural = (count: number, noun: string, many = `${noun}s`) => `${count} ${count === 1 ? noun : many}`;
+const plural = countNoun;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /**

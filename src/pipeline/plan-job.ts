@@ -11,6 +11,7 @@ import { toColumns } from '../transform/columns.js';
 import type { DateWindow } from './backfill-windows.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { countNoun } from '../count-noun.js';
 
 export interface JobPlan {
   job: string;
@@ -80,7 +81,7 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
 
 /** The plan as a person reads it. */
 export function formatJobPlan(plan: JobPlan): string {
-  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${plan.totalRows} rows now`}`];
+  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${countNoun(plan.totalRows, 'row')} now`}`];
   if (plan.status === 'failed') {
     lines.push(`  FAILED ${plan.error?.code}: ${plan.error?.message}`);
     return `${lines.join('\n')}\n`;

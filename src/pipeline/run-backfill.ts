@@ -16,6 +16,7 @@ import type { ReadStats } from './read-into-sinks.js';
 import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
 import type { JobRunSummary } from './job-summary.js';
+import { countNoun } from '../count-noun.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
   readonly code = 'backfill_bucket_missing';
@@ -68,7 +69,7 @@ export class BackfillWindowEmptyError extends TilehouseError {
   readonly code = 'backfill_window_empty';
   constructor(jobName: string, window: DateWindow, dropped: number, bucketColumn: string, published: boolean) {
     super(
-      `job ${jobName}: window ${window.from}..${window.to}: all ${dropped} rows read had a ${bucketColumn} outside the window; ` +
+      `job ${jobName}: window ${window.from}..${window.to}: all ${countNoun(dropped, 'row')} read had a ${bucketColumn} outside the window; ` +
         `${published ? 'an empty window was published' : 'nothing published'} (is the source clock or the job timezone off?)`,
     );
   }

@@ -18,6 +18,7 @@ import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, publishedSummary } from './job-summary.js';
 import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { countNoun } from '../count-noun.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -117,7 +118,7 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
     const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = publishedSummary(job, started, stats, counters(), published);
     if (summary.status === 'succeeded') {
-      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}`);
+      logger.info({ summary }, `job ${job.name} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }

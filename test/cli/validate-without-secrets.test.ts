@@ -164,6 +164,7 @@ describe("init's suggested next step", () => {
 
     const init = await tilehouse(['init', '--from-request', 'request.txt']);
     expect(init.code).toBe(0);
+    expect(init.stdout).toContain(': tile 65f0a1c2d3e4f5a6b7c8d9aa, 1 query item (0 hidden)\n'); // not "1 query items"
     const suggested = /^check it with: tilehouse (.*)$/m.exec(init.stdout)?.[1];
     expect(suggested).toBe('validate --jobs jobs');
 
