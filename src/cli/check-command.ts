@@ -33,7 +33,7 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  TILEHOUSE_CLIENT_SECRET=… tilehouse check --config config/production.yaml --job incidents_by_type
+  tilehouse check --config config/production.example.yaml --job daily_incidents_by_severity
 
 Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
 `,

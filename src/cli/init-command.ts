@@ -160,7 +160,7 @@ ${COMMON_HELP}
   -h, --help             show this help
 
 Example:
-  tilehouse init --from-request request.txt --config config/production.yaml --name incidents_by_type
+  tilehouse init --from-request request.txt --config config/production.example.yaml --name incidents_by_type
 
 The environment config is only compared with the request (host, tile parameter); it is not changed.
 Exit codes: 0 written, 2 bad or partial request or usage (nothing written).

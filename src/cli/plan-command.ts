@@ -29,7 +29,7 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  tilehouse plan --config config/production.yaml --job incidents_by_type
+  tilehouse plan --config config/production.example.yaml --job daily_incidents_by_severity
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
 a sink would refuse the run (e.g. a frozen BigQuery schema) or an incremental job's state cannot

@@ -70,7 +70,7 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  TILEHOUSE_CLIENT_SECRET=… tilehouse probe --config config/production.yaml --job incidents_by_type --record probe.json
+  tilehouse probe --config config/production.example.yaml --job daily_incidents_by_severity --record probe.json
 
 Exit codes: 0 recorded (the report says whether a run would accept the pages), 1 the source
 failed (the file still holds what was recorded, and the failure), 2 bad config or usage.

@@ -49,7 +49,7 @@ ${logHelp('info')}
   -h, --help           show this help
 
 Example:
-  tilehouse run --config config/production.yaml --job incidents_by_type --json > summary.json
+  tilehouse run --config config/production.example.yaml --job daily_incidents_by_severity --json > summary.json
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
