@@ -65,7 +65,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
           const rows = page.navigation.totalRows;
           const notes: string[] = [];
           for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
-            const note = await sink.checkAccess?.();
+            const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(io.signal === undefined ? {} : { signal: io.signal }) });
             if (note !== undefined) notes.push(note);
           }
           io.stdout.write(`ok job ${job.name}: ${countNoun(rows, 'row')} in the tile, ${countNoun(page.headers.length, 'column')}${notes.map((note) => `; ${note}`).join('')}\n`);

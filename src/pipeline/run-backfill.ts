@@ -15,6 +15,7 @@ import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { ReadStats } from './read-into-sinks.js';
 import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
+import { preflightOnce } from './preflight-sinks.js';
 import type { JobRunSummary } from './job-summary.js';
 import { countNoun } from '../count-noun.js';
 
@@ -148,7 +149,9 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   const runId = options.runId ?? newRunId();
   await sweepSinks(options.sinks, options.logger);
   const session = options.session ?? (await openWindowSession(job, options));
-  const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options };
+  // One access check for all the windows: they write below the same directories and buckets.
+  const preflight = preflightOnce(options.sinks, { jobName: job.name, logger: options.logger, ...(options.signal ? { signal: options.signal } : {}) });
+  const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options, preflight };
   let done = 0;
   let results: Array<WindowResult | undefined>;
   try {
@@ -188,10 +191,11 @@ interface WindowContext {
   /** The source's today, in the job's timezone. */
   today: string;
   options: BackfillOptions;
+  preflight: () => Promise<void>;
 }
 
 /** One window as its own tile run: the date item's rw replaced by the window's, rows outside it dropped. */
-async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options }: WindowContext): Promise<WindowResult> {
+async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options, preflight }: WindowContext): Promise<WindowResult> {
   const bucketColumn = job.backfill?.bucketColumn;
   const warnings: string[] = [];
   if (window.from > today) {
@@ -209,6 +213,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     sinks: options.sinks,
     runId: windowRunId(runId, window),
     startedAt: new Date(),
+    preflight,
     window,
     ...(options.environment.source.tokenScope === 'run' ? { runToken: session.runToken } : {}),
     retry: options.retry,

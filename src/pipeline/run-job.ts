@@ -18,6 +18,7 @@ import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, publishedSummary } from './job-summary.js';
 import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
 
 export interface JobRunDependencies {
@@ -42,6 +43,11 @@ export interface JobRunDependencies {
   onProgress?: OnProgress;
   /** The token of the whole run, shared by its tiles and windows (default: the tile's own). */
   runToken?: RunToken;
+  /**
+   * The sinks' access checks, shared by runs of the same sinks (a backfill's windows, see
+   * preflightOnce); default: this run's own preflightSinks.
+   */
+  preflight?: () => Promise<void>;
 }
 
 /** `sinks` whose writers' targets are recorded as they open, so a failed run can still name them. */
@@ -90,6 +96,9 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
       : reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries: () => session.budget.used, onProgress: deps.onProgress });
   let stats: ReadStats | undefined;
   try {
+    // Before the token and the first export request: a target that cannot be written fails here.
+    const access = { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) };
+    await (deps.preflight ?? (() => preflightSinks(deps.sinks, access)))();
     const pagesOf = () =>
       readPages(session.client, {
         jobName: job.name,

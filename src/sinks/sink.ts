@@ -19,6 +19,13 @@ export interface SinkRunContext {
   signal?: AbortSignal;
 }
 
+/** What a sink's access check knows of its caller. */
+export interface AccessCheckContext {
+  jobName: string;
+  logger: Logger;
+  signal?: AbortSignal;
+}
+
 /** What a sink reports once its output is visible. Goes into the run summary. */
 export interface SinkResult {
   sink: 'csv' | 'bigquery';
@@ -98,9 +105,11 @@ export interface Sink {
   /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
   plan(context: SinkRunContext): Promise<SinkPlan>;
   /**
-   * For `tilehouse check`: whether the target could be written, found without writing (a remote
-   * bucket's existence and permissions); a note for the operator, or undefined when there is
-   * nothing to check remotely. Throws the error a run would fail with.
+   * Whether the target could be written, found cheaply and without writing output (a local
+   * directory's writability, a bucket's existence and permissions): run by `tilehouse check`, and
+   * by every run before its first export request, so a bad target costs no source traffic. A note
+   * for the operator, or undefined when there is nothing to say. Throws the error a run would
+   * fail with, naming the target.
    */
-  checkAccess?(): Promise<string | undefined>;
+  checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
 }
