@@ -150,7 +150,7 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   await sweepSinks(options.sinks, options.logger);
   const session = options.session ?? (await openWindowSession(job, options));
   // One access check for all the windows: they write below the same directories and buckets.
-  const preflight = preflightOnce(options.sinks, { jobName: job.name, logger: options.logger, ...(options.signal ? { signal: options.signal } : {}) });
+  const preflight = preflightOnce(options.sinks, { jobName: job.name, logger: options.logger, createMissing: true, ...(options.signal ? { signal: options.signal } : {}) });
   const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options, preflight };
   let done = 0;
   let results: Array<WindowResult | undefined>;

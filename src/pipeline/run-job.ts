@@ -97,7 +97,7 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
   let stats: ReadStats | undefined;
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
-    const access = { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) };
+    const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
     await (deps.preflight ?? (() => preflightSinks(deps.sinks, access)))();
     const pagesOf = () =>
       readPages(session.client, {

@@ -24,6 +24,12 @@ export interface AccessCheckContext {
   jobName: string;
   logger: Logger;
   signal?: AbortSignal;
+  /**
+   * A run's check (true) may create what the run would create anyway and readers do not see (an
+   * empty BigQuery dataset): whether it may be created is only known by creating it. `tilehouse
+   * check`, which writes nothing, only reads (false).
+   */
+  createMissing?: boolean;
 }
 
 /** What a sink reports once its output is visible. Goes into the run summary. */

@@ -9,6 +9,9 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
 import { answerJson, startGcsProxy } from '../support/gcs-proxy.js';
+import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
+import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery, detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -158,5 +161,35 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     expect(exports).toBeGreaterThan(0);
     const [files] = await gcs.storage.bucket(bucket).getFiles();
     expect(files.map((file) => file.name)).toEqual(['nightly/detail.csv']);
+  });
+});
+
+describeWithEmulator('a BigQuery target', (endpoint) => {
+  let proxy: EmulatorWithCopyJobs;
+  beforeAll(async () => {
+    proxy = await startEmulatorWithCopyJobs(endpoint);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  const tile = { name: 'detail_bq', tile: SANDBOX_TILE, query: detailQuery, columns: { Number: { type: 'INT64' } }, sinks: [{ type: 'bigquery' }] };
+
+  it('whose dataset is absent but may be created (the legal case): created before the first page, the run publishes', async () => {
+    const dataset = uniqueDatasetId('preflight');
+    const workspace = await writeBigQueryWorkspace(caseDir, sandbox, [tile], { projectId: endpoint.projectId, dataset });
+    const { result, exports } = await run(workspace, { sinkOptions: { bigqueryClient: proxy.client() } });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(exports).toBeGreaterThan(0);
+    const [rows] = await proxy.client().query(`SELECT COUNT(*) AS n FROM \`${endpoint.projectId}.${dataset}.detail_bq\``);
+    expect(rows).toEqual([{ n: 120 }]);
+  });
+
+  it('whose dataset cannot be created (a project these credentials cannot use): exit 1 naming it, zero requests at the source', async () => {
+    const workspace = await writeBigQueryWorkspace(caseDir, sandbox, [tile], { projectId: 'no-such-project-preflight', dataset: 'reports' });
+    const { result, exports, tokens } = await run(workspace, { sinkOptions: { bigqueryClient: proxy.client() } });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toMatch(/bigquery_request_failed: .*(reading|creating) dataset no-such-project-preflight\.reports/);
+    expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
 });
