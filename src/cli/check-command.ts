@@ -19,8 +19,9 @@ export const checkCommand: Command = {
 
 Tests credentials and reachability, nothing else: it fetches a fresh token (one for all the jobs,
 like a run; one per job with source.tokenScope: job) and, for each job (or each --job), page 0
-of the tile's export, and for a gs:// CSV target checks that the bucket exists and may be
-written (without writing), then prints one line per job:
+of the tile's export; then each sink's target without writing: a gs:// CSV target's bucket
+exists and may be written, a local CSV directory is (or can be made) a writable directory, a
+BigQuery dataset exists (absent: a note, a run creates it). Prints one line per job:
   ok job NAME: N rows in the tile, M columns
   FAIL job NAME: CODE: message
 Writes nothing. Requests are retried once (a run retries up to 6 times).
