@@ -219,7 +219,9 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
       );
     }
     const configArgument = values.config ?? io.env.TILEHOUSE_CONFIG;
-    lines.push(`check it with: tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`);
+    const validate = `tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`;
+    // validate needs the environment config (secrets it does not): a step that fails as printed is no next step.
+    lines.push(environment.environment === undefined ? `write ${environment.file} (start from tilehouse's config/production.example.yaml), then check it with: ${validate}` : `check it with: ${validate}`);
     io.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   },

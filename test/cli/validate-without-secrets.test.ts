@@ -172,5 +172,11 @@ describe("init's suggested next step", () => {
     expect(result.stderr).toContain('not checked: config/default.yaml:');
     expect(result.stdout).toMatch(/^valid: config\/default\.yaml and 1 job\(s\) in jobs: severity; 2 secrets not checked$/m);
     expect(result.code).toBe(0);
+
+    // Without an environment config, validate cannot pass: init says to write it first.
+    await rm(path.join(repo, 'config'), { recursive: true });
+    const bare = await tilehouse(['init', '--from-request', 'request.txt', '--name', 'second']);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toContain("\nwrite config/default.yaml (start from tilehouse's config/production.example.yaml), then check it with: tilehouse validate --jobs jobs\n");
   }, 90_000);
 });
