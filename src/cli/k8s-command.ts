@@ -149,7 +149,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     const changed = await writeManifests(plan);
     const cronJobs = workspace.jobs.filter((job) => job.schedule !== undefined).length;
     io.stdout.write(
-      `${changed.length === 0 ? 'unchanged' : `updated ${changed.length} file(s)`}: ${shown(outFile)} (${cronJobs} CronJob(s) for ${workspace.jobs.length} job(s)), ` +
+      `${changed.length === 0 ? 'unchanged' : `updated ${countNoun(changed.length, 'file')}`}: ${shown(outFile)} (${countNoun(cronJobs, 'CronJob')} for ${countNoun(workspace.jobs.length, 'job')}), ` +
         `${shown(path.join(path.dirname(outFile), 'backfill-job.yaml'))}, ${shown(plan.generatedDirectory)}/\n` +
         `${changed.map((entry) => `  ${shown(entry.file)}: ${entry.reason === 'no longer generated' ? 'removed' : entry.reason === 'missing' ? 'created' : 'updated'}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
         `deploy with: kubectl apply -k ${shown(path.dirname(outFile))}/\n`,

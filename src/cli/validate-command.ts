@@ -4,6 +4,7 @@ import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from './load-workspace.js';
 import { checkWorkspace } from './workspace-checks.js';
+import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {
   name: 'validate',
@@ -57,7 +58,7 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     for (const problem of unchecked) io.stderr.write(`not checked: ${formatProblem(problem)}; tilehouse check and run need it\n`);
     if (errors.length > 0) throw new ConfigError(errors);
     io.stdout.write(
-      `valid: ${workspace.configFile} and ${workspace.jobs.length} job(s) in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}` +
+      `valid: ${workspace.configFile} and ${countNoun(workspace.jobs.length, 'job')} in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}` +
         `${warnings.length > 0 ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} above)` : ''}` +
         `${unchecked.length > 0 ? `; ${unchecked.length} ${unchecked.length === 1 ? 'secret' : 'secrets'} not checked` : ''}\n`,
     );

@@ -73,7 +73,7 @@ describe('tilehouse validate without secrets', () => {
   it('passes with no secret in the environment: exit 0, each unresolved secret a "not checked" line with file:line', async () => {
     const result = await validate({});
     expect(result.exitCode).toBe(0);
-    expect(result.stdout).toBe(`valid: ${configFile} and 1 job(s) in ${jobsDir}: by_type; 2 secrets not checked\n`);
+    expect(result.stdout).toBe(`valid: ${configFile} and 1 job in ${jobsDir}: by_type; 2 secrets not checked\n`);
     expect(result.stderr.split('\n')).toEqual([
       `not checked: ${configFile}:4: source.clientId = "\${TEST_CLIENT_ID}": environment variable TEST_CLIENT_ID is not set here; tilehouse check and run need it`,
       `not checked: ${configFile}:5: source.clientSecret = "\${TEST_CLIENT_SECRET}": environment variable TEST_CLIENT_SECRET is not set here; tilehouse check and run need it`,
@@ -89,7 +89,7 @@ describe('tilehouse validate without secrets', () => {
 
   it('says nothing about secrets when they are all there (the legal usual case)', async () => {
     const result = await validate(SECRETS);
-    expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job(s) in ${jobsDir}: by_type\n` });
+    expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job in ${jobsDir}: by_type\n` });
   });
 
   it('reports a missing secret file as not checked, with its line, and never reads a present one', async () => {
@@ -170,7 +170,7 @@ describe("init's suggested next step", () => {
 
     const result = await tilehouse(suggested!.split(' '));
     expect(result.stderr).toContain('not checked: config/default.yaml:');
-    expect(result.stdout).toMatch(/^valid: config\/default\.yaml and 1 job\(s\) in jobs: severity; 2 secrets not checked$/m);
+    expect(result.stdout).toMatch(/^valid: config\/default\.yaml and 1 job in jobs: severity; 2 secrets not checked$/m);
     expect(result.code).toBe(0);
 
     // Without an environment config, validate cannot pass: init says to write it first.

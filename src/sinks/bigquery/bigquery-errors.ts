@@ -335,6 +335,6 @@ export class BigQueryNullKeyError extends TilehouseError {
     readonly columns: readonly string[],
     readonly rows: number,
   ) {
-    super(`job ${jobName}: ${target}: ${rows} row(s) have a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
+    super(`job ${jobName}: ${target}: ${countNoun(rows, 'row')} ${rows === 1 ? 'has' : 'have'} a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
   }
 }
