@@ -185,6 +185,16 @@ describeWithEmulator('a BigQuery target', (endpoint) => {
     expect(rows).toEqual([{ n: 120 }]);
   });
 
+  it('is only read by tilehouse check, which writes nothing: an absent dataset is a note, and stays absent', async () => {
+    const dataset = uniqueDatasetId('preflight_check');
+    const workspace = await writeBigQueryWorkspace(caseDir, sandbox, [tile], { projectId: endpoint.projectId, dataset });
+    const { result } = await run(workspace, { sinkOptions: { bigqueryClient: proxy.client() } }, ['check']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`ok job detail_bq: 120 rows in the tile, 4 columns; bigquery dataset ${endpoint.projectId}.${dataset}: absent; a run creates it in US\n`);
+    const [exists] = await proxy.client().dataset(dataset).exists();
+    expect(exists).toBe(false);
+  });
+
   it('whose dataset cannot be created (a project these credentials cannot use): exit 1 naming it, zero requests at the source', async () => {
     const workspace = await writeBigQueryWorkspace(caseDir, sandbox, [tile], { projectId: 'no-such-project-preflight', dataset: 'reports' });
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { bigqueryClient: proxy.client() } });
