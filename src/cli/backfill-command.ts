@@ -13,6 +13,7 @@ import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
 import { rerunCommands, runWindowsReported, windowLines, windowsExitCode, workspaceFlags } from './window-runs.js';
 import { doneWindowsOf } from './resume-windows.js';
+import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
@@ -97,7 +98,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('backfill', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       from: { type: 'string' },
       to: { type: 'string' },
       step: { type: 'string' },
@@ -114,8 +115,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    for (const flag of ['tile', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
-    const tiles = [...new Set(values.tile)];
+    for (const flag of ['job', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+    const tiles = [...new Set(values.job)];
     if (tiles.length > 1) throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
     const tileName = tiles[0]!;
     for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
@@ -143,19 +144,19 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const { logger } = output;
     const allWindows = splitWindows(values.from!, values.to!, step);
     const shareWindows = shard === undefined ? allWindows : shareOf(allWindows, shard);
-    if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${allWindows.length} windows`);
+    if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${countNoun(allWindows.length, 'window')}`);
     const done = values.resume ? await doneWindowsOf(job, sinks, shareWindows, workspace.environment, seams.sinkOptions ?? {}, logger) : new Set<string>();
     const skipped = shareWindows.filter((window) => done.has(window.from));
     const windows = shareWindows.filter((window) => !done.has(window.from));
-    if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${skipped.length} windows already done, ${windows.length} to run`);
+    if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${countNoun(skipped.length, 'window')} already done, ${windows.length} to run`);
     const { summary, rows, startedAt, durationMs } = await runWindowsReported({
       job, sinks, windows, workspace, output, io, seams, runId, concurrency, strict: values.strict === true, label: 'backfill',
     });
 
-    const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${allWindows.length} windows)`;
+    const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
     const rerun = rerunCommands(summary.failed, job.name, step, workspaceFlags(values));
-    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${windows.length} windows succeeded, ${rows} rows${resumed}`, ...windowLines(summary, rerun)];
+    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${countNoun(windows.length, 'window')} succeeded, ${countNoun(rows, 'row')}${resumed}`, ...windowLines(summary, rerun)];
     io.stderr.write(`${lines.join('\n')}\n`);
     const code = windowsExitCode(summary);
     const document = backfillSummaryDocument({

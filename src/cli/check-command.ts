@@ -5,6 +5,7 @@ import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { openOutput } from './output.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * A connection test should answer within seconds: one retry per request (a blip is forgiven, a
@@ -17,9 +18,10 @@ export const checkCommand: Command = {
   help: `Usage: tilehouse check [--config FILE] [--jobs DIR] [--job NAME]...
 
 Tests credentials and reachability, nothing else: it fetches a fresh token (one for all the jobs,
-like a run; one per job with source.tokenScope: job) and, for each job (or each --tile), page 0
-of the tile's export, and for a gs:// CSV target checks that the bucket exists and may be
-written (without writing), then prints one line per job:
+like a run; one per job with source.tokenScope: job) and, for each job (or each --job), page 0
+of the tile's export; then each sink's target without writing: a gs:// CSV target's bucket
+exists and may be written, a local CSV directory is (or can be made) a writable directory, a
+BigQuery dataset exists (absent: a note, a run creates it). Prints one line per job:
   ok job NAME: N rows in the tile, M columns
   FAIL job NAME: CODE: message
 Writes nothing. Requests are retried once (a run retries up to 6 times).
@@ -32,18 +34,18 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  TILEHOUSE_CLIENT_SECRET=… tilehouse check --config config/production.yaml --job incidents_by_type
+  tilehouse check --config config/production.example.yaml --job daily_incidents_by_severity
 
 Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('check', args, { tile: { type: 'string', short: 't', multiple: true } });
+    const { values } = parseCommandArgs('check', args, { job: { type: 'string', short: 't', multiple: true } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     const { logger } = openOutput('check', values, io, 'warn');
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
     const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
@@ -64,10 +66,10 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
           const rows = page.navigation.totalRows;
           const notes: string[] = [];
           for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
-            const note = await sink.checkAccess?.();
+            const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(io.signal === undefined ? {} : { signal: io.signal }) });
             if (note !== undefined) notes.push(note);
           }
-          io.stdout.write(`ok job ${job.name}: ${rows} ${rows === 1 ? 'row' : 'rows'} in the tile, ${page.headers.length} columns${notes.map((note) => `; ${note}`).join('')}\n`);
+          io.stdout.write(`ok job ${job.name}: ${countNoun(rows, 'row')} in the tile, ${countNoun(page.headers.length, 'column')}${notes.map((note) => `; ${note}`).join('')}\n`);
         } catch (error) {
           failed += 1;
           const code = isTilehouseError(error) ? error.code : 'internal_error';

@@ -84,8 +84,9 @@ export function logHelp(defaultLevel: string): string {
 export function parseCommandArgs<Extra extends Options = {}>(command: string, args: string[], extra?: Extra, allowPositionals = false) {
   const options = { ...COMMON_OPTIONS, ...(extra as Extra) };
   // `--job NAME` says what it selects (a job, by its name); `--tile NAME`, its older spelling, is
-  // kept for the scripts and CronJobs that use it.
-  const spelled = 'tile' in options ? args.map((arg) => (arg === '--job' ? '--tile' : arg.startsWith('--job=') ? `--tile=${arg.slice('--job='.length)}` : arg)) : args;
+  // kept for the scripts and CronJobs that use it. It is read as `--job`, so every message about
+  // the flag (missing value, given twice, no such job) names the spelling the help teaches.
+  const spelled = 'job' in options ? args.map((arg) => (arg === '--tile' ? '--job' : arg.startsWith('--tile=') ? `--job=${arg.slice('--tile='.length)}` : arg)) : args;
   let parsed;
   try {
     parsed = parseArgs({ args: spelled, options, allowPositionals, strict: true, tokens: true });

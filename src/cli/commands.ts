@@ -13,7 +13,7 @@ export interface CommandEntry {
 }
 
 export const COMMANDS: readonly CommandEntry[] = [
-  { name: 'run', summary: 'export every job (or --tile NAME) once; the CronJob entrypoint', load: async () => (await import('./run-command.js')).runCommand },
+  { name: 'run', summary: 'export every job (or --job NAME) once; the CronJob entrypoint', load: async () => (await import('./run-command.js')).runCommand },
   { name: 'schedule', summary: 'run every job on its own cron until SIGTERM (long-running worker)', load: async () => (await import('./schedule-command.js')).scheduleCommand },
   { name: 'backfill', summary: 'export one tile window by window over a date range; each window replaces its own output', load: async () => (await import('./backfill-command.js')).backfillCommand },
   { name: 'plan', summary: "show each tile's columns and how its sinks would change; writes nothing", load: async () => (await import('./plan-command.js')).planCommand },

@@ -7,6 +7,7 @@ import { chooseJobName, renderImportedJob } from '../config/import-job.js';
 import { importRequest, type ImportedRequest } from '../config/import-request.js';
 import { loadEnvironment } from '../config/load-config.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
+import { countNoun } from '../count-noun.js';
 
 const MAX_INPUT_BYTES = 1024 * 1024;
 
@@ -159,7 +160,7 @@ ${COMMON_HELP}
   -h, --help             show this help
 
 Example:
-  tilehouse init --from-request request.txt --config config/production.yaml --name incidents_by_type
+  tilehouse init --from-request request.txt --config config/production.example.yaml --name incidents_by_type
 
 The environment config is only compared with the request (host, tile parameter); it is not changed.
 Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
@@ -201,7 +202,7 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
 
     const hidden = request.parsedQuery.items.filter((item) => item.hidden === true).length;
     const lines = [
-      `wrote ${target}: tile ${request.tileId}, ${request.parsedQuery.items.length} query items (${hidden} hidden)`,
+      `wrote ${target}: tile ${request.tileId}, ${countNoun(request.parsedQuery.items.length, 'query item')} (${hidden} hidden)`,
       `still to set in ${target}:`,
       '  schedule          uncomment schedule.cron (5 fields) and schedule.timezone, or leave it out to run only on demand',
       '  sinks             replace the placeholder csv sink: {type: csv, path?, gzip?} or {type: bigquery, table?, writeMode?}',
@@ -218,7 +219,9 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
       );
     }
     const configArgument = values.config ?? io.env.TILEHOUSE_CONFIG;
-    lines.push(`check it with: tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`);
+    const validate = `tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`;
+    // validate needs the environment config (secrets it does not): a step that fails as printed is no next step.
+    lines.push(environment.environment === undefined ? `write ${environment.file} (start from tilehouse's config/production.example.yaml), then check it with: ${validate}` : `check it with: ${validate}`);
     io.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   },

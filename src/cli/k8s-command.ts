@@ -11,6 +11,7 @@ import { renderYamlDocuments } from '../deploy/render-yaml.js';
 import { jobForBackfill } from './backfill-command.js';
 import { backfillItemIndex } from '../pipeline/run-backfill.js';
 import { loadWorkspace } from './load-workspace.js';
+import { countNoun } from '../count-noun.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
 
@@ -121,7 +122,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
         renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism, resume: values.resume === true })], {
           header: [
             `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
-            `${windows} windows in ${completions} shares (Indexed Job): pod i runs share i; create with kubectl create -f -`,
+            `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
           ].join('\n'),
         }),
       );
@@ -159,7 +160,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     const kept = plan.files.filter((file) => file.once !== undefined && !changed.some((entry) => entry.file === file.file)).map((file) => file.file);
     const cronJobs = workspace.jobs.filter((job) => job.schedule !== undefined).length;
     io.stdout.write(
-      `${changed.length === 0 ? 'unchanged' : `updated ${changed.length} file(s)`}: ${shown(outFile)} (${cronJobs} CronJob(s) for ${workspace.jobs.length} job(s)), ` +
+      `${changed.length === 0 ? 'unchanged' : `updated ${countNoun(changed.length, 'file')}`}: ${shown(outFile)} (${countNoun(cronJobs, 'CronJob')} for ${countNoun(workspace.jobs.length, 'job')}), ` +
         `${shown(path.join(path.dirname(outFile), 'backfill-job.yaml'))}, ${shown(plan.generatedDirectory)}/\n` +
         `${changed.map((entry) => `  ${shown(entry.file)}: ${CHANGE_SAID[entry.reason]}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
         (kept.length > 0 ? `kept as they are (yours; written only when absent): ${kept.map(shown).join(', ')}\n` : '') +

@@ -26,7 +26,7 @@ export async function loadWorkspace(values: { config?: string; jobs?: string }, 
 }
 
 export interface RunnableWorkspace extends Workspace {
-  /** The jobs named with --tile (all jobs when none is named). */
+  /** The jobs named with --job (all jobs when none is named). */
   selected: LoadedJob[];
   credentials: ClientCredentials;
 }

@@ -29,21 +29,21 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  tilehouse plan --config config/production.yaml --job incidents_by_type
+  tilehouse plan --config config/production.example.yaml --job daily_incidents_by_severity
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
 a sink would refuse the run (e.g. a frozen BigQuery schema) or an incremental job's state cannot
 be read or its targets disagree, 2 bad config or usage.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('plan', args, { tile: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
+    const { values } = parseCommandArgs('plan', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
     const output = openOutput('plan', values, io, 'warn');
     const { logger } = output;
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
     const { selected: jobs, credentials } = workspace;
     const dispatcher = createSourceDispatcher();
     // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.

@@ -70,14 +70,14 @@ ${logHelp('warn')}
   -h, --help           show this help
 
 Example:
-  TILEHOUSE_CLIENT_SECRET=… tilehouse probe --config config/production.yaml --job incidents_by_type --record probe.json
+  tilehouse probe --config config/production.example.yaml --job daily_incidents_by_severity --record probe.json
 
 Exit codes: 0 recorded (the report says whether a run would accept the pages), 1 the source
 failed (the file still holds what was recorded, and the failure), 2 bad config or usage.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('probe', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       record: { type: 'string' },
       pages: { type: 'string' },
       'with-values': { type: 'boolean' },
@@ -86,7 +86,7 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const jobs = [...new Set(values.tile ?? [])];
+    const jobs = [...new Set(values.job ?? [])];
     if (jobs.length !== 1) throw UsageError.of(`probe: name exactly one job with --job NAME${jobs.length > 1 ? ` (got ${jobs.join(', ')})` : ''}`);
     const file = values.record;
     if (file === undefined || file === '') throw UsageError.of('probe: --record FILE is required (where the recording goes)');

@@ -51,7 +51,7 @@ ${logHelp('info')}
   -h, --help           show this help
 
 Example:
-  tilehouse run --config config/production.yaml --job incidents_by_type --json > summary.json
+  tilehouse run --config config/production.example.yaml --job daily_incidents_by_severity --json > summary.json
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
@@ -59,7 +59,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('run', args, {
-      tile: { type: 'string', short: 't', multiple: true },
+      job: { type: 'string', short: 't', multiple: true },
       'run-id': { type: 'string' },
       'window-start': { type: 'string' },
       'window-end': { type: 'string' },
@@ -75,7 +75,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const window = nominalWindowOf('run', values);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
-    const workspace = await loadRunnableWorkspace(values, values.tile ?? [], io.env, io);
+    const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
     const { credentials } = workspace;
     const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
     if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {

@@ -33,7 +33,7 @@ ${logHelp('info')}
   -h, --help             show this help
 
 Example:
-  tilehouse schedule --config config/production.yaml --grace-seconds 60
+  tilehouse schedule --config config/production.example.yaml --grace-seconds 60
 
 Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
 `,
@@ -43,6 +43,9 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
       io.stdout.write(this.help);
       return EXIT.ok;
     }
+    // Checked before anything is scheduled: once croner's timers run they keep the process alive,
+    // so a refusal after them printed its error and then never exited (issue 25 item 5).
+    if (io.signal === undefined) throw UsageError.of('schedule: needs a stop signal (run it as a process)');
     const grace = Number(values['grace-seconds'] ?? '30');
     if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
     const output = openOutput('schedule', values, io, 'info');
@@ -80,7 +83,6 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
       return summary.tiles[0];
     }, logger);
     scheduler.start();
-    if (io.signal === undefined) throw UsageError.of('schedule: needs a stop signal (run it as a process)');
     if (!io.signal.aborted) await once(io.signal, 'abort');
     const drained = await scheduler.stop(grace * 1000);
     logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');

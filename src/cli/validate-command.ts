@@ -1,9 +1,10 @@
 import { ConfigError, formatProblem } from '../config/config-error.js';
-import { resolveCredentials } from '../config/secrets.js';
+import { uncheckedCredentials } from '../config/secrets.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from './load-workspace.js';
 import { checkWorkspace } from './workspace-checks.js';
+import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {
   name: 'validate',
@@ -13,7 +14,10 @@ Checks everything that can be known without the network; runs nothing, writes no
 - the environment config and every job file against their schemas (schema/*.json), including
   unknown keys in query items, filters and options, and columns overrides for headers the query
   does not have or types its dataType cannot be read as;
-- secret references resolve; each job's sinks can be built;
+- secrets are references (\${ENV_NAME} or a ...File), never literal; no secret value is read, so
+  validate runs where the secrets are not (CI, a laptop): a variable not set or a secret file not
+  readable here is reported as "not checked" (exit 0); \`tilehouse check\` is what tests them;
+- each job's sinks can be built;
 - CSV output directories are directories and writable; no two sinks write the same CSV file or
   BigQuery table;
 - BigQuery partitionBy and clusterBy name columns the query's visible items give (with the
@@ -42,7 +46,7 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
       return EXIT.ok;
     }
     const workspace = await loadWorkspace(values, io.env);
-    await resolveCredentials(workspace.environment.source, workspace.configFile, io.env);
+    const unchecked = await uncheckedCredentials(workspace.environment.source, workspace.configFile, io.env);
     for (const job of workspace.jobs) await buildSinks(job, workspace.environment, seams.sinkOptions);
     const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
     const { warnings } = findings;
@@ -50,10 +54,13 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);
+    // Not a warning: nothing in the files is wrong, and --strict must pass in a CI without secrets.
+    for (const problem of unchecked) io.stderr.write(`not checked: ${formatProblem(problem)}; tilehouse check and run need it\n`);
     if (errors.length > 0) throw new ConfigError(errors);
     io.stdout.write(
-      `valid: ${workspace.configFile} and ${workspace.jobs.length} job(s) in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}` +
-        `${warnings.length > 0 ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} above)` : ''}\n`,
+      `valid: ${workspace.configFile} and ${countNoun(workspace.jobs.length, 'job')} in ${workspace.jobsDirectory}: ${workspace.jobs.map((job) => job.name).join(', ')}` +
+        `${warnings.length > 0 ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} above)` : ''}` +
+        `${unchecked.length > 0 ? `; ${unchecked.length} ${unchecked.length === 1 ? 'secret' : 'secrets'} not checked` : ''}\n`,
     );
     return EXIT.ok;
   },

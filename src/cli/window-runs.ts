@@ -9,6 +9,7 @@ import { EXIT, type CliIo, type CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * What `backfill` and an incremental `run` share once they know their windows: run them through
@@ -67,7 +68,7 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
       onWindowDone: (result, done) => {
         rows += result.summary.rows;
         const eta = ((Date.now() - started) / done) * (windows.length - done);
-        screen?.set(request.label, `${job.name}  ${done}/${windows.length} windows, ${rows} rows, ETA ${shortDuration(eta)}`);
+        screen?.set(request.label, `${job.name}  ${done}/${countNoun(windows.length, 'window')}, ${countNoun(rows, 'row')}, ETA ${shortDuration(eta)}`);
       },
     });
   } finally {

@@ -1,5 +1,3 @@
-import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
@@ -16,6 +14,8 @@ import type { BigQuerySinkConfig } from '../config/job-schema.js';
 import { isTilehouseError } from '../errors.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
+import { unwritableReason } from '../sinks/writable-directory.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * Checks across files that need no network, beyond what each file's schema can say:
@@ -59,30 +59,6 @@ async function located(problem: Located): Promise<ConfigProblem> {
   if (line !== undefined) result.line = line;
   if (problem.value !== undefined) result.value = JSON.stringify(problem.value);
   return result;
-}
-
-/**
- * Why files cannot be written below `directory` (which need not exist yet: the CSV sink creates
- * it), or undefined. Walks up to the deepest part that exists: it must be a writable directory.
- */
-export async function unwritableReason(directory: string): Promise<string | undefined> {
-  let current = path.resolve(directory);
-  for (;;) {
-    const info = await stat(current).catch((error: NodeJS.ErrnoException) => error);
-    if (!(info instanceof Error)) {
-      if (!info.isDirectory()) return current === path.resolve(directory) ? `${current} is a file, not a directory` : `${current} is a file, so ${directory} cannot be created`;
-      try {
-        await access(current, constants.W_OK);
-        return undefined;
-      } catch (error) {
-        return `${current} is not writable (${(error as NodeJS.ErrnoException).code})`;
-      }
-    }
-    if (info.code !== 'ENOENT') return `${current} cannot be read (${info.code})`;
-    const parent = path.dirname(current);
-    if (parent === current) return undefined;
-    current = parent;
-  }
 }
 
 /** A CSV path template with what is known before a run filled in ({name}, {tile}), as an absolute path. */
@@ -208,7 +184,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
         file: job.file,
         path: ['query', 'options', 'itemsPerPage'],
         value: jobPageSize,
-        message: `ignored: every request asks for source.itemsPerPage = ${environment.source.itemsPerPage} rows (${configFile}); remove it or make the two equal`,
+        message: `ignored: every request asks for source.itemsPerPage = ${countNoun(environment.source.itemsPerPage, 'row')} (${configFile}); remove it or make the two equal`,
       });
     }
 
@@ -222,7 +198,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       warnings.push({
         file: job.file,
         path: ['query', 'items'],
-        value: `${items.length} ${items.length === 1 ? 'item' : 'items'} without order`,
+        value: `${countNoun(items.length, 'item')} without order`,
         message:
           'rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add `order: asc` to a unique number or datetime item',
       });

@@ -104,7 +104,7 @@ export async function loadJobs(directory: string): Promise<LoadedJob[]> {
   return jobs;
 }
 
-/** Picks jobs by name for `--tile`; an unknown name is a usage error listing the known ones. */
+/** Picks jobs by name for `--job`; an unknown name is a usage error listing the known ones. */
 export function selectJobs(jobs: readonly LoadedJob[], names: readonly string[], jobsDirectory: string): LoadedJob[] {
   if (names.length === 0) return [...jobs];
   const byName = new Map(jobs.map((job) => [job.name, job]));
@@ -112,11 +112,11 @@ export function selectJobs(jobs: readonly LoadedJob[], names: readonly string[],
   if (unknown.length > 0) {
     throw ConfigError.single({
       file: jobsDirectory,
-      field: '--tile',
+      field: '--job',
       value: JSON.stringify(unknown.join(', ')),
       message: `no such job; known: ${[...byName.keys()].join(', ')}`,
     });
   }
-  // `--tile x --tile x` names one job: it runs once (twice would race two runs to one target).
+  // `--job x --job x` names one job: it runs once (twice would race two runs to one target).
   return [...new Set(names)].map((name) => byName.get(name)!);
 }

@@ -1,7 +1,9 @@
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
 import { registerSecret } from '../secret-scrubber.js';
-import { ConfigError } from './config-error.js';
+import { ConfigError, type ConfigProblem } from './config-error.js';
 import { ENV_REFERENCE, type SourceConfig } from './environment-schema.js';
+import { lineOf } from './read-yaml.js';
 
 export interface ClientCredentials {
   clientId: string;
@@ -16,6 +18,12 @@ interface Resolved {
   literal: boolean;
 }
 
+/** A credential problem located in the config file (`file:line`), as every config problem is. */
+async function locatedProblem(configFile: string, field: string, problem: Omit<ConfigProblem, 'file' | 'field' | 'line'>): Promise<ConfigProblem> {
+  const line = await lineOf(configFile, ['source', field]);
+  return { file: configFile, field: `source.${field}`, ...(line === undefined ? {} : { line }), ...problem };
+}
+
 async function readSecretFile(configFile: string, fileField: string, filePath: string): Promise<string> {
   try {
     // Kubernetes secret mounts often end with a newline that is not part of the secret.
@@ -23,12 +31,12 @@ async function readSecretFile(configFile: string, fileField: string, filePath: s
     if (value === '') throw new Error('file is empty');
     return value;
   } catch (error) {
-    throw ConfigError.single({
-      file: configFile,
-      field: `source.${fileField}`,
-      value: JSON.stringify(filePath),
-      message: `cannot read the secret file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-    });
+    throw ConfigError.single(
+      await locatedProblem(configFile, fileField, {
+        value: JSON.stringify(filePath),
+        message: `cannot read the secret file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      }),
+    );
   }
 }
 
@@ -46,23 +54,16 @@ async function readOne(configFile: string, { field, reference, fileField, filePa
   if (match === null && field === 'clientSecret') {
     // The schema refuses this already; the rule is kept here too, where secrets are resolved.
     // The value is never printed back: it is the secret.
-    throw ConfigError.single({
-      file: configFile,
-      field: `source.${field}`,
-      message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile',
-    });
+    throw ConfigError.single(
+      await locatedProblem(configFile, field, { message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile' }),
+    );
   }
   if (match === null) return { value: reference!, literal: true }; // a literal client id (allowed; ids are not secret)
   const variable = match[1]!;
   const value = env[variable];
   if (value === undefined || value === '') {
     // Name the variable, never a value.
-    throw ConfigError.single({
-      file: configFile,
-      field: `source.${field}`,
-      value: JSON.stringify(reference),
-      message: `environment variable ${variable} is not set`,
-    });
+    throw ConfigError.single(await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set` }));
   }
   return { value, literal: false };
 }
@@ -79,15 +80,57 @@ async function resolveOne(configFile: string, spec: CredentialSpec, env: Environ
   return value;
 }
 
+function credentialSpecs(source: SourceConfig): CredentialSpec[] {
+  return [
+    { field: 'clientId', reference: source.clientId, fileField: 'clientIdFile', filePath: source.clientIdFile },
+    { field: 'clientSecret', reference: source.clientSecret, fileField: 'clientSecretFile', filePath: source.clientSecretFile },
+  ];
+}
+
+/**
+ * For `tilehouse validate`, which runs where the secrets are not (a config repository's CI, a
+ * laptop before `tilehouse k8s`): each credential that could not be resolved here, as a located
+ * problem saying why, without reading any secret value. A set variable or a readable file is
+ * taken as resolvable (whether the value is right is what `tilehouse check` finds out); a
+ * literal secret in the YAML is still refused, since no place makes it right.
+ */
+export async function uncheckedCredentials(source: SourceConfig, configFile: string, env: Environment = process.env): Promise<ConfigProblem[]> {
+  const unchecked: ConfigProblem[] = [];
+  for (const { field, reference, fileField, filePath } of credentialSpecs(source)) {
+    if (filePath !== undefined) {
+      // access(), not a read: the file's bytes are the secret, and validate never holds one.
+      const code = await access(filePath, constants.R_OK).then(
+        () => undefined,
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      );
+      if (code !== undefined) unchecked.push(await locatedProblem(configFile, fileField, { value: JSON.stringify(filePath), message: `the secret file cannot be read here (${code})` }));
+      continue;
+    }
+    const match = reference === undefined ? null : ENV_REFERENCE.exec(reference);
+    if (match === null) {
+      if (field === 'clientSecret') {
+        throw ConfigError.single(
+          await locatedProblem(configFile, field, { message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile' }),
+        );
+      }
+      continue; // a literal client id: nothing to resolve
+    }
+    const variable = match[1]!;
+    if (env[variable] === undefined || env[variable] === '') unchecked.push(await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set here` }));
+  }
+  return unchecked;
+}
+
 /** Resolves the client id and secret from the environment or mounted files. */
 export async function resolveCredentials(
   source: SourceConfig,
   configFile: string,
   env: Environment = process.env,
 ): Promise<ClientCredentials> {
+  const [clientId, clientSecret] = credentialSpecs(source);
   return {
-    clientId: await resolveOne(configFile, { field: 'clientId', reference: source.clientId, fileField: 'clientIdFile', filePath: source.clientIdFile }, env),
-    clientSecret: await resolveOne(configFile, { field: 'clientSecret', reference: source.clientSecret, fileField: 'clientSecretFile', filePath: source.clientSecretFile }, env),
+    clientId: await resolveOne(configFile, clientId!, env),
+    clientSecret: await resolveOne(configFile, clientSecret!, env),
   };
 }
 

@@ -1,6 +1,6 @@
+import { countNoun } from '../count-noun.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 
-const plural = (count: number, noun: string, many = `${noun}s`) => `${count} ${count === 1 ? noun : many}`;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /**
@@ -10,8 +10,8 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
  */
 function detailLines(tile: JobRunSummary): string[] {
   const lines: string[] = [];
-  if (tile.nulledValues > 0) lines.push(`${plural(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
-  if (tile.rowsDropped > 0) lines.push(`${plural(tile.rowsDropped, 'row')} outside the window dropped`);
+  if (tile.nulledValues > 0) lines.push(`${countNoun(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
+  if (tile.rowsDropped > 0) lines.push(`${countNoun(tile.rowsDropped, 'row')} outside the window dropped`);
   for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
   // Weaker evidence than an echo, but legal: worth a line so that a person comparing tenants
   // sees why a repeated page would be refused here (see docs/api-assumptions.md).
@@ -23,9 +23,9 @@ function detailLines(tile: JobRunSummary): string[] {
   }
   for (const left of tile.leftBehind ?? []) lines.push(`left behind: ${left}`);
   const counters = [
-    tile.retries > 0 ? plural(tile.retries, 'retry', 'retries') : '',
-    tile.reauthentications > 0 ? plural(tile.reauthentications, 're-authentication') : '',
-    tile.restarts > 0 ? plural(tile.restarts, 're-read from page 0', 're-reads from page 0') : '',
+    tile.retries > 0 ? countNoun(tile.retries, 'retry', 'retries') : '',
+    tile.reauthentications > 0 ? countNoun(tile.reauthentications, 're-authentication') : '',
+    tile.restarts > 0 ? countNoun(tile.restarts, 're-read from page 0', 're-reads from page 0') : '',
   ].filter((part) => part !== '');
   if (counters.length > 0) lines.push(counters.join(', '));
   return lines;
@@ -37,11 +37,10 @@ function detailLines(tile: JobRunSummary): string[] {
  * is what the target took, never only what was read.
  */
 export function describeOutputs(tile: Pick<JobRunSummary, 'rows' | 'pages' | 'outputs'>, options: { pages?: boolean } = {}): string {
-  const targets = tile.outputs.map((output) => (output.rows === tile.rows ? output.target : `${output.target} (${plural(output.rows, 'row')} published)`));
-  // Backfill window lines have always said `N rows` (1 included); the run summary says `1 row`.
-  const count = options.pages === false ? `${tile.rows} rows` : plural(tile.rows, 'row');
+  const targets = tile.outputs.map((output) => (output.rows === tile.rows ? output.target : `${output.target} (${countNoun(output.rows, 'row')} published)`));
+  const count = countNoun(tile.rows, 'row');
   const read = tile.outputs.every((output) => output.rows === tile.rows) ? count : `${count} read`;
-  return options.pages === false ? `${read} → ${targets.join(', ')}` : `${read}, ${plural(tile.pages, 'page')} → ${targets.join(', ')}`;
+  return options.pages === false ? `${read} → ${targets.join(', ')}` : `${read}, ${countNoun(tile.pages, 'page')} → ${targets.join(', ')}`;
 }
 
 /**

@@ -12,6 +12,7 @@ import type { DateWindow } from './backfill-windows.js';
 import type { WindowClock } from './run-backfill.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { countNoun } from '../count-noun.js';
 
 export interface JobPlan {
   job: string;
@@ -87,7 +88,7 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
 
 /** The plan as a person reads it. */
 export function formatJobPlan(plan: JobPlan): string {
-  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${plan.totalRows} rows now`}`];
+  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${countNoun(plan.totalRows, 'row')} now`}`];
   if (plan.status === 'failed') {
     lines.push(`  FAILED ${plan.error?.code}: ${plan.error?.message}`);
     return `${lines.join('\n')}\n`;

@@ -21,6 +21,7 @@ import { rowOrderOf } from '../source/row-order.js';
 import { sortKeyOf } from '../transform/values/sort-key.js';
 import { recordingDispatcher, type WireExchange } from '../source/wire-recorder.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { countNoun } from '../count-noun.js';
 
 export interface ProbeOptions {
   environment: EnvironmentConfig;
@@ -257,8 +258,8 @@ export function formatProbeReport(recording: Recording, file: string): string {
   const { behaviour } = recording;
   const last = recording.pages.at(-1);
   lines.push(
-    `probe job ${recording.job}: ${recording.pages.length} ${recording.pages.length === 1 ? 'page' : 'pages'} recorded` +
-      (last ? ` (${recording.pages.reduce((sum, page) => sum + page.rows, 0)} of ${last.navigation.totalRows} rows)` : '') +
+    `probe job ${recording.job}: ${countNoun(recording.pages.length, 'page')} recorded` +
+      (last ? ` (${recording.pages.reduce((sum, page) => sum + page.rows, 0)} of ${countNoun(last.navigation.totalRows, 'row')})` : '') +
       ` into ${file}`,
   );
   const differences: string[] = [];

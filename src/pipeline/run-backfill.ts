@@ -15,7 +15,9 @@ import { mapWithConcurrency } from './map-with-concurrency.js';
 import type { ReadStats } from './read-into-sinks.js';
 import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
+import { preflightOnce } from './preflight-sinks.js';
 import type { JobRunSummary } from './job-summary.js';
+import { countNoun } from '../count-noun.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
   readonly code = 'backfill_bucket_missing';
@@ -72,7 +74,7 @@ export class BackfillWindowEmptyError extends TilehouseError {
   readonly code = 'backfill_window_empty';
   constructor(jobName: string, window: DateWindow, dropped: number, bucketColumn: string, published: boolean) {
     super(
-      `job ${jobName}: window ${window.from}..${window.to}: all ${dropped} rows read had a ${bucketColumn} outside the window; ` +
+      `job ${jobName}: window ${window.from}..${window.to}: all ${countNoun(dropped, 'row')} read had a ${bucketColumn} outside the window; ` +
         `${published ? 'an empty window was published' : 'nothing published'} (is the source clock or the job timezone off?)`,
     );
   }
@@ -176,7 +178,9 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   const runId = options.runId ?? newRunId();
   await sweepSinks(options.sinks, options.logger);
   const session = options.session ?? (await openWindowSession(job, options));
-  const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options };
+  // One access check for all the windows: they write below the same directories and buckets.
+  const preflight = preflightOnce(options.sinks, { jobName: job.name, logger: options.logger, createMissing: true, ...(options.signal ? { signal: options.signal } : {}) });
+  const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options, preflight };
   let done = 0;
   let results: Array<WindowResult | undefined>;
   try {
@@ -217,10 +221,11 @@ interface WindowContext {
   /** The source's today, in the job's timezone. */
   today: string;
   options: BackfillOptions;
+  preflight: () => Promise<void>;
 }
 
 /** One window as its own tile run: the date item's rw replaced by the window's, rows outside it dropped. */
-async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options }: WindowContext): Promise<WindowResult> {
+async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options, preflight }: WindowContext): Promise<WindowResult> {
   const bucketColumn = job.backfill?.bucketColumn;
   const warnings: string[] = [];
   // Judged once, as the export starts: rows may still arrive for a window that has not ended.
@@ -241,6 +246,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     sinks: options.sinks,
     runId: windowRunId(runId, window),
     startedAt: new Date(),
+    preflight,
     window: { ...window, open },
     ...(options.environment.source.tokenScope === 'run' ? { runToken: session.runToken } : {}),
     retry: options.retry,

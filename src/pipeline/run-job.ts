@@ -18,6 +18,8 @@ import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, publishedSummary } from './job-summary.js';
 import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { preflightSinks } from './preflight-sinks.js';
+import { countNoun } from '../count-noun.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -43,6 +45,11 @@ export interface JobRunDependencies {
   runToken?: RunToken;
   /** --strict: a target that kept an earlier publish of this run id (other rows) fails the tile. */
   strict?: boolean;
+  /**
+   * The sinks' access checks, shared by runs of the same sinks (a backfill's windows, see
+   * preflightOnce); default: this run's own preflightSinks.
+   */
+  preflight?: () => Promise<void>;
 }
 
 /**
@@ -96,6 +103,9 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
       : reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries: () => session.budget.used, onProgress: deps.onProgress });
   let stats: ReadStats | undefined;
   try {
+    // Before the token and the first export request: a target that cannot be written fails here.
+    const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
+    await (deps.preflight ?? (() => preflightSinks(deps.sinks, access)))();
     const pagesOf = () =>
       readPages(session.client, {
         jobName: job.name,
@@ -131,8 +141,8 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
     const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {
       const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
-      const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${output.rows} ${output.rows === 1 ? 'row' : 'rows'} in ${output.target}`).join(', ')}`;
-      logger.info({ summary }, `job ${job.name} succeeded: ${summary.rows} ${summary.rows === 1 ? 'row' : 'rows'} in ${summary.pages} ${summary.pages === 1 ? 'page' : 'pages'}${counts}`);
+      const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
+      logger.info({ summary }, `job ${job.name} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
     }

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * Before a run writes anything: each sink removes the temp artefacts of runs whose process is
@@ -10,7 +11,7 @@ export async function sweepSinks(sinks: readonly Sink[], logger: Logger): Promis
   for (const sink of sinks) {
     try {
       const removed = await sink.sweep(logger);
-      if (removed.length > 0) logger.warn({ files: removed }, `removed ${removed.length} temp file(s) left by a run that is gone`);
+      if (removed.length > 0) logger.warn({ files: removed }, `removed ${countNoun(removed.length, 'temp file')} left by a run that is gone`);
     } catch (error) {
       logger.warn({ err: error, sink: sink.kind }, 'could not sweep temp files of earlier runs; going on');
     }

@@ -34,6 +34,19 @@ export interface SinkRunContext {
   retryBudget?: RetryBudget;
 }
 
+/** What a sink's access check knows of its caller. */
+export interface AccessCheckContext {
+  jobName: string;
+  logger: Logger;
+  signal?: AbortSignal;
+  /**
+   * A run's check (true) may create what the run would create anyway and readers do not see (an
+   * empty BigQuery dataset): whether it may be created is only known by creating it. `tilehouse
+   * check`, which writes nothing, only reads (false).
+   */
+  createMissing?: boolean;
+}
+
 /** What a sink reports once its output is visible. Goes into the run summary. */
 export interface SinkResult {
   sink: 'csv' | 'bigquery';
@@ -126,9 +139,11 @@ export interface Sink {
   /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
   plan(context: SinkRunContext): Promise<SinkPlan>;
   /**
-   * For `tilehouse check`: whether the target could be written, found without writing (a remote
-   * bucket's existence and permissions); a note for the operator, or undefined when there is
-   * nothing to check remotely. Throws the error a run would fail with.
+   * Whether the target could be written, found cheaply and without writing output (a local
+   * directory's writability, a bucket's existence and permissions): run by `tilehouse check`, and
+   * by every run before its first export request, so a bad target costs no source traffic. A note
+   * for the operator, or undefined when there is nothing to say. Throws the error a run would
+   * fail with, naming the target.
    */
-  checkAccess?(): Promise<string | undefined>;
+  checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
 }

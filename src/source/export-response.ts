@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ExactNumber } from './json-body.js';
+import { countNoun } from '../count-noun.js';
 
 /** The spec's Export result, validated at the edge; extra members are allowed (spec: "minimum returned"). */
 const navigationSchema = z
@@ -145,7 +146,7 @@ export function parseExportPage(body: unknown, pageNumber: number): PageParse {
     const row = rows[i];
     if (Array.isArray(row)) {
       if (row.length !== width) {
-        return { ok: false, problem: `row ${i} has ${row.length} values for ${width} headers` };
+        return { ok: false, problem: `row ${i} has ${countNoun(row.length, 'value')} for ${countNoun(width, 'header')}` };
       }
       positional[i] = row;
     } else if (row instanceof ExactNumber) {

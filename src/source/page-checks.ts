@@ -1,5 +1,6 @@
 import type { ExportPage } from './export-response.js';
 import { RowOrderCheck, type RowOrder } from './row-order.js';
+import { countNoun } from '../count-noun.js';
 
 /** Checks that a page is the page asked for (as opposed to consistent with the others). */
 export const IDENTITY_CHECKS = ['page-echo', 'hasPrev', 'page-repeated'] as const;
@@ -151,10 +152,10 @@ export class PageConsistency {
       return { check: 'hasPrev', pageNumber, drift: true, detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber} (on earlier pages it followed the page asked for); the answer is not the page asked for` };
     }
     if (headers.length !== dataTypes.length) {
-      return { check: 'headers-dataTypes-aligned', pageNumber, drift: false, detail: `${headers.length} headers but ${dataTypes.length} dataTypes` };
+      return { check: 'headers-dataTypes-aligned', pageNumber, drift: false, detail: `${countNoun(headers.length, 'header')} but ${countNoun(dataTypes.length, 'dataType')}` };
     }
     if (navigation.rowsCount !== rows.length) {
-      return { check: 'rowsCount', pageNumber, drift: false, detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${rows.length} rows` };
+      return { check: 'rowsCount', pageNumber, drift: false, detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${countNoun(rows.length, 'row')}` };
     }
     if (this.first === undefined) {
       this.first = { headers, dataTypes, navigation };
@@ -189,7 +190,7 @@ export class PageConsistency {
           pageNumber,
           drift: true,
           detail:
-            `its ${rows.length} rows are identical to page ${earlier}'s and the answer's query does not follow the page asked for, so nothing else proves which page it is ` +
+            `its ${countNoun(rows.length, 'row')} ${rows.length === 1 ? 'is' : 'are'} identical to page ${earlier}'s and the answer's query does not follow the page asked for, so nothing else proves which page it is ` +
             '(a cache keyed on the URL would do this); if the tile really repeats rows, add a column that tells them apart',
         };
       }
@@ -200,7 +201,7 @@ export class PageConsistency {
       return { check: 'progress', pageNumber, drift: false, detail: 'hasNext is true but the page is empty; paging would never end' };
     }
     if (this.rowsSeen > navigation.totalRows) {
-      return { check: 'totalRows-sum', pageNumber, drift: true, detail: `${this.rowsSeen} rows read so far but totalRows is ${navigation.totalRows}` };
+      return { check: 'totalRows-sum', pageNumber, drift: true, detail: `${countNoun(this.rowsSeen, 'row')} read so far but totalRows is ${navigation.totalRows}` };
     }
     const misordered = this.rowOrder?.check(page);
     if (misordered) return { check: 'row-order', pageNumber, drift: true, detail: misordered.detail };
@@ -211,7 +212,7 @@ export class PageConsistency {
   finish(lastPage: number): PageCheckFailure | undefined {
     const total = this.first?.navigation.totalRows ?? 0;
     if (this.rowsSeen !== total) {
-      return { check: 'totalRows-sum', pageNumber: lastPage, drift: true, detail: `read ${this.rowsSeen} rows in total but totalRows is ${total}` };
+      return { check: 'totalRows-sum', pageNumber: lastPage, drift: true, detail: `read ${countNoun(this.rowsSeen, 'row')} in total but totalRows is ${total}` };
     }
     return undefined;
   }

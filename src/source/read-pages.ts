@@ -3,6 +3,7 @@ import type { ExportPage } from './export-response.js';
 import { isIdentityCheck, PageConsistency, type PageCheckFailure, type PageIdentity } from './page-checks.js';
 import type { RowOrder } from './row-order.js';
 import { ExportPageIdentityError, ExportPageMismatchError } from './source-errors.js';
+import { countNoun } from '../count-noun.js';
 
 /** The one thing the pager needs from the export client. */
 export interface PageFetcher {
@@ -37,7 +38,7 @@ function toError(jobName: string, failure: PageCheckFailure): ExportPageMismatch
  * row total notices. That refusal should say which setting makes it go away.
  */
 function pageSizeHint(served: number, asked: number): string {
-  return `; page 0 held ${served} rows although ${asked} were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to ${served}`;
+  return `; page 0 held ${countNoun(served, 'row')} although ${asked} were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to ${served}`;
 }
 
 /**

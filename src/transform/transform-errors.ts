@@ -1,5 +1,6 @@
 import { TilehouseError } from '../errors.js';
 import type { ColumnType } from './column.js';
+import { countNoun } from '../count-noun.js';
 
 /**
  * The job's `columns` section asks for something the export cannot give: a header the tile does
@@ -33,7 +34,7 @@ export class ColumnCountMismatchError extends TilehouseError {
     readonly dataTypeCount: number,
   ) {
     super(
-      `export result has ${headerCount} headers but ${dataTypeCount} dataTypes; every column needs exactly one of each`,
+      `export result has ${countNoun(headerCount, 'header')} but ${countNoun(dataTypeCount, 'dataType')}; every column needs exactly one of each`,
     );
   }
 }

@@ -59,7 +59,7 @@ describe('tilehouse check', () => {
     const before = sandbox.requests.length;
     const result = await check(['--tile', 'nope']);
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain('--tile = "nope": no such job; known: detail, wrong_tile');
+    expect(result.stderr).toContain('--job = "nope": no such job; known: detail, wrong_tile');
     expect(sandbox.requests.length).toBe(before);
   });
 });

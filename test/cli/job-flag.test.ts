@@ -1,14 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { parseCommandArgs } from '../../src/cli/command.js';
+import { runCli } from '../support/cli-harness.js';
 
-const tile = { tile: { type: 'string', short: 't', multiple: true } } as const;
+const job = { job: { type: 'string', short: 't', multiple: true } } as const;
+const once = { job: { type: 'string', short: 't' } } as const;
 
 describe('--job', () => {
   it('selects jobs by name like its older spelling --tile, in any mix of forms', () => {
-    expect(parseCommandArgs('run', ['--job', 'a', '--tile=b', '--job=c', '-t', 'd'], tile).values.tile).toEqual(['a', 'b', 'c', 'd']);
+    expect(parseCommandArgs('run', ['--job', 'a', '--tile=b', '--job=c', '-t', 'd', '--tile', 'e'], job).values.job).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('is unknown to a command that selects no jobs', () => {
     expect(() => parseCommandArgs('k8s', ['--job', 'a'])).toThrow(/Unknown option '--job'/);
+    expect(() => parseCommandArgs('k8s', ['--tile', 'a'])).toThrow(/Unknown option '--tile'/);
+  });
+
+  it('is named --job in the errors about it, whichever spelling was given (issue 25 item 5)', () => {
+    expect(() => parseCommandArgs('run', ['--tile'], job)).toThrow(/'-t, --job <value>' argument missing/);
+    expect(() => parseCommandArgs('backfill', ['--tile', 'a', '--job', 'b'], once)).toThrow(/--job is given 2 times \("a", "b"\)/);
+    for (const error of [() => parseCommandArgs('run', ['--tile'], job), () => parseCommandArgs('backfill', ['--tile', 'a', '--tile', 'b'], once)]) {
+      expect(error).toThrow(expect.objectContaining({ message: expect.not.stringContaining('--tile') as unknown }));
+    }
+  });
+
+  it('is the spelling of the top-level help and of a backfill without one', async () => {
+    const help = await runCli(['--help'], { env: {} });
+    expect(help.stdout).toContain('(or --job NAME)');
+    expect(help.stdout).not.toContain('--tile');
+    const backfill = await runCli(['backfill', '--from', '2026-06-01', '--to', '2026-06-02'], { env: {} });
+    expect(backfill).toMatchObject({ exitCode: 2, stderr: expect.stringContaining('backfill: --job is required') as unknown });
   });
 });

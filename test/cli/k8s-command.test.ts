@@ -33,7 +33,7 @@ describe('tilehouse k8s', () => {
   it('writes the CronJobs, the backfill template and the kustomize sources, then --check passes', async () => {
     const written = await runCli(args, { env: {} });
     expect(written.exitCode).toBe(0);
-    expect(written.stdout).toMatch(/updated 12 file\(s\): .*cronjobs\.yaml \(5 CronJob\(s\) for 5 job\(s\)\)/);
+    expect(written.stdout).toMatch(/updated 12 files: .*cronjobs\.yaml \(5 CronJobs for 5 jobs\)/);
     expect(written.stdout).toContain('deploy with: kubectl apply -k');
     expect(await listFiles(path.join(root, 'k8s'))).toEqual([
       'backfill-job.yaml',

@@ -108,7 +108,7 @@ describe('tilehouse validate', () => {
   it('passes a valid workspace: exit 0, one line on stdout, nothing on stderr', async () => {
     await writeJob('a');
     const result = await validate();
-    expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job(s) in ${jobsDir}: a\n` });
+    expect(result).toMatchObject({ exitCode: 0, stderr: '', stdout: `valid: ${configFile} and 1 job in ${jobsDir}: a\n` });
   });
 
   it('accepts gs:// targets without touching the local disk, and refuses a malformed one naming file, field and value', async () => {
@@ -327,7 +327,7 @@ describe('tilehouse validate', () => {
     const lenient = await validate();
     expect(lenient.exitCode).toBe(0);
     expect(lenient.stderr).toBe(`warning: ${warning}\n`);
-    expect(lenient.stdout).toBe(`valid: ${configFile} and 1 job(s) in ${jobsDir}: a (1 warning above)\n`);
+    expect(lenient.stdout).toBe(`valid: ${configFile} and 1 job in ${jobsDir}: a (1 warning above)\n`);
     const strict = await validate('--strict');
     expect(strict.exitCode).toBe(2);
     expect(problemsOf(strict.stderr)).toEqual([warning]);

@@ -86,12 +86,12 @@ const COMMANDS: Record<string, Entry> = {
     outcome: { exit: 0, stdout: [/^wrote jobs\/incidents_by_type\.yaml: tile 65f0a1c2d3e4f5a6b7c8d9aa, 2 query items/m], files: ['jobs/incidents_by_type.yaml'] },
   },
   'tilehouse validate --config config/production.yaml --strict': {
-    kind: 'known broken',
+    kind: 'run',
     group: 'path',
-    // Step 2's variable is set; the secret file lives where the pod mounts it, not here.
+    // Step 2's variable is set; the secret file lives where the pod mounts it, not here: validate
+    // reads no secret value and says so, and `check` is the command that needs them.
     env: { TILEHOUSE_CLIENT_ID: 'readme-client' },
-    fixedBy: 'issue 25 "validate without secrets", in another branch: then it exits 0 and this entry becomes a run',
-    outcome: { exit: 2, output: [/source\.clientSecretFile = "\/var\/run\/secrets\/tilehouse\/client-secret": cannot read the secret file/] },
+    outcome: { exit: 0, output: [/not checked: .*source\.clientSecretFile = "\/var\/run\/secrets\/tilehouse\/client-secret"/] },
   },
   'tilehouse check --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant: the token and page 0 of each tile, and the bucket (the sandbox's run is `npm run demo -- check`)" },
   'tilehouse plan --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant and BigQuery (the sandbox's run is `npm run demo -- plan`)" },
@@ -122,10 +122,14 @@ const COMMANDS: Record<string, Entry> = {
   'kubectl -n tilehouse create job --from=cronjob/tilehouse-incidents-by-month-severity incidents-by-month-severity-manual': { kind: 'not runnable', reason: KUBECTL },
 
   // docs/commands.md
-  'TILEHOUSE_CLIENT_SECRET=… tilehouse probe --config config/production.yaml --job incidents_by_type --record probe.json': {
+  'tilehouse probe --config config/production.example.yaml --job daily_incidents_by_severity --record probe.json': {
     kind: 'not runnable',
-    reason:
-      'a real tenant and its secret (known broken too: config/production.yaml and job incidents_by_type exist only in a tenant\'s repository; the probe branch rewrites the example, which then needs its entry here)',
+    reason: 'a real tenant and its credentials (the next line is the same probe against the sandbox)',
+  },
+  'npm run demo -- probe --job daily_incidents_by_severity --record probe.json': {
+    kind: 'run',
+    group: 'quick start',
+    outcome: { exit: 0, files: ['probe.json'] },
   },
   'tilehouse init --from-request request.txt': {
     kind: 'run',
@@ -140,11 +144,14 @@ const COMMANDS: Record<string, Entry> = {
   },
 
   // docs/incremental-and-backfill.md
-  'tilehouse backfill --job daily_severity --from 2026-01-01 --to 2026-02-01 --step week --concurrency 2': {
-    kind: 'known broken',
+  'tilehouse backfill --job daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week --concurrency 2': {
+    kind: 'run',
     group: 'tilehouse',
-    fixedBy: 'issue 25 item 5 ("its backfill example names daily_severity"), in another branch',
-    outcome: { exit: 2, output: [/"daily_severity": no such job/] },
+    runAs: {
+      command: 'npm run demo -- backfill --job daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week --concurrency 2',
+      why: 'a source to export from: the demo starts the sandbox and runs the same command against it',
+    },
+    outcome: { exit: 0, output: [/2026-06-01\.\.2026-06-08: \d+ rows? → /, /2026-06-29\.\.2026-07-01: \d+ rows? → /] },
   },
   'npm run demo -- run --job incidents_incremental': {
     kind: 'run',

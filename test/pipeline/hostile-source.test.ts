@@ -273,7 +273,7 @@ describe('a run against a legal source that pages in its own way', () => {
     });
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
-    expect(summary.tiles[0]!.error!.message).toContain('read 3 rows in total but totalRows is 5; page 0 held 1 rows although 2 were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to 1');
+    expect(summary.tiles[0]!.error!.message).toContain('read 3 rows in total but totalRows is 5; page 0 held 1 row although 2 were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to 1');
     expect(await readdir(outDir)).toEqual([]);
   });
 });

@@ -28,7 +28,7 @@ describe('parseExportPage', () => {
     { rows: [['x', 1], null], problem: 'row 1 is null, not an array or an object' },
     // A long number is parsed losslessly into an object; a header called "text" must not make it a row.
     { rows: [['x', 1], new ExactNumber('12345678901234567890')], problem: 'row 1 is a number, not an array or an object' },
-    { rows: [['x']], problem: 'row 0 has 1 values for 2 headers' },
+    { rows: [['x']], problem: 'row 0 has 1 value for 2 headers' },
     { rows: [{ A: 'x', C: 2 }], problem: 'row 0 has key "C" that is not a header' },
   ])('refuses a malformed row and names its index ($problem)', ({ rows, problem }) => {
     expect(parseExportPage(body(rows), 4)).toEqual({ ok: false, problem });

@@ -2,6 +2,7 @@ import { messageOf, TilehouseError } from '../../errors.js';
 import type { PartialPublishFailure } from '../sink.js';
 import type { SchemaDiff } from './schema-contract.js';
 import { describeSchemaDiff } from './schema-contract.js';
+import { countNoun } from '../../count-noun.js';
 
 /** A typed value BigQuery cannot take as it is (out of range, too precise, wrong JavaScript type). */
 export class BigQueryValueError extends TilehouseError {
@@ -202,7 +203,7 @@ export class BigQueryTooManyPartitionsError extends TilehouseError {
     readonly partitions: number,
     limit: number,
   ) {
-    super(`job ${jobName}: the run's rows fall in ${partitions} partitions of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
+    super(`job ${jobName}: the run's rows fall in ${countNoun(partitions, 'partition')} of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
   }
 }
 
@@ -256,7 +257,7 @@ export class BigQueryRowCountMismatchError extends TilehouseError {
     readonly sentRows: number,
     readonly bigqueryRows: number,
   ) {
-    super(`job ${jobName}: load job ${jobId} into ${table} reports ${bigqueryRows} rows, tilehouse sent ${sentRows}; nothing was published`);
+    super(`job ${jobName}: load job ${jobId} into ${table} reports ${countNoun(bigqueryRows, 'row')}, tilehouse sent ${sentRows}; nothing was published`);
   }
 }
 
@@ -334,7 +335,7 @@ export class BigQueryNullKeyError extends TilehouseError {
     readonly columns: readonly string[],
     readonly rows: number,
   ) {
-    super(`job ${jobName}: ${target}: ${rows} row(s) have a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
+    super(`job ${jobName}: ${target}: ${countNoun(rows, 'row')} ${rows === 1 ? 'has' : 'have'} a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
   }
 }
 

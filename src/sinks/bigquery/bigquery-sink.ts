@@ -4,7 +4,10 @@ import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
-import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import { apiFailureOf, isNotFound } from './api-failure.js';
+import { ensureDataset } from './ensure-dataset.js';
+import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
@@ -120,6 +123,31 @@ export class BigQuerySink implements Sink {
         return { sink: 'bigquery', target, ...mode, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
       case 'added':
         return { sink: 'bigquery', target, ...mode, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
+    }
+  }
+
+  /**
+   * The dataset exists, or (a run's check, createMissing) is created now, as prepare would create
+   * it: a project or dataset these credentials cannot use fails here, before the first page.
+   * Reads only for `tilehouse check`: an absent dataset is a note there.
+   */
+  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    const { config, defaults } = this.options;
+    const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
+    const datasetId = config.dataset ?? defaults.dataset;
+    const name = `${projectId}.${datasetId}`;
+    const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
+    if (context.createMissing === true) {
+      const state = await ensureDataset(this.client, { projectId, datasetId, location: defaults.location, jobName: context.jobName }, retry);
+      return `bigquery dataset ${name}: ${state.created ? `created in ${defaults.location}` : 'exists'}`;
+    }
+    try {
+      await withRetry('datasets.get', () => this.client.dataset(datasetId, { projectId }).getMetadata(), retry);
+      return `bigquery dataset ${name}: exists`;
+    } catch (error) {
+      const failure = apiFailureOf(error);
+      if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}`;
+      throw new BigQueryRequestError(context.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
   }
 

@@ -2,6 +2,7 @@ import type { Column, TypedRow } from '../../transform/column.js';
 import { BigQuerySinkStateError } from './bigquery-errors.js';
 import { encodeValue, toRfc3339 } from './encode-value.js';
 import { EXTRACTED_AT_COLUMN, RUN_ID_COLUMN } from './lineage.js';
+import { countNoun } from '../../count-noun.js';
 
 /** Values of the lineage columns, identical on every row of one run. */
 export interface Lineage {
@@ -24,7 +25,7 @@ export function rowEncoder(columns: readonly Column[], lineage?: Lineage): (row:
 
   return (row) => {
     if (row.length !== columns.length) {
-      throw new BigQuerySinkStateError(`a row has ${row.length} values for ${columns.length} columns`);
+      throw new BigQuerySinkStateError(`a row has ${countNoun(row.length, 'value')} for ${countNoun(columns.length, 'column')}`);
     }
     let line = '{';
     for (let index = 0; index < columns.length; index++) {

@@ -38,6 +38,26 @@ export class CsvWriteError extends TilehouseError {
   }
 }
 
+/**
+ * The directory a CSV target goes below cannot be written, found before the run's first export
+ * request: `permission_denied` (a read-only or foreign directory, the same code a write would
+ * fail with), or `csv_target_unwritable` (a regular file where a directory should be).
+ */
+export class CsvTargetUnwritableError extends TilehouseError {
+  readonly code: string;
+
+  constructor(
+    readonly jobName: string,
+    readonly directory: string,
+    unwritable: { reason: string; errno: string },
+  ) {
+    const code = fileSystemFailureCode({ code: unwritable.errno }, 'csv_target_unwritable');
+    const hint = fileSystemFailureHint(code);
+    super(`job ${jobName}: csv ${directory}: CSV files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`);
+    this.code = code;
+  }
+}
+
 /** A writer was used after commit or abort — a pipeline bug, never a data problem. */
 export class CsvWriterClosedError extends TilehouseError {
   readonly code = 'csv_writer_closed';

@@ -2,7 +2,9 @@ import type { Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import type { CsvSinkConfig } from '../../config/job-schema.js';
 import type { GcsWriteSettings } from './csv-object-writer.js';
-import type { Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import { unwritableDirectory } from '../writable-directory.js';
+import { CsvTargetUnwritableError } from './csv-errors.js';
 import { CsvFileWriter } from './csv-file-writer.js';
 import { manifestPathOf } from './manifest.js';
 import { CsvPathTemplate, defaultCsvPathTemplate, isGcsTarget } from './csv-path.js';
@@ -70,10 +72,17 @@ export class CsvSink implements Sink {
     return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
   }
 
-  /** For gs:// targets: the bucket exists and the credentials may write it (nothing is written). */
-  async checkAccess(): Promise<string | undefined> {
+  /**
+   * Local targets: the deepest directory the template fixes is, or can be created as, a writable
+   * directory. gs:// targets: the bucket exists and the credentials may write it. Nothing is written.
+   */
+  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { root } = this.template.sweepScope(this.options.directory);
-    if (!isGcsTarget(root)) return undefined;
+    if (!isGcsTarget(root)) {
+      const unwritable = await unwritableDirectory(root);
+      if (unwritable !== undefined) throw new CsvTargetUnwritableError(context.jobName, root, unwritable);
+      return undefined;
+    }
     const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
     const { bucket, rest } = splitGcsUrl(root)!;
     return checkBucketWritable(await this.storageClient(), bucket, rest);

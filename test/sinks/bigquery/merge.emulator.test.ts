@@ -64,7 +64,7 @@ describeWithEmulator('BigQuerySink writeMode: merge', (endpoint) => {
     const sink = bq.harness.sink({ table: 'nulls', writeMode: 'merge', primaryKey: ['incident', 'day'] });
     const refused = bq.harness.run(sink, runContext({ columns, runId: 'run-1' }), [[['INC-1', 'open', 1n, '2024-03-01'], ['INC-2', 'open', 1n, null]]]);
     await expect(refused).rejects.toMatchObject({ code: 'bigquery_null_key' });
-    await expect(refused).rejects.toThrow('1 row(s) have a null in the primary key (incident, day)');
+    await expect(refused).rejects.toThrow('1 row has a null in the primary key (incident, day)');
     expect(await stagingTables(bq.client, bq.dataset)).toEqual([]);
   });
 

@@ -206,7 +206,7 @@ describe('writeMode: merge (fake BigQuery API)', () => {
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(BigQueryNullKeyError);
     expect((failure as Error).message).toBe(
-      `job open_incidents: ${FAKE_PROJECT_ID}.ops.incidents: 2 row(s) have a null in the primary key (incident), which cannot identify a row; nothing was published`,
+      `job open_incidents: ${FAKE_PROJECT_ID}.ops.incidents: 2 rows have a null in the primary key (incident), which cannot identify a row; nothing was published`,
     );
     expect(checks(fake)).toHaveLength(1);
     expect(fake.calls('jobs.query')).toHaveLength(0);
