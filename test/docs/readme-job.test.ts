@@ -55,7 +55,7 @@ describe("README.md's complete job with a BigQuery sink", () => {
     expect(job).toMatch(/type: bigquery/);
     const result = await validate(job);
     expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^valid: .* and 1 job\(s\) in .*: incidents$/m);
+    expect(result.stdout).toMatch(/^valid: .* and 1 job in .*: incidents$/m);
   });
 
   it('would be refused, at its line, were its merge key not a column the query shows', async () => {
