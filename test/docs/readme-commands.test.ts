@@ -33,7 +33,7 @@ type Group = 'quick start' | 'path' | 'incremental demo' | 'tilehouse' | 'init' 
 
 type Entry =
   | { kind: 'run'; group: Group; outcome: Outcome; runAs?: { command: string; why: string }; env?: Record<string, string> }
-  | { kind: 'not runnable'; reason: string }
+  | { kind: 'not runnable'; reason: string };
 
 const KUBECTL = 'needs a Kubernetes cluster (kubectl)';
 const GCLOUD = 'needs a Google Cloud project and gcloud credentials';
