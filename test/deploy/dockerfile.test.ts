@@ -55,10 +55,11 @@ beforeAll(async () => {
 });
 
 describe('Dockerfile', () => {
-  it('builds in one stage and runs from another, both on Node 20', () => {
+  it('builds in one stage and runs from another, both on the Node of .node-version (the tests run on it)', async () => {
+    const node = (await readFile('.node-version', 'utf8')).trim().replaceAll('.', '\\.');
     expect(stages).toHaveLength(2);
-    expect(build.from).toMatch(/^node:20[-.\w]* AS build$/i);
-    expect(runtime.from).toMatch(/^node:20[-.\w]*( AS \w+)?$/i);
+    expect(build.from).toMatch(new RegExp(`^node:${node}(-[-.\\w]+)? AS build$`, 'i'));
+    expect(runtime.from).toMatch(new RegExp(`^node:${node}(-[-.\\w]+)?( AS \\w+)?$`, 'i'));
     expect(all(build, 'RUN')).toEqual(expect.arrayContaining([expect.stringMatching(/^npm ci\b/), 'npm run build']));
   });
 

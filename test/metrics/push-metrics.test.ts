@@ -35,6 +35,17 @@ describe('scheduleIntervalSeconds', () => {
     expect(scheduleIntervalSeconds({ cron: '0 */6 * * *', timezone: 'UTC' }, from)).toBe(21_600);
     expect(scheduleIntervalSeconds(undefined)).toBeUndefined();
   });
+
+  // croner 11 handles DST as Vixie cron does; these pin what the scheduler will actually wait.
+  it('runs a job whose time falls in the spring-forward gap at the end of the gap (03:00), not 03:30', () => {
+    // Europe/Berlin skips 02:00-03:00 on 2026-03-29: 02:30 runs at 03:00 CEST (01:00Z), then 02:30 CEST (00:30Z) the next day.
+    expect(scheduleIntervalSeconds({ cron: '30 2 * * *', timezone: 'Europe/Berlin' }, new Date('2026-03-28T12:00:00Z'))).toBe(84_600);
+  });
+
+  it('keeps an interval job running through the hour repeated at fall back', () => {
+    // 02:30 CEST (00:30Z), then the repeated 02:00 CET (01:00Z): croner 10 skipped to 03:00 CET (02:00Z).
+    expect(scheduleIntervalSeconds({ cron: '*/30 * * * *', timezone: 'Europe/Berlin' }, new Date('2026-10-25T00:10:00Z'))).toBe(1_800);
+  });
 });
 
 describe('backfillRunMetrics', () => {
