@@ -6,7 +6,7 @@
 #   docker run --rm -v "$PWD/jobs:/etc/tilehouse/jobs:ro" -v "$PWD/config:/etc/tilehouse/config:ro" tilehouse validate
 
 # --- build: every dependency (TypeScript, esbuild); type-check and bundle src/ to dist/bundle/ ---
-FROM node:20-bookworm-slim AS build
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,7 +16,7 @@ COPY src ./src
 RUN npm run build
 
 # --- runtime: production dependencies only, the compiled output, a non-root user ---
-FROM node:20-bookworm-slim AS runtime
+FROM node:24.21.0-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
