@@ -22,6 +22,7 @@ import {
   cleanCloneContext,
   ensureBaseImage,
   imageTestBlocker,
+  imageTestMode,
   inspectImage,
   mountImage,
   pidInContainer,
@@ -36,13 +37,9 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 const run = promisify(execFile);
 
-const blocker = imageTestBlocker();
-if (blocker !== null && process.env.CI) {
-  // Under CI a machine that cannot build the image must not pass as a green build.
-  throw new Error(`CI is set but the image tests cannot run: ${blocker}. .ci/run installs buildah and debootstrap as root.`);
-}
-if (blocker !== null) console.warn(`[tilehouse] image tests skipped: ${blocker}`);
-const describeImage = blocker === null ? describe : describe.skip;
+const mode = imageTestMode(imageTestBlocker());
+if (!mode.run) console.warn(`[tilehouse] image tests skipped: ${mode.reason}`);
+const describeImage = mode.run ? describe : describe.skip;
 
 const IMAGE = `localhost/tilehouse:test-${process.pid}`;
 const JOB = 'incident_detail';
