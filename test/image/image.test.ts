@@ -203,6 +203,29 @@ describeImage('the image, built with buildah and run as the pod template runs it
     const pid = await pod.pid();
     // PID 1 gets no default signal handling from the kernel: only tilehouse's own handler stops it.
     expect(await pidInContainer(pid)).toBe(1);
+    // The process runs as the pod template says, whatever the harness meant to do: its ids, and
+    // its mounts as it sees them (read-only root and ConfigMaps/Secret, writable /tmp and CSV dir).
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    expect(status).toMatch(new RegExp(`^Uid:\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}$`, 'm'));
+    expect(status).toMatch(new RegExp(`^Gid:\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}\\s+${RUN_AS_USER}$`, 'm'));
+    expect(status).toMatch(new RegExp(`^Groups:\\s+${RUN_AS_USER}\\s*$`, 'm'));
+    expect(status).toMatch(/^CapEff:\s+0+$/m);
+    const mounts = new Map(
+      (await readFile(`/proc/${pid}/mounts`, 'utf8'))
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => line.split(' '))
+        .map(([, target, , options]) => [target!, options!.split(',')[0]!]),
+    );
+    expect(Object.fromEntries(['/', '/tmp', CSV_DIRECTORY, IMAGE_PATHS.configDirectory, IMAGE_PATHS.jobsDirectory, '/run/secrets/tilehouse'].map((target) => [target, mounts.get(target)]))).toEqual({
+      '/': 'ro',
+      '/tmp': 'rw',
+      [CSV_DIRECTORY]: 'rw',
+      [IMAGE_PATHS.configDirectory]: 'ro',
+      [IMAGE_PATHS.jobsDirectory]: 'ro',
+      // Debian's /var/run is a link to /run: the Secret is where the container's path leads.
+      '/run/secrets/tilehouse': 'ro',
+    });
     const deadline = Date.now() + 30_000;
     while (slow.requests.slice(before).filter((request) => request.endpoint === 'export').length < 5) {
       if (Date.now() > deadline) throw new Error(`the run never got going: ${pod.stderr()}`);
