@@ -142,7 +142,8 @@ describeImage('the image, built with buildah and run as the pod template runs it
     await fast?.close();
     await slow?.close();
     if (root !== undefined) await rm(root, { recursive: true, force: true });
-  });
+    // vfs deletes a container and an image file by file: minutes on a loaded 2-core machine.
+  }, 10 * 60_000);
 
   it('holds the bundle and production dependencies only, on the Node of its FROM, for user 10001', async () => {
     expect((await readdir(path.join(mounted.root, 'app'))).sort()).toEqual(['dist', 'node_modules', 'package-lock.json', 'package.json']);
