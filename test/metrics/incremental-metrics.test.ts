@@ -35,7 +35,7 @@ describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (
 
   const sample = async (name: string) => samplesOf(await gateway.scrape(), name).filter((s) => s.labels.job === 'inc_daily');
 
-  it("pushes one run to the schedule's group (the freshness alerts watch it), also when every day was already published", async () => {
+  it("pushes one run to the schedule's group (the freshness alerts watch it), also when only today's open day was exported again", async () => {
     const run = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
     const first = await run();
     expect(first.exitCode).toBe(0);
@@ -45,10 +45,13 @@ describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (
     const success = (await sample(METRICS.lastSuccess))[0]!.value;
 
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    const idle = await run();
-    expect(idle.exitCode).toBe(0);
-    expect((JSON.parse(idle.stdout) as { tiles: unknown[] }).tiles).toEqual([]);
-    expect(await sample(METRICS.rows)).toEqual([{ labels: expect.anything(), value: 0 }]);
+    // Every closed day is published; today is still open, so it is all the next run exports.
+    const again = await run();
+    expect(again.exitCode).toBe(0);
+    const tiles = (JSON.parse(again.stdout) as { tiles: Array<{ rows: number; outputs: Array<{ target: string }> }> }).tiles;
+    expect(tiles).toHaveLength(1);
+    expect(tiles[0]!.outputs[0]!.target).toMatch(/2026-07-01\.csv$/);
+    expect(await sample(METRICS.rows)).toEqual([{ labels: expect.not.objectContaining({ mode: expect.anything() }), value: tiles[0]!.rows }]);
     expect((await sample(METRICS.lastRunSuccess))[0]?.value).toBe(1);
     expect((await sample(METRICS.lastSuccess))[0]!.value).toBeGreaterThan(success);
   });
