@@ -15,29 +15,14 @@ import { startBigQueryFaultProxy, type BigQueryFaultProxy, type BigQueryRequest 
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { incidentDaysQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 const TABLE = 'incident_days';
-const query = {
-  items: [
-    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50 },
-};
 const job = {
   name: TABLE,
   tile: SANDBOX_TILE,
-  query,
+  query: incidentDaysQuery,
   columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } },
   sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Number'] }],
   backfill: { item: 'day', bucketColumn: 'Day' },
@@ -137,7 +122,7 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
     const warnings = results.flatMap((result) => result.logs.map((line) => String(line.msg)).filter((msg) => msg.includes('aborted by a concurrent update')));
     expect(warnings).toHaveLength(4);
 
-    const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
+    const all = sandbox.evaluate({ ...incidentDaysQuery, items: incidentDaysQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
     const expected = new Map(
       all.rows.filter((row) => (row[1] as string) >= '2026-07-01' && (row[1] as string) < '2026-07-05').map(([number, day, severity]) => [number as number, `${day as string}|${severity as string}`]),
     );

@@ -6,7 +6,7 @@ import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
-import { dailySeverityQuery } from '../support/queries.js';
+import { dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
 import { startSourceProxy } from '../support/source-proxy.js';
 
 // Issue 26, items 4-6: windows only on a clock that was read, open windows stay open, and empty
@@ -25,22 +25,6 @@ const daily = (incremental: Record<string, unknown>) => ({
 });
 
 /** One row per incident, by the day it was opened (the demo's incidents_incremental). */
-const incidentsQuery = {
-  items: [
-    { header: 'Number', ref: 'number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50 },
-};
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -84,7 +68,7 @@ function backfillSummary(stdout: string) {
 const exportsAt = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
 /** What the source holds for [from, to) of `query`, straight from its evaluator (no rw filter), as CSV text reads back. */
-function sourceRows(sandbox: Sandbox, query: typeof dailySeverityQuery | typeof incidentsQuery, from: string, to: string, dayColumn = 0): string[][] {
+function sourceRows(sandbox: Sandbox, query: typeof dailySeverityQuery | typeof incidentDaysQuery, from: string, to: string, dayColumn = 0): string[][] {
   const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
   return all.rows.filter((row) => (row[dayColumn] as string) >= from && (row[dayColumn] as string) < to).map((row) => row.map(String));
 }
@@ -192,12 +176,12 @@ describe('an open window', () => {
   it('is exported again by the next run the same day with lookbackDays: 0, holding the rows that arrived in between; the closed day is not', async () => {
     const sandbox = await sandboxAt(new Date('2026-07-05T18:00:00Z'));
     // Today's five newest incidents have not arrived at the source when the first run reads it.
-    const todays = sourceRows(sandbox, incidentsQuery, '2026-07-05', '2026-07-06', 1).map((row) => Number(row[0]));
+    const todays = sourceRows(sandbox, incidentDaysQuery, '2026-07-05', '2026-07-06', 1).map((row) => Number(row[0]));
     expect(todays.length).toBeGreaterThan(8);
     const late = new Set(todays.slice(-5));
     const proxy = await proxyFor(sandbox, { rows: (rows) => rows.filter((row) => !late.has(Number(row[0]))) });
     const root = await tempRoot();
-    const job = { ...daily({ startFrom: '2026-07-04' }), query: incidentsQuery, columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } } };
+    const job = { ...daily({ startFrom: '2026-07-04' }), query: incidentDaysQuery, columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } } };
     const workspace = await writeWorkspace(root, sandbox, [job], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
     const numbers = async (day: string) => (await readCsv(path.join(workspace.outDir, 'daily', `${day}.csv`))).rows.map((row) => Number(row[0]));
     const manifest = async (day: string) => JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { runId: string; window: { open: boolean } };

@@ -44,3 +44,24 @@ export const dailySeverityQuery = {
 
 /** Incidents per day over the last 30 days (the daily query without the severity split). */
 export const dailyQuery = { ...dailySeverityQuery, items: dailySeverityQuery.items.filter((item) => item.header !== 'Severity') };
+
+/**
+ * One row per incident (its number, the day it was created, its severity), the day the bucket a
+ * window filters: the shape of a tile an incremental or merge job exports.
+ */
+export const incidentDaysQuery = {
+  items: [
+    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
+    {
+      header: 'Day',
+      ref: 'day',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      function: 'date',
+      format: 'year_month_number_day_number_hyphen',
+      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+    },
+    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
+  ],
+  options: { pageNumber: 0, itemsPerPage: 50 },
+};
