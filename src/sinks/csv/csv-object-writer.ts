@@ -9,7 +9,7 @@ import type { SinkResult } from '../sink.js';
 import { messageOf } from '../../errors.js';
 import { cleanupDeadline, DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import type { RetryBudget, RetryLimits } from '../../retry.js';
-import { GcsError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
+import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
 import { GcsHttp, type GcsHttpError } from '../gcs/gcs-http.js';
 import { ResumableUpload, type UploadedObject } from '../gcs/resumable-upload.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
@@ -290,6 +290,9 @@ export class CsvObjectWriter extends CsvStreamWriter {
       }
       const target = `gs://${this.bucket.name}/${object}`;
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
+      if ('unreadable' in seen) {
+        throw new GcsPublishOutcomeUnknownError(target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}: it holds this run's object or the one before; look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`, error);
+      }
       throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
   }
