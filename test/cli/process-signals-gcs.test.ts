@@ -133,4 +133,33 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     expect(temps[0]).toMatch(/^nightly\/\.incident_detail\.csv\.tilehouse-run-delete\+.*\.tmp$/);
     expectStoppedLines(run, [`Cloud Storage temp object gs://${bucket}/${temps[0]} (removed by a later run's sweep or the bucket lifecycle rule)`]);
   }, 120_000);
+
+  it('exits 143 within stopDeadlineMs when the rewrite onto the target hangs after the stop; the summary says its outcome is unknown, never that the previous run is kept', async () => {
+    const bucket = await gcs.newBucket('stop-rewrite');
+    await gcs.storage.bucket(bucket).file(TARGET).save(PREVIOUS, { resumable: false });
+    // The publish has started (rewrite sent, never answered) when the stop comes. It waits until the
+    // cleanup deadline, which leaves no time to read the target or to delete the temp objects.
+    const run = await runAndStop('rewrite', bucket, [{ on: 'rewrite', fault: { kind: 'hang' }, urlContains: 'incident_detail.csv?' }], 'rewrite:hang');
+    expect(run.exit.code, run.stderr).toBe(143);
+    expect(run.exit.elapsedMs, run.stderr).toBeLessThan(STOP_DEADLINE_MS);
+    expect(run.fired).toEqual(['rewrite:hang']);
+    // The proxy never forwarded the rewrite: the target is as it was, but the run could not see that.
+    expect((await gcs.storage.bucket(bucket).file(TARGET).download())[0].toString()).toBe(PREVIOUS);
+    const temps = (await objectsIn(bucket)).filter((name) => name !== TARGET);
+    expect(temps).toHaveLength(2);
+    const summary = summarySchema.parse(JSON.parse(run.stdout));
+    if (summary.command !== 'run') throw new Error('not a run summary');
+    const tile = summary.tiles[0]!;
+    expect(tile).toMatchObject({ status: 'failed', outputs: [], error: { code: 'gcs_publish_outcome_unknown' } });
+    expect(tile.error!.message).toContain("whether the target now holds this run's object is unknown");
+    // Both temp objects (the CSV's and the manifest's) are whole and were not removed: both named.
+    expect([...(tile.leftBehind ?? [])].sort()).toEqual(temps.map((name) => `Cloud Storage temp object gs://${bucket}/${name} (removed by a later run's sweep or the bucket lifecycle rule)`).sort());
+    const { logs, text } = splitStderr(run.stderr);
+    for (const left of tile.leftBehind!) expect(text).toContain(`       left behind: ${left}`);
+    expect(text).toContainEqual(expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): gcs_publish_outcome_unknown: /));
+    for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
+    for (const line of [...text, ...logs.map((log) => log.msg as string), tile.error!.message]) {
+      expect(line).not.toMatch(/\bpublished\b(?! nothing)|previous run (still|kept)|still holds its previous run|published nothing|untouched|cleanup did not finish/);
+    }
+  }, 120_000);
 });
