@@ -19,6 +19,7 @@ function detailLines(tile: JobRunSummary): string[] {
   if (tile.status === 'partially_published') {
     lines.push(`published (new run): ${tile.outputs.map((output) => output.target).join(', ') || 'none'}`);
     if (tile.mixed !== undefined) lines.push(`changed in part (neither run whole): ${tile.mixed.join(', ')}`);
+    if (tile.outcomeUnknown !== undefined) lines.push(`outcome unknown (new run or previous, look before re-running): ${tile.outcomeUnknown.join(', ')}`);
     lines.push(`NOT published (previous run kept): ${(tile.unpublished ?? []).join(', ') || 'none'}; re-run this tile`);
   }
   for (const left of tile.leftBehind ?? []) lines.push(`left behind: ${left}`);

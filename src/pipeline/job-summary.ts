@@ -1,6 +1,6 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
-import type { SinkResult } from '../sinks/sink.js';
+import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/page-checks.js';
 import type { ColumnType } from '../transform/column.js';
 import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
@@ -33,6 +33,8 @@ export interface JobRunSummary {
   unpublished?: string[];
   /** Targets a failed publish changed in part (partitions): they hold neither run whole. */
   mixed?: string[];
+  /** Targets whose publish ended without an answer and could not be read afterwards: either run. */
+  outcomeUnknown?: string[];
   /** What the cleanup could not remove (staging tables, temp objects, jobs that may still run), by name. */
   leftBehind?: string[];
   warnings: string[];
@@ -126,9 +128,10 @@ export function publishedSummary(
   }
   if (published.partial) {
     summary.status = 'partially_published';
-    const { unpublished, changedInPart } = published.partial;
-    summary.unpublished = changedInPart ? unpublished.slice(1) : [...unpublished];
+    const { unpublished, changedInPart, outcomeUnknown } = published.partial;
+    summary.unpublished = changedInPart || outcomeUnknown ? unpublished.slice(1) : [...unpublished];
     if (changedInPart) summary.mixed = unpublished.slice(0, 1);
+    else if (outcomeUnknown) summary.outcomeUnknown = unpublished.slice(0, 1);
     summary.error = { code: published.partial.code, message: published.partial.message };
   }
   return summary;
@@ -171,6 +174,3 @@ export function failedSummary(
   };
 }
 
-function isPublishOutcomeUnknown(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { publishOutcomeUnknown?: unknown }).publishOutcomeUnknown === true;
-}

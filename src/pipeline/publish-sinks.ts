@@ -1,6 +1,6 @@
 import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { isPartialPublish, type SinkResult, type SinkWriter } from '../sinks/sink.js';
+import { isPartialPublish, isPublishOutcomeUnknown, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
 
 /**
@@ -19,15 +19,19 @@ export class PartiallyPublishedError extends TilehouseError {
     cause: unknown,
     /** The failed target changed in part: it holds neither run whole. */
     readonly changedInPart = false,
+    /** What the failed target holds is not known (isPublishOutcomeUnknown): the new run or the previous one. */
+    readonly outcomeUnknown = false,
   ) {
     const causeCode = cause instanceof TilehouseError ? `${cause.code}: ` : '';
     const failed = unpublished[0];
     const newRun = [...published.map((result) => result.target), ...(changedInPart ? [`part of ${failed}`] : [])];
-    const previousRun = unpublished.map((target, index) => (index === 0 && changedInPart ? `the rest of ${target}` : target));
+    const previousRun = unpublished.flatMap((target, index) => (index > 0 ? [target] : changedInPart ? [`the rest of ${target}`] : outcomeUnknown ? [] : [target]));
     super(
       `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${messageOf(cause)}); ` +
         `new run in: ${newRun.join(', ')}; ` +
-        `previous run still in: ${previousRun.join(', ')}. A re-run replaces all of them` +
+        (outcomeUnknown ? `outcome unknown for: ${failed} (the new run or the previous one); ` : '') +
+        (previousRun.length > 0 ? `previous run still in: ${previousRun.join(', ')}. ` : '') +
+        'A re-run replaces all of them' +
         ' (append: re-run with the same --run-id so the rows are not appended twice)',
       { cause },
     );
@@ -77,7 +81,7 @@ export async function publishAll(writers: readonly SinkWriter[], options: { jobN
       await abortAll(unpublished, logger);
       const changedInPart = isPartialPublish(error);
       if (index === 0 && !changedInPart) throw error;
-      return { outputs, partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart) };
+      return { outputs, partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart, !changedInPart && isPublishOutcomeUnknown(error)) };
     }
   }
   return { outputs };

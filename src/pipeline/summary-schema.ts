@@ -47,6 +47,7 @@ export const tileSummarySchema = z
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),
+    outcomeUnknown: z.array(z.string()).optional().describe('Targets whose publish got no answer and could not be read afterwards: they hold the new run or the previous one'),
     leftBehind: z
       .array(z.string())
       .optional()

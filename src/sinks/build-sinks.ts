@@ -26,7 +26,7 @@ export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig,
   for (const [index, config] of job.sinks.entries()) {
     if (config.type === 'csv') {
       try {
-        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) }));
+        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) }));
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }

@@ -105,6 +105,20 @@ export interface PartialPublishFailure {
   readonly partialPublish: true;
 }
 
+/**
+ * A publish error that says what its target now holds is not known: the request's answer never
+ * came, and the target could not be read afterwards (or the stop deadline passed first). Neither
+ * "published" nor "previous run still there" may then be said of that target.
+ */
+export interface PublishOutcomeUnknown {
+  readonly publishOutcomeUnknown: true;
+}
+
+/** Whether a publish error says its target's outcome is unknown (see PublishOutcomeUnknown). */
+export function isPublishOutcomeUnknown(error: unknown): error is PublishOutcomeUnknown {
+  return typeof error === 'object' && error !== null && (error as { publishOutcomeUnknown?: unknown }).publishOutcomeUnknown === true;
+}
+
 /** Whether a publish error says its target changed in part (see PartialPublishFailure). */
 export function isPartialPublish(error: unknown): error is PartialPublishFailure {
   return typeof error === 'object' && error !== null && (error as { partialPublish?: unknown }).partialPublish === true;

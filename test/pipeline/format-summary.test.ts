@@ -46,6 +46,28 @@ describe('formatRunSummary', () => {
     ]);
   });
 
+  it('names a target whose publish outcome is unknown on its own line, not as keeping the previous run', () => {
+    const text = formatRunSummary(
+      run([
+        tile({
+          status: 'partially_published',
+          outputs: [{ sink: 'csv', target: '/out/daily.csv', rows: 10 }],
+          outcomeUnknown: ['gs://exports/daily.csv'],
+          unpublished: [],
+          error: { code: 'partially_published', message: 'job daily: gs://exports/daily.csv failed to publish' },
+        }),
+      ]),
+    );
+    expect(text.split('\n')).toEqual([
+      'run r1: 0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED in 1.5 s',
+      '  PART daily (1.2 s): partially_published: job daily: gs://exports/daily.csv failed to publish',
+      '       published (new run): /out/daily.csv',
+      '       outcome unknown (new run or previous, look before re-running): gs://exports/daily.csv',
+      '       NOT published (previous run kept): none; re-run this tile',
+      '',
+    ]);
+  });
+
   it('says when pages were told apart only by their rows, and is silent for an echo or a single page', () => {
     const text = formatRunSummary(run([tile({ pages: 3, pageIdentity: 'rows-digest', outputs: [{ sink: 'csv', target: '/out/a.csv', rows: 10 }] }), tile({ job: 'other', pages: 3, pageIdentity: 'echo' }), tile({ job: 'one', pageIdentity: 'single-page' })]));
     expect(text.split('\n').slice(1, 3)).toEqual(['  ok   daily (1.2 s): 10 rows, 3 pages → /out/a.csv', "       pages told apart by their rows: the source's answers did not echo the page asked for"]);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LoadedJob } from '../../src/config/load-config.js';
-import { publishedSummary, type SessionCounters } from '../../src/pipeline/job-summary.js';
+import { failedSummary, publishedSummary, type SessionCounters } from '../../src/pipeline/job-summary.js';
+import { PartiallyPublishedError } from '../../src/pipeline/publish-sinks.js';
+import { GcsPublishOutcomeUnknownError } from '../../src/sinks/gcs/gcs-errors.js';
 import type { ReadStats } from '../../src/pipeline/read-into-sinks.js';
 import type { SinkResult } from '../../src/sinks/sink.js';
 
@@ -31,5 +33,25 @@ describe('publishedSummary of a target that kept an earlier publish of the run i
   it('stays succeeded under --strict when every target took this run (a legal re-run that changed nothing)', () => {
     const adoptedSame: SinkResult = { sink: 'bigquery', target: 'p.ops.daily', rows: 160, details: { adopted: true } };
     expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, adoptedSame] }, { strict: true })).toMatchObject({ status: 'succeeded', warnings: ['a column warning'] });
+  });
+});
+
+describe('a gs:// publish whose outcome is unknown', () => {
+  const target = 'gs://exports/daily.csv';
+  const unknown = new GcsPublishOutcomeUnknownError(target, 'rewriting the temp object onto the target failed (no answer); whether the target now holds this run\'s object is unknown');
+
+  it('after another sink published: the target is listed as unknown, not among those still holding the previous run', () => {
+    const partial = new PartiallyPublishedError('daily', [csv], [target, 'p.ops.daily'], unknown, false, true);
+    const summary = publishedSummary(job, Date.now(), stats, counters, { outputs: [csv], partial });
+    expect(summary).toMatchObject({ status: 'partially_published', outcomeUnknown: [target], unpublished: ['p.ops.daily'] });
+    expect(summary.mixed).toBeUndefined();
+    expect(summary.error?.message).not.toMatch(/previous run still in: [^.]*gs:\/\/exports/);
+  });
+
+  it('after a stop keeps its own error: "every target still holds its previous run" is not known', () => {
+    const stop = new AbortController();
+    stop.abort(new Error('stopped by SIGTERM'));
+    const summary = failedSummary(job, Date.now(), stats, counters, unknown, stop.signal);
+    expect(summary.error).toEqual({ code: 'gcs_publish_outcome_unknown', message: unknown.message });
   });
 });

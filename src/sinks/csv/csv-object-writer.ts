@@ -7,8 +7,9 @@ import type { Logger } from 'pino';
 import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
 import { messageOf } from '../../errors.js';
+import { cleanupDeadline, DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import type { RetryBudget, RetryLimits } from '../../retry.js';
-import { GcsError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
+import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
 import { GcsHttp, type GcsHttpError } from '../gcs/gcs-http.js';
 import { ResumableUpload, type UploadedObject } from '../gcs/resumable-upload.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
@@ -37,6 +38,8 @@ export interface CsvObjectWriterOptions {
   storage: Storage;
   /** The run's stop: aborts the upload's request in flight and any wait between its retries. */
   signal?: AbortSignal;
+  /** The environment's `stopDeadlineMs`: after a stop, publish and cleanup requests end this long after it. */
+  stopDeadlineMs?: number;
   /** Tilehouse's retry of every write-path request (see gcs-http.ts); defaults per writer. */
   retry?: GcsWriteSettings;
   /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
@@ -76,14 +79,22 @@ export class CsvObjectWriter extends CsvStreamWriter {
   private manifest: CsvManifest | undefined;
   private readonly sha256 = createHash('sha256');
   private tempManifestObject: UploadedObject | undefined;
-  /** Deletes of temp objects: not cut short by the run's stop, since they are its cleanup. */
+  /** The manifest's upload once started, so abort knows whether its temp object may exist. */
+  private manifestUpload: ResumableUpload | undefined;
+  /**
+   * Deletes of temp objects: not cut short by the run's stop, since they are its cleanup, but
+   * ended by the cleanup deadline (stop-deadline.ts), after which the process exits anyway.
+   */
   private readonly cleanupHttp: GcsHttp;
   /**
    * The rewrites and the reads that judge them: not cut short by the run's stop either, since a
    * publish, once started, runs to its outcome (SinkWriter.publish) so the summary can say what
-   * the target holds; each request has its timeout and the retries their limits.
+   * the target holds; each request has its timeout and the retries their limits, and after a stop
+   * the cleanup deadline ends them, as it ends BigQuery's publish jobs' waits.
    */
   private readonly publishHttp: GcsHttp;
+  /** Temp objects the cleanup could not remove (`gs://bucket/name`), for the summary. */
+  private readonly left: string[] = [];
 
   private constructor(
     private readonly options: CsvObjectWriterOptions,
@@ -100,13 +111,20 @@ export class CsvObjectWriter extends CsvStreamWriter {
     private readonly http: GcsHttp,
   ) {
     super(options.columns, head, options.signal);
-    const { signal: _stop, ...unstoppable } = http.options;
+    const { signal: _stop, ...rest } = http.options;
+    const deadline = cleanupDeadline(options.signal, options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS);
+    const unstoppable = { ...rest, ...(deadline ? { signal: deadline } : {}) };
     this.publishHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: http.limits, requestTimeoutMs: http.requestTimeoutMs });
     this.cleanupHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: { ...http.limits, maxAttempts: Math.min(3, http.limits.maxAttempts) }, requestTimeoutMs: Math.min(10_000, http.requestTimeoutMs) });
   }
 
   get target(): string {
     return this.options.target;
+  }
+
+  /** Temp objects whose delete failed or was cut short by the cleanup deadline, each by `gs://` name. */
+  leftBehind(): string[] {
+    return [...this.left];
   }
 
   /**
@@ -197,6 +215,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
       metadata: ownerMetadata(jobName, runId),
       ifGenerationMatch: 0,
     });
+    this.manifestUpload = upload;
     try {
       await pipeline(Readable.from([Buffer.from(manifestText(this.manifest), 'utf8')]), upload);
       this.tempManifestObject = upload.finished;
@@ -271,6 +290,9 @@ export class CsvObjectWriter extends CsvStreamWriter {
       }
       const target = `gs://${this.bucket.name}/${object}`;
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
+      if ('unreadable' in seen) {
+        throw new GcsPublishOutcomeUnknownError(target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}: it holds this run's object or the one before; look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`, error);
+      }
       throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
   }
@@ -285,11 +307,12 @@ export class CsvObjectWriter extends CsvStreamWriter {
   }
 
   /**
-   * A temp object goes once published (or on abort), retried like every write; a failure is only
-   * logged: the run's output is already (or never) visible, and the object is swept later by the
-   * next run (removeStaleTempObjects, once its owner is gone) or the bucket lifecycle rule.
+   * A temp object goes once published (or on abort), retried like every write; a failure is
+   * logged and, when the object may exist, named in `leftBehind()`: the run's output is already
+   * (or never) visible, and the object is swept later by the next run (removeStaleTempObjects,
+   * once its owner is gone) or the bucket lifecycle rule.
    */
-  private async deleteTemp(uploaded: UploadedObject | undefined, name?: string): Promise<void> {
+  private async deleteTemp(uploaded: UploadedObject | undefined, name?: string, mayExist = uploaded !== undefined): Promise<void> {
     const object = uploaded?.name ?? name;
     if (object === undefined) return;
     try {
@@ -299,7 +322,10 @@ export class CsvObjectWriter extends CsvStreamWriter {
         if (answer.status !== 204 && answer.status !== 200 && answer.status !== 404) throw this.cleanupHttp.failure('DELETE', url, answer);
       });
     } catch (error) {
-      this.options.logger.warn({ err: error, object }, 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
+      if (!mayExist) return;
+      const url = `gs://${this.bucket.name}/${object}`;
+      this.left.push(`Cloud Storage temp object ${url} (removed by a later run's sweep or the bucket lifecycle rule)`);
+      this.options.logger.warn({ err: error, object: url }, 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
     }
   }
 
@@ -307,8 +333,9 @@ export class CsvObjectWriter extends CsvStreamWriter {
     // An unfinished resumable upload creates no object; destroying the stream abandons its session.
     this.upload.destroy();
     await this.uploaded.catch(() => undefined);
-    await this.deleteTemp(this.upload.finished, this.tempFile.name);
-    await this.deleteTemp(this.tempManifestObject, this.tempManifest.name);
+    // An unfinished upload whose final request was never sent created no object: nothing to name.
+    await this.deleteTemp(this.upload.finished, this.tempFile.name, this.upload.finished !== undefined || this.upload.mayHaveCreated);
+    await this.deleteTemp(this.tempManifestObject, this.tempManifest.name, this.tempManifestObject !== undefined || this.manifestUpload?.mayHaveCreated === true);
   }
 
   protected writeError(cause: unknown): GcsError {

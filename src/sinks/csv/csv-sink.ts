@@ -25,6 +25,8 @@ export interface CsvSinkOptions {
   storageClient?: Storage;
   /** gs:// targets: tilehouse's retry of the upload and publish requests (defaults in gcs-http.ts). */
   gcsWrite?: GcsWriteSettings;
+  /** The environment's `stopDeadlineMs`: gs:// publish and cleanup requests end this long after a stop. */
+  stopDeadlineMs?: number;
 }
 
 /**
@@ -135,6 +137,7 @@ export class CsvSink implements Sink {
         // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
         retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
         ...(context.signal ? { signal: context.signal } : {}),
+        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
     }

@@ -13,7 +13,7 @@ import { TilehouseError } from '../../errors.js';
  *   session lost after bytes that cannot be produced again); its message says what the target
  *   was seen to hold when the failure was in the publish.
  */
-export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed';
+export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed' | 'gcs_publish_outcome_unknown';
 
 export class GcsError extends TilehouseError {
   constructor(
@@ -23,6 +23,19 @@ export class GcsError extends TilehouseError {
     cause?: unknown,
   ) {
     super(`csv ${target}: ${message}`, cause === undefined ? undefined : { cause });
+  }
+}
+
+/**
+ * A rewrite onto the target failed without an answer that says what it did, and reading the target
+ * afterwards failed too: the target may hold this run's object or the previous one. Kept as the
+ * tile's error after a stop, and never reported as "previous run still in" (`publishOutcomeUnknown`).
+ */
+export class GcsPublishOutcomeUnknownError extends GcsError {
+  readonly publishOutcomeUnknown = true as const;
+
+  constructor(target: string, message: string, cause?: unknown) {
+    super('gcs_publish_outcome_unknown', target, message, cause);
   }
 }
 

@@ -68,6 +68,11 @@ export class ResumableUpload extends Writable {
   private written = 0;
   /** Sessions started (a restart after 404/410 starts another). */
   sessions = 0;
+  /**
+   * Whether the object may exist: a resumable upload creates it only with its final request, so
+   * before one was sent there is nothing to delete; after, there may be, answered or not.
+   */
+  mayHaveCreated = false;
 
   constructor(private readonly options: ResumableUploadOptions) {
     super({ highWaterMark: 64 * 1024 });
@@ -160,6 +165,7 @@ export class ResumableUpload extends Writable {
     const total = last ? String(end) : '*';
     const range = sending === 0 ? `bytes */${total}` : `bytes ${this.base}-${end - 1}/${total}`;
     this.unsure = true;
+    if (last) this.mayHaveCreated = true;
     const answer = await this.sendToSession({ 'content-range': range }, this.buffer.subarray(0, sending));
     this.unsure = false;
     if (answer.status === 200 || answer.status === 201) {

@@ -282,7 +282,9 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       fail({ on: 'metadata', fault: { kind: 'status', status: 503 }, urlContains: '/o/out%2Fa.csv', nth: 2 });
       fail({ on: 'metadata', fault: { kind: 'status', status: 503 }, urlContains: '/o/out%2Fa.csv' });
       const outcome = await runWriter(bucket, { maxAttempts: 2 });
-      expect(outcome.error?.code).toBe('gcs_write_failed');
+      // Its own code, and marked so that neither a stop's summary nor a partial publish's says the previous run is still there.
+      expect(outcome.error?.code).toBe('gcs_publish_outcome_unknown');
+      expect(outcome.error).toMatchObject({ publishOutcomeUnknown: true });
       expect(outcome.error?.message).toContain("whether the target now holds this run's object is unknown");
       expect(outcome.error?.message).not.toMatch(/published nothing|untouched/);
     });
