@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { COLUMN_TYPES } from '../transform/column.js';
+import { COLUMN_TYPES, OVERRIDE_TYPES } from '../value-types/column-types.js';
 
 /**
  * The schema of one `jobs/*.yaml` file: one tile, what to export, when and where.
@@ -168,17 +168,6 @@ const bigquerySink = z
 export const sinkSchema = z.discriminatedUnion('type', [csvSink, bigquerySink]);
 
 /**
- * The column types each of the API's dataTypes may be overridden to (the same rule as
- * transform/columns.ts applies to a response): a number may be read as a whole or exact number, a
- * datetime as a day; text stays text. An unknown dataType accepts any type (its author knows more).
- */
-export const OVERRIDE_TYPES: Readonly<Record<string, readonly string[]>> = {
-  number: ['FLOAT64', 'INT64', 'NUMERIC'],
-  text: ['STRING'],
-  datetime: ['TIMESTAMP', 'DATE'],
-};
-
-/**
  * `columns` keys name the headers of the export, which are the visible query items' headers: an
  * override for any other header would fail every run at page 0, so it is refused here, with the
  * headers there are, and so is a type the item's dataType cannot be read as.
@@ -200,7 +189,7 @@ function checkColumnOverrides(job: { query: { items: Array<{ header: string; dat
       continue;
     }
     const allowed = OVERRIDE_TYPES[item.dataType.trim().toLowerCase()];
-    if (allowed !== undefined && !allowed.includes(override.type)) {
+    if (allowed !== undefined && !allowed.some((type) => type === override.type)) {
       ctx.addIssue({
         code: 'custom',
         path: ['columns', header, 'type'],

@@ -6,7 +6,7 @@ import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkPlan } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
-import type { ColumnType } from '../transform/column.js';
+import type { ColumnType } from '../value-types/column-types.js';
 import { toColumns } from '../transform/columns.js';
 import type { DateWindow } from './backfill-windows.js';
 import type { WindowClock } from './run-backfill.js';

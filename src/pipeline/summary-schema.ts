@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PAGE_IDENTITIES } from '../source/page-checks.js';
-import { COLUMN_TYPES } from '../transform/column.js';
+import { COLUMN_TYPES } from '../value-types/column-types.js';
 import type { BackfillSummary } from './run-backfill.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 

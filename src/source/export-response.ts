@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ExactNumber } from './json-body.js';
+import { ExactNumber } from '../value-types/exact-number.js';
 import { countNoun } from '../count-noun.js';
 
 /** The spec's Export result, validated at the edge; extra members are allowed (spec: "minimum returned"). */

@@ -18,24 +18,7 @@
  * property-tested against JSON.parse (values and rejections).
  */
 
-/** A JSON number literal kept as written, because a double cannot represent it exactly. */
-export class ExactNumber {
-  constructor(
-    /** The literal exactly as the body wrote it, e.g. "-12345678901234567.5" or "1E+400". */
-    readonly text: string,
-  ) {
-    Object.freeze(this);
-  }
-
-  toString(): string {
-    return this.text;
-  }
-
-  /** JSON.stringify cannot write raw number text in Node 20; the exact text as a string beats a rounded number. */
-  toJSON(): string {
-    return this.text;
-  }
-}
+import { ExactNumber } from '../value-types/exact-number.js';
 
 export type JsonBodyParse = { ok: true; value: unknown } | { ok: false; error: string };
 

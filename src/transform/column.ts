@@ -1,9 +1,9 @@
+import type { ColumnType } from '../value-types/column-types.js';
+
 /**
  * The typed shape a tile's table takes inside tilehouse. Sinks receive only these types; nothing
  * downstream of transform sees the raw API page.
  */
-export const COLUMN_TYPES = ['FLOAT64', 'INT64', 'NUMERIC', 'STRING', 'TIMESTAMP', 'DATE'] as const;
-export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 export interface Column {
   /** Warehouse-safe, unique name derived from the header (letters, digits, underscore). */

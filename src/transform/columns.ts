@@ -1,7 +1,7 @@
-import { type Column, COLUMN_TYPES, type ColumnType } from './column.js';
+import type { Column } from './column.js';
 import { toColumnNames } from './column-names.js';
 import { ColumnCountMismatchError, ColumnOverrideInvalidError } from './transform-errors.js';
-import { OVERRIDE_TYPES } from '../config/job-schema.js';
+import { COLUMN_TYPES, type ColumnType, OVERRIDE_TYPES } from '../value-types/column-types.js';
 
 /** The job's `columns` section: per-header type overrides. */
 export type ColumnOverrides = Readonly<Record<string, { type: ColumnType }>>;
@@ -14,7 +14,7 @@ export interface ColumnMapping {
 
 /**
  * Each API dataType's default column type. The types it may be overridden to are the
- * configuration's rule (OVERRIDE_TYPES), checked there at load time and here again for a response:
+ * rule in value-types/column-types.ts (OVERRIDE_TYPES), checked by config at load time and here again for a response:
  * `number` allows INT64/NUMERIC because the API does not say whether a number is whole or exact;
  * `datetime` allows DATE for day-level tiles. Reading text as a number, or a number as a date, is
  * a modelling mistake the configuration should not be able to hide.
@@ -28,7 +28,7 @@ const DEFAULT_TYPES: ReadonlyMap<string, ColumnType> = new Map([
 function ruleFor(dataType: string): { default: ColumnType; allowed: readonly ColumnType[] } | undefined {
   const key = dataType.trim().toLowerCase();
   const defaultType = DEFAULT_TYPES.get(key);
-  return defaultType === undefined ? undefined : { default: defaultType, allowed: (OVERRIDE_TYPES[key] ?? [defaultType]) as readonly ColumnType[] };
+  return defaultType === undefined ? undefined : { default: defaultType, allowed: OVERRIDE_TYPES[key] ?? [defaultType] };
 }
 
 /**

@@ -1,6 +1,6 @@
 /** The transform layer's public surface: export page → typed columns and rows. */
 export { calendarDateIn, daysFromCivil, formatCivilDate, MAX_EPOCH_MS, MIN_EPOCH_MS, MS_PER_DAY } from './calendar.js';
-export { type Column, COLUMN_TYPES, type ColumnType, type TypedRow, type TypedValue } from './column.js';
+export { type Column, type TypedRow, type TypedValue } from './column.js';
 export { MAX_COLUMN_NAME_LENGTH, toColumnNames } from './column-names.js';
 export { type ColumnMapping, type ColumnOverrides, numberTextColumns, toColumns } from './columns.js';
 export { type TypedRows, type TypedRowsOptions, toTypedRows } from './typed-rows.js';

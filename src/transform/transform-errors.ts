@@ -1,5 +1,5 @@
 import { TilehouseError } from '../errors.js';
-import type { ColumnType } from './column.js';
+import type { ColumnType } from '../value-types/column-types.js';
 import { countNoun } from '../count-noun.js';
 
 /**

@@ -1,4 +1,4 @@
-import { ExactNumber } from '../source/json-body.js';
+import { ExactNumber } from '../value-types/exact-number.js';
 import type { Column, TypedRow, TypedValue } from './column.js';
 import { previewValue, ValueInvalidError } from './transform-errors.js';
 import { parserFor } from './values/value-parser.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../src/source/json-body.js';
+import { ExactNumber } from '../../src/value-types/exact-number.js';
 import type { ExportPage } from '../../src/source/export-response.js';
 import { PageConsistency } from '../../src/source/page-checks.js';
 import { rowOrderOf } from '../../src/source/row-order.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../src/source/json-body.js';
+import { ExactNumber } from '../../src/value-types/exact-number.js';
 import type { Column } from '../../src/transform/column.js';
 import { ValueInvalidError } from '../../src/transform/transform-errors.js';
 import { type TypedRowsOptions, toTypedRows } from '../../src/transform/typed-rows.js';

@@ -1,4 +1,4 @@
-import { ExactNumber } from '../../source/json-body.js';
+import { ExactNumber } from '../../value-types/exact-number.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 const INTEGER_TEXT = /^[+-]?\d{1,20}$/;

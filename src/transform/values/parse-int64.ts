@@ -1,4 +1,4 @@
-import { ExactNumber } from '../../source/json-body.js';
+import { ExactNumber } from '../../value-types/exact-number.js';
 import { formatDecimal, parseDecimal, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 import { INT64_MAX, INT64_MIN } from '../warehouse-limits.js';

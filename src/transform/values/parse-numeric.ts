@@ -1,4 +1,4 @@
-import { ExactNumber } from '../../source/json-body.js';
+import { ExactNumber } from '../../value-types/exact-number.js';
 import {
   type Decimal,
   formatDecimal,

@@ -1,4 +1,4 @@
-import { ExactNumber } from '../../source/json-body.js';
+import { ExactNumber } from '../../value-types/exact-number.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 // ES2024 String well-formedness methods: present in Node 20, absent from the ES2023 lib typings.

@@ -1,4 +1,5 @@
-import type { ColumnType, TypedValue } from '../column.js';
+import type { TypedValue } from '../column.js';
+import type { ColumnType } from '../../value-types/column-types.js';
 import { parseDateIn } from './parse-date.js';
 import { parseFloat64 } from './parse-float64.js';
 import { parseInt64 } from './parse-int64.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BigQueryValueError } from '../../../src/sinks/bigquery/bigquery-errors.js';
 import { encodeValue, toRfc3339 } from '../../../src/sinks/bigquery/encode-value.js';
-import type { ColumnType } from '../../../src/transform/column.js';
+import type { ColumnType } from '../../../src/value-types/column-types.js';
 
 const as = (type: ColumnType) => ({ name: `a_${type.toLowerCase()}`, type });
 

@@ -8,7 +8,8 @@ import type { BigQuerySinkConfig } from '../../../src/config/job-schema.js';
 import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
 import type { JobPolling } from '../../../src/sinks/bigquery/run-job.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
-import type { Column, ColumnType, TypedRow } from '../../../src/transform/column.js';
+import type { Column, TypedRow } from '../../../src/transform/column.js';
+import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { uniqueDatasetId, type EmulatorEndpoint } from '../../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, startFakeBigQuery, type EmulatorWithCopyJobs, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ColumnType, TypedRow, TypedValue } from '../../../src/transform/column.js';
+import type { TypedRow, TypedValue } from '../../../src/transform/column.js';
+import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { column, commit, makeContext, makeSink, makeTempDirectory, readText, referenceCsv } from './csv-test-support.js';
 
 const tricky = fc.constantFrom('"', ',', '\r', '\n', '\r\n', ' ', '\t', '🔥', 'עברית', '\u0000', '""', ',"', '=1+1', '-', '');

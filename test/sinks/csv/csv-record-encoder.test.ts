@@ -3,7 +3,8 @@ import { stringify } from 'csv-stringify/sync';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CSV_DIALECT } from '../../../src/sinks/csv/csv-dialect.js';
 import { CsvRecordEncoder } from '../../../src/sinks/csv/csv-record-encoder.js';
-import type { ColumnType, TypedRow, TypedValue } from '../../../src/transform/column.js';
+import type { TypedRow, TypedValue } from '../../../src/transform/column.js';
+import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { column, referenceCsv } from './csv-test-support.js';
 
 // Counts what csv-stringify is asked to encode, to show which strings the encoder sends it.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../../src/source/json-body.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
 import { parseDate } from '../../../src/transform/values/parse-date.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../../src/source/json-body.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
 import { parseFloat64 } from '../../../src/transform/values/parse-float64.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../../src/source/json-body.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
 import { parseInt64 } from '../../../src/transform/values/parse-int64.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../../src/source/json-body.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
 import { parseString } from '../../../src/transform/values/parse-string.js';
 import { ValueFailure } from '../../../src/transform/values/value-failure.js';
 
