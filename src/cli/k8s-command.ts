@@ -1,8 +1,8 @@
 import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { planManifests } from '../deploy/plan-manifests.js';
+import { planManifests, type ManifestPlan } from '../deploy/plan-manifests.js';
 import { staleFiles, writeManifests, type StaleFile } from '../deploy/write-manifests.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
 import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
 import { indexedBackfillJob } from '../deploy/job-manifests.js';
 import { kustomizationImage } from '../deploy/plan-manifests.js';
@@ -10,7 +10,7 @@ import { planPod } from '../deploy/pod-template.js';
 import { renderYamlDocuments } from '../deploy/render-yaml.js';
 import { jobForBackfill } from './backfill-command.js';
 import { backfillItemIndex } from '../pipeline/run-backfill.js';
-import { loadWorkspace } from './load-workspace.js';
+import { loadWorkspace, type Workspace } from './load-workspace.js';
 import { countNoun } from '../count-noun.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';
@@ -39,6 +39,111 @@ async function generatedFromConfig(outFile: string, env: NodeJS.ProcessEnv): Pro
 function shown(file: string): string {
   const relative = path.relative(process.cwd(), file);
   return (relative === '' || relative.startsWith('..') || path.isAbsolute(relative) ? file : relative).split(path.sep).join('/');
+}
+
+function parseK8sArgs(args: string[]) {
+  return parseCommandArgs('k8s', args, {
+    out: { type: 'string', short: 'o' },
+    check: { type: 'boolean' },
+    backfill: { type: 'string' },
+    from: { type: 'string' },
+    to: { type: 'string' },
+    step: { type: 'string' },
+    completions: { type: 'string' },
+    parallelism: { type: 'string' },
+    resume: { type: 'boolean' },
+  });
+}
+
+type K8sFlags = ReturnType<typeof parseK8sArgs>['values'];
+
+/** `--backfill NAME`: prints one Indexed Job for the job's windows; writes nothing. */
+async function printBackfillJob(name: string, values: K8sFlags, workspace: Workspace, io: CliIo): Promise<number> {
+  if (values.check || values.out !== undefined) throw UsageError.of('k8s: --backfill prints one Job and writes nothing; --check and --out do not apply');
+  const job = workspace.jobs.find((candidate) => candidate.name === name);
+  if (job === undefined) throw UsageError.of(`k8s: no job named ${JSON.stringify(name)} in ${workspace.jobsDirectory}`);
+  const { from, to, step } = backfillRange(values);
+  const windows = splitWindows(from, to, step).length;
+  // More pods than windows would leave some with nothing to do.
+  const completions = wholeFlag(values, 'completions', Math.min(windows, 64), windows);
+  const parallelism = wholeFlag(values, 'parallelism', Math.min(2, completions), completions);
+  const backfillJob = jobForBackfill(job);
+  backfillItemIndex(backfillJob);
+  const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
+  for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
+  io.stdout.write(
+    renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from, to, step, completions, parallelism, resume: values.resume === true })], {
+      header: [
+        `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
+        `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
+      ].join('\n'),
+    }),
+  );
+  return EXIT.ok;
+}
+
+/** --from, --to and --step of `--backfill`, checked. */
+function backfillRange(values: K8sFlags): { from: string; to: string; step: WindowStep } {
+  for (const flag of ['from', 'to'] as const) {
+    if (values[flag] === undefined || !isCalendarDate(values[flag])) throw UsageError.of(`k8s: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+  }
+  const step = (values.step ?? 'day') as WindowStep;
+  if (!['day', 'week', 'month'].includes(step)) throw UsageError.of(`k8s: --step must be one of day, week, month, got ${JSON.stringify(values.step)}`);
+  if (values.to! <= values.from!) throw UsageError.of(`k8s: --to (${values.to}) must be after --from (${values.from})`);
+  return { from: values.from!, to: values.to!, step };
+}
+
+/** --completions or --parallelism: a whole number from 1 to `max`, `fallback` when absent. */
+function wholeFlag(values: K8sFlags, flag: 'completions' | 'parallelism', fallback: number, max: number): number {
+  const text = values[flag];
+  const value = text === undefined ? fallback : /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= 1 && value <= max)) throw UsageError.of(`k8s: --${flag} must be a whole number from 1 to ${max}, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** Plans the manifests, then checks them (--check) or writes them and says what changed. */
+async function writeOrCheckManifests(values: K8sFlags, workspace: Workspace, io: CliIo): Promise<number> {
+  const outFile = values.out ?? DEFAULT_K8S_OUT;
+  const command = [
+    'tilehouse k8s',
+    `--config ${shown(workspace.configFile)}`,
+    `--jobs ${shown(workspace.jobsDirectory)}`,
+    ...(values.out === undefined ? [] : [`--out ${shown(outFile)}`]),
+  ].join(' ');
+  const plan = await planManifests({
+    jobs: workspace.jobs,
+    environment: workspace.environment,
+    configFile: workspace.configFile,
+    outFile,
+    command,
+  });
+  for (const warning of plan.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
+  if (values.check) return checkManifests(plan, command, io);
+
+  const changed = await writeManifests(plan);
+  const kept = plan.files.filter((file) => file.once !== undefined && !changed.some((entry) => entry.file === file.file)).map((file) => file.file);
+  const cronJobs = workspace.jobs.filter((job) => job.schedule !== undefined).length;
+  io.stdout.write(
+    `${changed.length === 0 ? 'unchanged' : `updated ${countNoun(changed.length, 'file')}`}: ${shown(outFile)} (${countNoun(cronJobs, 'CronJob')} for ${countNoun(workspace.jobs.length, 'job')}), ` +
+      `${shown(path.join(path.dirname(outFile), 'backfill-job.yaml'))}, ${shown(plan.generatedDirectory)}/\n` +
+      `${changed.map((entry) => `  ${shown(entry.file)}: ${CHANGE_SAID[entry.reason]}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
+      (kept.length > 0 ? `kept as they are (yours; written only when absent): ${kept.map(shown).join(', ')}\n` : '') +
+      `deploy with: kubectl apply -k ${shown(path.dirname(outFile))}/\n`,
+  );
+  return EXIT.ok;
+}
+
+/** --check: exit 0 when every generated file is as planned, else 1 with the stale ones listed. */
+async function checkManifests(plan: ManifestPlan, command: string, io: CliIo): Promise<number> {
+  const stale = await staleFiles(plan);
+  if (stale.length === 0) {
+    io.stdout.write(`up to date: ${plan.files.length} generated files (${command})\n`);
+    return EXIT.ok;
+  }
+  io.stderr.write(
+    `stale Kubernetes manifests; run: ${command}\n${stale.map((entry) => `  ${shown(entry.file)}: ${entry.reason}`).join('\n')}\n`,
+  );
+  return EXIT.tileFailed;
 }
 
 export const k8sCommand: Command = {
@@ -76,17 +181,7 @@ Example:
 Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad config or usage.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('k8s', args, {
-      out: { type: 'string', short: 'o' },
-      check: { type: 'boolean' },
-      backfill: { type: 'string' },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      step: { type: 'string' },
-      completions: { type: 'string' },
-      parallelism: { type: 'string' },
-      resume: { type: 'boolean' },
-    });
+    const { values } = parseK8sArgs(args);
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
@@ -94,78 +189,7 @@ Exit codes: 0 written (or up to date with --check), 1 stale (--check), 2 bad con
     const backfillFlags = (['from', 'to', 'step', 'completions', 'parallelism', 'resume'] as const).filter((flag) => values[flag] !== undefined);
     if (values.backfill === undefined && backfillFlags.length > 0) throw UsageError.of(`k8s: --${backfillFlags[0]} belongs to --backfill NAME`);
     const workspace = await loadWorkspace({ ...values, config: values.config ?? (await generatedFromConfig(values.out ?? DEFAULT_K8S_OUT, io.env)) }, io.env);
-    if (values.backfill !== undefined) {
-      if (values.check || values.out !== undefined) throw UsageError.of('k8s: --backfill prints one Job and writes nothing; --check and --out do not apply');
-      const job = workspace.jobs.find((candidate) => candidate.name === values.backfill);
-      if (job === undefined) throw UsageError.of(`k8s: no job named ${JSON.stringify(values.backfill)} in ${workspace.jobsDirectory}`);
-      for (const flag of ['from', 'to'] as const) {
-        if (values[flag] === undefined || !isCalendarDate(values[flag])) throw UsageError.of(`k8s: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
-      }
-      const step = (values.step ?? 'day') as WindowStep;
-      if (!['day', 'week', 'month'].includes(step)) throw UsageError.of(`k8s: --step must be one of day, week, month, got ${JSON.stringify(values.step)}`);
-      if (values.to! <= values.from!) throw UsageError.of(`k8s: --to (${values.to}) must be after --from (${values.from})`);
-      const windows = splitWindows(values.from!, values.to!, step).length;
-      const whole = (flag: 'completions' | 'parallelism', fallback: number, max: number) => {
-        const text = values[flag];
-        const value = text === undefined ? fallback : /^\d+$/.test(text) ? Number(text) : Number.NaN;
-        if (!(value >= 1 && value <= max)) throw UsageError.of(`k8s: --${flag} must be a whole number from 1 to ${max}, got ${JSON.stringify(text)}`);
-        return value;
-      };
-      // More pods than windows would leave some with nothing to do.
-      const completions = whole('completions', Math.min(windows, 64), windows);
-      const parallelism = whole('parallelism', Math.min(2, completions), completions);
-      const backfillJob = jobForBackfill(job);
-      backfillItemIndex(backfillJob);
-      const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
-      for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
-      io.stdout.write(
-        renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from: values.from!, to: values.to!, step, completions, parallelism, resume: values.resume === true })], {
-          header: [
-            `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
-            `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
-          ].join('\n'),
-        }),
-      );
-      return EXIT.ok;
-    }
-    const outFile = values.out ?? DEFAULT_K8S_OUT;
-    const command = [
-      'tilehouse k8s',
-      `--config ${shown(workspace.configFile)}`,
-      `--jobs ${shown(workspace.jobsDirectory)}`,
-      ...(values.out === undefined ? [] : [`--out ${shown(outFile)}`]),
-    ].join(' ');
-    const plan = await planManifests({
-      jobs: workspace.jobs,
-      environment: workspace.environment,
-      configFile: workspace.configFile,
-      outFile,
-      command,
-    });
-    for (const warning of plan.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
-
-    if (values.check) {
-      const stale = await staleFiles(plan);
-      if (stale.length === 0) {
-        io.stdout.write(`up to date: ${plan.files.length} generated files (${command})\n`);
-        return EXIT.ok;
-      }
-      io.stderr.write(
-        `stale Kubernetes manifests; run: ${command}\n${stale.map((entry) => `  ${shown(entry.file)}: ${entry.reason}`).join('\n')}\n`,
-      );
-      return EXIT.tileFailed;
-    }
-
-    const changed = await writeManifests(plan);
-    const kept = plan.files.filter((file) => file.once !== undefined && !changed.some((entry) => entry.file === file.file)).map((file) => file.file);
-    const cronJobs = workspace.jobs.filter((job) => job.schedule !== undefined).length;
-    io.stdout.write(
-      `${changed.length === 0 ? 'unchanged' : `updated ${countNoun(changed.length, 'file')}`}: ${shown(outFile)} (${countNoun(cronJobs, 'CronJob')} for ${countNoun(workspace.jobs.length, 'job')}), ` +
-        `${shown(path.join(path.dirname(outFile), 'backfill-job.yaml'))}, ${shown(plan.generatedDirectory)}/\n` +
-        `${changed.map((entry) => `  ${shown(entry.file)}: ${CHANGE_SAID[entry.reason]}`).join('\n')}${changed.length > 0 ? '\n' : ''}` +
-        (kept.length > 0 ? `kept as they are (yours; written only when absent): ${kept.map(shown).join(', ')}\n` : '') +
-        `deploy with: kubectl apply -k ${shown(path.dirname(outFile))}/\n`,
-    );
-    return EXIT.ok;
+    if (values.backfill !== undefined) return printBackfillJob(values.backfill, values, workspace, io);
+    return writeOrCheckManifests(values, workspace, io);
   },
 };

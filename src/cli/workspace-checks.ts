@@ -161,48 +161,9 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       });
     }
 
-    // The ledger is the only place an incremental BigQuery sink's finished days can be read from.
-    if (job.incremental !== undefined && environment.sinks.bigquery?.runLedger === false) {
-      const index = job.sinks.findIndex((sink) => sink.type === 'bigquery');
-      if (index >= 0) errors.push({ file: job.file, path: ['incremental'], message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})` });
-    }
-
-    if (job.schedule !== undefined) {
-      try {
-        cronJobFor(job, NO_POD);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        for (const problem of error.problems) {
-          warnings.push({ file: job.file, path: problem.field.split('.'), value: job.schedule.cron, message: `tilehouse schedule runs it, but tilehouse k8s refuses it: ${problem.message}` });
-        }
-      }
-    }
-
-    const jobPageSize = job.query.options.itemsPerPage;
-    if (jobPageSize !== undefined && jobPageSize !== environment.source.itemsPerPage) {
-      warnings.push({
-        file: job.file,
-        path: ['query', 'options', 'itemsPerPage'],
-        value: jobPageSize,
-        message: `ignored: every request asks for source.itemsPerPage = ${countNoun(environment.source.itemsPerPage, 'row')} (${configFile}); remove it or make the two equal`,
-      });
-    }
-
-    // Offset paging continues page N−1 with page N only if the source sorts every request the same
-    // way; a query that states no order leaves that to the source, and a source that varies it
-    // moves rows across pages with every count adding up. A query with aggregates and nothing
-    // grouped is one row, one page: order cannot matter there.
-    const { items } = job.query;
-    const oneRow = items.some((item) => item.aggregate !== undefined) && !items.some((item) => item.grouped === true);
-    if (!oneRow && !items.some((item) => item.order !== undefined)) {
-      warnings.push({
-        file: job.file,
-        path: ['query', 'items'],
-        value: `${countNoun(items.length, 'item')} without order`,
-        message:
-          'rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add `order: asc` to a unique number or datetime item',
-      });
-    }
+    const ledgerProblem = incrementalWithoutLedger(job, environment, configFile);
+    if (ledgerProblem !== undefined) errors.push(ledgerProblem);
+    warnings.push(...scheduleWarnings(job), ...pageSizeWarnings(job, environment, configFile), ...unorderedQueryWarnings(job));
   }
   return {
     errors: await Promise.all(errors.map(located)),
@@ -210,6 +171,62 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
     columnLayout: await Promise.all(columnLayout.map(located)),
     warnings: await Promise.all(warnings.map(located)),
   };
+}
+
+/** The ledger is the only place an incremental BigQuery sink's finished days can be read from. */
+function incrementalWithoutLedger(job: LoadedJob, environment: EnvironmentConfig, configFile: string): Located | undefined {
+  if (job.incremental === undefined || environment.sinks.bigquery?.runLedger !== false) return undefined;
+  const index = job.sinks.findIndex((sink) => sink.type === 'bigquery');
+  if (index < 0) return undefined;
+  return { file: job.file, path: ['incremental'], message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})` };
+}
+
+/** A schedule `tilehouse schedule` runs but a Kubernetes CronJob cannot take. */
+function scheduleWarnings(job: LoadedJob): Located[] {
+  if (job.schedule === undefined) return [];
+  try {
+    cronJobFor(job, NO_POD);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const cron = job.schedule.cron;
+    return error.problems.map((problem) => ({ file: job.file, path: problem.field.split('.'), value: cron, message: `tilehouse schedule runs it, but tilehouse k8s refuses it: ${problem.message}` }));
+  }
+  return [];
+}
+
+/** A job's query.options.itemsPerPage that the environment's source.itemsPerPage overrides. */
+function pageSizeWarnings(job: LoadedJob, environment: EnvironmentConfig, configFile: string): Located[] {
+  const jobPageSize = job.query.options.itemsPerPage;
+  if (jobPageSize === undefined || jobPageSize === environment.source.itemsPerPage) return [];
+  return [
+    {
+      file: job.file,
+      path: ['query', 'options', 'itemsPerPage'],
+      value: jobPageSize,
+      message: `ignored: every request asks for source.itemsPerPage = ${countNoun(environment.source.itemsPerPage, 'row')} (${configFile}); remove it or make the two equal`,
+    },
+  ];
+}
+
+/**
+ * Offset paging continues page N−1 with page N only if the source sorts every request the same
+ * way; a query that states no order leaves that to the source, and a source that varies it
+ * moves rows across pages with every count adding up. A query with aggregates and nothing
+ * grouped is one row, one page: order cannot matter there.
+ */
+function unorderedQueryWarnings(job: LoadedJob): Located[] {
+  const { items } = job.query;
+  const oneRow = items.some((item) => item.aggregate !== undefined) && !items.some((item) => item.grouped === true);
+  if (oneRow || items.some((item) => item.order !== undefined)) return [];
+  return [
+    {
+      file: job.file,
+      path: ['query', 'items'],
+      value: `${countNoun(items.length, 'item')} without order`,
+      message:
+        'rows have no stated order; pages may overlap or skip rows if the source orders them differently per request; add `order: asc` to a unique number or datetime item',
+    },
+  ];
 }
 
 /** For commands that write: mistakes in the files refuse the run before anything is fetched. */

@@ -138,11 +138,48 @@ function describeOption(word: string): string {
   return word.replace(/=.*$/s, '=…');
 }
 
+/** Applies one option that takes a value (`word` is how the command spelled it) to the request. */
+function applyValueOption(request: RawRequest, bodies: string[], role: Role, word: string, value: string): void {
+  switch (role) {
+    case 'url':
+      if (request.url !== undefined) throw new CurlImportError('the command names more than one URL; paste the request for one tile');
+      request.url = value;
+      break;
+    case 'method':
+      request.method = value;
+      break;
+    case 'header': {
+      const colon = value.indexOf(':');
+      if (colon <= 0) throw new CurlImportError(`curl option ${word} needs "Name: value"; got a header without a name`);
+      request.headers.push({ name: value.slice(0, colon).trim(), value: value.slice(colon + 1).trim() });
+      break;
+    }
+    case 'json':
+    case 'data':
+      // --json is --data-binary plus the JSON content type.
+      if (role === 'json') request.headers.push({ name: 'content-type', value: 'application/json' });
+      if (value.startsWith('@')) {
+        throw new CurlImportError(`curl option ${word} reads the body from a file (${word} @file); paste the body itself (--data-raw '{…}')`);
+      }
+      bodies.push(value);
+      break;
+    case 'data-raw':
+      bodies.push(value);
+      break;
+    case 'credential':
+      request.credentialOptions.push(word);
+      break;
+    case 'ignore':
+      break;
+    case 'unsupported':
+      throw new CurlImportError(`curl option ${word} is not supported: the export endpoint takes one JSON body (-d/--data-raw)`);
+  }
+}
+
 /** Parses the words of a curl command (the first word is `curl`). */
 export function parseCurlWords(words: readonly string[]): RawRequest {
   const request: RawRequest = { headers: [], credentialOptions: [] };
   const bodies: string[] = [];
-  let dataMethod = false;
   const queue = [...words.slice(1)];
   let optionsEnded = false;
 
@@ -177,47 +214,12 @@ export function parseCurlWords(words: readonly string[]): RawRequest {
     }
     const value = queue.shift();
     if (value === undefined) throw new CurlImportError(`curl option ${word} needs a value, and the command ends there: was the paste cut off?`);
-    switch (role) {
-      case 'url':
-        if (request.url !== undefined) throw new CurlImportError('the command names more than one URL; paste the request for one tile');
-        request.url = value;
-        break;
-      case 'method':
-        request.method = value;
-        break;
-      case 'header': {
-        const colon = value.indexOf(':');
-        if (colon <= 0) throw new CurlImportError(`curl option ${word} needs "Name: value"; got a header without a name`);
-        request.headers.push({ name: value.slice(0, colon).trim(), value: value.slice(colon + 1).trim() });
-        break;
-      }
-      case 'json':
-      case 'data':
-        // --json is --data-binary plus the JSON content type.
-        if (role === 'json') request.headers.push({ name: 'content-type', value: 'application/json' });
-        if (value.startsWith('@')) {
-          throw new CurlImportError(`curl option ${word} reads the body from a file (${word} @file); paste the body itself (--data-raw '{…}')`);
-        }
-        bodies.push(value);
-        dataMethod = true;
-        break;
-      case 'data-raw':
-        bodies.push(value);
-        dataMethod = true;
-        break;
-      case 'credential':
-        request.credentialOptions.push(word);
-        break;
-      case 'ignore':
-        break;
-      case 'unsupported':
-        throw new CurlImportError(`curl option ${word} is not supported: the export endpoint takes one JSON body (-d/--data-raw)`);
-    }
+    applyValueOption(request, bodies, role, word, value);
   }
 
   if (bodies.length > 1) throw new CurlImportError(`the command has ${bodies.length} data options; the export endpoint takes exactly one JSON body`);
   if (bodies.length === 1) request.body = bodies[0];
   // Without -X, curl sends POST when there is data and GET otherwise.
-  request.method ??= dataMethod ? 'POST' : undefined;
+  request.method ??= bodies.length > 0 ? 'POST' : undefined;
   return request;
 }

@@ -185,6 +185,105 @@ function findTileParam(url: URL, source: string, wanted: string | undefined): Ti
   };
 }
 
+/** The request's URL, when it is an absolute http(s) URL; otherwise why not, in `problems`. */
+function readUrl(raw: RawRequest, source: string, problems: ConfigProblem[]): URL | undefined {
+  if (raw.url === undefined) {
+    problems.push({
+      file: source,
+      field: 'url',
+      message: `no URL: expected https://<tenant>${EXPORT_PATH}?tileId=<id> (as the curl command's URL, or on the first line before the JSON body)`,
+    });
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw.url);
+  } catch {
+    problems.push({ file: source, field: 'url', value: echo(raw.url), message: 'not an absolute URL (expected https://<tenant>…)' });
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    problems.push({ file: source, field: 'url', value: echo(raw.url), message: 'only https:// (or http:// for a local sandbox) URLs can be imported' });
+    return undefined;
+  }
+  return url;
+}
+
+/** The base URL before the export path, and the tile: which query-string item carries it, and its id. */
+function readTile(url: URL, source: string, wantedParam: string | undefined, problems: ConfigProblem[]): { baseUrl?: string; tileParam?: string; tileId?: string } {
+  let baseUrl: string | undefined;
+  const pathname = url.pathname.replace(/\/+$/, '');
+  if (!pathname.endsWith(EXPORT_PATH)) {
+    problems.push({
+      file: source,
+      field: 'url path',
+      value: echo(url.pathname),
+      message: `not the tile export endpoint: expected a path ending in ${EXPORT_PATH} (endpoint 7)`,
+    });
+  } else {
+    baseUrl = `${url.origin}${pathname.slice(0, -EXPORT_PATH.length)}`;
+  }
+  const found = findTileParam(url, source, wantedParam);
+  problems.push(...found.problems);
+  if (found.tileParam === undefined) return { baseUrl };
+  const tileParam = found.tileParam;
+  const values = url.searchParams.getAll(tileParam);
+  const tileId = values[0]?.trim();
+  if (values.length > 1) {
+    problems.push({ file: source, field: `url query string ${tileParam}`, message: `the tile parameter appears ${values.length} times; keep one` });
+  } else if (tileId === undefined || tileId === '') {
+    problems.push({ file: source, field: `url query string ${tileParam}`, message: 'the tile id is empty' });
+  } else if (/[<>{}]/.test(tileId)) {
+    problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id is a placeholder; copy the request of a real tile' });
+  } else if (/[\u0000-\u001f\u007f]/.test(tileId)) {
+    problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id contains control characters' });
+  }
+  return { baseUrl, tileParam, tileId };
+}
+
+/** The export endpoint takes POST with a JSON body: a method or content type that says otherwise is a problem. */
+function checkMethodAndContentType(raw: RawRequest, source: string, problems: ConfigProblem[]): void {
+  if (raw.method !== undefined && raw.method.toUpperCase() !== 'POST') {
+    problems.push({ file: source, field: 'method', value: echo(raw.method), message: 'the export endpoint takes POST' });
+  }
+
+  const contentType = raw.headers.findLast((header) => header.name.toLowerCase() === 'content-type');
+  if (contentType !== undefined && !/^application\/json\b/i.test(contentType.value)) {
+    problems.push({ file: source, field: 'content-type header', value: echo(contentType.value), message: 'the export endpoint takes application/json' });
+  }
+}
+
+/** The body as JSON (`query`, kept as written) and as a validated export query. */
+function readQuery(raw: RawRequest, source: string, problems: ConfigProblem[]): { query?: Record<string, unknown>; parsedQuery?: ExportQuery } {
+  if (raw.body === undefined) {
+    problems.push({
+      file: source,
+      field: 'body',
+      message: 'no body: the export query (JSON with items and options) is missing; a curl command carries it in -d/--data-raw, the other form after the URL line',
+    });
+    return {};
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.body);
+  } catch (error) {
+    problems.push({ file: source, field: 'body', value: echo(raw.body), message: `not JSON (${(error as Error).message})` });
+  }
+  if (json === undefined) return {};
+  const result = exportQuerySchema.safeParse(json);
+  if (result.success) return { query: json as Record<string, unknown>, parsedQuery: result.data };
+  for (const issue of result.error.issues) {
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+    const path = keys.length === 1 ? [...issue.path, keys[0]!] : issue.path;
+    problems.push({
+      file: source,
+      field: path.length === 0 ? 'body' : `body.${formatFieldPath(path)}`,
+      message: `not an export query (items, options): ${issue.message}`,
+    });
+  }
+  return {};
+}
+
 /**
  * Reads and validates a pasted request. Every problem found is reported at once (a ConfigError,
  * exit 2) naming the input, what is missing or wrong, and the offending value with credentials
@@ -197,100 +296,10 @@ export function importRequest(text: string, options: ImportOptions): ImportedReq
   const problems: ConfigProblem[] = [];
   const droppedCredentials = [...credentialsIn(raw.headers), ...raw.credentialOptions];
 
-  let url: URL | undefined;
-  if (raw.url === undefined) {
-    problems.push({
-      file: source,
-      field: 'url',
-      message: `no URL: expected https://<tenant>${EXPORT_PATH}?tileId=<id> (as the curl command's URL, or on the first line before the JSON body)`,
-    });
-  } else {
-    try {
-      url = new URL(raw.url);
-    } catch {
-      problems.push({ file: source, field: 'url', value: echo(raw.url), message: 'not an absolute URL (expected https://<tenant>…)' });
-    }
-  }
-  if (url !== undefined && url.protocol !== 'https:' && url.protocol !== 'http:') {
-    problems.push({ file: source, field: 'url', value: echo(raw.url!), message: 'only https:// (or http:// for a local sandbox) URLs can be imported' });
-    url = undefined;
-  }
-
-  let tileParam: string | undefined;
-  let tileId: string | undefined;
-  let baseUrl: string | undefined;
-  if (url !== undefined) {
-    const pathname = url.pathname.replace(/\/+$/, '');
-    if (!pathname.endsWith(EXPORT_PATH)) {
-      problems.push({
-        file: source,
-        field: 'url path',
-        value: echo(url.pathname),
-        message: `not the tile export endpoint: expected a path ending in ${EXPORT_PATH} (endpoint 7)`,
-      });
-    } else {
-      baseUrl = `${url.origin}${pathname.slice(0, -EXPORT_PATH.length)}`;
-    }
-    const found = findTileParam(url, source, options.tileParam);
-    problems.push(...found.problems);
-    if (found.tileParam !== undefined) {
-      tileParam = found.tileParam;
-      const values = url.searchParams.getAll(tileParam);
-      tileId = values[0]?.trim();
-      if (values.length > 1) {
-        problems.push({ file: source, field: `url query string ${tileParam}`, message: `the tile parameter appears ${values.length} times; keep one` });
-      } else if (tileId === undefined || tileId === '') {
-        problems.push({ file: source, field: `url query string ${tileParam}`, message: 'the tile id is empty' });
-      } else if (/[<>{}]/.test(tileId)) {
-        problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id is a placeholder; copy the request of a real tile' });
-      } else if (/[\u0000-\u001f\u007f]/.test(tileId)) {
-        problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id contains control characters' });
-      }
-    }
-  }
-
-  if (raw.method !== undefined && raw.method.toUpperCase() !== 'POST') {
-    problems.push({ file: source, field: 'method', value: echo(raw.method), message: 'the export endpoint takes POST' });
-  }
-
-  const contentType = raw.headers.findLast((header) => header.name.toLowerCase() === 'content-type');
-  if (contentType !== undefined && !/^application\/json\b/i.test(contentType.value)) {
-    problems.push({ file: source, field: 'content-type header', value: echo(contentType.value), message: 'the export endpoint takes application/json' });
-  }
-
-  let query: Record<string, unknown> | undefined;
-  let parsedQuery: ExportQuery | undefined;
-  if (raw.body === undefined) {
-    problems.push({
-      file: source,
-      field: 'body',
-      message: 'no body: the export query (JSON with items and options) is missing; a curl command carries it in -d/--data-raw, the other form after the URL line',
-    });
-  } else {
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.body);
-    } catch (error) {
-      problems.push({ file: source, field: 'body', value: echo(raw.body), message: `not JSON (${(error as Error).message})` });
-    }
-    if (json !== undefined) {
-      const result = exportQuerySchema.safeParse(json);
-      if (result.success) {
-        query = json as Record<string, unknown>;
-        parsedQuery = result.data;
-      } else {
-        for (const issue of result.error.issues) {
-          const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
-          const path = keys.length === 1 ? [...issue.path, keys[0]!] : issue.path;
-          problems.push({
-            file: source,
-            field: path.length === 0 ? 'body' : `body.${formatFieldPath(path)}`,
-            message: `not an export query (items, options): ${issue.message}`,
-          });
-        }
-      }
-    }
-  }
+  const url = readUrl(raw, source, problems);
+  const { baseUrl, tileParam, tileId } = url === undefined ? {} : readTile(url, source, options.tileParam, problems);
+  checkMethodAndContentType(raw, source, problems);
+  const { query, parsedQuery } = readQuery(raw, source, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
 

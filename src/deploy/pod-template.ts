@@ -126,16 +126,17 @@ export function graceSeconds(stopDeadlineMs: number | undefined): number {
   return Math.max(30, Math.ceil((stopDeadlineMs ?? 0) / 1000) + 5);
 }
 
-export function planPod(inputs: PodInputs): PodPlan {
-  const { environment, configFile, jobs } = inputs;
-  const credentials = credentialWiring(environment.source, configFile);
-  const { directories, csvJobs } = writableDirectories(environment, jobs);
-  const warnings = [...csvJobs].map(
+/** A warning per local CSV directory: in the pod it is an emptyDir, gone with the pod. */
+function emptyDirWarnings(csvJobs: Map<string, string[]>): string[] {
+  return [...csvJobs].map(
     ([directory, names]) =>
       `${names.join(', ')} write CSV under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
       'On Kubernetes write CSV to Cloud Storage (a gs:// path or CSV directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
   );
+}
 
+/** The pod's volumes and the container's mounts: /tmp, the two ConfigMaps, the output directories, the secret files. */
+function podVolumes(directories: string[], credentials: Credentials, configFile: string): { mounts: Manifest[]; volumes: Manifest[] } {
   const mounts: Manifest[] = [
     { name: 'tmp', mountPath: IMAGE_PATHS.tempDirectory },
     { name: 'config', mountPath: IMAGE_PATHS.configDirectory, readOnly: true },
@@ -162,6 +163,15 @@ export function planPod(inputs: PodInputs): PodPlan {
   if (clash !== undefined) {
     throw ConfigError.single({ file: configFile, field: '', value: JSON.stringify(clash), message: 'two volumes would be mounted at this path; move the secret files, CSV or temp directory apart' });
   }
+  return { mounts, volumes };
+}
+
+export function planPod(inputs: PodInputs): PodPlan {
+  const { environment, configFile, jobs } = inputs;
+  const credentials = credentialWiring(environment.source, configFile);
+  const { directories, csvJobs } = writableDirectories(environment, jobs);
+  const warnings = emptyDirWarnings(csvJobs);
+  const { mounts, volumes } = podVolumes(directories, credentials, configFile);
 
   const env: Manifest[] = [
     { name: 'TILEHOUSE_CONFIG', value: path.posix.join(IMAGE_PATHS.configDirectory, path.basename(configFile)) },

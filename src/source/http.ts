@@ -141,20 +141,35 @@ interface ReadBody {
  */
 async function readBody(body: Readable, encoding: string | string[] | undefined): Promise<ReadBody> {
   const codings = contentCodings(encoding);
+  const decompressors = decompressorChain(codings);
+  if (typeof decompressors === 'string') {
+    // Not read on: a body we cannot decode would hold the connection until it ends. undici's
+    // body emits 'error' (AbortError) when destroyed; unheard, that would crash the process.
+    body.on('error', () => undefined);
+    body.destroy();
+    return { text: () => '', undecodable: { detail: `content-encoding "${decompressors}" is not supported (asked for gzip, br)`, transient: false } };
+  }
+  const received = await receiveBytes(body, codings, decompressors);
+  return 'failed' in received ? received.failed : decodeUtf8(received.bytes);
+}
+
+/** The decompressors that undo `codings`, or the first coding none can undo. */
+function decompressorChain(codings: readonly string[]): Transform[] | string {
   const decompressors: Transform[] = [];
   // Applied in the order listed, so undone in reverse (RFC 9110 §8.4).
   for (const coding of [...codings].reverse()) {
     const decompressor = decompressorFor(coding);
-    if (decompressor === undefined) {
-      // Not read on: a body we cannot decode would hold the connection until it ends. undici's
-      // body emits 'error' (AbortError) when destroyed; unheard, that would crash the process.
-      body.on('error', () => undefined);
-      body.destroy();
-      return { text: () => '', undecodable: { detail: `content-encoding "${coding}" is not supported (asked for gzip, br)`, transient: false } };
-    }
+    if (decompressor === undefined) return coding;
     decompressors.push(decompressor);
   }
+  return decompressors;
+}
 
+/**
+ * Reads the whole body through the decompressors into one buffer; a stream they cannot decode,
+ * or gzip data no content-encoding declared, is a failed body instead.
+ */
+async function receiveBytes(body: Readable, codings: readonly string[], decompressors: Transform[]): Promise<{ bytes: Buffer } | { failed: ReadBody }> {
   const chunks: Buffer[] = [];
   let bodyBytes = 0;
   let receivedBytes = 0;
@@ -189,19 +204,25 @@ async function readBody(body: Readable, encoding: string | string[] | undefined)
     // still fails, once attempts or the run's retry budget run out (export_body_corrupt).
     const truncated = code === 'Z_BUF_ERROR' || /unexpected end/i.test(message);
     return {
-      text: () => '',
-      undecodable: {
-        detail: `content-encoding ${codings.join(', ')} could not be decoded (${truncated ? 'stream cut short' : 'corrupt stream'}: ${message}) after ${receivedBytes} bytes`,
-        transient: true,
-        encoding: codings.join(', '),
+      failed: {
+        text: () => '',
+        undecodable: {
+          detail: `content-encoding ${codings.join(', ')} could not be decoded (${truncated ? 'stream cut short' : 'corrupt stream'}: ${message}) after ${receivedBytes} bytes`,
+          transient: true,
+          encoding: codings.join(', '),
+        },
       },
     };
   }
 
   if (undeclaredGzip) {
-    return { text: () => '', undecodable: { detail: `body of ${bodyBytes} bytes is gzip data but content-encoding does not say so`, transient: false } };
+    return { failed: { text: () => '', undecodable: { detail: `body of ${bodyBytes} bytes is gzip data but content-encoding does not say so`, transient: false } } };
   }
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bodyBytes);
+  return { bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bodyBytes) };
+}
+
+/** The body's text, decoded strictly as UTF-8 when first asked for (a leading BOM dropped), or why it cannot be. */
+function decodeUtf8(bytes: Buffer): ReadBody {
   if (isUtf8(bytes)) {
     const start = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
     let text: string | undefined;
