@@ -115,7 +115,7 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
         import('../config/gcs-url.js'),
         import('../sinks/gcs/gcs-errors.js'),
         import('../sinks/gcs/temp-objects.js'),
-        import('../pipeline/map-with-concurrency.js'),
+        import('../map-with-concurrency.js'),
       ]);
       const storage = await sink.storageClient();
       const targets = windows.map((window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }));
