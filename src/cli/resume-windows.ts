@@ -5,7 +5,7 @@ import type { DateWindow } from '../pipeline/backfill-windows.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { Sink } from '../sinks/sink.js';
 import { UsageError } from './command.js';
-import { windowStateReaders } from './window-state.js';
+import { windowStateReaders } from '../sinks/registry.js';
 
 /**
  * `backfill --resume`: the windows every sink of the job shows as done, to be skipped. A CSV sink

@@ -1,0 +1,25 @@
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Logger } from '../log.js';
+import { bigquerySinkKind } from './bigquery/descriptor.js';
+import type { SinkFactoryOptions } from './build-sinks.js';
+import { csvSinkKind } from './csv/descriptor.js';
+import type { Sink } from './sink.js';
+import type { SinkKind } from './sink-kind.js';
+import type { WindowStateReader } from './window-state.js';
+
+export type { SinkKind } from './sink-kind.js';
+export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type WindowStateReader } from './window-state.js';
+
+/**
+ * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the
+ * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
+ */
+export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind];
+
+/** The window-state readers of every sink of a job, kind by kind. */
+export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
+  const readers: WindowStateReader[] = [];
+  for (const kind of sinkKinds) readers.push(...(await kind.windowStateReaders(job, sinks, environment, options, logger)));
+  return readers;
+}
