@@ -5,10 +5,10 @@ import { bigquerySinkKind } from './bigquery/descriptor.js';
 import type { SinkFactoryOptions } from './build-sinks.js';
 import { csvSinkKind } from './csv/descriptor.js';
 import type { Sink } from './sink.js';
-import type { SinkKind } from './sink-kind.js';
+import type { RunRecorder, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 
-export type { SinkKind } from './sink-kind.js';
+export type { RecordedTile, RunRecorder, SinkKind } from './sink-kind.js';
 export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type WindowStateReader } from './window-state.js';
 
 /**
@@ -22,4 +22,20 @@ export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[],
   const readers: WindowStateReader[] = [];
   for (const kind of sinkKinds) readers.push(...(await kind.windowStateReaders(job, sinks, environment, options, logger)));
   return readers;
+}
+
+/**
+ * The run recorders of every kind the jobs use (today the BigQuery run ledger), as one: each
+ * tile run is recorded by each recorder in turn, kind by kind. Undefined when no kind records.
+ */
+export async function runRecorderFor(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined> {
+  const recorders: RunRecorder[] = [];
+  for (const kind of sinkKinds) {
+    const recorder = await kind.runRecorder?.(jobs, environment, options, logger, signal);
+    if (recorder !== undefined) recorders.push(recorder);
+  }
+  if (recorders.length <= 1) return recorders[0];
+  return async (tile, window) => {
+    for (const recorder of recorders) await recorder(tile, window);
+  };
 }

@@ -3,7 +3,7 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import type { SinkFactoryOptions } from './build-sinks.js';
-import type { Sink } from './sink.js';
+import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';
 
 /**
@@ -12,9 +12,36 @@ import type { WindowStateReader } from './window-state.js';
  * descriptors instead of importing a kind or branching on its name. What a descriptor needs that
  * is heavy (a Cloud client) it loads on demand, so a run that does not use the kind never pays for it.
  */
+/** What a run recorder reads of one tile's run (the pipeline's JobRunSummary gives all of it). */
+export interface RecordedTile {
+  job: string;
+  tile: string;
+  runId: string;
+  status: 'succeeded' | 'failed' | 'partially_published';
+  rows: number;
+  durationMs: number;
+  columns: ReadonlyArray<{ name: string; type: string }>;
+  /** The targets that hold this run. */
+  outputs: readonly SinkResult[];
+  /** Every target this run wrote to or meant to (opened), published or not. */
+  targets: readonly string[];
+  /** Targets that still hold the previous run after a partial publish. */
+  unpublished?: readonly string[] | undefined;
+  error?: { code: string } | undefined;
+}
+
+/** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
+export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
+
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
   /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
   windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]>;
+  /**
+   * The recorder of runs into this kind's targets, for the jobs of a run; undefined when none of
+   * them has such a sink or the environment turns it off. A record that cannot be written is
+   * logged and does not change the run's outcome.
+   */
+  runRecorder?(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined>;
 }
