@@ -7,8 +7,10 @@ import { csvSinkKind } from './csv/descriptor.js';
 import type { Sink } from './sink.js';
 import type { RunRecorder, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
+import type { SinkWorkspaceChecker } from './workspace-checks.js';
 
 export type { RecordedTile, RunRecorder, SinkKind } from './sink-kind.js';
+export type { SinkWorkspaceChecker, WorkspaceProblem, WorkspaceTarget } from './workspace-checks.js';
 export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type WindowStateReader } from './window-state.js';
 
 /**
@@ -38,4 +40,11 @@ export async function runRecorderFor(jobs: readonly LoadedJob[], environment: En
   return async (tile, window) => {
     for (const recorder of recorders) await recorder(tile, window);
   };
+}
+
+/** Each kind's workspace checker for these jobs, in registry order, by the kind's `type`. */
+export async function workspaceCheckers(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<Map<string, SinkWorkspaceChecker>> {
+  const checkers = new Map<string, SinkWorkspaceChecker>();
+  for (const kind of sinkKinds) checkers.set(kind.type, await kind.workspaceChecker(environment, configFile, jobs));
+  return checkers;
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { SinkFactoryOptions } from './build-sinks.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';
+import type { WorkspaceCheckerFactory } from './workspace-checks.js';
 
 /**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
@@ -44,4 +45,6 @@ export interface SinkKind {
    * logged and does not change the run's outcome.
    */
   runRecorder?(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined>;
+  /** What `validate` (and every command that writes) checks of this kind's sinks without the network. */
+  readonly workspaceChecker: WorkspaceCheckerFactory;
 }

@@ -1,4 +1,5 @@
 import type { SinkKind } from '../sink-kind.js';
+import { bigqueryWorkspaceChecker } from './workspace-checks.js';
 import { bigqueryLedgerRecorder } from './ledger-recorder.js';
 import { bigqueryWindowStateReaders } from './window-state.js';
 
@@ -6,5 +7,6 @@ import { bigqueryWindowStateReaders } from './window-state.js';
 export const bigquerySinkKind: SinkKind = {
   type: 'bigquery',
   runRecorder: bigqueryLedgerRecorder,
+  workspaceChecker: bigqueryWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, options, logger) => bigqueryWindowStateReaders(job, environment, options, logger),
 };
