@@ -1,4 +1,5 @@
 import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
@@ -18,6 +19,13 @@ export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type 
  * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
  */
 export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind];
+
+/** The descriptor of a sink config's kind. */
+export function sinkKindOf(sink: SinkConfig): SinkKind {
+  const kind = sinkKinds.find((candidate) => candidate.type === sink.type);
+  if (kind === undefined) throw new Error(`no sink kind ${String(sink.type)} in src/sinks/registry.ts`);
+  return kind;
+}
 
 /** The window-state readers of every sink of a job, kind by kind. */
 export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {

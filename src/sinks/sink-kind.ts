@@ -1,3 +1,4 @@
+import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
@@ -47,4 +48,14 @@ export interface SinkKind {
   runRecorder?(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined>;
   /** What `validate` (and every command that writes) checks of this kind's sinks without the network. */
   readonly workspaceChecker: WorkspaceCheckerFactory;
+  /**
+   * The sink as a windowed job (backfill, incremental) writes it, one output per window (a
+   * default filled in), with the problems that keep it from doing so; `index` is its place in
+   * the job's sinks.
+   */
+  forWindows(sink: SinkConfig, index: number, job: LoadedJob): { sink: SinkConfig; problems: ConfigProblem[] };
+  /** Whether this sink takes a job's windows one at a time, oldest first (a merge by key). */
+  takesWindowsOneAtATime(sink: SinkConfig): boolean;
+  /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
+  resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
 }
