@@ -58,4 +58,14 @@ export interface SinkKind {
   takesWindowsOneAtATime(sink: SinkConfig): boolean;
   /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
   resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
+  /**
+   * What the kind needs on Kubernetes, for a kind that writes local files: the directory a sink
+   * writes below, as the image's absolute path (`workdir` resolves a relative one), or undefined
+   * when this sink writes nothing locally (an object in a bucket); the pod mounts an emptyDir
+   * there, and each such directory is warned about (gone with the pod). Absent: no volume.
+   */
+  readonly localFiles?: {
+    directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
+    emptyDirWarning(directory: string, jobNames: readonly string[]): string;
+  };
 }

@@ -29,4 +29,5 @@ export const bigquerySinkKind: SinkKind = {
     }
     return undefined;
   },
+
 };

@@ -1,7 +1,18 @@
+import path from 'node:path';
+import { looksLikeGcsUrl } from '../../config/gcs-url.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { csvWorkspaceChecker } from './workspace-checks.js';
 import { csvWindowStateReaders } from './window-state.js';
+
+/** The fixed directory part of an absolute CSV path template: `/exports/{tile}/{date}.csv` → `/exports`. */
+function templateDirectory(template: string): string {
+  const segments = template.split('/');
+  const fixed = segments.slice(0, -1);
+  const firstPlaceholder = fixed.findIndex((segment) => segment.includes('{'));
+  const kept = firstPlaceholder < 0 ? fixed : fixed.slice(0, firstPlaceholder);
+  return kept.join('/') || '/';
+}
 
 /** The CSV sink (local files or gs:// objects), as the rest of tilehouse sees it. */
 export const csvSinkKind: SinkKind = {
@@ -24,5 +35,20 @@ export const csvSinkKind: SinkKind = {
     const withoutManifest = job.sinks.findIndex((sink) => sink.type === 'csv' && sink.manifest !== true);
     if (withoutManifest < 0) return undefined;
     return `backfill: --resume tells a finished CSV window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`;
+  },
+
+  // A gs:// target (its own path, or a relative path under a gs:// CSV directory) is an object in
+  // a bucket: the pod streams it there and needs no volume for it.
+  localFiles: {
+    directory(sink, environment, workdir) {
+      if (sink.type !== 'csv') return undefined;
+      if (sink.path !== undefined && looksLikeGcsUrl(sink.path)) return undefined;
+      const absolute = sink.path !== undefined && path.posix.isAbsolute(sink.path);
+      if (!absolute && looksLikeGcsUrl(environment.sinks.csv.directory)) return undefined;
+      return absolute ? templateDirectory(sink.path!) : path.posix.resolve(workdir, environment.sinks.csv.directory);
+    },
+    emptyDirWarning: (directory, jobNames) =>
+      `${jobNames.join(', ')} write CSV under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
+      'On Kubernetes write CSV to Cloud Storage (a gs:// path or CSV directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
   },
 };
