@@ -20,6 +20,9 @@ export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type 
  */
 export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind];
 
+/** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
+export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];
+
 /** The descriptor of a sink config's kind. */
 export function sinkKindOf(sink: SinkConfig): SinkKind {
   const kind = sinkKinds.find((candidate) => candidate.type === sink.type);
