@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
@@ -38,6 +39,8 @@ export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: stri
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
+  /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
+  readonly configSchema: z.ZodType;
   /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
   windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]>;
   /**

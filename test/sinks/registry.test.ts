@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EnvironmentConfig } from '../../src/config/environment-schema.js';
 import type { SinkConfig } from '../../src/config/job-schema.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
+import { sinkSchema } from '../../src/config/sink-schemas.js';
 import { sinkKindOf, sinkKinds } from '../../src/sinks/registry.js';
 
 const jobWith = (...sinks: object[]): LoadedJob => ({ name: 'daily', file: 'jobs/daily.yaml', sinks }) as unknown as LoadedJob;
@@ -11,6 +12,11 @@ const windowed = (sink: object, index = 0) => sinkKindOf(sink as SinkConfig).for
 describe('the sink registry', () => {
   it('lists each kind once, CSV before BigQuery', () => {
     expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery']);
+  });
+
+  it('names, for each kind, the config schema the job schema\'s sink union holds, in the same order', () => {
+    expect(sinkKinds).toHaveLength(sinkSchema.options.length);
+    sinkKinds.forEach((kind, index) => expect(kind.configSchema).toBe(sinkSchema.options[index]));
   });
 
   it('gives a windowed CSV sink the default {date} path, gzip or not, and refuses a path without {date}', () => {

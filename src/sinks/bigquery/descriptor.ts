@@ -1,3 +1,4 @@
+import { bigquerySinkSchema } from '../../config/bigquery-sink-schema.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { bigqueryWorkspaceChecker } from './workspace-checks.js';
@@ -7,6 +8,7 @@ import { bigqueryWindowStateReaders } from './window-state.js';
 /** The BigQuery sink, as the rest of tilehouse sees it. */
 export const bigquerySinkKind: SinkKind = {
   type: 'bigquery',
+  configSchema: bigquerySinkSchema,
   runRecorder: bigqueryLedgerRecorder,
   workspaceChecker: bigqueryWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, options, logger) => bigqueryWindowStateReaders(job, environment, options, logger),

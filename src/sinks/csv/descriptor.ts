@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { looksLikeGcsUrl } from '../../config/gcs-url.js';
+import { csvSinkSchema } from '../../config/csv-sink-schema.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { csvWorkspaceChecker } from './workspace-checks.js';
@@ -17,6 +18,7 @@ function templateDirectory(template: string): string {
 /** The CSV sink (local files or gs:// objects), as the rest of tilehouse sees it. */
 export const csvSinkKind: SinkKind = {
   type: 'csv',
+  configSchema: csvSinkSchema,
   workspaceChecker: csvWorkspaceChecker,
   windowStateReaders: async (job, sinks) => csvWindowStateReaders(job, sinks),
   // One file per window: the path needs {date}, and the default path gets it.
