@@ -41,6 +41,12 @@ export interface SinkKind {
   readonly type: SinkConfig['type'];
   /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
   readonly configSchema: z.ZodType;
+  /**
+   * The sink a job's config asks for, the environment's defaults merged (`index`: its place in
+   * the job's sinks, for the error that names its field). Invalid combinations are configuration
+   * errors. A heavy implementation (the BigQuery client) is loaded here, on demand.
+   */
+  build(sink: SinkConfig, index: number, job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions): Promise<Sink>;
   /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
   windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]>;
   /**

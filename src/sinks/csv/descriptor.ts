@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { looksLikeGcsUrl } from '../../config/gcs-url.js';
 import { csvSinkSchema } from '../../config/csv-sink-schema.js';
+import { ConfigError } from '../../config/config-error.js';
 import type { SinkKind } from '../sink-kind.js';
+import { CsvSink } from './csv-sink.js';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { csvWorkspaceChecker } from './workspace-checks.js';
 import { csvWindowStateReaders } from './window-state.js';
@@ -20,6 +22,14 @@ export const csvSinkKind: SinkKind = {
   type: 'csv',
   configSchema: csvSinkSchema,
   workspaceChecker: csvWorkspaceChecker,
+  async build(config, index, job, environment, options) {
+    if (config.type !== 'csv') throw new Error(`not a CSV sink: ${config.type}`);
+    try {
+      return new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) });
+    } catch (error) {
+      throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
+    }
+  },
   windowStateReaders: async (job, sinks) => csvWindowStateReaders(job, sinks),
   // One file per window: the path needs {date}, and the default path gets it.
   forWindows(sink, index, job) {
