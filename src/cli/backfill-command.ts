@@ -13,30 +13,21 @@ import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
 import { rerunCommands, runWindowsReported, windowLines, windowsExitCode, workspaceFlags } from './window-runs.js';
 import { doneWindowsOf } from './resume-windows.js';
+import { sinkKindOf } from '../sinks/registry.js';
 import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
 /**
- * A backfill writes one output per window: CSV paths must contain {date} (the default becomes
- * `{name}/{date}.csv`), and BigQuery must write partitions or merge by key, because `replace`
- * would keep only the last window and `append` would duplicate a re-run window; a merged window
- * updates the rows it holds by primaryKey, so a re-run changes nothing.
+ * A backfill writes one output per window: each sink as its kind writes windows (its descriptor's
+ * `forWindows`: CSV paths must contain {date}, BigQuery must write partitions or merge by key).
  */
 export function jobForBackfill(job: LoadedJob): LoadedJob {
   const problems: ConfigProblem[] = [];
   const sinks = job.sinks.map((sink, index) => {
-    if (sink.type === 'csv') {
-      if (sink.path === undefined) return { ...sink, path: sink.gzip ? '{name}/{date}.csv.gz' : '{name}/{date}.csv' };
-      if (!sink.path.includes('{date}')) {
-        problems.push({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(sink.path), message: 'a backfill writes one file per window: the path needs {date}' });
-      }
-      return sink;
-    }
-    if (sink.writeMode !== 'partition' && sink.writeMode !== 'merge') {
-      problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window, or merges each window by key: use writeMode: partition or merge' });
-    }
-    return sink;
+    const windowed = sinkKindOf(sink).forWindows(sink, index, job);
+    problems.push(...windowed.problems);
+    return windowed.sink;
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...job, sinks };
@@ -138,7 +129,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     backfillItemIndex(job);
     // Windows merged into one table go one at a time, oldest first: concurrent MERGEs into one
     // table conflict, and a key two windows hold must end with the later window's values.
-    const merged = job.sinks.findIndex((sink) => sink.type === 'bigquery' && sink.writeMode === 'merge');
+    const merged = job.sinks.findIndex((sink) => sinkKindOf(sink).takesWindowsOneAtATime(sink));
     if (merged >= 0 && concurrency > 1) throw UsageError.of(`backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger } = output;

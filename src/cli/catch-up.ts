@@ -11,7 +11,7 @@ import { jobForIncremental } from './backfill-command.js';
 import type { CliIo, CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
-import { windowStateReaders } from './window-state.js';
+import { windowStateReaders } from '../sinks/registry.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { LOCAL_CLOCK_NOTE, OPEN_WINDOW_NOTE, runWindowsReported } from './window-runs.js';
 

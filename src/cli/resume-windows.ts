@@ -5,7 +5,7 @@ import type { DateWindow } from '../pipeline/backfill-windows.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { Sink } from '../sinks/sink.js';
 import { UsageError } from './command.js';
-import { windowStateReaders } from './window-state.js';
+import { sinkKinds, windowStateReaders } from '../sinks/registry.js';
 
 /**
  * `backfill --resume`: the windows every sink of the job shows as done, to be skipped. A CSV sink
@@ -22,12 +22,9 @@ export async function doneWindowsOf(
   options: SinkFactoryOptions,
   logger: Logger,
 ): Promise<Set<string>> {
-  const withoutManifest = job.sinks.findIndex((sink) => sink.type === 'csv' && sink.manifest !== true);
-  if (withoutManifest >= 0) {
-    throw UsageError.of(`backfill: --resume tells a finished CSV window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`);
-  }
-  if (job.sinks.some((sink) => sink.type === 'bigquery') && environment.sinks.bigquery?.runLedger === false) {
-    throw UsageError.of('backfill: --resume reads the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off');
+  for (const kind of sinkKinds) {
+    const refusal = kind.resumeRefusal(job, environment);
+    if (refusal !== undefined) throw UsageError.of(refusal);
   }
   let done = new Set(windows.map((window) => window.from));
   for (const reader of await windowStateReaders(job, sinks, environment, options, logger)) {

@@ -3,7 +3,7 @@ import { formatRunSummary } from '../pipeline/format-summary.js';
 import { countOutcomes, runJobs } from '../pipeline/run-jobs.js';
 import type { Sink } from '../sinks/sink.js';
 import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
-import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { runRecorderFor } from '../sinks/registry.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
 import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-flags.js';
@@ -90,7 +90,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
     const onProgress = progressLines(output);
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await ledgerRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
+    const ledger = await runRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
     const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
       (reporter) => reporter !== undefined,
     );

@@ -4,7 +4,7 @@ import { runJobs } from '../pipeline/run-jobs.js';
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
-import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { runRecorderFor } from '../sinks/registry.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
@@ -57,7 +57,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await ledgerRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
+    const ledger = await runRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
     // As in `run`, after the publish: the ledger row first (what the targets hold), then the metrics.
     const reportersOf = (job: (typeof scheduled)[number]) =>
       [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, job.schedule))].filter((reporter) => reporter !== undefined);

@@ -8,7 +8,7 @@ import type { Sink } from '../sinks/sink.js';
 import { EXIT, type CliIo, type CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
-import { ledgerRecorderFor } from './run-ledger-reporter.js';
+import { runRecorderFor } from '../sinks/registry.js';
 import { countNoun } from '../count-noun.js';
 
 /**
@@ -45,7 +45,7 @@ export interface WindowRunOutcome {
 export async function runWindowsReported(request: WindowRunRequest): Promise<WindowRunOutcome> {
   const { job, windows, workspace, output, seams } = request;
   const { logger, screen } = output;
-  const ledger = await ledgerRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger, request.io.signal);
+  const ledger = await runRecorderFor([job], workspace.environment, seams.sinkOptions ?? {}, logger, request.io.signal);
   const startedAt = new Date();
   const started = startedAt.getTime();
   let rows = 0;

@@ -1,20 +1,13 @@
-import path from 'node:path';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { formatFieldPath, lineOf } from '../config/read-yaml.js';
 import { cronJobFor } from '../deploy/job-manifests.js';
 import { ConfigError } from '../config/config-error.js';
-import { CsvPathTemplate, defaultCsvPathTemplate, isGcsTarget, toFileNameSafe } from '../sinks/csv/csv-path.js';
-import { looksLikeGcsUrl } from '../config/gcs-url.js';
-import { BigQueryLayoutError } from '../sinks/bigquery/bigquery-errors.js';
-import { resolveTableLayout } from '../sinks/bigquery/table-layout.js';
-import { resolveMergeKey } from '../sinks/bigquery/merge-key.js';
-import type { BigQuerySinkConfig } from '../config/job-schema.js';
 import { isTilehouseError } from '../errors.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
-import { unwritableReason } from '../sinks/writable-directory.js';
+import { workspaceCheckers, type WorkspaceProblem } from '../sinks/registry.js';
 import { countNoun } from '../count-noun.js';
 
 /**
@@ -46,12 +39,7 @@ export interface WorkspaceFindings {
   warnings: ConfigProblem[];
 }
 
-interface Located {
-  file: string;
-  path: PropertyKey[];
-  value?: unknown;
-  message: string;
-}
+type Located = WorkspaceProblem;
 
 async function located(problem: Located): Promise<ConfigProblem> {
   const result: ConfigProblem = { file: problem.file, field: formatFieldPath(problem.path), message: problem.message };
@@ -59,15 +47,6 @@ async function located(problem: Located): Promise<ConfigProblem> {
   if (line !== undefined) result.line = line;
   if (problem.value !== undefined) result.value = JSON.stringify(problem.value);
   return result;
-}
-
-/** A CSV path template with what is known before a run filled in ({name}, {tile}), as an absolute path. */
-function csvTargetKey(template: string, job: LoadedJob, directory: string): string {
-  const filled = template.replaceAll('{name}', toFileNameSafe(job.name)).replaceAll('{tile}', toFileNameSafe(job.tile));
-  // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
-  if (isGcsTarget(filled)) return filled;
-  if (looksLikeGcsUrl(directory) && !path.isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
-  return path.isAbsolute(filled) ? path.resolve(filled) : path.resolve(directory, filled);
 }
 
 const NO_POD = { spec: () => ({}), warnings: [] };
@@ -87,66 +66,24 @@ function predictedColumns(job: LoadedJob): readonly Column[] | undefined {
   }
 }
 
-/**
- * The run's own checks of `partitionBy` and `clusterBy` (resolveTableLayout) and of merge's
- * `primaryKey` and `latestBy` (resolveMergeKey), against the predicted columns; partitioning,
- * clustering and the key are checked apart, so a bad column in each is reported.
- */
-function columnLayoutProblems(job: LoadedJob, index: number, sink: BigQuerySinkConfig, columns: readonly Column[], dataset: string): Located[] {
-  const where = { jobName: job.name, sink: `bigquery ${dataset}.${sink.table ?? job.name}` };
-  const { clusterBy: _clusterBy, ...partitioning } = sink;
-  const { partitionBy: _partitionBy, ...clustering } = sink;
-  const problems: Located[] = [];
-  const checks: (() => unknown)[] = [
-    () => resolveTableLayout(partitioning, columns, where),
-    () => resolveTableLayout(clustering, columns, where),
-    () => resolveMergeKey(sink, columns, where),
-  ];
-  for (const check of checks) {
-    try {
-      check();
-    } catch (error) {
-      if (!(error instanceof BigQueryLayoutError)) throw error;
-      problems.push({ file: job.file, path: ['sinks', index, ...error.path], value: error.value, message: error.reason });
-    }
-  }
-  return problems;
-}
-
 export async function checkWorkspace(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<WorkspaceFindings> {
   const errors: Located[] = [];
   const fileSystem: Located[] = [];
   const columnLayout: Located[] = [];
   const warnings: Located[] = [];
-  const csvDirectory = environment.sinks.csv.directory;
-  const usesCsv = jobs.some((job) => job.sinks.some((sink) => sink.type === 'csv'));
-  // A gs:// directory is checked by its URL (the environment schema) and by `check` (the bucket).
-  const directoryReason = usesCsv && !looksLikeGcsUrl(csvDirectory) ? await unwritableReason(csvDirectory) : undefined;
-  if (directoryReason !== undefined) fileSystem.push({ file: configFile, path: ['sinks', 'csv', 'directory'], value: csvDirectory, message: `CSV files cannot be written there: ${directoryReason}` });
+  const checkers = await workspaceCheckers(environment, configFile, jobs);
+  for (const checker of checkers.values()) fileSystem.push(...checker.fileSystem);
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
   for (const job of jobs) {
-    const columns = job.sinks.some((sink) => sink.type === 'bigquery' && (sink.partitionBy !== undefined || sink.clusterBy !== undefined || sink.primaryKey !== undefined)) ? predictedColumns(job) : undefined;
+    let predicted: { columns: readonly Column[] | undefined } | undefined;
+    const columnsOf = () => (predicted ??= { columns: predictedColumns(job) }).columns;
     for (const [index, sink] of job.sinks.entries()) {
-      let key: string;
-      if (sink.type === 'csv') {
-        const template = sink.path ?? defaultCsvPathTemplate(sink.gzip);
-        key = `csv ${csvTargetKey(template, job, csvDirectory)}`;
-        let scope: string;
-        try {
-          scope = new CsvPathTemplate(template).sweepScope(csvDirectory).root;
-        } catch {
-          continue; // a bad template is reported when the sinks are built
-        }
-        if (directoryReason === undefined && !isGcsTarget(scope) && (looksLikeGcsUrl(csvDirectory) || path.resolve(scope) !== path.resolve(csvDirectory))) {
-          const reason = await unwritableReason(scope);
-          if (reason !== undefined) fileSystem.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: `CSV files cannot be written there: ${reason}` });
-        }
-      } else {
-        const dataset = sink.dataset ?? environment.sinks.bigquery?.dataset ?? '';
-        key = `bigquery ${environment.sinks.bigquery?.projectId ?? '(default project)'}.${dataset}.${sink.table ?? job.name}`;
-        if (columns !== undefined) columnLayout.push(...columnLayoutProblems(job, index, sink, columns, dataset));
-      }
+      const target = await checkers.get(sink.type)!.target(job, index, sink, columnsOf);
+      if (target === undefined) continue;
+      fileSystem.push(...target.fileSystem);
+      columnLayout.push(...target.columnLayout);
+      const key = `${sink.type} ${target.name}`;
       const other = targets.get(key);
       if (other === undefined) {
         targets.set(key, { job, index });
@@ -155,14 +92,13 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
       const where = other.job === job ? `sinks[${other.index}] of this job` : `job ${other.job.name} (${other.job.file})`;
       errors.push({
         file: job.file,
-        path: ['sinks', index, sink.type === 'csv' ? 'path' : 'table'],
-        value: sink.type === 'csv' ? (sink.path ?? defaultCsvPathTemplate(sink.gzip)) : (sink.table ?? job.name),
-        message: `${key.replace(/^\w+ /, '')} is also written by ${where}; each run would replace the other's output`,
+        path: ['sinks', index, target.field],
+        value: target.value,
+        message: `${target.name} is also written by ${where}; each run would replace the other's output`,
       });
     }
 
-    const ledgerProblem = incrementalWithoutLedger(job, environment, configFile);
-    if (ledgerProblem !== undefined) errors.push(ledgerProblem);
+    for (const checker of checkers.values()) errors.push(...checker.jobErrors(job));
     warnings.push(...scheduleWarnings(job), ...pageSizeWarnings(job, environment, configFile), ...unorderedQueryWarnings(job));
   }
   return {
@@ -171,14 +107,6 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
     columnLayout: await Promise.all(columnLayout.map(located)),
     warnings: await Promise.all(warnings.map(located)),
   };
-}
-
-/** The ledger is the only place an incremental BigQuery sink's finished days can be read from. */
-function incrementalWithoutLedger(job: LoadedJob, environment: EnvironmentConfig, configFile: string): Located | undefined {
-  if (job.incremental === undefined || environment.sinks.bigquery?.runLedger !== false) return undefined;
-  const index = job.sinks.findIndex((sink) => sink.type === 'bigquery');
-  if (index < 0) return undefined;
-  return { file: job.file, path: ['incremental'], message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})` };
 }
 
 /** A schedule `tilehouse schedule` runs but a Kubernetes CronJob cannot take. */

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
-import { looksLikeGcsUrl } from '../config/gcs-url.js';
 import type { LoadedJob } from '../config/load-config.js';
+import { sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
 import {
   CONFIG_CONFIGMAP,
   CONTAINER,
@@ -81,36 +81,23 @@ function isWithin(directory: string, parent: string): boolean {
   return relative === '' || (!relative.startsWith('..') && !path.posix.isAbsolute(relative));
 }
 
-/** The fixed directory part of an absolute CSV path template: `/exports/{tile}/{date}.csv` → `/exports`. */
-function templateDirectory(template: string): string {
-  const segments = template.split('/');
-  const fixed = segments.slice(0, -1);
-  const firstPlaceholder = fixed.findIndex((segment) => segment.includes('{'));
-  const kept = firstPlaceholder < 0 ? fixed : fixed.slice(0, firstPlaceholder);
-  return kept.join('/') || '/';
-}
-
 /**
- * Where runs write besides /tmp: the CSV directories of csv sinks writing local files, and a temp
- * directory outside /tmp. A gs:// target (its own path, or a relative path under a gs:// CSV
- * directory) is an object in a bucket: the pod streams it there and needs no volume for it.
+ * Where runs write besides /tmp: the local directories sinks write below (each kind's
+ * `localFiles`: a local CSV target's directory; a table or a bucket's object needs none), and a
+ * temp directory outside /tmp.
  */
-function writableDirectories(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): { directories: string[]; csvJobs: Map<string, string[]> } {
-  const csvJobs = new Map<string, string[]>();
+function writableDirectories(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): { directories: string[]; localJobs: Map<SinkKind, Map<string, string[]>> } {
+  const localJobs = new Map<SinkKind, Map<string, string[]>>();
   for (const job of jobs) {
     for (const sink of job.sinks) {
-      if (sink.type !== 'csv') continue;
-      if (sink.path !== undefined && looksLikeGcsUrl(sink.path)) continue;
-      const absolute = sink.path !== undefined && path.posix.isAbsolute(sink.path);
-      if (!absolute && looksLikeGcsUrl(environment.sinks.csv.directory)) continue;
-      const directory =
-        absolute
-          ? templateDirectory(sink.path!)
-          : path.posix.resolve(IMAGE_PATHS.workdir, environment.sinks.csv.directory);
-      csvJobs.set(directory, [...(csvJobs.get(directory) ?? []), job.name]);
+      const kind = sinkKindOf(sink);
+      const directory = kind.localFiles?.directory(sink, environment, IMAGE_PATHS.workdir);
+      if (directory === undefined) continue;
+      const byDirectory = localJobs.get(kind) ?? new Map<string, string[]>();
+      localJobs.set(kind, byDirectory.set(directory, [...(byDirectory.get(directory) ?? []), job.name]));
     }
   }
-  const wanted = [...csvJobs.keys()];
+  const wanted = [...localJobs.values()].flatMap((byDirectory) => [...byDirectory.keys()]);
   if (environment.tempDirectory !== undefined) wanted.push(path.posix.resolve(IMAGE_PATHS.workdir, environment.tempDirectory));
   // Nested directories share their parent's volume; /tmp is always writable.
   const directories: string[] = [];
@@ -118,7 +105,7 @@ function writableDirectories(environment: EnvironmentConfig, jobs: readonly Load
     if ([IMAGE_PATHS.tempDirectory, ...directories].some((parent) => isWithin(directory, parent))) continue;
     directories.push(directory);
   }
-  return { directories, csvJobs };
+  return { directories, localJobs };
 }
 
 /** The pod's grace period for a stop deadline: Kubernetes' default 30 s, or the deadline plus 5 s. */
@@ -126,13 +113,9 @@ export function graceSeconds(stopDeadlineMs: number | undefined): number {
   return Math.max(30, Math.ceil((stopDeadlineMs ?? 0) / 1000) + 5);
 }
 
-/** A warning per local CSV directory: in the pod it is an emptyDir, gone with the pod. */
-function emptyDirWarnings(csvJobs: Map<string, string[]>): string[] {
-  return [...csvJobs].map(
-    ([directory, names]) =>
-      `${names.join(', ')} write CSV under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
-      'On Kubernetes write CSV to Cloud Storage (a gs:// path or CSV directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).',
-  );
+/** A warning per local directory a sink writes below, kind by kind: in the pod it is an emptyDir, gone with the pod. */
+function emptyDirWarnings(localJobs: Map<SinkKind, Map<string, string[]>>): string[] {
+  return sinkKinds.flatMap((kind) => [...(localJobs.get(kind) ?? [])].map(([directory, names]) => kind.localFiles!.emptyDirWarning(directory, names)));
 }
 
 /** The pod's volumes and the container's mounts: /tmp, the two ConfigMaps, the output directories, the secret files. */
@@ -169,8 +152,8 @@ function podVolumes(directories: string[], credentials: Credentials, configFile:
 export function planPod(inputs: PodInputs): PodPlan {
   const { environment, configFile, jobs } = inputs;
   const credentials = credentialWiring(environment.source, configFile);
-  const { directories, csvJobs } = writableDirectories(environment, jobs);
-  const warnings = emptyDirWarnings(csvJobs);
+  const { directories, localJobs } = writableDirectories(environment, jobs);
+  const warnings = emptyDirWarnings(localJobs);
   const { mounts, volumes } = podVolumes(directories, credentials, configFile);
 
   const env: Manifest[] = [

@@ -11,7 +11,7 @@ import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } fro
 import { newRunId, windowRunId } from './run-id.js';
 import { RunToken } from '../source/session-token.js';
 import { runJob } from './run-job.js';
-import { mapWithConcurrency } from './map-with-concurrency.js';
+import { mapWithConcurrency } from '../map-with-concurrency.js';
 import type { ReadStats } from './read-into-sinks.js';
 import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';

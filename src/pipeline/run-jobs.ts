@@ -5,7 +5,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
 import { RunToken } from '../source/session-token.js';
-import { mapWithConcurrency } from './map-with-concurrency.js';
+import { mapWithConcurrency } from '../map-with-concurrency.js';
 import type { OnProgress } from './progress.js';
 import { newRunId } from './run-id.js';
 import { runJob } from './run-job.js';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PAGE_IDENTITIES } from '../source/page-checks.js';
+import { sinkTypes } from '../sinks/registry.js';
 import { COLUMN_TYPES } from '../value-types/column-types.js';
 import type { BackfillSummary } from './run-backfill.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
@@ -18,7 +19,7 @@ const calendarDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
 
 const sinkResultSchema = z
   .object({
-    sink: z.enum(['csv', 'bigquery']),
+    sink: z.enum(sinkTypes),
     target: z.string().describe('File path, or project.dataset.table[$partition]'),
     rows: count.describe('Rows the target took from this publish; for a publish adopted from an earlier process of the same run id, what that one wrote'),
     details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),

@@ -1,9 +1,8 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Storage } from '@google-cloud/storage';
-import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { CsvSink } from './csv/index.js';
+import { sinkKindOf } from './registry.js';
 import type { Sink } from './sink.js';
 import type { GcsWriteSettings } from './csv/csv-object-writer.js';
 
@@ -17,43 +16,13 @@ export interface SinkFactoryOptions {
 }
 
 /**
- * Builds the sinks a job asks for, merging the environment's defaults. Invalid combinations (a
+ * Builds the sinks a job asks for, each by its kind's descriptor (registry.ts), merging the environment's defaults. Invalid combinations (a
  * BigQuery sink with no dataset anywhere, a bad path template) are configuration errors, found
  * by `tilehouse validate` before anything runs.
  */
 export async function buildSinks(job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions = {}): Promise<Sink[]> {
   const sinks: Sink[] = [];
-  for (const [index, config] of job.sinks.entries()) {
-    if (config.type === 'csv') {
-      try {
-        sinks.push(new CsvSink({ config, directory: environment.sinks.csv.directory, timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) }));
-      } catch (error) {
-        throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
-      }
-      continue;
-    }
-    const defaults = environment.sinks.bigquery;
-    const dataset = config.dataset ?? defaults?.dataset;
-    if (dataset === undefined) {
-      throw ConfigError.single({
-        file: job.file,
-        field: `sinks[${index}].dataset`,
-        message: 'no dataset: set it here or as sinks.bigquery.dataset in the environment config',
-      });
-    }
-    // Loaded on demand: the BigQuery client adds ~80 ms to every start, which CSV-only
-    // deployments should not pay (cold start is measured by the benchmark).
-    const { BigQuerySink } = await import('./bigquery/index.js');
-    sinks.push(
-      new BigQuerySink({
-        config,
-        defaults: { location: 'US', ...defaults, dataset },
-        client: options.bigqueryClient,
-        tempDirectory: environment.tempDirectory,
-        timezone: job.timezone,
-        stopDeadlineMs: environment.stopDeadlineMs,
-      }),
-    );
-  }
+  // One at a time, in the job's order: the first invalid sink is the error reported.
+  for (const [index, config] of job.sinks.entries()) sinks.push(await sinkKindOf(config).build(config, index, job, environment, options));
   return sinks;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 
@@ -49,7 +50,8 @@ export interface AccessCheckContext {
 
 /** What a sink reports once its output is visible. Goes into the run summary. */
 export interface SinkResult {
-  sink: 'csv' | 'bigquery';
+  /** The sink's kind (registry.ts). */
+  sink: SinkConfig['type'];
   /** File path or `project.dataset.table[$partition]`. */
   target: string;
   /** Rows the target took from this publish: for an adopted earlier publish, what that one wrote. */

@@ -41,7 +41,7 @@ export interface CsvManifest {
   /**
    * A window's [from, to). `open`: the day had not ended on the source's clock when the export
    * started, so rows may still arrive: an incremental run exports it again. (A manifest from before
-   * this field has none; see wasOpen in src/cli/window-state.ts.)
+   * this field has none; see wasOpen in src/sinks/csv/window-state.ts.)
    */
   window?: { from: string; to: string; open: boolean };
   /** When the data file was made durable (prepare), ISO 8601. */

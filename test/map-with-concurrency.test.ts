@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { mapWithConcurrency } from '../../src/pipeline/map-with-concurrency.js';
+import { mapWithConcurrency } from '../src/map-with-concurrency.js';
 
 describe('mapWithConcurrency', () => {
   it('keeps the items\' order whatever finishes first, and never runs more than the limit', async () => {

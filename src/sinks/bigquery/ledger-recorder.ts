@@ -1,15 +1,12 @@
 import type { BigQuery } from '@google-cloud/bigquery';
-import type { EnvironmentConfig } from '../config/environment-schema.js';
-import type { LoadedJob } from '../config/load-config.js';
-import type { Logger } from '../log.js';
-import { messageOf } from '../errors.js';
-import { cleanupDeadline } from '../stop-deadline.js';
-import type { JobRunSummary } from '../pipeline/job-summary.js';
-import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
-import type { LedgerRow } from '../sinks/bigquery/run-ledger.js';
-
-/** Records one tile run (or backfill window) in the ledger of each BigQuery dataset it wrote to. */
-export type LedgerRecorder = (tile: JobRunSummary, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
+import type { EnvironmentConfig } from '../../config/environment-schema.js';
+import type { LoadedJob } from '../../config/load-config.js';
+import type { Logger } from '../../log.js';
+import { messageOf } from '../../errors.js';
+import { cleanupDeadline } from '../../stop-deadline.js';
+import type { SinkFactoryOptions } from '../build-sinks.js';
+import type { RecordedTile, RunRecorder } from '../sink-kind.js';
+import type { LedgerRow } from './run-ledger.js';
 
 interface Target {
   projectId: string;
@@ -22,24 +19,24 @@ interface Target {
 }
 
 /**
- * The run ledger (`_tilehouse_runs`, see src/sinks/bigquery/run-ledger.ts) for the jobs that
+ * The run ledger (`_tilehouse_runs`, see run-ledger.ts) for the jobs that
  * have a BigQuery sink, unless the environment turns it off (sinks.bigquery.runLedger: false).
  * Appended after each tile's publish; a ledger that cannot be written is logged as an error and
  * does not change the run's outcome (its targets hold what the summary says).
  */
-export async function ledgerRecorderFor(
+export async function bigqueryLedgerRecorder(
   jobs: readonly LoadedJob[],
   environment: EnvironmentConfig,
   options: SinkFactoryOptions,
   logger: Logger,
   /** The stop: a ledger row after it is still tried, but only until the cleanup's deadline. */
   signal?: AbortSignal,
-): Promise<LedgerRecorder | undefined> {
+): Promise<RunRecorder | undefined> {
   const defaults = environment.sinks.bigquery;
   if (defaults?.runLedger === false || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'bigquery'))) return undefined;
   // Loaded on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
-  const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
-  const ledger = await import('../sinks/bigquery/run-ledger.js');
+  const { createBigQueryClient } = await import('./bigquery-client.js');
+  const ledger = await import('./run-ledger.js');
   const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   const deadline = cleanupDeadline(signal, environment.stopDeadlineMs);
   const retry = {
@@ -49,7 +46,7 @@ export async function ledgerRecorderFor(
     ...(deadline ? { signal: deadline } : {}),
   };
 
-  const targetsOf = (tile: JobRunSummary): Target[] => {
+  const targetsOf = (tile: RecordedTile): Target[] => {
     const found = new Map<string, Target>();
     for (const output of tile.outputs) {
       const parsed = output.sink === 'bigquery' ? ledger.parseBigQueryTarget(output.target) : undefined;

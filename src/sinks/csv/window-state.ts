@@ -1,40 +1,14 @@
-import type { EnvironmentConfig } from '../config/environment-schema.js';
-import type { LoadedJob } from '../config/load-config.js';
-import { TilehouseError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { DateWindow } from '../pipeline/backfill-windows.js';
-import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
-import { CsvSink } from '../sinks/csv/csv-sink.js';
-import { isGcsTarget } from '../sinks/csv/csv-path.js';
-import { manifestPathOf, sha256Of } from '../sinks/csv/manifest.js';
-import type { Sink } from '../sinks/sink.js';
 import { readFile } from 'node:fs/promises';
-import { parseTimestamp } from '../transform/index.js';
+import type { LoadedJob } from '../../config/load-config.js';
+import { parseTimestamp } from '../../transform/index.js';
+import type { Sink } from '../sink.js';
+import { holdings, WindowStateUnreadableError, type HeldWindow, type WindowStateReader } from '../window-state.js';
+import { CsvSink } from './csv-sink.js';
+import { isGcsTarget } from './csv-path.js';
+import { manifestPathOf, sha256Of } from './manifest.js';
 
 /** The fields of a manifest (src/sinks/csv/manifest.ts) the state is read from, as untrusted JSON. */
 type ManifestFields = { window?: { from?: unknown; to?: unknown; open?: unknown }; preparedAt?: unknown };
-
-/**
- * What one target of a job shows as published, window by window: the one question `backfill
- * --resume` and an incremental run ask of a sink. One reader per sink, so a new kind of target
- * (CSV on gs://) adds a reader and changes neither caller.
- */
-export interface WindowStateReader {
-  /** The target as an operator knows it: a CSV path template, project.dataset.table. */
-  readonly target: string;
-  /** Which of `windows` this target holds, whole and published (first days). Throws when it cannot tell. */
-  heldWindows(windows: readonly DateWindow[]): Promise<WindowHoldings>;
-}
-
-/**
- * What a target holds of some windows: `done`, whole, published and closed (the day had ended on
- * the source's clock when it was exported); `open`, published before the day ended, so rows may
- * have arrived since: not held, exported again.
- */
-export interface WindowHoldings {
-  done: Set<string>;
-  open: Set<string>;
-}
 
 /**
  * Whether a published window was open. A manifest says so (`window.open`); one written before
@@ -44,19 +18,10 @@ export interface WindowHoldings {
  * every such manifest counted before; only a machine clock ahead of the source's by more than
  * what was left of the day can take an open day for a closed one here. No time at all: open.
  */
-export function wasOpen(manifest: ManifestFields, window: DateWindow, timezone: string): boolean {
+export function wasOpen(manifest: ManifestFields, window: HeldWindow, timezone: string): boolean {
   if (typeof manifest.window?.open === 'boolean') return manifest.window.open;
   const prepared = typeof manifest.preparedAt === 'string' ? Date.parse(manifest.preparedAt) : Number.NaN;
   return Number.isNaN(prepared) || prepared < (parseTimestamp(window.to, timezone) as number);
-}
-
-function holdings(): WindowHoldings {
-  return { done: new Set(), open: new Set() };
-}
-
-/** A target whose state could not be read (ledger unreachable, manifest unreadable): nothing is run on a guess. */
-export class WindowStateUnreadableError extends TilehouseError {
-  readonly code = 'incremental_state_unreadable';
 }
 
 /**
@@ -112,10 +77,10 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
     async heldWindows(windows) {
       // Loaded here, as the sink loads them: a local CSV run never pays for the storage client.
       const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }, { mapWithConcurrency }] = await Promise.all([
-        import('../config/gcs-url.js'),
-        import('../sinks/gcs/gcs-errors.js'),
-        import('../sinks/gcs/temp-objects.js'),
-        import('../pipeline/map-with-concurrency.js'),
+        import('../../config/gcs-url.js'),
+        import('../gcs/gcs-errors.js'),
+        import('../gcs/temp-objects.js'),
+        import('../../map-with-concurrency.js'),
       ]);
       const storage = await sink.storageClient();
       const targets = windows.map((window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }));
@@ -130,7 +95,7 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
         }
         if (!exists) throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`);
       }
-      const stateOf = async (target: string, window: DateWindow): Promise<'done' | 'open' | 'not'> => {
+      const stateOf = async (target: string, window: HeldWindow): Promise<'done' | 'open' | 'not'> => {
         const { bucket, object } = parseGcsObjectUrl(target);
         const read = async <T>(url: string, request: () => Promise<T>): Promise<T | undefined> => {
           try {
@@ -168,8 +133,8 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
   };
 }
 
-/** The readers of every sink of a job, in the job's sink order. */
-export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
+/** The readers of a job's CSV sinks, in the job's sink order: manifests beside local files or gs:// objects. */
+export function csvWindowStateReaders(job: LoadedJob, sinks: readonly Sink[]): WindowStateReader[] {
   const readers: WindowStateReader[] = [];
   let csvIndex = 0;
   const csvConfigs = job.sinks.filter((sink) => sink.type === 'csv');
@@ -178,31 +143,6 @@ export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[],
     const template = csvConfigs[csvIndex++]?.path ?? '{name}/{date}.csv';
     const sample = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window: { from: '2000-01-01', to: '2000-01-02' } });
     readers.push(isGcsTarget(sample) ? csvObjectManifestState(job, sink, template) : csvManifestState(job, sink, template));
-  }
-  const bigquery = job.sinks.filter((sink) => sink.type === 'bigquery');
-  if (bigquery.length === 0) return readers;
-  const { createBigQueryClient } = await import('../sinks/bigquery/bigquery-client.js');
-  const ledger = await import('../sinks/bigquery/run-ledger.js');
-  const defaults = environment.sinks.bigquery;
-  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
-  for (const sink of bigquery) {
-    const datasetId = sink.dataset ?? defaults!.dataset;
-    const tableId = sink.table ?? job.name;
-    readers.push({
-      target: `${defaults?.projectId ?? '(default project)'}.${datasetId}.${tableId}`,
-      async heldWindows(windows) {
-        let finished: WindowHoldings;
-        try {
-          const projectId = defaults?.projectId ?? (await client.getProjectId());
-          const endOf = (day: string) => parseTimestamp(day, job.timezone) as number;
-          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger }, endOf);
-        } catch (error) {
-          throw new WindowStateUnreadableError(`job ${job.name}: cannot read the run ledger ${datasetId}._tilehouse_runs for table ${tableId}: ${(error as Error).message}`, { cause: error });
-        }
-        const asked = windows.map((window) => window.from);
-        return { done: new Set(asked.filter((from) => finished.done.has(from))), open: new Set(asked.filter((from) => finished.open.has(from))) };
-      },
-    });
   }
   return readers;
 }

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { bigqueryIncrementalIssues, bigquerySinkSchema } from './bigquery-sink-schema.js';
+import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
+
+/**
+ * The sink kinds as a job file writes them: each kind's config schema and what an incremental job
+ * requires of it, one file per kind beside this one (`<kind>-sink-schema.ts`). config/ sits below
+ * sinks/ and cannot ask the sink registry (src/sinks/registry.ts), so the union is assembled
+ * here, one line per kind, and each kind's descriptor names its schema from here;
+ * test/sinks/registry.test.ts checks the two list the same kinds.
+ */
+export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema]);
+
+export type SinkConfig = z.infer<typeof sinkSchema>;
+
+/** A problem of one sink of a job, at its path in the job. */
+export interface SinkIssue {
+  path: PropertyKey[];
+  input: unknown;
+  message: string;
+}
+
+type IncrementalRule<K extends SinkConfig['type']> = (sink: Extract<SinkConfig, { type: K }>, index: number) => SinkIssue[];
+
+/** What an incremental job requires of each kind, one line per kind. */
+const INCREMENTAL_RULES: { [K in SinkConfig['type']]: IncrementalRule<K> } = {
+  csv: csvIncrementalIssues,
+  bigquery: bigqueryIncrementalIssues,
+};
+
+/** What an incremental job requires of a sink, by its kind. */
+export function incrementalSinkIssues(sink: SinkConfig, index: number): SinkIssue[] {
+  return (INCREMENTAL_RULES[sink.type] as IncrementalRule<SinkConfig['type']>)(sink, index);
+}

@@ -1,0 +1,61 @@
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { SinkConfig } from '../config/job-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Logger } from '../log.js';
+import { bigquerySinkKind } from './bigquery/descriptor.js';
+import type { SinkFactoryOptions } from './build-sinks.js';
+import { csvSinkKind } from './csv/descriptor.js';
+import type { Sink } from './sink.js';
+import type { RunRecorder, SinkKind } from './sink-kind.js';
+import type { WindowStateReader } from './window-state.js';
+import type { SinkWorkspaceChecker } from './workspace-checks.js';
+
+export type { RecordedTile, RunRecorder, SinkKind } from './sink-kind.js';
+export type { SinkWorkspaceChecker, WorkspaceProblem, WorkspaceTarget } from './workspace-checks.js';
+export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type WindowStateReader } from './window-state.js';
+
+/**
+ * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the
+ * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
+ */
+export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind];
+
+/** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
+export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];
+
+/** The descriptor of a sink config's kind. */
+export function sinkKindOf(sink: SinkConfig): SinkKind {
+  const kind = sinkKinds.find((candidate) => candidate.type === sink.type);
+  if (kind === undefined) throw new Error(`no sink kind ${String(sink.type)} in src/sinks/registry.ts`);
+  return kind;
+}
+
+/** The window-state readers of every sink of a job, kind by kind. */
+export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
+  const readers: WindowStateReader[] = [];
+  for (const kind of sinkKinds) readers.push(...(await kind.windowStateReaders(job, sinks, environment, options, logger)));
+  return readers;
+}
+
+/**
+ * The run recorders of every kind the jobs use (today the BigQuery run ledger), as one: each
+ * tile run is recorded by each recorder in turn, kind by kind. Undefined when no kind records.
+ */
+export async function runRecorderFor(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined> {
+  const recorders: RunRecorder[] = [];
+  for (const kind of sinkKinds) {
+    const recorder = await kind.runRecorder?.(jobs, environment, options, logger, signal);
+    if (recorder !== undefined) recorders.push(recorder);
+  }
+  if (recorders.length <= 1) return recorders[0];
+  return async (tile, window) => {
+    for (const recorder of recorders) await recorder(tile, window);
+  };
+}
+
+/** Each kind's workspace checker for these jobs, in registry order, by the kind's `type`. */
+export async function workspaceCheckers(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<Map<string, SinkWorkspaceChecker>> {
+  const checkers = new Map<string, SinkWorkspaceChecker>();
+  for (const kind of sinkKinds) checkers.set(kind.type, await kind.workspaceChecker(environment, configFile, jobs));
+  return checkers;
+}

@@ -1,0 +1,80 @@
+import type { z } from 'zod';
+import type { ConfigProblem } from '../config/config-error.js';
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { SinkConfig } from '../config/job-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Logger } from '../log.js';
+import type { SinkFactoryOptions } from './build-sinks.js';
+import type { Sink, SinkResult } from './sink.js';
+import type { WindowStateReader } from './window-state.js';
+import type { WorkspaceCheckerFactory } from './workspace-checks.js';
+
+/**
+ * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
+ * (`csv/descriptor.ts`, `bigquery/descriptor.ts`) and found through `registry.ts`: callers ask the
+ * descriptors instead of importing a kind or branching on its name. What a descriptor needs that
+ * is heavy (a Cloud client) it loads on demand, so a run that does not use the kind never pays for it.
+ */
+/** What a run recorder reads of one tile's run (the pipeline's JobRunSummary gives all of it). */
+export interface RecordedTile {
+  job: string;
+  tile: string;
+  runId: string;
+  status: 'succeeded' | 'failed' | 'partially_published';
+  rows: number;
+  durationMs: number;
+  columns: ReadonlyArray<{ name: string; type: string }>;
+  /** The targets that hold this run. */
+  outputs: readonly SinkResult[];
+  /** Every target this run wrote to or meant to (opened), published or not. */
+  targets: readonly string[];
+  /** Targets that still hold the previous run after a partial publish. */
+  unpublished?: readonly string[] | undefined;
+  error?: { code: string } | undefined;
+}
+
+/** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
+export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
+
+export interface SinkKind {
+  /** The `type` of the kind's sink configs in a job file. */
+  readonly type: SinkConfig['type'];
+  /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
+  readonly configSchema: z.ZodType;
+  /**
+   * The sink a job's config asks for, the environment's defaults merged (`index`: its place in
+   * the job's sinks, for the error that names its field). Invalid combinations are configuration
+   * errors. A heavy implementation (the BigQuery client) is loaded here, on demand.
+   */
+  build(sink: SinkConfig, index: number, job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions): Promise<Sink>;
+  /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
+  windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]>;
+  /**
+   * The recorder of runs into this kind's targets, for the jobs of a run; undefined when none of
+   * them has such a sink or the environment turns it off. A record that cannot be written is
+   * logged and does not change the run's outcome.
+   */
+  runRecorder?(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined>;
+  /** What `validate` (and every command that writes) checks of this kind's sinks without the network. */
+  readonly workspaceChecker: WorkspaceCheckerFactory;
+  /**
+   * The sink as a windowed job (backfill, incremental) writes it, one output per window (a
+   * default filled in), with the problems that keep it from doing so; `index` is its place in
+   * the job's sinks.
+   */
+  forWindows(sink: SinkConfig, index: number, job: LoadedJob): { sink: SinkConfig; problems: ConfigProblem[] };
+  /** Whether this sink takes a job's windows one at a time, oldest first (a merge by key). */
+  takesWindowsOneAtATime(sink: SinkConfig): boolean;
+  /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
+  resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
+  /**
+   * What the kind needs on Kubernetes, for a kind that writes local files: the directory a sink
+   * writes below, as the image's absolute path (`workdir` resolves a relative one), or undefined
+   * when this sink writes nothing locally (an object in a bucket); the pod mounts an emptyDir
+   * there, and each such directory is warned about (gone with the pod). Absent: no volume.
+   */
+  readonly localFiles?: {
+    directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
+    emptyDirWarning(directory: string, jobNames: readonly string[]): string;
+  };
+}
