@@ -40,7 +40,7 @@ export async function bigqueryLedgerRecorder(
   const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   const deadline = cleanupDeadline(signal, environment.stopDeadlineMs);
   const retry = {
-    limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 },
+    limits: ledger.LEDGER_RETRY_LIMITS,
     logger,
     ...(defaults?.requestTimeoutMs ? { requestTimeoutMs: defaults.requestTimeoutMs } : {}),
     ...(deadline ? { signal: deadline } : {}),

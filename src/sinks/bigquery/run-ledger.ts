@@ -16,6 +16,12 @@ import { withRetry, type RetryContext } from './retry.js';
 
 export const RUN_LEDGER_TABLE = '_tilehouse_runs';
 
+/**
+ * Retry limits of the ledger's own requests (its append and the reads of what a target holds): a
+ * ledger row is bookkeeping beside a publish, so a few short tries, not the publish's budget.
+ */
+export const LEDGER_RETRY_LIMITS = { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 } as const;
+
 export const RUN_LEDGER_FIELDS: TableField[] = [
   { name: 'run_id', type: 'STRING', mode: 'REQUIRED', description: 'The run id (a backfill window: <backfill run id>-YYYYMMDD)' },
   { name: 'job', type: 'STRING', mode: 'REQUIRED', description: 'The tilehouse job (jobs/<job>.yaml)' },

@@ -29,7 +29,7 @@ export async function bigqueryWindowStateReaders(job: LoadedJob, environment: En
         try {
           const projectId = defaults?.projectId ?? (await client.getProjectId());
           const endOf = (day: string) => parseTimestamp(day, job.timezone) as number;
-          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 8_000 }, logger }, endOf);
+          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: ledger.LEDGER_RETRY_LIMITS, logger }, endOf);
         } catch (error) {
           throw new WindowStateUnreadableError(`job ${job.name}: cannot read the run ledger ${datasetId}._tilehouse_runs for table ${tableId}: ${(error as Error).message}`, { cause: error });
         }
