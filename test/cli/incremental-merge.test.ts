@@ -15,26 +15,15 @@ import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { incidentDaysQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 
 const TABLE = 'incident_days';
-/** One row per incident, with the day it was created as the bucket the windows filter. */
+/** One row per incident, with the day it was created as the bucket the windows filter, and when. */
+const [number, day, severity] = incidentDaysQuery.items;
 const query = {
-  items: [
-    { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
-    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
-  ],
-  options: { pageNumber: 0, itemsPerPage: 50 },
+  ...incidentDaysQuery,
+  items: [number, day, { header: 'Created', formula: '[incident.created]', dataType: 'datetime', filters: [] }, severity],
 };
 const job = (lookbackDays: number) => ({
   name: TABLE,
