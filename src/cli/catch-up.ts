@@ -86,20 +86,26 @@ export async function runCatchUp(job: LoadedJob, sinks: readonly Sink[], runId: 
   return outcome;
 }
 
+/** The job's window session (token, source clock) with the context's settings and run token, if any. */
+function windowSessionOf(job: LoadedJob, { workspace, output, seams, io, runToken }: CatchUpContext): Promise<WindowSession> {
+  return openWindowSession(job, {
+    environment: workspace.environment,
+    credentials: workspace.credentials,
+    logger: output.logger,
+    retry: seams.retry,
+    signal: io.signal,
+    configFile: workspace.configFile,
+    ...(runToken === undefined ? {} : { runToken }),
+  });
+}
+
 async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, context: CatchUpContext): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
   const settings = job.incremental!;
   const { workspace, output, seams, io } = context;
   const base = { job: job.name, lookbackDays: settings.lookbackDays, maxWindows: settings.maxWindows };
   let session: WindowSession;
   try {
-    session = await openWindowSession(job, {
-      environment: workspace.environment,
-      credentials: workspace.credentials,
-      logger: output.logger,
-      retry: seams.retry,
-      signal: io.signal,
-      configFile: workspace.configFile,
-    });
+    session = await windowSessionOf(job, context);
   } catch (error) {
     return refused(job, runId, base, error);
   }
@@ -171,18 +177,9 @@ export function catchUpLines(report: CatchUpReport): string {
 
 /** What `plan` shows of an incremental job: the next run's windows, or why it would run none. */
 export async function incrementalPlanOf(job: LoadedJob, sinks: readonly Sink[], context: CatchUpContext): Promise<IncrementalPlan> {
-  const { workspace, output, seams, io } = context;
   let session: WindowSession | undefined;
   try {
-    session = await openWindowSession(job, {
-      environment: workspace.environment,
-      credentials: workspace.credentials,
-      logger: output.logger,
-      retry: seams.retry,
-      signal: io.signal,
-      configFile: workspace.configFile,
-      ...(context.runToken === undefined ? {} : { runToken: context.runToken }),
-    });
+    session = await windowSessionOf(job, context);
     const plan = await planCatchUp(job, sinks, session, context);
     return { today: plan.today, reason: plan.reason, windows: plan.windows, lookback: plan.lookback, left: plan.left, open: plan.open, reopened: plan.reopened, clock: session.clock };
   } catch (error) {
