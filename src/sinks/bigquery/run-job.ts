@@ -180,21 +180,13 @@ function jobError(request: JobRequest, jobId: string, messages: readonly string[
     : new BigQueryPublishError(request.jobName, request.target, jobId, messages, options, kindOf(request) === 'query' ? 'query' : 'copy');
 }
 
-async function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
-  const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
-  try {
-    const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
-    return metadata as JobMetadata;
-  } catch (error) {
-    if (request.retry.signal?.aborted) throw error;
-    throw new BigQueryRequestError(request.jobName, `looking up job ${jobId} for ${request.target}`, apiFailureOf(error).messages, {
-      cause: error,
-    });
-  }
-}
-
-/** The job of that id, or undefined when BigQuery says there is none (404). */
-async function findJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata | undefined> {
+/**
+ * The job of that id. `missing: 'undefined'` answers a 404 with undefined (a job whose insert got no
+ * answer may never have been created); otherwise every failure is a BigQueryRequestError naming `doing`.
+ */
+async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string, missing: 'undefined'): Promise<JobMetadata | undefined>;
+async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string): Promise<JobMetadata>;
+async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string, missing?: 'undefined'): Promise<JobMetadata | undefined> {
   const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
   try {
     const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
@@ -202,14 +194,18 @@ async function findJob(request: JobRequest, jobId: string, location: string | un
   } catch (error) {
     if (request.retry.signal?.aborted) throw error;
     const failure = apiFailureOf(error);
-    if (isNotFound(failure)) return undefined;
-    throw new BigQueryRequestError(
-      request.jobName,
-      `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`,
-      failure.messages,
-      { cause: error },
-    );
+    if (missing === 'undefined' && isNotFound(failure)) return undefined;
+    throw new BigQueryRequestError(request.jobName, doing, failure.messages, { cause: error });
   }
+}
+
+function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
+  return lookUpJob(request, jobId, location, `looking up job ${jobId} for ${request.target}`);
+}
+
+/** The job of that id, or undefined when BigQuery says there is none (404). */
+function findJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata | undefined> {
+  return lookUpJob(request, jobId, location, `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`, 'undefined');
 }
 
 async function awaitDone(request: JobRequest, jobId: string, initial: JobMetadata): Promise<JobMetadata> {
