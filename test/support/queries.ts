@@ -20,22 +20,21 @@ export function detailQueryOfRun(run: number) {
   return { ...detailQuery, items };
 }
 
+/** The day an incident was created, over the last 30 days: the tile's own window, which a backfill replaces per window. */
+const createdDayItem = {
+  header: 'Day',
+  ref: 'day',
+  formula: '[incident.created]',
+  dataType: 'datetime',
+  function: 'date',
+  format: 'year_month_number_day_number_hyphen',
+  filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+};
+
 /** Incidents per day and severity over the last 30 days: the shape of a tile a backfill windows by day. */
 export const dailySeverityQuery = {
   items: [
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      grouped: true,
-      order: 'asc',
-      orderSequence: 0,
-      // The tile's own window; a backfill replaces it per window.
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
+    { ...createdDayItem, grouped: true, order: 'asc', orderSequence: 0 },
     { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 1, filters: [] },
     { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', filters: [] },
   ],
@@ -52,15 +51,7 @@ export const dailyQuery = { ...dailySeverityQuery, items: dailySeverityQuery.ite
 export const incidentDaysQuery = {
   items: [
     { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [] },
-    {
-      header: 'Day',
-      ref: 'day',
-      formula: '[incident.created]',
-      dataType: 'datetime',
-      function: 'date',
-      format: 'year_month_number_day_number_hyphen',
-      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
-    },
+    createdDayItem,
     { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
   ],
   options: { pageNumber: 0, itemsPerPage: 50 },
