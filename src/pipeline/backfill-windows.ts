@@ -1,6 +1,5 @@
-import type { ExportQuery } from '../config/job-schema.js';
 import { TilehouseError } from '../errors.js';
-import { daysFromCivil, formatCivilDate, MS_PER_DAY, parseTimestamp } from '../transform/index.js';
+import { daysFromCivil, formatCivilDate } from '../transform/index.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 
@@ -55,40 +54,6 @@ export function splitWindows(from: string, to: string, step: WindowStep): DateWi
     cursor = next;
   }
   return windows;
-}
-
-/**
- * The `rw` operands covering a window, relative to `now` (the only window operator the spec
- * shows is relative to the server's clock, in whole days). The window is widened by one extra
- * day on each side: it absorbs the offset between the job's timezone and the server's, and the
- * seconds between our clock and the server's. Rows outside the window are dropped afterwards
- * when the job names its date-bucket column, so the widening costs a few rows of transfer, never
- * a wrong row.
- */
-export function relativeWindowFor(window: DateWindow, timezone: string, now: Date): [string, 'days', string, 'days'] {
-  const start = parseTimestamp(window.from, timezone) as number;
-  const end = parseTimestamp(window.to, timezone) as number;
-  const daysBackToStart = Math.ceil((now.getTime() - start) / MS_PER_DAY) + 1;
-  const daysBackToEnd = Math.max(0, Math.floor((now.getTime() - end) / MS_PER_DAY) - 1);
-  return [String(Math.max(daysBackToStart, 1)), 'days', String(daysBackToEnd), 'days'];
-}
-
-/** Finds the query item a backfill filters: by `ref`, else by `header`. */
-export function findItemIndex(query: ExportQuery, name: string): number {
-  const byRef = query.items.findIndex((item) => item.ref === name);
-  return byRef >= 0 ? byRef : query.items.findIndex((item) => item.header === name);
-}
-
-/** The job's query with the date item's `rw` filters replaced by one for this window. */
-export function queryForWindow(query: ExportQuery, itemIndex: number, rw: readonly string[]): ExportQuery {
-  return {
-    ...query,
-    items: query.items.map((item, index) =>
-      index !== itemIndex
-        ? item
-        : { ...item, filters: [...item.filters.filter((filter) => filter.operator !== 'rw'), { operator: 'rw', values: [...rw], beforeAggregate: true }] },
-    ),
-  };
 }
 
 /** The calendar date `days` days after `date` (before it when negative). */

@@ -1,7 +1,7 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
 import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
-import type { PageIdentity } from '../source/page-checks.js';
+import type { PageIdentity } from '../source/export-endpoint/index.js';
 import type { ColumnType } from '../value-types/column-types.js';
 import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
 import type { ReadStats } from './read-into-sinks.js';

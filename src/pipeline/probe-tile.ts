@@ -6,8 +6,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { scrubSecrets } from '../secret-scrubber.js';
-import type { ExportPage } from '../source/export-response.js';
-import { PageConsistency, type PageCheckFailure } from '../source/page-checks.js';
+import type { ExportPage, PageCheckFailure, PageConsistency } from '../source/export-endpoint/index.js';
 import {
   columnShapes,
   RECORDING_FORMAT,
@@ -17,8 +16,6 @@ import {
   type RecordedPage,
   type Recording,
 } from '../source/recording.js';
-import { rowOrderOf } from '../source/row-order.js';
-import { sortKeyOf } from '../transform/values/sort-key.js';
 import { recordingDispatcher, type WireExchange } from '../source/wire-recorder.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { countNoun } from '../count-noun.js';
@@ -178,7 +175,7 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
   const dispatcher = recordingDispatcher(options.dispatcher, (exchange) => exchanges.push(exchange));
   const session = openSourceSession(job, { ...options, dispatcher, logger: options.logger });
   const { source } = options.environment;
-  const checks = new PageConsistency({ rowOrder: rowOrderOf(job.query, sortKeyOf) });
+  const checks = session.client.pageChecks();
   let firstFailure: PageCheckFailure | undefined;
   const pages: RecordedPage[] = [];
   let failure: Recording['failure'];

@@ -1,4 +1,4 @@
-import type { ExportPage } from '../source/export-response.js';
+import type { ExportPage } from '../source/export-endpoint/index.js';
 
 /**
  * How far a tile run has got, for the live progress line of `tilehouse run` on a terminal.

@@ -1,7 +1,7 @@
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
-import type { ExportPage } from '../source/export-response.js';
+import type { ExportPage } from '../source/export-endpoint/index.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
 import { toTypedRows } from '../transform/typed-rows.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import { ExportInconsistentError, ExportPageMismatchError } from '../source/source-errors.js';
+import { ExportInconsistentError, ExportPageMismatchError } from '../source/export-endpoint/index.js';
 
 function isDrift(error: unknown): error is ExportPageMismatchError {
   return error instanceof ExportPageMismatchError && error.drift;

@@ -7,7 +7,8 @@ import { TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sink } from '../sinks/sink.js';
 import { calendarDateIn, parseDate, parseTimestamp } from '../transform/index.js';
-import { findItemIndex, queryForWindow, relativeWindowFor, type DateWindow } from './backfill-windows.js';
+import type { DateWindow } from './backfill-windows.js';
+import { findItemIndex, queryForWindow } from '../source/export-endpoint/index.js';
 import { newRunId, windowRunId } from './run-id.js';
 import { RunToken } from '../source/session-token.js';
 import { runJob } from './run-job.js';
@@ -236,8 +237,8 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     if (options.strict) return { window, open, summary: skippedWindowSummary(job, windowRunId(runId, window), future), warnings };
     warnings.push(future.message);
   }
-  const rw = relativeWindowFor(window, job.timezone, startedOn);
-  const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, rw) };
+  const span = { startMs: parseTimestamp(window.from, job.timezone) as number, endMs: parseTimestamp(window.to, job.timezone) as number };
+  const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, span, startedOn) };
   const summary = await runJob(windowJob, {
     environment: options.environment,
     credentials: options.credentials,

@@ -5,12 +5,7 @@ import type { ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import type { Sink, SinkRunContext, SinkWindow, SinkWriter } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
-import { AdaptiveConcurrency } from '../source/adaptive-concurrency.js';
-import type { ExportPage } from '../source/export-response.js';
-import type { PageIdentity } from '../source/page-checks.js';
-import { readPages } from '../source/read-pages.js';
-import { rowOrderOf } from '../source/row-order.js';
-import { sortKeyOf } from '../transform/values/sort-key.js';
+import type { ExportPage, PageIdentity } from '../source/export-endpoint/index.js';
 import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
 import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
@@ -106,14 +101,7 @@ export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<
     // Before the token and the first export request: a target that cannot be written fails here.
     const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
     await (deps.preflight ?? (() => preflightSinks(deps.sinks, access)))();
-    const pagesOf = () =>
-      readPages(session.client, {
-        jobName: job.name,
-        itemsPerPage: deps.environment.source.itemsPerPage,
-        concurrency: new AdaptiveConcurrency(deps.environment.source.concurrency),
-        onPageIdentity: (identity) => (pageIdentity = identity),
-        rowOrder: rowOrderOf(job.query, sortKeyOf),
-      });
+    const pagesOf = () => session.client.pages({ concurrency: deps.environment.source.concurrency, onPageIdentity: (identity) => (pageIdentity = identity) });
     const read = await withOneRestart(
       () =>
         readIntoSinks(progressOf(pagesOf()), {

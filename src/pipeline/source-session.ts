@@ -4,12 +4,13 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
-import { ExportClient } from '../source/export-client.js';
+import { pagesOfQuery, type QueryPages } from '../source/export-endpoint/index.js';
 import { RetryBudget } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, tokenUrl, type TokenRequest } from '../source/token-client.js';
 import { numberTextColumns } from '../transform/index.js';
+import { sortKeyOf } from '../transform/values/sort-key.js';
 
 export interface RetrySettings {
   maxAttempts: number;
@@ -47,7 +48,8 @@ export interface SourceSessionOptions {
 
 /** One tile's connection to the source: the run's token, the export client, the tile's retry budget. */
 export interface SourceSession {
-  client: ExportClient;
+  /** The job's query, asked of the export endpoint. */
+  client: QueryPages;
   token: SessionToken;
   budget: RetryBudget;
   reauthentications: () => number;
@@ -133,11 +135,10 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
   const policy = policyOf(options.retry ?? DEFAULT_RETRY, budget);
   let reauthentications = 0;
   const token = new SessionToken(() => fetchToken(tokenRequestFor(job, options, policy)), options.runToken);
-  const client = new ExportClient({
+  const client = pagesOfQuery(job.query, {
     baseUrl: source.baseUrl,
     tileParam: source.tileParam,
     tileId: job.tile,
-    query: job.query,
     itemsPerPage: source.itemsPerPage,
     jobName: job.name,
     dispatcher: options.dispatcher,
@@ -147,6 +148,7 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
     signal: options.signal,
     onRetry: (event) => logger.warn({ page: event.pageNumber, attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'page request failed; retrying'),
     numberTextColumns: (headers, dataTypes) => numberTextColumns(headers, dataTypes, job.columns),
+    sortKey: sortKeyOf,
     onReauthenticate: (pageNumber) => {
       reauthentications += 1;
       logger.info({ page: pageNumber }, 'token refused (401); fetching a new token once');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PAGE_IDENTITIES } from '../source/page-checks.js';
+import { PAGE_IDENTITIES } from '../source/export-endpoint/index.js';
 import { sinkTypes } from '../sinks/registry.js';
 import { COLUMN_TYPES } from '../value-types/column-types.js';
 import type { BackfillSummary } from './run-backfill.js';

@@ -30,7 +30,7 @@ export type JsonBodyParse = { ok: true; value: unknown } | { ok: false; error: s
  * is one whose exact text could matter. When it says no, that reading is the result, without the
  * scan for inexact literals (about as costly as `JSON.parse` itself): an export page whose
  * numbers all sit in FLOAT64 and TIMESTAMP columns gets nothing from it, since those columns take
- * the nearest double anyway (see readExactPageWhen in export-response.ts).
+ * the nearest double anyway (see readExactPageWhen in export-endpoint/export-response.ts).
  */
 export function parseJsonBody(text: string, literalsMatter?: (value: unknown) => boolean): JsonBodyParse {
   const body = text.charCodeAt(0) === BOM ? text.slice(1) : text;

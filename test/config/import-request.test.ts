@@ -7,7 +7,7 @@ import { ShellWordsError, splitShellWords } from '../../src/config/import-shell-
 import { exportQuerySchema } from '../../src/config/job-schema.js';
 import { parseYamlText } from '../../src/config/read-yaml.js';
 import { jobSchema } from '../../src/config/job-schema.js';
-import { exportUrl } from '../../src/source/export-client.js';
+import { exportUrl } from '../../src/source/export-endpoint/export-client.js';
 import { shellQuote } from '../support/shell-quote.js';
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rerunCommands } from '../../src/cli/backfill-command.js';
-import { findItemIndex, queryForWindow, relativeWindowFor, splitWindows } from '../../src/pipeline/backfill-windows.js';
+import { splitWindows } from '../../src/pipeline/backfill-windows.js';
 
 describe('splitWindows', () => {
   it('splits into days, the last day excluded', () => {
@@ -27,44 +27,6 @@ describe('splitWindows', () => {
   it('refuses an empty or reversed range and impossible dates', () => {
     expect(() => splitWindows('2026-03-01', '2026-03-01', 'day')).toThrow(/must be after/);
     expect(() => splitWindows('2026-02-30', '2026-03-01', 'day')).toThrow(/not a calendar date/);
-  });
-});
-
-describe('relativeWindowFor', () => {
-  const now = new Date('2026-07-01T10:00:00Z');
-  it('covers the whole window in the job timezone, widened by one day each side', () => {
-    const [n1, , n2] = relativeWindowFor({ from: '2026-06-20', to: '2026-06-21' }, 'Europe/Berlin', now);
-    // Window [2026-06-19T22:00Z, 2026-06-20T22:00Z); now - n1 days must be before its start, now - n2 days after its end.
-    const start = now.getTime() - Number(n1) * 86_400_000;
-    const end = now.getTime() - Number(n2) * 86_400_000;
-    expect(start).toBeLessThanOrEqual(Date.parse('2026-06-19T22:00:00Z') - 86_400_000);
-    expect(end).toBeGreaterThanOrEqual(Date.parse('2026-06-20T22:00:00Z') + 86_400_000);
-    expect(end - start).toBeLessThanOrEqual(4 * 86_400_000);
-  });
-  it('never reaches into the future', () => {
-    expect(relativeWindowFor({ from: '2026-06-30', to: '2026-07-02' }, 'UTC', now)[2]).toBe('0');
-  });
-});
-
-describe('queryForWindow', () => {
-  const query = {
-    items: [
-      { header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'] }, { operator: 'gt', values: ['1'] }] },
-      { header: 'N', formula: '[incident.number]', dataType: 'number', filters: [] },
-    ],
-    options: {},
-  };
-  it('replaces only the rw filter of the named item and keeps the rest', () => {
-    const index = findItemIndex(query, 'day');
-    const windowed = queryForWindow(query, index, ['12', 'days', '9', 'days']);
-    expect(windowed.items[0]!.filters).toEqual([{ operator: 'gt', values: ['1'] }, { operator: 'rw', values: ['12', 'days', '9', 'days'], beforeAggregate: true }]);
-    expect(windowed.items[1]).toBe(query.items[1]);
-    expect(query.items[0]!.filters).toHaveLength(2);
-  });
-  it('finds items by ref first, then by header', () => {
-    expect(findItemIndex(query, 'day')).toBe(0);
-    expect(findItemIndex(query, 'N')).toBe(1);
-    expect(findItemIndex(query, 'nope')).toBe(-1);
   });
 });
 

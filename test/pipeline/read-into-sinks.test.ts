@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { inPublishOrder, readIntoSinks } from '../../src/pipeline/read-into-sinks.js';
-import type { ExportPage } from '../../src/source/export-response.js';
+import type { ExportPage } from '../../src/source/export-endpoint/index.js';
 import { FakeSink, silentLogger, type FakeWriterOptions } from '../support/fake-sinks.js';
 
 const job: LoadedJob = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { withOneRestart } from '../../src/pipeline/restart-on-drift.js';
-import { ExportInconsistentError, ExportPageMismatchError } from '../../src/source/source-errors.js';
+import { ExportInconsistentError, ExportPageMismatchError } from '../../src/source/export-endpoint/index.js';
 import { silentLogger } from '../support/fake-sinks.js';
 
 const drift = (page: number) => new ExportPageMismatchError('weekly', page, 'totalRows', `totalRows changed on page ${page}`, true);

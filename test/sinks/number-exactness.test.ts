@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeValue } from '../../src/sinks/bigquery/encode-value.js';
 import { CSV_DIALECT } from '../../src/sinks/csv/csv-dialect.js';
 import { CsvRecordEncoder } from '../../src/sinks/csv/csv-record-encoder.js';
-import { parseExportPage } from '../../src/source/export-response.js';
+import { parseExportPage } from '../../src/source/export-endpoint/export-response.js';
 import { parseJsonBody } from '../../src/source/json-body.js';
 import type { Column, TypedRow } from '../../src/transform/column.js';
 import { type ColumnOverrides, toColumns } from '../../src/transform/columns.js';

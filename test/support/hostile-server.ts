@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Agent } from 'undici';
-import { ExportClient } from '../../src/source/export-client.js';
+import { ExportClient } from '../../src/source/export-endpoint/export-client.js';
 import type { RequestTimeouts } from '../../src/source/http.js';
 import { RetryBudget } from '../../src/retry.js';
 import type { RetryPolicy } from '../../src/source/retry-policy.js';

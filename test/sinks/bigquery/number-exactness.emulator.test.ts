@@ -5,7 +5,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { rowEncoder } from '../../../src/sinks/bigquery/encode-row.js';
-import { parseExportPage } from '../../../src/source/export-response.js';
+import { parseExportPage } from '../../../src/source/export-endpoint/export-response.js';
 import { parseJsonBody } from '../../../src/source/json-body.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { toColumns } from '../../../src/transform/columns.js';

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { AdaptiveConcurrency } from '../../src/source/adaptive-concurrency.js';
-import type { ExportPage } from '../../src/source/export-response.js';
-import { readPages } from '../../src/source/read-pages.js';
-import { fastPolicy, hostileClient, HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
+import { AdaptiveConcurrency } from '../../../src/source/adaptive-concurrency.js';
+import type { ExportPage } from '../../../src/source/export-endpoint/export-response.js';
+import { readPages } from '../../../src/source/export-endpoint/read-pages.js';
+import { fastPolicy, hostileClient, HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../../support/hostile-server.js';
 
 const dispatcher = new Agent();
 afterAll(() => dispatcher.close());

@@ -1,6 +1,6 @@
 import type { ExportPage } from './export-response.js';
 import { RowOrderCheck, type RowOrder } from './row-order.js';
-import { countNoun } from '../count-noun.js';
+import { countNoun } from '../../count-noun.js';
 
 /** Checks that a page is the page asked for (as opposed to consistent with the others). */
 export const IDENTITY_CHECKS = ['page-echo', 'hasPrev', 'page-repeated'] as const;

@@ -1,9 +1,9 @@
-import { AdaptiveConcurrency, type RequestGate } from './adaptive-concurrency.js';
+import { AdaptiveConcurrency, type RequestGate } from '../adaptive-concurrency.js';
 import type { ExportPage } from './export-response.js';
 import { isIdentityCheck, PageConsistency, type PageCheckFailure, type PageIdentity } from './page-checks.js';
 import type { RowOrder } from './row-order.js';
-import { ExportPageIdentityError, ExportPageMismatchError } from './source-errors.js';
-import { countNoun } from '../count-noun.js';
+import { ExportPageIdentityError, ExportPageMismatchError } from './export-errors.js';
+import { countNoun } from '../../count-noun.js';
 
 /** The one thing the pager needs from the export client. */
 export interface PageFetcher {

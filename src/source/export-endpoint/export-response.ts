@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ExactNumber } from '../value-types/exact-number.js';
-import { countNoun } from '../count-noun.js';
+import { ExactNumber } from '../../value-types/exact-number.js';
+import { countNoun } from '../../count-noun.js';
 
 /** The spec's Export result, validated at the edge; extra members are allowed (spec: "minimum returned"). */
 const navigationSchema = z

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactNumber } from '../../src/value-types/exact-number.js';
-import type { ExportPage } from '../../src/source/export-response.js';
-import { PageConsistency } from '../../src/source/page-checks.js';
-import { rowOrderOf } from '../../src/source/row-order.js';
-import { sortKeyOf } from '../../src/transform/values/sort-key.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
+import type { ExportPage } from '../../../src/source/export-endpoint/export-response.js';
+import { PageConsistency } from '../../../src/source/export-endpoint/page-checks.js';
+import { rowOrderOf } from '../../../src/source/export-endpoint/row-order.js';
+import { sortKeyOf } from '../../../src/transform/values/sort-key.js';
 
 function page(pageNumber: number, rows: number, totalRows: number, overrides: Partial<ExportPage> = {}): ExportPage {
   return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseExportPage, readExactPageWhen } from '../../src/source/export-response.js';
-import { ExactNumber } from '../../src/value-types/exact-number.js';
+import { parseExportPage, readExactPageWhen } from '../../../src/source/export-endpoint/export-response.js';
+import { ExactNumber } from '../../../src/value-types/exact-number.js';
 
 const navigation = { hasPrev: false, hasNext: false, rowsCount: 2, totalRows: 2 };
 const body = (rows: unknown[], extra: Record<string, unknown> = {}) => ({

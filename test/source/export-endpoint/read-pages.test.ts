@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { ExportPage } from '../../src/source/export-response.js';
-import { AdaptiveConcurrency } from '../../src/source/adaptive-concurrency.js';
-import { readPages, type PageFetcher } from '../../src/source/read-pages.js';
-import { ExportPageMismatchError } from '../../src/source/source-errors.js';
+import type { ExportPage } from '../../../src/source/export-endpoint/export-response.js';
+import { AdaptiveConcurrency } from '../../../src/source/adaptive-concurrency.js';
+import { readPages, type PageFetcher } from '../../../src/source/export-endpoint/read-pages.js';
+import { ExportPageMismatchError } from '../../../src/source/export-endpoint/export-errors.js';
 
 /** A fake source: `totalRows` rows served `pageSize` at a time, with a chosen delay per page. */
 class FakeSource implements PageFetcher {

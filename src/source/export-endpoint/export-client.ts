@@ -1,13 +1,13 @@
 import type { Dispatcher } from 'undici';
-import type { AttemptOutcome, RequestGate } from './adaptive-concurrency.js';
-import type { ExportQuery } from '../config/job-schema.js';
-import { excerpt, postJson, type RequestTimeouts } from './http.js';
-import { classifyAnswer, settle, type HttpOutcome } from './http-answer.js';
+import type { AttemptOutcome, RequestGate } from '../adaptive-concurrency.js';
+import type { ExportQuery } from '../../config/job-schema.js';
+import { excerpt, postJson, type RequestTimeouts } from '../http.js';
+import { classifyAnswer, settle, type HttpOutcome } from '../http-answer.js';
 import { parseExportPage, readExactPageWhen, regularErrorSchema, type ExportPage, type NumberTextColumns } from './export-response.js';
-import type { RetryEvent } from '../retry.js';
-import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from './retry-policy.js';
-import type { SessionToken } from './session-token.js';
-import { ExportApiError, ExportBodyCorruptError, ExportResponseError } from './source-errors.js';
+import type { RetryEvent } from '../../retry.js';
+import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from '../retry-policy.js';
+import type { SessionToken } from '../session-token.js';
+import { ExportApiError, ExportBodyCorruptError, ExportResponseError } from './export-errors.js';
 
 export interface ExportClientOptions {
   baseUrl: string;
