@@ -1,5 +1,6 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
+import { jobIdsOf } from '../sinks/registry.js';
 import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/export-endpoint/index.js';
 import type { ColumnType } from '../value-types/column-types.js';
@@ -79,19 +80,6 @@ export interface SessionCounters {
   targets: string[];
 }
 
-/** The BigQuery job ids a sink result names (the publishing job first, then the load). */
-export function bigqueryJobIdsOf(outputs: readonly SinkResult[]): string[] {
-  const ids: string[] = [];
-  for (const output of outputs) {
-    if (output.sink !== 'bigquery') continue;
-    for (const key of ['jobId', 'loadJobId']) {
-      const id = output.details?.[key];
-      if (typeof id === 'string' && id !== '' && !ids.includes(id)) ids.push(id);
-    }
-  }
-  return ids;
-}
-
 function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<JobRunSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
   const { targets, ...rest } = counters;
   return {
@@ -118,7 +106,7 @@ export function publishedSummary(
   published: PublishOutcome,
   options: { strict?: boolean } = {},
 ): JobRunSummary {
-  const summary: JobRunSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: bigqueryJobIdsOf(published.outputs) };
+  const summary: JobRunSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: jobIdsOf(published.outputs) };
   summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
   const kept = published.outputs.filter((output) => output.keptEarlierPublish === true);
   if (kept.length > 0 && options.strict === true && !published.partial) {

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
 import type { SinkFactoryOptions } from './build-sinks.js';
 import { csvSinkKind } from './csv/descriptor.js';
-import type { Sink } from './sink.js';
+import type { Sink, SinkResult } from './sink.js';
 import type { RunRecorder, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 import type { SinkWorkspaceChecker } from './workspace-checks.js';
@@ -23,11 +23,20 @@ export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind];
 /** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
 export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];
 
-/** The descriptor of a sink config's kind. */
-export function sinkKindOf(sink: SinkConfig): SinkKind {
+/** The descriptor of a sink config's kind (or of a result's: `{ type: result.sink }`). */
+export function sinkKindOf(sink: Pick<SinkConfig, 'type'>): SinkKind {
   const kind = sinkKinds.find((candidate) => candidate.type === sink.type);
   if (kind === undefined) throw new Error(`no sink kind ${String(sink.type)} in src/sinks/registry.ts`);
   return kind;
+}
+
+/** The warehouse jobs the results name, each once, in the results' order (each kind says which its results name). */
+export function jobIdsOf(outputs: readonly SinkResult[]): string[] {
+  const ids: string[] = [];
+  for (const output of outputs) {
+    for (const id of sinkKindOf({ type: output.sink }).jobIdsOf?.(output) ?? []) if (!ids.includes(id)) ids.push(id);
+  }
+  return ids;
 }
 
 /** The window-state readers of every sink of a job, kind by kind. */

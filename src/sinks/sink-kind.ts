@@ -65,6 +65,11 @@ export interface SinkKind {
   forWindows(sink: SinkConfig, index: number, job: LoadedJob): { sink: SinkConfig; problems: ConfigProblem[] };
   /** Whether this sink takes a job's windows one at a time, oldest first (a merge by key). */
   takesWindowsOneAtATime(sink: SinkConfig): boolean;
+  /**
+   * The warehouse jobs a published result of this kind names, the publishing job first (the run
+   * summary's `bigqueryJobIds`, for an orchestrator that looks them up); absent: it names none.
+   */
+  jobIdsOf?(result: SinkResult): string[];
   /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
   resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
   /**

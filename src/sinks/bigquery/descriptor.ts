@@ -48,6 +48,11 @@ export const bigquerySinkKind: SinkKind = {
   },
   // Concurrent MERGEs into one table conflict, and a key two windows hold must end with the later window's values.
   takesWindowsOneAtATime: (sink) => sink.type === 'bigquery' && sink.writeMode === 'merge',
+  // The publishing job (copy, query or merge) first, then the load into the staging table.
+  jobIdsOf: (result) => ['jobId', 'loadJobId'].flatMap((key) => {
+    const id = result.details?.[key];
+    return typeof id === 'string' && id !== '' ? [id] : [];
+  }),
   // The run ledger is where a BigQuery sink's finished windows are read from.
   resumeRefusal(job, environment) {
     if (job.sinks.some((sink) => sink.type === 'bigquery') && environment.sinks.bigquery?.runLedger === false) {
