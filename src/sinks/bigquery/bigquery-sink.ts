@@ -26,6 +26,7 @@ import type { RetryLimits } from '../../retry.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY_LIMITS, type RetryContext } from './retry.js';
 import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
+import { configuredTable, datasetName, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
 
 export interface BigQuerySinkOptions {
   config: BigQuerySinkConfig;
@@ -43,9 +44,6 @@ export interface BigQuerySinkOptions {
   /** The environment's `stopDeadlineMs`: how long cleanup and a started publish may go on after a stop. */
   stopDeadlineMs?: number;
 }
-
-// The client's project before Application Default Credentials resolved it.
-const UNRESOLVED_PROJECT = '{{projectId}}';
 
 /**
  * Writes each tile run into BigQuery in two phases (see BigQueryWriter): prepare loads a local
@@ -89,7 +87,7 @@ export class BigQuerySink implements Sink {
    * would be refused), and the table operations a day the job's schedule needs.
    */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
-    const fallbackTarget = `${this.options.defaults.projectId ?? '(ADC project)'}.${this.options.config.dataset ?? this.options.defaults.dataset}.${this.options.config.table ?? context.jobName}`;
+    const fallbackTarget = tableName(configuredTable(this.options.config, this.options.defaults, context.jobName));
     let plan: BigQueryPlan;
     try {
       plan = await this.loadPlan(context);
@@ -99,7 +97,7 @@ export class BigQuerySink implements Sink {
     }
     const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
     const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
-    const target = `${plan.projectId}.${plan.datasetId}.${plan.destinationTableId}`;
+    const target = tableName({ ...plan, tableId: plan.destinationTableId });
     const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule)];
     const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
@@ -108,7 +106,7 @@ export class BigQuerySink implements Sink {
     let changes: string[] = [];
     if (table) {
       try {
-        changes = reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName: context.jobName, table: `${plan.projectId}.${plan.datasetId}.${plan.tableId}` }).changes;
+        changes = reconcileLayout(table.metadata, plan.layout, plan.writeMode, { jobName: context.jobName, table: tableName(plan) }).changes;
       } catch (error) {
         if (!isTilehouseError(error)) throw error;
         return { sink: 'bigquery', target, action: 'refuse', details: [`${error.code}: ${error.message}`, ...layoutLines] };
@@ -135,7 +133,7 @@ export class BigQuerySink implements Sink {
     const { config, defaults } = this.options;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
     const datasetId = config.dataset ?? defaults.dataset;
-    const name = `${projectId}.${datasetId}`;
+    const name = datasetName({ projectId, datasetId });
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
     if (context.createMissing === true) {
       const state = await ensureDataset(this.client, { projectId, datasetId, location: defaults.location, jobName: context.jobName }, retry);
@@ -194,13 +192,13 @@ export class BigQuerySink implements Sink {
     if (writesLineage(config.writeMode)) {
       const clash = fields.find((field) => isLineageColumn(field.name));
       if (clash) {
-        throw new BigQueryColumnConflictError(context.jobName, `${projectId}.${datasetId}.${tableId}`, clash.name);
+        throw new BigQueryColumnConflictError(context.jobName, tableName({ projectId, datasetId, tableId }), clash.name);
       }
       fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
     }
     // Before anything is loaded: a partition or cluster column the tile lacks fails the run here.
-    const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
-    const merge = resolveMergeKey(config, context.columns, { jobName: context.jobName, sink: `bigquery ${datasetId}.${tableId}` });
+    const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: sinkLabel({ datasetId, tableId }) });
+    const merge = resolveMergeKey(config, context.columns, { jobName: context.jobName, sink: sinkLabel({ datasetId, tableId }) });
     const destinationTableId =
       config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
     const identity = { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) };

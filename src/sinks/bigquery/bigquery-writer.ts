@@ -18,6 +18,7 @@ import { RUN_ID_COLUMN } from './lineage.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
+import { tableName } from './table-name.js';
 
 interface WriterDependencies {
   client: BigQuery;
@@ -98,7 +99,7 @@ export class BigQueryWriter implements SinkWriter {
   }
 
   get target(): string {
-    return `${this.plan.projectId}.${this.plan.datasetId}.${this.plan.destinationTableId}`;
+    return tableName({ ...this.plan, tableId: this.plan.destinationTableId });
   }
 
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
@@ -318,7 +319,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
         ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
-        ...(stagingGone ? {} : { stagingLeft: `${plan.projectId}.${plan.datasetId}.${staging.tableId}` }),
+        ...(stagingGone ? {} : { stagingLeft: tableName({ ...plan, tableId: staging.tableId }) }),
         ...merged,
       },
     };
@@ -348,7 +349,7 @@ export class BigQueryWriter implements SinkWriter {
     const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
 
     if (plan.merge) {
-      const statement = mergeStatement(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`, plan.fields, plan.merge);
+      const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge);
       // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
       // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
       const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', { query: { query: statement, useLegacySql: false } });
@@ -361,7 +362,7 @@ export class BigQueryWriter implements SinkWriter {
       for (const id of ids) {
         try {
           jobs.push(
-            await this.runPublishJob(prepared, retry, `publish_${id}`, `${plan.projectId}.${plan.datasetId}.${plan.tableId}$${id}`, 'copy', {
+            await this.runPublishJob(prepared, retry, `publish_${id}`, tableName({ ...plan, tableId: `${plan.tableId}$${id}` }), 'copy', {
               copy: {
                 sourceTable: reference(`${staging.tableId}$${id}`),
                 destinationTable: reference(`${plan.tableId}$${id}`),
@@ -379,7 +380,7 @@ export class BigQueryWriter implements SinkWriter {
     }
 
     if (plan.writeMode === 'replace' && prepared.decision.action !== 'created') {
-      const query = truncateDataQuery(plan, prepared, `${plan.projectId}.${plan.datasetId}.${staging.tableId}`);
+      const query = truncateDataQuery(plan, prepared, tableName({ ...plan, tableId: staging.tableId }));
       const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', {
         query: {
           query,
@@ -452,7 +453,7 @@ export class BigQueryWriter implements SinkWriter {
   private async countPublished(by: PublishedBy, retry: RetryContext): Promise<number | undefined> {
     const { plan } = this;
     const { client, context } = this.dependencies;
-    const table = `${quoteIdentifier(`${plan.projectId}.${plan.datasetId}.${plan.tableId}`)}`;
+    const table = quoteIdentifier(tableName(plan));
     const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';
     if (!byRunId && by !== 'copy' && by !== 'truncate-data query') return undefined;
     if (plan.writeMode === 'partition') return undefined;
@@ -492,7 +493,7 @@ export class BigQueryWriter implements SinkWriter {
     }
     if (this.stagingMayExist) {
       this.stagingMayExist = false;
-      const staging = `${this.staging.projectId}.${this.staging.datasetId}.${this.staging.tableId}`;
+      const staging = tableName(this.staging);
       if (!(await deleteStagingTable(client, this.staging, retry))) this.left.push(`BigQuery staging table ${staging} (expires within a day)`);
     }
   }

@@ -5,6 +5,7 @@ import { BigQueryDuplicateKeyError, BigQueryNullKeyError, BigQueryRequestError }
 import type { MergeKey } from './merge-key.js';
 import { duplicateKeyQuery, latestRowsOnlyStatement, nullKeyQuery } from './merge-statement.js';
 import { withRetry, type RetryContext } from './retry.js';
+import { tableName } from './table-name.js';
 
 /**
  * `writeMode: merge`, end of prepare: makes the staging table a valid MERGE source, each key
@@ -22,8 +23,8 @@ export async function settleStagingKeys(
   stagingTableId: string,
   context: { jobName: string; location: string | undefined; retry: RetryContext },
 ): Promise<void> {
-  const staging = `${plan.projectId}.${plan.datasetId}.${stagingTableId}`;
-  const target = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+  const staging = tableName({ ...plan, tableId: stagingTableId });
+  const target = tableName(plan);
   const query = async (sql: string, what: string): Promise<Record<string, unknown>[]> => {
     try {
       const [rows] = await withRetry(

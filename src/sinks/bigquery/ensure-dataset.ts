@@ -2,6 +2,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
 import { BigQueryRequestError } from './bigquery-errors.js';
 import { withRetry, type RetryContext } from './retry.js';
+import { datasetName } from './table-name.js';
 
 export interface DatasetState {
   /** Where the dataset lives (and so where its load jobs run). */
@@ -19,7 +20,7 @@ export async function ensureDataset(
   retry: RetryContext,
 ): Promise<DatasetState> {
   const dataset = client.dataset(target.datasetId, { projectId: target.projectId });
-  const name = `${target.projectId}.${target.datasetId}`;
+  const name = datasetName(target);
   try {
     const [metadata] = await withRetry('datasets.get', () => dataset.getMetadata(), retry);
     return { location: (metadata as { location?: string }).location, created: false };

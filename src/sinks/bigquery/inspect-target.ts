@@ -6,6 +6,7 @@ import { readTable } from './read-table-schema.js';
 import type { RetryContext } from './retry.js';
 import { checkSchemaContract, type SchemaDecision, type TableFieldLike } from './schema-contract.js';
 import { reconcileLayout, type LayoutReconciliation } from './table-layout.js';
+import { tableName } from './table-name.js';
 
 // BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
 export const MAX_PARTITIONS_PER_JOB = 4_000;
@@ -33,7 +34,7 @@ export async function inspectTarget(
   context: { jobName: string; retry: RetryContext },
 ): Promise<TargetInspection> {
   const { jobName, retry } = context;
-  const targetName = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+  const targetName = tableName(plan);
   const dataset = await ensureDataset(client, { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, jobName }, retry);
   const table = dataset.created ? undefined : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName }, retry);
   const existing = table?.fields;

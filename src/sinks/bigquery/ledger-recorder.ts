@@ -7,8 +7,9 @@ import { cleanupDeadline } from '../../stop-deadline.js';
 import type { SinkFactoryOptions } from '../build-sinks.js';
 import type { RecordedTile, RunRecorder } from '../sink-kind.js';
 import type { LedgerRow } from './run-ledger.js';
+import { configuredTable, datasetName, tableName, UNRESOLVED_PROJECT, type TableAddress } from './table-name.js';
 
-interface Target {
+export interface Target {
   projectId: string;
   datasetId: string;
   target: string;
@@ -46,33 +47,9 @@ export async function bigqueryLedgerRecorder(
     ...(deadline ? { signal: deadline } : {}),
   };
 
-  const targetsOf = (tile: RecordedTile): Target[] => {
-    const found = new Map<string, Target>();
-    for (const output of tile.outputs) {
-      const parsed = output.sink === 'bigquery' ? ledger.parseBigQueryTarget(output.target) : undefined;
-      if (parsed) found.set(output.target, { ...parsed, target: output.target, published: true, rows: output.rows, details: output.details });
-    }
-    for (const target of [...(tile.unpublished ?? []), ...tile.targets]) {
-      const parsed = target.startsWith('/') ? undefined : ledger.parseBigQueryTarget(target);
-      if (parsed && !found.has(target)) found.set(target, { ...parsed, target, published: false });
-    }
-    if (found.size === 0) {
-      // Failed before any writer opened (a refused token): the targets the job's config names.
-      const job = jobs.find((candidate) => candidate.name === tile.job);
-      const projectId = defaults?.projectId ?? (client.projectId !== '{{projectId}}' ? client.projectId : undefined);
-      for (const sink of job?.sinks ?? []) {
-        if (sink.type !== 'bigquery' || projectId === undefined) continue;
-        const datasetId = sink.dataset ?? defaults?.dataset;
-        if (datasetId === undefined) continue;
-        const target = `${projectId}.${datasetId}.${sink.table ?? tile.job}`;
-        found.set(target, { projectId, datasetId, target, published: false });
-      }
-    }
-    return [...found.values()];
-  };
-
+  const targets = new LedgerTargets(jobs, defaults, client);
   return async (tile, window) => {
-    for (const target of targetsOf(tile)) {
+    for (const target of await targets.of(tile)) {
       const jobId = target.details?.jobId;
       const loadJobId = target.details?.loadJobId;
       const row: LedgerRow = {
@@ -95,8 +72,66 @@ export async function bigqueryLedgerRecorder(
       try {
         await ledger.appendLedgerRow(client, { projectId: target.projectId, datasetId: target.datasetId, location: defaults?.location }, row, retry);
       } catch (error) {
-        logger.error({ err: messageOf(error), target: target.target }, `job ${tile.job}: the run ledger (${ledger.RUN_LEDGER_TABLE}) of ${target.projectId}.${target.datasetId} could not be appended to: ${messageOf(error)}`);
+        logger.error({ err: messageOf(error), target: target.target }, `job ${tile.job}: the run ledger (${ledger.RUN_LEDGER_TABLE}) of ${datasetName(target)} could not be appended to: ${messageOf(error)}`);
       }
     }
   };
+}
+
+/**
+ * The ledger rows' targets of a tile run: the tables of the job's BigQuery sinks, named as the
+ * sinks name them (tableName), matched against what the run published and opened (a partition
+ * of one counts as it); when it opened none of them (a refused token), every table the job's
+ * config names, if the project is known without asking ADC. A name is compared, never parsed.
+ */
+export class LedgerTargets {
+  private adcProject: Promise<string | undefined> | undefined;
+
+  constructor(
+    private readonly jobs: readonly LoadedJob[],
+    private readonly defaults: EnvironmentConfig['sinks']['bigquery'],
+    private readonly client: BigQuery,
+  ) {}
+
+  async of(tile: RecordedTile): Promise<Target[]> {
+    const found = new Map<string, Target>();
+    const opened = [...(tile.unpublished ?? []), ...tile.targets];
+    const projectId = tile.outputs.length + opened.length === 0 ? undefined : await this.writtenProject();
+    if (projectId !== undefined) {
+      const tables = this.tablesOf(tile.job, projectId);
+      const tableOf = (target: string) => tables.find((table) => target === tableName(table) || target.startsWith(`${tableName(table)}$`));
+      for (const output of tile.outputs) {
+        const table = tableOf(output.target);
+        if (table) found.set(output.target, { projectId, datasetId: table.datasetId, target: output.target, published: true, rows: output.rows, details: output.details });
+      }
+      for (const target of opened) {
+        const table = tableOf(target);
+        if (table && !found.has(target)) found.set(target, { projectId, datasetId: table.datasetId, target, published: false });
+      }
+    }
+    const known = this.knownProject();
+    if (found.size === 0 && known !== undefined) {
+      for (const table of this.tablesOf(tile.job, known)) found.set(tableName(table), { projectId: known, datasetId: table.datasetId, target: tableName(table), published: false });
+    }
+    return [...found.values()];
+  }
+
+  /** The project the environment names, or the one the client already resolved (asking ADC is a request). */
+  private knownProject(): string | undefined {
+    return this.defaults?.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : undefined);
+  }
+
+  /** The project the sinks wrote to: the known one, else the one ADC names (asked once). */
+  private writtenProject(): Promise<string | undefined> {
+    const known = this.knownProject();
+    if (known !== undefined) return Promise.resolve(known);
+    this.adcProject ??= this.client.getProjectId().catch(() => undefined);
+    return this.adcProject;
+  }
+
+  private tablesOf(job: string, projectId: string): TableAddress[] {
+    return (this.jobs.find((candidate) => candidate.name === job)?.sinks ?? [])
+      .flatMap((sink) => (sink.type === 'bigquery' ? [{ ...configuredTable(sink, this.defaults, job), projectId }] : []))
+      .filter((table) => table.datasetId !== '');
+  }
 }

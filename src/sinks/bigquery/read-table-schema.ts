@@ -4,6 +4,7 @@ import { BigQueryRequestError } from './bigquery-errors.js';
 import type { TableFieldLike } from './schema-contract.js';
 import type { TableMetadataLike } from './table-layout.js';
 import { withRetry, type RetryContext } from './retry.js';
+import { tableName } from './table-name.js';
 
 /** An existing table: its top-level fields and what it says about partitioning and clustering. */
 export interface ExistingTable {
@@ -36,7 +37,7 @@ export async function readTable(
     if (isNotFound(failure)) return undefined;
     throw new BigQueryRequestError(
       target.jobName,
-      `reading the schema of ${target.projectId}.${target.datasetId}.${target.tableId}`,
+      `reading the schema of ${tableName(target)}`,
       failure.messages,
       { cause: error },
     );

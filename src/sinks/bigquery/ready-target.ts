@@ -6,6 +6,7 @@ import { withRetry, type RetryContext } from './retry.js';
 import type { SchemaDecision, TableFieldLike } from './schema-contract.js';
 import { nullableFields } from './staging-table.js';
 import { targetTableOptions, type LayoutReconciliation } from './table-layout.js';
+import { tableName } from './table-name.js';
 
 /**
  * Makes the target able to take the publish copy, right before it (never in prepare, which must
@@ -34,7 +35,7 @@ export async function readyTarget(
   context: { jobName: string; retry: RetryContext },
 ): Promise<void> {
   const table = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(plan.tableId);
-  const name = `${plan.projectId}.${plan.datasetId}.${plan.tableId}`;
+  const name = tableName(plan);
   if (decision.action === 'created') {
     try {
       await withRetry(

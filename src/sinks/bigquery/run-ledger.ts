@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { BigQuery, TableField } from '@google-cloud/bigquery';
 import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
 import { withRetry, type RetryContext } from './retry.js';
+import { tableName } from './table-name.js';
 
 /**
  * `_tilehouse_runs`: one row per tile run (and backfill window) per BigQuery target, appended in
@@ -78,12 +79,6 @@ export function schemaHashOf(columns: ReadonlyArray<{ name: string; type: string
     .slice(0, 16);
 }
 
-/** `project.dataset.table[$partition]` → its parts; undefined for anything else (a CSV path). */
-export function parseBigQueryTarget(target: string): { projectId: string; datasetId: string; tableId: string } | undefined {
-  const match = /^([a-z][a-z0-9.:-]*[a-z0-9])\.([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)(\$[0-9]+)?$/.exec(target);
-  return match === null ? undefined : { projectId: match[1]!, datasetId: match[2]!, tableId: match[3]! };
-}
-
 /**
  * Creates the ledger, or adds the columns a ledger made by an older tilehouse lacks (a NULLABLE
  * column may be added in place; its old rows read NULL there). Two runs adding it at once: the
@@ -142,13 +137,13 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
     await insertLedgerRow(client, dataset, row, retry, true);
   } catch (error) {
     if (!missesOpenColumn(error)) throw error;
-    retry.logger.warn({ table: `${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}` }, `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`);
+    retry.logger.warn({ table: tableName({ ...dataset, tableId: RUN_LEDGER_TABLE }) }, `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`);
     await insertLedgerRow(client, dataset, row, retry, false);
   }
 }
 
 async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext, withOpen: boolean): Promise<void> {
-  const table = `\`${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}\``;
+  const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const query =
     `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}` : ''}) ` +
     'VALUES (@run_id, @job, @tile, @target, @status, @published = \'true\', CAST(@rows AS INT64), ' +
@@ -217,13 +212,13 @@ export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job:
   // A ledger no run of this version has written to yet lacks the column: its rows are all old ones.
   const [metadata] = await withRetry('ledger table metadata', () => ledger.getMetadata(), retry);
   const fields = ((metadata as { schema?: { fields?: TableField[] } }).schema?.fields ?? []) as TableField[];
-  const table = `\`${dataset.projectId}.${dataset.datasetId}.${RUN_LEDGER_TABLE}\``;
+  const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const read = async (openColumn: string) => {
     const query =
       `SELECT CAST(window_from AS STRING) AS window_from, CAST(window_to AS STRING) AS window_to, status, published, ${openColumn} AS window_open, ` +
       `CAST(UNIX_MILLIS(recorded_at) AS STRING) AS recorded_ms FROM ${table} ` +
       "WHERE job = @job AND (target = @table OR STARTS_WITH(target, CONCAT(@table, '$'))) AND window_from IS NOT NULL ORDER BY recorded_at";
-    const [rows] = (await withRetry('ledger read', () => client.query({ query, params: { job, table: `${dataset.projectId}.${dataset.datasetId}.${tableId}` }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
+    const [rows] = (await withRetry('ledger read', () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
       Array<{ window_from: string; window_to: string | null; status: string; published: boolean; window_open: boolean | null; recorded_ms: string }>,
     ];
     return rows;

@@ -6,6 +6,7 @@ import { runJob, type JobOutcome, type JobPolling } from './run-job.js';
 import { nullableFields, type StagingTable } from './staging-table.js';
 import { stagingTableOptions } from './table-layout.js';
 import { uploadLoadFile } from './upload-load-file.js';
+import { tableName } from './table-name.js';
 
 export interface StagingLoadRequest {
   client: BigQuery;
@@ -31,7 +32,7 @@ export interface StagingLoadRequest {
  */
 export async function loadIntoStaging(request: StagingLoadRequest): Promise<{ load: JobOutcome; bigqueryRows: number | undefined }> {
   const { client, plan, staging, rows } = request;
-  const stagingName = `${plan.projectId}.${plan.datasetId}.${staging.tableId}`;
+  const stagingName = tableName({ ...plan, tableId: staging.tableId });
   const stagingTable = client.dataset(plan.datasetId, { projectId: plan.projectId }).table(staging.tableId);
   const load = await runJob({
     client,

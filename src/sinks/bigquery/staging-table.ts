@@ -3,6 +3,7 @@ import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
 import { BigQueryRequestError } from './bigquery-errors.js';
 import { withRetry, type RetryContext } from './retry.js';
 import type { SchemaField } from './schema-contract.js';
+import { tableName } from './table-name.js';
 
 /** How long a staging table outlives a run that could not delete it (killed, or BigQuery down). */
 export const STAGING_TABLE_LIFETIME_MS = 24 * 60 * 60 * 1000;
@@ -98,5 +99,5 @@ export function nullableFields(fields: readonly SchemaField[]): { name: string; 
 }
 
 function describe(table: StagingTable): string {
-  return `${table.projectId}.${table.datasetId}.${table.tableId}`;
+  return tableName(table);
 }

@@ -5,6 +5,7 @@ import { parseTimestamp } from '../../transform/index.js';
 import type { SinkFactoryOptions } from '../build-sinks.js';
 import type { WindowHoldings, WindowStateReader } from '../window-state.js';
 import { WindowStateUnreadableError } from '../window-state.js';
+import { configuredTable, tableName } from './table-name.js';
 
 /**
  * The readers of a job's BigQuery sinks, in the job's sink order: the days the run ledger
@@ -23,7 +24,7 @@ export async function bigqueryWindowStateReaders(job: LoadedJob, environment: En
     const datasetId = sink.dataset ?? defaults!.dataset;
     const tableId = sink.table ?? job.name;
     readers.push({
-      target: `${defaults?.projectId ?? '(default project)'}.${datasetId}.${tableId}`,
+      target: tableName(configuredTable(sink, defaults, job.name)),
       async heldWindows(windows) {
         let finished: WindowHoldings;
         try {

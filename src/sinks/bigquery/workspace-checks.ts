@@ -5,14 +5,15 @@ import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } 
 import { BigQueryLayoutError } from './bigquery-errors.js';
 import { resolveMergeKey } from './merge-key.js';
 import { resolveTableLayout } from './table-layout.js';
+import { configuredTable, sinkLabel, tableName, type TableAddress } from './table-name.js';
 
 /**
  * The run's own checks of `partitionBy` and `clusterBy` (resolveTableLayout) and of merge's
  * `primaryKey` and `latestBy` (resolveMergeKey), against the predicted columns; partitioning,
  * clustering and the key are checked apart, so a bad column in each is reported.
  */
-function columnLayoutProblems(job: LoadedJob, index: number, sink: BigQuerySinkConfig, columns: readonly Column[], dataset: string): WorkspaceProblem[] {
-  const where = { jobName: job.name, sink: `bigquery ${dataset}.${sink.table ?? job.name}` };
+function columnLayoutProblems(job: LoadedJob, index: number, sink: BigQuerySinkConfig, columns: readonly Column[], table: TableAddress): WorkspaceProblem[] {
+  const where = { jobName: job.name, sink: sinkLabel(table) };
   const { clusterBy: _clusterBy, ...partitioning } = sink;
   const { partitionBy: _partitionBy, ...clustering } = sink;
   const problems: WorkspaceProblem[] = [];
@@ -41,11 +42,11 @@ export const bigqueryWorkspaceChecker: WorkspaceCheckerFactory = async (environm
   fileSystem: [],
   async target(job, index, sink, predictedColumns) {
     if (sink.type !== 'bigquery') return undefined;
-    const dataset = sink.dataset ?? environment.sinks.bigquery?.dataset ?? '';
-    const name = `${environment.sinks.bigquery?.projectId ?? '(default project)'}.${dataset}.${sink.table ?? job.name}`;
+    const table = configuredTable(sink, environment.sinks.bigquery, job.name);
+    const name = tableName(table);
     const laidOut = job.sinks.some((other) => other.type === 'bigquery' && (other.partitionBy !== undefined || other.clusterBy !== undefined || other.primaryKey !== undefined));
     const columns = laidOut ? predictedColumns() : undefined;
-    const columnLayout = columns === undefined ? [] : columnLayoutProblems(job, index, sink, columns, dataset);
+    const columnLayout = columns === undefined ? [] : columnLayoutProblems(job, index, sink, columns, table);
     return { name, field: 'table', value: sink.table ?? job.name, fileSystem: [], columnLayout };
   },
   // The ledger is the only place an incremental BigQuery sink's finished days can be read from.

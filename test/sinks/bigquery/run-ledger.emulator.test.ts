@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { appendLedgerRow, doneWindows, parseBigQueryTarget, RUN_LEDGER_FIELDS, RUN_LEDGER_TABLE, schemaHashOf, type LedgerRow } from '../../../src/sinks/bigquery/run-ledger.js';
+import { appendLedgerRow, doneWindows, RUN_LEDGER_FIELDS, RUN_LEDGER_TABLE, schemaHashOf, type LedgerRow } from '../../../src/sinks/bigquery/run-ledger.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../../support/bigquery-emulator.js';
 
 const retry = { limits: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 }, logger: pino({ level: 'silent' }) };
@@ -9,12 +9,6 @@ const endOf = (day: string) => Date.parse(`${day}T00:00:00Z`);
 const doneOf = async (...args: Parameters<typeof doneWindows>) => (await doneWindows(...args)).done;
 
 describe('run ledger helpers', () => {
-  it('parses BigQuery targets (with a partition, a domain-scoped project) and refuses file paths', () => {
-    expect(parseBigQueryTarget('my-proj.sales.daily$20260601')).toEqual({ projectId: 'my-proj', datasetId: 'sales', tableId: 'daily' });
-    expect(parseBigQueryTarget('example.com:proj.d.t')).toEqual({ projectId: 'example.com:proj', datasetId: 'd', tableId: 't' });
-    expect(parseBigQueryTarget('/var/lib/out/a.csv')).toBeUndefined();
-  });
-
   it('hashes columns by name and type, in order', () => {
     const a = schemaHashOf([{ name: 'x', type: 'INT64' }, { name: 'y', type: 'STRING' }]);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
