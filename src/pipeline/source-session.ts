@@ -5,17 +5,15 @@ import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import { pagesOfQuery, type QueryPages } from '../source/export-endpoint/index.js';
-import { RetryBudget } from '../retry.js';
+import { RetryBudget, type RetryLimits } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, tokenUrl, type TokenRequest } from '../source/token-client.js';
 import { numberTextColumns } from '../transform/index.js';
 import { sortKeyOf } from '../transform/values/sort-key.js';
 
-export interface RetrySettings {
-  maxAttempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
+/** The source's retry limits (the one loop's, src/retry.ts) and the retries one tile run may spend. */
+export interface RetrySettings extends Pick<RetryLimits, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'> {
   /** Retries allowed across all requests of one tile run. */
   budget: number;
 }
