@@ -24,11 +24,12 @@ export interface ParquetEncoderOptions {
 }
 
 /**
- * The default row group size, uncompressed. BigQuery suggests row groups of at least 16 MiB; what a
- * row group costs in memory here is its compressed pages plus one uncompressed page per column, so
- * a larger group costs little more memory. Measured on 1M rows x 11 columns (snappy), see the
- * encoder's commit: 32 MiB groups hold ~10 MB compressed and keep peak RSS within the CSV
- * encoder's budget while each group is twice BigQuery's minimum.
+ * The default row group size, uncompressed: 32 MiB, twice the 16 MiB BigQuery suggests as a
+ * minimum. A row group costs memory as its compressed pages (plus one uncompressed page per
+ * column), so larger groups cost little: measured on 1M rows x 11 columns (snappy), a 32 MiB
+ * group is ~238k rows and 11 MB compressed, and peak RSS was 319 / 313-331 / 341 / 359 MB at
+ * 16 / 32 / 64 / 128 MiB, against 347-401 MB for the CSV encoder on the same rows. 64 MiB and
+ * more buy readers little (fewer footers' worth of row groups) for +10-30 MB per file written.
  */
 export const DEFAULT_ROW_GROUP_BYTES = 32 * 1024 * 1024;
 

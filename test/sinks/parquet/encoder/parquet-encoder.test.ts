@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TypedRow } from '../../../../src/transform/column.js';
-import type { ParquetColumnSpec } from '../../../../src/sinks/parquet/encoder/parquet-encoder.js';
-import { cleanUpFiles, duckTypes, parquetSchema, readBack, writeParquet } from './duckdb-read-back.js';
+import { ParquetEncoder, type ParquetColumnSpec } from '../../../../src/sinks/parquet/encoder/parquet-encoder.js';
+import { cleanUpFiles, duckdb, duckTypes, parquetSchema, readBack, writeParquet } from './duckdb-read-back.js';
 
 afterAll(cleanUpFiles);
 
@@ -91,17 +91,33 @@ describe('ParquetEncoder read back by DuckDB', () => {
     const rows: TypedRow[] = Array.from({ length: 5000 }, (_, index) => [BigInt(index), index < 3000 ? null : `row ${index}`, index % 3 === 0 ? null : index * 1000]);
     const batches = [rows.slice(0, 1234), rows.slice(1234, 1235), rows.slice(1235)];
     const { path } = writeParquet(columns, batches, { rowGroupBytes: 20_000 });
-    const db = await (await import('./duckdb-read-back.js')).duckdb();
+    const db = await duckdb();
     const groups = await db.runAndReadAll(`SELECT count(DISTINCT row_group_id) AS n FROM parquet_metadata('${path}')`);
     expect(Number(groups.getRowObjectsJS()[0]!['n'])).toBeGreaterThanOrEqual(4);
     expect(await readBack(path, columns)).toEqual(rows);
+  });
+
+  it('holds back no more than a row group: what it hands back keeps up with what it is fed', async () => {
+    const columns: ParquetColumnSpec[] = [{ name: 'n', type: 'INT64' }];
+    const rowGroupBytes = 64 * 1024;
+    const encoder = new ParquetEncoder(columns, { compression: 'uncompressed', rowGroupBytes });
+    let fed = 0;
+    let handedBack = 0;
+    for (let batch = 0; batch < 200; batch++) {
+      const rows: TypedRow[] = Array.from({ length: 1000 }, (_, index) => [BigInt(batch * 1000 + index)]);
+      fed += rows.length * 8;
+      for (const piece of encoder.addRows(rows)) handedBack += piece.length;
+      // PLAIN INT64 is 8 bytes a value, so uncompressed output can lag the input by one row group at most.
+      expect(fed - handedBack).toBeLessThanOrEqual(rowGroupBytes);
+    }
+    expect(encoder.rowCount).toBe(200_000);
   });
 
   it.each(['snappy', 'gzip', 'zstd', 'uncompressed'] as const)('writes %s pages DuckDB reads, and names the codec', async (compression) => {
     const rows: TypedRow[] = Array.from({ length: 3000 }, (_, index) => [BigInt(index % 17), index / 7, `${index % 50}.25`, `status ${index % 5}`, index * 60_000, '2024-03-01']);
     const { path } = writeParquet(ALL_TYPES, [rows], { compression, rowGroupBytes: 50_000 });
     expect(await readBack(path, ALL_TYPES)).toEqual(rows);
-    const db = await (await import('./duckdb-read-back.js')).duckdb();
+    const db = await duckdb();
     const codecs = await db.runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata('${path}')`);
     expect(codecs.getRowsJS().map((row) => row[0])).toEqual([compression.toUpperCase()]);
   });
