@@ -67,6 +67,16 @@ describe('ParquetEncoder read back by DuckDB', () => {
     expect(back.map((row) => row[0])).toEqual([long, '', null, long.slice(0, 999)]);
   });
 
+  it('writes the key-value metadata it is given into the footer', async () => {
+    const { path } = writeParquet(ALL_TYPES.slice(0, 1), [[[1n]]], { keyValueMetadata: { 'tilehouse.job': 'incidents daily', empty: '' } });
+    const db = await duckdb();
+    const reader = await db.runAndReadAll(`SELECT decode(key) AS key, decode(value) AS value FROM parquet_kv_metadata('${path}') ORDER BY key`);
+    expect(reader.getRowObjectsJS()).toEqual([
+      { key: 'empty', value: '' },
+      { key: 'tilehouse.job', value: 'incidents daily' },
+    ]);
+  });
+
   it('writes a valid file with the schema and zero rows', async () => {
     const { path } = writeParquet(ALL_TYPES, []);
     expect(await readBack(path, ALL_TYPES)).toEqual([]);
