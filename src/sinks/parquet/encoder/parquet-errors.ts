@@ -1,0 +1,51 @@
+import { TilehouseError } from '../../../errors.js';
+
+/**
+ * Bytes that were expected to end a Parquet file written by tilehouse are not one. The code says
+ * which way: `parquet_not_parquet` (no "PAR1" magic), `parquet_truncated` (the footer runs past
+ * the bytes given), `parquet_footer_invalid` (the Thrift footer does not parse) or
+ * `parquet_column_unsupported` (a column of a type tilehouse never writes).
+ */
+export class ParquetFileInvalidError extends TilehouseError {
+  constructor(
+    readonly code: 'parquet_not_parquet' | 'parquet_truncated' | 'parquet_footer_invalid' | 'parquet_column_unsupported',
+    readonly source: string,
+    reason: string,
+  ) {
+    super(`${source}: not a Parquet file tilehouse can read: ${reason}`);
+  }
+}
+
+/**
+ * A typed value the encoder cannot represent in its column's Parquet type (a NUMERIC beyond
+ * DECIMAL(38,9), a DATE that is not YYYY-MM-DD, a value of the wrong JavaScript type). Transform
+ * never produces one; this guards the file against a caller that skipped it.
+ */
+export class ParquetValueError extends TilehouseError {
+  readonly code = 'parquet_value_invalid';
+
+  constructor(
+    readonly column: string,
+    readonly value: unknown,
+    reason: string,
+  ) {
+    super(`parquet column ${JSON.stringify(column)}: value ${describe(value)}: ${reason}`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'bigint') return `${value}n`;
+  const text = typeof value === 'string' ? JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value) : String(value);
+  return text;
+}
+
+/** The encoder was given an unusable schema or options, or used after it finished or failed. */
+export class ParquetSchemaError extends TilehouseError {
+  readonly code = 'parquet_schema_invalid';
+  override readonly exitCode = 2;
+}
+
+/** The encoder was used after `finish()`, or after a row it refused left its columns uneven. */
+export class ParquetEncoderClosedError extends TilehouseError {
+  readonly code = 'parquet_encoder_closed';
+}

@@ -1,0 +1,70 @@
+import type { ColumnType } from '../../../value-types/column-types.js';
+import { CompactType, type ThriftWriter } from './thrift-compact.js';
+
+/** Parquet's Type enum (physical types). */
+export const PhysicalType = { INT32: 1, INT64: 2, DOUBLE: 5, BYTE_ARRAY: 6, FIXED_LEN_BYTE_ARRAY: 7 } as const;
+/** Parquet's ConvertedType enum: the legacy annotations, still written for readers older than logical types. */
+export const ConvertedType = { UTF8: 0, DECIMAL: 5, DATE: 6, TIMESTAMP_MILLIS: 9, TIMESTAMP_MICROS: 10 } as const;
+/** Field ids of Parquet's LogicalType union. */
+export const LogicalTypeField = { STRING: 1, DECIMAL: 5, DATE: 6, TIMESTAMP: 8, INTEGER: 10 } as const;
+
+/** NUMERIC is BigQuery's NUMERIC: DECIMAL(38,9), 16 bytes (what BigQuery's own Parquet export writes). */
+export const DECIMAL_PRECISION = 38;
+export const DECIMAL_SCALE = 9;
+export const DECIMAL_BYTES = 16;
+
+const OPTIONAL = 1;
+
+export function physicalTypeOf(type: ColumnType): number {
+  switch (type) {
+    case 'INT64':
+    case 'TIMESTAMP':
+      return PhysicalType.INT64;
+    case 'FLOAT64':
+      return PhysicalType.DOUBLE;
+    case 'DATE':
+      return PhysicalType.INT32;
+    case 'NUMERIC':
+      return PhysicalType.FIXED_LEN_BYTE_ARRAY;
+    case 'STRING':
+      return PhysicalType.BYTE_ARRAY;
+  }
+}
+
+/** The footer's schema: a root group, then one OPTIONAL leaf per column (SchemaElement structs). */
+export function writeSchema(writer: ThriftWriter, columns: readonly { name: string; type: ColumnType }[]): void {
+  writer.list(2, CompactType.Struct, columns.length + 1);
+  writer.listStruct().string(4, 'schema').i32(5, columns.length).end();
+  for (const column of columns) {
+    writer.listStruct().i32(1, physicalTypeOf(column.type));
+    if (column.type === 'NUMERIC') writer.i32(2, DECIMAL_BYTES);
+    writer.i32(3, OPTIONAL).string(4, column.name);
+    writeAnnotations(writer, column.type);
+    writer.end();
+  }
+}
+
+/** converted_type (6), scale (7), precision (8) and logicalType (10) of a leaf. */
+function writeAnnotations(writer: ThriftWriter, type: ColumnType): void {
+  switch (type) {
+    case 'INT64':
+    case 'FLOAT64':
+      // Plain INT64 is signed 64-bit and DOUBLE needs nothing: no annotation is the widest-read form.
+      return;
+    case 'NUMERIC':
+      writer.i32(6, ConvertedType.DECIMAL).i32(7, DECIMAL_SCALE).i32(8, DECIMAL_PRECISION);
+      writer.struct(10).struct(LogicalTypeField.DECIMAL).i32(1, DECIMAL_SCALE).i32(2, DECIMAL_PRECISION).end().end();
+      return;
+    case 'TIMESTAMP':
+      // Logical type written too: with only the converted type DuckDB reads the column as zone-less.
+      writer.i32(6, ConvertedType.TIMESTAMP_MICROS);
+      writer.struct(10).struct(LogicalTypeField.TIMESTAMP).bool(1, true).struct(2).empty(2).end().end().end();
+      return;
+    case 'DATE':
+      writer.i32(6, ConvertedType.DATE).struct(10).empty(LogicalTypeField.DATE).end();
+      return;
+    case 'STRING':
+      writer.i32(6, ConvertedType.UTF8).struct(10).empty(LogicalTypeField.STRING).end();
+      return;
+  }
+}
