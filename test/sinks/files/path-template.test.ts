@@ -1,9 +1,10 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CsvPathInvalidError } from '../../../src/sinks/csv/csv-errors.js';
-import { CsvPathTemplate, toFileNameSafe } from '../../../src/sinks/csv/csv-path.js';
+import { FilePathInvalidError } from '../../../src/sinks/files/file-errors.js';
+import { FilePathTemplate, toFileNameSafe } from '../../../src/sinks/files/path-template.js';
+import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
-import { makeContext, makeSink } from './csv-test-support.js';
+import { makeContext, makeSink } from '../csv/csv-test-support.js';
 
 const directory = resolve('/srv/exports');
 const context = makeContext([]);
@@ -56,19 +57,19 @@ describe('CSV output path', () => {
     ['out/', 'directory'],
   ])('refuses the template %j at construction (%s)', (path, reason) => {
     const build = () => new CsvSink({ config: { type: 'csv', gzip: false, path }, directory, timezone: 'UTC' });
-    expect(build).toThrow(CsvPathInvalidError);
+    expect(build).toThrow(FilePathInvalidError);
     expect(build).toThrow(expect.objectContaining({ code: 'csv_path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
   });
 
   it('refuses a {date} that is not YYYY-MM-DD', () => {
-    expect(() => new CsvPathTemplate('{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
+    expect(() => new FilePathTemplate(csvFormat, '{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
       expect.objectContaining({ code: 'csv_path_invalid' }),
     );
   });
 
   it('never resolves outside the CSV directory for a relative template', () => {
     for (const tile of ['..', '../..', '/', '\\..\\..', '.hidden', '']) {
-      const target = new CsvPathTemplate('{tile}/{tile}.csv').resolve({ name: 'n', tile, runId: 'r', date: '2026-01-01' }, directory);
+      const target = new FilePathTemplate(csvFormat, '{tile}/{tile}.csv').resolve({ name: 'n', tile, runId: 'r', date: '2026-01-01' }, directory);
       expect(target.startsWith(`${directory}/`)).toBe(true);
     }
   });
@@ -80,13 +81,13 @@ describe('CSV output path', () => {
   });
 
   it('resolves under a CSV directory that is the file-system root', () => {
-    expect(new CsvPathTemplate('{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
+    expect(new FilePathTemplate(csvFormat, '{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
   });
 });
 
-describe('CsvPathTemplate.sweepScope', () => {
+describe('FilePathTemplate (CSV).sweepScope', () => {
   it('sweeps only the directory a template writes into, recursively only below a placeholder', () => {
-    const scope = (template: string) => new CsvPathTemplate(template).sweepScope(directory);
+    const scope = (template: string) => new FilePathTemplate(csvFormat, template).sweepScope(directory);
     expect(scope('{name}.csv')).toEqual({ root: directory, recursive: false });
     expect(scope('exports/{name}.csv')).toEqual({ root: join(directory, 'exports'), recursive: false });
     expect(scope('{name}/{date}.csv')).toEqual({ root: directory, recursive: true });

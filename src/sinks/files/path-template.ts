@@ -1,9 +1,10 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { CsvPathInvalidError } from './csv-errors.js';
+import { FilePathInvalidError } from './file-errors.js';
+import type { FormatNames } from './file-format.js';
 import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
 
 /** The values a path template can use. */
-export interface CsvPathValues {
+export interface FilePathValues {
   /** The job name. */
   name: string;
   /** The tile id; sanitised before use since it is not ours to trust. */
@@ -17,19 +18,18 @@ const PLACEHOLDERS: ReadonlySet<string> = new Set(['name', 'tile', 'date', 'runI
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-export function defaultCsvPathTemplate(gzip: boolean): string {
-  return gzip ? '{name}.csv.gz' : '{name}.csv';
-}
-
 /**
  * A validated output path template such as `{name}.csv`, `/exports/{tile}/{date}.csv.gz` or
  * `gs://bucket/exports/{name}/{date}.csv` (a Cloud Storage object; its bucket is fixed text).
  * Everything that can be checked without a run is checked at construction, so `tilehouse validate`
  * reports a bad template before anything is fetched.
  */
-export class CsvPathTemplate {
-  constructor(readonly template: string) {
-    const invalid = (reason: string) => new CsvPathInvalidError(template, reason);
+export class FilePathTemplate {
+  constructor(
+    private readonly format: FormatNames,
+    readonly template: string,
+  ) {
+    const invalid = (reason: string) => new FilePathInvalidError(format, template, reason);
     if (template.includes('\0')) throw invalid('contains a NUL character');
     for (const [, name = ''] of template.matchAll(PLACEHOLDER)) {
       if (!PLACEHOLDERS.has(name)) {
@@ -53,15 +53,15 @@ export class CsvPathTemplate {
    * stay there; values are substituted as file-name-safe text, and the result is checked again so
    * that no value can smuggle in a `..` or a separator.
    */
-  resolve(values: CsvPathValues, directory: string): string {
+  resolve(values: FilePathValues, directory: string): string {
     if (!DATE.test(values.date)) {
-      throw new CsvPathInvalidError(this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
+      throw new FilePathInvalidError(this.format, this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
     }
     const rendered = this.template.replace(PLACEHOLDER, (_, name: string) =>
-      name === 'date' ? values.date : toFileNameSafe(values[name as keyof CsvPathValues]),
+      name === 'date' ? values.date : toFileNameSafe(values[name as keyof FilePathValues]),
     );
     if (hasParentSegment(rendered)) {
-      throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
     }
     if (rendered.startsWith(GCS_SCHEME)) return this.checkedObjectUrl(rendered);
     if (isAbsolute(rendered)) return resolve(rendered);
@@ -72,7 +72,7 @@ export class CsvPathTemplate {
     const target = resolve(root, rendered);
     const inside = relative(root, target);
     if (inside === '' || inside.split(sep)[0] === '..' || isAbsolute(inside)) {
-      throw new CsvPathInvalidError(this.template, `resolves to ${target}, outside the CSV directory ${root}`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${target}, outside the ${this.format.label} directory ${root}`);
     }
     return target;
   }
@@ -95,7 +95,7 @@ export class CsvPathTemplate {
 
   private checkedObjectUrl(url: string): string {
     const problem = gcsUrlProblem(url, { object: 'required' });
-    if (problem !== undefined) throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
+    if (problem !== undefined) throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
     return url;
   }
 }
