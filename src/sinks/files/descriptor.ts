@@ -7,6 +7,7 @@ import type { SinkConfig } from '../../config/job-schema.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { FileSink, FileSinkOptions } from './file-sink.js';
+import { templateDirectory } from './path-template.js';
 import { fileWindowStateReaders } from './window-state.js';
 import { fileWorkspaceChecker } from './workspace-checks.js';
 
@@ -19,15 +20,6 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   directory(environment: EnvironmentConfig): string;
   /** The kind's sink (CSV: CsvSink, a FileSink of the CSV format). */
   createSink(options: FileSinkOptions<C>): FileSink<C>;
-}
-
-/** The fixed directory part of an absolute path template: `/exports/{tile}/{date}.csv` → `/exports`. */
-function templateDirectory(template: string): string {
-  const segments = template.split('/');
-  const fixed = segments.slice(0, -1);
-  const firstPlaceholder = fixed.findIndex((segment) => segment.includes('{'));
-  const kept = firstPlaceholder < 0 ? fixed : fixed.slice(0, firstPlaceholder);
-  return kept.join('/') || '/';
 }
 
 /** A file sink kind (local files or gs:// objects in one format), as the rest of tilehouse sees it. */

@@ -81,16 +81,28 @@ export class FilePathTemplate {
    * placeholder decides, and whether files may lie below it (a placeholder in a directory part).
    */
   sweepScope(directory: string): { root: string; recursive: boolean } {
-    const folders = this.template.split(/[\\/]/).slice(0, -1);
-    const fixed = folders.findIndex((segment) => segment.includes('{'));
-    const prefix = (fixed < 0 ? folders : folders.slice(0, fixed)).join('/');
+    const { prefix, fixed } = fixedFolders(this.template);
     // For Cloud Storage the root is a URL prefix ending in "/": `gs://bucket/` or `gs://bucket/a/b/`.
-    if (this.template.startsWith(GCS_SCHEME)) return { root: `${prefix}/`, recursive: fixed >= 0 };
+    if (this.template.startsWith(GCS_SCHEME)) return { root: `${prefix}/`, recursive: !fixed };
     if (looksLikeGcsUrl(directory) && !isAbsolute(this.template)) {
-      return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: fixed >= 0 };
+      return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: !fixed };
     }
     const root = isAbsolute(this.template) ? resolve(prefix || '/') : resolve(directory, prefix);
-    return { root, recursive: fixed >= 0 };
+    return { root, recursive: !fixed };
+  }
+
+  /**
+   * The target with what is known before a run filled in (`{name}`, `{tile}`; `{date}` and
+   * `{runId}` left as written), placed as `resolve` places a run's target: for `validate`, which
+   * tells two sinks writing one target apart before anything runs. Not checked further: a bad
+   * template is reported when the sinks are built.
+   */
+  targetKey(values: Pick<FilePathValues, 'name' | 'tile'>, directory: string): string {
+    const filled = this.template.replaceAll('{name}', toFileNameSafe(values.name)).replaceAll('{tile}', toFileNameSafe(values.tile));
+    // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
+    if (isGcsTarget(filled)) return filled;
+    if (looksLikeGcsUrl(directory) && !isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
+    return isAbsolute(filled) ? resolve(filled) : resolve(directory, filled);
   }
 
   private checkedObjectUrl(url: string): string {
@@ -103,6 +115,21 @@ export class FilePathTemplate {
 /** Whether a resolved target is a Cloud Storage object rather than a local file. */
 export function isGcsTarget(target: string): boolean {
   return target.startsWith(GCS_SCHEME);
+}
+
+/**
+ * The directories of a template up to its first placeholder (`/exports/{tile}/{date}.csv` →
+ * `/exports`; `''` when the file lies in the first folder), and whether that is all of them.
+ */
+function fixedFolders(template: string): { prefix: string; fixed: boolean } {
+  const folders = template.split(/[\\/]/).slice(0, -1);
+  const placeholder = folders.findIndex((segment) => segment.includes('{'));
+  return { prefix: (placeholder < 0 ? folders : folders.slice(0, placeholder)).join('/'), fixed: placeholder < 0 };
+}
+
+/** The fixed directory part of an absolute template, as a POSIX path (the pod's): `/exports/{tile}/{date}.csv` → `/exports`. */
+export function templateDirectory(template: string): string {
+  return fixedFolders(template).prefix || '/';
 }
 
 function hasParentSegment(path: string): boolean {

@@ -1,20 +1,10 @@
 import path from 'node:path';
 import { looksLikeGcsUrl } from '../../config/gcs-url.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
-import type { LoadedJob } from '../../config/load-config.js';
 import { unwritableReason } from '../writable-directory.js';
 import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } from '../workspace-checks.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import { FilePathTemplate, isGcsTarget, toFileNameSafe } from './path-template.js';
-
-/** A path template with what is known before a run filled in ({name}, {tile}), as an absolute path. */
-function fileTargetKey(template: string, job: LoadedJob, directory: string): string {
-  const filled = template.replaceAll('{name}', toFileNameSafe(job.name)).replaceAll('{tile}', toFileNameSafe(job.tile));
-  // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
-  if (isGcsTarget(filled)) return filled;
-  if (looksLikeGcsUrl(directory) && !path.isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
-  return path.isAbsolute(filled) ? path.resolve(filled) : path.resolve(directory, filled);
-}
+import { FilePathTemplate, isGcsTarget } from './path-template.js';
 
 /**
  * A file sink kind's checks without the network: the environment's directory for the kind and
@@ -35,10 +25,12 @@ export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environme
         if (sink.type !== format.name) return undefined;
         const config = sink as FileSinkConfig;
         const template = config.path ?? format.defaultPathTemplate(config, false);
-        const name = fileTargetKey(template, job, directory);
         let scope: string;
+        let name: string;
         try {
-          scope = new FilePathTemplate(format, template).sweepScope(directory).root;
+          const parsed = new FilePathTemplate(format, template);
+          scope = parsed.sweepScope(directory).root;
+          name = parsed.targetKey({ name: job.name, tile: job.tile }, directory);
         } catch {
           return undefined; // a bad template is reported when the sinks are built
         }

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FilePathInvalidError } from '../../../src/sinks/files/file-errors.js';
-import { FilePathTemplate, toFileNameSafe } from '../../../src/sinks/files/path-template.js';
+import { FilePathTemplate, templateDirectory, toFileNameSafe } from '../../../src/sinks/files/path-template.js';
 import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { makeContext, makeSink } from '../csv/csv-test-support.js';
@@ -95,5 +95,27 @@ describe('FilePathTemplate (CSV).sweepScope', () => {
     expect(scope('/abs/out/{tile}/x.csv')).toEqual({ root: '/abs/out', recursive: true });
     expect(scope('/abs/x.csv')).toEqual({ root: '/abs', recursive: false });
     expect(scope('/{tile}.csv')).toEqual({ root: '/', recursive: false });
+  });
+});
+
+describe('FilePathTemplate.targetKey (what validate compares before a run)', () => {
+  const key = (template: string, under: string) => new FilePathTemplate(csvFormat, template).targetKey({ name: 'daily/../x', tile: 'T 1' }, under);
+
+  it('fills {name} and {tile} file-name-safe, keeps {date} and {runId}, and places the key as a run places its target', () => {
+    expect(key('{name}/{date}.csv', directory)).toBe(join(directory, 'daily_.._x', '{date}.csv'));
+    expect(key('/abs/{tile}-{runId}.csv', directory)).toBe('/abs/T_1-{runId}.csv');
+    expect(key('{tile}.csv', 'gs://bucket/prefix/')).toBe('gs://bucket/prefix/T_1.csv');
+    expect(key('gs://bucket/{name}.csv', directory)).toBe('gs://bucket/daily_.._x.csv');
+    // An absolute template ignores a gs:// directory, as resolve does.
+    expect(key('/abs/{name}.csv', 'gs://bucket')).toBe('/abs/daily_.._x.csv');
+  });
+});
+
+describe('templateDirectory (the pod directory of an absolute template)', () => {
+  it('is the folders before the first placeholder, or the root', () => {
+    expect(templateDirectory('/exports/{tile}/{date}.csv')).toBe('/exports');
+    expect(templateDirectory('/a/b/{name}.csv')).toBe('/a/b');
+    expect(templateDirectory('/x.csv')).toBe('/');
+    expect(templateDirectory('/{tile}/x.csv')).toBe('/');
   });
 });
