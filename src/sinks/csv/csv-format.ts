@@ -25,6 +25,7 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
       end: () => [],
     };
   },
+  columnNames: (columns) => columns.map((column) => column.header),
   // A line-oriented format: the header is the first record, read from the start (gunzipped when the file is gzip).
   readColumns: (file, config) => readCsvHeaderFrom(file.read(), config.gzip),
 };

@@ -68,6 +68,8 @@ export interface FileFormat<C extends FileSinkConfig = FileSinkConfig> extends F
   /** Whether the stored bytes are gzip-wrapped: the manifest's `gzip` field and the summary's. */
   gzipped(config: C): boolean;
   createEncoder(columns: readonly Column[], config: C): FileEncoder;
-  /** The column headers an existing file declares (CSV: its header record), for `plan`. */
+  /** The names a file of this format declares for `columns` (CSV: the headers): what `plan` compares `readColumns` with. */
+  columnNames(columns: readonly Column[]): string[];
+  /** The column names an existing file declares (CSV: its header record), for `plan`. */
   readColumns(file: StoredFile, config: C): Promise<string[]>;
 }

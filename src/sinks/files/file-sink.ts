@@ -114,12 +114,12 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
   }
 
-  /** Compares the run's headers with the existing file's (by name and order: the sink has no types to compare). */
+  /** Compares the names the run's file would declare with the existing file's (by name and order: the plan has no types to compare). */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
     const target = this.targetFor(context);
     const existing = await this.existingHeader(target);
     if (existing === undefined) return { sink: this.kind, target, action: 'create', details: [] };
-    const headers = context.columns.map((column) => column.header);
+    const headers = this.format.columnNames(context.columns);
     const details = [
       ...headers.filter((header) => !existing.includes(header)).map((header) => `+ ${header}`),
       ...existing.filter((header) => !headers.includes(header)).map((header) => `- ${header}`),

@@ -23,7 +23,7 @@ import { DEAD_PID, tagOf } from '../../support/temp-owners.js';
 
 // ---- the second format: "LPB" -------------------------------------------------------------------
 // MAGIC, then per row a u32 big-endian length and the row as JSON (bigints as text), then the
-// footer: the headers as JSON, its u32 length, MAGIC.
+// footer: the column names (not the headers) as JSON, its u32 length, MAGIC.
 const MAGIC = Buffer.from('LPB1');
 const TYPE = 'lpb' as SinkConfig['type']; // a format registered nowhere: the seam needs no registry entry
 type LpbConfig = FileSinkConfig & { compressed?: never };
@@ -69,13 +69,15 @@ const lpbFormat: FileFormat<LpbConfig> = {
       },
       end() {
         if (failure !== undefined) throw failure;
-        const footer = Buffer.from(JSON.stringify({ headers: columns.map((column) => column.header), rows }));
+        const footer = Buffer.from(JSON.stringify({ headers: columns.map((column) => column.name), rows }));
         const length = Buffer.alloc(4);
         length.writeUInt32BE(footer.length);
         return [new Uint8Array(Buffer.concat([footer, length, MAGIC]))];
       },
     };
   },
+  // Names, not headers (as warehouse-safe names would be): plan must compare what the format declares.
+  columnNames: (columns) => columns.map((column) => column.name),
   // From the tail only, as a Parquet footer is read.
   async readColumns(file: StoredFile) {
     const size = await file.size();
@@ -160,7 +162,7 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     expect((await readdir(directory)).sort()).toEqual(['seam.lpb', 'seam.lpb.manifest.json']);
 
     const bytes = await readFile(path.join(directory, 'seam.lpb'));
-    expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'Title'], rows: 4 } });
+    expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'title'], rows: 4 } });
     const manifest = JSON.parse(await readFile(path.join(directory, 'seam.lpb.manifest.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest).toMatchObject({ file: 'seam.lpb', job: 'seam', runId: 'run-1', rows: 4, bytes: bytes.length, gzip: false, sha256: createHash('sha256').update(bytes).digest('hex') });
     expect(result).toMatchObject({ sink: TYPE, target: path.join(directory, 'seam.lpb'), rows: 4, details: { bytes: bytes.length, gzip: false, sha256: manifest.sha256 } });
@@ -170,7 +172,9 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     expect(decode(await readFile(path.join(directory, 'seam.lpb'))).rows).toEqual(EXPECTED); // not doubled by a reused encoder
 
     expect(await sink.plan(context('plan'))).toMatchObject({ sink: TYPE, action: 'unchanged', details: [] });
-    expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, header: 'Name' }] }))).toMatchObject({ action: 'change', details: ['+ Name', '- Title'] });
+    // A header renamed, the name kept: the file would declare the same names.
+    expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, header: 'Name' }] }))).toMatchObject({ action: 'unchanged' });
+    expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, name: 'label' }] }))).toMatchObject({ action: 'change', details: ['+ label', '- title'] });
     // The footer was read from the tail: no range started at the file's first byte.
     expect(trace.ranges.length).toBeGreaterThan(0);
     expect(trace.ranges.every((range) => range !== undefined && range.start > 0)).toBe(true);
@@ -254,7 +258,7 @@ describeWithFakeGcs('the FileFormat seam on gs:// (a length-prefixed binary form
     const { result } = await runOnce(sink, 'run-gs');
     const file = gcs.storage.bucket(bucket).file('exports/seam.lpb');
     const [bytes] = await file.download();
-    expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'Title'], rows: 4 } });
+    expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'title'], rows: 4 } });
     expect((await file.getMetadata())[0].contentType).toBe('application/x-lpb');
     const [manifestBytes] = await gcs.storage.bucket(bucket).file('exports/seam.lpb.manifest.json').download();
     expect(JSON.parse(manifestBytes.toString('utf8'))).toMatchObject({ file: 'seam.lpb', rows: 4, bytes: bytes.length, gzip: false, sha256: createHash('sha256').update(bytes).digest('hex') });
@@ -262,7 +266,7 @@ describeWithFakeGcs('the FileFormat seam on gs:// (a length-prefixed binary form
     expect((await gcs.storage.bucket(bucket).getFiles())[0].map((object) => object.name).sort()).toEqual(['exports/seam.lpb', 'exports/seam.lpb.manifest.json']);
 
     expect(await sink.plan(context('plan'))).toMatchObject({ action: 'unchanged' });
-    expect(await sink.plan(context('plan', { columns: [columns[0]!] }))).toMatchObject({ action: 'change', details: ['- Title'] });
+    expect(await sink.plan(context('plan', { columns: [columns[0]!] }))).toMatchObject({ action: 'change', details: ['- title'] });
     expect(trace.ranges.every((range) => range !== undefined && range.start > 0)).toBe(true);
   });
 
