@@ -24,11 +24,20 @@ export const csvSinkSchema = z
 
 export type CsvSinkConfig = z.infer<typeof csvSinkSchema>;
 
+/**
+ * The path of a CSV sink that names none, the one place this rule is written: one file per job,
+ * or one per window (`{date}`) for a windowed job; `.csv.gz` when gzip is on. Here, beside the
+ * schema, since the incremental rule below names it too (the sink uses it through its format).
+ */
+export function defaultCsvPathTemplate(sink: { gzip?: boolean | undefined }, windowed: boolean): string {
+  return `{name}${windowed ? '/{date}' : ''}.csv${sink.gzip === true ? '.gz' : ''}`;
+}
+
 /** What an incremental job requires of a CSV sink: one file per day, and a manifest to tell a finished day by. */
 export function csvIncrementalIssues(sink: CsvSinkConfig, index: number): SinkIssue[] {
   const issues: SinkIssue[] = [];
   if (sink.path !== undefined && !sink.path.includes('{date}')) {
-    issues.push({ path: ['sinks', index, 'path'], input: sink.path, message: 'an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' });
+    issues.push({ path: ['sinks', index, 'path'], input: sink.path, message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultCsvPathTemplate(sink, true)})` });
   }
   if (sink.manifest !== true) {
     // Reported on the sink, whose line is known, since the key is usually absent.

@@ -4,7 +4,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { sinkKindOf } from './registry.js';
 import type { Sink } from './sink.js';
-import type { GcsWriteSettings } from './csv/csv-object-writer.js';
+import type { GcsWriteSettings } from './files/object-writer.js';
 
 export interface SinkFactoryOptions {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */

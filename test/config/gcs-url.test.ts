@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CsvPathTemplate } from '../../src/sinks/csv/csv-path.js';
+import { FilePathTemplate } from '../../src/sinks/files/path-template.js';
+import { csvFormat } from '../../src/sinks/csv/csv-format.js';
 import { bucketNameProblem, gcsUrlProblem, parseGcsObjectUrl } from '../../src/config/gcs-url.js';
 
 const values = { name: 'incidents', tile: 'tile 7', date: '2026-07-01', runId: 'r1' };
@@ -41,21 +42,21 @@ describe('parseGcsObjectUrl', () => {
   });
 });
 
-describe('CsvPathTemplate with Cloud Storage', () => {
+describe('FilePathTemplate (CSV) with Cloud Storage', () => {
   it('renders a gs:// template without passing it through node:path', () => {
-    const template = new CsvPathTemplate('gs://bucket/prefix/{name}/{date}.csv');
+    const template = new FilePathTemplate(csvFormat, 'gs://bucket/prefix/{name}/{date}.csv');
     expect(template.resolve(values, '/var/out')).toBe('gs://bucket/prefix/incidents/2026-07-01.csv');
   });
 
   it('resolves a relative template under a gs:// directory, with or without its trailing slash', () => {
-    const template = new CsvPathTemplate('{tile}/{date}.csv.gz');
+    const template = new FilePathTemplate(csvFormat, '{tile}/{date}.csv.gz');
     expect(template.resolve(values, 'gs://bucket/prefix')).toBe('gs://bucket/prefix/tile_7/2026-07-01.csv.gz');
     expect(template.resolve(values, 'gs://bucket/prefix/')).toBe('gs://bucket/prefix/tile_7/2026-07-01.csv.gz');
     expect(template.resolve(values, 'gs://bucket')).toBe('gs://bucket/tile_7/2026-07-01.csv.gz');
   });
 
   it('keeps an absolute local template local under a gs:// directory', () => {
-    expect(new CsvPathTemplate('/exports/{name}.csv').resolve(values, 'gs://bucket/prefix')).toBe('/exports/incidents.csv');
+    expect(new FilePathTemplate(csvFormat, '/exports/{name}.csv').resolve(values, 'gs://bucket/prefix')).toBe('/exports/incidents.csv');
   });
 
   it.each([
@@ -67,21 +68,21 @@ describe('CsvPathTemplate with Cloud Storage', () => {
     ['s3://bucket/a.csv', /only Cloud Storage URLs/],
     ['gs://bucket/../a.csv', /"\.\."/],
   ])('refuses the template %s at construction (csv_path_invalid)', (text, reason) => {
-    expect(() => new CsvPathTemplate(text)).toThrow(reason);
+    expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);
     try {
-      new CsvPathTemplate(text);
+      new FilePathTemplate(csvFormat, text);
     } catch (error) {
       expect((error as { code: string }).code).toBe('csv_path_invalid');
     }
   });
 
   it('refuses a rendered object name with an empty segment', () => {
-    expect(() => new CsvPathTemplate('gs://bucket/a/{name}//{date}.csv').resolve(values, 'out')).toThrow(/empty path segments/);
+    expect(() => new FilePathTemplate(csvFormat, 'gs://bucket/a/{name}//{date}.csv').resolve(values, 'out')).toThrow(/empty path segments/);
   });
 
   it('scopes the sweep to the fixed prefix of the object names', () => {
-    expect(new CsvPathTemplate('gs://bucket/prefix/{name}/{date}.csv').sweepScope('out')).toEqual({ root: 'gs://bucket/prefix/', recursive: true });
-    expect(new CsvPathTemplate('gs://bucket/x.csv').sweepScope('out')).toEqual({ root: 'gs://bucket/', recursive: false });
-    expect(new CsvPathTemplate('{name}.csv').sweepScope('gs://bucket/p/')).toEqual({ root: 'gs://bucket/p/', recursive: false });
+    expect(new FilePathTemplate(csvFormat, 'gs://bucket/prefix/{name}/{date}.csv').sweepScope('out')).toEqual({ root: 'gs://bucket/prefix/', recursive: true });
+    expect(new FilePathTemplate(csvFormat, 'gs://bucket/x.csv').sweepScope('out')).toEqual({ root: 'gs://bucket/', recursive: false });
+    expect(new FilePathTemplate(csvFormat, '{name}.csv').sweepScope('gs://bucket/p/')).toEqual({ root: 'gs://bucket/p/', recursive: false });
   });
 });

@@ -1,4 +1,3 @@
-import type { Writable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import type { Column, TypedRow } from '../../transform/column.js';
 import { CSV_DIALECT } from './csv-dialect.js';
@@ -26,30 +25,4 @@ export function* encodedChunks(encoder: CsvRecordEncoder, rows: readonly TypedRo
   for (let start = 0; start < rows.length; start += ROWS_PER_CHUNK) {
     yield encoder.encode(start === 0 && rows.length <= ROWS_PER_CHUNK ? rows : rows.slice(start, start + ROWS_PER_CHUNK));
   }
-}
-
-/** Resolves on 'drain'; rejects if the stream errors or closes first (it would never drain). */
-export function drained(stream: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      stream.off('drain', onDrain);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-    };
-    const onDrain = () => {
-      cleanup();
-      resolve();
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = () => {
-      cleanup();
-      reject(new Error('stream closed before it drained'));
-    };
-    stream.on('drain', onDrain);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
 }

@@ -1,158 +1,19 @@
-import type { Storage } from '@google-cloud/storage';
-import type { Logger } from 'pino';
 import type { CsvSinkConfig } from '../../config/job-schema.js';
-import type { GcsWriteSettings } from './csv-object-writer.js';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
-import { unwritableDirectory } from '../writable-directory.js';
-import { CsvTargetUnwritableError } from './csv-errors.js';
-import { CsvFileWriter } from './csv-file-writer.js';
-import { manifestPathOf } from './manifest.js';
-import { CsvPathTemplate, defaultCsvPathTemplate, isGcsTarget } from './csv-path.js';
-import { readCsvHeader, readCsvHeaderFrom } from './read-header.js';
-import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
-import { calendarDateIn } from '../../transform/calendar.js';
+import { FileSink, type FileSinkOptions } from '../files/file-sink.js';
+import { csvFormat } from './csv-format.js';
 
-export interface CsvSinkOptions {
-  config: CsvSinkConfig;
-  /** The environment's CSV directory; relative path templates resolve under it. */
-  directory: string;
-  /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
-  timezone: string;
-  /**
-   * The Cloud Storage client for gs:// targets; injected in tests. By default one is created on
-   * first use (Application Default Credentials, or STORAGE_EMULATOR_HOST), never for local targets.
-   */
-  storageClient?: Storage;
-  /** gs:// targets: tilehouse's retry of the upload and publish requests (defaults in gcs-http.ts). */
-  gcsWrite?: GcsWriteSettings;
-  /** The environment's `stopDeadlineMs`: gs:// publish and cleanup requests end this long after a stop. */
-  stopDeadlineMs?: number;
-}
+export type CsvSinkOptions = FileSinkOptions<CsvSinkConfig>;
 
 /**
  * Writes each run of a tile to one CSV file (optionally gzip-compressed), replacing the previous
- * file atomically on commit. See CSV_DIALECT for the exact format. The resolved target decides
- * where the bytes go: a local file (CsvFileWriter: temp file + rename) or a Cloud Storage object
- * (CsvObjectWriter: resumable upload to a temp object + rewrite under a generation precondition).
- * Both write the same bytes (csv-chunks.ts).
+ * file atomically on commit: a FileSink (files/file-sink.ts: local file or gs:// object, two
+ * phases, manifest) of the CSV format (csv-format.ts; see CSV_DIALECT for the exact bytes).
  */
-export class CsvSink implements Sink {
-  readonly kind = 'csv' as const;
-  /**
-   * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
-   * fail. A gs:// object's rewrite is a remote call, likelier to fail than a rename and less than a
-   * BigQuery copy job: between the two.
-   */
-  readonly publishRank: number;
-  private readonly template: CsvPathTemplate;
-  private storage: Promise<Storage> | undefined;
+export class CsvSink extends FileSink<CsvSinkConfig> {
+  declare readonly kind: 'csv';
 
-  /** Throws CsvPathInvalidError for a bad path template, so configuration checks catch it. */
-  constructor(private readonly options: CsvSinkOptions) {
-    this.template = new CsvPathTemplate(options.config.path ?? defaultCsvPathTemplate(options.config.gzip));
-    this.publishRank = isGcsTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
-  }
-
-  /** The output path for a run (exposed for `validate`/dry runs and tests). */
-  targetFor(context: Pick<SinkRunContext, 'jobName' | 'tileId' | 'runId' | 'startedAt' | 'window'>): string {
-    return this.template.resolve(
-      {
-        name: context.jobName,
-        tile: context.tileId,
-        runId: context.runId,
-        date: context.window?.from ?? calendarDateIn(context.startedAt, this.options.timezone),
-      },
-      this.options.directory,
-    );
-  }
-
-  /** Temp files of dead runs, looked for only where this sink's template can put files. */
-  async sweep(logger: Logger): Promise<string[]> {
-    const { root, recursive } = this.template.sweepScope(this.options.directory);
-    if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
-    const { removeStaleTempObjects } = await import('../gcs/temp-objects.js');
-    return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
-  }
-
-  /**
-   * Local targets: the deepest directory the template fixes is, or can be created as, a writable
-   * directory. gs:// targets: the bucket exists and the credentials may write it. Nothing is written.
-   */
-  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
-    const { root } = this.template.sweepScope(this.options.directory);
-    if (!isGcsTarget(root)) {
-      const unwritable = await unwritableDirectory(root);
-      if (unwritable !== undefined) throw new CsvTargetUnwritableError(context.jobName, root, unwritable);
-      return undefined;
-    }
-    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
-    const { bucket, rest } = splitGcsUrl(root)!;
-    return checkBucketWritable(await this.storageClient(), bucket, rest);
-  }
-
-  /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
-  storageClient(): Promise<Storage> {
-    this.storage ??= this.options.storageClient !== undefined
-      ? Promise.resolve(this.options.storageClient)
-      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient());
-    return this.storage;
-  }
-
-  /** The header row of the target as it is now; undefined when there is none. */
-  private async existingHeader(target: string): Promise<string[] | undefined> {
-    if (!isGcsTarget(target)) return readCsvHeader(target, this.options.config.gzip);
-    const { parseGcsObjectUrl } = await import('../../config/gcs-url.js');
-    const { bucket, object } = parseGcsObjectUrl(target);
-    const file = (await this.storageClient()).bucket(bucket).file(object);
-    if (!(await file.exists())[0]) return undefined;
-    return readCsvHeaderFrom(file.createReadStream({ validation: false }), this.options.config.gzip);
-  }
-
-  /** Compares the run's headers with the existing file's header row (CSV has no types to compare). */
-  async plan(context: SinkRunContext): Promise<SinkPlan> {
-    const target = this.targetFor(context);
-    const existing = await this.existingHeader(target);
-    if (existing === undefined) return { sink: 'csv', target, action: 'create', details: [] };
-    const headers = context.columns.map((column) => column.header);
-    const details = [
-      ...headers.filter((header) => !existing.includes(header)).map((header) => `+ ${header}`),
-      ...existing.filter((header) => !headers.includes(header)).map((header) => `- ${header}`),
-    ];
-    if (details.length === 0 && existing.join('\u0000') !== headers.join('\u0000')) details.push(`~ column order: ${existing.join(', ')} → ${headers.join(', ')}`);
-    return { sink: 'csv', target, action: details.length === 0 ? 'unchanged' : 'change', details };
-  }
-
-  async open(context: SinkRunContext): Promise<SinkWriter> {
-    const target = this.targetFor(context);
-    if (isGcsTarget(target)) {
-      const [{ CsvObjectWriter }, storage] = await Promise.all([import('./csv-object-writer.js'), this.storageClient()]);
-      return CsvObjectWriter.open({
-        jobName: context.jobName,
-        target,
-        runId: context.runId,
-        columns: context.columns,
-        gzip: this.options.config.gzip,
-        logger: context.logger,
-        storage,
-        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
-        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
-        ...(context.signal ? { signal: context.signal } : {}),
-        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
-        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
-      });
-    }
-    const options = {
-      jobName: context.jobName,
-      target,
-      tempPath: tempPathFor(target, context.runId),
-      columns: context.columns,
-      gzip: this.options.config.gzip,
-      logger: context.logger,
-      ...(context.signal ? { signal: context.signal } : {}),
-      ...(this.options.config.manifest === true
-        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
-        : {}),
-    };
-    return CsvFileWriter.open(options);
+  /** Throws FilePathInvalidError (code csv_path_invalid) for a bad path template, so configuration checks catch it. */
+  constructor(options: CsvSinkOptions) {
+    super(csvFormat, options);
   }
 }

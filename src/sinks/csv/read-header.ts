@@ -1,26 +1,6 @@
-import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { parse } from 'csv-parse';
-
-/**
- * The header record of an existing CSV file (gzip or plain), or undefined when there is no file.
- * Parsed with csv-parse, because a header may be quoted and contain commas or line breaks.
- */
-export async function readCsvHeader(file: string, gzip: boolean): Promise<string[] | undefined> {
-  let handle;
-  try {
-    handle = await open(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  try {
-    return await readCsvHeaderFrom(handle.createReadStream(), gzip);
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-}
 
 /** The header record of a CSV byte stream (a file, a Cloud Storage object); destroys the stream after it. */
 export async function readCsvHeaderFrom(input: Readable, gzip: boolean): Promise<string[]> {

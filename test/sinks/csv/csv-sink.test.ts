@@ -1,7 +1,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CsvWriteError, CsvWriterClosedError } from '../../../src/sinks/csv/csv-errors.js';
+import { FileWriteError, FileWriterClosedError } from '../../../src/sinks/files/file-errors.js';
 import { formatOwnerTag } from '../../../src/sinks/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
@@ -136,7 +136,7 @@ describe('CsvSink', () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await Promise.all([writer.abort(), writer.abort()]);
       await writer.abort();
-      await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(CsvWriterClosedError);
+      await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(FileWriterClosedError);
       await expect(commit(writer)).rejects.toMatchObject({ code: 'csv_writer_closed' });
       expect(await listEntries(directory.path)).toEqual([]);
     });
@@ -155,7 +155,7 @@ describe('CsvSink', () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
       const prepared = writer.prepare();
-      await expect(prepared).rejects.toBeInstanceOf(CsvWriteError);
+      await expect(prepared).rejects.toBeInstanceOf(FileWriteError);
       await expect(prepared).rejects.toMatchObject({ code: 'target_is_directory', message: expect.stringContaining('weekly_incidents') });
       await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
       await writer.abort();

@@ -28,7 +28,7 @@ afterEach(async () => {
   await directory.remove();
 });
 
-describe('CsvFileWriter.publish when the directory fsync fails after the rename', () => {
+describe('LocalFileWriter.publish (CSV) when the directory fsync fails after the rename', () => {
   it('reports the run as published (readers already see it), says it may not be durable, and abort changes nothing', async () => {
     const target = join(directory.path, 'weekly_incidents.csv');
     await writeFile(target, 'previous\r\n');

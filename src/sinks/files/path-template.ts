@@ -1,9 +1,10 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { CsvPathInvalidError } from './csv-errors.js';
+import { FilePathInvalidError } from './file-errors.js';
+import type { FormatNames } from './file-format.js';
 import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
 
 /** The values a path template can use. */
-export interface CsvPathValues {
+export interface FilePathValues {
   /** The job name. */
   name: string;
   /** The tile id; sanitised before use since it is not ours to trust. */
@@ -17,19 +18,18 @@ const PLACEHOLDERS: ReadonlySet<string> = new Set(['name', 'tile', 'date', 'runI
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-export function defaultCsvPathTemplate(gzip: boolean): string {
-  return gzip ? '{name}.csv.gz' : '{name}.csv';
-}
-
 /**
  * A validated output path template such as `{name}.csv`, `/exports/{tile}/{date}.csv.gz` or
  * `gs://bucket/exports/{name}/{date}.csv` (a Cloud Storage object; its bucket is fixed text).
  * Everything that can be checked without a run is checked at construction, so `tilehouse validate`
  * reports a bad template before anything is fetched.
  */
-export class CsvPathTemplate {
-  constructor(readonly template: string) {
-    const invalid = (reason: string) => new CsvPathInvalidError(template, reason);
+export class FilePathTemplate {
+  constructor(
+    private readonly format: FormatNames,
+    readonly template: string,
+  ) {
+    const invalid = (reason: string) => new FilePathInvalidError(format, template, reason);
     if (template.includes('\0')) throw invalid('contains a NUL character');
     for (const [, name = ''] of template.matchAll(PLACEHOLDER)) {
       if (!PLACEHOLDERS.has(name)) {
@@ -53,15 +53,15 @@ export class CsvPathTemplate {
    * stay there; values are substituted as file-name-safe text, and the result is checked again so
    * that no value can smuggle in a `..` or a separator.
    */
-  resolve(values: CsvPathValues, directory: string): string {
+  resolve(values: FilePathValues, directory: string): string {
     if (!DATE.test(values.date)) {
-      throw new CsvPathInvalidError(this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
+      throw new FilePathInvalidError(this.format, this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
     }
     const rendered = this.template.replace(PLACEHOLDER, (_, name: string) =>
-      name === 'date' ? values.date : toFileNameSafe(values[name as keyof CsvPathValues]),
+      name === 'date' ? values.date : toFileNameSafe(values[name as keyof FilePathValues]),
     );
     if (hasParentSegment(rendered)) {
-      throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
     }
     if (rendered.startsWith(GCS_SCHEME)) return this.checkedObjectUrl(rendered);
     if (isAbsolute(rendered)) return resolve(rendered);
@@ -72,7 +72,7 @@ export class CsvPathTemplate {
     const target = resolve(root, rendered);
     const inside = relative(root, target);
     if (inside === '' || inside.split(sep)[0] === '..' || isAbsolute(inside)) {
-      throw new CsvPathInvalidError(this.template, `resolves to ${target}, outside the CSV directory ${root}`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${target}, outside the ${this.format.label} directory ${root}`);
     }
     return target;
   }
@@ -81,21 +81,33 @@ export class CsvPathTemplate {
    * placeholder decides, and whether files may lie below it (a placeholder in a directory part).
    */
   sweepScope(directory: string): { root: string; recursive: boolean } {
-    const folders = this.template.split(/[\\/]/).slice(0, -1);
-    const fixed = folders.findIndex((segment) => segment.includes('{'));
-    const prefix = (fixed < 0 ? folders : folders.slice(0, fixed)).join('/');
+    const { prefix, fixed } = fixedFolders(this.template);
     // For Cloud Storage the root is a URL prefix ending in "/": `gs://bucket/` or `gs://bucket/a/b/`.
-    if (this.template.startsWith(GCS_SCHEME)) return { root: `${prefix}/`, recursive: fixed >= 0 };
+    if (this.template.startsWith(GCS_SCHEME)) return { root: `${prefix}/`, recursive: !fixed };
     if (looksLikeGcsUrl(directory) && !isAbsolute(this.template)) {
-      return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: fixed >= 0 };
+      return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: !fixed };
     }
     const root = isAbsolute(this.template) ? resolve(prefix || '/') : resolve(directory, prefix);
-    return { root, recursive: fixed >= 0 };
+    return { root, recursive: !fixed };
+  }
+
+  /**
+   * The target with what is known before a run filled in (`{name}`, `{tile}`; `{date}` and
+   * `{runId}` left as written), placed as `resolve` places a run's target: for `validate`, which
+   * tells two sinks writing one target apart before anything runs. Not checked further: a bad
+   * template is reported when the sinks are built.
+   */
+  targetKey(values: Pick<FilePathValues, 'name' | 'tile'>, directory: string): string {
+    const filled = this.template.replaceAll('{name}', toFileNameSafe(values.name)).replaceAll('{tile}', toFileNameSafe(values.tile));
+    // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
+    if (isGcsTarget(filled)) return filled;
+    if (looksLikeGcsUrl(directory) && !isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
+    return isAbsolute(filled) ? resolve(filled) : resolve(directory, filled);
   }
 
   private checkedObjectUrl(url: string): string {
     const problem = gcsUrlProblem(url, { object: 'required' });
-    if (problem !== undefined) throw new CsvPathInvalidError(this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
+    if (problem !== undefined) throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
     return url;
   }
 }
@@ -103,6 +115,21 @@ export class CsvPathTemplate {
 /** Whether a resolved target is a Cloud Storage object rather than a local file. */
 export function isGcsTarget(target: string): boolean {
   return target.startsWith(GCS_SCHEME);
+}
+
+/**
+ * The directories of a template up to its first placeholder (`/exports/{tile}/{date}.csv` →
+ * `/exports`; `''` when the file lies in the first folder), and whether that is all of them.
+ */
+function fixedFolders(template: string): { prefix: string; fixed: boolean } {
+  const folders = template.split(/[\\/]/).slice(0, -1);
+  const placeholder = folders.findIndex((segment) => segment.includes('{'));
+  return { prefix: (placeholder < 0 ? folders : folders.slice(0, placeholder)).join('/'), fixed: placeholder < 0 };
+}
+
+/** The fixed directory part of an absolute template, as a POSIX path (the pod's): `/exports/{tile}/{date}.csv` → `/exports`. */
+export function templateDirectory(template: string): string {
+  return fixedFolders(template).prefix || '/';
 }
 
 function hasParentSegment(path: string): boolean {

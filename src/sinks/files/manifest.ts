@@ -4,10 +4,11 @@ import { open, rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Column } from '../../transform/column.js';
-import { CsvWriteError } from './csv-errors.js';
+import { FileWriteError } from './file-errors.js';
+import type { FormatNames } from './file-format.js';
 
 /**
- * `<file>.manifest.json`: what a consumer needs to tell that a CSV file holds one whole run, and
+ * `<file>.manifest.json`: what a consumer needs to tell that a file holds one whole run, and
  * which. Written in prepare (phase 1) to a temp file beside the target, fsynced; published in the
  * same step as the data file, right AFTER its rename, so the manifest is the completion marker:
  *
@@ -25,13 +26,13 @@ import { CsvWriteError } from './csv-errors.js';
 export const MANIFEST_SUFFIX = '.manifest.json';
 export const MANIFEST_VERSION = 1;
 
-export interface CsvManifest {
+export interface FileManifest {
   manifestVersion: typeof MANIFEST_VERSION;
   /** The data file's base name (the manifest lies beside it). */
   file: string;
   job: string;
   runId: string;
-  /** Data rows, header row not counted. */
+  /** Data rows (a CSV header row not counted). */
   rows: number;
   /** The file's size and SHA-256 as stored (of the gzip bytes for a .gz file). */
   bytes: number;
@@ -41,7 +42,7 @@ export interface CsvManifest {
   /**
    * A window's [from, to). `open`: the day had not ended on the source's clock when the export
    * started, so rows may still arrive: an incremental run exports it again. (A manifest from before
-   * this field has none; see wasOpen in src/sinks/csv/window-state.ts.)
+   * this field has none; see wasOpen in window-state.ts.)
    */
   window?: { from: string; to: string; open: boolean };
   /** When the data file was made durable (prepare), ISO 8601. */
@@ -49,6 +50,8 @@ export interface CsvManifest {
 }
 
 export interface ManifestInputs {
+  /** Names the format in errors; not part of the manifest. */
+  format: FormatNames;
   jobName: string;
   target: string;
   /** The fsynced data temp file whose bytes the manifest describes. */
@@ -75,7 +78,7 @@ export async function sha256Of(file: string): Promise<string> {
 }
 
 /** The manifest of a prepared run (local file or Cloud Storage object alike). */
-export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPath'>, sha256: string): CsvManifest {
+export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPath' | 'format'>, sha256: string): FileManifest {
   return {
     manifestVersion: MANIFEST_VERSION,
     file: basename(inputs.target),
@@ -91,7 +94,7 @@ export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPat
   };
 }
 
-export function manifestText(manifest: CsvManifest): string {
+export function manifestText(manifest: FileManifest): string {
   return `${JSON.stringify(manifest, null, 2)}\n`;
 }
 
@@ -99,7 +102,7 @@ export function manifestText(manifest: CsvManifest): string {
 export class PreparedManifest {
   private constructor(
     private readonly inputs: ManifestInputs,
-    readonly manifest: CsvManifest,
+    readonly manifest: FileManifest,
   ) {}
 
   static async prepare(inputs: ManifestInputs): Promise<PreparedManifest> {
@@ -113,7 +116,7 @@ export class PreparedManifest {
     } catch (error) {
       await handle?.close().catch(() => undefined);
       await rm(inputs.tempPath, { force: true }).catch(() => undefined);
-      throw new CsvWriteError(inputs.jobName, inputs.target, `writing the manifest ${inputs.tempPath}`, error);
+      throw new FileWriteError(inputs.format, inputs.jobName, inputs.target, `writing the manifest ${inputs.tempPath}`, error);
     }
     await handle.close();
     return new PreparedManifest(inputs, manifest);
@@ -125,7 +128,7 @@ export class PreparedManifest {
     try {
       await rename(this.inputs.tempPath, path);
     } catch (error) {
-      throw new CsvWriteError(this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${path}`, error);
+      throw new FileWriteError(this.inputs.format, this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${path}`, error);
     }
     return path;
   }

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import type { Bucket, File, Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import type { Column } from '../../transform/column.js';
@@ -14,8 +13,9 @@ import { GcsHttp, type GcsHttpError } from '../gcs/gcs-http.js';
 import { ResumableUpload, type UploadedObject } from '../gcs/resumable-upload.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
 import { JOB_METADATA_KEY, objectBaseName, objectFolder, OWNER_METADATA_KEY, ownerMetadata, RUN_ID_METADATA_KEY } from '../gcs/temp-objects.js';
-import { CsvStreamWriter } from './csv-stream-writer.js';
-import { buildManifest, manifestPathOf, manifestText, type CsvManifest } from './manifest.js';
+import type { FileEncoder, FormatNames } from './file-format.js';
+import { FileStreamWriter } from './stream-writer.js';
+import { buildManifest, manifestPathOf, manifestText, type FileManifest } from './manifest.js';
 import { tempNameFor } from './temp-files.js';
 
 /** How a gs:// writer retries its requests; each defaults (see gcs-http.ts, resumable-upload.ts). */
@@ -27,12 +27,21 @@ export interface GcsWriteSettings {
   chunkBytes?: number;
 }
 
-export interface CsvObjectWriterOptions {
+export interface ObjectWriterOptions {
+  format: FormatNames;
+  /** The run's encoder (the format's). */
+  encoder: FileEncoder;
+  /** Makes what the encoded bytes pass through before the upload (the format's wrapper: gzip), if anything. */
+  wrap?: () => Transform | undefined;
+  /** The object's `content-type` (the format's). */
+  contentType: string;
   jobName: string;
   /** `gs://bucket/object`: the object readers see. */
   target: string;
   runId: string;
+  /** For the manifest. */
   columns: readonly Column[];
+  /** Whether the stored bytes are gzip (the manifest's and the summary's `gzip`). */
   gzip: boolean;
   logger: Logger;
   storage: Storage;
@@ -58,9 +67,9 @@ async function generationOf(file: File): Promise<number> {
 }
 
 /**
- * One run's CSV as a Cloud Storage object, with the local sink's two phases:
+ * One run's file as a Cloud Storage object, with the local writer's two phases:
  *
- * - rows stream (the same encoder, the same gzip) into a resumable upload of a temp object
+ * - rows stream (the same encoder, the same wrapper) into a resumable upload of a temp object
  *   beside the target, `.<name>.tilehouse-<runId>+<owner>.tmp`, so the pod never holds the file
  *   (resumable-upload.ts: one chunk kept, resumed from the persisted offset after a failure);
  * - prepare finishes the upload; the stored object's size and CRC32C are checked against the
@@ -74,9 +83,9 @@ async function generationOf(file: File): Promise<number> {
  * Every request after open is tilehouse's (gcs-http.ts says why), retried by src/retry.ts.
  * Every failure before publish leaves the target as it was; abort deletes the temp objects.
  */
-export class CsvObjectWriter extends CsvStreamWriter {
+export class ObjectWriter extends FileStreamWriter {
   private bytes = 0;
-  private manifest: CsvManifest | undefined;
+  private manifest: FileManifest | undefined;
   private readonly sha256 = createHash('sha256');
   private tempManifestObject: UploadedObject | undefined;
   /** The manifest's upload once started, so abort knows whether its temp object may exist. */
@@ -97,7 +106,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
   private readonly left: string[] = [];
 
   private constructor(
-    private readonly options: CsvObjectWriterOptions,
+    private readonly options: ObjectWriterOptions,
     private readonly bucket: Bucket,
     private readonly object: string,
     /** The target's generation when the run opened (0: absent), the publish's precondition. */
@@ -110,7 +119,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
     private readonly uploaded: Promise<void>,
     private readonly http: GcsHttp,
   ) {
-    super(options.columns, head, options.signal);
+    super(options.format, options.encoder, head, options.signal);
     const { signal: _stop, ...rest } = http.options;
     const deadline = cleanupDeadline(options.signal, options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS);
     const unstoppable = { ...rest, ...(deadline ? { signal: deadline } : {}) };
@@ -130,9 +139,9 @@ export class CsvObjectWriter extends CsvStreamWriter {
   /**
    * Checks what can be checked before any row is fetched (the bucket, the permissions to list and
    * read, a "directory" at the target), records the target's generation, starts the upload and
-   * writes the header row.
+   * writes the encoder's first bytes (CSV: the header row).
    */
-  static async open(options: CsvObjectWriterOptions): Promise<CsvObjectWriter> {
+  static async open(options: ObjectWriterOptions): Promise<ObjectWriter> {
     const { target, storage } = options;
     const { bucket: bucketName, object } = parseGcsObjectUrl(target);
     const bucket = storage.bucket(bucketName);
@@ -172,14 +181,14 @@ export class CsvObjectWriter extends CsvStreamWriter {
       http,
       bucket: bucketName,
       object: tempFile.name,
-      contentType: options.gzip ? 'application/gzip' : 'text/csv; charset=utf-8',
+      contentType: options.contentType,
       metadata: ownerMetadata(options.jobName, options.runId),
       // A temp object of this name can only be another sink of this job writing the same target.
       ifGenerationMatch: 0,
       ...(options.retry?.chunkBytes ? { chunkBytes: options.retry.chunkBytes } : {}),
     });
-    const gzip = options.gzip ? createGzip() : undefined;
-    let writer: CsvObjectWriter | undefined;
+    const wrapper = options.wrap?.();
+    let writer: ObjectWriter | undefined;
     const hasher = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         writer!.sha256.update(chunk);
@@ -187,11 +196,11 @@ export class CsvObjectWriter extends CsvStreamWriter {
         callback(null, chunk);
       },
     });
-    const uploaded = (gzip ? pipeline(gzip, hasher, upload) : pipeline(hasher, upload)).then(() => undefined);
-    writer = new CsvObjectWriter(options, bucket, object, targetGeneration, manifestGeneration, tempFile, tempManifest, gzip ?? hasher, upload, uploaded, http);
+    const uploaded = (wrapper ? pipeline(wrapper, hasher, upload) : pipeline(hasher, upload)).then(() => undefined);
+    writer = new ObjectWriter(options, bucket, object, targetGeneration, manifestGeneration, tempFile, tempManifest, wrapper ?? hasher, upload, uploaded, http);
     writer.watch(uploaded);
-    options.logger.debug({ target, temp: tempFile.name, gzip: options.gzip, targetGeneration }, 'csv: uploading to a temp object');
-    await writer.writeHeader(options.columns);
+    options.logger.debug({ target, temp: tempFile.name, gzip: options.gzip, targetGeneration }, `${options.format.name}: uploading to a temp object`);
+    await writer.writeStart();
     return writer;
   }
 
@@ -237,14 +246,14 @@ export class CsvObjectWriter extends CsvStreamWriter {
         details.sha256 = this.manifest.sha256;
       } catch (error) {
         details.manifestPublished = false;
-        this.options.logger.error({ err: error, target: this.target }, 'csv: published, but its manifest could not be rewritten into place');
+        this.options.logger.error({ err: error, target: this.target }, `${this.format.name}: published, but its manifest could not be rewritten into place`);
       }
       await this.deleteTemp(this.tempManifestObject);
     }
     const retries = this.http.retries + this.publishHttp.retries + this.cleanupHttp.retries;
     if (retries > 0) details.retries = retries;
-    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries }, 'csv: published');
-    return { sink: 'csv', target: this.target, rows: this.rows, details };
+    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries }, `${this.format.name}: published`);
+    return { sink: this.format.name, target: this.target, rows: this.rows, details };
   }
 
   /**
@@ -261,7 +270,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
     try {
       await http.retrying(`rewriting ${what}`, async (attempt) => {
         if (attempt > 1 && isRunObject(await this.readObject(object), source, this.options.runId)) {
-          this.options.logger.warn({ target: this.target, object }, 'csv: the answer to an earlier rewrite was lost, and the target holds this run\'s object: published');
+          this.options.logger.warn({ target: this.target, object }, `${this.format.name}: the answer to an earlier rewrite was lost, and the target holds this run's object: published`);
           return;
         }
         let token: string | undefined;
@@ -285,7 +294,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
         (readError: unknown): TargetSeen => ({ unreadable: readError }),
       );
       if ('metadata' in seen && isRunObject(seen.metadata, source, this.options.runId)) {
-        this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, 'csv: the rewrite failed, but the target holds this run\'s object (its answer was lost): published');
+        this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, `${this.format.name}: the rewrite failed, but the target holds this run's object (its answer was lost): published`);
         return;
       }
       const target = `gs://${this.bucket.name}/${object}`;
@@ -325,7 +334,7 @@ export class CsvObjectWriter extends CsvStreamWriter {
       if (!mayExist) return;
       const url = `gs://${this.bucket.name}/${object}`;
       this.left.push(`Cloud Storage temp object ${url} (removed by a later run's sweep or the bucket lifecycle rule)`);
-      this.options.logger.warn({ err: error, object: url }, 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
+      this.options.logger.warn({ err: error, object: url }, `${this.format.name}: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it`);
     }
   }
 

@@ -1,9 +1,10 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CsvPathInvalidError } from '../../../src/sinks/csv/csv-errors.js';
-import { CsvPathTemplate, toFileNameSafe } from '../../../src/sinks/csv/csv-path.js';
+import { FilePathInvalidError } from '../../../src/sinks/files/file-errors.js';
+import { FilePathTemplate, templateDirectory, toFileNameSafe } from '../../../src/sinks/files/path-template.js';
+import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
-import { makeContext, makeSink } from './csv-test-support.js';
+import { makeContext, makeSink } from '../csv/csv-test-support.js';
 
 const directory = resolve('/srv/exports');
 const context = makeContext([]);
@@ -56,19 +57,19 @@ describe('CSV output path', () => {
     ['out/', 'directory'],
   ])('refuses the template %j at construction (%s)', (path, reason) => {
     const build = () => new CsvSink({ config: { type: 'csv', gzip: false, path }, directory, timezone: 'UTC' });
-    expect(build).toThrow(CsvPathInvalidError);
+    expect(build).toThrow(FilePathInvalidError);
     expect(build).toThrow(expect.objectContaining({ code: 'csv_path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
   });
 
   it('refuses a {date} that is not YYYY-MM-DD', () => {
-    expect(() => new CsvPathTemplate('{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
+    expect(() => new FilePathTemplate(csvFormat, '{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
       expect.objectContaining({ code: 'csv_path_invalid' }),
     );
   });
 
   it('never resolves outside the CSV directory for a relative template', () => {
     for (const tile of ['..', '../..', '/', '\\..\\..', '.hidden', '']) {
-      const target = new CsvPathTemplate('{tile}/{tile}.csv').resolve({ name: 'n', tile, runId: 'r', date: '2026-01-01' }, directory);
+      const target = new FilePathTemplate(csvFormat, '{tile}/{tile}.csv').resolve({ name: 'n', tile, runId: 'r', date: '2026-01-01' }, directory);
       expect(target.startsWith(`${directory}/`)).toBe(true);
     }
   });
@@ -80,13 +81,13 @@ describe('CSV output path', () => {
   });
 
   it('resolves under a CSV directory that is the file-system root', () => {
-    expect(new CsvPathTemplate('{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
+    expect(new FilePathTemplate(csvFormat, '{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
   });
 });
 
-describe('CsvPathTemplate.sweepScope', () => {
+describe('FilePathTemplate (CSV).sweepScope', () => {
   it('sweeps only the directory a template writes into, recursively only below a placeholder', () => {
-    const scope = (template: string) => new CsvPathTemplate(template).sweepScope(directory);
+    const scope = (template: string) => new FilePathTemplate(csvFormat, template).sweepScope(directory);
     expect(scope('{name}.csv')).toEqual({ root: directory, recursive: false });
     expect(scope('exports/{name}.csv')).toEqual({ root: join(directory, 'exports'), recursive: false });
     expect(scope('{name}/{date}.csv')).toEqual({ root: directory, recursive: true });
@@ -94,5 +95,27 @@ describe('CsvPathTemplate.sweepScope', () => {
     expect(scope('/abs/out/{tile}/x.csv')).toEqual({ root: '/abs/out', recursive: true });
     expect(scope('/abs/x.csv')).toEqual({ root: '/abs', recursive: false });
     expect(scope('/{tile}.csv')).toEqual({ root: '/', recursive: false });
+  });
+});
+
+describe('FilePathTemplate.targetKey (what validate compares before a run)', () => {
+  const key = (template: string, under: string) => new FilePathTemplate(csvFormat, template).targetKey({ name: 'daily/../x', tile: 'T 1' }, under);
+
+  it('fills {name} and {tile} file-name-safe, keeps {date} and {runId}, and places the key as a run places its target', () => {
+    expect(key('{name}/{date}.csv', directory)).toBe(join(directory, 'daily_.._x', '{date}.csv'));
+    expect(key('/abs/{tile}-{runId}.csv', directory)).toBe('/abs/T_1-{runId}.csv');
+    expect(key('{tile}.csv', 'gs://bucket/prefix/')).toBe('gs://bucket/prefix/T_1.csv');
+    expect(key('gs://bucket/{name}.csv', directory)).toBe('gs://bucket/daily_.._x.csv');
+    // An absolute template ignores a gs:// directory, as resolve does.
+    expect(key('/abs/{name}.csv', 'gs://bucket')).toBe('/abs/daily_.._x.csv');
+  });
+});
+
+describe('templateDirectory (the pod directory of an absolute template)', () => {
+  it('is the folders before the first placeholder, or the root', () => {
+    expect(templateDirectory('/exports/{tile}/{date}.csv')).toBe('/exports');
+    expect(templateDirectory('/a/b/{name}.csv')).toBe('/a/b');
+    expect(templateDirectory('/x.csv')).toBe('/');
+    expect(templateDirectory('/{tile}/x.csv')).toBe('/');
   });
 });

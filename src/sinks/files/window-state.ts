@@ -3,11 +3,12 @@ import type { LoadedJob } from '../../config/load-config.js';
 import { parseTimestamp } from '../../transform/index.js';
 import type { Sink } from '../sink.js';
 import { holdings, WindowStateUnreadableError, type HeldWindow, type WindowStateReader } from '../window-state.js';
-import { CsvSink } from './csv-sink.js';
-import { isGcsTarget } from './csv-path.js';
+import { FileSink } from './file-sink.js';
+import type { FileFormat, FileSinkConfig } from './file-format.js';
+import { isGcsTarget } from './path-template.js';
 import { manifestPathOf, sha256Of } from './manifest.js';
 
-/** The fields of a manifest (src/sinks/csv/manifest.ts) the state is read from, as untrusted JSON. */
+/** The fields of a manifest (manifest.ts) the state is read from, as untrusted JSON. */
 type ManifestFields = { window?: { from?: unknown; to?: unknown; open?: unknown }; preparedAt?: unknown };
 
 /**
@@ -25,12 +26,12 @@ export function wasOpen(manifest: ManifestFields, window: HeldWindow, timezone: 
 }
 
 /**
- * A local CSV target holds a window when the manifest beside the window's file matches the file
+ * A local file target holds a window when the manifest beside the window's file matches the file
  * (sha256): the manifest is renamed in right after the file, so a file without its manifest, or
  * beside the previous run's, is a window that did not finish. A missing file or manifest is "not
  * done"; any other read error is an error, not a guess.
  */
-export function csvManifestState(job: LoadedJob, sink: CsvSink, template: string): WindowStateReader {
+export function localManifestState(job: LoadedJob, sink: FileSink, template: string): WindowStateReader {
   const absent = (error: unknown): undefined => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${(error as Error).message}`, { cause: error });
@@ -62,7 +63,7 @@ export function csvManifestState(job: LoadedJob, sink: CsvSink, template: string
 const OBJECT_STATE_CONCURRENCY = 8;
 
 /**
- * A gs:// CSV target holds a window when the manifest object beside the window's object describes
+ * A gs:// file target holds a window when the manifest object beside the window's object describes
  * that object: the object's run id (custom metadata every object tilehouse writes carries, kept
  * by the rewrite that publishes it) and size are the manifest's. The manifest is rewritten into
  * place right after the object, so a new object beside the previous run's manifest (a run that
@@ -71,11 +72,11 @@ const OBJECT_STATE_CONCURRENCY = 8;
  * missing object or manifest is "not done"; any other failure (permission, network, bucket gone)
  * is an error, not a guess.
  */
-export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: string): WindowStateReader {
+export function objectManifestState(job: LoadedJob, sink: FileSink, template: string): WindowStateReader {
   return {
     target: template,
     async heldWindows(windows) {
-      // Loaded here, as the sink loads them: a local CSV run never pays for the storage client.
+      // Loaded here, as the sink loads them: a local run never pays for the storage client.
       const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }, { mapWithConcurrency }] = await Promise.all([
         import('../../config/gcs-url.js'),
         import('../gcs/gcs-errors.js'),
@@ -133,16 +134,21 @@ export function csvObjectManifestState(job: LoadedJob, sink: CsvSink, template: 
   };
 }
 
-/** The readers of a job's CSV sinks, in the job's sink order: manifests beside local files or gs:// objects. */
-export function csvWindowStateReaders(job: LoadedJob, sinks: readonly Sink[]): WindowStateReader[] {
+/**
+ * The readers of a job's sinks of one format, in the job's sink order: manifests beside local
+ * files or gs:// objects. A sink without a path reads under the format's windowed default, the
+ * one the job's windows are written with.
+ */
+export function fileWindowStateReaders(format: FileFormat, job: LoadedJob, sinks: readonly Sink[]): WindowStateReader[] {
   const readers: WindowStateReader[] = [];
-  let csvIndex = 0;
-  const csvConfigs = job.sinks.filter((sink) => sink.type === 'csv');
+  let index = 0;
+  const configs = job.sinks.filter((sink) => sink.type === format.name) as FileSinkConfig[];
   for (const sink of sinks) {
-    if (!(sink instanceof CsvSink)) continue;
-    const template = csvConfigs[csvIndex++]?.path ?? '{name}/{date}.csv';
+    if (!(sink instanceof FileSink) || sink.format !== format) continue;
+    const config = configs[index++];
+    const template = config?.path ?? format.defaultPathTemplate(config ?? { type: format.name }, true);
     const sample = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window: { from: '2000-01-01', to: '2000-01-02' } });
-    readers.push(isGcsTarget(sample) ? csvObjectManifestState(job, sink, template) : csvManifestState(job, sink, template));
+    readers.push(isGcsTarget(sample) ? objectManifestState(job, sink, template) : localManifestState(job, sink, template));
   }
   return readers;
 }

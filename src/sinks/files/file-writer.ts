@@ -1,24 +1,31 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Transform, Writable } from 'node:stream';
 import { once } from 'node:events';
 import { finished, pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
-import { CsvWriteError } from './csv-errors.js';
-import { CsvStreamWriter } from './csv-stream-writer.js';
+import { FileWriteError } from './file-errors.js';
+import type { FileEncoder, FormatNames } from './file-format.js';
+import { FileStreamWriter } from './stream-writer.js';
 import { PreparedManifest, type ManifestInputs } from './manifest.js';
 
-export interface CsvFileWriterOptions {
+export interface LocalFileWriterOptions {
+  format: FormatNames;
+  /** The run's encoder (the format's). */
+  encoder: FileEncoder;
+  /** Makes what the encoded bytes pass through before the file (the format's wrapper: gzip), if anything. */
+  wrap?: () => Transform | undefined;
   jobName: string;
   /** Absolute path of the file readers see. */
   target: string;
   /** Absolute path of the file being written, in the target's directory. */
   tempPath: string;
+  /** For the manifest. */
   columns: readonly Column[];
+  /** Whether the stored bytes are gzip (the manifest's and the summary's `gzip`). */
   gzip: boolean;
   logger: Logger;
   signal?: AbortSignal;
@@ -27,37 +34,37 @@ export interface CsvFileWriterOptions {
 }
 
 /**
- * One run's CSV output. Rows stream through csv-stringify (and gzip) into a temp file beside the
- * target; `prepare` makes it durable (flush, fsync) and `publish` makes it visible (rename, fsync
+ * One run's file. Rows stream through the format's encoder (and its wrapper, e.g. gzip) into a
+ * temp file beside the target; `prepare` makes it durable (flush, fsync) and `publish` makes it visible (rename, fsync
  * of the directory).
  * Until then the previous target file, if any, is untouched, so a failed or killed run never
  * leaves a half-written or missing file for readers.
  */
-export class CsvFileWriter extends CsvStreamWriter {
+export class LocalFileWriter extends FileStreamWriter {
   private bytes = 0;
   private manifest: PreparedManifest | undefined;
 
   private constructor(
-    private readonly options: CsvFileWriterOptions,
+    private readonly options: LocalFileWriterOptions,
     head: Writable,
     private readonly file: WriteStream,
     /** Settles when every byte is in the file and it is fsynced and closed (or on failure). */
     private readonly flushed: Promise<void>,
   ) {
-    super(options.columns, head, options.signal);
+    super(options.format, options.encoder, head, options.signal);
   }
 
   get target(): string {
     return this.options.target;
   }
 
-  /** Creates the temp file and writes the header row. */
-  static async open(options: CsvFileWriterOptions): Promise<CsvFileWriter> {
+  /** Creates the temp file and writes the encoder's first bytes (CSV: the header row). */
+  static async open(options: LocalFileWriterOptions): Promise<LocalFileWriter> {
     const { target, tempPath } = options;
     try {
       await mkdir(dirname(target), { recursive: true });
     } catch (error) {
-      throw new CsvWriteError(options.jobName, target, 'creating its directory', error);
+      throw new FileWriteError(options.format, options.jobName, target, 'creating its directory', error);
     }
     // 'wx': two sinks of one job pointing at the same path must not share a temp file silently.
     // flush: fsync before close, so `finished` means durable, not just handed to the kernel.
@@ -69,14 +76,14 @@ export class CsvFileWriter extends CsvStreamWriter {
         (error as NodeJS.ErrnoException).code === 'EEXIST'
           ? `creating temp file ${tempPath} (it exists: does another sink of this job write the same path?)`
           : `creating temp file ${tempPath}`;
-      throw new CsvWriteError(options.jobName, target, reason, error);
+      throw new FileWriteError(options.format, options.jobName, target, reason, error);
     }
-    const gzip = options.gzip ? createGzip() : undefined;
-    const flushed = (gzip ? pipeline(gzip, file) : finished(file)).then(() => undefined);
-    const writer = new CsvFileWriter(options, gzip ?? file, file, flushed);
+    const wrapper = options.wrap?.();
+    const flushed = (wrapper ? pipeline(wrapper, file) : finished(file)).then(() => undefined);
+    const writer = new LocalFileWriter(options, wrapper ?? file, file, flushed);
     writer.watch(flushed);
-    options.logger.debug({ target, tempPath, gzip: options.gzip }, 'csv: writing to temp file');
-    await writer.writeHeader(options.columns);
+    options.logger.debug({ target, tempPath, gzip: options.gzip }, `${options.format.name}: writing to temp file`);
+    await writer.writeStart();
     return writer;
   }
 
@@ -88,17 +95,17 @@ export class CsvFileWriter extends CsvStreamWriter {
     // fails the run before any sink has published.
     const existing = await lstat(target).catch(() => undefined);
     if (existing?.isDirectory()) {
-      throw new CsvWriteError(jobName, target, 'checking the target', Object.assign(new Error('the target path is a directory'), { code: 'EISDIR' }));
+      throw new FileWriteError(this.format, jobName, target, 'checking the target', Object.assign(new Error('the target path is a directory'), { code: 'EISDIR' }));
     }
     try {
       this.bytes = (await stat(tempPath)).size;
     } catch (error) {
-      throw new CsvWriteError(jobName, target, `reading ${tempPath}`, error);
+      throw new FileWriteError(this.format, jobName, target, `reading ${tempPath}`, error);
     }
     const manifest = this.options.manifest;
     if (manifest !== undefined) {
       const { gzip, columns } = this.options;
-      this.manifest = await PreparedManifest.prepare({ ...manifest, jobName, target, dataPath: tempPath, rows: this.rows, bytes: this.bytes, gzip, columns });
+      this.manifest = await PreparedManifest.prepare({ ...manifest, format: this.format, jobName, target, dataPath: tempPath, rows: this.rows, bytes: this.bytes, gzip, columns });
     }
   }
 
@@ -108,7 +115,7 @@ export class CsvFileWriter extends CsvStreamWriter {
     try {
       await rename(tempPath, target);
     } catch (error) {
-      throw new CsvWriteError(jobName, target, `renaming ${tempPath} onto it`, error);
+      throw new FileWriteError(this.format, jobName, target, `renaming ${tempPath} onto it`, error);
     }
     // From here on the new file is what readers see, so publish reports it published even if the
     // directory sync below fails: a failure would tell the summary (and a partial publish) that
@@ -123,17 +130,17 @@ export class CsvFileWriter extends CsvStreamWriter {
         details.sha256 = this.manifest.manifest.sha256;
       } catch (error) {
         details.manifestPublished = false;
-        this.options.logger.error({ err: error, target }, 'csv: published, but its manifest could not be renamed into place');
+        this.options.logger.error({ err: error, target }, `${this.format.name}: published, but its manifest could not be renamed into place`);
       }
     }
     try {
       await this.syncDirectory();
     } catch (error) {
       details.directorySynced = false;
-      this.options.logger.error({ err: error, target }, 'csv: published, but the directory fsync failed; the new file may not survive a crash');
+      this.options.logger.error({ err: error, target }, `${this.format.name}: published, but the directory fsync failed; the new file may not survive a crash`);
     }
-    this.options.logger.debug({ target, rows: this.rows, bytes: this.bytes }, 'csv: published');
-    return { sink: 'csv', target, rows: this.rows, details };
+    this.options.logger.debug({ target, rows: this.rows, bytes: this.bytes }, `${this.format.name}: published`);
+    return { sink: this.format.name, target, rows: this.rows, details };
   }
 
   /**
@@ -149,10 +156,10 @@ export class CsvFileWriter extends CsvStreamWriter {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EINVAL' || code === 'ENOTSUP' || code === 'EPERM' || code === 'EISDIR' || code === 'EBADF') {
-        this.options.logger.debug({ directory, code }, 'csv: directory fsync not supported here');
+        this.options.logger.debug({ directory, code }, `${this.format.name}: directory fsync not supported here`);
         return;
       }
-      throw new CsvWriteError(this.options.jobName, this.options.target, `syncing directory ${directory}`, error);
+      throw new FileWriteError(this.format, this.options.jobName, this.options.target, `syncing directory ${directory}`, error);
     } finally {
       await handle?.close();
     }
@@ -165,11 +172,11 @@ export class CsvFileWriter extends CsvStreamWriter {
       await rm(this.options.tempPath, { force: true });
       await this.manifest?.discard();
     } catch (error) {
-      throw new CsvWriteError(this.options.jobName, this.options.target, `removing ${this.options.tempPath}`, error);
+      throw new FileWriteError(this.format, this.options.jobName, this.options.target, `removing ${this.options.tempPath}`, error);
     }
   }
 
-  protected writeError(cause: unknown): CsvWriteError {
-    return new CsvWriteError(this.options.jobName, this.options.target, `writing ${this.options.tempPath}`, cause);
+  protected writeError(cause: unknown): FileWriteError {
+    return new FileWriteError(this.format, this.options.jobName, this.options.target, `writing ${this.options.tempPath}`, cause);
   }
 }

@@ -1,16 +1,16 @@
 import type { Writable } from 'node:stream';
-import type { Column, TypedRow } from '../../transform/column.js';
+import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkWriter } from '../sink.js';
-import { drained, encodedChunks, headerRecord } from './csv-chunks.js';
-import { CsvWriterClosedError } from './csv-errors.js';
-import { CsvRecordEncoder } from './csv-record-encoder.js';
+import { drained } from './drained.js';
+import { FileWriterClosedError } from './file-errors.js';
+import type { FileChunk, FileEncoder, FormatNames } from './file-format.js';
 
-export type CsvWriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
+export type FileWriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
 /**
  * What the local file writer and the Cloud Storage object writer share, so that their bytes and
- * their phases cannot drift apart: typed rows go through the one CsvRecordEncoder into `head` (a
- * gzip stream or the destination's own stream), and SinkWriter's two phases run as one state
+ * their phases cannot drift apart: typed rows go through the run's one FileEncoder (the format's)
+ * into `head` (the format's wrapper, e.g. gzip, or the destination's own stream), and SinkWriter's two phases run as one state
  * machine (open → preparing → prepared → publishing → published; failed; aborted).
  *
  * A subclass owns only where the bytes go and how they become visible: `finish` (phase 1: every
@@ -19,23 +19,21 @@ export type CsvWriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 
  * housekeeping failure is not reported as "not published"), `discardOutput` (abort: remove the
  * temporary artefacts) and `writeError` (a failure of the byte stream, as its own error type).
  */
-export abstract class CsvStreamWriter implements SinkWriter {
-  protected state: CsvWriterState = 'open';
+export abstract class FileStreamWriter implements SinkWriter {
+  protected state: FileWriterState = 'open';
   protected rows = 0;
   /** The byte stream's first error, seen by the pipeline; the next write or prepare reports it. */
   protected failure: unknown;
   private settling: Promise<unknown> | undefined;
   private aborting: Promise<void> | undefined;
-  private readonly encoder: CsvRecordEncoder;
 
   protected constructor(
-    columns: readonly Column[],
-    /** Where records are written: the gzip stream, or the destination's stream itself. */
+    protected readonly format: FormatNames,
+    private readonly encoder: FileEncoder,
+    /** Where encoded bytes are written: the format's wrapper (gzip), or the destination's stream itself. */
     protected readonly head: Writable,
     private readonly signal: AbortSignal | undefined,
-  ) {
-    this.encoder = new CsvRecordEncoder(columns);
-  }
+  ) {}
 
   abstract get target(): string;
 
@@ -55,10 +53,10 @@ export abstract class CsvStreamWriter implements SinkWriter {
     });
   }
 
-  /** The header record, written by `open` once the destination is ready; a failure aborts the writer. */
-  protected async writeHeader(columns: readonly Column[]): Promise<void> {
+  /** The encoder's first bytes (CSV: the header record), written by `open` once the destination is ready; a failure aborts the writer. */
+  protected async writeStart(): Promise<void> {
     try {
-      await this.write(headerRecord(columns));
+      await this.writeAll(this.encoder.start());
     } catch (error) {
       await this.abort();
       throw error;
@@ -66,9 +64,9 @@ export abstract class CsvStreamWriter implements SinkWriter {
   }
 
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
-    if (this.state !== 'open') throw new CsvWriterClosedError(this.target, 'writeRows', this.state);
+    if (this.state !== 'open') throw new FileWriterClosedError(this.format, this.target, 'writeRows', this.state);
     this.signal?.throwIfAborted();
-    for (const chunk of encodedChunks(this.encoder, rows)) await this.write(chunk);
+    await this.writeAll(this.encoder.encode(rows));
     this.rows += rows.length;
   }
 
@@ -86,8 +84,9 @@ export abstract class CsvStreamWriter implements SinkWriter {
     return this.aborting;
   }
 
-  /** Ends the byte stream and waits for the destination to hold every byte (phase 1's first step). */
+  /** Writes the encoder's last bytes, ends the byte stream and waits for the destination to hold every byte (phase 1's first step). */
   protected async endStream(completed: Promise<void>): Promise<void> {
+    await this.writeAll(this.encoder.end());
     try {
       if (this.failure !== undefined) throw this.failure;
       this.head.end();
@@ -97,8 +96,8 @@ export abstract class CsvStreamWriter implements SinkWriter {
     }
   }
 
-  private step<T>(from: CsvWriterState, during: CsvWriterState, to: CsvWriterState, work: () => Promise<T>): Promise<T> {
-    if (this.state !== from) return Promise.reject(new CsvWriterClosedError(this.target, during, this.state));
+  private step<T>(from: FileWriterState, during: FileWriterState, to: FileWriterState, work: () => Promise<T>): Promise<T> {
+    if (this.state !== from) return Promise.reject(new FileWriterClosedError(this.format, this.target, during, this.state));
     this.state = during;
     const running = work().then(
       (result) => {
@@ -122,8 +121,12 @@ export abstract class CsvStreamWriter implements SinkWriter {
     await this.discardOutput();
   }
 
+  private async writeAll(chunks: Iterable<FileChunk>): Promise<void> {
+    for (const chunk of chunks) await this.write(chunk);
+  }
+
   /** Hands a chunk to the stream, waiting for it to drain when its buffer is full. */
-  private async write(chunk: string): Promise<void> {
+  private async write(chunk: FileChunk): Promise<void> {
     if (this.failure !== undefined) throw this.writeError(this.failure);
     if (!this.head.write(chunk)) {
       try {

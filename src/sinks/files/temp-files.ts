@@ -1,7 +1,7 @@
 import { basename, dirname, join } from 'node:path';
 import { removeOwnedTempFiles } from '../owned-temp-files.js';
 import { formatOwnerTag, OWNER_TAG_PATTERN } from '../temp-owner.js';
-import { toFileNameSafe } from './csv-path.js';
+import { toFileNameSafe } from './path-template.js';
 
 // `.<target basename>.tilehouse-<runId>+<owner tag>.tmp`: hidden, beside the target, with a marker
 // so a sweep never mistakes another program's `.tmp` file for ours, and with its writer's owner
@@ -56,7 +56,7 @@ export function tempFileOwnerTag(name: string): string | null | undefined {
   return match[1] ?? null;
 }
 
-/** Deletes CSV temp files of dead runs under `directory` (see removeOwnedTempFiles). */
+/** Deletes file sinks' temp files of dead runs under `directory` (see removeOwnedTempFiles). */
 export function removeStaleTempFiles(directory: string, options: { recursive: boolean }): Promise<string[]> {
   return removeOwnedTempFiles(directory, { ownerTagOf: tempFileOwnerTag, recursive: options.recursive });
 }

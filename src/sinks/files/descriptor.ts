@@ -1,0 +1,80 @@
+import path from 'node:path';
+import type { z } from 'zod';
+import { looksLikeGcsUrl } from '../../config/gcs-url.js';
+import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
+import type { EnvironmentConfig } from '../../config/environment-schema.js';
+import type { SinkConfig } from '../../config/job-schema.js';
+import type { SinkKind } from '../sink-kind.js';
+import type { FileFormat, FileSinkConfig } from './file-format.js';
+import type { FileSink, FileSinkOptions } from './file-sink.js';
+import { templateDirectory } from './path-template.js';
+import { fileWindowStateReaders } from './window-state.js';
+import { fileWorkspaceChecker } from './workspace-checks.js';
+
+/** What a file format's folder gives to become a sink kind: everything else is this folder's. */
+export interface FileSinkKindSpec<C extends FileSinkConfig> {
+  format: FileFormat<C>;
+  /** Its sinks' config schema (config/<kind>-sink-schema.ts). */
+  configSchema: z.ZodType;
+  /** The environment's directory for the kind, `sinks.<kind>.directory`: where relative paths go. */
+  directory(environment: EnvironmentConfig): string;
+  /** The kind's sink (CSV: CsvSink, a FileSink of the CSV format). */
+  createSink(options: FileSinkOptions<C>): FileSink<C>;
+}
+
+/** A file sink kind (local files or gs:// objects in one format), as the rest of tilehouse sees it. */
+export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>): SinkKind {
+  const { format } = spec;
+  const { name, label } = format;
+  const ours = (sink: SinkConfig): C | undefined => (sink.type === name ? (sink as unknown as C) : undefined);
+  return {
+    type: name,
+    configSchema: spec.configSchema,
+    workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
+    async build(sink, index, job, environment, options) {
+      const config = ours(sink);
+      if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
+      try {
+        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) });
+      } catch (error) {
+        throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
+      }
+    },
+    windowStateReaders: async (job, sinks) => fileWindowStateReaders(format as unknown as FileFormat, job, sinks),
+    // One file per window: the path needs {date}, and the default path gets it.
+    forWindows(sink, index, job) {
+      const problems: ConfigProblem[] = [];
+      const config = ours(sink);
+      if (config === undefined) return { sink, problems };
+      if (config.path === undefined) return { sink: { ...sink, path: format.defaultPathTemplate(config, true) } as SinkConfig, problems };
+      if (!config.path.includes('{date}')) {
+        problems.push({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: 'a backfill writes one file per window: the path needs {date}' });
+      }
+      return { sink, problems };
+    },
+    takesWindowsOneAtATime: () => false,
+    // A finished window is told by its manifest.
+    resumeRefusal(job) {
+      const withoutManifest = job.sinks.findIndex((sink) => ours(sink) !== undefined && ours(sink)!.manifest !== true);
+      if (withoutManifest < 0) return undefined;
+      return `backfill: --resume tells a finished ${label} window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`;
+    },
+
+    // A gs:// target (its own path, or a relative path under a gs:// directory) is an object in
+    // a bucket: the pod streams it there and needs no volume for it.
+    localFiles: {
+      directory(sink, environment, workdir) {
+        const config = ours(sink);
+        if (config === undefined) return undefined;
+        const directory = spec.directory(environment);
+        if (config.path !== undefined && looksLikeGcsUrl(config.path)) return undefined;
+        const absolute = config.path !== undefined && path.posix.isAbsolute(config.path);
+        if (!absolute && looksLikeGcsUrl(directory)) return undefined;
+        return absolute ? templateDirectory(config.path!) : path.posix.resolve(workdir, directory);
+      },
+      emptyDirWarning: (directory, jobNames) =>
+        `${jobNames.join(', ')} write ${label} under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
+        `On Kubernetes write ${label} to Cloud Storage (a gs:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
+    },
+  };
+}

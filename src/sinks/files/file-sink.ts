@@ -1,0 +1,168 @@
+import type { Storage } from '@google-cloud/storage';
+import type { Logger } from 'pino';
+import type { GcsWriteSettings } from './object-writer.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import { unwritableDirectory } from '../writable-directory.js';
+import { FileTargetUnwritableError } from './file-errors.js';
+import type { FileFormat, FileSinkConfig } from './file-format.js';
+import { LocalFileWriter } from './file-writer.js';
+import { manifestPathOf } from './manifest.js';
+import { FilePathTemplate, isGcsTarget } from './path-template.js';
+import { localStoredFile } from './stored-file.js';
+import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
+import { calendarDateIn } from '../../transform/calendar.js';
+
+export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
+  config: C;
+  /** The environment's directory for this kind (`sinks.<kind>.directory`); relative path templates resolve under it. */
+  directory: string;
+  /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
+  timezone: string;
+  /**
+   * The Cloud Storage client for gs:// targets; injected in tests. By default one is created on
+   * first use (Application Default Credentials, or STORAGE_EMULATOR_HOST), never for local targets.
+   */
+  storageClient?: Storage;
+  /** gs:// targets: tilehouse's retry of the upload and publish requests (defaults in gcs-http.ts). */
+  gcsWrite?: GcsWriteSettings;
+  /** The environment's `stopDeadlineMs`: gs:// publish and cleanup requests end this long after a stop. */
+  stopDeadlineMs?: number;
+}
+
+/**
+ * Writes each run of a tile to one file in the sink's format, replacing the previous file
+ * atomically on commit. The resolved target decides where the bytes go: a local file
+ * (LocalFileWriter: temp file + rename) or a Cloud Storage object (ObjectWriter: resumable upload
+ * to a temp object + rewrite under a generation precondition). Both write the same bytes: the
+ * format's encoder's, through its wrapper.
+ */
+export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink {
+  readonly kind: C['type'];
+  /**
+   * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
+   * fail. A gs:// object's rewrite is a remote call, likelier to fail than a rename and less than a
+   * BigQuery copy job: between the two.
+   */
+  readonly publishRank: number;
+  private readonly template: FilePathTemplate;
+  private storage: Promise<Storage> | undefined;
+
+  /** Throws FilePathInvalidError for a bad path template, so configuration checks catch it. */
+  constructor(
+    readonly format: FileFormat<C>,
+    private readonly options: FileSinkOptions<C>,
+  ) {
+    this.kind = format.name;
+    this.template = new FilePathTemplate(format, options.config.path ?? format.defaultPathTemplate(options.config, false));
+    this.publishRank = isGcsTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
+  }
+
+  /** The output path for a run (exposed for `validate`/dry runs and tests). */
+  targetFor(context: Pick<SinkRunContext, 'jobName' | 'tileId' | 'runId' | 'startedAt' | 'window'>): string {
+    return this.template.resolve(
+      {
+        name: context.jobName,
+        tile: context.tileId,
+        runId: context.runId,
+        date: context.window?.from ?? calendarDateIn(context.startedAt, this.options.timezone),
+      },
+      this.options.directory,
+    );
+  }
+
+  /** Temp files of dead runs, looked for only where this sink's template can put files. */
+  async sweep(logger: Logger): Promise<string[]> {
+    const { root, recursive } = this.template.sweepScope(this.options.directory);
+    if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
+    const { removeStaleTempObjects } = await import('../gcs/temp-objects.js');
+    return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
+  }
+
+  /**
+   * Local targets: the deepest directory the template fixes is, or can be created as, a writable
+   * directory. gs:// targets: the bucket exists and the credentials may write it. Nothing is written.
+   */
+  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    const { root } = this.template.sweepScope(this.options.directory);
+    if (!isGcsTarget(root)) {
+      const unwritable = await unwritableDirectory(root);
+      if (unwritable !== undefined) throw new FileTargetUnwritableError(this.format, context.jobName, root, unwritable);
+      return undefined;
+    }
+    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
+    const { bucket, rest } = splitGcsUrl(root)!;
+    return checkBucketWritable(await this.storageClient(), bucket, rest);
+  }
+
+  /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
+  storageClient(): Promise<Storage> {
+    this.storage ??= this.options.storageClient !== undefined
+      ? Promise.resolve(this.options.storageClient)
+      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient());
+    return this.storage;
+  }
+
+  /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
+  private async existingHeader(target: string): Promise<string[] | undefined> {
+    if (!isGcsTarget(target)) {
+      const file = await localStoredFile(target);
+      return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+    }
+    const [{ parseGcsObjectUrl }, { objectStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('./stored-object.js')]);
+    const { bucket, object } = parseGcsObjectUrl(target);
+    const file = await objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
+    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+  }
+
+  /** Compares the names the run's file would declare with the existing file's (by name and order: the plan has no types to compare). */
+  async plan(context: SinkRunContext): Promise<SinkPlan> {
+    const target = this.targetFor(context);
+    const existing = await this.existingHeader(target);
+    if (existing === undefined) return { sink: this.kind, target, action: 'create', details: [] };
+    const headers = this.format.columnNames(context.columns);
+    const details = [
+      ...headers.filter((header) => !existing.includes(header)).map((header) => `+ ${header}`),
+      ...existing.filter((header) => !headers.includes(header)).map((header) => `- ${header}`),
+    ];
+    if (details.length === 0 && existing.join('\u0000') !== headers.join('\u0000')) details.push(`~ column order: ${existing.join(', ')} → ${headers.join(', ')}`);
+    return { sink: this.kind, target, action: details.length === 0 ? 'unchanged' : 'change', details };
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const target = this.targetFor(context);
+    const { format } = this;
+    const { config } = this.options;
+    // A fresh encoder per run: a format may keep state across a run's pages. The wrapper is made
+    // once the destination is open, so a failed open leaves no stream behind.
+    const bytes = { format, encoder: format.createEncoder(context.columns, config), wrap: () => format.wrapper(config), columns: context.columns, gzip: format.gzipped(config) };
+    if (isGcsTarget(target)) {
+      const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
+      return ObjectWriter.open({
+        ...bytes,
+        contentType: format.contentType(config),
+        jobName: context.jobName,
+        target,
+        runId: context.runId,
+        logger: context.logger,
+        storage,
+        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
+        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
+        ...(context.signal ? { signal: context.signal } : {}),
+        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
+        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      });
+    }
+    const options = {
+      ...bytes,
+      jobName: context.jobName,
+      target,
+      tempPath: tempPathFor(target, context.runId),
+      logger: context.logger,
+      ...(context.signal ? { signal: context.signal } : {}),
+      ...(this.options.config.manifest === true
+        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
+        : {}),
+    };
+    return LocalFileWriter.open(options);
+  }
+}
