@@ -11,7 +11,8 @@ import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { shareOf } from '../pipeline/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
-import { rerunCommands, runWindowsReported, windowLines, windowsExitCode, workspaceFlags } from './window-runs.js';
+import { runWindowsReported, windowsExitCode, workspaceFlags } from './window-runs.js';
+import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { doneWindowsOf } from './resume-windows.js';
 import { sinkKindOf } from '../sinks/registry.js';
 import { countNoun } from '../count-noun.js';
@@ -44,8 +45,6 @@ export function jobForIncremental(job: LoadedJob): LoadedJob {
   const bucketColumn = incremental.bucketColumn ?? job.backfill?.bucketColumn;
   return jobForBackfill({ ...job, backfill: { item: item!, ...(bucketColumn === undefined ? {} : { bucketColumn }) } });
 }
-
-export { rerunCommands } from './window-runs.js';
 
 export const backfillCommand: Command = {
   name: 'backfill',

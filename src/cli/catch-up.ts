@@ -13,7 +13,8 @@ import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { windowStateReaders } from '../sinks/registry.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
-import { LOCAL_CLOCK_NOTE, OPEN_WINDOW_NOTE, runWindowsReported } from './window-runs.js';
+import { runWindowsReported } from './window-runs.js';
+import { LOCAL_CLOCK_NOTE, OPEN_WINDOW_NOTE } from '../presentation/window-lines.js';
 
 /** What an incremental run covered, for the summary: the plan, then what became of its windows. */
 export interface CatchUpReport {

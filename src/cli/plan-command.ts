@@ -1,7 +1,8 @@
 import { createSourceDispatcher } from '../pipeline/source-session.js';
 import { RunToken } from '../source/session-token.js';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { formatJobPlan, planJob } from '../pipeline/plan-job.js';
+import { planJob } from '../pipeline/plan-job.js';
+import { formatJobPlan } from '../presentation/job-plan.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from './load-workspace.js';

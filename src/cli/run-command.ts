@@ -1,5 +1,5 @@
 import { buildSinks } from '../sinks/build-sinks.js';
-import { formatRunSummary } from '../pipeline/format-summary.js';
+import { formatRunSummary } from '../presentation/run-summary.js';
 import { countOutcomes, runJobs } from '../pipeline/run-jobs.js';
 import type { Sink } from '../sinks/sink.js';
 import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';

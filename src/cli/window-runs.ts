@@ -1,15 +1,13 @@
-import { describeOutputs } from '../pipeline/format-summary.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
-import { shortDuration } from '../pipeline/progress.js';
-import type { DateWindow, WindowStep } from '../pipeline/backfill-windows.js';
+import { windowProgressText } from '../presentation/progress-text.js';
+import type { DateWindow } from '../pipeline/backfill-windows.js';
 import { runBackfill, type BackfillSummary, type WindowSession } from '../pipeline/run-backfill.js';
 import type { Sink } from '../sinks/sink.js';
 import { EXIT, type CliIo, type CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { CommandOutput } from './output.js';
 import { runRecorderFor } from '../sinks/registry.js';
-import { countNoun } from '../count-noun.js';
 
 /**
  * What `backfill` and an incremental `run` share once they know their windows: run them through
@@ -68,7 +66,7 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
       onWindowDone: (result, done) => {
         rows += result.summary.rows;
         const eta = ((Date.now() - started) / done) * (windows.length - done);
-        screen?.set(request.label, `${job.name}  ${done}/${countNoun(windows.length, 'window')}, ${countNoun(rows, 'row')}, ETA ${shortDuration(eta)}`);
+        screen?.set(request.label, windowProgressText(job.name, done, windows.length, rows, eta));
       },
     });
   } finally {
@@ -81,47 +79,10 @@ export async function runWindowsReported(request: WindowRunRequest): Promise<Win
   return { summary, rows, startedAt, durationMs: Date.now() - started };
 }
 
-/** One line per window (rows and targets, or the error), its warnings, and the commands that re-run the failed ones. */
-export function windowLines(summary: BackfillSummary, rerun: readonly string[]): string[] {
-  const lines: string[] = [];
-  if (!summary.exact) lines.push('  note: the job names no backfill.bucketColumn, so each window is exact only to within one day');
-  if (summary.clock.basis === 'local') lines.push(`  note: ${LOCAL_CLOCK_NOTE}`);
-  for (const { window, open, summary: tile, warnings } of summary.windows) {
-    const detail =
-      tile.status === 'succeeded'
-        ? describeOutputs(tile, { pages: false })
-        : `${tile.status === 'failed' ? 'FAILED' : 'PARTIALLY PUBLISHED'} ${tile.error?.code}: ${tile.error?.message}`;
-    lines.push(`  ${window.from}..${window.to}: ${detail}${open && tile.status === 'succeeded' ? ` (open: ${OPEN_WINDOW_NOTE})` : ''}`);
-    for (const warning of warnings) lines.push(`    warning: ${warning}`);
-  }
-  if (rerun.length > 0) {
-    lines.push(`failed windows: ${summary.failed.length}; re-run only them with:`);
-    for (const command of rerun) lines.push(`  ${command}`);
-  }
-  return lines;
-}
-
-/** What a run on `source.clock: local` says of its windows, in its lines. */
-export const LOCAL_CLOCK_NOTE = "windows follow this machine's clock (source.clock: local), not the source's";
-
-/** What a window published before it ended is, in the lines that report it. */
-export const OPEN_WINDOW_NOTE = "the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume";
-
 /** 3 when a window was partially published, 1 when one failed, else 0. */
 export function windowsExitCode(summary: BackfillSummary): number {
   if (summary.windows.some((result) => result.summary.status === 'partially_published')) return EXIT.partiallyPublished;
   return summary.failed.length > 0 ? EXIT.tileFailed : EXIT.ok;
-}
-
-/** Contiguous failed windows, merged, as the commands that re-run only them. */
-export function rerunCommands(failed: readonly DateWindow[], job: string, step: WindowStep, passThrough: readonly string[]): string[] {
-  const ranges: DateWindow[] = [];
-  for (const window of failed) {
-    const last = ranges.at(-1);
-    if (last !== undefined && last.to === window.from) last.to = window.to;
-    else ranges.push({ ...window });
-  }
-  return ranges.map((range) => ['tilehouse backfill', '--job', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
 }
 
 /** The --config/--jobs flags a printed command needs to act on the same workspace. */
