@@ -1,14 +1,14 @@
 import { ConfigError, type ConfigProblem } from '../config/config-error.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
+import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/windows/date-windows.js';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { backfillItemIndex } from '../pipeline/run-backfill.js';
+import { backfillItemIndex } from '../pipeline/windows/run-windows.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from './load-workspace.js';
 import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
-import { shareOf } from '../pipeline/shard-windows.js';
+import { shareOf } from '../pipeline/windows/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { runIdOf, shardOf } from './orchestration-flags.js';
 import { runWindowsReported, windowsExitCode, workspaceFlags } from './window-runs.js';

@@ -1,10 +1,10 @@
 import type { RunToken } from '../source/session-token.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { isTilehouseError, type TilehouseError } from '../errors.js';
-import { addDays, catchUpPlan, splitWindows, type CatchUpPlan, type DateWindow } from '../pipeline/backfill-windows.js';
+import { addDays, catchUpPlan, splitWindows, type CatchUpPlan, type DateWindow } from '../pipeline/windows/date-windows.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
 import type { IncrementalPlan } from '../pipeline/plan-job.js';
-import { openWindowSession, skippedWindowSummary, type WindowClock, type WindowSession } from '../pipeline/run-backfill.js';
+import { openWindowSession, skippedWindowSummary, type WindowClock, type WindowSession } from '../pipeline/windows/run-windows.js';
 import { calendarDateIn } from '../transform/index.js';
 import type { Sink } from '../sinks/sink.js';
 import { jobForIncremental } from './backfill-command.js';

@@ -1,4 +1,4 @@
-import type { Shard } from '../pipeline/shard-windows.js';
+import type { Shard } from '../pipeline/windows/shard-windows.js';
 import { UsageError } from './command.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
-import type { DateWindow } from '../pipeline/backfill-windows.js';
+import type { DateWindow } from '../pipeline/windows/date-windows.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { Sink } from '../sinks/sink.js';
 import { UsageError } from './command.js';

@@ -1,8 +1,8 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
 import { windowProgressText } from '../presentation/progress-text.js';
-import type { DateWindow } from '../pipeline/backfill-windows.js';
-import { runBackfill, type BackfillSummary, type WindowSession } from '../pipeline/run-backfill.js';
+import type { DateWindow } from '../pipeline/windows/date-windows.js';
+import { runBackfill, type BackfillSummary, type WindowSession } from '../pipeline/windows/run-windows.js';
 import type { Sink } from '../sinks/sink.js';
 import { EXIT, type CliIo, type CliSeams } from './command.js';
 import type { RunnableWorkspace } from './load-workspace.js';

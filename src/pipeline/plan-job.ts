@@ -8,8 +8,8 @@ import type { Sink, SinkPlan } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../value-types/column-types.js';
 import { toColumns } from '../transform/columns.js';
-import type { DateWindow } from './backfill-windows.js';
-import type { WindowClock } from './run-backfill.js';
+import type { DateWindow } from './windows/date-windows.js';
+import type { WindowClock } from './windows/run-windows.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 

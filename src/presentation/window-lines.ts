@@ -1,5 +1,5 @@
-import type { DateWindow, WindowStep } from '../pipeline/backfill-windows.js';
-import type { BackfillSummary } from '../pipeline/run-backfill.js';
+import type { DateWindow, WindowStep } from '../pipeline/windows/date-windows.js';
+import type { BackfillSummary } from '../pipeline/windows/run-windows.js';
 import { describeOutputs } from './run-summary.js';
 
 /** What a run on `source.clock: local` says of its windows, in its lines. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findItemIndex, queryForWindow, relativeWindowFor, splitWindows } from '../../src/pipeline/backfill-windows.js';
+import { findItemIndex, queryForWindow, relativeWindowFor, splitWindows } from '../../../src/pipeline/windows/date-windows.js';
 
 describe('splitWindows', () => {
   it('splits into days, the last day excluded', () => {

@@ -1,6 +1,6 @@
-import type { ExportQuery } from '../config/job-schema.js';
-import { TilehouseError } from '../errors.js';
-import { daysFromCivil, formatCivilDate, MS_PER_DAY, parseTimestamp } from '../transform/index.js';
+import type { ExportQuery } from '../../config/job-schema.js';
+import { TilehouseError } from '../../errors.js';
+import { daysFromCivil, formatCivilDate, MS_PER_DAY, parseTimestamp } from '../../transform/index.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 
