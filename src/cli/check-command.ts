@@ -3,7 +3,7 @@ import { buildSinks } from '../sinks/build-sinks.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
 import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { openOutput } from './output.js';
 import { countNoun } from '../count-noun.js';
 

@@ -8,9 +8,9 @@ import { indexedBackfillJob } from '../deploy/job-manifests.js';
 import { kustomizationImage } from '../deploy/plan-manifests.js';
 import { planPod } from '../deploy/pod-template.js';
 import { renderYamlDocuments } from '../deploy/render-yaml.js';
-import { jobForBackfill } from './backfill-command.js';
+import { jobForBackfill } from '../pipeline/windows/windowed-job.js';
 import { backfillItemIndex } from '../pipeline/windows/run-windows.js';
-import { loadWorkspace, type Workspace } from './load-workspace.js';
+import { loadWorkspace, type Workspace } from '../workspace/load-workspace.js';
 import { countNoun } from '../count-noun.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';

@@ -73,3 +73,8 @@ export function shardOf(command: string, values: { 'shard-index'?: string | unde
   }
   return undefined;
 }
+
+/** The --config/--jobs flags a printed command needs to act on the same workspace. */
+export function workspaceFlags(values: { config?: string; jobs?: string }): string[] {
+  return [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
+}

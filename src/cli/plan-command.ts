@@ -5,10 +5,11 @@ import { planJob } from '../pipeline/plan-job.js';
 import { formatJobPlan } from '../presentation/job-plan.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
-import { incrementalPlanOf } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { jobForRun } from '../pipeline/windows/windowed-job.js';
+import { incrementalPlanOf } from '../pipeline/windows/catch-up.js';
+import { windowRunContextOf } from '../workspace/run-context.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 export const planCommand: Command = {
   name: 'plan',
@@ -52,12 +53,12 @@ be read or its targets disagree, 2 bad config or usage.
     const plans = [];
     try {
       for (const selected of jobs) {
-        const job = selected.incremental === undefined ? selected : jobForIncremental(selected);
+        const job = jobForRun(selected);
         const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
         // An incremental job's windows first: its sinks then plan the first window's target
         // (`{date}` of that window), not a target named after today on this machine.
         const incremental =
-          job.incremental === undefined ? undefined : await incrementalPlanOf(job, sinks, { workspace, output, io, seams, fixFlags: workspaceFlags(values), runToken });
+          job.incremental === undefined ? undefined : await incrementalPlanOf(job, sinks, { ...windowRunContextOf(workspace, logger, io.signal, seams), fixFlags: workspaceFlags(values), runToken });
         const firstWindow = incremental?.windows[0];
         const plan = await planJob(job, {
           environment: workspace.environment,

@@ -9,13 +9,15 @@ import { runSummaryDocument } from '../pipeline/summary-schema.js';
 import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-flags.js';
 import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
-import { catchUpLines, runCatchUp, type CatchUpReport } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
+import { runCatchUp, type CatchUpReport } from '../pipeline/windows/catch-up.js';
+import { catchUpLines } from '../presentation/window-lines.js';
+import { windowRunContextOf } from '../workspace/run-context.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
 export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
@@ -77,7 +79,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
     const { credentials } = workspace;
-    const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
+    const jobs = workspace.selected.map(jobForRun);
     if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {
       throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
     }
@@ -119,7 +121,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const reports: CatchUpReport[] = [];
     for (const job of jobs.filter((candidate) => candidate.incremental !== undefined)) {
       if (io.signal?.aborted) break;
-      const context = { workspace, output: { ...output, screen: undefined }, io, seams, fixFlags: workspaceFlags(values), strict: values.strict === true };
+      const context = { ...windowRunContextOf(workspace, logger, io.signal, seams), fixFlags: workspaceFlags(values), strict: values.strict === true };
       const { tiles, report } = await runCatchUp(job, sinksByJob.get(job.name)!, summary.runId, context);
       summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
       reports.push(report);

@@ -7,10 +7,12 @@ import type { JobRunSummary } from '../pipeline/job-summary.js';
 import { runRecorderFor } from '../sinks/registry.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
-import { catchUpLines, runCatchUp } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { jobForRun } from '../pipeline/windows/windowed-job.js';
+import { runCatchUp } from '../pipeline/windows/catch-up.js';
+import { catchUpLines } from '../presentation/window-lines.js';
+import { windowRunContextOf } from '../workspace/run-context.js';
+import { workspaceFlags } from './orchestration-flags.js';
 import { newRunId } from '../pipeline/run-id.js';
 
 export const scheduleCommand: Command = {
@@ -52,7 +54,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
     const { credentials } = workspace;
-    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
+    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map(jobForRun);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
 
@@ -65,7 +67,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
       if (job.incremental !== undefined) {
         // A tick of an incremental job catches up every day since the last one its targets hold,
         // so a tick missed while the worker was down is made good by the next one.
-        const context = { workspace, output: { ...output, screen: undefined }, io: { ...io, signal }, seams, fixFlags: workspaceFlags(values) };
+        const context = { ...windowRunContextOf(workspace, logger, signal, seams), fixFlags: workspaceFlags(values) };
         const { tiles, report } = await runCatchUp(job, sinks.get(job.name)!, newRunId(), context);
         logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
         return tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1);

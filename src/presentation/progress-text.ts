@@ -1,5 +1,6 @@
 import { countNoun } from '../count-noun.js';
 import type { TileProgressEvent } from '../pipeline/progress.js';
+import type { WindowProgress } from '../pipeline/windows/window-batch.js';
 
 /** A compact count: 950, 12.3k, 1.2M. */
 export function compactCount(value: number): string {
@@ -44,7 +45,8 @@ export function formatTileProgress(state: TileProgressState, now: number): strin
   return parts.join('  ');
 }
 
-/** The progress line of a run of day windows: `daily  3/10 windows, 1,200 rows, ETA 42s`. */
-export function windowProgressText(job: string, done: number, total: number, rows: number, etaMs: number): string {
-  return `${job}  ${done}/${countNoun(total, 'window')}, ${countNoun(rows, 'row')}, ETA ${shortDuration(etaMs)}`;
+/** The progress line of a run of day windows: `daily  3/10 windows, 1200 rows, ETA 42s`. */
+export function windowProgressText({ job, done, total, rows, elapsedMs }: WindowProgress): string {
+  const eta = (elapsedMs / done) * (total - done);
+  return `${job}  ${done}/${countNoun(total, 'window')}, ${countNoun(rows, 'row')}, ETA ${shortDuration(eta)}`;
 }

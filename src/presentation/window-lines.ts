@@ -1,4 +1,5 @@
 import type { DateWindow, WindowStep } from '../pipeline/windows/date-windows.js';
+import type { CatchUpReport } from '../pipeline/windows/catch-up.js';
 import type { BackfillSummary } from '../pipeline/windows/run-windows.js';
 import { describeOutputs } from './run-summary.js';
 
@@ -37,4 +38,16 @@ export function rerunCommands(failed: readonly DateWindow[], job: string, step: 
     else ranges.push({ ...window });
   }
   return ranges.map((range) => ['tilehouse backfill', '--job', job, '--from', range.from, '--to', range.to, '--step', step, ...passThrough].join(' '));
+}
+
+/** The lines `run` prints for an incremental job after its tiles: the windows, why, and what is left. */
+export function catchUpLines(report: CatchUpReport): string {
+  const lines = [`  incremental ${report.job}: ${report.reason}`];
+  if (report.clock?.basis === 'local') lines.push(`       note: ${LOCAL_CLOCK_NOTE}`);
+  // The same line as backfill prints for the same window (windowLines).
+  for (const warning of report.warnings) lines.push(`       warning: ${warning}`);
+  if (report.open.length > 0) lines.push(`       open: ${report.open.map((window) => window.from).join(', ')}: ${OPEN_WINDOW_NOTE}`);
+  if (report.failed.length > 0) lines.push(`       ${report.failed.length} window${report.failed.length === 1 ? '' : 's'} failed; the next run starts again at ${report.failed[0]!.from}`);
+  if (report.left.length > 0) lines.push(`       warning: ${report.left.length} day windows (${report.left[0]!.from}..${report.left.at(-1)!.to}) left for the next run (maxWindows ${report.maxWindows})`);
+  return `${lines.join('\n')}\n`;
 }
