@@ -3,7 +3,7 @@ import { uncheckedCredentials } from '../config/secrets.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from '../workspace/load-workspace.js';
-import { checkWorkspace } from './workspace-checks.js';
+import { checkWorkspace } from '../workspace/workspace-checks.js';
 import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {
