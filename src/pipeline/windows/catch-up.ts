@@ -7,7 +7,7 @@ import type { IncrementalPlan } from '../plan-job.js';
 import { openWindowSession, skippedWindowSummary, type WindowClock, type WindowSession } from './run-windows.js';
 import { calendarDateIn } from '../../transform/index.js';
 import type { Sink } from '../../sinks/sink.js';
-import { windowStateReaders } from '../../sinks/registry.js';
+import { windowStateReaders, type WindowStateReader } from '../../sinks/registry.js';
 import { targetStatesOf } from './held-windows.js';
 import { runWindowBatch, type WindowRunContext } from './window-batch.js';
 
@@ -43,13 +43,15 @@ export interface CatchUpContext extends WindowRunContext {
   runToken?: RunToken;
   /** `run --strict`: an empty window fails (backfill_window_empty, nothing published) instead of warning. */
   strict?: boolean;
+  /** What reads the targets' state; default: each sink kind's readers, from the sink registry. Tests hand in fakes. */
+  stateReaders?: (job: LoadedJob, sinks: readonly Sink[]) => Promise<WindowStateReader[]>;
 }
 
 /** Reads what every target holds and plans the next run; the session gives the source's today. */
 export async function planCatchUp(job: LoadedJob, sinks: readonly Sink[], session: WindowSession, context: CatchUpContext): Promise<CatchUpPlan> {
   const settings = job.incremental!;
   const today = calendarDateIn(session.now(), job.timezone);
-  const readers = await windowStateReaders(job, sinks, context.environment, context.sinkOptions ?? {}, context.logger);
+  const readers = await (context.stateReaders?.(job, sinks) ?? windowStateReaders(job, sinks, context.environment, context.sinkOptions ?? {}, context.logger));
   const days = settings.startFrom <= today ? splitWindows(settings.startFrom, addDays(today, 1), 'day') : [];
   const states = await targetStatesOf(readers, days);
   return catchUpPlan(job.name, settings, today, states, context.fixFlags);
