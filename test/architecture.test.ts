@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 /**
  * The house's layers, lowest first (ARCHITECTURE.md): data flows config → source → transform →
  * sinks, `pipeline/` orchestrates them, the services beside it (metrics, the schedule worker,
- * Kubernetes manifests) serve the commands, and `cli` sits on top. Below them all lie the value
+ * Kubernetes manifests) serve the commands, `workspace` loads the files and wires a run from all
+ * of them, `presentation` turns results into the lines a person reads, and `cli` sits on top. Below them all lie the value
  * types every layer shares and the process-wide helpers (errors, retry, logging, secret scrubbing).
  * A module may import its own folder, a folder of its own layer, or a lower layer; never a higher
  * one. Each top-level folder of src/ and each module at its root (`cli.ts` belongs to `cli`) is one
@@ -20,6 +21,8 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['sinks'],
   ['pipeline'],
   ['metrics', 'schedule', 'deploy'],
+  ['workspace'],
+  ['presentation'],
   ['cli'],
 ];
 

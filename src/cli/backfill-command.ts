@@ -1,51 +1,28 @@
-import { ConfigError, type ConfigProblem } from '../config/config-error.js';
-import type { LoadedJob } from '../config/load-config.js';
-import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
+import { isCalendarDate, type WindowStep } from '../pipeline/windows/date-windows.js';
 import { buildSinks } from '../sinks/build-sinks.js';
-import { backfillItemIndex } from '../pipeline/run-backfill.js';
+import { backfillItemIndex, type BackfillSummary } from '../pipeline/windows/run-windows.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
-import { shareOf } from '../pipeline/shard-windows.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
-import { runIdOf, shardOf } from './orchestration-flags.js';
-import { rerunCommands, runWindowsReported, windowLines, windowsExitCode, workspaceFlags } from './window-runs.js';
-import { doneWindowsOf } from './resume-windows.js';
-import { sinkKindOf } from '../sinks/registry.js';
+import { runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
+import { runWindowBatch, type WindowProgress } from '../pipeline/windows/window-batch.js';
+import { jobForWindows, sinkTakingWindowsOneAtATime } from '../pipeline/windows/windowed-job.js';
+import { selectBackfillWindows } from '../pipeline/windows/backfill-selection.js';
+import { windowRunContextOf } from '../workspace/run-context.js';
+import { windowProgressText } from '../presentation/progress-text.js';
+import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
 
-/**
- * A backfill writes one output per window: each sink as its kind writes windows (its descriptor's
- * `forWindows`: CSV paths must contain {date}, BigQuery must write partitions or merge by key).
- */
-export function jobForBackfill(job: LoadedJob): LoadedJob {
-  const problems: ConfigProblem[] = [];
-  const sinks = job.sinks.map((sink, index) => {
-    const windowed = sinkKindOf(sink).forWindows(sink, index, job);
-    problems.push(...windowed.problems);
-    return windowed.sink;
-  });
-  if (problems.length > 0) throw new ConfigError(problems);
-  return { ...job, sinks };
+/** 3 when a window was partially published, 1 when one failed, else 0. */
+export function windowsExitCode(summary: BackfillSummary): number {
+  if (summary.windows.some((result) => result.summary.status === 'partially_published')) return EXIT.partiallyPublished;
+  return summary.failed.length > 0 ? EXIT.tileFailed : EXIT.ok;
 }
-
-/**
- * An incremental job (`incremental:`) as the backfill machinery runs it: its item and bucket
- * column as the backfill section (the one the window runner reads), its sinks checked as a
- * backfill's (one file or partition per day).
- */
-export function jobForIncremental(job: LoadedJob): LoadedJob {
-  const incremental = job.incremental!;
-  const item = incremental.item ?? job.backfill?.item;
-  const bucketColumn = incremental.bucketColumn ?? job.backfill?.bucketColumn;
-  return jobForBackfill({ ...job, backfill: { item: item!, ...(bucketColumn === undefined ? {} : { bucketColumn }) } });
-}
-
-export { rerunCommands } from './window-runs.js';
 
 export const backfillCommand: Command = {
   name: 'backfill',
@@ -122,27 +99,19 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
     const workspace = await loadRunnableWorkspace(values, [tileName], io.env, io);
-    const { credentials } = workspace;
     // An incremental job is backfilled with its incremental item (a backfill: section, if any, agrees).
-    const selected = workspace.selected[0]!;
-    const job = selected.incremental === undefined ? jobForBackfill(selected) : jobForIncremental(selected);
+    const job = jobForWindows(workspace.selected[0]!);
     backfillItemIndex(job);
-    // Windows merged into one table go one at a time, oldest first: concurrent MERGEs into one
-    // table conflict, and a key two windows hold must end with the later window's values.
-    const merged = job.sinks.findIndex((sink) => sinkKindOf(sink).takesWindowsOneAtATime(sink));
+    const merged = sinkTakingWindowsOneAtATime(job);
     if (merged >= 0 && concurrency > 1) throw UsageError.of(`backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-    const { logger } = output;
-    const allWindows = splitWindows(values.from!, values.to!, step);
-    const shareWindows = shard === undefined ? allWindows : shareOf(allWindows, shard);
-    if (shard !== undefined) logger.info({ shard, windows: shareWindows.length, of: allWindows.length }, `shard ${shard.index} of ${shard.count}: ${shareWindows.length} of ${countNoun(allWindows.length, 'window')}`);
-    const done = values.resume ? await doneWindowsOf(job, sinks, shareWindows, workspace.environment, seams.sinkOptions ?? {}, logger) : new Set<string>();
-    const skipped = shareWindows.filter((window) => done.has(window.from));
-    const windows = shareWindows.filter((window) => !done.has(window.from));
-    if (values.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${countNoun(skipped.length, 'window')} already done, ${windows.length} to run`);
-    const { summary, rows, startedAt, durationMs } = await runWindowsReported({
-      job, sinks, windows, workspace, output, io, seams, runId, concurrency, strict: values.strict === true, label: 'backfill',
-    });
+    const { logger, screen } = output;
+    const context = windowRunContextOf(workspace, logger, io.signal, seams);
+    const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
+    const { all: allWindows, skipped, windows } = await selectBackfillWindows(job, sinks, range, context);
+    const strict = values.strict === true;
+    const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
+    const { summary, rows, startedAt, durationMs } = await runWindowBatch({ job, sinks, windows, runId, concurrency, strict, ...progress }, context);
 
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';

@@ -1,17 +1,8 @@
-import { isTilehouseError, messageOf } from '../errors.js';
-import { buildSinks } from '../sinks/build-sinks.js';
-import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
-import { RunToken } from '../source/session-token.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { checkAccess } from '../workspace/check-access.js';
+import { accessCheckLine } from '../presentation/access-check.js';
 import { openOutput } from './output.js';
-import { countNoun } from '../count-noun.js';
-
-/**
- * A connection test should answer within seconds: one retry per request (a blip is forgiven, a
- * host that is down is reported at once) instead of a run's six attempts with backoff.
- */
-export const CHECK_RETRY: RetrySettings = { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2_000, budget: 4 };
 
 export const checkCommand: Command = {
   name: 'check',
@@ -46,39 +37,7 @@ Exit codes: 0 every job answered, 1 at least one failed, 2 bad config or usage.
     }
     const { logger } = openOutput('check', values, io, 'warn');
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
-    const dispatcher = createSourceDispatcher();
-    // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
-    const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
-    let failed = 0;
-    try {
-      for (const job of workspace.selected) {
-        const session = openSourceSession(job, {
-          environment: workspace.environment,
-          credentials: workspace.credentials,
-          dispatcher,
-          logger: logger.child({ job: job.name, tile: job.tile }),
-          retry: seams.retry ?? CHECK_RETRY,
-          ...(io.signal === undefined ? {} : { signal: io.signal }),
-          runToken,
-        });
-        try {
-          const page = await session.client.fetchPage(0);
-          const rows = page.navigation.totalRows;
-          const notes: string[] = [];
-          for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
-            const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(io.signal === undefined ? {} : { signal: io.signal }) });
-            if (note !== undefined) notes.push(note);
-          }
-          io.stdout.write(`ok job ${job.name}: ${countNoun(rows, 'row')} in the tile, ${countNoun(page.headers.length, 'column')}${notes.map((note) => `; ${note}`).join('')}\n`);
-        } catch (error) {
-          failed += 1;
-          const code = isTilehouseError(error) ? error.code : 'internal_error';
-          io.stdout.write(`FAIL job ${job.name}: ${code}: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
-        }
-      }
-    } finally {
-      await dispatcher.close();
-    }
-    return failed > 0 ? EXIT.tileFailed : EXIT.ok;
+    const checks = await checkAccess(workspace, { logger, signal: io.signal, seams, onJob: (check) => io.stdout.write(accessCheckLine(check)) });
+    return checks.some((check) => !check.ok) ? EXIT.tileFailed : EXIT.ok;
   },
 };

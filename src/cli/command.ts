@@ -1,8 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { DestinationStream } from 'pino';
 import { messageOf, TilehouseError } from '../errors.js';
-import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
-import type { RetrySettings } from '../pipeline/source-session.js';
+import type { RunSeams } from '../workspace/run-context.js';
 import { LOG_LEVELS } from '../log.js';
 
 /** Exit codes are part of the interface (README, k8s podFailurePolicy). */
@@ -33,10 +32,7 @@ export interface CliIo {
  * retries in milliseconds). Not the CLI's interface, and not part of its input and output: a
  * process started as `tilehouse` always runs with none.
  */
-export interface CliSeams {
-  sinkOptions?: SinkFactoryOptions;
-  retry?: RetrySettings;
-}
+export type CliSeams = RunSeams;
 
 export interface Command {
   name: string;

@@ -3,14 +3,14 @@ import path from 'node:path';
 import { planManifests, type ManifestPlan } from '../deploy/plan-manifests.js';
 import { staleFiles, writeManifests, type StaleFile } from '../deploy/write-manifests.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
-import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/backfill-windows.js';
+import { isCalendarDate, splitWindows, type WindowStep } from '../pipeline/windows/date-windows.js';
 import { indexedBackfillJob } from '../deploy/job-manifests.js';
 import { kustomizationImage } from '../deploy/plan-manifests.js';
 import { planPod } from '../deploy/pod-template.js';
 import { renderYamlDocuments } from '../deploy/render-yaml.js';
-import { jobForBackfill } from './backfill-command.js';
-import { backfillItemIndex } from '../pipeline/run-backfill.js';
-import { loadWorkspace, type Workspace } from './load-workspace.js';
+import { jobForBackfill } from '../pipeline/windows/windowed-job.js';
+import { backfillItemIndex } from '../pipeline/windows/run-windows.js';
+import { loadWorkspace, type Workspace } from '../workspace/load-workspace.js';
 import { countNoun } from '../count-noun.js';
 
 export const DEFAULT_K8S_OUT = 'k8s/cronjobs.yaml';

@@ -1,4 +1,4 @@
-import type { Shard } from '../pipeline/shard-windows.js';
+import type { Shard } from '../pipeline/windows/shard-windows.js';
 import { UsageError } from './command.js';
 
 /**
@@ -72,4 +72,9 @@ export function shardOf(command: string, values: { 'shard-index'?: string | unde
     return { index, count };
   }
   return undefined;
+}
+
+/** The --config/--jobs flags a printed command needs to act on the same workspace. */
+export function workspaceFlags(values: { config?: string; jobs?: string }): string[] {
+  return [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
 }

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
-import { formatTileProgress, type OnProgress, type TileProgressState } from '../pipeline/progress.js';
+import type { OnProgress } from '../pipeline/progress.js';
+import { formatTileProgress, type TileProgressState } from '../presentation/progress-text.js';
 import { UsageError, type CliIo } from './command.js';
 import { StatusScreen } from './status-screen.js';
 

@@ -1,13 +1,9 @@
-import { createSourceDispatcher } from '../pipeline/source-session.js';
-import { RunToken } from '../source/session-token.js';
-import { buildSinks } from '../sinks/build-sinks.js';
-import { formatJobPlan, planJob } from '../pipeline/plan-job.js';
+import { formatJobPlan } from '../presentation/job-plan.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
-import { incrementalPlanOf } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { planWorkspace } from '../workspace/plan-workspace.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 export const planCommand: Command = {
   name: 'plan',
@@ -44,37 +40,7 @@ be read or its targets disagree, 2 bad config or usage.
     const output = openOutput('plan', values, io, 'warn');
     const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
-    const { selected: jobs, credentials } = workspace;
-    const dispatcher = createSourceDispatcher();
-    // Like a run: one token for all the jobs (issuers may meter each token), unless tokenScope is 'job'.
-    const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
-    const plans = [];
-    try {
-      for (const selected of jobs) {
-        const job = selected.incremental === undefined ? selected : jobForIncremental(selected);
-        const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
-        // An incremental job's windows first: its sinks then plan the first window's target
-        // (`{date}` of that window), not a target named after today on this machine.
-        const incremental =
-          job.incremental === undefined ? undefined : await incrementalPlanOf(job, sinks, { workspace, output, io, seams, fixFlags: workspaceFlags(values), runToken });
-        const firstWindow = incremental?.windows[0];
-        const plan = await planJob(job, {
-          environment: workspace.environment,
-          credentials,
-          dispatcher,
-          logger,
-          sinks,
-          retry: seams.retry,
-          signal: io.signal,
-          runToken,
-          ...(firstWindow === undefined ? {} : { window: firstWindow }),
-        });
-        if (incremental !== undefined && plan.status === 'planned') plan.incremental = incremental;
-        plans.push(plan);
-      }
-    } finally {
-      await dispatcher.close();
-    }
+    const plans = await planWorkspace(workspace, workspace.selected, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
     const blocked = plans.some((plan) => plan.status === 'failed' || plan.incremental?.error !== undefined || plan.sinks.some((sink) => sink.action === 'refuse'));
     return blocked ? EXIT.tileFailed : EXIT.ok;

@@ -7,9 +7,10 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
 import { createSourceDispatcher } from '../pipeline/source-session.js';
 import { fileSystemFailureCode, fileSystemFailureHint } from '../sinks/file-system-failure.js';
-import { formatProbeReport, probeTile, recordingText } from '../pipeline/probe-tile.js';
+import { probeTile, recordingText } from '../pipeline/probe-tile.js';
+import { formatProbeReport } from '../presentation/probe-report.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { openOutput } from './output.js';
 
 export const DEFAULT_PROBE_PAGES = 3;

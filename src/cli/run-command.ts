@@ -1,21 +1,15 @@
-import { buildSinks } from '../sinks/build-sinks.js';
-import { formatRunSummary } from '../pipeline/format-summary.js';
-import { countOutcomes, runJobs } from '../pipeline/run-jobs.js';
-import type { Sink } from '../sinks/sink.js';
-import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
-import { runRecorderFor } from '../sinks/registry.js';
+import { formatRunSummary } from '../presentation/run-summary.js';
+import type { RunSummary } from '../pipeline/job-summary.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
-import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf } from './orchestration-flags.js';
-import { metricsPusherFor } from '../metrics/push-metrics.js';
+import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf, workspaceFlags } from './orchestration-flags.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { WorkspaceRunner } from '../workspace/workspace-runner.js';
+import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
-import { refuseConflictingTargets } from './workspace-checks.js';
-import { catchUpLines, runCatchUp, type CatchUpReport } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
+import { catchUpLines } from '../presentation/window-lines.js';
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
 export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
@@ -76,56 +70,19 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
-    const { credentials } = workspace;
-    const jobs = workspace.selected.map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
+    const jobs = workspace.selected.map(jobForRun);
     if (runId !== undefined && runId.length > 55 && jobs.some((job) => job.incremental !== undefined)) {
       throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
     }
-    // Found before a token is fetched: two jobs on one target. (An unwritable directory fails its
-    // own job at write time, with permission_denied, and the other jobs still run.)
-    await refuseConflictingTargets(workspace.environment, workspace.configFile, jobs);
-    const sinksByJob = new Map<string, Sink[]>();
-    for (const job of jobs) sinksByJob.set(job.name, await buildSinks(job, workspace.environment, seams.sinkOptions));
     const { logger } = output;
-    logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
+    const runner = await WorkspaceRunner.open(workspace, jobs, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values), oneShot: true });
     const onProgress = progressLines(output);
-    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await runRecorderFor(jobs, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
-    const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, jobs.find((job) => job.name === tile.job)?.schedule))].filter(
-      (reporter) => reporter !== undefined,
-    );
-    let summary: RunSummary;
-    try {
-      summary = await runJobs(
-        jobs.filter((job) => job.incremental === undefined),
-        {
-          environment: workspace.environment,
-          credentials,
-          logger,
-          buildSinks: (job) => sinksByJob.get(job.name)!,
-          retry: seams.retry,
-          signal: io.signal,
-          ...(runId === undefined ? {} : { runId }),
-          ...(onProgress === undefined ? {} : { onProgress }),
-          // After the publish: the ledger row first (what the targets hold), then the metrics.
-          ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
-        },
-      );
-    } finally {
-      output.screen?.close();
-    }
-    // Incremental jobs after the others, one after another: each catches up day by day through
-    // the backfill's runner (which appends its own ledger rows and pushes its own metrics).
-    const reports: CatchUpReport[] = [];
-    for (const job of jobs.filter((candidate) => candidate.incremental !== undefined)) {
-      if (io.signal?.aborted) break;
-      const context = { workspace, output: { ...output, screen: undefined }, io, seams, fixFlags: workspaceFlags(values), strict: values.strict === true };
-      const { tiles, report } = await runCatchUp(job, sinksByJob.get(job.name)!, summary.runId, context);
-      summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
-      reports.push(report);
-    }
-    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: Date.now() - Date.parse(summary.startedAt) };
-    logger.info({ summary }, 'run finished');
+    const { summary, reports } = await runner.runAll({
+      strict: values.strict === true,
+      ...(runId === undefined ? {} : { runId }),
+      ...(onProgress === undefined ? {} : { onProgress }),
+      onJobsRun: () => output.screen?.close(),
+    });
     const code = exitCodeOf(summary);
     io.stderr.write(formatRunSummary(summary));
     for (const report of reports) io.stderr.write(catchUpLines(report));

@@ -1,17 +1,12 @@
 import { once } from 'node:events';
-import { buildSinks } from '../sinks/build-sinks.js';
-import { runJobs } from '../pipeline/run-jobs.js';
-import { metricsPusherFor } from '../metrics/push-metrics.js';
 import { Scheduler } from '../schedule/scheduler.js';
-import type { JobRunSummary } from '../pipeline/job-summary.js';
-import { runRecorderFor } from '../sinks/registry.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { openOutput } from './output.js';
-import { loadRunnableWorkspace } from './load-workspace.js';
-import { jobForIncremental } from './backfill-command.js';
-import { catchUpLines, runCatchUp } from './catch-up.js';
-import { workspaceFlags } from './window-runs.js';
-import { newRunId } from '../pipeline/run-id.js';
+import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
+import { WorkspaceRunner } from '../workspace/workspace-runner.js';
+import { jobForRun } from '../pipeline/windows/windowed-job.js';
+import { catchUpLines } from '../presentation/window-lines.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
@@ -51,36 +46,15 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const output = openOutput('schedule', values, io, 'info');
     const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
-    const { credentials } = workspace;
-    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map((job) => (job.incremental === undefined ? job : jobForIncremental(job)));
+    const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map(jobForRun);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
-    const sinks = new Map(await Promise.all(scheduled.map(async (job) => [job.name, await buildSinks(job, workspace.environment, seams.sinkOptions)] as const)));
-
-    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
-    const ledger = await runRecorderFor(scheduled, workspace.environment, seams.sinkOptions ?? {}, logger, io.signal);
-    // As in `run`, after the publish: the ledger row first (what the targets hold), then the metrics.
-    const reportersOf = (job: (typeof scheduled)[number]) =>
-      [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, job.schedule))].filter((reporter) => reporter !== undefined);
+    const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
-      if (job.incremental !== undefined) {
-        // A tick of an incremental job catches up every day since the last one its targets hold,
-        // so a tick missed while the worker was down is made good by the next one.
-        const context = { workspace, output: { ...output, screen: undefined }, io: { ...io, signal }, seams, fixFlags: workspaceFlags(values) };
-        const { tiles, report } = await runCatchUp(job, sinks.get(job.name)!, newRunId(), context);
+      const { tile, report } = await runner.runTick(job, signal);
+      if (report !== undefined) {
         logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
-        return tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1);
       }
-      const reporters = reportersOf(job);
-      const summary = await runJobs([job], {
-        environment: workspace.environment,
-        credentials,
-        logger,
-        buildSinks: () => sinks.get(job.name)!,
-        retry: seams.retry,
-        signal,
-        ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
-      });
-      return summary.tiles[0];
+      return tile;
     }, logger);
     scheduler.start();
     if (!io.signal.aborted) await once(io.signal, 'abort');

@@ -2,8 +2,8 @@ import { ConfigError, formatProblem } from '../config/config-error.js';
 import { uncheckedCredentials } from '../config/secrets.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
-import { loadWorkspace } from './load-workspace.js';
-import { checkWorkspace } from './workspace-checks.js';
+import { loadWorkspace } from '../workspace/load-workspace.js';
+import { checkWorkspace } from '../workspace/workspace-checks.js';
 import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {

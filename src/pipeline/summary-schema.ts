@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PAGE_IDENTITIES } from '../source/export-endpoint/index.js';
 import { sinkTypes } from '../sinks/registry.js';
 import { COLUMN_TYPES } from '../value-types/column-types.js';
-import type { BackfillSummary } from './run-backfill.js';
+import type { BackfillSummary } from './windows/run-windows.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 
 /**

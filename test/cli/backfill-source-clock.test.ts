@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
-import { runBackfill } from '../../src/pipeline/run-backfill.js';
+import { runBackfill } from '../../src/pipeline/windows/run-windows.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
 import { DEFAULT_NOW, SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';

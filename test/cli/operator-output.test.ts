@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
-import { formatRunSummary } from '../../src/pipeline/format-summary.js';
+import { formatRunSummary } from '../../src/presentation/run-summary.js';
 import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';

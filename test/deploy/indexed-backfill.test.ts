@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { shardOf } from '../../src/cli/orchestration-flags.js';
-import { splitWindows } from '../../src/pipeline/backfill-windows.js';
-import { shareOf } from '../../src/pipeline/shard-windows.js';
+import { splitWindows } from '../../src/pipeline/windows/date-windows.js';
+import { shareOf } from '../../src/pipeline/windows/shard-windows.js';
 import { runCli } from '../support/cli-harness.js';
 
 type Manifest = Record<string, any>;

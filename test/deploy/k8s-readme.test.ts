@@ -10,9 +10,9 @@ import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { jobForBackfill } from '../../src/cli/backfill-command.js';
+import { jobForBackfill } from '../../src/pipeline/windows/windowed-job.js';
 import { loadJobs } from '../../src/config/load-config.js';
-import { backfillItemIndex } from '../../src/pipeline/run-backfill.js';
+import { backfillItemIndex } from '../../src/pipeline/windows/run-windows.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { k8sToolOrSkip, runTool, tilehouseIn } from './k8s-tools.js';
 

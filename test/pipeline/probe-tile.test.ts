@@ -5,7 +5,8 @@ import { environmentSchema } from '../../src/config/environment-schema.js';
 import { jobSchema } from '../../src/config/job-schema.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/log.js';
-import { formatProbeReport, probeTile } from '../../src/pipeline/probe-tile.js';
+import { probeTile } from '../../src/pipeline/probe-tile.js';
+import { formatProbeReport } from '../../src/presentation/probe-report.js';
 import { parseRecording, type Recording } from '../../src/source/recording.js';
 import { HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
 

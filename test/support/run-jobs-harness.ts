@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { loadRunnableWorkspace, type RunnableWorkspace } from '../../src/cli/load-workspace.js';
+import { loadRunnableWorkspace, type RunnableWorkspace } from '../../src/workspace/load-workspace.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
 import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { RunSummary } from '../../src/pipeline/job-summary.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatRunSummary } from '../../src/pipeline/format-summary.js';
+import { formatRunSummary } from '../../src/presentation/run-summary.js';
 import type { RunSummary, JobRunSummary } from '../../src/pipeline/job-summary.js';
 
 const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({

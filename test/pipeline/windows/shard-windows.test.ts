@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { shareOf } from '../../src/pipeline/shard-windows.js';
+import { shareOf } from '../../../src/pipeline/windows/shard-windows.js';
 
 describe('shareOf', () => {
   it('gives every window to exactly one worker, in order, for any window count and worker count', () => {

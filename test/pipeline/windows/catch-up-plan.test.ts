@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { catchUpPlan, IncrementalStateAmbiguousError } from '../../src/pipeline/backfill-windows.js';
+import { catchUpPlan, IncrementalStateAmbiguousError } from '../../../src/pipeline/windows/date-windows.js';
 
 const settings = { startFrom: '2026-07-01', lookbackDays: 0, maxWindows: 31 };
 const days = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => `2026-07-${String(from + index).padStart(2, '0')}`);

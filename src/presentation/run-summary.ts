@@ -1,5 +1,5 @@
 import { countNoun } from '../count-noun.js';
-import type { RunSummary, JobRunSummary } from './job-summary.js';
+import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 

@@ -1,5 +1,5 @@
-import { TilehouseError } from '../errors.js';
-import { daysFromCivil, formatCivilDate } from '../transform/index.js';
+import { TilehouseError } from '../../errors.js';
+import { daysFromCivil, formatCivilDate } from '../../transform/index.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 

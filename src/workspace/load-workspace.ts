@@ -1,5 +1,4 @@
 import { ConfigError } from '../config/config-error.js';
-import type { CliIo } from './command.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';
 import { resolveCredentials, type ClientCredentials } from '../config/secrets.js';
@@ -36,7 +35,8 @@ export async function loadRunnableWorkspace(
   values: { config?: string; jobs?: string },
   tiles: readonly string[],
   env: NodeJS.ProcessEnv,
-  io?: Pick<CliIo, 'setStopDeadline'>,
+  /** Told the environment's stopDeadlineMs as soon as it is read (the process's stop deadline). */
+  io?: { setStopDeadline?(ms: number): void },
 ): Promise<RunnableWorkspace> {
   const workspace = await loadWorkspace(values, env);
   io?.setStopDeadline?.(workspace.environment.stopDeadlineMs);

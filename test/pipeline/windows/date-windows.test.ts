@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rerunCommands } from '../../src/cli/backfill-command.js';
-import { splitWindows } from '../../src/pipeline/backfill-windows.js';
+import { splitWindows } from '../../../src/pipeline/windows/date-windows.js';
 
 describe('splitWindows', () => {
   it('splits into days, the last day excluded', () => {
@@ -27,19 +26,5 @@ describe('splitWindows', () => {
   it('refuses an empty or reversed range and impossible dates', () => {
     expect(() => splitWindows('2026-03-01', '2026-03-01', 'day')).toThrow(/must be after/);
     expect(() => splitWindows('2026-02-30', '2026-03-01', 'day')).toThrow(/not a calendar date/);
-  });
-});
-
-describe('rerunCommands', () => {
-  it('merges contiguous failed windows into one command each', () => {
-    const failed = [
-      { from: '2026-03-01', to: '2026-03-02' },
-      { from: '2026-03-02', to: '2026-03-03' },
-      { from: '2026-03-05', to: '2026-03-06' },
-    ];
-    expect(rerunCommands(failed, 'daily', 'day', ['--config', 'c.yaml'])).toEqual([
-      'tilehouse backfill --job daily --from 2026-03-01 --to 2026-03-03 --step day --config c.yaml',
-      'tilehouse backfill --job daily --from 2026-03-05 --to 2026-03-06 --step day --config c.yaml',
-    ]);
   });
 });

@@ -1,0 +1,39 @@
+import { countNoun } from '../count-noun.js';
+import type { JobPlan } from '../pipeline/plan-job.js';
+
+/** The plan as a person reads it. */
+export function formatJobPlan(plan: JobPlan): string {
+  const lines = [`${plan.job} (tile ${plan.tile})${plan.totalRows === undefined ? '' : `: ${countNoun(plan.totalRows, 'row')} now`}`];
+  if (plan.status === 'failed') {
+    lines.push(`  FAILED ${plan.error?.code}: ${plan.error?.message}`);
+    return `${lines.join('\n')}\n`;
+  }
+  const width = Math.max(...plan.columns.map((column) => column.name.length), 4);
+  lines.push('  columns:');
+  for (const column of plan.columns) lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
+  for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
+  for (const sink of plan.sinks) {
+    lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
+    for (const detail of sink.details) lines.push(`    ${detail}`);
+  }
+  const incremental = plan.incremental;
+  if (incremental !== undefined) {
+    if (incremental.error !== undefined) lines.push(`  incremental: FAILED ${incremental.error.code}: ${incremental.error.message}`);
+    else {
+      const local = incremental.clock?.basis === 'local';
+      lines.push(`  incremental (${local ? "this machine's today (source.clock: local)" : "source's today"} ${incremental.today}): next run exports ${incremental.reason}`);
+      const lookback = new Set(incremental.lookback.map((window) => window.from));
+      const open = new Set(incremental.open.map((window) => window.from));
+      const reopened = new Set(incremental.reopened.map((window) => window.from));
+      for (const window of incremental.windows) {
+        const notes = [
+          ...(lookback.has(window.from) ? ['lookback: published, exported again'] : []),
+          ...(reopened.has(window.from) ? ['published while open, exported again'] : []),
+          ...(open.has(window.from) ? ['open: the day has not ended, recorded as open and exported again by the run after'] : []),
+        ];
+        lines.push(`    ${window.from}${notes.length === 0 ? '' : `  (${notes.join('; ')})`}`);
+      }
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,64 @@
+import { isTilehouseError, messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
+import { buildSinks } from '../sinks/build-sinks.js';
+import { RunToken } from '../source/session-token.js';
+import type { RunnableWorkspace } from './load-workspace.js';
+import type { RunSeams } from './run-context.js';
+
+/**
+ * A connection test should answer within seconds: one retry per request (a blip is forgiven, a
+ * host that is down is reported at once) instead of a run's six attempts with backoff.
+ */
+export const CHECK_RETRY: RetrySettings = { maxAttempts: 2, baseDelayMs: 250, maxDelayMs: 2_000, budget: 4 };
+
+/** What `check` found of one job: its tile's size and each sink's note, or why it failed. */
+export type AccessCheck =
+  | { job: string; ok: true; rows: number; columns: number; notes: string[] }
+  | { job: string; ok: false; code: string; message: string };
+
+/**
+ * `check`: credentials and reachability, nothing else. A fresh token (one for all the jobs, like
+ * a run; one per job with source.tokenScope: job), each job's page 0, then each sink's target
+ * without writing. Each job's outcome is told as soon as it is known; a job that fails does not
+ * stop the others.
+ */
+export async function checkAccess(
+  workspace: RunnableWorkspace,
+  options: { logger: Logger; signal?: AbortSignal; seams: RunSeams; onJob: (check: AccessCheck) => void },
+): Promise<AccessCheck[]> {
+  const { logger, signal, seams } = options;
+  const dispatcher = createSourceDispatcher();
+  const runToken = workspace.environment.source.tokenScope === 'run' ? new RunToken() : undefined;
+  const checks: AccessCheck[] = [];
+  try {
+    for (const job of workspace.selected) {
+      const session = openSourceSession(job, {
+        environment: workspace.environment,
+        credentials: workspace.credentials,
+        dispatcher,
+        logger: logger.child({ job: job.name, tile: job.tile }),
+        retry: seams.retry ?? CHECK_RETRY,
+        ...(signal === undefined ? {} : { signal }),
+        runToken,
+      });
+      let check: AccessCheck;
+      try {
+        const page = await session.client.fetchPage(0);
+        const notes: string[] = [];
+        for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
+          const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(signal === undefined ? {} : { signal }) });
+          if (note !== undefined) notes.push(note);
+        }
+        check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes };
+      } catch (error) {
+        check = { job: job.name, ok: false, code: isTilehouseError(error) ? error.code : 'internal_error', message: messageOf(error) };
+      }
+      checks.push(check);
+      options.onJob(check);
+    }
+  } finally {
+    await dispatcher.close();
+  }
+  return checks;
+}

@@ -1,0 +1,36 @@
+import type { Logger } from '../log.js';
+import { backfillRunMetrics, metricsPusherFor } from '../metrics/push-metrics.js';
+import type { RetrySettings } from '../pipeline/source-session.js';
+import type { WindowMetrics, WindowRunContext } from '../pipeline/windows/window-batch.js';
+import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
+import type { RunnableWorkspace } from '../workspace/load-workspace.js';
+
+/** What tests and the bench put in place of production defaults (see the CLI's seams). */
+export interface RunSeams {
+  sinkOptions?: SinkFactoryOptions;
+  retry?: RetrySettings;
+}
+
+/** A run of windows pushes to the Pushgateway as one run of its job (backfillRunMetrics), when metrics are configured. */
+export function windowMetricsOf(workspace: Pick<RunnableWorkspace, 'environment'>, logger: Logger): WindowMetrics | undefined {
+  const pusher = metricsPusherFor(workspace.environment.metrics, logger);
+  if (pusher === undefined) return undefined;
+  return {
+    pushWindowRun: (job, tiles, totals, schedule, grouping) => pusher.pushTileRun(backfillRunMetrics(job, tiles, totals), schedule, grouping),
+  };
+}
+
+/** The workspace, the process's stop signal and the seams, as the windows family takes them. */
+export function windowRunContextOf(workspace: RunnableWorkspace, logger: Logger, signal: AbortSignal | undefined, seams: RunSeams): WindowRunContext {
+  const metrics = windowMetricsOf(workspace, logger);
+  return {
+    environment: workspace.environment,
+    credentials: workspace.credentials,
+    configFile: workspace.configFile,
+    logger,
+    signal,
+    retry: seams.retry,
+    sinkOptions: seams.sinkOptions,
+    ...(metrics === undefined ? {} : { metrics }),
+  };
+}

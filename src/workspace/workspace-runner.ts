@@ -1,0 +1,127 @@
+import type { LoadedJob } from '../config/load-config.js';
+import type { Logger } from '../log.js';
+import { metricsPusherFor } from '../metrics/push-metrics.js';
+import type { JobRunSummary, RunSummary } from '../pipeline/job-summary.js';
+import type { OnProgress } from '../pipeline/progress.js';
+import { newRunId } from '../pipeline/run-id.js';
+import { countOutcomes, runJobs } from '../pipeline/run-jobs.js';
+import { runCatchUp, type CatchUpReport } from '../pipeline/windows/catch-up.js';
+import { buildSinks } from '../sinks/build-sinks.js';
+import { runRecorderFor } from '../sinks/registry.js';
+import type { Sink } from '../sinks/sink.js';
+import type { RunnableWorkspace } from './load-workspace.js';
+import { windowRunContextOf, type RunSeams } from './run-context.js';
+import { refuseConflictingTargets } from './workspace-checks.js';
+
+export interface WorkspaceRunOptions {
+  logger: Logger;
+  /** The process's stop signal: the run ledger's, and every run's unless a scheduled tick gives its own. */
+  signal?: AbortSignal;
+  seams: RunSeams;
+  /** Flags a printed fix command repeats to act on the same workspace (--config, --jobs). */
+  fixFlags: readonly string[];
+  /**
+   * `run`: refuse two jobs on one target before a token is fetched, and log "run starting" once
+   * the sinks are built. (An unwritable directory fails its own job at write time, with
+   * permission_denied, and the other jobs still run.)
+   */
+  oneShot?: boolean;
+}
+
+/** After each tile's publish: the ledger row first (what the targets hold), then the metrics. */
+type TileReporter = (tile: JobRunSummary) => Promise<void>;
+
+/**
+ * What `run` and `schedule` share: a workspace's jobs with their sinks built once, the run ledger
+ * and the metrics pusher wired, and each job run as its kind wants: an ordinary job through
+ * runJobs, an incremental one caught up day by day (pipeline/windows/catch-up.ts), which appends
+ * its own ledger rows and pushes its own metrics.
+ */
+export class WorkspaceRunner {
+  private constructor(
+    private readonly workspace: RunnableWorkspace,
+    private readonly jobs: readonly LoadedJob[],
+    private readonly sinks: ReadonlyMap<string, Sink[]>,
+    private readonly reporters: readonly TileReporter[],
+    private readonly options: WorkspaceRunOptions,
+  ) {}
+
+  /** Builds every job's sinks (jobs already as a run takes them: jobForRun), then the ledger recorder and the metrics pusher. */
+  static async open(workspace: RunnableWorkspace, jobs: readonly LoadedJob[], options: WorkspaceRunOptions): Promise<WorkspaceRunner> {
+    if (options.oneShot === true) await refuseConflictingTargets(workspace.environment, workspace.configFile, jobs);
+    const sinks = new Map<string, Sink[]>();
+    for (const job of jobs) sinks.set(job.name, await buildSinks(job, workspace.environment, options.seams.sinkOptions));
+    const { logger } = options;
+    if (options.oneShot === true) logger.info({ jobs: jobs.map((job) => job.name), config: workspace.configFile }, 'run starting');
+    const metrics = metricsPusherFor(workspace.environment.metrics, logger);
+    const ledger = await runRecorderFor(jobs, workspace.environment, options.seams.sinkOptions ?? {}, logger, options.signal);
+    const schedule = (tile: JobRunSummary) => jobs.find((job) => job.name === tile.job)?.schedule;
+    const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, schedule(tile)))].filter(
+      (reporter) => reporter !== undefined,
+    );
+    return new WorkspaceRunner(workspace, jobs, sinks, reporters, options);
+  }
+
+  /**
+   * Every job once: the ordinary ones together (runJobs), then the incremental ones one after
+   * another, each caught up day by day; the summary counts them all.
+   */
+  async runAll(run: { runId?: string; strict: boolean; onProgress?: OnProgress; onJobsRun?: () => void }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
+    const { signal } = this.options;
+    let summary: RunSummary;
+    try {
+      summary = await this.runOrdinary(
+        this.jobs.filter((job) => job.incremental === undefined),
+        signal,
+        { ...(run.runId === undefined ? {} : { runId: run.runId }), ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }) },
+      );
+    } finally {
+      run.onJobsRun?.();
+    }
+    const reports: CatchUpReport[] = [];
+    for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
+      if (signal?.aborted) break;
+      const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict);
+      summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
+      reports.push(report);
+    }
+    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: Date.now() - Date.parse(summary.startedAt) };
+    this.options.logger.info({ summary }, 'run finished');
+    return { summary, reports };
+  }
+
+  /**
+   * One scheduled tick of one job, stopped by the tick's own signal. An incremental job's tick
+   * catches up every day since the last one its targets hold, so a tick missed while the worker
+   * was down is made good by the next one. `tile`: the one the scheduler reports (the first that
+   * did not succeed, else the last).
+   */
+  async runTick(job: LoadedJob, signal: AbortSignal): Promise<{ tile: JobRunSummary | undefined; report?: CatchUpReport }> {
+    if (job.incremental !== undefined) {
+      const { tiles, report } = await this.catchUp(job, newRunId(), signal, false);
+      return { tile: tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1), report };
+    }
+    const summary = await this.runOrdinary([job], signal, {});
+    return { tile: summary.tiles[0] };
+  }
+
+  private runOrdinary(jobs: readonly LoadedJob[], signal: AbortSignal | undefined, extra: { runId?: string; onProgress?: OnProgress }): Promise<RunSummary> {
+    const { workspace, reporters } = this;
+    return runJobs(jobs, {
+      environment: workspace.environment,
+      credentials: workspace.credentials,
+      logger: this.options.logger,
+      buildSinks: (job) => this.sinks.get(job.name)!,
+      retry: this.options.seams.retry,
+      signal,
+      ...extra,
+      ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
+    });
+  }
+
+  private catchUp(job: LoadedJob, runId: string, signal: AbortSignal | undefined, strict: boolean) {
+    const { logger, seams, fixFlags } = this.options;
+    const context = { ...windowRunContextOf(this.workspace, logger, signal, seams), fixFlags, ...(strict ? { strict } : {}) };
+    return runCatchUp(job, this.sinks.get(job.name)!, runId, context);
+  }
+}

@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { environmentSchema } from '../../../src/config/environment-schema.js';
+import { jobSchema } from '../../../src/config/job-schema.js';
+import type { LoadedJob } from '../../../src/config/load-config.js';
+import { splitWindows, type DateWindow } from '../../../src/pipeline/windows/date-windows.js';
+import { doneWindowsOf, ResumeUnsupportedError, targetStatesOf, windowsDoneEverywhere } from '../../../src/pipeline/windows/held-windows.js';
+import { buildSinks } from '../../../src/sinks/build-sinks.js';
+import { windowStateReaders, WindowStateUnreadableError, type WindowStateReader } from '../../../src/sinks/registry.js';
+import { silentLogger } from '../../support/fake-sinks.js';
+import { incidentDaysQuery } from '../../support/queries.js';
+import { makeTempDir } from '../../support/temp-dir.js';
+
+/** A target that holds `done` closed and `open` published while open, and records what it was asked. */
+function fakeReader(target: string, done: readonly string[], open: readonly string[] = []): WindowStateReader & { asked: DateWindow[][] } {
+  const asked: DateWindow[][] = [];
+  return {
+    target,
+    asked,
+    async heldWindows(windows) {
+      asked.push([...windows]);
+      const firsts = new Set(windows.map((window) => window.from));
+      return { done: new Set(done.filter((day) => firsts.has(day))), open: new Set(open.filter((day) => firsts.has(day))) };
+    },
+  };
+}
+
+const days = splitWindows('2026-07-01', '2026-07-06', 'day');
+
+describe('targetStatesOf', () => {
+  it('gives each target its closed, open and (by absence) missing days, in the readers\' order', async () => {
+    const csv = fakeReader('out/daily/{date}.csv', ['2026-07-01', '2026-07-02'], ['2026-07-03']);
+    const table = fakeReader('p.d.incidents', ['2026-07-01'], []);
+    const states = await targetStatesOf([csv, table], days);
+    expect(states.map(({ target, done, open }) => ({ target, done: [...done], open: [...(open ?? [])] }))).toEqual([
+      { target: 'out/daily/{date}.csv', done: ['2026-07-01', '2026-07-02'], open: ['2026-07-03'] },
+      { target: 'p.d.incidents', done: ['2026-07-01'], open: [] },
+    ]);
+    expect(csv.asked).toEqual([days]);
+  });
+
+  it('stops at the first target whose state cannot be read: nothing is planned on a guess', async () => {
+    const unreadable: WindowStateReader = {
+      target: 'p.d.incidents',
+      heldWindows: () => Promise.reject(new WindowStateUnreadableError('ledger unreachable')),
+    };
+    const after = fakeReader('out/{date}.csv', []);
+    await expect(targetStatesOf([unreadable, after], days)).rejects.toMatchObject({ code: 'incremental_state_unreadable' });
+    expect(after.asked).toEqual([]);
+  });
+
+  it('is empty for a job with no reader (no target keeps state)', async () => {
+    expect(await targetStatesOf([], days)).toEqual([]);
+  });
+});
+
+describe('windowsDoneEverywhere', () => {
+  it('keeps only the windows every target holds closed: open or missing anywhere runs again', async () => {
+    const done = await windowsDoneEverywhere(
+      [fakeReader('a', ['2026-07-01', '2026-07-02', '2026-07-04'], ['2026-07-03']), fakeReader('b', ['2026-07-01', '2026-07-03', '2026-07-04'], ['2026-07-02'])],
+      days,
+    );
+    expect([...done].sort()).toEqual(['2026-07-01', '2026-07-04']);
+  });
+
+  // Vacuously: a kind that keeps no state must refuse --resume (its descriptor's resumeRefusal), or it would skip every window.
+  it('counts every window done when no reader answers at all, and none when a target holds nothing', async () => {
+    expect([...(await windowsDoneEverywhere([], days))]).toEqual(days.map((window) => window.from));
+    expect([...(await windowsDoneEverywhere([fakeReader('a', ['2026-07-01']), fakeReader('b', [])], days))]).toEqual([]);
+  });
+
+  it('reads week windows by their first day', async () => {
+    const weeks = splitWindows('2026-07-01', '2026-07-15', 'week');
+    expect([...(await windowsDoneEverywhere([fakeReader('a', ['2026-07-08'])], weeks))]).toEqual(['2026-07-08']);
+  });
+});
+
+describe('doneWindowsOf (backfill --resume), per sink kind', () => {
+  const roots: string[] = [];
+  afterEach(async () => {
+    for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
+  });
+
+  const environment = (sinks: Record<string, unknown>) =>
+    environmentSchema.parse({ source: { baseUrl: 'http://127.0.0.1:1', authUrl: 'http://127.0.0.1:1', clientId: '${ID}', clientSecret: '${SECRET}' }, sinks });
+  const job = (sinks: unknown[]): LoadedJob => ({
+    ...jobSchema.parse({ name: 'daily', tile: 'tile-1', query: incidentDaysQuery, backfill: { item: 'day' }, sinks }),
+    file: 'jobs/daily.yaml',
+    timezone: 'UTC',
+  });
+
+  it('refuses a CSV sink without manifests with backfill_resume_unsupported, exit 2, naming the sink to change', async () => {
+    const error = await doneWindowsOf(job([{ type: 'csv', path: 'out/{date}.csv' }]), [], days, environment({ csv: { directory: 'out' } }), {}, silentLogger).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ResumeUnsupportedError);
+    expect(error).toMatchObject({
+      code: 'backfill_resume_unsupported',
+      exitCode: 2,
+      message: 'backfill: --resume tells a finished CSV window by its manifest: set manifest: true on sinks[0] of daily (then run once without --resume)',
+    });
+  });
+
+  it('refuses a BigQuery sink when the run ledger is off: there is nothing to read its windows from', async () => {
+    const error = await doneWindowsOf(job([{ type: 'bigquery', table: 'incidents', writeMode: 'partition' }]), [], days, environment({ bigquery: { projectId: 'p', dataset: 'd', runLedger: false } }), {}, silentLogger).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({ code: 'backfill_resume_unsupported', exitCode: 2, message: 'backfill: --resume reads the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off' });
+  });
+
+  it('reads a CSV target by its manifests: closed and matching is done; open, changed, unfinished or cut short runs again', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const out = path.join(root, 'out');
+    await mkdir(out, { recursive: true });
+    const file = (day: string) => path.join(out, `${day}.csv`);
+    const manifest = async (day: string, text: string, fields: object = {}) => {
+      await writeFile(file(day), text);
+      await writeFile(`${file(day)}.manifest.json`, JSON.stringify({ sha256: createHash('sha256').update(text).digest('hex'), window: { from: day, open: false }, ...fields }));
+    };
+    await manifest('2026-07-01', 'Day\n2026-07-01\n');
+    await manifest('2026-07-02', 'Day\n2026-07-02\n', { window: { from: '2026-07-02', open: true } });
+    await manifest('2026-07-03', 'Day\n2026-07-03\n');
+    await writeFile(file('2026-07-03'), 'Day\nchanged since\n');
+    await writeFile(file('2026-07-04'), 'Day\n2026-07-04\n');
+    await writeFile(file('2026-07-05'), 'Day\n2026-07-05\n');
+    await writeFile(`${file('2026-07-05')}.manifest.json`, '{"sha256":"');
+    const csvJob = job([{ type: 'csv', path: '{date}.csv', manifest: true }]);
+    const env = environment({ csv: { directory: out } });
+    const sinks = await buildSinks(csvJob, env);
+    expect([...(await doneWindowsOf(csvJob, sinks, days, env, {}, silentLogger))]).toEqual(['2026-07-01']);
+    const [state] = await targetStatesOf(await windowStateReaders(csvJob, sinks, env, {}, silentLogger), days);
+    expect({ done: [...state!.done], open: [...(state!.open ?? [])] }).toEqual({ done: ['2026-07-01'], open: ['2026-07-02'] });
+  });
+
+  it('refuses to guess when a manifest cannot be read (a directory in its place): incremental_state_unreadable', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const out = path.join(root, 'out');
+    await mkdir(path.join(out, '2026-07-02.csv.manifest.json'), { recursive: true });
+    const csvJob = job([{ type: 'csv', path: '{date}.csv', manifest: true }]);
+    const env = environment({ csv: { directory: out } });
+    const error = await doneWindowsOf(csvJob, await buildSinks(csvJob, env), days, env, {}, silentLogger).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(WindowStateUnreadableError);
+    expect((error as Error).message).toContain('{date}.csv');
+  });
+});
