@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
 import { COLUMN_TYPES, OVERRIDE_TYPES } from '../value-types/column-types.js';
+import { isCalendarDate } from '../value-types/civil-date.js';
 import { incrementalSinkIssues, sinkSchema, type SinkConfig } from './sink-schemas.js';
 
 /**
@@ -104,9 +105,7 @@ function checkColumnOverrides(job: { query: { items: Array<{ header: string; dat
 
 /** YYYY-MM-DD that is a real day (2026-02-30 is refused, not rolled over to March). */
 const calendarDateText = z.string().check((ctx) => {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(ctx.value);
-  const date = match === null ? undefined : new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
-  if (date === undefined || Number(match![1]) < 1 || date.toISOString().slice(0, 10) !== ctx.value) {
+  if (!isCalendarDate(ctx.value)) {
     ctx.issues.push({ code: 'custom', input: ctx.value, message: 'not a calendar date YYYY-MM-DD' });
   }
 });

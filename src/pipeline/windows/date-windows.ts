@@ -1,5 +1,5 @@
 import { TilehouseError } from '../../errors.js';
-import { daysFromCivil, formatCivilDate } from '../../transform/index.js';
+import { daysFromCivil, dayNumberOfCalendarDate, formatCivilDate } from '../../value-types/civil-date.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 
@@ -9,25 +9,12 @@ export interface DateWindow {
   to: string;
 }
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
+// Callers pass dates already checked (flags by the commands, startFrom by the job schema), so a
+// bad one here is a bug: a RangeError, not a user-facing error.
 function toDayNumber(date: string): number {
-  const match = DATE.exec(date);
-  if (!match) throw new RangeError(`not a date (YYYY-MM-DD): ${JSON.stringify(date)}`);
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const days = daysFromCivil(year, month, day);
-  // Round trip: 2023-02-30 would otherwise quietly become 2023-03-02.
-  if (year < 1 || formatCivilDate(days) !== date) throw new RangeError(`not a calendar date: ${JSON.stringify(date)}`);
+  const days = dayNumberOfCalendarDate(date);
+  if (days === undefined) throw new RangeError(`not a calendar date (YYYY-MM-DD): ${JSON.stringify(date)}`);
   return days;
-}
-
-export function isCalendarDate(date: string): boolean {
-  try {
-    toDayNumber(date);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
