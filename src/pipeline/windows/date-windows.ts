@@ -116,7 +116,8 @@ export function catchUpPlan(job: string, settings: CatchUpSettings, today: strin
     return day > afterToday ? afterToday : day;
   };
   const frontiers = targets.map((state) => ({ target: state.target, first: firstGap(state.done) }));
-  const earliest = frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
+  // No target at all holds nothing (never "every day published"): the first run starts at startFrom.
+  const earliest = frontiers.length === 0 ? firstGap(new Set()) : frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
   const latest = frontiers.reduce((max, state) => (state.first > max ? state.first : max), earliest);
   const tolerance = Math.max(1, settings.lookbackDays);
   if (frontiers.length > 0 && daysBetween(earliest, latest) > tolerance) {
