@@ -53,7 +53,7 @@ describe('the export endpoint seam', () => {
 
   it('is used: the pipeline asks it for pages and for window queries', () => {
     const users = srcFiles().filter(({ file, text }) => relativeImports(file, text).some(({ target }) => target === entry));
-    expect(users.map(({ file }) => path.relative(src, file))).toEqual(expect.arrayContaining([path.join('pipeline', 'source-session.ts'), path.join('pipeline', 'run-backfill.ts')]));
+    expect(users.map(({ file }) => path.relative(src, file))).toEqual(expect.arrayContaining([path.join('pipeline', 'source-session.ts'), path.join('pipeline', 'windows', 'run-windows.ts')]));
   });
 
   it('names the file and line of each import that passes the entry by, static, type-only or dynamic', () => {
