@@ -62,6 +62,23 @@ describe('writeFileAtomically', () => {
     expect(await readdir(directory)).toEqual(['job.yaml']);
   });
 
+  // As root every directory is writable; a process of another user (nobody) meets a directory it
+  // may read but not write, which is the same case.
+  it.runIf(isRoot)('fails for a user who may not write the directory, leaving the target unchanged and no temp file', async () => {
+    const target = path.join(directory, 'job.yaml');
+    await writeFile(target, 'old\n');
+    await chmod(directory, 0o755);
+    const script = `const { writeFileAtomically } = await import(${JSON.stringify(path.resolve('src/write-file-atomically.ts'))});
+try { await writeFileAtomically(${JSON.stringify(target)}, 'new'); console.log('wrote'); } catch (error) { console.log(error.code); }`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const [code] = await once(child, 'exit');
+    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'EACCES' });
+    expect(await readFile(target, 'utf8')).toBe('old\n');
+    expect(await readdir(directory)).toEqual(['job.yaml']);
+  }, 30_000);
+
   it('removes the temp file when the write throws half way (a full disk), and leaves the target unchanged', async () => {
     const target = path.join(directory, 'recording.json');
     await writeFile(target, 'old\n');
