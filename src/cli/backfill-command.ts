@@ -1,4 +1,5 @@
-import { isCalendarDate, type WindowStep } from '../pipeline/windows/date-windows.js';
+import type { WindowStep } from '../pipeline/windows/date-windows.js';
+import { isCalendarDate } from '../value-types/civil-date.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { backfillItemIndex, type BackfillSummary } from '../pipeline/windows/run-windows.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';

@@ -1,5 +1,6 @@
-import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomically } from '../write-file-atomically.js';
 import { parse } from 'yaml';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
@@ -81,14 +82,7 @@ async function writeJobFile(file: string, text: string, force: boolean): Promise
     }
     return;
   }
-  const temp = `${file}.${process.pid}.tmp`;
-  try {
-    await writeFile(temp, text);
-    await rename(temp, file);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
+  await writeFileAtomically(file, text);
 }
 
 function refuseOverwrite(file: string): ConfigError {

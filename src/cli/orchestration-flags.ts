@@ -1,5 +1,6 @@
 import type { Shard } from '../pipeline/windows/shard-windows.js';
 import { UsageError } from './command.js';
+import { isCalendarDate } from '../value-types/civil-date.js';
 
 /**
  * What an orchestrator passes in (Argo, Airflow's KubernetesPodOperator, Dagster Pipes, Cloud Run
@@ -23,12 +24,13 @@ export function runIdOf(command: string, flag: string | undefined, env: NodeJS.P
   return runId;
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 function instantOf(text: string): number {
-  if (!DATE.test(text) && !DATE_TIME.test(text)) return Number.NaN;
-  return Date.parse(DATE.test(text) ? `${text}T00:00:00Z` : text.replace(' ', 'T'));
+  if (isCalendarDate(text)) return Date.parse(`${text}T00:00:00Z`);
+  // Date.parse rolls 2026-02-30 over to March 2; the calendar rule refuses it.
+  if (!DATE_TIME.test(text) || !isCalendarDate(text.slice(0, 10))) return Number.NaN;
+  return Date.parse(text.replace(' ', 'T'));
 }
 
 /** --window-start / --window-end: both or neither, start before end, echoed as given. */

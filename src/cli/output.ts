@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { rename, rm, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomically } from '../write-file-atomically.js';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
 import type { OnProgress } from '../pipeline/progress.js';
 import { formatTileProgress, type TileProgressState } from '../presentation/progress-text.js';
@@ -145,12 +145,5 @@ export async function writeSummary(target: SummaryTarget, summary: object, io: C
     io.stdout.write(text);
     return;
   }
-  const temp = path.join(path.dirname(target.file), `.${path.basename(target.file)}.${randomBytes(4).toString('hex')}.tmp`);
-  try {
-    await writeFile(temp, text);
-    await rename(temp, target.file);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
+  await writeFileAtomically(target.file, text);
 }

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { writeFileAtomically } from '../write-file-atomically.js';
 // Not VERSION from ../cli.js: that module runs the CLI, and importing it from a command loaded by it is a cycle (the bundle hangs on it).
 import packageJson from '../../package.json' with { type: 'json' };
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
@@ -117,12 +117,9 @@ failed (the file still holds what was recorded, and the failure), 2 bad config o
       await dispatcher.close();
     }
     // Atomically: a reader (or a bug report) never sees half a recording.
-    const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
     try {
-      await writeFile(temp, recordingText(recording));
-      await rename(temp, file);
+      await writeFileAtomically(file, recordingText(recording));
     } catch (error) {
-      await rm(temp, { force: true });
       throw isTilehouseError(error) ? error : new RecordingWriteError(file, error);
     }
     io.stderr.write(formatProbeReport(recording, file));

@@ -1,9 +1,7 @@
 import { ConfigError, formatProblem } from '../config/config-error.js';
-import { uncheckedCredentials } from '../config/secrets.js';
-import { buildSinks } from '../sinks/build-sinks.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from '../workspace/load-workspace.js';
-import { checkWorkspace } from '../workspace/workspace-checks.js';
+import { validateWorkspace } from '../workspace/workspace-checks.js';
 import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {
@@ -46,10 +44,8 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
       return EXIT.ok;
     }
     const workspace = await loadWorkspace(values, io.env);
-    const unchecked = await uncheckedCredentials(workspace.environment.source, workspace.configFile, io.env);
-    for (const job of workspace.jobs) await buildSinks(job, workspace.environment, seams.sinkOptions);
-    const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
-    const { warnings } = findings;
+    const findings = await validateWorkspace(workspace, io.env, seams.sinkOptions);
+    const { warnings, unchecked } = findings;
     const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);

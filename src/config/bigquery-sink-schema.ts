@@ -93,8 +93,17 @@ const INCREMENTAL_WRITE_MODE_PROBLEM: Readonly<Record<string, string>> = {
     'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
 };
 
+/**
+ * Whether a BigQuery sink can take a windowed job's windows (backfill, incremental): one partition
+ * per window, or each window merged by key, so a window exported again replaces or updates what it
+ * wrote; `replace` would keep only the last window, `append` would add a re-run window twice.
+ */
+export function takesWindows(writeMode: BigQuerySinkConfig['writeMode']): boolean {
+  return writeMode === 'partition' || writeMode === 'merge';
+}
+
 /** What an incremental job requires of a BigQuery sink: a write mode that takes a day exported twice as once. */
 export function bigqueryIncrementalIssues(sink: BigQuerySinkConfig, index: number): SinkIssue[] {
-  if (sink.writeMode === 'partition' || sink.writeMode === 'merge') return [];
+  if (takesWindows(sink.writeMode)) return [];
   return [{ path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: INCREMENTAL_WRITE_MODE_PROBLEM[sink.writeMode] ?? 'an incremental job needs writeMode: partition or merge' }];
 }

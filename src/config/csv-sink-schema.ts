@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SinkIssue } from './sink-schemas.js';
+import { writesOneFilePerWindow } from './window-rules.js';
 
 /** A CSV sink in a job file (the CSV sink itself: src/sinks/csv/). */
 export const csvSinkSchema = z
@@ -36,7 +37,7 @@ export function defaultCsvPathTemplate(sink: { gzip?: boolean | undefined }, win
 /** What an incremental job requires of a CSV sink: one file per day, and a manifest to tell a finished day by. */
 export function csvIncrementalIssues(sink: CsvSinkConfig, index: number): SinkIssue[] {
   const issues: SinkIssue[] = [];
-  if (sink.path !== undefined && !sink.path.includes('{date}')) {
+  if (sink.path !== undefined && !writesOneFilePerWindow(sink.path)) {
     issues.push({ path: ['sinks', index, 'path'], input: sink.path, message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultCsvPathTemplate(sink, true)})` });
   }
   if (sink.manifest !== true) {

@@ -1,6 +1,8 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
 import { COLUMN_TYPES, OVERRIDE_TYPES } from '../value-types/column-types.js';
+import { isCalendarDate } from '../value-types/civil-date.js';
+import { windowItemProblems } from './window-rules.js';
 import { incrementalSinkIssues, sinkSchema, type SinkConfig } from './sink-schemas.js';
 
 /**
@@ -104,9 +106,7 @@ function checkColumnOverrides(job: { query: { items: Array<{ header: string; dat
 
 /** YYYY-MM-DD that is a real day (2026-02-30 is refused, not rolled over to March). */
 const calendarDateText = z.string().check((ctx) => {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(ctx.value);
-  const date = match === null ? undefined : new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
-  if (date === undefined || Number(match![1]) < 1 || date.toISOString().slice(0, 10) !== ctx.value) {
+  if (!isCalendarDate(ctx.value)) {
     ctx.issues.push({ code: 'custom', input: ctx.value, message: 'not a calendar date YYYY-MM-DD' });
   }
 });
@@ -136,17 +136,14 @@ function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
     }
   }
   const item = incremental.item ?? job.backfill?.item;
+  const bucket = incremental.bucketColumn ?? job.backfill?.bucketColumn;
   if (item === undefined) {
     ctx.addIssue({ code: 'custom', path: ['incremental'], input: incremental, message: 'name the datetime query item the day windows filter: incremental.item (or backfill.item)' });
-  } else {
-    const found = job.query.items.find((candidate) => candidate.ref === item) ?? job.query.items.find((candidate) => candidate.header === item);
-    const field = incremental.item === undefined ? ['backfill', 'item'] : ['incremental', 'item'];
-    if (found === undefined) ctx.addIssue({ code: 'custom', path: field, input: item, message: 'no query item has this ref or header' });
-    else if (found.dataType !== 'datetime') ctx.addIssue({ code: 'custom', path: field, input: item, message: `the item's dataType is ${found.dataType}; incremental day windows filter a datetime item with rw` });
   }
-  const bucket = incremental.bucketColumn ?? job.backfill?.bucketColumn;
-  if (bucket !== undefined && !job.query.items.some((candidate) => candidate.header === bucket && candidate.hidden !== true)) {
-    ctx.addIssue({ code: 'custom', path: [incremental.bucketColumn === undefined ? 'backfill' : 'incremental', 'bucketColumn'], input: bucket, message: 'no visible query item has this header' });
+  // Each problem at the section that named the setting (incremental:, else the backfill: it defaults to).
+  const problems = windowItemProblems(job.query.items, item ?? '', bucket, 'incremental').filter((problem) => item !== undefined || problem.key !== 'item');
+  for (const { key, value, message } of problems) {
+    ctx.addIssue({ code: 'custom', path: [incremental[key] === undefined ? 'backfill' : 'incremental', key], input: value, message });
   }
   for (const [index, sink] of job.sinks.entries()) {
     for (const issue of incrementalSinkIssues(sink, index)) ctx.addIssue({ code: 'custom', ...issue });

@@ -1,5 +1,6 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomically } from '../write-file-atomically.js';
 import type { ManifestPlan } from './plan-manifests.js';
 
 export interface StaleFile {
@@ -49,9 +50,7 @@ export async function writeManifests(plan: ManifestPlan): Promise<StaleFile[]> {
     }
     const text = plan.files.find((planned) => planned.file === file)!.text;
     await mkdir(path.dirname(file), { recursive: true });
-    const temp = `${file}.${process.pid}.tmp`;
-    await writeFile(temp, text);
-    await rename(temp, file);
+    await writeFileAtomically(file, text);
   }
   return stale;
 }

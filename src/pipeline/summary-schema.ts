@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PAGE_IDENTITIES } from '../source/export-endpoint/index.js';
 import { sinkTypes } from '../sinks/registry.js';
 import { COLUMN_TYPES } from '../value-types/column-types.js';
+import { isCalendarDate } from '../value-types/civil-date.js';
 import type { BackfillSummary } from './windows/run-windows.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 
@@ -15,7 +16,8 @@ import type { RunSummary, JobRunSummary } from './job-summary.js';
 export const SUMMARY_SCHEMA_VERSION = 1;
 
 const count = z.number().int().min(0);
-const calendarDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
+// The regex stays for the JSON Schema (`pattern`); the refinement is the real rule.
+const calendarDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/).refine(isCalendarDate, { message: 'not a calendar date YYYY-MM-DD' });
 
 const sinkResultSchema = z
   .object({

@@ -1,6 +1,6 @@
 import { lstat, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag, type OwnerState } from './temp-owner.js';
+import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag, type OwnerState } from '../temp-owner.js';
 
 export interface OwnedTempFileSweep {
   /**

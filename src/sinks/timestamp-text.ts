@@ -1,4 +1,4 @@
-import { formatCivilDate, MS_PER_DAY } from '../transform/values/civil-date.js';
+import { formatCivilDate, MS_PER_DAY } from '../value-types/civil-date.js';
 
 const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0'));
 /** "HH:MM:" for each minute of the day. */

@@ -1,4 +1,4 @@
-import { daysFromCivil, formatCivilDate, MAX_EPOCH_MS, MIN_EPOCH_MS, MS_PER_DAY } from './values/civil-date.js';
+import { daysFromCivil, formatCivilDate, MAX_EPOCH_MS, MIN_EPOCH_MS, MS_PER_DAY } from '../value-types/civil-date.js';
 import { zoneClock } from './values/zone-clock.js';
 
 /**

@@ -8,6 +8,9 @@ import { isTilehouseError } from '../errors.js';
 import type { Column } from '../transform/column.js';
 import { toColumns } from '../transform/columns.js';
 import { workspaceCheckers, type WorkspaceProblem } from '../sinks/registry.js';
+import { buildSinks, type SinkFactoryOptions } from '../sinks/build-sinks.js';
+import { uncheckedCredentials } from '../config/secrets.js';
+import type { Workspace } from './load-workspace.js';
 import { countNoun } from '../count-noun.js';
 
 /**
@@ -158,6 +161,23 @@ function unorderedQueryWarnings(job: LoadedJob): Located[] {
 }
 
 /** For commands that write: mistakes in the files refuse the run before anything is fetched. */
+/** What `validate` finds: the checks across files, and the secrets it could not check here. */
+export interface ValidationFindings extends WorkspaceFindings {
+  /** Secret references whose variable is not set or whose file is not readable here: never read, only reported. */
+  unchecked: ConfigProblem[];
+}
+
+/**
+ * Everything `validate` decides without the network, in its order: the secrets it cannot check
+ * here (no secret value is read), each job's sinks built (a sink that cannot be built is a
+ * configuration error, thrown as it comes), then the checks across files (`checkWorkspace`).
+ */
+export async function validateWorkspace(workspace: Workspace, env: NodeJS.ProcessEnv, sinkOptions?: SinkFactoryOptions): Promise<ValidationFindings> {
+  const unchecked = await uncheckedCredentials(workspace.environment.source, workspace.configFile, env);
+  for (const job of workspace.jobs) await buildSinks(job, workspace.environment, sinkOptions);
+  return { ...(await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs)), unchecked };
+}
+
 export async function refuseConflictingTargets(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
   const { errors } = await checkWorkspace(environment, configFile, jobs);
   if (errors.length > 0) throw new ConfigError(errors);

@@ -11,7 +11,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { OWNER_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
-import { parseOwnerTag } from '../../src/sinks/temp-owner.js';
+import { parseOwnerTag } from '../../src/temp-owner.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { spawnCli } from '../support/child-process.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';

@@ -2,7 +2,7 @@ import { mkdir, readdir, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { removeOwnedTempFiles, type OwnedTempFileSweep } from '../../src/sinks/owned-temp-files.js';
-import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../src/sinks/temp-owner.js';
+import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../src/temp-owner.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { DEAD_PID, startLiveProcess, tagOf, type LiveProcess } from '../support/temp-owners.js';
 import { rm } from 'node:fs/promises';

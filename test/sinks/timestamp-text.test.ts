@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isoTimestampFormatter } from '../../src/sinks/timestamp-text.js';
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from '../../src/transform/values/civil-date.js';
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from '../../src/value-types/civil-date.js';
 
 describe('isoTimestampFormatter', () => {
   it('writes what toISOString writes for every instant in 0001..9999 (property)', () => {

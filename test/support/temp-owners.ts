@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { currentOwner, formatOwnerTag, type TempOwner } from '../../src/sinks/temp-owner.js';
+import { currentOwner, formatOwnerTag, type TempOwner } from '../../src/temp-owner.js';
 import { stopProcess } from './child-process.js';
 
 /** A process's start time in clock ticks since boot, read independently of src/ (field 22 of /proc/<pid>/stat). */

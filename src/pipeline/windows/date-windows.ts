@@ -1,5 +1,5 @@
 import { TilehouseError } from '../../errors.js';
-import { daysFromCivil, formatCivilDate } from '../../transform/index.js';
+import { daysFromCivil, dayNumberOfCalendarDate, formatCivilDate } from '../../value-types/civil-date.js';
 
 export type WindowStep = 'day' | 'week' | 'month';
 
@@ -9,25 +9,12 @@ export interface DateWindow {
   to: string;
 }
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
+// Callers pass dates already checked (flags by the commands, startFrom by the job schema), so a
+// bad one here is a bug: a RangeError, not a user-facing error.
 function toDayNumber(date: string): number {
-  const match = DATE.exec(date);
-  if (!match) throw new RangeError(`not a date (YYYY-MM-DD): ${JSON.stringify(date)}`);
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const days = daysFromCivil(year, month, day);
-  // Round trip: 2023-02-30 would otherwise quietly become 2023-03-02.
-  if (year < 1 || formatCivilDate(days) !== date) throw new RangeError(`not a calendar date: ${JSON.stringify(date)}`);
+  const days = dayNumberOfCalendarDate(date);
+  if (days === undefined) throw new RangeError(`not a calendar date (YYYY-MM-DD): ${JSON.stringify(date)}`);
   return days;
-}
-
-export function isCalendarDate(date: string): boolean {
-  try {
-    toDayNumber(date);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -129,7 +116,8 @@ export function catchUpPlan(job: string, settings: CatchUpSettings, today: strin
     return day > afterToday ? afterToday : day;
   };
   const frontiers = targets.map((state) => ({ target: state.target, first: firstGap(state.done) }));
-  const earliest = frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
+  // No target at all holds nothing (never "every day published"): the first run starts at startFrom.
+  const earliest = frontiers.length === 0 ? firstGap(new Set()) : frontiers.reduce((min, state) => (state.first < min ? state.first : min), afterToday);
   const latest = frontiers.reduce((max, state) => (state.first > max ? state.first : max), earliest);
   const tolerance = Math.max(1, settings.lookbackDays);
   if (frontiers.length > 0 && daysBetween(earliest, latest) > tolerance) {

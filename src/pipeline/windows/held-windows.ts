@@ -3,7 +3,7 @@ import type { LoadedJob } from '../../config/load-config.js';
 import { TilehouseError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { SinkFactoryOptions } from '../../sinks/build-sinks.js';
-import { sinkKinds, windowStateReaders, type WindowStateReader } from '../../sinks/registry.js';
+import { sinkKinds, type WindowStateReader } from '../../sinks/registry.js';
 import type { Sink } from '../../sinks/sink.js';
 import type { DateWindow, TargetState } from './date-windows.js';
 
@@ -23,8 +23,14 @@ export async function targetStatesOf(readers: readonly WindowStateReader[], wind
   return states;
 }
 
-/** The first days of the windows every target holds done; a window any target holds only open, or not at all, is not done. */
+/**
+ * The first days of the windows every target holds done; a window any target holds only open, or
+ * not at all, is not done. No reader at all holds nothing: an intersection over zero targets
+ * would count every window done, and a `--resume` would skip the whole backfill (exit 0, nothing
+ * written).
+ */
 export async function windowsDoneEverywhere(readers: readonly WindowStateReader[], windows: readonly DateWindow[]): Promise<Set<string>> {
+  if (readers.length === 0) return new Set();
   let done = new Set(windows.map((window) => window.from));
   for (const reader of readers) {
     // An open window (published before its day ended) is not done: it runs again.
@@ -59,5 +65,19 @@ export async function doneWindowsOf(
     const refusal = kind.resumeRefusal(job, environment);
     if (refusal !== undefined) throw new ResumeUnsupportedError(refusal);
   }
-  return windowsDoneEverywhere(await windowStateReaders(job, sinks, environment, options, logger), windows);
+  const readers: WindowStateReader[] = [];
+  for (const kind of sinkKinds) {
+    const configured = job.sinks.filter((sink) => sink.type === kind.type).length;
+    if (configured === 0) continue;
+    const ofKind = await kind.windowStateReaders(job, sinks, environment, options, logger);
+    // A sink no reader answers for would drop out of the intersection, and the windows the
+    // others hold would be skipped for it too: refuse rather than guess.
+    if (ofKind.length < configured) throw new ResumeUnsupportedError(resumeUnreadable(job, kind.type, configured, ofKind.length));
+    readers.push(...ofKind);
+  }
+  return windowsDoneEverywhere(readers, windows);
+}
+
+function resumeUnreadable(job: LoadedJob, type: string, configured: number, read: number): string {
+  return `backfill: --resume cannot tell which windows the ${type} sinks of ${job.name} hold: ${read} of ${configured} give a window state to read; run without --resume`;
 }

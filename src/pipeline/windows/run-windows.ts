@@ -8,7 +8,8 @@ import type { Logger } from '../../log.js';
 import type { Sink } from '../../sinks/sink.js';
 import { calendarDateIn, parseDate, parseTimestamp } from '../../transform/index.js';
 import type { DateWindow } from './date-windows.js';
-import { findItemIndex, queryForWindow } from '../../source/export-endpoint/index.js';
+import { findItemIndex, windowItemProblems } from '../../config/window-rules.js';
+import { queryForWindow } from '../../source/export-endpoint/index.js';
 import { newRunId, windowRunId } from '../run-id.js';
 import { RunToken } from '../../source/session-token.js';
 import { runJob } from '../run-job.js';
@@ -99,18 +100,9 @@ export function backfillItemIndex(job: LoadedJob): number {
   if (job.backfill === undefined) {
     throw ConfigError.single({ file: job.file, field: 'backfill', message: 'this job has no backfill section: name the date item the windows filter (backfill.item)' });
   }
-  const index = findItemIndex(job.query, job.backfill.item);
-  if (index < 0) {
-    throw ConfigError.single({ file: job.file, field: 'backfill.item', value: JSON.stringify(job.backfill.item), message: 'no query item has this ref or header' });
-  }
-  if (job.query.items[index]!.dataType !== 'datetime') {
-    throw ConfigError.single({ file: job.file, field: 'backfill.item', value: JSON.stringify(job.backfill.item), message: `the item's dataType is ${job.query.items[index]!.dataType}; rw windows apply to datetime items` });
-  }
-  const bucket = job.backfill.bucketColumn;
-  if (bucket !== undefined && !job.query.items.some((item) => item.header === bucket && item.hidden !== true)) {
-    throw ConfigError.single({ file: job.file, field: 'backfill.bucketColumn', value: JSON.stringify(bucket), message: 'no visible query item has this header' });
-  }
-  return index;
+  const [problem] = windowItemProblems(job.query.items, job.backfill.item, job.backfill.bucketColumn, 'backfill');
+  if (problem !== undefined) throw ConfigError.single({ file: job.file, field: `backfill.${problem.key}`, value: JSON.stringify(problem.value), message: problem.message });
+  return findItemIndex(job.query, job.backfill.item);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { bigquerySinkSchema } from '../../config/bigquery-sink-schema.js';
+import { bigquerySinkSchema, takesWindows } from '../../config/bigquery-sink-schema.js';
 import { ConfigError } from '../../config/config-error.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { ConfigProblem } from '../../config/config-error.js';
@@ -37,11 +37,10 @@ export const bigquerySinkKind: SinkKind = {
   workspaceChecker: bigqueryWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, options, logger) => bigqueryWindowStateReaders(job, environment, options, logger),
 
-  // `replace` would keep only the last window and `append` would duplicate a re-run window; a
-  // merged window updates the rows it holds by primaryKey, so a re-run changes nothing.
+  // The write modes that take windows are config's rule (takesWindows), the one the incremental check asks too.
   forWindows(sink, index, job) {
     const problems: ConfigProblem[] = [];
-    if (sink.type === 'bigquery' && sink.writeMode !== 'partition' && sink.writeMode !== 'merge') {
+    if (sink.type === 'bigquery' && !takesWindows(sink.writeMode)) {
       problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window, or merges each window by key: use writeMode: partition or merge' });
     }
     return { sink, problems };

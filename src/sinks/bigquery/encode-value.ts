@@ -1,4 +1,5 @@
 import type { Column, TypedValue } from '../../transform/column.js';
+import { isCalendarDate } from '../../value-types/civil-date.js';
 import { INT64_MAX, INT64_MIN, MAX_EPOCH_MS, MIN_EPOCH_MS, NUMERIC_INTEGER_DIGITS, NUMERIC_SCALE } from '../../transform/warehouse-limits.js';
 import { BigQueryValueError } from './bigquery-errors.js';
 
@@ -35,7 +36,6 @@ export function encodeValue(value: TypedValue, column: Pick<Column, 'name' | 'ty
 }
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** Epoch milliseconds as BigQuery's canonical text form, e.g. 2024-03-01T12:00:00.000Z. */
 export function toRfc3339(epochMs: number, columnName: string): string {
@@ -83,15 +83,7 @@ function numeric(value: TypedValue, columnName: string): string {
 
 function date(value: TypedValue, columnName: string): string {
   const text = expect(value, 'string', columnName);
-  const match = ISO_DATE.exec(text);
-  const year = Number(match?.[1]);
-  const month = Number(match?.[2]);
-  const day = Number(match?.[3]);
-  const probe = new Date(Date.UTC(2000, month - 1, day));
-  probe.setUTCFullYear(year);
-  const valid =
-    match !== null && year >= 1 && probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day;
-  if (!valid) {
+  if (!isCalendarDate(text)) {
     throw new BigQueryValueError(columnName, JSON.stringify(text), 'is not a calendar date YYYY-MM-DD in 0001..9999');
   }
   return text;

@@ -7,7 +7,7 @@ import { finished } from 'node:stream/promises';
 import { TilehouseError } from '../../errors.js';
 import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
 import { removeOwnedTempFiles } from '../owned-temp-files.js';
-import { formatOwnerTag, OWNER_TAG_PATTERN } from '../temp-owner.js';
+import { formatOwnerTag, OWNER_TAG_PATTERN } from '../../temp-owner.js';
 
 // Lines are gathered into chunks of about this size before each write: far fewer write calls than
 // one per row, while never holding more than one page of encoded rows.

@@ -1,5 +1,6 @@
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Column, TypedValue } from '../../transform/column.js';
+import { isCalendarDate } from '../../value-types/civil-date.js';
 import { BigQueryLayoutError, BigQueryTableLayoutMismatchError } from './bigquery-errors.js';
 
 /** How the target table is partitioned and clustered, resolved against the tile's columns. */
@@ -194,7 +195,7 @@ const LAST_PARTITION_DAY = '2159-12-31';
 export function partitionIdOf(value: TypedValue, partition: NonNullable<TableLayout['partition']>): { id: string } | { invalid: string } {
   if (value === null) return { invalid: 'is null (it would go to the __NULL__ partition)' };
   const day = partition.columnType === 'DATE' ? String(value) : new Date(Number(value)).toISOString().slice(0, 10);
-  if (day < FIRST_PARTITION_DAY || day > LAST_PARTITION_DAY || !/^\d{4}-\d{2}-\d{2}$/.test(day)) {
+  if (day < FIRST_PARTITION_DAY || day > LAST_PARTITION_DAY || !isCalendarDate(day)) {
     return { invalid: `is outside ${FIRST_PARTITION_DAY}..${LAST_PARTITION_DAY} (it would go to the __UNPARTITIONED__ partition)` };
   }
   const compact = day.replaceAll('-', '');

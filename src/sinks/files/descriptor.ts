@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { z } from 'zod';
 import { looksLikeGcsUrl } from '../../config/gcs-url.js';
+import { writesOneFilePerWindow } from '../../config/window-rules.js';
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { SinkConfig } from '../../config/job-schema.js';
@@ -47,7 +48,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       const config = ours(sink);
       if (config === undefined) return { sink, problems };
       if (config.path === undefined) return { sink: { ...sink, path: format.defaultPathTemplate(config, true) } as SinkConfig, problems };
-      if (!config.path.includes('{date}')) {
+      if (!writesOneFilePerWindow(config.path)) {
         problems.push({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: 'a backfill writes one file per window: the path needs {date}' });
       }
       return { sink, problems };

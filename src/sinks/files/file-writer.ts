@@ -1,11 +1,12 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Transform, Writable } from 'node:stream';
 import { once } from 'node:events';
 import { finished, pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { Column } from '../../transform/column.js';
+import { syncDirectory } from '../../write-file-atomically.js';
 import type { SinkResult } from '../sink.js';
 import { FileWriteError } from './file-errors.js';
 import type { FileEncoder, FormatNames } from './file-format.js';
@@ -144,24 +145,15 @@ export class LocalFileWriter extends FileStreamWriter {
   }
 
   /**
-   * The rename is only durable once the directory entry is on disk. Some file systems (and
-   * Windows) cannot fsync a directory; there the rename is as durable as the platform allows.
+   * The rename is only durable once the directory entry is on disk (the house's one directory
+   * fsync, which passes over file systems that cannot fsync a directory).
    */
   private async syncDirectory(): Promise<void> {
     const directory = dirname(this.options.target);
-    let handle;
     try {
-      handle = await open(directory, 'r');
-      await handle.sync();
+      await syncDirectory(directory);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EINVAL' || code === 'ENOTSUP' || code === 'EPERM' || code === 'EISDIR' || code === 'EBADF') {
-        this.options.logger.debug({ directory, code }, `${this.format.name}: directory fsync not supported here`);
-        return;
-      }
       throw new FileWriteError(this.format, this.options.jobName, this.options.target, `syncing directory ${directory}`, error);
-    } finally {
-      await handle?.close();
     }
   }
 

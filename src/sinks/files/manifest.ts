@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Column } from '../../transform/column.js';
+import { PreparedFile } from '../../write-file-atomically.js';
 import { FileWriteError } from './file-errors.js';
 import type { FormatNames } from './file-format.js';
 
@@ -103,37 +103,33 @@ export class PreparedManifest {
   private constructor(
     private readonly inputs: ManifestInputs,
     readonly manifest: FileManifest,
+    private readonly file: PreparedFile,
   ) {}
 
   static async prepare(inputs: ManifestInputs): Promise<PreparedManifest> {
     const manifest = buildManifest(inputs, '');
-    let handle;
+    let file;
     try {
       manifest.sha256 = await sha256Of(inputs.dataPath);
-      handle = await open(inputs.tempPath, 'wx', 0o644);
-      await handle.writeFile(manifestText(manifest));
-      await handle.sync();
+      file = await PreparedFile.prepare(manifestPathOf(inputs.target), manifestText(manifest), { tempPath: inputs.tempPath, mode: 0o644 });
     } catch (error) {
-      await handle?.close().catch(() => undefined);
-      await rm(inputs.tempPath, { force: true }).catch(() => undefined);
       throw new FileWriteError(inputs.format, inputs.jobName, inputs.target, `writing the manifest ${inputs.tempPath}`, error);
     }
-    await handle.close();
-    return new PreparedManifest(inputs, manifest);
+    return new PreparedManifest(inputs, manifest, file);
   }
 
   /** Renames the manifest into place; call right after the data file's rename (see the module comment). */
   async publish(): Promise<string> {
-    const path = manifestPathOf(this.inputs.target);
     try {
-      await rename(this.inputs.tempPath, path);
+      // The data file's publish fsyncs this same directory right after; once is enough.
+      await this.file.publish({ syncDirectory: false });
     } catch (error) {
-      throw new FileWriteError(this.inputs.format, this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${path}`, error);
+      throw new FileWriteError(this.inputs.format, this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${this.file.target}`, error);
     }
-    return path;
+    return this.file.target;
   }
 
   discard(): Promise<void> {
-    return rm(this.inputs.tempPath, { force: true });
+    return this.file.discard();
   }
 }

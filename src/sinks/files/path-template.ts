@@ -2,6 +2,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { FilePathInvalidError } from './file-errors.js';
 import type { FormatNames } from './file-format.js';
 import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
+import { isCalendarDate } from '../../value-types/civil-date.js';
 
 /** The values a path template can use. */
 export interface FilePathValues {
@@ -16,7 +17,6 @@ export interface FilePathValues {
 
 const PLACEHOLDERS: ReadonlySet<string> = new Set(['name', 'tile', 'date', 'runId']);
 const PLACEHOLDER = /\{([^{}]*)\}/g;
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /**
  * A validated output path template such as `{name}.csv`, `/exports/{tile}/{date}.csv.gz` or
@@ -54,7 +54,7 @@ export class FilePathTemplate {
    * that no value can smuggle in a `..` or a separator.
    */
   resolve(values: FilePathValues, directory: string): string {
-    if (!DATE.test(values.date)) {
+    if (!isCalendarDate(values.date)) {
       throw new FilePathInvalidError(this.format, this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
     }
     const rendered = this.template.replace(PLACEHOLDER, (_, name: string) =>

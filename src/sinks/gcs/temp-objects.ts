@@ -1,7 +1,7 @@
 import type { Bucket, File, Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import { isAbandoned, ownerStateOfTag } from '../owned-temp-files.js';
-import { formatOwnerTag } from '../temp-owner.js';
+import { formatOwnerTag } from '../../temp-owner.js';
 import { tempFileOwnerTag } from '../files/temp-files.js';
 import { gcsFailure } from './gcs-errors.js';
 import { splitGcsUrl } from '../../config/gcs-url.js';

@@ -42,11 +42,9 @@ export function relativeWindowFor(span: WindowSpan, now: Date): RelativeWindow {
   return [String(Math.max(daysBackToStart, 1)), 'days', String(daysBackToEnd), 'days'];
 }
 
-/** Finds the query item a window filters: by `ref`, else by `header`; -1 when none. */
-export function findItemIndex(query: ExportQuery, name: string): number {
-  const byRef = query.items.findIndex((item) => item.ref === name);
-  return byRef >= 0 ? byRef : query.items.findIndex((item) => item.header === name);
-}
+// The lookup of the item a window filters (by `ref`, else by `header`) is config's, the same the
+// job schema checks with; the seam hands it on to its callers.
+export { findItemIndex } from '../../config/window-rules.js';
 
 /**
  * The query that asks the endpoint for one window: the item at `itemIndex` (its date item) gets

@@ -1,4 +1,4 @@
-import { daysFromCivil, daysInMonth, MS_PER_DAY } from './civil-date.js';
+import { daysFromCivil, isCivilDate, MS_PER_DAY } from '../../value-types/civil-date.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 
 /** An ISO 8601 date or date-time as written, before any time-zone interpretation. */
@@ -80,7 +80,7 @@ export function parseIsoDateTime(text: string): IsoDateTime | ValueFailure | und
   }
 
   if (year < 1) return FAILURES.timestampRange;
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return FAILURES.invalidCalendarDate;
+  if (!isCivilDate(year, month, day)) return FAILURES.invalidCalendarDate;
   if (hour > 23 || minute > 59 || second > 59) return FAILURES.invalidCalendarDate;
   const days = daysFromCivil(year, month, day);
   const wallMs = days * MS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + millisecond;

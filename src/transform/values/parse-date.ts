@@ -1,4 +1,4 @@
-import { formatCivilDate, MAX_DAY, MAX_EPOCH_MS, MIN_DAY, MIN_EPOCH_MS, MS_PER_DAY } from './civil-date.js';
+import { formatCivilDate, MAX_DAY, MAX_EPOCH_MS, MIN_DAY, MIN_EPOCH_MS, MS_PER_DAY } from '../../value-types/civil-date.js';
 import { readEpochMs } from './epoch-input.js';
 import { parseIsoDateTime } from './iso-date-time.js';
 import { FAILURES, isValueFailure, type ValueFailure } from './value-failure.js';

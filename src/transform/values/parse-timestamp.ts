@@ -1,4 +1,4 @@
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from './civil-date.js';
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from '../../value-types/civil-date.js';
 import { readEpochMs } from './epoch-input.js';
 import { parseIsoDateTime } from './iso-date-time.js';
 import { FAILURES, isValueFailure, type ValueFailure } from './value-failure.js';

@@ -1,4 +1,4 @@
-import { daysFromCivil, MS_PER_DAY } from './civil-date.js';
+import { daysFromCivil, MS_PER_DAY } from '../../value-types/civil-date.js';
 
 const MS_PER_HOUR = 3_600_000;
 // Beyond this many cached hours the cache starts over; a page of timestamps rarely spans more

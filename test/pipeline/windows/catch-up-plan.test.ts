@@ -15,6 +15,12 @@ describe('catchUpPlan', () => {
     expect(plan.reason).toBe('3 windows 2026-07-01..2026-07-04: first run: from incremental.startFrom 2026-07-01');
   });
 
+  it('plans from startFrom when no target is read at all (nothing held, never "every day published")', () => {
+    const plan = catchUpPlan('daily', settings, '2026-07-03', []);
+    expect(froms(plan)).toEqual(days(1, 3));
+    expect(plan).toMatchObject({ firstRun: true, firstUnpublished: '2026-07-01' });
+  });
+
   it('resumes after the last day held, and runs nothing when every day up to today is held', () => {
     expect(froms(catchUpPlan('daily', settings, '2026-07-05', [held('a', days(1, 1))]))).toEqual(days(2, 5));
     const done = catchUpPlan('daily', settings, '2026-07-05', [held('a', days(1, 5))]);

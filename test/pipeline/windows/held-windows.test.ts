@@ -65,9 +65,10 @@ describe('windowsDoneEverywhere', () => {
     expect([...done].sort()).toEqual(['2026-07-01', '2026-07-04']);
   });
 
-  // Vacuously: a kind that keeps no state must refuse --resume (its descriptor's resumeRefusal), or it would skip every window.
-  it('counts every window done when no reader answers at all, and none when a target holds nothing', async () => {
-    expect([...(await windowsDoneEverywhere([], days))]).toEqual(days.map((window) => window.from));
+  // Not vacuously: an intersection over zero targets would count every window done, and a
+  // --resume would then skip the whole backfill (exit 0, nothing written).
+  it('counts no window done when no reader answers at all, and none when a target holds nothing', async () => {
+    expect([...(await windowsDoneEverywhere([], days))]).toEqual([]);
     expect([...(await windowsDoneEverywhere([fakeReader('a', ['2026-07-01']), fakeReader('b', [])], days))]).toEqual([]);
   });
 
@@ -131,6 +132,38 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
     expect([...(await doneWindowsOf(csvJob, sinks, days, env, {}, silentLogger))]).toEqual(['2026-07-01']);
     const [state] = await targetStatesOf(await windowStateReaders(csvJob, sinks, env, {}, silentLogger), days);
     expect({ done: [...state!.done], open: [...(state!.open ?? [])] }).toEqual({ done: ['2026-07-01'], open: ['2026-07-02'] });
+  });
+
+  it('refuses --resume (backfill_resume_unsupported, exit 2) when a sink of the job gives no window state to read, instead of skipping every window', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const csvJob = job([{ type: 'csv', path: '{date}.csv', manifest: true }]);
+    const env = environment({ csv: { directory: root } });
+    // The job's CSV sink is configured, but no built sink stands for it: its kind gives no reader.
+    const error = await doneWindowsOf(csvJob, [], days, env, {}, silentLogger).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ResumeUnsupportedError);
+    expect(error).toMatchObject({
+      code: 'backfill_resume_unsupported',
+      exitCode: 2,
+      message: 'backfill: --resume cannot tell which windows the csv sinks of daily hold: 0 of 1 give a window state to read; run without --resume',
+    });
+  });
+
+  it('reads two CSV sinks of one job, each by its own reader: a window is done only where both hold it', async () => {
+    const root = await makeTempDir();
+    roots.push(root);
+    const manifest = async (file: string, day: string) => {
+      const text = `Day\n${day}\n`;
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(file, text);
+      await writeFile(`${file}.manifest.json`, JSON.stringify({ sha256: createHash('sha256').update(text).digest('hex'), window: { from: day, open: false } }));
+    };
+    await manifest(path.join(root, 'a', '2026-07-01.csv'), '2026-07-01');
+    await manifest(path.join(root, 'a', '2026-07-02.csv'), '2026-07-02');
+    await manifest(path.join(root, 'b', '2026-07-02.csv'), '2026-07-02');
+    const twoJob = job([{ type: 'csv', path: 'a/{date}.csv', manifest: true }, { type: 'csv', path: 'b/{date}.csv', manifest: true }]);
+    const env = environment({ csv: { directory: root } });
+    expect([...(await doneWindowsOf(twoJob, await buildSinks(twoJob, env), days, env, {}, silentLogger))]).toEqual(['2026-07-02']);
   });
 
   it('refuses to guess when a manifest cannot be read (a directory in its place): incremental_state_unreadable', async () => {

@@ -2,7 +2,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileWriteError, FileWriterClosedError } from '../../../src/sinks/files/file-errors.js';
-import { formatOwnerTag } from '../../../src/sinks/temp-owner.js';
+import { formatOwnerTag } from '../../../src/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
 

@@ -2,7 +2,7 @@ import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTempFileName, removeStaleTempFiles, tempFileOwnerTag, tempPathFor } from '../../../src/sinks/files/temp-files.js';
-import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../../src/sinks/temp-owner.js';
+import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../../src/temp-owner.js';
 import { listEntries, makeTempDirectory } from '../csv/csv-test-support.js';
 
 let directory: { path: string; remove: () => Promise<void> };

@@ -1,7 +1,7 @@
 import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { tempFileOwnerTag, tempPathFor } from '../../../src/sinks/files/temp-files.js';
-import { currentOwner, formatOwnerTag } from '../../../src/sinks/temp-owner.js';
+import { currentOwner, formatOwnerTag } from '../../../src/temp-owner.js';
 import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory } from '../csv/csv-test-support.js';
 
 // Kubernetes pod names (a CronJob's pods are `<job>-<schedule time>-<random>`) are the host names

@@ -1,6 +1,8 @@
 /**
  * Proleptic Gregorian calendar arithmetic on plain numbers (H. Hinnant's days_from_civil /
- * civil_from_days). `Date.UTC` cannot be used directly: it maps years 0–99 to 1900–1999, and the
+ * civil_from_days), and the one rule of what a calendar date is (`isCivilDate`,
+ * `isCalendarDate`): config, the source's window, transform, the sinks and the summary all ask
+ * it. It lies here, below config, because config is the lowest layer that needs it. `Date.UTC` cannot be used directly: it maps years 0–99 to 1900–1999, and the
  * supported range starts at year 1. Pure arithmetic also keeps the hot path allocation-free.
  */
 
@@ -48,4 +50,28 @@ export function formatCivilDate(days: number): string {
   const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
   const yearText = year >= 1000 ? `${year}` : `${year}`.padStart(4, '0');
   return `${yearText}-${month < 10 ? '0' : ''}${month}-${day < 10 ? '0' : ''}${day}`;
+}
+
+/**
+ * The one rule of a calendar date: a real day of 0001-01-01..9999-12-31 (BigQuery's DATE range,
+ * and what a 4-digit ISO year can write). 2026-02-30 is refused, never rolled over to March.
+ */
+export function isCivilDate(year: number, month: number, day: number): boolean {
+  return Number.isInteger(year) && Number.isInteger(month) && Number.isInteger(day) && year >= 1 && year <= 9999 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
+// Exactly `YYYY-MM-DD`: two-digit month and day ("2026-2-3" is not one), ASCII digits only.
+const CALENDAR_DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** The day number (days since 1970-01-01) of a `YYYY-MM-DD` text that `isCalendarDate` accepts, else undefined. */
+export function dayNumberOfCalendarDate(text: string): number | undefined {
+  const match = CALENDAR_DATE_TEXT.exec(text);
+  if (match === null) return undefined;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  return isCivilDate(year, month, day) ? daysFromCivil(year, month, day) : undefined;
+}
+
+/** Whether `text` is a calendar date written `YYYY-MM-DD` (see `isCivilDate`). */
+export function isCalendarDate(text: string): boolean {
+  return dayNumberOfCalendarDate(text) !== undefined;
 }

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { readFile, readlink } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { currentOwner, formatOwnerTag, ownerState, parseOwnerTag } from '../../src/sinks/temp-owner.js';
-import { DEAD_PID, procStartTicks, startLiveProcess, tagOf, type LiveProcess } from '../support/temp-owners.js';
+import { currentOwner, formatOwnerTag, ownerState, parseOwnerTag } from '../src/temp-owner.js';
+import { DEAD_PID, procStartTicks, startLiveProcess, tagOf, type LiveProcess } from './support/temp-owners.js';
 
 let live: LiveProcess;
 beforeAll(async () => {
