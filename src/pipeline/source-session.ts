@@ -1,10 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, DecoratorHandler, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import { ExportClient } from '../source/export-client.js';
+import { Agent, DecoratorHandler } from '../source/undici-parts.js';
 import { RetryBudget } from '../retry.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';

@@ -3,7 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { request } from './undici-parts.js';
 
 /**
  * Used when the configuration sets no overall deadline. Two minutes is far above any page the
