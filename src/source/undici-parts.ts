@@ -1,3 +1,4 @@
+/// <reference path="./undici-lib.d.ts" />
 /**
  * The parts of undici tilehouse uses, loaded from undici's own files rather than its index.
  *
