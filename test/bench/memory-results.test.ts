@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { caseFigures, formatMemory, judgeMemory, MEMORY_CASES, memoryReport, type CheckoutMemory } from '../../bench/memory-results.js';
+import { caseFigures, formatMemory, judgeMemory, MEMORY_CASES, memoryReport, pairedRatio, type CheckoutMemory } from '../../bench/memory-results.js';
 
 const node = { nodeOptions: '--max-semi-space-size=8', nodeArgs: ['--liftoff-only'] };
 const s = (peakRssMb: number, cpuMs = 100) => ({ peakRssMb, cpuMs });
@@ -44,13 +44,14 @@ describe('memoryReport and judgeMemory', () => {
     expect(versus['run 100k']!.peakRss).toBeCloseTo(0.48, 10);
     expect(versus['run 100k']!.cpuPerRow).toBeCloseTo(1.05, 10);
     expect(versus['run 1M']!.cpuPerRow).toBeCloseTo(1.06, 10);
+    expect(versus['run 1M']!.cpuPerRowPaired).toBeCloseTo(1.06, 10);
     expect(versus['run 5 rows']!.peakRss).toBeCloseTo(0.72, 10);
     expect(versus['bare node']!.cpuPerRow).toBeUndefined();
   });
 
   it('judges each ratio against issue 29\'s thresholds, at the threshold met, just above it not', () => {
     const targets = judgeMemory(memoryReport(1, [current, baseline]));
-    const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/, '').replace(', image flags', ''), t.met]));
+    const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
     expect(met).toEqual({
       'peak RSS / bare node, run 5 rows': true, // 1.8 exactly
       'peak RSS / bare node, run 100k': false, // 2.4
@@ -70,7 +71,7 @@ describe('memoryReport and judgeMemory', () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
-    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050']);
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
   });
 
   it('names issue 29\'s targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8', () => {
@@ -79,5 +80,20 @@ describe('memoryReport and judgeMemory', () => {
       [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, 2.3],
       [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, 2.8],
     ]);
+  });
+});
+
+describe('pairedRatio', () => {
+  it('is the median of each round\'s ratio, so a slow round slows both sides of its pair alike', () => {
+    // Round 2 ran on a loaded machine: both sides slow; ratios 1.02, 1.04, 1.00.
+    expect(pairedRatio([102, 208, 100], [100, 200, 100])).toBeCloseTo(1.02, 10);
+    // The ratio of medians would be misled by an unpaired outlier: 150/100 here.
+    expect(pairedRatio([100, 150, 300], [100, 100, 290])).toBeCloseTo(1.0344827586, 8);
+  });
+
+  it('skips rounds one side lacks or measured as NaN, and has no value without a pair', () => {
+    expect(pairedRatio([110, Number.NaN, 120], [100, 100])).toBeCloseTo(1.1, 10);
+    expect(pairedRatio([1, 2], [])).toBeUndefined();
+    expect(pairedRatio([1], [0])).toBeUndefined();
   });
 });
