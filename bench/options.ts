@@ -40,7 +40,7 @@ Measures, against the sandbox in its own process, side by side in one run:
   transport   a bare undici loop at the same concurrency, bodies parsed and discarded (a)
   sequential  one page at a time, parsed, rows written naively to a CSV file (b)
   csv         tilehouse (compiled CLI, a separate process) into CSV (c)
-  csv-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (src/deploy)
+  csv-deployed  the same, started as the image starts node (the Dockerfile's NODE_OPTIONS and flags)
   bigquery    tilehouse into the BigQuery emulator, when installed (d)
   gcs         (c) into a gs:// CSV directory on fake-gcs-server (loopback), when installed,
               at each concurrency (c) runs, interleaved with it
