@@ -68,8 +68,8 @@ export const RESOURCES = {
 
 export const RESOURCES_COMMENT = [
   ' memory: from the benchmark\'s peak RSS under the image\'s node flags (npm run bench -- --memory,',
-  ' Node 24.21): ~81 MB for a 5-row tile, ~146 MB at 100k rows, ~164 MB at 1M rows (50 ms pages,',
-  ' concurrency 8; 160-173 MB over 11 runs). The request (192Mi, 201 MB) is the 1M-row peak plus',
+  ' Node 24.21): ~81 MB for a 5-row tile, ~135 MB at 100k rows, ~165 MB at 1M rows (50 ms pages,',
+  ' concurrency 8; 160-173 MB over 20 runs). The request (192Mi, 201 MB) is the 1M-row peak plus',
   ' ~20%, what a cluster reserves for every run of every tile. The limit (320Mi) is about twice the',
   ' peak: what grows is pages in flight times page size (source.concurrency x itemsPerPage x row',
   ' width), and the bench\'s pages are 1000 rows of 11 columns; much wider or longer pages, or a',
