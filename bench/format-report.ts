@@ -1,10 +1,11 @@
+import { formatMemory } from './memory-results.js';
 import type { BenchReport, Figure, Group } from './results.js';
 
 const LABELS: Record<string, string> = {
   transport: '(a) transport limit',
   sequential: '(b) sequential client',
   csv: '(c) tilehouse → CSV',
-  'csv-deployed': "(c') → CSV, deployed NODE_OPTIONS",
+  'csv-deployed': "(c') → CSV, image's node flags",
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
 };
@@ -53,7 +54,7 @@ export function formatReport(report: BenchReport): string {
   );
   out.push(`tilehouse: ${settings.tilehouse}`);
   out.push(`(b): ${settings.sequentialClient}`);
-  out.push(`(c'): (c) with NODE_OPTIONS=${settings.deployedNodeOptions}, as the Kubernetes manifests run it`);
+  out.push(`(c'): (c) started as the image starts node (Dockerfile): ${[...settings.deployedNodeArgs, `NODE_OPTIONS=${settings.deployedNodeOptions}`].join(' ')}`);
   out.push(`query: ${settings.query}`);
   out.push(
     'Each scenario is its own process. start = spawn → its first token request; run = first token request → exit;\n' +
@@ -76,6 +77,7 @@ export function formatReport(report: BenchReport): string {
     const ratios = Object.entries(group.ratios).map(([name, value]) => `${name} ${fixed(value, 2)}`);
     if (ratios.length > 0) out.push(`ratios: ${ratios.join(', ')}`);
   }
+  if (report.memory) out.push(formatMemory(report.memory));
   out.push('\nTargets');
   out.push(
     table(

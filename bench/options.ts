@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'gcs', 'compressed', 'cold-start'] as const;
+export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'gcs', 'compressed', 'cold-start', 'memory'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -28,6 +28,10 @@ export interface BenchOptions {
   bandwidthMbps: number;
   /** Also write the JSON report to this file. */
   out: string | undefined;
+  /** Runs of each case of the memory part (medians kept). */
+  memoryRuns: number;
+  /** A second checkout (built) whose bundle the memory part measures too, as the baseline. */
+  memoryBaseline: string | undefined;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -36,13 +40,17 @@ Measures, against the sandbox in its own process, side by side in one run:
   transport   a bare undici loop at the same concurrency, bodies parsed and discarded (a)
   sequential  one page at a time, parsed, rows written naively to a CSV file (b)
   csv         tilehouse (compiled CLI, a separate process) into CSV (c)
-  csv-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (src/deploy)
+  csv-deployed  the same, started as the image starts node (the Dockerfile's NODE_OPTIONS and flags)
   bigquery    tilehouse into the BigQuery emulator, when installed (d)
   gcs         (c) into a gs:// CSV directory on fake-gcs-server (loopback), when installed,
               at each concurrency (c) runs, interleaved with it
   compressed  (c) at the target concurrency against a sandbox that gzips its answers (as real
               services do) and against one that does not, both behind a link of --bandwidth-mbps
   cold-start  process start -> first token request of the compiled CLI, vs bare node
+  memory      issue 29: peak RSS of bare \`node -e 0\`, --help, validate, runs of 5 rows, 100k
+              (0 ms, concurrency 4) and 1M (50 ms, concurrency 8) into CSV, each under the
+              Dockerfile's node flags, as multiples of bare node; CPU per row against
+              --memory-baseline (fixed sizes: --sizes and --latencies do not apply)
 
 Options:
   --json                    print one JSON object instead of tables (npm run -s bench -- --json
@@ -62,6 +70,10 @@ Options:
   --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/bundle/tilehouse.js)
   --sequential-max-pages N  stop the sequential client after N pages and extrapolate (default: all pages)
   --cpu-prof DIR            write a .cpuprofile of every tilehouse CSV run into DIR
+  --memory                  the memory part only (same as --scenarios memory), ~1-2 min
+  --memory-runs N           runs of each memory case, median kept (default 3; 1 with --quick)
+  --memory-baseline DIR     a second checkout, built (npm run build), measured alongside under
+                            its own Dockerfile's flags: RSS and CPU per row against it
 `;
 
 function list(text: string, name: string): number[] {
@@ -99,12 +111,16 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       'sequential-max-pages': { type: 'string', default: '0' },
       'cpu-prof': { type: 'string' },
       out: { type: 'string' },
+      memory: { type: 'boolean', default: false },
+      'memory-runs': { type: 'string' },
+      'memory-baseline': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) return 'help';
+  if (values.memory && values.scenarios !== undefined && values.scenarios !== 'memory') throw new Error('--memory runs the memory part only; it cannot be combined with --scenarios');
   const scenarios = new Set<ScenarioName>();
-  for (const name of (values.scenarios ?? SCENARIOS.join(',')).split(',').map((s) => s.trim())) {
+  for (const name of (values.memory ? 'memory' : (values.scenarios ?? SCENARIOS.join(','))).split(',').map((s) => s.trim())) {
     if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--scenarios: unknown scenario ${JSON.stringify(name)}; known: ${SCENARIOS.join(', ')}`);
     scenarios.add(name as ScenarioName);
   }
@@ -127,6 +143,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     compressedLatencies: list(values['compressed-latencies'], 'compressed-latencies'),
     bandwidthMbps: positive(values['bandwidth-mbps'], 'bandwidth-mbps'),
     out: values.out,
+    memoryRuns: positive(values['memory-runs'] ?? (values.quick ? '1' : '3'), 'memory-runs'),
+    memoryBaseline: values['memory-baseline'],
   };
 }
 

@@ -1,4 +1,5 @@
 import type { ColdStart } from './cold-start.js';
+import type { MemoryReport } from './memory-results.js';
 import type { ScenarioKind, ScenarioRun } from './scenario-runs.js';
 
 /** The median run of a scenario, with its throughput. */
@@ -42,13 +43,17 @@ export interface BenchReport {
     node: string;
     cpus: number;
     tilehouse: string;
-    /** NODE_OPTIONS of the Kubernetes manifests, used by the csv-deployed scenario. */
+    /** NODE_OPTIONS of the image (its Dockerfile; the manifests set the same), used by the csv-deployed scenario. */
     deployedNodeOptions: string;
+    /** node's own flags in the image's ENTRYPOINT, used by the csv-deployed scenario. */
+    deployedNodeArgs: string[];
     sequentialClient: string;
     query: string;
   };
   coldStart?: { cli: string; runs: number; cliMedianMs: number; baselineMedianMs: number; ratio: number; cliMs: number[]; baselineMs: number[] };
   groups: Group[];
+  /** Issue 29's memory part (bench/memory-footprint.ts), when it ran. */
+  memory?: MemoryReport;
   targets: Target[];
 }
 

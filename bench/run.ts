@@ -5,18 +5,20 @@
  */
 import { cpus } from 'node:os';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NODE_OPTIONS as DEPLOYED_NODE_OPTIONS } from '../src/deploy/deploy-settings.js';
 import { BENCH_QUERY } from './bench-query.js';
 import { measureColdStart } from './cold-start.js';
 import { formatReport } from './format-report.js';
+import { judgeMemory } from './memory-results.js';
+import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
 import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
+import { imageNodeOf, type ImageNode } from './support/image-node.js';
 import { repoRoot } from './support/repo-root.js';
 import { startSandboxProcess } from './support/sandbox-process.js';
 import { TokenProxy } from './support/token-proxy.js';
@@ -26,7 +28,7 @@ const progress = (message: string) => process.stderr.write(`bench: ${message}\n`
 // Sizes above this run each scenario once: a million-row run is long enough to average itself.
 const REPEATED_UP_TO = 100_000;
 
-async function runGroup(options: BenchOptions, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined): Promise<Group> {
+async function runGroup(options: BenchOptions, image: ImageNode, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined): Promise<Group> {
   const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
   try {
@@ -50,7 +52,7 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
     }
-    if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
+    if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, image)]);
     if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
     if (scenarios.has('bigquery') && emulator) plan.push([key('bigquery', concurrency), () => runTilehouseBigQuery(context, concurrency)]);
 
@@ -130,6 +132,9 @@ async function main(argv: string[]): Promise<void> {
     await mkdir(options.cpuProfDir, { recursive: true });
   }
 
+  // The image's node flags, from the Dockerfile (the one place they are written).
+  const dockerfile = join(repoRoot(), 'Dockerfile');
+  const image = imageNodeOf(await readFile(dockerfile, 'utf8'), dockerfile);
   const partial: Omit<BenchReport, 'targets'> = {
     settings: {
       itemsPerPage: options.itemsPerPage,
@@ -140,7 +145,8 @@ async function main(argv: string[]): Promise<void> {
       cpus: cpus().length,
       tilehouse:
         '(c) the shipped CLI bundle `node dist/bundle/tilehouse.js run` in its own process; (gcs) the same into gs:// on fake-gcs-server (loopback, -backend filesystem); (d) compiled main() with an emulator client in its own process',
-      deployedNodeOptions: DEPLOYED_NODE_OPTIONS,
+      deployedNodeOptions: image.nodeOptions ?? '',
+      deployedNodeArgs: image.nodeArgs,
       sequentialClient: 'undici, one page at a time, JSON.parse, rows written naively to a CSV file (epoch-ms datetimes, quote-when-needed)',
       query: `SANDBOX_TILE, one row per incident, ${BENCH_QUERY.items.length} columns (4 number, 2 datetime, 5 text; nullable postmortem fields, hard strings)`,
     },
@@ -155,13 +161,24 @@ async function main(argv: string[]): Promise<void> {
     partial.coldStart = { cli: options.coldStartCli, runs: options.coldStartRuns, cliMedianMs, baselineMedianMs, ratio: cliMedianMs / baselineMedianMs, ...cold };
   }
 
+  if (options.scenarios.has('memory')) {
+    const roots = [{ label: 'this', root: repoRoot() }, ...(options.memoryBaseline === undefined ? [] : [{ label: 'baseline', root: options.memoryBaseline }])];
+    for (const { root } of roots) {
+      if (!existsSync(join(root, 'dist/bundle/tilehouse.js'))) throw new Error(`${join(root, 'dist/bundle/tilehouse.js')} is missing: build that checkout first (npm run build)`);
+    }
+    partial.memory = await measureMemory({ runs: options.memoryRuns, itemsPerPage: options.itemsPerPage, roots, progress });
+  }
+
+  // Only the memory part asked for: no size × latency groups.
+  const groupScenarios = [...options.scenarios].filter((name) => name !== 'memory' && name !== 'cold-start');
+  if (groupScenarios.length === 0) options.sizes = [];
   const emulator = options.scenarios.has('bigquery') ? await startEmulatorIfInstalled() : undefined;
   const gcs = options.scenarios.has('gcs') ? await startFakeGcsIfInstalled() : undefined;
   if (options.scenarios.has('gcs') && gcs === undefined) progress('fake-gcs-server not installed (npm run setup:fake-gcs): scenario gcs skipped');
   if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
   try {
     for (const rows of options.sizes) {
-      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, rows, latencyMs, emulator, gcs));
+      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, image, rows, latencyMs, emulator, gcs));
       if (options.scenarios.has('compressed')) {
         for (const latencyMs of options.compressedLatencies) partial.groups.push(await runCompressedGroup(options, rows, latencyMs));
       }
@@ -171,7 +188,9 @@ async function main(argv: string[]): Promise<void> {
     await gcs?.stop();
   }
 
-  const report: BenchReport = { ...partial, targets: judge(partial) };
+  // A memory-only run judges only the memory targets: the others were not measured.
+  const measuredGroups = partial.groups.length > 0 || partial.coldStart !== undefined;
+  const report: BenchReport = { ...partial, targets: [...(measuredGroups ? judge(partial) : []), ...(partial.memory ? judgeMemory(partial.memory) : [])] };
   process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   if (options.out) await writeFile(options.out, `${JSON.stringify(report, null, 2)}\n`);
 }

@@ -6,6 +6,7 @@ import { BENCH_JOB_NAME } from './bench-query.js';
 import type { BaselineInput, BaselineResult } from './scenarios/scenario-input.js';
 import type { BigQueryInput } from './scenarios/tilehouse-bigquery.js';
 import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.js';
+import type { ImageNode } from './support/image-node.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
 import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
 import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
@@ -146,22 +147,22 @@ async function tileSummary(run: MeasuredRun, summaryFile: string, what: string, 
 }
 
 /**
- * (c) The compiled CLI, as it ships, in its own process; with `nodeOptions`, under that
- * NODE_OPTIONS (as the Kubernetes manifests run it).
+ * (c) The compiled CLI, as it ships, in its own process; with `image`, started as the image
+ * starts it (its NODE_OPTIONS and node flags, read from the Dockerfile).
  */
-export async function runTilehouseCsv(context: RunContext, concurrency: number, nodeOptions?: string): Promise<ScenarioRun> {
+export async function runTilehouseCsv(context: RunContext, concurrency: number, image?: ImageNode): Promise<ScenarioRun> {
   return withTempDir(async (root) => {
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'csv' } });
     const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
     const summaryFile = join(root, 'summary.json');
     const run = await runMeasured(
-      [...profile, 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
-      nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: nodeOptions },
+      [...profile, ...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+      image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
       context.tokens,
       context.sourcePid,
     );
     const { tile } = await tileSummary(run, summaryFile, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
-    return { scenario: nodeOptions === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+    return { scenario: image === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
   });
 }
 

@@ -23,9 +23,14 @@ if (file) {
 /** VmHWM in kilobytes, where /proc has it. */
 function ownPeakRssKb(): number | undefined {
   try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    return match === null ? undefined : Number(match[1]);
+    return vmHwmKb(readFileSync('/proc/self/status', 'utf8'));
   } catch {
     return undefined;
   }
+}
+
+/** The VmHWM line of a /proc/<pid>/status text, in kilobytes (the kernel always prints kB). */
+export function vmHwmKb(status: string): number | undefined {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(status);
+  return match === null ? undefined : Number(match[1]);
 }

@@ -62,28 +62,49 @@ export const BACKFILL_LIMITS = {
 export const EXIT_BAD_CONFIG = 2;
 
 export const RESOURCES = {
-  requests: { cpu: '100m', memory: '256Mi' },
-  limits: { memory: '384Mi' },
+  requests: { cpu: '100m', memory: '192Mi' },
+  limits: { memory: '320Mi' },
 } as const;
 
 export const RESOURCES_COMMENT = [
-  ' memory: request 256Mi / limit 384Mi come from the benchmark\'s peak RSS (npm run bench: ~185 MB',
-  ' at 1M rows) plus headroom; re-measure and update them when the benchmark changes. Rows stream',
-  ' page by page, so memory does not grow with the tile size.',
+  ' memory: from the benchmark\'s peak RSS under the image\'s node flags (npm run bench -- --memory,',
+  ' Node 24.21): ~81 MB for a 5-row tile, ~135 MB at 100k rows, ~165 MB at 1M rows (50 ms pages,',
+  ' concurrency 8; 160-173 MB over 20 runs). The request (192Mi, 201 MB) is the 1M-row peak plus',
+  ' ~20%, what a cluster reserves for every run of every tile. The limit (320Mi) is about twice the',
+  ' peak: what grows is pages in flight times page size (source.concurrency x itemsPerPage x row',
+  ' width), and the bench\'s pages are 1000 rows of 11 columns; much wider or longer pages, or a',
+  ' higher concurrency, need a higher limit. Rows stream page by page, so memory does not grow with',
+  ' the tile size. Re-measure and update these when the benchmark changes.',
   ' NODE_OPTIONS raises V8\'s heap ceiling above the pod\'s limit on purpose: Node sizes it from the',
   ' container\'s memory limit, and under ~2 GB V8 collects its old generation every few MB, which cost',
   ' ~30% more CPU per row in the benchmark (as did the earlier 160 MB cap). The heap holds what is',
-  ' live (~20 MB) plus garbage up to a few times that, well inside the limit.',
+  ' live (~20 MB) plus garbage up to a few times that, well inside the limit. It also caps V8\'s',
+  ' young generation (--max-semi-space-size=8): Node 24 lets it grow to 3 x 64 MB, which a run\'s',
+  ' garbage filled (~100 MB more peak RSS at 1M rows, no CPU saved).',
   ' cpu: a request (100m) for scheduling, and deliberately no limit: a CFS quota throttles the',
   ' single-threaded process in bursts (JSON parsing of a page) even on an idle node, which only',
   ' stretches request timeouts and token lifetimes; the request already guarantees its share.',
 ].join('\n');
 
 /**
- * V8's old-space ceiling: at 2048 MB V8 grows its heap by up to 4x the live size between full
- * collections (its large-heap mode) instead of ~1.3x. See RESOURCES_COMMENT.
+ * The image's NODE_OPTIONS (Dockerfile ENV; the manifests set it too, so a pod runs with it even
+ * where the image is replaced). test/deploy/dockerfile.test.ts holds the two equal, and
+ * `npm run bench` reads them from the Dockerfile.
+ * - V8's old-space ceiling: at 2048 MB V8 grows its heap by up to 4x the live size between full
+ *   collections (its large-heap mode) instead of ~1.3x. See RESOURCES_COMMENT.
+ * - The young generation: Node 24's V8 lets each semi-space grow to 64 MB (Node 20's: 16 MB), and
+ *   a run's short-lived garbage (page texts, parsed rows) fills them: at 1M rows that was ~100 MB of
+ *   peak RSS. 8 MB keeps a page's garbage young without the extra CPU of a smaller one (bench).
  */
-export const NODE_OPTIONS = '--max-old-space-size=2048';
+export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
+
+/**
+ * node's own flags before the script in the image's ENTRYPOINT: V8 flags that NODE_OPTIONS may not
+ * carry (Node allows only a few there). --liftoff-only: undici parses HTTP in WebAssembly, and V8
+ * optimizing that module with TurboFan at the first connection cost ~20 MB of peak RSS; its
+ * baseline (Liftoff) code showed no CPU difference per row in the bench.
+ */
+export const NODE_ARGS = ['--liftoff-only'] as const;
 
 /** Kubernetes adds 11 characters to a CronJob's name for its Jobs; names are DNS labels of 63. */
 export const MAX_CRONJOB_NAME = 52;

@@ -1,11 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, DecoratorHandler, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { audienceOf, type ClientCredentials } from '../config/secrets.js';
 import type { Logger } from '../log.js';
 import { pagesOfQuery, type QueryPages } from '../source/export-endpoint/index.js';
 import { RetryBudget, type RetryLimits } from '../retry.js';
+import { Agent, DecoratorHandler } from '../source/undici-parts.js';
 import type { RetryPolicy } from '../source/retry-policy.js';
 import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, tokenUrl, type TokenRequest } from '../source/token-client.js';

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-import { DecoratorHandler, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { DecoratorHandler } from './undici-parts.js';
 
 /**
  * One request and its answer as they crossed the dispatcher: what `tilehouse probe` records.

@@ -6,7 +6,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE_PATHS, RUN_AS_USER } from '../../src/deploy/deploy-settings.js';
+import { imageNodeOf } from '../../bench/support/image-node.js';
+import { IMAGE_PATHS, NODE_ARGS, NODE_OPTIONS, RUN_AS_USER } from '../../src/deploy/deploy-settings.js';
 
 interface Instruction {
   keyword: string;
@@ -123,9 +124,17 @@ describe('Dockerfile', () => {
     // The image skips the launcher (bin/tilehouse.js) and runs what it would choose in a package.
     const launcher = await readFile(pkg.bin.tilehouse!, 'utf8');
     expect(launcher).toContain("path.join(root, 'dist', 'bundle', 'tilehouse.js')");
-    expect(entrypoint).toEqual(['node', `${workdir}/dist/bundle/tilehouse.js`]);
+    expect(entrypoint).toEqual(['node', ...NODE_ARGS, `${workdir}/dist/bundle/tilehouse.js`]);
     expect(workdir).toBe(IMAGE_PATHS.workdir);
     expect(JSON.parse(all(runtime, 'CMD')[0]!)).toEqual(['run']);
+  });
+
+  it('starts node with the flags the manifests set (NODE_OPTIONS) and the bench reads from here', async () => {
+    // The manifests' env overrides the image's: a difference would make the pod run differently
+    // from the image the bench measured.
+    const image = imageNodeOf(await readFile('Dockerfile', 'utf8'));
+    expect(image.nodeOptions).toBe(NODE_OPTIONS);
+    expect(image.nodeArgs).toEqual([...NODE_ARGS]);
   });
 
   it('expects jobs and config where k8s/ mounts them, and temp files under TMPDIR', () => {

@@ -223,6 +223,8 @@ const COMMANDS: Record<string, Entry> = {
   'npm run bench -- --sizes 100000 --latencies 50 --scenarios csv,compressed --bandwidth-mbps 20': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 100000 --latencies 0 --scenarios csv --cpu-prof prof': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 1000000 --latencies 50 --scenarios csv,gcs': { kind: 'not runnable', reason: BENCH },
+  'npm run bench -- --memory': { kind: 'not runnable', reason: BENCH },
+  'npm run bench -- --memory --memory-baseline ../main-baseline': { kind: 'not runnable', reason: BENCH },
 };
 
 async function documents(): Promise<string[]> {

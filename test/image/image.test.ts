@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
-import { CONFIG_CONFIGMAP, IMAGE_PATHS, JOBS_CONFIGMAP, RUN_AS_USER, SECRET_KEYS } from '../../src/deploy/deploy-settings.js';
+import { CONFIG_CONFIGMAP, IMAGE_PATHS, JOBS_CONFIGMAP, NODE_ARGS, RUN_AS_USER, SECRET_KEYS } from '../../src/deploy/deploy-settings.js';
 import { planPod } from '../../src/deploy/pod-template.js';
 import { listFiles, runCli } from '../support/cli-harness.js';
 import { exitWithin } from '../support/child-process.js';
@@ -158,7 +158,7 @@ describeImage('the image, built with buildah and run as the pod template runs it
     expect(stdout.trim()).toBe(`v${from}`);
     expect(image.user).toBe(`${RUN_AS_USER}:${RUN_AS_USER}`);
     expect(image.workingDir).toBe(IMAGE_PATHS.workdir);
-    expect(image.entrypoint).toEqual(['node', `${IMAGE_PATHS.workdir}/dist/bundle/tilehouse.js`]);
+    expect(image.entrypoint).toEqual(['node', ...NODE_ARGS, `${IMAGE_PATHS.workdir}/dist/bundle/tilehouse.js`]);
     expect(image.cmd).toEqual(['run']);
   });
 

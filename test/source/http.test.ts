@@ -91,3 +91,48 @@ describe('excerpt', () => {
   });
 });
 
+
+describe('postJson body bytes', () => {
+  // 12 MB of JSON in 64 KB writes: undici hands it over in many chunks, which are concatenated.
+  const bigBody = JSON.stringify({ rows: Array.from({ length: 12 * 1024 }, (_, i) => `${String(i).padStart(8, '0')}${'é'.repeat(504)}`) });
+  let bodies: Server;
+  let bodiesUrl: string;
+  beforeAll(async () => {
+    bodies = createServer((req, res) => {
+      req.resume();
+      if (req.url === '/one-write') {
+        res.end('{"ok":"one chunk, not ours to free"}');
+        return;
+      }
+      const bytes = Buffer.from(bigBody);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(bytes.length) });
+      for (let at = 0; at < bytes.length; at += 65536) res.write(bytes.subarray(at, at + 65536));
+      res.end();
+    });
+    await new Promise<void>((resolve) => bodies.listen(0, '127.0.0.1', resolve));
+    bodiesUrl = `http://127.0.0.1:${(bodies.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    bodies.closeAllConnections();
+    await new Promise((resolve) => bodies.close(resolve));
+  });
+
+  it('gives a decoded body\'s bytes back at once, not at the next garbage collection, and keeps the text', async () => {
+    const answer = await postJson({ url: `${bodiesUrl}/big`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
+    const bodyMb = Buffer.byteLength(bigBody) / 2 ** 20;
+    const before = process.memoryUsage().arrayBuffers / 2 ** 20;
+    expect(answer.text).toBe(bigBody);
+    const after = process.memoryUsage().arrayBuffers / 2 ** 20;
+    // No collection ran in between (nothing allocated enough); only the release can explain it.
+    expect(before - after).toBeGreaterThan(bodyMb * 0.9);
+    // Read again: the same text, from the cache, not from the freed bytes.
+    expect(answer.text).toBe(bigBody);
+    expect(JSON.parse(answer.text).rows[12 * 1024 - 1]).toMatch(/^00012287é/);
+  });
+
+  it('leaves a body that arrived in one chunk (undici\'s buffer) as it is, and decodes it', async () => {
+    const answer = await postJson({ url: `${bodiesUrl}/one-write`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
+    expect(answer.text).toBe('{"ok":"one chunk, not ours to free"}');
+    expect(answer.text).toBe('{"ok":"one chunk, not ours to free"}');
+  });
+});

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ZoneClock } from '../../../src/transform/values/zone-clock.js';
 
 const HOUR = 3_600_000;
@@ -10,6 +10,29 @@ describe('ZoneClock', () => {
     const change = Date.parse('2024-03-31T01:00:00Z');
     expect(clock.offsetAt(change - 1)).toBe(HOUR);
     expect(clock.offsetAt(change)).toBe(2 * HOUR);
+  });
+
+  const RealDateTimeFormat = Intl.DateTimeFormat;
+  afterEach(() => {
+    Intl.DateTimeFormat = RealDateTimeFormat;
+  });
+
+  it('answers for UTC, every job\'s default zone, without creating an Intl formatter (ICU data costs ~8 MB RSS)', () => {
+    const created: string[] = [];
+    Intl.DateTimeFormat = class extends RealDateTimeFormat {
+      constructor(locales?: string | string[], options?: Intl.DateTimeFormatOptions) {
+        super(locales, options);
+        created.push(String(options?.timeZone));
+      }
+    } as typeof Intl.DateTimeFormat;
+    const clock = new ZoneClock('UTC');
+    expect(clock.offsetAt(Date.parse('2024-03-31T01:00:00Z'))).toBe(0);
+    expect(clock.toInstant(1_700_000_000_123)).toBe(1_700_000_000_123);
+    expect(created).toEqual([]);
+    // Any other zone still goes through Intl, which is also what rejects a zone that does not exist.
+    expect(new ZoneClock('Europe/Berlin').offsetAt(Date.parse('2024-07-01T00:00:00Z'))).toBe(2 * HOUR);
+    expect(created).toEqual(['Europe/Berlin']);
+    expect(() => new ZoneClock('Mars/Olympus_Mons')).toThrow(RangeError);
   });
 
   it('treats UTC aliases as a fixed zero offset', () => {

@@ -1,0 +1,104 @@
+/**
+ * Issue 29's memory part of the bench, the processes: bare `node -e 0`, `tilehouse --help`,
+ * `validate`, and runs of 5 rows, 100k and 1M rows into CSV, each in its own process, started as
+ * the checkout's image starts node (its Dockerfile's NODE_OPTIONS and node flags). With a baseline
+ * checkout (a second worktree, built), its bundle runs the same cases under its own image's
+ * flags, interleaved case by case, so a slow minute of a shared machine hits both alike.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MEMORY_CASES, memoryReport, type CheckoutMemory, type MemoryCase, type MemoryReport, type MemorySample } from './memory-results.js';
+import { writeBenchWorkspace } from './support/bench-workspace.js';
+import { imageNodeOf } from './support/image-node.js';
+import { runMeasured } from './support/measured-child.js';
+import { startSandboxProcess } from './support/sandbox-process.js';
+import type { SourceEndpoint } from './support/source-requests.js';
+import { TokenProxy } from './support/token-proxy.js';
+
+export interface MemoryOptions {
+  runs: number;
+  itemsPerPage: number;
+  /** Checkouts to measure, this one first; each needs dist/bundle/tilehouse.js and a Dockerfile. */
+  roots: Array<{ label: string; root: string }>;
+  progress: (message: string) => void;
+}
+
+interface Target {
+  endpoint: SourceEndpoint;
+  tokens: TokenProxy;
+  sourcePid: number;
+}
+
+async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, target: Target, itemsPerPage: number): Promise<MemorySample> {
+  const root = await mkdtemp(join(tmpdir(), 'tilehouse-bench-memory-'));
+  try {
+    const concurrency = memoryCase.run?.concurrency ?? 4;
+    const workspace = await writeBenchWorkspace(root, target.endpoint, { concurrency, itemsPerPage, sink: { type: 'csv' } });
+    const cli = join(checkout.root, 'dist/bundle/tilehouse.js');
+    const summaryFile = join(root, 'summary.json');
+    const args: Record<string, string[]> = {
+      'bare node': ['-e', '0'],
+      help: [...checkout.node.nodeArgs, cli, '--help'],
+      validate: [...checkout.node.nodeArgs, cli, 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+    };
+    const nodeArgs = args[memoryCase.name] ?? [...checkout.node.nodeArgs, cli, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile];
+    // Bare node is node as installed; every tilehouse process gets the image's NODE_OPTIONS.
+    const env = memoryCase.name === 'bare node' || checkout.node.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: checkout.node.nodeOptions };
+    const run = await runMeasured(nodeArgs, env, target.tokens, target.sourcePid);
+    const what = `${checkout.label}: ${memoryCase.name}`;
+    if (run.exitCode !== 0) throw new Error(`${what} failed (exit ${run.exitCode}):\n${run.stderr.slice(-2000)}`);
+    if (memoryCase.run !== undefined) {
+      const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles?: Array<{ rows: number }> };
+      const rows = summary.tiles?.[0]?.rows;
+      if (rows !== memoryCase.run.rows) throw new Error(`${what}: wrote ${String(rows)} rows, expected ${memoryCase.run.rows}`);
+    }
+    return { peakRssMb: run.peakRssMb, cpuMs: run.cpuMs };
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/** A source for one case: a sandbox of its rows and latency, or none (the address is never used). */
+async function targetFor(memoryCase: MemoryCase, itemsPerPage: number): Promise<Target & { stop(): Promise<void> }> {
+  if (memoryCase.run === undefined) {
+    const tokens = await TokenProxy.start('http://127.0.0.1:9');
+    const endpoint = { url: 'http://127.0.0.1:9', authUrl: tokens.url, tileId: 'unused', clientId: 'unused', clientSecret: 'unused' };
+    return { endpoint, tokens, sourcePid: process.pid, stop: () => tokens.close() };
+  }
+  const sandbox = await startSandboxProcess({ incidents: memoryCase.run.rows, latencyMs: memoryCase.run.latencyMs, itemsPerPage });
+  const tokens = await TokenProxy.start(sandbox.url);
+  const endpoint = { url: sandbox.url, authUrl: tokens.url, tileId: sandbox.tileId, clientId: sandbox.clientId, clientSecret: sandbox.clientSecret };
+  return {
+    endpoint,
+    tokens,
+    sourcePid: sandbox.pid,
+    stop: async () => {
+      await tokens.close();
+      await sandbox.stop();
+    },
+  };
+}
+
+export async function measureMemory(options: MemoryOptions): Promise<MemoryReport> {
+  const checkouts: CheckoutMemory[] = [];
+  for (const { label, root } of options.roots) {
+    const dockerfile = join(resolve(root), 'Dockerfile');
+    checkouts.push({ label, root: resolve(root), node: imageNodeOf(await readFile(dockerfile, 'utf8'), dockerfile), samples: {} });
+  }
+  for (const memoryCase of MEMORY_CASES) {
+    const target = await targetFor(memoryCase, options.itemsPerPage);
+    try {
+      for (let round = 1; round <= options.runs; round++) {
+        for (const checkout of checkouts) {
+          options.progress(`memory: ${memoryCase.name}, ${checkout.label} (run ${round}/${options.runs})`);
+          const sample = await measureOnce(checkout, memoryCase, target, options.itemsPerPage);
+          (checkout.samples[memoryCase.name] ??= []).push(sample);
+        }
+      }
+    } finally {
+      await target.stop();
+    }
+  }
+  return memoryReport(options.runs, checkouts);
+}

@@ -1,0 +1,179 @@
+/**
+ * Issue 29's memory part of the bench, the arithmetic: each case's peak RSS as a multiple of a
+ * bare `node -e 0` measured in the same run, CPU per row against a baseline checkout, and the
+ * targets judged on them. No processes here (bench/memory-footprint.ts runs them).
+ */
+import type { ImageNode } from './support/image-node.js';
+import { median, type Target } from './results.js';
+
+export type MemoryCaseName = 'bare node' | 'help' | 'validate' | 'run 5 rows' | 'run 100k' | 'run 1M';
+
+export interface MemoryCase {
+  name: MemoryCaseName;
+  /** A run's rows, page latency and concurrency; undefined for the cases that fetch nothing. */
+  run?: { rows: number; latencyMs: number; concurrency: number };
+  /** Peak RSS may be at most this multiple of bare node's (issue 29's targets). */
+  maxRatio?: number;
+}
+
+/** What issue 29 measures, in this order (bare node first: the other cases are its multiples). */
+export const MEMORY_CASES: readonly MemoryCase[] = [
+  { name: 'bare node' },
+  { name: 'help' },
+  { name: 'validate' },
+  { name: 'run 5 rows', run: { rows: 5, latencyMs: 0, concurrency: 4 }, maxRatio: 1.8 },
+  { name: 'run 100k', run: { rows: 100_000, latencyMs: 0, concurrency: 4 }, maxRatio: 2.3 },
+  { name: 'run 1M', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, maxRatio: 2.8 },
+];
+
+/** CPU per row may rise by at most this factor over the baseline checkout's. */
+export const MAX_CPU_PER_ROW_RATIO = 1.05;
+
+/** One process's figures. */
+export interface MemorySample {
+  peakRssMb: number;
+  cpuMs: number;
+}
+
+/** A checkout's runs of every case: samples in run order. */
+export interface CheckoutMemory {
+  label: string;
+  root: string;
+  node: ImageNode;
+  samples: Partial<Record<MemoryCaseName, MemorySample[]>>;
+}
+
+export interface MemoryCaseFigure {
+  name: MemoryCaseName;
+  rows?: number;
+  peakRssMb: number;
+  /** Median peak RSS over bare node's median, same checkout, same run. */
+  ratioToBare: number;
+  cpuMs: number;
+  cpuMsPer1kRows?: number;
+  peakRssRuns: number[];
+  cpuMsRuns: number[];
+}
+
+export interface MemoryReport {
+  runs: number;
+  checkouts: Array<{ label: string; root: string; node: ImageNode; cases: MemoryCaseFigure[] }>;
+  /**
+   * Against the baseline checkout (the second), when one was measured: this / baseline, as a
+   * ratio of medians, and CPU also as the median of each round's ratio (the two runs of a round
+   * ran back to back, so they saw the same machine; this is what the CPU target is judged on).
+   */
+  versusBaseline?: Array<{ name: MemoryCaseName; peakRss: number; cpuPerRow?: number; cpuPerRowPaired?: number }>;
+}
+
+/** The median of this / baseline over runs taken in the same round (index), NaN-free pairs only. */
+export function pairedRatio(these: readonly number[], baseline: readonly number[]): number | undefined {
+  const ratios = these.flatMap((value, index) => {
+    const other = baseline[index];
+    return other !== undefined && other > 0 && Number.isFinite(value / other) ? [value / other] : [];
+  });
+  return ratios.length === 0 ? undefined : median(ratios);
+}
+
+export function caseFigures(samples: CheckoutMemory['samples']): MemoryCaseFigure[] {
+  const bare = median((samples['bare node'] ?? []).map((sample) => sample.peakRssMb));
+  const figures: MemoryCaseFigure[] = [];
+  for (const memoryCase of MEMORY_CASES) {
+    const list = samples[memoryCase.name];
+    if (list === undefined || list.length === 0) continue;
+    const peakRssMb = median(list.map((sample) => sample.peakRssMb));
+    const cpuMs = median(list.map((sample) => sample.cpuMs));
+    const rows = memoryCase.run?.rows;
+    figures.push({
+      name: memoryCase.name,
+      ...(rows === undefined ? {} : { rows, cpuMsPer1kRows: (cpuMs * 1000) / rows }),
+      peakRssMb,
+      ratioToBare: peakRssMb / bare,
+      cpuMs,
+      peakRssRuns: list.map((sample) => sample.peakRssMb),
+      cpuMsRuns: list.map((sample) => sample.cpuMs),
+    });
+  }
+  return figures;
+}
+
+export function memoryReport(runs: number, measured: readonly CheckoutMemory[]): MemoryReport {
+  const checkouts = measured.map((checkout) => ({ label: checkout.label, root: checkout.root, node: checkout.node, cases: caseFigures(checkout.samples) }));
+  const [current, baseline] = checkouts;
+  if (current === undefined || baseline === undefined) return { runs, checkouts };
+  const versusBaseline = current.cases.flatMap((figure) => {
+    const before = baseline.cases.find((other) => other.name === figure.name);
+    if (before === undefined) return [];
+    if (figure.cpuMsPer1kRows === undefined || before.cpuMsPer1kRows === undefined) return [{ name: figure.name, peakRss: figure.peakRssMb / before.peakRssMb }];
+    // Same rows on both sides, so CPU per row compares as CPU.
+    const cpuPerRowPaired = pairedRatio(figure.cpuMsRuns, before.cpuMsRuns);
+    return [{ name: figure.name, peakRss: figure.peakRssMb / before.peakRssMb, cpuPerRow: figure.cpuMsPer1kRows / before.cpuMsPer1kRows, ...(cpuPerRowPaired === undefined ? {} : { cpuPerRowPaired }) }];
+  });
+  return { runs, checkouts, versusBaseline };
+}
+
+/** Issue 29's targets: peak RSS over bare node per case, and CPU per row against the baseline. */
+export function judgeMemory(report: MemoryReport): Target[] {
+  const current = report.checkouts[0];
+  const targets: Target[] = [];
+  for (const memoryCase of MEMORY_CASES) {
+    if (memoryCase.maxRatio === undefined || memoryCase.run === undefined) continue;
+    const figure = current?.cases.find((c) => c.name === memoryCase.name);
+    const { rows, latencyMs, concurrency } = memoryCase.run;
+    const target = `peak RSS / bare node, ${memoryCase.name} (${latencyMs} ms, concurrency ${concurrency}), image flags`;
+    targets.push(
+      figure === undefined || !Number.isFinite(figure.ratioToBare)
+        ? { target, value: null, threshold: `<= ${memoryCase.maxRatio}`, met: null, note: 'not measured in this run' }
+        : { target, value: figure.ratioToBare, threshold: `<= ${memoryCase.maxRatio}`, met: figure.ratioToBare <= memoryCase.maxRatio! },
+    );
+    if (rows < 100_000) continue;
+    const versus = report.versusBaseline?.find((v) => v.name === memoryCase.name)?.cpuPerRowPaired;
+    const cpuTarget = `CPU per row / baseline checkout's, ${memoryCase.name} (median of each round's ratio)`;
+    targets.push(
+      versus === undefined
+        ? { target: cpuTarget, value: null, threshold: `<= ${MAX_CPU_PER_ROW_RATIO}`, met: null, note: 'no --memory-baseline given' }
+        : { target: cpuTarget, value: versus, threshold: `<= ${MAX_CPU_PER_ROW_RATIO}`, met: versus <= MAX_CPU_PER_ROW_RATIO },
+    );
+  }
+  return targets;
+}
+
+const fixed = (value: number | undefined, digits: number) => (value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+
+function flagsOf(node: ImageNode): string {
+  return [...node.nodeArgs, node.nodeOptions === undefined ? 'no NODE_OPTIONS' : `NODE_OPTIONS=${node.nodeOptions}`].join(' ');
+}
+
+/** The memory section of the readable report. */
+export function formatMemory(report: MemoryReport): string {
+  const out: string[] = [`\nMemory (issue 29): peak RSS (VmHWM) of each process, median of ${report.runs}; × bare = over \`node -e 0\` in the same run`];
+  for (const checkout of report.checkouts) {
+    out.push(`${checkout.label} (${checkout.root}): node ${flagsOf(checkout.node)}`);
+  }
+  const [current, baseline] = report.checkouts;
+  const header = ['case', 'peak RSS MB', '× bare', 'target', 'CPU ms', 'CPU ms/1k rows', 'runs (MB)'];
+  if (baseline) header.push(`${baseline.label} MB`, `${baseline.label} × bare`, `${baseline.label} CPU ms/1k`, 'RSS / base', 'CPU/row / base', 'paired');
+  const rows = (current?.cases ?? []).map((figure) => {
+    const maxRatio = MEMORY_CASES.find((c) => c.name === figure.name)?.maxRatio;
+    const cells = [
+      figure.name,
+      fixed(figure.peakRssMb, 1),
+      fixed(figure.ratioToBare, 2),
+      maxRatio === undefined ? '' : `<= ${maxRatio}`,
+      fixed(figure.cpuMs, 0),
+      figure.rows !== undefined && figure.rows >= 1000 ? fixed(figure.cpuMsPer1kRows, 2) : '',
+      figure.peakRssRuns.map((mb) => mb.toFixed(0)).join(' '),
+    ];
+    if (baseline) {
+      const before = baseline.cases.find((c) => c.name === figure.name);
+      const versus = report.versusBaseline?.find((v) => v.name === figure.name);
+      const perRow = figure.rows !== undefined && figure.rows >= 1000;
+      cells.push(fixed(before?.peakRssMb, 1), fixed(before?.ratioToBare, 2), perRow ? fixed(before?.cpuMsPer1kRows, 2) : '', fixed(versus?.peakRss, 2), perRow ? fixed(versus?.cpuPerRow, 3) : '', perRow ? fixed(versus?.cpuPerRowPaired, 3) : '');
+    }
+    return cells;
+  });
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  out.push([line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n'));
+  return out.join('\n');
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { caseFigures, formatMemory, judgeMemory, MEMORY_CASES, memoryReport, pairedRatio, type CheckoutMemory } from '../../bench/memory-results.js';
+
+const node = { nodeOptions: '--max-semi-space-size=8', nodeArgs: ['--liftoff-only'] };
+const s = (peakRssMb: number, cpuMs = 100) => ({ peakRssMb, cpuMs });
+
+function checkout(label: string, samples: CheckoutMemory['samples']): CheckoutMemory {
+  return { label, root: `/work/${label}`, node, samples };
+}
+
+describe('caseFigures', () => {
+  it('divides each case\'s median peak RSS by bare node\'s median of the same run, and CPU by rows', () => {
+    const figures = caseFigures({
+      'bare node': [s(40), s(44), s(42)],
+      'run 5 rows': [s(90), s(70), s(80)],
+      'run 1M': [s(120, 4000), s(130, 6000), s(110, 5000)],
+    });
+    expect(figures.map((f) => f.name)).toEqual(['bare node', 'run 5 rows', 'run 1M']);
+    const five = figures.find((f) => f.name === 'run 5 rows')!;
+    expect(five.peakRssMb).toBe(80);
+    expect(five.ratioToBare).toBeCloseTo(80 / 42, 10);
+    expect(five.peakRssRuns).toEqual([90, 70, 80]);
+    const million = figures.find((f) => f.name === 'run 1M')!;
+    // Medians taken separately: the run with the median RSS need not be the one with the median CPU.
+    expect(million.peakRssMb).toBe(120);
+    expect(million.cpuMsPer1kRows).toBeCloseTo(5, 10);
+    expect(figures.find((f) => f.name === 'bare node')!.cpuMsPer1kRows).toBeUndefined();
+  });
+
+  it('takes the mean of the middle two for an even number of runs', () => {
+    const [, help] = caseFigures({ 'bare node': [s(40), s(50)], help: [s(60), s(70)] });
+    expect(help!.peakRssMb).toBe(65);
+    expect(help!.ratioToBare).toBeCloseTo(65 / 45, 10);
+  });
+});
+
+describe('memoryReport and judgeMemory', () => {
+  const current = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(72)], 'run 100k': [s(96, 1050)], 'run 1M': [s(120, 10_600)] });
+  const baseline = checkout('baseline', { 'bare node': [s(40)], 'run 5 rows': [s(100)], 'run 100k': [s(200, 1000)], 'run 1M': [s(280, 10_000)] });
+
+  it('compares this checkout with the baseline case by case: RSS and CPU per row', () => {
+    const report = memoryReport(1, [current, baseline]);
+    const versus = Object.fromEntries(report.versusBaseline!.map((v) => [v.name, v]));
+    expect(versus['run 100k']!.peakRss).toBeCloseTo(0.48, 10);
+    expect(versus['run 100k']!.cpuPerRow).toBeCloseTo(1.05, 10);
+    expect(versus['run 1M']!.cpuPerRow).toBeCloseTo(1.06, 10);
+    expect(versus['run 1M']!.cpuPerRowPaired).toBeCloseTo(1.06, 10);
+    expect(versus['run 5 rows']!.peakRss).toBeCloseTo(0.72, 10);
+    expect(versus['bare node']!.cpuPerRow).toBeUndefined();
+  });
+
+  it('judges each ratio against issue 29\'s thresholds, at the threshold met, just above it not', () => {
+    const targets = judgeMemory(memoryReport(1, [current, baseline]));
+    const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
+    expect(met).toEqual({
+      'peak RSS / bare node, run 5 rows': true, // 1.8 exactly
+      'peak RSS / bare node, run 100k': false, // 2.4
+      "CPU per row / baseline checkout's, run 100k": true, // 1.05 exactly
+      'peak RSS / bare node, run 1M': false, // 3.0
+      "CPU per row / baseline checkout's, run 1M": false, // 1.06
+    });
+  });
+
+  it('reports CPU targets as not measured without a baseline, and cases that did not run as not measured', () => {
+    const targets = judgeMemory(memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(60)] })]));
+    expect(targets.filter((t) => t.met === null).map((t) => t.note)).toEqual(['not measured in this run', 'no --memory-baseline given', 'not measured in this run', 'no --memory-baseline given']);
+    expect(targets.find((t) => t.target.includes('5 rows'))!.met).toBe(true);
+  });
+
+  it('prints every case with its ratio, target and the baseline\'s columns', () => {
+    const text = formatMemory(memoryReport(1, [current, baseline]));
+    expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
+    const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
+  });
+
+  it('names issue 29\'s targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8', () => {
+    expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined).map((c) => [c.run, c.maxRatio])).toEqual([
+      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.8],
+      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, 2.3],
+      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, 2.8],
+    ]);
+  });
+});
+
+describe('pairedRatio', () => {
+  it('is the median of each round\'s ratio, so a slow round slows both sides of its pair alike', () => {
+    // Round 2 ran on a loaded machine: both sides slow; ratios 1.02, 1.04, 1.00.
+    expect(pairedRatio([102, 208, 100], [100, 200, 100])).toBeCloseTo(1.02, 10);
+    // The ratio of medians would be misled by an unpaired outlier: 150/100 here.
+    expect(pairedRatio([100, 150, 300], [100, 100, 290])).toBeCloseTo(1.0344827586, 8);
+  });
+
+  it('skips rounds one side lacks or measured as NaN, and has no value without a pair', () => {
+    expect(pairedRatio([110, Number.NaN, 120], [100, 100])).toBeCloseTo(1.1, 10);
+    expect(pairedRatio([1, 2], [])).toBeUndefined();
+    expect(pairedRatio([1], [0])).toBeUndefined();
+  });
+});
