@@ -1,6 +1,6 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { exportPage, startScriptedSource, type ScriptedAnswer } from '../../support/scripted-source.js';
 import { duckdb, sqlString } from './encoder/duckdb-read-back.js';
 
@@ -116,4 +116,11 @@ export async function parquetRowCount(file: string): Promise<number> {
   const db = await duckdb();
   const reader = await db.runAndReadAll(`SELECT count(*) AS n FROM read_parquet(${sqlString(file)})`);
   return Number(reader.getRowObjectsJS()[0]!['n']);
+}
+
+/** Gives a workspace written by cli-harness's writeWorkspace a Parquet directory (default: its CSV directory). */
+export async function addParquetDirectory(ws: { configFile: string; outDir: string }, directory = ws.outDir): Promise<void> {
+  const config = parseYaml(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
+  config.sinks['parquet'] = { directory };
+  await writeFile(ws.configFile, stringify(config));
 }
