@@ -57,12 +57,12 @@ function encoderCompression(compression: ParquetSinkConfig['compression']): Parq
 /** The columns a stored Parquet file declares: its last 8 bytes, then its footer, two ranged reads (no more of it is read). */
 export async function readFooterColumns(file: StoredFile): Promise<ReturnType<typeof readParquetColumns>> {
   const size = await file.size();
-  if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', 'the existing file', `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
-  const footerLength = parquetFooterLength(await readAll(file.read({ start: size - 8, end: size - 1 })), 'the existing file');
+  if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
+  const footerLength = parquetFooterLength(await readAll(file.read({ start: size - 8, end: size - 1 })), file.location);
   if (footerLength + MIN_FILE_BYTES > size) {
-    throw new ParquetFileInvalidError('parquet_truncated', 'the existing file', `its footer is ${footerLength} bytes but the file is ${size}`);
+    throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
   }
-  return readParquetColumns(await readAll(file.read({ start: size - 8 - footerLength, end: size - 1 })), 'the existing file');
+  return readParquetColumns(await readAll(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location);
 }
 
 async function readAll(stream: Readable): Promise<Uint8Array> {
