@@ -7,6 +7,7 @@ const LABELS: Record<string, string> = {
   'csv-deployed': "(c') → CSV, deployed NODE_OPTIONS",
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
+  parquet: '(parquet) tilehouse → Parquet',
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');

@@ -14,7 +14,7 @@ import { measureColdStart } from './cold-start.js';
 import { formatReport } from './format-report.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
-import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTilehouseParquet, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { repoRoot } from './support/repo-root.js';
@@ -49,6 +49,8 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
       if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
+      // Likewise (issue 28): parquet/c is the same job into a Parquet file instead of CSV.
+      if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
     }
     if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
     if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
