@@ -3,7 +3,7 @@ import { defaultParquetPathTemplate, type ParquetSinkConfig } from '../../config
 import type { Column } from '../../transform/column.js';
 import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetCompression } from './encoder/parquet-encoder.js';
-import { ParquetFileInvalidError } from './encoder/parquet-errors.js';
+import { ParquetFileInvalidError, ParquetSchemaError } from './encoder/parquet-errors.js';
 
 /**
  * Parquet as a file format: one typed, OPTIONAL column per tile column (encoder/: types as
@@ -30,6 +30,8 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
   wrapper: () => undefined,
   gzipped: () => false,
   createEncoder(columns, config) {
+    // Parquet has no file without columns (CSV writes an empty header record): say why, before any byte.
+    if (columns.length === 0) throw new ParquetSchemaError('the tile has no visible columns, and a Parquet file needs at least one: make an item visible or use a CSV sink');
     const encoder = new ParquetEncoder(
       columns.map((column) => ({ name: column.name, type: column.type })),
       { compression: encoderCompression(config.compression), keyValueMetadata: { [HEADERS_KEY]: JSON.stringify(columns.map((column) => column.header)) } },

@@ -1,4 +1,4 @@
-import { readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listFiles, runCli } from '../../support/cli-harness.js';
@@ -131,6 +131,20 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
     expect(parquet.rows).toEqual((await readCsv(run.csv)).rows);
     expect(parquet.rows[1]![3]).toBe('31');
   }, 120_000);
+
+  it('refuses a tile without visible columns, saying why, and keeps the previous file', async () => {
+    const source = await startTableSource({ headers: [], dataTypes: [], pages: [[]] });
+    sources.push(source);
+    const hidden = { ...jobOf(TABLE, [{ type: 'parquet' }]), query: { items: [{ header: 'Id', formula: '[incident.f0]', dataType: 'number', hidden: true, filters: [] }], options: { pageNumber: 0, itemsPerPage: 50 } }, columns: {} };
+    const ws = await parquetWorkspace(root, source.url, [hidden]);
+    await mkdir(ws.outDir, { recursive: true });
+    await writeFile(path.join(ws.outDir, 'typed.parquet'), 'previous');
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: ENV });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('parquet_schema_invalid: the tile has no visible columns, and a Parquet file needs at least one');
+    expect(await readFile(path.join(ws.outDir, 'typed.parquet'), 'utf8')).toBe('previous');
+    expect(await listFiles(ws.outDir)).toEqual(['typed.parquet']);
+  });
 
   it('leaves no temp file beside the published ones', async () => {
     const run = await runBoth(TABLE);
