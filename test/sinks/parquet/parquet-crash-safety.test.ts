@@ -17,7 +17,7 @@ import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../../supp
 import { detailQuery } from '../../support/queries.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 import { ParquetEncoder } from '../../../src/sinks/parquet/encoder/parquet-encoder.js';
-import { parquetRowCount } from './parquet-test-support.js';
+import { parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
 
 const KILLS = 12;
 const INCIDENTS = 600;
@@ -183,4 +183,68 @@ describeWithFakeGcs('a run with a gs:// Parquet sink killed with SIGKILL', (gcs)
     expect((await target().download())[0].equals(reference)).toBe(true);
     expect(await objectNames()).toEqual(['lake/incident_detail.parquet']);
   }, 150_000);
+});
+
+describe('a run killed with SIGKILL while its Parquet row groups are being written', () => {
+  it('has streamed whole row groups into its temp file, never into the target, which DuckDB reads as the previous file', async () => {
+    // 20 pages of 4 rows of a 1 MiB string: a 32 MiB row group fills every 8 pages, so kills
+    // after page 9 find row groups already in the temp file (the rows are not held until the end).
+    const PAGE_COUNT = 20;
+    const big = (page: number, row: number) => `${page}.${row}:`.padEnd(1 << 20, String.fromCharCode(97 + ((page * 4 + row) % 26)));
+    const source = await startGeneratedSource({
+      headers: ['Page', 'Text'],
+      dataTypes: ['number', 'text'],
+      pageCount: PAGE_COUNT,
+      rowsPerPage: 4,
+      rowsOf: (page) => [0, 1, 2, 3].map((row) => [page, big(page, row)]),
+      delayMs: 40,
+    });
+    const dir = path.join(root, 'row-groups');
+    const outDir = path.join(dir, 'out');
+    const jobsDir = path.join(dir, 'jobs');
+    await mkdir(jobsDir, { recursive: true });
+    await mkdir(outDir, { recursive: true });
+    const configFile = path.join(dir, 'env.yaml');
+    const sourceConfig = { baseUrl: source.url, authUrl: source.url, clientId: '${TEST_CLIENT_ID}', clientSecret: '${TEST_CLIENT_SECRET}', requestTimeoutMs: 5000, concurrency: 1 };
+    await writeFile(configFile, stringify({ source: sourceConfig, sinks: { parquet: { directory: outDir } } }));
+    const items = [
+      { header: 'Page', formula: '[incident.number]', dataType: 'number', filters: [] },
+      { header: 'Text', formula: '[incident.description]', dataType: 'text', filters: [] },
+    ];
+    await writeFile(path.join(jobsDir, 'big.yaml'), stringify({ name: 'big', tile: 't-1', query: { items, options: { pageNumber: 0, itemsPerPage: 4 } }, sinks: [{ type: 'parquet' }] }));
+    const target = path.join(outDir, 'big.parquet');
+    const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'x9-test-client-secret' };
+    try {
+      const random = seeded(20261128);
+      let largestTemp = 0;
+      for (let kill = 0; kill < 4; kill += 1) {
+        await writeFile(target, PREVIOUS);
+        const before = source.pageRequests();
+        const child = spawnCli(['run', '--config', configFile, '--jobs', jobsDir], { env: { ...process.env, ...env }, stdio: 'ignore' });
+        let exitedAlready = false;
+        const exited = once(child, 'exit').then(() => (exitedAlready = true));
+        const moment = 10 + Math.floor(random() * (PAGE_COUNT - 11));
+        while (!exitedAlready && source.pageRequests() - before < moment) await sleep(2);
+        expect(exitedAlready, `kill ${kill}: the run ended before page ${moment}`).toBe(false);
+        child.kill('SIGKILL');
+        await exited;
+        expect((await readFile(target)).equals(PREVIOUS), `kill ${kill} after page ${moment} changed the target`).toBe(true);
+        await expectReadable(await readFile(target), 2, `kill ${kill}`);
+        for (const name of (await listFiles(outDir)).filter((file) => file !== 'big.parquet')) {
+          const bytes = await readFile(path.join(outDir, name));
+          largestTemp = Math.max(largestTemp, bytes.length);
+          expect(bytes.subarray(0, 4).toString(), `${name} starts as a Parquet file`).toBe('PAR1');
+        }
+      }
+      // At least one row group (several MiB) had reached the temp file before its run was killed.
+      expect(largestTemp).toBeGreaterThan(1 << 20);
+
+      const rerun = await runCli(['run', '--config', configFile, '--jobs', jobsDir], { env });
+      expect(rerun.exitCode, rerun.stderr).toBe(0);
+      expect(await listFiles(outDir)).toEqual(['big.parquet']);
+      expect(await parquetRowCount(target)).toBe(PAGE_COUNT * 4);
+    } finally {
+      await source.close();
+    }
+  }, 120_000);
 });

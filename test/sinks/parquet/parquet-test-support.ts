@@ -1,4 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { exportPage, startScriptedSource, type ScriptedAnswer } from '../../support/scripted-source.js';
@@ -123,4 +125,41 @@ export async function addParquetDirectory(ws: { configFile: string; outDir: stri
   const config = parseYaml(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
   config.sinks['parquet'] = { directory };
   await writeFile(ws.configFile, stringify(config));
+}
+
+/**
+ * A source of `pageCount` pages made by `rowsOf(page)` on request, each answered after `delayMs`
+ * (pages too big to hold all at once in the test), counting the page requests it received.
+ */
+export async function startGeneratedSource(table: { headers: string[]; dataTypes: string[]; pageCount: number; rowsPerPage: number; rowsOf: (page: number) => unknown[][]; delayMs: number }) {
+  let pageRequests = 0;
+  const totalRows = table.pageCount * table.rowsPerPage;
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    let raw = '';
+    request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+    request.on('end', () => {
+      if (request.url?.startsWith('/oauth/token')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ access_token: 'generated-token', token_type: 'Bearer', expires_in: 600 }));
+        return;
+      }
+      pageRequests += 1;
+      const page = (JSON.parse(raw) as { options: { pageNumber: number } }).options.pageNumber;
+      const body = exportPage(table.rowsOf(page), { hasPrev: page > 0, hasNext: page < table.pageCount - 1, totalRows }, { headers: table.headers, dataTypes: table.dataTypes });
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(body));
+      }, table.delayMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    pageRequests: () => pageRequests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
