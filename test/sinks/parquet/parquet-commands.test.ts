@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
+import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
+import { startGcsProxy } from '../../support/gcs-proxy.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 import { addParquetDirectory } from './parquet-test-support.js';
 
@@ -81,6 +83,37 @@ describe('tilehouse plan with a Parquet sink', () => {
     const result = await cli('plan', ws);
     expect(result.exitCode).toBe(1);
     expect(result.stdout + result.stderr).toContain(`parquet_not_parquet: ${path.join(ws.outDir, 'by_type.parquet')}: not a Parquet file tilehouse can read: it ends with ",3\\r\\n", not "PAR1"`);
+  });
+});
+
+describeWithFakeGcs('tilehouse plan with a gs:// Parquet sink', (gcs) => {
+  it('reads the column names of the existing object with two ranged downloads of its tail, and names the object it cannot read', async () => {
+    const bucket = await gcs.newBucket('plan-pq');
+    const downloads: Array<string | undefined> = [];
+    // Every media download the CLI makes, with its Range header: none may fetch the whole object.
+    const proxy = await startGcsProxy(gcs.origin, (incoming) => {
+      if (incoming.url!.includes('alt=media')) downloads.push(incoming.headers.range);
+      return false;
+    });
+    try {
+      const ws = await workspace('plan-gcs', [job], `gs://${bucket}/lake`);
+      const seams = { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } };
+      const run = (command: string) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams });
+      expect((await run('run')).exitCode).toBe(0);
+      downloads.length = 0;
+      const same = await run('plan');
+      expect(same.exitCode, same.stderr).toBe(0);
+      expect(same.stdout).toContain(`parquet gs://${bucket}/lake/by_type.parquet: unchanged`);
+      expect(downloads).toHaveLength(2);
+      for (const range of downloads) expect(range).toMatch(/^bytes=\d+-\d+$/);
+
+      await gcs.storage.bucket(bucket).file('lake/by_type.parquet').save('Type,Incidents\r\n', { resumable: false });
+      const refused = await run('plan');
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stdout + refused.stderr).toContain(`parquet_not_parquet: gs://${bucket}/lake/by_type.parquet: not a Parquet file tilehouse can read`);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
