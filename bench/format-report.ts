@@ -8,6 +8,7 @@ const LABELS: Record<string, string> = {
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
   parquet: '(parquet) tilehouse → Parquet',
+  'parquet-deployed': "(parquet') → Parquet, deployed NODE_OPTIONS",
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');

@@ -115,6 +115,7 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
     put(`rss parquet/c@${c}`, figures[key('parquet', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
     put(`cpu parquet/c@${c}`, cpuPerRow(key('parquet', c)), cpuPerRow(key('csv', c)));
   }
+  put(`rss parquet/c deployed@${concurrency}`, figures[key('parquet-deployed', concurrency)]?.peakRssMb, figures[key('csv-deployed', concurrency)]?.peakRssMb);
   return ratios;
 }
 

@@ -53,6 +53,7 @@ async function runGroup(options: BenchOptions, rows: number, latencyMs: number, 
       if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
     }
     if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
+    if (scenarios.has('parquet-deployed')) plan.push([key('parquet-deployed', concurrency), () => runTilehouseParquet(context, concurrency, DEPLOYED_NODE_OPTIONS)]);
     if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
     if (scenarios.has('bigquery') && emulator) plan.push([key('bigquery', concurrency), () => runTilehouseBigQuery(context, concurrency)]);
 

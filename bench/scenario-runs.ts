@@ -13,7 +13,7 @@ import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 'parquet';
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 'parquet' | 'parquet-deployed';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -168,21 +168,22 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
 /**
  * (parquet) (c) with a Parquet sink instead of the CSV sink: the same shipped bundle, job and
  * columns, into a local file; the file is checked to be Parquet (its trailing magic) after the run.
+ * With `nodeOptions`, under that NODE_OPTIONS (as the Kubernetes manifests run it).
  */
-export async function runTilehouseParquet(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+export async function runTilehouseParquet(context: RunContext, concurrency: number, nodeOptions?: string): Promise<ScenarioRun> {
   return withTempDir(async (root) => {
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'parquet' } });
     const summaryFile = join(root, 'summary.json');
     const run = await runMeasured(
       ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
-      workspace.env,
+      nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: nodeOptions },
       context.tokens,
       context.sourcePid,
     );
     const { tile } = await tileSummary(run, summaryFile, `tilehouse parquet (concurrency ${concurrency})`, context.incidents);
     const bytes = await readFile(join(workspace.outDir, `${BENCH_JOB_NAME}.parquet`));
     if (bytes.subarray(-4).toString('latin1') !== 'PAR1') throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
-    return { scenario: 'parquet', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+    return { scenario: nodeOptions === undefined ? 'parquet' : 'parquet-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
   });
 }
 
