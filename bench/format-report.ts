@@ -8,6 +8,8 @@ const LABELS: Record<string, string> = {
   'csv-deployed': "(c') → CSV, image's node flags",
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
+  parquet: '(parquet) tilehouse → Parquet',
+  'parquet-deployed': "(parquet') → Parquet, deployed NODE_OPTIONS",
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');

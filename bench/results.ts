@@ -114,6 +114,13 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
     put(`gcs/c@${c}`, rate(key('gcs', c)), rate(key('csv', c)));
     put(`rss gcs/c@${c}`, figures[key('gcs', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
   }
+  // Issue 28: the Parquet sink against the CSV sink, same job and run: throughput, peak RSS and CPU per row.
+  for (const c of new Set([concurrency, targetConcurrency])) {
+    put(`parquet/c@${c}`, rate(key('parquet', c)), rate(key('csv', c)));
+    put(`rss parquet/c@${c}`, figures[key('parquet', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
+    put(`cpu parquet/c@${c}`, cpuPerRow(key('parquet', c)), cpuPerRow(key('csv', c)));
+  }
+  put(`rss parquet/c deployed@${concurrency}`, figures[key('parquet-deployed', concurrency)]?.peakRssMb, figures[key('csv-deployed', concurrency)]?.peakRssMb);
   return ratios;
 }
 
@@ -176,6 +183,12 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
     const g = group(rows, 50);
     targets.push(check(`rows/s, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`gcs/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
     targets.push(check(`peak RSS, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss gcs/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
+  }
+  // Issue 28: the Parquet sink against the CSV sink of the same run, 1M rows at 50 ms.
+  for (const c of new Set([concurrency, targetConcurrency])) {
+    const g = group(1_000_000, 50);
+    targets.push(check(`rows/s, tilehouse→Parquet / →CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`parquet/c@${c}`], '>= 0.8', (v) => v >= 0.8));
+    targets.push(check(`peak RSS, tilehouse→Parquet / →CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`rss parquet/c@${c}`], '<= 1.3', (v) => v <= 1.3));
   }
   targets.push(check('cold start, median (ms)', report.coldStart?.cliMedianMs, '<= 300', (v) => v <= 300));
   return targets;

@@ -15,7 +15,7 @@ import { judgeMemory } from './memory-results.js';
 import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
-import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTilehouseParquet, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { imageNodeOf, type ImageNode } from './support/image-node.js';
@@ -51,8 +51,11 @@ async function runGroup(options: BenchOptions, image: ImageNode, rows: number, l
       if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
+      // Likewise (issue 28): parquet/c is the same job into a Parquet file instead of CSV.
+      if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
     }
     if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, image)]);
+    if (scenarios.has('parquet-deployed')) plan.push([key('parquet-deployed', concurrency), () => runTilehouseParquet(context, concurrency, image)]);
     if (scenarios.has('sequential')) plan.push([key('sequential', 1), () => runSequential(context)]);
     if (scenarios.has('bigquery') && emulator) plan.push([key('bigquery', concurrency), () => runTilehouseBigQuery(context, concurrency)]);
 

@@ -14,7 +14,7 @@ import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs';
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 'parquet' | 'parquet-deployed';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -163,6 +163,28 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
     );
     const { tile } = await tileSummary(run, summaryFile, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
     return { scenario: image === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+  });
+}
+
+/**
+ * (parquet) (c) with a Parquet sink instead of the CSV sink: the same shipped bundle, job and
+ * columns, into a local file; the file is checked to be Parquet (its trailing magic) after the run.
+ * With `image`, started as the image starts it (its NODE_OPTIONS and node flags, read from the Dockerfile).
+ */
+export async function runTilehouseParquet(context: RunContext, concurrency: number, image?: ImageNode): Promise<ScenarioRun> {
+  return withTempDir(async (root) => {
+    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'parquet' } });
+    const summaryFile = join(root, 'summary.json');
+    const run = await runMeasured(
+      [...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+      image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
+      context.tokens,
+      context.sourcePid,
+    );
+    const { tile } = await tileSummary(run, summaryFile, `tilehouse parquet (concurrency ${concurrency})`, context.incidents);
+    const bytes = await readFile(join(workspace.outDir, `${BENCH_JOB_NAME}.parquet`));
+    if (bytes.subarray(-4).toString('latin1') !== 'PAR1') throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
+    return { scenario: image === undefined ? 'parquet' : 'parquet-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
   });
 }
 

@@ -17,7 +17,9 @@ export type BenchSink =
   | { type: 'csv' }
   /** CSV into Cloud Storage: the CSV directory is `gs://bucket/prefix`, the server STORAGE_EMULATOR_HOST. */
   | { type: 'csv'; directory: string; storageEmulatorHost: string }
-  | { type: 'bigquery'; projectId: string; dataset: string };
+  | { type: 'bigquery'; projectId: string; dataset: string }
+  /** The Parquet sink into a local file under outDir. */
+  | { type: 'parquet' };
 
 /** An environment config and one job (the bench query on SANDBOX_TILE) written into `root`. */
 export async function writeBenchWorkspace(
@@ -41,6 +43,7 @@ export async function writeBenchWorkspace(
     },
     sinks: {
       csv: { directory: 'directory' in sink ? sink.directory : outDir },
+      ...(sink.type === 'parquet' ? { parquet: { directory: outDir } } : {}),
       ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
     },
     tempDirectory: tempDir,
@@ -51,7 +54,7 @@ export async function writeBenchWorkspace(
     name: BENCH_JOB_NAME,
     tile: endpoint.tileId,
     query: BENCH_QUERY,
-    sinks: [sink.type === 'csv' ? { type: 'csv' } : { type: 'bigquery', writeMode: 'replace' }],
+    sinks: [sink.type === 'csv' ? { type: 'csv' } : sink.type === 'parquet' ? { type: 'parquet' } : { type: 'bigquery', writeMode: 'replace' }],
   };
   await writeFile(join(jobsDir, `${BENCH_JOB_NAME}.yaml`), stringify(job));
   return {

@@ -71,20 +71,27 @@ const sourceSchema = z
     path: ['clientSecret'],
   });
 
+/** A file sink kind's `directory` (csv, parquet): where its relative paths go, local or gs://. */
+function fileDirectorySchema(label: string) {
+  return z
+    .string()
+    .min(1)
+    .superRefine((directory, ctx) => {
+      const problem = looksLikeUrl(directory) ? gcsUrlProblem(directory, { object: 'optional' }) : undefined;
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
+    })
+    .default('out')
+    .describe(`Where relative ${label} paths go: a local directory, or a Cloud Storage prefix gs://bucket[/prefix]. Default out`);
+}
+
 const sinkDefaultsSchema = z
   .object({
     csv: z
-      .object({
-        directory: z
-          .string()
-          .min(1)
-          .superRefine((directory, ctx) => {
-            const problem = looksLikeUrl(directory) ? gcsUrlProblem(directory, { object: 'optional' }) : undefined;
-            if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
-          })
-          .default('out')
-          .describe('Where relative CSV paths go: a local directory, or a Cloud Storage prefix gs://bucket[/prefix]. Default out'),
-      })
+      .object({ directory: fileDirectorySchema('CSV') })
+      .strict()
+      .default({ directory: 'out' }),
+    parquet: z
+      .object({ directory: fileDirectorySchema('Parquet') })
       .strict()
       .default({ directory: 'out' }),
     bigquery: z
@@ -107,7 +114,7 @@ const sinkDefaultsSchema = z
       .optional(),
   })
   .strict()
-  .default({ csv: { directory: 'out' } });
+  .default({ csv: { directory: 'out' }, parquet: { directory: 'out' } });
 
 const PROMETHEUS_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { bigqueryIncrementalIssues, bigquerySinkSchema } from './bigquery-sink-schema.js';
 import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
+import { parquetIncrementalIssues, parquetSinkSchema } from './parquet-sink-schema.js';
 
 /**
  * The sink kinds as a job file writes them: each kind's config schema and what an incremental job
@@ -9,7 +10,7 @@ import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
  * here, one line per kind, and each kind's descriptor names its schema from here;
  * test/sinks/registry.test.ts checks the two list the same kinds.
  */
-export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema]);
+export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema, parquetSinkSchema]);
 
 export type SinkConfig = z.infer<typeof sinkSchema>;
 
@@ -26,6 +27,7 @@ type IncrementalRule<K extends SinkConfig['type']> = (sink: Extract<SinkConfig, 
 const INCREMENTAL_RULES: { [K in SinkConfig['type']]: IncrementalRule<K> } = {
   csv: csvIncrementalIssues,
   bigquery: bigqueryIncrementalIssues,
+  parquet: parquetIncrementalIssues,
 };
 
 /** What an incremental job requires of a sink, by its kind. */

@@ -87,7 +87,7 @@ describe('loadJob', () => {
     { case: 'an item without a formula', yaml: VALID_JOB.replace('      formula: "[incident.number]"\n', ''), field: 'query.items[1].formula', says: /expected string/i },
     { case: 'a bad order value', yaml: VALID_JOB.replace('      grouped: true', '      grouped: true\n      order: up'), field: 'query.items[0].order', value: '"up"', says: /asc|desc/ },
     { case: 'a negative itemsPerPage', yaml: VALID_JOB.replace('itemsPerPage: 50', 'itemsPerPage: -5'), field: 'query.options.itemsPerPage', value: '-5', line: 20, says: /0|positive/i },
-    { case: 'an unknown sink type', yaml: VALID_JOB.replace('- type: csv', '- type: parquet'), field: 'sinks[0].type', value: '"parquet"', says: /csv|bigquery|discriminat|Invalid/i },
+    { case: 'an unknown sink type', yaml: VALID_JOB.replace('- type: csv', '- type: avro'), field: 'sinks[0].type', value: '"avro"', says: /csv|bigquery|parquet|discriminat|Invalid/i },
     { case: 'no sinks', yaml: VALID_JOB.replace('sinks:\n  - type: csv\n', 'sinks: []\n'), field: 'sinks', says: /at least one sink/ },
     { case: 'an unknown column type override', yaml: VALID_JOB.replace('type: INT64', 'type: BIGINT'), field: 'columns.Incidents.type', value: '"BIGINT"', line: 25, says: /INT64/ },
     { case: 'a bad onInvalidValue', yaml: `${VALID_JOB}onInvalidValue: skip\n`, field: 'onInvalidValue', value: '"skip"', says: /fail|null/ },

@@ -141,6 +141,13 @@ const COMMANDS: Record<string, Entry> = {
     outcome: { exit: 0, stdout: [/^wrote jobs\/incidents_by_type\.yaml: /m], files: ['jobs/incidents_by_type.yaml'] },
   },
 
+  // README.md, A Parquet job: the example job against the demo's sandbox (its SQL is run by test/sinks/parquet/parquet-docs.test.ts).
+  'npm run demo -- run --jobs examples/parquet/jobs': {
+    kind: 'run',
+    group: 'tilehouse',
+    outcome: { exit: 0, output: [/ok {3}incidents_lake \([\d.]+ s\): \d+ rows, \d+ pages? → .*incidents_lake\/\d{4}-\d{2}-\d{2}\.parquet/] },
+  },
+
   // docs/incremental-and-backfill.md
   'tilehouse backfill --job daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week --concurrency 2': {
     kind: 'run',
@@ -225,6 +232,7 @@ const COMMANDS: Record<string, Entry> = {
   'npm run bench -- --sizes 1000000 --latencies 50 --scenarios csv,gcs': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory --memory-baseline ../main-baseline': { kind: 'not runnable', reason: BENCH },
+  'npm run bench -- --sizes 100000,1000000 --latencies 50 --scenarios csv,parquet': { kind: 'not runnable', reason: BENCH },
 };
 
 async function documents(): Promise<string[]> {

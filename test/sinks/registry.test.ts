@@ -10,8 +10,8 @@ const environment = (runLedger?: boolean): EnvironmentConfig => ({ sinks: { csv:
 const windowed = (sink: object, index = 0) => sinkKindOf(sink as SinkConfig).forWindows(sink as SinkConfig, index, jobWith(sink));
 
 describe('the sink registry', () => {
-  it('lists each kind once, CSV before BigQuery', () => {
-    expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery']);
+  it('lists each kind once, CSV before BigQuery, Parquet last', () => {
+    expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery', 'parquet']);
   });
 
   it('names, for each kind, the config schema the job schema\'s sink union holds, in the same order', () => {
@@ -25,6 +25,14 @@ describe('the sink registry', () => {
     expect(windowed({ type: 'csv', path: 'out/{date}.csv' }).problems).toEqual([]);
     expect(windowed({ type: 'csv', path: 'out/all.csv' }, 2).problems).toEqual([
       { file: 'jobs/daily.yaml', field: 'sinks[2].path', value: '"out/all.csv"', message: 'a backfill writes one file per window: the path needs {date}' },
+    ]);
+  });
+
+  it('gives a windowed Parquet sink the default {date} path and refuses a path without {date}', () => {
+    expect(windowed({ type: 'parquet' }).sink).toMatchObject({ path: '{name}/{date}.parquet' });
+    expect(windowed({ type: 'parquet', path: 'lake/{date}/part.parquet' }).problems).toEqual([]);
+    expect(windowed({ type: 'parquet', path: 'lake/all.parquet' }, 1).problems).toEqual([
+      { file: 'jobs/daily.yaml', field: 'sinks[1].path', value: '"lake/all.parquet"', message: 'a backfill writes one file per window: the path needs {date}' },
     ]);
   });
 
@@ -44,6 +52,10 @@ describe('the sink registry', () => {
     expect(refusals(jobWith({ type: 'bigquery' }, { type: 'csv' }), environment(false))).toEqual([
       'backfill: --resume tells a finished CSV window by its manifest: set manifest: true on sinks[1] of daily (then run once without --resume)',
       'backfill: --resume reads the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off',
+    ]);
+    expect(refusals(jobWith({ type: 'parquet', manifest: true }), environment())).toEqual([]);
+    expect(refusals(jobWith({ type: 'csv', manifest: true }, { type: 'parquet' }), environment())).toEqual([
+      'backfill: --resume tells a finished Parquet window by its manifest: set manifest: true on sinks[1] of daily (then run once without --resume)',
     ]);
   });
 });

@@ -10,6 +10,9 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BigQuerySink } from '../../src/sinks/bigquery/bigquery-sink.js';
 import { CsvSink } from '../../src/sinks/csv/csv-sink.js';
+import { FileSink } from '../../src/sinks/files/file-sink.js';
+import { ParquetEncoder } from '../../src/sinks/parquet/encoder/parquet-encoder.js';
+import { parquetFormat } from '../../src/sinks/parquet/parquet-format.js';
 import type { Sink, SinkRunContext } from '../../src/sinks/sink.js';
 import type { Column, TypedRow } from '../../src/transform/column.js';
 import { emulatorBinaryOrSkip, uniqueDatasetId } from '../support/bigquery-emulator.js';
@@ -17,6 +20,7 @@ import { startEmulator, type RunningEmulator } from '../support/bigquery-emulato
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables, tableExists } from '../support/bigquery-read.js';
 import { fakeGcsBinaryOrSkip, fakeGcsClient, startFakeGcs, uniqueBucketName, type RunningFakeGcs } from '../support/fake-gcs-server.js';
+import { duckdb, sqlString } from './parquet/encoder/duckdb-read-back.js';
 
 const columns: Column[] = [
   { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
@@ -152,13 +156,72 @@ const gcsUnderTest: SinkUnderTest = {
   },
 };
 
+/** The previous run as a Parquet file (the encoder's bytes: what an earlier run of the sink wrote). */
+function previousParquet(): Buffer {
+  const encoder = new ParquetEncoder(columns.map(({ name, type }) => ({ name, type })));
+  return Buffer.concat([...encoder.addRows(PREVIOUS.map(([id, title]) => [BigInt(id!), title!])), ...encoder.finish()]);
+}
+
+/** A Parquet file's rows as DuckDB reads them, as text ordered by id (null as '', as the other fixtures read it). */
+async function readParquetRows(file: string): Promise<string[][]> {
+  const reader = await (await duckdb()).runAndReadAll(`SELECT CAST(id AS VARCHAR), coalesce(title, '') FROM read_parquet(${sqlString(file)}) ORDER BY id`);
+  return reader.getRows().map((row) => row.map(String));
+}
+
+const parquetUnderTest: SinkUnderTest = {
+  name: 'parquet',
+  available: () => true,
+  async make() {
+    const directory = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-pq-'));
+    const target = path.join(directory, 'contract.parquet');
+    return {
+      sink: new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'snappy' }, directory, timezone: 'UTC' }),
+      context: baseContext,
+      seedPrevious: () => writeFile(target, previousParquet()),
+      read: async () => ((await readdir(directory)).includes('contract.parquet') ? readParquetRows(target) : undefined),
+      artefacts: async () => (await readdir(directory)).filter((name) => name !== 'contract.parquet'),
+      close: () => rm(directory, { recursive: true, force: true }),
+    };
+  },
+};
+
+const parquetGcsUnderTest: SinkUnderTest = {
+  name: 'parquet on gs:// (fake-gcs-server)',
+  available: () => fakeGcsBinary !== null,
+  async make() {
+    fakeGcs ??= await startFakeGcs(fakeGcsBinary!);
+    const storage = await fakeGcsClient(fakeGcs.origin);
+    const bucketName = uniqueBucketName('contract-pq');
+    await storage.createBucket(bucketName);
+    const bucket = storage.bucket(bucketName);
+    const local = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-pq-gs-'));
+    const sink = new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'zstd' }, directory: `gs://${bucketName}/lake`, timezone: 'UTC', storageClient: storage });
+    const names = async () => (await bucket.getFiles())[0].map((file) => file.name);
+    return {
+      sink,
+      context: baseContext,
+      seedPrevious: async () => {
+        await bucket.file('lake/contract.parquet').save(previousParquet(), { resumable: false });
+      },
+      async read() {
+        if (!(await names()).includes('lake/contract.parquet')) return undefined;
+        const copy = path.join(local, `read-${Date.now()}.parquet`);
+        await writeFile(copy, (await bucket.file('lake/contract.parquet').download())[0]);
+        return readParquetRows(copy);
+      },
+      artefacts: async () => (await names()).filter((name) => name !== 'lake/contract.parquet'),
+      close: () => rm(local, { recursive: true, force: true }),
+    };
+  },
+};
+
 afterAll(async () => {
   await emulator?.close();
   await running?.stop();
   await fakeGcs?.stop();
 });
 
-describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest])('the sink contract: $name', (underTest) => {
+describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest, parquetUnderTest, parquetGcsUnderTest])('the sink contract: $name', (underTest) => {
   let fixture: SinkFixture;
   beforeEach(async (context) => {
     if (!underTest.available()) context.skip(`${underTest.name} cannot run here: its server is not installed (npm run setup:tools)`);
@@ -221,6 +284,6 @@ describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest])('the sink contrac
   });
 
   it('orders its publish by rank: remote sinks before local ones (BigQuery, then Cloud Storage, then files)', () => {
-    expect(fixture.sink.publishRank).toBe({ csv: 10, 'bigquery (emulator)': 0, 'csv on gs:// (fake-gcs-server)': 5 }[underTest.name]);
+    expect(fixture.sink.publishRank).toBe({ csv: 10, 'bigquery (emulator)': 0, 'csv on gs:// (fake-gcs-server)': 5, parquet: 10, 'parquet on gs:// (fake-gcs-server)': 5 }[underTest.name]);
   });
 });

@@ -41,6 +41,8 @@ export interface FileEncoder {
  * reads from the start; a format with a footer reads the tail (`size()` tells where it is).
  */
 export interface StoredFile {
+  /** Its path or gs:// URL, for messages about what was read there. */
+  readonly location: string;
   /** Its size in bytes (asked only when a format needs it: one more request for an object). */
   size(): Promise<number>;
   /** Bytes [start, end] (both inclusive, as fs and Cloud Storage ranges are); all of it by default. */

@@ -12,6 +12,7 @@ export async function localStoredFile(path: string): Promise<StoredFile | undefi
     throw error;
   }
   return {
+    location: path,
     size: () => Promise.resolve(size),
     // A fresh stream per read, closed when it ends or is destroyed: the caller holds no handle.
     read: (range) => createReadStream(path, range ?? {}),

@@ -5,6 +5,7 @@ import type { StoredFile } from './file-format.js';
 export async function objectStoredFile(file: File): Promise<StoredFile | undefined> {
   if (!(await file.exists())[0]) return undefined;
   return {
+    location: `gs://${file.bucket.name}/${file.name}`,
     size: async () => Number((await file.getMetadata())[0].size),
     // validation: false, since a range (or a stream cut short after the header) has no whole-object checksum to compare.
     read: (range) => file.createReadStream({ validation: false, ...(range ?? {}) }),

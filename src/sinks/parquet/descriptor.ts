@@ -1,0 +1,13 @@
+import { parquetSinkSchema, type ParquetSinkConfig } from '../../config/parquet-sink-schema.js';
+import type { SinkKind } from '../sink-kind.js';
+import { fileSinkKind } from '../files/descriptor.js';
+import { FileSink } from '../files/file-sink.js';
+import { parquetFormat } from './parquet-format.js';
+
+/** The Parquet sink (local files or gs:// objects), as the rest of tilehouse sees it: the file sink kind of the Parquet format. */
+export const parquetSinkKind: SinkKind = fileSinkKind<ParquetSinkConfig>({
+  format: parquetFormat,
+  configSchema: parquetSinkSchema,
+  directory: (environment) => environment.sinks.parquet.directory,
+  createSink: (options) => new FileSink(parquetFormat, options),
+});

@@ -1,0 +1,74 @@
+import type { Readable } from 'node:stream';
+import { defaultParquetPathTemplate, type ParquetSinkConfig } from '../../config/parquet-sink-schema.js';
+import type { Column } from '../../transform/column.js';
+import type { FileFormat, StoredFile } from '../files/file-format.js';
+import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetCompression } from './encoder/parquet-encoder.js';
+import { ParquetFileInvalidError, ParquetSchemaError } from './encoder/parquet-errors.js';
+
+/**
+ * Parquet as a file format: one typed, OPTIONAL column per tile column (encoder/: types as
+ * BigQuery reads them), pages compressed inside the file (so no wrapper), row groups handed to the
+ * destination as they fill, the footer at the end. Everything else a Parquet sink does (paths,
+ * two-phase publish, temp files, manifests, gs://) is the file machinery's (files/).
+ *
+ * Column names are the warehouse-safe `Column.name`s, not the headers: the files are for the lake,
+ * and its readers want plain names. Spark refuses Parquet columns whose names hold ` ,;{}()\n\t=`,
+ * BigQuery loads and external tables refuse or rename many characters a header may hold, and the
+ * names are then the columns the BigQuery sink gives the same tile, so an external table over
+ * these files and a loaded table agree. The headers stay in the footer's key-value metadata
+ * (HEADERS_KEY, a JSON array in column order) for a reader that wants them back.
+ *
+ * No lineage columns, as in the CSV sink: a file is one whole run (replaced, never appended to),
+ * so a per-row `_run_id` would repeat one value; the manifest names the run. (The BigQuery sink
+ * adds `_run_id`/`_extracted_at` only in append and merge modes, where runs share a table.)
+ */
+export const parquetFormat: FileFormat<ParquetSinkConfig> = {
+  name: 'parquet',
+  label: 'Parquet',
+  contentType: () => 'application/vnd.apache.parquet',
+  defaultPathTemplate: (_config, windowed) => defaultParquetPathTemplate(windowed),
+  wrapper: () => undefined,
+  gzipped: () => false,
+  createEncoder(columns, config) {
+    // Parquet has no file without columns (CSV writes an empty header record): say why, before any byte.
+    if (columns.length === 0) throw new ParquetSchemaError('the tile has no visible columns, and a Parquet file needs at least one: make an item visible or use a CSV sink');
+    const encoder = new ParquetEncoder(
+      columns.map((column) => ({ name: column.name, type: column.type })),
+      { compression: encoderCompression(config.compression), keyValueMetadata: { [HEADERS_KEY]: JSON.stringify(columns.map((column) => column.header)) } },
+    );
+    return {
+      start: () => [],
+      encode: (rows) => encoder.addRows(rows),
+      end: () => encoder.finish(),
+    };
+  },
+  columnNames: (columns: readonly Column[]) => columns.map((column) => column.name),
+  readColumns: async (file) => (await readFooterColumns(file)).map((column) => column.name),
+};
+
+/** The footer's key holding the tile's headers, in column order (a JSON array of strings). */
+export const HEADERS_KEY = 'tilehouse.headers';
+
+/** Parquet's smallest file: "PAR1", a footer length and "PAR1". */
+const MIN_FILE_BYTES = 12;
+
+function encoderCompression(compression: ParquetSinkConfig['compression']): ParquetCompression {
+  return compression === 'none' ? 'uncompressed' : compression;
+}
+
+/** The columns a stored Parquet file declares: its last 8 bytes, then its footer, two ranged reads (no more of it is read). */
+export async function readFooterColumns(file: StoredFile): Promise<ReturnType<typeof readParquetColumns>> {
+  const size = await file.size();
+  if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
+  const footerLength = parquetFooterLength(await readAll(file.read({ start: size - 8, end: size - 1 })), file.location);
+  if (footerLength + MIN_FILE_BYTES > size) {
+    throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
+  }
+  return readParquetColumns(await readAll(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location);
+}
+
+async function readAll(stream: Readable): Promise<Uint8Array> {
+  const parts: Buffer[] = [];
+  for await (const part of stream) parts.push(Buffer.from(part as Uint8Array));
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,71 @@
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { startSandbox, type Sandbox } from '../../../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
+import { makeTempDir } from '../../support/temp-dir.js';
+import { duckdb } from './encoder/duckdb-read-back.js';
+import { addParquetDirectory } from './parquet-test-support.js';
+
+/**
+ * The SQL README.md and docs/parquet.md show for reading the Parquet example (no DuckDB CLI is
+ * installed, so test/docs cannot run it as a command): the example job run against the sandbox,
+ * then each DuckDB query as written, on its output; the BigQuery external table's URIs against the
+ * job's path template.
+ */
+
+const EXAMPLE = 'examples/parquet/jobs/incidents_lake.yaml';
+const DOCUMENTS = ['README.md', 'docs/parquet.md'];
+
+/** The statements of every ```sql block of a document. */
+async function sqlStatements(file: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8');
+  const blocks = [...text.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
+  return blocks.flatMap((block) => block.split(/;\s*$/m).map((statement) => statement.trim()).filter((statement) => statement !== ''));
+}
+
+let sandbox: Sandbox;
+let root: string;
+let workspace: Workspace;
+let job: { name: string; sinks: Array<{ type: string; path: string }> };
+beforeAll(async () => {
+  sandbox = await startSandbox({ incidents: 400 });
+  root = await makeTempDir();
+  job = parse(await readFile(EXAMPLE, 'utf8')) as typeof job;
+  workspace = await writeWorkspace(root, sandbox, [job as unknown as Record<string, unknown>]);
+  await addParquetDirectory(workspace);
+  const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+  expect(result.exitCode, result.stderr).toBe(0);
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('the Parquet SQL the documents show', () => {
+  it.each(DOCUMENTS)('%s: DuckDB runs each query on the example job\'s files, typed', async (document) => {
+    const queries = (await sqlStatements(document)).filter((statement) => statement.includes('read_parquet('));
+    expect(queries.length).toBeGreaterThan(0);
+    for (const query of queries) {
+      expect(query).toContain("'out/");
+      const reader = await (await duckdb()).runAndReadAll(query.replaceAll("'out/", `'${workspace.outDir}/`));
+      const rows = reader.getRowObjectsJS();
+      expect(rows.length, query).toBeGreaterThan(0);
+      expect(reader.columnNames()).toEqual(['day', 'severity', 'incidents', 'impact_hours']);
+      expect(reader.columnTypes().map(String)).toEqual(['DATE', 'VARCHAR', 'BIGINT', 'DECIMAL(38,9)']);
+      expect(rows.reduce((sum, row) => sum + Number(row['incidents']), 0)).toBeGreaterThan(10);
+    }
+  });
+
+  it.each(DOCUMENTS)('%s: the external table reads the objects the example job writes under gs://acme-lake/tilehouse', async (document) => {
+    const tables = (await sqlStatements(document)).filter((statement) => statement.startsWith('CREATE EXTERNAL TABLE'));
+    expect(tables.length).toBeGreaterThan(0);
+    const [sink] = job.sinks;
+    const objects = `gs://acme-lake/tilehouse/${sink!.path.replace('{name}', job.name).replace('{date}', '*')}`;
+    for (const table of tables) {
+      expect(table).toContain("format = 'PARQUET'");
+      expect(table).toContain(`uris = ['${objects}']`);
+    }
+  });
+});
