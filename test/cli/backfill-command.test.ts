@@ -7,9 +7,7 @@ import { readCsv } from '../support/csv-read.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
-
-const DAY_MS = 86_400_000;
-const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
+import { dayFromToday, sourceRowsBetween } from '../support/window-oracle.js';
 
 const query = dailySeverityQuery;
 const job = {
@@ -41,20 +39,14 @@ function backfill(args: string[]) {
   return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox) });
 }
 
-/** The direct full export (no window filter), restricted to [from, to) by the Day bucket. */
-function directExport(from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
-}
-
 async function windowRows(name: string, date: string): Promise<string[][]> {
   return (await readCsv(path.join(workspace.outDir, name, `${date}.csv`))).rows as string[][];
 }
 
 describe('tilehouse backfill', () => {
   it('writes each day window to its own file; together they equal the direct export, none missing or duplicated', async () => {
-    const from = day(-20);
-    const to = day(-10);
+    const from = dayFromToday(-20);
+    const to = dayFromToday(-10);
     const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--concurrency', '3']);
     expect(result.stderr).toContain(`backfill daily_severity ${from}..${to} by day: 10 of 10 windows succeeded`);
     expect(result.exitCode).toBe(0);
@@ -68,16 +60,16 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(directExport(from, to));
+    expect(union).toEqual(sourceRowsBetween(sandbox, query, from, to));
     expect(union.length).toBeGreaterThan(10);
   });
 
   it('keeps week windows exact although their edges fall mid-day in Berlin against UTC buckets', async () => {
-    const from = day(-40);
-    const to = day(-19);
+    const from = dayFromToday(-40);
+    const to = dayFromToday(-19);
     const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--step', 'week']);
     expect(result.exitCode).toBe(0);
-    const starts = [from, day(-33), day(-26)];
+    const starts = [from, dayFromToday(-33), dayFromToday(-26)];
     const union: string[][] = [];
     for (const [i, start] of starts.entries()) {
       const end = starts[i + 1] ?? to;
@@ -85,22 +77,22 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0]! >= start && row[0]! < end)).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(directExport(from, to));
+    expect(union).toEqual(sourceRowsBetween(sandbox, query, from, to));
   });
 
   it('replaces a window when it is run again', async () => {
-    const date = day(-5);
-    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    const date = dayFromToday(-5);
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
     const file = path.join(workspace.outDir, 'daily_severity', `${date}.csv`);
     const first = await readFile(file, 'utf8');
     await writeFile(file, 'tampered\r\n');
-    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
     expect(await readFile(file, 'utf8')).toBe(first);
   });
 
   it('lists failed windows with the command that re-runs only them, and that command works', async () => {
-    const from = day(-3);
-    const to = day(-1);
+    const from = dayFromToday(-3);
+    const to = dayFromToday(-1);
     sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
     const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
     sandbox.clearFaults();
@@ -110,11 +102,11 @@ describe('tilehouse backfill', () => {
 
     const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(sandbox) });
     expect(again.exitCode).toBe(0);
-    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', day(-2)))]).toEqual(directExport(from, to));
+    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(sourceRowsBetween(sandbox, query, from, to));
   });
 
   it('shows windows done, rows and an ETA on a terminal', async () => {
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', day(-30), '--to', day(-27)], {
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', dayFromToday(-30), '--to', dayFromToday(-27)], {
       env: sandboxEnv(sandbox),
       io: { interactive: true },
     });
@@ -129,7 +121,7 @@ describe('tilehouse backfill', () => {
   });
 
   it('says so when the job names no bucket column and windows are only exact to within a day', async () => {
-    const result = await backfill(['--tile', 'approximate', '--from', day(-8), '--to', day(-7)]);
+    const result = await backfill(['--tile', 'approximate', '--from', dayFromToday(-8), '--to', dayFromToday(-7)]);
     expect(result.exitCode).toBe(0);
     expect(result.stderr).toContain('exact only to within one day');
   });
@@ -149,7 +141,7 @@ describe('tilehouse backfill', () => {
     const merging = { ...job, name: 'merged', sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Day', 'Severity'] }] };
     const ws = await writeBigQueryWorkspace(path.join(root, 'merge'), sandbox, [merging], { projectId: 'p', dataset: 'd' });
     const requests = sandbox.requests.length;
-    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', day(-3), '--to', day(-1), '--concurrency', '2'], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', dayFromToday(-3), '--to', dayFromToday(-1), '--concurrency', '2'], { env: sandboxEnv(sandbox) });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain("backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)");
     expect(sandbox.requests.length).toBe(requests);
