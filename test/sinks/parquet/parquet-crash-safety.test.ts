@@ -14,6 +14,7 @@ import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '.
 import { spawnCli } from '../../support/child-process.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../../support/gcs-precondition-proxy.js';
+import { killGcsRunAtMoment, seededRandom } from '../../support/gcs-kill.js';
 import { detailQuery } from '../../support/queries.js';
 import { ParquetEncoder } from '../../../src/sinks/parquet/encoder/parquet-encoder.js';
 import { parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
@@ -44,11 +45,6 @@ async function parquetWorkspace(name: string, directory: (ws: Workspace) => stri
   return ws;
 }
 
-/** A seeded generator of kill moments in [0, 1). */
-function seeded(seed: number): () => number {
-  return () => (seed = (seed * 48271) % 2147483647) / 2147483647;
-}
-
 /** Bytes of a stored Parquet file, checked as DuckDB reads them: `rows` rows. */
 async function expectReadable(bytes: Buffer, rows: number, what: string): Promise<void> {
   const copy = path.join(fixture.root, `read-${Date.now()}-${Math.random().toString(36).slice(2)}.parquet`);
@@ -66,7 +62,7 @@ describe('a run with a local Parquet sink killed with SIGKILL', () => {
     const reference = await readFile(target);
     await expectReadable(reference, INCIDENTS, 'the reference run');
 
-    const random = seeded(20261126);
+    const random = seededRandom(20261126);
     const seen = { previous: 0, complete: 0, leftTempFiles: 0 };
     for (let kill = 0; kill < KILLS; kill += 1) {
       await mkdir(workspace.outDir, { recursive: true });
@@ -126,32 +122,13 @@ describeWithFakeGcs('a run with a gs:// Parquet sink killed with SIGKILL', (gcs)
     const [reference] = await target().download();
     await expectReadable(reference, INCIDENTS, 'the reference run');
 
-    const random = seeded(20261127);
-    const slots = PAGES + 6;
+    const random = seededRandom(20261127);
     const seen = { previous: 0, complete: 0, leftTemp: 0 };
     proxy.holdRewrites(HOLD_REWRITE_MS);
     for (let kill = 0; kill < KILLS; kill += 1) {
       await target().save(PREVIOUS, { resumable: false });
-      const before = fixture.sandbox.requests.length;
-      const rewritesBefore = proxy.rewritesReceived;
-      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...process.env, CI: '', ...sandboxEnv(fixture.sandbox), STORAGE_EMULATOR_HOST: proxy.origin },
-        stdio: 'ignore',
-      });
-      let exitedAlready = false;
-      const exited = once(child, 'exit').then(() => (exitedAlready = true));
-      // As gcs-crash-safety.test.ts: a page of the export, or two slots each in prepare, in the held rewrite, after it.
-      const moment = Math.min(slots - 1, Math.floor(((kill + random()) * slots) / KILLS));
-      const pagesRequested = () => fixture.sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
-      while (!exitedAlready && pagesRequested() < Math.min(moment, PAGES)) await sleep(2);
-      const phase = moment < PAGES ? 'export' : (['prepare', 'publish', 'published'] as const)[Math.floor((moment - PAGES) / 2)]!;
-      if (phase === 'prepare') await sleep(Math.floor(random() * 20));
-      if (phase !== 'export' && phase !== 'prepare') while (!exitedAlready && !(proxy.rewritesReceived > rewritesBefore)) await sleep(2);
-      if (phase === 'publish') await sleep(Math.floor(random() * HOLD_REWRITE_MS * 0.7));
-      if (phase === 'published') await sleep(HOLD_REWRITE_MS + 150 + Math.floor(random() * 100));
-      child.kill('SIGKILL');
-      await exited;
-      await proxy.settled();
+      // The moments gcs-crash-safety.test.ts kills at: a page of the export, or two slots each in prepare, in the held rewrite, after it.
+      const { phase, moment } = await killGcsRunAtMoment({ workspace, sandbox: fixture.sandbox, proxy, kill, kills: KILLS, pages: PAGES, holdRewriteMs: HOLD_REWRITE_MS, random });
 
       const [after] = await target().download();
       if (after.equals(PREVIOUS)) seen.previous += 1;
@@ -205,7 +182,7 @@ describe('a run killed with SIGKILL while its Parquet row groups are being writt
     const target = path.join(outDir, 'big.parquet');
     const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'x9-test-client-secret' };
     try {
-      const random = seeded(20261128);
+      const random = seededRandom(20261128);
       let largestTemp = 0;
       for (let kill = 0; kill < 4; kill += 1) {
         await writeFile(target, PREVIOUS);
