@@ -223,14 +223,40 @@ class DateBuffer extends FixedWidthBuffer<Int32Array> {
   }
 }
 
+/** A column whose PLAIN bytes are appended to a ByteSink (FIXED_LEN_BYTE_ARRAY, BYTE_ARRAY). */
+abstract class ByteSinkBuffer extends ColumnBuffer {
+  constructor(
+    name: string,
+    tally: Tally,
+    protected readonly data: ByteSink,
+  ) {
+    super(name, tally);
+  }
+
+  values(): Uint8Array {
+    return this.data.bytes.subarray(0, this.data.length);
+  }
+
+  get valueBytes(): number {
+    return this.data.length;
+  }
+
+  protected resetValues(): void {
+    this.data.length = 0;
+  }
+}
+
 /**
  * A canonical decimal string → DECIMAL(38,9) as FIXED_LEN_BYTE_ARRAY(16): the value × 10^9 as a
  * big-endian two's-complement 128-bit integer, built in eight 16-bit limbs (no bigint per value).
  */
-class DecimalBuffer extends ColumnBuffer {
-  private readonly data = new ByteSink(256);
+class DecimalBuffer extends ByteSinkBuffer {
   private readonly limbs = new Uint32Array(8);
   private lastText = '';
+
+  constructor(name: string, tally: Tally) {
+    super(name, tally, new ByteSink(256));
+  }
 
   protected push(value: number | bigint | string): number {
     if (typeof value !== 'string') this.refuse(value, 'a NUMERIC value must be a decimal string');
@@ -288,16 +314,8 @@ class DecimalBuffer extends ColumnBuffer {
     }
   }
 
-  values(): Uint8Array {
-    return this.data.bytes.subarray(0, this.data.length);
-  }
-
-  get valueBytes(): number {
-    return this.data.length;
-  }
-
-  protected resetValues(): void {
-    this.data.length = 0;
+  protected override resetValues(): void {
+    super.resetValues();
     this.lastText = '';
   }
 }
@@ -321,8 +339,10 @@ function negate(limbs: Uint32Array): void {
 }
 
 /** PLAIN BYTE_ARRAY: a 4-byte little-endian length, then the UTF-8 bytes. */
-class StringBuffer extends ColumnBuffer {
-  private readonly data = new ByteSink(1024);
+class StringBuffer extends ByteSinkBuffer {
+  constructor(name: string, tally: Tally) {
+    super(name, tally, new ByteSink(1024));
+  }
 
   protected push(value: number | bigint | string): number {
     if (typeof value !== 'string') this.refuse(value, 'a STRING value must be a string');
@@ -335,18 +355,6 @@ class StringBuffer extends ColumnBuffer {
     bytes.writeUInt32LE(written, sink.length);
     sink.length = start + written;
     return 4 + written;
-  }
-
-  values(): Uint8Array {
-    return this.data.bytes.subarray(0, this.data.length);
-  }
-
-  get valueBytes(): number {
-    return this.data.length;
-  }
-
-  protected resetValues(): void {
-    this.data.length = 0;
   }
 }
 
