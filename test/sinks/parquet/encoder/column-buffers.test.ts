@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { columnBuffer, type Tally } from '../../../../src/sinks/parquet/encoder/column-buffers.js';
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
-  return undefined;
-}
+import { codeOf } from '../../../support/thrown-code.js';
 
 /** The page's PLAIN bytes read back as little-endian values of `width` bytes (the oracle: DataView, not the buffers' typed arrays). */
 function plainValues(bytes: Uint8Array, width: 4 | 8, read: 'int' | 'float'): (number | bigint)[] {
