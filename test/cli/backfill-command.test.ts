@@ -1,13 +1,13 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
 import { dayFromToday, sourceRowsBetween } from '../support/window-oracle.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const query = dailySeverityQuery;
 const job = {
@@ -20,23 +20,16 @@ const job = {
   backfill: { item: 'day', bucketColumn: 'Day' },
 };
 
-let sandbox: Sandbox;
-let root: string;
+// rw windows are relative to the server's "now", which must be the real clock here.
+const fixture = sandboxAndRootForAll({ incidents: 4000, now: new Date() });
 let workspace: Workspace;
 
 beforeAll(async () => {
-  // rw windows are relative to the server's "now", which must be the real clock here.
-  sandbox = await startSandbox({ incidents: 4000, now: new Date() });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
+  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
 });
 
 function backfill(args: string[]) {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox) });
+  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(fixture.sandbox) });
 }
 
 async function windowRows(name: string, date: string): Promise<string[][]> {
@@ -60,7 +53,7 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(sourceRowsBetween(sandbox, query, from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
     expect(union.length).toBeGreaterThan(10);
   });
 
@@ -77,7 +70,7 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0]! >= start && row[0]! < end)).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(sourceRowsBetween(sandbox, query, from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
   });
 
   it('replaces a window when it is run again', async () => {
@@ -93,21 +86,21 @@ describe('tilehouse backfill', () => {
   it('lists failed windows with the command that re-runs only them, and that command works', async () => {
     const from = dayFromToday(-3);
     const to = dayFromToday(-1);
-    sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
+    fixture.sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
     const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
-    sandbox.clearFaults();
+    fixture.sandbox.clearFaults();
     expect(failed.exitCode).toBe(1);
     const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
     expect(failed.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}`);
 
-    const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(sandbox) });
+    const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(fixture.sandbox) });
     expect(again.exitCode).toBe(0);
-    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(sourceRowsBetween(sandbox, query, from, to));
+    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
   });
 
   it('shows windows done, rows and an ETA on a terminal', async () => {
     const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', dayFromToday(-30), '--to', dayFromToday(-27)], {
-      env: sandboxEnv(sandbox),
+      env: sandboxEnv(fixture.sandbox),
       io: { interactive: true },
     });
     expect(result.exitCode).toBe(0);
@@ -139,11 +132,11 @@ describe('tilehouse backfill', () => {
 
   it('refuses --concurrency above 1 for a job that merges into BigQuery (exit 2, nothing requested)', async () => {
     const merging = { ...job, name: 'merged', sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Day', 'Severity'] }] };
-    const ws = await writeBigQueryWorkspace(path.join(root, 'merge'), sandbox, [merging], { projectId: 'p', dataset: 'd' });
-    const requests = sandbox.requests.length;
-    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', dayFromToday(-3), '--to', dayFromToday(-1), '--concurrency', '2'], { env: sandboxEnv(sandbox) });
+    const ws = await writeBigQueryWorkspace(path.join(fixture.root, 'merge'), fixture.sandbox, [merging], { projectId: 'p', dataset: 'd' });
+    const requests = fixture.sandbox.requests.length;
+    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', dayFromToday(-3), '--to', dayFromToday(-1), '--concurrency', '2'], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain("backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)");
-    expect(sandbox.requests.length).toBe(requests);
+    expect(fixture.sandbox.requests.length).toBe(requests);
   });
 });

@@ -1,12 +1,13 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
 import { readCsv } from '../../support/csv-read.js';
 import { dailySeverityQuery } from '../../support/queries.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 import { dayAfter, dayFromToday, sourceRowsBetween } from '../../support/window-oracle.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { addParquetDirectory, parquetAsCsvText } from './parquet-test-support.js';
 
 /** Windowed jobs with a Parquet sink: one file per day window, exactly that day's rows, a manifest beside each. */
@@ -18,12 +19,9 @@ async function manifestOf(file: string): Promise<{ rows: number; window: { from:
 }
 
 describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 4000, now: new Date() });
   let workspace: Workspace;
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 4000, now: new Date() });
-    root = await makeTempDir();
     const job = {
       name: 'daily_severity',
       tile: SANDBOX_TILE,
@@ -33,18 +31,14 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       columns,
       backfill: { item: 'day', bucketColumn: 'Day' },
     };
-    workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 10 });
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job], { itemsPerPage: 10 });
     await addParquetDirectory(workspace);
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   it('writes one Parquet file per day holding exactly its rows, the CSV file of the day read back typed, with its manifest', async () => {
     const from = dayFromToday(-12);
     const to = dayFromToday(-6);
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode, result.stderr).toBe(0);
     const files = (await listFiles(path.join(workspace.outDir, 'daily_severity'))).filter((file) => file.endsWith('.parquet'));
     expect(files).toHaveLength(6);
@@ -60,7 +54,7 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       expect(manifest).toMatchObject({ rows: rows.length, window: { from: date } });
       union.push(...(rows as string[][]));
     }
-    expect(union).toEqual(sourceRowsBetween(sandbox, dailySeverityQuery, from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, dailySeverityQuery, from, to));
     expect(union.length).toBeGreaterThan(6);
   });
 });
