@@ -7,7 +7,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Storage } from '@google-cloud/storage';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
@@ -17,7 +17,7 @@ import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../../supp
 import { killGcsRunAtMoment, seededRandom } from '../../support/gcs-kill.js';
 import { detailQuery } from '../../support/queries.js';
 import { ParquetEncoder } from '../../../src/sinks/parquet/encoder/parquet-encoder.js';
-import { parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
+import { addParquetDirectory, parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
 import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 
 const KILLS = 12;
@@ -39,9 +39,7 @@ const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, latencyMs: 15 });
 /** A workspace whose Parquet directory is `directory`. */
 async function parquetWorkspace(name: string, directory: (ws: Workspace) => string): Promise<Workspace> {
   const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [job], { itemsPerPage: INCIDENTS / PAGES, concurrency: 1 });
-  const config = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
-  config.sinks['parquet'] = { directory: directory(ws) };
-  await writeFile(ws.configFile, stringify(config));
+  await addParquetDirectory(ws, directory(ws));
   return ws;
 }
 
