@@ -1,15 +1,13 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
-
-const DAY_MS = 86_400_000;
-const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
+import { dayFromToday, sourceRowsBetween } from '../support/window-oracle.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const query = dailySeverityQuery;
 const job = {
@@ -22,29 +20,16 @@ const job = {
   backfill: { item: 'day', bucketColumn: 'Day' },
 };
 
-let sandbox: Sandbox;
-let root: string;
+// rw windows are relative to the server's "now", which must be the real clock here.
+const fixture = sandboxAndRootForAll({ incidents: 4000, now: new Date() });
 let workspace: Workspace;
 
 beforeAll(async () => {
-  // rw windows are relative to the server's "now", which must be the real clock here.
-  sandbox = await startSandbox({ incidents: 4000, now: new Date() });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
+  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
 });
 
 function backfill(args: string[]) {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox) });
-}
-
-/** The direct full export (no window filter), restricted to [from, to) by the Day bucket. */
-function directExport(from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
+  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(fixture.sandbox) });
 }
 
 async function windowRows(name: string, date: string): Promise<string[][]> {
@@ -53,8 +38,8 @@ async function windowRows(name: string, date: string): Promise<string[][]> {
 
 describe('tilehouse backfill', () => {
   it('writes each day window to its own file; together they equal the direct export, none missing or duplicated', async () => {
-    const from = day(-20);
-    const to = day(-10);
+    const from = dayFromToday(-20);
+    const to = dayFromToday(-10);
     const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--concurrency', '3']);
     expect(result.stderr).toContain(`backfill daily_severity ${from}..${to} by day: 10 of 10 windows succeeded`);
     expect(result.exitCode).toBe(0);
@@ -68,16 +53,16 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(directExport(from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
     expect(union.length).toBeGreaterThan(10);
   });
 
   it('keeps week windows exact although their edges fall mid-day in Berlin against UTC buckets', async () => {
-    const from = day(-40);
-    const to = day(-19);
+    const from = dayFromToday(-40);
+    const to = dayFromToday(-19);
     const result = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to, '--step', 'week']);
     expect(result.exitCode).toBe(0);
-    const starts = [from, day(-33), day(-26)];
+    const starts = [from, dayFromToday(-33), dayFromToday(-26)];
     const union: string[][] = [];
     for (const [i, start] of starts.entries()) {
       const end = starts[i + 1] ?? to;
@@ -85,37 +70,37 @@ describe('tilehouse backfill', () => {
       expect(rows.every((row) => row[0]! >= start && row[0]! < end)).toBe(true);
       union.push(...rows);
     }
-    expect(union).toEqual(directExport(from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
   });
 
   it('replaces a window when it is run again', async () => {
-    const date = day(-5);
-    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    const date = dayFromToday(-5);
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
     const file = path.join(workspace.outDir, 'daily_severity', `${date}.csv`);
     const first = await readFile(file, 'utf8');
     await writeFile(file, 'tampered\r\n');
-    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', day(-4)])).exitCode).toBe(0);
+    expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
     expect(await readFile(file, 'utf8')).toBe(first);
   });
 
   it('lists failed windows with the command that re-runs only them, and that command works', async () => {
-    const from = day(-3);
-    const to = day(-1);
-    sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
+    const from = dayFromToday(-3);
+    const to = dayFromToday(-1);
+    fixture.sandbox.inject({ endpoint: 'export', kind: 'server-error', status: 503, times: Infinity });
     const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
-    sandbox.clearFaults();
+    fixture.sandbox.clearFaults();
     expect(failed.exitCode).toBe(1);
     const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
     expect(failed.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}`);
 
-    const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(sandbox) });
+    const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(fixture.sandbox) });
     expect(again.exitCode).toBe(0);
-    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', day(-2)))]).toEqual(directExport(from, to));
+    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
   });
 
   it('shows windows done, rows and an ETA on a terminal', async () => {
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', day(-30), '--to', day(-27)], {
-      env: sandboxEnv(sandbox),
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', dayFromToday(-30), '--to', dayFromToday(-27)], {
+      env: sandboxEnv(fixture.sandbox),
       io: { interactive: true },
     });
     expect(result.exitCode).toBe(0);
@@ -129,7 +114,7 @@ describe('tilehouse backfill', () => {
   });
 
   it('says so when the job names no bucket column and windows are only exact to within a day', async () => {
-    const result = await backfill(['--tile', 'approximate', '--from', day(-8), '--to', day(-7)]);
+    const result = await backfill(['--tile', 'approximate', '--from', dayFromToday(-8), '--to', dayFromToday(-7)]);
     expect(result.exitCode).toBe(0);
     expect(result.stderr).toContain('exact only to within one day');
   });
@@ -147,11 +132,11 @@ describe('tilehouse backfill', () => {
 
   it('refuses --concurrency above 1 for a job that merges into BigQuery (exit 2, nothing requested)', async () => {
     const merging = { ...job, name: 'merged', sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Day', 'Severity'] }] };
-    const ws = await writeBigQueryWorkspace(path.join(root, 'merge'), sandbox, [merging], { projectId: 'p', dataset: 'd' });
-    const requests = sandbox.requests.length;
-    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', day(-3), '--to', day(-1), '--concurrency', '2'], { env: sandboxEnv(sandbox) });
+    const ws = await writeBigQueryWorkspace(path.join(fixture.root, 'merge'), fixture.sandbox, [merging], { projectId: 'p', dataset: 'd' });
+    const requests = fixture.sandbox.requests.length;
+    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', dayFromToday(-3), '--to', dayFromToday(-1), '--concurrency', '2'], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain("backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)");
-    expect(sandbox.requests.length).toBe(requests);
+    expect(fixture.sandbox.requests.length).toBe(requests);
   });
 });

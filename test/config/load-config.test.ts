@@ -1,9 +1,8 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/config-error.js';
+import { describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJob, loadJobs, selectJobs } from '../../src/config/load-config.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { configErrorOf, configFilesEachTest } from '../support/config-files.js';
 
 const VALID_JOB = `name: incidents_by_type
 tile: tile-1
@@ -42,29 +41,8 @@ sinks:
     directory: out
 `;
 
-let dir: string;
-beforeEach(async () => {
-  dir = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function write(name: string, text: string): Promise<string> {
-  const file = path.join(dir, name);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, text);
-  return file;
-}
-
-async function configError(load: Promise<unknown>): Promise<ConfigError> {
-  const error = await load.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ConfigError);
-  return error as ConfigError;
-}
+const files = configFilesEachTest();
+const write = files.write;
 
 describe('loadJob', () => {
   it('accepts a valid job and resolves its timezone from the schedule', async () => {
@@ -97,7 +75,7 @@ describe('loadJob', () => {
 
   it.each(malformed)('refuses $case, naming file, field and value', async ({ yaml, field, value, line, says }) => {
     const file = await write('job.yaml', yaml);
-    const error = await configError(loadJob(file));
+    const error = await configErrorOf(loadJob(file));
     const problem = error.problems.find((p) => p.field === field);
     expect(problem, `problems were: ${error.message}`).toBeDefined();
     expect(problem!.file).toBe(file);
@@ -112,14 +90,14 @@ describe('loadJob', () => {
 
   it('reports a YAML syntax error with its line', async () => {
     const file = await write('job.yaml', 'name: x\nquery: [unclosed\nsinks: []\n');
-    const error = await configError(loadJob(file));
+    const error = await configErrorOf(loadJob(file));
     expect(error.problems[0]!.line).toBeGreaterThanOrEqual(2);
     expect(error.message).toMatch(/YAML syntax/);
   });
 
   it('refuses duplicate keys instead of silently taking the last one', async () => {
     const file = await write('job.yaml', `${VALID_JOB}name: other\n`);
-    const error = await configError(loadJob(file));
+    const error = await configErrorOf(loadJob(file));
     expect(error.message).toMatch(/YAML syntax.*unique|duplicate/i);
   });
 });
@@ -129,28 +107,28 @@ describe('loadJobs', () => {
     await write('jobs/b.yaml', VALID_JOB.replace('incidents_by_type', 'b_job'));
     await write('jobs/a.yml', VALID_JOB.replace('incidents_by_type', 'a_job'));
     await write('jobs/notes.txt', 'not a job');
-    const jobs = await loadJobs(path.join(dir, 'jobs'));
+    const jobs = await loadJobs(path.join(files.dir, 'jobs'));
     expect(jobs.map((job) => job.name)).toEqual(['a_job', 'b_job']);
   });
 
   it('lists the problems of every bad file at once', async () => {
     await write('jobs/one.yaml', VALID_JOB.replace('tile: tile-1', 'tile: ""'));
     await write('jobs/two.yaml', VALID_JOB.replace('incidents_by_type', 'Two'));
-    const error = await configError(loadJobs(path.join(dir, 'jobs')));
+    const error = await configErrorOf(loadJobs(path.join(files.dir, 'jobs')));
     expect(error.problems.map((p) => path.basename(p.file))).toEqual(['one.yaml', 'two.yaml']);
   });
 
   it('refuses two jobs with the same name', async () => {
     await write('jobs/one.yaml', VALID_JOB);
     await write('jobs/two.yaml', VALID_JOB);
-    const error = await configError(loadJobs(path.join(dir, 'jobs')));
+    const error = await configErrorOf(loadJobs(path.join(files.dir, 'jobs')));
     expect(error.message).toMatch(/two\.yaml.*name = "incidents_by_type".*one\.yaml/);
   });
 
   it('refuses an empty or missing directory', async () => {
-    await mkdir(path.join(dir, 'empty'));
-    expect((await configError(loadJobs(path.join(dir, 'empty')))).message).toMatch(/no job files/);
-    expect((await configError(loadJobs(path.join(dir, 'missing')))).message).toMatch(/ENOENT/);
+    await mkdir(path.join(files.dir, 'empty'));
+    expect((await configErrorOf(loadJobs(path.join(files.dir, 'empty')))).message).toMatch(/no job files/);
+    expect((await configErrorOf(loadJobs(path.join(files.dir, 'missing')))).message).toMatch(/ENOENT/);
   });
 });
 
@@ -173,21 +151,21 @@ describe('loadEnvironment', () => {
 
   it('refuses a literal client secret', async () => {
     const file = await write('env.yaml', VALID_ENV.replace('${TILEHOUSE_CLIENT_SECRET}', 'hunter2'));
-    const error = await configError(loadEnvironment(file));
+    const error = await configErrorOf(loadEnvironment(file));
     expect(error.problems[0]).toMatchObject({ field: 'source.clientSecret', line: 5 });
     expect(error.message).toMatch(/literal secrets are refused/);
   });
 
   it('requires exactly one of clientSecret and clientSecretFile', async () => {
     const both = VALID_ENV.replace('sinks:', '  clientSecretFile: /run/secret\nsinks:');
-    expect((await configError(loadEnvironment(await write('env.yaml', both)))).message).toMatch(/exactly one of clientSecret/);
+    expect((await configErrorOf(loadEnvironment(await write('env.yaml', both)))).message).toMatch(/exactly one of clientSecret/);
     const none = VALID_ENV.replace(/ {2}clientSecret:.*\n/, '');
-    expect((await configError(loadEnvironment(await write('env2.yaml', none)))).message).toMatch(/exactly one of clientSecret/);
+    expect((await configErrorOf(loadEnvironment(await write('env2.yaml', none)))).message).toMatch(/exactly one of clientSecret/);
   });
 
   it('refuses http:// for a non-loopback host unless allowInsecureHttp is set', async () => {
     const insecure = VALID_ENV.replace('https://acme', 'http://acme');
-    const error = await configError(loadEnvironment(await write('env.yaml', insecure)));
+    const error = await configErrorOf(loadEnvironment(await write('env.yaml', insecure)));
     expect(error.problems[0]).toMatchObject({ field: 'source.baseUrl', value: '"http://acme.incidents.example.com"' });
     const allowed = insecure.replace('sinks:', '  allowInsecureHttp: true\nsinks:');
     await expect(loadEnvironment(await write('env2.yaml', allowed))).resolves.toBeDefined();
@@ -197,12 +175,12 @@ describe('loadEnvironment', () => {
 
   it('refuses a base URL that is not a URL', async () => {
     const file = await write('env.yaml', VALID_ENV.replace('https://acme.incidents.example.com', 'acme'));
-    const error = await configError(loadEnvironment(file));
+    const error = await configErrorOf(loadEnvironment(file));
     expect(error.problems[0]).toMatchObject({ field: 'source.baseUrl', value: '"acme"', line: 2 });
   });
 
   it('says which file cannot be read', async () => {
-    const error = await configError(loadEnvironment(path.join(dir, 'absent.yaml')));
+    const error = await configErrorOf(loadEnvironment(path.join(files.dir, 'absent.yaml')));
     expect(error.message).toMatch(/absent\.yaml.*cannot read file \(ENOENT\)/);
   });
 });

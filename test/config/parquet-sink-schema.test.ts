@@ -1,9 +1,7 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/config-error.js';
+import { describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJob } from '../../src/config/load-config.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { configErrorOf, configFilesEachTest } from '../support/config-files.js';
 
 const job = (sink: string, extra = '') => `name: lake
 tile: tile-1
@@ -27,28 +25,11 @@ const ENV = (sinks: string) => `source:
   clientSecret: \${TILEHOUSE_CLIENT_SECRET}
 ${sinks}`;
 
-let dir: string;
-beforeEach(async () => {
-  dir = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function write(name: string, text: string): Promise<string> {
-  const file = path.join(dir, name);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, text);
-  return file;
-}
+const files = configFilesEachTest();
+const write = files.write;
 
 async function problems(load: Promise<unknown>): Promise<Array<{ field: string; value?: string | undefined; message: string }>> {
-  const error = await load.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ConfigError);
-  return (error as ConfigError).problems.map(({ field, value, message }) => ({ field, value, message }));
+  return (await configErrorOf(load)).problems.map(({ field, value, message }) => ({ field, value, message }));
 }
 
 describe('a parquet sink in a job file', () => {

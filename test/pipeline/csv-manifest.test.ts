@@ -9,20 +9,10 @@ import { detailQuery } from '../support/queries.js';
 import { HookedSink, loadForRun, runLoaded } from '../support/run-jobs-harness.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { DEAD_PID, tagOf } from '../support/temp-owners.js';
+import type { FileManifest } from '../../src/sinks/files/manifest.js';
 
 const INCIDENTS = 57;
 
-interface Manifest {
-  manifestVersion: number;
-  file: string;
-  job: string;
-  runId: string;
-  rows: number;
-  bytes: number;
-  sha256: string;
-  gzip: boolean;
-  columns: Array<{ name: string; header: string; type: string }>;
-}
 
 let sandbox: Sandbox;
 let root: string;
@@ -41,7 +31,8 @@ afterAll(async () => {
 });
 
 const run = (runId: string) => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: sandboxEnv(sandbox) });
-const manifest = async () => JSON.parse(await readFile(`${file}.manifest.json`, 'utf8')) as Manifest;
+const manifest = async () => JSON.parse(await readFile(`${file}.manifest.json`, 'utf8')) as FileManifest;
+// The expectation's own hash of the whole file, not manifest.ts's sha256Of: an oracle independent of the code under test.
 const sha256 = async (target: string) => createHash('sha256').update(await readFile(target)).digest('hex');
 
 /** What a consumer does: the manifest describes the file beside it, byte for byte. */

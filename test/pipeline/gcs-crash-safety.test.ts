@@ -2,44 +2,30 @@
 // a local file: the real CLI as a child process, STORAGE_EMULATOR_HOST pointing at a proxy in
 // front of fake-gcs-server (gcs-precondition-proxy.ts: it holds each rewrite a little, so some
 // kills land between prepare and publish, when the temp object exists), read back with the client.
-import { once } from 'node:events';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Storage } from '@google-cloud/storage';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { OWNER_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
 import { parseOwnerTag } from '../../src/temp-owner.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { spawnCli } from '../support/child-process.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../support/gcs-precondition-proxy.js';
+import { killGcsRunAtMoment, seededRandom } from '../support/gcs-kill.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const KILLS = 20;
 const INCIDENTS = 600;
 const PAGES = 20;
-/** Kill moments: one per page request, then two each in prepare, during the rewrite, after it. */
-const SLOTS = PAGES + 6;
 const PREVIOUS = Buffer.from('Number,Created,Description,Severity\r\nprevious run\r\n');
 const HOLD_REWRITE_MS = 120;
 const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
 
-let sandbox: Sandbox;
-let root: string;
-
-beforeAll(async () => {
-  // 20 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 15 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+// 20 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, latencyMs: 15 });
 
 const isTemp = (name: string) => /\.tilehouse-[^/]*\.tmp$/.test(name);
 
@@ -53,7 +39,7 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
     proxy = await startGcsPreconditionProxy(gcs.origin);
     storage = await fakeGcsClient(proxy.origin);
     bucket = await gcs.newBucket('kill');
-    workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: INCIDENTS / PAGES, concurrency: 1 });
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job], { itemsPerPage: INCIDENTS / PAGES, concurrency: 1 });
     await writeFile(workspace.configFile, (await readFile(workspace.configFile, 'utf8')).replace(/directory: .*/, `directory: gs://${bucket}/nightly`));
   });
   afterAll(async () => {
@@ -61,7 +47,7 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
   });
 
   const runInProcess = () =>
-    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { storageClient: storage } } });
+    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { storageClient: storage } } });
   const objectNames = async () => (await storage.bucket(bucket).getFiles())[0].map((file) => file.name).sort();
   const target = () => storage.bucket(bucket).file('nightly/incident_detail.csv');
 
@@ -71,38 +57,14 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
     const [reference] = await target().download();
     expect(parse(reference)).toHaveLength(INCIDENTS + 1);
 
-    let seed = 20261125;
-    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const random = seededRandom(20261125);
     const seen = { previous: 0, complete: 0, absentBeforeFirst: 0, leftTemp: new Set<string>() };
     proxy.holdRewrites(HOLD_REWRITE_MS);
     for (let kill = 0; kill < KILLS; kill += 1) {
       // Kill 0 finds no object at all (a first publish); the others find the previous run's.
       if (kill === 0) await target().delete();
       else await target().save(PREVIOUS, { resumable: false });
-      const before = sandbox.requests.length;
-      const rewritesBefore = proxy.rewritesReceived;
-      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...process.env, CI: '', ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: proxy.origin },
-        stdio: 'ignore',
-      });
-      let exitedAlready = false;
-      const exited = once(child, 'exit').then(() => (exitedAlready = true));
-      // The moment is a point in the run, not on the clock (a loaded machine starts tsx slower),
-      // stratified so the kills cover the whole run: after the k-th page request, k from 0 (before
-      // the token) to PAGES - 1; then, two slots each, in prepare (the upload finishing), while
-      // the publish's rewrite is held (the temp object whole, the target untouched), and after it.
-      const moment = Math.min(SLOTS - 1, Math.floor(((kill + random()) * SLOTS) / KILLS));
-      const pagesRequested = () => sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
-      const rewriteArrived = () => proxy.rewritesReceived > rewritesBefore;
-      while (!exitedAlready && pagesRequested() < Math.min(moment, PAGES)) await sleep(2);
-      const phase = moment < PAGES ? 'export' : (['prepare', 'publish', 'published'] as const)[Math.floor((moment - PAGES) / 2)]!;
-      if (phase === 'prepare') await sleep(Math.floor(random() * 20));
-      if (phase !== 'export' && phase !== 'prepare') while (!exitedAlready && !rewriteArrived()) await sleep(2);
-      if (phase === 'publish') await sleep(Math.floor(random() * HOLD_REWRITE_MS * 0.7));
-      if (phase === 'published') await sleep(HOLD_REWRITE_MS + 150 + Math.floor(random() * 100));
-      child.kill('SIGKILL');
-      await exited;
-      await proxy.settled();
+      const { phase, moment, pid } = await killGcsRunAtMoment({ workspace, sandbox: fixture.sandbox, proxy, kill, kills: KILLS, pages: PAGES, holdRewriteMs: HOLD_REWRITE_MS, random });
 
       const names = await objectNames();
       const [exists] = await target().exists();
@@ -121,7 +83,7 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
       // A temp object left by the kill names the dead process as its owner.
       for (const name of names.filter(isTemp)) {
         const [metadata] = await storage.bucket(bucket).file(name).getMetadata();
-        expect(parseOwnerTag(String(metadata.metadata?.[OWNER_METADATA_KEY]))?.pid, `owner of ${name}`).toBe(child.pid);
+        expect(parseOwnerTag(String(metadata.metadata?.[OWNER_METADATA_KEY]))?.pid, `owner of ${name}`).toBe(pid);
         seen.leftTemp.add(name);
       }
       // Only this job's target and temp objects: never a second, partial object.

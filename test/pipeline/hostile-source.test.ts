@@ -1,8 +1,7 @@
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { Agent } from 'undici';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/cli/run-command.js';
 import { environmentSchema } from '../../src/config/environment-schema.js';
 import { jobSchema } from '../../src/config/job-schema.js';
@@ -12,8 +11,8 @@ import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { CsvSink } from '../../src/sinks/csv/index.js';
 import { readCsv } from '../support/csv-read.js';
-import { HOSTILE_QUERY, startHostileServer, tablePage, VALID_TOKEN, type HostileScript, type HostileServer, type RecordedRequest, type Table } from '../support/hostile-server.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
+import { HOSTILE_QUERY, hostileServersEachTest, startHostileServer, tablePage, VALID_TOKEN, type HostileScript, type HostileServer, type RecordedRequest, type Table } from '../support/hostile-server.js';
 
 /**
  * The whole run (token → pages → typed rows → CSV sink) against a source that misbehaves in
@@ -34,19 +33,9 @@ const TABLE: Table = {
 };
 const EXPECTED_CSV_ROWS = TABLE.rows.map((row) => row.map(String));
 
-const dispatcher = new Agent();
-afterAll(() => dispatcher.close());
-
-let root: string;
-let server: HostileServer | undefined;
-beforeEach(async () => {
-  root = await makeTempDir();
-});
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-  await rm(root, { recursive: true, force: true });
-});
+const hostile = hostileServersEachTest();
+const dispatcher = hostile.dispatcher;
+const root = tempDirEachTest();
 
 const job: LoadedJob = {
   ...jobSchema.parse({ name: 'hostile', tile: 't-1', query: HOSTILE_QUERY, sinks: [{ type: 'csv' }] }),
@@ -55,8 +44,8 @@ const job: LoadedJob = {
 };
 
 async function run(script: HostileScript, runJob: LoadedJob = job): Promise<{ summary: RunSummary; exitCode: number; outDir: string; source: HostileServer }> {
-  server = await startHostileServer(script);
-  const outDir = path.join(root, 'out');
+  const server = await hostile.start(script);
+  const outDir = path.join(root.path, 'out');
   await mkdir(outDir, { recursive: true });
   const environment = environmentSchema.parse({
     source: { baseUrl: server.url, authUrl: server.url, clientId: 'hostile-id', clientSecret: '${HOSTILE_SECRET}', itemsPerPage: 2, requestTimeoutMs: 2000 },
@@ -93,8 +82,8 @@ describe('a run against a source that repeats a page', () => {
 
   it('leaves the previous CSV exactly as it was', async () => {
     const previous = 'Type,Incidents\r\nOld,1\r\n';
-    await mkdir(path.join(root, 'out'), { recursive: true });
-    await writeFile(path.join(root, 'out', 'hostile.csv'), previous);
+    await mkdir(path.join(root.path, 'out'), { recursive: true });
+    await writeFile(path.join(root.path, 'out', 'hostile.csv'), previous);
     const { summary, outDir } = await run(repeatingCache);
     expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
     expect(await readdir(outDir)).toEqual(['hostile.csv']);
@@ -172,8 +161,7 @@ describe('a run against a source that sends numbers beyond double precision', ()
     const target = path.join(exact.outDir, 'hostile.csv');
     expect((await readCsv(target)).rows.map((row) => row[1])).toEqual(['9007199254740993', '-9223372036854775808']);
     const published = await readFile(target, 'utf8');
-    await server?.close();
-    server = undefined;
+    await hostile.closeCurrent();
 
     const refused = await run({ page: () => ({ body: page(['1', '9223372036854775808']) }) }, typed('INT64'));
     expect(refused.exitCode).toBe(1);
@@ -318,8 +306,8 @@ describe('a run against a source whose compressed answer is corrupt', () => {
   });
 
   it('fails with export_body_corrupt when every attempt is corrupt: exit 1, no CSV, the previous file kept', async () => {
-    await mkdir(path.join(root, 'out'), { recursive: true });
-    await writeFile(path.join(root, 'out', 'hostile.csv'), 'Type,Incidents\r\nOld,1\r\n');
+    await mkdir(path.join(root.path, 'out'), { recursive: true });
+    await writeFile(path.join(root.path, 'out', 'hostile.csv'), 'Type,Incidents\r\nOld,1\r\n');
     const { summary, exitCode, outDir, source } = await run({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: request.pageNumber === 1 }) });
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]!.error).toMatchObject({ code: 'export_body_corrupt', message: expect.stringMatching(/page 1: .*content-encoding gzip could not be decoded \(corrupt stream: .*\(attempt 3;/) });

@@ -1,6 +1,5 @@
 import { Writable } from 'node:stream';
-import { Agent } from 'undici';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { environmentSchema } from '../../src/config/environment-schema.js';
 import { jobSchema } from '../../src/config/job-schema.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
@@ -8,7 +7,7 @@ import { createLogger } from '../../src/log.js';
 import { probeTile } from '../../src/pipeline/probe-tile.js';
 import { formatProbeReport } from '../../src/presentation/probe-report.js';
 import { parseRecording, type Recording } from '../../src/source/recording.js';
-import { HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
+import { HOSTILE_QUERY, hostileServersEachTest, tablePage, type HostileScript, type HostileServer, type Table } from '../support/hostile-server.js';
 
 /** `probeTile` reads page 0 a second time to see whether the source keeps its row order between requests. */
 
@@ -23,13 +22,8 @@ const TABLE: Table = {
 };
 const ROW_ORDER_LINE = '  differs: row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column';
 
-const dispatcher = new Agent();
-afterAll(() => dispatcher.close());
-let server: HostileServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const hostile = hostileServersEachTest();
+const dispatcher = hostile.dispatcher;
 
 const job: LoadedJob = {
   ...jobSchema.parse({ name: 'hostile', tile: 't-1', query: HOSTILE_QUERY, sinks: [{ type: 'csv' }] }),
@@ -38,7 +32,7 @@ const job: LoadedJob = {
 };
 
 async function probe(script: HostileScript): Promise<{ recording: Recording; report: string; source: HostileServer }> {
-  server = await startHostileServer(script);
+  const server = await hostile.start(script);
   const environment = environmentSchema.parse({
     source: { baseUrl: server.url, authUrl: server.url, clientId: 'hostile-id', clientSecret: '${HOSTILE_SECRET}', itemsPerPage: 2, requestTimeoutMs: 2000 },
     sinks: { csv: { directory: '/nonexistent' } },

@@ -1,20 +1,12 @@
-import { Agent } from 'undici';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fetchToken } from '../../src/source/token-client.js';
-import { fastPolicy, startHostileServer, tokenRequest, type HostileAnswer, type HostileServer } from '../support/hostile-server.js';
+import { fastPolicy, hostileServersEachTest, tokenRequest, type HostileAnswer, type HostileServer } from '../support/hostile-server.js';
 
-const dispatcher = new Agent();
-afterAll(() => dispatcher.close());
-
-let server: HostileServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const hostile = hostileServersEachTest();
+const dispatcher = hostile.dispatcher;
 
 async function issuer(token: (index: number) => HostileAnswer): Promise<HostileServer> {
-  server = await startHostileServer({ token: (_request, index) => token(index), page: () => ({ status: 500 }) });
-  return server;
+  return hostile.start({ token: (_request, index) => token(index), page: () => ({ status: 500 }) });
 }
 
 const failureOf = (promise: Promise<unknown>) => promise.then(

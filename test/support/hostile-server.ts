@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Agent } from 'undici';
+import { afterAll, afterEach } from 'vitest';
 import { ExportClient } from '../../src/source/export-endpoint/export-client.js';
 import type { RequestTimeouts } from '../../src/source/http.js';
 import { RetryBudget } from '../../src/retry.js';
@@ -230,4 +231,33 @@ export function hostileClient(
     token: new SessionToken(() => fetchToken(tokenRequest(server, dispatcher, { retry, timeouts }))),
     numberTextColumns: (headers, dataTypes) => numberTextColumns(headers, dataTypes, {}),
   });
+}
+
+export interface HostileServers {
+  /** One undici Agent for the file, closed after its last test. */
+  readonly dispatcher: Agent;
+  /** Starts this test's server (closed after the test). */
+  start(script: HostileScript): Promise<HostileServer>;
+  /** Closes this test's server now, so the test can start another. */
+  closeCurrent(): Promise<void>;
+}
+
+/** The hostile-source tests' set-up: a dispatcher for the file, and one server per test, closed after it even when the test failed. */
+export function hostileServersEachTest(): HostileServers {
+  const dispatcher = new Agent();
+  afterAll(() => dispatcher.close());
+  let current: HostileServer | undefined;
+  const closeCurrent = async (): Promise<void> => {
+    await current?.close();
+    current = undefined;
+  };
+  afterEach(closeCurrent);
+  return {
+    dispatcher,
+    async start(script) {
+      current = await startHostileServer(script);
+      return current;
+    },
+    closeCurrent,
+  };
 }

@@ -6,6 +6,7 @@ import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { encodeValue } from '../../src/sinks/bigquery/encode-value.js';
 import { csvFormat } from '../../src/sinks/csv/csv-format.js';
 import { FilePathTemplate } from '../../src/sinks/files/path-template.js';
+import { ParquetEncoder } from '../../src/sinks/parquet/encoder/parquet-encoder.js';
 import { isValueFailure, parseDate } from '../../src/transform/index.js';
 import { isCalendarDate } from '../../src/value-types/civil-date.js';
 
@@ -30,6 +31,14 @@ const consumers: Record<string, (text: string) => boolean> = {
   "BigQuery's DATE value": (text) => {
     try {
       encodeValue(text, { name: 'd', type: 'DATE' });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  "the Parquet encoder's DATE column": (text) => {
+    try {
+      new ParquetEncoder([{ name: 'd', type: 'DATE' }]).addRows([[text]]);
       return true;
     } catch {
       return false;

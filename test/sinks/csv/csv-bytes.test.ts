@@ -1,8 +1,9 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TypedRow, TypedValue } from '../../../src/transform/column.js';
 import type { ColumnType } from '../../../src/value-types/column-types.js';
-import { column, commit, makeContext, makeSink, makeTempDirectory, readText, referenceCsv } from './csv-test-support.js';
+import { column, commit, makeContext, makeSink, readText, referenceCsv } from './csv-test-support.js';
+import { tempDirForAll } from '../../support/temp-dir-hooks.js';
 
 const tricky = fc.constantFrom('"', ',', '\r', '\n', '\r\n', ' ', '\t', '🔥', 'עברית', '\u0000', '""', ',"', '=1+1', '-', '');
 const text = fc.string({ unit: fc.oneof(tricky, fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 20 });
@@ -18,13 +19,7 @@ const valueOf: Record<ColumnType, fc.Arbitrary<TypedValue>> = {
 };
 const TYPES = Object.keys(valueOf) as ColumnType[];
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeAll(async () => {
-  directory = await makeTempDirectory();
-});
-afterAll(async () => {
-  await directory.remove();
-});
+const directory = tempDirForAll('tilehouse-csv-');
 
 describe('CSV bytes', () => {
   it('are the reference encoding of every column type, byte for byte, across write calls (property)', async () => {

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, commit, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
+import { column, commit, makeContext, makeSink, parseCsv, readText } from './csv-test-support.js';
+import { tempDirForAll } from '../../support/temp-dir-hooks.js';
 
 // Text that stresses CSV quoting: full Unicode (astral emoji, RTL, combining marks, bidi controls)
 // mixed with every character that has a meaning in CSV, and leading/trailing spaces.
@@ -12,13 +13,7 @@ const nullableText = fc.option(text, { nil: null, freq: 4 });
 const finiteDouble = fc.double({ noNaN: true, noDefaultInfinity: true });
 const row = fc.tuple(nullableText, nullableText, fc.option(finiteDouble, { nil: null }), fc.option(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), { nil: null }));
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeAll(async () => {
-  directory = await makeTempDirectory();
-});
-afterAll(async () => {
-  await directory.remove();
-});
+const directory = tempDirForAll('tilehouse-csv-');
 
 describe('CSV round trip', () => {
   it('reads back every string, null, empty string and number exactly (property)', async () => {

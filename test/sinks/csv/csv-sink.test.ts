@@ -1,10 +1,11 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileWriteError, FileWriterClosedError } from '../../../src/sinks/files/file-errors.js';
 import { formatOwnerTag } from '../../../src/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
-import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
+import { column, commit, listEntries, makeContext, makeSink, parseCsv, readText } from './csv-test-support.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
 const columns = [
   column('Number', 'INT64'),
@@ -22,13 +23,7 @@ const rows: TypedRow[] = [
   [0n, -0, '0', 'say "hi",\r\nbye', -62_135_596_800_000, '9999-12-31'],
 ];
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeEach(async () => {
-  directory = await makeTempDirectory();
-});
-afterEach(async () => {
-  await directory.remove();
-});
+const directory = tempDirEachTest('tilehouse-csv-');
 
 describe('CsvSink', () => {
   it('writes a header of the original headers and one record per row, readable by csv-parse', async () => {

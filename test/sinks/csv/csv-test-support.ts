@@ -1,6 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
@@ -12,11 +10,6 @@ import { CSV_DIALECT } from '../../../src/sinks/csv/csv-dialect.js';
 import type { Column, TypedRow, TypedValue } from '../../../src/transform/column.js';
 
 export const silentLogger = pino({ level: 'silent' });
-
-export async function makeTempDirectory(): Promise<{ path: string; remove: () => Promise<void> }> {
-  const path = await mkdtemp(join(tmpdir(), 'tilehouse-csv-'));
-  return { path, remove: () => rm(path, { recursive: true, force: true }) };
-}
 
 export function makeContext(columns: readonly Column[], overrides: Partial<SinkRunContext> = {}): SinkRunContext {
   return {

@@ -1,9 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Capture } from '../../support/cli-harness.js';
-import { column, listEntries, makeContext, makeSink, makeTempDirectory, parseCsv, readText } from './csv-test-support.js';
+import { column, listEntries, makeContext, makeSink, parseCsv, readText } from './csv-test-support.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
 // fsync of a directory failing with EIO (a disk going bad) after the rename already happened.
 const failDirectorySync = vi.hoisted(() => ({ on: false }));
@@ -19,13 +20,9 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   return { ...fs, open, default: { ...fs, open } };
 });
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeEach(async () => {
-  directory = await makeTempDirectory();
-});
-afterEach(async () => {
+const directory = tempDirEachTest('tilehouse-csv-');
+afterEach(() => {
   failDirectorySync.on = false;
-  await directory.remove();
 });
 
 describe('LocalFileWriter.publish (CSV) when the directory fsync fails after the rename', () => {

@@ -1,17 +1,12 @@
 import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isTempFileName, removeStaleTempFiles, tempFileOwnerTag, tempPathFor } from '../../../src/sinks/files/temp-files.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, formatOwnerTag } from '../../../src/temp-owner.js';
-import { listEntries, makeTempDirectory } from '../csv/csv-test-support.js';
+import { listEntries } from '../csv/csv-test-support.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeEach(async () => {
-  directory = await makeTempDirectory();
-});
-afterEach(async () => {
-  await directory.remove();
-});
+const directory = tempDirEachTest('tilehouse-csv-');
 
 async function touch(path: string, modified: Date): Promise<void> {
   await writeFile(path, 'partial');

@@ -1,8 +1,9 @@
 import { basename, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { tempFileOwnerTag, tempPathFor } from '../../../src/sinks/files/temp-files.js';
 import { currentOwner, formatOwnerTag } from '../../../src/temp-owner.js';
-import { column, commit, listEntries, makeContext, makeSink, makeTempDirectory } from '../csv/csv-test-support.js';
+import { column, commit, listEntries, makeContext, makeSink } from '../csv/csv-test-support.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
 // Kubernetes pod names (a CronJob's pods are `<job>-<schedule time>-<random>`) are the host names
 // and run up to 63 characters, the longest a host name can be.
@@ -12,13 +13,7 @@ vi.mock('node:os', async (importOriginal) => {
   return { ...os, hostname: () => LONG_HOST, default: { ...os, hostname: () => LONG_HOST } };
 });
 
-let directory: { path: string; remove: () => Promise<void> };
-beforeEach(async () => {
-  directory = await makeTempDirectory();
-});
-afterEach(async () => {
-  await directory.remove();
-});
+const directory = tempDirEachTest('tilehouse-csv-');
 
 describe('temp file names on a host with a 63-character name', () => {
   it('carry the long host name', () => {

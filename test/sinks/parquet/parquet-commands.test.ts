@@ -1,13 +1,13 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
 import { startGcsProxy } from '../../support/gcs-proxy.js';
-import { makeTempDir } from '../../support/temp-dir.js';
 import { addParquetDirectory } from './parquet-test-support.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 
 /** check, plan, validate and k8s with a Parquet sink, each through the CLI. */
 
@@ -20,23 +20,14 @@ const byType = {
 };
 const job = { name: 'by_type', tile: SANDBOX_TILE, query: byType, columns: { Incidents: { type: 'INT64' } }, sinks: [{ type: 'parquet' }] };
 
-let sandbox: Sandbox;
-let root: string;
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 300 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+const fixture = sandboxAndRootForAll({ incidents: 300 });
 
 async function workspace(name: string, jobs: Array<Record<string, unknown>> = [job], parquetDirectory?: string): Promise<Workspace> {
-  const ws = await writeWorkspace(path.join(root, name), sandbox, jobs);
+  const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, jobs);
   await addParquetDirectory(ws, parquetDirectory);
   return ws;
 }
-const cli = (command: string, ws: Workspace, ...extra: string[]) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir, ...extra], { env: sandboxEnv(sandbox) });
+const cli = (command: string, ws: Workspace, ...extra: string[]) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir, ...extra], { env: sandboxEnv(fixture.sandbox) });
 
 describe('tilehouse check with a Parquet sink', () => {
   it('passes when the Parquet directory can be written, and writes nothing', async () => {
@@ -48,8 +39,8 @@ describe('tilehouse check with a Parquet sink', () => {
   });
 
   it('fails the job naming the Parquet target when its directory is a file', async () => {
-    const ws = await workspace('check-file', [job], path.join(root, 'check-file', 'lake'));
-    await writeFile(path.join(root, 'check-file', 'lake'), 'not a directory');
+    const ws = await workspace('check-file', [job], path.join(fixture.root, 'check-file', 'lake'));
+    await writeFile(path.join(fixture.root, 'check-file', 'lake'), 'not a directory');
     const result = await cli('check', ws);
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toMatch(/^FAIL job by_type: parquet_target_unwritable: .*Parquet.*lake.* is a file, not a directory/);
@@ -98,7 +89,7 @@ describeWithFakeGcs('tilehouse plan with a gs:// Parquet sink', (gcs) => {
     try {
       const ws = await workspace('plan-gcs', [job], `gs://${bucket}/lake`);
       const seams = { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } };
-      const run = (command: string) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams });
+      const run = (command: string) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox), seams });
       expect((await run('run')).exitCode).toBe(0);
       downloads.length = 0;
       const same = await run('plan');
@@ -139,7 +130,7 @@ describe('tilehouse validate with a Parquet sink', () => {
   });
 
   it('names the environment line of a Parquet directory that is a file', async () => {
-    const lake = path.join(root, 'validate-env-lake');
+    const lake = path.join(fixture.root, 'validate-env-lake');
     await writeFile(lake, '');
     const ws = await workspace('validate-env', [job], lake);
     const result = await cli('validate', ws);
@@ -150,7 +141,7 @@ describe('tilehouse validate with a Parquet sink', () => {
 
 describe('tilehouse k8s with a Parquet sink', () => {
   async function k8sWorkspace(directory: string) {
-    const dir = path.join(root, `k8s-${Math.random().toString(36).slice(2)}`);
+    const dir = path.join(fixture.root, `k8s-${Math.random().toString(36).slice(2)}`);
     const jobsDir = path.join(dir, 'jobs');
     await mkdir(jobsDir, { recursive: true });
     const config = parse(await readFile('config/production.example.yaml', 'utf8')) as { sinks: Record<string, unknown> };

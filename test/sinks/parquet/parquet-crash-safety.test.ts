@@ -7,17 +7,18 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Storage } from '@google-cloud/storage';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
 import { spawnCli } from '../../support/child-process.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from '../../support/gcs-precondition-proxy.js';
+import { killGcsRunAtMoment, seededRandom } from '../../support/gcs-kill.js';
 import { detailQuery } from '../../support/queries.js';
-import { makeTempDir } from '../../support/temp-dir.js';
 import { ParquetEncoder } from '../../../src/sinks/parquet/encoder/parquet-encoder.js';
-import { parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
+import { addParquetDirectory, parquetRowCount, startGeneratedSource } from './parquet-test-support.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 
 const KILLS = 12;
 const INCIDENTS = 600;
@@ -32,36 +33,19 @@ function previousFile(): Buffer {
 }
 const PREVIOUS = previousFile();
 
-let sandbox: Sandbox;
-let root: string;
-
-beforeAll(async () => {
-  // 20 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 15 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+// 20 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, latencyMs: 15 });
 
 /** A workspace whose Parquet directory is `directory`. */
 async function parquetWorkspace(name: string, directory: (ws: Workspace) => string): Promise<Workspace> {
-  const ws = await writeWorkspace(path.join(root, name), sandbox, [job], { itemsPerPage: INCIDENTS / PAGES, concurrency: 1 });
-  const config = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
-  config.sinks['parquet'] = { directory: directory(ws) };
-  await writeFile(ws.configFile, stringify(config));
+  const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [job], { itemsPerPage: INCIDENTS / PAGES, concurrency: 1 });
+  await addParquetDirectory(ws, directory(ws));
   return ws;
-}
-
-/** A seeded generator of kill moments in [0, 1). */
-function seeded(seed: number): () => number {
-  return () => (seed = (seed * 48271) % 2147483647) / 2147483647;
 }
 
 /** Bytes of a stored Parquet file, checked as DuckDB reads them: `rows` rows. */
 async function expectReadable(bytes: Buffer, rows: number, what: string): Promise<void> {
-  const copy = path.join(root, `read-${Date.now()}-${Math.random().toString(36).slice(2)}.parquet`);
+  const copy = path.join(fixture.root, `read-${Date.now()}-${Math.random().toString(36).slice(2)}.parquet`);
   await writeFile(copy, bytes);
   expect(await parquetRowCount(copy), what).toBe(rows);
   await rm(copy);
@@ -71,23 +55,23 @@ describe('a run with a local Parquet sink killed with SIGKILL', () => {
   it(`leaves the previous or the complete file at ${KILLS} seeded moments, and the next run is byte-exact`, async () => {
     const workspace = await parquetWorkspace('local', (ws) => ws.outDir);
     const target = path.join(workspace.outDir, 'incident_detail.parquet');
-    const runInProcess = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    const runInProcess = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
     expect((await runInProcess()).exitCode).toBe(0);
     const reference = await readFile(target);
     await expectReadable(reference, INCIDENTS, 'the reference run');
 
-    const random = seeded(20261126);
+    const random = seededRandom(20261126);
     const seen = { previous: 0, complete: 0, leftTempFiles: 0 };
     for (let kill = 0; kill < KILLS; kill += 1) {
       await mkdir(workspace.outDir, { recursive: true });
       await writeFile(target, PREVIOUS);
-      const before = sandbox.requests.length;
-      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: { ...process.env, ...sandboxEnv(sandbox) }, stdio: 'ignore' });
+      const before = fixture.sandbox.requests.length;
+      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: { ...process.env, ...sandboxEnv(fixture.sandbox) }, stdio: 'ignore' });
       let exitedAlready = false;
       const exited = once(child, 'exit').then(() => (exitedAlready = true));
       // A point in the export, stratified over it: after the k-th page request (0: before the token; PAGES + 2: after the publish).
       const moment = Math.floor(((kill + random()) * (PAGES + 3)) / KILLS);
-      const pagesRequested = () => sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
+      const pagesRequested = () => fixture.sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
       while (!exitedAlready && pagesRequested() < moment) await sleep(2);
       child.kill('SIGKILL');
       await exited;
@@ -129,39 +113,20 @@ describeWithFakeGcs('a run with a gs:// Parquet sink killed with SIGKILL', (gcs)
   it(`leaves the previous or the complete object at ${KILLS} seeded moments; the next run sweeps and is byte-exact`, async () => {
     const bucket = await gcs.newBucket('kill-pq');
     const workspace = await parquetWorkspace('gcs', () => `gs://${bucket}/lake`);
-    const runInProcess = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { storageClient: storage } } });
+    const runInProcess = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { storageClient: storage } } });
     const target = () => storage.bucket(bucket).file('lake/incident_detail.parquet');
     const objectNames = async () => (await storage.bucket(bucket).getFiles())[0].map((file) => file.name).sort();
     expect((await runInProcess()).exitCode).toBe(0);
     const [reference] = await target().download();
     await expectReadable(reference, INCIDENTS, 'the reference run');
 
-    const random = seeded(20261127);
-    const slots = PAGES + 6;
+    const random = seededRandom(20261127);
     const seen = { previous: 0, complete: 0, leftTemp: 0 };
     proxy.holdRewrites(HOLD_REWRITE_MS);
     for (let kill = 0; kill < KILLS; kill += 1) {
       await target().save(PREVIOUS, { resumable: false });
-      const before = sandbox.requests.length;
-      const rewritesBefore = proxy.rewritesReceived;
-      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...process.env, CI: '', ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: proxy.origin },
-        stdio: 'ignore',
-      });
-      let exitedAlready = false;
-      const exited = once(child, 'exit').then(() => (exitedAlready = true));
-      // As gcs-crash-safety.test.ts: a page of the export, or two slots each in prepare, in the held rewrite, after it.
-      const moment = Math.min(slots - 1, Math.floor(((kill + random()) * slots) / KILLS));
-      const pagesRequested = () => sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
-      while (!exitedAlready && pagesRequested() < Math.min(moment, PAGES)) await sleep(2);
-      const phase = moment < PAGES ? 'export' : (['prepare', 'publish', 'published'] as const)[Math.floor((moment - PAGES) / 2)]!;
-      if (phase === 'prepare') await sleep(Math.floor(random() * 20));
-      if (phase !== 'export' && phase !== 'prepare') while (!exitedAlready && !(proxy.rewritesReceived > rewritesBefore)) await sleep(2);
-      if (phase === 'publish') await sleep(Math.floor(random() * HOLD_REWRITE_MS * 0.7));
-      if (phase === 'published') await sleep(HOLD_REWRITE_MS + 150 + Math.floor(random() * 100));
-      child.kill('SIGKILL');
-      await exited;
-      await proxy.settled();
+      // The moments gcs-crash-safety.test.ts kills at: a page of the export, or two slots each in prepare, in the held rewrite, after it.
+      const { phase, moment } = await killGcsRunAtMoment({ workspace, sandbox: fixture.sandbox, proxy, kill, kills: KILLS, pages: PAGES, holdRewriteMs: HOLD_REWRITE_MS, random });
 
       const [after] = await target().download();
       if (after.equals(PREVIOUS)) seen.previous += 1;
@@ -199,7 +164,7 @@ describe('a run killed with SIGKILL while its Parquet row groups are being writt
       rowsOf: (page) => [0, 1, 2, 3].map((row) => [page, big(page, row)]),
       delayMs: 40,
     });
-    const dir = path.join(root, 'row-groups');
+    const dir = path.join(fixture.root, 'row-groups');
     const outDir = path.join(dir, 'out');
     const jobsDir = path.join(dir, 'jobs');
     await mkdir(jobsDir, { recursive: true });
@@ -215,7 +180,7 @@ describe('a run killed with SIGKILL while its Parquet row groups are being writt
     const target = path.join(outDir, 'big.parquet');
     const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'x9-test-client-secret' };
     try {
-      const random = seeded(20261128);
+      const random = seededRandom(20261128);
       let largestTemp = 0;
       for (let kill = 0; kill < 4; kill += 1) {
         await writeFile(target, PREVIOUS);

@@ -1,9 +1,9 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { listFiles, runCli } from '../../support/cli-harness.js';
 import { readCsv } from '../../support/csv-read.js';
-import { makeTempDir } from '../../support/temp-dir.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 import { ENV, keyValueMetadata, leafSchema, parquetAsCsvText, parquetRowCount, parquetWorkspace, startTableSource, type ScriptedTable } from './parquet-test-support.js';
 
 /**
@@ -38,14 +38,8 @@ function jobOf(table: ScriptedTable, sinks: object[], name = 'typed'): Record<st
   return { name, tile: 't-1', query: { items, options: { pageNumber: 0, itemsPerPage: 50 } }, columns, sinks };
 }
 
-let root: string;
+const root = tempDirEachTest();
 const sources: Array<{ close(): Promise<void> }> = [];
-beforeEach(async () => {
-  root = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
-});
 afterAll(async () => {
   for (const source of sources) await source.close();
 });
@@ -53,7 +47,7 @@ afterAll(async () => {
 async function runBoth(table: ScriptedTable, parquet: object = {}): Promise<{ csv: string; parquet: string; exitCode: number; stderr: string }> {
   const source = await startTableSource(table);
   sources.push(source);
-  const ws = await parquetWorkspace(root, source.url, [jobOf(table, [{ type: 'csv', path: 'typed.csv' }, { type: 'parquet', ...parquet }])]);
+  const ws = await parquetWorkspace(root.path, source.url, [jobOf(table, [{ type: 'csv', path: 'typed.csv' }, { type: 'parquet', ...parquet }])]);
   const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: ENV });
   return { csv: path.join(ws.outDir, 'typed.csv'), parquet: path.join(ws.outDir, 'typed.parquet'), exitCode: result.exitCode, stderr: result.stderr };
 }
@@ -136,7 +130,7 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
     const source = await startTableSource({ headers: [], dataTypes: [], pages: [[]] });
     sources.push(source);
     const hidden = { ...jobOf(TABLE, [{ type: 'parquet' }]), query: { items: [{ header: 'Id', formula: '[incident.f0]', dataType: 'number', hidden: true, filters: [] }], options: { pageNumber: 0, itemsPerPage: 50 } }, columns: {} };
-    const ws = await parquetWorkspace(root, source.url, [hidden]);
+    const ws = await parquetWorkspace(root.path, source.url, [hidden]);
     await mkdir(ws.outDir, { recursive: true });
     await writeFile(path.join(ws.outDir, 'typed.parquet'), 'previous');
     const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: ENV });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { exportPage, startScriptedSource, type ScriptedAnswer } from '../../support/scripted-source.js';
-import { duckdb, sqlString } from './encoder/duckdb-read-back.js';
+import { canonicalDecimal, duckdb, duckTypes, parquetSchema, quoted, sqlString, wholeMillis } from './encoder/duckdb-read-back.js';
 
 /**
  * Test support for the Parquet sink: a workspace whose CSV and Parquet sinks share one output
@@ -58,8 +58,7 @@ export async function startTableSource(table: ScriptedTable) {
  */
 export async function parquetAsCsvText(file: string): Promise<{ names: string[]; rows: Array<Array<string | null>> }> {
   const db = await duckdb();
-  const described = await db.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`);
-  const columns = described.getRowObjectsJS().map((row) => ({ name: String(row['column_name']), type: String(row['column_type']) }));
+  const columns = [...(await duckTypes(file))].map(([name, type]) => ({ name, type }));
   const select = columns.map((column) => textExpression(column.name, column.type)).join(', ');
   const reader = await db.runAndReadAll(`SELECT ${select} FROM read_parquet(${sqlString(file)}, file_row_number = true) ORDER BY file_row_number`);
   const rows = reader.getRows().map((row) => columns.map((column, index) => asCsvText(column.type, row[index])));
@@ -67,40 +66,24 @@ export async function parquetAsCsvText(file: string): Promise<{ names: string[];
 }
 
 function textExpression(name: string, type: string): string {
-  const quoted = `"${name.replaceAll('"', '""')}"`;
-  if (type.startsWith('TIMESTAMP')) return `epoch_us(${quoted})`;
-  if (type.startsWith('DECIMAL') || type === 'DATE') return `CAST(${quoted} AS VARCHAR)`;
-  return quoted;
+  if (type.startsWith('TIMESTAMP')) return `epoch_us(${quoted(name)})`;
+  if (type.startsWith('DECIMAL') || type === 'DATE') return `CAST(${quoted(name)} AS VARCHAR)`;
+  return quoted(name);
 }
 
 function asCsvText(type: string, value: unknown): string | null {
   if (value === null || value === undefined) return null;
-  if (type.startsWith('TIMESTAMP')) {
-    const micros = value as bigint;
-    if (micros % 1000n !== 0n) throw new Error(`timestamp ${micros} µs is not whole milliseconds`);
-    return new Date(Number(micros / 1000n)).toISOString();
-  }
-  if (type.startsWith('DECIMAL')) return canonical(value as string);
+  if (type.startsWith('TIMESTAMP')) return new Date(wholeMillis(value as bigint)).toISOString();
+  if (type.startsWith('DECIMAL')) return canonicalDecimal(value as string);
   return String(value);
-}
-
-/** "-12.500000000" → "-12.5", "0.000000000" → "0". */
-function canonical(text: string): string {
-  let [integer = '', fraction = ''] = text.split('.');
-  fraction = fraction.replace(/0+$/, '');
-  const negative = integer.startsWith('-');
-  integer = integer.replace('-', '').replace(/^0+(?=\d)/, '');
-  const body = fraction ? `${integer}.${fraction}` : integer;
-  return negative && body !== '0' ? `-${body}` : body;
 }
 
 /** parquet_schema() of a file: one entry per leaf, by name (the root left out). */
 export async function leafSchema(file: string): Promise<Map<string, { type: unknown; converted: unknown; repetition: unknown; scale: unknown; precision: unknown; length: unknown; logical: string }>> {
-  const db = await duckdb();
-  const rows = (await db.runAndReadAll(`SELECT * FROM parquet_schema(${sqlString(file)})`)).getRowObjectsJS() as Array<Record<string, unknown>>;
+  const leaves = await parquetSchema(file);
   return new Map(
-    rows.slice(1).map((row) => [
-      String(row['name']),
+    [...leaves].map(([name, row]) => [
+      name,
       { type: row['type'], converted: row['converted_type'], repetition: row['repetition_type'], scale: row['scale'], precision: row['precision'], length: row['type_length'], logical: String(row['logical_type']) },
     ]),
   );

@@ -1,36 +1,27 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
 import { readCsv } from '../../support/csv-read.js';
 import { dailySeverityQuery } from '../../support/queries.js';
 import { makeTempDir } from '../../support/temp-dir.js';
+import { dayAfter, dayFromToday, sourceRowsBetween } from '../../support/window-oracle.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { addParquetDirectory, parquetAsCsvText } from './parquet-test-support.js';
 
 /** Windowed jobs with a Parquet sink: one file per day window, exactly that day's rows, a manifest beside each. */
 
-const DAY_MS = 86_400_000;
-const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
 const columns = { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } };
-
-/** What the source holds for [from, to), from its own evaluator (no rw filter), as text. */
-function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...dailySeverityQuery, items: dailySeverityQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
-}
 
 async function manifestOf(file: string): Promise<{ rows: number; window: { from: string; to: string } }> {
   return JSON.parse(await readFile(`${file}.manifest.json`, 'utf8')) as { rows: number; window: { from: string; to: string } };
 }
 
 describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 4000, now: new Date() });
   let workspace: Workspace;
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 4000, now: new Date() });
-    root = await makeTempDir();
     const job = {
       name: 'daily_severity',
       tile: SANDBOX_TILE,
@@ -40,18 +31,14 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       columns,
       backfill: { item: 'day', bucketColumn: 'Day' },
     };
-    workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 10 });
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job], { itemsPerPage: 10 });
     await addParquetDirectory(workspace);
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   it('writes one Parquet file per day holding exactly its rows, the CSV file of the day read back typed, with its manifest', async () => {
-    const from = day(-12);
-    const to = day(-6);
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to], { env: sandboxEnv(sandbox) });
+    const from = dayFromToday(-12);
+    const to = dayFromToday(-6);
+    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode, result.stderr).toBe(0);
     const files = (await listFiles(path.join(workspace.outDir, 'daily_severity'))).filter((file) => file.endsWith('.parquet'));
     expect(files).toHaveLength(6);
@@ -67,7 +54,7 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       expect(manifest).toMatchObject({ rows: rows.length, window: { from: date } });
       union.push(...(rows as string[][]));
     }
-    expect(union).toEqual(sourceRows(sandbox, from, to));
+    expect(union).toEqual(sourceRowsBetween(fixture.sandbox, dailySeverityQuery, from, to));
     expect(union.length).toBeGreaterThan(6);
   });
 });
@@ -109,8 +96,7 @@ describe('an incremental job with a Parquet sink', () => {
     );
     for (const date of ['2026-07-01', '2026-07-02', '2026-07-03']) {
       const file = path.join(fourth.workspace.outDir, 'daily', `${date}.parquet`);
-      const next = new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
-      expect((await parquetAsCsvText(file)).rows, date).toEqual(sourceRows(fourth.sandbox, date, next));
+      expect((await parquetAsCsvText(file)).rows, date).toEqual(sourceRowsBetween(fourth.sandbox, dailySeverityQuery, date, dayAfter(date)));
     }
     // Day 4 again: days 1-3 are held (closed, with manifests), only the open day 4 is exported again.
     const before = fourth.exports();

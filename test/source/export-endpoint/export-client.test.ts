@@ -1,24 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent } from 'undici';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../../src/source/adaptive-concurrency.js';
 import type { ExportPage } from '../../../src/source/export-endpoint/export-response.js';
 import { readPages } from '../../../src/source/export-endpoint/read-pages.js';
-import { fastPolicy, hostileClient, HOSTILE_QUERY, startHostileServer, tablePage, type HostileScript, type HostileServer, type Table } from '../../support/hostile-server.js';
+import { fastPolicy, hostileClient, HOSTILE_QUERY, hostileServersEachTest, tablePage, type Table } from '../../support/hostile-server.js';
 
-const dispatcher = new Agent();
-afterAll(() => dispatcher.close());
+const hostile = hostileServersEachTest();
+const dispatcher = hostile.dispatcher;
 
-let server: HostileServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function start(script: HostileScript): Promise<HostileServer> {
-  server = await startHostileServer(script);
-  return server;
-}
+const start = hostile.start;
 
 const TABLE: Table = {
   headers: ['Type', 'Incidents'],

@@ -39,7 +39,8 @@ export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-function quoted(name: string): string {
+/** A column name as a DuckDB identifier. */
+export function quoted(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
@@ -70,15 +71,17 @@ function fromDuckDb(column: ParquetColumnSpec, value: unknown): TypedValue {
   switch (column.type) {
     case 'NUMERIC':
       return canonicalDecimal(value as string);
-    case 'TIMESTAMP': {
-      const micros = value as bigint;
-      // Every timestamp the tests write is whole milliseconds.
-      if (micros % 1000n !== 0n) throw new Error(`timestamp ${micros} µs is not whole milliseconds`);
-      return Number(micros / 1000n);
-    }
+    case 'TIMESTAMP':
+      return wholeMillis(value as bigint);
     default:
       return value as TypedValue;
   }
+}
+
+/** DuckDB's epoch_us of a TIMESTAMP as epoch milliseconds: every timestamp the tests write is whole milliseconds. */
+export function wholeMillis(micros: bigint): number {
+  if (micros % 1000n !== 0n) throw new Error(`timestamp ${micros} µs is not whole milliseconds`);
+  return Number(micros / 1000n);
 }
 
 /** "-12.500000000" → "-12.5"; "0.000000000" → "0": the canonical form transform produces. */

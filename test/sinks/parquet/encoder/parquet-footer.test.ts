@@ -10,6 +10,7 @@ import {
 import { cleanUpFiles, duckdb, sqlString, writeParquet } from './duckdb-read-back.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { codeOf } from '../../../support/thrown-code.js';
 
 afterAll(cleanUpFiles);
 
@@ -24,15 +25,6 @@ const COLUMNS: ParquetColumnSpec[] = [
 
 function fileBytes(columns: readonly ParquetColumnSpec[], rows: (bigint | number | string | null)[][] = []): Buffer {
   return readFileSync(writeParquet(columns, [rows], { rowGroupBytes: 100 }).path);
-}
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
-  return undefined;
 }
 
 describe('readParquetColumns', () => {
