@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFile, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,20 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
   it('lists every command in --help', async () => {
     const { stdout } = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), '--help']);
     for (const command of ['run', 'schedule', 'backfill', 'plan', 'validate', 'init', 'k8s']) expect(stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+
+  // V8 keeps a module's source in the heap, two bytes a character for the whole chunk if one
+  // character is outside Latin-1 (the comments of src/ hold "—" and "…"): the bundle escapes them.
+  it('is ASCII in every chunk, comments included', async () => {
+    const chunks = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js'));
+    expect(chunks.length).toBeGreaterThan(5);
+    const nonAscii = [];
+    for (const name of chunks) {
+      const text = await readFile(path.join(BUNDLE, name), 'utf8');
+      const at = text.search(/[^\x00-\x7f]/);
+      if (at >= 0) nonAscii.push(`${name}: ${JSON.stringify(text.slice(Math.max(0, at - 30), at + 10))}`);
+    }
+    expect(nonAscii).toEqual([]);
   });
 
   it('runs a tile to the same CSV as the source code does', async () => {
