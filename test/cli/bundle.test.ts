@@ -49,6 +49,21 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
     expect(nonAscii).toEqual([]);
   });
 
+  // zod re-exports ~50 locales through z.locales (370 KB on the run path); the bundle keeps the
+  // English one zod registers itself, and a schema's error still reads in English.
+  it("holds zod's English locale only, and zod's messages still read in English", async () => {
+    const chunks = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js'));
+    const locales = new Set<string>();
+    for (const name of chunks) {
+      for (const match of (await readFile(path.join(BUNDLE, name), 'utf8')).matchAll(/^\/\/ \S*zod\/v4\/locales\/(\S+)$/gm)) locales.add(match[1]!);
+    }
+    expect([...locales]).toEqual(['en.js']);
+    const workspace = await writeWorkspace(path.join(root, 'locale'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { concurrency: 'many' });
+    const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir]).catch((error: { code: number; stderr: string }) => error);
+    expect(result).toMatchObject({ code: 2 });
+    expect((result as { stderr: string }).stderr).toMatch(/expected number, received string/i);
+  });
+
   it('runs a tile to the same CSV as the source code does', async () => {
     const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
     const bundled = await writeWorkspace(path.join(root, 'bundled'), sandbox, [job], { itemsPerPage: 40 });
