@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFile, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,51 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
   it('lists every command in --help', async () => {
     const { stdout } = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), '--help']);
     for (const command of ['run', 'schedule', 'backfill', 'plan', 'validate', 'init', 'k8s']) expect(stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+
+  // V8 keeps a module's source in the heap, two bytes a character for the whole chunk if one
+  // character is outside Latin-1 (the comments of src/ hold "—" and "…"): the bundle escapes them.
+  it('is ASCII in every chunk, comments included', async () => {
+    const chunks = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js'));
+    expect(chunks.length).toBeGreaterThan(5);
+    const nonAscii = [];
+    for (const name of chunks) {
+      const text = await readFile(path.join(BUNDLE, name), 'utf8');
+      const at = text.search(/[^\x00-\x7f]/);
+      if (at >= 0) nonAscii.push(`${name}: ${JSON.stringify(text.slice(Math.max(0, at - 30), at + 10))}`);
+    }
+    expect(nonAscii).toEqual([]);
+  });
+
+  // zod re-exports ~50 locales through z.locales (370 KB on the run path); the bundle keeps the
+  // English one zod registers itself, and a schema's error still reads in English.
+  it("holds zod's English locale only, and zod's messages still read in English", async () => {
+    const chunks = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js'));
+    const locales = new Set<string>();
+    for (const name of chunks) {
+      for (const match of (await readFile(path.join(BUNDLE, name), 'utf8')).matchAll(/^\/\/ \S*zod\/v4\/locales\/(\S+)$/gm)) locales.add(match[1]!);
+    }
+    expect([...locales]).toEqual(['en.js']);
+    const workspace = await writeWorkspace(path.join(root, 'locale'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { concurrency: 'many' });
+    const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir]).catch((error: { code: number; stderr: string }) => error);
+    expect(result).toMatchObject({ code: 2 });
+    expect((result as { stderr: string }).stderr).toMatch(/expected number, received string/i);
+  });
+
+  // undici's HTTP/1.1 client requires its HTTP/2 client, which loaded node:http2 and tls only for
+  // constants (~4 MB of a 5-row run's peak RSS); tilehouse never opens an HTTP/2 session.
+  it('runs a tile without loading node:http2 or tls (HTTP/1.1 source)', async () => {
+    const workspace = await writeWorkspace(path.join(root, 'no-http2'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 40 });
+    const loaded = path.join(root, 'no-http2.builtins');
+    const preload = `data:text/javascript,${encodeURIComponent(`import { writeFileSync } from 'node:fs'; process.on('exit', () => writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));`)}`;
+    const result = await run(process.execPath, ['--import', preload, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, ...sandboxEnv(sandbox) },
+    });
+    expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
+    const builtins = (await readFile(loaded, 'utf8')).split('\n');
+    // The check itself sees what it should: the run loaded undici's HTTP/1.1 parts over node:net.
+    expect(builtins).toContain('NativeModule net');
+    expect(builtins.filter((name) => /^NativeModule (http2|tls|_tls_wrap|internal\/http2\/)/.test(name))).toEqual([]);
   });
 
   it('runs a tile to the same CSV as the source code does', async () => {

@@ -113,7 +113,7 @@ function expectLockedDownPod(pod: Obj): void {
   expect(secretVolume?.secret).toMatchObject({ secretName: 'tilehouse-credentials', items: [{ key: 'client-secret', path: path.posix.basename(secretFile) }] });
   expect(JSON.stringify(container.env)).not.toMatch(/"value":"[^"]*secret/i);
 
-  expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '320Mi' } });
+  expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '208Mi' }, limits: { memory: '352Mi' } });
 }
 
 function expectJobSpec(spec: Obj): void {
