@@ -132,7 +132,7 @@ export class BigQuerySink implements Sink {
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { config, defaults } = this.options;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
-    const datasetId = config.dataset ?? defaults.dataset;
+    const { datasetId } = configuredTable(config, defaults, context.jobName);
     const name = datasetName({ projectId, datasetId });
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
     if (context.createMissing === true) {
@@ -186,8 +186,7 @@ export class BigQuerySink implements Sink {
   private async loadPlan(context: SinkRunContext): Promise<BigQueryPlan> {
     const { config, defaults } = this.options;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
-    const datasetId = config.dataset ?? defaults.dataset;
-    const tableId = config.table ?? context.jobName;
+    const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
     const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
     if (writesLineage(config.writeMode)) {
       const clash = fields.find((field) => isLineageColumn(field.name));

@@ -21,10 +21,10 @@ export async function bigqueryWindowStateReaders(job: LoadedJob, environment: En
   const defaults = environment.sinks.bigquery;
   const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
   for (const sink of bigquery) {
-    const datasetId = sink.dataset ?? defaults!.dataset;
-    const tableId = sink.table ?? job.name;
+    const table = configuredTable(sink, defaults, job.name);
+    const { datasetId, tableId } = table;
     readers.push({
-      target: tableName(configuredTable(sink, defaults, job.name)),
+      target: tableName(table),
       async heldWindows(windows) {
         let finished: WindowHoldings;
         try {

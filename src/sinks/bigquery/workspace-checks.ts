@@ -47,7 +47,7 @@ export const bigqueryWorkspaceChecker: WorkspaceCheckerFactory = async (environm
     const laidOut = job.sinks.some((other) => other.type === 'bigquery' && (other.partitionBy !== undefined || other.clusterBy !== undefined || other.primaryKey !== undefined));
     const columns = laidOut ? predictedColumns() : undefined;
     const columnLayout = columns === undefined ? [] : columnLayoutProblems(job, index, sink, columns, table);
-    return { name, field: 'table', value: sink.table ?? job.name, fileSystem: [], columnLayout };
+    return { name, field: 'table', value: table.tableId, fileSystem: [], columnLayout };
   },
   // The ledger is the only place an incremental BigQuery sink's finished days can be read from.
   jobErrors(job) {
