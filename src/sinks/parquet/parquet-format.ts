@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { defaultParquetPathTemplate, type ParquetSinkConfig } from '../../config/parquet-sink-schema.js';
 import type { Column } from '../../transform/column.js';
 import type { FileFormat, StoredFile } from '../files/file-format.js';
@@ -60,15 +60,9 @@ function encoderCompression(compression: ParquetSinkConfig['compression']): Parq
 export async function readFooterColumns(file: StoredFile): Promise<ReturnType<typeof readParquetColumns>> {
   const size = await file.size();
   if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
-  const footerLength = parquetFooterLength(await readAll(file.read({ start: size - 8, end: size - 1 })), file.location);
+  const footerLength = parquetFooterLength(await buffer(file.read({ start: size - 8, end: size - 1 })), file.location);
   if (footerLength + MIN_FILE_BYTES > size) {
     throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
   }
-  return readParquetColumns(await readAll(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location);
-}
-
-async function readAll(stream: Readable): Promise<Uint8Array> {
-  const parts: Buffer[] = [];
-  for await (const part of stream) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
+  return readParquetColumns(await buffer(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location);
 }
