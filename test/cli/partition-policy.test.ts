@@ -123,18 +123,20 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
   it('incremental merge runs onto a require-partition-filter table: exact, and the ledger finds what they published', async () => {
     const incremental = (table: string) =>
       job(table, { writeMode: 'merge', primaryKey: ['Number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true }, { incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 }, backfill: undefined });
-    const day3 = await sandboxAt(new Date('2026-07-03T12:00:00Z'));
-    const first = await cli(day3, 'incremental-1', [incremental('incremental_days')], ['run']);
-    expect(first.exitCode, first.stderr).toBe(0);
-    expect(await tableRows('incremental_days')).toEqual(sourceRows(day3, '2026-07-01', '2026-07-04'));
+    // One source clock for both runs: the sandbox re-dates its incidents when its clock moves, which
+    // would move keys between partitions, and a MERGE bounded by the run's partitions does not
+    // follow a key out of its partition (docs/bigquery.md: partition by a date the key determines).
     const day5 = await sandboxAt(new Date('2026-07-05T12:00:00Z'));
+    const first = await cli(day5, 'incremental-1', [incremental('incremental_days')], ['run']);
+    expect(first.exitCode, first.stderr).toBe(0);
+    const expected = sourceRows(day5, '2026-07-01', '2026-07-06');
+    expect(await tableRows('incremental_days')).toEqual(expected);
     const second = await cli(day5, 'incremental-2', [incremental('incremental_days')], ['run']);
     expect(second.exitCode, second.stderr).toBe(0);
     const summary = summarySchema.parse(JSON.parse(second.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
-    // Days 1 and 2 were closed and published: not exported again; day 3 (open then) and on are.
-    expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
-    const expected = new Map([...sourceRows(day3, '2026-07-01', '2026-07-03'), ...sourceRows(day5, '2026-07-03', '2026-07-06')]);
+    // The ledger (read past the policy) says days 1-4 are published and closed: only the open day again.
+    expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-05']);
     expect(await tableRows('incremental_days')).toEqual(expected);
     expect(refusalsOf('incremental_days')).toEqual([]);
   }, 120_000);
@@ -182,8 +184,10 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     expect(expired).toBe(dropped);
     expect(warnings.some((warning) => warning.includes('older than the table\'s partition expiration') && warning.includes('30 days'))).toBe(true);
 
-    const [ledger] = await direct.query({ query: `SELECT SUM(row_count) AS n FROM \`${name('_tilehouse_runs')}\` WHERE job = 'expiring' AND run_id LIKE '${summary.runId}-%'` });
-    expect(Number((ledger as Array<{ n: number }>)[0]!.n)).toBe(held);
+    const [ledger] = await direct.query({
+      query: `SELECT SUM(row_count) AS n, SUM(IFNULL(expired_rows, 0)) AS expired FROM \`${name('_tilehouse_runs')}\` WHERE job = 'expiring' AND run_id LIKE '${summary.runId}-%'`,
+    });
+    expect((ledger as Array<{ n: number; expired: number }>).map((row) => [Number(row.n), Number(row.expired)])).toEqual([[held, dropped]]);
     expect(refusalsOf('expiring')).toEqual([]);
   }, 180_000);
 });

@@ -128,6 +128,26 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(policy.refusals.filter((refusal) => refusal.table.includes('replaced'))).toEqual([]);
   });
 
+  it("partition expiration: rows in partitions past it are counted and warned of; plan and check name the table's settings", async () => {
+    const now = Date.now();
+    const day = (offset: number) => new Date(now + offset * 86_400_000).toISOString().slice(0, 10);
+    await handMadeTable('expiring', { expirationMs: String(30 * 86_400_000) });
+    const sink = harness.sink({ table: 'expiring', partitionBy: { column: 'day', granularity: 'day' } });
+    const planned = await sink.plan(runContext({ columns }));
+    expect(planned.details.join('\n')).toContain('the table requires a partition filter on day');
+    expect(planned.details.join('\n')).toContain("the table's partitions expire after 30 days: rows of partitions before");
+    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(/exists; table expiring: the table requires a partition filter on day; .*expire after 30 days/);
+
+    const result = await harness.run(sink, runContext({ columns }), [[[1n, day(-45), 'low'], [2n, day(-40), 'low'], [3n, day(-2), 'high'], [4n, day(0), 'low']]]);
+    expect(result).toMatchObject({ rows: 2, expiredRows: 2, details: { partitionExpirationDays: 30 } });
+    expect(result.warnings).toEqual([expect.stringMatching(/expiring: 2 of the 4 rows published fall in partitions older than the table's partition expiration \(timePartitioning.expirationMs = 2592000000, 30 days\); BigQuery drops them at once, so the table holds 2$/)]);
+    // A table without expiration: nothing counted.
+    const plain = await harness.run(harness.sink({ table: 'not_expiring', partitionBy: { column: 'day', granularity: 'day' } }), runContext({ columns }), [[[1n, day(-45), 'low']]]);
+    expect(plain).toMatchObject({ rows: 1 });
+    expect(plain.expiredRows).toBeUndefined();
+    expect(plain.warnings).toBeUndefined();
+  });
+
   it('partition mode onto an ingestion-time table with the policy', async () => {
     const sink = harness.sink({ table: 'by_run_day', writeMode: 'partition', requirePartitionFilter: true });
     await harness.run(sink, runContext({ columns, window: { from: '2024-03-01', to: '2024-03-02' } }), [[[1n, '2024-03-01', 'low']]]);
