@@ -4,7 +4,7 @@
 // job does not name), and what a table's expiration does to the result. End to end, against the
 // emulator behind the partition-filter proxy: partition-policy.emulator.test.ts.
 import { describe, expect, it } from 'vitest';
-import { FAKE_PROJECT_ID, jobIdOf, jobResource, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
+import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
 import { column, runContext, useFakeSinkSetup } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), { name: 'day', header: 'Day', type: 'DATE' as const, sourceDataType: 'datetime' }, column('status', 'STRING')];
@@ -108,5 +108,38 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' }, partitionExpirationDays: 90 });
     const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', day(-60), 'open'], ['A-2', day(-1), 'open'], ['A-3', day(-100), 'closed']]]);
     expect(result).toMatchObject({ rows: 2, expiredRows: 1, details: { partitionExpirationDays: 90 } });
+  });
+
+  it("a re-run of a run id adopts the earlier MERGE and counts it at the target with the run's range (a COUNT without it BigQuery refuses)", async () => {
+    const base = routes(table({ type: 'DAY', field: 'day' }));
+    const { fake, harness } = await setUp({
+      ...base,
+      // BigQuery's answer to a reused job id, then the earlier job, which reports no dmlStats here.
+      'jobs.query': (request: RecordedRequest) => apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${jobIdOf(request)}`),
+      'jobs.get': (request: RecordedRequest) => jobResource(jobIdOf(request), 'DONE'),
+      other: (request: RecordedRequest): Reply => {
+        const query = (request.json as { query?: string } | undefined)?.query ?? '';
+        return query.startsWith(`SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\``) ? answer(['n'], ['2']) : base.other(request);
+      },
+    });
+    const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' } });
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', '2024-03-02', 'open'], ['A-2', '2024-03-03', 'open'], ['A-3', '2024-03-03', 'closed']]]);
+    const counts = fake.calls('other').map((request) => request.json as { query: string; queryParameters?: unknown }).filter((json) => json.query.startsWith(`SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\``));
+    expect(counts.map((json) => json.query)).toEqual([
+      `SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\` WHERE \`_run_id\` = @runId AND \`day\` >= DATE '2024-03-02' AND \`day\` < DATE '2024-03-04'`,
+    ]);
+    expect(result).toMatchObject({ rows: 2, keptEarlierPublish: true, details: { rowsFrom: 'target', adopted: true } });
+  });
+});
+
+describe('partition mode onto an ingestion-time table that requires a partition filter (fake BigQuery API)', () => {
+  it('sends no query that reads the table: one copy onto the day partition', async () => {
+    const ingestion: Reply = { status: 200, body: { schema: { fields: [{ name: 'incident', type: 'STRING' }, { name: 'day', type: 'DATE' }, { name: 'status', type: 'STRING' }] }, timePartitioning: { type: 'DAY' }, requirePartitionFilter: true } };
+    const { fake, harness } = await setUp(routes(ingestion));
+    const sink = harness.sink({ table: 'incidents', writeMode: 'partition' });
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1', window: { from: '2024-03-02', to: '2024-03-03' } }), [[['A-1', '2024-03-02', 'open']]]);
+    expect(fake.calls('other')).toEqual([]);
+    expect(fake.calls('jobs.query')).toEqual([]);
+    expect(result.target).toBe(`${FAKE_PROJECT_ID}.ops.incidents$20240302`);
   });
 });
