@@ -99,7 +99,12 @@ export class BigQuerySink implements Sink {
     const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
     const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
     const target = tableName({ ...plan, tableId: plan.destinationTableId });
-    const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule), ...tablePolicyLines(table?.metadata, plan.layout)];
+    const layoutLines = [
+      ...describeLayout(plan.layout, plan.writeMode),
+      ...describeTableOperations(this.options.config, context.schedule),
+      ...tablePolicyLines(table?.metadata, plan.layout),
+      ...movingPartitionLines(plan),
+    ];
     const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
       return { sink: 'bigquery', target, action: 'refuse', details: [describeSchemaDiff(decision.diff), decision.hint, ...layoutLines] };
@@ -273,6 +278,18 @@ function tablePolicyLines(metadata: TableMetadataLike | undefined, layout: Table
     lines.push(`the table's partitions expire after ${days} days: rows of partitions before ${firstKeptDay(Number(partitioning.expirationMs), Date.now())} are dropped at once`);
   }
   return lines;
+}
+
+/**
+ * A merge's MERGE matches target rows only within the run's partition range: a partition column
+ * that is the `latestBy` column (a value that changes by definition) moves a key out of its
+ * partition, and the key is then inserted a second time. Said in `plan`.
+ */
+function movingPartitionLines(plan: BigQueryPlan): string[] {
+  const partition = plan.layout.partition?.field.toLowerCase();
+  const latestBy = plan.merge?.latestBy?.toLowerCase();
+  if (partition === undefined || latestBy === undefined || partition !== latestBy) return [];
+  return [`warning: partitioned by the latestBy column ${plan.merge!.latestBy}: a MERGE matches keys only within the run's partitions, so a key whose ${plan.merge!.latestBy} moves to another partition is inserted again; partition by a date the key keeps`];
 }
 
 /**

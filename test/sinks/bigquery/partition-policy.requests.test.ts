@@ -132,6 +132,20 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
   });
 });
 
+describe('plan of a merge partitioned by its latestBy column (fake BigQuery API)', () => {
+  it('warns that a key moving partitions would be inserted again, and not when the partition column is another', async () => {
+    const { harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
+    const moving = await harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'day', partitionBy: { column: 'day', granularity: 'day' } }).plan(runContext({ columns }));
+    expect(moving.details.filter((line) => line.startsWith('warning:'))).toEqual([
+      "warning: partitioned by the latestBy column day: a MERGE matches keys only within the run's partitions, so a key whose day moves to another partition is inserted again; partition by a date the key keeps",
+    ]);
+    const kept = await harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'status', partitionBy: { column: 'day', granularity: 'day' } }).plan(runContext({ columns }));
+    expect(kept.details.filter((line) => line.startsWith('warning:'))).toEqual([]);
+    // The table's own policy is named too.
+    expect(kept.details).toContain("the table requires a partition filter on day: every query tilehouse sends there filters on the run's partition range");
+  });
+});
+
 describe('partition mode onto an ingestion-time table that requires a partition filter (fake BigQuery API)', () => {
   it('sends no query that reads the table: one copy onto the day partition', async () => {
     const ingestion: Reply = { status: 200, body: { schema: { fields: [{ name: 'incident', type: 'STRING' }, { name: 'day', type: 'DATE' }, { name: 'status', type: 'STRING' }] }, timePartitioning: { type: 'DAY' }, requirePartitionFilter: true } };
