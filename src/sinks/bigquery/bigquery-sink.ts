@@ -149,7 +149,8 @@ export class BigQuerySink implements Sink {
       await withRetry('datasets.get', () => this.client.dataset(datasetId, { projectId }).getMetadata(), retry);
       // The table's own policies (set by a warehouse team or an earlier run), which change what a run does there.
       const { tableId } = configuredTable(config, defaults, context.jobName);
-      const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
+      // Best effort: a table that cannot be read here is the run's to report, not the dataset check's.
+      const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry).catch(() => undefined);
       const policies = tablePolicyLines(table?.metadata, {});
       return `bigquery dataset ${name}: exists${policies.length > 0 ? `; table ${tableId}: ${policies.join('; ')}` : ''}`;
     } catch (error) {
