@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
 import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, rangePredicate, stagingRangeQuery } from '../../../src/sinks/bigquery/partition-range.js';
-import { hasPartitionPredicate, partitionFilterRefusal, readTables } from '../../support/bigquery-partition-filter-proxy.js';
+import { hasPartitionPredicate, partitionFilterRefusal, readTables, startPartitionFilterProxy } from '../../support/bigquery-partition-filter-proxy.js';
 
 const DAY = 86_400_000;
 
@@ -78,5 +78,22 @@ describe('the partition-filter proxy', () => {
         },
       },
     });
+  });
+
+  it('refuses a told table without reading its metadata, on jobs.query and on jobs.insert of a query job', async () => {
+    // Nothing listens upstream: a refused statement is answered by the proxy alone.
+    const proxy = await startPartitionFilterProxy('http://127.0.0.1:9', { tables: [{ table: 'p.d.t', column: 'day' }], readMetadata: false });
+    try {
+      const post = (path: string, body: unknown) => fetch(`${proxy.apiEndpoint}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const viaQuery = await post('/bigquery/v2/projects/p/queries', { query: 'SELECT COUNT(*) FROM `d.t`' });
+      const viaInsert = await post('/bigquery/v2/projects/p/jobs', { configuration: { query: { query: 'DELETE FROM `p.d.t` WHERE n = 1' } } });
+      for (const answer of [viaQuery, viaInsert]) {
+        expect(answer.status).toBe(400);
+        expect(await answer.json()).toEqual(partitionFilterRefusal('p.d.t', ['day']).body);
+      }
+      expect(proxy.refusals.map((refusal) => refusal.call)).toEqual(['jobs.query', 'jobs.insert']);
+    } finally {
+      await proxy.close();
+    }
   });
 });
