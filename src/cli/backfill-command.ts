@@ -12,6 +12,7 @@ import { runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
 import { runWindowBatch, type WindowProgress } from '../pipeline/windows/window-batch.js';
 import { jobForWindows, sinkTakingWindowsOneAtATime } from '../pipeline/windows/windowed-job.js';
 import { selectBackfillWindows } from '../pipeline/windows/backfill-selection.js';
+import { preflightWindows } from '../pipeline/preflight-sinks.js';
 import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
@@ -45,7 +46,8 @@ Options:
       --step S           day | week | month (default: day)
       --concurrency N    windows exported at the same time (default: 1)
       --strict           fail a window in the future (not run) or one whose rows all fell
-                         outside it (not published) instead of warning
+                         outside it (not published) instead of warning, and refuse the backfill
+                         when any window lies past a BigQuery table's partition expiration
       --run-id ID        the backfill's id (default: $TILEHOUSE_RUN_ID, else a new one; at most 55
                          characters); window YYYY-MM-DD runs as ID-YYYYMMDD, the same on a re-run
       --resume           skip the windows every sink shows done: a CSV file whose manifest
@@ -111,6 +113,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
     const { all: allWindows, skipped, windows } = await selectBackfillWindows(job, sinks, range, context);
     const strict = values.strict === true;
+    // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
+    await preflightWindows(sinks, windows, { jobName: job.name, logger, strict, windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined), ...(io.signal === undefined ? {} : { signal: io.signal }) });
     const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
     const { summary, rows, startedAt, durationMs } = await runWindowBatch({ job, sinks, windows, runId, concurrency, strict, ...progress }, context);
 

@@ -1,4 +1,4 @@
-import type { AccessCheckContext, Sink } from '../sinks/sink.js';
+import type { AccessCheckContext, Sink, SinkWindow, WindowCheckContext } from '../sinks/sink.js';
 
 /**
  * Every sink's cheap checks (Sink.checkAccess: a local directory that cannot be written, a bucket
@@ -21,4 +21,14 @@ export async function preflightSinks(sinks: readonly Sink[], context: AccessChec
 export function preflightOnce(sinks: readonly Sink[], context: AccessCheckContext): () => Promise<void> {
   let outcome: Promise<void> | undefined;
   return () => (outcome ??= preflightSinks(sinks, context));
+}
+
+/**
+ * Every sink's check of a backfill's windows (Sink.checkWindows), before the first page: a
+ * target that would drop the windows' rows (BigQuery's partition expiration) refuses the backfill
+ * naming its setting, and costs no source traffic.
+ */
+export async function preflightWindows(sinks: readonly Sink[], windows: readonly SinkWindow[], context: WindowCheckContext): Promise<void> {
+  if (windows.length === 0) return;
+  for (const sink of sinks) await sink.checkWindows?.(windows, context);
 }

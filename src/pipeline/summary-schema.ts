@@ -29,6 +29,9 @@ const sinkResultSchema = z
       .boolean()
       .optional()
       .describe('The target already held a publish of this run id with other rows and kept it: this run published nothing there'),
+    expiredRows: count
+      .optional()
+      .describe("Rows of this publish in partitions past the table's partition expiration: BigQuery drops them at once, and `rows` does not count them"),
     warnings: z.array(z.string()).optional().describe('What looks wrong at this target, each naming it'),
   })
   .strict();

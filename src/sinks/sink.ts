@@ -62,6 +62,11 @@ export interface SinkResult {
    * and kept it: this run published nothing there. A `warning:` line, a failure under --strict.
    */
   keptEarlierPublish?: boolean;
+  /**
+   * Rows of this publish that fell in partitions the target's partition expiration had already
+   * passed: BigQuery drops them at once, so `rows` does not count them. With a `warning:` line.
+   */
+  expiredRows?: number;
   /** Lines for the summary's `warning:`s, each naming the target. */
   warnings?: string[];
 }
@@ -162,4 +167,21 @@ export interface Sink {
    * fail with, naming the target.
    */
   checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
+  /**
+   * Before a backfill's first page: throws the error that refuses windows the target could not
+   * keep (BigQuery: windows whose partitions the table's partition expiration has already passed),
+   * and warns of those it keeps but loses some of. Reads, never writes.
+   */
+  checkWindows?(windows: readonly SinkWindow[], context: WindowCheckContext): Promise<void>;
+}
+
+/** What a sink's check of a backfill's windows knows of its caller. */
+export interface WindowCheckContext extends AccessCheckContext {
+  /** `backfill --strict`: a window the target would not keep refuses the backfill even when others are kept. */
+  strict: boolean;
+  /**
+   * What the windows filter on: the backfill's item and bucket column (headers, refs or output
+   * names). A target partitioned by one of them has each window's rows in the window's days.
+   */
+  windowColumns: readonly string[];
 }

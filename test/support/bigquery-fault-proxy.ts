@@ -32,7 +32,7 @@ export interface BigQueryFaultProxy {
 // Headers of one connection, not of the request; fetch refuses some of them (transfer-encoding).
 const HOP_BY_HOP = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect']);
 
-export async function startBigQueryFaultProxy(upstream: string, decide: (request: BigQueryRequest) => FaultDecision): Promise<BigQueryFaultProxy> {
+export async function startBigQueryFaultProxy(upstream: string, decide: (request: BigQueryRequest) => FaultDecision | Promise<FaultDecision>): Promise<BigQueryFaultProxy> {
   const seen: BigQueryRequest[] = [];
   const held: BigQueryRequest[] = [];
   const server = createServer((incoming, response) => {
@@ -55,7 +55,7 @@ export async function startBigQueryFaultProxy(upstream: string, decide: (request
     }
     const request: BigQueryRequest = { method: incoming.method ?? 'GET', path, json };
     seen.push(request);
-    const decision = decide(request);
+    const decision = await decide(request);
     if (decision.action === 'hold') {
       held.push(request);
       return;

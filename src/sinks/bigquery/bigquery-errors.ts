@@ -362,3 +362,32 @@ export class BigQueryPublishOutcomeUnknownError extends TilehouseError {
     );
   }
 }
+
+/**
+ * A backfill whose windows lie beyond the target's partition expiration: BigQuery would drop
+ * their rows at once, so the backfill is refused before the first page (exit 2). All windows
+ * beyond it, or (under `--strict`) any.
+ */
+export class BigQueryWindowsExpiredError extends TilehouseError {
+  readonly code = 'bigquery_windows_expired';
+  override readonly exitCode = 2 as const;
+
+  constructor(
+    readonly jobName: string,
+    readonly table: string,
+    readonly expirationMs: number,
+    readonly expired: readonly string[],
+    readonly total: number,
+    readonly firstKeptDay: string,
+    strict: boolean,
+  ) {
+    const days = expirationMs / 86_400_000;
+    const which = expired.length === total ? `all ${countNoun(total, 'window')}` : `${expired.length} of ${countNoun(total, 'window')} (--strict refuses any)`;
+    const shown = expired.slice(0, 5).join(', ') + (expired.length > 5 ? ', …' : '');
+    super(
+      `job ${jobName}: ${which} of this backfill (${shown}) lie beyond the partition expiration of ${table} ` +
+        `(timePartitioning.expirationMs = ${expirationMs}, ${days} days): BigQuery would drop their rows at once. ` +
+        `Partitions from ${firstKeptDay} are kept; backfill from there${strict ? ' or leave --strict out' : ''}, or raise the table's expiration (partitionExpirationDays). Nothing was read or loaded.`,
+    );
+  }
+}

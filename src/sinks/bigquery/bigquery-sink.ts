@@ -4,16 +4,17 @@ import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, WindowCheckContext } from '../sink.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
-import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
+import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError, BigQueryWindowsExpiredError } from './bigquery-errors.js';
+import { firstKeptDay, partitionExpired } from './partition-range.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
-import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
+import { describeLayout, reconcileLayout, resolveTableLayout, type TableLayout, type TableMetadataLike } from './table-layout.js';
 import { describeTableOperations } from './table-operations.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { BigQueryWriter } from './bigquery-writer.js';
@@ -98,7 +99,12 @@ export class BigQuerySink implements Sink {
     const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
     const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
     const target = tableName({ ...plan, tableId: plan.destinationTableId });
-    const layoutLines = [...describeLayout(plan.layout, plan.writeMode), ...describeTableOperations(this.options.config, context.schedule)];
+    const layoutLines = [
+      ...describeLayout(plan.layout, plan.writeMode),
+      ...describeTableOperations(this.options.config, context.schedule),
+      ...tablePolicyLines(table?.metadata, plan.layout),
+      ...movingPartitionLines(plan),
+    ];
     const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
       return { sink: 'bigquery', target, action: 'refuse', details: [describeSchemaDiff(decision.diff), decision.hint, ...layoutLines] };
@@ -141,12 +147,50 @@ export class BigQuerySink implements Sink {
     }
     try {
       await withRetry('datasets.get', () => this.client.dataset(datasetId, { projectId }).getMetadata(), retry);
-      return `bigquery dataset ${name}: exists`;
+      // The table's own policies (set by a warehouse team or an earlier run), which change what a run does there.
+      const { tableId } = configuredTable(config, defaults, context.jobName);
+      // Best effort: a table that cannot be read here is the run's to report, not the dataset check's.
+      const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry).catch(() => undefined);
+      const policies = tablePolicyLines(table?.metadata, {});
+      return `bigquery dataset ${name}: exists${policies.length > 0 ? `; table ${tableId}: ${policies.join('; ')}` : ''}`;
     } catch (error) {
       const failure = apiFailureOf(error);
       if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}`;
       throw new BigQueryRequestError(context.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
+  }
+
+  /**
+   * A backfill's windows against the target's partition expiration (the job's
+   * partitionExpirationDays, which publish sets on the table, else the table's own), before the
+   * first page. Only where a window's rows are known to lie in its days: `partition` mode (the
+   * window's first day is the partition) and a `partitionBy` column the windows filter on. A window
+   * counts as expired when even the partition of its end day is (conservative by a day, for a
+   * TIMESTAMP column's UTC days). All windows expired, or any under --strict: refused
+   * (bigquery_windows_expired, exit 2). Some: a warning; their rows are counted at publish.
+   */
+  async checkWindows(windows: readonly SinkWindow[], context: WindowCheckContext): Promise<void> {
+    const { config, defaults } = this.options;
+    const windowed = config.writeMode === 'partition' || (config.partitionBy !== undefined && context.windowColumns.some((name) => name.toLowerCase() === config.partitionBy!.column.toLowerCase()));
+    if (!windowed || windows.length === 0) return;
+    const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
+    const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
+    const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
+    const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
+    const configured = config.partitionExpirationDays === undefined ? undefined : Math.round(config.partitionExpirationDays * 86_400_000);
+    const existing = table?.metadata.timePartitioning?.expirationMs;
+    const expirationMs = configured ?? (existing ? Number(existing) : undefined);
+    if (expirationMs === undefined || !Number.isFinite(expirationMs)) return;
+    const monthly = config.writeMode !== 'partition' && (config.partitionBy?.granularity === 'month' || table?.metadata.timePartitioning?.type === 'MONTH');
+    const now = Date.now();
+    const lastDay = (window: SinkWindow) => (config.writeMode === 'partition' ? window.from : window.to);
+    const idOf = (day: string) => (monthly ? day.slice(0, 7) : day).replaceAll('-', '');
+    const expired = windows.filter((window) => partitionExpired(idOf(lastDay(window)), expirationMs, now)).map((window) => window.from);
+    if (expired.length === 0) return;
+    const target = tableName({ projectId, datasetId, tableId });
+    const error = new BigQueryWindowsExpiredError(context.jobName, target, expirationMs, expired, windows.length, firstKeptDay(expirationMs, now), context.strict);
+    if (expired.length === windows.length || context.strict) throw error;
+    context.logger.warn({ target, expired, expirationMs }, `job ${context.jobName}: ${expired.length} of ${windows.length} windows lie beyond the partition expiration of ${target}; their rows are published and dropped by BigQuery at once, and counted as expiredRows`);
   }
 
   async open(context: SinkRunContext): Promise<SinkWriter> {
@@ -216,6 +260,37 @@ export class BigQuerySink implements Sink {
       labels: jobLabels(identity, context.tileId),
     };
   }
+}
+
+/**
+ * The table's own partition policies that the job does not set (those describeLayout shows): a
+ * required partition filter, which every statement tilehouse sends there carries, and a
+ * partition expiration, past which rows are dropped at once.
+ */
+function tablePolicyLines(metadata: TableMetadataLike | undefined, layout: TableLayout): string[] {
+  const partitioning = metadata?.timePartitioning ?? undefined;
+  if (!partitioning?.type) return [];
+  const lines: string[] = [];
+  const column = partitioning.field ?? '_PARTITIONTIME';
+  const required = metadata?.requirePartitionFilter ?? (partitioning as { requirePartitionFilter?: boolean }).requirePartitionFilter ?? false;
+  if (required && layout.requirePartitionFilter === undefined) lines.push(`the table requires a partition filter on ${column}: every query tilehouse sends there filters on the run's partition range`);
+  if (partitioning.expirationMs && layout.partitionExpirationMs === undefined) {
+    const days = Number(partitioning.expirationMs) / 86_400_000;
+    lines.push(`the table's partitions expire after ${days} days: rows of partitions before ${firstKeptDay(Number(partitioning.expirationMs), Date.now())} are dropped at once`);
+  }
+  return lines;
+}
+
+/**
+ * A merge's MERGE matches target rows only within the run's partition range: a partition column
+ * that is the `latestBy` column (a value that changes by definition) moves a key out of its
+ * partition, and the key is then inserted a second time. Said in `plan`.
+ */
+function movingPartitionLines(plan: BigQueryPlan): string[] {
+  const partition = plan.layout.partition?.field.toLowerCase();
+  const latestBy = plan.merge?.latestBy?.toLowerCase();
+  if (partition === undefined || latestBy === undefined || partition !== latestBy) return [];
+  return [`warning: partitioned by the latestBy column ${plan.merge!.latestBy}: a MERGE matches keys only within the run's partitions, so a key whose ${plan.merge!.latestBy} moves to another partition is inserted again; partition by a date the key keeps`];
 }
 
 /**

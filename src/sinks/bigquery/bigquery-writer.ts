@@ -14,6 +14,7 @@ import { schemaActionLabel, standardType } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
 import { settleStagingKeys } from './check-staging-keys.js';
 import { mergeStatement, quoteIdentifier } from './merge-statement.js';
+import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, rangePredicate, stagingRangeQuery, type PartitionRange } from './partition-range.js';
 import { RUN_ID_COLUMN } from './lineage.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
@@ -37,6 +38,13 @@ interface Prepared extends TargetInspection {
   load: JobOutcome;
   /** BigQuery's outputRows of the staging load, when it says (the emulator does not). */
   bigqueryRows: number | undefined;
+  /**
+   * The run's partition range, for a target partitioned by a column: what every statement that
+   * reads the target carries (see partition-range.ts). Undefined for other targets.
+   */
+  range: PartitionRange | undefined;
+  /** Rows that fall in partitions the target's expiration has already passed (see expiredRowsOf). */
+  expiredRows: number | undefined;
 }
 
 /** How publish made the run visible, for the summary. */
@@ -62,8 +70,8 @@ type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published
 export class BigQueryWriter implements SinkWriter {
   private state: WriterState = 'open';
   private rows = 0;
-  /** The partition ids the run's rows fall in (`partitionBy`), collected as rows are encoded. */
-  private readonly partitions = new Set<string>();
+  /** The partition ids the run's rows fall in (`partitionBy`), each with its row count, collected as rows are encoded. */
+  private readonly partitions = new Map<string, number>();
   private prepared: Prepared | undefined;
   /** Whether a staging table may exist (its create was sent), so abort knows to delete it. */
   private stagingMayExist = false;
@@ -172,7 +180,7 @@ export class BigQueryWriter implements SinkWriter {
   private addPartition(value: TypedRow[number], partition: NonNullable<TableLayout['partition']>): void {
     const found = partitionIdOf(value, partition);
     if ('id' in found) {
-      this.partitions.add(found.id);
+      this.partitions.set(found.id, (this.partitions.get(found.id) ?? 0) + 1);
       return;
     }
     const shown = value === null ? 'null' : partition.columnType === 'TIMESTAMP' && Number.isFinite(Number(value)) && Math.abs(Number(value)) <= 8.64e15 ? new Date(Number(value)).toISOString() : String(value);
@@ -214,7 +222,44 @@ export class BigQueryWriter implements SinkWriter {
       signal.throwIfAborted();
       await settleStagingKeys(client, this.plan, this.plan.merge, this.staging.tableId, { jobName: context.jobName, location: target.location, retry });
     }
-    return { ...target, load, bigqueryRows };
+    signal.throwIfAborted();
+    const { range, expiredRows } = await this.rangeAndExpiry(target, retry);
+    return { ...target, load, bigqueryRows, range, expiredRows };
+  }
+
+  /**
+   * The run's partition range and its rows in expired partitions. With `partitionBy` both come from
+   * the partition ids collected while the rows passed (no query); for a table partitioned by a
+   * column the job does not name (made by hand), from one query of the staging table; in
+   * `partition` mode the run's one day decides. A run without rows has an empty range.
+   */
+  private async rangeAndExpiry(target: TargetInspection, retry: RetryContext): Promise<{ range: PartitionRange | undefined; expiredRows: number | undefined }> {
+    const { plan } = this;
+    const partitioning = target.partitioning;
+    if (partitioning === undefined) return { range: undefined, expiredRows: undefined };
+    const expirationMs = partitioning.expirationMs;
+    const now = Date.now();
+    if (partitioning.field === undefined) {
+      // Ingestion time: `partition` mode writes the decorator's day; other modes the day of the load.
+      const day = plan.destinationTableId.includes('$') ? plan.destinationTableId.slice(plan.destinationTableId.indexOf('$') + 1) : undefined;
+      const expired = expirationMs !== undefined && day !== undefined && partitionExpired(day, expirationMs, now);
+      return { range: undefined, expiredRows: expirationMs === undefined || day === undefined ? undefined : expired ? this.rows : 0 };
+    }
+    const own = plan.layout.partition;
+    if (own && own.field.toLowerCase() === partitioning.field.toLowerCase()) {
+      const range = rangeOfPartitionIds(this.partitions.keys(), { field: partitioning.field, columnType: own.columnType }) ?? emptyRange(partitioning.field, own.columnType);
+      const expiredRows = expirationMs === undefined ? undefined : [...this.partitions].filter(([id]) => partitionExpired(id, expirationMs, now)).reduce((sum, [, rows]) => sum + rows, 0);
+      return { range, expiredRows };
+    }
+    const field = plan.fields.find((candidate) => candidate.name.toLowerCase() === partitioning.field!.toLowerCase());
+    if (field === undefined || (field.type !== 'DATE' && field.type !== 'TIMESTAMP')) return { range: undefined, expiredRows: undefined };
+    const columnType = field.type;
+    const keptFrom = expirationMs !== undefined && partitioning.type === 'DAY' ? firstKeptDay(expirationMs, now) : undefined;
+    const query = stagingRangeQuery(tableName({ ...plan, tableId: this.staging.tableId }), field.name, columnType, keptFrom);
+    const [rows] = await withRetry('staging partition range', () => this.dependencies.client.query({ query, ...(target.location ? { location: target.location } : {}) }), retry);
+    const found = (rows as Array<{ lo?: string | null; hi?: string | null; expired?: unknown }>)[0];
+    const range = found?.lo && found.hi ? rangeOfDays(field.name, columnType, found.lo, found.hi) : emptyRange(field.name, columnType);
+    return { range, expiredRows: keptFrom === undefined ? undefined : Number(found?.expired ?? 0) };
   }
 
   /** Creates the run's staging table; from here on, abort deletes it. */
@@ -280,28 +325,38 @@ export class BigQueryWriter implements SinkWriter {
     // nothing) this run's load counts only if this run's jobs published it; an adopted job (the
     // same run id published before, perhaps other data) is counted at the target instead.
     const reported = reportedCopies ?? reportedMerge;
-    const atTarget = reported === undefined && adopted ? await this.countPublished(published.by, retry) : undefined;
-    const rows = reported ?? atTarget ?? prepared.bigqueryRows ?? this.rows;
-    const keptEarlier = adopted && rows !== this.rows;
+    const atTarget = reported === undefined && adopted ? await this.countPublished(published.by, prepared.range, retry) : undefined;
+    const written = reported ?? atTarget ?? prepared.bigqueryRows ?? this.rows;
+    // BigQuery drops rows of expired partitions at once: the target holds the others. (A count read
+    // at the target already lacks them.)
+    const expiredRows = atTarget === undefined ? (prepared.expiredRows ?? 0) : 0;
+    const rows = Math.max(0, written - expiredRows);
+    const keptEarlier = adopted && written !== this.rows;
     if (keptEarlier) {
       context.logger.warn(
         { target: this.target, jobId: last?.jobId, publishedRows: rows, sentRows: this.rows },
         'this run id was already published with other rows; the earlier publish is kept and this run published nothing',
       );
     }
+    const warnings = [
+      ...(keptEarlier
+        ? [
+            `${this.target}: run id ${context.runId} was already published there by job ${last?.jobId ?? '?'} with ${rows} rows; ` +
+              `this run's ${this.rows} rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`,
+          ]
+        : []),
+      ...(expiredRows > 0 ? [expiredWarning(this.target, expiredRows, written, prepared.partitioning?.expirationMs)] : []),
+    ];
+    if (expiredRows > 0) {
+      context.logger.warn({ target: this.target, expiredRows, rows }, 'rows of expired partitions were published; BigQuery drops them at once');
+    }
     return {
       sink: 'bigquery',
       target: this.target,
       rows,
-      ...(keptEarlier
-        ? {
-            keptEarlierPublish: true,
-            warnings: [
-              `${this.target}: run id ${context.runId} was already published there by job ${last?.jobId ?? '?'} with ${rows} rows; ` +
-                `this run's ${this.rows} rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`,
-            ],
-          }
-        : {}),
+      ...(keptEarlier ? { keptEarlierPublish: true } : {}),
+      ...(expiredRows > 0 ? { expiredRows } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
       details: {
         // Said only in the unusual case: the count was read at the target.
         ...(atTarget !== undefined ? { rowsFrom: 'target' } : {}),
@@ -317,7 +372,9 @@ export class BigQueryWriter implements SinkWriter {
         // The emulator reports no load statistics: then nothing was compared, and the summary says so.
         rowCountChecked: prepared.bigqueryRows !== undefined,
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),
-        ...(plan.layout.partition ? { partitions: [...this.partitions].sort().join(',') } : {}),
+        ...(plan.layout.partition ? { partitions: [...this.partitions.keys()].sort().join(',') } : {}),
+        ...(prepared.range ? { partitionRange: `${prepared.range.from}..${prepared.range.until}` } : {}),
+        ...(prepared.partitioning?.expirationMs !== undefined ? { partitionExpirationDays: prepared.partitioning.expirationMs / MS_PER_DAY } : {}),
         ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
         ...(stagingGone ? {} : { stagingLeft: tableName({ ...plan, tableId: staging.tableId }) }),
         ...merged,
@@ -349,7 +406,7 @@ export class BigQueryWriter implements SinkWriter {
     const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
 
     if (plan.merge) {
-      const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge);
+      const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge, prepared.range);
       // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
       // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
       const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', { query: { query: statement, useLegacySql: false } });
@@ -357,7 +414,7 @@ export class BigQueryWriter implements SinkWriter {
     }
 
     if (plan.layout.partition && plan.writeMode === 'replace') {
-      const ids = [...this.partitions].sort();
+      const ids = [...this.partitions.keys()].sort();
       const jobs: JobOutcome[] = [];
       for (const id of ids) {
         try {
@@ -450,14 +507,17 @@ export class BigQueryWriter implements SinkWriter {
    * COUNT query (on a whole table answered from metadata, free). Undefined for a partition
    * publish, whose copy jobs report copiedRows anyway, or when the count cannot be read.
    */
-  private async countPublished(by: PublishedBy, retry: RetryContext): Promise<number | undefined> {
+  private async countPublished(by: PublishedBy, range: PartitionRange | undefined, retry: RetryContext): Promise<number | undefined> {
     const { plan } = this;
     const { client, context } = this.dependencies;
     const table = quoteIdentifier(tableName(plan));
     const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';
     if (!byRunId && by !== 'copy' && by !== 'truncate-data query') return undefined;
     if (plan.writeMode === 'partition') return undefined;
-    const query = byRunId ? `SELECT COUNT(*) AS n FROM ${table} WHERE ${quoteIdentifier(RUN_ID_COLUMN.name)} = @runId` : `SELECT COUNT(*) AS n FROM ${table}`;
+    // The run's rows all lie in its partition range (and after a truncating publish the whole
+    // table does): the range changes no count, and a require-partition-filter table needs it.
+    const conditions = [...(byRunId ? [`${quoteIdentifier(RUN_ID_COLUMN.name)} = @runId`] : []), ...(range ? [rangePredicate(range)] : [])];
+    const query = `SELECT COUNT(*) AS n FROM ${table}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''}`;
     try {
       const [rows] = await withRetry(
         'count published rows',
@@ -503,6 +563,22 @@ export class BigQueryWriter implements SinkWriter {
       throw new BigQuerySinkStateError(`${operation} called on a BigQuery writer that is ${this.state} (job ${this.dependencies.context.jobName})`);
     }
   }
+}
+
+const MS_PER_DAY = 86_400_000;
+
+/** A range no row lies in, for a run without rows: still a filter BigQuery takes. */
+function emptyRange(column: string, columnType: 'DATE' | 'TIMESTAMP'): PartitionRange {
+  return { column, columnType, from: '1970-01-01', until: '1970-01-01' };
+}
+
+/** The `warning:` line of a publish whose rows fall in part in partitions BigQuery has already expired. */
+function expiredWarning(target: string, expiredRows: number, written: number, expirationMs: number | undefined): string {
+  const days = expirationMs === undefined ? '?' : String(expirationMs / MS_PER_DAY);
+  return (
+    `${target}: ${expiredRows} of the ${written} rows published fall in partitions older than the table's partition expiration ` +
+    `(timePartitioning.expirationMs = ${expirationMs ?? '?'}, ${days} days); BigQuery drops them at once, so the table holds ${written - expiredRows}`
+  );
 }
 
 /** What a MERGE did, as BigQuery reports it (`dmlStats`; the emulator reports nothing). */

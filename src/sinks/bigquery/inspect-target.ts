@@ -5,7 +5,7 @@ import { ensureDataset } from './ensure-dataset.js';
 import { readTable } from './read-table-schema.js';
 import type { RetryContext } from './retry.js';
 import { checkSchemaContract, type SchemaDecision, type TableFieldLike } from './schema-contract.js';
-import { reconcileLayout, type LayoutReconciliation } from './table-layout.js';
+import { reconcileLayout, type LayoutReconciliation, type TableLayout, type TableMetadataLike } from './table-layout.js';
 import { tableName } from './table-name.js';
 
 // BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
@@ -19,6 +19,39 @@ export interface TargetInspection {
   reconciliation: LayoutReconciliation | undefined;
   /** The dataset's location, where every job of the run runs. */
   location: string | undefined;
+  /** The target's partitioning as publish will find it (the table's, else the job's for a new table). */
+  partitioning: TargetPartitioning | undefined;
+}
+
+/**
+ * How the target is partitioned, read from the table (tables.get), not only from the job: a
+ * warehouse team may have set `require_partition_filter` or an expiration on a table tilehouse
+ * found, and the job's own options are patched onto the table before publish.
+ */
+export interface TargetPartitioning {
+  /** The partition column; absent for ingestion-time partitioning. */
+  field: string | undefined;
+  type: 'DAY' | 'MONTH' | 'HOUR' | 'YEAR';
+  /** Whether queries must filter on the partition column (after the publish's patch). */
+  requireFilter: boolean;
+  /** Partition expiration in ms (after the publish's patch), or undefined when partitions do not expire. */
+  expirationMs: number | undefined;
+}
+
+/** The partitioning a publish will find: the job's options win over the table's (they are patched on). */
+export function targetPartitioning(metadata: TableMetadataLike | undefined, layout: TableLayout, writeMode: BigQueryPlan['writeMode']): TargetPartitioning | undefined {
+  const current = metadata?.timePartitioning ?? undefined;
+  const type = (current?.type ?? layout.partition?.type ?? (writeMode === 'partition' ? 'DAY' : undefined)) as TargetPartitioning['type'] | undefined;
+  if (type === undefined) return undefined;
+  const field = current ? (current.field ?? undefined) : layout.partition?.field;
+  const tableRequires = metadata?.requirePartitionFilter ?? (current as { requirePartitionFilter?: boolean } | undefined)?.requirePartitionFilter ?? false;
+  const expiration = layout.partitionExpirationMs ?? current?.expirationMs ?? undefined;
+  return {
+    field,
+    type,
+    requireFilter: layout.requirePartitionFilter ?? tableRequires,
+    expirationMs: expiration === undefined || expiration === null || expiration === '' ? undefined : Number(expiration),
+  };
 }
 
 /**
@@ -46,5 +79,5 @@ export async function inspectTarget(
   if (partitionCount > MAX_PARTITIONS_PER_JOB) {
     throw new BigQueryTooManyPartitionsError(jobName, targetName, partitionCount, MAX_PARTITIONS_PER_JOB);
   }
-  return { decision, existing, reconciliation, location: dataset.location };
+  return { decision, existing, reconciliation, location: dataset.location, partitioning: targetPartitioning(table?.metadata, plan.layout, plan.writeMode) };
 }

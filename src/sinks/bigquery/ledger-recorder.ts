@@ -16,6 +16,8 @@ export interface Target {
   published: boolean;
   /** What the sink says the target took (for an adopted job, what that job published). */
   rows?: number;
+  /** Rows the sink published into partitions already past the table's expiration (not in `rows`). */
+  expiredRows?: number | undefined;
   details?: Record<string, string | number | boolean> | undefined;
 }
 
@@ -62,6 +64,7 @@ export async function bigqueryLedgerRecorder(
         rows: target.published ? (target.rows ?? tile.rows) : 0,
         window: window === undefined ? undefined : { from: window.from, to: window.to },
         windowOpen: window?.open,
+        expiredRows: target.published ? target.expiredRows : undefined,
         schemaHash: tile.columns.length > 0 ? ledger.schemaHashOf(tile.columns) : undefined,
         jobId: typeof jobId === 'string' ? jobId : undefined,
         loadJobId: typeof loadJobId === 'string' ? loadJobId : undefined,
@@ -102,7 +105,7 @@ export class LedgerTargets {
       const tableOf = (target: string) => tables.find((table) => target === tableName(table) || target.startsWith(`${tableName(table)}$`));
       for (const output of tile.outputs) {
         const table = tableOf(output.target);
-        if (table) found.set(output.target, { projectId, datasetId: table.datasetId, target: output.target, published: true, rows: output.rows, details: output.details });
+        if (table) found.set(output.target, { projectId, datasetId: table.datasetId, target: output.target, published: true, rows: output.rows, expiredRows: output.expiredRows, details: output.details });
       }
       for (const target of opened) {
         const table = tableOf(target);

@@ -1,5 +1,6 @@
 import type { SchemaField } from './schema-contract.js';
 import type { MergeKey } from './merge-key.js';
+import { rangePredicate, type PartitionRange } from './partition-range.js';
 
 /** A column or table name as a quoted identifier (tilehouse's names never contain a backtick). */
 export function quoteIdentifier(name: string): string {
@@ -15,8 +16,15 @@ export function quoteIdentifier(name: string): string {
  * a table as a MERGE source, and BigQuery reads it as well as a subquery. Keys are compared with
  * `=`: null keys were refused before, so no null-safe comparison is needed. One statement, one
  * atomic step: readers see the table before or after.
+ *
+ * A column-partitioned target adds the staging rows' partition range to the ON condition, as
+ * constants on the target's side (`T.day >= DATE '…' AND T.day < DATE '…'`): a table with
+ * `require_partition_filter` refuses the MERGE without it (`T.day = S.day` is no filter BigQuery
+ * can eliminate partitions by), and with it the MERGE reads only the run's partitions of the
+ * target, not the whole table. A target row outside the range is then never matched: a key's row
+ * must stay in its partition (partition by a date the key determines, see docs/bigquery.md).
  */
-export function mergeStatement(target: string, staging: string, fields: readonly SchemaField[], key: MergeKey): string {
+export function mergeStatement(target: string, staging: string, fields: readonly SchemaField[], key: MergeKey, range?: PartitionRange): string {
   const keys = key.columns.map(quoteIdentifier);
   const columns = fields.map((field) => quoteIdentifier(field.name));
   const keySet = new Set(key.columns.map((column) => column.toLowerCase()));
@@ -24,7 +32,7 @@ export function mergeStatement(target: string, staging: string, fields: readonly
   return [
     `MERGE ${quoteIdentifier(target)} T`,
     `USING ${quoteIdentifier(staging)} S`,
-    `ON ${keys.map((column) => `T.${column} = S.${column}`).join(' AND ')}`,
+    `ON ${[...keys.map((column) => `T.${column} = S.${column}`), ...(range ? [rangePredicate(range, 'T')] : [])].join(' AND ')}`,
     // A table of key columns only has nothing to update.
     ...(updated.length > 0 ? [`WHEN MATCHED THEN UPDATE SET ${updated.map((column) => `${column} = S.${column}`).join(', ')}`] : []),
     `WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((column) => `S.${column}`).join(', ')})`,

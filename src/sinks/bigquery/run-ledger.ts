@@ -42,9 +42,11 @@ export const RUN_LEDGER_FIELDS: TableField[] = [
   { name: 'recorded_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
   // Last, and NULLABLE: added to ledgers made before it existed (see ensureLedgerTable).
   { name: 'window_open', type: 'BOOL', mode: 'NULLABLE', description: "A window that had not ended on the source's clock when its export started: never counted as held (NULL: a row written before this column; see doneWindows)" },
+  { name: 'expired_rows', type: 'INT64', mode: 'NULLABLE', description: "Rows of the run in partitions past the table's partition expiration, which BigQuery dropped at once; row_count does not count them (NULL: none, or a row written before this column)" },
 ];
 
 const WINDOW_OPEN = 'window_open';
+const EXPIRED_ROWS = 'expired_rows';
 
 export interface LedgerRow {
   runId: string;
@@ -57,6 +59,8 @@ export interface LedgerRow {
   window?: { from: string; to: string } | undefined;
   /** The window had not ended on the source's clock when its export started. */
   windowOpen?: boolean | undefined;
+  /** Rows in partitions past the table's expiration (not in `rows`). */
+  expiredRows?: number | undefined;
   schemaHash?: string | undefined;
   jobId?: string | undefined;
   loadJobId?: string | undefined;
@@ -120,9 +124,9 @@ function ledgerJobId(row: LedgerRow): string {
   return `tilehouse_ledger_${digest}`;
 }
 
-/** The column a ledger made before it existed may lack, named by the query that needed it. */
+/** The columns a ledger made before they existed may lack, named by the query that needed them. */
 function missesOpenColumn(error: unknown): boolean {
-  return error instanceof Error && error.message.includes(WINDOW_OPEN);
+  return error instanceof Error && (error.message.includes(WINDOW_OPEN) || error.message.includes(EXPIRED_ROWS));
 }
 
 /**
@@ -145,10 +149,10 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
 async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext, withOpen: boolean): Promise<void> {
   const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const query =
-    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}` : ''}) ` +
+    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}` : ''}) ` +
     'VALUES (@run_id, @job, @tile, @target, @status, @published = \'true\', CAST(@rows AS INT64), ' +
     "SAFE_CAST(NULLIF(@window_from, '') AS DATE), SAFE_CAST(NULLIF(@window_to, '') AS DATE), NULLIF(@schema_hash, ''), NULLIF(@job_id, ''), NULLIF(@load_job_id, ''), NULLIF(@error_code, ''), " +
-    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END" : ''})`;
+    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64)" : ''})`;
   const params = {
     run_id: row.runId,
     job: row.job,
@@ -167,7 +171,7 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
     error_code: row.errorCode ?? '',
     started_at: row.startedAt.toISOString(),
     duration_ms: String(Math.round(row.durationMs)),
-    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen) } : {}),
+    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen), expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows) } : {}),
   };
   const jobId = `${ledgerJobId(row)}${withOpen ? '' : '_no_open'}`;
   const location = dataset.location ? { location: dataset.location } : {};

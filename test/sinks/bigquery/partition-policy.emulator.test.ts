@@ -1,0 +1,151 @@
+// Tables under `require_partition_filter` (issue 38). The emulator stores a table's
+// requirePartitionFilter but does not enforce it, so these tests put the partition-filter proxy
+// (test/support/bigquery-partition-filter-proxy.ts) in front of the copy-job proxy: it refuses, as
+// BigQuery does, every query and DML statement that reads a policed table without a filter on its
+// partition column. Each test reads the rows back exactly, past the proxy.
+import type { BigQuery } from '@google-cloud/bigquery';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
+import type { Column, TypedRow } from '../../../src/transform/column.js';
+import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../../support/bigquery-emulator.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../../support/bigquery-fake-server.js';
+import { startPartitionFilterProxy, type PartitionFilterProxy } from '../../support/bigquery-partition-filter-proxy.js';
+import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+
+const columns: Column[] = [column('number', 'INT64'), { name: 'day', header: 'Day', type: 'DATE', sourceDataType: 'datetime' }, column('severity', 'STRING')];
+
+describeWithEmulator('BigQuerySink onto tables that require a partition filter', (endpoint) => {
+  let copies: EmulatorWithCopyJobs;
+  let policy: PartitionFilterProxy;
+  /** Through the partition-filter proxy, as tilehouse sees BigQuery. */
+  let client: BigQuery;
+  /** Behind it: reads whole tables to check what they hold. */
+  let direct: BigQuery;
+  let harness: SinkHarness;
+  const dataset = uniqueDatasetId('policy');
+
+  beforeAll(async () => {
+    copies = await startEmulatorWithCopyJobs(endpoint);
+    direct = copies.client();
+    policy = await startPartitionFilterProxy(copies.endpoint.apiEndpoint);
+    client = localBigQueryClient({ apiEndpoint: policy.apiEndpoint, projectId: endpoint.projectId });
+    harness = await sinkHarness(client, dataset);
+    await direct.createDataset(dataset, { location: 'US' });
+  });
+  afterAll(async () => {
+    await harness?.cleanup();
+    await policy?.close();
+    await copies?.close();
+  });
+
+  const name = (table: string) => `${endpoint.projectId}.${dataset}.${table}`;
+  async function rowsOf(table: string): Promise<string[]> {
+    const [rows] = await direct.query(`SELECT number, FORMAT_DATE('%F', day) AS day, severity FROM \`${name(table)}\` ORDER BY number`);
+    return (rows as { number: number; day: string; severity: string }[]).map((row) => `${row.number} ${row.day} ${row.severity}`);
+  }
+  /** A table made by hand (not by tilehouse) with the policy, before tilehouse's first run. */
+  async function handMadeTable(table: string, options: { expirationMs?: string; lineage?: boolean } = {}): Promise<void> {
+    // With merge's lineage columns already there: the emulator's SQL does not see columns that
+    // `schema: add` patches onto a table.
+    const lineage = options.lineage ? [{ name: '_run_id', type: 'STRING' }, { name: '_extracted_at', type: 'TIMESTAMP' }] : [];
+    await direct.dataset(dataset).createTable(table, {
+      schema: { fields: [...columns.map((c) => ({ name: c.name, type: c.type, mode: 'NULLABLE' })), ...lineage] },
+      timePartitioning: { type: 'DAY', field: 'day', ...(options.expirationMs ? { expirationMs: options.expirationMs } : {}) },
+      requirePartitionFilter: true,
+    });
+  }
+
+  it('the proxy refuses a query without a partition filter as BigQuery does, and the MERGE tilehouse used to send', async () => {
+    await handMadeTable('proxy_check');
+    const error = await client.query(`SELECT COUNT(*) AS n FROM \`${name('proxy_check')}\``).then(
+      () => undefined,
+      (thrown: unknown) => thrown as { code?: number; errors?: Array<{ reason?: string; message?: string }> },
+    );
+    const message = `Cannot query over table '${name('proxy_check')}' without a filter over column(s) 'day' that can be used for partition elimination`;
+    expect(error).toMatchObject({ code: 400, errors: [{ reason: 'invalidQuery', message }] });
+    // With a filter BigQuery can eliminate partitions by, the same count goes through.
+    const [rows] = await client.query(`SELECT COUNT(*) AS n FROM \`${name('proxy_check')}\` WHERE day >= DATE '2024-03-01' AND day < DATE '2024-03-02'`);
+    expect(rows).toEqual([{ n: 0 }]);
+    // The statement before issue 38: ON the key alone (T.day = S.day would not do either).
+    const before = mergeStatement(name('proxy_check'), name('proxy_check'), [{ name: 'number', type: 'INT64' }, { name: 'day', type: 'DATE' }], { columns: ['number'] });
+    await expect(client.query(before)).rejects.toMatchObject({ code: 400, errors: [{ reason: 'invalidQuery' }] });
+  });
+
+  // (A re-run of a run id, whose adopted MERGE is counted at the target with the range, is in
+  // partition-policy.requests.test.ts: the emulator answers a reused query job id with 400, not 409.)
+  it('merge with partitionBy and requirePartitionFilter: creates the table, merges again, each exact', async () => {
+    const sink = harness.sink({ table: 'merged', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true });
+    const first: TypedRow[] = [[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'high'], [3n, '2024-03-03', 'low']];
+    const created = await harness.run(sink, runContext({ columns, runId: 'merge-1' }), [first]);
+    expect(created).toMatchObject({ rows: 3, details: { publishedBy: 'merge query', partitionRange: '2024-03-01..2024-03-04' } });
+    // The table holds the policy: every later query must carry a filter.
+    const [metadata] = await direct.dataset(dataset).table('merged').getMetadata();
+    expect(metadata).toMatchObject({ requirePartitionFilter: true });
+
+    const refusedBefore = policy.refusals.length;
+    const second = await harness.run(sink, runContext({ columns, runId: 'merge-2' }), [[[2n, '2024-03-02', 'critical'], [4n, '2024-03-02', 'low']]]);
+    expect(second.rows).toBe(2);
+    expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
+    const merge = policy.queries.filter((query) => query.startsWith('MERGE')).at(-1);
+    expect(merge).toContain("T.`day` >= DATE '2024-03-02' AND T.`day` < DATE '2024-03-03'");
+
+    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
+  });
+
+  it('merge onto a table made by hand with the policy, the job naming no partitionBy: the range comes from the staging table', async () => {
+    await handMadeTable('hand_merged', { lineage: true });
+    const sink = harness.sink({ table: 'hand_merged', writeMode: 'merge', primaryKey: ['number'] });
+    const first = await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [[[1n, '2024-04-01', 'low'], [2n, '2024-04-03', 'high']]]);
+    expect(first.details).toMatchObject({ partitionRange: '2024-04-01..2024-04-04' });
+    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [[[2n, '2024-04-03', 'low'], [3n, '2024-04-02', 'low']]]);
+    expect(await rowsOf('hand_merged')).toEqual(['1 2024-04-01 low', '2 2024-04-03 low', '3 2024-04-02 low']);
+    expect(policy.refusals.filter((refusal) => refusal.table === name('hand_merged'))).toEqual([]);
+  });
+
+  it('merge onto a table made by hand with the policy, the job naming the same partitionBy', async () => {
+    await handMadeTable('hand_merged_own', { lineage: true });
+    const sink = harness.sink({ table: 'hand_merged_own', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'day', granularity: 'day' } });
+    await harness.run(sink, runContext({ columns, runId: 'own-1' }), [[[1n, '2024-05-01', 'low'], [2n, '2024-05-02', 'high']]]);
+    await harness.run(sink, runContext({ columns, runId: 'own-2' }), [[[1n, '2024-05-01', 'high']]]);
+    expect(await rowsOf('hand_merged_own')).toEqual(['1 2024-05-01 high', '2 2024-05-02 high']);
+  });
+
+  it('replace with partitionBy, onto a new table with the policy and onto one made by hand', async () => {
+    const sink = harness.sink({ table: 'replaced', partitionBy: { column: 'day', granularity: 'day' }, requirePartitionFilter: true });
+    await harness.run(sink, runContext({ columns }), [[[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'low']]]);
+    await harness.run(sink, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
+    expect(await rowsOf('replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
+
+    await handMadeTable('hand_replaced');
+    const hand = harness.sink({ table: 'hand_replaced', partitionBy: { column: 'day', granularity: 'day' } });
+    await harness.run(hand, runContext({ columns }), [[[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'low']]]);
+    await harness.run(hand, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
+    expect(await rowsOf('hand_replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
+    // Replace without partitionBy onto the hand-made table: the truncating query reads only staging.
+    const whole = harness.sink({ table: 'hand_replaced' });
+    await harness.run(whole, runContext({ columns }), [[[5n, '2024-03-05', 'low']]]);
+    expect(await rowsOf('hand_replaced')).toEqual(['5 2024-03-05 low']);
+    expect(policy.refusals.filter((refusal) => refusal.table.includes('replaced'))).toEqual([]);
+  });
+
+  it("partition expiration: rows in partitions past it are counted and warned of; plan and check name the table's settings", async () => {
+    const now = Date.now();
+    const day = (offset: number) => new Date(now + offset * 86_400_000).toISOString().slice(0, 10);
+    await handMadeTable('expiring', { expirationMs: String(30 * 86_400_000) });
+    const sink = harness.sink({ table: 'expiring', partitionBy: { column: 'day', granularity: 'day' } });
+    const planned = await sink.plan(runContext({ columns }));
+    expect(planned.details.join('\n')).toContain('the table requires a partition filter on day');
+    expect(planned.details.join('\n')).toContain("the table's partitions expire after 30 days: rows of partitions before");
+    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(/exists; table expiring: the table requires a partition filter on day: .*; the table's partitions expire after 30 days: rows of partitions before \d{4}-\d{2}-\d{2} are dropped at once$/);
+
+    const result = await harness.run(sink, runContext({ columns }), [[[1n, day(-45), 'low'], [2n, day(-40), 'low'], [3n, day(-2), 'high'], [4n, day(0), 'low']]]);
+    expect(result).toMatchObject({ rows: 2, expiredRows: 2, details: { partitionExpirationDays: 30 } });
+    expect(result.warnings).toEqual([expect.stringMatching(/expiring: 2 of the 4 rows published fall in partitions older than the table's partition expiration \(timePartitioning.expirationMs = 2592000000, 30 days\); BigQuery drops them at once, so the table holds 2$/)]);
+    // A table without expiration: nothing counted.
+    const plain = await harness.run(harness.sink({ table: 'not_expiring', partitionBy: { column: 'day', granularity: 'day' } }), runContext({ columns }), [[[1n, day(-45), 'low']]]);
+    expect(plain).toMatchObject({ rows: 1 });
+    expect(plain.expiredRows).toBeUndefined();
+    expect(plain.warnings).toBeUndefined();
+  });
+});
