@@ -10,6 +10,7 @@
  * A new code is one line here. Codes that a class builds at run time are listed one by one: the
  * file sinks' `<format>_*` codes for each file format, the OAuth errors of the token endpoint.
  */
+// biome-ignore format: one line per code, so that adding one is adding a line
 export const ERROR_CODES = {
   // -- configuration and usage ---------------------------------------------------------------------
   config_invalid: { exit: 2, retryable: false, says: 'An environment or job file is invalid; the message names the file, line, field and value.' },

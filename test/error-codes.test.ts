@@ -95,7 +95,8 @@ describe('the error-code catalogue', () => {
     const fileKinds = sinkKinds.map((kind) => kind.type).filter((type) => type !== 'bigquery');
     expect(fileKinds.sort()).toEqual(['csv', 'parquet']);
     for (const kind of fileKinds) {
-      for (const failure of ['path_invalid', 'write_failed', 'target_unwritable', 'writer_closed']) expect(isErrorCode(`${kind}_${failure}`), `${kind}_${failure}`).toBe(true);
+      for (const failure of ['path_invalid', 'write_failed', 'target_unwritable', 'writer_closed'])
+        expect(isErrorCode(`${kind}_${failure}`), `${kind}_${failure}`).toBe(true);
     }
     expect(isErrorCode('bigquery_write_failed')).toBe(false);
   });

@@ -10,14 +10,16 @@ function exitText(exit: ErrorCodeEntry['exit']): string {
 
 export function errorCodesDocument(): string {
   const entries = Object.entries(ERROR_CODES) as Array<[string, ErrorCodeEntry]>;
-  const rows = entries.map(([code, entry]) => `| \`${code}\` | ${exitText(entry.exit)} | ${entry.retryable ? 'yes' : 'no'} | ${entry.says.replaceAll('|', '\\|')} |`);
+  const rows = entries.map(
+    ([code, entry]) => `| \`${code}\` | ${exitText(entry.exit)} | ${entry.retryable ? 'yes' : 'no'} | ${entry.says.replaceAll('|', '\\|')} |`,
+  );
   return [
     '# Error codes',
     '',
     '<!-- Generated from src/error-codes.ts by `npm run docs:codes`; do not edit by hand. -->',
     '',
     `Every failure tilehouse reports carries one of these ${entries.length} codes: on stderr`,
-    '(`tilehouse: <code>:` or the log line\'s `code`), in the run summary\'s `error.code` and in the run',
+    "(`tilehouse: <code>:` or the log line's `code`), in the run summary's `error.code` and in the run",
     'ledger. Alert rules, retry rules and runbooks may key on them; a code is not renamed without a',
     'note in [failure behaviour](failure-behaviour.md).',
     '',
@@ -27,7 +29,7 @@ export function errorCodesDocument(): string {
     '- **retryable**: whether the same command, run again unchanged, may succeed (the cause may pass',
     '  by itself). "no" means something must change first: the configuration, the credentials, the',
     '  target, or tilehouse (a bug).',
-    '- The file sinks\' codes are named by the format: `csv_write_failed`, `parquet_write_failed`.',
+    "- The file sinks' codes are named by the format: `csv_write_failed`, `parquet_write_failed`.",
     '',
     '| code | exit | retryable | what it means |',
     '|---|---|---|---|',

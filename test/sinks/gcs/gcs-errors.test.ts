@@ -14,7 +14,9 @@ function storageThat(options: { listing?: Error; granted?: string[] }): Storage 
       if (options.listing !== undefined) throw options.listing;
       return [[]];
     },
-    iam: { testPermissions: async (asked: string[]) => [Object.fromEntries(asked.map((permission) => [permission, options.granted?.includes(permission) ?? false]))] },
+    iam: {
+      testPermissions: async (asked: string[]) => [Object.fromEntries(asked.map((permission) => [permission, options.granted?.includes(permission) ?? false]))],
+    },
   };
   return { bucket: () => bucket } as unknown as Storage;
 }
@@ -34,7 +36,12 @@ describe('GcsError', () => {
   });
 
   it('keeps the word through gcsFailure and the outcome-unknown error', () => {
-    const where = { target: { format: 'parquet', url: 'gs://b/t.parquet' }, bucket: 'b', operation: 'reading the target object', permission: 'storage.objects.get' };
+    const where = {
+      target: { format: 'parquet', url: 'gs://b/t.parquet' },
+      bucket: 'b',
+      operation: 'reading the target object',
+      permission: 'storage.objects.get',
+    };
     const denied = gcsFailure(refused(403, 'forbidden'), where);
     expect(denied.code).toBe('gcs_permission_denied');
     expect(denied.message).toMatch(/^parquet gs:\/\/b\/t\.parquet: reading the target object failed: permission storage\.objects\.get is missing on bucket b/);
