@@ -1,16 +1,22 @@
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+
 /**
  * Every error tilehouse raises on purpose carries a stable machine `code` (for alerts, tests and
  * the run summary) and a message meant for the person on call: it names the tile, field and value.
- * `exitCode` is how the CLI maps a failure onto the documented process interface.
+ * The code is one of the catalogue's (`src/error-codes.ts`), and so is how the process exits.
  */
 export abstract class TilehouseError extends Error {
-  abstract readonly code: string;
-  /** 2 = bad configuration or usage; 1 = a tile failed at run time. */
-  readonly exitCode: 1 | 2 = 1;
+  abstract readonly code: ErrorCode;
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
+  }
+
+  /** The exit code the CLI maps this failure onto: 2 bad configuration or usage, 3 partially published, 1 otherwise (a stop exits by its signal). */
+  get exitCode(): 1 | 2 | 3 {
+    const exit = ERROR_CODES[this.code].exit;
+    return exit === 'signal' ? 1 : exit;
   }
 }
 

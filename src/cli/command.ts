@@ -44,7 +44,6 @@ export interface Command {
 /** Bad arguments: nothing runs, exit 2. The message says what to change on the command line. */
 export class UsageError extends TilehouseError {
   readonly code = 'usage_invalid';
-  override readonly exitCode = 2 as const;
 
   static of(message: string): UsageError {
     return new UsageError(message);

@@ -1,12 +1,13 @@
-import { access, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomically } from '../write-file-atomically.js';
-import { parse } from 'yaml';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
-import { chooseJobName, renderImportedJob } from '../config/import-job.js';
+import { environmentDifferences, jobsSharing } from '../config/import-conflicts.js';
+import { chooseJobName, PLACEHOLDER_SINK, renderImportedJob, sinkKindNames } from '../config/import-job.js';
 import { importRequest, type ImportedRequest } from '../config/import-request.js';
 import { loadEnvironment } from '../config/load-config.js';
+import { workspacePaths, type WorkspacePaths } from '../workspace/load-workspace.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
 import { countNoun } from '../count-noun.js';
 
@@ -31,34 +32,12 @@ async function readInput(from: string, io: CliIo): Promise<{ text: string; sourc
     return { text, source: from };
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    throw ConfigError.single({ file: from, field: '--from-request', message: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+    throw ConfigError.single({
+      file: from,
+      field: '--from-request',
+      message: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    });
   }
-}
-
-/** Job files in `directory` that already use the name or the tile; a duplicate name would break every run. */
-async function existingJobs(directory: string, target: string, name: string, tile: string): Promise<{ sameName?: string; sameTile: string[] }> {
-  let entries: string[];
-  try {
-    entries = (await readdir(directory)).filter((entry) => /\.ya?ml$/.test(entry)).sort();
-  } catch {
-    return { sameTile: [] };
-  }
-  const result: { sameName?: string; sameTile: string[] } = { sameTile: [] };
-  for (const entry of entries) {
-    const file = path.join(directory, entry);
-    if (path.resolve(file) === path.resolve(target)) continue;
-    let data: unknown;
-    try {
-      data = parse(await readFile(file, 'utf8'));
-    } catch {
-      continue; // `tilehouse validate` reports broken files; they do not block an import
-    }
-    if (data === null || typeof data !== 'object') continue;
-    const job = data as { name?: unknown; tile?: unknown };
-    if (job.name === name) result.sameName = file;
-    if (job.tile === tile) result.sameTile.push(file);
-  }
-  return result;
 }
 
 async function fileExists(file: string): Promise<boolean> {
@@ -100,20 +79,14 @@ interface EnvironmentCheck {
  * The environment config the request is compared with. One named by --config or $TILEHOUSE_CONFIG
  * must load; the default is optional (a fresh checkout may have none that fits yet).
  */
-async function loadEnvironmentForCompare(config: string | undefined, env: NodeJS.ProcessEnv): Promise<EnvironmentCheck> {
-  const explicit = config ?? env.TILEHOUSE_CONFIG;
-  const file = explicit ?? 'config/default.yaml';
+async function loadEnvironmentForCompare(paths: WorkspacePaths): Promise<EnvironmentCheck> {
+  const file = paths.configFile;
   try {
     return { file, environment: await loadEnvironment(file) };
   } catch (error) {
-    if (explicit !== undefined || !(error instanceof ConfigError)) throw error;
+    if (paths.configNamed || !(error instanceof ConfigError)) throw error;
     return { file, unavailable: error.problems[0]?.message ?? error.message };
   }
-}
-
-function normalizedBaseUrl(baseUrl: string): string {
-  const url = new URL(baseUrl);
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function environmentLines(request: ImportedRequest, check: EnvironmentCheck): string[] {
@@ -124,14 +97,13 @@ function environmentLines(request: ImportedRequest, check: EnvironmentCheck): st
       `  source.tileParam  ${request.tileParam}`,
     ];
   }
-  const { source } = check.environment;
-  const lines: string[] = [];
-  if (normalizedBaseUrl(source.baseUrl) !== request.baseUrl) {
-    lines.push(`  source.baseUrl    ${request.baseUrl}   (now ${source.baseUrl}; the request went to this host)`);
-  }
-  if (source.tileParam !== request.tileParam) {
-    lines.push(`  source.tileParam  ${request.tileParam}   (now ${source.tileParam}; the request carries the tile id in ?${request.tileParam}=)`);
-  }
+  const why = {
+    'source.baseUrl': 'the request went to this host',
+    'source.tileParam': `the request carries the tile id in ?${request.tileParam}=`,
+  };
+  const lines = environmentDifferences(request, check.environment).map(
+    ({ field, wanted, now }) => `  ${field.padEnd(16)}  ${wanted}   (now ${now}; ${why[field]})`,
+  );
   if (lines.length === 0) return [`environment config ${check.file}: source.baseUrl and source.tileParam already match the request`];
   return [`still to set in ${check.file} (the request differs from the environment config):`, ...lines];
 }
@@ -176,12 +148,13 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
     const input = await readInput(from, io);
     const request = importRequest(input.text, { source: input.source, tileParam: values['tile-param'] });
     const name = chooseJobName(request, values.name);
-    const jobsDirectory = values.jobs ?? io.env.TILEHOUSE_JOBS ?? 'jobs';
+    const paths = workspacePaths(values, io.env);
+    const { jobsDirectory } = paths;
     const target = path.join(jobsDirectory, `${name}.yaml`);
     const force = values.force === true;
 
     if (!force && (await fileExists(target))) throw refuseOverwrite(target);
-    const others = await existingJobs(jobsDirectory, target, name, request.tileId);
+    const others = await jobsSharing(jobsDirectory, target, name, request.tileId);
     if (others.sameName !== undefined) {
       throw ConfigError.single({
         file: others.sameName,
@@ -190,7 +163,7 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
         message: 'this job already has the name; choose another with --name (names must be unique)',
       });
     }
-    const environment = await loadEnvironmentForCompare(values.config, io.env);
+    const environment = await loadEnvironmentForCompare(paths);
     const text = renderImportedJob(request, name);
     await writeJobFile(target, text, force);
 
@@ -199,7 +172,7 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
       `wrote ${target}: tile ${request.tileId}, ${countNoun(request.parsedQuery.items.length, 'query item')} (${hidden} hidden)`,
       `still to set in ${target}:`,
       '  schedule          uncomment schedule.cron (5 fields) and schedule.timezone, or leave it out to run only on demand',
-      '  sinks             replace the placeholder csv sink: {type: csv, path?, gzip?} or {type: bigquery, table?, writeMode?}',
+      `  sinks             replace the placeholder ${PLACEHOLDER_SINK} sink: one or more of type ${sinkKindNames().join(', ')} (docs/configuration.md)`,
       ...environmentLines(request, environment),
     ];
     for (const file of others.sameTile) lines.push(`note: ${file} exports the same tile`);
@@ -208,14 +181,15 @@ Exit codes: 0 written, 2 bad or partial request or usage (nothing written).
       lines.push(`note: the URL also had ${shown}; tilehouse sends only ?${request.tileParam}=<tile id>`);
     }
     if (request.droppedCredentials.length > 0) {
-      lines.push(
-        `not copied: ${request.droppedCredentials.join(', ')}; tilehouse fetches a fresh token for every run with source.clientId / clientSecret`,
-      );
+      lines.push(`not copied: ${request.droppedCredentials.join(', ')}; tilehouse fetches a fresh token for every run with source.clientId / clientSecret`);
     }
-    const configArgument = values.config ?? io.env.TILEHOUSE_CONFIG;
-    const validate = `tilehouse validate${configArgument === undefined ? '' : ` --config ${configArgument}`} --jobs ${jobsDirectory}`;
+    const validate = `tilehouse validate${paths.configNamed ? ` --config ${paths.configFile}` : ''} --jobs ${jobsDirectory}`;
     // validate needs the environment config (secrets it does not): a step that fails as printed is no next step.
-    lines.push(environment.environment === undefined ? `write ${environment.file} (start from tilehouse's config/production.example.yaml), then check it with: ${validate}` : `check it with: ${validate}`);
+    lines.push(
+      environment.environment === undefined
+        ? `write ${environment.file} (start from tilehouse's config/production.example.yaml), then check it with: ${validate}`
+        : `check it with: ${validate}`,
+    );
     io.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   },

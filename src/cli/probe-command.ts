@@ -6,7 +6,7 @@ import { writeFileAtomically } from '../write-file-atomically.js';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
 import { createSourceDispatcher } from '../pipeline/source-session.js';
-import { fileSystemFailureCode, fileSystemFailureHint } from '../sinks/file-system-failure.js';
+import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../sinks/file-system-failure.js';
 import { probeTile, recordingText } from '../pipeline/probe-tile.js';
 import { formatProbeReport } from '../presentation/probe-report.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
@@ -17,7 +17,7 @@ export const DEFAULT_PROBE_PAGES = 3;
 
 /** The recording could not be written after the probe ran (a full disk, a directory removed meanwhile). */
 export class RecordingWriteError extends TilehouseError {
-  readonly code: string;
+  readonly code: FileSystemFailureCode | 'probe_record_write_failed';
 
   constructor(file: string, cause: unknown) {
     const code = fileSystemFailureCode(cause, 'probe_record_write_failed');

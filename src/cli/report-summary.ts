@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../error-codes.js';
 import { messageOf } from '../errors.js';
 import { EXIT, type CliIo } from './command.js';
 import { writeSummary, type SummaryTarget } from './output.js';
@@ -13,7 +14,8 @@ export async function reportSummary(target: SummaryTarget, summary: object, code
     return code;
   } catch (error) {
     const file = typeof target === 'object' ? target.file : 'stdout';
-    io.stderr.write(`tilehouse: summary_write_failed: cannot write the run summary to ${file} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)}); the run itself ended with exit ${code}\n`);
+    const failure: ErrorCode = 'summary_write_failed';
+    io.stderr.write(`tilehouse: ${failure}: cannot write the run summary to ${file} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)}); the run itself ended with exit ${code}\n`);
     return code === EXIT.ok ? EXIT.tileFailed : code;
   }
 }

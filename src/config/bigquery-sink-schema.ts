@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SinkIssue } from './sink-schemas.js';
+import type { SinkIssue } from './sink-issue.js';
 
 /** A BigQuery sink in a job file (the BigQuery sink itself: src/sinks/bigquery/). */
 export const bigquerySinkSchema = z

@@ -37,7 +37,6 @@ function withoutSecretValue(problem: ConfigProblem): ConfigProblem {
 /** Bad configuration: nothing runs, the process exits 2. */
 export class ConfigError extends TilehouseError {
   readonly code = 'config_invalid';
-  override readonly exitCode = 2 as const;
   readonly problems: readonly ConfigProblem[];
 
   constructor(problems: readonly ConfigProblem[]) {

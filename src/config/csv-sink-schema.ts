@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SinkIssue } from './sink-schemas.js';
+import type { SinkIssue } from './sink-issue.js';
 import { writesOneFilePerWindow } from './window-rules.js';
 
 /** A CSV sink in a job file (the CSV sink itself: src/sinks/csv/). */

@@ -152,5 +152,4 @@ export const environmentSchema = z
 
 export type EnvironmentConfig = z.infer<typeof environmentSchema>;
 export type SourceConfig = EnvironmentConfig['source'];
-export type MetricsConfig = NonNullable<EnvironmentConfig['metrics']>;
 export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;

@@ -85,7 +85,3 @@ export function parseGcsObjectUrl(url: string): GcsObjectUrl {
   const { bucket, rest } = splitGcsUrl(url)!;
   return { bucket, object: rest };
 }
-
-export function formatGcsUrl(location: GcsObjectUrl): string {
-  return `${GCS_SCHEME}${location.bucket}/${location.object}`;
-}

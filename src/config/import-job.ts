@@ -2,6 +2,7 @@ import { stringify } from 'yaml';
 import { ConfigError } from './config-error.js';
 import type { ImportedRequest } from './import-request.js';
 import { jobSchema } from './job-schema.js';
+import { sinkSchema } from './sink-schemas.js';
 
 /**
  * Turns an imported tile request into the text of a `jobs/<name>.yaml`: the tile id, the query as
@@ -43,9 +44,17 @@ export function chooseJobName(request: ImportedRequest, explicit: string | undef
   return (firstVisible && jobNameFrom(firstVisible.header)) ?? jobNameFrom(request.tileId) ?? 'imported_tile';
 }
 
+/** The sink kinds a job may name (the job schema's union, so a new kind is listed without a change here). */
+export function sinkKindNames(): string[] {
+  return sinkSchema.options.map((option) => option.shape.type.value);
+}
+
+/** The sink an imported job starts with, until its user chooses (a CSV file needs no other setting). */
+export const PLACEHOLDER_SINK = 'csv' as const;
+
 /** The YAML text of the new job; it is validated against the job schema before it is returned. */
 export function renderImportedJob(request: ImportedRequest, name: string): string {
-  const job = { name, tile: request.tileId, query: request.query, sinks: [{ type: 'csv' }] };
+  const job = { name, tile: request.tileId, query: request.query, sinks: [{ type: PLACEHOLDER_SINK }] };
   // Validate what will be written, so the file is known to load (the query was checked already).
   const checked = jobSchema.safeParse(job);
   if (!checked.success) {
@@ -63,7 +72,7 @@ export function renderImportedJob(request: ImportedRequest, name: string): strin
     '#   timezone: UTC',
     stringify({ query: request.query }, options).trimEnd(),
     'sinks:',
-    '  - type: csv            # placeholder: set path/gzip, or use {type: bigquery, table: …}',
+    `  - type: ${PLACEHOLDER_SINK}            # placeholder: set its fields, or use another kind: ${sinkKindNames().join(', ')} (docs/configuration.md)`,
     '',
   ].join('\n');
 }

@@ -58,20 +58,7 @@ export async function loadJob(file: string): Promise<LoadedJob> {
  * validated before anything runs: one bad file fails the whole load with every problem listed.
  */
 export async function loadJobs(directory: string): Promise<LoadedJob[]> {
-  let entries: string[];
-  try {
-    entries = await readdir(directory);
-  } catch (error) {
-    throw ConfigError.single({
-      file: directory,
-      field: '',
-      message: `cannot read jobs directory (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
-    });
-  }
-  const files = entries
-    .filter((name) => /\.ya?ml$/.test(name))
-    .sort()
-    .map((name) => path.join(directory, name));
+  const files = await jobFilesIn(directory);
   if (files.length === 0) {
     throw ConfigError.single({ file: directory, field: '', message: 'no job files (*.yaml) found' });
   }
@@ -102,6 +89,24 @@ export async function loadJobs(directory: string): Promise<LoadedJob[]> {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return jobs;
+}
+
+/** The job files of `directory`: every `*.yaml` / `*.yml`, sorted; a directory that cannot be read is a ConfigError. */
+export async function jobFilesIn(directory: string): Promise<string[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(directory);
+  } catch (error) {
+    throw ConfigError.single({
+      file: directory,
+      field: '',
+      message: `cannot read jobs directory (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    });
+  }
+  return entries
+    .filter((name) => /\.ya?ml$/.test(name))
+    .sort()
+    .map((name) => path.join(directory, name));
 }
 
 /** Picks jobs by name for `--job`; an unknown name is a usage error listing the known ones. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SinkIssue } from './sink-schemas.js';
+import type { SinkIssue } from './sink-issue.js';
 
 /** The codecs a Parquet sink compresses its pages with (`none`: stored as they are). */
 export const PARQUET_SINK_COMPRESSIONS = ['snappy', 'zstd', 'gzip', 'none'] as const;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { bigqueryIncrementalIssues, bigquerySinkSchema } from './bigquery-sink-schema.js';
 import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
 import { parquetIncrementalIssues, parquetSinkSchema } from './parquet-sink-schema.js';
+import type { SinkIssue } from './sink-issue.js';
 
 /**
  * The sink kinds as a job file writes them: each kind's config schema and what an incremental job
@@ -14,12 +15,6 @@ export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigqueryS
 
 export type SinkConfig = z.infer<typeof sinkSchema>;
 
-/** A problem of one sink of a job, at its path in the job. */
-export interface SinkIssue {
-  path: PropertyKey[];
-  input: unknown;
-  message: string;
-}
 
 type IncrementalRule<K extends SinkConfig['type']> = (sink: Extract<SinkConfig, { type: K }>, index: number) => SinkIssue[];
 

@@ -1,19 +1,11 @@
-import type { BigQuery } from '@google-cloud/bigquery';
-import type { Storage } from '@google-cloud/storage';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { sinkKindOf } from './registry.js';
 import type { Sink } from './sink.js';
-import type { GcsWriteSettings } from './files/object-writer.js';
+import type { SinkFactoryOptions } from './sink-kind.js';
 
-export interface SinkFactoryOptions {
-  /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
-  bigqueryClient?: BigQuery;
-  /** Injected in tests (fake-gcs-server); production creates one on first use by a gs:// CSV target. */
-  storageClient?: Storage;
-  /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
-  gcsWrite?: GcsWriteSettings;
-}
+// Its home is the contract every kind imports (sink-kind.ts); named here too for the callers that build sinks.
+export type { SinkFactoryOptions } from './sink-kind.js';
 
 /**
  * Builds the sinks a job asks for, each by its kind's descriptor (registry.ts), merging the environment's defaults. Invalid combinations (a

@@ -1,9 +1,13 @@
+import type { ErrorCode } from '../error-codes.js';
+
 /**
  * Stable codes for the file-system failures a user can cause and fix (a full disk, a volume the
  * pod's user cannot write, a directory where the output file should be), so that an alert or a
  * person can act on the code without reading the errno.
  */
-const CODES: Readonly<Record<string, string>> = {
+export type FileSystemFailureCode = 'disk_full' | 'permission_denied' | 'target_is_directory';
+
+const CODES: Readonly<Record<string, FileSystemFailureCode>> = {
   ENOSPC: 'disk_full',
   EDQUOT: 'disk_full',
   EACCES: 'permission_denied',
@@ -12,19 +16,19 @@ const CODES: Readonly<Record<string, string>> = {
   EISDIR: 'target_is_directory',
 };
 
-const HINTS: Readonly<Record<string, string>> = {
+const HINTS: Readonly<Record<FileSystemFailureCode, string>> = {
   disk_full: 'free space on that volume',
   permission_denied: "give the process's user write access there",
   target_is_directory: 'remove the directory or change the path',
 };
 
 /** The stable code for a file-system error, or `fallback` when it is not one of the known ones. */
-export function fileSystemFailureCode(cause: unknown, fallback: string): string {
+export function fileSystemFailureCode<Fallback extends ErrorCode>(cause: unknown, fallback: Fallback): FileSystemFailureCode | Fallback {
   const errno = (cause as NodeJS.ErrnoException | null)?.code;
   return (errno !== undefined && CODES[errno]) || fallback;
 }
 
 /** What to do about a known file-system failure, for the one-line message. */
-export function fileSystemFailureHint(code: string): string | undefined {
-  return HINTS[code];
+export function fileSystemFailureHint(code: ErrorCode): string | undefined {
+  return Object.hasOwn(HINTS, code) ? HINTS[code as FileSystemFailureCode] : undefined;
 }

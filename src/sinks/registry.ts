@@ -3,11 +3,10 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
-import type { SinkFactoryOptions } from './build-sinks.js';
 import { csvSinkKind } from './csv/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
 import type { Sink, SinkResult } from './sink.js';
-import type { RunRecorder, SinkKind } from './sink-kind.js';
+import type { RunRecorder, SinkFactoryOptions, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 import type { SinkWorkspaceChecker } from './workspace-checks.js';
 

@@ -1,13 +1,29 @@
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { Storage } from '@google-cloud/storage';
 import type { z } from 'zod';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
-import type { SinkFactoryOptions } from './build-sinks.js';
+import type { GcsWriteSettings } from './files/object-writer.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
+
+/**
+ * What building a sink may be handed instead of production's defaults: a type every kind's
+ * descriptor takes, so it lives in this contract, which the kinds import (not in build-sinks.ts,
+ * which imports the registry, which imports the kinds).
+ */
+export interface SinkFactoryOptions {
+  /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
+  bigqueryClient?: BigQuery;
+  /** Injected in tests (fake-gcs-server); production creates one on first use by a gs:// target. */
+  storageClient?: Storage;
+  /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
+  gcsWrite?: GcsWriteSettings;
+}
 
 /**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder

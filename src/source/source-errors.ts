@@ -1,12 +1,16 @@
+import { OAUTH_ERRORS } from '../error-codes.js';
 import { TilehouseError } from '../errors.js';
 
+type OAuthError = (typeof OAUTH_ERRORS)[number];
+
 /**
- * The token issuer refused us. `code` is `auth_<oauth error>` (e.g. `auth_invalid_client`) so
- * alerts can tell a rotated secret from a wrong audience. The message quotes the issuer's
- * `error` and `error_description` and never contains the secret.
+ * The token issuer refused us. `code` is `auth_<oauth error>` for the errors RFC 6749 lists (e.g.
+ * `auth_invalid_client`) so alerts can tell a rotated secret from a wrong audience, and
+ * `auth_refused` for any other (a code per string an issuer may invent would be no catalogue).
+ * The message quotes the issuer's `error` and `error_description` and never contains the secret.
  */
 export class AuthError extends TilehouseError {
-  readonly code: string;
+  readonly code: `auth_${OAuthError}` | 'auth_refused';
   constructor(
     readonly jobName: string,
     readonly oauthError: string,
@@ -17,7 +21,8 @@ export class AuthError extends TilehouseError {
       `job ${jobName}: token request refused (HTTP ${status}): ${oauthError}` +
         (description ? ` — ${description}` : ''),
     );
-    this.code = `auth_${oauthError.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}`;
+    const known = oauthError.replace(/[^a-z0-9_]/gi, '_').toLowerCase();
+    this.code = (OAUTH_ERRORS as readonly string[]).includes(known) ? `auth_${known as OAuthError}` : 'auth_refused';
   }
 }
 

@@ -1,4 +1,4 @@
-import { daysFromCivil, formatCivilDate, MAX_EPOCH_MS, MIN_EPOCH_MS, MS_PER_DAY } from '../value-types/civil-date.js';
+import { formatCivilDate, MS_PER_DAY } from '../value-types/civil-date.js';
 import { zoneClock } from './values/zone-clock.js';
 
 /**
@@ -6,8 +6,6 @@ import { zoneClock } from './values/zone-clock.js';
  * and DATE values all ask it, and must agree to the day. Built on the same zone clock and civil
  * arithmetic as the value parsers.
  */
-
-export { daysFromCivil, formatCivilDate, MAX_EPOCH_MS, MIN_EPOCH_MS, MS_PER_DAY };
 
 /** YYYY-MM-DD of `instant` on the wall calendar of `timeZone`. */
 export function calendarDateIn(instant: Date | number, timeZone: string): string {

@@ -8,7 +8,6 @@ import { countNoun } from '../count-noun.js';
  */
 export class ColumnOverrideInvalidError extends TilehouseError {
   readonly code = 'column_override_invalid';
-  override readonly exitCode = 2;
 
   constructor(
     readonly header: string,

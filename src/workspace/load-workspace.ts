@@ -10,10 +10,22 @@ export interface Workspace {
   jobsDirectory: string;
 }
 
+export interface WorkspacePaths {
+  configFile: string;
+  jobsDirectory: string;
+  /** Whether the environment config was named (--config or $TILEHOUSE_CONFIG) rather than the default. */
+  configNamed: boolean;
+}
+
+/** Where a workspace's files are: the flags, else the environment, else `config/default.yaml` and `jobs`. */
+export function workspacePaths(values: { config?: string | undefined; jobs?: string | undefined }, env: NodeJS.ProcessEnv): WorkspacePaths {
+  const named = values.config ?? env.TILEHOUSE_CONFIG;
+  return { configFile: named ?? 'config/default.yaml', jobsDirectory: values.jobs ?? env.TILEHOUSE_JOBS ?? 'jobs', configNamed: named !== undefined };
+}
+
 /** Loads the environment config and every job; all problems of both are reported together. */
 export async function loadWorkspace(values: { config?: string; jobs?: string }, env: NodeJS.ProcessEnv): Promise<Workspace> {
-  const configFile = values.config ?? env.TILEHOUSE_CONFIG ?? 'config/default.yaml';
-  const jobsDirectory = values.jobs ?? env.TILEHOUSE_JOBS ?? 'jobs';
+  const { configFile, jobsDirectory } = workspacePaths(values, env);
   const [environment, jobs] = await Promise.allSettled([loadEnvironment(configFile), loadJobs(jobsDirectory)]);
   const problems = [environment, jobs].flatMap((result) =>
     result.status === 'rejected' && result.reason instanceof ConfigError ? result.reason.problems : [],

@@ -86,6 +86,7 @@ describe('tilehouse init --from-request', () => {
     expect(text.startsWith('# yaml-language-server: $schema=../schema/job.schema.json\n')).toBe(true);
     expect(result.stdout).toContain(`wrote ${file}: tile ${TILE}, 4 query items (1 hidden)`);
     expect(result.stdout).toMatch(/still to set in .*severity\.yaml:\n {2}schedule .*\n {2}sinks /);
+    expect(result.stdout).toContain('sinks             replace the placeholder csv sink: one or more of type csv, bigquery, parquet');
     expect(result.stdout).toContain('source.baseUrl and source.tileParam already match the request');
     expect(result.stdout).toContain('not copied: Authorization header');
     // The suggested command checks the job against the config it was compared with.

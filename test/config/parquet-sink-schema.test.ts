@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJob } from '../../src/config/load-config.js';
 import { configErrorOf, configFilesEachTest } from '../support/config-files.js';

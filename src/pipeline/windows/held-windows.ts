@@ -43,7 +43,6 @@ export async function windowsDoneEverywhere(readers: readonly WindowStateReader[
 /** `backfill --resume` for a job whose targets cannot tell a finished window (a CSV sink without manifests, the run ledger off). */
 export class ResumeUnsupportedError extends TilehouseError {
   readonly code = 'backfill_resume_unsupported';
-  override readonly exitCode = 2 as const;
 }
 
 /**

@@ -128,7 +128,6 @@ export class BigQueryLoadFileError extends TilehouseError {
  */
 export class BigQueryProjectUnknownError extends TilehouseError {
   readonly code = 'bigquery_project_unknown';
-  override readonly exitCode = 2;
 
   constructor(
     readonly jobName: string,

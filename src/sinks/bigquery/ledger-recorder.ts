@@ -4,8 +4,7 @@ import type { LoadedJob } from '../../config/load-config.js';
 import type { Logger } from '../../log.js';
 import { messageOf } from '../../errors.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
-import type { SinkFactoryOptions } from '../build-sinks.js';
-import type { RecordedTile, RunRecorder } from '../sink-kind.js';
+import type { RecordedTile, RunRecorder, SinkFactoryOptions } from '../sink-kind.js';
 import type { LedgerRow } from './run-ledger.js';
 import { configuredTable, datasetName, tableName, UNRESOLVED_PROJECT, type TableAddress } from './table-name.js';
 

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { TilehouseError } from '../../errors.js';
-import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
+import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
 import { removeOwnedTempFiles } from '../owned-temp-files.js';
 import { formatOwnerTag, OWNER_TAG_PATTERN } from '../../temp-owner.js';
 
@@ -30,7 +30,7 @@ export function removeStaleLoadFiles(directory: string): Promise<string[]> {
 
 /** Writing the local load file failed (`disk_full`, `permission_denied`, or `bigquery_load_file_failed`). */
 export class LoadFileError extends TilehouseError {
-  readonly code: string;
+  readonly code: FileSystemFailureCode | 'bigquery_load_file_failed';
 
   constructor(path: string, operation: string, cause: unknown) {
     const code = fileSystemFailureCode(cause, 'bigquery_load_file_failed');

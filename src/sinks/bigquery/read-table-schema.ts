@@ -12,15 +12,6 @@ export interface ExistingTable {
   metadata: TableMetadataLike;
 }
 
-/** The table's top-level fields, or undefined when the table does not exist yet. */
-export async function readTableSchema(
-  client: BigQuery,
-  target: { projectId: string; datasetId: string; tableId: string; jobName: string },
-  retry: RetryContext,
-): Promise<TableFieldLike[] | undefined> {
-  return (await readTable(client, target, retry))?.fields;
-}
-
 /** The table's fields and layout, or undefined when the table does not exist yet. */
 export async function readTable(
   client: BigQuery,

@@ -2,7 +2,7 @@ import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { LoadedJob } from '../../config/load-config.js';
 import type { Logger } from '../../log.js';
 import { parseTimestamp } from '../../transform/index.js';
-import type { SinkFactoryOptions } from '../build-sinks.js';
+import type { SinkFactoryOptions } from '../sink-kind.js';
 import type { WindowHoldings, WindowStateReader } from '../window-state.js';
 import { WindowStateUnreadableError } from '../window-state.js';
 import { configuredTable, tableName } from './table-name.js';

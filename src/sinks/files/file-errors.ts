@@ -1,11 +1,19 @@
+import type { FileFormatName } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
-import { fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
+import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
 import type { FormatNames } from './file-format.js';
+
+/**
+ * A file sink's own code, `<format>_<failure>` (`csv_write_failed`): the catalogue lists it for
+ * every file format. A format the catalogue does not name (a test's) still gets its own word.
+ */
+function formatCode<Failure extends 'path_invalid' | 'write_failed' | 'target_unwritable' | 'writer_closed'>(format: FormatNames, failure: Failure): `${FileFormatName}_${Failure}` {
+  return `${format.name}_${failure}` as `${FileFormatName}_${Failure}`;
+}
 
 /** A file sink's path template is unusable (unknown placeholder, escapes its directory…): `<format>_path_invalid`. */
 export class FilePathInvalidError extends TilehouseError {
-  readonly code: string;
-  override readonly exitCode = 2;
+  readonly code: `${FileFormatName}_path_invalid`;
 
   constructor(
     format: FormatNames,
@@ -13,7 +21,7 @@ export class FilePathInvalidError extends TilehouseError {
     reason: string,
   ) {
     super(`${format.name} path ${JSON.stringify(template)}: ${reason}`);
-    this.code = `${format.name}_path_invalid`;
+    this.code = formatCode(format, 'path_invalid');
   }
 }
 
@@ -23,7 +31,7 @@ export class FilePathInvalidError extends TilehouseError {
  * and is `<format>_write_failed` otherwise.
  */
 export class FileWriteError extends TilehouseError {
-  readonly code: string;
+  readonly code: FileSystemFailureCode | `${FileFormatName}_write_failed`;
 
   constructor(
     format: FormatNames,
@@ -32,7 +40,7 @@ export class FileWriteError extends TilehouseError {
     readonly operation: string,
     cause: unknown,
   ) {
-    const code = fileSystemFailureCode(cause, `${format.name}_write_failed`);
+    const code = fileSystemFailureCode(cause, formatCode(format, 'write_failed'));
     const hint = fileSystemFailureHint(code);
     super(
       `job ${jobName}: ${format.name} ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
@@ -48,7 +56,7 @@ export class FileWriteError extends TilehouseError {
  * fail with), or `<format>_target_unwritable` (a regular file where a directory should be).
  */
 export class FileTargetUnwritableError extends TilehouseError {
-  readonly code: string;
+  readonly code: FileSystemFailureCode | `${FileFormatName}_target_unwritable`;
 
   constructor(
     format: FormatNames,
@@ -56,7 +64,7 @@ export class FileTargetUnwritableError extends TilehouseError {
     readonly directory: string,
     unwritable: { reason: string; errno: string },
   ) {
-    const code = fileSystemFailureCode({ code: unwritable.errno }, `${format.name}_target_unwritable`);
+    const code = fileSystemFailureCode({ code: unwritable.errno }, formatCode(format, 'target_unwritable'));
     const hint = fileSystemFailureHint(code);
     super(`job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`);
     this.code = code;
@@ -65,7 +73,7 @@ export class FileTargetUnwritableError extends TilehouseError {
 
 /** A writer was used after commit or abort (`<format>_writer_closed`): a pipeline bug, never a data problem. */
 export class FileWriterClosedError extends TilehouseError {
-  readonly code: string;
+  readonly code: `${FileFormatName}_writer_closed`;
 
   constructor(
     format: FormatNames,
@@ -74,6 +82,6 @@ export class FileWriterClosedError extends TilehouseError {
     readonly state: string,
   ) {
     super(`${format.name} ${target}: ${operation} called on a writer that is ${state}`);
-    this.code = `${format.name}_writer_closed`;
+    this.code = formatCode(format, 'writer_closed');
   }
 }

@@ -8,7 +8,7 @@ import type { SinkResult } from '../sink.js';
 import { messageOf } from '../../errors.js';
 import { cleanupDeadline, DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import type { RetryBudget, RetryLimits } from '../../retry.js';
-import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf } from '../gcs/gcs-errors.js';
+import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf, type GcsTarget } from '../gcs/gcs-errors.js';
 import { GcsHttp, type GcsHttpError } from '../gcs/gcs-http.js';
 import { ResumableUpload, type UploadedObject } from '../gcs/resumable-upload.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
@@ -145,13 +145,14 @@ export class ObjectWriter extends FileStreamWriter {
     const { target, storage } = options;
     const { bucket: bucketName, object } = parseGcsObjectUrl(target);
     const bucket = storage.bucket(bucketName);
-    const where = (operation: string, permission: string) => ({ target, bucket: bucketName, operation, permission });
+    const named = { format: options.format.name, url: target };
+    const where = (operation: string, permission: string) => ({ target: named, bucket: bucketName, operation, permission });
     try {
       // One listing answers three questions: the bucket exists (404 otherwise), we may list it,
       // and nothing lies below `<object>/` (a "directory" readers would confuse with the file).
       const [below] = await bucket.getFiles({ prefix: `${object}/`, maxResults: 1, autoPaginate: false });
       if (below.length > 0) {
-        throw new GcsError('gcs_target_is_directory', target, `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`);
+        throw new GcsError('gcs_target_is_directory', named, `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`);
       }
     } catch (error) {
       throw gcsFailure(error, { ...where('checking the bucket and the target', 'storage.objects.list'), notFoundIsBucket: true });
@@ -205,7 +206,7 @@ export class ObjectWriter extends FileStreamWriter {
   }
 
   private where(operation: string, permission: string) {
-    return { target: this.target, bucket: this.bucket.name, operation, permission };
+    return { target: { format: this.format.name, url: this.target }, bucket: this.bucket.name, operation, permission };
   }
 
   /** Phase 1: the upload finished and verified, the manifest uploaded; the target untouched. */
@@ -297,7 +298,7 @@ export class ObjectWriter extends FileStreamWriter {
         this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, `${this.format.name}: the rewrite failed, but the target holds this run's object (its answer was lost): published`);
         return;
       }
-      const target = `gs://${this.bucket.name}/${object}`;
+      const target = { format: this.format.name, url: `gs://${this.bucket.name}/${object}` };
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
       if ('unreadable' in seen) {
         throw new GcsPublishOutcomeUnknownError(target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}: it holds this run's object or the one before; look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`, error);
@@ -383,7 +384,7 @@ function writerOf(metadata: ObjectMetadata): string {
 }
 
 /** A 412 as a stable error that names the other writer, from the target's metadata read after it. */
-function targetChanged(target: string, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
+function targetChanged(target: GcsTarget, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
   const expected = expectedGeneration === 0 ? 'absent' : `generation ${expectedGeneration}`;
   const now = seen === undefined ? 'now absent, deleted by another writer' : `now generation ${seen.generation}, ${writerOf(seen)}`;
   return new GcsError('gcs_target_changed', target, `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`, cause);

@@ -1,7 +1,7 @@
 import type { Storage } from '@google-cloud/storage';
 import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
 
-/** What a gs:// CSV run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
+/** What a gs:// file sink's run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
 export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.delete', 'storage.objects.get', 'storage.objects.list'] as const;
 
 /**
@@ -10,8 +10,9 @@ export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.
  * may ask of any bucket it can see. Returns a note for the operator; throws gcs_bucket_not_found
  * or gcs_permission_denied (naming every missing permission).
  */
-export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string): Promise<string> {
-  const where = `gs://${bucketName}/${prefix}`;
+export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string, format: string): Promise<string> {
+  const url = `gs://${bucketName}/${prefix}`;
+  const where = { format, url };
   const bucket = storage.bucket(bucketName);
   try {
     await bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false });
@@ -24,12 +25,12 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
   } catch (error) {
     // The listing proved the bucket exists, so a 404 here is an endpoint without IAM (an
     // emulator such as fake-gcs-server): say the permissions were not tested rather than guess.
-    if (statusOf(error) === 404) return `${where}: bucket found; permissions not tested (this endpoint has no IAM)`;
+    if (statusOf(error) === 404) return `${url}: bucket found; permissions not tested (this endpoint has no IAM)`;
     throw gcsFailure(error, { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
   }
   const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
   if (missing.length > 0) {
     throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName} (grant roles/storage.objectUser on the bucket)`);
   }
-  return `${where}: writable`;
+  return `${url}: writable`;
 }

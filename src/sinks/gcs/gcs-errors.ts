@@ -15,14 +15,26 @@ import { TilehouseError } from '../../errors.js';
  */
 export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed' | 'gcs_publish_outcome_unknown';
 
+/**
+ * What a failure names: the object's URL, and the word of the format written there (`parquet`,
+ * `csv`) when the caller knows it, so the message reads `parquet gs://…` as a local file's
+ * reads `parquet /data/…`. A bare URL (a temp object, a sweep's prefix) is named as it is.
+ */
+export type GcsTarget = string | { readonly format: string; readonly url: string };
+
 export class GcsError extends TilehouseError {
+  /** The `gs://` URL the failure concerns. */
+  readonly target: string;
+
   constructor(
     readonly code: GcsFailureCode,
-    readonly target: string,
+    target: GcsTarget,
     message: string,
     cause?: unknown,
   ) {
-    super(`csv ${target}: ${message}`, cause === undefined ? undefined : { cause });
+    const subject = typeof target === 'string' ? target : `${target.format} ${target.url}`;
+    super(`${subject}: ${message}`, cause === undefined ? undefined : { cause });
+    this.target = typeof target === 'string' ? target : target.url;
   }
 }
 
@@ -34,7 +46,7 @@ export class GcsError extends TilehouseError {
 export class GcsPublishOutcomeUnknownError extends GcsError {
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(target: string, message: string, cause?: unknown) {
+  constructor(target: GcsTarget, message: string, cause?: unknown) {
     super('gcs_publish_outcome_unknown', target, message, cause);
   }
 }
@@ -55,7 +67,7 @@ export function statusOf(error: unknown): number | undefined {
  */
 export function gcsFailure(
   error: unknown,
-  where: { target: string; bucket: string; operation: string; permission: string; /** A listing: its 404 can only be the bucket. */ notFoundIsBucket?: boolean },
+  where: { target: GcsTarget; bucket: string; operation: string; permission: string; /** A listing: its 404 can only be the bucket. */ notFoundIsBucket?: boolean },
 ): GcsError {
   if (error instanceof GcsError) return error;
   const status = statusOf(error);

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
 
 /** The export endpoint answered with a Regular error object (or a bare HTTP error). */
@@ -20,7 +21,7 @@ export class ExportApiError extends TilehouseError {
 
 /** A page body that is not JSON or not the spec's Export result shape. */
 export class ExportResponseError extends TilehouseError {
-  readonly code: string = 'export_response_invalid';
+  readonly code: ErrorCode = 'export_response_invalid';
   constructor(
     readonly jobName: string,
     readonly pageNumber: number,
@@ -36,7 +37,7 @@ export class ExportResponseError extends TilehouseError {
  * wrong as sent, never retried): this one was retried and may well pass on the next run.
  */
 export class ExportBodyCorruptError extends ExportResponseError {
-  override readonly code: string = 'export_body_corrupt';
+  override readonly code: ErrorCode = 'export_body_corrupt';
   constructor(
     jobName: string,
     pageNumber: number,
@@ -50,7 +51,7 @@ export class ExportBodyCorruptError extends ExportResponseError {
 
 /** A page that contradicts the pages before it (headers, dataTypes, row counts, totals). */
 export class ExportPageMismatchError extends TilehouseError {
-  readonly code: string = 'export_page_mismatch';
+  readonly code: ErrorCode = 'export_page_mismatch';
   constructor(
     readonly jobName: string,
     readonly pageNumber: number,
@@ -70,7 +71,7 @@ export class ExportPageMismatchError extends TilehouseError {
  * one re-read from page 0, then `export_inconsistent`.
  */
 export class ExportPageIdentityError extends ExportPageMismatchError {
-  override readonly code: string = 'export_page_identity';
+  override readonly code: ErrorCode = 'export_page_identity';
 }
 
 /** The table kept changing: a re-read from page 0 also saw drift. */

@@ -42,7 +42,6 @@ function describe(value: unknown): string {
 /** The encoder was given an unusable schema or options, or used after it finished or failed. */
 export class ParquetSchemaError extends TilehouseError {
   readonly code = 'parquet_schema_invalid';
-  override readonly exitCode = 2;
 }
 
 /** The encoder was used after `finish()`, or after a row it refused left its columns uneven. */

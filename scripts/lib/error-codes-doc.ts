@@ -1,0 +1,39 @@
+// The text of docs/error-codes.md, made from the catalogue (src/error-codes.ts). Written by
+// `npm run docs:codes`; test/error-codes.test.ts fails when the committed file differs.
+import { ERROR_CODES, type ErrorCodeEntry } from '../../src/error-codes.js';
+
+export const ERROR_CODES_DOC = 'docs/error-codes.md';
+
+function exitText(exit: ErrorCodeEntry['exit']): string {
+  return exit === 'signal' ? '130 / 143' : String(exit);
+}
+
+export function errorCodesDocument(): string {
+  const entries = Object.entries(ERROR_CODES) as Array<[string, ErrorCodeEntry]>;
+  const rows = entries.map(
+    ([code, entry]) => `| \`${code}\` | ${exitText(entry.exit)} | ${entry.retryable ? 'yes' : 'no'} | ${entry.says.replaceAll('|', '\\|')} |`,
+  );
+  return [
+    '# Error codes',
+    '',
+    '<!-- Generated from src/error-codes.ts by `npm run docs:codes`; do not edit by hand. -->',
+    '',
+    `Every failure tilehouse reports carries one of these ${entries.length} codes: on stderr`,
+    "(`tilehouse: <code>:` or the log line's `code`), in the run summary's `error.code` and in the run",
+    'ledger. Alert rules, retry rules and runbooks may key on them; a code is not renamed without a',
+    'note in [failure behaviour](failure-behaviour.md).',
+    '',
+    '- **exit**: how the process exits when this failure ends a command: 1 a tile failed, 2 bad',
+    '  configuration or usage (nothing ran), 3 partially published, 130 / 143 stopped by SIGINT / SIGTERM.',
+    '  A run of several tiles exits with the worst of them (see [failure behaviour](failure-behaviour.md)).',
+    '- **retryable**: whether the same command, run again unchanged, may succeed (the cause may pass',
+    '  by itself). "no" means something must change first: the configuration, the credentials, the',
+    '  target, or tilehouse (a bug).',
+    "- The file sinks' codes are named by the format: `csv_write_failed`, `parquet_write_failed`.",
+    '',
+    '| code | exit | retryable | what it means |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,138 @@
+/**
+ * Every error code tilehouse reports, in one table: alert rules, orchestrators' retry rules and
+ * runbooks key on these, so they are an interface. Each code says how the process exits when that
+ * failure ends a command (`exit`: 1 a tile failed, 2 bad configuration or usage, 3 partially
+ * published, `signal` the run was stopped and the process exits 130 / 143), whether running the
+ * same command again unchanged may succeed (`retryable`: the cause may be transient), and one
+ * sentence for the person on call. `TilehouseError.code` is typed by it, so a class with a code not
+ * listed here does not compile; `docs/error-codes.md` is generated from it (`npm run docs:codes`).
+ *
+ * A new code is one line here. Codes that a class builds at run time are listed one by one: the
+ * file sinks' `<format>_*` codes for each file format, the OAuth errors of the token endpoint.
+ */
+// biome-ignore format: one line per code, so that adding one is adding a line
+export const ERROR_CODES = {
+  // -- configuration and usage ---------------------------------------------------------------------
+  config_invalid: { exit: 2, retryable: false, says: 'An environment or job file is invalid; the message names the file, line, field and value.' },
+  usage_invalid: { exit: 2, retryable: false, says: 'The command line is wrong (an unknown flag, a missing value, flags that exclude each other); nothing ran.' },
+  column_override_invalid: { exit: 2, retryable: false, says: "The job's `columns` section names a header the tile does not have, or a type its dataType cannot be read as." },
+  backfill_resume_unsupported: { exit: 2, retryable: false, says: '`backfill --resume` for a job whose targets cannot tell a finished window (a file sink without `manifest: true`, the run ledger off).' },
+  bigquery_project_unknown: { exit: 2, retryable: false, says: 'No project to run BigQuery jobs in: name one in the environment file or in Application Default Credentials.' },
+  parquet_schema_invalid: { exit: 2, retryable: false, says: 'A Parquet sink was given a tile without visible columns, or unusable options; Parquet has no column-less file.' },
+  csv_path_invalid: { exit: 2, retryable: false, says: "A CSV sink's path template is unusable (an unknown placeholder, a path that leaves its directory)." },
+  parquet_path_invalid: { exit: 2, retryable: false, says: "A Parquet sink's path template is unusable (an unknown placeholder, a path that leaves its directory)." },
+
+  // -- the token endpoint ----------------------------------------------------------------------------
+  auth_invalid_client: { exit: 1, retryable: false, says: 'The token issuer refused the client id or secret (rotated or wrong): fix the credentials.' },
+  auth_invalid_grant: { exit: 1, retryable: false, says: 'The token issuer refused the grant: check the credentials and the audience.' },
+  auth_invalid_request: { exit: 1, retryable: false, says: 'The token issuer refused the request as malformed: check `source.authUrl` and the audience.' },
+  auth_invalid_scope: { exit: 1, retryable: false, says: 'The token issuer refused the scope or audience asked for.' },
+  auth_unauthorized_client: { exit: 1, retryable: false, says: 'The client may not use the client-credentials grant at this issuer.' },
+  auth_unsupported_grant_type: { exit: 1, retryable: false, says: 'The token issuer does not offer the client-credentials grant.' },
+  auth_refused: { exit: 1, retryable: false, says: "The token issuer refused with an OAuth error outside RFC 6749's list; the message quotes it." },
+  auth_response_invalid: { exit: 1, retryable: true, says: 'The token endpoint answered something that is not a token (an HTML page, a 5xx, bad JSON).' },
+
+  // -- the source ------------------------------------------------------------------------------------
+  source_redirect: { exit: 1, retryable: false, says: 'The source answered with a redirect, which is never followed (it would carry the token elsewhere): set `source.baseUrl` / `source.authUrl`.' },
+  source_unreachable: { exit: 1, retryable: true, says: 'The network failed on every attempt the retry policy allowed.' },
+  source_deadline_exceeded: { exit: 1, retryable: true, says: 'A request got no complete answer within `requestDeadlineMs` on every attempt.' },
+  source_retry_after_too_long: { exit: 1, retryable: true, says: 'The source asked to wait longer (`Retry-After`) than this job waits; run again later.' },
+  source_clock_unknown: { exit: 1, retryable: true, says: "The token answer had no usable `Date` header, so the source's today is unknown (or set `source.clock: local`)." },
+  export_api_error: { exit: 1, retryable: false, says: "The export endpoint refused the query (a 4xx other than 401/429, or `ok: false`); the service's message is quoted." },
+  export_response_invalid: { exit: 1, retryable: false, says: "A page is not the spec's shape (not JSON, an unknown encoding, invalid UTF-8, rows that do not fit the headers)." },
+  export_body_corrupt: { exit: 1, retryable: true, says: 'A compressed page body could not be decoded on any attempt; the message names the encoding.' },
+  export_page_mismatch: { exit: 1, retryable: true, says: "A page's row counts, totals or paging do not add up with the pages before it." },
+  export_page_identity: { exit: 1, retryable: true, says: 'A page does not prove it is the page asked for (a cache keyed on the URL would do this).' },
+  export_inconsistent: { exit: 1, retryable: true, says: 'The table kept changing during the export, also on a re-read from page 0.' },
+  window_item_missing: { exit: 1, retryable: false, says: "A window's item names no item of the query, so a window would hold the tile's whole range." },
+
+  // -- the rows --------------------------------------------------------------------------------------
+  column_count_mismatch: { exit: 1, retryable: false, says: "A page's `headers` and `dataTypes` disagree on the number of columns." },
+  value_invalid: { exit: 1, retryable: false, says: "A value does not parse as its column's type (`onInvalidValue: null` nulls and counts it instead)." },
+
+  // -- files, local or gs:// -------------------------------------------------------------------------
+  disk_full: { exit: 1, retryable: true, says: 'The volume a file goes to is full; free space there.' },
+  permission_denied: { exit: 1, retryable: false, says: "The process's user may not write where a file goes; give it write access there." },
+  target_is_directory: { exit: 1, retryable: false, says: 'A directory stands where the output file should be; remove it or change the path.' },
+  csv_write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a CSV file failed otherwise; the previous file is left as it was.' },
+  parquet_write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a Parquet file failed otherwise; the previous file is left as it was.' },
+  csv_target_unwritable: { exit: 1, retryable: false, says: "A CSV sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched." },
+  parquet_target_unwritable: { exit: 1, retryable: false, says: "A Parquet sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched." },
+  csv_writer_closed: { exit: 1, retryable: false, says: 'A CSV writer was used after its commit or abort: a bug in tilehouse, not in the data.' },
+  parquet_writer_closed: { exit: 1, retryable: false, says: 'A Parquet writer was used after its commit or abort: a bug in tilehouse, not in the data.' },
+  parquet_encoder_closed: { exit: 1, retryable: false, says: 'The Parquet encoder was used after it finished or failed: a bug in tilehouse, not in the data.' },
+  parquet_value_invalid: { exit: 1, retryable: false, says: "A typed value does not fit its column's Parquet type (transform never makes one: a bug guard)." },
+  parquet_not_parquet: { exit: 1, retryable: false, says: "A Parquet sink's existing target is not a Parquet file (no `PAR1` magic)." },
+  parquet_truncated: { exit: 1, retryable: false, says: "A Parquet sink's existing target is cut short: its footer runs past its bytes." },
+  parquet_footer_invalid: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a footer that does not parse." },
+  parquet_column_unsupported: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a column of a type tilehouse never writes." },
+
+  // -- Cloud Storage ---------------------------------------------------------------------------------
+  gcs_bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist, or is in a project these credentials cannot see.' },
+  gcs_permission_denied: { exit: 1, retryable: false, says: 'The credentials lack a permission on the bucket; the message names it (grant roles/storage.objectUser).' },
+  gcs_target_is_directory: { exit: 1, retryable: false, says: 'Objects exist below `<target>/`, so the target reads as a folder.' },
+  gcs_target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target while this run wrote; this run published nothing rather than overwrite it.' },
+  gcs_write_failed: { exit: 1, retryable: true, says: 'A Cloud Storage call failed otherwise (network, 5xx after retries, a checksum); the message says what the target holds.' },
+  gcs_publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer and the target could not be read after: look at it before running again.' },
+
+  // -- BigQuery --------------------------------------------------------------------------------------
+  bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },
+  bigquery_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract; nothing was loaded." },
+  bigquery_column_conflict: { exit: 1, retryable: false, says: 'A tile column takes a name the sink needs for itself (a lineage column in append mode).' },
+  bigquery_load_failed: { exit: 1, retryable: true, says: 'The staging load was refused or could not start within the retry budget; the target is untouched.' },
+  bigquery_publish_failed: { exit: 1, retryable: true, says: 'The copy onto the target was refused or could not start within the retry budget; the target keeps its content.' },
+  bigquery_job_timeout: { exit: 1, retryable: true, says: 'A BigQuery job was not done when the wait ran out; it may still complete, the message says where to look.' },
+  bigquery_load_file_missing: { exit: 1, retryable: true, says: "The run's load file was gone or unreadable when the load started." },
+  bigquery_load_file_failed: { exit: 1, retryable: true, says: "Writing the run's local load file failed otherwise." },
+  bigquery_request_failed: { exit: 1, retryable: true, says: 'A BigQuery call (dataset, table metadata, job lookup) failed for good.' },
+  bigquery_partition_column_invalid: { exit: 1, retryable: false, says: '`partitionBy` names a column the tile does not have, or one BigQuery cannot partition by.' },
+  bigquery_cluster_column_invalid: { exit: 1, retryable: false, says: '`clusterBy` names a column the tile does not have, or one BigQuery cannot cluster by.' },
+  bigquery_key_column_invalid: { exit: 1, retryable: false, says: '`primaryKey` or `latestBy` names a column the tile does not have, or one of a type a key cannot be.' },
+  bigquery_partition_value_invalid: { exit: 1, retryable: false, says: "A row's partition value has no partition a copy can replace (null, or a date BigQuery leaves unpartitioned)." },
+  bigquery_too_many_partitions: { exit: 1, retryable: false, says: 'One run would write more partitions than one BigQuery job may change.' },
+  bigquery_table_layout_mismatch: { exit: 1, retryable: false, says: "The existing table is partitioned or clustered unlike the job's configuration; BigQuery cannot change that in place." },
+  bigquery_quota_exceeded: { exit: 1, retryable: true, says: 'BigQuery refused a job on a long-term quota; run again once the quota refills.' },
+  bigquery_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
+  bigquery_partially_published: { exit: 3, retryable: true, says: 'Some partitions hold the new run and others the previous one; a re-run replaces them all.' },
+  bigquery_sink_state: { exit: 1, retryable: false, says: 'A BigQuery writer was used out of order: a bug in tilehouse, not in the data.' },
+  bigquery_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and `latestBy` does not choose between them.' },
+  bigquery_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column.' },
+  bigquery_publish_outcome_unknown: { exit: 1, retryable: true, says: 'The run stopped while its publish jobs ran and their outcome is unknown: look at the jobs named before running again.' },
+
+  // -- runs, windows and state -----------------------------------------------------------------------
+  partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one (the summary names each); run again.' },
+  run_id_already_published: { exit: 1, retryable: false, says: '`--strict`: a target already held a publish of this run id with other rows and kept it.' },
+  run_stopped: { exit: 'signal', retryable: true, says: 'SIGTERM, SIGINT or the scheduler ended the run before it published; nothing partial was published.' },
+  stop_deadline_passed: { exit: 'signal', retryable: true, says: 'The cleanup after a stop ran out of `stopDeadlineMs`; what was still pending was abandoned.' },
+  incremental_state_unreadable: { exit: 1, retryable: true, says: "A target's state (the run ledger, a manifest) could not be read, so nothing was run on a guess." },
+  incremental_state_ambiguous: { exit: 1, retryable: false, says: 'Two targets of one job are too far apart to tell which is right; the message says how to make them agree.' },
+  backfill_bucket_missing: { exit: 1, retryable: false, says: "`backfill.bucketColumn` is not among the tile's headers, so a window's rows cannot be checked against it." },
+  backfill_window_future: { exit: 1, retryable: true, says: "`--strict`: a window starts after today on the source's clock, so it was not run." },
+  backfill_window_empty: { exit: 1, retryable: false, says: '`--strict`: every row of a window fell outside it, so it was not published.' },
+
+  // -- the process -----------------------------------------------------------------------------------
+  probe_record_write_failed: { exit: 1, retryable: true, says: '`probe --record`: the recording could not be written after the probe ran.' },
+  summary_write_failed: { exit: 1, retryable: true, says: 'The run summary could not be written; a run that otherwise succeeded then exits 1.' },
+  internal_error: { exit: 1, retryable: false, says: 'A bug in tilehouse: one line on the terminal, the stack with `--log-level debug`.' },
+} as const satisfies Record<string, ErrorCodeEntry>;
+
+export interface ErrorCodeEntry {
+  /** How the process exits when this failure ends a command; `signal`: 130 (SIGINT) or 143 (SIGTERM). */
+  readonly exit: 1 | 2 | 3 | 'signal';
+  /** Whether the same command, run again unchanged, may succeed. */
+  readonly retryable: boolean;
+  /** One sentence for the person on call. */
+  readonly says: string;
+}
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The file formats whose sinks build `<format>_<failure>` codes (`csv_write_failed`). */
+export type FileFormatName = 'csv' | 'parquet';
+
+/** The OAuth errors of a token endpoint (RFC 6749 §5.2) that keep a code of their own; any other is `auth_refused`. */
+export const OAUTH_ERRORS = ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope'] as const;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, value);
+}

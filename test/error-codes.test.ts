@@ -1,0 +1,151 @@
+// The catalogue of error codes (src/error-codes.ts) against the code that raises them and the
+// document users read: a code raised in src/ but not catalogued, a catalogued code nothing raises,
+// or docs/error-codes.md out of date each fail here.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { errorCodesDocument, ERROR_CODES_DOC } from '../scripts/lib/error-codes-doc.js';
+import { ConfigError } from '../src/config/config-error.js';
+import { ERROR_CODES, isErrorCode, OAUTH_ERRORS, type ErrorCode, type FileFormatName } from '../src/error-codes.js';
+import { PartiallyPublishedError, RunStoppedError } from '../src/pipeline/publish-sinks.js';
+import { FilePathInvalidError, FileWriteError } from '../src/sinks/files/file-errors.js';
+import { sinkKinds } from '../src/sinks/registry.js';
+import { csvFormat } from '../src/sinks/csv/csv-format.js';
+import { parquetFormat } from '../src/sinks/parquet/parquet-format.js';
+import { AuthError, SourceTransportError } from '../src/source/source-errors.js';
+
+const SRC = path.resolve(import.meta.dirname, '../src');
+const CATALOGUE = path.join(SRC, 'error-codes.ts');
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(directory, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') && full !== CATALOGUE ? [full] : [];
+  });
+}
+
+const sources = sourceFiles(SRC).map((file) => ({ file: path.relative(SRC, file), text: readFileSync(file, 'utf8') }));
+const CODE = String.raw`[a-z][a-z0-9]*(?:_[a-z0-9]+)+`;
+
+/**
+ * The code literals of src/, found where a code is given: a class's `code` field or constructor
+ * parameter (`readonly code = 'x'`, `readonly code: 'a' | 'b'`), a type of codes (`type XCode =`),
+ * the code passed to an error's constructor (`new GcsError('x'`, `super('x'`), a file-system
+ * failure's fallback, a code chosen at run time's other branch (`: 'auth_refused'`), a summary's
+ * `'internal_error'`, and a constant typed `ErrorCode`.
+ */
+function codeLiterals(text: string): string[] {
+  const found: string[] = [];
+  const quoted = (span: string) => [...span.matchAll(new RegExp(`'(${CODE})'`, 'g'))].map((match) => match[1]!);
+  const patterns = [
+    new RegExp(String.raw`\bcode(?:\s*:\s*[^=;,)]+)?\s*=\s*'(${CODE})'`, 'g'),
+    new RegExp(String.raw`\bcode:\s*((?:'${CODE}'\s*\|?\s*)+)`, 'g'),
+    new RegExp(String.raw`type \w*Code\w* =\s*((?:\|?\s*'${CODE}'\s*)+)`, 'g'),
+    new RegExp(String.raw`new \w+Error\(\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`super\(\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`fileSystemFailureCode\([^,]+,\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`\.code\s*:\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`:\s*ErrorCode\s*=\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`this\.code\s*=[^;]*:\s*('${CODE}')`, 'g'),
+  ];
+  for (const pattern of patterns) for (const match of text.matchAll(pattern)) found.push(...quoted(match[1]!.startsWith("'") ? match[1]! : `'${match[1]}'`));
+  return found;
+}
+
+/** The codes a class builds at run time, from the parts src/ names: `<format>_<failure>`, `auth_<oauth error>`. */
+function builtCodes(): Set<string> {
+  const built = new Set<string>();
+  const fileErrors = sources.find((source) => source.file === path.join('sinks', 'files', 'file-errors.ts'))!.text;
+  const failures = [...fileErrors.matchAll(/formatCode\(format, '([a-z_]+)'\)/g)].map((match) => match[1]!);
+  const formats: FileFormatName[] = ['csv', 'parquet'];
+  for (const format of formats) for (const failure of failures) built.add(`${format}_${failure}`);
+  for (const error of OAUTH_ERRORS) built.add(`auth_${error}`);
+  return built;
+}
+
+describe('the error-code catalogue', () => {
+  const catalogued = Object.keys(ERROR_CODES);
+  const used = new Map<string, string>();
+  for (const { file, text } of sources) for (const code of codeLiterals(text)) if (!used.has(code)) used.set(code, file);
+
+  it('finds the codes of src/ where they are given (the scan itself works)', () => {
+    expect(used.size).toBeGreaterThan(60);
+    expect(used.get('config_invalid')).toBe(path.join('config', 'config-error.ts'));
+    expect(used.get('parquet_truncated')).toBe(path.join('sinks', 'parquet', 'encoder', 'parquet-errors.ts'));
+    expect(used.get('gcs_write_failed')).toBeDefined();
+    expect(used.get('bigquery_load_file_failed')).toBe(path.join('sinks', 'bigquery', 'ndjson-file.ts'));
+    expect(used.get('internal_error')).toBeDefined();
+    expect(used.get('summary_write_failed')).toBe(path.join('cli', 'report-summary.ts'));
+  });
+
+  it('lists every code src/ gives', () => {
+    const missing = [...used].filter(([code]) => !isErrorCode(code)).map(([code, file]) => `${code} (${file})`);
+    expect(missing).toEqual([]);
+  });
+
+  it('lists no code that src/ never gives', () => {
+    const built = builtCodes();
+    expect(built).toContain('csv_write_failed');
+    const unused = catalogued.filter((code) => !used.has(code) && !built.has(code));
+    expect(unused).toEqual([]);
+  });
+
+  it('lists the file codes of every file format the registry has, and no other format', () => {
+    const fileKinds = sinkKinds.map((kind) => kind.type).filter((type) => type !== 'bigquery');
+    expect(fileKinds.sort()).toEqual(['csv', 'parquet']);
+    for (const kind of fileKinds) {
+      for (const failure of ['path_invalid', 'write_failed', 'target_unwritable', 'writer_closed'])
+        expect(isErrorCode(`${kind}_${failure}`), `${kind}_${failure}`).toBe(true);
+    }
+    expect(isErrorCode('bigquery_write_failed')).toBe(false);
+  });
+
+  it('gives every code an exit code of the documented interface and one sentence', () => {
+    for (const [code, entry] of Object.entries(ERROR_CODES)) {
+      expect([1, 2, 3, 'signal'], code).toContain(entry.exit);
+      expect(entry.says, code).toMatch(/^[A-Z`].*[.)]$/);
+      expect(entry.says.length, code).toBeLessThan(200);
+    }
+  });
+
+  it('is what docs/error-codes.md says (npm run docs:codes rewrites it)', () => {
+    const committed = readFileSync(path.resolve(import.meta.dirname, '..', ERROR_CODES_DOC), 'utf8');
+    expect(committed).toBe(errorCodesDocument());
+    for (const code of catalogued) expect(committed).toContain(`| \`${code}\` |`);
+  });
+
+  it('is linked from the README and from docs/failure-behaviour.md', () => {
+    expect(readFileSync(path.resolve(import.meta.dirname, '../README.md'), 'utf8')).toContain('(docs/error-codes.md)');
+    expect(readFileSync(path.resolve(import.meta.dirname, '../docs/failure-behaviour.md'), 'utf8')).toContain('(error-codes.md)');
+  });
+});
+
+describe('an error takes its code and exit code from the catalogue', () => {
+  it('exits 2 for configuration, 3 for a partial publish, 1 for a failed tile', () => {
+    expect(new ConfigError([{ file: 'jobs/a.yaml', field: 'tile', message: 'required' }]).exitCode).toBe(2);
+    expect(new FilePathInvalidError(parquetFormat, '{nope}', 'unknown placeholder').exitCode).toBe(2);
+    const partial = new PartiallyPublishedError('j', [], ['gs://b/x.csv'], new Error('x'));
+    expect(partial.code).toBe('partially_published');
+    expect(partial.exitCode).toBe(3);
+    expect(new SourceTransportError('j', 'export request', 'ECONNRESET').exitCode).toBe(1);
+    expect(new RunStoppedError('j', 'SIGTERM').exitCode).toBe(1);
+  });
+
+  it('names a file failure by its format', () => {
+    const full = Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    expect(new FileWriteError(parquetFormat, 'j', '/d/x.parquet', 'writing', full).code).toBe('disk_full');
+    const other: ErrorCode = new FileWriteError(parquetFormat, 'j', '/d/x.parquet', 'writing', new Error('EIO')).code;
+    expect(other).toBe('parquet_write_failed');
+    expect(new FileWriteError(csvFormat, 'j', '/d/x.csv', 'writing', new Error('EIO')).code).toBe('csv_write_failed');
+  });
+
+  it("keeps auth_<error> for RFC 6749's errors, whatever their case, and says auth_refused for any other", () => {
+    expect(new AuthError('j', 'invalid_client', 'bad secret', 401).code).toBe('auth_invalid_client');
+    expect(new AuthError('j', 'INVALID_GRANT', undefined, 400).code).toBe('auth_invalid_grant');
+    const other = new AuthError('j', 'temporarily_unavailable', 'try later', 503);
+    expect(other.code).toBe('auth_refused');
+    expect(other.message).toContain('temporarily_unavailable — try later');
+    for (const error of OAUTH_ERRORS) expect(isErrorCode(`auth_${error}`)).toBe(true);
+  });
+});
