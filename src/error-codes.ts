@@ -90,6 +90,7 @@ export const ERROR_CODES = {
   bigquery_key_column_invalid: { exit: 1, retryable: false, says: '`primaryKey` or `latestBy` names a column the tile does not have, or one of a type a key cannot be.' },
   bigquery_partition_value_invalid: { exit: 1, retryable: false, says: "A row's partition value has no partition a copy can replace (null, or a date BigQuery leaves unpartitioned)." },
   bigquery_too_many_partitions: { exit: 1, retryable: false, says: 'One run would write more partitions than one BigQuery job may change.' },
+  bigquery_windows_expired: { exit: 2, retryable: false, says: "A backfill's windows lie beyond the target table's partition expiration, so BigQuery would drop their rows at once (under `--strict`: any window); nothing ran." },
   bigquery_table_layout_mismatch: { exit: 1, retryable: false, says: "The existing table is partitioned or clustered unlike the job's configuration; BigQuery cannot change that in place." },
   bigquery_quota_exceeded: { exit: 1, retryable: true, says: 'BigQuery refused a job on a long-term quota; run again once the quota refills.' },
   bigquery_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },

@@ -369,7 +369,6 @@ export class BigQueryPublishOutcomeUnknownError extends TilehouseError {
  */
 export class BigQueryWindowsExpiredError extends TilehouseError {
   readonly code = 'bigquery_windows_expired';
-  override readonly exitCode = 2 as const;
 
   constructor(
     readonly jobName: string,
