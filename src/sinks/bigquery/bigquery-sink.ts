@@ -10,7 +10,8 @@ import { ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
-import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
+import { BigQueryColumnConflictError, BigQueryPermissionDeniedError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
+import { activeGoogleCredentials } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
@@ -43,6 +44,8 @@ export interface BigQuerySinkOptions {
   polling?: JobPolling;
   /** The environment's `stopDeadlineMs`: how long cleanup and a started publish may go on after a stop. */
   stopDeadlineMs?: number;
+  /** The environment's `googleCredentialsWaitMs`, for the production client. */
+  credentialsWaitMs?: number;
 }
 
 /**
@@ -68,7 +71,7 @@ export class BigQuerySink implements Sink {
   private readonly client: BigQuery;
 
   constructor(private readonly options: BigQuerySinkOptions) {
-    this.client = options.client ?? createProductionClient(options.defaults);
+    this.client = options.client ?? createProductionClient(options.defaults, options.credentialsWaitMs);
   }
 
   /**
@@ -145,6 +148,11 @@ export class BigQuerySink implements Sink {
     } catch (error) {
       const failure = apiFailureOf(error);
       if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}`;
+      if (failure.status === 403) {
+        const credentials = activeGoogleCredentials();
+        const principal = credentials === undefined ? 'the run\'s identity' : await credentials.principal();
+        throw new BigQueryPermissionDeniedError(context.jobName, name, 'bigquery.datasets.get', principal, failure.messages, { cause: error });
+      }
       throw new BigQueryRequestError(context.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
   }
@@ -233,6 +241,6 @@ function writesLineage(writeMode: BigQuerySinkConfig['writeMode']): boolean {
 const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 
 /** Production client: see createBigQueryClient (ADC, or the emulator that BIGQUERY_EMULATOR_HOST names). */
-function createProductionClient(defaults: BigQueryDefaults): BigQuery {
-  return createBigQueryClient(defaults.projectId);
+function createProductionClient(defaults: BigQueryDefaults, credentialsWaitMs: number | undefined): BigQuery {
+  return createBigQueryClient(defaults.projectId, process.env, { apiEndpoint: defaults.apiEndpoint, credentialsWaitMs });
 }

@@ -1,4 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
+import { activeGoogleCredentials, withFreshTokenOn401 } from '../google/google-credentials.js';
 import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
 
 /** What a gs:// CSV run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
@@ -14,22 +15,36 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
   const where = `gs://${bucketName}/${prefix}`;
   const bucket = storage.bucket(bucketName);
   try {
-    await bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false });
+    await withFreshTokenOn401(`listing ${where}`, () => bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false }));
   } catch (error) {
-    throw gcsFailure(error, { target: where, bucket: bucketName, operation: 'listing the bucket', permission: 'storage.objects.list', notFoundIsBucket: true });
+    throw gcsFailure(await namingPrincipal(error), { target: where, bucket: bucketName, operation: 'listing the bucket', permission: 'storage.objects.list', notFoundIsBucket: true });
   }
   let granted: Record<string, boolean>;
   try {
-    [granted] = await bucket.iam.testPermissions([...REQUIRED_PERMISSIONS]);
+    [granted] = await withFreshTokenOn401(`testing permissions on ${where}`, () => bucket.iam.testPermissions([...REQUIRED_PERMISSIONS]));
   } catch (error) {
     // The listing proved the bucket exists, so a 404 here is an endpoint without IAM (an
     // emulator such as fake-gcs-server): say the permissions were not tested rather than guess.
     if (statusOf(error) === 404) return `${where}: bucket found; permissions not tested (this endpoint has no IAM)`;
-    throw gcsFailure(error, { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
+    throw gcsFailure(await namingPrincipal(error), { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
   }
   const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
   if (missing.length > 0) {
-    throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName} (grant roles/storage.objectUser on the bucket)`);
+    throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName}${await runsAs()} (grant roles/storage.objectUser on the bucket)`);
   }
   return `${where}: writable`;
+}
+
+/** ` for service account x@p.iam.gserviceaccount.com` when the run has Google credentials (none with an emulator). */
+async function runsAs(): Promise<string> {
+  const credentials = activeGoogleCredentials();
+  return credentials === undefined ? '' : ` for ${await credentials.principal()}`;
+}
+
+/** A 403's message with the principal it was refused to, so the grant can be written from it alone. */
+async function namingPrincipal(error: unknown): Promise<unknown> {
+  if (statusOf(error) !== 403 || !(error instanceof Error)) return error;
+  const principal = await runsAs();
+  if (principal !== '') error.message = `${error.message} (refused${principal})`;
+  return error;
 }
