@@ -1,0 +1,133 @@
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { GoogleCredentialsRejectedError, GoogleCredentialsUnavailableError, googleCredentialsFailureIn } from '../../../src/sinks/google/credential-errors.js';
+import { GoogleCredentials } from '../../../src/sinks/google/google-credentials.js';
+import { startFakeMetadataServer, TEST_SERVICE_ACCOUNT, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
+import { TokenBook } from '../../support/google-token-book.js';
+import { makeTempDir } from '../../support/temp-dir.js';
+
+/**
+ * GoogleCredentials against a fake metadata server in this process: gcp-metadata reads
+ * GCE_METADATA_HOST from process.env itself, so it is set for each test and restored after.
+ */
+const NAMES = ['GCE_METADATA_HOST', 'GCE_METADATA_IP', 'METADATA_SERVER_DETECTION', 'GOOGLE_APPLICATION_CREDENTIALS', 'CLOUDSDK_CONFIG', 'GOOGLE_CLOUD_PROJECT'] as const;
+const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));
+let root: string;
+let metadata: FakeMetadataServer | undefined;
+
+beforeAll(async () => {
+  root = await makeTempDir();
+  await mkdir(path.join(root, 'gcloud'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await metadata?.close();
+  metadata = undefined;
+  for (const name of NAMES) {
+    if (saved[name] === undefined) delete process.env[name];
+    else process.env[name] = saved[name];
+  }
+  // The library remembers "no metadata server" for the process; each test starts from nothing.
+  const { gcpMetadata } = await import('google-auth-library');
+  gcpMetadata.resetIsAvailableCache();
+});
+
+function useMetadata(server: FakeMetadataServer): GoogleCredentials {
+  for (const name of NAMES) delete process.env[name];
+  process.env.GCE_METADATA_HOST = server.host;
+  process.env.CLOUDSDK_CONFIG = path.join(root, 'gcloud');
+  // Without a project the library asks `gcloud config config-helper` (a child process, seconds on
+  // a busy machine) before the metadata server: the CLI tests keep that, these need not.
+  process.env.GOOGLE_CLOUD_PROJECT = 'test-project';
+  return new GoogleCredentials({ waitMs: 4_000 });
+}
+
+describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
+  it('sends the token the metadata server issued, and says which service account it is', async () => {
+    const book = new TokenBook();
+    metadata = await startFakeMetadataServer({ book });
+    const credentials = useMetadata(metadata);
+    const headers = await credentials.requestHeaders('https://bigquery.googleapis.com/bigquery/v2/projects/p/datasets');
+    expect(book.verdict(headers.get('authorization') ?? undefined).verdict).toBe('valid');
+    expect(await credentials.identity()).toBe(TEST_SERVICE_ACCOUNT);
+    expect(await credentials.principal()).toBe(`service account ${TEST_SERVICE_ACCOUNT}`);
+    expect(metadata.requests.every((request) => request.flavored)).toBe(true);
+  });
+
+  it('waits out 503s on the token path and a refused start, within the wait', async () => {
+    const book = new TokenBook();
+    metadata = await startFakeMetadataServer({ book, refuseForMs: 700, tokenUnavailableForMs: 1_500 });
+    const credentials = useMetadata(metadata);
+    const started = Date.now();
+    const headers = await credentials.requestHeaders();
+    expect(book.verdict(headers.get('authorization') ?? undefined).verdict).toBe('valid');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    expect(metadata.requests.some((request) => request.status === 503)).toBe(true);
+  });
+
+  it('gives up after the wait with google_credentials_unavailable, naming the server and the wait, never the library phrase that makes clients go anonymous', async () => {
+    metadata = await startFakeMetadataServer({ book: new TokenBook(), unavailableForMs: 60_000 });
+    const credentials = useMetadata(metadata);
+    const started = Date.now();
+    const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect((error as Error).message).toContain(metadata.host);
+    expect((error as Error).message).toMatch(/within 4000 ms \(googleCredentialsWaitMs/);
+    expect((error as Error).message).not.toMatch(/Could not load the default credentials/);
+    expect(elapsed).toBeGreaterThanOrEqual(2_000);
+    expect(elapsed).toBeLessThan(8_000);
+  });
+
+  it('takes a fresh token after invalidate (a 401), and the old one is not sent again', async () => {
+    const book = new TokenBook();
+    metadata = await startFakeMetadataServer({ book });
+    const credentials = useMetadata(metadata);
+    const first = (await credentials.requestHeaders()).get('authorization');
+    expect((await credentials.requestHeaders()).get('authorization')).toBe(first);
+    credentials.invalidate();
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = (await credentials.requestHeaders()).get('authorization');
+    expect(second).not.toBe(first);
+    expect(book.verdict(second ?? undefined).verdict).toBe('valid');
+  });
+
+});
+
+describe('GoogleCredentials without any credentials', () => {
+  it('fails at once with google_credentials_unavailable when no metadata server is expected and no key file is set', async () => {
+    for (const name of NAMES) delete process.env[name];
+    process.env.CLOUDSDK_CONFIG = path.join(root, 'gcloud');
+    // Off GCP, with nothing named: the library probes 169.254.169.254 (a 3 s timeout at most) and finds nothing.
+    process.env.METADATA_SERVER_DETECTION = 'none';
+    const credentials = new GoogleCredentials({ waitMs: 10_000, env: { CLOUDSDK_CONFIG: path.join(root, 'gcloud') } });
+    const started = Date.now();
+    const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect((error as Error).message).toMatch(/no Application Default Credentials were found/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('reports an unreadable key file at once, naming it', async () => {
+    for (const name of NAMES) delete process.env[name];
+    const file = path.join(root, 'missing-key.json');
+    process.env.GOOGLE_APPLICATION_CREDENTIALS = file;
+    const credentials = new GoogleCredentials({ waitMs: 10_000 });
+    const started = Date.now();
+    const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect((error as Error).message).toContain(file);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
+
+describe('googleCredentialsFailureIn', () => {
+  it('finds a credentials failure through wrappers, and nothing in an ordinary error', () => {
+    const rejected = new GoogleCredentialsRejectedError('refused');
+    expect(googleCredentialsFailureIn(new Error('outer', { cause: new Error('middle', { cause: rejected }) }))).toBe(rejected);
+    expect(googleCredentialsFailureIn(new Error('plain'))).toBeUndefined();
+  });
+});

@@ -1,0 +1,160 @@
+// Issue 35: credentials as production runs them. A run with Application Default Credentials from
+// a (fake) GCE metadata server, Workload Identity's path on GKE, no emulator variables, both
+// endpoints from the environment config, each behind a proxy that refuses a request without a
+// token the metadata server issued. Every Google request must carry a valid token.
+import { afterEach, expect, it } from 'vitest';
+import { startFakeMetadataServer, TEST_SERVICE_ACCOUNT, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
+import { describeWithGoogleRig, googleRun, objectNames, tableNames, type GoogleRig } from '../../support/google-run-harness.js';
+
+describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata server)', (rig: GoogleRig) => {
+  let metadata: FakeMetadataServer | undefined;
+  afterEach(async () => {
+    await metadata?.close();
+    metadata = undefined;
+    rig.bigquery.setFault(undefined);
+    rig.gcs.setFault(undefined);
+    rig.bigquery.setDelayMs(0);
+    rig.gcs.setDelayMs(0);
+  });
+
+  function requestsSince(before: { bigquery: number; gcs: number }) {
+    return [...rig.bigquery.requests.slice(before.bigquery), ...rig.gcs.requests.slice(before.gcs)];
+  }
+  const mark = () => ({ bigquery: rig.bigquery.requests.length, gcs: rig.gcs.requests.length });
+
+  it('publishes to both sinks, and every BigQuery and Cloud Storage request carries a token the metadata server issued', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book });
+    const before = mark();
+    const run = await googleRun(rig, 'happy', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(await tableNames(rig, run.dataset)).toContain(run.table);
+    expect(await objectNames(rig, run.bucket)).toContain('exports/incident_detail.csv');
+    const sent = requestsSince(before);
+    expect(sent.filter((request) => request.path.includes('/bigquery/v2/')).length).toBeGreaterThan(3);
+    expect(sent.filter((request) => request.path.includes('/storage/v1/')).length).toBeGreaterThan(2);
+    // None anonymous, none with a token the metadata server did not issue or that had expired.
+    expect(sent.filter((request) => request.verdict !== 'valid')).toEqual([]);
+    // The metadata server was asked the way the real one requires, and only so.
+    expect(metadata.requests.length).toBeGreaterThan(0);
+    expect(metadata.requests.every((request) => request.flavored)).toBe(true);
+    expect(metadata.requests.some((request) => request.path.endsWith('/token'))).toBe(true);
+  }, 90_000);
+
+  it('rides out a metadata server that answers 503 for its first seconds (a new pod): the run succeeds', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 3_000 });
+    const run = await googleRun(rig, 'late-503', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(metadata.requests.some((request) => request.status === 503)).toBe(true);
+    expect(run.stderr).toContain('Google credentials not available yet');
+    expect(await objectNames(rig, run.bucket)).toContain('exports/incident_detail.csv');
+  }, 90_000);
+
+  it('rides out a metadata server that refuses connections for its first seconds: the run succeeds', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book, refuseForMs: 3_000 });
+    const run = await googleRun(rig, 'late-refused', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(await tableNames(rig, run.dataset)).toContain(run.table);
+  }, 90_000);
+
+  it('fails with google_credentials_unavailable, exit 1, once googleCredentialsWaitMs has passed, before the first page, publishing nothing', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 600_000 });
+    const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
+    const run = await googleRun(rig, 'never', { env: { GCE_METADATA_HOST: metadata.host }, environment: { googleCredentialsWaitMs: 2_000 } });
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_unavailable' } });
+    expect(run.summary?.tiles[0]!.error!.message).toMatch(/within 2000 ms \(googleCredentialsWaitMs/);
+    expect(run.summary?.tiles[0]!.error!.message).toContain(metadata.host);
+    // The wait is bounded by the allowance, not by the library's nor the request's limits.
+    expect(run.elapsedMs).toBeLessThan(20_000);
+    expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);
+    expect(await objectNames(rig, run.bucket)).toEqual([]);
+    expect(await tableNames(rig, run.dataset)).toEqual([]);
+  }, 90_000);
+
+  it('refreshes tokens that live 2 s during a run that outlasts several of them, and never sends an expired one', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book, tokenLifetimeSeconds: 2 });
+    rig.bigquery.setDelayMs(400);
+    rig.gcs.setDelayMs(200);
+    const before = mark();
+    const issuedBefore = rig.book.issued.length;
+    const run = await googleRun(rig, 'short-tokens', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const sent = requestsSince(before);
+    expect(sent.filter((request) => request.verdict !== 'valid')).toEqual([]);
+    const used = new Set(sent.map((request) => request.token));
+    expect(used.size).toBeGreaterThan(1);
+    expect(rig.book.issued.length - issuedBefore).toBeGreaterThan(1);
+  }, 90_000);
+
+  it('answers a 401 with a fresh token and one retry: the run succeeds', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book });
+    // Each service refuses the first token it sees, once, as if it had been revoked.
+    for (const proxy of [rig.bigquery, rig.gcs]) {
+      let refused: string | undefined;
+      proxy.setFault(({ token }, response) => {
+        if (refused !== undefined || token === undefined) return false;
+        refused = token;
+        rig.book.revoke(token);
+        response.writeHead(401, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED', errors: [{ reason: 'authError', message: 'Invalid Credentials' }] } }));
+        return true;
+      });
+    }
+    const before = mark();
+    const run = await googleRun(rig, 'once-401', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const sent = requestsSince(before);
+    expect(sent.filter((request) => request.status === 401)).toHaveLength(2);
+    expect(await objectNames(rig, run.bucket)).toContain('exports/incident_detail.csv');
+    expect(await tableNames(rig, run.dataset)).toContain(run.table);
+  }, 90_000);
+
+  it('fails with google_credentials_rejected when Google refuses every token (401 again after a refresh)', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book });
+    for (const proxy of [rig.bigquery, rig.gcs]) {
+      proxy.setFault((_request, response) => {
+        response.writeHead(401, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED', errors: [{ reason: 'authError', message: 'Invalid Credentials' }] } }));
+        return true;
+      });
+    }
+    const run = await googleRun(rig, 'always-401', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_rejected' } });
+    expect(run.summary?.tiles[0]!.error!.message).toMatch(/401.*twice/);
+  }, 90_000);
+
+  it('refuses a bucket the identity may not write before the first page, naming the permission and the service account', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book });
+    rig.gcs.setFault(({ path }, response) => {
+      if (!path.includes('/iam/testPermissions')) return false;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ kind: 'storage#testIamPermissionsResponse', permissions: ['storage.objects.list', 'storage.objects.get'] }));
+      return true;
+    });
+    const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
+    const run = await googleRun(rig, 'bucket-403', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'gcs_permission_denied' } });
+    expect(run.summary?.tiles[0]!.error!.message).toContain('storage.objects.create');
+    expect(run.summary?.tiles[0]!.error!.message).toContain(`service account ${TEST_SERVICE_ACCOUNT}`);
+    expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);
+  }, 90_000);
+
+  it('refuses a dataset the identity may not read before the first page, naming the permission and the service account', async () => {
+    metadata = await startFakeMetadataServer({ book: rig.book });
+    rig.bigquery.setFault(({ method, path }, response) => {
+      if (method !== 'GET' || !/\/datasets\/[^/]+$/.test(path.split('?')[0]!)) return false;
+      response.writeHead(403, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: { code: 403, message: `Access Denied: Dataset: User does not have bigquery.datasets.get permission.`, status: 'PERMISSION_DENIED', errors: [{ reason: 'accessDenied', message: 'Access Denied' }] } }));
+      return true;
+    });
+    const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
+    const run = await googleRun(rig, 'dataset-403', { env: { GCE_METADATA_HOST: metadata.host } });
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'bigquery_permission_denied' } });
+    expect(run.summary?.tiles[0]!.error!.message).toContain('bigquery.datasets.get');
+    expect(run.summary?.tiles[0]!.error!.message).toContain(`service account ${TEST_SERVICE_ACCOUNT}`);
+    expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);
+  }, 90_000);
+});
