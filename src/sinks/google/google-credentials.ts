@@ -161,7 +161,8 @@ export class GoogleCredentials {
   private resolvedClient(): Promise<AuthClient> {
     this.client ??= (async () => {
       const { GoogleAuth } = await import('google-auth-library');
-      this.auth = new GoogleAuth({ scopes: [CLOUD_PLATFORM_SCOPE] });
+      const transporter = await keyFileTokenUriTransporter(this.env);
+      this.auth = new GoogleAuth({ scopes: [CLOUD_PLATFORM_SCOPE], ...(transporter === undefined ? {} : { clientOptions: { transporter } }) });
       return this.auth.getClient();
     })();
     return this.client;
@@ -240,6 +241,41 @@ export class GoogleCredentials {
     if (this.env.METADATA_SERVER_DETECTION?.trim().toLowerCase() === 'assume-present') return true;
     return onGoogleCloud();
   }
+}
+
+const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
+
+/**
+ * A service-account key file's `token_uri`, honoured. google-auth-library 11 sends every JWT
+ * grant to Google's token endpoint whatever the file says, while the key files of other universes
+ * and of private token services name their own (the Go and Python libraries honour the field): the
+ * token request is re-aimed there. Only a file whose `token_uri` differs gets a transporter of its
+ * own; an https endpoint, or http on loopback, as for every other endpoint tilehouse sends credentials to.
+ */
+async function keyFileTokenUriTransporter(env: NodeJS.ProcessEnv): Promise<InstanceType<(typeof import('google-auth-library'))['gaxios']['Gaxios']> | undefined> {
+  const file = env.GOOGLE_APPLICATION_CREDENTIALS?.trim();
+  if (!file) return undefined;
+  let tokenUri: unknown;
+  let type: unknown;
+  try {
+    ({ token_uri: tokenUri, type } = JSON.parse(readFileSync(file, 'utf8')) as { token_uri?: unknown; type?: unknown });
+  } catch {
+    return undefined; // the library reads the file next and names what is wrong with it
+  }
+  if (type !== 'service_account' || typeof tokenUri !== 'string' || tokenUri === GOOGLE_TOKEN_URL) return undefined;
+  const target = new URL(tokenUri);
+  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(target.hostname))) {
+    throw new GoogleCredentialsUnavailableError(`the credentials file ${file} names token_uri ${tokenUri}: only https:// (or http:// on loopback) may receive a signed assertion`);
+  }
+  const { gaxios } = await import('google-auth-library');
+  const transporter = new gaxios.Gaxios();
+  transporter.interceptors.request.add({
+    resolved: async (config) => {
+      if (String(config.url) === GOOGLE_TOKEN_URL) config.url = new URL(target.href);
+      return config;
+    },
+  });
+  return transporter;
 }
 
 const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'AbortError', 'TimeoutError']);

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GoogleCredentialsRejectedError, GoogleCredentialsUnavailableError, googleCredentialsFailureIn } from '../../../src/sinks/google/credential-errors.js';
 import { GoogleCredentials } from '../../../src/sinks/google/google-credentials.js';
 import { startFakeMetadataServer, TEST_SERVICE_ACCOUNT, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
+import { makeServiceAccountKey, startFakeOAuthServer, writeKeyFile, type FakeOAuthServer } from '../../support/fake-oauth-server.js';
 import { TokenBook } from '../../support/google-token-book.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 
@@ -15,6 +16,7 @@ const NAMES = ['GCE_METADATA_HOST', 'GCE_METADATA_IP', 'METADATA_SERVER_DETECTIO
 const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));
 let root: string;
 let metadata: FakeMetadataServer | undefined;
+let oauth: FakeOAuthServer | undefined;
 
 beforeAll(async () => {
   root = await makeTempDir();
@@ -25,7 +27,9 @@ afterAll(async () => {
 });
 afterEach(async () => {
   await metadata?.close();
+  await oauth?.close();
   metadata = undefined;
+  oauth = undefined;
   for (const name of NAMES) {
     if (saved[name] === undefined) delete process.env[name];
     else process.env[name] = saved[name];
@@ -121,6 +125,55 @@ describe('GoogleCredentials without any credentials', () => {
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
     expect((error as Error).message).toContain(file);
     expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
+
+describe('GoogleCredentials with a service-account key file', () => {
+  function useKeyFile(file: string): GoogleCredentials {
+    for (const name of NAMES) delete process.env[name];
+    process.env.GOOGLE_APPLICATION_CREDENTIALS = file;
+    return new GoogleCredentials({ waitMs: 4_000 });
+  }
+
+  it('sends the token its token_uri issued for an assertion signed with the key, and says which service account it is', async () => {
+    const book = new TokenBook();
+    const key = makeServiceAccountKey();
+    oauth = await startFakeOAuthServer({ book, publicKey: key.publicKey, email: key.email });
+    const file = path.join(root, 'key.json');
+    await writeKeyFile(file, key, oauth.tokenUri);
+    const credentials = useKeyFile(file);
+    const headers = await credentials.requestHeaders('https://storage.googleapis.com/storage/v1/b/x/o');
+    const { verdict, token } = book.verdict(headers.get('authorization') ?? undefined);
+    expect(verdict).toBe('valid');
+    expect(book.issued.find((issued) => issued.token === token)?.issuer).toBe('oauth');
+    expect(oauth.grants).toEqual([{ issuer: key.email, verified: true, status: 200 }]);
+    expect(await credentials.identity()).toBe(key.email);
+  });
+
+  it('fails with google_credentials_rejected, without waiting, when the token endpoint refuses the assertion (a key Google no longer has)', async () => {
+    const book = new TokenBook();
+    const key = makeServiceAccountKey();
+    const other = makeServiceAccountKey(key.email);
+    oauth = await startFakeOAuthServer({ book, publicKey: other.publicKey, email: key.email });
+    const file = path.join(root, 'revoked-key.json');
+    await writeKeyFile(file, key, oauth.tokenUri);
+    const credentials = useKeyFile(file);
+    const started = Date.now();
+    const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GoogleCredentialsRejectedError);
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).toMatch(/invalid_grant|Invalid JWT Signature/);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(oauth.grants.every((grant) => !grant.verified)).toBe(true);
+  });
+
+  it('refuses a token_uri on plain http to another host (the assertion is a credential)', async () => {
+    const key = makeServiceAccountKey();
+    const file = path.join(root, 'http-key.json');
+    await writeKeyFile(file, key, 'http://oauth.example.com/token');
+    const error = await useKeyFile(file).requestHeaders().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect((error as Error).message).toMatch(/only https:\/\//);
   });
 });
 
