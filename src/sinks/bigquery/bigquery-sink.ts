@@ -11,7 +11,7 @@ import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError, BigQueryPermissionDeniedError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
-import { activeGoogleCredentials } from '../google/google-credentials.js';
+import { activeGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
@@ -140,14 +140,14 @@ export class BigQuerySink implements Sink {
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
     if (context.createMissing === true) {
       const state = await ensureDataset(this.client, { projectId, datasetId, location: defaults.location, jobName: context.jobName }, retry);
-      return `bigquery dataset ${name}: ${state.created ? `created in ${defaults.location}` : 'exists'}`;
+      return `bigquery dataset ${name}: ${state.created ? `created in ${defaults.location}` : 'exists'}${await runsAsNote()}`;
     }
     try {
       await withRetry('datasets.get', () => this.client.dataset(datasetId, { projectId }).getMetadata(), retry);
-      return `bigquery dataset ${name}: exists`;
+      return `bigquery dataset ${name}: exists${await runsAsNote()}`;
     } catch (error) {
       const failure = apiFailureOf(error);
-      if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}`;
+      if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}${await runsAsNote()}`;
       if (failure.status === 403) {
         const credentials = activeGoogleCredentials();
         const principal = credentials === undefined ? 'the run\'s identity' : await credentials.principal();

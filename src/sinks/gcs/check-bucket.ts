@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { activeGoogleCredentials, withFreshTokenOn401 } from '../google/google-credentials.js';
+import { activeGoogleCredentials, runsAsNote, withFreshTokenOn401 } from '../google/google-credentials.js';
 import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
 
 /** What a gs:// CSV run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
@@ -25,14 +25,14 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
   } catch (error) {
     // The listing proved the bucket exists, so a 404 here is an endpoint without IAM (an
     // emulator such as fake-gcs-server): say the permissions were not tested rather than guess.
-    if (statusOf(error) === 404) return `${where}: bucket found; permissions not tested (this endpoint has no IAM)`;
+    if (statusOf(error) === 404) return `${where}: bucket found; permissions not tested (this endpoint has no IAM)${await runsAsNote()}`;
     throw gcsFailure(await namingPrincipal(error), { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
   }
   const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
   if (missing.length > 0) {
     throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName}${await runsAs()} (grant roles/storage.objectUser on the bucket)`);
   }
-  return `${where}: writable`;
+  return `${where}: writable${await runsAsNote()}`;
 }
 
 /** ` for service account x@p.iam.gserviceaccount.com` when the run has Google credentials (none with an emulator). */

@@ -387,3 +387,12 @@ export async function withFreshTokenOn401<T>(what: string, call: () => Promise<T
     }
   }
 }
+
+/**
+ * What `check` says of the identity a Google sink ran its check as: ` (as service account x@p.iam.gserviceaccount.com)`,
+ * or nothing when no credentials were used (an emulator).
+ */
+export async function runsAsNote(): Promise<string> {
+  const credentials = activeGoogleCredentials();
+  return credentials === undefined ? '' : ` (as ${await credentials.principal()})`;
+}
