@@ -8,6 +8,7 @@ import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js
 import { createStorageClient } from '../../src/sinks/gcs/storage-client.js';
 import { emulatorBinaryOrSkip, localBigQueryClient, uniqueDatasetId } from './bigquery-emulator.js';
 import { startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
+import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from './bigquery-fake-server.js';
 import { startBearerProxy, type BearerProxy } from './bearer-proxy.js';
 import { exitWithin, spawnCli, textOf } from './child-process.js';
 import { sandboxEnv } from './cli-harness.js';
@@ -64,19 +65,23 @@ export function describeWithGoogleRig(title: string, body: (rig: GoogleRig) => v
   describe(fullTitle, () => {
     const rig = {} as GoogleRig;
     let runningEmulator: RunningEmulator | undefined;
+    let withCopies: EmulatorWithCopyJobs | undefined;
     let runningGcs: RunningFakeGcs | undefined;
     beforeAll(async () => {
       rig.root = await makeTempDir();
       rig.book = new TokenBook();
       [rig.sandbox, runningEmulator, runningGcs] = await Promise.all([startSandbox({ incidents: 60 }), startEmulator(emulator), startFakeGcs(fakeGcs)]);
       rig.projectId = runningEmulator.projectId;
-      rig.bigquery = await startBearerProxy(runningEmulator.apiEndpoint, rig.book);
+      // The emulator has no copy jobs (the publish): the house's proxy carries them out (docs/emulators.md).
+      withCopies = await startEmulatorWithCopyJobs(runningEmulator);
+      rig.bigquery = await startBearerProxy(withCopies.endpoint.apiEndpoint, rig.book);
       rig.gcs = await startBearerProxy(runningGcs.origin, rig.book);
       rig.bigqueryClient = localBigQueryClient(runningEmulator);
       rig.storage = await createStorageClient({ STORAGE_EMULATOR_HOST: runningGcs.origin });
     }, 60_000);
     afterAll(async () => {
       await Promise.all([rig.bigquery?.close(), rig.gcs?.close()]);
+      await withCopies?.close();
       await Promise.all([runningEmulator?.stop(), runningGcs?.stop(), rig.sandbox?.close()]);
       if (rig.root) await rm(rig.root, { recursive: true, force: true });
     });

@@ -11,7 +11,7 @@ import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError, BigQueryPermissionDeniedError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
-import { activeGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
+import { activeGoogleCredentials, lendLoggerToGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
@@ -134,6 +134,7 @@ export class BigQuerySink implements Sink {
    */
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { config, defaults } = this.options;
+    lendLoggerToGoogleCredentials(context.logger);
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
     const { datasetId } = configuredTable(config, defaults, context.jobName);
     const name = datasetName({ projectId, datasetId });

@@ -94,7 +94,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     }
     const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
     const { bucket, rest } = splitGcsUrl(root)!;
-    return checkBucketWritable(await this.storageClient(), bucket, rest);
+    return checkBucketWritable(await this.storageClient(), bucket, rest, context.logger);
   }
 
   /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */

@@ -1,5 +1,6 @@
 import type { Storage } from '@google-cloud/storage';
-import { activeGoogleCredentials, runsAsNote, withFreshTokenOn401 } from '../google/google-credentials.js';
+import type { Logger } from '../../log.js';
+import { activeGoogleCredentials, lendLoggerToGoogleCredentials, runsAsNote, withFreshTokenOn401 } from '../google/google-credentials.js';
 import { GcsError, gcsFailure, statusOf } from './gcs-errors.js';
 
 /** What a gs:// CSV run does to its bucket (see docs/cloud-storage.md, "Credentials and IAM"). */
@@ -11,7 +12,8 @@ export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.
  * may ask of any bucket it can see. Returns a note for the operator; throws gcs_bucket_not_found
  * or gcs_permission_denied (naming every missing permission).
  */
-export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string): Promise<string> {
+export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string, logger?: Logger): Promise<string> {
+  if (logger !== undefined) lendLoggerToGoogleCredentials(logger);
   const where = `gs://${bucketName}/${prefix}`;
   const bucket = storage.bucket(bucketName);
   try {

@@ -396,3 +396,8 @@ export async function runsAsNote(): Promise<string> {
   const credentials = activeGoogleCredentials();
   return credentials === undefined ? '' : ` (as ${await credentials.principal()})`;
 }
+
+/** Lends the process's credentials a logger for their waiting warning (the first caller's wins); nothing without them. */
+export function lendLoggerToGoogleCredentials(logger: Logger): void {
+  shared?.credentials.useLogger(logger);
+}
