@@ -6,12 +6,12 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
-import { ensureDataset } from './ensure-dataset.js';
+import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
-import { BigQueryColumnConflictError, BigQueryPermissionDeniedError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
-import { activeGoogleCredentials, lendLoggerToGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
+import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError } from './bigquery-errors.js';
+import { lendLoggerToGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout } from './table-layout.js';
@@ -149,11 +149,7 @@ export class BigQuerySink implements Sink {
     } catch (error) {
       const failure = apiFailureOf(error);
       if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}${await runsAsNote()}`;
-      if (failure.status === 403) {
-        const credentials = activeGoogleCredentials();
-        const principal = credentials === undefined ? 'the run\'s identity' : await credentials.principal();
-        throw new BigQueryPermissionDeniedError(context.jobName, name, 'bigquery.datasets.get', principal, failure.messages, { cause: error });
-      }
+      if (failure.status === 403) throw await datasetAccessDenied(context.jobName, name, 'bigquery.datasets.get', failure, error);
       throw new BigQueryRequestError(context.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
   }

@@ -31,6 +31,7 @@ export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platf
 export const DEFAULT_CREDENTIALS_WAIT_MS = 30_000;
 const FIRST_DELAY_MS = 250;
 const MAX_DELAY_MS = 2_000;
+const EXHAUSTED_TRY_MS = 3_000;
 
 /** What the client libraries ask of an `authClient` (GoogleAuth wraps it and asks only this). */
 export interface LibraryAuthClient {
@@ -57,8 +58,13 @@ export class GoogleCredentials {
   private client: Promise<AuthClient> | undefined;
   private email: Promise<string | undefined> | undefined;
   private logger: Logger | undefined;
-  /** Tokens handed out, newest last (tests and the 401 rule: a token is dropped once). */
+  /** The last token handed out (registered with the secret scrubber once). */
   private lastToken: string | undefined;
+  /**
+   * A wait ran out: later requests (the run ledger's record of the failed tile, another job) try
+   * once instead of waiting again, so a run waits for credentials `waitMs` at most, not once per request.
+   */
+  private exhausted = false;
 
   /** The object handed to the client libraries as their `authClient`. */
   readonly libraryClient: LibraryAuthClient;
@@ -184,13 +190,16 @@ export class GoogleCredentials {
   /** Runs `attempt`, trying again after transient failures until `waitMs` has passed since the first try. */
   private async withinWait<T>(attempt: () => Promise<T>): Promise<T> {
     const started = Date.now();
-    const deadline = started + this.waitMs;
+    const deadline = this.exhausted ? started : started + this.waitMs;
     let delay = FIRST_DELAY_MS;
     let tries = 0;
     for (;;) {
       tries += 1;
       try {
-        return await beforeDeadline(attempt(), deadline);
+        // One try after an exhausted wait still gets a little time to answer.
+        const result = await beforeDeadline(attempt(), Math.max(deadline, Date.now() + (this.exhausted ? EXHAUSTED_TRY_MS : 0)));
+        this.exhausted = false;
+        return result;
       } catch (error) {
         const own = googleCredentialsFailureIn(error);
         if (own !== undefined) throw own;
@@ -204,6 +213,7 @@ export class GoogleCredentials {
         await this.forgetClient();
         const now = Date.now();
         if (now + delay >= deadline) {
+          this.exhausted = true;
           throw new GoogleCredentialsUnavailableError(
             `no Google credentials from ${this.describeSource()} within ${this.waitMs} ms (googleCredentialsWaitMs; ${tries} ${tries === 1 ? 'try' : 'tries'}): ${describeFailure(error)}`,
             { cause: error },
