@@ -10,8 +10,9 @@ import type { TokenBook } from './google-token-book.js';
  * that carry `Metadata-Flavor: Google` (as the real one does, 403 otherwise), and answers them with
  * that header (the library refuses an answer without it).
  *
- * Faults, counted from `start`: `refuseForMs` (nothing listens yet: connections are refused, the
- * pod's first moments), `unavailableForMs` (503 to everything), `tokenUnavailableForMs` (503 on
+ * Faults: `refuseForMs` from the start (nothing listens yet: connections are refused, the pod's
+ * first moments); counted from the first request, so that they hold however long the process under
+ * test takes to start: `unavailableForMs` (503 to everything), `tokenUnavailableForMs` (503 on
  * the token path only: the server is up but cannot mint tokens yet).
  */
 export interface FakeMetadataOptions {
@@ -50,10 +51,12 @@ export async function startFakeMetadataServer(options: FakeMetadataOptions): Pro
   const email = options.email ?? TEST_SERVICE_ACCOUNT;
   const requests: MetadataRequest[] = [];
   const lifetime = options.tokenLifetimeSeconds ?? 3600;
+  let firstRequestAt: number | undefined;
   const answer = (incoming: IncomingMessage, response: ServerResponse): void => {
     const url = new URL(incoming.url ?? '/', 'http://metadata');
     const flavored = incoming.headers['metadata-flavor'] === 'Google';
-    const elapsed = Date.now() - startedAt;
+    firstRequestAt ??= Date.now();
+    const elapsed = Date.now() - firstRequestAt;
     const send = (status: number, body: string, type = 'application/text') => {
       requests.push({ at: Date.now(), path: url.pathname, flavored, status });
       response.writeHead(status, { 'metadata-flavor': 'Google', 'content-type': type });

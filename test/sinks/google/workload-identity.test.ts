@@ -41,7 +41,7 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
   }, 90_000);
 
   it('rides out a metadata server that answers 503 for its first seconds (a new pod): the run succeeds', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 3_000 });
+    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 2_500 });
     const run = await googleRun(rig, 'late-503', { env: { GCE_METADATA_HOST: metadata.host } });
     expect(run.exitCode, run.stderr).toBe(0);
     expect(metadata.requests.some((request) => request.status === 503)).toBe(true);
@@ -73,7 +73,7 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
 
   it('refreshes tokens that live 2 s during a run that outlasts several of them, and never sends an expired one', async () => {
     metadata = await startFakeMetadataServer({ book: rig.book, tokenLifetimeSeconds: 2 });
-    rig.bigquery.setDelayMs(400);
+    rig.bigquery.setDelayMs(250);
     rig.gcs.setDelayMs(200);
     const before = mark();
     const issuedBefore = rig.book.issued.length;
