@@ -61,10 +61,15 @@ export class GoogleCredentials {
   /** The last token handed out (registered with the secret scrubber once). */
   private lastToken: string | undefined;
   /**
-   * A wait ran out: later requests (the run ledger's record of the failed tile, another job) try
-   * once instead of waiting again, so a run waits for credentials `waitMs` at most, not once per request.
+   * When a wait last ran out: requests within `waitMs` after it (the run ledger's record of the
+   * failed tile, the next job) try once instead of waiting again, so a run waits for credentials
+   * about `waitMs`, not once per request; the `schedule` worker's next tick, later, waits again.
    */
-  private exhausted = false;
+  private exhaustedAt: number | undefined;
+
+  private get exhausted(): boolean {
+    return this.exhaustedAt !== undefined && Date.now() - this.exhaustedAt < this.waitMs;
+  }
 
   /** The object handed to the client libraries as their `authClient`. */
   readonly libraryClient: LibraryAuthClient;
@@ -198,7 +203,7 @@ export class GoogleCredentials {
       try {
         // One try after an exhausted wait still gets a little time to answer.
         const result = await beforeDeadline(attempt(), Math.max(deadline, Date.now() + (this.exhausted ? EXHAUSTED_TRY_MS : 0)));
-        this.exhausted = false;
+        this.exhaustedAt = undefined;
         return result;
       } catch (error) {
         const own = googleCredentialsFailureIn(error);
@@ -213,7 +218,7 @@ export class GoogleCredentials {
         await this.forgetClient();
         const now = Date.now();
         if (now + delay >= deadline) {
-          this.exhausted = true;
+          this.exhaustedAt = Date.now();
           throw new GoogleCredentialsUnavailableError(
             `no Google credentials from ${this.describeSource()} within ${this.waitMs} ms (googleCredentialsWaitMs; ${tries} ${tries === 1 ? 'try' : 'tries'}): ${describeFailure(error)}`,
             { cause: error },

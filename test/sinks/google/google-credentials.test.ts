@@ -84,6 +84,10 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     expect((error as Error).message).not.toMatch(/Could not load the default credentials/);
     expect(elapsed).toBeGreaterThanOrEqual(2_000);
     expect(elapsed).toBeLessThan(8_000);
+    // The run's next request (the ledger's record of the failure) tries once instead of waiting again.
+    const again = Date.now();
+    await expect(credentials.requestHeaders()).rejects.toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(Date.now() - again).toBeLessThan(3_500);
   });
 
   it('takes a fresh token after invalidate (a 401), and the old one is not sent again', async () => {

@@ -38,6 +38,8 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
     expect(metadata.requests.length).toBeGreaterThan(0);
     expect(metadata.requests.every((request) => request.flavored)).toBe(true);
     expect(metadata.requests.some((request) => request.path.endsWith('/token'))).toBe(true);
+    // No token reaches any output.
+    for (const issued of rig.book.issued) expect(run.stdout + run.stderr).not.toContain(issued.token);
   }, 90_000);
 
   it('rides out a metadata server that answers 503 for its first seconds (a new pod): the run succeeds', async () => {
