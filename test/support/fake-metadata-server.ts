@@ -40,6 +40,8 @@ export interface FakeMetadataServer {
   requests: MetadataRequest[];
   /** When the faults started counting (the server object's creation). */
   startedAt: number;
+  /** From now on 503 to everything (the metadata server failing in the middle of a run), or back. */
+  setUnavailable(unavailable: boolean): void;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startFakeMetadataServer(options: FakeMetadataOptions): Pro
   const requests: MetadataRequest[] = [];
   const lifetime = options.tokenLifetimeSeconds ?? 3600;
   let firstRequestAt: number | undefined;
+  let unavailableNow = false;
   const answer = (incoming: IncomingMessage, response: ServerResponse): void => {
     const url = new URL(incoming.url ?? '/', 'http://metadata');
     const flavored = incoming.headers['metadata-flavor'] === 'Google';
@@ -63,7 +66,7 @@ export async function startFakeMetadataServer(options: FakeMetadataOptions): Pro
       response.end(body);
     };
     if (!flavored) return send(403, 'Missing required header: Metadata-Flavor');
-    if (elapsed < (options.unavailableForMs ?? 0)) return send(503, 'service unavailable');
+    if (unavailableNow || elapsed < (options.unavailableForMs ?? 0)) return send(503, 'service unavailable');
     const path = url.pathname.replace(/^\/computeMetadata\/v1\/?/, '');
     if (path === 'instance' || path === 'instance/') return send(200, 'attributes/\nhostname\nid\nservice-accounts/\nzone\n');
     if (path === 'project/project-id') return send(200, options.projectId ?? 'test-project');
@@ -95,6 +98,9 @@ export async function startFakeMetadataServer(options: FakeMetadataOptions): Pro
     email,
     requests,
     startedAt,
+    setUnavailable(unavailable) {
+      unavailableNow = unavailable;
+    },
     async close() {
       clearTimeout(timer);
       if (!server.listening) return;

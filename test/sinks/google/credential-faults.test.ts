@@ -97,4 +97,29 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
     expect(run.summary?.tiles[0]!.error!.message).toContain(`service account ${TEST_SERVICE_ACCOUNT}`);
     expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);
   }, 90_000);
+
+  it('fails a run whose token cannot be refreshed after the load started with google_credentials_unavailable, publishing nothing and naming what it could not remove', async () => {
+    // Tokens that never outlive a request, so every request asks the metadata server, which
+    // stops answering the moment the staging load is sent.
+    metadata = await startFakeMetadataServer({ book: rig.book, tokenLifetimeSeconds: 1 });
+    const server = metadata;
+    rig.bigquery.setFault(({ method, path }) => {
+      if (method === 'POST' && path.startsWith('/upload/bigquery/')) server.setUnavailable(true);
+      return false;
+    });
+    const run = await googleRun(rig, 'lost-midway', { env: { GCE_METADATA_HOST: metadata.host }, environment: { googleCredentialsWaitMs: 2_000, stopDeadlineMs: 5_000 } });
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_unavailable' } });
+    // Nothing published: no target table, no target object.
+    expect(await tableNames(rig, run.dataset)).not.toContain(run.table);
+    expect(await objectNames(rig, run.bucket)).not.toContain('exports/incident_detail.csv');
+    // What the cleanup could not remove without credentials is named, as after any failure: the
+    // staging table (it expires within a day) and the temp object the next run's sweep removes.
+    const leftBehind = run.summary?.tiles[0]!.leftBehind ?? [];
+    const staging = (await tableNames(rig, run.dataset)).filter((name) => name.startsWith('_tilehouse_staging_'));
+    expect(staging.length).toBeGreaterThan(0);
+    for (const table of staging) expect(leftBehind.join('\n')).toContain(table);
+    const temps = (await objectNames(rig, run.bucket)).filter((name) => name.includes('.tilehouse-'));
+    for (const object of temps) expect(leftBehind.join('\n')).toContain(object);
+  }, 90_000);
 });
