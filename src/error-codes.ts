@@ -67,6 +67,10 @@ export const ERROR_CODES = {
   parquet_footer_invalid: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a footer that does not parse." },
   parquet_column_unsupported: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a column of a type tilehouse never writes." },
 
+  // -- Google credentials (BigQuery and Cloud Storage) ----------------------------------------------
+  google_credentials_unavailable: { exit: 1, retryable: true, says: 'No Google token could be had within `googleCredentialsWaitMs` (no ADC, an unreadable key file, the metadata server or token endpoint refusing); nothing was published.' },
+  google_credentials_rejected: { exit: 1, retryable: false, says: "Google refused the run's identity (401 again after a fresh token, or a deleted key or service account)." },
+
   // -- Cloud Storage ---------------------------------------------------------------------------------
   gcs_bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist, or is in a project these credentials cannot see.' },
   gcs_permission_denied: { exit: 1, retryable: false, says: 'The credentials lack a permission on the bucket; the message names it (grant roles/storage.objectUser).' },
@@ -76,6 +80,7 @@ export const ERROR_CODES = {
   gcs_publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer and the target could not be read after: look at it before running again.' },
 
   // -- BigQuery --------------------------------------------------------------------------------------
+  bigquery_permission_denied: { exit: 1, retryable: false, says: "The run's identity may not read or create the target's dataset; the message names the permission and the service account." },
   bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },
   bigquery_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract; nothing was loaded." },
   bigquery_column_conflict: { exit: 1, retryable: false, says: 'A tile column takes a name the sink needs for itself (a lineage column in append mode).' },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
+import { googleApiEndpointSchema } from './google-api-endpoint.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -109,9 +110,17 @@ const sinkDefaultsSchema = z
           .positive()
           .optional()
           .describe('Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)'),
+        apiEndpoint: googleApiEndpointSchema('BigQuery', 'https://bigquery.europe-west3.rep.googleapis.com').optional(),
       })
       .strict()
       .optional(),
+    gcs: z
+      .object({
+        apiEndpoint: googleApiEndpointSchema('Cloud Storage (every gs:// target)', 'https://storage.europe-west3.rep.googleapis.com').optional(),
+      })
+      .strict()
+      .optional()
+      .describe('Settings of every gs:// target (CSV and Parquet directories and paths)'),
   })
   .strict()
   .default({ csv: { directory: 'out' }, parquet: { directory: 'out' } });
@@ -146,6 +155,15 @@ export const environmentSchema = z
       .default(20_000)
       .describe(
         'After SIGTERM/SIGINT: how long the cleanup (aborting requests, removing staging tables and temp objects, the summary) may take before the process exits 143/130 anyway. Keep it below the pod\'s terminationGracePeriodSeconds (30 s by default)',
+      ),
+    googleCredentialsWaitMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(300_000)
+      .default(30_000)
+      .describe(
+        'How long a run waits for Google credentials (the metadata server of Workload Identity, a token endpoint) before it fails with google_credentials_unavailable: GKE\'s metadata server can take a few seconds to answer in a new pod. Default 30000',
       ),
   })
   .strict();

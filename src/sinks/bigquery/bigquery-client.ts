@@ -1,4 +1,5 @@
 import { BigQuery, type BigQueryOptions } from '@google-cloud/bigquery';
+import { sharedGoogleCredentials } from '../google/google-credentials.js';
 
 /**
  * The origin a local BigQuery stand-in (goccy/bigquery-emulator) answers on, when
@@ -23,20 +24,38 @@ export function bigqueryEmulatorOrigin(env: NodeJS.ProcessEnv): string | undefin
  */
 const ANONYMOUS = { getRequestHeaders: async () => new Headers(), getAccessToken: async () => ({}) } as unknown as BigQueryOptions['authClient'];
 
+/** Where a production client goes and how long it waits for credentials (the environment config). */
+export interface BigQueryClientSettings {
+  /** `sinks.bigquery.apiEndpoint`: a regional or Private Service Connect endpoint, a proxy; default BigQuery's. */
+  apiEndpoint?: string | undefined;
+  /** `googleCredentialsWaitMs`. */
+  credentialsWaitMs?: number | undefined;
+}
+
 /**
  * The one BigQuery client of a process: Application Default Credentials (Workload Identity on
- * GKE), or with `BIGQUERY_EMULATOR_HOST` the emulator, without credentials. The client's own
- * retries are off so that `withRetry` is the single, bounded retry policy; two nested policies
- * would multiply the attempts and hide them from the logs.
+ * GKE, a key file, impersonation) through the process's one `GoogleCredentials`, sent to
+ * `sinks.bigquery.apiEndpoint` when the config names one; or with `BIGQUERY_EMULATOR_HOST` (local
+ * work, which wins over the config) the emulator, without credentials. The client's own retries
+ * are off so that `withRetry` is the single, bounded retry policy; two nested policies would
+ * multiply the attempts and hide them from the logs.
  *
  * The Node client 8.x takes `BIGQUERY_EMULATOR_HOST` verbatim as the base URL of its JSON calls
  * (which need `<origin>/bigquery/v2`) and derives its upload URL from `apiEndpoint` (which needs
  * the bare origin): the variable is hidden while the client is made and the origin passed as
  * `apiEndpoint`, the one combination where both work (as storage-client.ts does for Cloud Storage).
  */
-export function createBigQueryClient(projectId: string | undefined, env: NodeJS.ProcessEnv = process.env): BigQuery {
+export function createBigQueryClient(projectId: string | undefined, env: NodeJS.ProcessEnv = process.env, settings: BigQueryClientSettings = {}): BigQuery {
   const origin = bigqueryEmulatorOrigin(env);
-  if (origin === undefined) return new BigQuery({ ...(projectId ? { projectId } : {}), retryOptions: { autoRetry: false } });
+  if (origin === undefined) {
+    const credentials = sharedGoogleCredentials({ ...(settings.credentialsWaitMs ? { waitMs: settings.credentialsWaitMs } : {}) }, env);
+    return new BigQuery({
+      ...(projectId ? { projectId } : {}),
+      ...(settings.apiEndpoint ? { apiEndpoint: settings.apiEndpoint } : {}),
+      authClient: credentials.libraryClient as unknown as BigQueryOptions['authClient'],
+      retryOptions: { autoRetry: false },
+    });
+  }
   const previous = process.env.BIGQUERY_EMULATOR_HOST;
   delete process.env.BIGQUERY_EMULATOR_HOST;
   try {

@@ -3,6 +3,15 @@ import type { PartialPublishFailure } from '../sink.js';
 import type { SchemaDiff } from './schema-contract.js';
 import { describeSchemaDiff } from './schema-contract.js';
 import { countNoun } from '../../count-noun.js';
+import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
+
+/**
+ * A wrapper's own code, unless what failed was the run's Google identity (no token, or Google
+ * refusing it): that code names the fix, and the same identity fails every Google sink alike.
+ */
+function ownCodeUnlessCredentials<C extends string>(own: C, cause: unknown): C | GoogleCredentialsError['code'] {
+  return googleCredentialsFailureIn(cause)?.code ?? own;
+}
 
 /** A typed value BigQuery cannot take as it is (out of range, too precise, wrong JavaScript type). */
 export class BigQueryValueError extends TilehouseError {
@@ -55,7 +64,7 @@ export class BigQueryColumnConflictError extends TilehouseError {
  * retry budget. The target is untouched: a load only ever writes the run's staging table.
  */
 export class BigQueryLoadError extends TilehouseError {
-  readonly code = 'bigquery_load_failed';
+  readonly code: 'bigquery_load_failed' | GoogleCredentialsError['code'];
 
   constructor(
     readonly jobName: string,
@@ -65,6 +74,7 @@ export class BigQueryLoadError extends TilehouseError {
     options?: { cause?: unknown },
   ) {
     super(`job ${jobName}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
+    this.code = ownCodeUnlessCredentials('bigquery_load_failed', options?.cause);
   }
 }
 
@@ -74,7 +84,7 @@ export class BigQueryLoadError extends TilehouseError {
  * target keeps its content.
  */
 export class BigQueryPublishError extends TilehouseError {
-  readonly code = 'bigquery_publish_failed';
+  readonly code: 'bigquery_publish_failed' | GoogleCredentialsError['code'];
 
   constructor(
     readonly jobName: string,
@@ -85,6 +95,7 @@ export class BigQueryPublishError extends TilehouseError {
     kind: 'copy' | 'query' = 'copy',
   ) {
     super(`job ${jobName}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
+    this.code = ownCodeUnlessCredentials('bigquery_publish_failed', options?.cause);
   }
 }
 
@@ -143,7 +154,7 @@ export class BigQueryProjectUnknownError extends TilehouseError {
 
 /** Any other BigQuery call (dataset, table metadata, job lookup) that failed for good. */
 export class BigQueryRequestError extends TilehouseError {
-  readonly code = 'bigquery_request_failed';
+  readonly code: 'bigquery_request_failed' | GoogleCredentialsError['code'];
 
   constructor(
     readonly jobName: string,
@@ -152,6 +163,7 @@ export class BigQueryRequestError extends TilehouseError {
     options?: { cause?: unknown },
   ) {
     super(`job ${jobName}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
+    this.code = ownCodeUnlessCredentials('bigquery_request_failed', options?.cause);
   }
 }
 
@@ -386,6 +398,29 @@ export class BigQueryWindowsExpiredError extends TilehouseError {
       `job ${jobName}: ${which} of this backfill (${shown}) lie beyond the partition expiration of ${table} ` +
         `(timePartitioning.expirationMs = ${expirationMs}, ${days} days): BigQuery would drop their rows at once. ` +
         `Partitions from ${firstKeptDay} are kept; backfill from there${strict ? ' or leave --strict out' : ''}, or raise the table's expiration (partitionExpirationDays). Nothing was read or loaded.`,
+    );
+  }
+}
+
+/**
+ * The preflight's read of the target's dataset was refused (403): the run's identity may not use
+ * the dataset. Found before the first page, naming the permission and the principal, so the grant
+ * can be written from the message alone.
+ */
+export class BigQueryPermissionDeniedError extends TilehouseError {
+  readonly code = 'bigquery_permission_denied';
+
+  constructor(
+    readonly jobName: string,
+    readonly dataset: string,
+    readonly permission: string,
+    readonly principal: string,
+    errorMessages: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `job ${jobName}: ${principal} lacks ${permission} on dataset ${dataset} (grant roles/bigquery.dataEditor on the dataset and roles/bigquery.jobUser on the project; see docs/bigquery.md): ${firstMessages(errorMessages)}`,
+      options,
     );
   }
 }

@@ -6,12 +6,13 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, WindowCheckContext } from '../sink.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
-import { ensureDataset } from './ensure-dataset.js';
+import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
 import { readTable } from './read-table-schema.js';
 import { checkSchemaContract, describeSchemaDiff } from './schema-contract.js';
 import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryRequestError, BigQueryWindowsExpiredError } from './bigquery-errors.js';
 import { firstKeptDay, partitionExpired } from './partition-range.js';
+import { lendLoggerToGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout, type TableLayout, type TableMetadataLike } from './table-layout.js';
@@ -44,6 +45,8 @@ export interface BigQuerySinkOptions {
   polling?: JobPolling;
   /** The environment's `stopDeadlineMs`: how long cleanup and a started publish may go on after a stop. */
   stopDeadlineMs?: number;
+  /** The environment's `googleCredentialsWaitMs`, for the production client. */
+  credentialsWaitMs?: number;
 }
 
 /**
@@ -69,7 +72,7 @@ export class BigQuerySink implements Sink {
   private readonly client: BigQuery;
 
   constructor(private readonly options: BigQuerySinkOptions) {
-    this.client = options.client ?? createProductionClient(options.defaults);
+    this.client = options.client ?? createProductionClient(options.defaults, options.credentialsWaitMs);
   }
 
   /**
@@ -137,13 +140,14 @@ export class BigQuerySink implements Sink {
    */
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { config, defaults } = this.options;
+    lendLoggerToGoogleCredentials(context.logger);
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
     const { datasetId } = configuredTable(config, defaults, context.jobName);
     const name = datasetName({ projectId, datasetId });
     const retry = { limits: this.options.retry ?? DEFAULT_RETRY_LIMITS, logger: context.logger, ...(context.signal ? { signal: context.signal } : {}) };
     if (context.createMissing === true) {
       const state = await ensureDataset(this.client, { projectId, datasetId, location: defaults.location, jobName: context.jobName }, retry);
-      return `bigquery dataset ${name}: ${state.created ? `created in ${defaults.location}` : 'exists'}`;
+      return `bigquery dataset ${name}: ${state.created ? `created in ${defaults.location}` : 'exists'}${await runsAsNote()}`;
     }
     try {
       await withRetry('datasets.get', () => this.client.dataset(datasetId, { projectId }).getMetadata(), retry);
@@ -152,10 +156,11 @@ export class BigQuerySink implements Sink {
       // Best effort: a table that cannot be read here is the run's to report, not the dataset check's.
       const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry).catch(() => undefined);
       const policies = tablePolicyLines(table?.metadata, {});
-      return `bigquery dataset ${name}: exists${policies.length > 0 ? `; table ${tableId}: ${policies.join('; ')}` : ''}`;
+      return `bigquery dataset ${name}: exists${policies.length > 0 ? `; table ${tableId}: ${policies.join('; ')}` : ''}${await runsAsNote()}`;
     } catch (error) {
       const failure = apiFailureOf(error);
-      if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}`;
+      if (isNotFound(failure)) return `bigquery dataset ${name}: absent; a run creates it in ${defaults.location}${await runsAsNote()}`;
+      if (failure.status === 403) throw await datasetAccessDenied(context.jobName, name, 'bigquery.datasets.get', failure, error);
       throw new BigQueryRequestError(context.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
   }
@@ -308,6 +313,6 @@ function writesLineage(writeMode: BigQuerySinkConfig['writeMode']): boolean {
 const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 
 /** Production client: see createBigQueryClient (ADC, or the emulator that BIGQUERY_EMULATOR_HOST names). */
-function createProductionClient(defaults: BigQueryDefaults): BigQuery {
-  return createBigQueryClient(defaults.projectId);
+function createProductionClient(defaults: BigQueryDefaults, credentialsWaitMs: number | undefined): BigQuery {
+  return createBigQueryClient(defaults.projectId, process.env, { apiEndpoint: defaults.apiEndpoint, credentialsWaitMs });
 }

@@ -31,6 +31,7 @@ export const bigquerySinkKind: SinkKind = {
       tempDirectory: environment.tempDirectory,
       timezone: job.timezone,
       stopDeadlineMs: environment.stopDeadlineMs,
+      credentialsWaitMs: environment.googleCredentialsWaitMs,
     });
   },
   runRecorder: bigqueryLedgerRecorder,

@@ -1,6 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
-import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
-import { BigQueryRequestError } from './bigquery-errors.js';
+import { activeGoogleCredentials } from '../google/google-credentials.js';
+import { apiFailureOf, isDuplicate, isNotFound, type ApiFailure } from './api-failure.js';
+import { BigQueryPermissionDeniedError, BigQueryRequestError } from './bigquery-errors.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { datasetName } from './table-name.js';
 
@@ -26,6 +27,7 @@ export async function ensureDataset(
     return { location: (metadata as { location?: string }).location, created: false };
   } catch (error) {
     const failure = apiFailureOf(error);
+    if (failure.status === 403) throw await datasetAccessDenied(target.jobName, name, 'bigquery.datasets.get', failure, error);
     if (!isNotFound(failure)) {
       throw new BigQueryRequestError(target.jobName, `reading dataset ${name}`, failure.messages, { cause: error });
     }
@@ -38,6 +40,18 @@ export async function ensureDataset(
     const failure = apiFailureOf(error);
     // Another tile of the same run created it between our get and insert.
     if (isDuplicate(failure)) return { location: target.location, created: false };
+    if (failure.status === 403) throw await datasetAccessDenied(target.jobName, name, 'bigquery.datasets.create', failure, error);
     throw new BigQueryRequestError(target.jobName, `creating dataset ${name} in ${target.location}`, failure.messages, { cause: error });
   }
+}
+
+/**
+ * A 403 on the dataset, before the first page: the permission the call needed and the principal
+ * it was refused to (the metadata server's or the key file's service account), so the grant can
+ * be written from the message alone.
+ */
+export async function datasetAccessDenied(jobName: string, dataset: string, permission: string, failure: ApiFailure, cause: unknown): Promise<BigQueryPermissionDeniedError> {
+  const credentials = activeGoogleCredentials();
+  const principal = credentials === undefined ? "the run's identity" : await credentials.principal();
+  return new BigQueryPermissionDeniedError(jobName, dataset, permission, principal, failure.messages, { cause });
 }

@@ -39,7 +39,7 @@ export async function bigqueryLedgerRecorder(
   // Loaded on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
   const { createBigQueryClient } = await import('./bigquery-client.js');
   const ledger = await import('./run-ledger.js');
-  const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
+  const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
   const deadline = cleanupDeadline(signal, environment.stopDeadlineMs);
   const retry = {
     limits: ledger.LEDGER_RETRY_LIMITS,

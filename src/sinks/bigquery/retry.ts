@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { withRetries, type RetryBudget, type RetryLimits } from '../../retry.js';
 import { untilAborted } from '../../stop-deadline.js';
 import { apiFailureOf, isTransient } from './api-failure.js';
+import { unauthorizedVerdict } from '../google/google-credentials.js';
 
 /** The default of `sinks.bigquery.requestTimeoutMs`: far above any answer of BigQuery's API. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -61,11 +62,20 @@ export interface RetryContext {
  */
 export function withRetry<T>(operation: string, call: () => Promise<T>, context: RetryContext): Promise<T> {
   const timeoutMs = context.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  let refreshed = false;
   return withRetries(() => withinRequestTimeout(operation, call, timeoutMs, context.signal), {
     limits: context.limits,
     ...(context.signal ? { signal: context.signal } : {}),
     ...(context.budget ? { budget: context.budget } : {}),
-    classify: (error) => ({ retry: isTransient(apiFailureOf(error)) }),
+    classify: (error) => {
+      // 401 on a request with a token: once more with a fresh token, then the identity's failure.
+      const unauthorized = unauthorizedVerdict(error, refreshed, `BigQuery ${operation}`);
+      if (unauthorized !== undefined) {
+        refreshed = true;
+        return unauthorized;
+      }
+      return { retry: isTransient(apiFailureOf(error)) };
+    },
     onRetry: ({ attempt, delayMs, reason }) => context.logger.warn({ operation, attempt, delayMs, reason }, `BigQuery ${operation} failed transiently; retrying`),
   });
 }

@@ -19,7 +19,7 @@ export async function bigqueryWindowStateReaders(job: LoadedJob, environment: En
   const { createBigQueryClient } = await import('./bigquery-client.js');
   const ledger = await import('./run-ledger.js');
   const defaults = environment.sinks.bigquery;
-  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId);
+  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
   for (const sink of bigquery) {
     const table = configuredTable(sink, defaults, job.name);
     const { datasetId, tableId } = table;

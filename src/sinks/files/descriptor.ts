@@ -36,7 +36,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
       try {
-        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) });
+        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) });
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }

@@ -1,4 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
+import type { StorageClientSettings } from '../gcs/storage-client.js';
 import type { Logger } from 'pino';
 import type { GcsWriteSettings } from './object-writer.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
@@ -27,6 +28,8 @@ export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
   gcsWrite?: GcsWriteSettings;
   /** The environment's `stopDeadlineMs`: gs:// publish and cleanup requests end this long after a stop. */
   stopDeadlineMs?: number;
+  /** gs:// targets: `sinks.gcs.apiEndpoint` and `googleCredentialsWaitMs` of the environment. */
+  gcsClient?: StorageClientSettings;
 }
 
 /**
@@ -91,14 +94,14 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     }
     const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
     const { bucket, rest } = splitGcsUrl(root)!;
-    return checkBucketWritable(await this.storageClient(), bucket, rest, this.format.name);
+    return checkBucketWritable(await this.storageClient(), bucket, rest, this.format.name, context.logger);
   }
 
   /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
   storageClient(): Promise<Storage> {
     this.storage ??= this.options.storageClient !== undefined
       ? Promise.resolve(this.options.storageClient)
-      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient());
+      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
     return this.storage;
   }
 

@@ -1,4 +1,5 @@
 import { TilehouseError } from '../../errors.js';
+import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
 
 /**
  * Cloud Storage failures a user can cause and fix, each with a stable code:
@@ -13,7 +14,15 @@ import { TilehouseError } from '../../errors.js';
  *   session lost after bytes that cannot be produced again); its message says what the target
  *   was seen to hold when the failure was in the publish.
  */
-export type GcsFailureCode = 'gcs_bucket_not_found' | 'gcs_permission_denied' | 'gcs_target_is_directory' | 'gcs_target_changed' | 'gcs_write_failed' | 'gcs_publish_outcome_unknown';
+export type GcsFailureCode =
+  | 'gcs_bucket_not_found'
+  | 'gcs_permission_denied'
+  | 'gcs_target_is_directory'
+  | 'gcs_target_changed'
+  | 'gcs_write_failed'
+  | 'gcs_publish_outcome_unknown'
+  // The run's Google identity failed (sinks/google/credential-errors.ts), whichever request met it.
+  | GoogleCredentialsError['code'];
 
 /**
  * What a failure names: the object's URL, and the word of the format written there (`parquet`,
@@ -72,6 +81,8 @@ export function gcsFailure(
   if (error instanceof GcsError) return error;
   const status = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
+  const credentials = googleCredentialsFailureIn(error);
+  if (credentials !== undefined) return new GcsError(credentials.code, where.target, `${where.operation} failed: ${credentials.message}`, error);
   if (status === 403 || status === 401) {
     return new GcsError(
       'gcs_permission_denied',

@@ -2,6 +2,7 @@ import type { Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { withRetries, RetryBudget, type RetryLimits } from '../../retry.js';
+import { unauthorizedVerdict } from '../google/google-credentials.js';
 
 /**
  * The Cloud Storage requests of a gs:// CSV run's write path (the temp object's resumable upload,
@@ -151,11 +152,20 @@ export class GcsHttp {
    * the attempts, the writer's budget and the run's signal; anything else ends it.
    */
   retrying<T>(operation: string, attempt: (attempt: number) => Promise<T>): Promise<T> {
+    let refreshed = false;
     return withRetries(attempt, {
       limits: this.limits,
       budget: this.budget,
       ...(this.signal ? { signal: this.signal } : {}),
-      classify: (error) => ({ retry: error instanceof GcsHttpError && error.transient && this.signal?.aborted !== true }),
+      classify: (error) => {
+        // 401 on a request with a token: once more with a fresh token, then the identity's failure.
+        const unauthorized = this.signal?.aborted === true ? undefined : unauthorizedVerdict(error, refreshed, `Cloud Storage ${operation}`);
+        if (unauthorized !== undefined) {
+          refreshed = true;
+          return unauthorized;
+        }
+        return { retry: error instanceof GcsHttpError && error.transient && this.signal?.aborted !== true };
+      },
       onRetry: ({ attempt: n, delayMs, reason }) => {
         this.retries += 1;
         this.options.logger.warn({ operation, attempt: n, delayMs, reason }, `csv: Cloud Storage ${operation} failed transiently; retrying`);

@@ -1,4 +1,5 @@
 import type { Storage, StorageOptions } from '@google-cloud/storage';
+import { sharedGoogleCredentials } from '../google/google-credentials.js';
 
 /**
  * Where the client should send requests when `STORAGE_EMULATOR_HOST` names a local stand-in
@@ -24,12 +25,32 @@ export function emulatorOrigin(env: NodeJS.ProcessEnv): string | undefined {
   return url.origin;
 }
 
-/** Client options: ADC (Workload Identity on GKE) for Cloud Storage, the emulator's origin when set. */
-export function storageOptionsFor(env: NodeJS.ProcessEnv): StorageOptions {
+/** Where a production client goes and how long it waits for credentials (the environment config). */
+export interface StorageClientSettings {
+  /** `sinks.gcs.apiEndpoint`: a regional or Private Service Connect endpoint, a proxy; default Cloud Storage's. */
+  apiEndpoint?: string | undefined;
+  /** `googleCredentialsWaitMs`. */
+  credentialsWaitMs?: number | undefined;
+}
+
+/**
+ * Client options: Application Default Credentials (Workload Identity on GKE, a key file,
+ * impersonation) through the process's one `GoogleCredentials`, sent to `sinks.gcs.apiEndpoint`
+ * when the config names one; the emulator's origin, without credentials, when
+ * `STORAGE_EMULATOR_HOST` is set (local work; it wins over the config).
+ */
+export function storageOptionsFor(env: NodeJS.ProcessEnv, settings: StorageClientSettings = {}): StorageOptions {
   const origin = emulatorOrigin(env);
   // An emulator has no project to discover: without one the client would look for ADC (and the
   // metadata server) before its first bucket-level call, seconds of timeouts off GCP.
-  return origin === undefined ? {} : { apiEndpoint: origin, projectId: env.GOOGLE_CLOUD_PROJECT ?? 'local-emulator' };
+  if (origin !== undefined) return { apiEndpoint: origin, projectId: env.GOOGLE_CLOUD_PROJECT ?? 'local-emulator' };
+  const credentials = sharedGoogleCredentials({ ...(settings.credentialsWaitMs ? { waitMs: settings.credentialsWaitMs } : {}) }, env);
+  return {
+    authClient: credentials.libraryClient as unknown as StorageOptions['authClient'],
+    // Any apiEndpoint but the default makes the client a "custom endpoint" it sends no
+    // credentials to unless told: a regional endpoint or a proxy needs them as much as the default.
+    ...(settings.apiEndpoint ? { apiEndpoint: settings.apiEndpoint, useAuthWithCustomEndpoint: true } : {}),
+  };
 }
 
 /**
@@ -41,10 +62,10 @@ export function storageOptionsFor(env: NodeJS.ProcessEnv): StorageOptions {
  * uploads reach the emulator. The constructor reads the variable once (8.x: `baseUrl`), so it is
  * set for that synchronous call only and restored at once.
  */
-export async function createStorageClient(env: NodeJS.ProcessEnv = process.env): Promise<Storage> {
+export async function createStorageClient(env: NodeJS.ProcessEnv = process.env, settings: StorageClientSettings = {}): Promise<Storage> {
   const { Storage } = await import('@google-cloud/storage');
   const origin = emulatorOrigin(env);
-  if (origin === undefined) return new Storage(storageOptionsFor(env));
+  if (origin === undefined) return new Storage(storageOptionsFor(env, settings));
   const previous = process.env.STORAGE_EMULATOR_HOST;
   process.env.STORAGE_EMULATOR_HOST = `${origin}/storage/v1`;
   try {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { isAbandoned, ownerStateOfTag } from '../owned-temp-files.js';
 import { formatOwnerTag } from '../../temp-owner.js';
 import { tempFileOwnerTag } from '../files/temp-files.js';
+import { lendLoggerToGoogleCredentials, withFreshTokenOn401 } from '../google/google-credentials.js';
 import { gcsFailure } from './gcs-errors.js';
 import { splitGcsUrl } from '../../config/gcs-url.js';
 
@@ -40,11 +41,13 @@ export function objectBaseName(object: string): string {
  * window; the bucket lifecycle rule in docs/cloud-storage.md is the backstop for everything else.
  */
 export async function removeStaleTempObjects(storage: Storage, root: string, options: { recursive: boolean; logger: Logger; now?: number }): Promise<string[]> {
+  // The sweep is a run's first Google request: the credentials' waiting warning goes to its log.
+  lendLoggerToGoogleCredentials(options.logger);
   const { bucket: bucketName, rest: prefix } = splitGcsUrl(root)!;
   const bucket: Bucket = storage.bucket(bucketName);
   let files: File[];
   try {
-    [files] = await bucket.getFiles({ prefix, ...(options.recursive ? {} : { delimiter: '/' }), autoPaginate: true });
+    [files] = await withFreshTokenOn401(`listing temp objects below gs://${bucketName}/${prefix}`, () => bucket.getFiles({ prefix, ...(options.recursive ? {} : { delimiter: '/' }), autoPaginate: true }));
   } catch (error) {
     throw gcsFailure(error, { target: root, bucket: bucketName, operation: 'listing temp objects for the sweep', permission: 'storage.objects.list', notFoundIsBucket: true });
   }

@@ -42,4 +42,17 @@ describe('createBigQueryClient', () => {
     const client = createBigQueryClient(undefined, {});
     expect(client.baseUrl).toBe('https://bigquery.googleapis.com/bigquery/v2');
   });
+
+  it('aims JSON calls and uploads at sinks.bigquery.apiEndpoint, with credentials', () => {
+    delete process.env.BIGQUERY_EMULATOR_HOST;
+    const client = createBigQueryClient('demo', {}, { apiEndpoint: 'https://bigquery.europe-west3.rep.googleapis.com' });
+    expect(client.baseUrl).toBe('https://bigquery.europe-west3.rep.googleapis.com/bigquery/v2');
+    expect(client.apiEndpoint).toBe('https://bigquery.europe-west3.rep.googleapis.com');
+  });
+
+  it('lets BIGQUERY_EMULATOR_HOST win over the configured endpoint (local work)', () => {
+    process.env.BIGQUERY_EMULATOR_HOST = 'http://127.0.0.1:9050';
+    const client = createBigQueryClient('demo', process.env, { apiEndpoint: 'https://bigquery.europe-west3.rep.googleapis.com' });
+    expect(client.baseUrl).toBe('http://127.0.0.1:9050/bigquery/v2');
+  });
 });

@@ -12,7 +12,16 @@ describe('emulatorOrigin', () => {
   it('means real Cloud Storage (ADC, no endpoint) when unset or empty', () => {
     expect(emulatorOrigin({})).toBeUndefined();
     expect(emulatorOrigin({ STORAGE_EMULATOR_HOST: '' })).toBeUndefined();
-    expect(storageOptionsFor({})).toEqual({});
+    const options = storageOptionsFor({});
+    expect(options.apiEndpoint).toBeUndefined();
+    // Credentials of the process's one identity, not the client's own anonymous default.
+    expect(options.authClient).toBeDefined();
+  });
+
+  it('sends credentials to sinks.gcs.apiEndpoint (a custom endpoint gets none unless told), and the variable wins for local work', () => {
+    expect(storageOptionsFor({}, { apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com' })).toMatchObject({ apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com', useAuthWithCustomEndpoint: true });
+    const local = storageOptionsFor({ STORAGE_EMULATOR_HOST: 'http://127.0.0.1:4443' }, { apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com' });
+    expect(local).toEqual({ apiEndpoint: 'http://127.0.0.1:4443', projectId: 'local-emulator' });
   });
 
   it('refuses a value that is no URL', () => {
