@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
+import { S3_SCHEME, s3UrlProblem } from './s3-url.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -77,11 +78,11 @@ function fileDirectorySchema(label: string) {
     .string()
     .min(1)
     .superRefine((directory, ctx) => {
-      const problem = looksLikeUrl(directory) ? gcsUrlProblem(directory, { object: 'optional' }) : undefined;
+      const problem = !looksLikeUrl(directory) ? undefined : directory.startsWith(S3_SCHEME) ? s3UrlProblem(directory, { object: 'optional' }) : gcsUrlProblem(directory, { object: 'optional' });
       if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
     })
     .default('out')
-    .describe(`Where relative ${label} paths go: a local directory, or a Cloud Storage prefix gs://bucket[/prefix]. Default out`);
+    .describe(`Where relative ${label} paths go: a local directory, a Cloud Storage prefix gs://bucket[/prefix], or an S3 prefix s3://bucket[/prefix]. Default out`);
 }
 
 const sinkDefaultsSchema = z
@@ -112,6 +113,26 @@ const sinkDefaultsSchema = z
       })
       .strict()
       .optional(),
+    s3: z
+      .object({
+        region: z
+          .string()
+          .regex(/^[a-z0-9-]{2,32}$/, 'an AWS region name such as eu-west-1')
+          .optional()
+          .describe('The buckets\' region; default: from the AWS chain (AWS_REGION, the shared config file), else us-east-1'),
+        endpoint: z
+          .url({ protocol: /^https?$/ })
+          .optional()
+          .describe('An S3-compatible store (MinIO, Cloudflare R2, Ceph...): its origin, e.g. https://minio.example.internal:9000; default: Amazon S3. Credentials never go here: they come from the AWS chain'),
+        forcePathStyle: z
+          .boolean()
+          .optional()
+          .describe('Address buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>; default: true with an endpoint, false for Amazon S3'),
+        requestTimeoutMs: z.number().int().positive().optional().describe('Default 60000: limit for each S3 request, retried (after the target is read, for a publish) when it passes'),
+      })
+      .strict()
+      .optional()
+      .describe('Settings of s3:// CSV and Parquet targets (credentials come from the standard AWS chain: environment, shared files, web identity / IRSA, EKS Pod Identity)'),
   })
   .strict()
   .default({ csv: { directory: 'out' }, parquet: { directory: 'out' } });

@@ -5,6 +5,8 @@ import type { LoadedJob } from '../config/load-config.js';
 import { sinkKindOf } from './registry.js';
 import type { Sink } from './sink.js';
 import type { GcsWriteSettings } from './files/object-writer.js';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { S3WriteSettings } from './s3/s3-object-writer.js';
 
 export interface SinkFactoryOptions {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
@@ -13,6 +15,9 @@ export interface SinkFactoryOptions {
   storageClient?: Storage;
   /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
   gcsWrite?: GcsWriteSettings;
+  /** Injected in tests: an S3 client (production makes one from `sinks.s3` on first use by an s3:// target) and the retry limits and part size of s3:// uploads. */
+  s3Client?: S3Client;
+  s3Write?: S3WriteSettings;
 }
 
 /**
