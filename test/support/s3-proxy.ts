@@ -43,6 +43,12 @@ export interface S3Proxy {
   fail(rule: S3FaultRule): void;
   readonly pending: number;
   disarm(): void;
+  /** Holds every CopyObject this long before performing it (so a kill can land while the publish is under way). */
+  holdCopies(ms: number): void;
+  /** CopyObject requests received so far. */
+  readonly copiesReceived: number;
+  /** Resolves once no request is in flight (a killed client's copy still completes upstream). */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -81,6 +87,10 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   const rules: Array<S3FaultRule & { count: number; left: number }> = [];
   const sockets = new Set<Socket>();
   const locks = new Map<string, Promise<void>>();
+  let holdMs = 0;
+  let copies = 0;
+  let inFlight = 0;
+  const idle: Array<() => void> = [];
   // The proxy's own reads of a destination, signed as moto wants (any key pair).
   const reader = new S3Client({ endpoint: upstream, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'proxy', secretAccessKey: 'proxy' }, maxAttempts: 1 });
 
@@ -141,8 +151,13 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   }
 
   const server = createServer((incoming, response) => {
+    inFlight += 1;
     void (async () => {
       const kind = s3KindOf(incoming);
+      if (kind === 'copy') {
+        copies += 1;
+        if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
+      }
       const url = incoming.url ?? '';
       seen.push(`${kind} ${incoming.method} ${url}`);
       const body = await bodyOf(incoming);
@@ -161,10 +176,15 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       delete headers['transfer-encoding'];
       response.writeHead(answer.status, headers);
       response.end(answer.body);
-    })().catch((error: unknown) => {
-      if (!response.headersSent) answerError(response, 502, 'ProxyError', String(error));
-      else response.destroy();
-    });
+    })()
+      .catch((error: unknown) => {
+        if (!response.headersSent) answerError(response, 502, 'ProxyError', String(error));
+        else response.destroy();
+      })
+      .finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) for (const resolve of idle.splice(0)) resolve();
+      });
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -184,6 +204,15 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
     },
     disarm() {
       rules.length = 0;
+    },
+    holdCopies(ms) {
+      holdMs = ms;
+    },
+    get copiesReceived() {
+      return copies;
+    },
+    settled() {
+      return inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve));
     },
     async close() {
       for (const socket of sockets) socket.destroy();
