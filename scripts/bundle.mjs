@@ -3,8 +3,8 @@
 // Why a bundle: a CronJob pays start-up on every run, and resolving and compiling the modules of
 // zod, undici, yaml and pino one file at a time was most of it (bench: ~410 ms to the first token
 // request unbundled, ~290 ms bundled). Code splitting keeps lazy imports lazy (each command, the
-// BigQuery sink, the gs:// CSV writer); @google-cloud/bigquery, @google-cloud/storage and
-// pino-pretty stay in node_modules and load only when used.
+// BigQuery sink, the gs:// and s3:// writers); @google-cloud/bigquery, @google-cloud/storage,
+// the AWS SDK (@aws-sdk/*) and pino-pretty stay in node_modules and load only when used.
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { constants as http2Constants } from 'node:http2';
@@ -69,7 +69,7 @@ await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
-  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'pino-pretty'],
+  external: ['@google-cloud/bigquery', '@google-cloud/storage', '@aws-sdk/*', 'pino-pretty'],
   // Some bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __tilehouseRequire } from 'node:module'; const require = __tilehouseRequire(import.meta.url);" },
   plugins: [zodEnglishOnly, undiciLazyHttp2],
