@@ -78,6 +78,11 @@ export interface SinkKind {
    * when this sink writes nothing locally (an object in a bucket); the pod mounts an emptyDir
    * there, and each such directory is warned about (gone with the pod). Absent: no volume.
    */
+  /**
+   * The annotations this sink needs on the pods' service account (an s3:// target: the IAM role
+   * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
+   */
+  serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
   readonly localFiles?: {
     directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
     emptyDirWarning(directory: string, jobNames: readonly string[]): string;

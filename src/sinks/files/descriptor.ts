@@ -9,6 +9,7 @@ import type { SinkFactoryOptions } from '../build-sinks.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { FileSink, FileSinkOptions } from './file-sink.js';
 import { looksLikeObjectUrl, templateDirectory } from './path-template.js';
+import { looksLikeS3Url } from '../../config/s3-url.js';
 import { fileWindowStateReaders } from './window-state.js';
 import { fileWorkspaceChecker } from './workspace-checks.js';
 
@@ -22,6 +23,10 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   /** The kind's sink (CSV: CsvSink, a FileSink of the CSV format). */
   createSink(options: FileSinkOptions<C>): FileSink<C>;
 }
+
+/** IRSA (IAM roles for service accounts, EKS): the pods' service account names the role they assume. */
+export const IRSA_ROLE_ANNOTATION = 'eks.amazonaws.com/role-arn';
+export const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
 
 /** The s3:// settings a file sink gets: the environment's `sinks.s3`, and what tests inject. */
 function s3Options(environment: EnvironmentConfig, options: SinkFactoryOptions): Pick<FileSinkOptions, 's3' | 's3Client' | 's3Write'> {
@@ -70,6 +75,14 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       return `backfill: --resume tells a finished ${label} window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`;
     },
 
+    // An s3:// target's credentials come from IRSA on EKS: the role the service account maps to.
+    serviceAccountAnnotations(sink, environment) {
+      const config = ours(sink);
+      if (config === undefined) return undefined;
+      const own = config.path !== undefined && (looksLikeObjectUrl(config.path) || path.posix.isAbsolute(config.path));
+      const s3 = own ? looksLikeS3Url(config.path!) : looksLikeS3Url(spec.directory(environment));
+      return s3 ? { [IRSA_ROLE_ANNOTATION]: IRSA_ROLE_PLACEHOLDER } : undefined;
+    },
     // A gs:// or s3:// target (its own path, or a relative path under such a directory) is an object in
     // a bucket: the pod streams it there and needs no volume for it.
     localFiles: {
@@ -84,7 +97,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       },
       emptyDirWarning: (directory, jobNames) =>
         `${jobNames.join(', ')} write ${label} under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
-        `On Kubernetes write ${label} to Cloud Storage (a gs:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
+        `On Kubernetes write ${label} to Cloud Storage or S3 (a gs:// or s3:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
     },
   };
 }

@@ -7,7 +7,8 @@ import { CreateMultipartUploadCommand, HeadObjectCommand, PutObjectCommand } fro
 import { parse } from 'csv-parse/sync';
 import { pino } from 'pino';
 import { afterAll, expect, it } from 'vitest';
-import type { CsvSinkConfig, ParquetSinkConfig } from '../../../src/config/job-schema.js';
+import type { CsvSinkConfig } from '../../../src/config/job-schema.js';
+import type { ParquetSinkConfig } from '../../../src/config/parquet-sink-schema.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { FileSink } from '../../../src/sinks/files/file-sink.js';
 import { parquetFormat } from '../../../src/sinks/parquet/parquet-format.js';
@@ -162,7 +163,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     const writer = await csvSink(`s3://${bucket}/a.csv`).open(context('run-sick'));
     await writer.writeRows(rows);
     await writer.prepare();
-    const error = await writer.publish().catch((caught: unknown) => caught as Error & { code: string });
+    const error = (await writer.publish().then(() => new Error('published'), (caught: unknown) => caught)) as Error & { code: string };
     expect(error).toMatchObject({ code: 's3_write_failed' });
     expect(error.message).toMatch(/SlowDown.*this run published nothing/s);
     await writer.abort();
@@ -180,7 +181,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     await second.prepare();
     await first.prepare();
     await second.publish();
-    const error = await first.publish().catch((caught: unknown) => caught as Error & { code: string });
+    const error = (await first.publish().then(() => new Error('published'), (caught: unknown) => caught)) as Error & { code: string };
     expect(error).toMatchObject({ code: 's3_target_changed' });
     expect(error.message).toContain('run run-second of job incidents');
     await first.abort();
