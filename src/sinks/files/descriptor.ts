@@ -31,7 +31,7 @@ export const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
 /** The s3:// settings a file sink gets: the environment's `sinks.s3`, and what tests inject. */
 function s3Options(environment: EnvironmentConfig, options: SinkFactoryOptions): Pick<FileSinkOptions, 's3' | 's3Client' | 's3Write'> {
   return {
-    ...(environment.sinks.s3 !== undefined ? { s3: environment.sinks.s3 } : {}),
+    ...(environment.sinks?.s3 !== undefined ? { s3: environment.sinks.s3 } : {}),
     ...(options.s3Client ? { s3Client: options.s3Client } : {}),
     ...(options.s3Write ? { s3Write: options.s3Write } : {}),
   };
