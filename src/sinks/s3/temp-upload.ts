@@ -39,8 +39,12 @@ export interface UploadedTemp {
  * lifecycle rule in any case (docs/s3.md).
  */
 export class TempUpload extends Writable {
-  private held: Buffer[] = [];
-  private heldBytes = 0;
+  /**
+   * The part being filled: one buffer, grown by doubling up to a part and then reused for every
+   * part, so the run holds one part's bytes (not the chunks and a joined copy of them).
+   */
+  private part: Buffer = Buffer.alloc(0);
+  private partLength = 0;
   private sent = 0;
   private uploadId: string | undefined;
   private readonly parts: Array<{ PartNumber: number; ETag: string }> = [];
@@ -56,9 +60,8 @@ export class TempUpload extends Writable {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.held.push(chunk);
-    this.heldBytes += chunk.length;
-    if (this.heldBytes < this.partBytes) {
+    this.append(chunk);
+    if (this.partLength < this.partBytes) {
       callback();
       return;
     }
@@ -84,10 +87,21 @@ export class TempUpload extends Writable {
     this.uploadId = undefined;
   }
 
+  private append(chunk: Buffer): void {
+    const needed = this.partLength + chunk.length;
+    if (needed > this.part.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, Math.min(this.partBytes, Math.max(64 * 1024, this.part.length * 2))));
+      this.part.copy(grown, 0, 0, this.partLength);
+      this.part = grown;
+    }
+    chunk.copy(this.part, this.partLength);
+    this.partLength = needed;
+  }
+
+  /** The part's bytes, a view of the reused buffer: valid until the next append, i.e. until its request is answered. */
   private take(): Buffer {
-    const bytes = this.held.length === 1 ? this.held[0]! : Buffer.concat(this.held, this.heldBytes);
-    this.held = [];
-    this.heldBytes = 0;
+    const bytes = this.part.subarray(0, this.partLength);
+    this.partLength = 0;
     return bytes;
   }
 
