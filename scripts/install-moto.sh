@@ -22,9 +22,16 @@ fail() { printf '[setup:moto] error: %s\n' "$*" >&2; exit 1; }
 
 grep -qx "moto\[server\]==$VERSION" "$requirements" || fail "$requirements does not pin moto[server]==$VERSION; keep the script and the requirements in step"
 
-installed_version() { "$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("moto"))' 2>/dev/null || true; }
+# The version of moto in the venv a launcher runs (read from its exec line): a launcher installed
+# elsewhere (a shared tools directory) counts as installed when its venv holds the pinned version.
+installed_version() {
+  local python
+  python="$(sed -n 's/^exec "\([^"]*\)" -m moto.server.*/\1/p' "$1" 2>/dev/null || true)"
+  [[ -n "$python" && -x "$python" ]] || return 0
+  "$python" -c 'import importlib.metadata as m; print(m.version("moto"))' 2>/dev/null || true
+}
 
-if [[ -x "$bin" && "$(installed_version)" == "$VERSION" ]]; then
+if [[ -x "$bin" && "$(installed_version "$bin")" == "$VERSION" ]]; then
   log "moto $VERSION already installed at $bin; nothing to do"
   exit 0
 fi
@@ -43,5 +50,5 @@ exec "$venv/bin/python" -m moto.server "\$@"
 LAUNCHER
 chmod 0755 "$bin.partial"
 mv -f "$bin.partial" "$bin"
-[[ "$(installed_version)" == "$VERSION" ]] || fail "installed, but the venv holds moto '$(installed_version)', not $VERSION"
+[[ "$(installed_version "$bin")" == "$VERSION" ]] || fail "installed, but the venv holds moto '$(installed_version "$bin")', not $VERSION"
 log "installed: moto $VERSION at $bin"
