@@ -18,6 +18,15 @@ export class S3NoAnswerError extends Error {
   }
 }
 
+/** A connection that failed or was cut (reset, refused, a socket closed before the answer), or a timeout. */
+function isNetworkFailure(error: unknown): boolean {
+  const shape = error as { name?: unknown; code?: unknown; message?: unknown; cause?: { code?: unknown } } | null;
+  const code = typeof shape?.code === 'string' ? shape.code : typeof shape?.cause?.code === 'string' ? shape.cause.code : '';
+  if (shape?.name === 'TimeoutError' || shape?.name === 'AbortError') return true;
+  if (/^(E[A-Z]+|UND_ERR_\w+)$/.test(code)) return true;
+  return /socket hang up|ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|other side closed/i.test(String(shape?.message ?? ''));
+}
+
 /**
  * Whether another try may succeed: 5xx (S3's `InternalError`, `SlowDown`, `ServiceUnavailable`),
  * 429, 408 `RequestTimeout`, 409 `ConditionalRequestConflict` (S3: "a conflicting operation
@@ -78,6 +87,9 @@ export class S3Requests {
     } catch (error) {
       this.signal?.throwIfAborted();
       if (s3StatusOf(error) !== undefined) throw error;
+      // A request that got no answer is worth another try; a client-side failure (no region, no
+      // credentials in the chain) is not, and keeps its own message.
+      if (!timeout.aborted && !isNetworkFailure(error)) throw error;
       throw new S3NoAnswerError(operation, error, timeout.aborted, this.requestTimeoutMs);
     }
   }

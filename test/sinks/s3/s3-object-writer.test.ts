@@ -211,6 +211,19 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     expect(await csvSink(`s3://${bucket}/a.csv`).checkAccess(checkContext)).toContain(`s3://${bucket}/: bucket found`);
   });
 
+  it('does not retry a client that cannot sign (no credentials in the chain), and says why', async () => {
+    const { S3Client } = await import('@aws-sdk/client-s3');
+    const unsigned = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1, credentials: () => Promise.reject(new Error('Could not load credentials from any providers')) });
+    const bucket = await s3.newBucket();
+    const before = s3.proxy.seen.length;
+    const started = Date.now();
+    const error = (await csvSink(`s3://${bucket}/a.csv`, {}, unsigned).open(context('run-unsigned')).then(() => new Error('opened'), (caught: unknown) => caught)) as Error & { code: string };
+    expect(error.code).toBe('s3_write_failed');
+    expect(error.message).toContain('Could not load credentials');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(s3.proxy.seen.length).toBe(before);
+  });
+
   it('refuses a target that is a "directory" prefix at open (s3_target_is_directory)', async () => {
     const bucket = await s3.newBucket();
     await putBytes(s3.client, bucket, 'exports/daily.csv/part-1.csv', 'x');
