@@ -7,7 +7,7 @@ import { s3CodeOf, s3StatusOf } from './s3-errors.js';
 // short incident without holding a scheduled run for long (the gs:// writer's limits).
 export const DEFAULT_S3_RETRY_LIMITS: RetryLimits = { maxAttempts: 6, baseDelayMs: 500, maxDelayMs: 16_000 };
 export const DEFAULT_S3_RETRY_BUDGET = 30;
-// A part of 8 MiB takes well under a minute on any link a CronJob pod has.
+// A part of 5 MiB takes well under a minute on any link a CronJob pod has.
 export const DEFAULT_S3_REQUEST_TIMEOUT_MS = 60_000;
 
 /** A request that got no answer: the connection failed, or the request's own timeout passed. */

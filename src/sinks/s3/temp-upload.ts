@@ -5,9 +5,13 @@ import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMult
 import { s3CodeOf, s3StatusOf } from './s3-errors.js';
 import type { S3Requests } from './s3-requests.js';
 
-/** S3's smallest part (every part but the last); 8 MiB keeps a run's memory flat and a 1 GB file under 130 parts. */
+/**
+ * S3's smallest part (every part but the last), and the default: a run holds two (one uploading
+ * while the next fills), 10 MiB, and a 5 GB object (the most one CopyObject publishes) is ~1000
+ * parts, well under S3's 10,000.
+ */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
-export const DEFAULT_PART_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_PART_BYTES = MIN_PART_BYTES;
 
 export interface TempUploadOptions {
   requests: S3Requests;
@@ -26,8 +30,8 @@ export interface UploadedTemp {
 }
 
 /**
- * The bytes of one run streamed to a temp key: held until a part's worth (8 MiB) is there, then
- * sent. A run that ends below one part is one PutObject; a larger one a multipart upload, whose
+ * The bytes of one run streamed to a temp key: held until a part's worth (5 MiB) is there, then
+ * sent while the next part fills (one part in flight, so the export does not wait on each upload). A run that ends below one part is one PutObject; a larger one a multipart upload, whose
  * parts become an object only when CompleteMultipartUpload is answered. Every request carries
  * Content-MD5 (S3 refuses bytes that arrive different) and is retried by the writer's loop with
  * the same bytes; a repeated PutObject or part is harmless, and a repeated Complete whose first
@@ -45,6 +49,10 @@ export class TempUpload extends Writable {
    */
   private part: Buffer = Buffer.alloc(0);
   private partLength = 0;
+  /** The other buffer: the part in flight while `part` fills, swapped when that part is sent. */
+  private spare: Buffer = Buffer.alloc(0);
+  /** The part being uploaded while the next fills (at most one: its buffer is `spare`). */
+  private inFlight: Promise<void> | undefined;
   private sent = 0;
   private uploadId: string | undefined;
   private readonly parts: Array<{ PartNumber: number; ETag: string }> = [];
@@ -65,15 +73,35 @@ export class TempUpload extends Writable {
       callback();
       return;
     }
-    this.sendPart(this.take()).then(() => callback(), callback);
+    // The previous part must be answered before its buffer is filled again; then this one is
+    // sent while the encoder goes on filling the other buffer.
+    this.settled()
+      .then(() => {
+        const sending = this.sendPart(this.take());
+        sending.catch(() => undefined); // awaited by the next write or by _final
+        this.inFlight = sending;
+        callback();
+      })
+      .catch(callback);
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    this.complete().then(() => callback(), callback);
+    this.settled()
+      .then(() => this.complete())
+      .then(() => callback(), callback);
+  }
+
+  /** Waits for the part in flight, if any; its failure is the upload's. */
+  private async settled(): Promise<void> {
+    const inFlight = this.inFlight;
+    this.inFlight = undefined;
+    await inFlight;
   }
 
   /** Aborts the multipart upload if one was started and not completed; failures are the caller's to name. */
   async abortUpload(requests: S3Requests): Promise<void> {
+    // A part (or the upload's creation) still under way would outlive an abort sent now.
+    await this.inFlight?.catch(() => undefined);
     if (this.uploadId === undefined || this.finished !== undefined) return;
     const { bucket, key } = this.options;
     const uploadId = this.uploadId;
@@ -98,9 +126,10 @@ export class TempUpload extends Writable {
     this.partLength = needed;
   }
 
-  /** The part's bytes, a view of the reused buffer: valid until the next append, i.e. until its request is answered. */
+  /** The part's bytes, a view of its buffer, which becomes the spare: the next part fills the other one. */
   private take(): Buffer {
     const bytes = this.part.subarray(0, this.partLength);
+    [this.part, this.spare] = [this.spare, this.part];
     this.partLength = 0;
     return bytes;
   }
