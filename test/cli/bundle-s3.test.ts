@@ -1,5 +1,6 @@
-// The AWS SDK stays in node_modules (external in scripts/bundle.mjs) and is imported only by an
-// s3:// target: a run without one must not pay for it. The resolve hook records what each run loads.
+// The AWS SDK is bundled into chunks of its own (scripts/bundle.mjs) that only an s3:// target
+// imports: a run without one must not pay for it. The resolve hook records what each run loads,
+// and each chunk names the package files it holds in esbuild's `// node_modules/...` comments.
 import { execFile } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -40,14 +41,18 @@ describeWithS3('the shipped bundle with an s3:// target', (s3) => {
     const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: { ...process.env, ...sandboxEnv(sandbox), ...TEST_AWS_ENV, TILEHOUSE_RECORD_IMPORTS: record },
     });
-    return { stderr: result.stderr, loaded: await readFile(record, 'utf8'), outDir: workspace.outDir };
+    // The run's loaded modules, and the packages the loaded chunks hold.
+    const urls = (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+    const chunks = urls.filter((url) => url.startsWith('file:') && url.includes('/.tmp/bundle-s3-test-'));
+    const packages = (await Promise.all(chunks.map((url) => readFile(new URL(url), 'utf8')))).join('\n').match(/^\/\/ node_modules\/\S+/gm) ?? [];
+    return { stderr: result.stderr, loaded: [...urls, ...packages].join('\n'), outDir: workspace.outDir };
   }
 
   it('writes the object from the bundle, loading the AWS SDK only then', async () => {
     const bucket = await s3.newBucket('bundle');
     const remote = await runBundled('bundle-s3', [{ type: 'csv', path: `s3://${bucket}/{name}.csv` }]);
     expect(remote.stderr).toMatch(/1 succeeded, 0 failed/);
-    expect(remote.loaded).toContain('/node_modules/@aws-sdk/client-s3/');
+    expect(remote.loaded).toContain('// node_modules/@aws-sdk/client-s3/');
     const local = await runBundled('bundle-s3-local', [{ type: 'csv' }]);
     expect(local.stderr).toMatch(/1 succeeded, 0 failed/);
     expect((await getBytes(s3.client, bucket, 'incident_detail.csv')).equals(await readFile(path.join(local.outDir, 'incident_detail.csv')))).toBe(true);

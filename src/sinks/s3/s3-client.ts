@@ -1,4 +1,6 @@
-import type { S3Client } from '@aws-sdk/client-s3';
+// A static import in a module only s3:// targets load (file-sink.ts imports this one dynamically):
+// a dynamic import of the SDK's CommonJS build loses its classes in the bundle's interop.
+import { S3Client } from '@aws-sdk/client-s3';
 
 /** The environment's `sinks.s3` settings (config/environment-schema.ts). */
 export interface S3Settings {
@@ -25,7 +27,6 @@ export interface S3Settings {
  * writer sends Content-MD5 on every upload itself.
  */
 export async function createS3Client(settings: S3Settings = {}, env: NodeJS.ProcessEnv = process.env): Promise<S3Client> {
-  const { S3Client } = await import('@aws-sdk/client-s3');
   const region = settings.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (settings.endpoint !== undefined ? 'us-east-1' : undefined);
   return new S3Client({
     ...(region !== undefined ? { region } : {}),
