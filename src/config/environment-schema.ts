@@ -129,8 +129,22 @@ const sinkDefaultsSchema = z
           .optional()
           .describe('Address buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>; default: true with an endpoint, false for Amazon S3'),
         requestTimeoutMs: z.number().int().positive().optional().describe('Default 60000: limit for each S3 request, retried (after the target is read, for a publish) when it passes'),
+        allowInsecureHttp: z
+          .boolean()
+          .default(false)
+          .describe('Permit an http:// endpoint on a non-loopback host (the data, and a session token in its header, cross the wire in clear)'),
       })
       .strict()
+      .superRefine((s3, ctx) => {
+        // As for the source (load-config.ts): plain http only to loopback unless opted in. SigV4
+        // keeps the secret key off the wire, but not the objects nor a session token's header.
+        if (s3.endpoint === undefined || s3.allowInsecureHttp) return;
+        const url = new URL(s3.endpoint);
+        const loopback = ['localhost', '[::1]'].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+        if (url.protocol === 'http:' && !loopback) {
+          ctx.addIssue({ code: 'custom', path: ['endpoint'], input: s3.endpoint, message: 'http:// is refused for non-loopback hosts (objects and session tokens would cross the wire in clear); use https:// or set sinks.s3.allowInsecureHttp: true' });
+        }
+      })
       .optional()
       .describe('Settings of s3:// CSV and Parquet targets (credentials come from the standard AWS chain: environment, shared files, web identity / IRSA, EKS Pod Identity)'),
   })

@@ -134,6 +134,12 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
     const endpoint = await cli(['validate', '--config', badEndpoint.configFile, '--jobs', badEndpoint.jobsDir]);
     expect(endpoint.exitCode).toBe(2);
     expect(endpoint.stderr).toContain('sinks.s3.endpoint');
+    const plain = await s3Workspace('validate-http', 'http://minio.internal:9000', [job]);
+    const refusedHttp = await cli(['validate', '--config', plain.configFile, '--jobs', plain.jobsDir]);
+    expect(refusedHttp.exitCode).toBe(2);
+    expect(refusedHttp.stderr).toContain('sinks.s3.allowInsecureHttp');
+    const optedIn = await s3Workspace('validate-http-ok', 'http://minio.internal:9000', [job], { allowInsecureHttp: true });
+    expect((await cli(['validate', '--config', optedIn.configFile, '--jobs', optedIn.jobsDir])).exitCode).toBe(0);
     const secret = await s3Workspace('validate-secret', s3.endpoint, [job], { secretAccessKey: 'x' });
     const refused = await cli(['validate', '--config', secret.configFile, '--jobs', secret.jobsDir]);
     expect(refused.exitCode).toBe(2);

@@ -8,6 +8,7 @@ export interface S3Settings {
   endpoint?: string;
   forcePathStyle?: boolean;
   requestTimeoutMs?: number;
+  allowInsecureHttp?: boolean;
 }
 
 /**
