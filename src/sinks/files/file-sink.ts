@@ -49,8 +49,8 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   readonly kind: C['type'];
   /**
    * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
-   * fail. A gs:// object's rewrite (an s3:// object's copy) is a remote call, likelier to fail than a rename and less than a
-   * BigQuery copy job: between the two.
+   * fail. A gs:// object's rewrite (an s3:// object's copy) is a remote call, likelier to fail
+   * than a rename and less than a BigQuery copy job: between the two.
    */
   readonly publishRank: number;
   private readonly template: FilePathTemplate;
