@@ -8,6 +8,7 @@ const LABELS: Record<string, string> = {
   'csv-deployed': "(c') → CSV, image's node flags",
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
+  s3: '(s3) tilehouse → s3:// (moto)',
   parquet: '(parquet) tilehouse → Parquet',
   'parquet-deployed': "(parquet') → Parquet, deployed NODE_OPTIONS",
 };
@@ -27,7 +28,7 @@ function groupTable(group: Group, transportKey: (figure: Figure) => string): str
     const notes: string[] = [];
     if (figure.extrapolatedFromPages !== undefined) notes.push(`extrapolated from ${figure.extrapolatedFromPages} of ${figure.pages} pages`);
     if (figure.extractMs !== undefined && figure.loadMs !== undefined) notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
-    if (figure.storageCpuMs !== undefined) notes.push(`fake-gcs-server CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
+    if (figure.storageCpuMs !== undefined) notes.push(`${figure.scenario === 's3' ? 'moto' : 'fake-gcs-server'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
       group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),

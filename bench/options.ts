@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'gcs', 'parquet', 'parquet-deployed', 'compressed', 'cold-start', 'memory'] as const;
+export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'gcs', 's3', 'parquet', 'parquet-deployed', 'compressed', 'cold-start', 'memory'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -44,6 +44,7 @@ Measures, against the sandbox in its own process, side by side in one run:
   bigquery    tilehouse into the BigQuery emulator, when installed (d)
   gcs         (c) into a gs:// CSV directory on fake-gcs-server (loopback), when installed,
               at each concurrency (c) runs, interleaved with it
+  s3          (c) into an s3:// CSV directory on moto (loopback), when installed, likewise
   parquet     (c) with a Parquet sink instead of CSV (same job, local file), at each concurrency
               (c) runs, right after it
   parquet-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (beside csv-deployed)

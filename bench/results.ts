@@ -114,6 +114,11 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
     put(`gcs/c@${c}`, rate(key('gcs', c)), rate(key('csv', c)));
     put(`rss gcs/c@${c}`, figures[key('gcs', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
   }
+  // Issue 36: s3:// against the local file, likewise.
+  for (const c of new Set([concurrency, targetConcurrency])) {
+    put(`s3/c@${c}`, rate(key('s3', c)), rate(key('csv', c)));
+    put(`rss s3/c@${c}`, figures[key('s3', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
+  }
   // Issue 28: the Parquet sink against the CSV sink, same job and run: throughput, peak RSS and CPU per row.
   for (const c of new Set([concurrency, targetConcurrency])) {
     put(`parquet/c@${c}`, rate(key('parquet', c)), rate(key('csv', c)));
@@ -183,6 +188,12 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
     const g = group(rows, 50);
     targets.push(check(`rows/s, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`gcs/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
     targets.push(check(`peak RSS, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss gcs/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
+  }
+  // Issue 36: CSV into s3:// (moto on loopback) against the same run into a local file, 1M rows at 50 ms.
+  {
+    const g = group(1_000_000, 50);
+    targets.push(check(`rows/s, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`s3/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
+    targets.push(check(`peak RSS, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss s3/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
   }
   // Issue 28: the Parquet sink against the CSV sink of the same run, 1M rows at 50 ms.
   for (const c of new Set([concurrency, targetConcurrency])) {

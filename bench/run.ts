@@ -15,9 +15,10 @@ import { judgeMemory } from './memory-results.js';
 import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
-import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTilehouseParquet, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTilehouseS3, runTilehouseParquet, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
+import { startMotoIfInstalled, type RunningMotoS3 } from './support/moto.js';
 import { imageNodeOf, type ImageNode } from './support/image-node.js';
 import { repoRoot } from './support/repo-root.js';
 import { startSandboxProcess } from './support/sandbox-process.js';
@@ -28,7 +29,7 @@ const progress = (message: string) => process.stderr.write(`bench: ${message}\n`
 // Sizes above this run each scenario once: a million-row run is long enough to average itself.
 const REPEATED_UP_TO = 100_000;
 
-async function runGroup(options: BenchOptions, image: ImageNode, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined): Promise<Group> {
+async function runGroup(options: BenchOptions, image: ImageNode, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined, s3?: RunningMotoS3): Promise<Group> {
   const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
   try {
@@ -42,6 +43,7 @@ async function runGroup(options: BenchOptions, image: ImageNode, rows: number, l
       ...(options.cpuProfDir ? { cpuProfDir: options.cpuProfDir } : {}),
       ...(emulator ? { emulator } : {}),
       ...(gcs ? { gcs } : {}),
+      ...(s3 ? { s3 } : {}),
     };
     const { concurrency, targetConcurrency, scenarios } = options;
     const plan: Array<[string, () => Promise<ScenarioRun>]> = [];
@@ -51,6 +53,7 @@ async function runGroup(options: BenchOptions, image: ImageNode, rows: number, l
       if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
+      if (scenarios.has('s3') && s3) plan.push([key('s3', c), () => runTilehouseS3(context, c)]);
       // Likewise (issue 28): parquet/c is the same job into a Parquet file instead of CSV.
       if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
     }
@@ -177,11 +180,13 @@ async function main(argv: string[]): Promise<void> {
   if (groupScenarios.length === 0) options.sizes = [];
   const emulator = options.scenarios.has('bigquery') ? await startEmulatorIfInstalled() : undefined;
   const gcs = options.scenarios.has('gcs') ? await startFakeGcsIfInstalled() : undefined;
+  const s3 = options.scenarios.has('s3') ? await startMotoIfInstalled() : undefined;
+  if (options.scenarios.has('s3') && s3 === undefined) progress('moto not installed (npm run setup:moto): scenario s3 skipped');
   if (options.scenarios.has('gcs') && gcs === undefined) progress('fake-gcs-server not installed (npm run setup:fake-gcs): scenario gcs skipped');
   if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
   try {
     for (const rows of options.sizes) {
-      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, image, rows, latencyMs, emulator, gcs));
+      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, image, rows, latencyMs, emulator, gcs, s3));
       if (options.scenarios.has('compressed')) {
         for (const latencyMs of options.compressedLatencies) partial.groups.push(await runCompressedGroup(options, rows, latencyMs));
       }
@@ -189,6 +194,7 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await emulator?.stop();
     await gcs?.stop();
+    await s3?.stop();
   }
 
   // A memory-only run judges only the memory targets: the others were not measured.

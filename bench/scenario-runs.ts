@@ -9,12 +9,13 @@ import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.j
 import type { ImageNode } from './support/image-node.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
 import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
+import { deleteS3Object, s3ObjectSize, type RunningMotoS3 } from './support/moto.js';
 import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
 import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 'parquet' | 'parquet-deployed';
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 's3' | 'parquet' | 'parquet-deployed';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -58,6 +59,7 @@ export interface RunContext {
   cpuProfDir?: string;
   emulator?: RunningEmulator;
   gcs?: RunningFakeGcs;
+  s3?: RunningMotoS3;
 }
 
 const script = (name: string) => sibling(`scenarios/${name}`);
@@ -217,6 +219,38 @@ export async function runTilehouseGcs(context: RunContext, concurrency: number):
       return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
     } finally {
       await deleteObject(gcs, object).catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * (s3) (c) into S3: the same shipped bundle, the same job, its CSV directory an `s3://` prefix on
+ * moto (loopback), `sinks.s3.endpoint` set, credentials from the environment. The rows stream to a
+ * temp key (multipart above 8 MiB); the run ends with the conditional CopyObject onto the target.
+ */
+export async function runTilehouseS3(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  const s3 = context.s3;
+  if (s3 === undefined) throw new Error('s3 scenario without moto');
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const key = `${prefix}/${BENCH_JOB_NAME}.csv`;
+  return withTempDir(async (root) => {
+    const sink: BenchSink = { type: 'csv', directory: `s3://${s3.bucket}/${prefix}`, s3Endpoint: s3.origin, awsEnv: s3.env };
+    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
+    const summaryFile = join(root, 'summary.json');
+    try {
+      const storageCpuBefore = await processCpuMs(s3.pid);
+      const run = await runMeasured(
+        ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+        workspace.env,
+        context.tokens,
+        context.sourcePid,
+      );
+      const storageCpuMs = (await processCpuMs(s3.pid)) - storageCpuBefore;
+      const { tile } = await tileSummary(run, summaryFile, `tilehouse s3 (concurrency ${concurrency})`, context.incidents);
+      if (((await s3ObjectSize(s3, key)) ?? 0) <= 100) throw new Error(`tilehouse s3: s3://${s3.bucket}/${key} is missing or empty after a successful run`);
+      return { scenario: 's3', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
+    } finally {
+      await deleteS3Object(s3, key).catch(() => undefined);
     }
   });
 }

@@ -79,6 +79,14 @@ export const ERROR_CODES = {
   gcs_write_failed: { exit: 1, retryable: true, says: 'A Cloud Storage call failed otherwise (network, 5xx after retries, a checksum); the message says what the target holds.' },
   gcs_publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer and the target could not be read after: look at it before running again.' },
 
+  // -- Amazon S3 and S3-compatible stores -----------------------------------------------------------
+  s3_bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (`NoSuchBucket`: a typo, another account or region).' },
+  s3_permission_denied: { exit: 1, retryable: false, says: 'S3 refused a request (403: `AccessDenied`, an expired or missing credential); the message names the step and the IAM action.' },
+  s3_target_is_directory: { exit: 1, retryable: false, says: 'Objects exist below `<target>/`, so the target reads as a folder.' },
+  s3_target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target while this run wrote (the conditional copy failed); this run published nothing rather than overwrite it.' },
+  s3_write_failed: { exit: 1, retryable: true, says: 'An S3 call failed otherwise (network, 5xx after retries, an upload of the wrong size); the message says what the target holds.' },
+  s3_publish_outcome_unknown: { exit: 1, retryable: true, says: 'The publishing copy got no answer and the target could not be read after: look at it before running again.' },
+
   // -- BigQuery --------------------------------------------------------------------------------------
   bigquery_permission_denied: { exit: 1, retryable: false, says: "The run's identity may not read or create the target's dataset; the message names the permission and the service account." },
   bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },

@@ -17,6 +17,8 @@ export type BenchSink =
   | { type: 'csv' }
   /** CSV into Cloud Storage: the CSV directory is `gs://bucket/prefix`, the server STORAGE_EMULATOR_HOST. */
   | { type: 'csv'; directory: string; storageEmulatorHost: string }
+  /** CSV into S3: the CSV directory is `s3://bucket/prefix`, the server `sinks.s3.endpoint`, credentials in the environment. */
+  | { type: 'csv'; directory: string; s3Endpoint: string; awsEnv: Record<string, string> }
   | { type: 'bigquery'; projectId: string; dataset: string }
   /** The Parquet sink into a local file under outDir. */
   | { type: 'parquet' };
@@ -44,6 +46,7 @@ export async function writeBenchWorkspace(
     sinks: {
       csv: { directory: 'directory' in sink ? sink.directory : outDir },
       ...(sink.type === 'parquet' ? { parquet: { directory: outDir } } : {}),
+      ...('s3Endpoint' in sink ? { s3: { endpoint: sink.s3Endpoint } } : {}),
       ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
     },
     tempDirectory: tempDir,
@@ -68,6 +71,7 @@ export async function writeBenchWorkspace(
       BENCH_CLIENT_ID: endpoint.clientId,
       BENCH_CLIENT_SECRET: endpoint.clientSecret,
       ...('storageEmulatorHost' in sink ? { STORAGE_EMULATOR_HOST: sink.storageEmulatorHost } : {}),
+      ...('awsEnv' in sink ? sink.awsEnv : {}),
     },
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
+import { S3_SCHEME, s3UrlProblem } from './s3-url.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -78,11 +79,11 @@ function fileDirectorySchema(label: string) {
     .string()
     .min(1)
     .superRefine((directory, ctx) => {
-      const problem = looksLikeUrl(directory) ? gcsUrlProblem(directory, { object: 'optional' }) : undefined;
+      const problem = !looksLikeUrl(directory) ? undefined : directory.startsWith(S3_SCHEME) ? s3UrlProblem(directory, { object: 'optional' }) : gcsUrlProblem(directory, { object: 'optional' });
       if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
     })
     .default('out')
-    .describe(`Where relative ${label} paths go: a local directory, or a Cloud Storage prefix gs://bucket[/prefix]. Default out`);
+    .describe(`Where relative ${label} paths go: a local directory, a Cloud Storage prefix gs://bucket[/prefix], or an S3 prefix s3://bucket[/prefix]. Default out`);
 }
 
 const sinkDefaultsSchema = z
@@ -121,6 +122,40 @@ const sinkDefaultsSchema = z
       .strict()
       .optional()
       .describe('Settings of every gs:// target (CSV and Parquet directories and paths)'),
+    s3: z
+      .object({
+        region: z
+          .string()
+          .regex(/^[a-z0-9-]{2,32}$/, 'an AWS region name such as eu-west-1')
+          .optional()
+          .describe('The buckets\' region; default: from the AWS chain (AWS_REGION, the shared config file), else us-east-1'),
+        endpoint: z
+          .url({ protocol: /^https?$/ })
+          .optional()
+          .describe('An S3-compatible store (MinIO, Cloudflare R2, Ceph...): its origin, e.g. https://minio.example.internal:9000; default: Amazon S3. Credentials never go here: they come from the AWS chain'),
+        forcePathStyle: z
+          .boolean()
+          .optional()
+          .describe('Address buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>; default: true with an endpoint, false for Amazon S3'),
+        requestTimeoutMs: z.number().int().positive().optional().describe('Default 60000: limit for each S3 request, retried (after the target is read, for a publish) when it passes'),
+        allowInsecureHttp: z
+          .boolean()
+          .default(false)
+          .describe('Permit an http:// endpoint on a non-loopback host (the data, and a session token in its header, cross the wire in clear)'),
+      })
+      .strict()
+      .superRefine((s3, ctx) => {
+        // As for the source (load-config.ts): plain http only to loopback unless opted in. SigV4
+        // keeps the secret key off the wire, but not the objects nor a session token's header.
+        if (s3.endpoint === undefined || s3.allowInsecureHttp) return;
+        const url = new URL(s3.endpoint);
+        const loopback = ['localhost', '[::1]'].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+        if (url.protocol === 'http:' && !loopback) {
+          ctx.addIssue({ code: 'custom', path: ['endpoint'], input: s3.endpoint, message: 'http:// is refused for non-loopback hosts (objects and session tokens would cross the wire in clear); use https:// or set sinks.s3.allowInsecureHttp: true' });
+        }
+      })
+      .optional()
+      .describe('Settings of s3:// CSV and Parquet targets (credentials come from the standard AWS chain: environment, shared files, web identity / IRSA, EKS Pod Identity)'),
   })
   .strict()
   .default({ csv: { directory: 'out' }, parquet: { directory: 'out' } });

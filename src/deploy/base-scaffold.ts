@@ -79,7 +79,12 @@ export function scaffoldNamespace(): string {
   ].join('\n');
 }
 
-export function scaffoldServiceAccount(): string {
+/**
+ * `annotations`: what the configured sinks need of the account besides Workload Identity's (an
+ * s3:// target: the IAM role IRSA maps it to on EKS, from the sink registry).
+ */
+export function scaffoldServiceAccount(annotations: Record<string, string> = {}): string {
+  const irsa = Object.keys(annotations).some((name) => name.startsWith('eks.amazonaws.com/'));
   return [
     '# Written once by `tilehouse k8s`, never rewritten: yours to edit.',
     '# The identity of every tilehouse pod. On GKE, Workload Identity maps it to a Google service account',
@@ -88,6 +93,14 @@ export function scaffoldServiceAccount(): string {
     `#   gcloud iam service-accounts add-iam-policy-binding ${SERVICE_ACCOUNT}@PROJECT.iam.gserviceaccount.com \\`,
     '#     --role roles/iam.workloadIdentityUser \\',
     `#     --member "serviceAccount:PROJECT.svc.id.goog[${NAMESPACE}/${SERVICE_ACCOUNT}]"`,
+    ...(irsa
+      ? [
+          '# The config writes to S3: on EKS, IRSA maps this account to an IAM role (no key in any file):',
+          '# replace ACCOUNT_ID and the role name below; the role trusts the cluster\'s OIDC provider for',
+          `# system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT} and allows the actions docs/s3.md lists.`,
+          '# With EKS Pod Identity instead, delete the annotation and create the association.',
+        ]
+      : []),
     stringify(
       {
         apiVersion: 'v1',
@@ -95,7 +108,7 @@ export function scaffoldServiceAccount(): string {
         metadata: {
           name: SERVICE_ACCOUNT,
           labels: { 'app.kubernetes.io/name': APP },
-          annotations: { 'iam.gke.io/gcp-service-account': `${SERVICE_ACCOUNT}@PROJECT.iam.gserviceaccount.com` },
+          annotations: { 'iam.gke.io/gcp-service-account': `${SERVICE_ACCOUNT}@PROJECT.iam.gserviceaccount.com`, ...annotations },
         },
       },
       { lineWidth: 0 },

@@ -9,6 +9,7 @@ import { PLACEHOLDER_IMAGE, PLACEHOLDER_KUSTOMIZATION, scaffoldKustomization, sc
 import { backfillJob, cronJobFor } from './job-manifests.js';
 import { planPod, type PodPlan } from './pod-template.js';
 import { renderYamlDocuments } from './render-yaml.js';
+import { sinkKindOf } from '../sinks/registry.js';
 
 /**
  * Everything `tilehouse k8s` generates, as file contents: the CronJobs, the backfill template, and
@@ -73,6 +74,13 @@ function posix(file: string): string {
   return file.split(path.sep).join('/');
 }
 
+/** What the jobs' sinks need on the pods' service account, each kind asked (an s3:// target: IRSA's role). */
+function serviceAccountAnnotations(jobs: readonly LoadedJob[], environment: EnvironmentConfig): Record<string, string> {
+  const annotations: Record<string, string> = {};
+  for (const job of jobs) for (const sink of job.sinks) Object.assign(annotations, sinkKindOf(sink).serviceAccountAnnotations?.(sink, environment));
+  return annotations;
+}
+
 export async function planManifests(inputs: PlanInputs): Promise<ManifestPlan> {
   const { jobs, environment, configFile, outFile, command } = inputs;
   const baseDirectory = path.dirname(outFile);
@@ -103,7 +111,7 @@ export async function planManifests(inputs: PlanInputs): Promise<ManifestPlan> {
       configCopy,
       { file: kustomizationFile, text: scaffoldKustomization(path.basename(outFile), command), once: { replaces: PLACEHOLDER_KUSTOMIZATION } },
       { file: path.join(baseDirectory, 'namespace.yaml'), text: scaffoldNamespace(), once: {} },
-      { file: path.join(baseDirectory, 'serviceaccount.yaml'), text: scaffoldServiceAccount(), once: {} },
+      { file: path.join(baseDirectory, 'serviceaccount.yaml'), text: scaffoldServiceAccount(serviceAccountAnnotations(jobs, environment)), once: {} },
     ],
     generatedDirectory,
     warnings: [...cronPod.warnings, ...warnings],

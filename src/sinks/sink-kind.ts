@@ -6,7 +6,9 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { GcsWriteSettings } from './files/object-writer.js';
+import type { S3WriteSettings } from './s3/s3-object-writer.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
@@ -23,6 +25,9 @@ export interface SinkFactoryOptions {
   storageClient?: Storage;
   /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
   gcsWrite?: GcsWriteSettings;
+  /** Injected in tests: an S3 client (production makes one from `sinks.s3` on first use by an s3:// target) and the retry limits and part size of s3:// uploads. */
+  s3Client?: S3Client;
+  s3Write?: S3WriteSettings;
 }
 
 /**
@@ -94,6 +99,11 @@ export interface SinkKind {
    * when this sink writes nothing locally (an object in a bucket); the pod mounts an emptyDir
    * there, and each such directory is warned about (gone with the pod). Absent: no volume.
    */
+  /**
+   * The annotations this sink needs on the pods' service account (an s3:// target: the IAM role
+   * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
+   */
+  serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
   readonly localFiles?: {
     directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
     emptyDirWarning(directory: string, jobNames: readonly string[]): string;

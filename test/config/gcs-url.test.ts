@@ -64,8 +64,8 @@ describe('FilePathTemplate (CSV) with Cloud Storage', () => {
     ['gs://bucket', /no object name/],
     ['gs://{name}/a.csv', /bucket must be fixed text/],
     ['gs://Bad_Bucket/a.csv', /lowercase/],
-    ['gs:/bucket/a.csv', /only Cloud Storage URLs/],
-    ['s3://bucket/a.csv', /only Cloud Storage URLs/],
+    ['gs:/bucket/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs/],
+    ['az://bucket/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs/],
     ['gs://bucket/../a.csv', /"\.\."/],
   ])('refuses the template %s at construction (csv_path_invalid)', (text, reason) => {
     expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);

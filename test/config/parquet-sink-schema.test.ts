@@ -73,9 +73,10 @@ describe('sinks.parquet.directory in the environment', () => {
     expect((await loadEnvironment(await write('b.yaml', ENV('sinks:\n  csv:\n    directory: csv-out\n')))).sinks.parquet).toEqual({ directory: 'out' });
   });
 
-  it('takes a gs:// prefix and refuses a URL that is not one, as sinks.csv.directory does', async () => {
+  it('takes a gs:// or s3:// prefix and refuses a URL that is neither, as sinks.csv.directory does', async () => {
     expect((await loadEnvironment(await write('a.yaml', ENV('sinks:\n  parquet:\n    directory: gs://lake/exports\n')))).sinks.parquet.directory).toBe('gs://lake/exports');
-    const found = await problems(loadEnvironment(await write('b.yaml', ENV('sinks:\n  parquet:\n    directory: s3://lake/exports\n'))));
-    expect(found).toEqual([expect.objectContaining({ field: 'sinks.parquet.directory', value: '"s3://lake/exports"' })]);
+    expect((await loadEnvironment(await write('c.yaml', ENV('sinks:\n  parquet:\n    directory: s3://lake/exports\n')))).sinks.parquet.directory).toBe('s3://lake/exports');
+    const found = await problems(loadEnvironment(await write('b.yaml', ENV('sinks:\n  parquet:\n    directory: az://lake/exports\n'))));
+    expect(found).toEqual([expect.objectContaining({ field: 'sinks.parquet.directory', value: '"az://lake/exports"' })]);
   });
 });

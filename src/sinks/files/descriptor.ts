@@ -1,14 +1,15 @@
 import path from 'node:path';
 import type { z } from 'zod';
-import { looksLikeGcsUrl } from '../../config/gcs-url.js';
 import { writesOneFilePerWindow } from '../../config/window-rules.js';
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { SinkConfig } from '../../config/job-schema.js';
 import type { SinkKind } from '../sink-kind.js';
+import type { SinkFactoryOptions } from '../build-sinks.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { FileSink, FileSinkOptions } from './file-sink.js';
-import { templateDirectory } from './path-template.js';
+import { looksLikeObjectUrl, templateDirectory } from './path-template.js';
+import { looksLikeS3Url } from '../../config/s3-url.js';
 import { fileWindowStateReaders } from './window-state.js';
 import { fileWorkspaceChecker } from './workspace-checks.js';
 
@@ -23,7 +24,20 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   createSink(options: FileSinkOptions<C>): FileSink<C>;
 }
 
-/** A file sink kind (local files or gs:// objects in one format), as the rest of tilehouse sees it. */
+/** IRSA (IAM roles for service accounts, EKS): the pods' service account names the role they assume. */
+const IRSA_ROLE_ANNOTATION = 'eks.amazonaws.com/role-arn';
+export const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
+
+/** The s3:// settings a file sink gets: the environment's `sinks.s3`, and what tests inject. */
+function s3Options(environment: EnvironmentConfig, options: SinkFactoryOptions): Pick<FileSinkOptions, 's3' | 's3Client' | 's3Write'> {
+  return {
+    ...(environment.sinks?.s3 !== undefined ? { s3: environment.sinks.s3 } : {}),
+    ...(options.s3Client ? { s3Client: options.s3Client } : {}),
+    ...(options.s3Write ? { s3Write: options.s3Write } : {}),
+  };
+}
+
+/** A file sink kind (local files, gs:// or s3:// objects, in one format), as the rest of tilehouse sees it. */
 export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>): SinkKind {
   const { format } = spec;
   const { name, label } = format;
@@ -36,7 +50,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
       try {
-        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}) });
+        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}), ...s3Options(environment, options) });
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }
@@ -61,21 +75,29 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       return `backfill: --resume tells a finished ${label} window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`;
     },
 
-    // A gs:// target (its own path, or a relative path under a gs:// directory) is an object in
+    // An s3:// target's credentials come from IRSA on EKS: the role the service account maps to.
+    serviceAccountAnnotations(sink, environment) {
+      const config = ours(sink);
+      if (config === undefined) return undefined;
+      const own = config.path !== undefined && (looksLikeObjectUrl(config.path) || path.posix.isAbsolute(config.path));
+      const s3 = own ? looksLikeS3Url(config.path!) : looksLikeS3Url(spec.directory(environment));
+      return s3 ? { [IRSA_ROLE_ANNOTATION]: IRSA_ROLE_PLACEHOLDER } : undefined;
+    },
+    // A gs:// or s3:// target (its own path, or a relative path under such a directory) is an object in
     // a bucket: the pod streams it there and needs no volume for it.
     localFiles: {
       directory(sink, environment, workdir) {
         const config = ours(sink);
         if (config === undefined) return undefined;
         const directory = spec.directory(environment);
-        if (config.path !== undefined && looksLikeGcsUrl(config.path)) return undefined;
+        if (config.path !== undefined && looksLikeObjectUrl(config.path)) return undefined;
         const absolute = config.path !== undefined && path.posix.isAbsolute(config.path);
-        if (!absolute && looksLikeGcsUrl(directory)) return undefined;
+        if (!absolute && looksLikeObjectUrl(directory)) return undefined;
         return absolute ? templateDirectory(config.path!) : path.posix.resolve(workdir, directory);
       },
       emptyDirWarning: (directory, jobNames) =>
         `${jobNames.join(', ')} write ${label} under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
-        `On Kubernetes write ${label} to Cloud Storage (a gs:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
+        `On Kubernetes write ${label} to Cloud Storage or S3 (a gs:// or s3:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
     },
   };
 }

@@ -1,5 +1,8 @@
 import type { Storage } from '@google-cloud/storage';
 import type { StorageClientSettings } from '../gcs/storage-client.js';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { S3Settings } from '../s3/s3-client.js';
+import type { S3WriteSettings } from '../s3/s3-object-writer.js';
 import type { Logger } from 'pino';
 import type { GcsWriteSettings } from './object-writer.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
@@ -8,7 +11,7 @@ import { FileTargetUnwritableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { LocalFileWriter } from './file-writer.js';
 import { manifestPathOf } from './manifest.js';
-import { FilePathTemplate, isGcsTarget } from './path-template.js';
+import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './path-template.js';
 import { localStoredFile } from './stored-file.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 import { calendarDateIn } from '../../transform/calendar.js';
@@ -30,6 +33,12 @@ export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
   stopDeadlineMs?: number;
   /** gs:// targets: `sinks.gcs.apiEndpoint` and `googleCredentialsWaitMs` of the environment. */
   gcsClient?: StorageClientSettings;
+  /** The environment's `sinks.s3` (region, endpoint, path style) for s3:// targets. */
+  s3?: S3Settings;
+  /** The S3 client for s3:// targets; injected in tests. By default one is created from `s3` on first use (the AWS credential chain). */
+  s3Client?: S3Client;
+  /** s3:// targets: tilehouse's retry of the upload and publish requests, and the part size (defaults in s3-requests.ts). */
+  s3Write?: S3WriteSettings;
 }
 
 /**
@@ -43,12 +52,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   readonly kind: C['type'];
   /**
    * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
-   * fail. A gs:// object's rewrite is a remote call, likelier to fail than a rename and less than a
-   * BigQuery copy job: between the two.
+   * fail. A gs:// object's rewrite (an s3:// object's copy) is a remote call, likelier to fail
+   * than a rename and less than a BigQuery copy job: between the two.
    */
   readonly publishRank: number;
   private readonly template: FilePathTemplate;
   private storage: Promise<Storage> | undefined;
+  private s3: Promise<S3Client> | undefined;
 
   /** Throws FilePathInvalidError for a bad path template, so configuration checks catch it. */
   constructor(
@@ -57,7 +67,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   ) {
     this.kind = format.name;
     this.template = new FilePathTemplate(format, options.config.path ?? format.defaultPathTemplate(options.config, false));
-    this.publishRank = isGcsTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
+    this.publishRank = isObjectTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
   }
 
   /** The output path for a run (exposed for `validate`/dry runs and tests). */
@@ -76,6 +86,10 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   /** Temp files of dead runs, looked for only where this sink's template can put files. */
   async sweep(logger: Logger): Promise<string[]> {
     const { root, recursive } = this.template.sweepScope(this.options.directory);
+    if (isS3Target(root)) {
+      const { removeStaleTempKeys } = await import('../s3/temp-keys.js');
+      return removeStaleTempKeys(await this.s3Client(), root, { recursive, logger });
+    }
     if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
     const { removeStaleTempObjects } = await import('../gcs/temp-objects.js');
     return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
@@ -87,6 +101,11 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
    */
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { root } = this.template.sweepScope(this.options.directory);
+    if (isS3Target(root)) {
+      const [{ checkBucketWritable }, { splitS3Url }] = await Promise.all([import('../s3/check-bucket.js'), import('../../config/s3-url.js')]);
+      const { bucket, rest } = splitS3Url(root)!;
+      return checkBucketWritable(await this.s3Client(), bucket, rest, context.logger);
+    }
     if (!isGcsTarget(root)) {
       const unwritable = await unwritableDirectory(root);
       if (unwritable !== undefined) throw new FileTargetUnwritableError(this.format, context.jobName, root, unwritable);
@@ -105,8 +124,22 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     return this.storage;
   }
 
+  /** The S3 client, created (and the AWS SDK loaded) on first use by an s3:// target. */
+  s3Client(): Promise<S3Client> {
+    this.s3 ??= this.options.s3Client !== undefined
+      ? Promise.resolve(this.options.s3Client)
+      : import('../s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
+    return this.s3;
+  }
+
   /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
   private async existingHeader(target: string): Promise<string[] | undefined> {
+    if (isS3Target(target)) {
+      const [{ parseS3ObjectUrl }, { s3StoredFile }] = await Promise.all([import('../../config/s3-url.js'), import('../s3/stored-object.js')]);
+      const { bucket, key } = parseS3ObjectUrl(target);
+      const file = await s3StoredFile(await this.s3Client(), bucket, key);
+      return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+    }
     if (!isGcsTarget(target)) {
       const file = await localStoredFile(target);
       return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
@@ -138,6 +171,23 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     // A fresh encoder per run: a format may keep state across a run's pages. The wrapper is made
     // once the destination is open, so a failed open leaves no stream behind.
     const bytes = { format, encoder: format.createEncoder(context.columns, config), wrap: () => format.wrapper(config), columns: context.columns, gzip: format.gzipped(config) };
+    if (isS3Target(target)) {
+      const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
+      return S3ObjectWriter.open({
+        ...bytes,
+        contentType: format.contentType(config),
+        jobName: context.jobName,
+        target,
+        runId: context.runId,
+        logger: context.logger,
+        client,
+        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
+        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...(this.options.s3?.requestTimeoutMs ? { requestTimeoutMs: this.options.s3.requestTimeoutMs } : {}), ...this.options.s3Write },
+        ...(context.signal ? { signal: context.signal } : {}),
+        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
+        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      });
+    }
     if (isGcsTarget(target)) {
       const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
       return ObjectWriter.open({

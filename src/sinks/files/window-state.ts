@@ -5,7 +5,7 @@ import type { Sink } from '../sink.js';
 import { holdings, WindowStateUnreadableError, type HeldWindow, type WindowStateReader } from '../window-state.js';
 import { FileSink } from './file-sink.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import { isGcsTarget } from './path-template.js';
+import { isGcsTarget, isS3Target } from './path-template.js';
 import { manifestPathOf, sha256Of } from './manifest.js';
 
 /** The fields of a manifest (manifest.ts) the state is read from, as untrusted JSON. */
@@ -139,7 +139,7 @@ export function objectManifestState(job: LoadedJob, sink: FileSink, template: st
  * files or gs:// objects. A sink without a path reads under the format's windowed default, the
  * one the job's windows are written with.
  */
-export function fileWindowStateReaders(format: FileFormat, job: LoadedJob, sinks: readonly Sink[]): WindowStateReader[] {
+export async function fileWindowStateReaders(format: FileFormat, job: LoadedJob, sinks: readonly Sink[]): Promise<WindowStateReader[]> {
   const readers: WindowStateReader[] = [];
   let index = 0;
   const configs = job.sinks.filter((sink) => sink.type === format.name) as FileSinkConfig[];
@@ -148,6 +148,12 @@ export function fileWindowStateReaders(format: FileFormat, job: LoadedJob, sinks
     const config = configs[index++];
     const template = config?.path ?? format.defaultPathTemplate(config ?? { type: format.name }, true);
     const sample = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window: { from: '2000-01-01', to: '2000-01-02' } });
+    if (isS3Target(sample)) {
+      // Loaded here, as the sink loads it: a run without s3:// targets never loads the AWS SDK.
+      const { s3ManifestState } = await import('../s3/window-state.js');
+      readers.push(s3ManifestState(job, template, () => sink.s3Client(), (window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window })));
+      continue;
+    }
     readers.push(isGcsTarget(sample) ? objectManifestState(job, sink, template) : localManifestState(job, sink, template));
   }
   return readers;

@@ -1,10 +1,9 @@
 import path from 'node:path';
-import { looksLikeGcsUrl } from '../../config/gcs-url.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import { unwritableReason } from '../writable-directory.js';
 import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } from '../workspace-checks.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import { FilePathTemplate, isGcsTarget } from './path-template.js';
+import { FilePathTemplate, isObjectTarget, looksLikeObjectUrl } from './path-template.js';
 
 /**
  * A file sink kind's checks without the network: the environment's directory for the kind and
@@ -15,7 +14,7 @@ export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environme
   return async (environment, configFile, jobs): Promise<SinkWorkspaceChecker> => {
     const directory = directoryOf(environment);
     const uses = jobs.some((job) => job.sinks.some((sink) => sink.type === format.name));
-    const directoryReason = uses && !looksLikeGcsUrl(directory) ? await unwritableReason(directory) : undefined;
+    const directoryReason = uses && !looksLikeObjectUrl(directory) ? await unwritableReason(directory) : undefined;
     const cannot = (reason: string) => `${format.label} files cannot be written there: ${reason}`;
     const fileSystem: WorkspaceProblem[] = [];
     if (directoryReason !== undefined) fileSystem.push({ file: configFile, path: ['sinks', format.name, 'directory'], value: directory, message: cannot(directoryReason) });
@@ -35,7 +34,7 @@ export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environme
           return undefined; // a bad template is reported when the sinks are built
         }
         const problems: WorkspaceProblem[] = [];
-        if (directoryReason === undefined && !isGcsTarget(scope) && (looksLikeGcsUrl(directory) || path.resolve(scope) !== path.resolve(directory))) {
+        if (directoryReason === undefined && !isObjectTarget(scope) && (looksLikeObjectUrl(directory) || path.resolve(scope) !== path.resolve(directory))) {
           const reason = await unwritableReason(scope);
           if (reason !== undefined) problems.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: cannot(reason) });
         }
