@@ -3,8 +3,8 @@
 // Why a bundle: a CronJob pays start-up on every run, and resolving and compiling the modules of
 // zod, undici, yaml and pino one file at a time was most of it (bench: ~410 ms to the first token
 // request unbundled, ~290 ms bundled). Code splitting keeps lazy imports lazy (each command, the
-// BigQuery sink, the gs:// CSV writer); @google-cloud/bigquery, @google-cloud/storage and
-// pino-pretty stay in node_modules and load only when used.
+// BigQuery sink, the gs:// CSV writer); @google-cloud/bigquery, @google-cloud/storage,
+// pino-pretty and @opentelemetry/* stay in node_modules and load only when used.
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { constants as http2Constants } from 'node:http2';
@@ -69,7 +69,9 @@ await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
-  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'pino-pretty'],
+  // OpenTelemetry stays in node_modules too: imported only when OTEL_* variables turn it on
+  // (src/telemetry/open-telemetry.ts), and the bundle test checks a run without them loads none of it.
+  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'pino-pretty', '@opentelemetry/*'],
   // Some bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __tilehouseRequire } from 'node:module'; const require = __tilehouseRequire(import.meta.url);" },
   plugins: [zodEnglishOnly, undiciLazyHttp2],
