@@ -133,12 +133,23 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     expect(run.attributes).toMatchObject({ 'error.type': 'export_api_error', 'tilehouse.exit_code': 1 });
   }, 90_000);
 
-  it('makes the run a child of the trace TRACEPARENT names (TRACESTATE kept)', async () => {
+  it('makes the run a child of the trace TRACEPARENT names; the resource names the pod, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win', async () => {
     const workspace = await writeWorkspace(path.join(root, 'parent'), sandbox, [detail('detail_p')], { itemsPerPage: 40 });
     const runId = newRunId('parent');
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const parentId = 'b7ad6b7169203331';
-    const env = { ...sandboxEnv(sandbox), ...otelEnv(), TRACEPARENT: `00-${traceId}-${parentId}-01`, TRACESTATE: 'airflow=dag-run-7' };
+    const env = {
+      ...sandboxEnv(sandbox),
+      ...otelEnv(),
+      TRACEPARENT: `00-${traceId}-${parentId}-01`,
+      TRACESTATE: 'airflow=dag-run-7',
+      // As the generated manifests pass them (downward API), and as an operator may add to them.
+      K8S_POD_NAME: 'tilehouse-detail-p-29384-abcde',
+      K8S_NAMESPACE_NAME: 'tilehouse',
+      K8S_NODE_NAME: 'node-3',
+      OTEL_SERVICE_NAME: 'tilehouse-nightly',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging,service.name=ignored',
+    };
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], { env, timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     const spans = await collector.until(({ spans }) => {
@@ -149,6 +160,25 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     expect(run.traceId).toBe(traceId);
     expect(run.parentSpanId).toBe(parentId);
     expect(spans.every((span) => span.traceId === traceId)).toBe(true);
+    expect(run.resource).toMatchObject({
+      'service.name': 'tilehouse-nightly',
+      'deployment.environment.name': 'staging',
+      'k8s.pod.name': 'tilehouse-detail-p-29384-abcde',
+      'k8s.namespace.name': 'tilehouse',
+      'k8s.node.name': 'node-3',
+      'tilehouse.command': 'run',
+      'tilehouse.jobs': ['detail_p'],
+    });
+  }, 60_000);
+
+  it('starts a trace of its own when TRACEPARENT is malformed', async () => {
+    const workspace = await writeWorkspace(path.join(root, 'bad-parent'), sandbox, [detail('detail_q')], { itemsPerPage: 40 });
+    const runId = newRunId('bad-parent');
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], { env: { ...sandboxEnv(sandbox), ...otelEnv(), TRACEPARENT: '00-not-a-trace-01' }, timeoutMs: 60_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const run = await collector.until(({ spans }) => ofRun(spans, runId).find((span) => span.name === 'tilehouse.run'));
+    expect(run.parentSpanId).toBe('');
+    expect(run.traceId).toMatch(/^[0-9a-f]{32}$/);
   }, 60_000);
 
   it("sends run metrics (delta) whose values equal the run summary's", async () => {
