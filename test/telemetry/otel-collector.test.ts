@@ -12,7 +12,8 @@ import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli as spawnChild, splitStderr } from '../support/child-process.js';
 import { describeWithCollector, type ReceivedSpan } from '../support/otel-collector.js';
-import { detailQuery } from '../support/queries.js';
+import { dailySeverityQuery, detailQuery } from '../support/queries.js';
+import { dayFromToday } from '../support/window-oracle.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -206,6 +207,42 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     expect(value('tilehouse.last_success', 'detail_m')).toHaveLength(1);
     expect(value('tilehouse.last_success', 'detail_x')).toEqual([]);
     expect(value('tilehouse.last_run', 'detail_x')).toHaveLength(1);
+  }, 60_000);
+
+  it('traces a backfill as run → window → tile, each window with its dates and run id', async () => {
+    const now = await startSandbox({ incidents: 1000, now: new Date() });
+    try {
+      const job = {
+        name: 'daily_severity',
+        tile: SANDBOX_TILE,
+        query: dailySeverityQuery,
+        sinks: [{ type: 'csv' }],
+        columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+        backfill: { item: 'day', bucketColumn: 'Day' },
+      };
+      const workspace = await writeWorkspace(path.join(root, 'backfill'), now, [job], { itemsPerPage: 100 });
+      const runId = newRunId('backfill');
+      const [from, to] = [dayFromToday(-5), dayFromToday(-2)];
+      const result = await spawnCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--job', 'daily_severity', '--from', from, '--to', to, '--run-id', runId], {
+        env: { ...sandboxEnv(now), ...otelEnv() },
+        timeoutMs: 60_000,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      const spans = await collector.until(({ spans }) => {
+        const mine = ofRun(spans, runId);
+        return mine.some((span) => span.name === 'tilehouse.run') ? mine : undefined;
+      });
+      const run = spans.find((span) => span.name === 'tilehouse.run')!;
+      expect(run.attributes).toMatchObject({ 'tilehouse.command': 'backfill', 'tilehouse.backfill.from': from, 'tilehouse.backfill.to': to, 'tilehouse.exit_code': 0 });
+      const windows = childrenOf(spans, run).filter((span) => span.name === 'tilehouse.window');
+      expect(windows.map((window) => window.attributes['tilehouse.window.start']).sort()).toEqual([dayFromToday(-5), dayFromToday(-4), dayFromToday(-3)]);
+      for (const window of windows) {
+        expect(window.attributes['tilehouse.run_id']).toBe(`${runId}-${String(window.attributes['tilehouse.window.start']).replaceAll('-', '')}`);
+        expect(childrenOf(spans, window).map((span) => span.name)).toEqual(['tilehouse.tile']);
+      }
+    } finally {
+      await now.close();
+    }
   }, 60_000);
 
   it('sends the root span, ERROR with the signal, before exiting 143 on SIGTERM mid-export', async () => {
