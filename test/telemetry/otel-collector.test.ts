@@ -245,6 +245,34 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     }
   }, 60_000);
 
+  it('traces each tick of the schedule worker as a trace of its own, flushed when it stops', async () => {
+    const workspace = await writeWorkspace(path.join(root, 'schedule'), sandbox, [{ ...detail('detail_tick'), schedule: { cron: '* * * * * *', timezone: 'UTC' } }], { itemsPerPage: 40 });
+    const child = spawnChild(['schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, ...sandboxEnv(sandbox), ...otelEnv(), CI: '' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = exitWithin(child, 30_000);
+    const deadline = Date.now() + 20_000;
+    while ((stderr.match(/job detail_tick succeeded/g) ?? []).length < 2) {
+      if (Date.now() > deadline) throw new Error(`no two ticks: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill('SIGTERM');
+    expect((await exited).code, stderr).toBe(143);
+    const roots = await collector.until(({ spans }) => {
+      const ticks = spans.filter((span) => span.name === 'tilehouse.run' && span.attributes['tilehouse.command'] === 'schedule' && (span.attributes['tilehouse.jobs'] as string[])?.[0] === 'detail_tick');
+      return ticks.length >= 2 ? ticks : undefined;
+    });
+    expect(new Set(roots.map((span) => span.traceId)).size).toBe(roots.length);
+    const { spans } = await collector.received();
+    for (const tick of roots.slice(0, 2)) {
+      expect(tick.status.code).not.toBe(2);
+      expect(spans.filter((span) => span.parentSpanId === tick.spanId).map((span) => span.name)).toEqual(['tilehouse.tile']);
+    }
+  }, 60_000);
+
   it('sends the root span, ERROR with the signal, before exiting 143 on SIGTERM mid-export', async () => {
     const workspace = await writeWorkspace(path.join(root, 'sigterm'), slow, [detail('detail_slow')], { itemsPerPage: 20, concurrency: 1 });
     const runId = newRunId('sigterm');
