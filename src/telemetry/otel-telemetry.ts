@@ -91,7 +91,7 @@ export class OtelTelemetry implements Telemetry {
 
   constructor(private readonly options: OtelTelemetryOptions) {
     const { settings, env } = options;
-    for (const signal of [settings.traces, settings.metrics]) for (const value of Object.values(signal?.headers ?? {})) registerSecret(value);
+    for (const signal of [settings.traces, settings.metrics]) for (const value of Object.values(signal?.headers ?? {})) registerSecret(value, { permanent: true });
     const k8s: Record<string, string> = {};
     for (const [name, key] of K8S_ENV) if (env[name]) k8s[key] = env[name];
     // Ours first, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (envDetector), which win.
