@@ -17,6 +17,7 @@ import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
 import { ATTR, failureOf } from '../telemetry/telemetry.js';
+import { isTilehouseError } from '../errors.js';
 import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -131,7 +132,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, ...progress }, context)] as const;
       });
     } catch (error) {
-      await traced.finish(EXIT.tileFailed, failureOf(error));
+      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
       throw error;
     }
     const { all: allWindows, skipped, windows } = selected;

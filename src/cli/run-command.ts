@@ -13,6 +13,7 @@ import { catchUpLines } from '../presentation/window-lines.js';
 import { newRunId } from '../pipeline/run-id.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
 import { telemetryWanted } from '../telemetry/otel-settings.js';
+import { isTilehouseError } from '../errors.js';
 import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
 
 /** The root span's failure: the first tile that did not succeed, by its code. */
@@ -100,7 +101,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         });
       });
     } catch (error) {
-      await traced.finish(EXIT.tileFailed, failureOf(error));
+      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
       throw error;
     }
     const { summary, reports } = ran;
