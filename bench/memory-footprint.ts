@@ -6,6 +6,8 @@
  * flags, interleaved case by case, so a slow minute of a shared machine hits both alike.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MEMORY_CASES, memoryReport, type CheckoutMemory, type MemoryCase, type MemoryReport, type MemorySample } from './memory-results.js';
@@ -28,6 +30,23 @@ interface Target {
   endpoint: SourceEndpoint;
   tokens: TokenProxy;
   sourcePid: number;
+  /** The OTLP/HTTP base URL of a telemetry case's receiver. */
+  otlp?: string;
+}
+
+/**
+ * An OTLP/HTTP receiver that reads every export and answers success, dropping it: what tilehouse
+ * pays to send its telemetry, without a collector's own work in the figures (it runs in the bench
+ * process, not in the measured one).
+ */
+async function startOtlpSink(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, target: Target, itemsPerPage: number): Promise<MemorySample> {
@@ -44,7 +63,8 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
     };
     const nodeArgs = args[memoryCase.name] ?? [...checkout.node.nodeArgs, cli, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile];
     // Bare node is node as installed; every tilehouse process gets the image's NODE_OPTIONS.
-    const env = memoryCase.name === 'bare node' || checkout.node.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: checkout.node.nodeOptions };
+    const base = memoryCase.telemetry === true && target.otlp !== undefined ? { ...workspace.env, OTEL_EXPORTER_OTLP_ENDPOINT: target.otlp } : workspace.env;
+    const env = memoryCase.name === 'bare node' || checkout.node.nodeOptions === undefined ? base : { ...base, NODE_OPTIONS: checkout.node.nodeOptions };
     const run = await runMeasured(nodeArgs, env, target.tokens, target.sourcePid);
     const what = `${checkout.label}: ${memoryCase.name}`;
     if (run.exitCode !== 0) throw new Error(`${what} failed (exit ${run.exitCode}):\n${run.stderr.slice(-2000)}`);
@@ -68,12 +88,15 @@ async function targetFor(memoryCase: MemoryCase, itemsPerPage: number): Promise<
   }
   const sandbox = await startSandboxProcess({ incidents: memoryCase.run.rows, latencyMs: memoryCase.run.latencyMs, itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
+  const otlp = memoryCase.telemetry === true ? await startOtlpSink() : undefined;
   const endpoint = { url: sandbox.url, authUrl: tokens.url, tileId: sandbox.tileId, clientId: sandbox.clientId, clientSecret: sandbox.clientSecret };
   return {
     endpoint,
     tokens,
     sourcePid: sandbox.pid,
+    ...(otlp === undefined ? {} : { otlp: otlp.url }),
     stop: async () => {
+      await otlp?.close();
       await tokens.close();
       await sandbox.stop();
     },

@@ -41,12 +41,14 @@ export interface LoggerOptions {
   human?: boolean;
   /** Default: stderr. The CLI passes its own stderr wrapper (scrubbed, safe on a closed pipe). */
   destination?: DestinationStream;
+  /** Fields added to every line (the current span's trace_id and span_id when tracing is on). */
+  mixin?: () => Record<string, unknown>;
 }
 
 const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
 /** Fields every line has, or that a human line shows elsewhere (the job prefix) or never (objects). */
-const NOT_SHOWN = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname', 'job', 'tile', 'runId', 'err', 'summary']);
+const NOT_SHOWN = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname', 'job', 'tile', 'runId', 'err', 'summary', 'trace_id', 'span_id']);
 const MAX_FIELD_CHARS = 80;
 
 function clock(time: unknown): string {
@@ -105,6 +107,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     // Every line, at every level and to any destination, is scrubbed of secret values. pino hands
     // over one whole line per write, so a secret is never split across two calls.
     hooks: { streamWrite: scrubSecrets },
+    ...(options.mixin === undefined ? {} : { mixin: options.mixin }),
   };
   const destination = options.destination ?? pino.destination({ fd: 2, sync: true });
   return pino(settings, options.human === true ? humanDestination(destination) : destination);

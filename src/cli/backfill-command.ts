@@ -16,6 +16,9 @@ import { preflightWindows } from '../pipeline/preflight-sinks.js';
 import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
+import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { ATTR, failureOf } from '../telemetry/telemetry.js';
+import { isTilehouseError } from '../errors.js';
 import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -109,14 +112,35 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     if (merged >= 0 && concurrency > 1) throw UsageError.of(`backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`);
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger, screen } = output;
+    const traced = await openRunTelemetry(io.env, logger, io.signal, {
+      [ATTR.command]: 'backfill',
+      [ATTR.jobs]: [job.name],
+      [ATTR.runId]: runId,
+      'tilehouse.backfill.from': values.from,
+      'tilehouse.backfill.to': values.to,
+      'tilehouse.backfill.step': step,
+      'tilehouse.backfill.shard_index': shard?.index,
+      'tilehouse.backfill.shard_count': shard?.count,
+    });
     const context = windowRunContextOf(workspace, logger, io.signal, seams);
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
-    const { all: allWindows, skipped, windows } = await selectBackfillWindows(job, sinks, range, context);
     const strict = values.strict === true;
-    // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
-    await preflightWindows(sinks, windows, { jobName: job.name, logger, strict, windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined), ...(io.signal === undefined ? {} : { signal: io.signal }) });
     const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
-    const { summary, rows, startedAt, durationMs } = await runWindowBatch({ job, sinks, windows, runId, concurrency, strict, ...progress }, context);
+    let selected: Awaited<ReturnType<typeof selectBackfillWindows>>;
+    let ran: Awaited<ReturnType<typeof runWindowBatch>>;
+    try {
+      [selected, ran] = await traced.within(async () => {
+        const chosen = await selectBackfillWindows(job, sinks, range, context);
+        // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
+        await preflightWindows(sinks, chosen.windows, { jobName: job.name, logger, strict, windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined), ...(io.signal === undefined ? {} : { signal: io.signal }) });
+        return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, ...progress }, context)] as const;
+      });
+    } catch (error) {
+      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
+      throw error;
+    }
+    const { all: allWindows, skipped, windows } = selected;
+    const { summary, rows, startedAt, durationMs } = ran;
 
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
@@ -138,6 +162,9 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       rerun,
       skipped,
     });
-    return reportSummary(summaryTarget, document, code, io);
+    const exitCode = await reportSummary(summaryTarget, document, code, io);
+    const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
+    await traced.finish(exitCode, failedWindow === undefined ? undefined : failureOf(failedWindow));
+    return exitCode;
   },
 };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { planManifests, type ManifestPlan } from '../deploy/plan-manifests.js';
@@ -58,6 +59,14 @@ function parseK8sArgs(args: string[]) {
 
 type K8sFlags = ReturnType<typeof parseK8sArgs>['values'];
 
+/**
+ * A fresh W3C traceparent (version 00, sampled) for one printed backfill Job: its pods share the
+ * trace id, so a trace viewer shows the whole backfill as one trace.
+ */
+export function newTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
+
 /** `--backfill NAME`: prints one Indexed Job for the job's windows; writes nothing. */
 async function printBackfillJob(name: string, values: K8sFlags, workspace: Workspace, io: CliIo): Promise<number> {
   if (values.check || values.out !== undefined) throw UsageError.of('k8s: --backfill prints one Job and writes nothing; --check and --out do not apply');
@@ -73,7 +82,7 @@ async function printBackfillJob(name: string, values: K8sFlags, workspace: Works
   const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
   for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
   io.stdout.write(
-    renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from, to, step, completions, parallelism, resume: values.resume === true })], {
+    renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from, to, step, completions, parallelism, resume: values.resume === true, traceparent: newTraceparent() })], {
       header: [
         `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
         `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,

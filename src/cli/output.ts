@@ -6,6 +6,8 @@ import type { OnProgress } from '../pipeline/progress.js';
 import { formatTileProgress, type TileProgressState } from '../presentation/progress-text.js';
 import { UsageError, type CliIo } from './command.js';
 import { StatusScreen } from './status-screen.js';
+import { telemetryWanted } from '../telemetry/otel-settings.js';
+import { telemetry } from '../telemetry/telemetry.js';
 
 export interface LogFlags {
   'log-level'?: string | undefined;
@@ -61,7 +63,9 @@ export function openOutput(command: string, values: LogFlags, io: CliIo, fallbac
   const stderr = io.stderr as NodeJS.WritableStream & { columns?: number };
   const screen = interactive ? new StatusScreen({ write: (chunk) => stderr.write(chunk), get columns() { return stderr.columns; } }) : undefined;
   const destination = io.logDestination ?? { write: (line: string) => (screen === undefined ? stderr.write(line) : screen.write(line)) };
-  const logger = createLogger({ level, destination, human: interactive });
+  // With tracing on, a line written inside a span carries its trace_id and span_id (off: no mixin at all).
+  const mixin = telemetryWanted(io.env) ? () => telemetry().logFields() : undefined;
+  const logger = createLogger({ level, destination, human: interactive, ...(mixin === undefined ? {} : { mixin }) });
   const note = (text: string) => (screen === undefined ? stderr.write(text) : screen.write(text));
   return { logger, level, interactive, screen, note };
 }

@@ -10,6 +10,17 @@ import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { openOutput, progressLines, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { catchUpLines } from '../presentation/window-lines.js';
+import { newRunId } from '../pipeline/run-id.js';
+import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { telemetryWanted } from '../telemetry/otel-settings.js';
+import { isTilehouseError } from '../errors.js';
+import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
+
+/** The root span's failure: the first tile that did not succeed, by its code. */
+export function runFailureOf(summary: Pick<RunSummary, 'tiles'>): SpanFailure | undefined {
+  const tile = summary.tiles.find((candidate) => candidate.status !== 'succeeded');
+  return tile?.error === undefined ? undefined : failureOf(tile.error);
+}
 
 /** A partial publish needs attention before a plain failure does: its targets disagree. */
 export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublished'>): number {
@@ -65,7 +76,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    const runId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64);
+    // With telemetry on, the run id is chosen here, so the trace's resource can carry it.
+    const runId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64) ?? (telemetryWanted(io.env) ? newRunId() : undefined);
     const window = nominalWindowOf('run', values);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
@@ -75,17 +87,31 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
     }
     const { logger } = output;
-    const runner = await WorkspaceRunner.open(workspace, jobs, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values), oneShot: true });
+    const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
     const onProgress = progressLines(output);
-    const { summary, reports } = await runner.runAll({
-      strict: values.strict === true,
-      ...(runId === undefined ? {} : { runId }),
-      ...(onProgress === undefined ? {} : { onProgress }),
-      onJobsRun: () => output.screen?.close(),
-    });
+    let ran: Awaited<ReturnType<WorkspaceRunner['runAll']>>;
+    try {
+      ran = await traced.within(async () => {
+        const runner = await WorkspaceRunner.open(workspace, jobs, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values), oneShot: true });
+        return runner.runAll({
+          strict: values.strict === true,
+          ...(runId === undefined ? {} : { runId }),
+          ...(onProgress === undefined ? {} : { onProgress }),
+          onJobsRun: () => output.screen?.close(),
+        });
+      });
+    } catch (error) {
+      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
+      throw error;
+    }
+    const { summary, reports } = ran;
     const code = exitCodeOf(summary);
+    traced.setAttributes({ [ATTR.runId]: summary.runId, 'tilehouse.tiles.succeeded': summary.succeeded, 'tilehouse.tiles.failed': summary.failed, 'tilehouse.tiles.partially_published': summary.partiallyPublished });
     io.stderr.write(formatRunSummary(summary));
     for (const report of reports) io.stderr.write(catchUpLines(report));
-    return reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
+    const exitCode = await reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
+    // After the summary is out: a collector that does not answer delays only the exit, by a bounded time.
+    await traced.finish(exitCode, runFailureOf(summary));
+    return exitCode;
   },
 };

@@ -6,6 +6,8 @@ import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { WorkspaceRunner } from '../workspace/workspace-runner.js';
 import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { catchUpLines } from '../presentation/window-lines.js';
+import { openTelemetry } from '../telemetry/open-telemetry.js';
+import { ATTR, failureOf, NO_TELEMETRY, useTelemetry, type SpanFailure } from '../telemetry/telemetry.js';
 import { workspaceFlags } from './orchestration-flags.js';
 
 export const scheduleCommand: Command = {
@@ -48,18 +50,29 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map(jobForRun);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
+    // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
+    const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
     const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     const scheduler = new Scheduler(scheduled, async (job, signal) => {
-      const { tile, report } = await runner.runTick(job, signal);
-      if (report !== undefined) {
-        logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
+      const root = traced.startRun({ [ATTR.command]: 'schedule', [ATTR.jobs]: [job.name] });
+      let failure: SpanFailure | undefined = { code: 'internal_error', message: 'the tick threw' };
+      try {
+        const { tile, report } = await root.within(() => runner.runTick(job, signal));
+        failure = tile?.error === undefined ? undefined : failureOf(tile.error);
+        if (report !== undefined) {
+          logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
+        }
+        return tile;
+      } finally {
+        root.end(failure === undefined ? EXIT.ok : EXIT.tileFailed, failure);
       }
-      return tile;
     }, logger);
     scheduler.start();
     if (!io.signal.aborted) await once(io.signal, 'abort');
     const drained = await scheduler.stop(grace * 1000);
     logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
+    await traced.shutdown();
+    useTelemetry(NO_TELEMETRY);
     return EXIT.ok;
   },
 };

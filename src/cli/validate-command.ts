@@ -2,6 +2,7 @@ import { ConfigError, formatProblem } from '../config/config-error.js';
 import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js';
 import { loadWorkspace } from '../workspace/load-workspace.js';
 import { validateWorkspace } from '../workspace/workspace-checks.js';
+import { otelSettingsOf } from '../telemetry/otel-settings.js';
 import { countNoun } from '../count-noun.js';
 
 export const validateCommand: Command = {
@@ -45,7 +46,9 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     }
     const workspace = await loadWorkspace(values, io.env);
     const findings = await validateWorkspace(workspace, io.env, seams.sinkOptions);
-    const { warnings, unchecked } = findings;
+    const { unchecked } = findings;
+    // The OTEL_* variables of this environment, as a run would read them: what it cannot do is a warning.
+    const warnings = [...findings.warnings, ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` }))];
     const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);

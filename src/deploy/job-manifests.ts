@@ -134,6 +134,11 @@ export interface IndexedBackfill {
   parallelism: number;
   /** The pods skip windows already done (backfill --resume). */
   resume?: boolean;
+  /**
+   * A W3C traceparent every pod gets as $TRACEPARENT: with telemetry on, all of the Job's pods
+   * are one trace (each pod's run a child of this parent, which no pod exports).
+   */
+  traceparent?: string;
 }
 
 /**
@@ -172,6 +177,7 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
           [
             { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
+            ...(backfill.traceparent === undefined ? [] : [{ name: 'TRACEPARENT', value: backfill.traceparent }]),
           ],
         ),
       },

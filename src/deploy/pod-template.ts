@@ -161,6 +161,12 @@ export function planPod(inputs: PodInputs): PodPlan {
     { name: 'TILEHOUSE_JOBS', value: IMAGE_PATHS.jobsDirectory },
     { name: 'NODE_OPTIONS', value: NODE_OPTIONS },
     ...credentials.env,
+    // The pod's Kubernetes resource attributes for OpenTelemetry (k8s.pod.name, ...), through the
+    // downward API; read only when telemetry is on (src/telemetry/otel-telemetry.ts).
+    { name: 'K8S_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'K8S_POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+    { name: 'K8S_NAMESPACE_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'K8S_NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
   ];
   const seccompProfile = { type: 'RuntimeDefault' };
 

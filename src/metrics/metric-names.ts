@@ -14,6 +14,7 @@ export const METRICS = {
   throttled: 'tilehouse_last_run_throttled_responses',
   tokenFetches: 'tilehouse_last_run_token_fetches',
   scheduleInterval: 'tilehouse_schedule_interval_seconds',
+  lastRunError: 'tilehouse_last_run_error',
 } as const;
 
 export const HELP: Record<keyof typeof METRICS, string> = {
@@ -29,6 +30,7 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   throttled: 'HTTP 429 answers from the source in the last run (token endpoint included)',
   tokenFetches: 'Access tokens the last run fetched for this job (0: it used the run\'s shared token)',
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
+  lastRunError: 'The error code of the last run (label code) with value 1 when it failed, code="" with value 0 when it succeeded',
 };
 
 /** What a tile run reports; a JobRunSummary has these fields. */
@@ -42,4 +44,6 @@ export interface TileRunMetrics {
   retries: number;
   throttled: number;
   tokenFetches: number;
+  /** The failure's stable code (`error.code` of the summary); absent when the run succeeded. */
+  error?: { code: string } | undefined;
 }

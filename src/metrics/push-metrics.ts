@@ -77,7 +77,8 @@ export function backfillRunMetrics(job: string, windows: readonly TileRunMetrics
     : windows.some((window) => window.status === 'failed')
       ? 'failed'
       : 'succeeded';
-  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches };
+  const error = windows.find((window) => window.status !== 'succeeded' && window.error !== undefined)?.error;
+  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches, ...(error === undefined ? {} : { error }) };
 }
 
 /** A pusher when the environment configures a Pushgateway, else undefined (metrics are off by default). */

@@ -23,6 +23,10 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
   set('throttled', run.throttled);
   set('tokenFetches', run.tokenFetches);
   if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
+  // Failures by code: one series per push, so a POST (which replaces every series of a name in
+  // the group) leaves only the last run's code; a success clears it with code="" and 0.
+  const code = succeeded ? '' : (run.error?.code ?? 'unknown');
+  new Gauge({ name: METRICS.lastRunError, help: HELP.lastRunError, labelNames: ['code'], registers: [registry] }).set({ code }, succeeded ? 0 : 1);
   return registry;
 }
 

@@ -2,6 +2,23 @@ import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isPartialPublish, isPublishOutcomeUnknown, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
+import { ATTR, SPANS, telemetry, type Attributes } from '../telemetry/telemetry.js';
+
+/** A sink's result details (job ids, object generation, file) as `tilehouse.sink.<detail>` attributes. */
+function detailAttributes(result: SinkResult): Attributes {
+  const attributes: Record<string, string | number | boolean> = { [ATTR.rows]: result.rows };
+  for (const [key, value] of Object.entries(result.details ?? {})) attributes[`${ATTR.sinkDetailPrefix}${key}`] = value;
+  return attributes;
+}
+
+/** Each phase of each writer in a span of its own (telemetry off: the call itself). */
+const prepareTraced = (writer: SinkWriter) => telemetry().inSpan(SPANS.prepare, { [ATTR.sinkTarget]: writer.target }, () => writer.prepare());
+const publishTraced = (writer: SinkWriter) =>
+  telemetry().inSpan(SPANS.publish, { [ATTR.sinkTarget]: writer.target }, async (span) => {
+    const result = await writer.publish();
+    span.setAttributes({ [ATTR.sinkKind]: result.sink, ...detailAttributes(result) });
+    return result;
+  });
 
 /**
  * Some sinks published the new run and a later one failed to, or one changed its target in part
@@ -65,7 +82,7 @@ export interface PublishOutcome {
 export async function publishAll(writers: readonly SinkWriter[], options: { jobName: string; logger: Logger; signal?: AbortSignal }): Promise<PublishOutcome> {
   const { logger } = options;
   try {
-    for (const writer of writers) await writer.prepare();
+    for (const writer of writers) await prepareTraced(writer);
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
   } catch (error) {
     await abortAll(writers, logger);
@@ -74,7 +91,7 @@ export async function publishAll(writers: readonly SinkWriter[], options: { jobN
   const outputs: SinkResult[] = [];
   for (const [index, writer] of writers.entries()) {
     try {
-      outputs.push(await writer.publish());
+      outputs.push(await publishTraced(writer));
       logger.debug({ target: writer.target }, 'published');
     } catch (error) {
       const unpublished = writers.slice(index);

@@ -15,6 +15,7 @@ import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
+import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -71,7 +72,25 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
  * re-read from page 0 if the source changed underneath), then publish all sinks or none. Never
  * throws for a job's failure: it returns a failed summary, so the other jobs of the run still run.
  */
-export async function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
+export function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
+  return telemetry().inSpan(SPANS.tile, { [ATTR.job]: job.name, [ATTR.tileId]: job.tile, [ATTR.runId]: deps.runId }, async (span) => {
+    const summary = await runJobUntraced(job, deps);
+    span.setAttributes({
+      [ATTR.status]: summary.status,
+      [ATTR.rows]: summary.rows,
+      [ATTR.pages]: summary.pages,
+      [ATTR.bytes]: summary.bytes,
+      [ATTR.retries]: summary.retries,
+      [ATTR.throttled]: summary.throttled,
+      [ATTR.tokenFetches]: summary.tokenFetches,
+      [ATTR.restarts]: summary.restarts,
+    });
+    if (summary.error !== undefined) span.fail(summary.error);
+    return summary;
+  });
+}
+
+async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
   const started = Date.now();
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });

@@ -12,6 +12,7 @@ import { RunToken, SessionToken } from '../source/session-token.js';
 import { fetchToken, tokenUrl, type TokenRequest } from '../source/token-client.js';
 import { numberTextColumns } from '../transform/index.js';
 import { sortKeyOf } from '../transform/values/sort-key.js';
+import { ATTR, EVENTS, SPANS, telemetry } from '../telemetry/telemetry.js';
 
 /** The source's retry limits (the one loop's, src/retry.ts) and the retries one tile run may spend. */
 export interface RetrySettings extends Pick<RetryLimits, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'> {
@@ -120,7 +121,10 @@ export function tokenRequestFor(job: LoadedJob, options: SourceSessionOptions, p
     timeouts: timeoutsOf(source),
     retry: policy,
     signal: options.signal,
-    onRetry: (event) => options.logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying'),
+    onRetry: (event) => {
+      telemetry().current().addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
+      options.logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying');
+    },
   };
 }
 
@@ -133,7 +137,8 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
   const budget = new RetryBudget((options.retry ?? DEFAULT_RETRY).budget);
   const policy = policyOf(options.retry ?? DEFAULT_RETRY, budget);
   let reauthentications = 0;
-  const token = new SessionToken(() => fetchToken(tokenRequestFor(job, options, policy)), options.runToken);
+  const fetchTraced = () => telemetry().inSpan(SPANS.token, { [ATTR.job]: job.name, [ATTR.urlFull]: tokenUrl(source.authUrl) }, () => fetchToken(tokenRequestFor(job, options, policy)));
+  const token = new SessionToken(fetchTraced, options.runToken);
   const client = pagesOfQuery(job.query, {
     baseUrl: source.baseUrl,
     tileParam: source.tileParam,

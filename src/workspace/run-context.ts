@@ -4,6 +4,7 @@ import type { RetrySettings } from '../pipeline/source-session.js';
 import type { WindowMetrics, WindowRunContext } from '../pipeline/windows/window-batch.js';
 import type { SinkFactoryOptions } from '../sinks/build-sinks.js';
 import type { RunnableWorkspace } from '../workspace/load-workspace.js';
+import { telemetry } from '../telemetry/telemetry.js';
 
 /** What tests and the bench put in place of production defaults (see the CLI's seams). */
 export interface RunSeams {
@@ -14,9 +15,15 @@ export interface RunSeams {
 /** A run of windows pushes to the Pushgateway as one run of its job (backfillRunMetrics), when metrics are configured. */
 export function windowMetricsOf(workspace: Pick<RunnableWorkspace, 'environment'>, logger: Logger): WindowMetrics | undefined {
   const pusher = metricsPusherFor(workspace.environment.metrics, logger);
-  if (pusher === undefined) return undefined;
+  // OpenTelemetry's run metrics (when a command opened it) take the same one run of windows.
+  const traced = telemetry();
+  if (pusher === undefined && !traced.enabled) return undefined;
   return {
-    pushWindowRun: (job, tiles, totals, schedule, grouping) => pusher.pushTileRun(backfillRunMetrics(job, tiles, totals), schedule, grouping),
+    pushWindowRun: async (job, tiles, totals, schedule, grouping) => {
+      const run = backfillRunMetrics(job, tiles, totals);
+      traced.recordRun({ ...run, errorCode: tiles.find((tile) => tile.error !== undefined)?.error?.code, mode: grouping?.mode });
+      return pusher?.pushTileRun(run, schedule, grouping);
+    },
   };
 }
 

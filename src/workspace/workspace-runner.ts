@@ -12,6 +12,7 @@ import type { Sink } from '../sinks/sink.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import { windowRunContextOf, type RunSeams } from './run-context.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
+import { telemetry } from '../telemetry/telemetry.js';
 
 export interface WorkspaceRunOptions {
   logger: Logger;
@@ -56,7 +57,13 @@ export class WorkspaceRunner {
     const metrics = metricsPusherFor(workspace.environment.metrics, logger);
     const ledger = await runRecorderFor(jobs, workspace.environment, options.seams.sinkOptions ?? {}, logger, options.signal);
     const schedule = (tile: JobRunSummary) => jobs.find((job) => job.name === tile.job)?.schedule;
-    const reporters = [ledger, metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, schedule(tile)))].filter(
+    const traced = telemetry();
+    const reporters = [
+      ledger,
+      metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, schedule(tile))),
+      // OpenTelemetry's run metrics, when the command opened it before the runner.
+      traced.enabled ? async (tile: JobRunSummary) => traced.recordRun({ ...tile, errorCode: tile.error?.code }) : undefined,
+    ].filter(
       (reporter) => reporter !== undefined,
     );
     return new WorkspaceRunner(workspace, jobs, sinks, reporters, options);

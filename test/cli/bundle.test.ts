@@ -137,3 +137,40 @@ describeWithFakeGcs('the shipped bundle with a gs:// CSV target', (gcs) => {
     expect(local.loaded).not.toContain('@google-cloud/bigquery');
   });
 });
+
+describe('the shipped bundle and OpenTelemetry', () => {
+  // @opentelemetry/* stays in node_modules (scripts/bundle.mjs), imported by
+  // src/telemetry/open-telemetry.ts only when OTEL_* variables turn telemetry on: with none set, a
+  // run must load none of it. The resolve hook records every module the run loads.
+  const RECORD_IMPORTS = path.resolve('test/support/record-imports.mjs');
+  async function runRecorded(name: string, env: Record<string, string>): Promise<{ stderr: string; loaded: string }> {
+    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 40 });
+    const record = path.join(root, `${name}.imports`);
+    await writeFile(record, '');
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('OTEL_') && !['TRACEPARENT', 'TRACESTATE', 'BAGGAGE'].includes(key)));
+    const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...clean, ...sandboxEnv(sandbox), TILEHOUSE_RECORD_IMPORTS: record, ...env },
+    });
+    return { stderr: result.stderr, loaded: await readFile(record, 'utf8') };
+  }
+
+  it('loads no @opentelemetry module when no OTEL variable is set, nor with OTEL_SDK_DISABLED=true', async () => {
+    const off = await runRecorded('otel-off', {});
+    expect(off.stderr).toMatch(/1 succeeded, 0 failed/);
+    // The record sees what it should: the run loaded the bundle's chunks.
+    expect(off.loaded).toContain(`${path.basename(BUNDLE)}/tilehouse.js`);
+    expect(off.loaded).not.toContain('@opentelemetry');
+    const disabled = await runRecorded('otel-disabled', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_SDK_DISABLED: 'true' });
+    expect(disabled.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect(disabled.loaded).not.toContain('@opentelemetry');
+  });
+
+  it('loads it from node_modules when an OTLP endpoint is set, and the run still succeeds', async () => {
+    // Port 9 (discard) refuses on loopback: the export fails, the run does not.
+    const on = await runRecorded('otel-on', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_TIMEOUT: '1000' });
+    expect(on.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect(on.loaded).toContain('/node_modules/@opentelemetry/sdk-trace/');
+    expect(on.loaded).toContain('/node_modules/@opentelemetry/exporter-trace-otlp-http/');
+    expect(on.stderr).toMatch(/telemetry export to http:\/\/127\.0\.0\.1:9\/v1\/(traces|metrics) failed/);
+  });
+});

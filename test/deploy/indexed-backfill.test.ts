@@ -31,6 +31,15 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
     expect(container.args).toEqual(['backfill', '--job', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week']);
     const env = new Map<string, Manifest>(container.env.map((entry: Manifest) => [entry.name, entry]));
     expect(env.get('TILEHOUSE_RUN_ID')).toEqual({ name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } });
+    // One trace for the whole backfill: every pod's run is a child of the same (sampled) parent,
+    // a fresh one per printed Job; and each pod names itself through the downward API.
+    expect(env.get('TRACEPARENT')?.value).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const another = documents((await render(['--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week'])).stdout)[0]!;
+    const anotherEnv = another.spec.template.spec.containers[0].env as Manifest[];
+    expect(anotherEnv.find((entry) => entry.name === 'TRACEPARENT')?.value).not.toBe(env.get('TRACEPARENT')?.value);
+    expect(env.get('K8S_POD_NAME')).toEqual({ name: 'K8S_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } });
+    expect(env.get('K8S_NAMESPACE_NAME')).toEqual({ name: 'K8S_NAMESPACE_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } });
+    expect(env.get('K8S_NODE_NAME')).toEqual({ name: 'K8S_NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });
     // What each pod does with what Kubernetes gives it: $JOB_COMPLETION_INDEX, and the count the Job carries.
     const windows = splitWindows('2026-01-01', '2026-02-15', 'week');
     const ran = Array.from({ length: job!.spec.completions as number }, (_, index) => {

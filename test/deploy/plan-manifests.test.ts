@@ -132,7 +132,8 @@ describe('planManifests', () => {
       { key: 'client-id', path: 'client-id' },
       { key: 'client-secret', path: 'client-secret' },
     ]);
-    expect(filePod.containers[0].env.map((entry: Obj) => entry.name)).toEqual(['TILEHOUSE_CONFIG', 'TILEHOUSE_JOBS', 'NODE_OPTIONS']);
+    // No credential in the env: the downward API's pod attributes for telemetry follow the three settings.
+    expect(filePod.containers[0].env.map((entry: Obj) => entry.name)).toEqual(['TILEHOUSE_CONFIG', 'TILEHOUSE_JOBS', 'NODE_OPTIONS', 'K8S_POD_NAME', 'K8S_POD_UID', 'K8S_NAMESPACE_NAME', 'K8S_NODE_NAME']);
   });
 
   it('refuses secret files in two directories or at a relative path', async () => {

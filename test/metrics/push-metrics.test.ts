@@ -26,6 +26,13 @@ describe('tileRunRegistry', () => {
     expect(samplesOf(ok, METRICS.duration)[0]!.value).toBe(1.5);
     expect(samplesOf(ok, METRICS.throttled)[0]!.value).toBe(2);
   });
+
+  it('names the failure by its code, one series, and clears it on success (code="" and 0)', async () => {
+    const failed = await tileRunRegistry({ ...run, status: 'failed', error: { code: 'export_api_error' } }, 1_700_000_000_000).metrics();
+    expect(samplesOf(failed, METRICS.lastRunError)).toEqual([{ labels: { code: 'export_api_error' }, value: 1 }]);
+    const ok = await tileRunRegistry(run, 1_700_000_000_000).metrics();
+    expect(samplesOf(ok, METRICS.lastRunError)).toEqual([{ labels: { code: '' }, value: 0 }]);
+  });
 });
 
 describe('scheduleIntervalSeconds', () => {

@@ -19,6 +19,7 @@ import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } 
 import { sweepSinks } from '../sweep-sinks.js';
 import { preflightOnce } from '../preflight-sinks.js';
 import type { JobRunSummary } from '../job-summary.js';
+import { ATTR, SPANS, telemetry } from '../../telemetry/telemetry.js';
 import { countNoun } from '../../count-noun.js';
 
 export class BackfillBucketMissingError extends TilehouseError {
@@ -217,8 +218,19 @@ interface WindowContext {
   preflight: () => Promise<void>;
 }
 
+/** One window in a span of its own, the tile run's span inside it. */
+function runWindow(window: DateWindow, context: WindowContext): Promise<WindowResult> {
+  const attributes = { [ATTR.job]: context.job.name, [ATTR.windowStart]: window.from, [ATTR.windowEnd]: window.to, [ATTR.runId]: windowRunId(context.runId, window) };
+  return telemetry().inSpan(SPANS.window, attributes, async (span) => {
+    const result = await runWindowUntraced(window, context);
+    span.setAttributes({ [ATTR.status]: result.summary.status, [ATTR.rows]: result.summary.rows, 'tilehouse.window.open': result.open });
+    if (result.summary.error !== undefined) span.fail(result.summary.error);
+    return result;
+  });
+}
+
 /** One window as its own tile run: the date item's rw replaced by the window's, rows outside it dropped. */
-async function runWindow(window: DateWindow, { job, itemIndex, runId, session, today, options, preflight }: WindowContext): Promise<WindowResult> {
+async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, session, today, options, preflight }: WindowContext): Promise<WindowResult> {
   const bucketColumn = job.backfill?.bucketColumn;
   const warnings: string[] = [];
   // Judged once, as the export starts: rows may still arrive for a window that has not ended.

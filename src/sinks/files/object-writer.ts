@@ -236,10 +236,12 @@ export class ObjectWriter extends FileStreamWriter {
 
   /** Phase 2: one server-side rewrite under the generation precondition, then the temp object goes. */
   protected async makeVisible(): Promise<SinkResult> {
-    await this.rewriteOnto(this.upload.finished!, this.object, this.targetGeneration, 'the temp object onto the target');
+    const generation = await this.rewriteOnto(this.upload.finished!, this.object, this.targetGeneration, 'the temp object onto the target');
     // From here on readers see the new object: nothing below may report the publish failed.
     this.state = 'published';
     const details: Record<string, number | boolean | string> = { bytes: this.bytes, gzip: this.options.gzip };
+    // The published object's generation (the run's trace names it), when the answer said it.
+    if (generation !== undefined) details.generation = generation;
     await this.deleteTemp(this.upload.finished);
     if (this.manifest !== undefined) {
       try {
@@ -264,13 +266,16 @@ export class ObjectWriter extends FileStreamWriter {
    * run's own. So before every retry, and after any failure, the target's metadata is read: when it
    * is this run's object (run id, size and CRC32C of the temp object) the publish succeeded.
    */
-  private async rewriteOnto(source: UploadedObject, object: string, ifGenerationMatch: number, what: string): Promise<void> {
+  private async rewriteOnto(source: UploadedObject, object: string, ifGenerationMatch: number, what: string): Promise<string | undefined> {
     const http = this.publishHttp;
+    let generation: string | undefined;
     const base = `${http.objectUrl(this.bucket.name, source.name)}/rewriteTo/b/${encodeURIComponent(this.bucket.name)}/o/${encodeURIComponent(object)}?ifGenerationMatch=${ifGenerationMatch}`;
     let precondition: GcsHttpError | undefined;
     try {
       await http.retrying(`rewriting ${what}`, async (attempt) => {
-        if (attempt > 1 && isRunObject(await this.readObject(object), source, this.options.runId)) {
+        const earlier = attempt > 1 ? await this.readObject(object) : undefined;
+        if (attempt > 1 && isRunObject(earlier, source, this.options.runId)) {
+          generation = earlier?.generation;
           this.options.logger.warn({ target: this.target, object }, `${this.format.name}: the answer to an earlier rewrite was lost, and the target holds this run's object: published`);
           return;
         }
@@ -284,8 +289,11 @@ export class ObjectWriter extends FileStreamWriter {
           }
           if (answer.status !== 200) throw http.failure('POST', url, answer);
           // A large object may take several calls; each answer carries the token of the next.
-          const body = JSON.parse(answer.text) as { done?: boolean; rewriteToken?: string };
-          if (body.done === true) return;
+          const body = JSON.parse(answer.text) as { done?: boolean; rewriteToken?: string; resource?: { generation?: string } };
+          if (body.done === true) {
+            generation = body.resource?.generation;
+            return;
+          }
           token = body.rewriteToken;
         }
       });
@@ -296,7 +304,7 @@ export class ObjectWriter extends FileStreamWriter {
       );
       if ('metadata' in seen && isRunObject(seen.metadata, source, this.options.runId)) {
         this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, `${this.format.name}: the rewrite failed, but the target holds this run's object (its answer was lost): published`);
-        return;
+        return seen.metadata?.generation;
       }
       const target = { format: this.format.name, url: `gs://${this.bucket.name}/${object}` };
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
@@ -305,6 +313,7 @@ export class ObjectWriter extends FileStreamWriter {
       }
       throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
+    return generation;
   }
 
   /** The object's metadata, undefined when it does not exist; one request (the caller retries). */

@@ -8,6 +8,7 @@ import type { RetryEvent } from '../../retry.js';
 import { retryAfterCeiling, withSourceRetries, type RetryPolicy } from '../retry-policy.js';
 import type { SessionToken } from '../session-token.js';
 import { ExportApiError, ExportBodyCorruptError, ExportResponseError } from './export-errors.js';
+import { ATTR, EVENTS, SPANS, telemetry } from '../../telemetry/telemetry.js';
 
 export interface ExportClientOptions {
   baseUrl: string;
@@ -67,18 +68,39 @@ export class ExportClient {
    * settles false, the reader stopped before this page: the answer is dropped unparsed.
    */
   async fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<ExportPage> {
+    // The run's token first (fetched once, then cached), so that its span is the tile's child,
+    // beside the pages, and not page 0's.
+    if (telemetry().enabled) await this.options.token.get();
+    return telemetry().inSpan(
+      SPANS.page,
+      { [ATTR.pageNumber]: pageNumber, [ATTR.httpMethod]: 'POST' },
+      async (span) => {
+        const page = await this.fetchPageUntraced(pageNumber, gate, whenNeeded);
+        span.setAttributes({ [ATTR.pageRows]: page.rows.length });
+        return page;
+      },
+      // A page fetched ahead that the reader no longer needs was abandoned, not failed.
+      { isFailure: (error) => !(error instanceof PageNotNeeded) },
+    );
+  }
+
+  private async fetchPageUntraced(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<ExportPage> {
     let reauthenticated = false;
     for (;;) {
       const token = await this.options.token.get();
       const attempt = await withSourceRetries((attemptNumber) => this.attempt(pageNumber, token, attemptNumber, gate, whenNeeded), this.options.retry, {
         signal: this.options.signal,
-        onRetry: (event) => this.options.onRetry?.({ ...event, pageNumber }),
+        onRetry: (event) => {
+          telemetry().current().addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
+          this.options.onRetry?.({ ...event, pageNumber });
+        },
       });
       if (attempt.kind === 'page') return attempt.page;
       // One re-authentication per page: a token that expired mid-run is normal, a fresh token
       // that is refused again is not.
       if (reauthenticated) throw attempt.error;
       reauthenticated = true;
+      telemetry().current().addEvent(EVENTS.reauthenticate);
       this.options.onReauthenticate?.(pageNumber);
       await this.options.token.refresh(token);
     }
@@ -99,6 +121,10 @@ export class ExportClient {
         body: { ...query, options: { ...query.options, pageNumber, itemsPerPage: this.options.itemsPerPage } },
       });
       outcome = { answer };
+      const length = Number(answer.headers['content-length']);
+      const span = telemetry().current();
+      span.setAttributes({ [ATTR.httpStatus]: answer.status, [ATTR.attempts]: attemptNumber, [ATTR.httpBodySize]: Number.isFinite(length) ? length : undefined });
+      if (answer.status === 429) span.addEvent(EVENTS.throttled, { [ATTR.attempts]: attemptNumber });
       gateOutcome = answer.status === 429 ? 'throttled' : answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'failed';
     } catch (error) {
       // Export pages are read-only, so a request lost on the wire is safe to send again.

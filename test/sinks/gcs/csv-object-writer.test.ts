@@ -47,6 +47,9 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     const manifest = JSON.parse(manifestBytes.toString('utf8')) as Record<string, unknown>;
     expect(manifest).toMatchObject({ file: '2026-07-01.csv.gz', job: 'incidents', runId: 'run-gz', rows: 2, bytes: bytes.length, gzip: true, sha256: createHash('sha256').update(bytes).digest('hex') });
     expect(result.details).toMatchObject({ sha256: manifest.sha256, bytes: bytes.length });
+    // The published object's generation, as the service gave it (the trace's publish span names it).
+    const [metadata] = await gcs.storage.bucket(bucket).file('exports/incidents/2026-07-01.csv.gz').getMetadata();
+    expect(result.details?.generation).toBe(String(metadata.generation));
     const [files] = await gcs.storage.bucket(bucket).getFiles();
     expect(files.map((file) => file.name).sort()).toEqual(['exports/incidents/2026-07-01.csv.gz', 'exports/incidents/2026-07-01.csv.gz.manifest.json']);
   });

@@ -1,0 +1,258 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { ROOT_CONTEXT, SpanStatusCode, trace, defaultTextMapGetter, type Context, type Span, type Counter, type Histogram, type Gauge } from '@opentelemetry/api';
+import { ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
+import { OTLPMetricExporter, AggregationTemporalityPreference } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import { registerSecret } from '../secret-scrubber.js';
+import type { OtelSettings } from './otel-settings.js';
+import { ATTR, failureOf, SPANS, type Attributes, type RunMetrics, type RunSpan, type SpanFailure, type SpanHandle, type SpanName, type SpanOptions, type Telemetry } from './telemetry.js';
+
+// The OpenTelemetry implementation of telemetry.ts, imported (open-telemetry.ts) only when the
+// OTEL_* variables turn it on. One matched set of @opentelemetry packages (package.json pins them
+// exactly: the OTLP exporters pin core/sdk 3.1.0, and a caret range would install two copies).
+
+export interface OtelTelemetryOptions {
+  settings: OtelSettings;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  version: string;
+  /** Resource attributes of this process (the command, the run id, the jobs). */
+  resource: Attributes;
+}
+
+/**
+ * The Kubernetes attributes the generated manifests pass through the downward API
+ * (src/deploy/pod-template.ts), as the semantic conventions name them.
+ */
+const K8S_ENV: ReadonlyArray<readonly [string, string]> = [
+  ['K8S_POD_NAME', 'k8s.pod.name'],
+  ['K8S_POD_UID', 'k8s.pod.uid'],
+  ['K8S_NAMESPACE_NAME', 'k8s.namespace.name'],
+  ['K8S_NODE_NAME', 'k8s.node.name'],
+  ['JOB_COMPLETION_INDEX', 'k8s.job.completion_index'],
+];
+
+function defined(attributes: Attributes): Record<string, string | number | boolean | string[]> {
+  const out: Record<string, string | number | boolean | string[]> = {};
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined) continue;
+    out[key] = Array.isArray(value) ? [...(value as readonly string[])] : (value as string | number | boolean);
+  }
+  return out;
+}
+
+class Handle implements SpanHandle {
+  constructor(readonly span: Span) {}
+  setAttributes(attributes: Attributes): void {
+    this.span.setAttributes(defined(attributes));
+  }
+  addEvent(name: string, attributes?: Attributes): void {
+    this.span.addEvent(name, attributes === undefined ? undefined : defined(attributes));
+  }
+  fail(failure: SpanFailure): void {
+    this.span.setAttribute(ATTR.errorType, failure.code);
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failure.code}: ${failure.message}` });
+  }
+}
+
+const NO_HANDLE: SpanHandle = { setAttributes: () => undefined, addEvent: () => undefined, fail: () => undefined };
+
+interface Instruments {
+  runs: Counter;
+  rows: Counter;
+  pages: Counter;
+  bytes: Counter;
+  retries: Counter;
+  throttled: Counter;
+  tokenFetches: Counter;
+  duration: Histogram;
+  lastSuccess: Gauge;
+  lastRun: Gauge;
+}
+
+export class OtelTelemetry implements Telemetry {
+  readonly enabled = true;
+  private readonly storage = new AsyncLocalStorage<Handle>();
+  private readonly tracerProvider: TracerProvider | undefined;
+  private readonly meterProvider: MeterProvider | undefined;
+  private readonly instruments: Instruments | undefined;
+  /** The caller's trace (TRACEPARENT, TRACESTATE, BAGGAGE), or the root context. */
+  private readonly parent: Context;
+  private readonly shutdownBoundMs: number;
+  private warned = false;
+  private closed: Promise<void> | undefined;
+
+  constructor(private readonly options: OtelTelemetryOptions) {
+    const { settings, env } = options;
+    for (const signal of [settings.traces, settings.metrics]) for (const value of Object.values(signal?.headers ?? {})) registerSecret(value, { permanent: true });
+    const k8s: Record<string, string> = {};
+    for (const [name, key] of K8S_ENV) if (env[name]) k8s[key] = env[name];
+    // Ours first, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (envDetector), which win.
+    const resource = defaultResource()
+      .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'tilehouse', [ATTR_SERVICE_VERSION]: options.version, 'service.instance.id': randomUUID(), ...k8s, ...defined(options.resource) }))
+      .merge(detectResources({ detectors: [envDetector] }));
+    this.parent = parentContextOf(env);
+    this.shutdownBoundMs = Math.max(settings.traces?.timeoutMs ?? 0, settings.metrics?.timeoutMs ?? 0) + 500;
+    if (settings.traces !== undefined) {
+      const exporter = new OTLPTraceExporter({ url: settings.traces.url, headers: settings.traces.headers, timeoutMillis: settings.traces.timeoutMs });
+      this.watch(exporter, settings.traces.url);
+      // Batched: a million-row run has a thousand page spans. The queue holds a long run's spans
+      // between the 5 s exports; a span ended right before shutdown is flushed by it (a
+      // SimpleSpanProcessor could drop it: opentelemetry-js#5602).
+      const processor = new BatchSpanProcessor({ exporter, maxQueueSize: 8192, maxExportBatchSize: 1024, scheduledDelayMillis: 5000, exportTimeoutMillis: settings.traces.timeoutMs });
+      this.tracerProvider = new TracerProvider({ resource, spanProcessors: [processor] });
+    }
+    if (settings.metrics !== undefined) {
+      const temporalityPreference = { delta: AggregationTemporalityPreference.DELTA, cumulative: AggregationTemporalityPreference.CUMULATIVE, lowmemory: AggregationTemporalityPreference.LOWMEMORY }[settings.temporality];
+      const exporter = new OTLPMetricExporter({ url: settings.metrics.url, headers: settings.metrics.headers, timeoutMillis: settings.metrics.timeoutMs, temporalityPreference });
+      this.watch(exporter, settings.metrics.url);
+      // A run's metrics leave at shutdown (a collection then); a long backfill also every minute.
+      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000, exportTimeoutMillis: settings.metrics.timeoutMs });
+      this.meterProvider = new MeterProvider({ resource, readers: [reader] });
+      this.instruments = instrumentsOf(this.meterProvider);
+    }
+  }
+
+  /** The first export that fails logs one warning; the run's outcome never depends on it. */
+  private watch(exporter: { export(items: never, done: (result: ExportResult) => void): void }, url: string): void {
+    const original = exporter.export.bind(exporter);
+    (exporter as { export: (items: never, done: (result: ExportResult) => void) => void }).export = (items, done) =>
+      original(items, (result) => {
+        if (result.code !== ExportResultCode.SUCCESS) this.warnOnce(`telemetry export to ${url} failed: ${messageOf(result.error ?? 'no detail')}`);
+        done(result);
+      });
+  }
+
+  private warnOnce(message: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.options.logger.warn(`${message}; the run's outcome is unchanged (further telemetry failures are not logged)`);
+  }
+
+  private startSpan(name: string, attributes: Attributes, parent: Handle | undefined): Handle | undefined {
+    if (this.tracerProvider === undefined) return undefined;
+    const context = parent === undefined ? this.parent : trace.setSpan(this.parent, parent.span);
+    return new Handle(this.tracerProvider.getTracer('tilehouse', this.options.version).startSpan(name, { attributes: defined(attributes) }, context));
+  }
+
+  async inSpan<T>(name: SpanName, attributes: Attributes, fn: (span: SpanHandle) => Promise<T>, options?: SpanOptions): Promise<T> {
+    const handle = this.startSpan(name, attributes, this.storage.getStore());
+    if (handle === undefined) return fn(NO_HANDLE);
+    try {
+      return await this.storage.run(handle, () => fn(handle));
+    } catch (error) {
+      if (options?.isFailure?.(error) ?? true) handle.fail(failureOf(error));
+      else handle.addEvent('tilehouse.abandoned', { reason: messageOf(error) });
+      throw error;
+    } finally {
+      handle.span.end();
+    }
+  }
+
+  current(): SpanHandle {
+    return this.storage.getStore() ?? NO_HANDLE;
+  }
+
+  startRun(attributes: Attributes): RunSpan {
+    const handle = this.startSpan(SPANS.run, attributes, undefined);
+    let ended = false;
+    return {
+      setAttributes: (more) => handle?.setAttributes(more),
+      addEvent: (name, more) => handle?.addEvent(name, more),
+      fail: (failure) => handle?.fail(failure),
+      within: (fn) => (handle === undefined ? fn() : this.storage.run(handle, fn)),
+      end: (exitCode, failure) => {
+        if (handle === undefined || ended) return;
+        ended = true;
+        handle.setAttributes({ [ATTR.exitCode]: exitCode });
+        if (failure !== undefined) handle.fail(failure);
+        handle.span.end();
+      },
+    };
+  }
+
+  recordRun(run: RunMetrics): void {
+    const instruments = this.instruments;
+    if (instruments === undefined) return;
+    const attributes = defined({ [ATTR.job]: run.job, [ATTR.status]: run.status, 'tilehouse.mode': run.mode });
+    instruments.runs.add(1, defined({ ...attributes, [ATTR.errorType]: run.errorCode }));
+    instruments.rows.add(run.rows, attributes);
+    instruments.pages.add(run.pages, attributes);
+    instruments.bytes.add(run.bytes, attributes);
+    instruments.retries.add(run.retries, attributes);
+    instruments.throttled.add(run.throttled, attributes);
+    instruments.tokenFetches.add(run.tokenFetches, attributes);
+    instruments.duration.record(run.durationMs / 1000, attributes);
+    const now = Date.now() / 1000;
+    const jobOnly = defined({ [ATTR.job]: run.job, 'tilehouse.mode': run.mode });
+    instruments.lastRun.record(now, jobOnly);
+    if (run.status === 'succeeded') instruments.lastSuccess.record(now, jobOnly);
+  }
+
+  logFields(): Record<string, string> {
+    const handle = this.storage.getStore();
+    if (handle === undefined) return {};
+    const { traceId, spanId } = handle.span.spanContext();
+    return { trace_id: traceId, span_id: spanId };
+  }
+
+  /**
+   * Both providers flush in parallel, bounded by the longest export timeout plus half a second:
+   * a collector that never answers delays the exit by that much and no more (one warning).
+   */
+  shutdown(): Promise<void> {
+    this.closed ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), this.shutdownBoundMs);
+        timer.unref();
+      });
+      const flushed = Promise.allSettled([this.tracerProvider?.shutdown(), this.meterProvider?.shutdown()]).then((results) => {
+        const failed = results.find((result) => result.status === 'rejected');
+        if (failed !== undefined) this.warnOnce(`telemetry shutdown failed: ${messageOf(failed.reason)}`);
+        return 'flushed' as const;
+      });
+      const outcome = await Promise.race([flushed, bound]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') this.warnOnce(`telemetry was not sent within ${this.shutdownBoundMs} ms (OTEL_EXPORTER_OTLP_TIMEOUT + 500 ms)`);
+    })();
+    return this.closed;
+  }
+}
+
+/**
+ * The caller's context from the environment-variable carriers (OpenTelemetry's env-carriers
+ * specification): TRACEPARENT and TRACESTATE as W3C trace context, BAGGAGE as W3C baggage. A
+ * malformed TRACEPARENT is ignored (the run starts its own trace), as the propagator does.
+ */
+export function parentContextOf(env: NodeJS.ProcessEnv): Context {
+  const carrier: Record<string, string> = {};
+  if (env.TRACEPARENT) carrier.traceparent = env.TRACEPARENT;
+  if (env.TRACESTATE) carrier.tracestate = env.TRACESTATE;
+  if (env.BAGGAGE) carrier.baggage = env.BAGGAGE;
+  const withTrace = new W3CTraceContextPropagator().extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+  return new W3CBaggagePropagator().extract(withTrace, carrier, defaultTextMapGetter);
+}
+
+function instrumentsOf(provider: MeterProvider): Instruments {
+  const meter = provider.getMeter('tilehouse');
+  return {
+    runs: meter.createCounter('tilehouse.runs', { description: 'Tile runs (a backfill: one run), by job, status and error.type' }),
+    rows: meter.createCounter('tilehouse.rows', { description: 'Rows written' }),
+    pages: meter.createCounter('tilehouse.pages', { description: 'Export pages read' }),
+    bytes: meter.createCounter('tilehouse.bytes', { description: 'Response bytes received from the source', unit: 'By' }),
+    retries: meter.createCounter('tilehouse.retries', { description: 'Retried source requests' }),
+    throttled: meter.createCounter('tilehouse.throttled_responses', { description: 'HTTP 429 answers from the source (token endpoint included)' }),
+    tokenFetches: meter.createCounter('tilehouse.token_fetches', { description: 'Access tokens fetched' }),
+    duration: meter.createHistogram('tilehouse.run.duration', { description: 'Duration of a tile run', unit: 's' }),
+    lastSuccess: meter.createGauge('tilehouse.last_success', { description: 'When the job last succeeded (Unix seconds)', unit: 's' }),
+    lastRun: meter.createGauge('tilehouse.last_run', { description: 'When the job last finished a run (Unix seconds)', unit: 's' }),
+  };
+}
