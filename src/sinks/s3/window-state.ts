@@ -4,7 +4,7 @@ import type { LoadedJob } from '../../config/load-config.js';
 import { parseS3ObjectUrl } from '../../config/s3-url.js';
 import { mapWithConcurrency } from '../../map-with-concurrency.js';
 import { manifestPathOf } from '../files/manifest.js';
-import { wasOpen } from '../files/window-state.js';
+import { wasOpen } from '../files/window-open.js';
 import { holdings, WindowStateUnreadableError, type HeldWindow, type WindowStateReader } from '../window-state.js';
 import { s3CodeOf, s3StatusOf } from './s3-errors.js';
 import { RUN_ID_METADATA_KEY } from './temp-keys.js';

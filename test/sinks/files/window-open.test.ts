@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wasOpen } from '../../../src/sinks/files/window-state.js';
+import { wasOpen } from '../../../src/sinks/files/window-open.js';
 
 const window = { from: '2026-07-05', to: '2026-07-06' };
 
