@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
  * "folder" here. A new folder must be given a layer before it can pass.
  */
 const LAYERS: ReadonlyArray<readonly string[]> = [
-  ['value-types', 'errors', 'temp-owner', 'write-file-atomically', 'secret-scrubber', 'count-noun', 'stop-deadline', 'retry', 'log', 'output-stream', 'map-with-concurrency'],
+  ['value-types', 'errors', 'temp-owner', 'write-file-atomically', 'secret-scrubber', 'count-noun', 'stop-deadline', 'retry', 'log', 'output-stream', 'map-with-concurrency', 'node-flags'],
   ['config'],
   ['source'],
   ['transform'],

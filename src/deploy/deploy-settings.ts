@@ -92,23 +92,10 @@ export const RESOURCES_COMMENT = [
 
 /**
  * The image's NODE_OPTIONS (Dockerfile ENV; the manifests set it too, so a pod runs with it even
- * where the image is replaced). test/deploy/dockerfile.test.ts holds the two equal, and
- * `npm run bench` reads them from the Dockerfile.
- * - V8's old-space ceiling: at 2048 MB V8 grows its heap by up to 4x the live size between full
- *   collections (its large-heap mode) instead of ~1.3x. See RESOURCES_COMMENT.
- * - The young generation: Node 24's V8 lets each semi-space grow to 64 MB (Node 20's: 16 MB), and
- *   a run's short-lived garbage (page texts, parsed rows) fills them: at 1M rows that was ~100 MB of
- *   peak RSS. 8 MB keeps a page's garbage young without the extra CPU of a smaller one (bench).
+ * where the image is replaced) and node's flags of its ENTRYPOINT, written once in
+ * src/node-flags.ts with their reasons. test/deploy/dockerfile.test.ts holds the Dockerfile to them.
  */
-export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
-
-/**
- * node's own flags before the script in the image's ENTRYPOINT: V8 flags that NODE_OPTIONS may not
- * carry (Node allows only a few there). --liftoff-only: undici parses HTTP in WebAssembly, and V8
- * optimizing that module with TurboFan at the first connection cost ~20 MB of peak RSS; its
- * baseline (Liftoff) code showed no CPU difference per row in the bench.
- */
-export const NODE_ARGS = ['--liftoff-only'] as const;
+export { NODE_ARGS, NODE_OPTIONS } from '../node-flags.js';
 
 /** Kubernetes adds 11 characters to a CronJob's name for its Jobs; names are DNS labels of 63. */
 export const MAX_CRONJOB_NAME = 52;
