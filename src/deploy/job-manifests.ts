@@ -85,7 +85,7 @@ export function cronJobFor(job: LoadedJob, pod: PodPlan): Manifest | undefined {
           podFailurePolicy,
           template: {
             metadata: { labels: jobLabels },
-            spec: pod.spec(['run', '--job', job.name]),
+            spec: pod.spec(['run', '--job', job.name], [], job.tempStorage),
           },
         },
       },
@@ -173,6 +173,7 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
             { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
           ],
+          backfill.job.tempStorage,
         ),
       },
     },

@@ -41,7 +41,7 @@ beforeAll(async () => {
     const kindRoot = path.join(root, kind.label.replace(/\W/g, '-'));
     await mkdir(kindRoot, { recursive: true });
     const outDir = path.join(kindRoot, 'out');
-    const sink = kind.sink.type === 'parquet' ? { type: 'parquet', path: path.join(outDir, '{name}.parquet') } : { type: 'csv', ...kind.sink };
+    const sink = 'type' in kind.sink ? { type: 'parquet', path: path.join(outDir, '{name}.parquet') } : { type: 'csv', ...kind.sink };
     const workspace = await writeWorkspace(kindRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], { itemsPerPage: 1000 });
     await mkdir(workspace.outDir, { recursive: true });
     workspaces.set(kind.label, workspace);
