@@ -42,9 +42,12 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
       help: [...checkout.node.nodeArgs, cli, '--help'],
       validate: [...checkout.node.nodeArgs, cli, 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
     };
-    const nodeArgs = args[memoryCase.name] ?? [...checkout.node.nodeArgs, cli, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile];
-    // Bare node is node as installed; every tilehouse process gets the image's NODE_OPTIONS.
-    const env = memoryCase.name === 'bare node' || checkout.node.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: checkout.node.nodeOptions };
+    const runArgs = ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile];
+    const nodeArgs = args[memoryCase.name] ?? (memoryCase.viaBin ? [join(checkout.root, 'bin/tilehouse.js'), ...runArgs] : [...checkout.node.nodeArgs, cli, ...runArgs]);
+    // Bare node is node as installed, and so is `npx tilehouse` (bin/tilehouse.js: whatever flags
+    // it runs under, it sets itself); every other tilehouse process gets the image's NODE_OPTIONS.
+    const asInstalled = memoryCase.name === 'bare node' || memoryCase.viaBin === true || checkout.node.nodeOptions === undefined;
+    const env = asInstalled ? withoutNodeOptions(workspace.env) : { ...workspace.env, NODE_OPTIONS: checkout.node.nodeOptions };
     const run = await runMeasured(nodeArgs, env, target.tokens, target.sourcePid);
     const what = `${checkout.label}: ${memoryCase.name}`;
     if (run.exitCode !== 0) throw new Error(`${what} failed (exit ${run.exitCode}):\n${run.stderr.slice(-2000)}`);
@@ -57,6 +60,13 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
   } finally {
     await rm(root, { recursive: true, force: true });
   }
+}
+
+function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.NODE_OPTIONS;
+  delete copy.TILEHOUSE_RELAUNCHED;
+  return copy;
 }
 
 /** A source for one case: a sandbox of its rows and latency, or none (the address is never used). */
