@@ -61,8 +61,9 @@ const outdir = process.argv[2] ?? 'dist/bundle';
 // Chunk names carry content hashes: clear old ones so the directory holds one build only.
 await rm(outdir, { recursive: true, force: true });
 await build({
-  // node-flags: bin/tilehouse.js relaunches node under the flags before it loads the CLI.
-  entryPoints: { tilehouse: 'src/cli.ts', 'node-flags': 'src/node-flags.ts' },
+  // src/main.ts relaunches node under tilehouse's flags before it loads the CLI; node-flags:
+  // bin/tilehouse.js does the same before it loads the bundle.
+  entryPoints: { tilehouse: 'src/main.ts', 'node-flags': 'src/node-flags.ts' },
   outdir,
   bundle: true,
   splitting: true,

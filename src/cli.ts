@@ -5,7 +5,6 @@ import packageJson from '../package.json' with { type: 'json' };
 import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isTilehouseError } from './errors.js';
-import { relaunchWithNodeFlags } from './node-flags.js';
 import { OutputStream } from './output-stream.js';
 import { DEFAULT_STOP_DEADLINE_MS } from './stop-deadline.js';
 
@@ -155,9 +154,5 @@ export async function runAsProcess(): Promise<void> {
   process.exitCode = code;
 }
 
-if (isEntryPoint()) {
-  // The bundle started by hand (`node dist/bundle/tilehouse.js`) runs under tilehouse's node flags
-  // as the image does; src/cli.ts run through tsx (the tests, a developer) runs as started.
-  if (import.meta.url.endsWith('.js')) relaunchWithNodeFlags();
-  await runAsProcess();
-}
+// Run from source (through tsx: the tests, a developer), as started; the bundle's entry is src/main.ts.
+if (isEntryPoint()) await runAsProcess();

@@ -23,7 +23,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['metrics', 'schedule', 'deploy'],
   ['workspace'],
   ['presentation'],
-  ['cli'],
+  ['cli', 'main'],
 ];
 
 const root = path.resolve(import.meta.dirname, '..');
