@@ -123,7 +123,7 @@ function emptyDirWarnings(localJobs: Map<SinkKind, Map<string, string[]>>): stri
 }
 
 /** The pod's volumes and the container's mounts: /tmp, the two ConfigMaps, the output directories, the secret files. */
-function podVolumes(directories: string[], credentials: Credentials, configFile: string, sizeLimit: string): { mounts: Manifest[]; volumes: Manifest[] } {
+function podVolumes(directories: string[], credentials: Credentials, configFile: string): { mounts: Manifest[]; volumes: Manifest[] } {
   const mounts: Manifest[] = [
     { name: 'tmp', mountPath: IMAGE_PATHS.tempDirectory },
     { name: 'config', mountPath: IMAGE_PATHS.configDirectory, readOnly: true },
@@ -131,14 +131,14 @@ function podVolumes(directories: string[], credentials: Credentials, configFile:
   ];
   const volumes: Manifest[] = [
     // readOnlyRootFilesystem: temp files (NDJSON for BigQuery, CSV before its rename) go here.
-    { name: 'tmp', emptyDir: { sizeLimit } },
+    { name: 'tmp', emptyDir: {} },
     { name: 'config', configMap: { name: CONFIG_CONFIGMAP } },
     { name: 'jobs', configMap: { name: JOBS_CONFIGMAP } },
   ];
   directories.forEach((directory, index) => {
     const name = index === 0 ? 'output' : `output-${index + 1}`;
     mounts.push({ name, mountPath: directory });
-    volumes.push({ name, emptyDir: { sizeLimit } });
+    volumes.push({ name, emptyDir: {} });
   });
   if (credentials.mountPath !== undefined) {
     mounts.push({ name: 'credentials', mountPath: credentials.mountPath, readOnly: true });
@@ -153,11 +153,25 @@ function podVolumes(directories: string[], credentials: Credentials, configFile:
   return { mounts, volumes };
 }
 
+/** Every emptyDir bounded to the pod's local disk (/tmp, output directories). */
+function sizedVolumes(volumes: readonly Manifest[], sizeLimit: string): Manifest[] {
+  return volumes.map((volume) => (volume.emptyDir === undefined ? volume : { ...volume, emptyDir: { sizeLimit } }));
+}
+
+/** Memory and CPU (RESOURCES), and the local disk as ephemeral-storage, request and limit alike. */
+function podResources(tempStorage: string): Manifest {
+  return {
+    requests: { ...RESOURCES.requests, 'ephemeral-storage': tempStorage },
+    limits: { ...RESOURCES.limits, 'ephemeral-storage': tempStorage },
+  };
+}
+
 export function planPod(inputs: PodInputs): PodPlan {
   const { environment, configFile, jobs } = inputs;
   const credentials = credentialWiring(environment.source, configFile);
   const { directories, localJobs } = writableDirectories(environment, jobs);
   const warnings = emptyDirWarnings(localJobs);
+  const { mounts, volumes } = podVolumes(directories, credentials, configFile);
 
   const env: Manifest[] = [
     { name: 'TILEHOUSE_CONFIG', value: path.posix.join(IMAGE_PATHS.configDirectory, path.basename(configFile)) },
@@ -169,47 +183,41 @@ export function planPod(inputs: PodInputs): PodPlan {
 
   return {
     warnings,
-    spec: (args, extraEnv = [], tempStorage = DEFAULT_TEMP_STORAGE) => {
-      const { mounts, volumes } = podVolumes(directories, credentials, configFile, tempStorage);
-      return {
-        serviceAccountName: SERVICE_ACCOUNT,
-        // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
-        restartPolicy: 'Never',
-        // tilehouse stops cleanly on SIGTERM (aborts requests, removes temp files, exit 143) within
-        // stopDeadlineMs; the grace period is Kubernetes' default 30 s, or that plus 5 s when longer,
-        // so SIGKILL never comes before the summary.
-        terminationGracePeriodSeconds: graceSeconds(environment.stopDeadlineMs),
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: RUN_AS_USER,
-          runAsGroup: RUN_AS_USER,
-          fsGroup: RUN_AS_USER,
-          seccompProfile,
-        },
-        containers: [
-          {
-            name: CONTAINER,
-            image: inputs.image,
-            imagePullPolicy: 'IfNotPresent',
-            args,
-            env: [...env, ...extraEnv],
-            resources: {
-              requests: { ...RESOURCES.requests, 'ephemeral-storage': tempStorage },
-              limits: { ...RESOURCES.limits, 'ephemeral-storage': tempStorage },
-            },
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: RUN_AS_USER,
-              allowPrivilegeEscalation: false,
-              readOnlyRootFilesystem: true,
-              capabilities: { drop: ['ALL'] },
-              seccompProfile,
-            },
-            volumeMounts: mounts,
+    spec: (args, extraEnv = [], tempStorage = DEFAULT_TEMP_STORAGE) => ({
+      serviceAccountName: SERVICE_ACCOUNT,
+      // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
+      restartPolicy: 'Never',
+      // tilehouse stops cleanly on SIGTERM (aborts requests, removes temp files, exit 143) within
+      // stopDeadlineMs; the grace period is Kubernetes' default 30 s, or that plus 5 s when longer,
+      // so SIGKILL never comes before the summary.
+      terminationGracePeriodSeconds: graceSeconds(environment.stopDeadlineMs),
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: RUN_AS_USER,
+        runAsGroup: RUN_AS_USER,
+        fsGroup: RUN_AS_USER,
+        seccompProfile,
+      },
+      containers: [
+        {
+          name: CONTAINER,
+          image: inputs.image,
+          imagePullPolicy: 'IfNotPresent',
+          args,
+          env: [...env, ...extraEnv],
+          resources: podResources(tempStorage),
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RUN_AS_USER,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+            seccompProfile,
           },
-        ],
-        volumes,
-      };
-    },
+          volumeMounts: mounts,
+        },
+      ],
+      volumes: sizedVolumes(volumes, tempStorage),
+    }),
   };
 }
