@@ -68,10 +68,10 @@ export const RESOURCES = {
 
 export const RESOURCES_COMMENT = [
   ' memory: from the benchmark\'s peak RSS under the image\'s node flags (npm run bench -- --memory,',
-  ' Node 24.21): ~82 MB for a 5-row tile, ~139 MB at 100k rows, ~162 MB at 1M rows into CSV (50 ms',
-  ' pages, concurrency 8; 159-170 MB over 15 runs), and ~178 MB for the same 1M rows into Parquet',
-  ' (175-191 MB over 7 runs: a row group\'s compressed pages wait until it is written). Every pod gets',
-  ' the same resources whatever its sinks, so they follow the larger, Parquet. The request (208Mi,',
+  ' Node 24.21): ~83 MB for a 5-row tile, ~126 MB at 100k rows, ~156 MB at 1M rows into CSV (50 ms',
+  ' pages, concurrency 8; 153-170 MB over 13 runs), and ~183 MB for the same 1M rows into Parquet',
+  ' (175-191 MB over 13 runs: a row group\'s compressed pages wait until it is written). Every pod',
+  ' gets the same resources whatever its sinks, so they follow the larger, Parquet. The request (208Mi,',
   ' 218 MB) is its 1M-row peak plus ~20%, what a cluster reserves for every run of every tile. The',
   ' limit (352Mi, 369 MB) is about twice that peak: what grows is pages in flight times page size',
   ' (source.concurrency x itemsPerPage x row width), and the bench\'s pages are 1000 rows of 11',
