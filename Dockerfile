@@ -24,8 +24,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/bundle ./dist/bundle
 # /app stays owned by root: the process can read its code but not change it. The pod also runs with
 # a read-only root filesystem; temp files go to TMPDIR (an emptyDir on Kubernetes).
-# Node's flags, here and in src/deploy/deploy-settings.ts (NODE_OPTIONS, NODE_ARGS; a test holds
-# them equal; npm run bench reads them from this file). Why each (measured, bench/README.md):
+# Node's flags, written once in src/node-flags.ts (a test holds these equal to it; npm run bench reads
+# them from this file). Started with them, tilehouse does not relaunch itself (bin/tilehouse.js and a
+# bundle started without them do, once). Why each (measured, bench/README.md):
 # - --max-old-space-size=2048: Node sizes V8's heap from the container's memory limit, and a small
 #   ceiling makes V8 collect every few MB: ~30% more CPU per row. 2048 keeps the large-heap mode.
 # - --max-semi-space-size=8: Node 24's V8 grows the young generation to 3 x 64 MB (Node 20's:

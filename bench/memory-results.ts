@@ -6,7 +6,7 @@
 import type { ImageNode } from './support/image-node.js';
 import { median, type Target } from './results.js';
 
-export type MemoryCaseName = 'bare node' | 'help' | 'validate' | 'run 5 rows' | 'run 5 rows, telemetry on' | 'run 100k' | 'run 1M' | 'run 1M, telemetry on';
+export type MemoryCaseName = 'bare node' | 'help' | 'validate' | 'run 5 rows' | 'run 5 rows, telemetry on' | 'run 100k' | 'run 1M' | 'run 1M, telemetry on' | 'bin: run 5 rows' | 'bin: run 100k';
 
 export interface MemoryCase {
   name: MemoryCaseName;
@@ -19,6 +19,11 @@ export interface MemoryCase {
    * receiver in the bench process that takes and drops every export), beside the same run off.
    */
   telemetry?: boolean;
+  /**
+   * Started as `npx tilehouse` starts it in a checkout: `node bin/tilehouse.js`, no node flags and
+   * no NODE_OPTIONS (issue 39: the figures within 10 % of the image's).
+   */
+  viaBin?: boolean;
 }
 
 /** What issue 29 measures, in this order (bare node first: the other cases are its multiples). */
@@ -31,6 +36,8 @@ export const MEMORY_CASES: readonly MemoryCase[] = [
   { name: 'run 100k', run: { rows: 100_000, latencyMs: 0, concurrency: 4 }, maxRatio: 2.3 },
   { name: 'run 1M', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, maxRatio: 2.8 },
   { name: 'run 1M, telemetry on', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, telemetry: true },
+  { name: 'bin: run 5 rows', run: { rows: 5, latencyMs: 0, concurrency: 4 }, viaBin: true },
+  { name: 'bin: run 100k', run: { rows: 100_000, latencyMs: 0, concurrency: 4 }, viaBin: true },
 ];
 
 /** CPU per row may rise by at most this factor over the baseline checkout's. */

@@ -4,6 +4,8 @@
 // - the shipped bundle (dist/bundle/tilehouse.js, `npm run build`) when it exists and is not older
 //   than the sources beside it: the fast path (~290 ms to the first request instead of ~1 s);
 // - else src/cli.ts through tsx (a devDependency, so a checkout only), in this same process.
+// Either way it first makes sure node runs with tilehouse's flags (src/node-flags.ts: the image's
+// --liftoff-only and NODE_OPTIONS), relaunching itself once under them when started without.
 // The Docker image runs the bundle directly; this file only chooses, it has no logic of its own.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -32,5 +34,8 @@ if (!useBundle) {
   const { register } = await import('tsx/esm/api');
   register();
 }
+// Before the CLI is loaded: a relaunch replaces this process, and anything loaded is wasted.
+const { relaunchWithNodeFlags } = await import(pathToFileURL(useBundle ? path.join(root, 'dist', 'bundle', 'node-flags.js') : path.join(sources, 'node-flags.ts')).href);
+relaunchWithNodeFlags();
 const { runAsProcess } = await import(pathToFileURL(useBundle ? bundle : path.join(sources, 'cli.ts')).href);
 await runAsProcess();

@@ -23,6 +23,19 @@ cd "$(dirname "$0")/.."
 log() { echo "[build-node-base-image] $*" >&2; }
 fail() { log "error: $*"; exit 2; }
 
+# The Debian mirror this machine's apt uses (deb822 URIs: or a one-line `deb` entry), or
+# TILEHOUSE_DEBIAN_MIRROR. No mirror is written here: the machine's own apt sources say which one
+# it may reach.
+apt_sources="${TILEHOUSE_APT_SOURCES:-/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list}"
+mirror="${TILEHOUSE_DEBIAN_MIRROR:-}"
+if [ -z "$mirror" ]; then
+  # shellcheck disable=SC2086 # the list of files and globs, split and expanded on purpose
+  mirror="$({ cat $apt_sources 2>/dev/null || true; } \
+    | awk '$1 == "URIs:" && $2 !~ /security/ { print $2; exit } $1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; exit } }')"
+fi
+[ -n "$mirror" ] || fail "no Debian mirror in this machine's apt sources ($apt_sources): add one there (a deb822 URIs: line or a 'deb' line), or set TILEHOUSE_DEBIAN_MIRROR"
+log "Debian mirror: $mirror"
+
 [ "$(id -u)" = 0 ] || fail "must run as root (buildah's vfs storage and debootstrap need it)"
 for tool in buildah debootstrap npm; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (apt-get install -y buildah debootstrap)"
@@ -50,13 +63,6 @@ fi
 cache="${TILEHOUSE_IMAGE_CACHE:-/var/cache/tilehouse}"
 mkdir -p "$cache"
 
-# The Debian mirror this machine's apt uses (deb822 URIs: or a one-line `deb` entry).
-mirror="${TILEHOUSE_DEBIAN_MIRROR:-}"
-if [ -z "$mirror" ]; then
-  mirror="$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null || true; } \
-    | awk '$1 == "URIs:" && $2 !~ /security/ { print $2; exit } $1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; exit } }')"
-fi
-mirror="${mirror:-http://deb.debian.org/debian}"
 
 rootfs="$cache/debootstrap/$suite-minbase"
 if [ ! -e "$rootfs/.tilehouse-complete" ]; then

@@ -64,7 +64,9 @@ const outdir = process.argv[2] ?? 'dist/bundle';
 // Chunk names carry content hashes: clear old ones so the directory holds one build only.
 await rm(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { tilehouse: 'src/cli.ts' },
+  // src/main.ts relaunches node under tilehouse's flags before it loads the CLI; node-flags:
+  // bin/tilehouse.js does the same before it loads the bundle.
+  entryPoints: { tilehouse: 'src/main.ts', 'node-flags': 'src/node-flags.ts' },
   outdir,
   bundle: true,
   splitting: true,
@@ -78,6 +80,13 @@ await build({
   // Some bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __tilehouseRequire } from 'node:module'; const require = __tilehouseRequire(import.meta.url);" },
   plugins: [zodEnglishOnly, undiciLazyHttp2],
+  // Minified, names kept (error classes and functions keep their .name; stack positions map back
+  // through the source maps beside the chunks). V8 keeps every loaded module's source in its heap,
+  // and the live heap sets how far V8 lets it grow before a full collection: 3.15 -> 1.70 MB of
+  // chunks, and peak RSS (image flags, 3 interleaved runs) 140 -> 130 MB at 100k rows, 171 -> 161
+  // MB at 1M rows (50 ms, c=8), 83.4 -> 82.7 MB at 5 rows.
+  minify: true,
+  keepNames: true,
   logLevel: 'warning',
 });
 

@@ -154,4 +154,5 @@ export async function runAsProcess(): Promise<void> {
   process.exitCode = code;
 }
 
+// Run from source (through tsx: the tests, a developer), as started; the bundle's entry is src/main.ts.
 if (isEntryPoint()) await runAsProcess();

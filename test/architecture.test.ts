@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
  * "folder" here. A new folder must be given a layer before it can pass.
  */
 const LAYERS: ReadonlyArray<readonly string[]> = [
-  ['value-types', 'errors', 'error-codes', 'temp-owner', 'write-file-atomically', 'secret-scrubber', 'count-noun', 'stop-deadline', 'retry', 'log', 'output-stream', 'map-with-concurrency', 'telemetry'],
+  ['value-types', 'errors', 'error-codes', 'temp-owner', 'write-file-atomically', 'secret-scrubber', 'count-noun', 'stop-deadline', 'retry', 'log', 'output-stream', 'map-with-concurrency', 'telemetry', 'node-flags'],
   ['config'],
   ['source'],
   ['transform'],
@@ -23,7 +23,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['metrics', 'schedule', 'deploy'],
   ['workspace'],
   ['presentation'],
-  ['cli'],
+  ['cli', 'main'],
 ];
 
 const root = path.resolve(import.meta.dirname, '..');

@@ -181,6 +181,11 @@ export const jobSchema = z
       .describe('Zone for datetimes without an offset and for {date}; default: the schedule timezone, else UTC'),
     query: exportQuerySchema,
     sinks: z.array(sinkSchema).min(1, 'a job needs at least one sink'),
+    tempStorage: z
+      .string()
+      .regex(/^[1-9]\d*(?:Ki|Mi|Gi|Ti)$/, 'a Kubernetes quantity in binary units, e.g. 512Mi or 4Gi')
+      .optional()
+      .describe("Local disk this job's Kubernetes pod gets for temp files and local outputs (tilehouse k8s: the /tmp emptyDir's sizeLimit and the container's ephemeral-storage); default 1Gi. See k8s/README.md for sizing"),
     columns: z
       .record(
         z.string(),

@@ -68,10 +68,10 @@ export const RESOURCES = {
 
 export const RESOURCES_COMMENT = [
   ' memory: from the benchmark\'s peak RSS under the image\'s node flags (npm run bench -- --memory,',
-  ' Node 24.21): ~82 MB for a 5-row tile, ~139 MB at 100k rows, ~162 MB at 1M rows into CSV (50 ms',
-  ' pages, concurrency 8; 159-170 MB over 15 runs), and ~178 MB for the same 1M rows into Parquet',
-  ' (175-191 MB over 7 runs: a row group\'s compressed pages wait until it is written). Every pod gets',
-  ' the same resources whatever its sinks, so they follow the larger, Parquet. The request (208Mi,',
+  ' Node 24.21): ~83 MB for a 5-row tile, ~126 MB at 100k rows, ~156 MB at 1M rows into CSV (50 ms',
+  ' pages, concurrency 8; 153-170 MB over 13 runs), and ~183 MB for the same 1M rows into Parquet',
+  ' (175-191 MB over 13 runs: a row group\'s compressed pages wait until it is written). Every pod',
+  ' gets the same resources whatever its sinks, so they follow the larger, Parquet. The request (208Mi,',
   ' 218 MB) is its 1M-row peak plus ~20%, what a cluster reserves for every run of every tile. The',
   ' limit (352Mi, 369 MB) is about twice that peak: what grows is pages in flight times page size',
   ' (source.concurrency x itemsPerPage x row width), and the bench\'s pages are 1000 rows of 11',
@@ -91,24 +91,23 @@ export const RESOURCES_COMMENT = [
 ].join('\n');
 
 /**
- * The image's NODE_OPTIONS (Dockerfile ENV; the manifests set it too, so a pod runs with it even
- * where the image is replaced). test/deploy/dockerfile.test.ts holds the two equal, and
- * `npm run bench` reads them from the Dockerfile.
- * - V8's old-space ceiling: at 2048 MB V8 grows its heap by up to 4x the live size between full
- *   collections (its large-heap mode) instead of ~1.3x. See RESOURCES_COMMENT.
- * - The young generation: Node 24's V8 lets each semi-space grow to 64 MB (Node 20's: 16 MB), and
- *   a run's short-lived garbage (page texts, parsed rows) fills them: at 1M rows that was ~100 MB of
- *   peak RSS. 8 MB keeps a page's garbage young without the extra CPU of a smaller one (bench).
+ * Local disk of a pod (a job's `tempStorage` replaces it): the sizeLimit of each emptyDir (/tmp, a
+ * local output directory) and the container's ephemeral-storage request and limit. What a run
+ * writes there, per million rows of the bench's tile (11 columns, ~137 bytes a row on the wire;
+ * bench/README.md, "Disk"): a BigQuery sink's NDJSON load file ~290 MB (in /tmp), a local CSV
+ * 143 MB, gzip CSV 21 MB, Parquet 38 MB (beside their target, an emptyDir in the pod); a gs:// file
+ * sink nothing (it uploads from memory). 1Gi (GKE Autopilot's default) holds ~3.5M such rows into
+ * BigQuery. Beyond the limit Kubernetes evicts the pod (SIGTERM: the run stops cleanly, exit 143,
+ * nothing published); a node's disk that fills first fails the run with disk_full.
  */
-export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
+export const DEFAULT_TEMP_STORAGE = '1Gi';
 
 /**
- * node's own flags before the script in the image's ENTRYPOINT: V8 flags that NODE_OPTIONS may not
- * carry (Node allows only a few there). --liftoff-only: undici parses HTTP in WebAssembly, and V8
- * optimizing that module with TurboFan at the first connection cost ~20 MB of peak RSS; its
- * baseline (Liftoff) code showed no CPU difference per row in the bench.
+ * The image's NODE_OPTIONS (Dockerfile ENV; the manifests set it too, so a pod runs with it even
+ * where the image is replaced) and node's flags of its ENTRYPOINT, written once in
+ * src/node-flags.ts with their reasons. test/deploy/dockerfile.test.ts holds the Dockerfile to them.
  */
-export const NODE_ARGS = ['--liftoff-only'] as const;
+export { NODE_ARGS, NODE_OPTIONS } from '../node-flags.js';
 
 /** Kubernetes adds 11 characters to a CronJob's name for its Jobs; names are DNS labels of 63. */
 export const MAX_CRONJOB_NAME = 52;

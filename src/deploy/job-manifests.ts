@@ -85,7 +85,7 @@ export function cronJobFor(job: LoadedJob, pod: PodPlan): Manifest | undefined {
           podFailurePolicy,
           template: {
             metadata: { labels: jobLabels },
-            spec: pod.spec(['run', '--job', job.name]),
+            spec: pod.spec(['run', '--job', job.name], [], job.tempStorage),
           },
         },
       },
@@ -179,6 +179,7 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
             ...(backfill.traceparent === undefined ? [] : [{ name: 'TRACEPARENT', value: backfill.traceparent }]),
           ],
+          backfill.job.tempStorage,
         ),
       },
     },

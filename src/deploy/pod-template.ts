@@ -7,6 +7,7 @@ import {
   CONFIG_CONFIGMAP,
   CONTAINER,
   CREDENTIALS_SECRET,
+  DEFAULT_TEMP_STORAGE,
   IMAGE_PATHS,
   JOBS_CONFIGMAP,
   NODE_OPTIONS,
@@ -33,8 +34,11 @@ export interface PodInputs {
 }
 
 export interface PodPlan {
-  /** The pod template's `spec` for a container running `args` (with `env` added to the container's). */
-  spec(args: string[], env?: readonly Manifest[]): Manifest;
+  /**
+   * The pod template's `spec` for a container running `args` (with `env` added to the container's),
+   * with `tempStorage` of local disk (a job's own, else DEFAULT_TEMP_STORAGE).
+   */
+  spec(args: string[], env?: readonly Manifest[], tempStorage?: string): Manifest;
   /** Things that work but deserve a look (CSV written into a pod's emptyDir). */
   warnings: string[];
 }
@@ -149,6 +153,19 @@ function podVolumes(directories: string[], credentials: Credentials, configFile:
   return { mounts, volumes };
 }
 
+/** Every emptyDir bounded to the pod's local disk (/tmp, output directories). */
+function sizedVolumes(volumes: readonly Manifest[], sizeLimit: string): Manifest[] {
+  return volumes.map((volume) => (volume.emptyDir === undefined ? volume : { ...volume, emptyDir: { sizeLimit } }));
+}
+
+/** Memory and CPU (RESOURCES), and the local disk as ephemeral-storage, request and limit alike. */
+function podResources(tempStorage: string): Manifest {
+  return {
+    requests: { ...RESOURCES.requests, 'ephemeral-storage': tempStorage },
+    limits: { ...RESOURCES.limits, 'ephemeral-storage': tempStorage },
+  };
+}
+
 export function planPod(inputs: PodInputs): PodPlan {
   const { environment, configFile, jobs } = inputs;
   const credentials = credentialWiring(environment.source, configFile);
@@ -172,7 +189,7 @@ export function planPod(inputs: PodInputs): PodPlan {
 
   return {
     warnings,
-    spec: (args, extraEnv = []) => ({
+    spec: (args, extraEnv = [], tempStorage = DEFAULT_TEMP_STORAGE) => ({
       serviceAccountName: SERVICE_ACCOUNT,
       // podFailurePolicy requires Never: a failed container makes a new pod, counted by backoffLimit.
       restartPolicy: 'Never',
@@ -194,7 +211,7 @@ export function planPod(inputs: PodInputs): PodPlan {
           imagePullPolicy: 'IfNotPresent',
           args,
           env: [...env, ...extraEnv],
-          resources: RESOURCES,
+          resources: podResources(tempStorage),
           securityContext: {
             runAsNonRoot: true,
             runAsUser: RUN_AS_USER,
@@ -206,7 +223,7 @@ export function planPod(inputs: PodInputs): PodPlan {
           volumeMounts: mounts,
         },
       ],
-      volumes,
+      volumes: sizedVolumes(volumes, tempStorage),
     }),
   };
 }

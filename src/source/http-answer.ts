@@ -37,6 +37,8 @@ export interface AnswerContext {
   retryAfterCeilingMs: number;
   /** Of a 2xx body: whether its number literals must be read exactly (see parseJsonBody); default yes. */
   literalsMatter?: (value: unknown) => boolean;
+  /** Of a 2xx body: the array most of it is, parsed in slices (see parseJsonBytes), e.g. an export page's ['result', 'rows']. */
+  slicedArray?: readonly string[];
   /** A 401 means "the token expired" (export endpoint) rather than a refusal (token endpoint). */
   reauthOn401?: boolean;
   /**
@@ -62,7 +64,8 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
       const error = context.bodyError(answer, answer.undecodable.detail);
       return answer.undecodable.transient ? { kind: 'retry', error } : { kind: 'fail', error };
     }
-    const body = parseJsonBody(answer.text, context.literalsMatter);
+    const body =
+      answer.json === undefined ? parseJsonBody(answer.text, context.literalsMatter) : answer.json({ literalsMatter: context.literalsMatter, slicedArray: context.slicedArray });
     // A 200 whose JSON is cut short is almost always a dropped connection: retry it. The
     // parser's message quotes the body too, so it is excerpted like the body.
     if (!body.ok) return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };

@@ -4,6 +4,7 @@ import { PassThrough, type Readable, type Transform } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { parseJsonBody, parseJsonBytes, type JsonBodyParse, type JsonBytesOptions } from './json-body.js';
 import { request } from './undici-parts.js';
 
 /**
@@ -51,6 +52,12 @@ export interface HttpAnswer {
    */
   readonly text: string;
   undecodable?: BodyProblem;
+  /**
+   * Parses the body as JSON from its bytes, without decoding it whole (see parseJsonBytes), when
+   * it is still held as bytes and decodable. Once this succeeded, `text` is empty: the bytes are
+   * given back. After a failure `text` still reads the body (for the error's excerpt).
+   */
+  json?(options: JsonBytesOptions): JsonBodyParse;
 }
 
 /** The request got no complete answer (headers and body) within its deadline. Transient, like a timeout. */
@@ -93,7 +100,15 @@ export async function postJson(post: JsonPost): Promise<HttpAnswer> {
       signal: controller.signal,
     });
     const body = await readBody(response.body, response.headers['content-encoding']);
-    return { status: response.statusCode, headers: response.headers, undecodable: body.undecodable, get text() { return body.text(); } };
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      undecodable: body.undecodable,
+      get text() {
+        return body.text();
+      },
+      ...(body.json === undefined ? {} : { json: body.json }),
+    };
   } catch (error) {
     // undici reports an abort as whatever it sees first; name the deadline when it was ours.
     if (controller.signal.reason instanceof RequestDeadlineError && !post.signal?.aborted) throw controller.signal.reason;
@@ -124,6 +139,7 @@ function decompressorFor(coding: string): Transform | undefined {
 interface ReadBody {
   text: () => string;
   undecodable?: BodyProblem;
+  json?: (options: JsonBytesOptions) => JsonBodyParse;
 }
 
 /**
@@ -249,7 +265,16 @@ function decodeUtf8(bytes: Buffer, owned: boolean): ReadBody {
           release(held, owned);
           held = undefined;
         }
-        return text!;
+        return text ?? '';
+      },
+      json: (options) => {
+        if (held === undefined) return parseJsonBody(text ?? '', options.literalsMatter);
+        const parse = parseJsonBytes(held.subarray(start), options);
+        if (parse.ok) {
+          release(held, owned);
+          held = undefined;
+        }
+        return parse;
       },
     };
   }

@@ -18,6 +18,7 @@
  * property-tested against JSON.parse (values and rejections).
  */
 
+import { randomUUID } from 'node:crypto';
 import { ExactNumber } from '../value-types/exact-number.js';
 
 export type JsonBodyParse = { ok: true; value: unknown } | { ok: false; error: string };
@@ -44,6 +45,230 @@ export function parseJsonBody(text: string, literalsMatter?: (value: unknown) =>
 }
 
 const BOM = 0xfeff;
+
+export interface JsonBytesOptions {
+  /** As for {@link parseJsonBody}; with `slicedArray`, asked of the body with that array holding one slice's elements at a time. */
+  literalsMatter?: (value: unknown) => boolean;
+  /**
+   * The member names from the top-level object to an array that a large body holds most of
+   * (an export page's `['result', 'rows']`): that array is parsed in slices of ~SLICE_BYTES.
+   */
+  slicedArray?: readonly string[];
+}
+
+/** Bytes of one slice of the sliced array: a string of this size stays far below V8's large-object threshold (128 KiB, two bytes a character when any is outside Latin-1). */
+export const SLICE_BYTES = 32 * 1024;
+
+/**
+ * Parses a body from its bytes, which must be valid UTF-8 (http.ts checks that before); a leading
+ * byte-order mark is ignored. The result is the one {@link parseJsonBody} gives for the decoded
+ * text, value for value.
+ *
+ * Why bytes: a page decoded whole is one string of ~350 KB, above V8's regular object size, so it
+ * lives in the large-object space; one caught in a scavenge mid-parse is promoted whole and freed
+ * only by the next full collection (issue 29: 18-21 MB of a 1M-row run's peak heap were such
+ * texts). With `slicedArray` the array's elements are decoded and parsed ~32 KB at a time, each
+ * slice a short-lived young string, and the rest of the body (navigation, headers, the echoed
+ * query) once, with the array left out. Anything the slicing cannot vouch for reads the body
+ * whole, as before (see parseSliced).
+ */
+export function parseJsonBytes(bytes: Buffer, options: JsonBytesOptions = {}): JsonBodyParse {
+  const body = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+  const path = options.slicedArray;
+  if (path !== undefined && path.length > 0 && body.length >= 2 * SLICE_BYTES) {
+    const value = parseSliced(body, path, options.literalsMatter);
+    if (value !== undefined) return { ok: true, value };
+  }
+  return parseJsonBody(body.toString('utf8'), options.literalsMatter);
+}
+
+// Stands in for the sliced array in the rest of the body: a string no page can hold by chance.
+const MARKER = `tilehouse-sliced-array-${randomUUID()}`;
+const MARKER_TOKEN = `"${MARKER}"`;
+const COMMA_BYTE = 0x2c;
+const QUOTE_BYTE = 0x22;
+const BACKSLASH_BYTE = 0x5c;
+
+interface Slice {
+  /** The `[` that opens the array or the `,` before the slice's first element. */
+  start: number;
+  /** The `,` after its last element, or the array's closing `]`. */
+  end: number;
+  elements: unknown[];
+}
+
+/**
+ * The sliced reading, or undefined when it cannot vouch for giving what the whole text gives.
+ *
+ * The array is found by its member name (`"rows"`, then `:` and `[`), and cut at commas that sit
+ * between `]`/`}` and `[`/`{` roughly every SLICE_BYTES. Such a comma may be inside a string or a
+ * nested value, which is why each slice is checked by parsing it: `[` + elements + `]` is valid JSON
+ * only if the cut is a real boundary between elements (a cut inside a string leaves the string
+ * open; one inside a nested value leaves a bracket open). A slice that fails is cut again by an
+ * exact scan (strings and nesting tracked byte by byte), which also finds the array's end.
+ *
+ * The rest of the body is parsed with a random marker string in place of the array; the marker
+ * must come back as the value at `path`, so the array is the one JSON.parse would have put there
+ * (a duplicate "rows" or "result" later in the body, which JSON.parse would take instead, puts
+ * something else there), and the marker replaced a whole value outside any string (a string
+ * opened before it would end at its first quote and leave letters outside: not JSON).
+ */
+function parseSliced(bytes: Buffer, path: readonly string[], literalsMatter: ((value: unknown) => boolean) | undefined): unknown {
+  const open = arrayOpening(bytes, path[path.length - 1]!);
+  if (open < 0) return undefined;
+  const slices: Slice[] = [];
+  let start = open;
+  for (;;) {
+    const cut = elementBoundary(bytes, start + SLICE_BYTES);
+    const guessed = cut < 0 ? undefined : parseSlice(bytes, start, cut);
+    if (guessed !== undefined) {
+      slices.push({ start, end: cut, elements: guessed });
+      start = cut;
+      continue;
+    }
+    const exact = scanElements(bytes, start);
+    if (exact === undefined) return undefined;
+    const elements = parseSlice(bytes, start, exact.end);
+    if (elements === undefined) return undefined;
+    slices.push({ start, end: exact.end, elements });
+    if (exact.closed) break;
+    start = exact.end;
+  }
+  const close = slices[slices.length - 1]!.end;
+  const restText = bytes.toString('utf8', 0, open) + MARKER_TOKEN + bytes.toString('utf8', close + 1);
+  let rest: unknown;
+  try {
+    rest = JSON.parse(restText);
+  } catch {
+    return undefined;
+  }
+  let holder = holderAt(rest, path);
+  if (holder === undefined || restText.indexOf(MARKER_TOKEN) !== restText.lastIndexOf(MARKER_TOKEN)) return undefined;
+  const name = path[path.length - 1]!;
+
+  // literalsMatter asked of the body with each slice in place of the array: the whole body is read
+  // exactly if any slice says so, as parseJsonBody reads it exactly if the whole says so.
+  let exact = literalsMatter === undefined;
+  for (let index = 0; !exact && index < slices.length; index++) {
+    holder[name] = slices[index]!.elements;
+    exact = literalsMatter!(rest);
+  }
+  if (exact) {
+    if (mayHoldInexactNumber(restText)) {
+      rest = readLosslessJson(restText);
+      holder = holderAt(rest, path)!;
+    }
+    for (const slice of slices) {
+      const text = sliceText(bytes, slice.start, slice.end);
+      if (mayHoldInexactNumber(text)) slice.elements = readLosslessJson(text) as unknown[];
+    }
+  }
+  holder[name] = slices.length === 1 ? slices[0]!.elements : ([] as unknown[]).concat(...slices.map((slice) => slice.elements));
+  return rest;
+}
+
+/** The object at `path` minus its last name, when the value at `path` is the marker. */
+function holderAt(value: unknown, path: readonly string[]): Record<string, unknown> | undefined {
+  let holder = value;
+  for (let index = 0; index < path.length - 1; index++) {
+    if (!isPlainRecord(holder) || !Object.hasOwn(holder, path[index]!)) return undefined;
+    holder = holder[path[index]!];
+  }
+  return isPlainRecord(holder) && Object.hasOwn(holder, path[path.length - 1]!) && holder[path[path.length - 1]!] === MARKER ? holder : undefined;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The `[` of the first `"name"` followed by `:` and `[` (whitespace allowed); -1 if none. */
+function arrayOpening(bytes: Buffer, name: string): number {
+  const key = Buffer.from(JSON.stringify(name));
+  for (let at = bytes.indexOf(key); at >= 0; at = bytes.indexOf(key, at + 1)) {
+    let index = skipSpaceBytes(bytes, at + key.length);
+    if (bytes[index] !== 0x3a) continue;
+    index = skipSpaceBytes(bytes, index + 1);
+    if (bytes[index] === 0x5b) return index;
+  }
+  return -1;
+}
+
+function skipSpaceBytes(bytes: Buffer, from: number): number {
+  let index = from;
+  for (;;) {
+    const code = bytes[index];
+    if (code !== 32 && code !== 10 && code !== 13 && code !== 9) return index;
+    index++;
+  }
+}
+
+/** The first comma at or after `from` between `]`/`}` and `[`/`{` (whitespace allowed): maybe a boundary between elements; -1 if none. */
+function elementBoundary(bytes: Buffer, from: number): number {
+  for (let at = bytes.indexOf(COMMA_BYTE, from); at >= 0; at = bytes.indexOf(COMMA_BYTE, at + 1)) {
+    let before = at - 1;
+    while (isSpaceByte(bytes[before])) before--;
+    const previous = bytes[before];
+    if (previous !== 0x5d && previous !== 0x7d) continue;
+    const next = bytes[skipSpaceBytes(bytes, at + 1)];
+    if (next === 0x5b || next === 0x7b) return at;
+  }
+  return -1;
+}
+
+function isSpaceByte(code: number | undefined): boolean {
+  return code === 32 || code === 10 || code === 13 || code === 9;
+}
+
+/**
+ * From a slice's start (the array's `[` or a comma between its elements), the first comma between
+ * elements at least SLICE_BYTES on, or the array's closing `]` if that comes first; strings and
+ * nesting tracked exactly. Undefined when the body ends first.
+ */
+function scanElements(bytes: Buffer, from: number): { end: number; closed: boolean } | undefined {
+  let depth = 0;
+  const length = bytes.length;
+  for (let index = from + 1; index < length; index++) {
+    const code = bytes[index]!;
+    if (code === QUOTE_BYTE) {
+      // To the closing quote: one not preceded by an odd number of backslashes.
+      for (;;) {
+        index = bytes.indexOf(QUOTE_BYTE, index + 1);
+        if (index < 0) return undefined;
+        let backslashes = 0;
+        while (bytes[index - 1 - backslashes] === BACKSLASH_BYTE) backslashes++;
+        if (backslashes % 2 === 0) break;
+      }
+    } else if (code === 0x5b || code === 0x7b) depth++;
+    else if (code === 0x5d || code === 0x7d) {
+      if (depth === 0) return { end: index, closed: true };
+      depth--;
+    } else if (code === COMMA_BYTE && depth === 0 && index >= from + SLICE_BYTES) return { end: index, closed: false };
+  }
+  return undefined;
+}
+
+/** The slice [start, end] as text, with its first and last byte read as `[` and `]`. */
+function sliceText(bytes: Buffer, start: number, end: number): string {
+  // The bytes are ours to read (http.ts hands over the body it received); the two delimiters are
+  // put back at once. Cheaper than '[' + text + ']', a rope that JSON.parse would copy flat.
+  const first = bytes[start]!;
+  const last = bytes[end]!;
+  bytes[start] = 0x5b;
+  bytes[end] = 0x5d;
+  const text = bytes.toString('utf8', start, end + 1);
+  bytes[start] = first;
+  bytes[end] = last;
+  return text;
+}
+
+/** The elements of the slice [start, end] as JSON.parse reads them, or undefined if it is not JSON. */
+function parseSlice(bytes: Buffer, start: number, end: number): unknown[] | undefined {
+  try {
+    return JSON.parse(sliceText(bytes, start, end)) as unknown[];
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Whether the text may contain a number literal that {@link isInexactLiteral} flags; false means

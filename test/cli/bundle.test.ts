@@ -52,11 +52,17 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
   // zod re-exports ~50 locales through z.locales (370 KB on the run path); the bundle keeps the
   // English one zod registers itself, and a schema's error still reads in English.
   it("holds zod's English locale only, and zod's messages still read in English", async () => {
-    const chunks = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js'));
+    // The chunks are minified: which modules they hold, their source maps say.
+    const maps = (await readdir(BUNDLE)).filter((name) => name.endsWith('.js.map'));
     const locales = new Set<string>();
-    for (const name of chunks) {
-      for (const match of (await readFile(path.join(BUNDLE, name), 'utf8')).matchAll(/^\/\/ \S*zod\/v4\/locales\/(\S+)$/gm)) locales.add(match[1]!);
+    for (const name of maps) {
+      const { sources } = JSON.parse(await readFile(path.join(BUNDLE, name), 'utf8')) as { sources: string[] };
+      for (const source of sources) {
+        const match = /zod\/v4\/locales\/(\S+)$/.exec(source);
+        if (match !== null) locales.add(match[1]!);
+      }
     }
+    expect(maps.length).toBeGreaterThan(5);
     expect([...locales]).toEqual(['en.js']);
     const workspace = await writeWorkspace(path.join(root, 'locale'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { concurrency: 'many' });
     const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir]).catch((error: { code: number; stderr: string }) => error);

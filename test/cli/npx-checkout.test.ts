@@ -41,6 +41,9 @@ describe('bin/tilehouse.js chooses', () => {
     await symlink(path.join(ROOT, 'node_modules'), path.join(fake, 'node_modules'));
     await writeFile(path.join(fake, 'dist', 'bundle', 'tilehouse.js'), "export async function runAsProcess() { process.stdout.write('bundle\\n'); }\n");
     await writeFile(path.join(fake, 'src', 'cli.ts'), "export async function runAsProcess(): Promise<void> { process.stdout.write('source\\n'); }\n");
+    // Each side's relaunch under node's flags (src/node-flags.ts), a no-op here.
+    await writeFile(path.join(fake, 'dist', 'bundle', 'node-flags.js'), 'export function relaunchWithNodeFlags() {}\n');
+    await writeFile(path.join(fake, 'src', 'node-flags.ts'), 'export function relaunchWithNodeFlags(): void {}\n');
   });
   afterAll(async () => {
     await rm(fake, { recursive: true, force: true });
@@ -51,6 +54,7 @@ describe('bin/tilehouse.js chooses', () => {
 
   it('the bundle when it is newer than every source file', async () => {
     await age('src/cli.ts', 100);
+    await age('src/node-flags.ts', 100);
     await age('package.json', 100);
     await age('dist/bundle/tilehouse.js', 10);
     expect(await which()).toBe('bundle\n');

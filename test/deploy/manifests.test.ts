@@ -93,7 +93,7 @@ function expectLockedDownPod(pod: Obj): void {
 
   // A read-only root needs a writable temp directory: an emptyDir at the image's TMPDIR.
   expect(dockerEnv.TMPDIR).toBe('/tmp');
-  expect(mountedVolume(pod, dockerEnv.TMPDIR!)?.emptyDir).toEqual({});
+  expect(mountedVolume(pod, dockerEnv.TMPDIR!)?.emptyDir).toEqual({ sizeLimit: '1Gi' });
 
   // Jobs and config come from the ConfigMaps, where the image looks for them.
   expect(mountedVolume(pod, dockerEnv.TILEHOUSE_JOBS!)?.configMap?.name).toBe('tilehouse-jobs');
@@ -113,7 +113,7 @@ function expectLockedDownPod(pod: Obj): void {
   expect(secretVolume?.secret).toMatchObject({ secretName: 'tilehouse-credentials', items: [{ key: 'client-secret', path: path.posix.basename(secretFile) }] });
   expect(JSON.stringify(container.env)).not.toMatch(/"value":"[^"]*secret/i);
 
-  expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '208Mi' }, limits: { memory: '352Mi' } });
+  expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '208Mi', 'ephemeral-storage': '1Gi' }, limits: { memory: '352Mi', 'ephemeral-storage': '1Gi' } });
 }
 
 function expectJobSpec(spec: Obj): void {

@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
+import { indexedBackfillJob } from '../../src/deploy/job-manifests.js';
 import { planManifests, type ManifestPlan, type PlanInputs } from '../../src/deploy/plan-manifests.js';
+import { planPod } from '../../src/deploy/pod-template.js';
 import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { staleFiles, writeManifests } from '../../src/deploy/write-manifests.js';
 import { listFiles } from '../support/cli-harness.js';
@@ -170,6 +172,29 @@ describe('planManifests', () => {
     const emptyDirs = mixedSpec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name);
     expect(mixedSpec.containers[0].volumeMounts.filter((mount: Obj) => emptyDirs.includes(mount.name)).map((mount: Obj) => mount.mountPath).sort()).toEqual(['/exports', '/tmp']);
     expect(mixed.warnings).toEqual([expect.stringMatching(/^a write CSV under \/exports: .*emptyDir.*gs:\/\//)]);
+  });
+
+  it("bounds every pod's local disk: 1Gi for /tmp, each output emptyDir and the container, or the job's own tempStorage", async () => {
+    const result = await plan([job('a', { sinks: [{ type: 'csv' }] }), job('big', { sinks: [{ type: 'bigquery' }], tempStorage: '6Gi' })], { sinks: { csv: { directory: 'out' }, bigquery: { dataset: 'reports' } } });
+    const [small, big] = objectsIn(result, 'cronjobs.yaml').map(pod);
+    expect(small!.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => [volume.name, volume.emptyDir])).toEqual([
+      ['tmp', { sizeLimit: '1Gi' }],
+      ['output', { sizeLimit: '1Gi' }],
+    ]);
+    expect(small!.containers[0].resources.requests['ephemeral-storage']).toBe('1Gi');
+    expect(small!.containers[0].resources.limits['ephemeral-storage']).toBe('1Gi');
+    expect(big!.volumes.find((volume: Obj) => volume.name === 'tmp').emptyDir).toEqual({ sizeLimit: '6Gi' });
+    expect(big!.containers[0].resources).toMatchObject({ requests: { 'ephemeral-storage': '6Gi' }, limits: { 'ephemeral-storage': '6Gi' } });
+    // The Indexed backfill of the big job takes its size too.
+    const planned = await inputs([job('big', { tempStorage: '6Gi' })]);
+    const backfill = indexedBackfillJob(planPod({ ...planned, image: 'tilehouse' }), { job: planned.jobs[0]!, from: '2026-01-01', to: '2026-01-31', step: 'day', completions: 2, parallelism: 2 });
+    expect((backfill as Obj).spec.template.spec.volumes.find((volume: Obj) => volume.name === 'tmp').emptyDir).toEqual({ sizeLimit: '6Gi' });
+  });
+
+  it('refuses a tempStorage that is not a binary Kubernetes quantity', async () => {
+    for (const bad of ['1GB', '1.5Gi', '0Gi', '1024']) {
+      await expect(inputs([job('a', { tempStorage: bad })])).rejects.toThrow(/tempStorage.*Kubernetes quantity in binary units/s);
+    }
   });
 
   it('adds nothing for directories below /tmp and warns about nothing without csv sinks', async () => {

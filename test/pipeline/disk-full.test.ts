@@ -7,40 +7,59 @@ import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '.
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
-// A real full disk: a 64 KiB tmpfs as the CSV directory. Mounting needs root (CI here runs as
-// root); elsewhere the test says why it cannot run instead of passing vacuously.
-function tryMountTinyFs(directory: string): string | undefined {
+// A real full disk: a 64 KiB tmpfs as each file sink's directory. Mounting needs root (CI here runs
+// as root, and there a failed mount fails the test); elsewhere the test says why it cannot run
+// instead of passing vacuously. The BigQuery sink's load file: test/sinks/bigquery/ndjson-file.test.ts.
+function tryMountTinyFs(directory: string, size = '64k'): string | undefined {
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', directory], { stdio: 'pipe' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', directory], { stdio: 'pipe' });
     return undefined;
   } catch (error) {
+    if (process.env.CI === 'true') throw new Error(`CI=true: a tmpfs must be mountable for the disk-full tests: ${(error as Error).message}`);
     return (error as Error).message;
   }
 }
 
+/** Each file sink kind, writing into its own tiny file system; the previous file is already there. */
+const KINDS = [
+  { label: 'CSV', file: 'incident_detail.csv', sink: {} as Record<string, unknown> },
+  { label: 'gzip CSV', file: 'incident_detail.csv.gz', sink: { gzip: true } },
+  { label: 'Parquet', file: 'incident_detail.parquet', sink: { type: 'parquet' } },
+] as const;
+
 let sandbox: Sandbox;
 let root: string;
-let workspace: Workspace;
-let mountFailure: string | undefined;
+const workspaces = new Map<string, Workspace>();
+const mountFailures = new Map<string, string | undefined>();
 const PREVIOUS = 'previous run\r\n';
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 2000 });
+  // Parquet compresses ~5:1; 6000 rows are ~3x the file system in every format.
+  sandbox = await startSandbox({ incidents: 6000 });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 500 });
-  await mkdir(workspace.outDir, { recursive: true });
-  mountFailure = tryMountTinyFs(workspace.outDir);
+  for (const kind of KINDS) {
+    const kindRoot = path.join(root, kind.label.replace(/\W/g, '-'));
+    await mkdir(kindRoot, { recursive: true });
+    const outDir = path.join(kindRoot, 'out');
+    const sink = 'type' in kind.sink ? { type: 'parquet', path: path.join(outDir, '{name}.parquet') } : { type: 'csv', ...kind.sink };
+    const workspace = await writeWorkspace(kindRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], { itemsPerPage: 1000 });
+    await mkdir(workspace.outDir, { recursive: true });
+    workspaces.set(kind.label, workspace);
+    mountFailures.set(kind.label, tryMountTinyFs(workspace.outDir));
+  }
 });
 afterAll(async () => {
   await sandbox.close();
-  if (mountFailure === undefined) execFileSync('umount', [workspace.outDir]);
+  for (const [label, failure] of mountFailures) if (failure === undefined) execFileSync('umount', [workspaces.get(label)!.outDir]);
   await rm(root, { recursive: true, force: true });
 });
 
-describe('a run onto a full disk', () => {
-  it('fails with disk_full naming the path, keeps the previous file and leaves no temp file', async (context) => {
+describe.each(KINDS)('a $label run onto a full disk', (kind) => {
+  it('fails with exit 1 and disk_full naming the path, keeps the previous file, leaves no temp file', async (context) => {
+    const mountFailure = mountFailures.get(kind.label);
     if (mountFailure !== undefined) context.skip(`cannot mount a tmpfs here: ${mountFailure}`);
-    const target = path.join(workspace.outDir, 'incident_detail.csv');
+    const workspace = workspaces.get(kind.label)!;
+    const target = path.join(workspace.outDir, kind.file);
     await writeFile(target, PREVIOUS);
 
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
@@ -49,8 +68,23 @@ describe('a run onto a full disk', () => {
     const finished = result.logs.find((line) => line.msg === 'run finished') as { summary: { tiles: Array<{ error: { code: string; message: string } }> } };
     expect(finished.summary.tiles[0]!.error.code).toBe('disk_full');
     expect(finished.summary.tiles[0]!.error.message).toContain(target);
+    expect(finished.summary.tiles[0]!.error.message).toContain('free space on that volume');
     expect(result.stderr).toContain('disk_full');
+    // A clean message: no stack trace, no internal error.
+    expect(result.stderr).not.toMatch(/\n\s+at |internal_error/);
     expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await listFiles(workspace.outDir)).toEqual([kind.file]);
+  });
+
+  it('writes the file where there is room: the same run onto a file system large enough', async (context) => {
+    const mountFailure = mountFailures.get(kind.label);
+    if (mountFailure !== undefined) context.skip(`cannot mount a tmpfs here: ${mountFailure}`);
+    const workspace = workspaces.get(kind.label)!;
+    // Grown for good: a tmpfs holding more than 64 KiB cannot shrink back.
+    execFileSync('mount', ['-o', 'remount,size=8m', workspace.outDir]);
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    expect(result.exitCode).toBe(0);
+    expect((await readFile(path.join(workspace.outDir, kind.file))).length).toBeGreaterThan(64 * 1024);
+    expect(await listFiles(workspace.outDir)).toEqual([kind.file]);
   });
 });

@@ -21,6 +21,20 @@ describe('classifyAnswer', () => {
     expect(classifyAnswer(answer(200, '{"ok":true}'), context())).toEqual({ kind: 'ok', status: 200, value: { ok: true } });
   });
 
+  it("parses a 2xx from its bytes when the answer can (json), with the context's sliced array and literalsMatter", () => {
+    const asked: unknown[] = [];
+    const literalsMatter = () => false;
+    const json = (options: unknown) => {
+      asked.push(options);
+      return { ok: true as const, value: { from: 'bytes' } };
+    };
+    expect(classifyAnswer(answer(200, '', {}, { json }), context({ slicedArray: ['result', 'rows'], literalsMatter }))).toEqual({ kind: 'ok', status: 200, value: { from: 'bytes' } });
+    expect(asked).toEqual([{ slicedArray: ['result', 'rows'], literalsMatter }]);
+    // A failed parse quotes the text, which the answer still holds.
+    const failed = classifyAnswer(answer(200, '{"ok":tr', {}, { json: () => ({ ok: false as const, error: 'Unexpected end of JSON input' }) }), context());
+    expect(failed.kind !== 'ok' && failed.error.message).toBe('body: body is not JSON (Unexpected end of JSON input): {"ok":tr');
+  });
+
   it('retries a 2xx whose JSON is cut short', () => {
     const verdict = classifyAnswer(answer(200, '{"ok":tr'), context());
     expect(verdict.kind).toBe('retry');

@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { excerpt, isTransientNetworkError, postJson, RequestDeadlineError } from '../../src/source/http.js';
+import { parseJsonBody } from '../../src/source/json-body.js';
+import { ExactNumber } from '../../src/value-types/exact-number.js';
 import { startHostileServer } from '../support/hostile-server.js';
 
 // Answers /slow-headers after 3 s; /slow-body sends headers and half a body, then stalls 3 s.
@@ -93,6 +95,11 @@ describe('excerpt', () => {
 
 
 describe('postJson body bytes', () => {
+  // An export page of ~600 KB: rows with multi-byte text, "],[" inside strings, one long literal.
+  const page = JSON.stringify({
+    ok: true,
+    result: { navigation: { totalRows: 4000 }, rows: Array.from({ length: 4000 }, (_, i) => [`INC-${i}`, 'ü],["漢 '.repeat(i % 20), i === 3999 ? 'LONG' : i]) },
+  }).replace('"LONG"', '12345678901234567890');
   // 12 MB of JSON in 64 KB writes: undici hands it over in many chunks, which are concatenated.
   const bigBody = JSON.stringify({ rows: Array.from({ length: 12 * 1024 }, (_, i) => `${String(i).padStart(8, '0')}${'é'.repeat(504)}`) });
   let bodies: Server;
@@ -102,6 +109,13 @@ describe('postJson body bytes', () => {
       req.resume();
       if (req.url === '/one-write') {
         res.end('{"ok":"one chunk, not ours to free"}');
+        return;
+      }
+      if (req.url === '/page' || req.url === '/page-cut') {
+        const bytes = Buffer.from(req.url === '/page' ? page : page.slice(0, -3));
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(bytes.length) });
+        for (let at = 0; at < bytes.length; at += 10_000) res.write(bytes.subarray(at, at + 10_000));
+        res.end();
         return;
       }
       const bytes = Buffer.from(bigBody);
@@ -128,6 +142,23 @@ describe('postJson body bytes', () => {
     // Read again: the same text, from the cache, not from the freed bytes.
     expect(answer.text).toBe(bigBody);
     expect(JSON.parse(answer.text).rows[12 * 1024 - 1]).toMatch(/^00012287é/);
+  });
+
+  it('parses a page from its bytes in slices (json), exact numbers kept, and gives the bytes back', async () => {
+    const answer = await postJson({ url: `${bodiesUrl}/page`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
+    const parsed = answer.json!({ slicedArray: ['result', 'rows'] });
+    expect(parsed).toEqual(parseJsonBody(page));
+    expect((parsed as { value: { result: { rows: unknown[][] } } }).value.result.rows[3999]![2]).toEqual(new ExactNumber('12345678901234567890'));
+    // Read once: the bytes were given back.
+    expect(answer.text).toBe('');
+  });
+
+  it('keeps a page that is not JSON readable as text, for the error', async () => {
+    const answer = await postJson({ url: `${bodiesUrl}/page-cut`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
+    const parsed = answer.json!({ slicedArray: ['result', 'rows'] });
+    expect(parsed).toEqual(parseJsonBody(page.slice(0, -3)));
+    expect(parsed.ok).toBe(false);
+    expect(answer.text).toBe(page.slice(0, -3));
   });
 
   it('leaves a body that arrived in one chunk (undici\'s buffer) as it is, and decodes it', async () => {

@@ -1,10 +1,12 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   isInexactLiteral,
   mayHoldInexactNumber,
   parseJsonBody,
+  parseJsonBytes,
   readLosslessJson,
+  SLICE_BYTES,
 } from '../../src/source/json-body.js';
 import { ExactNumber } from '../../src/value-types/exact-number.js';
 import { formatDecimal, parseDecimal } from '../../src/transform/values/decimal.js';
@@ -230,5 +232,131 @@ describe('parseJsonBody with a say on whether literals matter', () => {
     const parsed = parseJsonBody('{"a":', () => (asked = true));
     expect(parsed.ok).toBe(false);
     expect(asked).toBe(false);
+  });
+});
+
+describe('parseJsonBytes', () => {
+  const ROWS = ['result', 'rows'] as const;
+  /** A page of `count` rows whose cells include the cut pattern "],[" inside strings, escapes, non-ASCII text and nested values. */
+  function pageText(count: number, options: { rowShape?: 'array' | 'object'; extra?: (index: number) => unknown[]; before?: string; after?: string } = {}): string {
+    const headers = ['id', 'rows', 'note', 'nested', 'n'];
+    const rows: string[] = [];
+    for (let index = 0; index < count; index++) {
+      const cells = [`INC-${index}`, index % 7 === 0 ? '],[' : '"],["', index % 5 === 0 ? 'ünïcödé — 漢字 🙂 \\"quoted\\" ],{' : `line\nbreak ${index}`, [[index], { a: [index, index + 1] }], index * 1.5, ...(options.extra?.(index) ?? [])];
+      const row = options.rowShape === 'object' ? Object.fromEntries(headers.map((header, at) => [header, cells[at]])) : cells;
+      rows.push(JSON.stringify(row));
+    }
+    return `{"ok":true,${options.before ?? ''}"result":{"navigation":{"hasPrev":false,"hasNext":true,"rowsCount":${count},"totalRows":99},"headers":${JSON.stringify(headers)},"dataTypes":["string","string","string","object","number"],"rows":[${rows.join(index0Spacing(count))}]${options.after ?? ''},"query":{"filters":[{"a":[1]},{"b":[2]}]}}}`;
+  }
+  // Whitespace between some rows, as a pretty-printing server would put.
+  const index0Spacing = (count: number) => (count % 2 === 0 ? ',' : ' ,\n ');
+
+  const bytesOf = (text: string) => Buffer.from(text, 'utf8');
+  const sliced = (text: string, literalsMatter?: (value: unknown) => boolean) => parseJsonBytes(bytesOf(text), { slicedArray: ROWS, literalsMatter });
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('reads a page as parseJsonBody reads its text, cut patterns inside strings and nested values included', () => {
+    for (const count of [10, 800, 3001]) {
+      for (const rowShape of ['array', 'object'] as const) {
+        const text = pageText(count, { rowShape });
+        expect(sliced(text)).toEqual(parseJsonBody(text));
+        expect(sliced(text)).toEqual({ ok: true, value: JSON.parse(text) });
+      }
+    }
+  });
+
+  it('never decodes the page as one string: no decoded piece reaches twice a slice', () => {
+    const text = pageText(5000);
+    expect(text.length).toBeGreaterThan(10 * SLICE_BYTES);
+    const lengths: number[] = [];
+    const toString = Buffer.prototype.toString;
+    vi.spyOn(Buffer.prototype, 'toString').mockImplementation(function (this: Buffer, ...args: unknown[]) {
+      const decoded = (toString as (...a: unknown[]) => string).apply(this, args);
+      lengths.push(decoded.length);
+      return decoded;
+    });
+    expect(sliced(text)).toEqual({ ok: true, value: JSON.parse(text) });
+    expect(lengths.length).toBeGreaterThan(10);
+    expect(Math.max(...lengths)).toBeLessThan(2 * SLICE_BYTES);
+  });
+
+  it('leaves the bytes as they were', () => {
+    const bytes = bytesOf(pageText(2000));
+    const copy = Buffer.from(bytes);
+    parseJsonBytes(bytes, { slicedArray: ROWS });
+    expect(bytes.equals(copy)).toBe(true);
+  });
+
+  it('ignores a leading byte-order mark', () => {
+    const text = pageText(1500);
+    expect(parseJsonBytes(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytesOf(text)]), { slicedArray: ROWS })).toEqual({ ok: true, value: JSON.parse(text) });
+  });
+
+  it('takes the last of duplicate "rows" and "result" members, as JSON.parse does', () => {
+    const base = pageText(1500);
+    const laterRows = base.replace(',"query":', ',"rows":[["late"]],"query":');
+    const laterResult = `${base.slice(0, -1)},"result":{"rows":[]}}`;
+    const earlierResult = base.replace('{"ok":true,', '{"ok":true,"result":{"rows":[[1]]},');
+    for (const text of [laterRows, laterResult, earlierResult]) expect(sliced(text)).toEqual({ ok: true, value: JSON.parse(text) });
+  });
+
+  it('finds the rows of the result when a "rows" member comes first elsewhere', () => {
+    const text = pageText(1500, { before: '"meta":{"rows":[[1,2],[3,4]]},' });
+    expect(sliced(text)).toEqual({ ok: true, value: JSON.parse(text) });
+  });
+
+  it.each([
+    ['cut short', (text: string) => text.slice(0, text.length - 40)],
+    ['cut inside the rows', (text: string) => text.slice(0, Math.floor(text.length / 2))],
+    ['a row that is not JSON', (text: string) => text.replace('"INC-900"', 'INC-900')],
+    ['garbage after the body', (text: string) => `${text} x`],
+    ['a control character in a string', (text: string) => text.replace('INC-1200', 'INC\u0001')],
+  ])('refuses a page %s with parseJsonBody\'s own error', (_name, spoil) => {
+    const text = spoil(pageText(2000));
+    const result = sliced(text);
+    expect(result.ok).toBe(false);
+    expect(result).toEqual(parseJsonBody(text));
+  });
+
+  it('keeps long literals exact in every slice, and reads the whole page exactly when one slice says its literals matter', () => {
+    const text = pageText(3000, { extra: (index) => [index === 2900 ? 'EXACT' : 'x'] }).replace('"EXACT"', '12345678901234567890').replace('"totalRows":99', '"totalRows":99.000000000000000000001');
+    const exactAll = sliced(text);
+    expect(exactAll).toEqual(parseJsonBody(text));
+    const rows = (exactAll as { value: { result: { rows: unknown[][]; navigation: { totalRows: unknown } } } }).value.result;
+    expect(rows.rows[2900]![5]).toEqual(new ExactNumber('12345678901234567890'));
+    expect(rows.navigation.totalRows).toEqual(new ExactNumber('99.000000000000000000001'));
+
+    // Asked once a slice, with that slice's rows in place: one late slice holds the number.
+    const askedWith: number[] = [];
+    const late = (value: unknown) => {
+      const pageRows = (value as { result: { rows: unknown[][] } }).result.rows;
+      askedWith.push(pageRows.length);
+      return pageRows.some((row) => typeof row[5] === 'number');
+    };
+    expect(sliced(text, late)).toEqual(parseJsonBody(text, (value) => late(value)));
+    expect(askedWith.length).toBeGreaterThan(2);
+    // When no slice says so, JSON.parse's reading, the navigation's long literal too.
+    expect(sliced(text, () => false)).toEqual({ ok: true, value: JSON.parse(text) });
+  });
+
+  it('reads a small body whole, and a body without the array whole', () => {
+    expect(sliced('{"ok":true,"result":{"rows":[[12345678901234567890]]}}')).toEqual({ ok: true, value: { ok: true, result: { rows: [[new ExactNumber('12345678901234567890')]] } } });
+    const noRows = JSON.stringify({ ok: true, items: Array.from({ length: 3000 }, (_, index) => [index, 'x'.repeat(20)]) });
+    expect(sliced(noRows)).toEqual({ ok: true, value: JSON.parse(noRows) });
+  });
+
+  it('agrees with parseJsonBody on pages of arbitrary JSON rows (property)', () => {
+    const row = fc.array(fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('],[', '},{', '\\', '"', '"],["', ']]', '[[')), { maxLength: 6 });
+    fc.assert(
+      fc.property(fc.array(row, { minLength: 1, maxLength: 60 }), fc.integer({ min: 40, max: 400 }), fc.boolean(), (rows, copies, spaced) => {
+        const all = Array.from({ length: copies }, (_, index) => rows[index % rows.length]!);
+        const text = JSON.stringify({ ok: true, result: { navigation: { totalRows: all.length }, rows: all } }, null, spaced ? 1 : undefined);
+        expect(sliced(text)).toEqual(parseJsonBody(text));
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -45,6 +45,8 @@ class PageNotNeeded extends Error {
   }
 }
 
+const PAGE_ROWS = ['result', 'rows'] as const;
+
 type Attempt = { kind: 'page'; page: ExportPage } | { kind: 'unauthorized'; error: ExportApiError };
 
 /** Runs the tile's export query for one page (spec, endpoint 7). Knows nothing of paging order or sinks. */
@@ -140,6 +142,8 @@ export class ExportClient {
       what: `page ${pageNumber}`,
       retryAfterCeilingMs: retryAfterCeiling(this.options.retry),
       literalsMatter: this.literalsMatter,
+      // A page is mostly its rows: parsed ~32 KB at a time, never one page-sized string.
+      slicedArray: PAGE_ROWS,
       reauthOn401: true,
       // A 429 for an attempt sent while others of ours were in flight says "too many at once":
       // the gate has cut the limit, and the attempt goes back in line for a permit without

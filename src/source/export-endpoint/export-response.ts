@@ -101,16 +101,23 @@ const isStringArray = (value: unknown): value is string[] => Array.isArray(value
  */
 export function readExactPageWhen(columnsOf: NumberTextColumns): (value: unknown) => boolean {
   let lastKey: string | undefined;
+  let lastHeaders: unknown;
+  let lastDataTypes: unknown;
   let lastColumns: readonly number[] | undefined;
   return (value) => {
     if (!isRecord(value) || !isRecord(value.result)) return true;
     const { headers, dataTypes, rows } = value.result;
     if (!isStringArray(headers) || !isStringArray(dataTypes) || !Array.isArray(rows)) return true;
-    // Every page of a run has the same columns; map them once.
-    const key = JSON.stringify([headers, dataTypes]);
-    if (key !== lastKey) {
-      lastKey = key;
-      lastColumns = columnsOf(headers, dataTypes);
+    // Every page of a run has the same columns; map them once. (A page parsed in slices asks once
+    // a slice, with the same arrays.)
+    if (headers !== lastHeaders || dataTypes !== lastDataTypes) {
+      const key = JSON.stringify([headers, dataTypes]);
+      if (key !== lastKey) {
+        lastKey = key;
+        lastColumns = columnsOf(headers, dataTypes);
+      }
+      lastHeaders = headers;
+      lastDataTypes = dataTypes;
     }
     const columns = lastColumns;
     if (columns === undefined) return true;

@@ -6,7 +6,7 @@ import { NdjsonFile } from '../../../src/sinks/bigquery/ndjson-file.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 
 // A real full disk: a 64 KiB tmpfs as the load files' directory. Mounting needs root (CI here runs
-// as root); elsewhere the test says why it cannot run instead of passing vacuously.
+// as root, and there a failed mount fails the test); elsewhere the test says why it cannot run instead of passing vacuously.
 let root: string;
 let directory: string;
 let mountFailure: string | undefined;
@@ -18,6 +18,7 @@ beforeAll(async () => {
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', directory], { stdio: 'pipe' });
   } catch (error) {
+    if (process.env.CI === 'true') throw new Error(`CI=true: a tmpfs must be mountable for the disk-full test: ${(error as Error).message}`);
     mountFailure = (error as Error).message;
   }
 });

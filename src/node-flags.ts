@@ -1,0 +1,79 @@
+/**
+ * The one place node's runtime flags for tilehouse are written, and the relaunch that applies
+ * them wherever tilehouse starts: the image's ENTRYPOINT and NODE_OPTIONS (the Dockerfile repeats
+ * them; test/deploy/dockerfile.test.ts holds the two equal), the manifests' NODE_OPTIONS
+ * (src/deploy/deploy-settings.ts), `npx tilehouse` in a checkout (bin/tilehouse.js) and the bundle
+ * started by hand. Why each flag: bench/README.md, "Memory".
+ */
+
+/**
+ * NODE_OPTIONS:
+ * - V8's old-space ceiling: Node sizes it from the container's memory limit, and under ~2 GB V8
+ *   collects its old generation every few MB (~30% more CPU per row in the bench); at 2048 MB it
+ *   grows its heap by up to 4x the live size between full collections (its large-heap mode).
+ * - The young generation: Node 24's V8 lets each semi-space grow to 64 MB (Node 20's: 16 MB), and
+ *   a run's short-lived garbage (page slices, parsed rows) fills them: at 1M rows that was ~100 MB
+ *   of peak RSS. 8 MB keeps a page's garbage young without the extra CPU of a smaller one.
+ */
+export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
+
+/**
+ * node's own flags before the script: V8 flags NODE_OPTIONS may not carry (Node allows only a few
+ * there). --liftoff-only: undici parses HTTP in WebAssembly, and V8 optimizing that module with
+ * TurboFan at the first connection cost ~20 MB of peak RSS; its baseline (Liftoff) code showed no
+ * CPU difference per row in the bench. `v8.setFlagsFromString` at run time does not take effect.
+ */
+export const NODE_ARGS: readonly string[] = ['--liftoff-only'];
+
+/**
+ * Set in the environment of the relaunched process, so that it never relaunches again. Set it
+ * yourself (to anything) to run tilehouse under exactly the flags you started node with.
+ */
+export const RELAUNCHED_ENV = 'TILEHOUSE_RELAUNCHED';
+
+/** The flag's name: `--max-semi-space-size` of `--max-semi-space-size=8`; `_` and `-` alike, as node reads them. */
+function flagName(flag: string): string {
+  const name = flag.split('=')[0]!;
+  return `--${name.replace(/^-+/, '').replaceAll('_', '-')}`;
+}
+
+function words(text: string | undefined): string[] {
+  return (text ?? '').split(/\s+/).filter((word) => word !== '');
+}
+
+export interface Relaunch {
+  /** node's arguments for the new process image (argv[0] included), or undefined when nothing is missing. */
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * What relaunching this process with the flags takes, or undefined when it already runs with
+ * them (a flag counts as given when its name is, whatever its value: a value of the user's own
+ * wins) or has been relaunched once.
+ */
+export function relaunchFor(process: { execPath: string; execArgv: readonly string[]; argv: readonly string[]; env: NodeJS.ProcessEnv }): Relaunch | undefined {
+  if (process.env[RELAUNCHED_ENV] !== undefined) return undefined;
+  const given = new Set([...process.execArgv, ...words(process.env.NODE_OPTIONS)].map(flagName));
+  const missingOptions = words(NODE_OPTIONS).filter((flag) => !given.has(flagName(flag)));
+  const missingArgs = NODE_ARGS.filter((flag) => !given.has(flagName(flag)));
+  if (missingOptions.length === 0 && missingArgs.length === 0) return undefined;
+  const nodeOptions = [...words(process.env.NODE_OPTIONS), ...missingOptions].join(' ');
+  return {
+    argv: [process.execPath, ...process.execArgv, ...missingArgs, ...process.argv.slice(1)],
+    env: { ...process.env, [RELAUNCHED_ENV]: '1', ...(nodeOptions === '' ? {} : { NODE_OPTIONS: nodeOptions }) },
+  };
+}
+
+/**
+ * Replaces this process with node started under tilehouse's flags (process.execve: same process
+ * id, same stdin/stdout/stderr, so signals, pipes and the exit code are the new image's), when it
+ * runs without them. Call it before anything else is started: pending work of this image is gone.
+ * Where process.execve does not exist (Windows, Node < 23.11) this process runs on as it is.
+ */
+export function relaunchWithNodeFlags(): void {
+  const relaunch = relaunchFor(process);
+  const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }).execve;
+  if (relaunch === undefined || typeof execve !== 'function' || process.platform === 'win32') return;
+  execve.call(process, process.execPath, relaunch.argv, relaunch.env);
+}
