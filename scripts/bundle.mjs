@@ -4,7 +4,7 @@
 // zod, undici, yaml and pino one file at a time was most of it (bench: ~410 ms to the first token
 // request unbundled, ~290 ms bundled). Code splitting keeps lazy imports lazy (each command, the
 // BigQuery sink, the gs:// and s3:// writers); @google-cloud/bigquery, @google-cloud/storage,
-// google-auth-library (the one copy the Google clients use too), pino-pretty and @opentelemetry/*
+// google-auth-library (the one copy the Google clients use too) and @opentelemetry/*
 // stay in node_modules and load only when used. The AWS SDK is bundled, in the chunks only an
 // s3:// target imports: loaded from node_modules it costs a run ~35 MB of peak RSS, from its chunks
 // ~27 MB (measured: VmHWM before and after importing @aws-sdk/client-s3 and making a client, Node 24).
@@ -76,7 +76,7 @@ await build({
   sourcemap: true,
   // OpenTelemetry stays in node_modules too: imported only when OTEL_* variables turn it on
   // (src/telemetry/open-telemetry.ts), and the bundle test checks a run without them loads none of it.
-  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'google-auth-library', 'pino-pretty', '@opentelemetry/*'],
+  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'google-auth-library', '@opentelemetry/*'],
   // Some bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __tilehouseRequire } from 'node:module'; const require = __tilehouseRequire(import.meta.url);" },
   plugins: [zodEnglishOnly, undiciLazyHttp2],
