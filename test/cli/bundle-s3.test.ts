@@ -1,6 +1,6 @@
 // The AWS SDK is bundled into chunks of its own (scripts/bundle.mjs) that only an s3:// target
 // imports: a run without one must not pay for it. The resolve hook records what each run loads,
-// and each chunk names the package files it holds in esbuild's `// node_modules/...` comments.
+// and each chunk's source map names the package files it holds (the chunks are minified).
 import { execFile } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -44,7 +44,8 @@ describeWithS3('the shipped bundle with an s3:// target', (s3) => {
     // The run's loaded modules, and the packages the loaded chunks hold.
     const urls = (await readFile(record, 'utf8')).split('\n').filter(Boolean);
     const chunks = urls.filter((url) => url.startsWith('file:') && url.includes('/.tmp/bundle-s3-test-'));
-    const packages = (await Promise.all(chunks.map((url) => readFile(new URL(url), 'utf8')))).join('\n').match(/^\/\/ node_modules\/\S+/gm) ?? [];
+    const maps = await Promise.all(chunks.map(async (url) => JSON.parse(await readFile(new URL(`${url}.map`), 'utf8')) as { sources: string[] }));
+    const packages = maps.flatMap(({ sources }) => sources.filter((source) => source.includes('node_modules/')).map((source) => `// ${source.slice(source.indexOf('node_modules/'))}`));
     return { stderr: result.stderr, loaded: [...urls, ...packages].join('\n'), outDir: workspace.outDir };
   }
 
