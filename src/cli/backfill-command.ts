@@ -8,7 +8,7 @@ import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
-import { runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
+import { ALLOW_SHRINK_HELP, allowShrinkOf, runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
 import { runWindowBatch, type WindowProgress } from '../pipeline/windows/window-batch.js';
 import { jobForWindows, sinkTakingWindowsOneAtATime } from '../pipeline/windows/windowed-job.js';
 import { selectBackfillWindows } from '../pipeline/windows/backfill-selection.js';
@@ -28,7 +28,8 @@ export function windowsExitCode(summary: BackfillSummary): number {
 export const backfillCommand: Command = {
   name: 'backfill',
   help: `Usage: tilehouse backfill --job NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
-                          [--run-id ID] [--shard-index I --shard-count N] [--resume] [--json | --summary-json FILE]
+                          [--run-id ID] [--shard-index I --shard-count N] [--resume] [--allow-shrink]
+                          [--json | --summary-json FILE]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
 into its own CSV file ({date} = the window's first day) or BigQuery partition (writeMode:
@@ -46,6 +47,7 @@ Options:
       --concurrency N    windows exported at the same time (default: 1)
       --strict           fail a window in the future (not run) or one whose rows all fell
                          outside it (not published) instead of warning
+${ALLOW_SHRINK_HELP}
       --run-id ID        the backfill's id (default: $TILEHOUSE_RUN_ID, else a new one; at most 55
                          characters); window YYYY-MM-DD runs as ID-YYYYMMDD, the same on a re-run
       --resume           skip the windows every sink shows done: a CSV file whose manifest
@@ -73,6 +75,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       step: { type: 'string' },
       concurrency: { type: 'string' },
       strict: { type: 'boolean' },
+      'allow-shrink': { type: 'boolean' },
       'run-id': { type: 'string' },
       resume: { type: 'boolean' },
       'shard-index': { type: 'string' },
@@ -96,6 +99,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
     const runId = runIdOf('backfill', values['run-id'], io.env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
     const shard = shardOf('backfill', values, io.env);
+    const allowShrink = allowShrinkOf('backfill', values['allow-shrink'], io.env);
 
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
@@ -112,7 +116,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const { all: allWindows, skipped, windows } = await selectBackfillWindows(job, sinks, range, context);
     const strict = values.strict === true;
     const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
-    const { summary, rows, startedAt, durationMs } = await runWindowBatch({ job, sinks, windows, runId, concurrency, strict, ...progress }, context);
+    const { summary, rows, startedAt, durationMs } = await runWindowBatch({ job, sinks, windows, runId, concurrency, strict, allowShrink, ...progress }, context);
 
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';

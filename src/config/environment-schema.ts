@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
+import { publishGuardSchema } from './publish-guard-schema.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -87,11 +88,11 @@ function fileDirectorySchema(label: string) {
 const sinkDefaultsSchema = z
   .object({
     csv: z
-      .object({ directory: fileDirectorySchema('CSV') })
+      .object({ directory: fileDirectorySchema('CSV'), guard: publishGuardSchema })
       .strict()
       .default({ directory: 'out' }),
     parquet: z
-      .object({ directory: fileDirectorySchema('Parquet') })
+      .object({ directory: fileDirectorySchema('Parquet'), guard: publishGuardSchema })
       .strict()
       .default({ directory: 'out' }),
     bigquery: z
@@ -109,6 +110,7 @@ const sinkDefaultsSchema = z
           .positive()
           .optional()
           .describe('Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)'),
+        guard: publishGuardSchema,
       })
       .strict()
       .optional(),

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
+import type { GuardCheck } from './publish-guard.js';
 
 /**
  * A window as a sink records it. `open`: the window had not ended on the source's clock when its
@@ -95,6 +96,11 @@ export interface SinkWriter {
    * run), each by name, for the summary. Empty when everything is gone.
    */
   leftBehind?(): string[];
+  /**
+   * The publish guard of this writer's target (publish-guard.ts), read after `prepare` and before
+   * any sink of the tile publishes; absent: the writer has none (a test's sink).
+   */
+  readonly guard?: GuardCheck;
 }
 
 /**
@@ -162,4 +168,9 @@ export interface Sink {
    * fail with, naming the target.
    */
   checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
+  /**
+   * The publish guard of the target a run with this context would write, as it is now (for `plan`
+   * and `check`; the count of a whole run is the caller's). Reads, never writes.
+   */
+  guardCheck?(context: SinkRunContext): GuardCheck;
 }

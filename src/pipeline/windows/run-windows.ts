@@ -47,6 +47,8 @@ export interface BackfillOptions {
   now?: () => Date;
   /** Refuse instead of warn: a window in the future is not run, a window whose rows all fell outside it is not published. */
   strict?: boolean;
+  /** --allow-shrink: a tripped publish guard is reported, the window publishes. */
+  allowShrink?: boolean;
   onWindowDone?: (result: WindowResult, done: number) => void;
   /** Awaited after each window's publish (the run ledger is appended here); must not throw. */
   afterWindow?: (result: WindowResult) => Promise<void>;
@@ -245,6 +247,7 @@ async function runWindow(window: DateWindow, { job, itemIndex, runId, session, t
     retry: options.retry,
     signal: options.signal,
     ...(options.strict === undefined ? {} : { strict: options.strict }),
+    ...(options.allowShrink === true ? { allowShrink: true } : {}),
     ...(bucketColumn === undefined
       ? {}
       : {

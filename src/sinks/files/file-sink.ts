@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import type { GcsWriteSettings } from './object-writer.js';
@@ -11,11 +12,17 @@ import { FilePathTemplate, isGcsTarget } from './path-template.js';
 import { localStoredFile } from './stored-file.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 import { calendarDateIn } from '../../transform/calendar.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import { messageOf } from '../../errors.js';
+import { withGuard, type GuardCheck, type TargetHolding } from '../publish-guard.js';
+import type { StoredFile } from './file-format.js';
 
 export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
   config: C;
   /** The environment's directory for this kind (`sinks.<kind>.directory`); relative path templates resolve under it. */
   directory: string;
+  /** The publish guard's settings in force (the sink's over its kind's default); undefined: off. */
+  guard?: GuardSettings | undefined;
   /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
   timezone: string;
   /**
@@ -104,14 +111,68 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
 
   /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
   private async existingHeader(target: string): Promise<string[] | undefined> {
-    if (!isGcsTarget(target)) {
-      const file = await localStoredFile(target);
-      return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
-    }
+    const file = await this.storedFile(target);
+    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+  }
+
+  /** The target as stored now, local or gs://; undefined when there is none. */
+  private async storedFile(target: string): Promise<StoredFile | undefined> {
+    if (!isGcsTarget(target)) return localStoredFile(target);
     const [{ parseGcsObjectUrl }, { objectStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('./stored-object.js')]);
     const { bucket, object } = parseGcsObjectUrl(target);
-    const file = await objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
-    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+    return objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
+  }
+
+  /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
+  private async storedManifest(target: string): Promise<{ rows?: unknown; bytes?: unknown } | undefined> {
+    const manifestPath = manifestPathOf(target);
+    let text: string;
+    if (!isGcsTarget(target)) {
+      try {
+        text = await readFile(manifestPath, 'utf8');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw error;
+      }
+    } else {
+      const [{ parseGcsObjectUrl }, { statusOf }] = await Promise.all([import('../../config/gcs-url.js'), import('../gcs/gcs-errors.js')]);
+      const { bucket, object } = parseGcsObjectUrl(manifestPath);
+      try {
+        text = String((await (await this.storageClient()).bucket(bucket).file(object).download())[0]);
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw error;
+      }
+    }
+    try {
+      return JSON.parse(text) as { rows?: unknown; bytes?: unknown };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * What a file target holds, for the publish guard: the rows of the manifest beside it when that
+   * manifest describes it (its bytes are the file's size: the manifest is renamed in right after
+   * the file, so one beside a newer file is another run's), else the file itself, counted by its
+   * format (CSV: every record read; Parquet: the footer's num_rows). No file: nothing held.
+   */
+  async holdingOf(target: string): Promise<TargetHolding> {
+    const base = { target, effect: 'replace' as const };
+    try {
+      const file = await this.storedFile(target);
+      if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
+      const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
+      if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size())) return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
+      return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
+    } catch (error) {
+      return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+    }
+  }
+
+  guardCheck(context: SinkRunContext): GuardCheck {
+    const target = this.targetFor(context);
+    return { settings: this.options.guard, holding: () => this.holdingOf(target) };
   }
 
   /** Compares the names the run's file would declare with the existing file's (by name and order: the plan has no types to compare). */
@@ -137,7 +198,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     const bytes = { format, encoder: format.createEncoder(context.columns, config), wrap: () => format.wrapper(config), columns: context.columns, gzip: format.gzipped(config) };
     if (isGcsTarget(target)) {
       const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
-      return ObjectWriter.open({
+      const writer = await ObjectWriter.open({
         ...bytes,
         contentType: format.contentType(config),
         jobName: context.jobName,
@@ -151,6 +212,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
+      return withGuard(writer, this.guardCheck(context));
     }
     const options = {
       ...bytes,
@@ -163,6 +225,6 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
         : {}),
     };
-    return LocalFileWriter.open(options);
+    return withGuard(await LocalFileWriter.open(options), this.guardCheck(context));
   }
 }
