@@ -14,6 +14,7 @@ export const METRICS = {
   throttled: 'tilehouse_last_run_throttled_responses',
   tokenFetches: 'tilehouse_last_run_token_fetches',
   scheduleInterval: 'tilehouse_schedule_interval_seconds',
+  guardTripped: 'tilehouse_last_run_publish_guard_tripped',
 } as const;
 
 export const HELP: Record<keyof typeof METRICS, string> = {
@@ -28,6 +29,7 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   retries: 'Retried source requests in the last run',
   throttled: 'HTTP 429 answers from the source in the last run (token endpoint included)',
   tokenFetches: 'Access tokens the last run fetched for this job (0: it used the run\'s shared token)',
+  guardTripped: '1 when a publish guard refused the last run (publish_guard_tripped: an export far smaller than its target; nothing published), else 0',
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
 };
 
@@ -42,4 +44,6 @@ export interface TileRunMetrics {
   retries: number;
   throttled: number;
   tokenFetches: number;
+  /** What the publish guards said (JobRunSummary's guard): tripped and not overridden sets guardTripped. */
+  guard?: { tripped: boolean; overridden: boolean } | undefined;
 }

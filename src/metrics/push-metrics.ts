@@ -77,7 +77,8 @@ export function backfillRunMetrics(job: string, windows: readonly TileRunMetrics
     : windows.some((window) => window.status === 'failed')
       ? 'failed'
       : 'succeeded';
-  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches };
+  const tripped = windows.some((window) => window.guard?.tripped === true && !window.guard.overridden);
+  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches, ...(tripped ? { guard: { tripped, overridden: false } } : {}) };
 }
 
 /** A pusher when the environment configures a Pushgateway, else undefined (metrics are off by default). */

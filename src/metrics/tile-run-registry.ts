@@ -22,6 +22,7 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
   set('retries', run.retries);
   set('throttled', run.throttled);
   set('tokenFetches', run.tokenFetches);
+  set('guardTripped', run.guard?.tripped === true && !run.guard.overridden ? 1 : 0);
   if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
   return registry;
 }
