@@ -1,7 +1,7 @@
-import { TilehouseError } from '../errors.js';
+import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardVerdict } from '../sinks/publish-guard.js';
-import type { SinkWriter } from '../sinks/sink.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
 
 /** What the publish guards said of a tile's targets (the run summary's `guard`). */
 export interface GuardReport {
@@ -65,4 +65,20 @@ export async function checkPublishGuards(
     options.logger.warn({ guard: report }, `job ${options.jobName}: publish guard tripped and overridden by ${ALLOW_SHRINK_FLAG}: ${verdicts.filter((v) => v.verdict === 'trip').map((v) => `${v.target}: ${v.reason}`).join('; ')}`);
   }
   return report;
+}
+
+/**
+ * A sink's guard verdict against its target as it is now, for an export of `exportedRows` (`plan`
+ * and `check`: the tile's totalRows of page 0). Undefined when the sink has no guard. Reads, never
+ * writes; a target that cannot be read is `unknown`, as at run time.
+ */
+export async function guardVerdictOf(sink: Sink, context: SinkRunContext, exportedRows: number): Promise<GuardVerdict | undefined> {
+  const check = sink.guardCheck?.(context);
+  if (check === undefined) return undefined;
+  if (check.settings === undefined) return judgeGuard(undefined, { target: '', effect: 'replace', rows: undefined, readFrom: '' }, exportedRows);
+  try {
+    return judgeGuard(check.settings, await check.holding(), exportedRows);
+  } catch (error) {
+    return { target: '', verdict: 'unknown', exported: exportedRows, reason: `what the target holds could not be read (${messageOf(error)})` };
+  }
 }

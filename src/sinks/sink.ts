@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
-import type { GuardCheck } from './publish-guard.js';
+import type { GuardCheck, GuardVerdict } from './publish-guard.js';
 
 /**
  * A window as a sink records it. `open`: the window had not ended on the source's clock when its
@@ -142,6 +142,8 @@ export interface SinkPlan {
   action: 'create' | 'unchanged' | 'change' | 'refuse';
   /** One line per difference, e.g. `+ resolved_share NUMERIC`, `- Owner`. */
   details: string[];
+  /** The publish guard's verdict on a run of the tile's current rows (publish-guard.ts); absent: not judged. */
+  guard?: GuardVerdict;
 }
 
 export interface Sink {
