@@ -47,6 +47,7 @@ export async function checkPublishGuards(
 ): Promise<GuardReport | undefined> {
   const guarded = writers.filter((writer) => writer.guard !== undefined);
   if (guarded.length === 0) return undefined;
+  const started = Date.now();
   const verdicts = await Promise.all(
     guarded.map(async (writer) => {
       const { settings, holding } = writer.guard!;
@@ -54,9 +55,11 @@ export async function checkPublishGuards(
       return judgeGuard(settings, await holding(), options.exportedRows, { openWindow: options.openWindow === true });
     }),
   );
+  // What knowing the targets cost this run (the reads run in parallel): logged, for the operator who wonders.
+  const readMs = Date.now() - started;
   for (const verdict of verdicts) {
-    if (verdict.verdict === 'unknown') options.logger.warn({ target: verdict.target }, `publish guard of ${verdict.target}: ${verdict.reason}`);
-    else options.logger.debug({ target: verdict.target, verdict: verdict.verdict }, `publish guard of ${verdict.target}: ${verdict.reason}`);
+    if (verdict.verdict === 'unknown') options.logger.warn({ target: verdict.target, readMs }, `publish guard of ${verdict.target}: ${verdict.reason}`);
+    else options.logger.debug({ target: verdict.target, verdict: verdict.verdict, readMs }, `publish guard of ${verdict.target}: ${verdict.reason}`);
   }
   const tripped = verdicts.some((verdict) => verdict.verdict === 'trip');
   const report: GuardReport = { tripped, overridden: tripped && options.allowShrink === true, verdicts };

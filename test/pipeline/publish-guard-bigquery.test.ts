@@ -48,14 +48,16 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     dataset = uniqueDatasetId('tilehouse_guard');
   });
 
-  function jobAbove(above: number, sinks: Array<Record<string, unknown>>) {
-    return { name: TABLE, tile: SANDBOX_TILE, query: queryAbove(above), columns: { Number: { type: 'INT64' } }, sinks };
+  function jobAbove(above: number, sinks: Array<Record<string, unknown>>, severities?: string[]) {
+    const query = queryAbove(above);
+    if (severities !== undefined) query.items = query.items.map((item) => (item.header === 'Severity' ? { ...item, filters: [{ operator: 'in', values: severities }] } : item));
+    return { name: TABLE, tile: SANDBOX_TILE, query, columns: { Number: { type: 'INT64' } }, sinks };
   }
 
-  async function runAbove(above: number, sinks: Array<Record<string, unknown>>, flags: string[] = []) {
+  async function runAbove(above: number, sinks: Array<Record<string, unknown>>, flags: string[] = [], severities?: string[]) {
     const dir = path.join(root, dataset);
-    workspace = await writeBigQueryWorkspace(dir, sandbox, [jobAbove(above, sinks)], { projectId: endpoint.projectId, dataset }, { itemsPerPage: 50 });
-    await writeFile(path.join(workspace.jobsDir, `${TABLE}.yaml`), stringify(jobAbove(above, sinks)));
+    workspace = await writeBigQueryWorkspace(dir, sandbox, [jobAbove(above, sinks, severities)], { projectId: endpoint.projectId, dataset }, { itemsPerPage: 50 });
+    await writeFile(path.join(workspace.jobsDir, `${TABLE}.yaml`), stringify(jobAbove(above, sinks, severities)));
     const summaryFile = path.join(dir, 'summary.json');
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
       env: sandboxEnv(sandbox),
@@ -124,6 +126,41 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     expect(low.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'recent', held: 100, exported: 5 }] });
     expect(await rowsOf()).toHaveLength(305);
     expect(await stagingTables(client, dataset)).toEqual([]);
+  });
+
+  it('replace with partitionBy: judges the rows of exactly the partitions the run replaces, counted with a filter on the partition column', async () => {
+    const sinks = [{ type: 'bigquery', writeMode: 'replace', partitionBy: { column: 'Created', granularity: 'month' } }];
+    const first = await runAbove(0, sinks);
+    expect(first.exitCode, JSON.stringify(first.tile.error)).toBe(0);
+    const before = await rowsOf();
+    // One severity of four (~5% of the rows): every month it falls in would lose most of its rows.
+    const few = await runAbove(0, sinks, [], ['SEV1']);
+    expect(few.exitCode).toBe(1);
+    expect(few.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'shrink' }] });
+    expect(String(few.tile.guard!.verdicts[0]!.reason)).toMatch(/\(rows counted of partitions? /);
+    expect(await rowsOf()).toEqual(before);
+    expect(await stagingTables(client, dataset)).toEqual([]);
+    // The incidents above 60 (newer ones: the older months are not replaced): a legal run.
+    const newer = await runAbove(60, sinks);
+    expect(newer.exitCode, JSON.stringify(newer.tile.error)).toBe(0);
+    expect(newer.tile.guard).toMatchObject({ tripped: false, verdicts: [{ verdict: 'pass', exported: INCIDENTS - 60 }] });
+    // The months older than incident 61 kept their rows.
+    expect((await rowsOf()).length).toBeGreaterThan(INCIDENTS - 60);
+    // No rows replace no partition: nothing is lost, nothing refused.
+    const none = await runAbove(INCIDENTS, sinks);
+    expect(none.exitCode).toBe(0);
+    expect(none.tile.guard).toMatchObject({ tripped: false });
+  });
+
+  it('merge: a run far below the median of the last runs is held, the table row-identical', async () => {
+    const sinks = [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Number'] }];
+    for (let run = 0; run < 3; run++) expect((await runAbove(100, sinks)).exitCode).toBe(0);
+    const before = await rowsOf();
+    const low = await runAbove(INCIDENTS - 5, sinks);
+    expect(low.exitCode).toBe(1);
+    expect(low.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'recent', held: 100, exported: 5 }] });
+    expect(await rowsOf()).toEqual(before);
+    expect((await runAbove(INCIDENTS - 5, sinks, ['--allow-shrink'])).exitCode).toBe(0);
   });
 
   it('a tile with a CSV and a BigQuery sink where only the table would shrink publishes neither', async () => {
