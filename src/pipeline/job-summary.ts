@@ -117,6 +117,10 @@ export function publishedSummary(
     ...(published.guard ? { guard: published.guard } : {}),
   };
   summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
+  // An overridden guard published what it would have refused: said on the run's warning: lines too.
+  if (published.guard?.overridden === true) {
+    summary.warnings.push(...published.guard.verdicts.filter((verdict) => verdict.verdict === 'trip').map((verdict) => `${verdict.target}: publish guard overridden (--allow-shrink): ${verdict.reason}`));
+  }
   const kept = published.outputs.filter((output) => output.keptEarlierPublish === true);
   if (kept.length > 0 && options.strict === true && !published.partial) {
     const error = new RunIdAlreadyPublishedError(job.name, counters.runId, kept.map((output) => output.target));

@@ -85,6 +85,7 @@ describe.each(KINDS)('the publish guard of a local $kind file $extra', ({ kind, 
     const overridden = await runAbove(INCIDENTS - INCIDENTS / 10, { flags: ['--allow-shrink'] });
     expect(overridden.exitCode).toBe(0);
     expect(overridden.tile).toMatchObject({ status: 'succeeded', rows: INCIDENTS / 10, guard: { tripped: true, overridden: true } });
+    expect(overridden.stderr).toContain(`warning: ${target}: publish guard overridden (--allow-shrink): 20 rows would replace the ${INCIDENTS} rows it holds`);
     if (kind === 'csv') expect((await readCsv(target)).rows).toHaveLength(INCIDENTS / 10);
   });
 
