@@ -112,7 +112,13 @@ export function judgeGuard(settings: GuardSettings | undefined, holding: TargetH
   }
   const basis = [
     held === undefined ? (holding.effect === 'replace' ? 'no target yet' : `adds to the target`) : `holds ${rows(held)} (${from})`,
-    typical === undefined ? (holding.effect === 'add' || (holding.recentRuns?.length ?? 0) > 0 ? `${recent.length} recent run${recent.length === 1 ? '' : 's'}, fewer than 3: no history rule` : undefined) : `median of last ${recent.length} runs ${rows(typical)}`,
+    typical !== undefined
+      ? `median of last ${recent.length} runs ${rows(typical)}`
+      : options.openWindow === true && holding.recentRuns !== undefined
+        ? 'an open window: no history rule'
+        : holding.effect === 'add' || (holding.recentRuns?.length ?? 0) > 0
+          ? `${recent.length} recent run${recent.length === 1 ? '' : 's'}, fewer than 3: no history rule`
+          : undefined,
   ].filter((part) => part !== undefined);
   return { target, verdict: 'pass', exported, ...(held === undefined ? {} : { held }), reason: `${rows(exported)}; ${basis.join('; ')}` };
 }

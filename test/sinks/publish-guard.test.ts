@@ -62,3 +62,10 @@ describe('countCsvRecords', () => {
     expect(await count('a\r\n1\r\n2\r\n3\r\n', true)).toBe(3);
   });
 });
+
+describe('judgeGuard reasons', () => {
+  it('says why the history rule did not apply', () => {
+    expect(judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5, 5, 5] }, 1, { openWindow: true }).reason).toContain('an open window: no history rule');
+    expect(judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5] }, 1).reason).toContain('1 recent run, fewer than 3');
+  });
+});
