@@ -50,13 +50,14 @@ export async function checkAccess(
         const page = await session.client.fetchPage(0);
         const notes: string[] = [];
         const guards: GuardVerdict[] = [];
-        const { columns } = toColumns(page.headers, page.dataTypes, job.columns);
-        const context = { jobName: job.name, tileId: job.tile, runId: 'check', startedAt: new Date(), columns, logger, ...(signal === undefined ? {} : { signal }) };
+        // A column override the page refuses is the run's failure to report, not check's: then no guard is judged.
+        const columns = columnsOrUndefined(() => toColumns(page.headers, page.dataTypes, job.columns).columns);
+        const context = { jobName: job.name, tileId: job.tile, runId: 'check', startedAt: new Date(), logger, ...(signal === undefined ? {} : { signal }) };
         for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
           const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(signal === undefined ? {} : { signal }) });
           if (note !== undefined) notes.push(note);
           // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
-          const guard = job.incremental === undefined ? await guardVerdictOf(sink, context, page.navigation.totalRows) : undefined;
+          const guard = job.incremental === undefined && columns !== undefined ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows) : undefined;
           if (guard !== undefined) guards.push(guard);
         }
         check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes, ...(guards.length > 0 ? { guards } : {}) };
@@ -70,4 +71,12 @@ export async function checkAccess(
     await dispatcher.close();
   }
   return checks;
+}
+
+function columnsOrUndefined<T>(make: () => T): T | undefined {
+  try {
+    return make();
+  } catch {
+    return undefined;
+  }
 }
