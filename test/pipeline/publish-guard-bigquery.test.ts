@@ -110,6 +110,13 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     expect(overridden.tile.guard).toMatchObject({ tripped: true, overridden: true });
     expect(await rowsOf()).toEqual([]);
     expect((await ledger()).at(-1)).toMatchObject({ status: 'succeeded', published: true, publish_guard: 'overridden:empty' });
+
+    // A table emptied by hand holds nothing: a small run over it never trips.
+    expect((await runAbove(0, sinks)).exitCode).toBe(0);
+    await client.query({ query: `DELETE FROM \`${target()}\` WHERE TRUE` });
+    const overEmptied = await runAbove(INCIDENTS - 20, sinks);
+    expect(overEmptied.exitCode).toBe(0);
+    expect(overEmptied.tile.guard).toMatchObject({ tripped: false, verdicts: [{ verdict: 'pass', held: 0, exported: 20 }] });
   });
 
   it('append: a run far below the median of the last runs is held once three are known, and a short history never trips', async () => {

@@ -187,7 +187,7 @@ export class BigQuerySink implements Sink {
         const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
         const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
         const numRows = table?.metadata.numRows;
-        const metadata = { exists: table !== undefined, numRows: numRows === undefined || numRows === null ? undefined : Number(numRows) };
+        const metadata = { exists: table !== undefined, numRows: numRows === undefined || numRows === null ? undefined : Number(numRows), partitioned: table?.metadata.timePartitioning != null };
         const partitions = plan.writeMode === 'partition' ? [plan.destinationTableId.split('$')[1]!] : [];
         return bigqueryHolding(metadata, { client: this.client, plan, partitions, ledger: this.options.defaults.runLedger !== false, recentRuns: this.options.guard?.recentRuns ?? 0, location: plan.location, retry });
       },

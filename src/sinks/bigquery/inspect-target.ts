@@ -50,6 +50,10 @@ export async function inspectTarget(
     throw new BigQueryTooManyPartitionsError(jobName, targetName, partitionCount, MAX_PARTITIONS_PER_JOB);
   }
   const numRows = table?.metadata.numRows;
-  const metadata = { exists: table !== undefined, numRows: numRows === undefined || numRows === null || !Number.isFinite(Number(numRows)) ? undefined : Number(numRows) };
+  const metadata = {
+    exists: table !== undefined,
+    numRows: numRows === undefined || numRows === null || !Number.isFinite(Number(numRows)) ? undefined : Number(numRows),
+    partitioned: table?.metadata.timePartitioning !== undefined && table?.metadata.timePartitioning !== null,
+  };
   return { decision, existing, reconciliation, location: dataset.location, metadata };
 }

@@ -12,6 +12,8 @@ export interface TargetMetadata {
   exists: boolean;
   /** tables.get's numRows (committed rows; a streaming buffer is not counted), when it says. */
   numRows: number | undefined;
+  /** The table is partitioned (a whole-table read might need a partition filter). */
+  partitioned?: boolean;
 }
 
 export interface HoldingContext {
@@ -30,7 +32,8 @@ export interface HoldingContext {
 /**
  * What a BigQuery target holds, for the publish guard, from metadata wherever BigQuery has it:
  *
- * - `replace`: the table's numRows from the tables.get prepare already made (no request);
+ * - `replace`: the table's numRows from the tables.get prepare already made (no request; without
+ *   one, an unpartitioned table is counted, which BigQuery answers from metadata);
  * - `replace` with `partitionBy`, and `partition`: the rows of exactly the partitions the run
  *   replaces, from INFORMATION_SCHEMA.PARTITIONS (metadata: no table data scanned, allowed on a
  *   table with require_partition_filter); where that view cannot be read (the emulator), a count
@@ -39,7 +42,8 @@ export interface HoldingContext {
  * - `append`, `merge` (and `partition`): the rows of the job's latest published runs into the
  *   table, newest first, from the run ledger (one query), for the recent-runs rule.
  *
- * Never a whole-table COUNT(*): one would be refused on a table that requires a partition filter.
+ * Never a whole-table COUNT(*) of a partitioned table: one would be refused on a table that
+ * requires a partition filter (an unpartitioned table whose tables.get gave no numRows is counted).
  */
 export async function bigqueryHolding(metadata: TargetMetadata, context: HoldingContext): Promise<TargetHolding> {
   const { plan } = context;
@@ -51,8 +55,12 @@ export async function bigqueryHolding(metadata: TargetMetadata, context: Holding
     }
     if (!metadata.exists) return { target, effect: 'replace', rows: undefined, readFrom: 'no table yet', ...(await recent()) };
     if (plan.writeMode === 'replace' && plan.layout.partition === undefined) {
-      if (metadata.numRows === undefined) return { target, effect: 'replace', rows: undefined, readFrom: 'table metadata', unreadable: 'tables.get gave no numRows' };
-      return { target, effect: 'replace', rows: metadata.numRows, readFrom: 'table metadata' };
+      if (metadata.numRows !== undefined) return { target, effect: 'replace', rows: metadata.numRows, readFrom: 'table metadata' };
+      // tables.get said no numRows (the emulator leaves it out at 0): an unpartitioned table is
+      // counted whole, which BigQuery answers from metadata and no partition filter can refuse.
+      if (metadata.partitioned === true) return { target, effect: 'replace', rows: undefined, readFrom: 'table metadata', unreadable: 'tables.get gave no numRows' };
+      const [rows] = (await withRetry('count rows', () => context.client.query({ query: `SELECT COUNT(*) AS n FROM ${quoteIdentifier(tableName(plan))}`, ...(context.location ? { location: context.location } : {}) }), context.retry)) as unknown as [Array<{ n?: unknown }>];
+      return { target, effect: 'replace', rows: Number(rows[0]?.n ?? 0), readFrom: 'rows counted' };
     }
     const shown = partitionsShown(context.partitions);
     if (context.partitions.length === 0) return { target, effect: 'replace', rows: 0, readFrom: 'no partition replaced', ...(await recent()) };

@@ -110,3 +110,14 @@ describe('bigqueryHolding', () => {
     expect(await bigqueryHolding({ exists: true, numRows: 1 }, context(client, { plan: plan({ writeMode: 'append' }) }))).toMatchObject({ unreadable: expect.stringContaining('permission denied') });
   });
 });
+
+describe('bigqueryHolding without numRows', () => {
+  it('counts an unpartitioned table whole (BigQuery answers that from metadata), and never a partitioned one', async () => {
+    const { client, queries } = fakeClient(() => [{ n: 0 }]);
+    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: false }, context(client, {}))).toMatchObject({ rows: 0, readFrom: 'rows counted' });
+    expect(queries.map((query) => query.query)).toEqual(['SELECT COUNT(*) AS n FROM `p.d.t`']);
+    const partitioned = fakeClient(() => [{ n: 0 }]);
+    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: true }, context(partitioned.client, {}))).toMatchObject({ unreadable: 'tables.get gave no numRows' });
+    expect(partitioned.queries).toEqual([]);
+  });
+});
