@@ -8,7 +8,7 @@ import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
-import { runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
+import { ALLOW_SHRINK_HELP, allowShrinkOf, runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
 import { runWindowBatch, type WindowProgress } from '../pipeline/windows/window-batch.js';
 import { jobForWindows, sinkTakingWindowsOneAtATime } from '../pipeline/windows/windowed-job.js';
 import { selectBackfillWindows } from '../pipeline/windows/backfill-selection.js';
@@ -32,7 +32,8 @@ export function windowsExitCode(summary: BackfillSummary): number {
 export const backfillCommand: Command = {
   name: 'backfill',
   help: `Usage: tilehouse backfill --job NAME --from DATE --to DATE [--step day|week|month] [--concurrency N]
-                          [--run-id ID] [--shard-index I --shard-count N] [--resume] [--json | --summary-json FILE]
+                          [--run-id ID] [--shard-index I --shard-count N] [--resume] [--allow-shrink]
+                          [--json | --summary-json FILE]
 
 Splits [--from, --to) into windows in the job's timezone and exports each window as its own run
 into its own CSV file ({date} = the window's first day) or BigQuery partition (writeMode:
@@ -51,6 +52,7 @@ Options:
       --strict           fail a window in the future (not run) or one whose rows all fell
                          outside it (not published) instead of warning, and refuse the backfill
                          when any window lies past a BigQuery table's partition expiration
+${ALLOW_SHRINK_HELP}
       --run-id ID        the backfill's id (default: $TILEHOUSE_RUN_ID, else a new one; at most 55
                          characters); window YYYY-MM-DD runs as ID-YYYYMMDD, the same on a re-run
       --resume           skip the windows every sink shows done: a CSV file whose manifest
@@ -78,6 +80,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       step: { type: 'string' },
       concurrency: { type: 'string' },
       strict: { type: 'boolean' },
+      'allow-shrink': { type: 'boolean' },
       'run-id': { type: 'string' },
       resume: { type: 'boolean' },
       'shard-index': { type: 'string' },
@@ -101,6 +104,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
     const runId = runIdOf('backfill', values['run-id'], io.env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
     const shard = shardOf('backfill', values, io.env);
+    const allowShrink = allowShrinkOf('backfill', values['allow-shrink'], io.env);
 
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
@@ -133,7 +137,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         const chosen = await selectBackfillWindows(job, sinks, range, context);
         // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
         await preflightWindows(sinks, chosen.windows, { jobName: job.name, logger, strict, windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined), ...(io.signal === undefined ? {} : { signal: io.signal }) });
-        return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, ...progress }, context)] as const;
+        return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
     } catch (error) {
       await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));

@@ -80,3 +80,17 @@ export function shardOf(command: string, values: { 'shard-index'?: string | unde
 export function workspaceFlags(values: { config?: string; jobs?: string }): string[] {
   return [...(values.config ? ['--config', values.config] : []), ...(values.jobs ? ['--jobs', values.jobs] : [])];
 }
+
+export const ALLOW_SHRINK_HELP = `      --allow-shrink   publish even where a publish guard trips (an export with no rows, or far fewer
+                       than the target holds or its recent runs brought): for a run meant to shrink;
+                       also $TILEHOUSE_ALLOW_SHRINK=1 (a manual Kubernetes run). Recorded in the
+                       summary and the run ledger`;
+
+/** --allow-shrink, else $TILEHOUSE_ALLOW_SHRINK (1 or true; anything else that is set is a usage error). */
+export function allowShrinkOf(command: string, flag: boolean | undefined, env: NodeJS.ProcessEnv): boolean {
+  if (flag === true) return true;
+  const value = env.TILEHOUSE_ALLOW_SHRINK;
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw UsageError.of(`${command}: $TILEHOUSE_ALLOW_SHRINK must be 1 or true (or 0, false, empty), got ${JSON.stringify(value)}`);
+}

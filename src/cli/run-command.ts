@@ -2,7 +2,7 @@ import { formatRunSummary } from '../presentation/run-summary.js';
 import type { RunSummary } from '../pipeline/job-summary.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
-import { nominalWindowOf, ORCHESTRATION_HELP, runIdOf, workspaceFlags } from './orchestration-flags.js';
+import { ALLOW_SHRINK_HELP, allowShrinkOf, nominalWindowOf, ORCHESTRATION_HELP, runIdOf, workspaceFlags } from './orchestration-flags.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { WorkspaceRunner } from '../workspace/workspace-runner.js';
@@ -31,7 +31,7 @@ export function exitCodeOf(summary: Pick<RunSummary, 'failed' | 'partiallyPublis
 export const runCommand: Command = {
   name: 'run',
   help: `Usage: tilehouse run [--config FILE] [--jobs DIR] [--job NAME]... [--run-id ID] [--window-start T --window-end T]
-                     [--strict] [--json | --summary-json FILE] [-q | -v]
+                     [--strict] [--allow-shrink] [--json | --summary-json FILE] [-q | -v]
 
 Exports each selected tile once: fresh token, every page, typed columns, then every sink of a job
 publishes the run, or none does. An incremental job (incremental: in its file) exports instead
@@ -48,6 +48,7 @@ ${COMMON_HELP}
       --tile NAME      the same as --job (its older name)
       --strict         an incremental job's day window whose rows all fell outside it fails
                        (backfill_window_empty, nothing published) instead of a warning: line
+${ALLOW_SHRINK_HELP}
 ${ORCHESTRATION_HELP}
                        Re-running a partially published run with its --run-id does not append
                        its rows to a BigQuery table twice.
@@ -69,6 +70,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       'window-start': { type: 'string' },
       'window-end': { type: 'string' },
       strict: { type: 'boolean' },
+      'allow-shrink': { type: 'boolean' },
       json: { type: 'boolean' },
       'summary-json': { type: 'string' },
     });
@@ -79,6 +81,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     // With telemetry on, the run id is chosen here, so the trace's resource can carry it.
     const runId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64) ?? (telemetryWanted(io.env) ? newRunId() : undefined);
     const window = nominalWindowOf('run', values);
+    const allowShrink = allowShrinkOf('run', values['allow-shrink'], io.env);
     const output = openOutput('run', values, io, 'info');
     const summaryTarget = await summaryTargetOf('run', values, io.env);
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
@@ -95,6 +98,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         const runner = await WorkspaceRunner.open(workspace, jobs, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values), oneShot: true });
         return runner.runAll({
           strict: values.strict === true,
+          allowShrink,
           ...(runId === undefined ? {} : { runId }),
           ...(onProgress === undefined ? {} : { onProgress }),
           onJobsRun: () => output.screen?.close(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
 /** A BigQuery sink in a job file (the BigQuery sink itself: src/sinks/bigquery/). */
@@ -46,6 +47,7 @@ export const bigquerySinkSchema = z
       .min(1)
       .optional()
       .describe('writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run'),
+    guard: publishGuardSchema,
   })
   .strict()
   .superRefine((sink, ctx) => {

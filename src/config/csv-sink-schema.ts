@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 import { writesOneFilePerWindow } from './window-rules.js';
 
@@ -16,6 +17,7 @@ export const csvSinkSchema = z
       .boolean()
       .optional()
       .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
+    guard: publishGuardSchema,
     // Named so that `writeMode: merge` (or append) on a CSV sink says why, not just "unrecognized key".
     writeMode: z
       .never({ error: 'a CSV sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes' })

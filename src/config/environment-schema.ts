@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
 import { S3_SCHEME, s3UrlProblem } from './s3-url.js';
+import { publishGuardSchema } from './publish-guard-schema.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -89,11 +90,11 @@ function fileDirectorySchema(label: string) {
 const sinkDefaultsSchema = z
   .object({
     csv: z
-      .object({ directory: fileDirectorySchema('CSV') })
+      .object({ directory: fileDirectorySchema('CSV'), guard: publishGuardSchema })
       .strict()
       .default({ directory: 'out' }),
     parquet: z
-      .object({ directory: fileDirectorySchema('Parquet') })
+      .object({ directory: fileDirectorySchema('Parquet'), guard: publishGuardSchema })
       .strict()
       .default({ directory: 'out' }),
     bigquery: z
@@ -112,6 +113,7 @@ const sinkDefaultsSchema = z
           .optional()
           .describe('Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)'),
         apiEndpoint: googleApiEndpointSchema('BigQuery', 'https://bigquery.europe-west3.rep.googleapis.com').optional(),
+        guard: publishGuardSchema,
       })
       .strict()
       .optional(),

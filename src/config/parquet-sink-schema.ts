@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
 /** The codecs a Parquet sink compresses its pages with (`none`: stored as they are). */
@@ -25,6 +26,7 @@ export const parquetSinkSchema = z
       .boolean()
       .optional()
       .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
+    guard: publishGuardSchema,
     // Named so that `writeMode: merge` (or append) on a Parquet sink says why, not just "unrecognized key".
     writeMode: z
       .never({ error: 'a Parquet sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes' })

@@ -15,6 +15,7 @@ export const METRICS = {
   tokenFetches: 'tilehouse_last_run_token_fetches',
   scheduleInterval: 'tilehouse_schedule_interval_seconds',
   lastRunError: 'tilehouse_last_run_error',
+  guardTripped: 'tilehouse_last_run_publish_guard_tripped',
 } as const;
 
 export const HELP: Record<keyof typeof METRICS, string> = {
@@ -29,6 +30,7 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   retries: 'Retried source requests in the last run',
   throttled: 'HTTP 429 answers from the source in the last run (token endpoint included)',
   tokenFetches: 'Access tokens the last run fetched for this job (0: it used the run\'s shared token)',
+  guardTripped: '1 when a publish guard refused the last run (publish_guard_tripped: an export far smaller than its target; nothing published), else 0',
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
   lastRunError: 'The error code of the last run (label code) with value 1 when it failed, code="" with value 0 when it succeeded',
 };
@@ -46,4 +48,6 @@ export interface TileRunMetrics {
   tokenFetches: number;
   /** The failure's stable code (`error.code` of the summary); absent when the run succeeded. */
   error?: { code: string } | undefined;
+  /** What the publish guards said (JobRunSummary's guard): tripped and not overridden sets guardTripped. */
+  guard?: { tripped: boolean; overridden: boolean } | undefined;
 }

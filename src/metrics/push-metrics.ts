@@ -78,7 +78,12 @@ export function backfillRunMetrics(job: string, windows: readonly TileRunMetrics
       ? 'failed'
       : 'succeeded';
   const error = windows.find((window) => window.status !== 'succeeded' && window.error !== undefined)?.error;
-  return { job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches, ...(error === undefined ? {} : { error }) };
+  const tripped = windows.some((window) => window.guard?.tripped === true && !window.guard.overridden);
+  return {
+    job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches,
+    ...(error === undefined ? {} : { error }),
+    ...(tripped ? { guard: { tripped, overridden: false } } : {}),
+  };
 }
 
 /** A pusher when the environment configures a Pushgateway, else undefined (metrics are off by default). */

@@ -22,6 +22,7 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
   set('retries', run.retries);
   set('throttled', run.throttled);
   set('tokenFetches', run.tokenFetches);
+  set('guardTripped', run.guard?.tripped === true && !run.guard.overridden ? 1 : 0);
   if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
   // Failures by code: one series per push, so a POST (which replaces every series of a name in
   // the group) leaves only the last run's code; a success clears it with code="" and 0.

@@ -5,6 +5,7 @@ import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/export-endpoint/index.js';
 import type { ColumnType } from '../value-types/column-types.js';
 import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
+import { PublishGuardTrippedError, type GuardReport } from './publish-guard-check.js';
 import type { ReadStats } from './read-into-sinks.js';
 
 /** What one tile run did; logged per tile and collected into the run summary. */
@@ -52,6 +53,8 @@ export interface JobRunSummary {
   /** What told the exported pages apart (see PAGE_IDENTITIES); absent when the read did not finish. */
   pageIdentity?: PageIdentity;
   error?: { code: string; message: string };
+  /** What the publish guards said of each target (absent: no sink has one, or the run did not reach them). */
+  guard?: GuardReport;
 }
 
 export interface RunSummary {
@@ -106,8 +109,18 @@ export function publishedSummary(
   published: PublishOutcome,
   options: { strict?: boolean } = {},
 ): JobRunSummary {
-  const summary: JobRunSummary = { ...baseSummary(job, started, stats, counters), status: 'succeeded', outputs: published.outputs, bigqueryJobIds: jobIdsOf(published.outputs) };
+  const summary: JobRunSummary = {
+    ...baseSummary(job, started, stats, counters),
+    status: 'succeeded',
+    outputs: published.outputs,
+    bigqueryJobIds: jobIdsOf(published.outputs),
+    ...(published.guard ? { guard: published.guard } : {}),
+  };
   summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
+  // An overridden guard published what it would have refused: said on the run's warning: lines too.
+  if (published.guard?.overridden === true) {
+    summary.warnings.push(...published.guard.verdicts.filter((verdict) => verdict.verdict === 'trip').map((verdict) => `${verdict.target}: publish guard overridden (--allow-shrink): ${verdict.reason}`));
+  }
   const kept = published.outputs.filter((output) => output.keptEarlierPublish === true);
   if (kept.length > 0 && options.strict === true && !published.partial) {
     const error = new RunIdAlreadyPublishedError(job.name, counters.runId, kept.map((output) => output.target));
@@ -158,6 +171,7 @@ export function failedSummary(
     outputs: [],
     bigqueryJobIds: [],
     ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
+    ...(cause instanceof PublishGuardTrippedError ? { guard: cause.report } : {}),
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
 }

@@ -12,6 +12,7 @@ import type { DateWindow } from './windows/date-windows.js';
 import type { WindowClock } from './windows/run-windows.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
+import { guardVerdictOf } from './publish-guard-check.js';
 
 export interface JobPlan {
   job: string;
@@ -76,7 +77,11 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
       // The schedule lets a sink count a day's runs (BigQuery's per-table daily operations).
       const schedule = job.schedule ? { schedule: { cron: job.schedule.cron, timezone: job.schedule.timezone } } : {};
       const window = deps.window === undefined ? {} : { window: { from: deps.window.from, to: deps.window.to } };
-      plan.sinks.push(await sink.plan({ jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule, ...window }));
+      const context = { jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule, ...window };
+      const sinkPlan = await sink.plan(context);
+      // A windowed job's page 0 is the whole tile, not a window's rows: its guards are judged per window at run time.
+      const guard = deps.window === undefined && job.incremental === undefined ? await guardVerdictOf(sink, context, page.navigation.totalRows) : undefined;
+      plan.sinks.push(guard === undefined ? sinkPlan : { ...sinkPlan, guard });
     }
   } catch (error) {
     plan.status = 'failed';

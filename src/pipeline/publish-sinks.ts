@@ -2,6 +2,7 @@ import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isPartialPublish, isPublishOutcomeUnknown, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
+import { checkPublishGuards, type GuardReport } from './publish-guard-check.js';
 import { ATTR, SPANS, telemetry, type Attributes } from '../telemetry/telemetry.js';
 
 /** A sink's result details (job ids, object generation, file) as `tilehouse.sink.<detail>` attributes. */
@@ -68,21 +69,41 @@ export interface PublishOutcome {
   outputs: SinkResult[];
   /** Set when some sinks published and another failed to, or one changed its target in part. */
   partial?: PartiallyPublishedError;
+  /** What the publish guards said (absent: no writer has a guard). */
+  guard?: GuardReport;
+}
+
+/** What the publish guards need of a run (see checkPublishGuards). */
+export interface PublishGuardOptions {
+  /** Rows of this export, the same in every sink. */
+  exportedRows: number;
+  /** The window had not ended when its export started: the recent-runs rule does not apply. */
+  openWindow?: boolean;
+  /** --allow-shrink: a tripped guard is reported, not refused. */
+  allowShrink?: boolean;
 }
 
 /**
  * The two-phase publish across a run's sinks (writers in publish order). Phase 1 prepares every
  * sink; any failure there, or a stop signal before phase 2, aborts them all and publishes
- * nothing (the error is rethrown). Phase 2 publishes one sink after the other and is not
+ * nothing (the error is rethrown). Between the phases the publish guards of every sink are judged
+ * (checkPublishGuards): one that trips refuses the whole tile the same way. Phase 2 publishes one sink after the other and is not
  * interrupted by the stop signal, so what it reports is what the targets hold: a failure at the
  * first publish is a plain failure (nothing changed), a failure after one succeeded is
  * `partially_published`, and so is a failure at any index whose error says it changed its own
  * target in part (`isPartialPublish`, e.g. some partitions of a table copied).
  */
-export async function publishAll(writers: readonly SinkWriter[], options: { jobName: string; logger: Logger; signal?: AbortSignal }): Promise<PublishOutcome> {
+export async function publishAll(
+  writers: readonly SinkWriter[],
+  options: { jobName: string; logger: Logger; signal?: AbortSignal; guard?: PublishGuardOptions },
+): Promise<PublishOutcome> {
   const { logger } = options;
+  let guard: GuardReport | undefined;
   try {
     for (const writer of writers) await prepareTraced(writer);
+    if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
+    // Every sink prepared, none published: a guard that trips here leaves every target as it was.
+    if (options.guard !== undefined) guard = await checkPublishGuards(writers, { jobName: options.jobName, logger, ...options.guard });
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
   } catch (error) {
     await abortAll(writers, logger);
@@ -98,8 +119,12 @@ export async function publishAll(writers: readonly SinkWriter[], options: { jobN
       await abortAll(unpublished, logger);
       const changedInPart = isPartialPublish(error);
       if (index === 0 && !changedInPart) throw error;
-      return { outputs, partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart, !changedInPart && isPublishOutcomeUnknown(error)) };
+      return {
+        outputs,
+        partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart, !changedInPart && isPublishOutcomeUnknown(error)),
+        ...(guard ? { guard } : {}),
+      };
     }
   }
-  return { outputs };
+  return { outputs, ...(guard ? { guard } : {}) };
 }

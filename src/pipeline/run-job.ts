@@ -46,6 +46,8 @@ export interface JobRunDependencies {
    * preflightOnce); default: this run's own preflightSinks.
    */
   preflight?: () => Promise<void>;
+  /** --allow-shrink (TILEHOUSE_ALLOW_SHRINK): a tripped publish guard is reported, the run publishes. */
+  allowShrink?: boolean;
 }
 
 /**
@@ -144,7 +146,8 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
       await abortAll(read.writers, logger);
       throw refusal;
     }
-    const published = await publishAll(read.writers, { jobName: job.name, logger, ...(deps.signal ? { signal: deps.signal } : {}) });
+    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true };
+    const published = await publishAll(read.writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {
       const differing = summary.outputs.filter((output) => output.rows !== summary.rows);

@@ -30,6 +30,8 @@ export interface RunOptions {
    * tile of its worker starts. It must not throw: a report that fails is the reporter's to log.
    */
   onTileFinished?: (summary: JobRunSummary) => Promise<void>;
+  /** --allow-shrink: a tripped publish guard is reported, the tile publishes. */
+  allowShrink?: boolean;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -70,6 +72,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           retry: options.retry,
           signal: options.signal,
           runToken,
+          ...(options.allowShrink === true ? { allowShrink: true } : {}),
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });

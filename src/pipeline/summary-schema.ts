@@ -36,6 +36,18 @@ const sinkResultSchema = z
   })
   .strict();
 
+const guardVerdictSchema = z
+  .object({
+    target: z.string(),
+    verdict: z.enum(['pass', 'trip', 'off', 'unknown']).describe('trip: the guard refused the publish (unless overridden); off: guard: false; unknown: what the target holds could not be read'),
+    rule: z.enum(['empty', 'shrink', 'recent']).optional(),
+    held: count.optional().describe('Rows the target holds (of what a publish replaces), or the median of its recent runs for rule recent'),
+    exported: count.describe('Rows of this export'),
+    reason: z.string(),
+    setting: z.string().optional().describe('The sink setting that lets such a publish pass, e.g. guard.maxShrink'),
+  })
+  .strict();
+
 export const tileSummarySchema = z
   .object({
     job: z.string(),
@@ -72,6 +84,15 @@ export const tileSummarySchema = z
         "What told the pages apart: echo (each page's answer echoed its own page number, once that echo was seen to follow the request), rows-digest (some page only by hasPrev and by rows unlike every earlier page's), single-page (one page); absent when the read did not finish",
       ),
     error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set unless status is succeeded'),
+    guard: z
+      .object({
+        tripped: z.boolean().describe('A publish guard refused the publish (error publish_guard_tripped: nothing was published), unless overridden'),
+        overridden: z.boolean().describe('--allow-shrink / TILEHOUSE_ALLOW_SHRINK: a tripped guard was overridden and the run published'),
+        verdicts: z.array(guardVerdictSchema),
+      })
+      .strict()
+      .optional()
+      .describe("The publish guards' verdict on each target (absent: no sink has a guard, or the run failed before them)"),
   })
   .strict();
 

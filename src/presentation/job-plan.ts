@@ -1,3 +1,4 @@
+import type { GuardVerdict } from '../sinks/publish-guard.js';
 import { countNoun } from '../count-noun.js';
 import type { JobPlan } from '../pipeline/plan-job.js';
 
@@ -15,6 +16,7 @@ export function formatJobPlan(plan: JobPlan): string {
   for (const sink of plan.sinks) {
     lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
     for (const detail of sink.details) lines.push(`    ${detail}`);
+    if (sink.guard !== undefined) lines.push(`    ${guardLine(sink.guard)}`);
   }
   const incremental = plan.incremental;
   if (incremental !== undefined) {
@@ -36,4 +38,18 @@ export function formatJobPlan(plan: JobPlan): string {
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** A publish guard's verdict as `plan` and `check` say it. */
+export function guardLine(verdict: GuardVerdict): string {
+  switch (verdict.verdict) {
+    case 'trip':
+      return `guard: a run now would be refused (${verdict.rule}): ${verdict.reason}; ${verdict.setting} or --allow-shrink lets it publish`;
+    case 'pass':
+      return `guard: passes: ${verdict.reason}`;
+    case 'off':
+      return 'guard: off (guard: false)';
+    case 'unknown':
+      return `guard: not judged: ${verdict.reason}`;
+  }
 }

@@ -52,6 +52,8 @@ export interface RecordedTile {
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: readonly string[] | undefined;
   error?: { code: string } | undefined;
+  /** What the publish guards said of each target (see sinks/publish-guard.ts). */
+  guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }
 
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */

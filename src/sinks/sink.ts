@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
+import type { GuardCheck, GuardVerdict } from './publish-guard.js';
 
 /**
  * A window as a sink records it. `open`: the window had not ended on the source's clock when its
@@ -100,6 +101,11 @@ export interface SinkWriter {
    * run), each by name, for the summary. Empty when everything is gone.
    */
   leftBehind?(): string[];
+  /**
+   * The publish guard of this writer's target (publish-guard.ts), read after `prepare` and before
+   * any sink of the tile publishes; absent: the writer has none (a test's sink).
+   */
+  readonly guard?: GuardCheck;
 }
 
 /**
@@ -141,6 +147,8 @@ export interface SinkPlan {
   action: 'create' | 'unchanged' | 'change' | 'refuse';
   /** One line per difference, e.g. `+ resolved_share NUMERIC`, `- Owner`. */
   details: string[];
+  /** The publish guard's verdict on a run of the tile's current rows (publish-guard.ts); absent: not judged. */
+  guard?: GuardVerdict;
 }
 
 export interface Sink {
@@ -167,6 +175,11 @@ export interface Sink {
    * fail with, naming the target.
    */
   checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
+  /**
+   * The publish guard of the target a run with this context would write, as it is now (for `plan`
+   * and `check`; the count of a whole run is the caller's). Reads, never writes.
+   */
+  guardCheck?(context: SinkRunContext): GuardCheck;
   /**
    * Before a backfill's first page: throws the error that refuses windows the target could not
    * keep (BigQuery: windows whose partitions the table's partition expiration has already passed),

@@ -3,6 +3,9 @@ import type { Logger } from '../log.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { RunToken } from '../source/session-token.js';
+import { guardVerdictOf } from '../pipeline/publish-guard-check.js';
+import { toColumns } from '../transform/columns.js';
+import type { GuardVerdict } from '../sinks/publish-guard.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 
@@ -14,7 +17,7 @@ export const CHECK_RETRY: RetrySettings = { maxAttempts: 2, baseDelayMs: 250, ma
 
 /** What `check` found of one job: its tile's size and each sink's note, or why it failed. */
 export type AccessCheck =
-  | { job: string; ok: true; rows: number; columns: number; notes: string[] }
+  | { job: string; ok: true; rows: number; columns: number; notes: string[]; guards?: GuardVerdict[] }
   | { job: string; ok: false; code: string; message: string };
 
 /**
@@ -46,11 +49,18 @@ export async function checkAccess(
       try {
         const page = await session.client.fetchPage(0);
         const notes: string[] = [];
+        const guards: GuardVerdict[] = [];
+        // A column override the page refuses is the run's failure to report, not check's: then no guard is judged.
+        const columns = columnsOrUndefined(() => toColumns(page.headers, page.dataTypes, job.columns).columns);
+        const context = { jobName: job.name, tileId: job.tile, runId: 'check', startedAt: new Date(), logger, ...(signal === undefined ? {} : { signal }) };
         for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
           const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(signal === undefined ? {} : { signal }) });
           if (note !== undefined) notes.push(note);
+          // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
+          const guard = job.incremental === undefined && columns !== undefined ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows) : undefined;
+          if (guard !== undefined) guards.push(guard);
         }
-        check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes };
+        check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes, ...(guards.length > 0 ? { guards } : {}) };
       } catch (error) {
         check = { job: job.name, ok: false, code: isTilehouseError(error) ? error.code : 'internal_error', message: messageOf(error) };
       }
@@ -61,4 +71,12 @@ export async function checkAccess(
     await dispatcher.close();
   }
   return checks;
+}
+
+function columnsOrUndefined<T>(make: () => T): T | undefined {
+  try {
+    return make();
+  } catch {
+    return undefined;
+  }
 }

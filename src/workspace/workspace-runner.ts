@@ -73,14 +73,18 @@ export class WorkspaceRunner {
    * Every job once: the ordinary ones together (runJobs), then the incremental ones one after
    * another, each caught up day by day; the summary counts them all.
    */
-  async runAll(run: { runId?: string; strict: boolean; onProgress?: OnProgress; onJobsRun?: () => void }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
+  async runAll(run: { runId?: string; strict: boolean; allowShrink?: boolean; onProgress?: OnProgress; onJobsRun?: () => void }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
     const { signal } = this.options;
     let summary: RunSummary;
     try {
       summary = await this.runOrdinary(
         this.jobs.filter((job) => job.incremental === undefined),
         signal,
-        { ...(run.runId === undefined ? {} : { runId: run.runId }), ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }) },
+        {
+          ...(run.runId === undefined ? {} : { runId: run.runId }),
+          ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }),
+          ...(run.allowShrink === true ? { allowShrink: true } : {}),
+        },
       );
     } finally {
       run.onJobsRun?.();
@@ -88,7 +92,7 @@ export class WorkspaceRunner {
     const reports: CatchUpReport[] = [];
     for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
       if (signal?.aborted) break;
-      const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict);
+      const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
       summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
       reports.push(report);
     }
@@ -112,7 +116,7 @@ export class WorkspaceRunner {
     return { tile: summary.tiles[0] };
   }
 
-  private runOrdinary(jobs: readonly LoadedJob[], signal: AbortSignal | undefined, extra: { runId?: string; onProgress?: OnProgress }): Promise<RunSummary> {
+  private runOrdinary(jobs: readonly LoadedJob[], signal: AbortSignal | undefined, extra: { runId?: string; onProgress?: OnProgress; allowShrink?: boolean }): Promise<RunSummary> {
     const { workspace, reporters } = this;
     return runJobs(jobs, {
       environment: workspace.environment,
@@ -126,9 +130,9 @@ export class WorkspaceRunner {
     });
   }
 
-  private catchUp(job: LoadedJob, runId: string, signal: AbortSignal | undefined, strict: boolean) {
+  private catchUp(job: LoadedJob, runId: string, signal: AbortSignal | undefined, strict: boolean, allowShrink = false) {
     const { logger, seams, fixFlags } = this.options;
-    const context = { ...windowRunContextOf(this.workspace, logger, signal, seams), fixFlags, ...(strict ? { strict } : {}) };
+    const context = { ...windowRunContextOf(this.workspace, logger, signal, seams), fixFlags, ...(strict ? { strict } : {}), ...(allowShrink ? { allowShrink } : {}) };
     return runCatchUp(job, this.sinks.get(job.name)!, runId, context);
   }
 }

@@ -1,4 +1,5 @@
-import { rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
@@ -31,7 +32,7 @@ describe('tilehouse check', () => {
   it('prints ok with the tile size and column count; one token and one page request; writes nothing', async () => {
     const before = sandbox.requests.length;
     const result = await check(['--tile', 'detail']);
-    expect(result).toMatchObject({ exitCode: 0, stdout: 'ok job detail: 130 rows in the tile, 4 columns\n', stderr: '' });
+    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 130 rows in the tile, 4 columns\n  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet\n`, stderr: '' });
     const requests = sandbox.requests.slice(before);
     expect(requests.map((request) => request.endpoint)).toEqual(['token', 'export']);
     expect(await listFiles(workspace.outDir)).toEqual([]);
@@ -42,9 +43,24 @@ describe('tilehouse check', () => {
     expect(result.exitCode).toBe(1);
     expect(result.stdout.split('\n')).toEqual([
       'ok job detail: 130 rows in the tile, 4 columns',
+      `  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet`,
       expect.stringMatching(/^FAIL job wrong_tile: export_api_error: .*invalid id/),
       '',
     ]);
+  });
+
+  it("shows each publish guard's verdict against the target as it is now: a file holding far more rows than the tile would refuse a run", async () => {
+    await mkdir(workspace.outDir, { recursive: true });
+    const file = path.join(workspace.outDir, 'detail.csv');
+    await writeFile(file, `Number,Created,Description,Severity\r\n${'1,,x,y\r\n'.repeat(1000)}`);
+    try {
+      const result = await check(['--tile', 'detail']);
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toContain(`\n  ${file} guard: a run now would be refused (shrink): 130 rows would replace the 1000 rows it holds (the CSV file counted): 87% fewer, more than guard.maxShrink 0.5 allows; guard.maxShrink or --allow-shrink lets it publish`);
+      expect(await readFile(file, 'utf8')).toContain('1,,x,y');
+    } finally {
+      await rm(file);
+    }
   });
 
   it('a wrong secret: exit 1, auth_invalid_client, the secret never printed', async () => {

@@ -49,7 +49,7 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     const bucket = await gcs.newBucket('check');
     const all = ['storage.objects.create', 'storage.objects.delete', 'storage.objects.get', 'storage.objects.list'];
     const { result, seen } = await checkWith(bucket, all, 'all');
-    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: writable\n` });
+    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: writable\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n` });
     const asked = new URL(seen.find((line) => line.includes('/iam/testPermissions'))!.split(' ')[1]!, 'http://x').searchParams.getAll('permissions');
     expect(asked.sort()).toEqual(all);
     expect(seen.every((line) => line.startsWith('GET '))).toBe(true);
@@ -68,6 +68,6 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     await proxy?.close();
     const bucket = await gcs.newBucket('check');
     const { result } = await checkWith(bucket, 'no-iam', 'no-iam');
-    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: bucket found; permissions not tested (this endpoint has no IAM)\n` });
+    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: bucket found; permissions not tested (this endpoint has no IAM)\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n` });
   });
 });

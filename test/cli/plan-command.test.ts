@@ -37,12 +37,14 @@ describe('tilehouse plan with a CSV sink', () => {
     expect((await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox) })).exitCode).toBe(0);
     const same = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox) });
     expect(same.stdout).toMatch(/by_type\.csv: unchanged/);
+    // The publish guard's verdict against the file as it is: the same rows pass.
+    expect(same.stdout).toMatch(/\n {4}guard: passes: (\d+) rows?; holds \1 rows? \(the CSV file counted\)\n/);
 
     const wider = await writeWorkspace(`${fixture.root}/existing`, fixture.sandbox, [{ ...job, query: widerQuery }]);
     const changed = await runCli(['plan', '--config', wider.configFile, '--jobs', wider.jobsDir, '--json'], { env: sandboxEnv(fixture.sandbox) });
     expect(changed.exitCode).toBe(0);
     const [plan] = JSON.parse(changed.stdout) as Array<{ sinks: Array<{ action: string; details: string[] }> }>;
-    expect(plan!.sinks[0]).toMatchObject({ action: 'change', details: ['+ Newest'] });
+    expect(plan!.sinks[0]).toMatchObject({ action: 'change', details: ['+ Newest'], guard: { verdict: 'pass' } });
   });
 
   it('exits 1 naming the failure when the tile cannot be planned', async () => {

@@ -124,6 +124,21 @@ describe('tilehouse validate', () => {
     expect(refused.stderr).toMatch(/sinks\[0\]\.path.*gs:\/\/Bad_Bucket.*lowercase/);
   });
 
+  it('checks the publish guard settings of a sink, file:line, and accepts legal ones', async () => {
+    await writeJob('a', (lines) => lines.splice(28, 0, '    guard: { maxShrink: 0.8, recentRuns: 7, allowEmpty: true, minOfRecent: 0 }'));
+    await writeJob('c', (lines) => lines.splice(28, 0, '    guard: false'));
+    expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
+    const bad = await writeJob('b', (lines) => lines.splice(28, 0, '    guard:', '      maxShrink: 1.5', '      recentRuns: 2', '      maxshrink: 0.1'));
+    const problems = problemsOf((await validate()).stderr);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^${bad}:30: sinks\\[0\\]\\.guard\\.maxShrink = 1\\.5: .*1`)),
+        expect.stringMatching(new RegExp(`^${bad}:31: sinks\\[0\\]\\.guard\\.recentRuns = 2: .*3`)),
+        expect.stringMatching(new RegExp(`^${bad}:32: sinks\\[0\\]\\.guard\\.maxshrink`)),
+      ]),
+    );
+  });
+
   it('refuses a malformed gs:// CSV directory in the environment', async () => {
     await writeFile(configFile, environmentText('gs://Bad_Bucket/x'));
     await writeJob('a');

@@ -45,7 +45,8 @@ const withoutStrings = (expr: string) => expr.replace(/"(?:[^"\\]|\\.)*"/g, '""'
 describe('k8s/prometheus-rules.yaml', () => {
   it('has the alerts the issue asks for, on kube-state-metrics and on the pushed last-success metric', async () => {
     const byName = new Map((await rules()).map((rule) => [rule.alert, rule]));
-    expect([...byName.keys()].sort()).toEqual(['TilehouseCronJobLastJobFailed', 'TilehouseCronJobNoRecentSuccess', 'TilehouseLastRunFailed', 'TilehouseNoRecentSuccess']);
+    expect([...byName.keys()].sort()).toEqual(['TilehouseCronJobLastJobFailed', 'TilehouseCronJobNoRecentSuccess', 'TilehouseLastRunFailed', 'TilehouseNoRecentSuccess', 'TilehousePublishGuardTripped']);
+    expect(byName.get('TilehousePublishGuardTripped')!.expr).toContain(METRICS.guardTripped);
     expect(byName.get('TilehouseNoRecentSuccess')!.expr).toContain(METRICS.lastSuccess);
     expect(byName.get('TilehouseNoRecentSuccess')!.expr).toContain(METRICS.scheduleInterval);
     expect(byName.get('TilehouseCronJobNoRecentSuccess')!.expr).toContain('kube_cronjob_status_last_successful_time');

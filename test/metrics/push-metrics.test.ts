@@ -24,6 +24,11 @@ describe('tileRunRegistry', () => {
       expect(samplesOf(failed, METRICS.lastRunSuccess)[0]!.value).toBe(0);
     }
     expect(samplesOf(ok, METRICS.duration)[0]!.value).toBe(1.5);
+    expect(samplesOf(ok, METRICS.guardTripped)[0]!.value).toBe(0);
+    const refused = await tileRunRegistry({ ...run, status: 'failed', guard: { tripped: true, overridden: false } }, 1_700_000_000_000).metrics();
+    expect(samplesOf(refused, METRICS.guardTripped)[0]!.value).toBe(1);
+    const overridden = await tileRunRegistry({ ...run, guard: { tripped: true, overridden: true } }, 1_700_000_000_000).metrics();
+    expect(samplesOf(overridden, METRICS.guardTripped)[0]!.value).toBe(0);
     expect(samplesOf(ok, METRICS.throttled)[0]!.value).toBe(2);
   });
 
@@ -143,6 +148,24 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
     expect(recovered.exitCode).toBe(0);
     expect((await sample(METRICS.lastSuccess, 'flaky'))!.value).toBeGreaterThan(success);
     expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(1);
+  });
+
+  it('a run a publish guard refused says so (the metric TilehousePublishGuardTripped fires on), and the next published run clears it', async () => {
+    const jobFile = `${workspace.jobsDir}/flaky.yaml`;
+    const original = await readFile(jobFile, 'utf8');
+    const none = { ...detailQuery, items: detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: ['1000'] }] } : item)) };
+    await writeFile(jobFile, stringify({ ...jobs[1], query: none }));
+    try {
+      const refused = await tilehouse(['flaky']);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toContain('publish_guard_tripped');
+      expect((await sample(METRICS.guardTripped, 'flaky'))?.value).toBe(1);
+      expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(0);
+    } finally {
+      await writeFile(jobFile, original);
+    }
+    expect((await tilehouse(['flaky'])).exitCode).toBe(0);
+    expect((await sample(METRICS.guardTripped, 'flaky'))?.value).toBe(0);
   });
 });
 

@@ -78,9 +78,12 @@ describe('a run killed with SIGKILL', () => {
 
 describe('two runs of one tile at the same time', () => {
   it('publish one whole run, never a mix, and leave no temp file', async () => {
-    // The two runs differ (one exports a filtered query), so a mix of them would show.
+    // The two runs differ (one exports a filtered query), so a mix of them would show. The
+    // filtered one holds a fifth of the rows: its publish guard, which would refuse replacing the
+    // whole run with it, allows any shrink here (this test is about two runs at once).
     const filtered = {
       ...job,
+      sinks: [{ type: 'csv', guard: { maxShrink: 1 } }],
       query: { ...detailQuery, items: detailQuery.items.map((item, i) => (i === 3 ? { ...item, filters: [{ operator: 'in', values: ['SEV1', 'SEV2'], beforeAggregate: true }] } : item)) },
     };
     const other = await writeWorkspace(path.join(root, 'other'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });

@@ -190,7 +190,11 @@ describeWithEmulator('a BigQuery target', (endpoint) => {
     const workspace = await writeBigQueryWorkspace(caseDir, sandbox, [tile], { projectId: endpoint.projectId, dataset });
     const { result } = await run(workspace, { sinkOptions: { bigqueryClient: proxy.client() } }, ['check']);
     expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.stdout).toBe(`ok job detail_bq: 120 rows in the tile, 4 columns; bigquery dataset ${endpoint.projectId}.${dataset}: absent; a run creates it in US\n`);
+    // The publish guard's line: the table is read (tables.get), nothing is created.
+    expect(result.stdout).toBe(
+      `ok job detail_bq: 120 rows in the tile, 4 columns; bigquery dataset ${endpoint.projectId}.${dataset}: absent; a run creates it in US\n` +
+        `  ${endpoint.projectId}.${dataset}.detail_bq guard: passes: 120 rows; no target yet\n`,
+    );
     const [exists] = await proxy.client().dataset(dataset).exists();
     expect(exists).toBe(false);
   });

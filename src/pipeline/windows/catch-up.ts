@@ -43,6 +43,8 @@ export interface CatchUpContext extends WindowRunContext {
   runToken?: RunToken;
   /** `run --strict`: an empty window fails (backfill_window_empty, nothing published) instead of warning. */
   strict?: boolean;
+  /** --allow-shrink: a tripped publish guard is reported, the window publishes. */
+  allowShrink?: boolean;
   /** What reads the targets' state; default: each sink kind's readers, from the sink registry. Tests hand in fakes. */
   stateReaders?: (job: LoadedJob, sinks: readonly Sink[]) => Promise<WindowStateReader[]>;
 }
@@ -120,7 +122,7 @@ async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, co
     };
     if (plan.windows.length === 0) return { tiles: [], report };
     const strict = context.strict === true;
-    const { summary } = await runWindowBatch({ job, sinks, windows: plan.windows, runId, concurrency: 1, strict, session, pushMetrics: false }, context);
+    const { summary } = await runWindowBatch({ job, sinks, windows: plan.windows, runId, concurrency: 1, strict, allowShrink: context.allowShrink === true, session, pushMetrics: false }, context);
     const open = summary.windows.filter((result) => result.open && result.summary.status === 'succeeded').map((result) => result.window);
     const warnings = summary.windows.flatMap((result) => result.warnings);
     return { tiles: summary.windows.map((result) => result.summary), report: { ...report, failed: summary.failed, open, warnings } };

@@ -48,6 +48,8 @@ export interface BackfillOptions {
   now?: () => Date;
   /** Refuse instead of warn: a window in the future is not run, a window whose rows all fell outside it is not published. */
   strict?: boolean;
+  /** --allow-shrink: a tripped publish guard is reported, the window publishes. */
+  allowShrink?: boolean;
   onWindowDone?: (result: WindowResult, done: number) => void;
   /** Awaited after each window's publish (the run ledger is appended here); must not throw. */
   afterWindow?: (result: WindowResult) => Promise<void>;
@@ -81,6 +83,11 @@ export class BackfillWindowEmptyError extends TilehouseError {
         `${published ? 'an empty window was published' : 'nothing published'} (is the source clock or the job timezone off?)`,
     );
   }
+}
+
+/** What an empty open window is: expected (its day is not over), exported again once it has ended. */
+export function openEmptyWindowLine(jobName: string, window: DateWindow): string {
+  return `job ${jobName}: window ${window.from}..${window.to} is still open (today on the source's clock) and has no rows yet; it is exported again once it has ended`;
 }
 
 export interface BackfillSummary {
@@ -257,6 +264,7 @@ async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, se
     retry: options.retry,
     signal: options.signal,
     ...(options.strict === undefined ? {} : { strict: options.strict }),
+    ...(options.allowShrink === true ? { allowShrink: true } : {}),
     ...(bucketColumn === undefined
       ? {}
       : {
@@ -269,13 +277,16 @@ async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, se
               return typeof date === 'string' && date >= window.from && date < window.to;
             };
           },
+          // An open window (today's) without rows yet is expected: only an ended one is refused.
           beforePublish: (stats: ReadStats) =>
-            options.strict && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
+            options.strict && !open && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
         }),
   });
   // A sink's own warnings (an earlier publish of this window's run id kept) are the window's too.
   warnings.push(...summary.outputs.flatMap((output) => output.warnings ?? []));
-  if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
+  // A window that has not ended has simply no rows yet: said plainly, no warning blaming a clock.
+  if (summary.status === 'succeeded' && summary.rows === 0 && open) options.logger.info({ window: `${window.from}..${window.to}` }, openEmptyWindowLine(job.name, window));
+  else if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
     warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
   }
   return { window, open, summary, warnings };

@@ -54,6 +54,8 @@ export interface WindowBatch {
   runId: string;
   concurrency: number;
   strict: boolean;
+  /** --allow-shrink: a tripped publish guard is reported, the window publishes. */
+  allowShrink?: boolean;
   session?: WindowSession;
   /** After each window. */
   onProgress?: (progress: WindowProgress) => void;
@@ -95,6 +97,7 @@ export async function runWindowBatch(batch: WindowBatch, context: WindowRunConte
       retry: context.retry,
       signal: context.signal,
       strict: batch.strict,
+      ...(batch.allowShrink === true ? { allowShrink: true } : {}),
       configFile: context.configFile,
       ...(batch.session === undefined ? {} : { session: batch.session }),
       ...(ledger === undefined ? {} : { afterWindow: (result) => ledger(result.summary, { ...result.window, open: result.open }) }),

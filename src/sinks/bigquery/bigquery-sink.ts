@@ -29,6 +29,9 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY_LIMITS, type RetryContext } f
 import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 import { configuredTable, datasetName, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import type { GuardCheck, TargetHolding } from '../publish-guard.js';
+import { bigqueryHolding } from './target-holding.js';
 
 export interface BigQuerySinkOptions {
   config: BigQuerySinkConfig;
@@ -47,6 +50,8 @@ export interface BigQuerySinkOptions {
   stopDeadlineMs?: number;
   /** The environment's `googleCredentialsWaitMs`, for the production client. */
   credentialsWaitMs?: number;
+  /** The publish guard's settings in force (the sink's over sinks.bigquery.guard); undefined: off. */
+  guard?: GuardSettings | undefined;
 }
 
 /**
@@ -210,7 +215,32 @@ export class BigQuerySink implements Sink {
       retry: this.retryBase(context),
       polling: this.options.polling ?? DEFAULT_JOB_POLLING,
       stopDeadlineMs: this.options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS,
+      guard: { settings: this.options.guard, ledger: this.options.defaults.runLedger !== false },
     });
+  }
+
+  /**
+   * The publish guard against the table as it is now, for `plan` and `check`: its numRows, the
+   * day partition of `partition` mode, the run ledger's recent runs. The partitions a partitionBy
+   * run replaces are known only from its rows: not judged here.
+   */
+  guardCheck(context: SinkRunContext): GuardCheck {
+    return {
+      settings: this.options.guard,
+      holding: async (): Promise<TargetHolding> => {
+        const plan = await this.loadPlan(context);
+        const target = tableName({ ...plan, tableId: plan.destinationTableId });
+        if (plan.layout.partition !== undefined && plan.writeMode === 'replace') {
+          return { target, effect: 'replace', rows: undefined, readFrom: 'partitions', unreadable: 'the partitions a run replaces are known only from its rows' };
+        }
+        const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
+        const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
+        const numRows = table?.metadata.numRows;
+        const metadata = { exists: table !== undefined, numRows: numRows === undefined || numRows === null ? undefined : Number(numRows), partitioned: table?.metadata.timePartitioning != null };
+        const partitions = plan.writeMode === 'partition' ? [plan.destinationTableId.split('$')[1]!] : [];
+        return bigqueryHolding(metadata, { client: this.client, plan, partitions, ledger: this.options.defaults.runLedger !== false, recentRuns: this.options.guard?.recentRuns ?? 0, location: plan.location, retry });
+      },
+    };
   }
 
   private retryBase(context: SinkRunContext): Omit<RetryContext, 'signal'> {

@@ -20,6 +20,9 @@ import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
 import { tableName } from './table-name.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import type { GuardCheck } from '../publish-guard.js';
+import { bigqueryHolding } from './target-holding.js';
 
 interface WriterDependencies {
   client: BigQuery;
@@ -31,6 +34,8 @@ interface WriterDependencies {
   polling: JobPolling;
   /** The environment's `stopDeadlineMs`: a stop ends publish and cleanup waits this long after it. */
   stopDeadlineMs: number;
+  /** The publish guard's settings (undefined: off), and whether the run ledger is written (its recent runs). */
+  guard?: { settings: GuardSettings | undefined; ledger: boolean };
 }
 
 /** What prepare found and did, for publish to build on. */
@@ -104,6 +109,34 @@ export class BigQueryWriter implements SinkWriter {
 
   leftBehind(): string[] {
     return [...this.left];
+  }
+
+  /**
+   * The publish guard: after prepare, what the target holds (target-holding.ts) from the
+   * tables.get prepare made, the partitions the rows fall in, and the run ledger.
+   */
+  get guard(): GuardCheck | undefined {
+    const guard = this.dependencies.guard;
+    if (guard === undefined) return undefined;
+    return {
+      settings: guard.settings,
+      holding: () => {
+        const prepared = this.prepared;
+        if (prepared === undefined) throw new BigQuerySinkStateError(`the publish guard of ${this.target} was asked before prepare (job ${this.dependencies.context.jobName})`);
+        const { context } = this.dependencies;
+        // `partition` mode replaces its one day partition (the decorator's); partitionBy, those its rows fall in.
+        const partitions = this.plan.writeMode === 'partition' ? [this.plan.destinationTableId.split('$')[1]!] : [...this.partitions.keys()];
+        return bigqueryHolding(prepared.metadata, {
+          client: this.dependencies.client,
+          plan: this.plan,
+          partitions,
+          ledger: guard.ledger,
+          recentRuns: guard.settings?.recentRuns ?? 0,
+          location: prepared.location,
+          retry: { ...this.dependencies.retry, ...(context.signal ? { signal: context.signal } : {}) },
+        });
+      },
+    };
   }
 
   get target(): string {

@@ -1,5 +1,6 @@
 import { bigquerySinkSchema, takesWindows } from '../../config/bigquery-sink-schema.js';
 import { ConfigError } from '../../config/config-error.js';
+import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import type { SinkKind } from '../sink-kind.js';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { bigqueryWorkspaceChecker } from './workspace-checks.js';
@@ -32,6 +33,7 @@ export const bigquerySinkKind: SinkKind = {
       timezone: job.timezone,
       stopDeadlineMs: environment.stopDeadlineMs,
       credentialsWaitMs: environment.googleCredentialsWaitMs,
+      guard: guardSettingsOf(config.guard, defaults?.guard),
     });
   },
   runRecorder: bigqueryLedgerRecorder,

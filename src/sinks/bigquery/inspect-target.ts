@@ -7,6 +7,7 @@ import type { RetryContext } from './retry.js';
 import { checkSchemaContract, type SchemaDecision, type TableFieldLike } from './schema-contract.js';
 import { reconcileLayout, type LayoutReconciliation, type TableLayout, type TableMetadataLike } from './table-layout.js';
 import { tableName } from './table-name.js';
+import type { TargetMetadata } from './target-holding.js';
 
 // BigQuery lets one job modify at most 4,000 partitions; the staging load writes all of a run's.
 export const MAX_PARTITIONS_PER_JOB = 4_000;
@@ -19,6 +20,8 @@ export interface TargetInspection {
   reconciliation: LayoutReconciliation | undefined;
   /** The dataset's location, where every job of the run runs. */
   location: string | undefined;
+  /** Whether the table exists, and its numRows: what the publish guard reads of a replaced table. */
+  metadata: TargetMetadata;
   /** The target's partitioning as publish will find it (the table's, else the job's for a new table). */
   partitioning: TargetPartitioning | undefined;
 }
@@ -79,5 +82,11 @@ export async function inspectTarget(
   if (partitionCount > MAX_PARTITIONS_PER_JOB) {
     throw new BigQueryTooManyPartitionsError(jobName, targetName, partitionCount, MAX_PARTITIONS_PER_JOB);
   }
-  return { decision, existing, reconciliation, location: dataset.location, partitioning: targetPartitioning(table?.metadata, plan.layout, plan.writeMode) };
+  const numRows = table?.metadata.numRows;
+  const metadata = {
+    exists: table !== undefined,
+    numRows: numRows === undefined || numRows === null || !Number.isFinite(Number(numRows)) ? undefined : Number(numRows),
+    partitioned: table?.metadata.timePartitioning !== undefined && table?.metadata.timePartitioning !== null,
+  };
+  return { decision, existing, reconciliation, location: dataset.location, partitioning: targetPartitioning(table?.metadata, plan.layout, plan.writeMode), metadata };
 }

@@ -68,6 +68,7 @@ export async function bigqueryLedgerRecorder(
         jobId: typeof jobId === 'string' ? jobId : undefined,
         loadJobId: typeof loadJobId === 'string' ? loadJobId : undefined,
         errorCode: tile.error?.code,
+        publishGuard: guardOf(tile, target.target),
         startedAt: new Date(Date.now() - tile.durationMs),
         durationMs: tile.durationMs,
       };
@@ -136,4 +137,12 @@ export class LedgerTargets {
       .flatMap((sink) => (sink.type === 'bigquery' ? [{ ...configuredTable(sink, this.defaults, job), projectId }] : []))
       .filter((table) => table.datasetId !== '');
   }
+}
+
+/** A target's publish guard verdict as the ledger's publish_guard column says it (a partition's is its table's). */
+export function guardOf(tile: RecordedTile, target: string): string | undefined {
+  const verdict = tile.guard?.verdicts.find((candidate) => candidate.target === target || target.startsWith(`${candidate.target}$`) || candidate.target.startsWith(`${target}$`));
+  if (verdict === undefined) return undefined;
+  if (verdict.verdict === 'trip') return `${tile.guard!.overridden ? 'overridden' : 'tripped'}:${verdict.rule ?? ''}`;
+  return verdict.verdict;
 }

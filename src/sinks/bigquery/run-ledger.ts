@@ -43,10 +43,12 @@ export const RUN_LEDGER_FIELDS: TableField[] = [
   // Last, and NULLABLE: added to ledgers made before it existed (see ensureLedgerTable).
   { name: 'window_open', type: 'BOOL', mode: 'NULLABLE', description: "A window that had not ended on the source's clock when its export started: never counted as held (NULL: a row written before this column; see doneWindows)" },
   { name: 'expired_rows', type: 'INT64', mode: 'NULLABLE', description: "Rows of the run in partitions past the table's partition expiration, which BigQuery dropped at once; row_count does not count them (NULL: none, or a row written before this column)" },
+  { name: 'publish_guard', type: 'STRING', mode: 'NULLABLE', description: 'The publish guard at this target: tripped:<rule> (refused, error_code publish_guard_tripped), overridden:<rule> (--allow-shrink), pass, off or unknown; NULL: not judged' },
 ];
 
 const WINDOW_OPEN = 'window_open';
 const EXPIRED_ROWS = 'expired_rows';
+const PUBLISH_GUARD = 'publish_guard';
 
 export interface LedgerRow {
   runId: string;
@@ -61,6 +63,8 @@ export interface LedgerRow {
   windowOpen?: boolean | undefined;
   /** Rows in partitions past the table's expiration (not in `rows`). */
   expiredRows?: number | undefined;
+  /** The publish guard's verdict at this target (see RUN_LEDGER_FIELDS). */
+  publishGuard?: string | undefined;
   schemaHash?: string | undefined;
   jobId?: string | undefined;
   loadJobId?: string | undefined;
@@ -129,6 +133,11 @@ function missesOpenColumn(error: unknown): boolean {
   return error instanceof Error && (error.message.includes(WINDOW_OPEN) || error.message.includes(EXPIRED_ROWS));
 }
 
+/** A column added after the ledger's first version (window_open, publish_guard) that its SQL cannot see. */
+function missesAddedColumn(error: unknown): boolean {
+  return missesOpenColumn(error) || (error instanceof Error && error.message.includes(PUBLISH_GUARD));
+}
+
 /**
  * Appends `row` to `_tilehouse_runs` in its target's dataset (created on first use). A ledger whose
  * window_open column could not be added (the emulator patches the schema without its SQL seeing
@@ -140,7 +149,7 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
   try {
     await insertLedgerRow(client, dataset, row, retry, true);
   } catch (error) {
-    if (!missesOpenColumn(error)) throw error;
+    if (!missesAddedColumn(error)) throw error;
     retry.logger.warn({ table: tableName({ ...dataset, tableId: RUN_LEDGER_TABLE }) }, `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`);
     await insertLedgerRow(client, dataset, row, retry, false);
   }
@@ -149,10 +158,10 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
 async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext, withOpen: boolean): Promise<void> {
   const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const query =
-    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}` : ''}) ` +
+    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}, ${PUBLISH_GUARD}` : ''}) ` +
     'VALUES (@run_id, @job, @tile, @target, @status, @published = \'true\', CAST(@rows AS INT64), ' +
     "SAFE_CAST(NULLIF(@window_from, '') AS DATE), SAFE_CAST(NULLIF(@window_to, '') AS DATE), NULLIF(@schema_hash, ''), NULLIF(@job_id, ''), NULLIF(@load_job_id, ''), NULLIF(@error_code, ''), " +
-    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64)" : ''})`;
+    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64), NULLIF(@publish_guard, '')" : ''})`;
   const params = {
     run_id: row.runId,
     job: row.job,
@@ -171,7 +180,7 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
     error_code: row.errorCode ?? '',
     started_at: row.startedAt.toISOString(),
     duration_ms: String(Math.round(row.durationMs)),
-    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen), expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows) } : {}),
+    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen), expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows), publish_guard: row.publishGuard ?? '' } : {}),
   };
   const jobId = `${ledgerJobId(row)}${withOpen ? '' : '_no_open'}`;
   const location = dataset.location ? { location: dataset.location } : {};
@@ -247,4 +256,52 @@ export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job:
   }
   const of = (state: 'done' | 'open') => new Set([...latest].filter(([, value]) => value === state).map(([window]) => window));
   return { done: of('done'), open: of('open') };
+}
+
+/** One published run of the ledger, for the publish guard's recent-runs rule. */
+export interface LedgerRun {
+  target: string;
+  rows: number;
+  windowFrom: string | undefined;
+}
+
+/**
+ * The latest `limit` runs of `job` that succeeded and were published into table `tableId` (any
+ * partition; `exact`: that target only), newest first, leaving out windows that were still open
+ * (their day was not over: their rows are not a day's). A missing ledger: none. The ledger is not
+ * partitioned, so the query needs no partition filter; its rows are few and small.
+ */
+export async function recentLedgerRuns(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, limit: number, retry: RetryContext, options: { exact?: boolean } = {}): Promise<LedgerRun[]> {
+  const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
+  const [exists] = await withRetry('ledger table exists', () => ledger.exists(), retry);
+  if (!exists) return [];
+  const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
+  const targetFilter = options.exact === true ? 'target = @table' : "(target = @table OR STARTS_WITH(target, CONCAT(@table, '$')))";
+  // SELECT *: a ledger made before window_open has no such column; rows without it count as closed.
+  // More rows than asked for are read, since open windows and the same window run twice are left out here.
+  const query = `SELECT * FROM ${table} WHERE job = @job AND ${targetFilter} AND status = 'succeeded' ORDER BY recorded_at DESC LIMIT ${Math.max(1, Math.floor(limit)) * 4 + 8}`;
+  const [rows] = (await withRetry('ledger recent runs', () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
+    Array<{ target: string; published: boolean; row_count: unknown; window_from?: unknown; window_open?: boolean | null }>,
+  ];
+  const runs: LedgerRun[] = [];
+  const windows = new Set<string>();
+  for (const row of rows) {
+    if (row.published !== true || row.window_open === true) continue;
+    const windowFrom = windowDay(row.window_from);
+    // A window re-run counts once, with its latest rows.
+    if (windowFrom !== undefined) {
+      if (windows.has(`${row.target}|${windowFrom}`)) continue;
+      windows.add(`${row.target}|${windowFrom}`);
+    }
+    runs.push({ target: row.target, rows: Number(row.row_count), windowFrom });
+    if (runs.length >= limit) break;
+  }
+  return runs;
+}
+
+/** A DATE as the client returns it (a BigQueryDate with `value`, or a string). */
+function windowDay(value: unknown): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'object' && 'value' in value) return String((value as { value: unknown }).value);
+  return String(value);
 }

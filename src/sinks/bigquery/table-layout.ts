@@ -24,6 +24,8 @@ export interface TableMetadataLike {
   timePartitioning?: { type?: string | null; field?: string | null; expirationMs?: string | null } | null;
   clustering?: { fields?: string[] | null } | null;
   requirePartitionFilter?: boolean | null;
+  /** Committed rows (a decimal string), for the publish guard. */
+  numRows?: string | number | null;
 }
 
 // Clustering columns must be of an orderable, non-floating type (BigQuery refuses FLOAT64; of the

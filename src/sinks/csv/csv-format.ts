@@ -3,6 +3,7 @@ import { defaultCsvPathTemplate, type CsvSinkConfig } from '../../config/csv-sin
 import type { FileFormat } from '../files/file-format.js';
 import { encodedChunks, headerRecord } from './csv-chunks.js';
 import { CsvRecordEncoder } from './csv-record-encoder.js';
+import { countCsvRecords } from './count-records.js';
 import { readCsvHeaderFrom } from './read-header.js';
 
 /**
@@ -28,4 +29,6 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
   columnNames: (columns) => columns.map((column) => column.header),
   // A line-oriented format: the header is the first record, read from the start (gunzipped when the file is gzip).
   readColumns: (file, config) => readCsvHeaderFrom(file.read(), config.gzip),
+  // No row count in a CSV file: its records are counted, the whole file read once.
+  countRows: (file, config) => countCsvRecords(file.read(), config.gzip),
 };

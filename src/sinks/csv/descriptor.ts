@@ -9,5 +9,6 @@ export const csvSinkKind: SinkKind = fileSinkKind<CsvSinkConfig>({
   format: csvFormat,
   configSchema: csvSinkSchema,
   directory: (environment) => environment.sinks.csv.directory,
+  guardDefaults: (environment) => environment.sinks.csv.guard,
   createSink: (options) => new CsvSink(options),
 });

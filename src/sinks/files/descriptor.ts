@@ -4,6 +4,7 @@ import { writesOneFilePerWindow } from '../../config/window-rules.js';
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { SinkConfig } from '../../config/job-schema.js';
+import { guardSettingsOf, type PublishGuardConfig } from '../../config/publish-guard-schema.js';
 import type { SinkFactoryOptions, SinkKind } from '../sink-kind.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { FileSink, FileSinkOptions } from './file-sink.js';
@@ -19,6 +20,8 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   configSchema: z.ZodType;
   /** The environment's directory for the kind, `sinks.<kind>.directory`: where relative paths go. */
   directory(environment: EnvironmentConfig): string;
+  /** The environment's publish guard for the kind, `sinks.<kind>.guard`. */
+  guardDefaults(environment: EnvironmentConfig): PublishGuardConfig;
   /** The kind's sink (CSV: CsvSink, a FileSink of the CSV format). */
   createSink(options: FileSinkOptions<C>): FileSink<C>;
 }
@@ -49,7 +52,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
       try {
-        return spec.createSink({ config, directory: spec.directory(environment), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}), ...s3Options(environment, options) });
+        return spec.createSink({ config, directory: spec.directory(environment), guard: guardSettingsOf(config.guard, spec.guardDefaults(environment)), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}), ...s3Options(environment, options) });
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }

@@ -1,6 +1,7 @@
 import type { Readable, Transform } from 'node:stream';
 import type { Column, TypedRow } from '../../transform/column.js';
 import type { SinkConfig } from '../../config/job-schema.js';
+import type { PublishGuardConfig } from '../../config/publish-guard-schema.js';
 
 /**
  * The seam between the file machinery of this folder (path templates, the two-phase local and
@@ -17,6 +18,8 @@ export interface FileSinkConfig {
   path?: string | undefined;
   /** Publish `<file>.manifest.json` with each file (manifest.ts). */
   manifest?: boolean | undefined;
+  /** The sink's publish guard (config/publish-guard-schema.ts). */
+  guard?: PublishGuardConfig;
 }
 
 /** One piece of a file's bytes. Text goes to the stream as it is (no copy into a Buffer first). */
@@ -74,4 +77,6 @@ export interface FileFormat<C extends FileSinkConfig = FileSinkConfig> extends F
   columnNames(columns: readonly Column[]): string[];
   /** The column names an existing file declares (CSV: its header record), for `plan`. */
   readColumns(file: StoredFile, config: C): Promise<string[]>;
+  /** The data rows a stored file holds (CSV: its records counted; Parquet: the footer's num_rows), for the publish guard of a file without a manifest. */
+  countRows(file: StoredFile, config: C): Promise<number>;
 }

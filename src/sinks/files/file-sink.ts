@@ -1,3 +1,4 @@
+import { text } from 'node:stream/consumers';
 import type { Storage } from '@google-cloud/storage';
 import type { StorageClientSettings } from '../gcs/storage-client.js';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -15,11 +16,17 @@ import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './pat
 import { localStoredFile } from './stored-file.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 import { calendarDateIn } from '../../transform/calendar.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import { messageOf } from '../../errors.js';
+import { withGuard, type GuardCheck, type TargetHolding } from '../publish-guard.js';
+import type { StoredFile } from './file-format.js';
 
 export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
   config: C;
   /** The environment's directory for this kind (`sinks.<kind>.directory`); relative path templates resolve under it. */
   directory: string;
+  /** The publish guard's settings in force (the sink's over its kind's default); undefined: off. */
+  guard?: GuardSettings | undefined;
   /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
   timezone: string;
   /**
@@ -134,20 +141,58 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
 
   /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
   private async existingHeader(target: string): Promise<string[] | undefined> {
+    const file = await this.storedFile(target);
+    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+  }
+
+  /** The target as stored now, local, gs:// or s3://; undefined when there is none. */
+  private async storedFile(target: string): Promise<StoredFile | undefined> {
     if (isS3Target(target)) {
       const [{ parseS3ObjectUrl }, { s3StoredFile }] = await Promise.all([import('../../config/s3-url.js'), import('../s3/stored-object.js')]);
       const { bucket, key } = parseS3ObjectUrl(target);
-      const file = await s3StoredFile(await this.s3Client(), bucket, key);
-      return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+      return s3StoredFile(await this.s3Client(), bucket, key);
     }
-    if (!isGcsTarget(target)) {
-      const file = await localStoredFile(target);
-      return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
-    }
+    if (!isGcsTarget(target)) return localStoredFile(target);
     const [{ parseGcsObjectUrl }, { objectStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('./stored-object.js')]);
     const { bucket, object } = parseGcsObjectUrl(target);
-    const file = await objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
-    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+    return objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
+  }
+
+  /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
+  private async storedManifest(target: string): Promise<{ rows?: unknown; bytes?: unknown } | undefined> {
+    // Read as any stored file is, so every store (local, gs://, s3://) answers alike.
+    const manifest = await this.storedFile(manifestPathOf(target));
+    if (manifest === undefined) return undefined;
+    const content = await text(manifest.read());
+    try {
+      return JSON.parse(content) as { rows?: unknown; bytes?: unknown };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * What a file target holds, for the publish guard: the rows of the manifest beside it when that
+   * manifest describes it (its bytes are the file's size: the manifest is renamed in right after
+   * the file, so one beside a newer file is another run's), else the file itself, counted by its
+   * format (CSV: every record read; Parquet: the footer's num_rows). No file: nothing held.
+   */
+  async holdingOf(target: string): Promise<TargetHolding> {
+    const base = { target, effect: 'replace' as const };
+    try {
+      const file = await this.storedFile(target);
+      if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
+      const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
+      if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size())) return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
+      return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
+    } catch (error) {
+      return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+    }
+  }
+
+  guardCheck(context: SinkRunContext): GuardCheck {
+    const target = this.targetFor(context);
+    return { settings: this.options.guard, holding: () => this.holdingOf(target) };
   }
 
   /** Compares the names the run's file would declare with the existing file's (by name and order: the plan has no types to compare). */
@@ -173,7 +218,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     const bytes = { format, encoder: format.createEncoder(context.columns, config), wrap: () => format.wrapper(config), columns: context.columns, gzip: format.gzipped(config) };
     if (isS3Target(target)) {
       const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
-      return S3ObjectWriter.open({
+      const writer = await S3ObjectWriter.open({
         ...bytes,
         contentType: format.contentType(config),
         jobName: context.jobName,
@@ -187,10 +232,11 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
+      return withGuard(writer, this.guardCheck(context));
     }
     if (isGcsTarget(target)) {
       const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
-      return ObjectWriter.open({
+      const writer = await ObjectWriter.open({
         ...bytes,
         contentType: format.contentType(config),
         jobName: context.jobName,
@@ -204,6 +250,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
+      return withGuard(writer, this.guardCheck(context));
     }
     const options = {
       ...bytes,
@@ -216,6 +263,6 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
         : {}),
     };
-    return LocalFileWriter.open(options);
+    return withGuard(await LocalFileWriter.open(options), this.guardCheck(context));
   }
 }

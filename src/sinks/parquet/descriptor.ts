@@ -9,5 +9,6 @@ export const parquetSinkKind: SinkKind = fileSinkKind<ParquetSinkConfig>({
   format: parquetFormat,
   configSchema: parquetSinkSchema,
   directory: (environment) => environment.sinks.parquet.directory,
+  guardDefaults: (environment) => environment.sinks.parquet.guard,
   createSink: (options) => new FileSink(parquetFormat, options),
 });

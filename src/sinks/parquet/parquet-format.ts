@@ -4,6 +4,7 @@ import type { Column } from '../../transform/column.js';
 import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetCompression } from './encoder/parquet-encoder.js';
 import { ParquetFileInvalidError, ParquetSchemaError } from './encoder/parquet-errors.js';
+import { readParquetRowCount } from './encoder/parquet-footer.js';
 
 /**
  * Parquet as a file format: one typed, OPTIONAL column per tile column (encoder/: types as
@@ -44,6 +45,8 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
   },
   columnNames: (columns: readonly Column[]) => columns.map((column) => column.name),
   readColumns: async (file) => (await readFooterColumns(file)).map((column) => column.name),
+  // The footer's num_rows: two ranged reads, however large the file.
+  countRows: async (file) => readParquetRowCount(...(await footerTail(file))),
 };
 
 /** The footer's key holding the tile's headers, in column order (a JSON array of strings). */
@@ -58,11 +61,16 @@ function encoderCompression(compression: ParquetSinkConfig['compression']): Parq
 
 /** The columns a stored Parquet file declares: its last 8 bytes, then its footer, two ranged reads (no more of it is read). */
 export async function readFooterColumns(file: StoredFile): Promise<ReturnType<typeof readParquetColumns>> {
+  return readParquetColumns(...(await footerTail(file)));
+}
+
+/** A stored file's footer and trailer, and its location for messages. */
+async function footerTail(file: StoredFile): Promise<[Uint8Array, string]> {
   const size = await file.size();
   if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
   const footerLength = parquetFooterLength(await buffer(file.read({ start: size - 8, end: size - 1 })), file.location);
   if (footerLength + MIN_FILE_BYTES > size) {
     throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
   }
-  return readParquetColumns(await buffer(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location);
+  return [await buffer(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location];
 }

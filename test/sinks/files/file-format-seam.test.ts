@@ -90,6 +90,11 @@ const lpbFormat: FileFormat<LpbConfig> = {
     trace.ranges.push(footerRange);
     return (JSON.parse((await readAll(file.read(footerRange))).toString('utf8')) as { headers: string[] }).headers;
   },
+  // The publish guard's count of a file without a manifest: the footer's, as Parquet's num_rows.
+  async countRows(file: StoredFile) {
+    const bytes = await readAll(file.read());
+    return decode(bytes).footer.rows;
+  },
 };
 
 /** An LPB file's rows (as JSON values) and footer, checked independently of the encoder. */
@@ -123,6 +128,7 @@ const kind = (directory: string, storage?: FileSinkOptionsStorage) =>
     format: lpbFormat,
     configSchema: undefined as never,
     directory: () => directory,
+    guardDefaults: () => undefined,
     createSink: (options) => new FileSink(lpbFormat, { ...options, ...(storage ? { storageClient: storage } : {}) }),
   });
 type FileSinkOptionsStorage = NonNullable<ConstructorParameters<typeof FileSink>[1]['storageClient']>;

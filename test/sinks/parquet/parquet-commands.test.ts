@@ -34,7 +34,7 @@ describe('tilehouse check with a Parquet sink', () => {
     const ws = await workspace('check-ok');
     const result = await cli('check', ws);
     expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^ok job by_type: \d+ rows in the tile, 2 columns\n$/);
+    expect(result.stdout).toMatch(/^ok job by_type: (\d+) rows? in the tile, 2 columns\n {2}\S+by_type\.parquet guard: passes: \1 rows?; no target yet\n$/);
     expect(await listFiles(ws.outDir)).toEqual([]);
   });
 
@@ -95,8 +95,10 @@ describeWithFakeGcs('tilehouse plan with a gs:// Parquet sink', (gcs) => {
       const same = await run('plan');
       expect(same.exitCode, same.stderr).toBe(0);
       expect(same.stdout).toContain(`parquet gs://${bucket}/lake/by_type.parquet: unchanged`);
-      expect(downloads).toHaveLength(2);
+      // Two for the columns, two for the publish guard's row count (the footer's num_rows).
+      expect(downloads).toHaveLength(4);
       for (const range of downloads) expect(range).toMatch(/^bytes=\d+-\d+$/);
+      expect(same.stdout).toMatch(/guard: passes: (\d+) rows?; holds \1 rows? \(the Parquet file counted\)/);
 
       await gcs.storage.bucket(bucket).file('lake/by_type.parquet').save('Type,Incidents\r\n', { resumable: false });
       const refused = await run('plan');

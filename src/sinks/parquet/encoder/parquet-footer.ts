@@ -49,6 +49,29 @@ export function readParquetColumns(tail: Uint8Array, source = 'parquet file'): {
   return leaves.map((leaf) => ({ name: leaf.name ?? '', type: columnTypeOf(leaf, source) }));
 }
 
+/**
+ * The rows a Parquet file holds: its footer's FileMetaData.num_rows (field 3), from the file's
+ * last `footerLength + 8` bytes, for the publish guard of a file without a manifest.
+ */
+export function readParquetRowCount(tail: Uint8Array, source = 'parquet file'): number {
+  const footerLength = parquetFooterLength(tail, source);
+  if (footerLength + 8 > tail.length) {
+    throw new ParquetFileInvalidError('parquet_truncated', source, `its footer is ${footerLength} bytes but only ${tail.length - 8} precede the trailer`);
+  }
+  try {
+    const reader = new ThriftReader(tail, tail.length - 8 - footerLength, tail.length - 8);
+    reader.enterStruct();
+    for (let field = reader.field(); field.type !== 0; field = reader.field()) {
+      if (field.id === 3 && field.type === CompactType.I64) return reader.int();
+      reader.skip(field.type);
+    }
+  } catch (error) {
+    if (!(error instanceof ThriftDecodeError) && !(error instanceof TypeError)) throw error;
+    throw new ParquetFileInvalidError('parquet_footer_invalid', source, `its footer does not parse: ${error.message}`);
+  }
+  throw new ParquetFileInvalidError('parquet_footer_invalid', source, 'its footer has no num_rows');
+}
+
 function columnTypeOf(leaf: SchemaElement, source: string): ColumnType {
   const logical = leaf.logical?.kind;
   switch (leaf.type) {

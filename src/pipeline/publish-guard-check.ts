@@ -1,0 +1,87 @@
+import { messageOf, TilehouseError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardVerdict } from '../sinks/publish-guard.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
+
+/** What the publish guards said of a tile's targets (the run summary's `guard`). */
+export interface GuardReport {
+  /** A guard refused the publish (then nothing was published, unless `overridden`). */
+  tripped: boolean;
+  /** --allow-shrink (TILEHOUSE_ALLOW_SHRINK): a tripped guard was overridden and the run published. */
+  overridden: boolean;
+  verdicts: GuardVerdict[];
+}
+
+/**
+ * A guard refused the publish: every sink of the tile was prepared and none published, each
+ * target holds what it held. Names each target that tripped, what it holds, this export, the rule,
+ * and the settings and the flag that let it pass.
+ */
+export class PublishGuardTrippedError extends TilehouseError {
+  readonly code = 'publish_guard_tripped';
+
+  constructor(
+    jobName: string,
+    readonly report: GuardReport,
+  ) {
+    const trips = report.verdicts.filter((verdict) => verdict.verdict === 'trip');
+    const settings = [...new Set(trips.map((verdict) => verdict.setting).filter((setting) => setting !== undefined))];
+    super(
+      `job ${jobName}: publish guard tripped, nothing published: ` +
+        trips.map((verdict) => `${verdict.target}: ${verdict.reason} (rule ${verdict.rule})`).join('; ') +
+        `. If this run is meant to shrink its targets, run it again with ${ALLOW_SHRINK_FLAG} (or ${ALLOW_SHRINK_ENV}=1); ` +
+        `to change the rule, set ${settings.join(' or ')} on the sink or in the environment's sinks.<kind>.guard (guard: false turns it off)`,
+    );
+  }
+}
+
+/**
+ * The guards of a tile's writers, after every one prepared and before any publishes: each
+ * writer's target read by its kind (in parallel), each judged against this export's rows. A trip
+ * throws PublishGuardTrippedError (the caller aborts every writer) unless `allowShrink`; then the
+ * report says the guard was overridden.
+ */
+export async function checkPublishGuards(
+  writers: readonly SinkWriter[],
+  options: { jobName: string; logger: Logger; exportedRows: number; openWindow?: boolean; allowShrink?: boolean },
+): Promise<GuardReport | undefined> {
+  const guarded = writers.filter((writer) => writer.guard !== undefined);
+  if (guarded.length === 0) return undefined;
+  const started = Date.now();
+  const verdicts = await Promise.all(
+    guarded.map(async (writer) => {
+      const { settings, holding } = writer.guard!;
+      if (settings === undefined) return judgeGuard(undefined, { target: writer.target, effect: 'replace', rows: undefined, readFrom: '' }, options.exportedRows);
+      return judgeGuard(settings, await holding(), options.exportedRows, { openWindow: options.openWindow === true });
+    }),
+  );
+  // What knowing the targets cost this run (the reads run in parallel): logged, for the operator who wonders.
+  const readMs = Date.now() - started;
+  for (const verdict of verdicts) {
+    if (verdict.verdict === 'unknown') options.logger.warn({ target: verdict.target, readMs }, `publish guard of ${verdict.target}: ${verdict.reason}`);
+    else options.logger.debug({ target: verdict.target, verdict: verdict.verdict, readMs }, `publish guard of ${verdict.target}: ${verdict.reason}`);
+  }
+  const tripped = verdicts.some((verdict) => verdict.verdict === 'trip');
+  const report: GuardReport = { tripped, overridden: tripped && options.allowShrink === true, verdicts };
+  if (tripped && !report.overridden) throw new PublishGuardTrippedError(options.jobName, report);
+  if (report.overridden) {
+    options.logger.warn({ guard: report }, `job ${options.jobName}: publish guard tripped and overridden by ${ALLOW_SHRINK_FLAG}: ${verdicts.filter((v) => v.verdict === 'trip').map((v) => `${v.target}: ${v.reason}`).join('; ')}`);
+  }
+  return report;
+}
+
+/**
+ * A sink's guard verdict against its target as it is now, for an export of `exportedRows` (`plan`
+ * and `check`: the tile's totalRows of page 0). Undefined when the sink has no guard. Reads, never
+ * writes; a target that cannot be read is `unknown`, as at run time.
+ */
+export async function guardVerdictOf(sink: Sink, context: SinkRunContext, exportedRows: number): Promise<GuardVerdict | undefined> {
+  const check = sink.guardCheck?.(context);
+  if (check === undefined) return undefined;
+  if (check.settings === undefined) return judgeGuard(undefined, { target: '', effect: 'replace', rows: undefined, readFrom: '' }, exportedRows);
+  try {
+    return judgeGuard(check.settings, await check.holding(), exportedRows);
+  } catch (error) {
+    return { target: '', verdict: 'unknown', exported: exportedRows, reason: `what the target holds could not be read (${messageOf(error)})` };
+  }
+}
