@@ -181,7 +181,7 @@ export interface Pod {
 
 interface Container {
   args?: string[];
-  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }>;
   securityContext?: { readOnlyRootFilesystem?: boolean; runAsUser?: number };
   volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
 }
@@ -278,9 +278,12 @@ export async function startPod(image: ImageConfig, mounted: MountedImage, spec: 
     const at = entry.indexOf('=');
     environment.set(entry.slice(0, at), entry.slice(at + 1));
   }
+  // The downward API's fields, as the kubelet would fill them for this one pod.
+  const podFields: Record<string, string> = { 'metadata.name': 'tilehouse-image-test', 'metadata.uid': '00000000-0000-4000-8000-000000000001', 'metadata.namespace': 'tilehouse', 'spec.nodeName': 'image-test-node' };
   for (const variable of container.env ?? []) {
     const reference = variable.valueFrom?.secretKeyRef;
-    const value = reference !== undefined ? inputs.secret[reference.key] : variable.value;
+    const field = variable.valueFrom?.fieldRef;
+    const value = reference !== undefined ? inputs.secret[reference.key] : field !== undefined ? podFields[field.fieldPath] : variable.value;
     if (value === undefined) throw new Error(`env ${variable.name}: no value`);
     environment.set(variable.name, value);
   }

@@ -132,7 +132,7 @@ const kind = (directory: string, storage?: FileSinkOptionsStorage) =>
     createSink: (options) => new FileSink(lpbFormat, { ...options, ...(storage ? { storageClient: storage } : {}) }),
   });
 type FileSinkOptionsStorage = NonNullable<ConstructorParameters<typeof FileSink>[1]['storageClient']>;
-const environment = { stopDeadlineMs: 5_000 } as unknown as EnvironmentConfig;
+const environment = { stopDeadlineMs: 5_000, sinks: {} } as unknown as EnvironmentConfig;
 const jobWith = (config: LpbConfig): LoadedJob => ({ name: 'seam', tile: 't', file: 'jobs/seam.yaml', timezone: 'UTC', sinks: [config] }) as unknown as LoadedJob;
 
 async function runOnce(sink: FileSink, runId: string, extra: Partial<SinkRunContext> = {}) {

@@ -58,8 +58,9 @@ describe('the Parquet SQL the documents show', () => {
     }
   });
 
-  it.each(DOCUMENTS)('%s: the external table reads the objects the example job writes under gs://acme-lake/tilehouse', async (document) => {
-    const tables = (await sqlStatements(document)).filter((statement) => statement.startsWith('CREATE EXTERNAL TABLE'));
+  it.each(DOCUMENTS)('%s: the BigQuery external table reads the objects the example job writes under gs://acme-lake/tilehouse', async (document) => {
+    // BigQuery's DDL (OPTIONS (...)); the S3 readers' tables (Athena, Redshift Spectrum) are docs/s3.md's, checked there.
+    const tables = (await sqlStatements(document)).filter((statement) => statement.startsWith('CREATE EXTERNAL TABLE') && statement.includes('OPTIONS ('));
     expect(tables.length).toBeGreaterThan(0);
     const [sink] = job.sinks;
     const objects = `gs://acme-lake/tilehouse/${sink!.path.replace('{name}', job.name).replace('{date}', '*')}`;
