@@ -1,4 +1,4 @@
-import type { ColdStart } from './cold-start.js';
+
 import type { MemoryReport } from './memory-results.js';
 import type { ScenarioKind, ScenarioRun } from './scenario-runs.js';
 

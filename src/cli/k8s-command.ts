@@ -3,7 +3,7 @@ import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { planManifests, type ManifestPlan } from '../deploy/plan-manifests.js';
 import { staleFiles, writeManifests, type StaleFile } from '../deploy/write-manifests.js';
-import { COMMON_HELP, EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
+import { EXIT, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
 import { splitWindows, type WindowStep } from '../pipeline/windows/date-windows.js';
 import { isCalendarDate } from '../value-types/civil-date.js';
 import { indexedBackfillJob } from '../deploy/job-manifests.js';

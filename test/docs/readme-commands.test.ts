@@ -36,7 +36,7 @@ type Entry =
   | { kind: 'not runnable'; reason: string };
 
 const KUBECTL = 'needs a Kubernetes cluster (kubectl)';
-const GCLOUD = 'needs a Google Cloud project and gcloud credentials';
+const _GCLOUD = 'needs a Google Cloud project and gcloud credentials';
 const BENCH = 'a benchmark: minutes of CPU on a machine shared by the suite (--quick included); bench/ has its own checks';
 
 const DAYS = (job: string, days: string[]) => days.map((day) => `out/${job}/${day}.csv`);

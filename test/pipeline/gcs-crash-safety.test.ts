@@ -3,7 +3,6 @@
 // front of fake-gcs-server (gcs-precondition-proxy.ts: it holds each rewrite a little, so some
 // kills land between prepare and publish, when the temp object exists), read back with the client.
 import { readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { Storage } from '@google-cloud/storage';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { parse } from 'csv-parse/sync';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BigQuerySink } from '../../src/sinks/bigquery/bigquery-sink.js';
 import { CsvSink } from '../../src/sinks/csv/csv-sink.js';
 import { FileSink } from '../../src/sinks/files/file-sink.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { BigQueryPublishError } from '../../../src/sinks/bigquery/bigquery-errors.js';
 import { apiError, FAKE_PROJECT_ID, fakeClock, jobIdOf, jobResource, tableIdOf, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
 import type { Column } from '../../../src/transform/column.js';
-import { column, runContext, silentLogger, type SinkHarness, useFakeSinkSetup } from './sink-fixtures.js';
+import { column, runContext, silentLogger, useFakeSinkSetup } from './sink-fixtures.js';
 import type { LoadedJob } from '../../../src/config/load-config.js';
 import { publishAll } from '../../../src/pipeline/publish-sinks.js';
 import type { ReadStats } from '../../../src/pipeline/read-into-sinks.js';

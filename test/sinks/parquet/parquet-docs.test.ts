@@ -1,5 +1,4 @@
 import { readFile, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { startSandbox, type Sandbox } from '../../../sandbox/index.js';
