@@ -37,11 +37,15 @@ export async function measureColdStart(runs: number, cliPath = 'dist/bundle/tile
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const root = await mkdtemp(join(tmpdir(), 'tilehouse-bench-cold-'));
   try {
-    const workspace = await writeBenchWorkspace(root, { url, tileId: 'sandbox-tile', clientId: 'probe', clientSecret: 'probe' }, {
-      concurrency: 4,
-      itemsPerPage: 1000,
-      sink: { type: 'csv' },
-    });
+    const workspace = await writeBenchWorkspace(
+      root,
+      { url, tileId: 'sandbox-tile', clientId: 'probe', clientSecret: 'probe' },
+      {
+        concurrency: 4,
+        itemsPerPage: 1000,
+        sink: { type: 'csv' },
+      },
+    );
     const cli = [cliPath, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir];
     const baseline = [
       '--input-type=module',

@@ -27,8 +27,10 @@ function groupTable(group: Group, transportKey: (figure: Figure) => string): str
     const baseline = group.figures[transportKey(figure)];
     const notes: string[] = [];
     if (figure.extrapolatedFromPages !== undefined) notes.push(`extrapolated from ${figure.extrapolatedFromPages} of ${figure.pages} pages`);
-    if (figure.extractMs !== undefined && figure.loadMs !== undefined) notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
-    if (figure.storageCpuMs !== undefined) notes.push(`${figure.scenario === 's3' ? 'moto' : 'fake-gcs-server'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
+    if (figure.extractMs !== undefined && figure.loadMs !== undefined)
+      notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
+    if (figure.storageCpuMs !== undefined)
+      notes.push(`${figure.scenario === 's3' ? 'moto' : 'fake-gcs-server'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
       group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),
@@ -57,12 +59,14 @@ export function formatReport(report: BenchReport): string {
   );
   out.push(`tilehouse: ${settings.tilehouse}`);
   out.push(`(b): ${settings.sequentialClient}`);
-  out.push(`(c'): (c) started as the image starts node (Dockerfile): ${[...settings.deployedNodeArgs, `NODE_OPTIONS=${settings.deployedNodeOptions}`].join(' ')}`);
+  out.push(
+    `(c'): (c) started as the image starts node (Dockerfile): ${[...settings.deployedNodeArgs, `NODE_OPTIONS=${settings.deployedNodeOptions}`].join(' ')}`,
+  );
   out.push(`query: ${settings.query}`);
   out.push(
     'Each scenario is its own process. start = spawn → its first token request; run = first token request → exit;\n' +
-      'rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process\'s own high-water mark (VmHWM);\n' +
-      'CPU = that process\'s user+system CPU (all threads, start-up included) per 1000 rows; source = the sandbox\'s CPU meanwhile.',
+      "rows/s and ratios use run; wall = spawn → exit (start-up included); peak RSS = that process's own high-water mark (VmHWM);\n" +
+      "CPU = that process's user+system CPU (all threads, start-up included) per 1000 rows; source = the sandbox's CPU meanwhile.",
   );
   if (report.coldStart) {
     const cold = report.coldStart;
@@ -76,7 +80,12 @@ export function formatReport(report: BenchReport): string {
       ? `, compressed-source group: sandboxes behind a ${group.compressed.bandwidthMbps} Mbit/s link, one answering gzip to tilehouse's Accept-Encoding, one identity`
       : '';
     out.push(`\n${int(group.rows)} rows, page latency ${group.latencyMs} ms${source}`);
-    out.push(groupTable(group, (figure) => `transport@${figure.scenario === 'sequential' || figure.scenario === 'bigquery' ? settings.concurrency : figure.concurrency}`));
+    out.push(
+      groupTable(
+        group,
+        (figure) => `transport@${figure.scenario === 'sequential' || figure.scenario === 'bigquery' ? settings.concurrency : figure.concurrency}`,
+      ),
+    );
     const ratios = Object.entries(group.ratios).map(([name, value]) => `${name} ${fixed(value, 2)}`);
     if (ratios.length > 0) out.push(`ratios: ${ratios.join(', ')}`);
   }
@@ -85,7 +94,12 @@ export function formatReport(report: BenchReport): string {
   out.push(
     table(
       ['target', 'value', 'threshold', 'met'],
-      report.targets.map((t) => [t.target, t.value === null ? 'n/a' : fixed(t.value, 2), t.threshold, t.met === null ? `— (${t.note ?? ''})` : t.met ? 'yes' : 'NO']),
+      report.targets.map((t) => [
+        t.target,
+        t.value === null ? 'n/a' : fixed(t.value, 2),
+        t.threshold,
+        t.met === null ? `— (${t.note ?? ''})` : t.met ? 'yes' : 'NO',
+      ]),
     ),
   );
   return `${out.join('\n')}\n`;

@@ -62,7 +62,8 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
       validate: [...checkout.node.nodeArgs, cli, 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
     };
     const runArgs = ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile];
-    const nodeArgs = args[memoryCase.name] ?? (memoryCase.viaBin ? [join(checkout.root, 'bin/tilehouse.js'), ...runArgs] : [...checkout.node.nodeArgs, cli, ...runArgs]);
+    const nodeArgs =
+      args[memoryCase.name] ?? (memoryCase.viaBin ? [join(checkout.root, 'bin/tilehouse.js'), ...runArgs] : [...checkout.node.nodeArgs, cli, ...runArgs]);
     const base = memoryCase.telemetry === true && target.otlp !== undefined ? { ...workspace.env, OTEL_EXPORTER_OTLP_ENDPOINT: target.otlp } : workspace.env;
     // Bare node is node as installed, and so is `npx tilehouse` (bin/tilehouse.js: whatever flags
     // it runs under, it sets itself); every other tilehouse process gets the image's NODE_OPTIONS.

@@ -6,7 +6,17 @@
 import type { ImageNode } from './support/image-node.js';
 import { median, type Target } from './results.js';
 
-export type MemoryCaseName = 'bare node' | 'help' | 'validate' | 'run 5 rows' | 'run 5 rows, telemetry on' | 'run 100k' | 'run 1M' | 'run 1M, telemetry on' | 'bin: run 5 rows' | 'bin: run 100k';
+export type MemoryCaseName =
+  | 'bare node'
+  | 'help'
+  | 'validate'
+  | 'run 5 rows'
+  | 'run 5 rows, telemetry on'
+  | 'run 100k'
+  | 'run 1M'
+  | 'run 1M, telemetry on'
+  | 'bin: run 5 rows'
+  | 'bin: run 100k';
 
 export interface MemoryCase {
   name: MemoryCaseName;
@@ -118,10 +128,18 @@ export function memoryReport(runs: number, measured: readonly CheckoutMemory[]):
   const versusBaseline = current.cases.flatMap((figure) => {
     const before = baseline.cases.find((other) => other.name === figure.name);
     if (before === undefined) return [];
-    if (figure.cpuMsPer1kRows === undefined || before.cpuMsPer1kRows === undefined) return [{ name: figure.name, peakRss: figure.peakRssMb / before.peakRssMb }];
+    if (figure.cpuMsPer1kRows === undefined || before.cpuMsPer1kRows === undefined)
+      return [{ name: figure.name, peakRss: figure.peakRssMb / before.peakRssMb }];
     // Same rows on both sides, so CPU per row compares as CPU.
     const cpuPerRowPaired = pairedRatio(figure.cpuMsRuns, before.cpuMsRuns);
-    return [{ name: figure.name, peakRss: figure.peakRssMb / before.peakRssMb, cpuPerRow: figure.cpuMsPer1kRows / before.cpuMsPer1kRows, ...(cpuPerRowPaired === undefined ? {} : { cpuPerRowPaired }) }];
+    return [
+      {
+        name: figure.name,
+        peakRss: figure.peakRssMb / before.peakRssMb,
+        cpuPerRow: figure.cpuMsPer1kRows / before.cpuMsPer1kRows,
+        ...(cpuPerRowPaired === undefined ? {} : { cpuPerRowPaired }),
+      },
+    ];
   });
   return { runs, checkouts, versusBaseline };
 }
@@ -182,7 +200,14 @@ export function formatMemory(report: MemoryReport): string {
       const before = baseline.cases.find((c) => c.name === figure.name);
       const versus = report.versusBaseline?.find((v) => v.name === figure.name);
       const perRow = figure.rows !== undefined && figure.rows >= 1000;
-      cells.push(fixed(before?.peakRssMb, 1), fixed(before?.ratioToBare, 2), perRow ? fixed(before?.cpuMsPer1kRows, 2) : '', fixed(versus?.peakRss, 2), perRow ? fixed(versus?.cpuPerRow, 3) : '', perRow ? fixed(versus?.cpuPerRowPaired, 3) : '');
+      cells.push(
+        fixed(before?.peakRssMb, 1),
+        fixed(before?.ratioToBare, 2),
+        perRow ? fixed(before?.cpuMsPer1kRows, 2) : '',
+        fixed(versus?.peakRss, 2),
+        perRow ? fixed(versus?.cpuPerRow, 3) : '',
+        perRow ? fixed(versus?.cpuPerRowPaired, 3) : '',
+      );
     }
     return cells;
   });

@@ -1,6 +1,19 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['transport', 'sequential', 'csv', 'csv-deployed', 'bigquery', 'gcs', 's3', 'parquet', 'parquet-deployed', 'compressed', 'cold-start', 'memory'] as const;
+export const SCENARIOS = [
+  'transport',
+  'sequential',
+  'csv',
+  'csv-deployed',
+  'bigquery',
+  'gcs',
+  's3',
+  'parquet',
+  'parquet-deployed',
+  'compressed',
+  'cold-start',
+  'memory',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -122,10 +135,12 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     },
   });
   if (values.help) return 'help';
-  if (values.memory && values.scenarios !== undefined && values.scenarios !== 'memory') throw new Error('--memory runs the memory part only; it cannot be combined with --scenarios');
+  if (values.memory && values.scenarios !== undefined && values.scenarios !== 'memory')
+    throw new Error('--memory runs the memory part only; it cannot be combined with --scenarios');
   const scenarios = new Set<ScenarioName>();
   for (const name of (values.memory ? 'memory' : (values.scenarios ?? SCENARIOS.join(','))).split(',').map((s) => s.trim())) {
-    if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--scenarios: unknown scenario ${JSON.stringify(name)}; known: ${SCENARIOS.join(', ')}`);
+    if (!(SCENARIOS as readonly string[]).includes(name))
+      throw new Error(`--scenarios: unknown scenario ${JSON.stringify(name)}; known: ${SCENARIOS.join(', ')}`);
     scenarios.add(name as ScenarioName);
   }
   const itemsPerPage = positive(values['items-per-page'], 'items-per-page');

@@ -1,4 +1,3 @@
-
 import type { MemoryReport } from './memory-results.js';
 import type { ScenarioKind, ScenarioRun } from './scenario-runs.js';
 
@@ -157,14 +156,23 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
   const targets: Target[] = [];
   const label = (rows: number) => (rows >= 1_000_000 ? `${rows / 1_000_000}M` : `${rows / 1000}k`);
   for (const rows of [100_000, 1_000_000]) {
-    targets.push(check(`c/b at ${label(rows)} rows, 0 ms, concurrency ${concurrency}`, group(rows, 0)?.ratios[`c/b@${concurrency}`], '>= 1.2', (v) => v >= 1.2));
-  }
-  for (const rows of [100_000, 1_000_000]) {
-    targets.push(check(`c/a at ${label(rows)} rows, 0 ms, concurrency ${concurrency}`, group(rows, 0)?.ratios[`c/a@${concurrency}`], '>= 0.6', (v) => v >= 0.6));
+    targets.push(
+      check(`c/b at ${label(rows)} rows, 0 ms, concurrency ${concurrency}`, group(rows, 0)?.ratios[`c/b@${concurrency}`], '>= 1.2', (v) => v >= 1.2),
+    );
   }
   for (const rows of [100_000, 1_000_000]) {
     targets.push(
-      check(`c/a at ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, group(rows, 50)?.ratios[`c/a@${targetConcurrency}`], '>= 0.9', (v) => v >= 0.9),
+      check(`c/a at ${label(rows)} rows, 0 ms, concurrency ${concurrency}`, group(rows, 0)?.ratios[`c/a@${concurrency}`], '>= 0.6', (v) => v >= 0.6),
+    );
+  }
+  for (const rows of [100_000, 1_000_000]) {
+    targets.push(
+      check(
+        `c/a at ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`,
+        group(rows, 50)?.ratios[`c/a@${targetConcurrency}`],
+        '>= 0.9',
+        (v) => v >= 0.9,
+      ),
     );
   }
   for (const rows of [100_000, 1_000_000]) {
@@ -175,25 +183,63 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
   for (const latency of [0, 50]) {
     const c = latency > 0 ? targetConcurrency : concurrency;
     targets.push(
-      check(`peak RSS, tilehouse / transport loop, 1M rows, ${latency} ms, concurrency ${c}, plain node`, group(1_000_000, latency)?.ratios[`rss c/a@${c}`], '<= 1.15', (v) => v <= 1.15),
+      check(
+        `peak RSS, tilehouse / transport loop, 1M rows, ${latency} ms, concurrency ${c}, plain node`,
+        group(1_000_000, latency)?.ratios[`rss c/a@${c}`],
+        '<= 1.15',
+        (v) => v <= 1.15,
+      ),
     );
     const big = group(1_000_000, latency)?.figures[key('csv', concurrency)];
     const small = group(100_000, latency)?.figures[key('csv', concurrency)];
     targets.push(
-      check(`peak RSS 1M / 100k, tilehouse→CSV, ${latency} ms, concurrency ${concurrency}, plain node`, big && small ? big.peakRssMb / small.peakRssMb : undefined, '<= 1.1', (v) => v <= 1.1),
+      check(
+        `peak RSS 1M / 100k, tilehouse→CSV, ${latency} ms, concurrency ${concurrency}, plain node`,
+        big && small ? big.peakRssMb / small.peakRssMb : undefined,
+        '<= 1.1',
+        (v) => v <= 1.1,
+      ),
     );
   }
   // Issue 20: CSV into gs:// (fake-gcs-server on loopback) against the same run into a local file.
   for (const rows of [100_000, 1_000_000]) {
     const g = group(rows, 50);
-    targets.push(check(`rows/s, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`gcs/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
-    targets.push(check(`peak RSS, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss gcs/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
+    targets.push(
+      check(
+        `rows/s, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`,
+        g?.ratios[`gcs/c@${targetConcurrency}`],
+        '>= 0.8',
+        (v) => v >= 0.8,
+      ),
+    );
+    targets.push(
+      check(
+        `peak RSS, tilehouse→gs:// / →local CSV, ${label(rows)} rows, 50 ms, concurrency ${targetConcurrency}`,
+        g?.ratios[`rss gcs/c@${targetConcurrency}`],
+        '<= 1.1',
+        (v) => v <= 1.1,
+      ),
+    );
   }
   // Issue 36: CSV into s3:// (moto on loopback) against the same run into a local file, 1M rows at 50 ms.
   {
     const g = group(1_000_000, 50);
-    targets.push(check(`rows/s, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`s3/c@${targetConcurrency}`], '>= 0.8', (v) => v >= 0.8));
-    targets.push(check(`peak RSS, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`, g?.ratios[`rss s3/c@${targetConcurrency}`], '<= 1.1', (v) => v <= 1.1));
+    targets.push(
+      check(
+        `rows/s, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`,
+        g?.ratios[`s3/c@${targetConcurrency}`],
+        '>= 0.8',
+        (v) => v >= 0.8,
+      ),
+    );
+    targets.push(
+      check(
+        `peak RSS, tilehouse→s3:// / →local CSV, 1M rows, 50 ms, concurrency ${targetConcurrency}`,
+        g?.ratios[`rss s3/c@${targetConcurrency}`],
+        '<= 1.1',
+        (v) => v <= 1.1,
+      ),
+    );
   }
   // Issue 28: the Parquet sink against the CSV sink of the same run, 1M rows at 50 ms.
   for (const c of new Set([concurrency, targetConcurrency])) {

@@ -15,7 +15,17 @@ import { judgeMemory } from './memory-results.js';
 import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
-import { runSequential, runTilehouseBigQuery, runTilehouseCsv, runTilehouseGcs, runTilehouseS3, runTilehouseParquet, runTransport, type RunContext, type ScenarioRun } from './scenario-runs.js';
+import {
+  runSequential,
+  runTilehouseBigQuery,
+  runTilehouseCsv,
+  runTilehouseGcs,
+  runTilehouseS3,
+  runTilehouseParquet,
+  runTransport,
+  type RunContext,
+  type ScenarioRun,
+} from './scenario-runs.js';
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { startMotoIfInstalled, type RunningMotoS3 } from './support/moto.js';
@@ -29,7 +39,15 @@ const progress = (message: string) => process.stderr.write(`bench: ${message}\n`
 // Sizes above this run each scenario once: a million-row run is long enough to average itself.
 const REPEATED_UP_TO = 100_000;
 
-async function runGroup(options: BenchOptions, image: ImageNode, rows: number, latencyMs: number, emulator: RunningEmulator | undefined, gcs: RunningFakeGcs | undefined, s3?: RunningMotoS3): Promise<Group> {
+async function runGroup(
+  options: BenchOptions,
+  image: ImageNode,
+  rows: number,
+  latencyMs: number,
+  emulator: RunningEmulator | undefined,
+  gcs: RunningFakeGcs | undefined,
+  s3?: RunningMotoS3,
+): Promise<Group> {
   const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
   try {
@@ -164,13 +182,21 @@ async function main(argv: string[]): Promise<void> {
     const cold = await measureColdStart(options.coldStartRuns, options.coldStartCli);
     const cliMedianMs = median(cold.cliMs);
     const baselineMedianMs = median(cold.baselineMs);
-    partial.coldStart = { cli: options.coldStartCli, runs: options.coldStartRuns, cliMedianMs, baselineMedianMs, ratio: cliMedianMs / baselineMedianMs, ...cold };
+    partial.coldStart = {
+      cli: options.coldStartCli,
+      runs: options.coldStartRuns,
+      cliMedianMs,
+      baselineMedianMs,
+      ratio: cliMedianMs / baselineMedianMs,
+      ...cold,
+    };
   }
 
   if (options.scenarios.has('memory')) {
     const roots = [{ label: 'this', root: repoRoot() }, ...(options.memoryBaseline === undefined ? [] : [{ label: 'baseline', root: options.memoryBaseline }])];
     for (const { root } of roots) {
-      if (!existsSync(join(root, 'dist/bundle/tilehouse.js'))) throw new Error(`${join(root, 'dist/bundle/tilehouse.js')} is missing: build that checkout first (npm run build)`);
+      if (!existsSync(join(root, 'dist/bundle/tilehouse.js')))
+        throw new Error(`${join(root, 'dist/bundle/tilehouse.js')} is missing: build that checkout first (npm run build)`);
     }
     partial.memory = await measureMemory({ runs: options.memoryRuns, itemsPerPage: options.itemsPerPage, roots, progress });
   }

@@ -139,7 +139,11 @@ async function tileSummary(run: MeasuredRun, summaryFile: string, what: string, 
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as LogLine);
-  const summary = (await readFile(summaryFile, 'utf8').then((text) => JSON.parse(text) as RunSummary, () => undefined)) ?? {};
+  const summary =
+    (await readFile(summaryFile, 'utf8').then(
+      (text) => JSON.parse(text) as RunSummary,
+      () => undefined,
+    )) ?? {};
   const tile = summary.tiles?.[0];
   if (run.exitCode !== 0 || tile === undefined || tile.status !== 'succeeded') {
     throw new Error(`${what} failed (exit ${run.exitCode}): ${tile?.error?.message ?? ''}\n${run.stderr.slice(-2000)}`);
@@ -158,7 +162,18 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
     const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
     const summaryFile = join(root, 'summary.json');
     const run = await runMeasured(
-      [...profile, ...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+      [
+        ...profile,
+        ...(image?.nodeArgs ?? []),
+        'dist/bundle/tilehouse.js',
+        'run',
+        '--config',
+        workspace.configFile,
+        '--jobs',
+        workspace.jobsDir,
+        '--summary-json',
+        summaryFile,
+      ],
       image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
       context.tokens,
       context.sourcePid,
@@ -178,15 +193,33 @@ export async function runTilehouseParquet(context: RunContext, concurrency: numb
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'parquet' } });
     const summaryFile = join(root, 'summary.json');
     const run = await runMeasured(
-      [...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+      [
+        ...(image?.nodeArgs ?? []),
+        'dist/bundle/tilehouse.js',
+        'run',
+        '--config',
+        workspace.configFile,
+        '--jobs',
+        workspace.jobsDir,
+        '--summary-json',
+        summaryFile,
+      ],
       image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
       context.tokens,
       context.sourcePid,
     );
     const { tile } = await tileSummary(run, summaryFile, `tilehouse parquet (concurrency ${concurrency})`, context.incidents);
     const bytes = await readFile(join(workspace.outDir, `${BENCH_JOB_NAME}.parquet`));
-    if (bytes.subarray(-4).toString('latin1') !== 'PAR1') throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
-    return { scenario: image === undefined ? 'parquet' : 'parquet-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+    if (bytes.subarray(-4).toString('latin1') !== 'PAR1')
+      throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
+    return {
+      scenario: image === undefined ? 'parquet' : 'parquet-deployed',
+      concurrency,
+      rows: tile.rows,
+      pages: tile.pages,
+      ...times(run),
+      tileMs: tile.durationMs,
+    };
   });
 }
 
@@ -215,7 +248,8 @@ export async function runTilehouseGcs(context: RunContext, concurrency: number):
       const storageCpuMs = (await processCpuMs(gcs.pid)) - storageCpuBefore;
       const { tile } = await tileSummary(run, summaryFile, `tilehouse gcs (concurrency ${concurrency})`, context.incidents);
       // The object is there, and no bigger than a header: rows were checked by the summary.
-      if (((await objectSize(gcs, object)) ?? 0) <= 100) throw new Error(`tilehouse gcs: gs://${gcs.bucket}/${object} is missing or empty after a successful run`);
+      if (((await objectSize(gcs, object)) ?? 0) <= 100)
+        throw new Error(`tilehouse gcs: gs://${gcs.bucket}/${object} is missing or empty after a successful run`);
       return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
     } finally {
       await deleteObject(gcs, object).catch(() => undefined);
@@ -264,9 +298,20 @@ export async function runTilehouseBigQuery(context: RunContext, concurrency: num
   return withTempDir(async (root) => {
     const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
     const summaryFile = join(root, 'summary.json');
-    const input: BigQueryInput = { configFile: workspace.configFile, jobsDir: workspace.jobsDir, summaryFile, apiEndpoint: emulator.apiEndpoint, projectId: emulator.projectId };
+    const input: BigQueryInput = {
+      configFile: workspace.configFile,
+      jobsDir: workspace.jobsDir,
+      summaryFile,
+      apiEndpoint: emulator.apiEndpoint,
+      projectId: emulator.projectId,
+    };
     try {
-      const run = await runMeasured([script('tilehouse-bigquery')], { ...workspace.env, BENCH_SCENARIO: JSON.stringify(input) }, context.tokens, context.sourcePid);
+      const run = await runMeasured(
+        [script('tilehouse-bigquery')],
+        { ...workspace.env, BENCH_SCENARIO: JSON.stringify(input) },
+        context.tokens,
+        context.sourcePid,
+      );
       const { tile, logs } = await tileSummary(run, summaryFile, `tilehouse bigquery (concurrency ${concurrency})`, context.incidents);
       const loaded = await countRows(emulator, dataset, BENCH_JOB_NAME);
       expectRows('the emulator table', loaded, context.incidents);

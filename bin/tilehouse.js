@@ -35,7 +35,9 @@ if (!useBundle) {
   register();
 }
 // Before the CLI is loaded: a relaunch replaces this process, and anything loaded is wasted.
-const { relaunchWithNodeFlags } = await import(pathToFileURL(useBundle ? path.join(root, 'dist', 'bundle', 'node-flags.js') : path.join(sources, 'node-flags.ts')).href);
+const { relaunchWithNodeFlags } = await import(
+  pathToFileURL(useBundle ? path.join(root, 'dist', 'bundle', 'node-flags.js') : path.join(sources, 'node-flags.ts')).href
+);
 relaunchWithNodeFlags();
 const { runAsProcess } = await import(pathToFileURL(useBundle ? bundle : path.join(sources, 'cli.ts')).href);
 await runAsProcess();

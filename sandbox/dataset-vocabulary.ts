@@ -13,16 +13,7 @@ export const INCIDENT_TYPE_WEIGHTS = [0.25, 0.4, 0.1, 0.05, 0.2] as const;
 export const SEVERITY_WEIGHTS = [0.05, 0.15, 0.35, 0.45] as const;
 
 /** At most 8 labels: an incident's tags are stored as one byte of bits. */
-export const TAG_LABELS = [
-  'customer-facing',
-  'database',
-  'network',
-  'payments',
-  'third-party',
-  'deploy',
-  'kubernetes',
-  'régression',
-] as const;
+export const TAG_LABELS = ['customer-facing', 'database', 'network', 'payments', 'third-party', 'deploy', 'kubernetes', 'régression'] as const;
 
 /** Values of the postmortem custom field `custom_key` (the root-cause category). */
 export const ROOT_CAUSES = ['config_change', 'code_defect', 'capacity', 'third_party', 'infrastructure', 'unknown'] as const;
@@ -77,7 +68,7 @@ export const HARD_DESCRIPTIONS = [
   '=HYPERLINK("http://example.invalid","click")',
   'NULL',
   'Path C:\\temp\\new and a backslash\\',
-  'Semicolon; pipe | and apostrophe \' mixed',
+  "Semicolon; pipe | and apostrophe ' mixed",
 ] as const;
 
 /**

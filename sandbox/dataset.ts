@@ -117,9 +117,7 @@ export function generateDataset({ size, seed, now }: DatasetOptions): Dataset {
 
     const d = random();
     description[i] =
-      d < 0.04
-        ? Math.floor((d / 0.04) * HARD_DESCRIPTIONS.length)
-        : HARD_DESCRIPTIONS.length + Math.floor(((d - 0.04) / 0.96) * SYMPTOM_DESCRIPTIONS);
+      d < 0.04 ? Math.floor((d / 0.04) * HARD_DESCRIPTIONS.length) : HARD_DESCRIPTIONS.length + Math.floor(((d - 0.04) / 0.96) * SYMPTOM_DESCRIPTIONS);
 
     const tagCount = pickWeighted(random, TAG_COUNT_CUMULATIVE);
     let mask = 0;

@@ -8,7 +8,13 @@ import { DEFAULT_TILE_IDS, DEMO_TILES, startSandbox, type Sandbox } from './inde
 import { exportAll, fetchToken } from './test-client.js';
 
 const JOBS_DIR = fileURLToPath(new URL('../jobs/', import.meta.url));
-const DEMO_JOBS = ['daily_incidents_by_severity', 'incident_types_resolution', 'incidents_by_month_severity', 'incidents_incremental', 'tag_postmortem_breakdown'];
+const DEMO_JOBS = [
+  'daily_incidents_by_severity',
+  'incident_types_resolution',
+  'incidents_by_month_severity',
+  'incidents_incremental',
+  'tag_postmortem_breakdown',
+];
 const EMULATOR_JOB = fileURLToPath(new URL('../examples/emulator/jobs/incidents_incremental.yaml', import.meta.url));
 
 async function loadJob(name: string): Promise<JobConfig> {
@@ -58,7 +64,10 @@ describe('demo jobs', () => {
     expect(months).toEqual(Array.from({ length: 12 }, (_, k) => new Date(Date.UTC(2025, 6 + k, 1)).toISOString().slice(0, 10)));
     expect(new Set(rows.map((row) => row[1]))).toEqual(new Set(['SEV0', 'SEV1', 'SEV2', 'SEV3']));
     const windowed = sandbox.evaluate({
-      items: [{ header: 'N', formula: '[incident.number]', dataType: 'number', aggregate: 'count' }, { ...job.query.items[4]!, hidden: true }],
+      items: [
+        { header: 'N', formula: '[incident.number]', dataType: 'number', aggregate: 'count' },
+        { ...job.query.items[4]!, hidden: true },
+      ],
     });
     expect(rows.reduce((sum, row) => sum + (row[2] as number), 0)).toBe(windowed.rows[0]![0]);
   });

@@ -145,13 +145,21 @@ describe('export endpoint', () => {
       ['an empty item list', { items: [] }, 'at least one item'],
       ['an item without a formula', { items: [{ header: 'A', dataType: 'text' }] }, 'items[0].formula'],
       ['an unknown dataType', { items: [item('A', '[incident.number]', 'integer' as 'number')] }, 'items[0].dataType: must be one of number, text, datetime'],
-      ['filter values that are not strings', { items: [item('A', '[incident.number]', 'number', { filters: [{ operator: 'gt', values: [3] }] })] }, 'items[0].filters[0].values'],
+      [
+        'filter values that are not strings',
+        { items: [item('A', '[incident.number]', 'number', { filters: [{ operator: 'gt', values: [3] }] })] },
+        'items[0].filters[0].values',
+      ],
       ['a negative pageNumber', { items: NUMBERS.items, options: { pageNumber: -1 } }, 'options.pageNumber'],
       ['itemsPerPage above 10000', { items: NUMBERS.items, options: { itemsPerPage: 10_001 } }, 'options.itemsPerPage'],
       ['an unknown field', { items: [item('Owner', '[incident.owner]', 'text')] }, 'items[0] ("Owner"): unknown field [incident.owner]'],
       ['a syntax error', { items: [item('Bad', 'round([incident.number]', 'number')] }, "expected ')'"],
       ['a ref to no item', { items: [item('A', '[ref:missing] + 1', 'number')] }, '[ref:missing] names no item'],
-      ['an unknown operator', { items: [item('A', '[incident.number]', 'number', { filters: [{ operator: 'lt', values: ['3'] }] })] }, "unsupported filter operator 'lt'"],
+      [
+        'an unknown operator',
+        { items: [item('A', '[incident.number]', 'number', { filters: [{ operator: 'lt', values: ['3'] }] })] },
+        "unsupported filter operator 'lt'",
+      ],
     ])('returns 400 with a helpful message for %s', async (_case, body, message) => {
       const answer = await send(body);
       expect(answer.status).toBe(400);
@@ -174,7 +182,16 @@ describe('export endpoint', () => {
     await exportPage(sandbox, token, NUMBERS, { pageNumber: 1, itemsPerPage: 7 });
     await exportPage(sandbox, token, NUMBERS, {}, 'no-such-tile');
     expect(sandbox.requests).toHaveLength(2);
-    expect(sandbox.requests[0]).toMatchObject({ endpoint: 'export', method: 'POST', tileId: SANDBOX_TILE, pageNumber: 1, itemsPerPage: 7, status: 200, faults: [], inFlight: 1 });
+    expect(sandbox.requests[0]).toMatchObject({
+      endpoint: 'export',
+      method: 'POST',
+      tileId: SANDBOX_TILE,
+      pageNumber: 1,
+      itemsPerPage: 7,
+      status: 200,
+      faults: [],
+      inFlight: 1,
+    });
     expect(sandbox.requests[1]).toMatchObject({ tileId: 'no-such-tile', status: 400 });
     expect(sandbox.requests[0]!.respondedAt).toBeGreaterThanOrEqual(sandbox.requests[0]!.receivedAt);
     expect(sandbox.requests[1]!.seq).toBe(sandbox.requests[0]!.seq + 1);
@@ -182,7 +199,13 @@ describe('export endpoint', () => {
 });
 
 describe('export wire formats', () => {
-  const query = { items: [item('Number', '[incident.number]', 'number'), item('Created', '[incident.created]', 'datetime'), item('Day', '[incident.created]', 'datetime', { format: 'year_month_number_day_number_hyphen' })] };
+  const query = {
+    items: [
+      item('Number', '[incident.number]', 'number'),
+      item('Created', '[incident.created]', 'datetime'),
+      item('Day', '[incident.created]', 'datetime', { format: 'year_month_number_day_number_hyphen' }),
+    ],
+  };
 
   async function firstRow(options: Parameters<typeof startSandbox>[0]): Promise<{ sandbox: Sandbox; row: unknown; headers: string[] }> {
     const sandbox = await startSandbox({ incidents: 3, ...options });

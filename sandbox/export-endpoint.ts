@@ -94,7 +94,13 @@ export function answerExportRequest(request: ExportRequest, service: ExportServi
   const echo =
     service.echo === 'absent'
       ? undefined
-      : { ...sent, options: service.echo === 'saved-query' ? { ...sent.options, pageNumber: 0, itemsPerPage: SAVED_ITEMS_PER_PAGE } : { ...sent.options, pageNumber, itemsPerPage } };
+      : {
+          ...sent,
+          options:
+            service.echo === 'saved-query'
+              ? { ...sent.options, pageNumber: 0, itemsPerPage: SAVED_ITEMS_PER_PAGE }
+              : { ...sent.options, pageNumber, itemsPerPage },
+        };
   const result = buildPage(table, { pageNumber, itemsPerPage }, service.wire, echo);
   if (echo === undefined) delete (result as { query?: unknown }).query;
   return { status: 200, body: { ok: true, result } };

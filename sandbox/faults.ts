@@ -163,8 +163,7 @@ export class FaultBook {
         case 'header-mismatch':
           if (result.headers === null && this.matches(active, { ...rule, endpoint: 'export' }, endpoint, call, pageNumber)) {
             const replacement = rule.headers;
-            result.headers = (original) =>
-              replacement ? [...replacement] : original.map((h, i) => (i === original.length - 1 ? `${h} (changed)` : h));
+            result.headers = (original) => (replacement ? [...replacement] : original.map((h, i) => (i === original.length - 1 ? `${h} (changed)` : h)));
             this.spend(active, result.applied);
           }
           break;

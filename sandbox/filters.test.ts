@@ -74,7 +74,9 @@ describe('compileFilter', () => {
     });
 
     it('applies only to datetimes', () => {
-      expect(() => compileFilter({ operator: 'rw', values: ['1', 'days', '0', 'days'] }, 'number', NOW)).toThrow('rw (relative window) applies to datetime values, not number');
+      expect(() => compileFilter({ operator: 'rw', values: ['1', 'days', '0', 'days'] }, 'number', NOW)).toThrow(
+        'rw (relative window) applies to datetime values, not number',
+      );
     });
   });
 

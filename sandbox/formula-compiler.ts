@@ -43,7 +43,10 @@ export function compileExpression<C>(expression: Expression, resolver: Resolver<
     case 'binary':
       return compileBinary(expression.operator, compileExpression(expression.left, resolver), compileExpression(expression.right, resolver));
     case 'call':
-      return compileCall(expression.name, expression.args.map((arg) => compileExpression(arg, resolver)));
+      return compileCall(
+        expression.name,
+        expression.args.map((arg) => compileExpression(arg, resolver)),
+      );
   }
 }
 

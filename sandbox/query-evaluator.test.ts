@@ -102,12 +102,18 @@ describe('formulas', () => {
   });
 
   it('shifts a datetime by milliseconds and measures the gap between two as a number', () => {
-    const rows = rowsOf([item('Later', '[incident.created] + 3600000', 'datetime'), item('Gap', '[ref:later] - [incident.created]', 'number')].map((it, i) => (i === 0 ? { ...it, ref: 'later' } : it)));
+    const rows = rowsOf(
+      [item('Later', '[incident.created] + 3600000', 'datetime'), item('Gap', '[ref:later] - [incident.created]', 'number')].map((it, i) =>
+        i === 0 ? { ...it, ref: 'later' } : it,
+      ),
+    );
     expect(rows[0]).toEqual([incidents[0]!.created + 3_600_000, 3_600_000]);
   });
 
   it('joins text with concat, numbers as decimals, datetimes as ISO 8601 and nulls as nothing', () => {
-    const rows = rowsOf([item('X', "concat([incident.severity_label], ' #', [incident.number], ' ', [postmortem_custom.custom_key], '@', [incident.created])", 'text')]);
+    const rows = rowsOf([
+      item('X', "concat([incident.severity_label], ' #', [incident.number], ' ', [postmortem_custom.custom_key], '@', [incident.created])", 'text'),
+    ]);
     expect(rows.map((r) => r[0])).toEqual(
       incidents.map((i) => `${i.severityLabel} #${i.number} ${i.postmortem.custom_key ?? ''}@${new Date(i.created).toISOString()}`),
     );
@@ -119,12 +125,16 @@ describe('formulas', () => {
   });
 
   it('follows a chain of refs', () => {
-    const rows = rowsOf([item('C', '[ref:b] + 1', 'number'), item('B', '[ref:a] * 10', 'number', { ref: 'b' }), item('A', '[incident.severity]', 'number', { ref: 'a' })]);
+    const rows = rowsOf([
+      item('C', '[ref:b] + 1', 'number'),
+      item('B', '[ref:a] * 10', 'number', { ref: 'b' }),
+      item('A', '[incident.severity]', 'number', { ref: 'a' }),
+    ]);
     expect(rows[0]).toEqual([incidents[0]!.severity * 10 + 1, incidents[0]!.severity * 10, incidents[0]!.severity]);
   });
 
   it.each([
-    [[item('X', '[incident.type] + 1', 'number')], "items[0] (\"X\"): '+' does not apply to text; join text with concat(a, b, ...)"],
+    [[item('X', '[incident.type] + 1', 'number')], 'items[0] ("X"): \'+\' does not apply to text; join text with concat(a, b, ...)'],
     [[item('X', "round('a')", 'number')], 'round needs a number, got text'],
     [[item('X', 'round(1, 2, 3)', 'number')], 'round takes 1 or 2 arguments'],
     [[item('X', 'upper([incident.type])', 'text')], "unknown function 'upper'; the sandbox knows round, concat"],
@@ -152,14 +162,20 @@ describe('grouping and aggregation', () => {
   });
 
   it('counts only non-null values', () => {
-    const rows = rowsOf([item('Type', '[incident.type]', 'text', { grouped: true }), item('With root cause', '[postmortem_custom.custom_key]', 'number', { aggregate: 'count' })]);
+    const rows = rowsOf([
+      item('Type', '[incident.type]', 'text', { grouped: true }),
+      item('With root cause', '[postmortem_custom.custom_key]', 'number', { aggregate: 'count' }),
+    ]);
     const expected = countBy(incidents, (i) => i.type);
     for (const [type] of expected) expected.set(type, incidents.filter((i) => i.type === type && i.postmortem.custom_key !== null).length);
     expect(rows).toEqual([...expected]);
   });
 
   it('keeps null as a group of its own', () => {
-    const rows = rowsOf([item('Root cause', '[postmortem_custom.custom_key]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'count' })]);
+    const rows = rowsOf([
+      item('Root cause', '[postmortem_custom.custom_key]', 'text', { grouped: true }),
+      item('N', '[incident.number]', 'number', { aggregate: 'count' }),
+    ]);
     expect(rows).toContainEqual([null, incidents.filter((i) => i.postmortem.custom_key === null).length]);
   });
 
@@ -181,14 +197,24 @@ describe('grouping and aggregation', () => {
     const outages = incidents.filter((i) => i.type === 'Outage');
     const minutes = outages.map((i) => i.postmortem.customer_impact_minutes).filter((m): m is number => m !== null);
     const sum = minutes.reduce((a, b) => a + b, 0);
-    expect(rows.find((r) => r[0] === 'Outage')).toEqual(['Outage', sum, sum / minutes.length, Math.min(...outages.map((i) => i.created)), Math.max(...minutes)]);
+    expect(rows.find((r) => r[0] === 'Outage')).toEqual([
+      'Outage',
+      sum,
+      sum / minutes.length,
+      Math.min(...outages.map((i) => i.created)),
+      Math.max(...minutes),
+    ]);
   });
 
   it('computes a ratio of two counts with a before-aggregate filter on one of them', () => {
     const rows = rowsOf([
       item('Type', '[incident.type]', 'text', { grouped: true }),
       item('Incidents', '[incident.number]', 'number', { aggregate: 'count', ref: 'total' }),
-      item('Resolved', '[incident.status]', 'number', { aggregate: 'count', ref: 'resolved', filters: [{ operator: 'in', values: ['resolved'], beforeAggregate: true }] }),
+      item('Resolved', '[incident.status]', 'number', {
+        aggregate: 'count',
+        ref: 'resolved',
+        filters: [{ operator: 'in', values: ['resolved'], beforeAggregate: true }],
+      }),
       item('Resolved share', 'round([ref:resolved] / [ref:total] * 100, 1)', 'number', { format: 'percentage' }),
     ]);
     for (const [type, total, resolved, share] of rows) {
@@ -203,7 +229,10 @@ describe('grouping and aggregation', () => {
   it('filters groups on an aggregated value after aggregation', () => {
     const all = rowsOf([item('Tag', '[tag.label]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'count' })]);
     const threshold = [...all.map((r) => r[1] as number)].sort((a, b) => a - b)[Math.floor(all.length / 2)]!;
-    const kept = rowsOf([item('Tag', '[tag.label]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'count', filters: [{ operator: 'gt', values: [String(threshold)] }] })]);
+    const kept = rowsOf([
+      item('Tag', '[tag.label]', 'text', { grouped: true }),
+      item('N', '[incident.number]', 'number', { aggregate: 'count', filters: [{ operator: 'gt', values: [String(threshold)] }] }),
+    ]);
     expect(kept).toEqual(all.filter((r) => (r[1] as number) > threshold));
     expect(kept.length).toBeGreaterThan(0);
     expect(kept.length).toBeLessThan(all.length);
@@ -215,21 +244,41 @@ describe('grouping and aggregation', () => {
       item('N', '[incident.number]', 'number', { aggregate: 'count' }),
       item('Severe', '[incident.severity]', 'number', { hidden: true, filters: [{ operator: 'in', values: ['0', '1'], beforeAggregate: true }] }),
     ]);
-    expect(rows).toEqual([...countBy(incidents.filter((i) => i.severity <= 1), (i) => i.type)]);
+    expect(rows).toEqual([
+      ...countBy(
+        incidents.filter((i) => i.severity <= 1),
+        (i) => i.type,
+      ),
+    ]);
   });
 
   it('returns one row for a query of aggregates only, even when no row passes', () => {
     expect(rowsOf([item('N', '[incident.number]', 'number', { aggregate: 'count' })])).toEqual([[incidents.length]]);
-    expect(rowsOf([item('N', '[incident.number]', 'number', { aggregate: 'count', filters: [{ operator: 'gt', values: ['99999'], beforeAggregate: true }] })])).toEqual([[0]]);
+    expect(
+      rowsOf([item('N', '[incident.number]', 'number', { aggregate: 'count', filters: [{ operator: 'gt', values: ['99999'], beforeAggregate: true }] })]),
+    ).toEqual([[0]]);
   });
 
   it.each([
-    [[item('Type', '[incident.type]', 'text', { grouped: true }), item('Status', '[incident.status]', 'text')], 'items[1] ("Status"): in a grouped query a visible item must be grouped, aggregated'],
-    [[item('Type', '[incident.type]', 'text', { grouped: true, aggregate: 'count' })], 'cannot be both grouped and aggregated'],
-    [[item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'median' })], "unsupported aggregate 'median'"],
-    [[item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.type]', 'number', { aggregate: 'sum' })], 'aggregate sum needs numbers, got text'],
     [
-      [item('Type', '[incident.type]', 'text', { grouped: true, ref: 't' }), item('N', '[incident.number]', 'number', { aggregate: 'count', ref: 'n' }), item('Bad', '[ref:n] + 1', 'number', { grouped: true })],
+      [item('Type', '[incident.type]', 'text', { grouped: true }), item('Status', '[incident.status]', 'text')],
+      'items[1] ("Status"): in a grouped query a visible item must be grouped, aggregated',
+    ],
+    [[item('Type', '[incident.type]', 'text', { grouped: true, aggregate: 'count' })], 'cannot be both grouped and aggregated'],
+    [
+      [item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'median' })],
+      "unsupported aggregate 'median'",
+    ],
+    [
+      [item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.type]', 'number', { aggregate: 'sum' })],
+      'aggregate sum needs numbers, got text',
+    ],
+    [
+      [
+        item('Type', '[incident.type]', 'text', { grouped: true, ref: 't' }),
+        item('N', '[incident.number]', 'number', { aggregate: 'count', ref: 'n' }),
+        item('Bad', '[ref:n] + 1', 'number', { grouped: true }),
+      ],
       '[ref:n] is computed per group and cannot be used in a per-row formula',
     ],
   ])('refuses a grouped query that has no meaning (%#)', (items, message) => {
@@ -256,7 +305,9 @@ describe('date functions and formats', () => {
   });
 
   it('formats a month as YYYY-MM with year_month_number_hyphen', () => {
-    expect(column([item('M', '[incident.created]', 'datetime', { function: 'month', format: 'year_month_number_hyphen' })])[0]).toBe(utcDay(incidents[0]!.created).slice(0, 7));
+    expect(column([item('M', '[incident.created]', 'datetime', { function: 'month', format: 'year_month_number_hyphen' })])[0]).toBe(
+      utcDay(incidents[0]!.created).slice(0, 7),
+    );
   });
 
   it('starts a week on Monday', () => {
@@ -322,7 +373,13 @@ describe('hidden items', () => {
   it('are evaluated for refs, filters and ordering but not returned', () => {
     const { headers, dataTypes, rows } = run([
       item('Number', '[incident.number]', 'number'),
-      item('Severity', '[incident.severity]', 'number', { hidden: true, ref: 'sev', order: 'asc', orderSequence: 0, filters: [{ operator: 'gt', values: ['1'] }] }),
+      item('Severity', '[incident.severity]', 'number', {
+        hidden: true,
+        ref: 'sev',
+        order: 'asc',
+        orderSequence: 0,
+        filters: [{ operator: 'gt', values: ['1'] }],
+      }),
       item('Severity x 10', '[ref:sev] * 10', 'number'),
     ]);
     expect(headers).toEqual(['Number', 'Severity x 10']);
@@ -344,8 +401,17 @@ describe('ordering', () => {
   });
 
   it('orders items without orderSequence after those with one, in item order', () => {
-    const rows = rowsOf([item('Type', '[incident.type]', 'text', { order: 'asc' }), item('Severity', '[incident.severity]', 'number', { order: 'asc', orderSequence: 0 })]);
-    expect(rows[0]).toEqual([[...incidents].filter((i) => i.severity === 0).map((i) => i.type).sort()[0], 0]);
+    const rows = rowsOf([
+      item('Type', '[incident.type]', 'text', { order: 'asc' }),
+      item('Severity', '[incident.severity]', 'number', { order: 'asc', orderSequence: 0 }),
+    ]);
+    expect(rows[0]).toEqual([
+      [...incidents]
+        .filter((i) => i.severity === 0)
+        .map((i) => i.type)
+        .sort()[0],
+      0,
+    ]);
   });
 
   it('puts nulls last in both directions', () => {
@@ -360,7 +426,10 @@ describe('ordering', () => {
   });
 
   it('orders groups by an aggregate', () => {
-    const counts = column([item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'count', order: 'desc' })], 1) as number[];
+    const counts = column(
+      [item('Type', '[incident.type]', 'text', { grouped: true }), item('N', '[incident.number]', 'number', { aggregate: 'count', order: 'desc' })],
+      1,
+    ) as number[];
     expect(counts).toEqual([...counts].sort((a, b) => b - a));
   });
 });

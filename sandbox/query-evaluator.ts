@@ -48,9 +48,7 @@ interface PlannedItem {
 type GroupIndex = number;
 
 export function evaluateQuery(query: SandboxQuery, context: EvaluationContext): EvaluatedTable {
-  const planned = query.items.map((item, index) =>
-    located(index, item, () => ({ index, item, expression: parseFormula(item.formula), role: 'row' as Role })),
-  );
+  const planned = query.items.map((item, index) => located(index, item, () => ({ index, item, expression: parseFormula(item.formula), role: 'row' as Role })));
   const aggregated = query.items.some((item) => item.grouped === true || item.aggregate !== undefined);
   const items: PlannedItem[] = aggregated ? planned.map((p) => ({ ...p, role: located(p.index, p.item, () => roleOf(p)) })) : planned;
   const refs = indexRefs(items);

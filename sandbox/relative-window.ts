@@ -4,12 +4,18 @@ const DAY_MS = 86_400_000;
 
 type Unit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
 const UNITS: Readonly<Record<string, Unit>> = {
-  minute: 'minute', minutes: 'minute',
-  hour: 'hour', hours: 'hour',
-  day: 'day', days: 'day',
-  week: 'week', weeks: 'week',
-  month: 'month', months: 'month',
-  year: 'year', years: 'year',
+  minute: 'minute',
+  minutes: 'minute',
+  hour: 'hour',
+  hours: 'hour',
+  day: 'day',
+  days: 'day',
+  week: 'week',
+  weeks: 'week',
+  month: 'month',
+  months: 'month',
+  year: 'year',
+  years: 'year',
 };
 
 export interface Window {

@@ -48,7 +48,10 @@ describe('sandbox echo option', () => {
 function recording(overrides: Partial<Recording> = {}): Recording {
   const shapes: ValueShape[][] = [
     [{ type: 'number', class: 'integer', count: 2, minLength: 1, maxLength: 1 }],
-    [{ type: 'string', class: 'iso-offset', count: 1, minLength: 25, maxLength: 25 }, { type: 'null', class: 'null', count: 1 }],
+    [
+      { type: 'string', class: 'iso-offset', count: 1, minLength: 25, maxLength: 25 },
+      { type: 'null', class: 'null', count: 1 },
+    ],
   ];
   return {
     format: RECORDING_FORMAT,
@@ -89,7 +92,13 @@ describe('replay', () => {
   it('serves recorded rows first, then rows of the recorded shapes up to totalRows, with the recorded echo and hasPrev', () => {
     const replay = createReplay(recording());
     const page0 = replay.answer({ options: { pageNumber: 0, itemsPerPage: 2 } }) as { body: { result: any } };
-    expect(page0.body.result).toMatchObject({ rows: [[1, '2026-03-01T10:00:00+02:00'], [2, null]], query: { saved: true, options: { pageNumber: 0 } } });
+    expect(page0.body.result).toMatchObject({
+      rows: [
+        [1, '2026-03-01T10:00:00+02:00'],
+        [2, null],
+      ],
+      query: { saved: true, options: { pageNumber: 0 } },
+    });
     const page2 = (replay.answer({ options: { pageNumber: 2, itemsPerPage: 2 } }) as { body: { result: any } }).body.result;
     expect(page2.navigation).toEqual({ hasPrev: false, hasNext: false, rowsCount: 1, totalRows: 5 });
     expect(page2.query).toEqual({ saved: true, options: { pageNumber: 0 } });
@@ -111,7 +120,9 @@ describe('replay', () => {
   });
 
   it('a recorded page-size cap: never more rows per page than the tenant served', () => {
-    const replay = createReplay(recording({ behaviour: { echo: 'absent', hasPrev: 'page-above-zero', compression: 'none', rowShape: 'array', pageSizeCap: 2 } }));
+    const replay = createReplay(
+      recording({ behaviour: { echo: 'absent', hasPrev: 'page-above-zero', compression: 'none', rowShape: 'array', pageSizeCap: 2 } }),
+    );
     const result = (replay.answer({ options: { pageNumber: 0, itemsPerPage: 50 } }) as { body: { result: any } }).body.result;
     expect(result.rows).toHaveLength(2);
     expect(result.navigation).toMatchObject({ hasNext: true, totalRows: 5 });
@@ -145,7 +156,9 @@ describe('replay', () => {
 describe('sandbox replay option', () => {
   let replaying: Sandbox;
   beforeAll(async () => {
-    replaying = await startSandbox({ replay: recording({ token: { status: 200, headers: { date: 'Tue, 03 Mar 2026 09:00:00 GMT' }, expiresIn: 120, fields: [] } }) });
+    replaying = await startSandbox({
+      replay: recording({ token: { status: 200, headers: { date: 'Tue, 03 Mar 2026 09:00:00 GMT' }, expiresIn: 120, fields: [] } }),
+    });
   });
   afterAll(async () => replaying.close());
 
@@ -157,7 +170,11 @@ describe('sandbox replay option', () => {
   });
 
   it('still refuses a request without a token', async () => {
-    const response = await fetch(`${replaying.url}/api/v1/topics/incident/execute?tileId=tenant-tile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const response = await fetch(`${replaying.url}/api/v1/topics/incident/execute?tileId=tenant-tile`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(response.status).toBe(401);
   });
 });

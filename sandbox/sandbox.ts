@@ -106,7 +106,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const clientSecret = options.clientSecret ?? 'sandbox-secret';
   const tokenLifetimeSeconds = positive(options.tokenLifetimeSeconds ?? options.replay?.token?.expiresIn ?? 3600, 'tokenLifetimeSeconds');
   const latencyMs = atLeastZero(options.latencyMs ?? 0, 'latencyMs');
-  const maxConcurrentExports = options.maxConcurrentExports === undefined ? Number.POSITIVE_INFINITY : positive(options.maxConcurrentExports, 'maxConcurrentExports');
+  const maxConcurrentExports =
+    options.maxConcurrentExports === undefined ? Number.POSITIVE_INFINITY : positive(options.maxConcurrentExports, 'maxConcurrentExports');
   const replay = options.replay === undefined ? undefined : createReplay(options.replay);
   const recordedCompression = replay?.recording.behaviour?.compression ?? 'none';
   // 'gzip' | 'br' | undefined: what answers are compressed with when the request accepts it.
@@ -137,9 +138,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const audience = options.audience ?? new URL(`http://${urlHost}`).hostname;
 
   const evaluateCached = (query: SandboxQuery, tileId: string): EvaluatedTable =>
-    cache.getOrEvaluate(`${tileId}\n${JSON.stringify([query.items, query.options.ignoreRepeatedRows])}`, () =>
-      evaluateQuery(query, { dataset, audience }),
-    );
+    cache.getOrEvaluate(`${tileId}\n${JSON.stringify([query.items, query.options.ignoreRepeatedRows])}`, () => evaluateQuery(query, { dataset, audience }));
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let record: RecordedRequest | undefined;
@@ -192,7 +191,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const send = (answer: HttpAnswer, malformed = false): void => {
       if (res.destroyed || res.writableEnded) return;
       let bytes = Buffer.from(JSON.stringify(answer.body));
-      const encoding = compression === 'gzip' && acceptsGzip(req.headers['accept-encoding']) ? 'gzip' : compression === 'br' && acceptsCoding(req.headers['accept-encoding'], 'br') ? 'br' : undefined;
+      const encoding =
+        compression === 'gzip' && acceptsGzip(req.headers['accept-encoding'])
+          ? 'gzip'
+          : compression === 'br' && acceptsCoding(req.headers['accept-encoding'], 'br')
+            ? 'br'
+            : undefined;
       if (encoding === 'gzip') bytes = gzipSync(bytes);
       if (encoding === 'br') bytes = brotliCompressSync(bytes);
       // A malformed answer is cut short after compression, as a dropped connection would cut it.

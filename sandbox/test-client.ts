@@ -65,7 +65,12 @@ export async function exportPage(
 }
 
 /** Reads every page in order; fails loudly on anything but 200. */
-export async function exportAll(sandbox: Sandbox, token: string, query: { items: unknown[] }, itemsPerPage: number): Promise<{ pages: any[]; rows: unknown[] }> {
+export async function exportAll(
+  sandbox: Sandbox,
+  token: string,
+  query: { items: unknown[] },
+  itemsPerPage: number,
+): Promise<{ pages: any[]; rows: unknown[] }> {
   const pages: any[] = [];
   const rows: unknown[] = [];
   for (let pageNumber = 0; ; pageNumber++) {

@@ -44,7 +44,9 @@ export function answerTokenRequest(contentType: string | undefined, rawBody: Buf
     return authenticationError(
       400,
       'unsupported_grant_type',
-      grantType === undefined ? 'grant_type is required and must be client_credentials' : `grant_type ${JSON.stringify(grantType)} is not supported; use client_credentials`,
+      grantType === undefined
+        ? 'grant_type is required and must be client_credentials'
+        : `grant_type ${JSON.stringify(grantType)} is not supported; use client_credentials`,
     );
   }
   if (typeof audience !== 'string' || audience === '') {

@@ -47,7 +47,8 @@ process.on('SIGINT', onSignal);
 
 try {
   const [first, ...rest] = process.argv.slice(2);
-  const args = first !== undefined && !first.startsWith('-') ? [first, '--config', configFile, ...rest] : ['run', '--config', configFile, ...process.argv.slice(2)];
+  const args =
+    first !== undefined && !first.startsWith('-') ? [first, '--config', configFile, ...rest] : ['run', '--config', configFile, ...process.argv.slice(2)];
   const code = await main(args, {
     env,
     stdout: process.stdout,

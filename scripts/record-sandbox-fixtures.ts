@@ -58,7 +58,13 @@ for (const fixture of fixtures) {
     const jobs = path.join(root, 'jobs');
     await mkdir(jobs);
     const config = path.join(root, 'env.yaml');
-    await writeFile(config, stringify({ source: { baseUrl: sandbox.url, authUrl: sandbox.url, clientId: sandbox.clientId, clientSecret: '${SANDBOX_SECRET}' }, sinks: { csv: { directory: path.join(root, 'out') } } }));
+    await writeFile(
+      config,
+      stringify({
+        source: { baseUrl: sandbox.url, authUrl: sandbox.url, clientId: sandbox.clientId, clientSecret: '${SANDBOX_SECRET}' },
+        sinks: { csv: { directory: path.join(root, 'out') } },
+      }),
+    );
     await writeFile(path.join(jobs, `${fixture.job}.yaml`), stringify({ name: fixture.job, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
     const stderr = new Sink();
     const file = path.join(FIXTURES, fixture.file);

@@ -39,10 +39,7 @@ export function cleanupDeadline(stop: AbortSignal | undefined, stopDeadlineMs: n
   deadlines.set(stop, byMs);
   const budgetMs = stopDeadlineMs - cleanupMarginMs(stopDeadlineMs);
   const start = () => {
-    const timer = setTimeout(
-      () => controller.abort(new StopDeadlineError(stopDeadlineMs, messageOf(stop.reason))),
-      budgetMs,
-    );
+    const timer = setTimeout(() => controller.abort(new StopDeadlineError(stopDeadlineMs, messageOf(stop.reason))), budgetMs);
     timer.unref();
   };
   if (stop.aborted) start();
@@ -53,7 +50,10 @@ export function cleanupDeadline(stop: AbortSignal | undefined, stopDeadlineMs: n
 /** The cleanup after a stop ran out of time: what was still pending was abandoned. */
 export class StopDeadlineError extends TilehouseError {
   readonly code = 'stop_deadline_passed';
-  constructor(readonly stopDeadlineMs: number, stoppedBy: string) {
+  constructor(
+    readonly stopDeadlineMs: number,
+    stoppedBy: string,
+  ) {
     super(`${stoppedBy}: the cleanup's deadline (stopDeadlineMs: ${stopDeadlineMs}) passed with requests still unanswered`);
   }
 }

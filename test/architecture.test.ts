@@ -14,7 +14,22 @@ import { describe, expect, it } from 'vitest';
  * "folder" here. A new folder must be given a layer before it can pass.
  */
 const LAYERS: ReadonlyArray<readonly string[]> = [
-  ['value-types', 'errors', 'error-codes', 'temp-owner', 'write-file-atomically', 'secret-scrubber', 'count-noun', 'stop-deadline', 'retry', 'log', 'output-stream', 'map-with-concurrency', 'telemetry', 'node-flags'],
+  [
+    'value-types',
+    'errors',
+    'error-codes',
+    'temp-owner',
+    'write-file-atomically',
+    'secret-scrubber',
+    'count-noun',
+    'stop-deadline',
+    'retry',
+    'log',
+    'output-stream',
+    'map-with-concurrency',
+    'telemetry',
+    'node-flags',
+  ],
   ['config'],
   ['source'],
   ['transform'],
@@ -57,7 +72,10 @@ function importSites(fileName: string, text: string): ImportSite[] {
         const argument = node.arguments[0];
         if (argument !== undefined && !ts.isStringLiteralLike(argument)) {
           // A computed specifier would hide an edge from this test; name the module outright instead.
-          sites.push({ specifier: `<computed: ${argument.getText(sourceFile)}>`, line: sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile)).line + 1 });
+          sites.push({
+            specifier: `<computed: ${argument.getText(sourceFile)}>`,
+            line: sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile)).line + 1,
+          });
         } else add(node, argument);
       }
     }
@@ -193,9 +211,7 @@ describe('the house', () => {
   });
 
   it('imports no folder of a higher layer (config → source → transform → sinks → pipeline → cli)', () => {
-    const upward = edges
-      .filter(({ from, to }) => layerOf(to) > layerOf(from))
-      .map(({ from, to, site }) => `${site} (${from} may not import ${to})`);
+    const upward = edges.filter(({ from, to }) => layerOf(to) > layerOf(from)).map(({ from, to, site }) => `${site} (${from} may not import ${to})`);
     expect(upward).toEqual([]);
   });
 

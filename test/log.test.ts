@@ -26,7 +26,19 @@ describe('humanLogLine', () => {
   const at = new Date(2026, 0, 2, 3, 4, 5).getTime();
 
   it('is one line: time, level, job, message, scalar fields; objects left to the JSON logs', () => {
-    const json = JSON.stringify({ level: 40, time: at, service: 'tilehouse', job: 'by_type', tile: 't', runId: 'r', page: 3, attempt: 2, reason: 'HTTP 503', summary: { rows: 1 }, msg: 'page request failed; retrying' });
+    const json = JSON.stringify({
+      level: 40,
+      time: at,
+      service: 'tilehouse',
+      job: 'by_type',
+      tile: 't',
+      runId: 'r',
+      page: 3,
+      attempt: 2,
+      reason: 'HTTP 503',
+      summary: { rows: 1 },
+      msg: 'page request failed; retrying',
+    });
     expect(humanLogLine(json)).toBe('03:04:05 WARN  by_type: page request failed; retrying page=3 attempt=2 reason=HTTP 503\n');
   });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { mapWithConcurrency } from '../src/map-with-concurrency.js';
 
 describe('mapWithConcurrency', () => {
-  it('keeps the items\' order whatever finishes first, and never runs more than the limit', async () => {
+  it("keeps the items' order whatever finishes first, and never runs more than the limit", async () => {
     let running = 0;
     let most = 0;
     const started: number[] = [];

@@ -13,7 +13,7 @@ import { makeTempDir } from './support/temp-dir.js';
 const base = { execPath: '/usr/bin/node', execArgv: [] as string[], argv: ['/usr/bin/node', '/app/tilehouse.js', 'run', '--jobs', 'j'] };
 
 describe('relaunchFor', () => {
-  it('adds the flags a process runs without: node arguments before the script, NODE_OPTIONS after the user\'s own', () => {
+  it("adds the flags a process runs without: node arguments before the script, NODE_OPTIONS after the user's own", () => {
     const relaunch = relaunchFor({ ...base, execArgv: ['--import', 'x.js'], env: { PATH: '/bin', NODE_OPTIONS: '--trace-warnings' } });
     expect(relaunch?.argv).toEqual(['/usr/bin/node', '--import', 'x.js', ...NODE_ARGS, '/app/tilehouse.js', 'run', '--jobs', 'j']);
     expect(relaunch?.env).toEqual({ PATH: '/bin', NODE_OPTIONS: `--trace-warnings ${NODE_OPTIONS}`, [RELAUNCHED_ENV]: '1' });
@@ -24,10 +24,12 @@ describe('relaunchFor', () => {
     expect(relaunchFor({ ...base, env: { [RELAUNCHED_ENV]: '1' } })).toBeUndefined();
   });
 
-  it("keeps a value the user gave for one of the flags (by name, either spelling)", () => {
+  it('keeps a value the user gave for one of the flags (by name, either spelling)', () => {
     const relaunch = relaunchFor({ ...base, execArgv: [...NODE_ARGS], env: { NODE_OPTIONS: '--max_semi_space_size=16' } });
     expect(relaunch?.env.NODE_OPTIONS).toBe('--max_semi_space_size=16 --max-old-space-size=2048');
-    expect(relaunchFor({ ...base, execArgv: ['--max-old-space-size=512'], env: { NODE_OPTIONS: '--max-semi-space-size=4' } })?.env.NODE_OPTIONS).toBe('--max-semi-space-size=4');
+    expect(relaunchFor({ ...base, execArgv: ['--max-old-space-size=512'], env: { NODE_OPTIONS: '--max-semi-space-size=4' } })?.env.NODE_OPTIONS).toBe(
+      '--max-semi-space-size=4',
+    );
   });
 });
 
@@ -62,7 +64,10 @@ beforeAll(async () => {
   // 30 pages at 60 ms each, one at a time: long enough to look at the process and stop it mid-run.
   sandbox = await startSandbox({ incidents: 600, latencyMs: 60 });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 20, concurrency: 1 });
+  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
+    itemsPerPage: 20,
+    concurrency: 1,
+  });
 }, 60_000);
 afterAll(async () => {
   await sandbox?.close();
@@ -95,26 +100,30 @@ describe.each([
   ['bin/tilehouse.js of an installed package', () => BIN],
   ['the bundle started by hand', () => BUNDLE],
 ])('%s, started without node flags', (_name, entry) => {
-  it.runIf(hasProc)("runs under the image's flags in the same process, and SIGTERM still stops it with 143", async () => {
-    const before = sandbox.requests.length;
-    const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...plainEnv(), ...sandboxEnv(sandbox) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const stderr = textOf(child.stderr);
-    const stdout = textOf(child.stdout);
-    const exited = exitWithin(child, 30_000);
-    await untilExporting(child, before);
-    // The spawned pid itself runs the relaunched image: nothing in between to pass signals on.
-    const { argv, env } = await procOf(child.pid!);
-    expect(argv.slice(1, 1 + NODE_ARGS.length)).toEqual([...NODE_ARGS]);
-    expect(env.NODE_OPTIONS).toBe(NODE_OPTIONS);
-    expect(env[RELAUNCHED_ENV]).toBe('1');
-    child.kill('SIGTERM');
-    expect((await exited).code).toBe(143);
-    expect(await stderr).toContain('SIGTERM received; stopping cleanly');
-    expect(await stdout).toBe('');
-  }, 40_000);
+  it.runIf(hasProc)(
+    "runs under the image's flags in the same process, and SIGTERM still stops it with 143",
+    async () => {
+      const before = sandbox.requests.length;
+      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: { ...plainEnv(), ...sandboxEnv(sandbox) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const stderr = textOf(child.stderr);
+      const stdout = textOf(child.stdout);
+      const exited = exitWithin(child, 30_000);
+      await untilExporting(child, before);
+      // The spawned pid itself runs the relaunched image: nothing in between to pass signals on.
+      const { argv, env } = await procOf(child.pid!);
+      expect(argv.slice(1, 1 + NODE_ARGS.length)).toEqual([...NODE_ARGS]);
+      expect(env.NODE_OPTIONS).toBe(NODE_OPTIONS);
+      expect(env[RELAUNCHED_ENV]).toBe('1');
+      child.kill('SIGTERM');
+      expect((await exited).code).toBe(143);
+      expect(await stderr).toContain('SIGTERM received; stopping cleanly');
+      expect(await stdout).toBe('');
+    },
+    40_000,
+  );
 
   it('passes standard input, output and the exit code through', async () => {
     const version = await run(process.execPath, [entry(), '--version'], { env: plainEnv() });
@@ -138,18 +147,22 @@ describe.each([
     expect({ code, signal, stderr: await stderr }).toEqual({ code: 0, signal: null, stderr: '' });
   }, 40_000);
 
-  it.runIf(hasProc)(`runs as started when ${RELAUNCHED_ENV} is set`, async () => {
-    const before = sandbox.requests.length;
-    const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...plainEnv(), ...sandboxEnv(sandbox), [RELAUNCHED_ENV]: 'no' },
-      stdio: ['ignore', 'ignore', 'ignore'],
-    });
-    const exited = exitWithin(child, 30_000);
-    await untilExporting(child, before);
-    const { argv, env } = await procOf(child.pid!);
-    expect(argv.slice(1, 2)).toEqual([entry()]);
-    expect(env.NODE_OPTIONS).toBeUndefined();
-    child.kill('SIGTERM');
-    expect((await exited).code).toBe(143);
-  }, 40_000);
+  it.runIf(hasProc)(
+    `runs as started when ${RELAUNCHED_ENV} is set`,
+    async () => {
+      const before = sandbox.requests.length;
+      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: { ...plainEnv(), ...sandboxEnv(sandbox), [RELAUNCHED_ENV]: 'no' },
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      const exited = exitWithin(child, 30_000);
+      await untilExporting(child, before);
+      const { argv, env } = await procOf(child.pid!);
+      expect(argv.slice(1, 2)).toEqual([entry()]);
+      expect(env.NODE_OPTIONS).toBeUndefined();
+      child.kill('SIGTERM');
+      expect((await exited).code).toBe(143);
+    },
+    40_000,
+  );
 });

@@ -16,7 +16,9 @@ describe('currentOwner', () => {
   it('is this process: host, the first 8 hex digits of the boot id, pid namespace, pid and start ticks', async () => {
     const bootId = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
     expect(currentOwner()).toEqual({
-      host: hostname().replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63),
+      host: hostname()
+        .replace(/[^A-Za-z0-9.-]/g, '-')
+        .slice(0, 63),
       boot: bootId.replace(/-/g, '').slice(0, 8),
       pidns: (await readlink('/proc/self/ns/pid')).replace(/\D/g, ''),
       pid: process.pid,

@@ -64,20 +64,28 @@ describe('writeFileAtomically', () => {
 
   // As root every directory is writable; a process of another user (nobody) meets a directory it
   // may read but not write, which is the same case.
-  it.runIf(isRoot)('fails for a user who may not write the directory, leaving the target unchanged and no temp file', async () => {
-    const target = path.join(directory, 'job.yaml');
-    await writeFile(target, 'old\n');
-    await chmod(directory, 0o755);
-    const script = `const { writeFileAtomically } = await import(${JSON.stringify(path.resolve('src/write-file-atomically.ts'))});
+  it.runIf(isRoot)(
+    'fails for a user who may not write the directory, leaving the target unchanged and no temp file',
+    async () => {
+      const target = path.join(directory, 'job.yaml');
+      await writeFile(target, 'old\n');
+      await chmod(directory, 0o755);
+      const script = `const { writeFileAtomically } = await import(${JSON.stringify(path.resolve('src/write-file-atomically.ts'))});
 try { await writeFileAtomically(${JSON.stringify(target)}, 'new'); console.log('wrote'); } catch (error) { console.log(error.code); }`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    const [code] = await once(child, 'exit');
-    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'EACCES' });
-    expect(await readFile(target, 'utf8')).toBe('old\n');
-    expect(await readdir(directory)).toEqual(['job.yaml']);
-  }, 30_000);
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        uid: 65534,
+        gid: 65534,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      const [code] = await once(child, 'exit');
+      expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'EACCES' });
+      expect(await readFile(target, 'utf8')).toBe('old\n');
+      expect(await readdir(directory)).toEqual(['job.yaml']);
+    },
+    30_000,
+  );
 
   it('removes the temp file when the write throws half way (a full disk), and leaves the target unchanged', async () => {
     const target = path.join(directory, 'recording.json');
@@ -146,7 +154,9 @@ try { await writeFileAtomically(${JSON.stringify(target)}, 'new'); console.log('
       `const { writeFileAtomically } = await import(${JSON.stringify(module)});`,
       `for (let i = 0; i < 40; i += 1) await writeFileAtomically(${JSON.stringify(target)}, process.argv[1].repeat(512 * 1024));`,
     ].join('\n');
-    const writers = ['A', 'B'].map((letter) => spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, letter], { stdio: ['ignore', 'ignore', 'pipe'] }));
+    const writers = ['A', 'B'].map((letter) =>
+      spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, letter], { stdio: ['ignore', 'ignore', 'pipe'] }),
+    );
     const errors: string[] = [];
     for (const writer of writers) writer.stderr!.on('data', (chunk: Buffer) => errors.push(chunk.toString()));
     const exits = writers.map((writer) => once(writer, 'exit'));
@@ -212,7 +222,7 @@ describe('PreparedFile', () => {
 });
 
 describe('temp names', () => {
-  it('carry this process\'s owner tag and are recognised by the file sinks\' sweep', () => {
+  it("carry this process's owner tag and are recognised by the file sinks' sweep", () => {
     const name = path.basename(smallFileTempPath('/out/run-summary.json'));
     expect(name.startsWith('.run-summary.json.tilehouse-write-')).toBe(true);
     expect(tempNameOwnerTag(name)).toBe(formatOwnerTag());
@@ -223,13 +233,13 @@ describe('temp names', () => {
     expect(smallFileTempPath('/out/x')).not.toBe(smallFileTempPath('/out/x'));
   });
 
-  it('are not taken for another program\'s files', () => {
+  it("are not taken for another program's files", () => {
     expect(tempNameOwnerTag('summary.json.1234.tmp')).toBeUndefined();
     expect(tempNameOwnerTag('.summary.json.tilehouse-.tmp')).toBeUndefined();
     expect(tempNameOwnerTag('.x.tilehouse-r1.tmp')).toBeNull();
   });
 
-  it('let the file sinks\' sweep remove a small file\'s temp left by a killed process, and keep a live one\'s', async () => {
+  it("let the file sinks' sweep remove a small file's temp left by a killed process, and keep a live one's", async () => {
     const dead = path.join(directory, `.run-summary.json.tilehouse-write-0a1b2c3d+${tagOf({ pid: DEAD_PID })}.tmp`);
     const mine = smallFileTempPath(path.join(directory, 'run-summary.json'));
     await writeFile(dead, '{');

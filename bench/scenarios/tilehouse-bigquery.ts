@@ -25,10 +25,14 @@ const client = new BigQuery({
   authClient: new PassThroughClient(),
   retryOptions: { autoRetry: false },
 });
-const code = await main(['run', '--config', input.configFile, '--jobs', input.jobsDir, '--summary-json', input.summaryFile], {
-  env: process.env,
-  stdout: process.stdout,
-  stderr: process.stderr,
-}, { sinkOptions: { bigqueryClient: client } });
+const code = await main(
+  ['run', '--config', input.configFile, '--jobs', input.jobsDir, '--summary-json', input.summaryFile],
+  {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+  },
+  { sinkOptions: { bigqueryClient: client } },
+);
 // The client keeps idle sockets open; the run is over.
 process.exit(code);

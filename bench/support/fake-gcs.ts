@@ -37,7 +37,11 @@ export async function startFakeGcsIfInstalled(): Promise<RunningFakeGcs | undefi
     await rm(storageRoot, { recursive: true, force: true });
   };
   const bucket = 'tilehouse-bench';
-  const created = await fetch(`${origin}/storage/v1/b?project=bench`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: bucket }) });
+  const created = await fetch(`${origin}/storage/v1/b?project=bench`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: bucket }),
+  });
   if (!created.ok) {
     await stop();
     throw new Error(`fake-gcs-server: creating bucket ${bucket} answered ${created.status}: ${await created.text()}`);

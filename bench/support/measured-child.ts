@@ -83,7 +83,11 @@ export async function processCpuMs(pid: number): Promise<number> {
 
 /** The last JSON line a scenario script printed: its result. */
 export function resultLine<T>(run: MeasuredRun, what: string): T {
-  const line = run.stdout.trim().split('\n').filter((text) => text.startsWith('{')).at(-1);
+  const line = run.stdout
+    .trim()
+    .split('\n')
+    .filter((text) => text.startsWith('{'))
+    .at(-1);
   if (run.exitCode !== 0 || line === undefined) {
     throw new Error(`${what} failed (exit ${run.exitCode}):\n${run.stderr.slice(-2000)}${run.stdout.slice(-2000)}`);
   }

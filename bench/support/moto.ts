@@ -23,7 +23,12 @@ export async function startMotoIfInstalled(): Promise<RunningMotoS3 | undefined>
   const binary = findMotoBinary(process.env, join(repoRoot(), '.tools/bin/moto_server'));
   if (binary === undefined) return undefined;
   const server = await startMoto(binary);
-  const client = new S3Client({ endpoint: server.origin, region: ENV.AWS_REGION, forcePathStyle: true, credentials: { accessKeyId: ENV.AWS_ACCESS_KEY_ID, secretAccessKey: ENV.AWS_SECRET_ACCESS_KEY } });
+  const client = new S3Client({
+    endpoint: server.origin,
+    region: ENV.AWS_REGION,
+    forcePathStyle: true,
+    credentials: { accessKeyId: ENV.AWS_ACCESS_KEY_ID, secretAccessKey: ENV.AWS_SECRET_ACCESS_KEY },
+  });
   const bucket = 'tilehouse-bench';
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
   return {

@@ -1,4 +1,4 @@
-import { spawn, } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Agent } from 'undici';

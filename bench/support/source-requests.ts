@@ -32,7 +32,13 @@ export async function fetchSourceToken(endpoint: SourceEndpoint, dispatcher: Dis
   return (JSON.parse(text) as { access_token: string }).access_token;
 }
 
-export async function fetchPageText(endpoint: SourceEndpoint, token: string, pageNumber: number, itemsPerPage: number, dispatcher: Dispatcher): Promise<string> {
+export async function fetchPageText(
+  endpoint: SourceEndpoint,
+  token: string,
+  pageNumber: number,
+  itemsPerPage: number,
+  dispatcher: Dispatcher,
+): Promise<string> {
   const url = new URL('/api/v1/topics/incident/execute', endpoint.url);
   url.searchParams.set('tileId', endpoint.tileId);
   const response = await request(url, {

@@ -92,15 +92,19 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    for (const flag of ['job', 'from', 'to'] as const) if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+    for (const flag of ['job', 'from', 'to'] as const)
+      if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
     const tiles = [...new Set(values.job)];
-    if (tiles.length > 1) throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
+    if (tiles.length > 1)
+      throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
     const tileName = tiles[0]!;
-    for (const flag of ['from', 'to'] as const) if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+    for (const flag of ['from', 'to'] as const)
+      if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
     const step = (values.step ?? 'day') as WindowStep;
     if (!STEPS.includes(step)) throw UsageError.of(`backfill: --step must be one of ${STEPS.join(', ')}, got ${JSON.stringify(values.step)}`);
     const concurrency = Number(values.concurrency ?? '1');
-    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
+      throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
     if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
     const runId = runIdOf('backfill', values['run-id'], io.env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
     const shard = shardOf('backfill', values, io.env);
@@ -113,7 +117,10 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const job = jobForWindows(workspace.selected[0]!);
     backfillItemIndex(job);
     const merged = sinkTakingWindowsOneAtATime(job);
-    if (merged >= 0 && concurrency > 1) throw UsageError.of(`backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`);
+    if (merged >= 0 && concurrency > 1)
+      throw UsageError.of(
+        `backfill: --concurrency ${concurrency}: job ${job.name}'s sinks[${merged}] merges by key, which takes windows one at a time (leave --concurrency out)`,
+      );
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger, screen } = output;
     const traced = await openRunTelemetry(io.env, logger, io.signal, {
@@ -136,7 +143,13 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       [selected, ran] = await traced.within(async () => {
         const chosen = await selectBackfillWindows(job, sinks, range, context);
         // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
-        await preflightWindows(sinks, chosen.windows, { jobName: job.name, logger, strict, windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined), ...(io.signal === undefined ? {} : { signal: io.signal }) });
+        await preflightWindows(sinks, chosen.windows, {
+          jobName: job.name,
+          logger,
+          strict,
+          windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined),
+          ...(io.signal === undefined ? {} : { signal: io.signal }),
+        });
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
     } catch (error) {
@@ -149,7 +162,10 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
     const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
     const rerun = rerunCommands(summary.failed, job.name, step, workspaceFlags(values));
-    const lines = [`backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${countNoun(windows.length, 'window')} succeeded, ${countNoun(rows, 'row')}${resumed}`, ...windowLines(summary, rerun)];
+    const lines = [
+      `backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${countNoun(windows.length, 'window')} succeeded, ${countNoun(rows, 'row')}${resumed}`,
+      ...windowLines(summary, rerun),
+    ];
     io.stderr.write(`${lines.join('\n')}\n`);
     const code = windowsExitCode(summary);
     const document = backfillSummaryDocument({

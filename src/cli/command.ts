@@ -81,7 +81,8 @@ export function parseCommandArgs<Extra extends Options = {}>(command: string, ar
   // `--job NAME` says what it selects (a job, by its name); `--tile NAME`, its older spelling, is
   // kept for the scripts and CronJobs that use it. It is read as `--job`, so every message about
   // the flag (missing value, given twice, no such job) names the spelling the help teaches.
-  const spelled = 'job' in options ? args.map((arg) => (arg === '--tile' ? '--job' : arg.startsWith('--tile=') ? `--job=${arg.slice('--tile='.length)}` : arg)) : args;
+  const spelled =
+    'job' in options ? args.map((arg) => (arg === '--tile' ? '--job' : arg.startsWith('--tile=') ? `--job=${arg.slice('--tile='.length)}` : arg)) : args;
   let parsed;
   try {
     parsed = parseArgs({ args: spelled, options, allowPositionals, strict: true, tokens: true });
@@ -96,7 +97,8 @@ export function parseCommandArgs<Extra extends Options = {}>(command: string, ar
     seen.set(token.name, [...(seen.get(token.name) ?? []), token.value ?? '']);
   }
   for (const [name, values] of seen) {
-    if (values.length > 1) throw UsageError.of(`${command}: --${name} is given ${values.length} times (${values.map((value) => JSON.stringify(value)).join(', ')}); give it once`);
+    if (values.length > 1)
+      throw UsageError.of(`${command}: --${name} is given ${values.length} times (${values.map((value) => JSON.stringify(value)).join(', ')}); give it once`);
   }
   const { tokens: _tokens, ...rest } = parsed;
   return rest;

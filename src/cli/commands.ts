@@ -14,12 +14,44 @@ export interface CommandEntry {
 
 export const COMMANDS: readonly CommandEntry[] = [
   { name: 'run', summary: 'export every job (or --job NAME) once; the CronJob entrypoint', load: async () => (await import('./run-command.js')).runCommand },
-  { name: 'schedule', summary: 'run every job on its own cron until SIGTERM (long-running worker)', load: async () => (await import('./schedule-command.js')).scheduleCommand },
-  { name: 'backfill', summary: 'export one tile window by window over a date range; each window replaces its own output', load: async () => (await import('./backfill-command.js')).backfillCommand },
-  { name: 'plan', summary: "show each tile's columns and how its sinks would change; writes nothing", load: async () => (await import('./plan-command.js')).planCommand },
-  { name: 'probe', summary: "record what the tenant answers for a few pages of a job (shapes, not data); writes no sink", load: async () => (await import('./probe-command.js')).probeCommand },
-  { name: 'check', summary: 'test credentials and reachability: a token, then page 0 of each tile; writes nothing', load: async () => (await import('./check-command.js')).checkCommand },
-  { name: 'validate', summary: 'check the environment config and every job file; runs nothing', load: async () => (await import('./validate-command.js')).validateCommand },
-  { name: 'init', summary: "create jobs/<name>.yaml from a tile's API request copied from the reporting module", load: async () => (await import('./init-command.js')).initCommand },
-  { name: 'k8s', summary: 'generate the Kubernetes CronJobs (and kustomize sources) from the job files', load: async () => (await import('./k8s-command.js')).k8sCommand },
+  {
+    name: 'schedule',
+    summary: 'run every job on its own cron until SIGTERM (long-running worker)',
+    load: async () => (await import('./schedule-command.js')).scheduleCommand,
+  },
+  {
+    name: 'backfill',
+    summary: 'export one tile window by window over a date range; each window replaces its own output',
+    load: async () => (await import('./backfill-command.js')).backfillCommand,
+  },
+  {
+    name: 'plan',
+    summary: "show each tile's columns and how its sinks would change; writes nothing",
+    load: async () => (await import('./plan-command.js')).planCommand,
+  },
+  {
+    name: 'probe',
+    summary: 'record what the tenant answers for a few pages of a job (shapes, not data); writes no sink',
+    load: async () => (await import('./probe-command.js')).probeCommand,
+  },
+  {
+    name: 'check',
+    summary: 'test credentials and reachability: a token, then page 0 of each tile; writes nothing',
+    load: async () => (await import('./check-command.js')).checkCommand,
+  },
+  {
+    name: 'validate',
+    summary: 'check the environment config and every job file; runs nothing',
+    load: async () => (await import('./validate-command.js')).validateCommand,
+  },
+  {
+    name: 'init',
+    summary: "create jobs/<name>.yaml from a tile's API request copied from the reporting module",
+    load: async () => (await import('./init-command.js')).initCommand,
+  },
+  {
+    name: 'k8s',
+    summary: 'generate the Kubernetes CronJobs (and kustomize sources) from the job files',
+    load: async () => (await import('./k8s-command.js')).k8sCommand,
+  },
 ];

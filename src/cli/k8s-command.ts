@@ -35,7 +35,12 @@ async function generatedFromConfig(outFile: string, env: NodeJS.ProcessEnv): Pro
   const copies = await readdir(path.join(path.dirname(outFile), 'generated', 'config')).catch(() => []);
   if (copies.length !== 1) return undefined;
   const original = path.join('config', copies[0]!);
-  return (await access(original).then(() => true, () => false)) ? original : undefined;
+  return (await access(original).then(
+    () => true,
+    () => false,
+  ))
+    ? original
+    : undefined;
 }
 
 function shown(file: string): string {
@@ -79,15 +84,23 @@ async function printBackfillJob(name: string, values: K8sFlags, workspace: Works
   const parallelism = wholeFlag(values, 'parallelism', Math.min(2, completions), completions);
   const backfillJob = jobForBackfill(job);
   backfillItemIndex(backfillJob);
-  const pod = planPod({ environment: workspace.environment, configFile: workspace.configFile, jobs: [backfillJob], image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)) });
+  const pod = planPod({
+    environment: workspace.environment,
+    configFile: workspace.configFile,
+    jobs: [backfillJob],
+    image: await kustomizationImage(path.dirname(DEFAULT_K8S_OUT)),
+  });
   for (const warning of pod.warnings) io.stderr.write(`tilehouse k8s: warning: ${warning}\n`);
   io.stdout.write(
-    renderYamlDocuments([indexedBackfillJob(pod, { job: backfillJob, from, to, step, completions, parallelism, resume: values.resume === true, traceparent: newTraceparent() })], {
-      header: [
-        `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
-        `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
-      ].join('\n'),
-    }),
+    renderYamlDocuments(
+      [indexedBackfillJob(pod, { job: backfillJob, from, to, step, completions, parallelism, resume: values.resume === true, traceparent: newTraceparent() })],
+      {
+        header: [
+          `tilehouse k8s --backfill ${job.name} --from ${values.from} --to ${values.to} --step ${step} --completions ${completions} --parallelism ${parallelism}`,
+          `${countNoun(windows, 'window')} in ${countNoun(completions, 'share')} (Indexed Job): pod i runs share i; create with kubectl create -f -`,
+        ].join('\n'),
+      },
+    ),
   );
   return EXIT.ok;
 }
@@ -95,7 +108,8 @@ async function printBackfillJob(name: string, values: K8sFlags, workspace: Works
 /** --from, --to and --step of `--backfill`, checked. */
 function backfillRange(values: K8sFlags): { from: string; to: string; step: WindowStep } {
   for (const flag of ['from', 'to'] as const) {
-    if (values[flag] === undefined || !isCalendarDate(values[flag])) throw UsageError.of(`k8s: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+    if (values[flag] === undefined || !isCalendarDate(values[flag]))
+      throw UsageError.of(`k8s: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
   }
   const step = (values.step ?? 'day') as WindowStep;
   if (!['day', 'week', 'month'].includes(step)) throw UsageError.of(`k8s: --step must be one of day, week, month, got ${JSON.stringify(values.step)}`);
@@ -150,9 +164,7 @@ async function checkManifests(plan: ManifestPlan, command: string, io: CliIo): P
     io.stdout.write(`up to date: ${plan.files.length} generated files (${command})\n`);
     return EXIT.ok;
   }
-  io.stderr.write(
-    `stale Kubernetes manifests; run: ${command}\n${stale.map((entry) => `  ${shown(entry.file)}: ${entry.reason}`).join('\n')}\n`,
-  );
+  io.stderr.write(`stale Kubernetes manifests; run: ${command}\n${stale.map((entry) => `  ${shown(entry.file)}: ${entry.reason}`).join('\n')}\n`);
   return EXIT.tileFailed;
 }
 

@@ -34,13 +34,23 @@ function instantOf(text: string): number {
 }
 
 /** --window-start / --window-end: both or neither, start before end, echoed as given. */
-export function nominalWindowOf(command: string, values: { 'window-start'?: string | undefined; 'window-end'?: string | undefined }): { start: string; end: string } | null {
+export function nominalWindowOf(
+  command: string,
+  values: { 'window-start'?: string | undefined; 'window-end'?: string | undefined },
+): { start: string; end: string } | null {
   const start = values['window-start'];
   const end = values['window-end'];
   if (start === undefined && end === undefined) return null;
-  if (start === undefined || end === undefined) throw UsageError.of(`${command}: --window-start and --window-end come together; got only --window-${start === undefined ? 'end' : 'start'}`);
-  for (const [flag, value] of [['--window-start', start], ['--window-end', end]] as const) {
-    if (Number.isNaN(instantOf(value))) throw UsageError.of(`${command}: ${flag} must be an RFC 3339 date-time with an offset (2026-06-01T06:00:00Z) or a date (2026-06-01), got ${JSON.stringify(value)}`);
+  if (start === undefined || end === undefined)
+    throw UsageError.of(`${command}: --window-start and --window-end come together; got only --window-${start === undefined ? 'end' : 'start'}`);
+  for (const [flag, value] of [
+    ['--window-start', start],
+    ['--window-end', end],
+  ] as const) {
+    if (Number.isNaN(instantOf(value)))
+      throw UsageError.of(
+        `${command}: ${flag} must be an RFC 3339 date-time with an offset (2026-06-01T06:00:00Z) or a date (2026-06-01), got ${JSON.stringify(value)}`,
+      );
   }
   if (instantOf(start) >= instantOf(end)) throw UsageError.of(`${command}: --window-start (${start}) must be before --window-end (${end})`);
   return { start, end };
@@ -56,7 +66,11 @@ function wholeNumber(text: string): number {
  * not pass to the pod; `tilehouse k8s --backfill` sets it), else a Cloud Run job's
  * $CLOUD_RUN_TASK_INDEX / $CLOUD_RUN_TASK_COUNT. Undefined: all windows.
  */
-export function shardOf(command: string, values: { 'shard-index'?: string | undefined; 'shard-count'?: string | undefined }, env: NodeJS.ProcessEnv): Shard | undefined {
+export function shardOf(
+  command: string,
+  values: { 'shard-index'?: string | undefined; 'shard-count'?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): Shard | undefined {
   const sources: Array<[string, string | undefined, string, string | undefined]> = [
     ['--shard-index', values['shard-index'], '--shard-count', values['shard-count']],
     ['$JOB_COMPLETION_INDEX', env.JOB_COMPLETION_INDEX, '$TILEHOUSE_SHARD_COUNT', env.TILEHOUSE_SHARD_COUNT],
@@ -65,12 +79,15 @@ export function shardOf(command: string, values: { 'shard-index'?: string | unde
   for (const [indexName, indexText, countName, countText] of sources) {
     if (indexText === undefined && countText === undefined) continue;
     if (indexText === undefined || countText === undefined) {
-      throw UsageError.of(`${command}: ${indexText === undefined ? `${countName} is set but not ${indexName}` : `${indexName} is set but not ${countName}`}: a share of the windows needs both`);
+      throw UsageError.of(
+        `${command}: ${indexText === undefined ? `${countName} is set but not ${indexName}` : `${indexName} is set but not ${countName}`}: a share of the windows needs both`,
+      );
     }
     const index = wholeNumber(indexText);
     const count = wholeNumber(countText);
     if (!(count >= 1)) throw UsageError.of(`${command}: ${countName} must be a whole number >= 1, got ${JSON.stringify(countText)}`);
-    if (!(index >= 0 && index < count)) throw UsageError.of(`${command}: ${indexName} must be from 0 to ${count - 1} (${countName} is ${count}), got ${JSON.stringify(indexText)}`);
+    if (!(index >= 0 && index < count))
+      throw UsageError.of(`${command}: ${indexName} must be from 0 to ${count - 1} (${countName} is ${count}), got ${JSON.stringify(indexText)}`);
     return { index, count };
   }
   return undefined;

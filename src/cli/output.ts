@@ -61,7 +61,14 @@ export function openOutput(command: string, values: LogFlags, io: CliIo, fallbac
   const level = logLevelOf(command, values, io.env, fallback);
   const interactive = isInteractive(io);
   const stderr = io.stderr as NodeJS.WritableStream & { columns?: number };
-  const screen = interactive ? new StatusScreen({ write: (chunk) => stderr.write(chunk), get columns() { return stderr.columns; } }) : undefined;
+  const screen = interactive
+    ? new StatusScreen({
+        write: (chunk) => stderr.write(chunk),
+        get columns() {
+          return stderr.columns;
+        },
+      })
+    : undefined;
   const destination = io.logDestination ?? { write: (line: string) => (screen === undefined ? stderr.write(line) : screen.write(line)) };
   // With tracing on, a line written inside a span carries its trace_id and span_id (off: no mixin at all).
   const mixin = telemetryWanted(io.env) ? () => telemetry().logFields() : undefined;
@@ -135,7 +142,8 @@ export async function summaryTargetOf(command: string, values: SummaryFlags, env
   if (chosen === '') throw UsageError.of(`${command}: ${origin} needs a file name, or - for stdout`);
   const directory = path.dirname(path.resolve(chosen));
   const info = await stat(directory).catch(() => undefined);
-  if (info === undefined || !info.isDirectory()) throw UsageError.of(`${command}: ${origin} ${JSON.stringify(chosen)}: the directory ${directory} does not exist`);
+  if (info === undefined || !info.isDirectory())
+    throw UsageError.of(`${command}: ${origin} ${JSON.stringify(chosen)}: the directory ${directory} does not exist`);
   const target = await stat(chosen).catch(() => undefined);
   if (target?.isDirectory() === true) throw UsageError.of(`${command}: ${origin} ${JSON.stringify(chosen)} is a directory; name a file`);
   return { file: chosen };

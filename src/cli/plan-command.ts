@@ -42,7 +42,9 @@ be read or its targets disagree, 2 bad config or usage.
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
     const plans = await planWorkspace(workspace, workspace.selected, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
-    const blocked = plans.some((plan) => plan.status === 'failed' || plan.incremental?.error !== undefined || plan.sinks.some((sink) => sink.action === 'refuse'));
+    const blocked = plans.some(
+      (plan) => plan.status === 'failed' || plan.incremental?.error !== undefined || plan.sinks.some((sink) => sink.action === 'refuse'),
+    );
     return blocked ? EXIT.tileFailed : EXIT.ok;
   },
 };

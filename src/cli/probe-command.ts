@@ -22,7 +22,10 @@ export class RecordingWriteError extends TilehouseError {
   constructor(file: string, cause: unknown) {
     const code = fileSystemFailureCode(cause, 'probe_record_write_failed');
     const hint = fileSystemFailureHint(code);
-    super(`cannot write the recording to ${file}: ${(cause as NodeJS.ErrnoException | null)?.code ?? messageOf(cause)}${hint === undefined ? '' : `; ${hint}`}`, { cause });
+    super(
+      `cannot write the recording to ${file}: ${(cause as NodeJS.ErrnoException | null)?.code ?? messageOf(cause)}${hint === undefined ? '' : `; ${hint}`}`,
+      { cause },
+    );
     this.code = code;
   }
 }

@@ -15,7 +15,9 @@ export async function reportSummary(target: SummaryTarget, summary: object, code
   } catch (error) {
     const file = typeof target === 'object' ? target.file : 'stdout';
     const failure: ErrorCode = 'summary_write_failed';
-    io.stderr.write(`tilehouse: ${failure}: cannot write the run summary to ${file} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)}); the run itself ended with exit ${code}\n`);
+    io.stderr.write(
+      `tilehouse: ${failure}: cannot write the run summary to ${file} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)}); the run itself ended with exit ${code}\n`,
+    );
     return code === EXIT.ok ? EXIT.tileFailed : code;
   }
 }

@@ -110,7 +110,12 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     }
     const { summary, reports } = ran;
     const code = exitCodeOf(summary);
-    traced.setAttributes({ [ATTR.runId]: summary.runId, 'tilehouse.tiles.succeeded': summary.succeeded, 'tilehouse.tiles.failed': summary.failed, 'tilehouse.tiles.partially_published': summary.partiallyPublished });
+    traced.setAttributes({
+      [ATTR.runId]: summary.runId,
+      'tilehouse.tiles.succeeded': summary.succeeded,
+      'tilehouse.tiles.failed': summary.failed,
+      'tilehouse.tiles.partially_published': summary.partiallyPublished,
+    });
     io.stderr.write(formatRunSummary(summary));
     for (const report of reports) io.stderr.write(catchUpLines(report));
     const exitCode = await reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);

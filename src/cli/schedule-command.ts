@@ -44,7 +44,8 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     // so a refusal after them printed its error and then never exited (issue 25 item 5).
     if (io.signal === undefined) throw UsageError.of('schedule: needs a stop signal (run it as a process)');
     const grace = Number(values['grace-seconds'] ?? '30');
-    if (!Number.isFinite(grace) || grace < 0) throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
+    if (!Number.isFinite(grace) || grace < 0)
+      throw UsageError.of(`schedule: --grace-seconds must be a number ≥ 0, got ${JSON.stringify(values['grace-seconds'])}`);
     const output = openOutput('schedule', values, io, 'info');
     const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
@@ -53,20 +54,27 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
     const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
     const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
-    const scheduler = new Scheduler(scheduled, async (job, signal) => {
-      const root = traced.startRun({ [ATTR.command]: 'schedule', [ATTR.jobs]: [job.name] });
-      let failure: SpanFailure | undefined = { code: 'internal_error', message: 'the tick threw' };
-      try {
-        const { tile, report } = await root.within(() => runner.runTick(job, signal));
-        failure = tile?.error === undefined ? undefined : failureOf(tile.error);
-        if (report !== undefined) {
-          logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info']({ incremental: report }, catchUpLines(report).trim());
+    const scheduler = new Scheduler(
+      scheduled,
+      async (job, signal) => {
+        const root = traced.startRun({ [ATTR.command]: 'schedule', [ATTR.jobs]: [job.name] });
+        let failure: SpanFailure | undefined = { code: 'internal_error', message: 'the tick threw' };
+        try {
+          const { tile, report } = await root.within(() => runner.runTick(job, signal));
+          failure = tile?.error === undefined ? undefined : failureOf(tile.error);
+          if (report !== undefined) {
+            logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info'](
+              { incremental: report },
+              catchUpLines(report).trim(),
+            );
+          }
+          return tile;
+        } finally {
+          root.end(failure === undefined ? EXIT.ok : EXIT.tileFailed, failure);
         }
-        return tile;
-      } finally {
-        root.end(failure === undefined ? EXIT.ok : EXIT.tileFailed, failure);
-      }
-    }, logger);
+      },
+      logger,
+    );
     scheduler.start();
     if (!io.signal.aborted) await once(io.signal, 'abort');
     const drained = await scheduler.stop(grace * 1000);

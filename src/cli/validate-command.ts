@@ -48,7 +48,10 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
     const findings = await validateWorkspace(workspace, io.env, seams.sinkOptions);
     const { unchecked } = findings;
     // The OTEL_* variables of this environment, as a run would read them: what it cannot do is a warning.
-    const warnings = [...findings.warnings, ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` }))];
+    const warnings = [
+      ...findings.warnings,
+      ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` })),
+    ];
     const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);

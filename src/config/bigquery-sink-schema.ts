@@ -15,7 +15,9 @@ export const bigquerySinkSchema = z
     writeMode: z
       .enum(['replace', 'append', 'partition', 'merge'])
       .default('replace')
-      .describe('replace: the table is the latest run; append: rows are added; partition: one day partition per run; merge: rows update the table by primaryKey'),
+      .describe(
+        'replace: the table is the latest run; append: rows are added; partition: one day partition per run; merge: rows update the table by primaryKey',
+      ),
     schema: z.enum(['freeze', 'add']).default('freeze').describe('freeze: any change fails; add: new nullable columns are allowed'),
     partitionBy: z
       .object({
@@ -46,13 +48,20 @@ export const bigquerySinkSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run'),
+      .describe(
+        'writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run',
+      ),
     guard: publishGuardSchema,
   })
   .strict()
   .superRefine((sink, ctx) => {
     if (sink.writeMode === 'merge' && sink.primaryKey === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['writeMode'], input: sink.writeMode, message: 'writeMode: merge needs primaryKey: the columns whose values identify a row' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['writeMode'],
+        input: sink.writeMode,
+        message: 'writeMode: merge needs primaryKey: the columns whose values identify a row',
+      });
     }
     for (const option of ['primaryKey', 'latestBy'] as const) {
       if (sink[option] !== undefined && sink.writeMode !== 'merge') {
@@ -67,12 +76,22 @@ export const bigquerySinkSchema = z
     // `partition` partitions by ingestion time (the run's day); partitionBy by a column of the
     // rows. A table has one partitioning, so the two cannot be combined.
     if (sink.partitionBy !== undefined && sink.writeMode === 'partition') {
-      ctx.addIssue({ code: 'custom', path: ['partitionBy'], input: sink.partitionBy, message: 'writeMode: partition already partitions by ingestion time; use writeMode replace or append with partitionBy' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partitionBy'],
+        input: sink.partitionBy,
+        message: 'writeMode: partition already partitions by ingestion time; use writeMode replace or append with partitionBy',
+      });
     }
     const partitioned = sink.partitionBy !== undefined || sink.writeMode === 'partition';
     for (const option of ['requirePartitionFilter', 'partitionExpirationDays'] as const) {
       if (sink[option] !== undefined && !partitioned) {
-        ctx.addIssue({ code: 'custom', path: [option], input: sink[option], message: 'only for a partitioned table: set partitionBy (or writeMode: partition)' });
+        ctx.addIssue({
+          code: 'custom',
+          path: [option],
+          input: sink[option],
+          message: 'only for a partitioned table: set partitionBy (or writeMode: partition)',
+        });
       }
     }
     const seen = new Set<string>();
@@ -90,7 +109,8 @@ export type BigQuerySinkConfig = z.infer<typeof bigquerySinkSchema>;
  * `partition` replaces that day's partition, `merge` updates its rows by primaryKey.
  */
 const INCREMENTAL_WRITE_MODE_PROBLEM: Readonly<Record<string, string>> = {
-  replace: 'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+  replace:
+    'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
   append:
     'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
 };
@@ -107,5 +127,11 @@ export function takesWindows(writeMode: BigQuerySinkConfig['writeMode']): boolea
 /** What an incremental job requires of a BigQuery sink: a write mode that takes a day exported twice as once. */
 export function bigqueryIncrementalIssues(sink: BigQuerySinkConfig, index: number): SinkIssue[] {
   if (takesWindows(sink.writeMode)) return [];
-  return [{ path: ['sinks', index, 'writeMode'], input: sink.writeMode, message: INCREMENTAL_WRITE_MODE_PROBLEM[sink.writeMode] ?? 'an incremental job needs writeMode: partition or merge' }];
+  return [
+    {
+      path: ['sinks', index, 'writeMode'],
+      input: sink.writeMode,
+      message: INCREMENTAL_WRITE_MODE_PROBLEM[sink.writeMode] ?? 'an incremental job needs writeMode: partition or merge',
+    },
+  ];
 }

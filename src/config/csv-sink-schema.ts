@@ -11,12 +11,16 @@ export const csvSinkSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('Output path template; placeholders {name} {tile} {date} {runId}. Relative paths are under the CSV directory of the environment config. Default {name}.csv'),
+      .describe(
+        'Output path template; placeholders {name} {tile} {date} {runId}. Relative paths are under the CSV directory of the environment config. Default {name}.csv',
+      ),
     gzip: z.boolean().default(false),
     manifest: z
       .boolean()
       .optional()
-      .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
+      .describe(
+        'Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run',
+      ),
     guard: publishGuardSchema,
     // Named so that `writeMode: merge` (or append) on a CSV sink says why, not just "unrecognized key".
     writeMode: z
@@ -40,7 +44,11 @@ export function defaultCsvPathTemplate(sink: { gzip?: boolean | undefined }, win
 export function csvIncrementalIssues(sink: CsvSinkConfig, index: number): SinkIssue[] {
   const issues: SinkIssue[] = [];
   if (sink.path !== undefined && !writesOneFilePerWindow(sink.path)) {
-    issues.push({ path: ['sinks', index, 'path'], input: sink.path, message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultCsvPathTemplate(sink, true)})` });
+    issues.push({
+      path: ['sinks', index, 'path'],
+      input: sink.path,
+      message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultCsvPathTemplate(sink, true)})`,
+    });
   }
   if (sink.manifest !== true) {
     // Reported on the sink, whose line is known, since the key is usually absent.

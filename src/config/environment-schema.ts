@@ -12,9 +12,7 @@ import { publishGuardSchema } from './publish-guard-schema.js';
 
 export const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
-const envReference = z
-  .string()
-  .regex(ENV_REFERENCE, 'must be a reference like ${TILEHOUSE_CLIENT_SECRET}; literal secrets are refused in YAML');
+const envReference = z.string().regex(ENV_REFERENCE, 'must be a reference like ${TILEHOUSE_CLIENT_SECRET}; literal secrets are refused in YAML');
 
 const sourceSchema = z
   .object({
@@ -32,7 +30,7 @@ const sourceSchema = z
       .enum(['run', 'job'])
       .default('run')
       .describe(
-        'run: one token, fetched at the start of the run, serves all its jobs (and a backfill\'s windows), replaced before expires_in; job: every job (and window) fetches its own (issuers that meter machine-to-machine tokens count each one)',
+        "run: one token, fetched at the start of the run, serves all its jobs (and a backfill's windows), replaced before expires_in; job: every job (and window) fetches its own (issuers that meter machine-to-machine tokens count each one)",
       ),
     clock: z
       .enum(['source', 'local'])
@@ -46,23 +44,9 @@ const sourceSchema = z
       .positive()
       .default(120_000)
       .describe('Limit for one whole request: response headers and the complete body, however slowly it arrives'),
-    bodyTimeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .optional()
-      .describe('Limit for each gap while a response body arrives; default: requestTimeoutMs'),
-    concurrency: z
-      .number()
-      .int()
-      .min(1)
-      .max(64)
-      .default(4)
-      .describe('Parallel page requests per tile; lowered automatically while the source answers 429'),
-    allowInsecureHttp: z
-      .boolean()
-      .default(false)
-      .describe('Permit http:// for non-loopback hosts (never for production)'),
+    bodyTimeoutMs: z.number().int().positive().optional().describe('Limit for each gap while a response body arrives; default: requestTimeoutMs'),
+    concurrency: z.number().int().min(1).max(64).default(4).describe('Parallel page requests per tile; lowered automatically while the source answers 429'),
+    allowInsecureHttp: z.boolean().default(false).describe('Permit http:// for non-loopback hosts (never for production)'),
   })
   .strict()
   .refine((s) => (s.clientId === undefined) !== (s.clientIdFile === undefined), {
@@ -80,11 +64,17 @@ function fileDirectorySchema(label: string) {
     .string()
     .min(1)
     .superRefine((directory, ctx) => {
-      const problem = !looksLikeUrl(directory) ? undefined : directory.startsWith(S3_SCHEME) ? s3UrlProblem(directory, { object: 'optional' }) : gcsUrlProblem(directory, { object: 'optional' });
+      const problem = !looksLikeUrl(directory)
+        ? undefined
+        : directory.startsWith(S3_SCHEME)
+          ? s3UrlProblem(directory, { object: 'optional' })
+          : gcsUrlProblem(directory, { object: 'optional' });
       if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
     })
     .default('out')
-    .describe(`Where relative ${label} paths go: a local directory, a Cloud Storage prefix gs://bucket[/prefix], or an S3 prefix s3://bucket[/prefix]. Default out`);
+    .describe(
+      `Where relative ${label} paths go: a local directory, a Cloud Storage prefix gs://bucket[/prefix], or an S3 prefix s3://bucket[/prefix]. Default out`,
+    );
 }
 
 const sinkDefaultsSchema = z
@@ -105,13 +95,15 @@ const sinkDefaultsSchema = z
         runLedger: z
           .boolean()
           .optional()
-          .describe('Default true: append one row per tile run and target to _tilehouse_runs in the target\'s dataset, after the publish'),
+          .describe("Default true: append one row per tile run and target to _tilehouse_runs in the target's dataset, after the publish"),
         requestTimeoutMs: z
           .number()
           .int()
           .positive()
           .optional()
-          .describe('Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)'),
+          .describe(
+            'Default 60000: limit for each BigQuery API request, retried as a lost answer when it passes (jobs are polled with short requests, never awaited in one)',
+          ),
         apiEndpoint: googleApiEndpointSchema('BigQuery', 'https://bigquery.europe-west3.rep.googleapis.com').optional(),
         guard: publishGuardSchema,
       })
@@ -130,16 +122,23 @@ const sinkDefaultsSchema = z
           .string()
           .regex(/^[a-z0-9-]{2,32}$/, 'an AWS region name such as eu-west-1')
           .optional()
-          .describe('The buckets\' region; default: from the AWS chain (AWS_REGION, the shared config file), else us-east-1'),
+          .describe("The buckets' region; default: from the AWS chain (AWS_REGION, the shared config file), else us-east-1"),
         endpoint: z
           .url({ protocol: /^https?$/ })
           .optional()
-          .describe('An S3-compatible store (MinIO, Cloudflare R2, Ceph...): its origin, e.g. https://minio.example.internal:9000; default: Amazon S3. Credentials never go here: they come from the AWS chain'),
+          .describe(
+            'An S3-compatible store (MinIO, Cloudflare R2, Ceph...): its origin, e.g. https://minio.example.internal:9000; default: Amazon S3. Credentials never go here: they come from the AWS chain',
+          ),
         forcePathStyle: z
           .boolean()
           .optional()
           .describe('Address buckets as <endpoint>/<bucket> instead of <bucket>.<endpoint>; default: true with an endpoint, false for Amazon S3'),
-        requestTimeoutMs: z.number().int().positive().optional().describe('Default 60000: limit for each S3 request, retried (after the target is read, for a publish) when it passes'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Default 60000: limit for each S3 request, retried (after the target is read, for a publish) when it passes'),
         allowInsecureHttp: z
           .boolean()
           .default(false)
@@ -153,11 +152,19 @@ const sinkDefaultsSchema = z
         const url = new URL(s3.endpoint);
         const loopback = ['localhost', '[::1]'].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
         if (url.protocol === 'http:' && !loopback) {
-          ctx.addIssue({ code: 'custom', path: ['endpoint'], input: s3.endpoint, message: 'http:// is refused for non-loopback hosts (objects and session tokens would cross the wire in clear); use https:// or set sinks.s3.allowInsecureHttp: true' });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['endpoint'],
+            input: s3.endpoint,
+            message:
+              'http:// is refused for non-loopback hosts (objects and session tokens would cross the wire in clear); use https:// or set sinks.s3.allowInsecureHttp: true',
+          });
         }
       })
       .optional()
-      .describe('Settings of s3:// CSV and Parquet targets (credentials come from the standard AWS chain: environment, shared files, web identity / IRSA, EKS Pod Identity)'),
+      .describe(
+        'Settings of s3:// CSV and Parquet targets (credentials come from the standard AWS chain: environment, shared files, web identity / IRSA, EKS Pod Identity)',
+      ),
   })
   .strict()
   .default({ csv: { directory: 'out' }, parquet: { directory: 'out' } });
@@ -166,13 +173,16 @@ const PROMETHEUS_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 const metricsSchema = z
   .object({
-    pushgatewayUrl: z
-      .url()
-      .optional()
-      .describe('Prometheus Pushgateway to push each tile run\'s metrics to (grouping key: job); none: no metrics are pushed'),
+    pushgatewayUrl: z.url().optional().describe("Prometheus Pushgateway to push each tile run's metrics to (grouping key: job); none: no metrics are pushed"),
     timeoutMs: z.number().int().positive().default(5000).describe('Limit for one push; a failed push is logged and never fails the run'),
     labels: z
-      .record(z.string().regex(PROMETHEUS_LABEL, 'must be a Prometheus label name').refine((name) => !name.startsWith('__') && name !== 'job', 'job and names starting with __ are reserved'), z.string().min(1))
+      .record(
+        z
+          .string()
+          .regex(PROMETHEUS_LABEL, 'must be a Prometheus label name')
+          .refine((name) => !name.startsWith('__') && name !== 'job', 'job and names starting with __ are reserved'),
+        z.string().min(1),
+      )
       .default({})
       .describe('Extra grouping labels, e.g. {environment: production}'),
   })
@@ -191,7 +201,7 @@ export const environmentSchema = z
       .min(1_000)
       .default(20_000)
       .describe(
-        'After SIGTERM/SIGINT: how long the cleanup (aborting requests, removing staging tables and temp objects, the summary) may take before the process exits 143/130 anyway. Keep it below the pod\'s terminationGracePeriodSeconds (30 s by default)',
+        "After SIGTERM/SIGINT: how long the cleanup (aborting requests, removing staging tables and temp objects, the summary) may take before the process exits 143/130 anyway. Keep it below the pod's terminationGracePeriodSeconds (30 s by default)",
       ),
     googleCredentialsWaitMs: z
       .number()
@@ -200,7 +210,7 @@ export const environmentSchema = z
       .max(300_000)
       .default(30_000)
       .describe(
-        'How long a run waits for Google credentials (the metadata server of Workload Identity, a token endpoint) before it fails with google_credentials_unavailable: GKE\'s metadata server can take a few seconds to answer in a new pod. Default 30000',
+        "How long a run waits for Google credentials (the metadata server of Workload Identity, a token endpoint) before it fails with google_credentials_unavailable: GKE's metadata server can take a few seconds to answer in a new pod. Default 30000",
       ),
   })
   .strict();

@@ -37,7 +37,8 @@ export function bucketNameProblem(name: string): string | undefined {
   }
   const limit = name.includes('.') ? 222 : 63;
   if (name.length < 3 || name.length > limit) return `bucket name ${JSON.stringify(name)} must be 3 to ${limit} characters long`;
-  if (name.split('.').some((part) => part.length > 63 || part.length === 0)) return `bucket name ${JSON.stringify(name)} has an empty or over-long dot-separated part`;
+  if (name.split('.').some((part) => part.length > 63 || part.length === 0))
+    return `bucket name ${JSON.stringify(name)} has an empty or over-long dot-separated part`;
   if (/^\d+\.\d+\.\d+\.\d+$/.test(name)) return `bucket name ${JSON.stringify(name)} looks like an IP address`;
   if (name.startsWith('goog')) return `bucket name ${JSON.stringify(name)} starts with "goog", which Cloud Storage reserves`;
   return undefined;

@@ -205,7 +205,8 @@ export function parseCurlWords(words: readonly string[]): RawRequest {
     }
     if (FLAG_OPTIONS.has(word)) continue;
     const unsupportedFlag = UNSUPPORTED_FLAGS[word];
-    if (unsupportedFlag !== undefined) throw new CurlImportError(`curl option ${word} is not supported: ${unsupportedFlag}, and the export endpoint takes POST with a JSON body`);
+    if (unsupportedFlag !== undefined)
+      throw new CurlImportError(`curl option ${word} is not supported: ${unsupportedFlag}, and the export endpoint takes POST with a JSON body`);
     const role = VALUE_OPTIONS[word];
     if (role === undefined) {
       throw new CurlImportError(

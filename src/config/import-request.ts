@@ -141,9 +141,7 @@ function readRawRequest(text: string, source: string): RawRequest {
 }
 
 function credentialsIn(headers: readonly RequestHeader[]): string[] {
-  return headers
-    .filter((header) => /^(authorization|x-api-key|api-key|cookie)$/i.test(header.name))
-    .map((header) => `${header.name} header`);
+  return headers.filter((header) => /^(authorization|x-api-key|api-key|cookie)$/i.test(header.name)).map((header) => `${header.name} header`);
 }
 
 interface TileParamResult {
@@ -210,7 +208,12 @@ function readUrl(raw: RawRequest, source: string, problems: ConfigProblem[]): UR
 }
 
 /** The base URL before the export path, and the tile: which query-string item carries it, and its id. */
-function readTile(url: URL, source: string, wantedParam: string | undefined, problems: ConfigProblem[]): { baseUrl?: string; tileParam?: string; tileId?: string } {
+function readTile(
+  url: URL,
+  source: string,
+  wantedParam: string | undefined,
+  problems: ConfigProblem[],
+): { baseUrl?: string; tileParam?: string; tileId?: string } {
   let baseUrl: string | undefined;
   const pathname = url.pathname.replace(/\/+$/, '');
   if (!pathname.endsWith(EXPORT_PATH)) {
@@ -234,7 +237,12 @@ function readTile(url: URL, source: string, wantedParam: string | undefined, pro
   } else if (tileId === undefined || tileId === '') {
     problems.push({ file: source, field: `url query string ${tileParam}`, message: 'the tile id is empty' });
   } else if (/[<>{}]/.test(tileId)) {
-    problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id is a placeholder; copy the request of a real tile' });
+    problems.push({
+      file: source,
+      field: `url query string ${tileParam}`,
+      value: echo(tileId),
+      message: 'the tile id is a placeholder; copy the request of a real tile',
+    });
   } else if (/[\u0000-\u001f\u007f]/.test(tileId)) {
     problems.push({ file: source, field: `url query string ${tileParam}`, value: echo(tileId), message: 'the tile id contains control characters' });
   }
@@ -259,7 +267,8 @@ function readQuery(raw: RawRequest, source: string, problems: ConfigProblem[]): 
     problems.push({
       file: source,
       field: 'body',
-      message: 'no body: the export query (JSON with items and options) is missing; a curl command carries it in -d/--data-raw, the other form after the URL line',
+      message:
+        'no body: the export query (JSON with items and options) is missing; a curl command carries it in -d/--data-raw, the other form after the URL line',
     });
     return {};
   }
@@ -291,7 +300,12 @@ function readQuery(raw: RawRequest, source: string, problems: ConfigProblem[]): 
  */
 export function importRequest(text: string, options: ImportOptions): ImportedRequest {
   const { source } = options;
-  if (text.trim() === '') throw ConfigError.single({ file: source, field: '', message: 'the request is empty; paste the curl command or the URL and JSON body the reporting module shows' });
+  if (text.trim() === '')
+    throw ConfigError.single({
+      file: source,
+      field: '',
+      message: 'the request is empty; paste the curl command or the URL and JSON body the reporting module shows',
+    });
   const raw = readRawRequest(text, source);
   const problems: ConfigProblem[] = [];
   const droppedCredentials = [...credentialsIn(raw.headers), ...raw.credentialOptions];

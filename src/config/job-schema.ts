@@ -70,13 +70,15 @@ const ianaTimezone = z.string().refine(
   { message: 'not an IANA time zone (e.g. UTC, Europe/Berlin)' },
 );
 
-
 /**
  * `columns` keys name the headers of the export, which are the visible query items' headers: an
  * override for any other header would fail every run at page 0, so it is refused here, with the
  * headers there are, and so is a type the item's dataType cannot be read as.
  */
-function checkColumnOverrides(job: { query: { items: Array<{ header: string; dataType: string; hidden?: boolean | undefined }> }; columns: Record<string, { type: string }> }, ctx: z.RefinementCtx): void {
+function checkColumnOverrides(
+  job: { query: { items: Array<{ header: string; dataType: string; hidden?: boolean | undefined }> }; columns: Record<string, { type: string }> },
+  ctx: z.RefinementCtx,
+): void {
   const visible = job.query.items.filter((item) => item.hidden !== true);
   for (const [header, override] of Object.entries(job.columns)) {
     const item = visible.find((candidate) => candidate.header === header);
@@ -132,13 +134,23 @@ function checkIncremental(job: IncrementalShape, ctx: z.RefinementCtx): void {
     const own = incremental[key];
     const backfill = job.backfill?.[key];
     if (own !== undefined && backfill !== undefined && own !== backfill) {
-      ctx.addIssue({ code: 'custom', path: ['incremental', key], input: own, message: `backfill.${key} is ${JSON.stringify(backfill)}: the two must name the same (or leave this one out)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['incremental', key],
+        input: own,
+        message: `backfill.${key} is ${JSON.stringify(backfill)}: the two must name the same (or leave this one out)`,
+      });
     }
   }
   const item = incremental.item ?? job.backfill?.item;
   const bucket = incremental.bucketColumn ?? job.backfill?.bucketColumn;
   if (item === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['incremental'], input: incremental, message: 'name the datetime query item the day windows filter: incremental.item (or backfill.item)' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['incremental'],
+      input: incremental,
+      message: 'name the datetime query item the day windows filter: incremental.item (or backfill.item)',
+    });
   }
   // Each problem at the section that named the setting (incremental:, else the backfill: it defaults to).
   const problems = windowItemProblems(job.query.items, item ?? '', bucket, 'incremental').filter((problem) => item !== undefined || problem.key !== 'item');
@@ -176,58 +188,52 @@ export const jobSchema = z
       })
       .strict()
       .optional(),
-    timezone: ianaTimezone
-      .optional()
-      .describe('Zone for datetimes without an offset and for {date}; default: the schedule timezone, else UTC'),
+    timezone: ianaTimezone.optional().describe('Zone for datetimes without an offset and for {date}; default: the schedule timezone, else UTC'),
     query: exportQuerySchema,
     sinks: z.array(sinkSchema).min(1, 'a job needs at least one sink'),
     tempStorage: z
       .string()
       .regex(/^[1-9]\d*(?:Ki|Mi|Gi|Ti)$/, 'a Kubernetes quantity in binary units, e.g. 512Mi or 4Gi')
       .optional()
-      .describe("Local disk this job's Kubernetes pod gets for temp files and local outputs (tilehouse k8s: the /tmp emptyDir's sizeLimit and the container's ephemeral-storage); default 1Gi. See k8s/README.md for sizing"),
+      .describe(
+        "Local disk this job's Kubernetes pod gets for temp files and local outputs (tilehouse k8s: the /tmp emptyDir's sizeLimit and the container's ephemeral-storage); default 1Gi. See k8s/README.md for sizing",
+      ),
     columns: z
-      .record(
-        z.string(),
-        z.object({ type: z.enum(COLUMN_TYPES) }).strict(),
-      )
+      .record(z.string(), z.object({ type: z.enum(COLUMN_TYPES) }).strict())
       .default({})
       .describe('Per-header type overrides, e.g. {"Incidents": {type: INT64}}'),
     backfill: z
       .object({
-        item: z
-          .string()
-          .min(1)
-          .describe('Header or ref of the query item (a datetime) that a backfill window filters with rw'),
+        item: z.string().min(1).describe('Header or ref of the query item (a datetime) that a backfill window filters with rw'),
         bucketColumn: z
           .string()
           .min(1)
           .optional()
-          .describe('Header of the output column holding each row\'s date bucket (a grouped function: date item); makes windows exact'),
+          .describe("Header of the output column holding each row's date bucket (a grouped function: date item); makes windows exact"),
       })
       .strict()
       .optional()
       .describe('How `tilehouse backfill` splits this tile into date windows'),
     incremental: z
       .object({
-        item: z
-          .string()
-          .min(1)
-          .optional()
-          .describe('Header or ref of the query item (a datetime) the day windows filter with rw; default: backfill.item'),
+        item: z.string().min(1).optional().describe('Header or ref of the query item (a datetime) the day windows filter with rw; default: backfill.item'),
         bucketColumn: z
           .string()
           .min(1)
           .optional()
           .describe("Header of the output column holding each row's date bucket; makes windows exact; default: backfill.bucketColumn"),
-        startFrom: calendarDateText.describe('The first day the first run exports (YYYY-MM-DD, the job timezone); required, so a new job never silently exports everything or nothing'),
+        startFrom: calendarDateText.describe(
+          'The first day the first run exports (YYYY-MM-DD, the job timezone); required, so a new job never silently exports everything or nothing',
+        ),
         lookbackDays: z
           .number()
           .int()
           .min(0)
           .max(366)
           .default(1)
-          .describe('Days before the first unpublished one that every run exports again, for rows that arrive late (default 1: the day the previous run caught while it was still going)'),
+          .describe(
+            'Days before the first unpublished one that every run exports again, for rows that arrive late (default 1: the day the previous run caught while it was still going)',
+          ),
         maxWindows: z
           .number()
           .int()
@@ -238,11 +244,10 @@ export const jobSchema = z
       })
       .strict()
       .optional()
-      .describe('Makes every run incremental: day windows from the first one its sinks have not published (the run ledger, CSV manifests) up to the source\'s today, each its own idempotent publish'),
-    onInvalidValue: z
-      .enum(['fail', 'null'])
-      .default('fail')
-      .describe('fail: a value that does not parse fails the tile; null: it becomes null and is counted'),
+      .describe(
+        "Makes every run incremental: day windows from the first one its sinks have not published (the run ledger, CSV manifests) up to the source's today, each its own idempotent publish",
+      ),
+    onInvalidValue: z.enum(['fail', 'null']).default('fail').describe('fail: a value that does not parse fails the tile; null: it becomes null and is counted'),
   })
   .strict()
   .superRefine(checkColumnOverrides)

@@ -13,7 +13,9 @@ export const parquetSinkSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('Output path template; placeholders {name} {tile} {date} {runId}. Relative paths are under the Parquet directory of the environment config. Default {name}.parquet'),
+      .describe(
+        'Output path template; placeholders {name} {tile} {date} {runId}. Relative paths are under the Parquet directory of the environment config. Default {name}.parquet',
+      ),
     compression: z
       .enum(PARQUET_SINK_COMPRESSIONS)
       .default('snappy')
@@ -25,7 +27,9 @@ export const parquetSinkSchema = z
     manifest: z
       .boolean()
       .optional()
-      .describe('Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run'),
+      .describe(
+        'Default false: also publish <file>.manifest.json (rows, bytes, sha256, run id, columns) right after each file, so a consumer can check it has the whole run',
+      ),
     guard: publishGuardSchema,
     // Named so that `writeMode: merge` (or append) on a Parquet sink says why, not just "unrecognized key".
     writeMode: z
@@ -48,11 +52,19 @@ export function defaultParquetPathTemplate(windowed: boolean): string {
 export function parquetIncrementalIssues(sink: ParquetSinkConfig, index: number): SinkIssue[] {
   const issues: SinkIssue[] = [];
   if (sink.path !== undefined && !sink.path.includes('{date}')) {
-    issues.push({ path: ['sinks', index, 'path'], input: sink.path, message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultParquetPathTemplate(true)})` });
+    issues.push({
+      path: ['sinks', index, 'path'],
+      input: sink.path,
+      message: `an incremental job writes one file per day: the path needs {date} (or leave it out: ${defaultParquetPathTemplate(true)})`,
+    });
   }
   if (sink.manifest !== true) {
     // Reported on the sink, whose line is known, since the key is usually absent.
-    issues.push({ path: ['sinks', index], input: sink.manifest, message: 'an incremental job tells a finished day by its Parquet manifest: set manifest: true' });
+    issues.push({
+      path: ['sinks', index],
+      input: sink.manifest,
+      message: 'an incremental job tells a finished day by its Parquet manifest: set manifest: true',
+    });
   }
   return issues;
 }

@@ -20,13 +20,17 @@ export const publishGuardSchema = z
           .min(0)
           .max(1)
           .optional()
-          .describe('Default 0.5: the largest fraction of the rows a target holds that one publish may remove (0.5: more than 50% fewer rows is refused; 1: any shrink passes)'),
+          .describe(
+            'Default 0.5: the largest fraction of the rows a target holds that one publish may remove (0.5: more than 50% fewer rows is refused; 1: any shrink passes)',
+          ),
         minOfRecent: z
           .number()
           .min(0)
           .max(1)
           .optional()
-          .describe('Default 0.1: a run into a target that only grows (append, merge, partition) below this fraction of the median of its recent runs is held (0: off)'),
+          .describe(
+            'Default 0.1: a run into a target that only grows (append, merge, partition) below this fraction of the median of its recent runs is held (0: off)',
+          ),
         recentRuns: z
           .number()
           .int()
@@ -38,7 +42,9 @@ export const publishGuardSchema = z
       .strict(),
   ])
   .optional()
-  .describe('The publish guard: false turns it off for this sink; the defaults protect without configuration (see docs/failure-behaviour.md). A run meant to shrink passes with --allow-shrink or TILEHOUSE_ALLOW_SHRINK=1');
+  .describe(
+    'The publish guard: false turns it off for this sink; the defaults protect without configuration (see docs/failure-behaviour.md). A run meant to shrink passes with --allow-shrink or TILEHOUSE_ALLOW_SHRINK=1',
+  );
 
 export type PublishGuardConfig = z.infer<typeof publishGuardSchema>;
 

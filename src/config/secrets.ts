@@ -63,7 +63,9 @@ async function readOne(configFile: string, { field, reference, fileField, filePa
   const value = env[variable];
   if (value === undefined || value === '') {
     // Name the variable, never a value.
-    throw ConfigError.single(await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set` }));
+    throw ConfigError.single(
+      await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set` }),
+    );
   }
   return { value, literal: false };
 }
@@ -103,30 +105,34 @@ export async function uncheckedCredentials(source: SourceConfig, configFile: str
         () => undefined,
         (error: NodeJS.ErrnoException) => error.code ?? error.message,
       );
-      if (code !== undefined) unchecked.push(await locatedProblem(configFile, fileField, { value: JSON.stringify(filePath), message: `the secret file cannot be read here (${code})` }));
+      if (code !== undefined)
+        unchecked.push(
+          await locatedProblem(configFile, fileField, { value: JSON.stringify(filePath), message: `the secret file cannot be read here (${code})` }),
+        );
       continue;
     }
     const match = reference === undefined ? null : ENV_REFERENCE.exec(reference);
     if (match === null) {
       if (field === 'clientSecret') {
         throw ConfigError.single(
-          await locatedProblem(configFile, field, { message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile' }),
+          await locatedProblem(configFile, field, {
+            message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile',
+          }),
         );
       }
       continue; // a literal client id: nothing to resolve
     }
     const variable = match[1]!;
-    if (env[variable] === undefined || env[variable] === '') unchecked.push(await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set here` }));
+    if (env[variable] === undefined || env[variable] === '')
+      unchecked.push(
+        await locatedProblem(configFile, field, { value: JSON.stringify(reference), message: `environment variable ${variable} is not set here` }),
+      );
   }
   return unchecked;
 }
 
 /** Resolves the client id and secret from the environment or mounted files. */
-export async function resolveCredentials(
-  source: SourceConfig,
-  configFile: string,
-  env: Environment = process.env,
-): Promise<ClientCredentials> {
+export async function resolveCredentials(source: SourceConfig, configFile: string, env: Environment = process.env): Promise<ClientCredentials> {
   const [clientId, clientSecret] = credentialSpecs(source);
   return {
     clientId: await resolveOne(configFile, clientId!, env),

@@ -15,7 +15,6 @@ export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigqueryS
 
 export type SinkConfig = z.infer<typeof sinkSchema>;
 
-
 type IncrementalRule<K extends SinkConfig['type']> = (sink: Extract<SinkConfig, { type: K }>, index: number) => SinkIssue[];
 
 /** What an incremental job requires of each kind, one line per kind. */

@@ -39,7 +39,12 @@ const DATETIME_MESSAGE: Record<WindowedJobKind, (dataType: string) => string> = 
  * The window item must be a datetime item of the query (found by ref, else header), and a bucket
  * column, if named, the header of a visible item (the rows are cut to the window by it).
  */
-export function windowItemProblems(items: readonly QueryItemLike[], item: string, bucketColumn: string | undefined, kind: WindowedJobKind): WindowItemProblem[] {
+export function windowItemProblems(
+  items: readonly QueryItemLike[],
+  item: string,
+  bucketColumn: string | undefined,
+  kind: WindowedJobKind,
+): WindowItemProblem[] {
   const problems: WindowItemProblem[] = [];
   const index = findItemIndex({ items }, item);
   if (index < 0) problems.push({ key: 'item', value: item, message: 'no query item has this ref or header' });

@@ -96,7 +96,7 @@ export function scaffoldServiceAccount(annotations: Record<string, string> = {})
     ...(irsa
       ? [
           '# The config writes to S3: on EKS, IRSA maps this account to an IAM role (no key in any file):',
-          '# replace ACCOUNT_ID and the role name below; the role trusts the cluster\'s OIDC provider for',
+          "# replace ACCOUNT_ID and the role name below; the role trusts the cluster's OIDC provider for",
           `# system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT} and allows the actions docs/s3.md lists.`,
           '# With EKS Pod Identity instead, delete the annotation and create the association.',
         ]

@@ -1,14 +1,6 @@
 import { ConfigError } from '../config/config-error.js';
 import type { LoadedJob } from '../config/load-config.js';
-import {
-  APP,
-  BACKFILL_LIMITS,
-  CONTAINER,
-  CRONJOB_LIMITS,
-  EXIT_BAD_CONFIG,
-  MAX_CRONJOB_NAME,
-  NAMESPACE,
-} from './deploy-settings.js';
+import { APP, BACKFILL_LIMITS, CONTAINER, CRONJOB_LIMITS, EXIT_BAD_CONFIG, MAX_CRONJOB_NAME, NAMESPACE } from './deploy-settings.js';
 import type { PodPlan } from './pod-template.js';
 
 type Manifest = Record<string, unknown>;
@@ -47,7 +39,8 @@ function kubernetesSchedule(job: LoadedJob): string {
   }
   const fields = cron.split(/\s+/);
   if (fields.length !== 5) throw problem(`a Kubernetes CronJob takes 5 fields (minute hour day month weekday); this has ${fields.length}`);
-  if (/(TZ|#)|(^|[\s,])\d*[LW]([\s,]|$)|\bLW\b/.test(cron)) throw problem('L, W, # and TZ= are croner extensions that Kubernetes does not read; timezone goes in schedule.timezone');
+  if (/(TZ|#)|(^|[\s,])\d*[LW]([\s,]|$)|\bLW\b/.test(cron))
+    throw problem('L, W, # and TZ= are croner extensions that Kubernetes does not read; timezone goes in schedule.timezone');
   return cron;
 }
 
@@ -109,15 +102,7 @@ export function backfillJob(pod: PodPlan): Manifest {
       podFailurePolicy,
       template: {
         metadata: { labels: jobLabels },
-        spec: pod.spec([
-          'backfill',
-          '--job',
-          BACKFILL_PLACEHOLDERS.tile,
-          '--from',
-          BACKFILL_PLACEHOLDERS.date,
-          '--to',
-          BACKFILL_PLACEHOLDERS.date,
-        ]),
+        spec: pod.spec(['backfill', '--job', BACKFILL_PLACEHOLDERS.tile, '--from', BACKFILL_PLACEHOLDERS.date, '--to', BACKFILL_PLACEHOLDERS.date]),
       },
     },
   };
@@ -173,7 +158,18 @@ export function indexedBackfillJob(pod: PodPlan, backfill: IndexedBackfill): Man
       template: {
         metadata: { labels: jobLabels },
         spec: pod.spec(
-          ['backfill', '--job', backfill.job.name, '--from', backfill.from, '--to', backfill.to, '--step', backfill.step, ...(backfill.resume ? ['--resume'] : [])],
+          [
+            'backfill',
+            '--job',
+            backfill.job.name,
+            '--from',
+            backfill.from,
+            '--to',
+            backfill.to,
+            '--step',
+            backfill.step,
+            ...(backfill.resume ? ['--resume'] : []),
+          ],
           [
             { name: 'TILEHOUSE_SHARD_COUNT', value: String(backfill.completions) },
             { name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },

@@ -119,7 +119,7 @@ export async function planManifests(inputs: PlanInputs): Promise<ManifestPlan> {
 }
 
 const KEY_COMMENTS = {
-  resources: ' Sized from the benchmark\'s peak RSS; no CPU limit on purpose (see the top of this file).',
+  resources: " Sized from the benchmark's peak RSS; no CPU limit on purpose (see the top of this file).",
   defaultMode: ' 288 is 0440: readable by owner (root) and group (fsGroup 10001), nobody else.',
   startingDeadlineSeconds: ' Later than this, the run is skipped: what the next run exports is under "A missed schedule" at the top.',
 };
@@ -143,7 +143,7 @@ function renderCronJobs(jobs: readonly LoadedJob[], cronPod: PodPlan, generatedB
       'A missed schedule (cluster down, startingDeadlineSeconds passed, a run that failed for good):',
       'a job with incremental: in its file exports, on its next run, every day since the last one its',
       'targets hold (at most incremental.maxWindows per run, oldest first), so nothing needs re-running',
-      'by hand; any other job exports its query\'s relative window of that moment, and the days it',
+      "by hand; any other job exports its query's relative window of that moment, and the days it",
       'missed are exported only by a tilehouse backfill.',
       incremental.length > 0 ? `Incremental jobs: ${incremental.join(', ')}.` : 'No job here is incremental yet.',
       '',
@@ -171,7 +171,11 @@ function renderBackfillTemplate(backfillPod: PodPlan, generatedBy: string, shown
 }
 
 /** Copies of the job files and the environment config under generated/, which kustomize can read. */
-async function copySources(jobs: readonly LoadedJob[], configFile: string, generatedDirectory: string): Promise<{ copies: GeneratedFile[]; configCopy: GeneratedFile }> {
+async function copySources(
+  jobs: readonly LoadedJob[],
+  configFile: string,
+  generatedDirectory: string,
+): Promise<{ copies: GeneratedFile[]; configCopy: GeneratedFile }> {
   const copies: GeneratedFile[] = [];
   let jobBytes = 0;
   for (const job of jobs) {
@@ -180,7 +184,11 @@ async function copySources(jobs: readonly LoadedJob[], configFile: string, gener
     copies.push({ file: path.join(generatedDirectory, 'jobs', path.basename(job.file)), text });
   }
   if (jobBytes > MAX_CONFIGMAP_BYTES) {
-    throw ConfigError.single({ file: path.dirname(jobs[0]!.file), field: '', message: `the job files total ${jobBytes} bytes; a ConfigMap holds at most 1 MiB` });
+    throw ConfigError.single({
+      file: path.dirname(jobs[0]!.file),
+      field: '',
+      message: `the job files total ${jobBytes} bytes; a ConfigMap holds at most 1 MiB`,
+    });
   }
   const configCopy = { file: path.join(generatedDirectory, 'config', path.basename(configFile)), text: await readFile(configFile, 'utf8') };
   return { copies, configCopy };
@@ -220,7 +228,9 @@ function unlistedResources(text: string, file: string, cronJobsFile: string): st
   } catch {
     return [`${file} is not valid YAML; it is yours, so it was kept as it is`];
   }
-  const listed = new Set((Array.isArray(resources) ? resources : []).map((entry) => (typeof entry === 'string' ? path.posix.normalize(entry).replace(/\/$/, '') : entry)));
+  const listed = new Set(
+    (Array.isArray(resources) ? resources : []).map((entry) => (typeof entry === 'string' ? path.posix.normalize(entry).replace(/\/$/, '') : entry)),
+  );
   return [cronJobsFile, 'generated']
     .filter((wanted) => !listed.has(wanted))
     .map((wanted) => `${file}: resources does not list ${wanted}; it is yours, so it was kept as it is, and kubectl apply -k will not deploy ${wanted}`);

@@ -54,7 +54,12 @@ function credentialWiring(source: SourceConfig, configFile: string): Credentials
   const wiring: Credentials = { env: [], items: [] };
   const mountFile = (field: string, file: string, key: string) => {
     if (!path.posix.isAbsolute(file)) {
-      throw ConfigError.single({ file: configFile, field: `source.${field}`, value: JSON.stringify(file), message: 'must be an absolute path in the pod (the Secret is mounted there)' });
+      throw ConfigError.single({
+        file: configFile,
+        field: `source.${field}`,
+        value: JSON.stringify(file),
+        message: 'must be an absolute path in the pod (the Secret is mounted there)',
+      });
     }
     const directory = path.posix.dirname(file);
     if (wiring.mountPath !== undefined && wiring.mountPath !== directory) {
@@ -90,7 +95,10 @@ function isWithin(directory: string, parent: string): boolean {
  * `localFiles`: a local CSV target's directory; a table or a bucket's object needs none), and a
  * temp directory outside /tmp.
  */
-function writableDirectories(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): { directories: string[]; localJobs: Map<SinkKind, Map<string, string[]>> } {
+function writableDirectories(
+  environment: EnvironmentConfig,
+  jobs: readonly LoadedJob[],
+): { directories: string[]; localJobs: Map<SinkKind, Map<string, string[]>> } {
   const localJobs = new Map<SinkKind, Map<string, string[]>>();
   for (const job of jobs) {
     for (const sink of job.sinks) {
@@ -148,7 +156,12 @@ function podVolumes(directories: string[], credentials: Credentials, configFile:
   const paths = mounts.map((mount) => mount.mountPath as string);
   const clash = paths.find((mountPath, index) => paths.indexOf(mountPath) !== index);
   if (clash !== undefined) {
-    throw ConfigError.single({ file: configFile, field: '', value: JSON.stringify(clash), message: 'two volumes would be mounted at this path; move the secret files, CSV or temp directory apart' });
+    throw ConfigError.single({
+      file: configFile,
+      field: '',
+      value: JSON.stringify(clash),
+      message: 'two volumes would be mounted at this path; move the secret files, CSV or temp directory apart',
+    });
   }
   return { mounts, volumes };
 }

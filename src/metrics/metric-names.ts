@@ -29,7 +29,7 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   duration: 'Duration of the last run in seconds',
   retries: 'Retried source requests in the last run',
   throttled: 'HTTP 429 answers from the source in the last run (token endpoint included)',
-  tokenFetches: 'Access tokens the last run fetched for this job (0: it used the run\'s shared token)',
+  tokenFetches: "Access tokens the last run fetched for this job (0: it used the run's shared token)",
   guardTripped: '1 when a publish guard refused the last run (publish_guard_tripped: an export far smaller than its target; nothing published), else 0',
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
   lastRunError: 'The error code of the last run (label code) with value 1 when it failed, code="" with value 0 when it succeeded',

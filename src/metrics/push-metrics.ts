@@ -57,7 +57,10 @@ export class MetricsPusher {
       logger.debug({ pushgateway: pushgatewayUrl, status: run.status }, 'metrics pushed');
       return true;
     } catch (error) {
-      logger.warn({ pushgateway: pushgatewayUrl, err: messageOf(error) }, `metrics push for ${run.job} failed: ${messageOf(error)}; the run's outcome is unchanged`);
+      logger.warn(
+        { pushgateway: pushgatewayUrl, err: messageOf(error) },
+        `metrics push for ${run.job} failed: ${messageOf(error)}; the run's outcome is unchanged`,
+      );
       return false;
     }
   }
@@ -80,14 +83,25 @@ export function backfillRunMetrics(job: string, windows: readonly TileRunMetrics
   const error = windows.find((window) => window.status !== 'succeeded' && window.error !== undefined)?.error;
   const tripped = windows.some((window) => window.guard?.tripped === true && !window.guard.overridden);
   return {
-    job, status, rows: sum('rows'), pages: sum('pages'), bytes: sum('bytes'), durationMs, retries: sum('retries'), throttled: sum('throttled'), tokenFetches,
+    job,
+    status,
+    rows: sum('rows'),
+    pages: sum('pages'),
+    bytes: sum('bytes'),
+    durationMs,
+    retries: sum('retries'),
+    throttled: sum('throttled'),
+    tokenFetches,
     ...(error === undefined ? {} : { error }),
     ...(tripped ? { guard: { tripped, overridden: false } } : {}),
   };
 }
 
 /** A pusher when the environment configures a Pushgateway, else undefined (metrics are off by default). */
-export function metricsPusherFor(config: { pushgatewayUrl?: string | undefined; timeoutMs: number; labels: Record<string, string> } | undefined, logger: Logger): MetricsPusher | undefined {
+export function metricsPusherFor(
+  config: { pushgatewayUrl?: string | undefined; timeoutMs: number; labels: Record<string, string> } | undefined,
+  logger: Logger,
+): MetricsPusher | undefined {
   if (config?.pushgatewayUrl === undefined) return undefined;
   return new MetricsPusher({ pushgatewayUrl: config.pushgatewayUrl, timeoutMs: config.timeoutMs, labels: config.labels, logger });
 }

@@ -32,6 +32,12 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
 }
 
 /** POSTs the registry to the Pushgateway's group (see push-metrics.ts for why POST). */
-export async function pushAdd(pushgatewayUrl: string, timeoutMs: number, registry: Registry, jobName: string, groupings: Record<string, string>): Promise<void> {
+export async function pushAdd(
+  pushgatewayUrl: string,
+  timeoutMs: number,
+  registry: Registry,
+  jobName: string,
+  groupings: Record<string, string>,
+): Promise<void> {
   await new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry).pushAdd({ jobName, groupings });
 }

@@ -83,7 +83,12 @@ export interface SessionCounters {
   targets: string[];
 }
 
-function baseSummary(job: LoadedJob, started: number, stats: ReadStats | undefined, counters: SessionCounters): Omit<JobRunSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
+function baseSummary(
+  job: LoadedJob,
+  started: number,
+  stats: ReadStats | undefined,
+  counters: SessionCounters,
+): Omit<JobRunSummary, 'status' | 'outputs' | 'bigqueryJobIds'> {
   const { targets, ...rest } = counters;
   return {
     job: job.name,
@@ -119,11 +124,19 @@ export function publishedSummary(
   summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
   // An overridden guard published what it would have refused: said on the run's warning: lines too.
   if (published.guard?.overridden === true) {
-    summary.warnings.push(...published.guard.verdicts.filter((verdict) => verdict.verdict === 'trip').map((verdict) => `${verdict.target}: publish guard overridden (--allow-shrink): ${verdict.reason}`));
+    summary.warnings.push(
+      ...published.guard.verdicts
+        .filter((verdict) => verdict.verdict === 'trip')
+        .map((verdict) => `${verdict.target}: publish guard overridden (--allow-shrink): ${verdict.reason}`),
+    );
   }
   const kept = published.outputs.filter((output) => output.keptEarlierPublish === true);
   if (kept.length > 0 && options.strict === true && !published.partial) {
-    const error = new RunIdAlreadyPublishedError(job.name, counters.runId, kept.map((output) => output.target));
+    const error = new RunIdAlreadyPublishedError(
+      job.name,
+      counters.runId,
+      kept.map((output) => output.target),
+    );
     summary.status = 'failed';
     summary.error = { code: error.code, message: error.message };
   }
@@ -164,7 +177,8 @@ export function failedSummary(
   leftBehind: readonly string[] = [],
 ): JobRunSummary {
   // A publish cut short by the stop deadline keeps its own error: "nothing was published" is not known.
-  const cause = signal?.aborted && !(error instanceof RunStoppedError) && !isPublishOutcomeUnknown(error) ? new RunStoppedError(job.name, signal.reason) : error;
+  const cause =
+    signal?.aborted && !(error instanceof RunStoppedError) && !isPublishOutcomeUnknown(error) ? new RunStoppedError(job.name, signal.reason) : error;
   return {
     ...baseSummary(job, started, stats, counters),
     status: 'failed',
@@ -175,4 +189,3 @@ export function failedSummary(
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
 }
-

@@ -85,7 +85,12 @@ function recordedExchange(exchange: WireExchange, tileParam: string): RecordedEx
 function recordedPage(page: ExportPage, itemsPerPage: number, result: Record<string, unknown> | undefined, withValues: boolean): RecordedPage {
   const rawRows = Array.isArray(result?.rows) ? (result.rows as unknown[]) : page.rows;
   const rowShape = rawRows.length > 0 && rawRows.every((row) => isRecord(row)) ? 'object' : 'array';
-  const columns = page.headers.map((_header, column) => columnShapes(page.rows.map((row) => row[column]), page.dataTypes[column]));
+  const columns = page.headers.map((_header, column) =>
+    columnShapes(
+      page.rows.map((row) => row[column]),
+      page.dataTypes[column],
+    ),
+  );
   return {
     pageNumber: page.pageNumber,
     itemsPerPage,
@@ -109,13 +114,23 @@ function serverDateOffset(exchange: WireExchange | undefined): number | undefine
 }
 
 /** How the tenant behaves, from the pages read: what the replay imitates. */
-export function behaviourOf(pages: readonly RecordedPage[], exportExchanges: readonly WireExchange[], tokenExchange: WireExchange | undefined): RecordedBehaviour {
+export function behaviourOf(
+  pages: readonly RecordedPage[],
+  exportExchanges: readonly WireExchange[],
+  tokenExchange: WireExchange | undefined,
+): RecordedBehaviour {
   const echoes = pages.map((page) => {
     if (!('query' in page)) return 'absent';
     const options = isRecord(page.query) && isRecord(page.query.options) ? page.query.options : undefined;
     return options?.pageNumber === page.pageNumber ? 'follows' : 'fixed';
   });
-  const echo = echoes.every((kind) => kind === 'absent') ? 'absent' : echoes.every((kind) => kind === 'follows') ? 'request' : echoes.every((kind) => kind !== 'absent') ? 'saved-query' : 'mixed';
+  const echo = echoes.every((kind) => kind === 'absent')
+    ? 'absent'
+    : echoes.every((kind) => kind === 'follows')
+      ? 'request'
+      : echoes.every((kind) => kind !== 'absent')
+        ? 'saved-query'
+        : 'mixed';
   const hasPrev = pages.every((page) => page.navigation.hasPrev === page.pageNumber > 0)
     ? 'page-above-zero'
     : pages.every((page) => !page.navigation.hasPrev)
@@ -177,7 +192,9 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
     for (let pageNumber = 0; pageNumber < options.pages; pageNumber++) {
       const page = await session.client.fetchPage(pageNumber);
       // The answer this page was parsed from: the last complete one for its page number.
-      const exchange = exchanges.findLast((candidate) => !isTokenExchange(candidate) && candidate.status === 200 && pageNumberOf(candidate.requestBody) === pageNumber);
+      const exchange = exchanges.findLast(
+        (candidate) => !isTokenExchange(candidate) && candidate.status === 200 && pageNumberOf(candidate.requestBody) === pageNumber,
+      );
       const result = isRecord(exchange?.body) && isRecord(exchange.body.result) ? exchange.body.result : undefined;
       pages.push(recordedPage(page, source.itemsPerPage, result, options.withValues));
       if (pageNumber === 0) firstPage = page;
@@ -213,7 +230,9 @@ export async function probeTile(job: LoadedJob, options: ProbeOptions): Promise<
     ...(tokenExchange === undefined ? {} : { token: tokenOf(tokenExchange) }),
     exchanges: exchanges.map((exchange) => recordedExchange(exchange, source.tileParam)),
     pages,
-    ...(pages.length === 0 ? {} : { behaviour: { ...behaviourOf(pages, exportExchanges, tokenExchange), ...(rowOrderStable === undefined ? {} : { rowOrderStable }) } }),
+    ...(pages.length === 0
+      ? {}
+      : { behaviour: { ...behaviourOf(pages, exportExchanges, tokenExchange), ...(rowOrderStable === undefined ? {} : { rowOrderStable }) } }),
     checks: checksOf(firstFailure, checks),
     ...(failure === undefined ? {} : { failure }),
   };

@@ -51,7 +51,8 @@ export async function checkPublishGuards(
   const verdicts = await Promise.all(
     guarded.map(async (writer) => {
       const { settings, holding } = writer.guard!;
-      if (settings === undefined) return judgeGuard(undefined, { target: writer.target, effect: 'replace', rows: undefined, readFrom: '' }, options.exportedRows);
+      if (settings === undefined)
+        return judgeGuard(undefined, { target: writer.target, effect: 'replace', rows: undefined, readFrom: '' }, options.exportedRows);
       return judgeGuard(settings, await holding(), options.exportedRows, { openWindow: options.openWindow === true });
     }),
   );
@@ -65,7 +66,13 @@ export async function checkPublishGuards(
   const report: GuardReport = { tripped, overridden: tripped && options.allowShrink === true, verdicts };
   if (tripped && !report.overridden) throw new PublishGuardTrippedError(options.jobName, report);
   if (report.overridden) {
-    options.logger.warn({ guard: report }, `job ${options.jobName}: publish guard tripped and overridden by ${ALLOW_SHRINK_FLAG}: ${verdicts.filter((v) => v.verdict === 'trip').map((v) => `${v.target}: ${v.reason}`).join('; ')}`);
+    options.logger.warn(
+      { guard: report },
+      `job ${options.jobName}: publish guard tripped and overridden by ${ALLOW_SHRINK_FLAG}: ${verdicts
+        .filter((v) => v.verdict === 'trip')
+        .map((v) => `${v.target}: ${v.reason}`)
+        .join('; ')}`,
+    );
   }
   return report;
 }

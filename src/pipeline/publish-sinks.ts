@@ -43,7 +43,9 @@ export class PartiallyPublishedError extends TilehouseError {
     const causeCode = cause instanceof TilehouseError ? `${cause.code}: ` : '';
     const failed = unpublished[0];
     const newRun = [...published.map((result) => result.target), ...(changedInPart ? [`part of ${failed}`] : [])];
-    const previousRun = unpublished.flatMap((target, index) => (index > 0 ? [target] : changedInPart ? [`the rest of ${target}`] : outcomeUnknown ? [] : [target]));
+    const previousRun = unpublished.flatMap((target, index) =>
+      index > 0 ? [target] : changedInPart ? [`the rest of ${target}`] : outcomeUnknown ? [] : [target],
+    );
     super(
       `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${messageOf(cause)}); ` +
         `new run in: ${newRun.join(', ')}; ` +
@@ -121,7 +123,14 @@ export async function publishAll(
       if (index === 0 && !changedInPart) throw error;
       return {
         outputs,
-        partial: new PartiallyPublishedError(options.jobName, outputs, unpublished.map((w) => w.target), error, changedInPart, !changedInPart && isPublishOutcomeUnknown(error)),
+        partial: new PartiallyPublishedError(
+          options.jobName,
+          outputs,
+          unpublished.map((w) => w.target),
+          error,
+          changedInPart,
+          !changedInPart && isPublishOutcomeUnknown(error),
+        ),
         ...(guard ? { guard } : {}),
       };
     }

@@ -5,7 +5,10 @@ import { randomBytes } from 'node:crypto';
  * same second: `20261121T213005Z-9f2c1a`.
  */
 export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 

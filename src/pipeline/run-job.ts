@@ -116,7 +116,12 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
   const progressOf = (pages: AsyncIterable<ExportPage>) =>
     deps.onProgress === undefined
       ? pages
-      : reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries: () => session.budget.used, onProgress: deps.onProgress });
+      : reportingProgress(pages, {
+          job: job.name,
+          itemsPerPage: deps.environment.source.itemsPerPage,
+          retries: () => session.budget.used,
+          onProgress: deps.onProgress,
+        });
   let stats: ReadStats | undefined;
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
@@ -151,7 +156,8 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
     const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {
       const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
-      const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
+      const counts =
+        differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
       logger.info({ summary }, `job ${job.name} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
     } else {
       logger.error({ summary, code: summary.error?.code }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);

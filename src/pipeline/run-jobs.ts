@@ -85,5 +85,12 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
     if (options.dispatcher === undefined) await dispatcher.close();
   }
   const tiles = results.filter((tile): tile is JobRunSummary => tile !== undefined);
-  return { runId, startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), tokenFetches: runToken?.fetched ?? tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0), tiles, ...countOutcomes(tiles) };
+  return {
+    runId,
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+    tokenFetches: runToken?.fetched ?? tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0),
+    tiles,
+    ...countOutcomes(tiles),
+  };
 }

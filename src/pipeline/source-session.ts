@@ -122,7 +122,9 @@ export function tokenRequestFor(job: LoadedJob, options: SourceSessionOptions, p
     retry: policy,
     signal: options.signal,
     onRetry: (event) => {
-      telemetry().current().addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
+      telemetry()
+        .current()
+        .addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
       options.logger.warn({ attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'token request failed; retrying');
     },
   };
@@ -137,7 +139,10 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
   const budget = new RetryBudget((options.retry ?? DEFAULT_RETRY).budget);
   const policy = policyOf(options.retry ?? DEFAULT_RETRY, budget);
   let reauthentications = 0;
-  const fetchTraced = () => telemetry().inSpan(SPANS.token, { [ATTR.job]: job.name, [ATTR.urlFull]: tokenUrl(source.authUrl) }, () => fetchToken(tokenRequestFor(job, options, policy)));
+  const fetchTraced = () =>
+    telemetry().inSpan(SPANS.token, { [ATTR.job]: job.name, [ATTR.urlFull]: tokenUrl(source.authUrl) }, () =>
+      fetchToken(tokenRequestFor(job, options, policy)),
+    );
   const token = new SessionToken(fetchTraced, options.runToken);
   const client = pagesOfQuery(job.query, {
     baseUrl: source.baseUrl,
@@ -150,7 +155,8 @@ export function openSourceSession(job: LoadedJob, sessionOptions: SourceSessionO
     retry: policy,
     token,
     signal: options.signal,
-    onRetry: (event) => logger.warn({ page: event.pageNumber, attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'page request failed; retrying'),
+    onRetry: (event) =>
+      logger.warn({ page: event.pageNumber, attempt: event.attempt, delayMs: event.delayMs, reason: event.reason }, 'page request failed; retrying'),
     numberTextColumns: (headers, dataTypes) => numberTextColumns(headers, dataTypes, job.columns),
     sortKey: sortKeyOf,
     onReauthenticate: (pageNumber) => {

@@ -17,7 +17,10 @@ export const SUMMARY_SCHEMA_VERSION = 1;
 
 const count = z.number().int().min(0);
 // The regex stays for the JSON Schema (`pattern`); the refinement is the real rule.
-const calendarDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/).refine(isCalendarDate, { message: 'not a calendar date YYYY-MM-DD' });
+const calendarDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/)
+  .refine(isCalendarDate, { message: 'not a calendar date YYYY-MM-DD' });
 
 const sinkResultSchema = z
   .object({
@@ -39,7 +42,9 @@ const sinkResultSchema = z
 const guardVerdictSchema = z
   .object({
     target: z.string(),
-    verdict: z.enum(['pass', 'trip', 'off', 'unknown']).describe('trip: the guard refused the publish (unless overridden); off: guard: false; unknown: what the target holds could not be read'),
+    verdict: z
+      .enum(['pass', 'trip', 'off', 'unknown'])
+      .describe('trip: the guard refused the publish (unless overridden); off: guard: false; unknown: what the target holds could not be read'),
     rule: z.enum(['empty', 'shrink', 'recent']).optional(),
     held: count.optional().describe('Rows the target holds (of what a publish replaces), or the median of its recent runs for rule recent'),
     exported: count.describe('Rows of this export'),
@@ -65,7 +70,10 @@ export const tileSummarySchema = z
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),
-    outcomeUnknown: z.array(z.string()).optional().describe('Targets whose publish got no answer and could not be read afterwards: they hold the new run or the previous one'),
+    outcomeUnknown: z
+      .array(z.string())
+      .optional()
+      .describe('Targets whose publish got no answer and could not be read afterwards: they hold the new run or the previous one'),
     leftBehind: z
       .array(z.string())
       .optional()
@@ -124,7 +132,10 @@ const windowClockSchema = z
         offsetSeconds: z.number().int().nullable().describe("The source's clock minus ours, measured from the token answer's Date (null: not measured)"),
       })
       .strict(),
-    z.object({ basis: z.literal('local') }).strict().describe("source.clock: local: this machine's clock, the source's was not read"),
+    z
+      .object({ basis: z.literal('local') })
+      .strict()
+      .describe("source.clock: local: this machine's clock, the source's was not read"),
   ])
   .describe('Whose clock placed the day windows');
 
@@ -145,9 +156,16 @@ export const catchUpReportSchema = z
       .array(dateWindowSchema)
       .optional()
       .describe("Of windows, those that had not ended on the source's clock when exported (today's): recorded as open, so the next run exports them again"),
-    warnings: z.array(z.string()).optional().describe('What looked wrong although a window succeeded (an empty window: backfill_window_empty, a failure with --strict)'),
+    warnings: z
+      .array(z.string())
+      .optional()
+      .describe('What looked wrong although a window succeeded (an empty window: backfill_window_empty, a failure with --strict)'),
     clock: windowClockSchema.optional(),
-    error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set when nothing was run: state unreadable (incremental_state_unreadable) or targets disagree (incremental_state_ambiguous)'),
+    error: z
+      .object({ code: z.string(), message: z.string() })
+      .strict()
+      .optional()
+      .describe('Set when nothing was run: state unreadable (incremental_state_unreadable) or targets disagree (incremental_state_ambiguous)'),
   })
   .strict();
 
@@ -159,7 +177,10 @@ export const runSummarySchema = z
     succeeded: count,
     failed: count,
     partiallyPublished: count,
-    incremental: z.array(catchUpReportSchema).optional().describe('One entry per incremental job of the run: the windows it covered; absent when the run had none'),
+    incremental: z
+      .array(catchUpReportSchema)
+      .optional()
+      .describe('One entry per incremental job of the run: the windows it covered; absent when the run had none'),
   })
   .strict();
 
@@ -183,7 +204,10 @@ export const backfillSummarySchema = z
       z
         .object({
           window: dateWindowSchema,
-          open: z.boolean().optional().describe("The window had not ended on the source's clock when its export started: recorded as open (manifest, run ledger), never counted as held"),
+          open: z
+            .boolean()
+            .optional()
+            .describe("The window had not ended on the source's clock when its export started: recorded as open (manifest, run ledger), never counted as held"),
           summary: tileSummarySchema,
           warnings: z.array(z.string()),
         })

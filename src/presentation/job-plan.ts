@@ -11,7 +11,8 @@ export function formatJobPlan(plan: JobPlan): string {
   }
   const width = Math.max(...plan.columns.map((column) => column.name.length), 4);
   lines.push('  columns:');
-  for (const column of plan.columns) lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
+  for (const column of plan.columns)
+    lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
   for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
   for (const sink of plan.sinks) {
     lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
@@ -23,7 +24,9 @@ export function formatJobPlan(plan: JobPlan): string {
     if (incremental.error !== undefined) lines.push(`  incremental: FAILED ${incremental.error.code}: ${incremental.error.message}`);
     else {
       const local = incremental.clock?.basis === 'local';
-      lines.push(`  incremental (${local ? "this machine's today (source.clock: local)" : "source's today"} ${incremental.today}): next run exports ${incremental.reason}`);
+      lines.push(
+        `  incremental (${local ? "this machine's today (source.clock: local)" : "source's today"} ${incremental.today}): next run exports ${incremental.reason}`,
+      );
       const lookback = new Set(incremental.lookback.map((window) => window.from));
       const open = new Set(incremental.open.map((window) => window.from));
       const reopened = new Set(incremental.reopened.map((window) => window.from));

@@ -40,11 +40,14 @@ export function formatProbeReport(recording: Recording, file: string): string {
     if (behaviour.pageSizeCap !== undefined) differences.push(`page size: ${behaviour.pageSizeCap} rows served where ${recording.itemsPerPage} were asked`);
     if (behaviour.rowShape !== SANDBOX.rowShape) differences.push(`rows: ${behaviour.rowShape} (the sandbox: arrays aligned with headers)`);
     if (behaviour.dateOffsetMs === undefined) differences.push('Date header: absent (a backfill cannot read the source clock)');
-    else if (Math.abs(behaviour.dateOffsetMs) >= 5_000) differences.push(`clock: the server's Date is ${Math.round(behaviour.dateOffsetMs / 1000)} s from ours`);
-    if (behaviour.rowOrderStable === false) differences.push('row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column');
+    else if (Math.abs(behaviour.dateOffsetMs) >= 5_000)
+      differences.push(`clock: the server's Date is ${Math.round(behaviour.dateOffsetMs / 1000)} s from ours`);
+    if (behaviour.rowOrderStable === false)
+      differences.push('row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column');
   }
   const expiresIn = recording.token?.expiresIn;
-  if (recording.token && expiresIn !== SANDBOX.tokenLifetimeSeconds) differences.push(`token: expires_in ${expiresIn ?? 'absent'} (the sandbox: ${SANDBOX.tokenLifetimeSeconds})`);
+  if (recording.token && expiresIn !== SANDBOX.tokenLifetimeSeconds)
+    differences.push(`token: expires_in ${expiresIn ?? 'absent'} (the sandbox: ${SANDBOX.tokenLifetimeSeconds})`);
   const seen = new Map<string, Set<string>>();
   for (const page of recording.pages) {
     page.columns.forEach((shapes, column) => {
@@ -59,8 +62,10 @@ export function formatProbeReport(recording: Recording, file: string): string {
   }
   for (const [column, classes] of seen) differences.push(`column ${column}: ${[...classes].join(', ')} (not what the sandbox sends)`);
   lines.push(...(differences.length === 0 ? ['  no difference from the sandbox'] : differences.map((line) => `  differs: ${line}`)));
-  if (recording.checks.pageIdentity !== undefined) lines.push(`  page identity: ${recording.checks.pageIdentity}${PAGE_IDENTITY_NOTES[recording.checks.pageIdentity]}`);
-  if (!recording.checks.accepted) lines.push(`  a run would refuse this tile: ${recording.checks.check} on page ${recording.checks.pageNumber}: ${recording.checks.detail}`);
+  if (recording.checks.pageIdentity !== undefined)
+    lines.push(`  page identity: ${recording.checks.pageIdentity}${PAGE_IDENTITY_NOTES[recording.checks.pageIdentity]}`);
+  if (!recording.checks.accepted)
+    lines.push(`  a run would refuse this tile: ${recording.checks.check} on page ${recording.checks.pageNumber}: ${recording.checks.detail}`);
   if (recording.failure) lines.push(`  the source failed: ${recording.failure.code}: ${recording.failure.message}`);
   return scrubSecrets(`${lines.join('\n')}\n`);
 }

@@ -10,7 +10,8 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
  */
 function detailLines(tile: JobRunSummary): string[] {
   const lines: string[] = [];
-  if (tile.nulledValues > 0) lines.push(`${countNoun(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
+  if (tile.nulledValues > 0)
+    lines.push(`${countNoun(tile.nulledValues, 'value')} did not parse and ${tile.nulledValues === 1 ? 'was' : 'were'} written as null (onInvalidValue: null)`);
   if (tile.rowsDropped > 0) lines.push(`${countNoun(tile.rowsDropped, 'row')} outside the window dropped`);
   for (const warning of tile.warnings) lines.push(`warning: ${warning}`);
   // Weaker evidence than an echo, but legal: worth a line so that a person comparing tenants

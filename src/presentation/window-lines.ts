@@ -7,7 +7,8 @@ import { describeOutputs } from './run-summary.js';
 export const LOCAL_CLOCK_NOTE = "windows follow this machine's clock (source.clock: local), not the source's";
 
 /** What a window published before it ended is, in the lines that report it. */
-export const OPEN_WINDOW_NOTE = "the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume";
+export const OPEN_WINDOW_NOTE =
+  "the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume";
 
 /** One line per window (rows and targets, or the error), its warnings, and the commands that re-run the failed ones. */
 export function windowLines(summary: BackfillSummary, rerun: readonly string[]): string[] {
@@ -47,7 +48,11 @@ export function catchUpLines(report: CatchUpReport): string {
   // The same line as backfill prints for the same window (windowLines).
   for (const warning of report.warnings) lines.push(`       warning: ${warning}`);
   if (report.open.length > 0) lines.push(`       open: ${report.open.map((window) => window.from).join(', ')}: ${OPEN_WINDOW_NOTE}`);
-  if (report.failed.length > 0) lines.push(`       ${report.failed.length} window${report.failed.length === 1 ? '' : 's'} failed; the next run starts again at ${report.failed[0]!.from}`);
-  if (report.left.length > 0) lines.push(`       warning: ${report.left.length} day windows (${report.left[0]!.from}..${report.left.at(-1)!.to}) left for the next run (maxWindows ${report.maxWindows})`);
+  if (report.failed.length > 0)
+    lines.push(`       ${report.failed.length} window${report.failed.length === 1 ? '' : 's'} failed; the next run starts again at ${report.failed[0]!.from}`);
+  if (report.left.length > 0)
+    lines.push(
+      `       warning: ${report.left.length} day windows (${report.left[0]!.from}..${report.left.at(-1)!.to}) left for the next run (maxWindows ${report.maxWindows})`,
+    );
   return `${lines.join('\n')}\n`;
 }

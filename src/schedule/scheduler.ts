@@ -41,7 +41,10 @@ export class Scheduler {
       this.crons.push(cron);
       const nextRun = cron.nextRun();
       plan.push({ job: job.name, cron: job.schedule.cron, timezone: job.schedule.timezone, nextRun });
-      this.logger.info({ job: job.name, cron: job.schedule.cron, timezone: job.schedule.timezone, nextRun: nextRun?.toISOString() ?? null }, `scheduled ${job.name}`);
+      this.logger.info(
+        { job: job.name, cron: job.schedule.cron, timezone: job.schedule.timezone, nextRun: nextRun?.toISOString() ?? null },
+        `scheduled ${job.name}`,
+      );
     }
     return plan;
   }
@@ -61,10 +64,7 @@ export class Scheduler {
     if (this.running.size === 0) return true;
     this.logger.info({ running: this.busy, graceMs }, 'stopping: waiting for running tiles');
     let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([
-      all.then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
-    ]);
+    const inTime = await Promise.race([all.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))]);
     clearTimeout(timer);
     if (!inTime) {
       this.logger.warn({ running: this.busy }, 'grace period over: aborting running tiles');

@@ -74,17 +74,32 @@ const rows = (count: number) => countNoun(count, 'row');
  *
  * A target that does not exist, an empty target, and a history shorter than 3 runs never trip.
  */
-export function judgeGuard(settings: GuardSettings | undefined, holding: TargetHolding, exported: number, options: { openWindow?: boolean } = {}): GuardVerdict {
+export function judgeGuard(
+  settings: GuardSettings | undefined,
+  holding: TargetHolding,
+  exported: number,
+  options: { openWindow?: boolean } = {},
+): GuardVerdict {
   const { target } = holding;
   if (settings === undefined) return { target, verdict: 'off', exported, reason: 'no guard (guard: false)' };
-  if (holding.unreadable !== undefined) return { target, verdict: 'unknown', exported, reason: `what it holds could not be read (${holding.unreadable}); not judged` };
+  if (holding.unreadable !== undefined)
+    return { target, verdict: 'unknown', exported, reason: `what it holds could not be read (${holding.unreadable}); not judged` };
   const held = holding.effect === 'replace' ? holding.rows : undefined;
   const recent = options.openWindow === true || settings.minOfRecent <= 0 ? [] : (holding.recentRuns ?? []).slice(0, settings.recentRuns);
   const typical = recent.length >= 3 ? median(recent) : undefined;
   const from = `${holding.readFrom}`;
   if (exported === 0 && ((held ?? 0) > 0 || (typical ?? 0) > 0)) {
     const basis = (held ?? 0) > 0 ? `it holds ${rows(held!)} (${from})` : `its last ${recent.length} runs brought a median of ${rows(typical!)}`;
-    if (!settings.allowEmpty) return { target, verdict: 'trip', rule: 'empty', held: (held ?? 0) > 0 ? held! : typical!, exported, reason: `this export has no rows and ${basis}`, setting: 'guard.allowEmpty' };
+    if (!settings.allowEmpty)
+      return {
+        target,
+        verdict: 'trip',
+        rule: 'empty',
+        held: (held ?? 0) > 0 ? held! : typical!,
+        exported,
+        reason: `this export has no rows and ${basis}`,
+        setting: 'guard.allowEmpty',
+      };
     return { target, verdict: 'pass', rule: 'empty', held: held ?? typical!, exported, reason: `no rows, allowed by guard.allowEmpty (${basis})` };
   }
   if (held !== undefined && held > 0 && exported < held * (1 - settings.maxShrink)) {

@@ -40,7 +40,13 @@ export function jobIdsOf(outputs: readonly SinkResult[]): string[] {
 }
 
 /** The window-state readers of every sink of a job, kind by kind. */
-export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
+export async function windowStateReaders(
+  job: LoadedJob,
+  sinks: readonly Sink[],
+  environment: EnvironmentConfig,
+  options: SinkFactoryOptions,
+  logger: Logger,
+): Promise<WindowStateReader[]> {
   const readers: WindowStateReader[] = [];
   for (const kind of sinkKinds) readers.push(...(await kind.windowStateReaders(job, sinks, environment, options, logger)));
   return readers;
@@ -50,7 +56,13 @@ export async function windowStateReaders(job: LoadedJob, sinks: readonly Sink[],
  * The run recorders of every kind the jobs use (today the BigQuery run ledger), as one: each
  * tile run is recorded by each recorder in turn, kind by kind. Undefined when no kind records.
  */
-export async function runRecorderFor(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined> {
+export async function runRecorderFor(
+  jobs: readonly LoadedJob[],
+  environment: EnvironmentConfig,
+  options: SinkFactoryOptions,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<RunRecorder | undefined> {
   const recorders: RunRecorder[] = [];
   for (const kind of sinkKinds) {
     const recorder = await kind.runRecorder?.(jobs, environment, options, logger, signal);
@@ -63,7 +75,11 @@ export async function runRecorderFor(jobs: readonly LoadedJob[], environment: En
 }
 
 /** Each kind's workspace checker for these jobs, in registry order, by the kind's `type`. */
-export async function workspaceCheckers(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<Map<string, SinkWorkspaceChecker>> {
+export async function workspaceCheckers(
+  environment: EnvironmentConfig,
+  configFile: string,
+  jobs: readonly LoadedJob[],
+): Promise<Map<string, SinkWorkspaceChecker>> {
   const checkers = new Map<string, SinkWorkspaceChecker>();
   for (const kind of sinkKinds) checkers.set(kind.type, await kind.workspaceChecker(environment, configFile, jobs));
   return checkers;

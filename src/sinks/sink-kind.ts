@@ -71,13 +71,25 @@ export interface SinkKind {
    */
   build(sink: SinkConfig, index: number, job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions): Promise<Sink>;
   /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
-  windowStateReaders(job: LoadedJob, sinks: readonly Sink[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]>;
+  windowStateReaders(
+    job: LoadedJob,
+    sinks: readonly Sink[],
+    environment: EnvironmentConfig,
+    options: SinkFactoryOptions,
+    logger: Logger,
+  ): Promise<WindowStateReader[]>;
   /**
    * The recorder of runs into this kind's targets, for the jobs of a run; undefined when none of
    * them has such a sink or the environment turns it off. A record that cannot be written is
    * logged and does not change the run's outcome.
    */
-  runRecorder?(jobs: readonly LoadedJob[], environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger, signal?: AbortSignal): Promise<RunRecorder | undefined>;
+  runRecorder?(
+    jobs: readonly LoadedJob[],
+    environment: EnvironmentConfig,
+    options: SinkFactoryOptions,
+    logger: Logger,
+    signal?: AbortSignal,
+  ): Promise<RunRecorder | undefined>;
   /** What `validate` (and every command that writes) checks of this kind's sinks without the network. */
   readonly workspaceChecker: WorkspaceCheckerFactory;
   /**

@@ -18,7 +18,10 @@ export async function unwritableDirectory(directory: string): Promise<Unwritable
     const info = await stat(current).catch((error: NodeJS.ErrnoException) => error);
     if (!(info instanceof Error)) {
       if (!info.isDirectory()) {
-        return { errno: 'ENOTDIR', reason: current === path.resolve(directory) ? `${current} is a file, not a directory` : `${current} is a file, so ${directory} cannot be created` };
+        return {
+          errno: 'ENOTDIR',
+          reason: current === path.resolve(directory) ? `${current} is a file, not a directory` : `${current} is a file, so ${directory} cannot be created`,
+        };
       }
       try {
         await access(current, constants.W_OK);

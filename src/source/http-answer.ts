@@ -65,10 +65,13 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
       return answer.undecodable.transient ? { kind: 'retry', error } : { kind: 'fail', error };
     }
     const body =
-      answer.json === undefined ? parseJsonBody(answer.text, context.literalsMatter) : answer.json({ literalsMatter: context.literalsMatter, slicedArray: context.slicedArray });
+      answer.json === undefined
+        ? parseJsonBody(answer.text, context.literalsMatter)
+        : answer.json({ literalsMatter: context.literalsMatter, slicedArray: context.slicedArray });
     // A 200 whose JSON is cut short is almost always a dropped connection: retry it. The
     // parser's message quotes the body too, so it is excerpted like the body.
-    if (!body.ok) return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };
+    if (!body.ok)
+      return { kind: 'retry', error: context.bodyError(answer, `body is not JSON (${excerpt(body.error)}): ${excerpt(answer.text) || '(empty body)'}`) };
     return { kind: 'ok', status: answer.status, value: body.value };
   }
 
@@ -76,7 +79,10 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
   // where it points and that it is not followed (see SourceRedirectError).
   if (answer.status >= 300 && answer.status < 400) {
     const location = header(answer, 'location');
-    return { kind: 'fail', error: new SourceRedirectError(context.jobName, context.what, answer.status, location === undefined ? undefined : excerpt(location, 300)) };
+    return {
+      kind: 'fail',
+      error: new SourceRedirectError(context.jobName, context.what, answer.status, location === undefined ? undefined : excerpt(location, 300)),
+    };
   }
   const parsed = answer.undecodable ? undefined : parseJsonBody(answer.text);
   const { error, detail } = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
@@ -86,7 +92,10 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
   const retryAfter = header(answer, 'retry-after');
   const retryAfterMs = parseRetryAfter(retryAfter, context.now?.());
   if (retryAfterMs !== undefined && retryAfterMs > context.retryAfterCeilingMs) {
-    return { kind: 'fail', error: new SourceRetryAfterError(context.jobName, context.what, answer.status, retryAfter!.trim(), context.retryAfterCeilingMs, detail) };
+    return {
+      kind: 'fail',
+      error: new SourceRetryAfterError(context.jobName, context.what, answer.status, retryAfter!.trim(), context.retryAfterCeilingMs, detail),
+    };
   }
   const kind = answer.status === 429 && context.sharedWire ? 'requeue' : 'retry';
   return retryAfterMs === undefined ? { kind, error } : { kind, error, retryAfterMs };
@@ -117,7 +126,10 @@ function classifyTransportError(error: unknown, context: AnswerContext): AnswerV
     const code = (failure as { code?: unknown }).code;
     // An abort of the run, or a bug (no system error code): passed on as it is.
     if (isAbort(failure) || typeof code !== 'string') return { kind: 'fail', error: failure };
-    return { kind: 'fail', error: new SourceTransportError(context.jobName, context.what, describeLastingFailure(failure as Error & { code: string }), { cause: failure }) };
+    return {
+      kind: 'fail',
+      error: new SourceTransportError(context.jobName, context.what, describeLastingFailure(failure as Error & { code: string }), { cause: failure }),
+    };
   }
   const final =
     error instanceof RequestDeadlineError

@@ -186,7 +186,11 @@ function decompressorChain(codings: readonly string[]): Transform[] | string {
  * Reads the whole body through the decompressors into one buffer; a stream they cannot decode,
  * or gzip data no content-encoding declared, is a failed body instead.
  */
-async function receiveBytes(body: Readable, codings: readonly string[], decompressors: Transform[]): Promise<{ bytes: Buffer; owned: boolean } | { failed: ReadBody }> {
+async function receiveBytes(
+  body: Readable,
+  codings: readonly string[],
+  decompressors: Transform[],
+): Promise<{ bytes: Buffer; owned: boolean } | { failed: ReadBody }> {
   const chunks: Buffer[] = [];
   let bodyBytes = 0;
   let receivedBytes = 0;
@@ -233,7 +237,9 @@ async function receiveBytes(body: Readable, codings: readonly string[], decompre
   }
 
   if (undeclaredGzip) {
-    return { failed: { text: () => '', undecodable: { detail: `body of ${bodyBytes} bytes is gzip data but content-encoding does not say so`, transient: false } } };
+    return {
+      failed: { text: () => '', undecodable: { detail: `body of ${bodyBytes} bytes is gzip data but content-encoding does not say so`, transient: false } },
+    };
   }
   // A single chunk is undici's (or a decompressor's) buffer; concatenated bytes are ours alone.
   return chunks.length === 1 ? { bytes: chunks[0]!, owned: false } : { bytes: Buffer.concat(chunks, bodyBytes), owned: true };
@@ -249,7 +255,8 @@ function release(bytes: Buffer, owned: boolean): void {
   const buffer = bytes.buffer;
   // ArrayBuffer.prototype.transfer (ES2024, Node 22+; the project's lib is ES2023): detaching
   // to length 0 frees the old backing store at once.
-  if (owned && buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength) (buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
+  if (owned && buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength)
+    (buffer as ArrayBuffer & { transfer(length: number): ArrayBuffer }).transfer(0);
 }
 
 /** The body's text, decoded strictly as UTF-8 when first asked for (a leading BOM dropped), or why it cannot be. */

@@ -80,7 +80,9 @@ const exchangeSchema = z
   .strict();
 export type RecordedExchange = z.infer<typeof exchangeSchema>;
 
-const navigationSchema = z.object({ hasPrev: z.boolean(), hasNext: z.boolean(), rowsCount: z.number().int().min(0), totalRows: z.number().int().min(0) }).loose();
+const navigationSchema = z
+  .object({ hasPrev: z.boolean(), hasNext: z.boolean(), rowsCount: z.number().int().min(0), totalRows: z.number().int().min(0) })
+  .loose();
 
 const pageSchema = z
   .object({

@@ -17,10 +17,7 @@ export class AuthError extends TilehouseError {
     readonly description: string | undefined,
     readonly status: number,
   ) {
-    super(
-      `job ${jobName}: token request refused (HTTP ${status}): ${oauthError}` +
-        (description ? ` — ${description}` : ''),
-    );
+    super(`job ${jobName}: token request refused (HTTP ${status}): ${oauthError}` + (description ? ` — ${description}` : ''));
     const known = oauthError.replace(/[^a-z0-9_]/gi, '_').toLowerCase();
     this.code = (OAUTH_ERRORS as readonly string[]).includes(known) ? `auth_${known as OAuthError}` : 'auth_refused';
   }

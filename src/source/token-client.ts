@@ -109,7 +109,10 @@ export async function fetchToken(req: TokenRequest): Promise<Token> {
       settle(verdict);
       const token = tokenResponseSchema.safeParse(verdict.value);
       if (!token.success) {
-        throw new TokenResponseError(req.jobName, `HTTP ${verdict.status} without a usable token: ${token.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+        throw new TokenResponseError(
+          req.jobName,
+          `HTTP ${verdict.status} without a usable token: ${token.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`,
+        );
       }
       // From here on the token may appear in no output, whoever echoes it (an API error message).
       registerSecret(token.data.access_token);

@@ -62,14 +62,19 @@ function timeoutOf(env: NodeJS.ProcessEnv, signal: Signal, warnings: string[]): 
   if (text === undefined) return DEFAULT_EXPORT_TIMEOUT_MS;
   const value = Number(text);
   if (Number.isInteger(value) && value > 0) return value;
-  warnings.push(`${env[name] === undefined ? 'OTEL_EXPORTER_OTLP_TIMEOUT' : name}=${JSON.stringify(text)} is not a positive number of milliseconds; using ${DEFAULT_EXPORT_TIMEOUT_MS}`);
+  warnings.push(
+    `${env[name] === undefined ? 'OTEL_EXPORTER_OTLP_TIMEOUT' : name}=${JSON.stringify(text)} is not a positive number of milliseconds; using ${DEFAULT_EXPORT_TIMEOUT_MS}`,
+  );
   return DEFAULT_EXPORT_TIMEOUT_MS;
 }
 
 /** The exporters a signal asks for (OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER; default `otlp`). */
 function exportersOf(env: NodeJS.ProcessEnv, signal: Signal): string[] {
   const text = nonEmpty(env[`OTEL_${SUFFIX[signal]}_EXPORTER`]) ?? 'otlp';
-  return text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+  return text
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
 }
 
 function signalSettings(env: NodeJS.ProcessEnv, signal: Signal, warnings: string[]): SignalSettings | undefined {
@@ -84,7 +89,9 @@ function signalSettings(env: NodeJS.ProcessEnv, signal: Signal, warnings: string
   if (specific === undefined && general === undefined) return undefined;
   const protocol = nonEmpty(env[`OTEL_EXPORTER_OTLP_${SUFFIX[signal]}_PROTOCOL`]) ?? nonEmpty(env.OTEL_EXPORTER_OTLP_PROTOCOL) ?? 'http/protobuf';
   if (protocol === 'grpc') {
-    warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported by tilehouse (it sends OTLP/HTTP); no ${signal} are exported. Point it at the collector's OTLP/HTTP port (4318)`);
+    warnings.push(
+      `OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported by tilehouse (it sends OTLP/HTTP); no ${signal} are exported. Point it at the collector's OTLP/HTTP port (4318)`,
+    );
     return undefined;
   }
   // The spec's per-signal endpoint is used as is; the general one gets the signal's path appended.

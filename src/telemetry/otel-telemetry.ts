@@ -1,6 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { ROOT_CONTEXT, SpanStatusCode, trace, defaultTextMapGetter, type Context, type Span, type Counter, type Histogram, type Gauge } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  defaultTextMapGetter,
+  type Context,
+  type Span,
+  type Counter,
+  type Histogram,
+  type Gauge,
+} from '@opentelemetry/api';
 import { ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
 import { OTLPMetricExporter, AggregationTemporalityPreference } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -12,7 +22,19 @@ import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { registerSecret } from '../secret-scrubber.js';
 import type { OtelSettings } from './otel-settings.js';
-import { ATTR, failureOf, SPANS, type Attributes, type RunMetrics, type RunSpan, type SpanFailure, type SpanHandle, type SpanName, type SpanOptions, type Telemetry } from './telemetry.js';
+import {
+  ATTR,
+  failureOf,
+  SPANS,
+  type Attributes,
+  type RunMetrics,
+  type RunSpan,
+  type SpanFailure,
+  type SpanHandle,
+  type SpanName,
+  type SpanOptions,
+  type Telemetry,
+} from './telemetry.js';
 
 // The OpenTelemetry implementation of telemetry.ts, imported (open-telemetry.ts) only when the
 // OTEL_* variables turn it on. One matched set of @opentelemetry packages (package.json pins them
@@ -91,12 +113,21 @@ export class OtelTelemetry implements Telemetry {
 
   constructor(private readonly options: OtelTelemetryOptions) {
     const { settings, env } = options;
-    for (const signal of [settings.traces, settings.metrics]) for (const value of Object.values(signal?.headers ?? {})) registerSecret(value, { permanent: true });
+    for (const signal of [settings.traces, settings.metrics])
+      for (const value of Object.values(signal?.headers ?? {})) registerSecret(value, { permanent: true });
     const k8s: Record<string, string> = {};
     for (const [name, key] of K8S_ENV) if (env[name]) k8s[key] = env[name];
     // Ours first, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (envDetector), which win.
     const resource = defaultResource()
-      .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'tilehouse', [ATTR_SERVICE_VERSION]: options.version, 'service.instance.id': randomUUID(), ...k8s, ...defined(options.resource) }))
+      .merge(
+        resourceFromAttributes({
+          [ATTR_SERVICE_NAME]: 'tilehouse',
+          [ATTR_SERVICE_VERSION]: options.version,
+          'service.instance.id': randomUUID(),
+          ...k8s,
+          ...defined(options.resource),
+        }),
+      )
       .merge(detectResources({ detectors: [envDetector] }));
     this.parent = parentContextOf(env);
     this.shutdownBoundMs = Math.max(settings.traces?.timeoutMs ?? 0, settings.metrics?.timeoutMs ?? 0) + 500;
@@ -106,12 +137,27 @@ export class OtelTelemetry implements Telemetry {
       // Batched: a million-row run has a thousand page spans. The queue holds a long run's spans
       // between the 5 s exports; a span ended right before shutdown is flushed by it (a
       // SimpleSpanProcessor could drop it: opentelemetry-js#5602).
-      const processor = new BatchSpanProcessor({ exporter, maxQueueSize: 8192, maxExportBatchSize: 1024, scheduledDelayMillis: 5000, exportTimeoutMillis: settings.traces.timeoutMs });
+      const processor = new BatchSpanProcessor({
+        exporter,
+        maxQueueSize: 8192,
+        maxExportBatchSize: 1024,
+        scheduledDelayMillis: 5000,
+        exportTimeoutMillis: settings.traces.timeoutMs,
+      });
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [processor] });
     }
     if (settings.metrics !== undefined) {
-      const temporalityPreference = { delta: AggregationTemporalityPreference.DELTA, cumulative: AggregationTemporalityPreference.CUMULATIVE, lowmemory: AggregationTemporalityPreference.LOWMEMORY }[settings.temporality];
-      const exporter = new OTLPMetricExporter({ url: settings.metrics.url, headers: settings.metrics.headers, timeoutMillis: settings.metrics.timeoutMs, temporalityPreference });
+      const temporalityPreference = {
+        delta: AggregationTemporalityPreference.DELTA,
+        cumulative: AggregationTemporalityPreference.CUMULATIVE,
+        lowmemory: AggregationTemporalityPreference.LOWMEMORY,
+      }[settings.temporality];
+      const exporter = new OTLPMetricExporter({
+        url: settings.metrics.url,
+        headers: settings.metrics.headers,
+        timeoutMillis: settings.metrics.timeoutMs,
+        temporalityPreference,
+      });
       this.watch(exporter, settings.metrics.url);
       // A run's metrics leave at shutdown (a collection then); a long backfill also every minute.
       const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000, exportTimeoutMillis: settings.metrics.timeoutMs });

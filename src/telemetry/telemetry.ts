@@ -64,7 +64,12 @@ export const ATTR = {
 } as const;
 
 /** Span event names. */
-export const EVENTS = { retry: 'tilehouse.retry', throttled: 'tilehouse.throttled', reauthenticate: 'tilehouse.reauthenticate', signal: 'tilehouse.signal' } as const;
+export const EVENTS = {
+  retry: 'tilehouse.retry',
+  throttled: 'tilehouse.throttled',
+  reauthenticate: 'tilehouse.reauthenticate',
+  signal: 'tilehouse.signal',
+} as const;
 
 /** A failure as a span shows it: the error's stable code and its message, scrubbed like the logs. */
 export interface SpanFailure {

@@ -38,11 +38,7 @@ function ruleFor(dataType: string): { default: ColumnType; allowed: readonly Col
  * STRING parser accepts any scalar, so the data still arrives and someone can pick a type. An
  * override on such a column is trusted as is — the job's author knows more than we do.
  */
-export function toColumns(
-  headers: readonly string[],
-  dataTypes: readonly string[],
-  overrides: ColumnOverrides,
-): ColumnMapping {
+export function toColumns(headers: readonly string[], dataTypes: readonly string[], overrides: ColumnOverrides): ColumnMapping {
   if (headers.length !== dataTypes.length) throw new ColumnCountMismatchError(headers.length, dataTypes.length);
 
   const known = new Set(headers);
@@ -69,17 +65,10 @@ export function toColumns(
         throw new ColumnOverrideInvalidError(header, sourceDataType, override.type, `${override.type} is not a column type`);
       }
       if (rule !== undefined && !rule.allowed.includes(override.type)) {
-        throw new ColumnOverrideInvalidError(
-          header,
-          sourceDataType,
-          override.type,
-          `allowed: ${rule.allowed.join(', ')}`,
-        );
+        throw new ColumnOverrideInvalidError(header, sourceDataType, override.type, `allowed: ${rule.allowed.join(', ')}`);
       }
       if (rule === undefined) {
-        warnings.push(
-          `column "${header}": unknown dataType ${JSON.stringify(sourceDataType)}, loaded as ${override.type} as configured`,
-        );
+        warnings.push(`column "${header}": unknown dataType ${JSON.stringify(sourceDataType)}, loaded as ${override.type} as configured`);
       }
       type = override.type;
     } else if (rule !== undefined) {
@@ -87,8 +76,7 @@ export function toColumns(
     } else {
       type = 'STRING';
       warnings.push(
-        `column "${header}": unknown dataType ${JSON.stringify(sourceDataType)}, loaded as STRING; ` +
-          'set a type under `columns` in the job to change that',
+        `column "${header}": unknown dataType ${JSON.stringify(sourceDataType)}, loaded as STRING; ` + 'set a type under `columns` in the job to change that',
       );
     }
     return { name: names[index] ?? `column_${index + 1}`, header, type, sourceDataType };

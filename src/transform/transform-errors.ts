@@ -32,9 +32,7 @@ export class ColumnCountMismatchError extends TilehouseError {
     readonly headerCount: number,
     readonly dataTypeCount: number,
   ) {
-    super(
-      `export result has ${countNoun(headerCount, 'header')} but ${countNoun(dataTypeCount, 'dataType')}; every column needs exactly one of each`,
-    );
+    super(`export result has ${countNoun(headerCount, 'header')} but ${countNoun(dataTypeCount, 'dataType')}; every column needs exactly one of each`);
   }
 }
 

@@ -26,11 +26,7 @@ export interface TypedRows {
  * parser of each column is chosen once per page, null short-circuits before any parser runs, and
  * failures are preallocated objects rather than exceptions until we know we will throw.
  */
-export function toTypedRows(
-  rows: readonly (readonly unknown[])[],
-  columns: readonly Column[],
-  options: TypedRowsOptions,
-): TypedRows {
+export function toTypedRows(rows: readonly (readonly unknown[])[], columns: readonly Column[], options: TypedRowsOptions): TypedRows {
   const width = columns.length;
   const parsers = columns.map((column) => parserFor(column.type, options.timezone));
   const nullInvalid = options.onInvalidValue === 'null';
@@ -51,13 +47,7 @@ export function toTypedRows(
       if (result instanceof ValueFailure) {
         if (!nullInvalid) {
           const column = columns[columnIndex]!;
-          throw new ValueInvalidError(
-            locate(options, rowIndex),
-            column.header,
-            column.type,
-            preview(value),
-            result.reason,
-          );
+          throw new ValueInvalidError(locate(options, rowIndex), column.header, column.type, preview(value), result.reason);
         }
         typed[columnIndex] = null;
         nulledValues++;

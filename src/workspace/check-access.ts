@@ -57,7 +57,8 @@ export async function checkAccess(
           const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(signal === undefined ? {} : { signal }) });
           if (note !== undefined) notes.push(note);
           // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
-          const guard = job.incremental === undefined && columns !== undefined ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows) : undefined;
+          const guard =
+            job.incremental === undefined && columns !== undefined ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows) : undefined;
           if (guard !== undefined) guards.push(guard);
         }
         check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes, ...(guards.length > 0 ? { guards } : {}) };

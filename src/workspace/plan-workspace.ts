@@ -30,7 +30,9 @@ export async function planWorkspace(
       const job = jobForRun(selected);
       const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
       const incremental =
-        job.incremental === undefined ? undefined : await incrementalPlanOf(job, sinks, { ...windowRunContextOf(workspace, logger, signal, seams), fixFlags: options.fixFlags, runToken });
+        job.incremental === undefined
+          ? undefined
+          : await incrementalPlanOf(job, sinks, { ...windowRunContextOf(workspace, logger, signal, seams), fixFlags: options.fixFlags, runToken });
       const firstWindow = incremental?.windows[0];
       const plan = await planJob(job, {
         environment: workspace.environment,

@@ -62,7 +62,11 @@ const NO_POD = { spec: () => ({}), warnings: [] };
 function predictedColumns(job: LoadedJob): readonly Column[] | undefined {
   const visible = job.query.items.filter((item) => item.hidden !== true);
   try {
-    return toColumns(visible.map((item) => item.header), visible.map((item) => item.dataType), job.columns).columns;
+    return toColumns(
+      visible.map((item) => item.header),
+      visible.map((item) => item.dataType),
+      job.columns,
+    ).columns;
   } catch (error) {
     if (isTilehouseError(error)) return undefined;
     throw error;
@@ -120,7 +124,12 @@ function scheduleWarnings(job: LoadedJob): Located[] {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     const cron = job.schedule.cron;
-    return error.problems.map((problem) => ({ file: job.file, path: problem.field.split('.'), value: cron, message: `tilehouse schedule runs it, but tilehouse k8s refuses it: ${problem.message}` }));
+    return error.problems.map((problem) => ({
+      file: job.file,
+      path: problem.field.split('.'),
+      value: cron,
+      message: `tilehouse schedule runs it, but tilehouse k8s refuses it: ${problem.message}`,
+    }));
   }
   return [];
 }
@@ -182,4 +191,3 @@ export async function refuseConflictingTargets(environment: EnvironmentConfig, c
   const { errors } = await checkWorkspace(environment, configFile, jobs);
   if (errors.length > 0) throw new ConfigError(errors);
 }
-

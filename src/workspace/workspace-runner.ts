@@ -63,9 +63,7 @@ export class WorkspaceRunner {
       metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, schedule(tile))),
       // OpenTelemetry's run metrics, when the command opened it before the runner.
       traced.enabled ? async (tile: JobRunSummary) => traced.recordRun({ ...tile, errorCode: tile.error?.code }) : undefined,
-    ].filter(
-      (reporter) => reporter !== undefined,
-    );
+    ].filter((reporter) => reporter !== undefined);
     return new WorkspaceRunner(workspace, jobs, sinks, reporters, options);
   }
 
@@ -73,7 +71,13 @@ export class WorkspaceRunner {
    * Every job once: the ordinary ones together (runJobs), then the incremental ones one after
    * another, each caught up day by day; the summary counts them all.
    */
-  async runAll(run: { runId?: string; strict: boolean; allowShrink?: boolean; onProgress?: OnProgress; onJobsRun?: () => void }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
+  async runAll(run: {
+    runId?: string;
+    strict: boolean;
+    allowShrink?: boolean;
+    onProgress?: OnProgress;
+    onJobsRun?: () => void;
+  }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
     const { signal } = this.options;
     let summary: RunSummary;
     try {
@@ -93,7 +97,11 @@ export class WorkspaceRunner {
     for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
       if (signal?.aborted) break;
       const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
-      summary = { ...summary, tiles: [...summary.tiles, ...tiles], tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0) };
+      summary = {
+        ...summary,
+        tiles: [...summary.tiles, ...tiles],
+        tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0),
+      };
       reports.push(report);
     }
     summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: Date.now() - Date.parse(summary.startedAt) };
@@ -116,7 +124,11 @@ export class WorkspaceRunner {
     return { tile: summary.tiles[0] };
   }
 
-  private runOrdinary(jobs: readonly LoadedJob[], signal: AbortSignal | undefined, extra: { runId?: string; onProgress?: OnProgress; allowShrink?: boolean }): Promise<RunSummary> {
+  private runOrdinary(
+    jobs: readonly LoadedJob[],
+    signal: AbortSignal | undefined,
+    extra: { runId?: string; onProgress?: OnProgress; allowShrink?: boolean },
+  ): Promise<RunSummary> {
     const { workspace, reporters } = this;
     return runJobs(jobs, {
       environment: workspace.environment,
@@ -126,13 +138,24 @@ export class WorkspaceRunner {
       retry: this.options.seams.retry,
       signal,
       ...extra,
-      ...(reporters.length === 0 ? {} : { onTileFinished: async (tile) => { for (const report of reporters) await report(tile); } }),
+      ...(reporters.length === 0
+        ? {}
+        : {
+            onTileFinished: async (tile) => {
+              for (const report of reporters) await report(tile);
+            },
+          }),
     });
   }
 
   private catchUp(job: LoadedJob, runId: string, signal: AbortSignal | undefined, strict: boolean, allowShrink = false) {
     const { logger, seams, fixFlags } = this.options;
-    const context = { ...windowRunContextOf(this.workspace, logger, signal, seams), fixFlags, ...(strict ? { strict } : {}), ...(allowShrink ? { allowShrink } : {}) };
+    const context = {
+      ...windowRunContextOf(this.workspace, logger, signal, seams),
+      fixFlags,
+      ...(strict ? { strict } : {}),
+      ...(allowShrink ? { allowShrink } : {}),
+    };
     return runCatchUp(job, this.sinks.get(job.name)!, runId, context);
   }
 }

@@ -11,12 +11,23 @@ ${runtime}
 
 describe('imageNodeOf', () => {
   it('takes NODE_OPTIONS from the last stage only, quoted with spaces, across continuation lines', () => {
-    const text = dockerfile(['# a comment between', 'ENV NODE_ENV=production \\', '    NODE_OPTIONS="--a=1 --b=2" \\', '    TMPDIR=/tmp', 'ENTRYPOINT ["node", "/app/x.js"]'].join('\n'));
+    const text = dockerfile(
+      ['# a comment between', 'ENV NODE_ENV=production \\', '    NODE_OPTIONS="--a=1 --b=2" \\', '    TMPDIR=/tmp', 'ENTRYPOINT ["node", "/app/x.js"]'].join(
+        '\n',
+      ),
+    );
     expect(imageNodeOf(text)).toEqual({ nodeOptions: '--a=1 --b=2', nodeArgs: [] });
   });
 
   it('reads node flags between node and the script, and a later ENV overriding an earlier one', () => {
-    const text = dockerfile(['ENV NODE_OPTIONS=--first', 'ENV NODE_OPTIONS=--second', 'ENTRYPOINT ["/usr/local/bin/node", "--liftoff-only", "--x=1", "/app/dist/bundle/tilehouse.js"]', 'CMD ["run"]'].join('\n'));
+    const text = dockerfile(
+      [
+        'ENV NODE_OPTIONS=--first',
+        'ENV NODE_OPTIONS=--second',
+        'ENTRYPOINT ["/usr/local/bin/node", "--liftoff-only", "--x=1", "/app/dist/bundle/tilehouse.js"]',
+        'CMD ["run"]',
+      ].join('\n'),
+    );
     expect(imageNodeOf(text)).toEqual({ nodeOptions: '--second', nodeArgs: ['--liftoff-only', '--x=1'] });
   });
 
@@ -25,7 +36,9 @@ describe('imageNodeOf', () => {
   });
 
   it('refuses an ENTRYPOINT it cannot run as the image does, naming the file and the instruction', () => {
-    expect(() => imageNodeOf(dockerfile('ENTRYPOINT node main.js'), 'x/Dockerfile')).toThrow(new DockerfileReadError('x/Dockerfile', 'ENTRYPOINT node main.js is not the exec form (a JSON array)'));
+    expect(() => imageNodeOf(dockerfile('ENTRYPOINT node main.js'), 'x/Dockerfile')).toThrow(
+      new DockerfileReadError('x/Dockerfile', 'ENTRYPOINT node main.js is not the exec form (a JSON array)'),
+    );
     expect(() => imageNodeOf(dockerfile('ENTRYPOINT ["python", "main.py"]'))).toThrow(/does not start node/);
     expect(() => imageNodeOf(dockerfile('ENTRYPOINT ["node", "--inspect"]'))).toThrow(/names no script/);
     expect(() => imageNodeOf(dockerfile('CMD ["run"]'))).toThrow(/no ENTRYPOINT/);

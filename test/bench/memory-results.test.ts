@@ -9,7 +9,7 @@ function checkout(label: string, samples: CheckoutMemory['samples']): CheckoutMe
 }
 
 describe('caseFigures', () => {
-  it('divides each case\'s median peak RSS by bare node\'s median of the same run, and CPU by rows', () => {
+  it("divides each case's median peak RSS by bare node's median of the same run, and CPU by rows", () => {
     const figures = caseFigures({
       'bare node': [s(40), s(44), s(42)],
       'run 5 rows': [s(90), s(70), s(80)],
@@ -49,7 +49,7 @@ describe('memoryReport and judgeMemory', () => {
     expect(versus['bare node']!.cpuPerRow).toBeUndefined();
   });
 
-  it('judges each ratio against issue 29\'s thresholds, at the threshold met, just above it not', () => {
+  it("judges each ratio against issue 29's thresholds, at the threshold met, just above it not", () => {
     const targets = judgeMemory(memoryReport(1, [current, baseline]));
     const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
     expect(met).toEqual({
@@ -63,18 +63,23 @@ describe('memoryReport and judgeMemory', () => {
 
   it('reports CPU targets as not measured without a baseline, and cases that did not run as not measured', () => {
     const targets = judgeMemory(memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(60)] })]));
-    expect(targets.filter((t) => t.met === null).map((t) => t.note)).toEqual(['not measured in this run', 'no --memory-baseline given', 'not measured in this run', 'no --memory-baseline given']);
+    expect(targets.filter((t) => t.met === null).map((t) => t.note)).toEqual([
+      'not measured in this run',
+      'no --memory-baseline given',
+      'not measured in this run',
+      'no --memory-baseline given',
+    ]);
     expect(targets.find((t) => t.target.includes('5 rows'))!.met).toBe(true);
   });
 
-  it('prints every case with its ratio, target and the baseline\'s columns', () => {
+  it("prints every case with its ratio, target and the baseline's columns", () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
     expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
   });
 
-  it('names issue 29\'s targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8', () => {
+  it("names issue 29's targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8", () => {
     expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined).map((c) => [c.run, c.maxRatio])).toEqual([
       [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.8],
       [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, 2.3],
@@ -84,7 +89,7 @@ describe('memoryReport and judgeMemory', () => {
 });
 
 describe('pairedRatio', () => {
-  it('is the median of each round\'s ratio, so a slow round slows both sides of its pair alike', () => {
+  it("is the median of each round's ratio, so a slow round slows both sides of its pair alike", () => {
     // Round 2 ran on a loaded machine: both sides slow; ratios 1.02, 1.04, 1.00.
     expect(pairedRatio([102, 208, 100], [100, 200, 100])).toBeCloseTo(1.02, 10);
     // The ratio of medians would be misled by an unpaired outlier: 150/100 here.

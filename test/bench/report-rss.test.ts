@@ -31,13 +31,16 @@ describe.runIf(process.platform === 'linux')('report-rss preloaded into a child'
 
   async function peakMb(code: string): Promise<number> {
     const file = path.join(dir, `${Math.random()}.json`);
-    const child = spawn(process.execPath, ['--import', pathToFileURL(path.resolve('bench/support/report-rss.ts')).href, '-e', code], { env: { ...process.env, BENCH_RSS_FILE: file }, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['--import', pathToFileURL(path.resolve('bench/support/report-rss.ts')).href, '-e', code], {
+      env: { ...process.env, BENCH_RSS_FILE: file },
+      stdio: 'ignore',
+    });
     const [exitCode] = await once(child, 'exit');
     expect(exitCode).toBe(0);
     return (JSON.parse(await readFile(file, 'utf8')) as { maxRssKb: number }).maxRssKb / 1024;
   }
 
-  it('reports the child\'s own peak, which a 96 MB allocation raises and which is not the parent\'s size', async () => {
+  it("reports the child's own peak, which a 96 MB allocation raises and which is not the parent's size", async () => {
     const bare = await peakMb('0');
     // Written to, so the pages are resident; freed before exit, so only the high-water mark keeps it.
     const big = await peakMb('let b = Buffer.alloc(96 * 1024 * 1024, 1); b = null; globalThis.gc?.()');

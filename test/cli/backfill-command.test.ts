@@ -50,7 +50,10 @@ describe('tilehouse backfill', () => {
     for (const file of files) {
       const date = file.replace('.csv', '');
       const rows = await windowRows('daily_severity', date);
-      expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
+      expect(
+        rows.every((row) => row[0] === date),
+        `${file} holds rows of another day`,
+      ).toBe(true);
       union.push(...rows);
     }
     expect(union).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
@@ -95,14 +98,31 @@ describe('tilehouse backfill', () => {
 
     const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(fixture.sandbox) });
     expect(again.exitCode).toBe(0);
-    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(sourceRowsBetween(fixture.sandbox, query, from, to));
+    expect([...(await windowRows('daily_severity', from)), ...(await windowRows('daily_severity', dayFromToday(-2)))]).toEqual(
+      sourceRowsBetween(fixture.sandbox, query, from, to),
+    );
   });
 
   it('shows windows done, rows and an ETA on a terminal', async () => {
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', dayFromToday(-30), '--to', dayFromToday(-27)], {
-      env: sandboxEnv(fixture.sandbox),
-      io: { interactive: true },
-    });
+    const result = await runCli(
+      [
+        'backfill',
+        '--config',
+        workspace.configFile,
+        '--jobs',
+        workspace.jobsDir,
+        '--tile',
+        'daily_severity',
+        '--from',
+        dayFromToday(-30),
+        '--to',
+        dayFromToday(-27),
+      ],
+      {
+        env: sandboxEnv(fixture.sandbox),
+        io: { interactive: true },
+      },
+    );
     expect(result.exitCode).toBe(0);
     // Redrawn in place (at most ~10 times a second), erased before the summary.
     const pieces = result.stderr.split('\r\x1b[K');
@@ -134,9 +154,28 @@ describe('tilehouse backfill', () => {
     const merging = { ...job, name: 'merged', sinks: [{ type: 'bigquery', writeMode: 'merge', primaryKey: ['Day', 'Severity'] }] };
     const ws = await writeBigQueryWorkspace(path.join(fixture.root, 'merge'), fixture.sandbox, [merging], { projectId: 'p', dataset: 'd' });
     const requests = fixture.sandbox.requests.length;
-    const result = await runCli(['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', 'merged', '--from', dayFromToday(-3), '--to', dayFromToday(-1), '--concurrency', '2'], { env: sandboxEnv(fixture.sandbox) });
+    const result = await runCli(
+      [
+        'backfill',
+        '--config',
+        ws.configFile,
+        '--jobs',
+        ws.jobsDir,
+        '--job',
+        'merged',
+        '--from',
+        dayFromToday(-3),
+        '--to',
+        dayFromToday(-1),
+        '--concurrency',
+        '2',
+      ],
+      { env: sandboxEnv(fixture.sandbox) },
+    );
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain("backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)");
+    expect(result.stderr).toContain(
+      "backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)",
+    );
     expect(fixture.sandbox.requests.length).toBe(requests);
   });
 });

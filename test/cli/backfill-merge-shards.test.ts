@@ -35,7 +35,11 @@ interface QueryJobRequest {
 
 function mergeJobOf(request: BigQueryRequest): QueryJobRequest | undefined {
   const json = request.json as QueryJobRequest | undefined;
-  return request.method === 'POST' && /^\/bigquery\/v2\/projects\/[^/]+\/jobs(\?|$)/.test(request.path) && /^\s*MERGE\b/i.test(json?.configuration?.query?.query ?? '') ? json : undefined;
+  return request.method === 'POST' &&
+    /^\/bigquery\/v2\/projects\/[^/]+\/jobs(\?|$)/.test(request.path) &&
+    /^\s*MERGE\b/i.test(json?.configuration?.query?.query ?? '')
+    ? json
+    : undefined;
 }
 
 describeWithEmulator('two backfill shards merging into one table', (endpoint) => {
@@ -70,7 +74,9 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
         return {
           action: 'forward',
           rewrite: (answer) =>
-            answer.status === 500 && JSON.stringify(answer.body).includes('already created') ? { status: 409, body: { error: { code: 409, message: 'Already Exists', errors: [{ reason: 'duplicate', message: 'Already Exists' }] } } } : answer,
+            answer.status === 500 && JSON.stringify(answer.body).includes('already created')
+              ? { status: 409, body: { error: { code: 409, message: 'Already Exists', errors: [{ reason: 'duplicate', message: 'Already Exists' }] } } }
+              : answer,
         };
       }
       const polled = request.method === 'GET' ? abortedOnPoll.get(request.path.split('?')[0]!.split('/').at(-1) ?? '') : undefined;
@@ -103,11 +109,40 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
     const ws = await writeBigQueryWorkspace(path.join(root, 'ws'), sandbox, [job], { projectId: endpoint.projectId, dataset });
     const shard = (index: number) =>
       runCli(
-        ['backfill', '--config', ws.configFile, '--jobs', ws.jobsDir, '--job', TABLE, '--from', '2026-07-01', '--to', '2026-07-05', '--run-id', 'shards-1', '--shard-index', String(index), '--shard-count', '2', '--json'],
-        { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: localBigQueryClient({ apiEndpoint: proxy.apiEndpoint, projectId: endpoint.projectId }) } } },
+        [
+          'backfill',
+          '--config',
+          ws.configFile,
+          '--jobs',
+          ws.jobsDir,
+          '--job',
+          TABLE,
+          '--from',
+          '2026-07-01',
+          '--to',
+          '2026-07-05',
+          '--run-id',
+          'shards-1',
+          '--shard-index',
+          String(index),
+          '--shard-count',
+          '2',
+          '--json',
+        ],
+        {
+          env: sandboxEnv(sandbox),
+          seams: { sinkOptions: { bigqueryClient: localBigQueryClient({ apiEndpoint: proxy.apiEndpoint, projectId: endpoint.projectId }) } },
+        },
       );
     const results = await Promise.all([shard(0), shard(1)]);
-    for (const result of results) expect(result.exitCode, `${result.stderr}\n${result.logs.filter((line) => Number(line.level) >= 40).map((line) => JSON.stringify(line)).join("\n")}`).toBe(0);
+    for (const result of results)
+      expect(
+        result.exitCode,
+        `${result.stderr}\n${result.logs
+          .filter((line) => Number(line.level) >= 40)
+          .map((line) => JSON.stringify(line))
+          .join('\n')}`,
+      ).toBe(0);
 
     // Four windows, each MERGE aborted once and then passed on once: merged once, not twice.
     expect(aborted).toHaveLength(4);
@@ -124,7 +159,9 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
 
     const all = sandbox.evaluate({ ...incidentDaysQuery, items: incidentDaysQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
     const expected = new Map(
-      all.rows.filter((row) => (row[1] as string) >= '2026-07-01' && (row[1] as string) < '2026-07-05').map(([number, day, severity]) => [number as number, `${day as string}|${severity as string}`]),
+      all.rows
+        .filter((row) => (row[1] as string) >= '2026-07-01' && (row[1] as string) < '2026-07-05')
+        .map(([number, day, severity]) => [number as number, `${day as string}|${severity as string}`]),
     );
     expect(expected.size).toBeGreaterThan(0);
     const rows = await readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');

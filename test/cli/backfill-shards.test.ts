@@ -45,14 +45,21 @@ afterAll(async () => {
 });
 
 function backfill(args: string[], env: Record<string, string> = {}, tile = 'daily') {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', tile, '--from', day(-8), '--to', day(-1), '--json', ...args], {
-    env: { ...sandboxEnv(sandbox), ...env },
-  });
+  return runCli(
+    ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', tile, '--from', day(-8), '--to', day(-1), '--json', ...args],
+    {
+      env: { ...sandboxEnv(sandbox), ...env },
+    },
+  );
 }
 
 describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
   it('three workers run every window exactly once, each under the derived run id, one token each, summaries valid', async () => {
-    const environments: Array<Record<string, string>> = [{ JOB_COMPLETION_INDEX: '0', TILEHOUSE_SHARD_COUNT: '3' }, { CLOUD_RUN_TASK_INDEX: '1', CLOUD_RUN_TASK_COUNT: '3' }, {}];
+    const environments: Array<Record<string, string>> = [
+      { JOB_COMPLETION_INDEX: '0', TILEHOUSE_SHARD_COUNT: '3' },
+      { CLOUD_RUN_TASK_INDEX: '1', CLOUD_RUN_TASK_COUNT: '3' },
+      {},
+    ];
     const documents: BackfillDocument[] = [];
     for (const [index, env] of environments.entries()) {
       sandbox.clearRequests();
@@ -63,7 +70,13 @@ describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
       expect(check.success ? [] : check.error.issues).toEqual([]);
       // The source clock and every window of this worker share one token.
       expect(sandbox.requests.filter((request) => request.endpoint === 'token')).toHaveLength(1);
-      expect(document).toMatchObject({ runId: 'bf-7', exitCode: 0, tokenFetches: 1, window: { start: day(-8), end: day(-1) }, shard: { index, count: 3, windows: 7 } });
+      expect(document).toMatchObject({
+        runId: 'bf-7',
+        exitCode: 0,
+        tokenFetches: 1,
+        window: { start: day(-8), end: day(-1) },
+        shard: { index, count: 3, windows: 7 },
+      });
       documents.push(document);
     }
     const windows = documents.flatMap((document) => document.windows.map((result) => result.window.from));

@@ -60,12 +60,13 @@ describe('backfill windows follow the source clock', () => {
     const offset = result.logs.find((line) => typeof line.offsetSeconds === 'number') as { offsetSeconds: number } | undefined;
     expect(Math.abs(offset!.offsetSeconds - Math.round((DEFAULT_NOW.getTime() - Date.now()) / 1000))).toBeLessThanOrEqual(5);
     const written: string[][] = [];
-    for (const date of [from, sourceDay(-11), sourceDay(-10)]) written.push(...((await readCsv(path.join(workspace.outDir, 'daily', `${date}.csv`))).rows as string[][]));
+    for (const date of [from, sourceDay(-11), sourceDay(-10)])
+      written.push(...((await readCsv(path.join(workspace.outDir, 'daily', `${date}.csv`))).rows as string[][]));
     expect(written).toEqual(sourceRows(from, to));
     expect(new Set(written.map((row) => row[0]))).toEqual(new Set([from, sourceDay(-11), sourceDay(-10)]));
   });
 
-  it('warns about a window after the source\'s today, and fails it under --strict without a request', async () => {
+  it("warns about a window after the source's today, and fails it under --strict without a request", async () => {
     const from = sourceDay(2);
     const to = sourceDay(3);
     const lenient = await backfill(['--from', from, '--to', to]);

@@ -32,20 +32,28 @@ afterAll(async () => {
 
 describeWithS3('the shipped bundle with an s3:// target', (s3) => {
   async function runBundled(name: string, sinks: Array<Record<string, unknown>>): Promise<{ stderr: string; loaded: string; outDir: string }> {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks }], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks }], {
+      itemsPerPage: 40,
+    });
     const config = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: Record<string, unknown> };
     config.sinks.s3 = { endpoint: s3.endpoint };
     await writeFile(workspace.configFile, stringify(config));
     const record = path.join(root, `${name}.imports`);
     await writeFile(record, '');
-    const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox), ...TEST_AWS_ENV, TILEHOUSE_RECORD_IMPORTS: record },
-    });
+    const result = await run(
+      process.execPath,
+      ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      {
+        env: { ...process.env, ...sandboxEnv(sandbox), ...TEST_AWS_ENV, TILEHOUSE_RECORD_IMPORTS: record },
+      },
+    );
     // The run's loaded modules, and the packages the loaded chunks hold.
     const urls = (await readFile(record, 'utf8')).split('\n').filter(Boolean);
     const chunks = urls.filter((url) => url.startsWith('file:') && url.includes('/.tmp/bundle-s3-test-'));
     const maps = await Promise.all(chunks.map(async (url) => JSON.parse(await readFile(new URL(`${url}.map`), 'utf8')) as { sources: string[] }));
-    const packages = maps.flatMap(({ sources }) => sources.filter((source) => source.includes('node_modules/')).map((source) => `// ${source.slice(source.indexOf('node_modules/'))}`));
+    const packages = maps.flatMap(({ sources }) =>
+      sources.filter((source) => source.includes('node_modules/')).map((source) => `// ${source.slice(source.indexOf('node_modules/'))}`),
+    );
     return { stderr: result.stderr, loaded: [...urls, ...packages].join('\n'), outDir: workspace.outDir };
   }
 

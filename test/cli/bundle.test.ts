@@ -64,8 +64,20 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
     }
     expect(maps.length).toBeGreaterThan(5);
     expect([...locales]).toEqual(['en.js']);
-    const workspace = await writeWorkspace(path.join(root, 'locale'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { concurrency: 'many' });
-    const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir]).catch((error: { code: number; stderr: string }) => error);
+    const workspace = await writeWorkspace(
+      path.join(root, 'locale'),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
+      { concurrency: 'many' },
+    );
+    const result = await run(process.execPath, [
+      path.join(BUNDLE, 'tilehouse.js'),
+      'validate',
+      '--config',
+      workspace.configFile,
+      '--jobs',
+      workspace.jobsDir,
+    ]).catch((error: { code: number; stderr: string }) => error);
     expect(result).toMatchObject({ code: 2 });
     expect((result as { stderr: string }).stderr).toMatch(/expected number, received string/i);
   });
@@ -73,12 +85,21 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
   // undici's HTTP/1.1 client requires its HTTP/2 client, which loaded node:http2 and tls only for
   // constants (~4 MB of a 5-row run's peak RSS); tilehouse never opens an HTTP/2 session.
   it('runs a tile without loading node:http2 or tls (HTTP/1.1 source)', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'no-http2'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(
+      path.join(root, 'no-http2'),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
+      { itemsPerPage: 40 },
+    );
     const loaded = path.join(root, 'no-http2.builtins');
     const preload = `data:text/javascript,${encodeURIComponent(`import { writeFileSync } from 'node:fs'; process.on('exit', () => writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));`)}`;
-    const result = await run(process.execPath, ['--import', preload, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox) },
-    });
+    const result = await run(
+      process.execPath,
+      ['--import', preload, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      {
+        env: { ...process.env, ...sandboxEnv(sandbox) },
+      },
+    );
     expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
     const builtins = (await readFile(loaded, 'utf8')).split('\n');
     // The check itself sees what it should: the run loaded undici's HTTP/1.1 parts over node:net.
@@ -124,9 +145,13 @@ describeWithFakeGcs('the shipped bundle with a gs:// CSV target', (gcs) => {
     const workspace = await writeWorkspace(path.join(root, name), sandbox, [job], { itemsPerPage: 40 });
     const record = path.join(root, `${name}.imports`);
     await writeFile(record, '');
-    const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, TILEHOUSE_RECORD_IMPORTS: record },
-    });
+    const result = await run(
+      process.execPath,
+      ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      {
+        env: { ...process.env, ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, TILEHOUSE_RECORD_IMPORTS: record },
+      },
+    );
     return { stderr: result.stderr, loaded: await readFile(record, 'utf8'), outDir: workspace.outDir };
   }
 
@@ -150,13 +175,24 @@ describe('the shipped bundle and OpenTelemetry', () => {
   // run must load none of it. The resolve hook records every module the run loads.
   const RECORD_IMPORTS = path.resolve('test/support/record-imports.mjs');
   async function runRecorded(name: string, env: Record<string, string>): Promise<{ stderr: string; loaded: string }> {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(
+      path.join(root, name),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
+      { itemsPerPage: 40 },
+    );
     const record = path.join(root, `${name}.imports`);
     await writeFile(record, '');
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('OTEL_') && !['TRACEPARENT', 'TRACESTATE', 'BAGGAGE'].includes(key)));
-    const result = await run(process.execPath, ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...clean, ...sandboxEnv(sandbox), TILEHOUSE_RECORD_IMPORTS: record, ...env },
-    });
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => !key.startsWith('OTEL_') && !['TRACEPARENT', 'TRACESTATE', 'BAGGAGE'].includes(key)),
+    );
+    const result = await run(
+      process.execPath,
+      ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
+      {
+        env: { ...clean, ...sandboxEnv(sandbox), TILEHOUSE_RECORD_IMPORTS: record, ...env },
+      },
+    );
     return { stderr: result.stderr, loaded: await readFile(record, 'utf8') };
   }
 

@@ -32,7 +32,11 @@ describe('tilehouse check', () => {
   it('prints ok with the tile size and column count; one token and one page request; writes nothing', async () => {
     const before = sandbox.requests.length;
     const result = await check(['--tile', 'detail']);
-    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 130 rows in the tile, 4 columns\n  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet\n`, stderr: '' });
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: `ok job detail: 130 rows in the tile, 4 columns\n  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet\n`,
+      stderr: '',
+    });
     const requests = sandbox.requests.slice(before);
     expect(requests.map((request) => request.endpoint)).toEqual(['token', 'export']);
     expect(await listFiles(workspace.outDir)).toEqual([]);
@@ -56,7 +60,9 @@ describe('tilehouse check', () => {
     try {
       const result = await check(['--tile', 'detail']);
       expect(result.exitCode).toBe(0);
-      expect(result.stdout).toContain(`\n  ${file} guard: a run now would be refused (shrink): 130 rows would replace the 1000 rows it holds (the CSV file counted): 87% fewer, more than guard.maxShrink 0.5 allows; guard.maxShrink or --allow-shrink lets it publish`);
+      expect(result.stdout).toContain(
+        `\n  ${file} guard: a run now would be refused (shrink): 130 rows would replace the 1000 rows it holds (the CSV file counted): 87% fewer, more than guard.maxShrink 0.5 allows; guard.maxShrink or --allow-shrink lets it publish`,
+      );
       expect(await readFile(file, 'utf8')).toContain('1,,x,y');
     } finally {
       await rm(file);

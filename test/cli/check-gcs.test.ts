@@ -36,7 +36,9 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
       response.end(JSON.stringify({ kind: 'storage#testIamPermissionsResponse', permissions: granted }));
       return true;
     });
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }]);
+    const workspace = await writeWorkspace(path.join(root, name), sandbox, [
+      { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    ]);
     await writeFile(workspace.configFile, (await readFile(workspace.configFile, 'utf8')).replace(/directory: .*/, `directory: gs://${bucket}/nightly`));
     const result = await runCli(['check', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: sandboxEnv(sandbox),
@@ -49,7 +51,10 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     const bucket = await gcs.newBucket('check');
     const all = ['storage.objects.create', 'storage.objects.delete', 'storage.objects.get', 'storage.objects.list'];
     const { result, seen } = await checkWith(bucket, all, 'all');
-    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: writable\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n` });
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: writable\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n`,
+    });
     const asked = new URL(seen.find((line) => line.includes('/iam/testPermissions'))!.split(' ')[1]!, 'http://x').searchParams.getAll('permissions');
     expect(asked.sort()).toEqual(all);
     expect(seen.every((line) => line.startsWith('GET '))).toBe(true);
@@ -60,7 +65,9 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     const bucket = await gcs.newBucket('check');
     const { result } = await checkWith(bucket, ['storage.objects.get', 'storage.objects.list'], 'some');
     expect(result.exitCode).toBe(1);
-    expect(result.stdout).toBe(`FAIL job detail: gcs_permission_denied: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`);
+    expect(result.stdout).toBe(
+      `FAIL job detail: gcs_permission_denied: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`,
+    );
   });
 
   it('fails an unknown bucket (gcs_bucket_not_found), and says so when an endpoint has no IAM to test', async () => {
@@ -68,6 +75,9 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     await proxy?.close();
     const bucket = await gcs.newBucket('check');
     const { result } = await checkWith(bucket, 'no-iam', 'no-iam');
-    expect(result).toMatchObject({ exitCode: 0, stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: bucket found; permissions not tested (this endpoint has no IAM)\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n` });
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: `ok job detail: 30 rows in the tile, 4 columns; gs://${bucket}/nightly/: bucket found; permissions not tested (this endpoint has no IAM)\n  gs://${bucket}/nightly/detail.csv guard: passes: 30 rows; no target yet\n`,
+    });
   });
 });

@@ -9,7 +9,6 @@ import { COMMANDS } from '../../src/cli/commands.js';
  * commands are run as written by test/docs/readme-commands.test.ts.)
  */
 
-
 function jobNames(): Set<string> {
   const names = new Set<string>();
   for (const directory of ['jobs', ...readdirSync('examples').map((example) => path.join('examples', example, 'jobs'))]) {
@@ -28,7 +27,12 @@ describe("the commands' help examples", () => {
     const lines: string[] = [];
     for (const entry of COMMANDS) {
       const { help } = await entry.load();
-      lines.push(...help.split('\n').map((line) => line.trim()).filter((line) => line.startsWith('tilehouse ')));
+      lines.push(
+        ...help
+          .split('\n')
+          .map((line) => line.trim())
+          .filter((line) => line.startsWith('tilehouse ')),
+      );
     }
     expect(lines.length).toBeGreaterThanOrEqual(COMMANDS.length - 1);
     const jobs = lines.flatMap((line) => [...line.matchAll(/--(?:job|tile|backfill)[ =]([a-z][a-z0-9_]*)/g)].map((match) => ({ line, job: match[1]! })));

@@ -63,7 +63,10 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
   /** The same run in this process, with the test's storage client. */
   async function runHere(sandbox: Sandbox, bucket: string, name: string) {
     const workspace = await writeWorkspace(path.join(root, name), sandbox, [job(bucket)]);
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { storageClient: gcs.storage } } });
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { storageClient: gcs.storage } },
+    });
     const summary = summarySchema.parse(JSON.parse(result.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
     return { ...result, summary, report: summary.incremental![0]! };
@@ -147,7 +150,9 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
     const run = await runHere(day5, 'no-such-bucket-tilehouse', 'missing-bucket');
     expect(run.exitCode).toBe(1);
     expect(run.summary.tiles.map((tile) => tile.error?.code)).toEqual(['incremental_state_unreadable']);
-    expect(run.report.error?.message).toBe("job daily: cannot read gs://no-such-bucket-tilehouse/daily/{date}.csv's state: the bucket gs://no-such-bucket-tilehouse does not exist (or these credentials cannot see it)");
+    expect(run.report.error?.message).toBe(
+      "job daily: cannot read gs://no-such-bucket-tilehouse/daily/{date}.csv's state: the bucket gs://no-such-bucket-tilehouse does not exist (or these credentials cannot see it)",
+    );
     expect(run.report.windows).toEqual([]);
     expect(exports(day5)).toBe(requests);
   }, 60_000);

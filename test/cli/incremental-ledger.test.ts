@@ -35,11 +35,17 @@ const exports = () => sandbox.requests.filter((request) => request.endpoint === 
 
 describe('an incremental job whose run ledger cannot be reached', () => {
   it('fails with incremental_state_unreadable, exit 1, and exports nothing', async () => {
-    const workspace = await writeBigQueryWorkspace(path.join(root, 'unreachable'), sandbox, [job([{ type: 'bigquery', writeMode: 'partition' }])], { projectId: 'p', dataset: 'd' });
+    const workspace = await writeBigQueryWorkspace(path.join(root, 'unreachable'), sandbox, [job([{ type: 'bigquery', writeMode: 'partition' }])], {
+      projectId: 'p',
+      dataset: 'd',
+    });
     // A closed port: every ledger read is refused.
     const client = localBigQueryClient({ projectId: 'p', apiEndpoint: 'http://127.0.0.1:9' } as Parameters<typeof localBigQueryClient>[0]);
     const before = exports();
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
     expect(result.exitCode).toBe(1);
     const summary = summarySchema.parse(JSON.parse(result.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
@@ -57,8 +63,20 @@ describeWithEmulator('an incremental job reading the BigQuery run ledger', (endp
     await client.createDataset(dataset);
     const table = `${endpoint.projectId}.${dataset}.daily`;
     const row = (day: string, overrides: Partial<LedgerRow> = {}): LedgerRow => ({
-      runId: `r-${day.replaceAll('-', '')}`, job: 'daily', tile: SANDBOX_TILE, target: `${table}$${day.replaceAll('-', '')}`, status: 'succeeded', published: true, rows: 3,
-      window: { from: day, to: day }, schemaHash: 'h', jobId: `j-${day}`, loadJobId: `l-${day}`, startedAt: new Date(`${day}T13:00:00Z`), durationMs: 10, ...overrides,
+      runId: `r-${day.replaceAll('-', '')}`,
+      job: 'daily',
+      tile: SANDBOX_TILE,
+      target: `${table}$${day.replaceAll('-', '')}`,
+      status: 'succeeded',
+      published: true,
+      rows: 3,
+      window: { from: day, to: day },
+      schemaHash: 'h',
+      jobId: `j-${day}`,
+      loadJobId: `l-${day}`,
+      startedAt: new Date(`${day}T13:00:00Z`),
+      durationMs: 10,
+      ...overrides,
     });
     const retry = { limits: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 }, logger: pino({ level: 'silent' }) };
     const ledger = { projectId: endpoint.projectId, datasetId: dataset, location: undefined };
@@ -76,7 +94,10 @@ describeWithEmulator('an incremental job reading the BigQuery run ledger', (endp
     expect(planned!.incremental.windows.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
     expect(planned!.incremental.reason).toContain('resume after 2026-07-02');
 
-    const both = await writeBigQueryWorkspace(path.join(root, `${dataset}-csv`), sandbox, [job([bigquery, { type: 'csv', manifest: true }])], { projectId: endpoint.projectId, dataset });
+    const both = await writeBigQueryWorkspace(path.join(root, `${dataset}-csv`), sandbox, [job([bigquery, { type: 'csv', manifest: true }])], {
+      projectId: endpoint.projectId,
+      dataset,
+    });
     const before = exports();
     const refused = await runCli(['run', '--config', both.configFile, '--jobs', both.jobsDir], { env: sandboxEnv(sandbox), seams });
     expect(refused.exitCode).toBe(1);

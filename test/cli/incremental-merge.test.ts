@@ -60,7 +60,10 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
 
   async function run(sandbox: Sandbox, name: string, lookbackDays = 0) {
     const ws = await writeBigQueryWorkspace(path.join(root, name), sandbox, [job(lookbackDays)], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     const summary = summarySchema.parse(JSON.parse(result.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
@@ -71,7 +74,12 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
   function sourceRows(sandbox: Sandbox, from: string, to: string): Map<number, string> {
     const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
     const inWindow = all.rows.filter((row) => (row[1] as string) >= from && (row[1] as string) < to);
-    return new Map(inWindow.map(([number, day, created, severity]) => [number as number, `${day as string}|${new Date(created as number).toISOString()}|${severity as string}`]));
+    return new Map(
+      inWindow.map(([number, day, created, severity]) => [
+        number as number,
+        `${day as string}|${new Date(created as number).toISOString()}|${severity as string}`,
+      ]),
+    );
   }
 
   /** The table as number -> "day|created|severity" (each key once, asserted), and each number's _run_id. */
@@ -110,7 +118,9 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     expect(fifth.report.windows.map((window) => window.from)).toEqual(days);
     expect(fifth.report.reason).toContain('2026-07-01 published while open: exported again');
-    expect(fifth.summary.tiles.map((tile) => [tile.status, tile.runId])).toEqual(days.map((day) => ['succeeded', `${fifth.summary.runId}-${day.replaceAll('-', '')}`]));
+    expect(fifth.summary.tiles.map((tile) => [tile.status, tile.runId])).toEqual(
+      days.map((day) => ['succeeded', `${fifth.summary.runId}-${day.replaceAll('-', '')}`]),
+    );
     const missed = sourceRows(day5, '2026-07-01', '2026-07-06');
     expect(new Set([...missed.values()].map((values) => values.slice(0, 10)))).toEqual(new Set(days));
     // Day 1's incidents are back on day 5 with other values (the sandbox's clock moved them): updated, not added.
@@ -127,7 +137,14 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     const target = `${endpoint.projectId}.${dataset}.${TABLE}`;
     expect(await ledger()).toEqual([
       { window_from: '2026-07-01', status: 'succeeded', published: true, target, run_id: `${first.summary.runId}-20260701`, window_open: true },
-      ...days.map((day) => ({ window_from: day, status: 'succeeded', published: true, target, run_id: `${fifth.summary.runId}-${day.replaceAll('-', '')}`, window_open: day === '2026-07-05' })),
+      ...days.map((day) => ({
+        window_from: day,
+        status: 'succeeded',
+        published: true,
+        target,
+        run_id: `${fifth.summary.runId}-${day.replaceAll('-', '')}`,
+        window_open: day === '2026-07-05',
+      })),
     ]);
 
     // A repeat of day 5 finds every closed day published in the ledger: only the open day is
@@ -144,7 +161,8 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     expect(again.report.windows.map((window) => window.from)).toEqual(days);
     const afterAgain = await tableRows();
     expect(afterAgain.values).toEqual(afterFifth.values);
-    for (const [number, values] of missed) expect(afterAgain.runIds.get(number), `${number} ${values}`).toBe(`${again.summary.runId}-${values.slice(0, 10).replaceAll('-', '')}`);
+    for (const [number, values] of missed)
+      expect(afterAgain.runIds.get(number), `${number} ${values}`).toBe(`${again.summary.runId}-${values.slice(0, 10).replaceAll('-', '')}`);
     expect((await ledger()).length).toBe(1 + days.length + 1 + days.length);
   }, 240_000);
 

@@ -53,7 +53,11 @@ function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
 }
 
 async function manifestWindow(workspace: Workspace, day: string): Promise<{ from: string; to: string; open: boolean }> {
-  return (JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { window: { from: string; to: string; open: boolean } }).window;
+  return (
+    JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as {
+      window: { from: string; to: string; open: boolean };
+    }
+  ).window;
 }
 
 async function dayRows(workspace: Workspace, day: string): Promise<string[][]> {
@@ -131,7 +135,8 @@ describe('an incremental run killed in the middle of a catch-up', () => {
     await exit;
 
     const killedRun = new Map<string, string>();
-    for (const name of await manifests()) killedRun.set(name.slice(0, 10), (JSON.parse(await readFile(path.join(workspace.outDir, 'daily', name), 'utf8')) as { runId: string }).runId);
+    for (const name of await manifests())
+      killedRun.set(name.slice(0, 10), (JSON.parse(await readFile(path.join(workspace.outDir, 'daily', name), 'utf8')) as { runId: string }).runId);
     expect(killedRun.size).toBeGreaterThan(0);
     expect(killedRun.size).toBeLessThan(days.length);
     // Oldest first, one at a time: what the killed run published is a prefix of the days.

@@ -52,7 +52,8 @@ describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
     return summary.incremental![0]!;
   }
 
-  const runIdOf = async (bucket: string, key: string) => (await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).Metadata?.[RUN_ID_METADATA_KEY];
+  const runIdOf = async (bucket: string, key: string) =>
+    (await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).Metadata?.[RUN_ID_METADATA_KEY];
 
   it('exports days 1-5 as one object and manifest each, then only the open day 5 on a repeat; DuckDB reads every day', async () => {
     const bucket = await s3.newBucket('incremental');
@@ -61,7 +62,11 @@ describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
     const first = await run(day5, bucket, 'first');
     expect(first.windows.map((window) => window.from)).toEqual(days);
     expect(await keysOf(s3.client, bucket)).toEqual(days.flatMap((day) => [`daily/${day}.parquet`, `daily/${day}.parquet.manifest.json`]));
-    const manifests = await Promise.all(days.map(async (day) => JSON.parse((await getBytes(s3.client, bucket, `daily/${day}.parquet.manifest.json`)).toString()) as { window: { open: boolean } }));
+    const manifests = await Promise.all(
+      days.map(
+        async (day) => JSON.parse((await getBytes(s3.client, bucket, `daily/${day}.parquet.manifest.json`)).toString()) as { window: { open: boolean } },
+      ),
+    );
     expect(manifests.map((manifest) => manifest.window.open)).toEqual([false, false, false, false, true]);
     for (const day of days) {
       const copy = path.join(root, `${day}.parquet`);

@@ -15,14 +15,29 @@ const URL_TILE_ID = `https://acme.incidents.example.com/api/v1/topics/incident/e
 // The body as the reporting module shows it: one hidden filter column first, quotes in a formula.
 const BODY = {
   items: [
-    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', hidden: true, filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }] },
-    { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 0, hidden: false, ref: 'sev', filters: [] },
+    {
+      header: 'Created',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      hidden: true,
+      filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'], beforeAggregate: true }],
+    },
+    {
+      header: 'Severity',
+      formula: '[incident.severity_label]',
+      dataType: 'text',
+      grouped: true,
+      order: 'asc',
+      orderSequence: 0,
+      hidden: false,
+      ref: 'sev',
+      filters: [],
+    },
     { header: 'Label', formula: "concat('SEV ', [ref:sev])", dataType: 'text', hidden: false, filters: [] },
     { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', hidden: false, filters: [] },
   ],
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
-
 
 const CURL = [
   `curl -X POST ${shellQuote(URL_TILE_ID)} \\`,
@@ -97,7 +112,10 @@ describe('tilehouse init --from-request', () => {
   it('reads the URL and the JSON body from standard input, and names what the environment config lacks', async () => {
     await writeFile(configFile, environmentYaml('http://127.0.0.1:8787', 'tileId'));
     const url = `https://acme.incidents.example.com/reports/api/v1/topics/incident/execute?id=${TILE}&format=json`;
-    const result = await init(['--from-request', '-', '--name', 'sev_breakdown', '--jobs', jobsDir, '--config', configFile], `${url}\n${JSON.stringify(BODY, null, 2)}\n`);
+    const result = await init(
+      ['--from-request', '-', '--name', 'sev_breakdown', '--jobs', jobsDir, '--config', configFile],
+      `${url}\n${JSON.stringify(BODY, null, 2)}\n`,
+    );
     expect(result.stderr).toBe('');
     expect(result.exitCode).toBe(0);
     const job = await loadJob(path.join(jobsDir, 'sev_breakdown.yaml'));
@@ -160,8 +178,16 @@ describe('tilehouse init --from-request', () => {
     ['a body that is not JSON', `${URL_TILE_ID}\n{"items": [`, /body = .*: not JSON/],
     ['a body that is not an export query', `${URL_TILE_ID}\n{"rows": []}`, /body\.items: not an export query/],
     ['no tile id in the query string', `${URL_TILE_ID.replace(/\?.*/, '')}\n${JSON.stringify(BODY)}`, /no tile id in the query string/],
-    ['the wrong path', `${URL_TILE_ID.replace('/topics/incident/execute', '/incidents')}\n${JSON.stringify(BODY)}`, /url path = "\/api\/v1\/incidents": not the tile export endpoint/],
-    ['two candidate tile parameters', `${URL_TILE_ID}&view=3\n${JSON.stringify(BODY)}`, /cannot tell which query-string item carries the tile id: tileId, view; name it with --tile-param/],
+    [
+      'the wrong path',
+      `${URL_TILE_ID.replace('/topics/incident/execute', '/incidents')}\n${JSON.stringify(BODY)}`,
+      /url path = "\/api\/v1\/incidents": not the tile export endpoint/,
+    ],
+    [
+      'two candidate tile parameters',
+      `${URL_TILE_ID}&view=3\n${JSON.stringify(BODY)}`,
+      /cannot tell which query-string item carries the tile id: tileId, view; name it with --tile-param/,
+    ],
     ['a pipeline', `${CURL.trim()} | jq .`, /unquoted "\|"/],
     ['a cut-off paste', CURL.split('\n').slice(0, 2).join('\n'), /was the paste cut off/],
   ];

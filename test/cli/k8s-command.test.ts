@@ -23,8 +23,7 @@ afterEach(async () => {
 
 async function setSchedule(file: string, cron: string | undefined): Promise<void> {
   const text = await readFile(file, 'utf8');
-  const replaced =
-    cron === undefined ? text.replace(/^schedule:\n(?: {2}.*\n)+/m, '') : text.replace(/^( {2}cron: ).*$/m, `$1"${cron}"`);
+  const replaced = cron === undefined ? text.replace(/^schedule:\n(?: {2}.*\n)+/m, '') : text.replace(/^( {2}cron: ).*$/m, `$1"${cron}"`);
   expect(replaced).not.toBe(text);
   await writeFile(file, replaced);
 }
@@ -63,12 +62,19 @@ describe('tilehouse k8s', () => {
 
   it('warns that a local CSV directory is an emptyDir in the pod, and mounts one there; a gs:// directory needs neither', async () => {
     const localConfig = path.join(root, 'local.yaml');
-    await writeFile(localConfig, (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, 'directory: /var/lib/tilehouse/out'));
+    await writeFile(
+      localConfig,
+      (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, 'directory: /var/lib/tilehouse/out'),
+    );
     const local = await runCli(['k8s', '--config', localConfig, '--jobs', jobsDir, '--out', outFile], { env: {} });
     expect(local.exitCode).toBe(0);
     expect(local.stderr).toMatch(/warning: .* write CSV under \/var\/lib\/tilehouse\/out: in the pod that is an emptyDir/);
     const mountsOf = async () =>
-      parseAllDocuments(await readFile(outFile, 'utf8')).map((document) => (document.toJS() as { spec: { jobTemplate: { spec: { template: { spec: { containers: Array<{ volumeMounts: Array<{ mountPath: string }> }> } } } } } }).spec.jobTemplate.spec.template.spec.containers[0]!.volumeMounts.map((mount) => mount.mountPath));
+      parseAllDocuments(await readFile(outFile, 'utf8')).map((document) =>
+        (
+          document.toJS() as { spec: { jobTemplate: { spec: { template: { spec: { containers: Array<{ volumeMounts: Array<{ mountPath: string }> }> } } } } } }
+        ).spec.jobTemplate.spec.template.spec.containers[0]!.volumeMounts.map((mount) => mount.mountPath),
+      );
     for (const mounts of await mountsOf()) expect(mounts).toContain('/var/lib/tilehouse/out');
 
     const inBucket = await runCli(args, { env: {} });
@@ -84,7 +90,9 @@ describe('tilehouse k8s', () => {
 
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(1);
-    expect(checked.stderr).toContain(`stale Kubernetes manifests; run: tilehouse k8s --config config/production.example.yaml --jobs ${jobsDir} --out ${outFile}`);
+    expect(checked.stderr).toContain(
+      `stale Kubernetes manifests; run: tilehouse k8s --config config/production.example.yaml --jobs ${jobsDir} --out ${outFile}`,
+    );
     expect(checked.stderr).toMatch(/cronjobs\.yaml: differs/);
     expect(checked.stderr).toMatch(/generated\/jobs\/incidents_by_month_severity\.yaml: differs/);
     expect(await readFile(outFile, 'utf8')).toBe(before);

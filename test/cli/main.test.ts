@@ -30,7 +30,9 @@ describe('main', () => {
   it('an unknown command is usage_invalid, exit 2', async () => {
     const result = await cli(['export']);
     expect(result).toMatchObject({ code: 2, stdout: '' });
-    expect(result.stderr).toBe('tilehouse: usage_invalid:\n  unknown command "export"; commands: run, schedule, backfill, plan, probe, check, validate, init, k8s\n');
+    expect(result.stderr).toBe(
+      'tilehouse: usage_invalid:\n  unknown command "export"; commands: run, schedule, backfill, plan, probe, check, validate, init, k8s\n',
+    );
   });
 
   it('a bad option is usage_invalid, exit 2', async () => {

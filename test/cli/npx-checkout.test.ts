@@ -50,7 +50,8 @@ describe('bin/tilehouse.js chooses', () => {
   });
 
   const which = async () => (await run(process.execPath, [path.join(fake, 'bin', 'tilehouse.js')], { timeout: 60_000 })).stdout;
-  const age = (file: string, secondsAgo: number) => utimes(path.join(fake, file), new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
+  const age = (file: string, secondsAgo: number) =>
+    utimes(path.join(fake, file), new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
 
   it('the bundle when it is newer than every source file', async () => {
     await age('src/cli.ts', 100);

@@ -19,10 +19,15 @@ let workspace: Workspace;
 beforeAll(async () => {
   sandbox = await startSandbox({ incidents: INCIDENTS });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [
-    { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-    { name: 'other', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-  ], { itemsPerPage: 50 });
+  workspace = await writeWorkspace(
+    root,
+    sandbox,
+    [
+      { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+      { name: 'other', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    ],
+    { itemsPerPage: 50 },
+  );
 });
 afterAll(async () => {
   await sandbox.close();
@@ -40,7 +45,20 @@ describe('tilehouse run output', () => {
     expect(lines).toHaveLength(2);
     expect(lines[1]).toBe('');
     const summary = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(Object.keys(summary).sort()).toEqual(['command', 'durationMs', 'exitCode', 'failed', 'partiallyPublished', 'runId', 'schemaVersion', 'startedAt', 'succeeded', 'tiles', 'tokenFetches', 'window']);
+    expect(Object.keys(summary).sort()).toEqual([
+      'command',
+      'durationMs',
+      'exitCode',
+      'failed',
+      'partiallyPublished',
+      'runId',
+      'schemaVersion',
+      'startedAt',
+      'succeeded',
+      'tiles',
+      'tokenFetches',
+      'window',
+    ]);
     expect(summary).toMatchObject({ command: 'run', exitCode: 0, succeeded: 1, failed: 0, partiallyPublished: 0 });
     expect(summary.tiles).toMatchObject([{ job: 'detail', status: 'succeeded', rows: INCIDENTS, pages: 3, nulledValues: 0, rowsDropped: 0 }]);
     // The human summary is on stderr, as before.
@@ -62,7 +80,10 @@ describe('tilehouse run output', () => {
       expect(result.stdout).toBe('');
     }
     expect(await readdir(dir)).toEqual(['env.json', 'flag.json']);
-    for (const [file, result] of [['flag.json', byFlag], ['env.json', byEnv]] as const) {
+    for (const [file, result] of [
+      ['flag.json', byFlag],
+      ['env.json', byEnv],
+    ] as const) {
       const summary = JSON.parse(await readFile(path.join(dir, file), 'utf8')) as { runId: string; tiles: unknown[] };
       expect(summary).toMatchObject({ command: 'run', exitCode: 0, tiles: [{ job: 'detail', rows: INCIDENTS }] });
       expect(result.stderr).toContain(`run ${summary.runId}:`);
@@ -74,7 +95,9 @@ describe('tilehouse run output', () => {
     const missing = path.join(root, 'no-such-dir', 'summary.json');
     const result = await runCli(['run', ...base(), '--summary-json', missing], { env: sandboxEnv(sandbox) });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toBe(`tilehouse: usage_invalid:\n  run: --summary-json ${JSON.stringify(missing)}: the directory ${path.dirname(missing)} does not exist\n`);
+    expect(result.stderr).toBe(
+      `tilehouse: usage_invalid:\n  run: --summary-json ${JSON.stringify(missing)}: the directory ${path.dirname(missing)} does not exist\n`,
+    );
     expect(tokenRequests()).toBe(before);
   });
 
@@ -102,7 +125,10 @@ describe('usage errors (exit 2, nothing run)', () => {
     { args: ['run', '-q', '-v'], says: 'run: --quiet and --verbose contradict each other; give one' },
     { args: ['run', '--config', 'a.yaml', '--config', 'b.yaml'], says: 'run: --config is given 2 times ("a.yaml", "b.yaml"); give it once' },
     { args: ['validate', '-c', 'a.yaml', '--config=b.yaml'], says: 'validate: --config is given 2 times ("a.yaml", "b.yaml"); give it once' },
-    { args: ['run', '--json', '--summary-json', 'x.json'], says: 'run: --json prints the summary on stdout and --summary-json "x.json" writes it to a file; give one' },
+    {
+      args: ['run', '--json', '--summary-json', 'x.json'],
+      says: 'run: --json prints the summary on stdout and --summary-json "x.json" writes it to a file; give one',
+    },
     {
       args: ['backfill', '--tile', 'a', '--tile', 'b', '--from', '2026-01-01', '--to', '2026-01-02'],
       says: 'backfill: one --job per backfill, got a, b; run one backfill per job (each has its own windows and re-run commands)',
@@ -116,7 +142,10 @@ describe('usage errors (exit 2, nothing run)', () => {
 
   it('refuses an unknown $TILEHOUSE_LOG_LEVEL the same way', async () => {
     const result = await runCli(['run', ...base()], { env: { ...sandboxEnv(sandbox), TILEHOUSE_LOG_LEVEL: 'loud' } });
-    expect(result).toMatchObject({ exitCode: 2, stderr: 'tilehouse: usage_invalid:\n  $TILEHOUSE_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent; got "loud"\n' });
+    expect(result).toMatchObject({
+      exitCode: 2,
+      stderr: 'tilehouse: usage_invalid:\n  $TILEHOUSE_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent; got "loud"\n',
+    });
   });
 });
 
@@ -130,16 +159,41 @@ describe('help', () => {
 
 describe('formatRunSummary', () => {
   const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
-    job: 'by_type', tile: 't', runId: 'r1', status: 'succeeded', rows: 48, rowsDropped: 0, pages: 1, bytes: 4096, durationMs: 120, columns: [],
-    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }], targets: ['out/by_type.csv'], bigqueryJobIds: [], warnings: [], nulledValues: 0,
-    retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0,
+    job: 'by_type',
+    tile: 't',
+    runId: 'r1',
+    status: 'succeeded',
+    rows: 48,
+    rowsDropped: 0,
+    pages: 1,
+    bytes: 4096,
+    durationMs: 120,
+    columns: [],
+    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }],
+    targets: ['out/by_type.csv'],
+    bigqueryJobIds: [],
+    warnings: [],
+    nulledValues: 0,
+    retries: 0,
+    throttled: 0,
+    tokenFetches: 1,
+    reauthentications: 0,
+    restarts: 0,
     ...overrides,
   });
 
   it('says what made an "ok" less than whole: nulled values, dropped rows, warnings, retries', () => {
     const text = formatRunSummary({
-      runId: 'r1', startedAt: '', durationMs: 1500, tokenFetches: 1, succeeded: 1, failed: 0, partiallyPublished: 0,
-      tiles: [tile({ nulledValues: 48, rowsDropped: 2, warnings: ['column "X": unknown dataType "money", loaded as STRING'], retries: 3, reauthentications: 1 })],
+      runId: 'r1',
+      startedAt: '',
+      durationMs: 1500,
+      tokenFetches: 1,
+      succeeded: 1,
+      failed: 0,
+      partiallyPublished: 0,
+      tiles: [
+        tile({ nulledValues: 48, rowsDropped: 2, warnings: ['column "X": unknown dataType "money", loaded as STRING'], retries: 3, reauthentications: 1 }),
+      ],
     });
     expect(text.split('\n')).toEqual([
       'run r1: 1 succeeded, 0 failed in 1.5 s',
@@ -154,7 +208,13 @@ describe('formatRunSummary', () => {
 
   it('names which targets hold which run after a partial publish', () => {
     const text = formatRunSummary({
-      runId: 'r2', startedAt: '', durationMs: 900, tokenFetches: 1, succeeded: 0, failed: 0, partiallyPublished: 1,
+      runId: 'r2',
+      startedAt: '',
+      durationMs: 900,
+      tokenFetches: 1,
+      succeeded: 0,
+      failed: 0,
+      partiallyPublished: 1,
       tiles: [tile({ status: 'partially_published', unpublished: ['bigquery p.d.by_type'], error: { code: 'publish_partial', message: 'bigquery failed' } })],
     });
     expect(text.split('\n')).toEqual([

@@ -68,13 +68,20 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
 
   async function cli(sandbox: Sandbox, dir: string, jobs: Array<Record<string, unknown>>, args: string[]) {
     const ws = await writeBigQueryWorkspace(path.join(root, dir), sandbox, jobs, { projectId: endpoint.projectId, dataset });
-    return runCli([...args, '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    return runCli([...args, '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
   }
 
   /** number -> "day|severity" of the incidents created in [from, to), as the source has them. */
   function sourceRows(sandbox: Sandbox, from: string, to: string): Map<number, string> {
     const all = sandbox.evaluate({ ...incidentDaysQuery, items: incidentDaysQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-    return new Map(all.rows.filter((row) => (row[1] as string) >= from && (row[1] as string) < to).map(([number, day, severity]) => [number as number, `${day as string}|${severity as string}`]));
+    return new Map(
+      all.rows
+        .filter((row) => (row[1] as string) >= from && (row[1] as string) < to)
+        .map(([number, day, severity]) => [number as number, `${day as string}|${severity as string}`]),
+    );
   }
   async function tableRows(table: string): Promise<Map<number, string>> {
     const rows = await readTable(direct, { projectId: endpoint.projectId, dataset, table }, 'number');
@@ -105,14 +112,26 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     expect(expected.size).toBeGreaterThan(0);
     const merged = { writeMode: 'merge', primaryKey: ['Number'], partitionBy: { column: 'Day', granularity: 'day' } };
 
-    const created = await cli(sandbox, 'created', [job('merged_days', { ...merged, requirePartitionFilter: true })], ['backfill', '--job', 'merged_days', '--from', '2026-07-01', '--to', '2026-07-05']);
+    const created = await cli(
+      sandbox,
+      'created',
+      [job('merged_days', { ...merged, requirePartitionFilter: true })],
+      ['backfill', '--job', 'merged_days', '--from', '2026-07-01', '--to', '2026-07-05'],
+    );
     expect(created.exitCode, created.stderr).toBe(0);
     // Again over the same windows (new run id): the MERGEs match what the first wrote.
-    const again = await cli(sandbox, 'created-again', [job('merged_days', { ...merged, requirePartitionFilter: true })], ['backfill', '--job', 'merged_days', '--from', '2026-07-01', '--to', '2026-07-05']);
+    const again = await cli(
+      sandbox,
+      'created-again',
+      [job('merged_days', { ...merged, requirePartitionFilter: true })],
+      ['backfill', '--job', 'merged_days', '--from', '2026-07-01', '--to', '2026-07-05'],
+    );
     expect(again.exitCode, again.stderr).toBe(0);
     expect(await tableRows('merged_days')).toEqual(expected);
     expect(refusalsOf('merged_days')).toEqual([]);
-    expect(policy.queries.filter((query) => query.startsWith(`MERGE \`${name('merged_days')}\``)).at(-1)).toContain("T.`day` >= DATE '2026-07-04' AND T.`day` < DATE '2026-07-05'");
+    expect(policy.queries.filter((query) => query.startsWith(`MERGE \`${name('merged_days')}\``)).at(-1)).toContain(
+      "T.`day` >= DATE '2026-07-04' AND T.`day` < DATE '2026-07-05'",
+    );
 
     await handMadeTable('hand_days');
     const hand = await cli(sandbox, 'hand', [job('hand_days', merged)], ['backfill', '--job', 'hand_days', '--from', '2026-07-01', '--to', '2026-07-05']);
@@ -123,7 +142,11 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
 
   it('incremental merge runs onto a require-partition-filter table: exact, and the ledger finds what they published', async () => {
     const incremental = (table: string) =>
-      job(table, { writeMode: 'merge', primaryKey: ['Number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true }, { incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 }, backfill: undefined });
+      job(
+        table,
+        { writeMode: 'merge', primaryKey: ['Number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true },
+        { incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 }, backfill: undefined },
+      );
     // One source clock for both runs: the sandbox re-dates its incidents when its clock moves, which
     // would move keys between partitions, and a MERGE bounded by the run's partitions does not
     // follow a key out of its partition (docs/bigquery.md: partition by a date the key determines).
@@ -153,12 +176,22 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
 
     // Refused: every window beyond the expiration, and the partial one under --strict. No page read.
     const exports = () => sandbox.requests.filter((request) => request.endpoint === 'export').length;
-    const allExpired = await cli(sandbox, 'all-expired', [job('expiring', sink)], ['backfill', '--job', 'expiring', '--from', from, '--to', isoDay(now - 40 * DAY)]);
+    const allExpired = await cli(
+      sandbox,
+      'all-expired',
+      [job('expiring', sink)],
+      ['backfill', '--job', 'expiring', '--from', from, '--to', isoDay(now - 40 * DAY)],
+    );
     expect(allExpired.exitCode).toBe(2);
     expect(allExpired.stderr).toContain('bigquery_windows_expired');
     expect(allExpired.stderr).toContain(`all 19 windows of this backfill`);
     expect(allExpired.stderr).toContain(`timePartitioning.expirationMs = ${expirationMs}, 30 days`);
-    const strict = await cli(sandbox, 'strict', [job('expiring', sink)], ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week', '--strict']);
+    const strict = await cli(
+      sandbox,
+      'strict',
+      [job('expiring', sink)],
+      ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week', '--strict'],
+    );
     expect(strict.exitCode).toBe(2);
     expect(strict.stderr).toContain('--strict refuses any');
     expect(exports()).toBe(0);
@@ -183,7 +216,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     expect(all).toEqual(sourceRows(sandbox, from, to));
     expect(kept).toBe(held);
     expect(expired).toBe(dropped);
-    expect(warnings.some((warning) => warning.includes('older than the table\'s partition expiration') && warning.includes('30 days'))).toBe(true);
+    expect(warnings.some((warning) => warning.includes("older than the table's partition expiration") && warning.includes('30 days'))).toBe(true);
 
     const [ledger] = await direct.query({
       query: `SELECT SUM(row_count) AS n, SUM(IFNULL(expired_rows, 0)) AS expired FROM \`${name('_tilehouse_runs')}\` WHERE job = 'expiring' AND run_id LIKE '${summary.runId}-%'`,

@@ -14,7 +14,10 @@ const query = {
   options: {},
 };
 const job = { name: 'by_type', tile: SANDBOX_TILE, query, sinks: [{ type: 'csv' }], columns: { Incidents: { type: 'INT64' } } };
-const widerQuery = { ...query, items: [...query.items, { header: 'Newest', formula: '[incident.created]', dataType: 'datetime', aggregate: 'max', filters: [] }] };
+const widerQuery = {
+  ...query,
+  items: [...query.items, { header: 'Newest', formula: '[incident.created]', dataType: 'datetime', aggregate: 'max', filters: [] }],
+};
 
 const fixture = sandboxAndRootForAll({ incidents: 300 });
 
@@ -69,7 +72,8 @@ describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
     const client = proxy.client();
     const dataset = uniqueDatasetId('plan');
     const bqJob = { ...job, sinks: [{ type: 'bigquery', table: 'by_type' }] };
-    const write = (jobs: Array<Record<string, unknown>>) => writeBigQueryWorkspace(`${fixture.root}/bq`, fixture.sandbox, jobs, { projectId: endpoint.projectId, dataset });
+    const write = (jobs: Array<Record<string, unknown>>) =>
+      writeBigQueryWorkspace(`${fixture.root}/bq`, fixture.sandbox, jobs, { projectId: endpoint.projectId, dataset });
     const seams = { sinkOptions: { bigqueryClient: client } };
 
     let ws = await write([bqJob]);
@@ -90,11 +94,16 @@ describeWithEmulator('tilehouse plan with a BigQuery sink', (endpoint) => {
     const dataset = uniqueDatasetId('plan_merge');
     const mergeJob = { ...job, sinks: [{ type: 'bigquery', table: 'by_type', writeMode: 'merge', primaryKey: ['Type'], latestBy: 'Incidents' }] };
     const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-merge`, fixture.sandbox, [mergeJob], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { bigqueryClient: proxy.client() } } });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: proxy.client() } },
+    });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain(`bigquery ${endpoint.projectId}.${dataset}.by_type (merge on type, latest by incidents): create\n`);
     expect(result.stdout).toMatch(/\+ _run_id STRING\n\s+\+ _extracted_at TIMESTAMP/);
-    expect(result.stdout).toContain('table operations: each run (or backfill window) sends 1 MERGE statement onto the table, plus 1 load into its own staging table');
+    expect(result.stdout).toContain(
+      'table operations: each run (or backfill window) sends 1 MERGE statement onto the table, plus 1 load into its own staging table',
+    );
   });
 });
 
@@ -112,17 +121,24 @@ describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and 
     query: dayQuery,
     columns: { Incidents: { type: 'INT64' }, Day: { type: 'DATE' } },
     schedule: { cron: '* * * * *' },
-    sinks: [{ type: 'bigquery', table: 'by_day', partitionBy: { column: 'Day' }, clusterBy: ['Type'], requirePartitionFilter: true, partitionExpirationDays: 90 }],
+    sinks: [
+      { type: 'bigquery', table: 'by_day', partitionBy: { column: 'Day' }, clusterBy: ['Type'], requirePartitionFilter: true, partitionExpirationDays: 90 },
+    ],
   };
 
   it('shows the partitioning, clustering and options, and warns when the schedule nears the daily table operations', async () => {
     const dataset = uniqueDatasetId('plan_layout');
     const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-layout`, fixture.sandbox, [partitionedJob], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } },
+    });
 
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain(`bigquery ${endpoint.projectId}.${dataset}.by_day: create`);
-    expect(result.stdout).toMatch(/\n\s+partitioned by day on day \(DATE\)\n\s+clustered by type\n\s+requirePartitionFilter: true\n\s+partitions expire after 90 days\n/);
+    expect(result.stdout).toMatch(
+      /\n\s+partitioned by day on day \(DATE\)\n\s+clustered by type\n\s+requirePartitionFilter: true\n\s+partitions expire after 90 days\n/,
+    );
     expect(result.stdout).toMatch(/table operations: each run \(or backfill window\) sends 1 copy per partition its rows fall in/);
     expect(result.stdout).toContain('table operations/day: 1,440 scheduled runs x (partitions per run, at least 1) = >= 1,440 of 1,500 (96 %)');
     expect(result.stdout).toMatch(/warning: near BigQuery's 1,500 table operations per table per day/);
@@ -132,26 +148,50 @@ describeWithEmulator('tilehouse plan with BigQuery partitioning, clustering and 
     const dataset = uniqueDatasetId('plan_layout');
     const badPartition = { ...partitionedJob, name: 'bad_partition', sinks: [{ type: 'bigquery', partitionBy: { column: 'Type' } }] };
     const badCluster = { ...partitionedJob, name: 'bad_cluster', columns: { Day: { type: 'DATE' } }, sinks: [{ type: 'bigquery', clusterBy: ['Incidents'] }] };
-    const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-layout-bad`, fixture.sandbox, [badPartition, badCluster], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } } });
+    const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-layout-bad`, fixture.sandbox, [badPartition, badCluster], {
+      projectId: endpoint.projectId,
+      dataset,
+    });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: localBigQueryClient(endpoint) } },
+    });
 
     expect(result.exitCode).toBe(1);
-    expect(result.stdout).toMatch(/bad_partition: refuse\n\s+bigquery_partition_column_invalid: job bad_partition: sink bigquery \S+\.bad_partition: partitionBy\.column = "Type": column type is STRING/);
-    expect(result.stdout).toMatch(/bad_cluster: refuse\n\s+bigquery_cluster_column_invalid: job bad_cluster: sink bigquery \S+\.bad_cluster: clusterBy\[0\] = "Incidents": column incidents is FLOAT64/);
+    expect(result.stdout).toMatch(
+      /bad_partition: refuse\n\s+bigquery_partition_column_invalid: job bad_partition: sink bigquery \S+\.bad_partition: partitionBy\.column = "Type": column type is STRING/,
+    );
+    expect(result.stdout).toMatch(
+      /bad_cluster: refuse\n\s+bigquery_cluster_column_invalid: job bad_cluster: sink bigquery \S+\.bad_cluster: clusterBy\[0\] = "Incidents": column incidents is FLOAT64/,
+    );
   });
 
   it('shows the options a run would change on an existing table, and refuses one partitioned otherwise', async () => {
     const client = localBigQueryClient(endpoint);
     const dataset = uniqueDatasetId('plan_layout');
     await client.createDataset(dataset);
-    const fields = [{ name: 'day', type: 'DATE' }, { name: 'type', type: 'STRING' }, { name: 'incidents', type: 'INT64' }];
-    await client.dataset(dataset).createTable('by_day', { schema: { fields }, timePartitioning: { type: 'DAY', field: 'day' }, clustering: { fields: ['incidents'] } });
+    const fields = [
+      { name: 'day', type: 'DATE' },
+      { name: 'type', type: 'STRING' },
+      { name: 'incidents', type: 'INT64' },
+    ];
+    await client
+      .dataset(dataset)
+      .createTable('by_day', { schema: { fields }, timePartitioning: { type: 'DAY', field: 'day' }, clustering: { fields: ['incidents'] } });
     await client.dataset(dataset).createTable('by_month', { schema: { fields }, timePartitioning: { type: 'MONTH', field: 'day' } });
     const monthJob = { ...partitionedJob, name: 'by_month', sinks: [{ type: 'bigquery', table: 'by_month', partitionBy: { column: 'Day' } }] };
-    const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-layout-existing`, fixture.sandbox, [partitionedJob, monthJob], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    const ws = await writeBigQueryWorkspace(`${fixture.root}/bq-layout-existing`, fixture.sandbox, [partitionedJob, monthJob], {
+      projectId: endpoint.projectId,
+      dataset,
+    });
+    const result = await runCli(['plan', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
 
-    expect(result.stdout).toMatch(/by_day: change\n\s+~ clustering incidents -> type\n\s+~ requirePartitionFilter false -> true\n\s+~ partition expiration none -> 90 days\n/);
+    expect(result.stdout).toMatch(
+      /by_day: change\n\s+~ clustering incidents -> type\n\s+~ requirePartitionFilter false -> true\n\s+~ partition expiration none -> 90 days\n/,
+    );
     expect(result.stdout).toMatch(/by_month: refuse\n\s+bigquery_table_layout_mismatch: .*is MONTH on day, the job asks for DAY on day/);
     expect(result.exitCode).toBe(1);
   });

@@ -53,7 +53,14 @@ describe('tilehouse probe', () => {
     const recording = parseRecording(await readFile(file, 'utf8'), file);
     expect(recording).toMatchObject({ job: 'detail', tile: SANDBOX_TILE, pagesAsked: 2, withValues: false, checks: { accepted: true } });
     expect(recording.token).toMatchObject({ status: 200, tokenType: 'Bearer', expiresIn: 3600, fields: ['access_token', 'expires_in', 'token_type'] });
-    expect(recording.behaviour).toEqual({ echo: 'request', hasPrev: 'page-above-zero', compression: 'none', rowShape: 'array', dateOffsetMs: expect.any(Number), rowOrderStable: true });
+    expect(recording.behaviour).toEqual({
+      echo: 'request',
+      hasPrev: 'page-above-zero',
+      compression: 'none',
+      rowShape: 'array',
+      dateOffsetMs: expect.any(Number),
+      rowOrderStable: true,
+    });
     const [page0, page1] = recording.pages;
     expect(page1).toMatchObject({ pageNumber: 1, rows: 50, navigation: { hasPrev: true, hasNext: true, rowsCount: 50, totalRows: INCIDENTS } });
     expect(page0!.headers).toEqual(['Number', 'Created', 'Description', 'Severity']);
@@ -142,7 +149,11 @@ describe('tilehouse probe', () => {
 describe('RecordingWriteError', () => {
   it('names the file, with the stable code of a known file-system failure, else probe_record_write_failed', () => {
     const full = new RecordingWriteError('/data/probe.json', Object.assign(new Error('no space'), { code: 'ENOSPC' }));
-    expect([full.code, full.exitCode, full.message]).toEqual(['disk_full', 1, 'cannot write the recording to /data/probe.json: ENOSPC; free space on that volume']);
+    expect([full.code, full.exitCode, full.message]).toEqual([
+      'disk_full',
+      1,
+      'cannot write the recording to /data/probe.json: ENOSPC; free space on that volume',
+    ]);
     expect(new RecordingWriteError('/data/probe.json', Object.assign(new Error('gone'), { code: 'ENOENT' })).code).toBe('probe_record_write_failed');
   });
 });

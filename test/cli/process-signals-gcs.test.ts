@@ -47,7 +47,12 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     faults.disarm();
     for (const rule of rules) faults.fail(rule);
     const firedBefore = faults.fired.length;
-    const ws = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }], { itemsPerPage: 1000 });
+    const ws = await writeWorkspace(
+      path.join(root, name),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }],
+      { itemsPerPage: 1000 },
+    );
     const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: { csv: { directory: string } } };
     environment.sinks.csv.directory = `gs://${bucket}/nightly`;
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
@@ -87,13 +92,19 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     expect(text.filter((line) => line !== '')).toEqual([
       `tilehouse: SIGTERM received; stopping cleanly within ${STOP_DEADLINE_MS / 1000} s (send again to exit at once)`,
       expect.stringMatching(/^run run-\S+: 0 succeeded, 1 failed in [\d.]+ s$/),
-      expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: job incident_detail: stopped by SIGTERM before publishing; every target still holds its previous run$/),
+      expect.stringMatching(
+        /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: job incident_detail: stopped by SIGTERM before publishing; every target still holds its previous run$/,
+      ),
       ...leftBehind.map((left) => `       left behind: ${left}`),
     ]);
-    for (const log of logs) expect(['run starting', 'run finished', 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it']).toContain((log.msg as string).startsWith('job incident_detail failed: ') ? 'run finished' : log.msg);
+    for (const log of logs)
+      expect(['run starting', 'run finished', 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it']).toContain(
+        (log.msg as string).startsWith('job incident_detail failed: ') ? 'run finished' : log.msg,
+      );
     for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
     // What a person reads (text lines, log messages) never claims a publish or a success.
-    for (const line of [...text, ...logs.map((log) => log.msg as string)]) expect(line).not.toMatch(/\bpublished\b|\bsucceeded\b(?!, 1 failed)|cleanup did not finish/);
+    for (const line of [...text, ...logs.map((log) => log.msg as string)])
+      expect(line).not.toMatch(/\bpublished\b|\bsucceeded\b(?!, 1 failed)|cleanup did not finish/);
   }
 
   async function objectsIn(bucket: string): Promise<string[]> {
@@ -114,14 +125,19 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     expectStoppedLines(run, []);
   }, 120_000);
 
-  it('exits 143 within stopDeadlineMs when the temp object\'s delete hangs after the stop, naming the temp object', async () => {
+  it("exits 143 within stopDeadlineMs when the temp object's delete hangs after the stop, naming the temp object", async () => {
     const bucket = await gcs.newBucket('stop-delete');
     await gcs.storage.bucket(bucket).file(TARGET).save(PREVIOUS, { resumable: false });
     // The stop comes while the manifest's upload starts: the CSV's temp object is whole by then.
-    const run = await runAndStop('delete', bucket, [
-      { on: 'session-start', fault: { kind: 'hang' }, urlContains: 'manifest.json' },
-      { on: 'delete', fault: { kind: 'hang' } },
-    ], 'session-start:hang');
+    const run = await runAndStop(
+      'delete',
+      bucket,
+      [
+        { on: 'session-start', fault: { kind: 'hang' }, urlContains: 'manifest.json' },
+        { on: 'delete', fault: { kind: 'hang' } },
+      ],
+      'session-start:hang',
+    );
     expect(run.exit.code, run.stderr).toBe(143);
     expect(run.exit.elapsedMs, run.stderr).toBeLessThan(STOP_DEADLINE_MS);
     expect(run.fired).toEqual(['session-start:hang', 'delete:hang']);
@@ -153,13 +169,17 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     expect(tile).toMatchObject({ status: 'failed', outputs: [], error: { code: 'gcs_publish_outcome_unknown' } });
     expect(tile.error!.message).toContain("whether the target now holds this run's object is unknown");
     // Both temp objects (the CSV's and the manifest's) are whole and were not removed: both named.
-    expect([...(tile.leftBehind ?? [])].sort()).toEqual(temps.map((name) => `Cloud Storage temp object gs://${bucket}/${name} (removed by a later run's sweep or the bucket lifecycle rule)`).sort());
+    expect([...(tile.leftBehind ?? [])].sort()).toEqual(
+      temps.map((name) => `Cloud Storage temp object gs://${bucket}/${name} (removed by a later run's sweep or the bucket lifecycle rule)`).sort(),
+    );
     const { logs, text } = splitStderr(run.stderr);
     for (const left of tile.leftBehind!) expect(text).toContain(`       left behind: ${left}`);
     expect(text).toContainEqual(expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): gcs_publish_outcome_unknown: /));
     for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
     for (const line of [...text, ...logs.map((log) => log.msg as string), tile.error!.message]) {
-      expect(line).not.toMatch(/\bpublished\b(?! nothing)|previous run (still|kept)|still holds its previous run|published nothing|untouched|cleanup did not finish/);
+      expect(line).not.toMatch(
+        /\bpublished\b(?! nothing)|previous run (still|kept)|still holds its previous run|published nothing|untouched|cleanup did not finish/,
+      );
     }
   }, 120_000);
 });

@@ -32,7 +32,12 @@ describeWithS3('tilehouse run to s3:// stopped mid-upload', (s3) => {
   it('exits 143, keeps the previous object, and aborts its multipart upload: nothing else is left', async () => {
     const bucket = await s3.newBucket('stop');
     await putBytes(s3.client, bucket, TARGET, PREVIOUS);
-    const ws = await writeWorkspace(path.join(root, 'stop'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }], { itemsPerPage: 1000, concurrency: 1 });
+    const ws = await writeWorkspace(
+      path.join(root, 'stop'),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }],
+      { itemsPerPage: 1000, concurrency: 1 },
+    );
     const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
     environment.sinks = { csv: { directory: `s3://${bucket}/nightly` }, s3: { endpoint: s3.endpoint } };
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));

@@ -90,20 +90,23 @@ async function startStallingSource(upstream: string, stallAt: number): Promise<{
   let stalled = false;
   const server: Server = createServer((incoming, response) => {
     const stall = incoming.method === 'POST' && ++exports === stallAt;
-    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
-      if (!stall) {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-        return;
-      }
-      void answer.toArray().then((chunks) => {
-        const body = Buffer.concat(chunks);
-        const { 'content-length': _length, ...headers } = answer.headers;
-        response.writeHead(answer.statusCode ?? 502, { ...headers, 'content-length': String(body.length) });
-        response.write(body.subarray(0, Math.floor(body.length / 2)));
-        stalled = true;
-      });
-    });
+    const forwarded = request(
+      { host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+      (answer) => {
+        if (!stall) {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(response);
+          return;
+        }
+        void answer.toArray().then((chunks) => {
+          const body = Buffer.concat(chunks);
+          const { 'content-length': _length, ...headers } = answer.headers;
+          response.writeHead(answer.statusCode ?? 502, { ...headers, 'content-length': String(body.length) });
+          response.write(body.subarray(0, Math.floor(body.length / 2)));
+          stalled = true;
+        });
+      },
+    );
     forwarded.on('error', () => response.destroy());
     incoming.pipe(forwarded);
   });

@@ -96,6 +96,8 @@ describe('the publish guard of windowed jobs', () => {
     expect(run.stderr.match(/warning:/g)).toHaveLength(1);
     expect(run.stderr).toMatch(/warning: job daily: window 2026-07-04\.\.2026-07-05: all \d+ rows read had a Day outside the window/);
     expect(run.stderr).not.toMatch(/window 2026-07-05\.\.2026-07-06: all \d+ rows read/);
-    expect(run.logs.some((line) => String(line.msg).includes('window 2026-07-05..2026-07-06 is still open (today on the source\'s clock) and has no rows yet'))).toBe(true);
+    expect(
+      run.logs.some((line) => String(line.msg).includes("window 2026-07-05..2026-07-06 is still open (today on the source's clock) and has no rows yet")),
+    ).toBe(true);
   });
 });

@@ -43,11 +43,27 @@ async function s3Workspace(name: string, endpoint: string, jobs: Array<Record<st
 describeWithS3('jobs writing s3:// objects', (s3) => {
   const cli = (args: string[]) => runCli(args, { env: sandboxEnv(sandbox) });
 
-  it('publishes CSV and Parquet objects with exactly the bytes of the same run\'s local files; DuckDB reads the Parquet; plan and check read them back', async () => {
+  it("publishes CSV and Parquet objects with exactly the bytes of the same run's local files; DuckDB reads the Parquet; plan and check read them back", async () => {
     const bucket = await s3.newBucket('run');
     const workspace = await s3Workspace('run', s3.endpoint, [
-      { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', path: `s3://${bucket}/csv/{name}.csv` }, { type: 'csv', path: 'local/{name}.csv' }] },
-      { name: 'detail_pq', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'parquet', path: `s3://${bucket}/lake/{name}.parquet` }, { type: 'parquet', path: 'local/{name}.parquet' }] },
+      {
+        name: 'detail',
+        tile: SANDBOX_TILE,
+        query: detailQuery,
+        sinks: [
+          { type: 'csv', path: `s3://${bucket}/csv/{name}.csv` },
+          { type: 'csv', path: 'local/{name}.csv' },
+        ],
+      },
+      {
+        name: 'detail_pq',
+        tile: SANDBOX_TILE,
+        query: detailQuery,
+        sinks: [
+          { type: 'parquet', path: `s3://${bucket}/lake/{name}.parquet` },
+          { type: 'parquet', path: 'local/{name}.parquet' },
+        ],
+      },
     ]);
     const run = await cli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir]);
     expect(run.exitCode, run.stderr).toBe(0);
@@ -71,7 +87,9 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
   }, 60_000);
 
   it('refuses a missing bucket in check and before the first page of a run (s3_bucket_not_found)', async () => {
-    const workspace = await s3Workspace('missing', s3.endpoint, [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'parquet', path: 's3://no-such-bucket-tilehouse/{name}.parquet' }] }]);
+    const workspace = await s3Workspace('missing', s3.endpoint, [
+      { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'parquet', path: 's3://no-such-bucket-tilehouse/{name}.parquet' }] },
+    ]);
     const check = await cli(['check', '--config', workspace.configFile, '--jobs', workspace.jobsDir]);
     expect(check.exitCode).not.toBe(0);
     expect(check.stdout + check.stderr).toContain('s3_bucket_not_found');
@@ -84,7 +102,17 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
 
   it('publishes nothing when the S3 publish fails after the local sink prepared: both keep the previous run; a healthy re-run converges', async () => {
     const bucket = await s3.newBucket('two');
-    const workspace = await s3Workspace('two', s3.endpoint, [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'parquet', path: `s3://${bucket}/{name}.parquet` }, { type: 'csv', path: '{name}.csv' }] }]);
+    const workspace = await s3Workspace('two', s3.endpoint, [
+      {
+        name: 'detail',
+        tile: SANDBOX_TILE,
+        query: detailQuery,
+        sinks: [
+          { type: 'parquet', path: `s3://${bucket}/{name}.parquet` },
+          { type: 'csv', path: '{name}.csv' },
+        ],
+      },
+    ]);
     const local = path.join(workspace.outDir, 'detail.csv');
     await mkdir(workspace.outDir, { recursive: true });
     await writeFile(local, 'previous\r\n');
@@ -105,9 +133,31 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
 
   it('backfills one object and manifest per day, and --resume runs only the days whose object and manifest do not match', async () => {
     const bucket = await s3.newBucket('daily');
-    const job = { name: 'daily', tile: SANDBOX_TILE, query: dailyQuery, sinks: [{ type: 'parquet', path: `s3://${bucket}/daily/{date}.parquet`, manifest: true }], columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } }, backfill: { item: 'day', bucketColumn: 'Day' } };
+    const job = {
+      name: 'daily',
+      tile: SANDBOX_TILE,
+      query: dailyQuery,
+      sinks: [{ type: 'parquet', path: `s3://${bucket}/daily/{date}.parquet`, manifest: true }],
+      columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+      backfill: { item: 'day', bucketColumn: 'Day' },
+    };
     const workspace = await s3Workspace('daily', s3.endpoint, [job]);
-    const backfill = (args: string[]) => cli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-6), '--to', day(-1), '--json', ...args]);
+    const backfill = (args: string[]) =>
+      cli([
+        'backfill',
+        '--config',
+        workspace.configFile,
+        '--jobs',
+        workspace.jobsDir,
+        '--tile',
+        'daily',
+        '--from',
+        day(-6),
+        '--to',
+        day(-1),
+        '--json',
+        ...args,
+      ]);
     const first = await backfill(['--run-id', 'first']);
     expect(first.exitCode, first.stderr).toBe(0);
     const days = Array.from({ length: 5 }, (_, offset) => day(-6 + offset));

@@ -26,7 +26,13 @@ afterAll(async () => {
 
 describe('tilehouse schedule as a process', () => {
   it('runs the job every second, skips overlapping ticks, and drains on SIGTERM with exit 143', async () => {
-    const job = { name: 'every_second', tile: SANDBOX_TILE, schedule: { cron: '* * * * * *', timezone: 'Europe/Berlin' }, query: detailQuery, sinks: [{ type: 'csv' }] };
+    const job = {
+      name: 'every_second',
+      tile: SANDBOX_TILE,
+      schedule: { cron: '* * * * * *', timezone: 'Europe/Berlin' },
+      query: detailQuery,
+      sinks: [{ type: 'csv' }],
+    };
     const ws = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
     const reference = await writeWorkspace(path.join(root, 'reference'), sandbox, [job], { itemsPerPage: 20 });
     expect((await runCli(['run', '--config', reference.configFile, '--jobs', reference.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);

@@ -45,7 +45,13 @@ describeWithEmulator('tilehouse schedule and the run ledger', (endpoint) => {
     const dataset = uniqueDatasetId('tilehouse_schedule');
     const everySecond = { cron: '* * * * * *', timezone: 'UTC' };
     const jobs = [
-      { name: 'steady', tile: SANDBOX_TILE, schedule: everySecond, query: detailQuery, sinks: [{ type: 'bigquery', table: 'steady', writeMode: 'replace' }, { type: 'csv' }] },
+      {
+        name: 'steady',
+        tile: SANDBOX_TILE,
+        schedule: everySecond,
+        query: detailQuery,
+        sinks: [{ type: 'bigquery', table: 'steady', writeMode: 'replace' }, { type: 'csv' }],
+      },
       // The sandbox answers 400 invalid id for a tile it does not know: every run of this job fails.
       { name: 'gone', tile: 'no-such-tile', schedule: everySecond, query: detailQuery, sinks: [{ type: 'bigquery', table: 'gone', writeMode: 'replace' }] },
     ];
@@ -102,7 +108,13 @@ describeWithEmulator('tilehouse schedule and the run ledger', (endpoint) => {
     expect(gone.map((row) => row.run_id)).toEqual(runsOf('gone'));
     expect(new Set(rows.map((row) => row.run_id)).size).toBe(rows.length);
     for (const row of steady) {
-      expect(row).toMatchObject({ target: `${endpoint.projectId}.${dataset}.steady`, status: 'succeeded', published: true, row_count: INCIDENTS, error_code: null });
+      expect(row).toMatchObject({
+        target: `${endpoint.projectId}.${dataset}.steady`,
+        status: 'succeeded',
+        published: true,
+        row_count: INCIDENTS,
+        error_code: null,
+      });
     }
     for (const row of gone) {
       expect(row).toMatchObject({ target: `${endpoint.projectId}.${dataset}.gone`, status: 'failed', published: false, row_count: 0 });

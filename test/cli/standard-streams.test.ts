@@ -106,7 +106,11 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(messages[0]).toBe('run starting');
     expect(messages.at(-1)).toBe('run finished');
     expect(messages.filter((message) => message === 'page written')).toHaveLength(INCIDENTS / 20);
-    expect(text).toEqual([expect.stringMatching(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s$/), expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /), '']);
+    expect(text).toEqual([
+      expect.stringMatching(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s$/),
+      expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /),
+      '',
+    ]);
     expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
     expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
   });
@@ -120,7 +124,13 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(exit.code).toBe(0);
     const [line, end, ...rest] = stdout.split('\n');
     expect([end, rest]).toEqual(['', []]);
-    expect(JSON.parse(line!)).toMatchObject({ command: 'run', exitCode: 0, succeeded: 1, failed: 0, tiles: [{ job: 'incident_detail', status: 'succeeded', rows: INCIDENTS }] });
+    expect(JSON.parse(line!)).toMatchObject({
+      command: 'run',
+      exitCode: 0,
+      succeeded: 1,
+      failed: 0,
+      tiles: [{ job: 'incident_detail', status: 'succeeded', rows: INCIDENTS }],
+    });
     expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
   });
 

@@ -24,7 +24,12 @@ beforeAll(async () => {
   // 20 pages of 20 rows per tile at 25 ms each, one at a time: ~0.5 s per tile, several redraws.
   sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 25 });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, TILES.map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] })), { itemsPerPage: 20, concurrency: 1 });
+  workspace = await writeWorkspace(
+    root,
+    sandbox,
+    TILES.map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] })),
+    { itemsPerPage: 20, concurrency: 1 },
+  );
 });
 afterAll(async () => {
   await sandbox.close();
@@ -45,7 +50,8 @@ export function finalScreen(output: string): string[] {
       if (lines[row] === undefined) lines[row] = '';
     } else if (token === '\x1b[K') lines[row] = lines[row]!.slice(0, column);
     else if (/^\x1b\[\d*A$/.test(token)) row = Math.max(0, row - Number(token.slice(2, -1) || 1));
-    else if (token.startsWith('\x1b[')) continue; // colours: none are expected, but harmless
+    else if (token.startsWith('\x1b['))
+      continue; // colours: none are expected, but harmless
     else {
       const line = lines[row]!.padEnd(column);
       lines[row] = line.slice(0, column) + token + line.slice(column + token.length);
@@ -58,7 +64,9 @@ export function finalScreen(output: string): string[] {
 
 describe('tilehouse run on a terminal', () => {
   it('shows one line per event, a live progress line per tile, and the summary last; no JSON', async () => {
-    const command = [process.execPath, '--import', 'tsx', CLI_ENTRY, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir].map(shellQuote).join(' ');
+    const command = [process.execPath, '--import', 'tsx', CLI_ENTRY, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir]
+      .map(shellQuote)
+      .join(' ');
     const child = spawn('script', ['-qfec', `stty cols 120 rows 40; ${command}`, '/dev/null'], {
       env: { ...process.env, ...sandboxEnv(sandbox), CI: '', TILEHOUSE_LOG_LEVEL: '', COLUMNS: '120', LINES: '40', TERM: 'xterm' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -75,7 +83,8 @@ describe('tilehouse run on a terminal', () => {
     for (const tile of TILES) {
       const progress = frames.filter((frame) => frame.startsWith(`${tile}  `));
       expect(progress.length, `${tile} progress frames`).toBeGreaterThanOrEqual(2);
-      for (const frame of progress) expect(frame).toMatch(new RegExp(`^${tile} {2}(connecting…|\\d+/20 pages {2}\\d+/400 rows {2}[\\d.]+k? rows/s( {2}ETA \\d+s)?)$`));
+      for (const frame of progress)
+        expect(frame).toMatch(new RegExp(`^${tile} {2}(connecting…|\\d+/20 pages {2}\\d+/400 rows {2}[\\d.]+k? rows/s( {2}ETA \\d+s)?)$`));
     }
 
     const screen = finalScreen(raw);

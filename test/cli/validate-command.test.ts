@@ -194,7 +194,9 @@ describe('tilehouse validate', () => {
       {
         case: 'a partition column that is not a date',
         layout: 'partitionBy: { column: Incidents }',
-        problems: ['sinks[1].partitionBy.column = "Incidents": column incidents is INT64; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives'],
+        problems: [
+          'sinks[1].partitionBy.column = "Incidents": column incidents is INT64; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives',
+        ],
       },
       {
         case: 'a partition column of a hidden item',
@@ -214,7 +216,9 @@ describe('tilehouse validate', () => {
     });
 
     it('reports a bad partition column and a bad cluster column of one sink, each on its line', async () => {
-      const file = await writeJob('a', (lines) => lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', '    partitionBy:', '      column: Type', '    clusterBy:', '      - Created'));
+      const file = await writeJob('a', (lines) =>
+        lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', '    partitionBy:', '      column: Type', '    clusterBy:', '      - Created'),
+      );
       const result = await validate();
       expect(problemsOf(result.stderr)).toEqual([
         `${file}:32: sinks[1].partitionBy.column = "Type": column type is STRING; partitioning needs a DATE or TIMESTAMP column, which only a datetime query item gives`,
@@ -228,7 +232,9 @@ describe('tilehouse validate', () => {
         lines.splice(31, 2);
       });
       const refused = await validate();
-      expect(problemsOf(refused.stderr)).toEqual([`${withoutOverride}:31: sinks[1].clusterBy[0] = "Incidents": column incidents is FLOAT64, which BigQuery cannot cluster by`]);
+      expect(problemsOf(refused.stderr)).toEqual([
+        `${withoutOverride}:31: sinks[1].clusterBy[0] = "Incidents": column incidents is FLOAT64, which BigQuery cannot cluster by`,
+      ]);
 
       await writeJob('a', bigquerySink('clusterBy: [Incidents]'));
       expect(await validate()).toMatchObject({ exitCode: 0, stderr: '' });
@@ -237,7 +243,14 @@ describe('tilehouse validate', () => {
     it('passes a visible datetime item (TIMESTAMP, or DATE through columns) and clusterable columns, by header or output name', async () => {
       for (const override of [[], ['  Created: { type: DATE }']]) {
         await writeJob('a', (lines) => {
-          lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', '    partitionBy: { column: created, granularity: month }', '    clusterBy: [Type, incidents, Created]');
+          lines.splice(
+            28,
+            0,
+            '  - type: bigquery',
+            '    dataset: ops',
+            '    partitionBy: { column: created, granularity: month }',
+            '    clusterBy: [Type, incidents, Created]',
+          );
           lines.splice(21, 1); // Created is no longer hidden
           lines.splice(-1, 0, ...override);
         });
@@ -248,7 +261,10 @@ describe('tilehouse validate', () => {
 
   describe('writeMode: merge, its key against the columns the visible items give', () => {
     /** Adds a BigQuery sink after the CSV one: lines 29-32, the key option on line 32. */
-    const mergeSink = (option: string, writeMode = 'merge') => (lines: string[]) => lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', `    writeMode: ${writeMode}`, ...(option ? [`    ${option}`] : []));
+    const mergeSink =
+      (option: string, writeMode = 'merge') =>
+      (lines: string[]) =>
+        lines.splice(28, 0, '  - type: bigquery', '    dataset: ops', `    writeMode: ${writeMode}`, ...(option ? [`    ${option}`] : []));
 
     it.each([
       {
@@ -259,12 +275,14 @@ describe('tilehouse validate', () => {
       {
         case: 'a primaryKey column the query does not have',
         edit: mergeSink('primaryKey: [Type, Ticket]'),
-        problem: (file: string) => `${file}:32: sinks[1].primaryKey[1] = "Ticket": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+        problem: (file: string) =>
+          `${file}:32: sinks[1].primaryKey[1] = "Ticket": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
       },
       {
         case: 'a primaryKey column of a hidden item',
         edit: mergeSink('primaryKey: [Created]'),
-        problem: (file: string) => `${file}:32: sinks[1].primaryKey[0] = "Created": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+        problem: (file: string) =>
+          `${file}:32: sinks[1].primaryKey[0] = "Created": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
       },
       {
         case: 'a latestBy column the query does not have',
@@ -272,7 +290,8 @@ describe('tilehouse validate', () => {
           mergeSink('primaryKey: [Type]')(lines);
           lines.splice(32, 0, '    latestBy: Updated');
         },
-        problem: (file: string) => `${file}:33: sinks[1].latestBy = "Updated": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
+        problem: (file: string) =>
+          `${file}:33: sinks[1].latestBy = "Updated": no such column (a key must be a visible item's header or output name); columns: type, incidents`,
       },
       {
         case: 'a primaryKey in another write mode',
@@ -282,7 +301,8 @@ describe('tilehouse validate', () => {
       {
         case: 'merge into a CSV sink',
         edit: (lines: string[]) => lines.splice(28, 0, '    writeMode: merge'),
-        problem: (file: string) => `${file}:29: sinks[0].writeMode = "merge": a CSV sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes`,
+        problem: (file: string) =>
+          `${file}:29: sinks[0].writeMode = "merge": a CSV sink has no writeMode: each run writes its own whole file (replace); append, partition and merge are BigQuery write modes`,
       },
     ])('refuses $case: exit 2, file:line: field = value: problem', async ({ edit, problem }) => {
       const file = await writeJob('a', edit);
@@ -305,7 +325,9 @@ describe('tilehouse validate', () => {
     await writeFile(outDir, 'not a directory');
     const result = await validate();
     expect(result.exitCode).toBe(2);
-    expect(problemsOf(result.stderr)).toEqual([`${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is a file, not a directory`]);
+    expect(problemsOf(result.stderr)).toEqual([
+      `${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is a file, not a directory`,
+    ]);
   });
 
   it('refuses a CSV path whose folder is a file, naming the job line', async () => {
@@ -314,7 +336,9 @@ describe('tilehouse validate', () => {
     await writeFile(path.join(outDir, 'reports'), '');
     const result = await validate();
     expect(result.exitCode).toBe(2);
-    expect(problemsOf(result.stderr)).toEqual([`${file}:29: sinks[0].path = "reports/{date}.csv": CSV files cannot be written there: ${path.join(outDir, 'reports')} is a file, not a directory`]);
+    expect(problemsOf(result.stderr)).toEqual([
+      `${file}:29: sinks[0].path = "reports/{date}.csv": CSV files cannot be written there: ${path.join(outDir, 'reports')} is a file, not a directory`,
+    ]);
   });
 
   it.skipIf(process.getuid?.() === 0)('refuses a CSV directory that is not writable', async () => {
@@ -323,7 +347,9 @@ describe('tilehouse validate', () => {
     await chmod(outDir, 0o555);
     const result = await validate();
     expect(result.exitCode).toBe(2);
-    expect(problemsOf(result.stderr)).toEqual([`${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is not writable (EACCES)`]);
+    expect(problemsOf(result.stderr)).toEqual([
+      `${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is not writable (EACCES)`,
+    ]);
   });
 
   it('refuses two jobs writing the same CSV path', async () => {

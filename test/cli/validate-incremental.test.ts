@@ -65,13 +65,29 @@ beforeEach(async () => {
   jobsDir = path.join(dir, 'jobs');
   await mkdir(jobsDir);
   const bigquery = ['  bigquery:', '    projectId: p', '    dataset: d', '    runLedger: false'];
-  await writeFile(configFile, ['source:', '  baseUrl: http://127.0.0.1:9', '  authUrl: http://127.0.0.1:9', '  clientId: ${TEST_CLIENT_ID}', '  clientSecret: ${TEST_CLIENT_SECRET}', 'sinks:', '  csv:', `    directory: ${path.join(dir, 'out')}`, ...bigquery, ''].join('\n'));
+  await writeFile(
+    configFile,
+    [
+      'source:',
+      '  baseUrl: http://127.0.0.1:9',
+      '  authUrl: http://127.0.0.1:9',
+      '  clientId: ${TEST_CLIENT_ID}',
+      '  clientSecret: ${TEST_CLIENT_SECRET}',
+      'sinks:',
+      '  csv:',
+      `    directory: ${path.join(dir, 'out')}`,
+      ...bigquery,
+      '',
+    ].join('\n'),
+  );
 });
 
 describe('tilehouse validate: incremental', () => {
   it('accepts an incremental job, and one that takes its item and bucket column from backfill:', async () => {
     expect((await validate()).exitCode).toBe(0);
-    const fromBackfill = await validate((lines) => lines.splice(21, 2, '  lookbackDays: 0', '  maxWindows: 3') && lines.push('backfill:', '  item: day', '  bucketColumn: Day', ''));
+    const fromBackfill = await validate(
+      (lines) => lines.splice(21, 2, '  lookbackDays: 0', '  maxWindows: 3') && lines.push('backfill:', '  item: day', '  bucketColumn: Day', ''),
+    );
     expect(fromBackfill.stderr).toBe('');
     expect(fromBackfill.exitCode).toBe(0);
   });
@@ -85,26 +101,69 @@ describe('tilehouse validate: incremental', () => {
   });
 
   it.each([
-    { case: 'no datetime item named anywhere', edit: (lines: string[]) => lines.splice(21, 2), problem: 'F:22: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)' },
-    { case: 'an item that is not a datetime', edit: (lines: string[]) => (lines[21] = '  item: Severity'), problem: 'F:22: incremental.item = "Severity": the item\'s dataType is text; incremental day windows filter a datetime item with rw' },
-    { case: 'an item no query item has', edit: (lines: string[]) => (lines[21] = '  item: created'), problem: 'F:22: incremental.item = "created": no query item has this ref or header' },
-    { case: 'a backfill section that names another item', edit: (lines: string[]) => lines.push('backfill:', '  item: Severity', ''), problem: 'F:22: incremental.item = "day": backfill.item is "Severity": the two must name the same (or leave this one out)' },
-    { case: 'a bucket column that is not a visible header', edit: (lines: string[]) => (lines[22] = '  bucketColumn: Created'), problem: 'F:23: incremental.bucketColumn = "Created": no visible query item has this header' },
-    { case: 'a startFrom that is not a day', edit: (lines: string[]) => (lines[23] = '  startFrom: 2026-02-30'), problem: 'F:24: incremental.startFrom = "2026-02-30": not a calendar date YYYY-MM-DD' },
-    { case: 'a missing startFrom', edit: (lines: string[]) => lines.splice(23, 1), problem: 'F: incremental.startFrom: Invalid input: expected string, received undefined' },
-    { case: 'a CSV path without {date}', edit: (lines: string[]) => (lines[18] = '    path: daily.csv'), problem: 'F:19: sinks[0].path = "daily.csv": an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)' },
-    { case: 'a CSV sink without a manifest', edit: (lines: string[]) => lines.splice(19, 1), problem: 'F:18: sinks[0] = {"type":"csv","path":"daily/{date}.csv"}: an incremental job tells a finished day by its CSV manifest: set manifest: true' },
+    {
+      case: 'no datetime item named anywhere',
+      edit: (lines: string[]) => lines.splice(21, 2),
+      problem: 'F:22: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)',
+    },
+    {
+      case: 'an item that is not a datetime',
+      edit: (lines: string[]) => (lines[21] = '  item: Severity'),
+      problem: 'F:22: incremental.item = "Severity": the item\'s dataType is text; incremental day windows filter a datetime item with rw',
+    },
+    {
+      case: 'an item no query item has',
+      edit: (lines: string[]) => (lines[21] = '  item: created'),
+      problem: 'F:22: incremental.item = "created": no query item has this ref or header',
+    },
+    {
+      case: 'a backfill section that names another item',
+      edit: (lines: string[]) => lines.push('backfill:', '  item: Severity', ''),
+      problem: 'F:22: incremental.item = "day": backfill.item is "Severity": the two must name the same (or leave this one out)',
+    },
+    {
+      case: 'a bucket column that is not a visible header',
+      edit: (lines: string[]) => (lines[22] = '  bucketColumn: Created'),
+      problem: 'F:23: incremental.bucketColumn = "Created": no visible query item has this header',
+    },
+    {
+      case: 'a startFrom that is not a day',
+      edit: (lines: string[]) => (lines[23] = '  startFrom: 2026-02-30'),
+      problem: 'F:24: incremental.startFrom = "2026-02-30": not a calendar date YYYY-MM-DD',
+    },
+    {
+      case: 'a missing startFrom',
+      edit: (lines: string[]) => lines.splice(23, 1),
+      problem: 'F: incremental.startFrom: Invalid input: expected string, received undefined',
+    },
+    {
+      case: 'a CSV path without {date}',
+      edit: (lines: string[]) => (lines[18] = '    path: daily.csv'),
+      problem: 'F:19: sinks[0].path = "daily.csv": an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)',
+    },
+    {
+      case: 'a CSV sink without a manifest',
+      edit: (lines: string[]) => lines.splice(19, 1),
+      problem: 'F:18: sinks[0] = {"type":"csv","path":"daily/{date}.csv"}: an incremental job tells a finished day by its CSV manifest: set manifest: true',
+    },
     {
       case: 'a BigQuery sink that appends',
       edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: append'),
-      problem: 'F:22: sinks[1].writeMode = "append": an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+      problem:
+        'F:22: sinks[1].writeMode = "append": an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
     },
     {
       case: 'a BigQuery sink that replaces',
       edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: replace'),
-      problem: 'F:22: sinks[1].writeMode = "replace": an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
+      problem:
+        'F:22: sinks[1].writeMode = "replace": an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (one partition per day) or merge (rows updated by primaryKey)',
     },
-    { case: 'a BigQuery sink with the run ledger off', edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: partition'), problem: 'F:24: incremental: an incremental job reads the days sinks[1] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (CONFIG)' },
+    {
+      case: 'a BigQuery sink with the run ledger off',
+      edit: (lines: string[]) => lines.splice(20, 0, '  - type: bigquery', '    writeMode: partition'),
+      problem:
+        'F:24: incremental: an incremental job reads the days sinks[1] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (CONFIG)',
+    },
   ])('refuses $case with file:line', async ({ edit, problem }) => {
     const result = await validate(edit);
     expect(result.exitCode).toBe(2);

@@ -97,7 +97,9 @@ describe('tilehouse validate without secrets', () => {
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', `  clientSecretFile: ${missing}`]));
     const result = await validate({});
     expect(result.exitCode).toBe(0);
-    expect(result.stderr).toBe(`not checked: ${configFile}:5: source.clientSecretFile = ${JSON.stringify(missing)}: the secret file cannot be read here (ENOENT); tilehouse check and run need it\n`);
+    expect(result.stderr).toBe(
+      `not checked: ${configFile}:5: source.clientSecretFile = ${JSON.stringify(missing)}: the secret file cannot be read here (ENOENT); tilehouse check and run need it\n`,
+    );
     expect(result.stdout).toContain('; 1 secret not checked\n');
 
     // Present and readable: resolvable, so no line; its value appears nowhere in the output.
@@ -150,15 +152,24 @@ describe("init's suggested next step", () => {
     const repo = path.join(root, 'repo');
     await mkdir(path.join(repo, 'config'), { recursive: true });
     await writeFile(path.join(repo, 'config', 'default.yaml'), await readFile('config/production.example.yaml', 'utf8'));
-    const body = { items: [{ header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', hidden: false, filters: [] }], options: { pageNumber: 0, itemsPerPage: 50 } };
-    await writeFile(path.join(repo, 'request.txt'), `https://acme.incidents.example.com/api/v1/topics/incident/execute?tileId=65f0a1c2d3e4f5a6b7c8d9aa\n${JSON.stringify(body)}\n`);
+    const body = {
+      items: [{ header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', hidden: false, filters: [] }],
+      options: { pageNumber: 0, itemsPerPage: 50 },
+    };
+    await writeFile(
+      path.join(repo, 'request.txt'),
+      `https://acme.incidents.example.com/api/v1/topics/incident/execute?tileId=65f0a1c2d3e4f5a6b7c8d9aa\n${JSON.stringify(body)}\n`,
+    );
     const noSecrets = { TILEHOUSE_CLIENT_ID: '', TILEHOUSE_CLIENT_SECRET: '' };
     // bin/tilehouse.js, as a user's checkout runs it (src/cli.ts through tsx: a cwd outside the
     // checkout cannot resolve tsx by itself).
     const tilehouse = (args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [path.resolve('bin/tilehouse.js'), ...args], { cwd: repo, env: { ...process.env, ...noSecrets }, timeout: 60_000 }, (error, stdout, stderr) =>
-          resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
+        execFile(
+          process.execPath,
+          [path.resolve('bin/tilehouse.js'), ...args],
+          { cwd: repo, env: { ...process.env, ...noSecrets }, timeout: 60_000 },
+          (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
         );
       });
 
@@ -177,6 +188,8 @@ describe("init's suggested next step", () => {
     await rm(path.join(repo, 'config'), { recursive: true });
     const bare = await tilehouse(['init', '--from-request', 'request.txt', '--name', 'second']);
     expect(bare.code).toBe(0);
-    expect(bare.stdout).toContain("\nwrite config/default.yaml (start from tilehouse's config/production.example.yaml), then check it with: tilehouse validate --jobs jobs\n");
+    expect(bare.stdout).toContain(
+      "\nwrite config/default.yaml (start from tilehouse's config/production.example.yaml), then check it with: tilehouse validate --jobs jobs\n",
+    );
   }, 90_000);
 });

@@ -102,7 +102,8 @@ describe('a source whose token answer has no Date', () => {
     // No window was placed: not one export request, not one file or manifest, no offset logged.
     expect(exportsAt(sandbox)).toBe(1); // plan's page 0 (columns), after the windows were refused
     expect(await listFiles(workspace.outDir)).toEqual([]);
-    for (const result of [run, backfill, plan]) expect(result.logs.filter((line) => 'offsetSeconds' in line || String(line.msg).includes('source clock is'))).toEqual([]);
+    for (const result of [run, backfill, plan])
+      expect(result.logs.filter((line) => 'offsetSeconds' in line || String(line.msg).includes('source clock is'))).toEqual([]);
   });
 
   it('names a Date that does not parse, and leaves a run without windows alone', async () => {
@@ -132,11 +133,25 @@ describe('a source whose token answer has no Date', () => {
     const run = await cli(workspace, sandbox, ['run', '--json']);
     expect(run.exitCode).toBe(0);
     const summary = runSummary(run.stdout);
-    expect(summary.incremental![0]).toMatchObject({ today, clock: { basis: 'local' }, windows: [{ from: yesterday, to: today }, { from: today, to: dayOf(sandbox.now, 1) }] });
+    expect(summary.incremental![0]).toMatchObject({
+      today,
+      clock: { basis: 'local' },
+      windows: [
+        { from: yesterday, to: today },
+        { from: today, to: dayOf(sandbox.now, 1) },
+      ],
+    });
     expect(run.stderr).toContain("note: windows follow this machine's clock (source.clock: local), not the source's");
-    expect(run.logs.some((line) => line.clock === 'local' && String(line.msg).includes("windows follow this machine's clock (source.clock: local)"))).toBe(true);
+    expect(run.logs.some((line) => line.clock === 'local' && String(line.msg).includes("windows follow this machine's clock (source.clock: local)"))).toBe(
+      true,
+    );
     expect(run.logs.filter((line) => 'offsetSeconds' in line)).toEqual([]);
-    expect(await listFiles(path.join(workspace.outDir, 'daily'))).toEqual([`${yesterday}.csv`, `${yesterday}.csv.manifest.json`, `${today}.csv`, `${today}.csv.manifest.json`]);
+    expect(await listFiles(path.join(workspace.outDir, 'daily'))).toEqual([
+      `${yesterday}.csv`,
+      `${yesterday}.csv.manifest.json`,
+      `${today}.csv`,
+      `${today}.csv.manifest.json`,
+    ]);
     expect((await readCsv(path.join(workspace.outDir, 'daily', `${yesterday}.csv`))).rows).toEqual(sourceRows(sandbox, dailySeverityQuery, yesterday, today));
 
     const backfill = await cli(workspace, sandbox, ['backfill', '--job', 'daily', '--from', yesterday, '--to', today, '--json']);
@@ -160,12 +175,26 @@ describe('a source whose clock is 3 days behind the machine', () => {
     const run = await cli(workspace, sandbox, ['run', '--json']);
     expect(run.exitCode).toBe(0);
     const summary = runSummary(run.stdout);
-    expect(summary.incremental![0]).toMatchObject({ today: sourceToday, windows: [{ from: before, to: sourceToday }, { from: sourceToday, to: dayOf(sandbox.now, 1) }] });
+    expect(summary.incremental![0]).toMatchObject({
+      today: sourceToday,
+      windows: [
+        { from: before, to: sourceToday },
+        { from: sourceToday, to: dayOf(sandbox.now, 1) },
+      ],
+    });
     const clock = summary.incremental![0]!.clock;
     expect(clock?.basis).toBe('source');
     expect(Math.abs((clock as { offsetSeconds: number }).offsetSeconds + 3 * 86_400)).toBeLessThanOrEqual(5);
-    expect(await listFiles(path.join(workspace.outDir, 'daily'))).toEqual([`${before}.csv`, `${before}.csv.manifest.json`, `${sourceToday}.csv`, `${sourceToday}.csv.manifest.json`]);
-    const written = [...(await readCsv(path.join(workspace.outDir, 'daily', `${before}.csv`))).rows, ...(await readCsv(path.join(workspace.outDir, 'daily', `${sourceToday}.csv`))).rows];
+    expect(await listFiles(path.join(workspace.outDir, 'daily'))).toEqual([
+      `${before}.csv`,
+      `${before}.csv.manifest.json`,
+      `${sourceToday}.csv`,
+      `${sourceToday}.csv.manifest.json`,
+    ]);
+    const written = [
+      ...(await readCsv(path.join(workspace.outDir, 'daily', `${before}.csv`))).rows,
+      ...(await readCsv(path.join(workspace.outDir, 'daily', `${sourceToday}.csv`))).rows,
+    ];
     const expected = sourceRows(sandbox, dailySeverityQuery, before, dayOf(sandbox.now, 1));
     expect(expected.length).toBeGreaterThan(0);
     expect(written).toEqual(expected);
@@ -184,11 +213,15 @@ describe('an open window', () => {
     const job = { ...daily({ startFrom: '2026-07-04' }), query: incidentDaysQuery, columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } } };
     const workspace = await writeWorkspace(root, sandbox, [job], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
     const numbers = async (day: string) => (await readCsv(path.join(workspace.outDir, 'daily', `${day}.csv`))).rows.map((row) => Number(row[0]));
-    const manifest = async (day: string) => JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { runId: string; window: { open: boolean } };
+    const manifest = async (day: string) =>
+      JSON.parse(await readFile(path.join(workspace.outDir, 'daily', `${day}.csv.manifest.json`), 'utf8')) as { runId: string; window: { open: boolean } };
 
     const first = await cli(workspace, sandbox, ['run', '--json']);
     expect(first.exitCode).toBe(0);
-    expect(runSummary(first.stdout).incremental![0]).toMatchObject({ windows: [{ from: '2026-07-04' }, { from: '2026-07-05' }], open: [{ from: '2026-07-05', to: '2026-07-06' }] });
+    expect(runSummary(first.stdout).incremental![0]).toMatchObject({
+      windows: [{ from: '2026-07-04' }, { from: '2026-07-05' }],
+      open: [{ from: '2026-07-05', to: '2026-07-06' }],
+    });
     expect(first.stderr).toContain("open: 2026-07-05: the day had not ended on the source's clock");
     expect((await manifest('2026-07-04')).window.open).toBe(false);
     expect((await manifest('2026-07-05')).window.open).toBe(true);
@@ -196,7 +229,9 @@ describe('an open window', () => {
     const yesterday = { manifest: await manifest('2026-07-04'), bytes: await readFile(path.join(workspace.outDir, 'daily', '2026-07-04.csv')) };
 
     const plan = await cli(workspace, sandbox, ['plan']);
-    expect(plan.stdout).toContain('    2026-07-05  (published while open, exported again; open: the day has not ended, recorded as open and exported again by the run after)\n');
+    expect(plan.stdout).toContain(
+      '    2026-07-05  (published while open, exported again; open: the day has not ended, recorded as open and exported again by the run after)\n',
+    );
 
     proxy.settings.rows = undefined; // the late rows have arrived
     const requests = exportsAt(sandbox);
@@ -224,7 +259,9 @@ describe('an open backfill window', () => {
       ['2026-07-04', false],
       ['2026-07-05', true],
     ]);
-    expect(first.stderr).toMatch(/\n {2}2026-07-05\.\.2026-07-06: \d+ rows → \S+2026-07-05\.csv \(open: the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume\)\n/);
+    expect(first.stderr).toMatch(
+      /\n {2}2026-07-05\.\.2026-07-06: \d+ rows → \S+2026-07-05\.csv \(open: the day had not ended on the source's clock: recorded as open, exported again by the next incremental run or backfill --resume\)\n/,
+    );
     expect(first.stderr).not.toMatch(/2026-07-04\.\.2026-07-05: .*open/);
 
     const resumed = await cli(workspace, sandbox, [...args, '--resume']);
@@ -244,11 +281,18 @@ describe('an empty window of an incremental run', () => {
     const sandbox = await sandboxAt(new Date('2026-07-05T12:00:00Z'));
     const proxy = await proxyFor(sandbox, { rows: withoutDay('2026-07-03') });
     const root = await tempRoot();
-    const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: '2026-07-02' })], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
+    const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: '2026-07-02' })], {
+      baseUrl: proxy.url,
+      authUrl: proxy.url,
+      itemsPerPage: 10_000,
+    });
 
     const run = await cli(workspace, sandbox, ['run', '--json']);
     expect(run.exitCode).toBe(0);
-    const warning = /^ {7}warning: (job daily: window 2026-07-03\.\.2026-07-04: all \d+ rows read had a Day outside the window; an empty window was published .*)$/m.exec(run.stderr);
+    const warning =
+      /^ {7}warning: (job daily: window 2026-07-03\.\.2026-07-04: all \d+ rows read had a Day outside the window; an empty window was published .*)$/m.exec(
+        run.stderr,
+      );
     expect(warning, run.stderr).not.toBeNull();
     expect(runSummary(run.stdout).incremental![0]!.warnings).toEqual([warning![1]]);
     expect(run.stderr.match(/warning:/g)).toHaveLength(1);
@@ -258,7 +302,11 @@ describe('an empty window of an incremental run', () => {
     expect(backfill.stderr).toContain(`\n    warning: ${warning![1]}\n`);
 
     const strictRoot = await tempRoot();
-    const strictWorkspace = await writeWorkspace(strictRoot, sandbox, [daily({ startFrom: '2026-07-02' })], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
+    const strictWorkspace = await writeWorkspace(strictRoot, sandbox, [daily({ startFrom: '2026-07-02' })], {
+      baseUrl: proxy.url,
+      authUrl: proxy.url,
+      itemsPerPage: 10_000,
+    });
     const strict = await cli(strictWorkspace, sandbox, ['run', '--strict', '--json']);
     expect(strict.exitCode).toBe(1);
     const summary = runSummary(strict.stdout);

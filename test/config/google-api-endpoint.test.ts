@@ -47,25 +47,55 @@ describe('loadEnvironment: sinks.bigquery.apiEndpoint and sinks.gcs.apiEndpoint'
   const files = configFilesEachTest();
 
   it('keeps both endpoints as origins, with the credentials wait defaulted', async () => {
-    const file = await files.write('env.yaml', ENVIRONMENT(['  bigquery:', '    dataset: d', '    apiEndpoint: https://bigquery.europe-west3.rep.googleapis.com/', '  gcs:', '    apiEndpoint: http://127.0.0.1:4443']));
+    const file = await files.write(
+      'env.yaml',
+      ENVIRONMENT([
+        '  bigquery:',
+        '    dataset: d',
+        '    apiEndpoint: https://bigquery.europe-west3.rep.googleapis.com/',
+        '  gcs:',
+        '    apiEndpoint: http://127.0.0.1:4443',
+      ]),
+    );
     const environment = await loadEnvironment(file);
     expect(environment.sinks.bigquery?.apiEndpoint).toBe('https://bigquery.europe-west3.rep.googleapis.com');
     expect(environment.sinks.gcs?.apiEndpoint).toBe('http://127.0.0.1:4443');
     expect(environment.googleCredentialsWaitMs).toBe(30_000);
   });
 
-  it('leaves both unset by default (the clients use Google\'s endpoints)', async () => {
+  it("leaves both unset by default (the clients use Google's endpoints)", async () => {
     const environment = await loadEnvironment(await files.write('env.yaml', ENVIRONMENT(['  csv:', '    directory: out'])));
     expect(environment.sinks.bigquery).toBeUndefined();
     expect(environment.sinks.gcs).toBeUndefined();
   });
 
   it('names file, line, field and value of a bad endpoint', async () => {
-    const file = await files.write('env.yaml', ENVIRONMENT(['  bigquery:', '    dataset: d', '    apiEndpoint: http://bigquery.example.com', '  gcs:', '    apiEndpoint: https://storage.googleapis.com/storage/v1']));
+    const file = await files.write(
+      'env.yaml',
+      ENVIRONMENT([
+        '  bigquery:',
+        '    dataset: d',
+        '    apiEndpoint: http://bigquery.example.com',
+        '  gcs:',
+        '    apiEndpoint: https://storage.googleapis.com/storage/v1',
+      ]),
+    );
     const error = await configErrorOf(loadEnvironment(file));
     expect(error.problems).toEqual([
-      expect.objectContaining({ file, line: 9, field: 'sinks.bigquery.apiEndpoint', value: '"http://bigquery.example.com"', message: expect.stringMatching(/http:\/\/ is refused/) }),
-      expect.objectContaining({ file, line: 11, field: 'sinks.gcs.apiEndpoint', value: '"https://storage.googleapis.com/storage/v1"', message: expect.stringMatching(/origin only/) }),
+      expect.objectContaining({
+        file,
+        line: 9,
+        field: 'sinks.bigquery.apiEndpoint',
+        value: '"http://bigquery.example.com"',
+        message: expect.stringMatching(/http:\/\/ is refused/),
+      }),
+      expect.objectContaining({
+        file,
+        line: 11,
+        field: 'sinks.gcs.apiEndpoint',
+        value: '"https://storage.googleapis.com/storage/v1"',
+        message: expect.stringMatching(/origin only/),
+      }),
     ]);
   });
 
@@ -85,7 +115,21 @@ describe('tilehouse validate with Google endpoints', () => {
     await mkdir(path.join(root, 'jobs'));
     await writeFile(
       path.join(root, 'jobs', 'a.yaml'),
-      ['name: a', 'tile: t-1', 'query:', '  items:', '    - header: Type', '      formula: "[incident.type]"', '      dataType: text', '      order: asc', '      filters: []', 'sinks:', '  - type: bigquery', '    table: a', ''].join('\n'),
+      [
+        'name: a',
+        'tile: t-1',
+        'query:',
+        '  items:',
+        '    - header: Type',
+        '      formula: "[incident.type]"',
+        '      dataType: text',
+        '      order: asc',
+        '      filters: []',
+        'sinks:',
+        '  - type: bigquery',
+        '    table: a',
+        '',
+      ].join('\n'),
     );
   });
   afterAll(async () => {
@@ -94,11 +138,22 @@ describe('tilehouse validate with Google endpoints', () => {
   const validate = async (sinks: string[]) => {
     const configFile = path.join(root, 'env.yaml');
     await writeFile(configFile, ENVIRONMENT(sinks));
-    return { configFile, result: await runCli(['validate', '--config', configFile, '--jobs', path.join(root, 'jobs')], { env: { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'secret-2718' } }) };
+    return {
+      configFile,
+      result: await runCli(['validate', '--config', configFile, '--jobs', path.join(root, 'jobs')], {
+        env: { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'secret-2718' },
+      }),
+    };
   };
 
   it('passes endpoints on https and on loopback', async () => {
-    const { result } = await validate(['  bigquery:', '    dataset: d', '    apiEndpoint: https://bigquery.europe-west3.rep.googleapis.com', '  gcs:', '    apiEndpoint: http://127.0.0.1:4443']);
+    const { result } = await validate([
+      '  bigquery:',
+      '    dataset: d',
+      '    apiEndpoint: https://bigquery.europe-west3.rep.googleapis.com',
+      '  gcs:',
+      '    apiEndpoint: http://127.0.0.1:4443',
+    ]);
     expect(result.stderr).not.toContain('apiEndpoint');
     expect(result.exitCode, result.stderr).toBe(0);
   });

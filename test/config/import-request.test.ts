@@ -16,14 +16,29 @@ const TILE = '65f0a1c2d3e4f5a6b7c8d9ff';
 
 const QUERY = {
   items: [
-    { header: 'Created', formula: '[incident.created]', dataType: 'datetime', hidden: true, filters: [{ operator: 'rw', values: ['6', 'months', '0', 'months'], beforeAggregate: true }] },
-    { header: 'Incident type', formula: '[incident.type]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 0, hidden: false, ref: 'type', filters: [] },
+    {
+      header: 'Created',
+      formula: '[incident.created]',
+      dataType: 'datetime',
+      hidden: true,
+      filters: [{ operator: 'rw', values: ['6', 'months', '0', 'months'], beforeAggregate: true }],
+    },
+    {
+      header: 'Incident type',
+      formula: '[incident.type]',
+      dataType: 'text',
+      grouped: true,
+      order: 'asc',
+      orderSequence: 0,
+      hidden: false,
+      ref: 'type',
+      filters: [],
+    },
     { header: 'Label', formula: "concat([ref:type], ' / ', 'it''s')", dataType: 'text', hidden: false, filters: [] },
     { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', hidden: false, filters: [] },
   ],
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
-
 
 function curlCommand(body: string = JSON.stringify(QUERY), url = `${HOST}/api/v1/topics/incident/execute?tileId=${TILE}`): string {
   return [
@@ -102,7 +117,17 @@ describe('parseCurlWords', () => {
   });
 
   it('reads long forms, --url, attached short values and flag clusters', () => {
-    const request = parseCurlWords(['curl', '-sSL', '-XPOST', '--url', 'https://h/x', '--header', 'content-type: application/json', '-d{"a":1}', '--compressed']);
+    const request = parseCurlWords([
+      'curl',
+      '-sSL',
+      '-XPOST',
+      '--url',
+      'https://h/x',
+      '--header',
+      'content-type: application/json',
+      '-d{"a":1}',
+      '--compressed',
+    ]);
     expect(request).toMatchObject({ url: 'https://h/x', method: 'POST', body: '{"a":1}' });
   });
 
@@ -142,7 +167,7 @@ describe('importRequest', () => {
     expect(JSON.stringify(imported)).not.toContain(TOKEN);
   });
 
-  it('imports a curl command written with double quotes, $\'…\' and -d', () => {
+  it("imports a curl command written with double quotes, $'…' and -d", () => {
     const body = JSON.stringify(QUERY).replaceAll('\\', '\\\\').replaceAll("'", "\\'");
     const text = `$ curl "${HOST}/api/v1/topics/incident/execute?tileId=${TILE}" -H "Authorization: Bearer $ACCESS_TOKEN" -d $'${body}'`;
     expect(importRequest(text, { source: 'stdin' })).toMatchObject({ tileId: TILE, query: QUERY });
@@ -176,13 +201,23 @@ describe('importRequest', () => {
 
   it('requires --tile-param when several items could carry the tile id, and accepts it', () => {
     const text = `${HOST}/api/v1/topics/incident/execute?id=${TILE}&view=7\n${JSON.stringify(QUERY)}`;
-    expect(problemsOf(() => importRequest(text, { source: 'stdin' }))).toMatch(/cannot tell which query-string item carries the tile id: id, view; name it with --tile-param/);
-    expect(importRequest(text, { source: 'stdin', tileParam: 'id' })).toMatchObject({ tileParam: 'id', tileId: TILE, otherParams: [{ name: 'view', value: '7' }] });
-    expect(problemsOf(() => importRequest(text, { source: 'stdin', tileParam: 'tileId' }))).toMatch(/--tile-param tileId: the URL has no such query-string item \(it has id, view\)/);
+    expect(problemsOf(() => importRequest(text, { source: 'stdin' }))).toMatch(
+      /cannot tell which query-string item carries the tile id: id, view; name it with --tile-param/,
+    );
+    expect(importRequest(text, { source: 'stdin', tileParam: 'id' })).toMatchObject({
+      tileParam: 'id',
+      tileId: TILE,
+      otherParams: [{ name: 'view', value: '7' }],
+    });
+    expect(problemsOf(() => importRequest(text, { source: 'stdin', tileParam: 'tileId' }))).toMatch(
+      /--tile-param tileId: the URL has no such query-string item \(it has id, view\)/,
+    );
   });
 
   it('strips user:password from the URL and reports it as dropped', () => {
-    const imported = importRequest(`https://me:pw@acme.example.com/api/v1/topics/incident/execute?tileId=${TILE}\n${JSON.stringify(QUERY)}`, { source: 'stdin' });
+    const imported = importRequest(`https://me:pw@acme.example.com/api/v1/topics/incident/execute?tileId=${TILE}\n${JSON.stringify(QUERY)}`, {
+      source: 'stdin',
+    });
     expect(imported.url).toBe(`https://acme.example.com/api/v1/topics/incident/execute?tileId=${TILE}`);
     expect(imported.baseUrl).toBe('https://acme.example.com');
     expect(imported.droppedCredentials).toContain('user:password in the URL');
@@ -196,16 +231,28 @@ describe('importRequest', () => {
     ['no body (curl)', `curl -X POST '${url}' -H 'Authorization: Bearer ${TOKEN}'`, /body: no body/],
     ['no body (URL form)', `${url}\n`, /body: no body/],
     ['a body that is not JSON', `${url}\n{items: [}`, /body = "\{items: \[\}": not JSON/],
-    ['a body that is not an export query', `${url}\n{"items": [{"header": "x"}], "extra": 1}`, /body.items\[0\].formula: not an export query[\s\S]*body.extra: not an export query/],
+    [
+      'a body that is not an export query',
+      `${url}\n{"items": [{"header": "x"}], "extra": 1}`,
+      /body.items\[0\].formula: not an export query[\s\S]*body.extra: not an export query/,
+    ],
     ['an empty items list', `${url}\n{"items": [], "options": {}}`, /body.items: not an export query \(items, options\): a query needs at least one item/],
-    ['no tile id in the query string', `${HOST}/api/v1/topics/incident/execute\n${body}`, /url query string: no tile id in the query string \(it has no items\)/],
+    [
+      'no tile id in the query string',
+      `${HOST}/api/v1/topics/incident/execute\n${body}`,
+      /url query string: no tile id in the query string \(it has no items\)/,
+    ],
     ['only known non-tile items', `${HOST}/api/v1/topics/incident/execute?format=json\n${body}`, /no tile id in the query string \(it has format\)/],
     ['an empty tile id', `${HOST}/api/v1/topics/incident/execute?tileId=\n${body}`, /url query string tileId: the tile id is empty/],
     ['a placeholder tile id', `${HOST}/api/v1/topics/incident/execute?tileId=<TILE_ID>\n${body}`, /the tile id is a placeholder/],
     ['the wrong path', `${HOST}/api/v1/incidents?tileId=${TILE}\n${body}`, /url path = "\/api\/v1\/incidents": not the tile export endpoint/],
     ['the wrong method', `curl -X GET '${url}' -d ${shellQuote(body)}`, /method = "GET": the export endpoint takes POST/],
     ['a relative URL', `/api/v1/topics/incident/execute?tileId=${TILE}\n${body}`, /url = .*not an absolute URL/],
-    ['a form content type', `curl '${url}' -H 'content-type: application/x-www-form-urlencoded' -d ${shellQuote(body)}`, /content-type header .*takes application\/json/],
+    [
+      'a form content type',
+      `curl '${url}' -H 'content-type: application/x-www-form-urlencoded' -d ${shellQuote(body)}`,
+      /content-type header .*takes application\/json/,
+    ],
     ['an unterminated quote', `curl '${url}' -d '${body}`, /curl command: unterminated single quote/],
     ['a cut-off continuation', `curl '${url}' \\`, /was the paste cut off/],
   ])('refuses %s (exit 2, naming what is wrong)', (_, text, message) => {

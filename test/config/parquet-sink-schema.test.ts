@@ -38,7 +38,9 @@ describe('a parquet sink in a job file', () => {
   });
 
   it.each(['snappy', 'zstd', 'gzip', 'none'])('takes compression: %s', async (compression) => {
-    const loaded = await loadJob(await write('jobs/lake.yaml', job(`  - type: parquet\n    path: gs://lake/{name}/{date}.parquet\n    compression: ${compression}\n    manifest: true`)));
+    const loaded = await loadJob(
+      await write('jobs/lake.yaml', job(`  - type: parquet\n    path: gs://lake/{name}/{date}.parquet\n    compression: ${compression}\n    manifest: true`)),
+    );
     expect(loaded.sinks[0]).toEqual({ type: 'parquet', path: 'gs://lake/{name}/{date}.parquet', compression, manifest: true });
   });
 
@@ -74,8 +76,12 @@ describe('sinks.parquet.directory in the environment', () => {
   });
 
   it('takes a gs:// or s3:// prefix and refuses a URL that is neither, as sinks.csv.directory does', async () => {
-    expect((await loadEnvironment(await write('a.yaml', ENV('sinks:\n  parquet:\n    directory: gs://lake/exports\n')))).sinks.parquet.directory).toBe('gs://lake/exports');
-    expect((await loadEnvironment(await write('c.yaml', ENV('sinks:\n  parquet:\n    directory: s3://lake/exports\n')))).sinks.parquet.directory).toBe('s3://lake/exports');
+    expect((await loadEnvironment(await write('a.yaml', ENV('sinks:\n  parquet:\n    directory: gs://lake/exports\n')))).sinks.parquet.directory).toBe(
+      'gs://lake/exports',
+    );
+    expect((await loadEnvironment(await write('c.yaml', ENV('sinks:\n  parquet:\n    directory: s3://lake/exports\n')))).sinks.parquet.directory).toBe(
+      's3://lake/exports',
+    );
     const found = await problems(loadEnvironment(await write('b.yaml', ENV('sinks:\n  parquet:\n    directory: az://lake/exports\n'))));
     expect(found).toEqual([expect.objectContaining({ field: 'sinks.parquet.directory', value: '"az://lake/exports"' })]);
   });

@@ -37,7 +37,10 @@ describe('a path template naming S3', () => {
   });
 
   it('scopes the sweep to the fixed prefix, and keys a target by its URL', () => {
-    expect(new FilePathTemplate(csvFormat, 's3://acme-lake/prefix/{name}/{date}.csv').sweepScope('out')).toEqual({ root: 's3://acme-lake/prefix/', recursive: true });
+    expect(new FilePathTemplate(csvFormat, 's3://acme-lake/prefix/{name}/{date}.csv').sweepScope('out')).toEqual({
+      root: 's3://acme-lake/prefix/',
+      recursive: true,
+    });
     expect(new FilePathTemplate(csvFormat, '{name}.csv').sweepScope('s3://acme-lake/p')).toEqual({ root: 's3://acme-lake/p/', recursive: false });
     expect(new FilePathTemplate(csvFormat, '{name}.csv').targetKey({ name: 'n', tile: 't' }, 's3://acme-lake/p')).toBe('s3://acme-lake/p/n.csv');
   });

@@ -33,7 +33,10 @@ afterEach(async () => {
 
 describe('resolveCredentials', () => {
   it('reads ${ENV} references from the environment', async () => {
-    await expect(resolveCredentials(base, 'env.yaml', { CLIENT_ID: 'id-1', CLIENT_SECRET: 's3cret' })).resolves.toEqual({ clientId: 'id-1', clientSecret: 's3cret' });
+    await expect(resolveCredentials(base, 'env.yaml', { CLIENT_ID: 'id-1', CLIENT_SECRET: 's3cret' })).resolves.toEqual({
+      clientId: 'id-1',
+      clientSecret: 's3cret',
+    });
   });
 
   it('accepts a literal client id (ids are not secret)', async () => {
@@ -104,7 +107,9 @@ describe('a configuration problem on source.clientSecret', () => {
     await writeFile(file, yaml('hunter2-in-yaml'));
     const error = await loadEnvironment(file).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual([{ file, field: 'source.clientSecret', line: 5, message: expect.stringMatching(/literal secrets are refused/) }]);
+    expect((error as ConfigError).problems).toEqual([
+      { file, field: 'source.clientSecret', line: 5, message: expect.stringMatching(/literal secrets are refused/) },
+    ]);
     expect((error as ConfigError).message).toBe(`${file}:5: source.clientSecret: ${(error as ConfigError).problems[0]!.message}`);
     expect((error as ConfigError).message).not.toContain('hunter2');
   });
@@ -118,7 +123,12 @@ describe('a configuration problem on source.clientSecret', () => {
   });
 
   it('still shows an ${ENV} reference, which is no secret', async () => {
-    const error = ConfigError.single({ file: 'env.yaml', field: 'source.clientSecret', value: '"${MISSING}"', message: 'environment variable MISSING is not set' });
+    const error = ConfigError.single({
+      file: 'env.yaml',
+      field: 'source.clientSecret',
+      value: '"${MISSING}"',
+      message: 'environment variable MISSING is not set',
+    });
     expect(error.message).toBe('env.yaml: source.clientSecret = "${MISSING}": environment variable MISSING is not set');
   });
 });

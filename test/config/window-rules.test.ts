@@ -33,7 +33,9 @@ describe('windowItemProblems', () => {
 
   it('refuses an item no query item names, and one that is not a datetime, in the words of the job kind', () => {
     expect(windowItemProblems(items, 'nope', undefined, 'backfill')).toEqual([{ key: 'item', value: 'nope', message: 'no query item has this ref or header' }]);
-    expect(windowItemProblems(items, 'Number', undefined, 'backfill')).toEqual([{ key: 'item', value: 'Number', message: "the item's dataType is number; rw windows apply to datetime items" }]);
+    expect(windowItemProblems(items, 'Number', undefined, 'backfill')).toEqual([
+      { key: 'item', value: 'Number', message: "the item's dataType is number; rw windows apply to datetime items" },
+    ]);
     expect(windowItemProblems(items, 'Number', undefined, 'incremental')).toEqual([
       { key: 'item', value: 'Number', message: "the item's dataType is number; incremental day windows filter a datetime item with rw" },
     ]);
@@ -41,7 +43,9 @@ describe('windowItemProblems', () => {
 
   it('refuses a bucket column that is hidden or names a ref rather than a header, beside an item problem', () => {
     expect(windowItemProblems(items, 'Number', 'Hidden day', 'backfill').map((problem) => problem.key)).toEqual(['item', 'bucketColumn']);
-    expect(windowItemProblems(items, 'day', 'nope', 'backfill')).toEqual([{ key: 'bucketColumn', value: 'nope', message: 'no visible query item has this header' }]);
+    expect(windowItemProblems(items, 'day', 'nope', 'backfill')).toEqual([
+      { key: 'bucketColumn', value: 'nope', message: 'no visible query item has this header' },
+    ]);
   });
 });
 
@@ -68,7 +72,9 @@ describe('one rule for both windowed jobs', () => {
   const base = { name: 'daily', tile: 'tile-1', query, sinks };
 
   const incrementalProblems = (incremental: Record<string, unknown>) =>
-    (jobSchema.safeParse({ ...base, incremental: { startFrom: '2026-07-01', ...incremental } }).error?.issues ?? []).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    (jobSchema.safeParse({ ...base, incremental: { startFrom: '2026-07-01', ...incremental } }).error?.issues ?? []).map(
+      (issue) => `${issue.path.join('.')}: ${issue.message}`,
+    );
   const backfillProblems = (backfill: Record<string, unknown>) => {
     const job: LoadedJob = { ...jobSchema.parse({ ...base, backfill }), file: 'jobs/daily.yaml', timezone: 'UTC' };
     try {
@@ -82,16 +88,26 @@ describe('one rule for both windowed jobs', () => {
 
   it.each([
     [{ item: 'day', bucketColumn: 'Day' }, [], []],
-    [{ item: 'Number' }, ["incremental.item: the item's dataType is number; incremental day windows filter a datetime item with rw"], ["backfill.item: the item's dataType is number; rw windows apply to datetime items"]],
+    [
+      { item: 'Number' },
+      ["incremental.item: the item's dataType is number; incremental day windows filter a datetime item with rw"],
+      ["backfill.item: the item's dataType is number; rw windows apply to datetime items"],
+    ],
     [{ item: 'nope' }, ['incremental.item: no query item has this ref or header'], ['backfill.item: no query item has this ref or header']],
-    [{ item: 'day', bucketColumn: 'Hidden' }, ['incremental.bucketColumn: no visible query item has this header'], ['backfill.bucketColumn: no visible query item has this header']],
+    [
+      { item: 'day', bucketColumn: 'Hidden' },
+      ['incremental.bucketColumn: no visible query item has this header'],
+      ['backfill.bucketColumn: no visible query item has this header'],
+    ],
   ])('%j', (settings, incremental, backfill) => {
     expect(incrementalProblems(settings)).toEqual(incremental);
     expect(backfillProblems(settings)).toEqual(backfill);
   });
 
-  it('reports an incremental job\'s item at the backfill: section it defaults to', () => {
-    const problems = (jobSchema.safeParse({ ...base, backfill: { item: 'Number', bucketColumn: 'Hidden' }, incremental: { startFrom: '2026-07-01' } }).error?.issues ?? []).map((issue) => issue.path.join('.'));
+  it("reports an incremental job's item at the backfill: section it defaults to", () => {
+    const problems = (
+      jobSchema.safeParse({ ...base, backfill: { item: 'Number', bucketColumn: 'Hidden' }, incremental: { startFrom: '2026-07-01' } }).error?.issues ?? []
+    ).map((issue) => issue.path.join('.'));
     expect(problems).toEqual(['backfill.item', 'backfill.bucketColumn']);
   });
 });

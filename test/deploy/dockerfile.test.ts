@@ -117,7 +117,7 @@ describe('Dockerfile', () => {
     expect(keywords.lastIndexOf('RUN')).toBeLessThan(keywords.indexOf('USER'));
   });
 
-  it('starts the bundle that package.json\'s bin launcher runs when built, with run as the default command', async () => {
+  it("starts the bundle that package.json's bin launcher runs when built, with run as the default command", async () => {
     const entrypoint = JSON.parse(all(runtime, 'ENTRYPOINT')[0]!) as string[];
     const workdir = all(runtime, 'WORKDIR')[0];
     const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { bin: Record<string, string> };

@@ -32,7 +32,9 @@ function panelsOf(dashboard: Json): Json[] {
 
 /** Every `$name` / `${name}` / `[[name]]` a string uses (Grafana's globals `$__*` aside). */
 function variablesIn(text: string): string[] {
-  return [...text.matchAll(/\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]/g)].map((match) => match[1] ?? match[2] ?? match[3]!).filter((name) => !name.startsWith('__'));
+  return [...text.matchAll(/\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]/g)]
+    .map((match) => match[1] ?? match[2] ?? match[3]!)
+    .filter((name) => !name.startsWith('__'));
 }
 
 /** The dashboard's queries with the variables as a user who picks "All" in namespace tilehouse sees them. */
@@ -90,7 +92,9 @@ describe('the Grafana dashboard JSON (structure)', () => {
  * .ci/run does as root). Absent outside CI: skipped, and says so; absent under CI: fails.
  */
 function prometheusBinaryOrSkip(): string | null {
-  const candidates = [process.env.PROMETHEUS_BIN, path.resolve('.tools/bin/prometheus'), '/usr/bin/prometheus'].filter((candidate): candidate is string => candidate !== undefined);
+  const candidates = [process.env.PROMETHEUS_BIN, path.resolve('.tools/bin/prometheus'), '/usr/bin/prometheus'].filter(
+    (candidate): candidate is string => candidate !== undefined,
+  );
   const found = candidates.find((candidate) => existsSync(candidate));
   if (found !== undefined) return found;
   if (process.env.CI) throw new Error('CI is set but no Prometheus is installed: apt-get install prometheus (.ci/run does), or set PROMETHEUS_BIN');
@@ -155,16 +159,26 @@ async function startPrometheus(binary: string, directory: string, targets: { pus
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawn(binary, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(directory, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    binary,
+    [`--config.file=${config}`, `--storage.tsdb.path=${path.join(directory, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let tail = '';
   child.stderr!.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`prometheus exited early (code ${child.exitCode}):\n${tail}`);
-    if (await fetch(`${url}/-/ready`).then((response) => response.ok, () => false)) break;
+    if (
+      await fetch(`${url}/-/ready`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) {
       await stopProcess(child);
       throw new Error(`prometheus did not become ready on ${url}:\n${tail}`);
@@ -185,85 +199,90 @@ async function startPrometheus(binary: string, directory: string, targets: { pus
 
 const fixture = sandboxAndRootForAll({ incidents: 2000, now: new Date() });
 
-describe.skipIf(prometheus === null || pushgateway === null)('the Grafana dashboard on a real Prometheus scraping the real Pushgateway (prometheus, pushgateway)', () => {
-  let gateway: RunningPushgateway;
-  let server: Server;
-  let prom: RunningPrometheus;
+describe.skipIf(prometheus === null || pushgateway === null)(
+  'the Grafana dashboard on a real Prometheus scraping the real Pushgateway (prometheus, pushgateway)',
+  () => {
+    let gateway: RunningPushgateway;
+    let server: Server;
+    let prom: RunningPrometheus;
 
-  beforeAll(async () => {
-    gateway = await startPushgateway(pushgateway!);
-    const exposition = await kubeStateMetricsExposition(Math.floor(Date.now() / 1000));
-    server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(exposition));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    prom = await startPrometheus(prometheus!, fixture.root, {
-      pushgateway: gateway.url.replace('http://', ''),
-      kubeStateMetrics: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    beforeAll(async () => {
+      gateway = await startPushgateway(pushgateway!);
+      const exposition = await kubeStateMetricsExposition(Math.floor(Date.now() / 1000));
+      server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(exposition));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      prom = await startPrometheus(prometheus!, fixture.root, {
+        pushgateway: gateway.url.replace('http://', ''),
+        kubeStateMetrics: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+      });
+
+      // The three runs: a scheduled job that succeeds, one that fails, and a backfill.
+      const schedule = { cron: '0 3 * * *', timezone: 'UTC' };
+      const jobs = [
+        { name: 'nightly_ok', tile: SANDBOX_TILE, schedule, query: detailQuery, sinks: [{ type: 'csv' }] },
+        { name: 'nightly_failing', tile: 'no-such-tile', schedule, query: detailQuery, sinks: [{ type: 'csv' }] },
+        {
+          name: 'daily_severity',
+          tile: SANDBOX_TILE,
+          query: dailySeverityQuery,
+          sinks: [{ type: 'csv' }],
+          columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+          backfill: { item: 'day', bucketColumn: 'Day' },
+        },
+      ];
+      const workspace = await writeWorkspace(path.join(fixture.root, 'runs'), fixture.sandbox, jobs, { itemsPerPage: 100 });
+      await appendFile(workspace.configFile, `metrics:\n  pushgatewayUrl: ${gateway.url}\n`);
+      const flags = ['--config', workspace.configFile, '--jobs', workspace.jobsDir];
+      const env = sandboxEnv(fixture.sandbox);
+      expect((await runCli(['run', ...flags, '--job', 'nightly_ok'], { env })).exitCode).toBe(0);
+      expect((await runCli(['run', ...flags, '--job', 'nightly_failing'], { env })).exitCode).toBe(1);
+      expect((await runCli(['backfill', ...flags, '--job', 'daily_severity', '--from', dayFromToday(-5), '--to', dayFromToday(-2)], { env })).exitCode).toBe(0);
+      // Scraped: every pushed group is in Prometheus (three jobs' last runs).
+      const deadline = Date.now() + 20_000;
+      while ((await prom.query('tilehouse_last_run_timestamp_seconds')).length < 3) {
+        if (Date.now() > deadline) throw new Error('Prometheus did not scrape the three runs from the Pushgateway');
+        await sleep(250);
+      }
+      while ((await prom.query('kube_job_owner')).length === 0) await sleep(250);
+    }, 120_000);
+    afterAll(async () => {
+      await prom?.stop();
+      await gateway?.stop();
+      await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+      await rm(path.join(fixture.root, 'data'), { recursive: true, force: true });
     });
 
-    // The three runs: a scheduled job that succeeds, one that fails, and a backfill.
-    const schedule = { cron: '0 3 * * *', timezone: 'UTC' };
-    const jobs = [
-      { name: 'nightly_ok', tile: SANDBOX_TILE, schedule, query: detailQuery, sinks: [{ type: 'csv' }] },
-      { name: 'nightly_failing', tile: 'no-such-tile', schedule, query: detailQuery, sinks: [{ type: 'csv' }] },
-      {
-        name: 'daily_severity',
-        tile: SANDBOX_TILE,
-        query: dailySeverityQuery,
-        sinks: [{ type: 'csv' }],
-        columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-        backfill: { item: 'day', bucketColumn: 'Day' },
-      },
-    ];
-    const workspace = await writeWorkspace(path.join(fixture.root, 'runs'), fixture.sandbox, jobs, { itemsPerPage: 100 });
-    await appendFile(workspace.configFile, `metrics:\n  pushgatewayUrl: ${gateway.url}\n`);
-    const flags = ['--config', workspace.configFile, '--jobs', workspace.jobsDir];
-    const env = sandboxEnv(fixture.sandbox);
-    expect((await runCli(['run', ...flags, '--job', 'nightly_ok'], { env })).exitCode).toBe(0);
-    expect((await runCli(['run', ...flags, '--job', 'nightly_failing'], { env })).exitCode).toBe(1);
-    expect((await runCli(['backfill', ...flags, '--job', 'daily_severity', '--from', dayFromToday(-5), '--to', dayFromToday(-2)], { env })).exitCode).toBe(0);
-    // Scraped: every pushed group is in Prometheus (three jobs' last runs).
-    const deadline = Date.now() + 20_000;
-    while ((await prom.query('tilehouse_last_run_timestamp_seconds')).length < 3) {
-      if (Date.now() > deadline) throw new Error('Prometheus did not scrape the three runs from the Pushgateway');
-      await sleep(250);
-    }
-    while ((await prom.query('kube_job_owner')).length === 0) await sleep(250);
-  }, 120_000);
-  afterAll(async () => {
-    await prom?.stop();
-    await gateway?.stop();
-    await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
-    await rm(path.join(fixture.root, 'data'), { recursive: true, force: true });
-  });
+    it("offers the runs' jobs as the job variable's values", async () => {
+      const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Json;
+      const variable = (dashboard.templating.list as Json[]).find((candidate) => candidate.name === 'job')!;
+      const [, metric, label] = /^label_values\((\w+), (\w+)\)$/.exec(variable.query.query)!;
+      const response = await fetch(`${prom.url}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': metric! })}`);
+      expect(((await response.json()) as { data: string[] }).data.sort()).toEqual(['daily_severity', 'nightly_failing', 'nightly_ok']);
+    });
 
-  it("offers the runs' jobs as the job variable's values", async () => {
-    const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Json;
-    const variable = (dashboard.templating.list as Json[]).find((candidate) => candidate.name === 'job')!;
-    const [, metric, label] = /^label_values\((\w+), (\w+)\)$/.exec(variable.query.query)!;
-    const response = await fetch(`${prom.url}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': metric! })}`);
-    expect(((await response.json()) as { data: string[] }).data.sort()).toEqual(['daily_severity', 'nightly_failing', 'nightly_ok']);
-  });
-
-  it('returns data for every query of every panel, with "All" jobs and with each job alone', async () => {
-    const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Json;
-    const empty: string[] = [];
-    for (const panel of panelsOf(dashboard).filter((candidate) => candidate.type !== 'row')) {
-      for (const target of panel.targets as Json[]) {
-        const all = await prom.query(substitute(target.expr, { job: '.+', namespace: 'tilehouse' }));
-        if (all.length === 0) empty.push(`${panel.title} [${target.refId}]: ${target.expr}`);
+    it('returns data for every query of every panel, with "All" jobs and with each job alone', async () => {
+      const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Json;
+      const empty: string[] = [];
+      for (const panel of panelsOf(dashboard).filter((candidate) => candidate.type !== 'row')) {
+        for (const target of panel.targets as Json[]) {
+          const all = await prom.query(substitute(target.expr, { job: '.+', namespace: 'tilehouse' }));
+          if (all.length === 0) empty.push(`${panel.title} [${target.refId}]: ${target.expr}`);
+        }
       }
-    }
-    // A panel whose query returns nothing fails the test: it would be a blank panel on call.
-    expect(empty).toEqual([]);
-    // The per-job panels, filtered to one job: the scheduled success alone fills its freshness.
-    const lastSuccess = panelsOf(dashboard).find((panel) => panel.title === 'Last success')!;
-    const ok = await prom.query(substitute(lastSuccess.targets[0].expr, { job: 'nightly_ok' }));
-    expect(ok.map((sample) => sample.metric.job)).toEqual(['nightly_ok']);
-    const failures = panelsOf(dashboard).find((panel) => panel.title === 'Failures by code')!;
-    expect((await prom.query(substitute(failures.targets[0].expr, { job: '.+' }))).map((sample) => [sample.metric.code, sample.value[1]])).toEqual([['export_api_error', '1']]);
-    const staleness = panelsOf(dashboard).find((panel) => panel.title === 'Schedule intervals since the last success')!;
-    const [fresh] = await prom.query(substitute(staleness.targets[0].expr, { job: 'nightly_ok' }));
-    // Just pushed: a small fraction of the daily interval.
-    expect(Number(fresh!.value[1])).toBeLessThan(0.01);
-  });
-});
+      // A panel whose query returns nothing fails the test: it would be a blank panel on call.
+      expect(empty).toEqual([]);
+      // The per-job panels, filtered to one job: the scheduled success alone fills its freshness.
+      const lastSuccess = panelsOf(dashboard).find((panel) => panel.title === 'Last success')!;
+      const ok = await prom.query(substitute(lastSuccess.targets[0].expr, { job: 'nightly_ok' }));
+      expect(ok.map((sample) => sample.metric.job)).toEqual(['nightly_ok']);
+      const failures = panelsOf(dashboard).find((panel) => panel.title === 'Failures by code')!;
+      expect((await prom.query(substitute(failures.targets[0].expr, { job: '.+' }))).map((sample) => [sample.metric.code, sample.value[1]])).toEqual([
+        ['export_api_error', '1'],
+      ]);
+      const staleness = panelsOf(dashboard).find((panel) => panel.title === 'Schedule intervals since the last success')!;
+      const [fresh] = await prom.query(substitute(staleness.targets[0].expr, { job: 'nightly_ok' }));
+      // Just pushed: a small fraction of the daily interval.
+      expect(Number(fresh!.value[1])).toBeLessThan(0.01);
+    });
+  },
+);

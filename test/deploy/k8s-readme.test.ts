@@ -36,7 +36,10 @@ function shellCommands(markdown: string): string[] {
   return commands;
 }
 
-const documents = (text: string): Obj[] => parseAllDocuments(text).map((document) => document.toJS() as Obj).filter((object) => object !== null);
+const documents = (text: string): Obj[] =>
+  parseAllDocuments(text)
+    .map((document) => document.toJS() as Obj)
+    .filter((object) => object !== null);
 
 describe.skipIf(!available)('k8s/README.md, as written', () => {
   let repo: string;

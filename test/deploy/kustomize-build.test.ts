@@ -35,7 +35,9 @@ function expectDeployable(rendered: ToolResult): Obj[] {
   const judged = runTool(podSecurity!, [], { input: rendered.stdout });
   expect(judged.stdout).not.toMatch(/^refused/m);
   expect(judged.status).toBe(0);
-  return parseAllDocuments(rendered.stdout).map((document) => document.toJS() as Obj).filter((object) => object !== null);
+  return parseAllDocuments(rendered.stdout)
+    .map((document) => document.toJS() as Obj)
+    .filter((object) => object !== null);
 }
 
 function kindsAndNames(objects: Obj[]): string[] {
@@ -43,11 +45,15 @@ function kindsAndNames(objects: Obj[]): string[] {
 }
 
 describe.skipIf(!available)('kustomize build (the real kustomize)', () => {
-  it('of an untouched clone\'s k8s/ renders nothing: `kubectl apply -k k8s/` starts no demo CronJob', () => {
+  it("of an untouched clone's k8s/ renders nothing: `kubectl apply -k k8s/` starts no demo CronJob", () => {
     const rendered = build('k8s');
     expect(rendered.stderr).toBe('');
     expect(rendered.status).toBe(0);
-    expect(parseAllDocuments(rendered.stdout).map((document) => document.toJS()).filter((object) => object !== null)).toEqual([]);
+    expect(
+      parseAllDocuments(rendered.stdout)
+        .map((document) => document.toJS())
+        .filter((object) => object !== null),
+    ).toEqual([]);
   });
 
   it('of the demo base examples/k8s-demo/ renders the namespace, the account, the ConfigMaps and the five CronJobs', () => {
@@ -73,7 +79,7 @@ describe.skipIf(!available)('kustomize build (the real kustomize)', () => {
 
 const tilehouse = (args: string[], cwd: string) => tilehouseIn(cwd, args);
 
-describe.skipIf(!available)('tilehouse k8s in a config repository of one\'s own', () => {
+describe.skipIf(!available)("tilehouse k8s in a config repository of one's own", () => {
   let repo: string;
   const command = ['k8s', '--config', 'config/production.yaml', '--jobs', 'jobs', '--out', 'k8s/cronjobs.yaml'];
 
@@ -143,7 +149,10 @@ describe.skipIf(!available)('tilehouse k8s in a config repository of one\'s own'
     const serviceAccountFile = path.join(repo, 'k8s', 'serviceaccount.yaml');
     const account = (await readFile(serviceAccountFile, 'utf8')).replaceAll('PROJECT', 'acme-prod');
     await writeFile(serviceAccountFile, account);
-    await writeFile(path.join(repo, 'jobs', 'incidents_by_month_severity.yaml'), (await readFile(path.join(repo, 'jobs', 'incidents_by_month_severity.yaml'), 'utf8')).replace(/^( {2}cron: ).*$/m, '$1"15 6 * * *"'));
+    await writeFile(
+      path.join(repo, 'jobs', 'incidents_by_month_severity.yaml'),
+      (await readFile(path.join(repo, 'jobs', 'incidents_by_month_severity.yaml'), 'utf8')).replace(/^( {2}cron: ).*$/m, '$1"15 6 * * *"'),
+    );
 
     const again = tilehouse(command, repo);
     expect(again.stderr).toBe('');
@@ -155,13 +164,16 @@ describe.skipIf(!available)('tilehouse k8s in a config repository of one\'s own'
     const objects = expectDeployable(build('k8s', repo));
     const cronJobs = objects.filter((object) => object.kind === 'CronJob');
     expect(cronJobs.find((cronJob) => cronJob.metadata.name === 'tilehouse-incidents-by-month-severity')!.spec.schedule).toBe('15 6 * * *');
-    for (const cronJob of cronJobs) expect(cronJob.spec.jobTemplate.spec.template.spec.containers[0].image).toBe('europe-docker.pkg.dev/acme/etl/tilehouse:2.3.4');
-    expect(objects.find((object) => object.kind === 'ServiceAccount')!.metadata.annotations['iam.gke.io/gcp-service-account']).toBe('tilehouse@acme-prod.iam.gserviceaccount.com');
+    for (const cronJob of cronJobs)
+      expect(cronJob.spec.jobTemplate.spec.template.spec.containers[0].image).toBe('europe-docker.pkg.dev/acme/etl/tilehouse:2.3.4');
+    expect(objects.find((object) => object.kind === 'ServiceAccount')!.metadata.annotations['iam.gke.io/gcp-service-account']).toBe(
+      'tilehouse@acme-prod.iam.gserviceaccount.com',
+    );
     // The backfill template follows the edited image.
     expect(await readFile(path.join(repo, 'k8s', 'backfill-job.yaml'), 'utf8')).toContain('image: europe-docker.pkg.dev/acme/etl/tilehouse:2.3.4');
   });
 
-  it('warns, keeping it, when the user\'s kustomization does not list what it generated', async () => {
+  it("warns, keeping it, when the user's kustomization does not list what it generated", async () => {
     await mkdir(path.join(repo, 'k8s'));
     const own = 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cronjobs.yaml\n';
     await writeFile(path.join(repo, 'k8s', 'kustomization.yaml'), own);

@@ -113,7 +113,10 @@ function expectLockedDownPod(pod: Obj): void {
   expect(secretVolume?.secret).toMatchObject({ secretName: 'tilehouse-credentials', items: [{ key: 'client-secret', path: path.posix.basename(secretFile) }] });
   expect(JSON.stringify(container.env)).not.toMatch(/"value":"[^"]*secret/i);
 
-  expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '208Mi', 'ephemeral-storage': '1Gi' }, limits: { memory: '352Mi', 'ephemeral-storage': '1Gi' } });
+  expect(container.resources).toEqual({
+    requests: { cpu: '100m', memory: '208Mi', 'ephemeral-storage': '1Gi' },
+    limits: { memory: '352Mi', 'ephemeral-storage': '1Gi' },
+  });
 }
 
 function expectJobSpec(spec: Obj): void {
@@ -173,8 +176,18 @@ describe('the demo base examples/k8s-demo/', () => {
       .split('\n')
       .map((line) => line.replace(/NAME/g, 'daily_incidents_by_severity').replace('YYYY-MM-DD', '2024-01-01').replace('YYYY-MM-DD', '2024-03-31'))
       .join('\n');
-    const job = parseAllDocuments(filled).map((document) => document.toJS() as Obj | null).find((object) => object?.kind === 'Job')!;
-    expect(job.spec.template.spec.containers[0].args).toEqual(['backfill', '--job', 'daily_incidents_by_severity', '--from', '2024-01-01', '--to', '2024-03-31']);
+    const job = parseAllDocuments(filled)
+      .map((document) => document.toJS() as Obj | null)
+      .find((object) => object?.kind === 'Job')!;
+    expect(job.spec.template.spec.containers[0].args).toEqual([
+      'backfill',
+      '--job',
+      'daily_incidents_by_severity',
+      '--from',
+      '2024-01-01',
+      '--to',
+      '2024-03-31',
+    ]);
     expect(job.metadata.generateName).toBe('tilehouse-backfill-');
 
     // Its image is the one the kustomization deploys (it is not rewritten by kustomize).

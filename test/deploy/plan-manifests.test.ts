@@ -82,7 +82,9 @@ describe('planManifests', () => {
     const cronJobs = objectsIn(result, 'cronjobs.yaml');
     expect(cronJobs.map((cronJob) => cronJob.metadata.name)).toEqual(['tilehouse-daily']);
     expect(cronJobs[0]!.spec).toMatchObject({ schedule: '0 6 * * *', timeZone: 'Europe/Berlin' });
-    expect(result.files.find((file) => path.basename(file.file) === 'cronjobs.yaml')!.text).toContain('Jobs without a schedule (no CronJob, run on demand): on_demand.');
+    expect(result.files.find((file) => path.basename(file.file) === 'cronjobs.yaml')!.text).toContain(
+      'Jobs without a schedule (no CronJob, run on demand): on_demand.',
+    );
     const [generated] = objectsIn(result, 'kustomization.yaml');
     expect(generated!.configMapGenerator[0].files).toEqual(['jobs/daily.yaml', 'jobs/on_demand.yaml']);
   });
@@ -125,7 +127,10 @@ describe('planManifests', () => {
   it('wires ${VAR} secrets as env from the Secret and …File secrets as one read-only mount', async () => {
     const envOnly = await plan([job('a')], { source: { ...SOURCE, clientSecretFile: undefined, clientSecret: '${MY_SECRET}' } });
     const envPod = pod(objectsIn(envOnly, 'cronjobs.yaml')[0]!);
-    expect(envPod.containers[0].env).toContainEqual({ name: 'MY_SECRET', valueFrom: { secretKeyRef: { name: 'tilehouse-credentials', key: 'client-secret' } } });
+    expect(envPod.containers[0].env).toContainEqual({
+      name: 'MY_SECRET',
+      valueFrom: { secretKeyRef: { name: 'tilehouse-credentials', key: 'client-secret' } },
+    });
     expect(envPod.volumes.find((volume: Obj) => volume.secret)).toBeUndefined();
 
     const files = await plan([job('a')], { source: { ...SOURCE, clientId: undefined, clientIdFile: '/var/run/secrets/tilehouse/client-id' } });
@@ -135,14 +140,24 @@ describe('planManifests', () => {
       { key: 'client-secret', path: 'client-secret' },
     ]);
     // No credential in the env: the downward API's pod attributes for telemetry follow the three settings.
-    expect(filePod.containers[0].env.map((entry: Obj) => entry.name)).toEqual(['TILEHOUSE_CONFIG', 'TILEHOUSE_JOBS', 'NODE_OPTIONS', 'K8S_POD_NAME', 'K8S_POD_UID', 'K8S_NAMESPACE_NAME', 'K8S_NODE_NAME']);
+    expect(filePod.containers[0].env.map((entry: Obj) => entry.name)).toEqual([
+      'TILEHOUSE_CONFIG',
+      'TILEHOUSE_JOBS',
+      'NODE_OPTIONS',
+      'K8S_POD_NAME',
+      'K8S_POD_UID',
+      'K8S_NAMESPACE_NAME',
+      'K8S_NODE_NAME',
+    ]);
   });
 
   it('refuses secret files in two directories or at a relative path', async () => {
     expect(await configError(plan([job('a')], { source: { ...SOURCE, clientId: undefined, clientIdFile: '/etc/other/client-id' } }))).toMatch(
       /source\.clientSecretFile = .*must be in the same directory as the other secret file \(\/etc\/other\)/,
     );
-    expect(await configError(plan([job('a')], { source: { ...SOURCE, clientSecretFile: 'secret.txt' } }))).toMatch(/source\.clientSecretFile = "secret\.txt": must be an absolute path/);
+    expect(await configError(plan([job('a')], { source: { ...SOURCE, clientSecretFile: 'secret.txt' } }))).toMatch(
+      /source\.clientSecretFile = "secret\.txt": must be an absolute path/,
+    );
   });
 
   it('gives CSV and temp directories outside /tmp a writable emptyDir, and warns that CSV output dies with the pod', async () => {
@@ -154,7 +169,10 @@ describe('planManifests', () => {
     const emptyDirs = spec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name);
     const mounts = spec.containers[0].volumeMounts.filter((mount: Obj) => emptyDirs.includes(mount.name)).map((mount: Obj) => mount.mountPath);
     expect(mounts.sort()).toEqual(['/app/out', '/exports', '/tmp', '/var/tmp/tilehouse']);
-    expect(result.warnings).toEqual([expect.stringMatching(/^a write CSV under \/app\/out: .*emptyDir/), expect.stringMatching(/^a write CSV under \/exports/)]);
+    expect(result.warnings).toEqual([
+      expect.stringMatching(/^a write CSV under \/app\/out: .*emptyDir/),
+      expect.stringMatching(/^a write CSV under \/exports/),
+    ]);
   });
 
   it('gives gs:// CSV targets no volume and no warning, and keeps both for a local CSV target beside them', async () => {
@@ -167,15 +185,24 @@ describe('planManifests', () => {
     expect(inBucket.warnings).toEqual([]);
 
     // The legal-but-unusual mix: a bucket directory and one sink with an absolute local path.
-    const mixed = await plan([job('a', { sinks: [{ type: 'csv' }, { type: 'csv', path: '/exports/{date}.csv' }] })], { sinks: { csv: { directory: 'gs://acme-exports' } } });
+    const mixed = await plan([job('a', { sinks: [{ type: 'csv' }, { type: 'csv', path: '/exports/{date}.csv' }] })], {
+      sinks: { csv: { directory: 'gs://acme-exports' } },
+    });
     const mixedSpec = pod(objectsIn(mixed, 'cronjobs.yaml')[0]!);
     const emptyDirs = mixedSpec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name);
-    expect(mixedSpec.containers[0].volumeMounts.filter((mount: Obj) => emptyDirs.includes(mount.name)).map((mount: Obj) => mount.mountPath).sort()).toEqual(['/exports', '/tmp']);
+    expect(
+      mixedSpec.containers[0].volumeMounts
+        .filter((mount: Obj) => emptyDirs.includes(mount.name))
+        .map((mount: Obj) => mount.mountPath)
+        .sort(),
+    ).toEqual(['/exports', '/tmp']);
     expect(mixed.warnings).toEqual([expect.stringMatching(/^a write CSV under \/exports: .*emptyDir.*gs:\/\//)]);
   });
 
   it("bounds every pod's local disk: 1Gi for /tmp, each output emptyDir and the container, or the job's own tempStorage", async () => {
-    const result = await plan([job('a', { sinks: [{ type: 'csv' }] }), job('big', { sinks: [{ type: 'bigquery' }], tempStorage: '6Gi' })], { sinks: { csv: { directory: 'out' }, bigquery: { dataset: 'reports' } } });
+    const result = await plan([job('a', { sinks: [{ type: 'csv' }] }), job('big', { sinks: [{ type: 'bigquery' }], tempStorage: '6Gi' })], {
+      sinks: { csv: { directory: 'out' }, bigquery: { dataset: 'reports' } },
+    });
     const [small, big] = objectsIn(result, 'cronjobs.yaml').map(pod);
     expect(small!.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => [volume.name, volume.emptyDir])).toEqual([
       ['tmp', { sizeLimit: '1Gi' }],
@@ -187,7 +214,14 @@ describe('planManifests', () => {
     expect(big!.containers[0].resources).toMatchObject({ requests: { 'ephemeral-storage': '6Gi' }, limits: { 'ephemeral-storage': '6Gi' } });
     // The Indexed backfill of the big job takes its size too.
     const planned = await inputs([job('big', { tempStorage: '6Gi' })]);
-    const backfill = indexedBackfillJob(planPod({ ...planned, image: 'tilehouse' }), { job: planned.jobs[0]!, from: '2026-01-01', to: '2026-01-31', step: 'day', completions: 2, parallelism: 2 });
+    const backfill = indexedBackfillJob(planPod({ ...planned, image: 'tilehouse' }), {
+      job: planned.jobs[0]!,
+      from: '2026-01-01',
+      to: '2026-01-31',
+      step: 'day',
+      completions: 2,
+      parallelism: 2,
+    });
     expect((backfill as Obj).spec.template.spec.volumes.find((volume: Obj) => volume.name === 'tmp').emptyDir).toEqual({ sizeLimit: '6Gi' });
   });
 
@@ -213,7 +247,10 @@ describe('planManifests', () => {
 
   it('takes the backfill image from the kustomization beside the CronJobs', async () => {
     await mkdir(path.join(root, 'k8s'), { recursive: true });
-    await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), stringify({ images: [{ name: 'tilehouse', newName: 'registry.example/tilehouse', newTag: '1.2.3' }] }));
+    await writeFile(
+      path.join(root, 'k8s', 'kustomization.yaml'),
+      stringify({ images: [{ name: 'tilehouse', newName: 'registry.example/tilehouse', newTag: '1.2.3' }] }),
+    );
     const result = await plan([job('a')]);
     expect(objectsIn(result, 'backfill-job.yaml')[0]!.spec.template.spec.containers[0].image).toBe('registry.example/tilehouse:1.2.3');
     expect(pod(objectsIn(result, 'cronjobs.yaml')[0]!).containers[0].image).toBe('tilehouse');
@@ -244,7 +281,9 @@ describe('staleFiles and writeManifests', () => {
     await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION);
     const edited = '# mine\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: etl\n';
     await writeFile(path.join(root, 'k8s', 'namespace.yaml'), edited);
-    const stale = (await staleFiles(result)).filter((entry) => !entry.file.includes('generated') && !entry.file.endsWith('job.yaml') && !entry.file.endsWith('jobs.yaml'));
+    const stale = (await staleFiles(result)).filter(
+      (entry) => !entry.file.includes('generated') && !entry.file.endsWith('job.yaml') && !entry.file.endsWith('jobs.yaml'),
+    );
     expect(stale.map((entry) => `${path.basename(entry.file)}: ${entry.reason}`)).toEqual(['kustomization.yaml: placeholder', 'serviceaccount.yaml: missing']);
     await writeManifests(result);
     expect(await readFile(path.join(root, 'k8s', 'namespace.yaml'), 'utf8')).toBe(edited);

@@ -48,7 +48,24 @@ describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod 
 
   it('admits the Indexed Job that tilehouse k8s --backfill prints', async () => {
     const printed = await runCli(
-      ['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--backfill', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-03-01', '--step', 'week', '--parallelism', '3', '--resume'],
+      [
+        'k8s',
+        '--config',
+        'config/production.example.yaml',
+        '--jobs',
+        'jobs',
+        '--backfill',
+        'daily_incidents_by_severity',
+        '--from',
+        '2026-01-01',
+        '--to',
+        '2026-03-01',
+        '--step',
+        'week',
+        '--parallelism',
+        '3',
+        '--resume',
+      ],
       { env: {} },
     );
     expect(printed.exitCode).toBe(0);
@@ -72,8 +89,16 @@ describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod 
   });
 
   it.each([
-    ['allowPrivilegeEscalation: false', 'allowPrivilegeEscalation: true', /^refused Job tilehouse-backfill-: allowPrivilegeEscalation != false \(.*securityContext\.allowPrivilegeEscalation=false/m],
-    ['runAsNonRoot: true', 'runAsNonRoot: false', /^refused Job tilehouse-backfill-: runAsNonRoot != true \(pod must not set securityContext\.runAsNonRoot=false\)$/m],
+    [
+      'allowPrivilegeEscalation: false',
+      'allowPrivilegeEscalation: true',
+      /^refused Job tilehouse-backfill-: allowPrivilegeEscalation != false \(.*securityContext\.allowPrivilegeEscalation=false/m,
+    ],
+    [
+      'runAsNonRoot: true',
+      'runAsNonRoot: false',
+      /^refused Job tilehouse-backfill-: runAsNonRoot != true \(pod must not set securityContext\.runAsNonRoot=false\)$/m,
+    ],
     ['type: RuntimeDefault', 'type: Unconfined', /^refused Job tilehouse-backfill-: seccompProfile \(.*seccompProfile\.type to "Unconfined"/m],
     ['- ALL', '- NET_RAW', /^refused Job tilehouse-backfill-: unrestricted capabilities \(.*securityContext\.capabilities\.drop=\["ALL"\]/m],
   ])('refuses a template with %s changed to %s, naming the field', (from, to, refusal) => {

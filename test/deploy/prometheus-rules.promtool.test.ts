@@ -17,7 +17,10 @@ async function ruleGroups(): Promise<RuleGroups> {
 }
 
 const binary = promtoolBinaryOrSkip();
-if (binary === null) console.warn('[tilehouse] promtool-check-rules not found; the promtool checks of k8s/prometheus-rules.yaml are skipped. Install it with `npm run setup:promtool`.');
+if (binary === null)
+  console.warn(
+    '[tilehouse] promtool-check-rules not found; the promtool checks of k8s/prometheus-rules.yaml are skipped. Install it with `npm run setup:promtool`.',
+  );
 
 /** What `promtool check rules` checks (scripts/promtool/main.go): YAML fields, PromQL, templates, durations. */
 describe.skipIf(binary === null)('k8s/prometheus-rules.yaml under promtool check rules', () => {

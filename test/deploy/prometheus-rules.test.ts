@@ -34,7 +34,11 @@ interface Rule {
 }
 
 async function rules(): Promise<Rule[]> {
-  const document = parse(await readFile('k8s/prometheus-rules.yaml', 'utf8')) as { apiVersion: string; kind: string; spec: { groups: Array<{ name: string; rules: Rule[] }> } };
+  const document = parse(await readFile('k8s/prometheus-rules.yaml', 'utf8')) as {
+    apiVersion: string;
+    kind: string;
+    spec: { groups: Array<{ name: string; rules: Rule[] }> };
+  };
   expect(document).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule' });
   return document.spec.groups.flatMap((group) => group.rules);
 }
@@ -45,7 +49,13 @@ const withoutStrings = (expr: string) => expr.replace(/"(?:[^"\\]|\\.)*"/g, '""'
 describe('k8s/prometheus-rules.yaml', () => {
   it('has the alerts the issue asks for, on kube-state-metrics and on the pushed last-success metric', async () => {
     const byName = new Map((await rules()).map((rule) => [rule.alert, rule]));
-    expect([...byName.keys()].sort()).toEqual(['TilehouseCronJobLastJobFailed', 'TilehouseCronJobNoRecentSuccess', 'TilehouseLastRunFailed', 'TilehouseNoRecentSuccess', 'TilehousePublishGuardTripped']);
+    expect([...byName.keys()].sort()).toEqual([
+      'TilehouseCronJobLastJobFailed',
+      'TilehouseCronJobNoRecentSuccess',
+      'TilehouseLastRunFailed',
+      'TilehouseNoRecentSuccess',
+      'TilehousePublishGuardTripped',
+    ]);
     expect(byName.get('TilehousePublishGuardTripped')!.expr).toContain(METRICS.guardTripped);
     expect(byName.get('TilehouseNoRecentSuccess')!.expr).toContain(METRICS.lastSuccess);
     expect(byName.get('TilehouseNoRecentSuccess')!.expr).toContain(METRICS.scheduleInterval);

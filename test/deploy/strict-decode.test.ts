@@ -36,7 +36,24 @@ describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API 
 
   it('the Indexed Job that tilehouse k8s --backfill prints', async () => {
     const rendered = await runCli(
-      ['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--backfill', 'daily_incidents_by_severity', '--from', '2026-01-01', '--to', '2026-03-01', '--step', 'week', '--parallelism', '3', '--resume'],
+      [
+        'k8s',
+        '--config',
+        'config/production.example.yaml',
+        '--jobs',
+        'jobs',
+        '--backfill',
+        'daily_incidents_by_severity',
+        '--from',
+        '2026-01-01',
+        '--to',
+        '2026-03-01',
+        '--step',
+        'week',
+        '--parallelism',
+        '3',
+        '--resume',
+      ],
       { env: {} },
     );
     expect(rendered.exitCode).toBe(0);

@@ -93,7 +93,7 @@ describe('ARCHITECTURE.md', () => {
     expect(unnamed(rows, entries)).toEqual([]);
   });
 
-  it('names only files that exist (resolved against the row\'s folder, src/ or the repository)', () => {
+  it("names only files that exist (resolved against the row's folder, src/ or the repository)", () => {
     expect(rows.flatMap(fileNamesOf).length).toBeGreaterThan(100);
     expect(missingFiles(rows, root)).toEqual([]);
   });
@@ -115,12 +115,15 @@ describe('the checks of ARCHITECTURE.md', () => {
     ]);
   });
 
-  it('resolves a name against the row\'s folders, src/ and the repository, and reports the rest with their line', () => {
+  it("resolves a name against the row's folders, src/ and the repository, and reports the rest with their line", () => {
     expect(missingFiles(docRows(text), root)).toEqual(['line 3: gone.ts', 'line 4: nowhere/run-command.ts']);
   });
 
   it('reports a folder and a root module that no row names, and not those that one does', () => {
     const rows = docRows(text);
-    expect(unnamed(rows, { folders: ['src/sinks/files/', 'src/sinks/new-kind/', 'src/cli/'], modules: ['src/cli.ts', 'src/log.ts'] })).toEqual(['src/sinks/new-kind/', 'src/log.ts']);
+    expect(unnamed(rows, { folders: ['src/sinks/files/', 'src/sinks/new-kind/', 'src/cli/'], modules: ['src/cli.ts', 'src/log.ts'] })).toEqual([
+      'src/sinks/new-kind/',
+      'src/log.ts',
+    ]);
   });
 });

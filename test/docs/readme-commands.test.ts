@@ -50,7 +50,12 @@ const COMMANDS: Record<string, Entry> = {
     outcome: {
       exit: 0,
       output: [/ok {3}daily_incidents_by_severity/, /ok {3}tag_postmortem_breakdown/],
-      files: ['out/daily_incidents_by_severity.csv', 'out/incident_types_resolution.csv', 'out/incidents_by_month_severity.csv', 'out/tag_postmortem_breakdown.csv'],
+      files: [
+        'out/daily_incidents_by_severity.csv',
+        'out/incident_types_resolution.csv',
+        'out/incidents_by_month_severity.csv',
+        'out/tag_postmortem_breakdown.csv',
+      ],
     },
   },
   'npm test': { kind: 'not runnable', reason: 'the suite this test is part of' },
@@ -81,7 +86,11 @@ const COMMANDS: Record<string, Entry> = {
   'tilehouse init --from-request request.txt --config config/production.yaml --name incidents_by_type': {
     kind: 'run',
     group: 'path',
-    outcome: { exit: 0, stdout: [/^wrote jobs\/incidents_by_type\.yaml: tile 65f0a1c2d3e4f5a6b7c8d9aa, 2 query items/m], files: ['jobs/incidents_by_type.yaml'] },
+    outcome: {
+      exit: 0,
+      stdout: [/^wrote jobs\/incidents_by_type\.yaml: tile 65f0a1c2d3e4f5a6b7c8d9aa, 2 query items/m],
+      files: ['jobs/incidents_by_type.yaml'],
+    },
   },
   'tilehouse validate --config config/production.yaml --strict': {
     kind: 'run',
@@ -91,33 +100,53 @@ const COMMANDS: Record<string, Entry> = {
     env: { TILEHOUSE_CLIENT_ID: 'readme-client' },
     outcome: { exit: 0, output: [/not checked: .*source\.clientSecretFile = "\/var\/run\/secrets\/tilehouse\/client-secret"/] },
   },
-  'tilehouse check --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant: the token and page 0 of each tile, and the bucket (the sandbox's run is `npm run demo -- check`)" },
-  'tilehouse plan --config config/production.yaml': { kind: 'not runnable', reason: "a real tenant and BigQuery (the sandbox's run is `npm run demo -- plan`)" },
-  'docker build -t <registry>/tilehouse:<tag> .': { kind: 'not runnable', reason: 'a container engine and a registry; the image test (another branch) builds the Dockerfile with buildah' },
+  'tilehouse check --config config/production.yaml': {
+    kind: 'not runnable',
+    reason: "a real tenant: the token and page 0 of each tile, and the bucket (the sandbox's run is `npm run demo -- check`)",
+  },
+  'tilehouse plan --config config/production.yaml': {
+    kind: 'not runnable',
+    reason: "a real tenant and BigQuery (the sandbox's run is `npm run demo -- plan`)",
+  },
+  'docker build -t <registry>/tilehouse:<tag> .': {
+    kind: 'not runnable',
+    reason: 'a container engine and a registry; the image test (another branch) builds the Dockerfile with buildah',
+  },
   'docker push <registry>/tilehouse:<tag>': { kind: 'not runnable', reason: 'a container registry and its credentials' },
   'tilehouse k8s --config config/production.yaml --jobs jobs': {
     kind: 'run',
     group: 'path',
     // The base now follows config/production.yaml: the CronJobs name that file, and generated/ holds it.
-    outcome: { exit: 0, stdout: [/^updated \d+ files: k8s\/cronjobs\.yaml/m, /^deploy with: kubectl apply -k k8s\/$/m], files: ['k8s/generated/config/production.yaml'] },
+    outcome: {
+      exit: 0,
+      stdout: [/^updated \d+ files: k8s\/cronjobs\.yaml/m, /^deploy with: kubectl apply -k k8s\/$/m],
+      files: ['k8s/generated/config/production.yaml'],
+    },
   },
   // README.md, Deploy on Kubernetes: the same base, with the CronJobs file named.
   'tilehouse k8s --config config/production.yaml --jobs jobs --out k8s/cronjobs.yaml': {
     kind: 'run',
     group: 'path',
-    outcome: { exit: 0, stdout: [/^deploy with: kubectl apply -k k8s\/$/m], files: ['k8s/cronjobs.yaml', 'k8s/kustomization.yaml', 'k8s/namespace.yaml', 'k8s/serviceaccount.yaml'] },
+    outcome: {
+      exit: 0,
+      stdout: [/^deploy with: kubectl apply -k k8s\/$/m],
+      files: ['k8s/cronjobs.yaml', 'k8s/kustomization.yaml', 'k8s/namespace.yaml', 'k8s/serviceaccount.yaml'],
+    },
   },
   'kubectl -n tilehouse create job --from=cronjob/tilehouse-incidents-by-type incidents-by-type-manual': { kind: 'not runnable', reason: KUBECTL },
   'kubectl -n tilehouse logs -f job/incidents-by-type-manual': { kind: 'not runnable', reason: KUBECTL },
 
   // README.md, Deploy on Kubernetes; k8s/README.md shows the same commands.
-    'kubectl apply -f k8s/namespace.yaml': { kind: 'not runnable', reason: KUBECTL },
+  'kubectl apply -f k8s/namespace.yaml': { kind: 'not runnable', reason: KUBECTL },
   'kubectl -n tilehouse create secret generic tilehouse-credentials --from-literal=client-id=<client id> --from-file=client-secret=./client-secret.txt': {
     kind: 'not runnable',
     reason: `${KUBECTL}, and the tenant's credentials`,
   },
   'kubectl apply -k k8s/': { kind: 'not runnable', reason: KUBECTL },
-  'kubectl -n tilehouse create job --from=cronjob/tilehouse-incidents-by-month-severity incidents-by-month-severity-manual': { kind: 'not runnable', reason: KUBECTL },
+  'kubectl -n tilehouse create job --from=cronjob/tilehouse-incidents-by-month-severity incidents-by-month-severity-manual': {
+    kind: 'not runnable',
+    reason: KUBECTL,
+  },
 
   // docs/commands.md
   'tilehouse probe --config config/production.example.yaml --job daily_incidents_by_severity --record probe.json': {
@@ -172,7 +201,12 @@ const COMMANDS: Record<string, Entry> = {
     group: 'incremental demo',
     outcome: {
       exit: 0,
-      stdout: [/next run exports 6 windows 2026-06-30\.\.2026-07-06/, /2026-06-30 {2}\(lookback: published, exported again\)/, /2026-07-01 {2}\(published while open, exported again\)/, /2026-07-05 {2}\(open: /],
+      stdout: [
+        /next run exports 6 windows 2026-06-30\.\.2026-07-06/,
+        /2026-06-30 {2}\(lookback: published, exported again\)/,
+        /2026-07-01 {2}\(published while open, exported again\)/,
+        /2026-07-05 {2}\(open: /,
+      ],
     },
   },
   'SANDBOX_NOW=2026-07-05 npm run demo -- run --job incidents_incremental': {
@@ -189,27 +223,41 @@ const COMMANDS: Record<string, Entry> = {
   // docs/incremental-and-backfill.md, the emulator walk-through: its lines share one shell (export,
   // q(), the background job %1), so the group runs them as one script, on the emulator's port 9050.
   '.tools/bin/bigquery-emulator --project=tilehouse-demo --host=127.0.0.1 --port=9050 &': { kind: 'run', group: 'emulator walk-through', outcome: { exit: 0 } },
-  'export BIGQUERY_EMULATOR_HOST=http://127.0.0.1:9050 TILEHOUSE_CONFIG=config/emulator.example.yaml': { kind: 'run', group: 'emulator walk-through', outcome: { exit: 0 } },
-  'npm run demo -- run --jobs examples/emulator/jobs': {
-    kind: 'run',
-    group: 'emulator walk-through',
-    outcome: { exit: 0, output: [/incremental incidents_incremental: 4 windows 2026-06-28\.\.2026-07-02: first run/, /→ tilehouse-demo\.demo\.incidents_incremental, /] },
-  },
-  'SANDBOX_NOW=2026-07-05 npm run demo -- plan --jobs examples/emulator/jobs': {
-    kind: 'run',
-    group: 'emulator walk-through',
-    outcome: { exit: 0, stdout: [/bigquery tilehouse-demo\.demo\.incidents_incremental \(merge on number\): unchanged/, /next run exports 6 windows 2026-06-30\.\.2026-07-06/] },
-  },
-  'SANDBOX_NOW=2026-07-05 npm run demo -- run --jobs examples/emulator/jobs': {
-    kind: 'run',
-    group: 'emulator walk-through',
-    outcome: { exit: 0, output: [/6 windows 2026-06-30\.\.2026-07-06: resume after 2026-06-30/, /2 windows 2026-07-04\.\.2026-07-06: resume after 2026-07-04/] },
-  },
-  'q() { curl -s http://127.0.0.1:9050/bigquery/v2/projects/tilehouse-demo/queries -H \'content-type: application/json\' -d "{\\"query\\": \\"$1\\", \\"useLegacySql\\": false}"; }': {
+  'export BIGQUERY_EMULATOR_HOST=http://127.0.0.1:9050 TILEHOUSE_CONFIG=config/emulator.example.yaml': {
     kind: 'run',
     group: 'emulator walk-through',
     outcome: { exit: 0 },
   },
+  'npm run demo -- run --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: {
+      exit: 0,
+      output: [/incremental incidents_incremental: 4 windows 2026-06-28\.\.2026-07-02: first run/, /→ tilehouse-demo\.demo\.incidents_incremental, /],
+    },
+  },
+  'SANDBOX_NOW=2026-07-05 npm run demo -- plan --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: {
+      exit: 0,
+      stdout: [/bigquery tilehouse-demo\.demo\.incidents_incremental \(merge on number\): unchanged/, /next run exports 6 windows 2026-06-30\.\.2026-07-06/],
+    },
+  },
+  'SANDBOX_NOW=2026-07-05 npm run demo -- run --jobs examples/emulator/jobs': {
+    kind: 'run',
+    group: 'emulator walk-through',
+    outcome: {
+      exit: 0,
+      output: [/6 windows 2026-06-30\.\.2026-07-06: resume after 2026-06-30/, /2 windows 2026-07-04\.\.2026-07-06: resume after 2026-07-04/],
+    },
+  },
+  'q() { curl -s http://127.0.0.1:9050/bigquery/v2/projects/tilehouse-demo/queries -H \'content-type: application/json\' -d "{\\"query\\": \\"$1\\", \\"useLegacySql\\": false}"; }':
+    {
+      kind: 'run',
+      group: 'emulator walk-through',
+      outcome: { exit: 0 },
+    },
   "q 'SELECT COUNT(*), COUNT(DISTINCT number), MIN(day), MAX(day) FROM demo.incidents_incremental'": {
     kind: 'run',
     group: 'emulator walk-through',
@@ -264,7 +312,10 @@ describe('the commands the documents show', () => {
     const untagged = shown.commands.filter((command) => COMMANDS[command.key] === undefined).map((c) => `${c.file}:${c.line}: ${c.key}`);
     expect(untagged, 'commands without an entry in COMMANDS (test/docs/readme-commands.test.ts): run them there or say why they cannot run').toEqual([]);
     const keys = new Set(shown.commands.map((command) => command.key));
-    expect(Object.keys(COMMANDS).filter((key) => !keys.has(key)), 'entries for commands no document shows any more').toEqual([]);
+    expect(
+      Object.keys(COMMANDS).filter((key) => !keys.has(key)),
+      'entries for commands no document shows any more',
+    ).toEqual([]);
     for (const [key, entry] of Object.entries(COMMANDS)) {
       if (entry.kind === 'not runnable') expect(entry.reason.length, key).toBeGreaterThan(10);
     }
@@ -302,7 +353,7 @@ describe('shownCommands', () => {
       '```sh',
       'tilehouse run \\',
       '  --job a   # why',
-      "echo 'a # b' \"c # d\"#e",
+      'echo \'a # b\' "c # d"#e',
       '# only a comment',
       '```',
       '```text',
@@ -313,7 +364,7 @@ describe('shownCommands', () => {
     expect(problems).toEqual([]);
     expect(commands).toEqual([
       { file: 'x.md', line: 2, text: 'tilehouse run \\\n  --job a   # why', key: 'tilehouse run --job a' },
-      { file: 'x.md', line: 4, text: "echo 'a # b' \"c # d\"#e", key: "echo 'a # b' \"c # d\"#e" },
+      { file: 'x.md', line: 4, text: 'echo \'a # b\' "c # d"#e', key: 'echo \'a # b\' "c # d"#e' },
     ]);
     expect(commandKey('a \\\n b # c')).toBe('a b');
   });
@@ -418,7 +469,17 @@ const REQUEST = `curl -X POST 'https://acme.incidents.example.com/api/v1/topics/
   -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eA.sig' -H 'content-type: application/json' \\
   --data-raw '${JSON.stringify({
     items: [
-      { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', grouped: true, order: 'asc', orderSequence: 0, hidden: false, ref: 'sev', filters: [] },
+      {
+        header: 'Severity',
+        formula: '[incident.severity_label]',
+        dataType: 'text',
+        grouped: true,
+        order: 'asc',
+        orderSequence: 0,
+        hidden: false,
+        ref: 'sev',
+        filters: [],
+      },
       { header: 'Incidents', formula: '[incident.number]', dataType: 'number', aggregate: 'count', hidden: false, filters: [] },
     ],
     options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
@@ -465,15 +526,19 @@ for (const group of GROUPS) {
       const emulator = path.join(ROOT, '.tools', 'bin', 'bigquery-emulator');
       const installed = existsSync(emulator);
       if (!installed && process.env.CI) throw new Error(`CI is set but ${emulator} is missing: run \`npm run setup:tools\``);
-      it.skipIf(!installed)(`${steps[0]?.file}:${steps[0]?.line}: the ${steps.length} lines, as one script (emulator)`, async () => {
-        // The walk-through names its port; a port already taken would aim it at someone else's server.
-        expect(await portIsFree(WALK_THROUGH_PORT), `port ${WALK_THROUGH_PORT}, which the walk-through's emulator listens on, is in use`).toBe(true);
-        // set -e: a line that fails stops the script, instead of leaving the next to fail obscurely.
-        const result = await runShell(`set -e\n${steps.map((step) => step.text).join('\n')}`, copy, 240_000);
-        for (const step of steps) await check(COMMANDS[step.key] as Exclude<Entry, { kind: 'not runnable' }>, result);
-        // `kill %1` stopped the emulator the script started.
-        expect(await portIsFree(WALK_THROUGH_PORT)).toBe(true);
-      }, 300_000);
+      it.skipIf(!installed)(
+        `${steps[0]?.file}:${steps[0]?.line}: the ${steps.length} lines, as one script (emulator)`,
+        async () => {
+          // The walk-through names its port; a port already taken would aim it at someone else's server.
+          expect(await portIsFree(WALK_THROUGH_PORT), `port ${WALK_THROUGH_PORT}, which the walk-through's emulator listens on, is in use`).toBe(true);
+          // set -e: a line that fails stops the script, instead of leaving the next to fail obscurely.
+          const result = await runShell(`set -e\n${steps.map((step) => step.text).join('\n')}`, copy, 240_000);
+          for (const step of steps) await check(COMMANDS[step.key] as Exclude<Entry, { kind: 'not runnable' }>, result);
+          // `kill %1` stopped the emulator the script started.
+          expect(await portIsFree(WALK_THROUGH_PORT)).toBe(true);
+        },
+        300_000,
+      );
       return;
     }
 
@@ -484,6 +549,5 @@ for (const group of GROUPS) {
         await check(entry, await runShell(entry.runAs?.command ?? step.text, { ...copy, env: { ...copy.env, ...entry.env } }, 90_000));
       }, 120_000);
     }
-
   });
 }

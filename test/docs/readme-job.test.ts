@@ -91,14 +91,19 @@ describeWithEmulator("README.md's complete job, run against the sandbox into Big
     const sandbox = await startSandbox({ incidents: 2000, now: new Date(`${day}T12:00:00Z`) });
     opened.push(sandbox);
     const ws = await writeBigQueryWorkspace(path.join(root, day), sandbox, [job], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     const summary = summarySchema.parse(JSON.parse(result.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
     // number -> "opened|severity|status" as the source answers the job's query now.
     const source = sandbox
       .evaluate(job.query, job.tile)
-      .rows.map(([number, opened, severity, status]) => [Number(number), `${new Date(opened as number).toISOString()}|${String(severity)}|${String(status)}`] as const);
+      .rows.map(
+        ([number, opened, severity, status]) => [Number(number), `${new Date(opened as number).toISOString()}|${String(severity)}|${String(status)}`] as const,
+      );
     return { ws, summary, source: new Map(source) };
   }
 

@@ -31,6 +31,8 @@ describe('imageTestMode', () => {
   });
 
   it('fails under CI instead of skipping, naming what is missing', () => {
-    expect(() => imageTestMode('debootstrap is not installed', { CI: 'true' })).toThrow(/CI is set but the image tests cannot run: debootstrap is not installed/);
+    expect(() => imageTestMode('debootstrap is not installed', { CI: 'true' })).toThrow(
+      /CI is set but the image tests cannot run: debootstrap is not installed/,
+    );
   });
 });

@@ -218,7 +218,14 @@ describeImage('the image, built with buildah and run as the pod template runs it
         .map((line) => line.split(' '))
         .map(([, target, , options]) => [target!, options!.split(',')[0]!]),
     );
-    expect(Object.fromEntries(['/', '/tmp', CSV_DIRECTORY, IMAGE_PATHS.configDirectory, IMAGE_PATHS.jobsDirectory, '/run/secrets/tilehouse'].map((target) => [target, mounts.get(target)]))).toEqual({
+    expect(
+      Object.fromEntries(
+        ['/', '/tmp', CSV_DIRECTORY, IMAGE_PATHS.configDirectory, IMAGE_PATHS.jobsDirectory, '/run/secrets/tilehouse'].map((target) => [
+          target,
+          mounts.get(target),
+        ]),
+      ),
+    ).toEqual({
       '/': 'ro',
       '/tmp': 'rw',
       [CSV_DIRECTORY]: 'rw',

@@ -41,7 +41,9 @@ describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (
     expect(first.exitCode).toBe(0);
     const summary = JSON.parse(first.stdout) as { tiles: Array<{ rows: number }> };
     expect(summary.tiles).toHaveLength(4);
-    expect(await sample(METRICS.rows)).toEqual([{ labels: expect.not.objectContaining({ mode: expect.anything() }), value: summary.tiles.reduce((sum, tile) => sum + tile.rows, 0) }]);
+    expect(await sample(METRICS.rows)).toEqual([
+      { labels: expect.not.objectContaining({ mode: expect.anything() }), value: summary.tiles.reduce((sum, tile) => sum + tile.rows, 0) },
+    ]);
     const success = (await sample(METRICS.lastSuccess))[0]!.value;
 
     await new Promise((resolve) => setTimeout(resolve, 1100));

@@ -63,9 +63,21 @@ describe('scheduleIntervalSeconds', () => {
 describe('backfillRunMetrics', () => {
   it('sums the windows and succeeds only when every window did', () => {
     const windows = [run, { ...run, rows: 3, status: 'failed' as const }];
-    expect(backfillRunMetrics('daily', windows, { durationMs: 9000, tokenFetches: 1 })).toEqual({ ...run, rows: 15, pages: 4, bytes: 6000, retries: 2, throttled: 4, tokenFetches: 1, durationMs: 9000, status: 'failed' });
+    expect(backfillRunMetrics('daily', windows, { durationMs: 9000, tokenFetches: 1 })).toEqual({
+      ...run,
+      rows: 15,
+      pages: 4,
+      bytes: 6000,
+      retries: 2,
+      throttled: 4,
+      tokenFetches: 1,
+      durationMs: 9000,
+      status: 'failed',
+    });
     expect(backfillRunMetrics('daily', [run, run], { durationMs: 1, tokenFetches: 1 }).status).toBe('succeeded');
-    expect(backfillRunMetrics('daily', [run, { ...run, status: 'partially_published' }], { durationMs: 1, tokenFetches: 1 }).status).toBe('partially_published');
+    expect(backfillRunMetrics('daily', [run, { ...run, status: 'partially_published' }], { durationMs: 1, tokenFetches: 1 }).status).toBe(
+      'partially_published',
+    );
   });
 });
 
@@ -104,13 +116,13 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
     runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...tiles.flatMap((tile) => ['--tile', tile])], { env: sandboxEnv(sandbox) });
   const sample = async (name: string, job: string) => samplesOf(await gateway.scrape(), name).find((s) => s.labels.job === job);
 
-  it('serves each job\'s run back on /metrics, grouped by job with the configured labels', async () => {
+  it("serves each job's run back on /metrics, grouped by job with the configured labels", async () => {
     sandbox.inject({ kind: 'rate-limit', endpoint: 'export', pageNumber: 1, retryAfter: 0 });
     const before = Date.now() / 1000;
     const result = await tilehouse(['steady', 'flaky']);
     expect(result.exitCode).toBe(0);
     for (const job of ['steady', 'flaky']) {
-      expect((await sample(METRICS.rows, job))).toMatchObject({ labels: { job, environment: 'test' }, value: 45 });
+      expect(await sample(METRICS.rows, job)).toMatchObject({ labels: { job, environment: 'test' }, value: 45 });
       expect((await sample(METRICS.pages, job))?.value).toBe(3);
       expect((await sample(METRICS.lastRunSuccess, job))?.value).toBe(1);
       expect((await sample(METRICS.lastSuccess, job))?.value).toBeGreaterThanOrEqual(Math.floor(before));
@@ -153,7 +165,10 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
   it('a run a publish guard refused says so (the metric TilehousePublishGuardTripped fires on), and the next published run clears it', async () => {
     const jobFile = `${workspace.jobsDir}/flaky.yaml`;
     const original = await readFile(jobFile, 'utf8');
-    const none = { ...detailQuery, items: detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: ['1000'] }] } : item)) };
+    const none = {
+      ...detailQuery,
+      items: detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: ['1000'] }] } : item)),
+    };
     await writeFile(jobFile, stringify({ ...jobs[1], query: none }));
     try {
       const refused = await tilehouse(['flaky']);
@@ -196,12 +211,18 @@ describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway)
   });
 
   it('pushes one run for the whole backfill, to its own group (mode="backfill"), never the scheduled group', async () => {
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'], { env: sandboxEnv(sandbox) });
+    const result = await runCli(
+      ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'],
+      { env: sandboxEnv(sandbox) },
+    );
     expect(result.exitCode).toBe(0);
     const summary = JSON.parse(result.stdout) as { rows: number };
     const samples = samplesOf(await gateway.scrape(), METRICS.rows).filter((sample) => sample.labels.job === 'daily');
     expect(samples).toEqual([{ labels: expect.objectContaining({ job: 'daily', mode: 'backfill' }), value: summary.rows }]);
-    expect(samplesOf(await gateway.scrape(), METRICS.lastRunSuccess).find((sample) => sample.labels.job === 'daily')).toMatchObject({ labels: { mode: 'backfill' }, value: 1 });
+    expect(samplesOf(await gateway.scrape(), METRICS.lastRunSuccess).find((sample) => sample.labels.job === 'daily')).toMatchObject({
+      labels: { mode: 'backfill' },
+      value: 1,
+    });
     expect(samplesOf(await gateway.scrape(), METRICS.tokenFetches).find((sample) => sample.labels.job === 'daily')?.value).toBe(1);
   });
 });

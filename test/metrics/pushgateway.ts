@@ -46,7 +46,10 @@ export async function startPushgateway(binary: string): Promise<RunningPushgatew
     };
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && child.exitCode === null) {
-      const ready = await fetch(`${url}/-/ready`).then((response) => response.ok, () => false);
+      const ready = await fetch(`${url}/-/ready`).then(
+        (response) => response.ok,
+        () => false,
+      );
       if (ready) return { url, scrape: async () => (await fetch(`${url}/metrics`)).text(), stop };
       await sleep(50);
     }

@@ -160,8 +160,14 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     expect(expected).toHaveLength(INCIDENTS);
     // The comparison below only means something if each kind of null really occurs.
     for (const name of ['impact_per_action_item', 'root_cause', 'impact_ended', 'impact_ended_day']) {
-      expect(expected.some((row) => row[name] === null), `${name} has nulls`).toBe(true);
-      expect(expected.some((row) => row[name] !== null), `${name} has values`).toBe(true);
+      expect(
+        expected.some((row) => row[name] === null),
+        `${name} has nulls`,
+      ).toBe(true);
+      expect(
+        expected.some((row) => row[name] !== null),
+        `${name} has values`,
+      ).toBe(true);
     }
     expect(expected.some((row) => typeof row.impact_per_action_item === 'number' && !Number.isInteger(row.impact_per_action_item))).toBe(true);
 
@@ -169,13 +175,25 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
     const loaded = await select();
     expect(loaded).toEqual(expected);
     // The sandbox's awkward texts (quotes, CR/LF, emoji, right-to-left, surrounding spaces) are all there.
-    for (const description of HARD_DESCRIPTIONS) expect(loaded.some((row) => row.description === description), JSON.stringify(description)).toBe(true);
+    for (const description of HARD_DESCRIPTIONS)
+      expect(
+        loaded.some((row) => row.description === description),
+        JSON.stringify(description),
+      ).toBe(true);
     expect(tileOutputs(result)).toEqual([
       {
         sink: 'bigquery',
         target: `${endpoint.projectId}.${dataset}.${TABLE}`,
         rows: INCIDENTS,
-        details: { jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}_publish$`)), loadJobId: expect.any(String), writeMode: 'replace', schemaAction: 'created', publishedBy: 'copy', sentRows: INCIDENTS, rowCountChecked: false },
+        details: {
+          jobId: expect.stringMatching(new RegExp(`^tilehouse_${TABLE}_${dataset}_${TABLE}_\\d{8}T\\d{6}Z-[0-9a-f]{6}_publish$`)),
+          loadJobId: expect.any(String),
+          writeMode: 'replace',
+          schemaAction: 'created',
+          publishedBy: 'copy',
+          sentRows: INCIDENTS,
+          rowCountChecked: false,
+        },
       },
     ]);
     expect(await leftovers()).toEqual([]);
@@ -239,8 +257,16 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
       )[0];
     expect(await ledger(runId)).toEqual([
       {
-        run_id: runId, job: TABLE, target: `${endpoint.projectId}.${dataset}.${TABLE}`, status: 'succeeded', published: true, row_count: INCIDENTS,
-        schema_hash: expect.stringMatching(/^[0-9a-f]{16}$/), job_id: output.details!.jobId, load_job_id: output.details!.loadJobId, error_code: null,
+        run_id: runId,
+        job: TABLE,
+        target: `${endpoint.projectId}.${dataset}.${TABLE}`,
+        status: 'succeeded',
+        published: true,
+        row_count: INCIDENTS,
+        schema_hash: expect.stringMatching(/^[0-9a-f]{16}$/),
+        job_id: output.details!.jobId,
+        load_job_id: output.details!.loadJobId,
+        error_code: null,
       },
     ]);
 

@@ -64,7 +64,10 @@ describeWithEmulator('tilehouse run with writeMode: merge', (endpoint) => {
 
   async function run(sandbox: Sandbox, name: string, sink: Record<string, unknown>) {
     const ws = await writeBigQueryWorkspace(path.join(root, name), sandbox, [job(sink)], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox), seams: { sinkOptions: { bigqueryClient: client } } });
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: sandboxEnv(sandbox),
+      seams: { sinkOptions: { bigqueryClient: client } },
+    });
     return { result, csv: path.join(ws.outDir, `${TABLE}.csv`) };
   }
 

@@ -42,7 +42,9 @@ describe(`${RUNS} simultaneous runs of one job writing one file`, () => {
     }
     const before = sandbox.requests.length;
     const results = await Promise.all(
-      workspaces.map((workspace) => spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox), timeoutMs: 45_000 })),
+      workspaces.map((workspace) =>
+        spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox), timeoutMs: 45_000 }),
+      ),
     );
     for (const [run, result] of results.entries()) {
       expect(result.timedOut, `run ${run} timed out`).toBe(false);

@@ -84,7 +84,12 @@ describe('two runs of one tile at the same time', () => {
     const filtered = {
       ...job,
       sinks: [{ type: 'csv', guard: { maxShrink: 1 } }],
-      query: { ...detailQuery, items: detailQuery.items.map((item, i) => (i === 3 ? { ...item, filters: [{ operator: 'in', values: ['SEV1', 'SEV2'], beforeAggregate: true }] } : item)) },
+      query: {
+        ...detailQuery,
+        items: detailQuery.items.map((item, i) =>
+          i === 3 ? { ...item, filters: [{ operator: 'in', values: ['SEV1', 'SEV2'], beforeAggregate: true }] } : item,
+        ),
+      },
     };
     const other = await writeWorkspace(path.join(root, 'other'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
     const otherConfig = (await readFile(other.configFile, 'utf8')).replace(other.outDir, workspace.outDir);

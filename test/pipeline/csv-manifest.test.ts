@@ -13,7 +13,6 @@ import type { FileManifest } from '../../src/sinks/files/manifest.js';
 
 const INCIDENTS = 57;
 
-
 let sandbox: Sandbox;
 let root: string;
 let workspace: Workspace;
@@ -22,7 +21,12 @@ let file: string;
 beforeAll(async () => {
   sandbox = await startSandbox({ incidents: INCIDENTS });
   root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }], columns: { Number: { type: 'INT64' } } }], { itemsPerPage: 20 });
+  workspace = await writeWorkspace(
+    root,
+    sandbox,
+    [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }], columns: { Number: { type: 'INT64' } } }],
+    { itemsPerPage: 20 },
+  );
   file = path.join(workspace.outDir, 'detail.csv');
 });
 afterAll(async () => {
@@ -30,10 +34,14 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const run = (runId: string) => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: sandboxEnv(sandbox) });
+const run = (runId: string) =>
+  runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: sandboxEnv(sandbox) });
 const manifest = async () => JSON.parse(await readFile(`${file}.manifest.json`, 'utf8')) as FileManifest;
 // The expectation's own hash of the whole file, not manifest.ts's sha256Of: an oracle independent of the code under test.
-const sha256 = async (target: string) => createHash('sha256').update(await readFile(target)).digest('hex');
+const sha256 = async (target: string) =>
+  createHash('sha256')
+    .update(await readFile(target))
+    .digest('hex');
 
 /** What a consumer does: the manifest describes the file beside it, byte for byte. */
 async function expectConsistent(runId: string): Promise<void> {

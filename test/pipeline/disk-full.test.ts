@@ -42,7 +42,9 @@ beforeAll(async () => {
     await mkdir(kindRoot, { recursive: true });
     const outDir = path.join(kindRoot, 'out');
     const sink = 'type' in kind.sink ? { type: 'parquet', path: path.join(outDir, '{name}.parquet') } : { type: 'csv', ...kind.sink };
-    const workspace = await writeWorkspace(kindRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], { itemsPerPage: 1000 });
+    const workspace = await writeWorkspace(kindRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
+      itemsPerPage: 1000,
+    });
     await mkdir(workspace.outDir, { recursive: true });
     workspaces.set(kind.label, workspace);
     mountFailures.set(kind.label, tryMountTinyFs(workspace.outDir));

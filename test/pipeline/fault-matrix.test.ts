@@ -65,7 +65,8 @@ const WHERE: Where[] = [
 ];
 
 type Fault = { label: string; rules: (where: Where) => FaultRule[] | undefined };
-const at = (where: Where) => (where.endpoint === 'token' ? { endpoint: 'token' as const, call: 1 } : { endpoint: 'export' as const, pageNumber: where.pageNumber });
+const at = (where: Where) =>
+  where.endpoint === 'token' ? { endpoint: 'token' as const, call: 1 } : { endpoint: 'export' as const, pageNumber: where.pageNumber };
 const FAULTS: Fault[] = [
   { label: '429 with Retry-After in seconds', rules: (w) => [{ ...at(w), kind: 'rate-limit', retryAfter: 0, times: 2 }] },
   { label: '429 with Retry-After as an HTTP-date', rules: (w) => [{ ...at(w), kind: 'rate-limit', retryAfter: new Date(Date.now() + 100) }] },
@@ -107,11 +108,31 @@ describe('a run meeting a transient fault', () => {
 
 describe('a run meeting a lasting fault', () => {
   const lasting: Array<{ name: string; rule: FaultRule; says: RegExp }> = [
-    { name: '503 on every try of a middle page', rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity }, says: /export_api_error: job incident_detail: page 5: export failed with HTTP 503/ },
-    { name: 'connection resets on every token request', rule: { endpoint: 'token', kind: 'connection-reset', times: Infinity }, says: /source_unreachable: job incident_detail: token request/ },
-    { name: 'totalRows drifting on every read', rule: { kind: 'total-rows-drift', delta: 3, fromPage: MIDDLE_PAGE }, says: /export_inconsistent: .*page 5: check "totalRows-stable" failed/ },
-    { name: 'a page whose headers differ on every read', rule: { kind: 'header-mismatch', pageNumber: LAST_PAGE, times: Infinity }, says: /export_inconsistent: .*page 11: check "headers-stable" failed/ },
-    { name: 'timeouts on every try of the last page', rule: { endpoint: 'export', pageNumber: LAST_PAGE, kind: 'delay', delayMs: SLOW_ANSWER_MS, times: Infinity }, says: /source_unreachable: job incident_detail: page 11: .*[Tt]imeout/ },
+    {
+      name: '503 on every try of a middle page',
+      rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity },
+      says: /export_api_error: job incident_detail: page 5: export failed with HTTP 503/,
+    },
+    {
+      name: 'connection resets on every token request',
+      rule: { endpoint: 'token', kind: 'connection-reset', times: Infinity },
+      says: /source_unreachable: job incident_detail: token request/,
+    },
+    {
+      name: 'totalRows drifting on every read',
+      rule: { kind: 'total-rows-drift', delta: 3, fromPage: MIDDLE_PAGE },
+      says: /export_inconsistent: .*page 5: check "totalRows-stable" failed/,
+    },
+    {
+      name: 'a page whose headers differ on every read',
+      rule: { kind: 'header-mismatch', pageNumber: LAST_PAGE, times: Infinity },
+      says: /export_inconsistent: .*page 11: check "headers-stable" failed/,
+    },
+    {
+      name: 'timeouts on every try of the last page',
+      rule: { endpoint: 'export', pageNumber: LAST_PAGE, kind: 'delay', delayMs: SLOW_ANSWER_MS, times: Infinity },
+      says: /source_unreachable: job incident_detail: page 11: .*[Tt]imeout/,
+    },
   ];
 
   it.each(lasting)('$name: fails cleanly, names fault and page, leaves the previous output', async ({ rule, says }) => {

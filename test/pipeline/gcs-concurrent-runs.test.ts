@@ -58,7 +58,12 @@ describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) =
       configs.push(workspace);
     }
     for (const { configFile, jobsDir } of configs) {
-      results.push(spawnCli(['run', '--config', configFile, '--jobs', jobsDir], { env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: storageHost }, timeoutMs: 45_000 }));
+      results.push(
+        spawnCli(['run', '--config', configFile, '--jobs', jobsDir], {
+          env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: storageHost },
+          timeoutMs: 45_000,
+        }),
+      );
     }
     return Promise.all(results) as Promise<[ChildResult, ChildResult]>;
   }

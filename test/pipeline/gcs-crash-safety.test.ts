@@ -46,7 +46,10 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
   });
 
   const runInProcess = () =>
-    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { storageClient: storage } } });
+    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { storageClient: storage } },
+    });
   const objectNames = async () => (await storage.bucket(bucket).getFiles())[0].map((file) => file.name).sort();
   const target = () => storage.bucket(bucket).file('nightly/incident_detail.csv');
 
@@ -63,7 +66,16 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
       // Kill 0 finds no object at all (a first publish); the others find the previous run's.
       if (kill === 0) await target().delete();
       else await target().save(PREVIOUS, { resumable: false });
-      const { phase, moment, pid } = await killGcsRunAtMoment({ workspace, sandbox: fixture.sandbox, proxy, kill, kills: KILLS, pages: PAGES, holdRewriteMs: HOLD_REWRITE_MS, random });
+      const { phase, moment, pid } = await killGcsRunAtMoment({
+        workspace,
+        sandbox: fixture.sandbox,
+        proxy,
+        kill,
+        kills: KILLS,
+        pages: PAGES,
+        holdRewriteMs: HOLD_REWRITE_MS,
+        random,
+      });
 
       const names = await objectNames();
       const [exists] = await target().exists();
@@ -74,7 +86,9 @@ describeWithFakeGcs('a run into gs:// killed with SIGKILL', (gcs) => {
         const [after] = await target().download();
         if (after.equals(PREVIOUS)) seen.previous += 1;
         else {
-          expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(true);
+          expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(
+            true,
+          );
           expect(parse(after)).toHaveLength(INCIDENTS + 1);
           seen.complete += 1;
         }

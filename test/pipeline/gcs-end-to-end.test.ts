@@ -29,7 +29,12 @@ describeWithFakeGcs('tilehouse run to gs://', (gcs) => {
     const bucket = await gcs.newBucket('e2e');
     const jobs = [
       { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-      { name: 'incident_gz', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', path: `gs://${bucket}/full/{name}.csv.gz`, gzip: true, manifest: true }] },
+      {
+        name: 'incident_gz',
+        tile: SANDBOX_TILE,
+        query: detailQuery,
+        sinks: [{ type: 'csv', path: `gs://${bucket}/full/{name}.csv.gz`, gzip: true, manifest: true }],
+      },
     ];
     const local = await writeWorkspace(path.join(root, 'local'), sandbox, jobs.slice(0, 1), { itemsPerPage: 40 });
     expect((await runCli(['run', '--config', local.configFile, '--jobs', local.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);

@@ -23,7 +23,12 @@ let localBytes: Buffer;
 beforeAll(async () => {
   sandbox = await startSandbox({ incidents: 150 });
   root = await makeTempDir();
-  const local = await writeWorkspace(path.join(root, 'local'), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 40 });
+  const local = await writeWorkspace(
+    path.join(root, 'local'),
+    sandbox,
+    [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
+    { itemsPerPage: 40 },
+  );
   expect((await runCli(['run', '--config', local.configFile, '--jobs', local.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
   localBytes = await readFile(path.join(local.outDir, 'incident_detail.csv'));
 });
@@ -43,7 +48,12 @@ describeWithFakeGcs('tilehouse run to gs:// when Cloud Storage loses an answer',
   });
 
   async function runThroughFaults(name: string, bucket: string) {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(
+      path.join(root, name),
+      sandbox,
+      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }],
+      { itemsPerPage: 40 },
+    );
     await writeFile(workspace.configFile, (await readFile(workspace.configFile, 'utf8')).replace(/directory: .*/, `directory: gs://${bucket}/nightly`));
     return spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', `run-${name}`], {
       env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: faults.origin },
@@ -55,7 +65,7 @@ describeWithFakeGcs('tilehouse run to gs:// when Cloud Storage loses an answer',
     ['the rewrite onto the target performed, its answer lost', 'rewrite', { kind: 'lost-answer' }],
     ['the rewrite performed, then answered 503', 'rewrite', { kind: 'answer-instead', status: 503 }],
     ['the finalizing upload request performed, its answer lost', 'finalize', { kind: 'lost-answer' }],
-  ] as const)('%s: exit 0, the object is this run\'s whole export, and no line says otherwise', async (_title, on, fault) => {
+  ] as const)("%s: exit 0, the object is this run's whole export, and no line says otherwise", async (_title, on, fault) => {
     const bucket = await gcs.newBucket('lost');
     await gcs.storage.bucket(bucket).file('nightly/incident_detail.csv').save(PREVIOUS, { resumable: false });
     const fired = faults.fired.length;
@@ -82,7 +92,13 @@ describeWithFakeGcs('tilehouse run to gs:// when Cloud Storage loses an answer',
     }
     expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
     // The published output is reported as such, with the retry the publish needed counted.
-    const summary = lines.map((line) => (line.startsWith('{') ? (JSON.parse(line) as { msg: string; summary?: { status?: string; retries?: number; outputs?: Array<{ details?: { retries?: number } }> } }) : undefined)).find((entry) => entry?.msg.startsWith('job incident_detail succeeded'));
+    const summary = lines
+      .map((line) =>
+        line.startsWith('{')
+          ? (JSON.parse(line) as { msg: string; summary?: { status?: string; retries?: number; outputs?: Array<{ details?: { retries?: number } }> } })
+          : undefined,
+      )
+      .find((entry) => entry?.msg.startsWith('job incident_detail succeeded'));
     expect(summary?.summary?.status).toBe('succeeded');
     // The retry was drawn from the tile run's one budget, so the tile's count includes it.
     expect(summary?.summary?.retries).toBeGreaterThanOrEqual(1);

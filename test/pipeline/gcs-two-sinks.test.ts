@@ -76,7 +76,10 @@ describeWithEmulator('a job with a BigQuery sink and a gs:// CSV sink', (endpoin
           seams: { sinkOptions: { bigqueryClient: client, storageClient: through.storage } },
         });
 
-      through.proxy.failRewrites({ status: 403, message: 'tilehouse@acme.iam.gserviceaccount.com does not have storage.objects.delete access to the Google Cloud Storage object. Permission denied.' });
+      through.proxy.failRewrites({
+        status: 403,
+        message: 'tilehouse@acme.iam.gserviceaccount.com does not have storage.objects.delete access to the Google Cloud Storage object. Permission denied.',
+      });
       const result = await run();
       expect(result.exitCode, result.stderr).toBe(3);
       expect(result.stderr).toMatch(/0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED/);

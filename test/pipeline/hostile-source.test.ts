@@ -12,7 +12,17 @@ import type { RunSummary } from '../../src/pipeline/job-summary.js';
 import { CsvSink } from '../../src/sinks/csv/index.js';
 import { readCsv } from '../support/csv-read.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
-import { HOSTILE_QUERY, hostileServersEachTest, startHostileServer, tablePage, VALID_TOKEN, type HostileScript, type HostileServer, type RecordedRequest, type Table } from '../support/hostile-server.js';
+import {
+  HOSTILE_QUERY,
+  hostileServersEachTest,
+  startHostileServer,
+  tablePage,
+  VALID_TOKEN,
+  type HostileScript,
+  type HostileServer,
+  type RecordedRequest,
+  type Table,
+} from '../support/hostile-server.js';
 
 /**
  * The whole run (token → pages → typed rows → CSV sink) against a source that misbehaves in
@@ -75,7 +85,9 @@ describe('a run against a source that repeats a page', () => {
     expect(summary).toMatchObject({ succeeded: 0, failed: 1 });
     const [tile] = summary.tiles;
     expect(tile).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
-    expect(tile!.error!.message).toMatch(/first read: job hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: job hostile: page 2: check "page-repeated"/);
+    expect(tile!.error!.message).toMatch(
+      /first read: job hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: job hostile: page 2: check "page-repeated"/,
+    );
     expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
     expect(await readdir(outDir)).toEqual([]);
   });
@@ -116,7 +128,10 @@ describe('a run against a source that compresses its answers', () => {
   it('refuses gzip sent without content-encoding: exit 1, no CSV', async () => {
     const { summary, exitCode, outDir } = await run({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', undeclared: true }) });
     expect(exitCode).toBe(1);
-    expect(summary.tiles[0]!.error).toMatchObject({ code: 'export_response_invalid', message: expect.stringContaining('gzip data but content-encoding does not say so') });
+    expect(summary.tiles[0]!.error).toMatchObject({
+      code: 'export_response_invalid',
+      message: expect.stringContaining('gzip data but content-encoding does not say so'),
+    });
     expect(await readdir(outDir)).toEqual([]);
   });
 });
@@ -131,7 +146,10 @@ describe('a run against a source that refuses politely', () => {
 
   it('fails at once on a Retry-After beyond what the job waits: exit 1, no CSV, one request', async () => {
     const { summary, exitCode, outDir, source } = await run({
-      page: (request) => (request.pageNumber === 1 ? { status: 429, headers: { 'retry-after': '3600' }, json: { error: { status: 429, message: 'rate limit exceeded' } } } : { json: tablePage(TABLE, request) }),
+      page: (request) =>
+        request.pageNumber === 1
+          ? { status: 429, headers: { 'retry-after': '3600' }, json: { error: { status: 429, message: 'rate limit exceeded' } } }
+          : { json: tablePage(TABLE, request) },
     });
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]!.error).toMatchObject({ code: 'source_retry_after_too_long' });
@@ -215,7 +233,10 @@ describe('a run against a legal source that pages in its own way', () => {
     { name: "echoes the tile's saved query, pageNumber 1 on every page", script: echoing(() => savedQuery(1)) },
     { name: 'echoes no query at all', script: echoing(() => undefined) },
     { name: 'echoes the query on page 0 only', script: echoing((request) => (request.pageNumber === 0 ? request.json : undefined)) },
-    { name: 'says hasPrev false on every page', script: { page: (request: RecordedRequest) => ({ json: withNavigation(tablePage(TABLE, request), { hasPrev: false }) }) } },
+    {
+      name: 'says hasPrev false on every page',
+      script: { page: (request: RecordedRequest) => ({ json: withNavigation(tablePage(TABLE, request), { hasPrev: false }) }) },
+    },
   ])('$name: writes the exact table, the summary says its pages stood on their rows', async ({ script }) => {
     const { summary, exitCode, outDir } = await run(script);
     expect(summary.tiles[0]!.error).toBeUndefined();
@@ -261,7 +282,9 @@ describe('a run against a legal source that pages in its own way', () => {
     });
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]!.error!.code).toBe('export_inconsistent');
-    expect(summary.tiles[0]!.error!.message).toContain('read 3 rows in total but totalRows is 5; page 0 held 1 row although 2 were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to 1');
+    expect(summary.tiles[0]!.error!.message).toContain(
+      'read 3 rows in total but totalRows is 5; page 0 held 1 row although 2 were asked for (source.itemsPerPage) and more followed: if the source caps its page size, set source.itemsPerPage to 1',
+    );
     expect(await readdir(outDir)).toEqual([]);
   });
 });
@@ -299,7 +322,9 @@ describe('a run against a source whose pages are not the ones asked for', () => 
 
 describe('a run against a source whose compressed answer is corrupt', () => {
   it('retries a corrupt gzip answer and writes the exact table', async () => {
-    const { summary, exitCode, outDir } = await run({ page: (request, index) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: index === 1 }) });
+    const { summary, exitCode, outDir } = await run({
+      page: (request, index) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: index === 1 }),
+    });
     expect(exitCode).toBe(0);
     expect(summary.tiles[0]).toMatchObject({ status: 'succeeded', rows: 5, retries: 1 });
     expect(await readCsv(path.join(outDir, 'hostile.csv'))).toEqual({ header: TABLE.headers, rows: EXPECTED_CSV_ROWS });
@@ -308,9 +333,14 @@ describe('a run against a source whose compressed answer is corrupt', () => {
   it('fails with export_body_corrupt when every attempt is corrupt: exit 1, no CSV, the previous file kept', async () => {
     await mkdir(path.join(root.path, 'out'), { recursive: true });
     await writeFile(path.join(root.path, 'out', 'hostile.csv'), 'Type,Incidents\r\nOld,1\r\n');
-    const { summary, exitCode, outDir, source } = await run({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: request.pageNumber === 1 }) });
+    const { summary, exitCode, outDir, source } = await run({
+      page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: request.pageNumber === 1 }),
+    });
     expect(exitCode).toBe(1);
-    expect(summary.tiles[0]!.error).toMatchObject({ code: 'export_body_corrupt', message: expect.stringMatching(/page 1: .*content-encoding gzip could not be decoded \(corrupt stream: .*\(attempt 3;/) });
+    expect(summary.tiles[0]!.error).toMatchObject({
+      code: 'export_body_corrupt',
+      message: expect.stringMatching(/page 1: .*content-encoding gzip could not be decoded \(corrupt stream: .*\(attempt 3;/),
+    });
     expect(source.pagesAsked().filter((page) => page === 1)).toEqual([1, 1, 1]);
     expect(await readdir(outDir)).toEqual(['hostile.csv']);
     expect(await readFile(path.join(outDir, 'hostile.csv'), 'utf8')).toBe('Type,Incidents\r\nOld,1\r\n');
@@ -327,21 +357,26 @@ describe('a run against a source that redirects', () => {
   it.each([
     { endpoint: 'export' as const, status: 307, what: 'page 0' },
     { endpoint: 'token' as const, status: 302, what: 'token request' },
-  ])('$endpoint answers $status: fails once with source_redirect naming Location; the other host never sees token or secret', async ({ endpoint, status, what }) => {
-    elsewhere = await startHostileServer({ token: () => VALID_TOKEN, page: (request) => ({ json: tablePage(TABLE, request) }) });
-    const location = `${elsewhere.url}/moved${endpoint === 'token' ? '/oauth/token' : '/api/v1/topics/incident/execute?tileId=t-1'}`;
-    const redirect = { status, headers: { location }, body: 'moved' };
-    const { summary, exitCode, outDir, source } = await run({
-      ...(endpoint === 'token' ? { token: () => redirect } : {}),
-      page: (request) => (endpoint === 'export' ? redirect : { json: tablePage(TABLE, request) }),
-    });
-    expect(exitCode).toBe(1);
-    expect(summary.tiles[0]!.error!.code).toBe('source_redirect');
-    expect(summary.tiles[0]!.error!.message).toContain(`${what}: HTTP ${status} redirect to ${location}; tilehouse does not follow redirects, because the request carries a bearer token`);
-    expect(elsewhere.requests).toEqual([]);
-    expect(source.requests.filter((request) => request.endpoint === endpoint)).toHaveLength(1);
-    expect(await readdir(outDir)).toEqual([]);
-  });
+  ])(
+    '$endpoint answers $status: fails once with source_redirect naming Location; the other host never sees token or secret',
+    async ({ endpoint, status, what }) => {
+      elsewhere = await startHostileServer({ token: () => VALID_TOKEN, page: (request) => ({ json: tablePage(TABLE, request) }) });
+      const location = `${elsewhere.url}/moved${endpoint === 'token' ? '/oauth/token' : '/api/v1/topics/incident/execute?tileId=t-1'}`;
+      const redirect = { status, headers: { location }, body: 'moved' };
+      const { summary, exitCode, outDir, source } = await run({
+        ...(endpoint === 'token' ? { token: () => redirect } : {}),
+        page: (request) => (endpoint === 'export' ? redirect : { json: tablePage(TABLE, request) }),
+      });
+      expect(exitCode).toBe(1);
+      expect(summary.tiles[0]!.error!.code).toBe('source_redirect');
+      expect(summary.tiles[0]!.error!.message).toContain(
+        `${what}: HTTP ${status} redirect to ${location}; tilehouse does not follow redirects, because the request carries a bearer token`,
+      );
+      expect(elsewhere.requests).toEqual([]);
+      expect(source.requests.filter((request) => request.endpoint === endpoint)).toHaveLength(1);
+      expect(await readdir(outDir)).toEqual([]);
+    },
+  );
 });
 
 function withNavigation<T extends { result: Record<string, unknown> }>(page: T, navigation: Record<string, unknown>): T {
@@ -356,7 +391,10 @@ describe('a run against a source that orders rows differently on different reque
     query: { ...job.query, items: job.query.items.map((item) => (item.header === header ? { ...item, ...order } : item)) },
   });
   const ascending = orderedJob({ order: 'asc' });
-  const table = (counts: Array<number | null>, types: string[] = ['T1', 'T2', 'T3', 'T4', 'T5', 'T6']): Table => ({ ...TABLE, rows: counts.map((count, index) => [types[index]!, count]) });
+  const table = (counts: Array<number | null>, types: string[] = ['T1', 'T2', 'T3', 'T4', 'T5', 'T6']): Table => ({
+    ...TABLE,
+    rows: counts.map((count, index) => [types[index]!, count]),
+  });
   const csvRows = (rows: unknown[][]) => rows.map((row) => row.map((cell) => (cell === null ? null : String(cell))));
   const SORTED = table([1, 2, 3, 4, 5, 6]);
   /** Each request's own order: page 2's request sorts the table rotated by 3, so it serves rows 2 and 3 again and never 5 and 6. */

@@ -11,12 +11,22 @@ const job = { name: 'daily', tile: 't-1' } as LoadedJob;
 const counters = { runId: 'nightly-1', retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0, bytes: 0, targets: [] } as SessionCounters;
 const stats = { rows: 160, rowsDropped: 0, pages: 4, columns: [], warnings: ['a column warning'], nulledValues: 0 } as ReadStats;
 const csv: SinkResult = { sink: 'csv', target: '/out/daily.csv', rows: 160 };
-const kept: SinkResult = { sink: 'bigquery', target: 'p.ops.daily', rows: 120, keptEarlierPublish: true, warnings: ['p.ops.daily: run id nightly-1 was already published there'] };
+const kept: SinkResult = {
+  sink: 'bigquery',
+  target: 'p.ops.daily',
+  rows: 120,
+  keptEarlierPublish: true,
+  warnings: ['p.ops.daily: run id nightly-1 was already published there'],
+};
 
 describe('publishedSummary of a target that kept an earlier publish of the run id', () => {
   it("succeeds with the sink's warning added to the tile's warnings", () => {
     const summary = publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, kept] });
-    expect(summary).toMatchObject({ status: 'succeeded', outputs: [csv, kept], warnings: ['a column warning', 'p.ops.daily: run id nightly-1 was already published there'] });
+    expect(summary).toMatchObject({
+      status: 'succeeded',
+      outputs: [csv, kept],
+      warnings: ['a column warning', 'p.ops.daily: run id nightly-1 was already published there'],
+    });
     expect(summary.error).toBeUndefined();
   });
 
@@ -32,13 +42,19 @@ describe('publishedSummary of a target that kept an earlier publish of the run i
 
   it('stays succeeded under --strict when every target took this run (a legal re-run that changed nothing)', () => {
     const adoptedSame: SinkResult = { sink: 'bigquery', target: 'p.ops.daily', rows: 160, details: { adopted: true } };
-    expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, adoptedSame] }, { strict: true })).toMatchObject({ status: 'succeeded', warnings: ['a column warning'] });
+    expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [csv, adoptedSame] }, { strict: true })).toMatchObject({
+      status: 'succeeded',
+      warnings: ['a column warning'],
+    });
   });
 });
 
 describe('a gs:// publish whose outcome is unknown', () => {
   const target = 'gs://exports/daily.csv';
-  const unknown = new GcsPublishOutcomeUnknownError(target, 'rewriting the temp object onto the target failed (no answer); whether the target now holds this run\'s object is unknown');
+  const unknown = new GcsPublishOutcomeUnknownError(
+    target,
+    "rewriting the temp object onto the target failed (no answer); whether the target now holds this run's object is unknown",
+  );
 
   it('after another sink published: the target is listed as unknown, not among those still holding the previous run', () => {
     const partial = new PartiallyPublishedError('daily', [csv], [target, 'p.ops.daily'], unknown, false, true);

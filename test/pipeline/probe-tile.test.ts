@@ -20,7 +20,8 @@ const TABLE: Table = {
     ['Maintenance', 2],
   ],
 };
-const ROW_ORDER_LINE = '  differs: row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column';
+const ROW_ORDER_LINE =
+  '  differs: row order: page 0 came back in a different order on a second read; give the query an order on a unique number or datetime column';
 
 const hostile = hostileServersEachTest();
 const dispatcher = hostile.dispatcher;

@@ -50,20 +50,29 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
 
   function jobAbove(above: number, sinks: Array<Record<string, unknown>>, severities?: string[]) {
     const query = queryAbove(above);
-    if (severities !== undefined) query.items = query.items.map((item) => (item.header === 'Severity' ? { ...item, filters: [{ operator: 'in', values: severities }] } : item));
+    if (severities !== undefined)
+      query.items = query.items.map((item) => (item.header === 'Severity' ? { ...item, filters: [{ operator: 'in', values: severities }] } : item));
     return { name: TABLE, tile: SANDBOX_TILE, query, columns: { Number: { type: 'INT64' } }, sinks };
   }
 
   async function runAbove(above: number, sinks: Array<Record<string, unknown>>, flags: string[] = [], severities?: string[]) {
     const dir = path.join(root, dataset);
-    workspace = await writeBigQueryWorkspace(dir, sandbox, [jobAbove(above, sinks, severities)], { projectId: endpoint.projectId, dataset }, { itemsPerPage: 50 });
+    workspace = await writeBigQueryWorkspace(
+      dir,
+      sandbox,
+      [jobAbove(above, sinks, severities)],
+      { projectId: endpoint.projectId, dataset },
+      { itemsPerPage: 50 },
+    );
     await writeFile(path.join(workspace.jobsDir, `${TABLE}.yaml`), stringify(jobAbove(above, sinks, severities)));
     const summaryFile = path.join(dir, 'summary.json');
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
       env: sandboxEnv(sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
     });
-    const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles: Array<Record<string, unknown> & { guard?: { tripped: boolean; overridden: boolean; verdicts: Array<Record<string, unknown>> } }> };
+    const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as {
+      tiles: Array<Record<string, unknown> & { guard?: { tripped: boolean; overridden: boolean; verdicts: Array<Record<string, unknown>> } }>;
+    };
     return { ...result, tile: summary.tiles[0]! };
   }
 
@@ -71,7 +80,9 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
   const target = () => `${endpoint.projectId}.${dataset}.${TABLE}`;
 
   async function ledger(): Promise<Array<{ status: string; published: boolean; error_code: string | null; publish_guard: string | null; row_count: number }>> {
-    const [rows] = await client.query({ query: `SELECT status, published, error_code, publish_guard, row_count FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` ORDER BY recorded_at` });
+    const [rows] = await client.query({
+      query: `SELECT status, published, error_code, publish_guard, row_count FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` ORDER BY recorded_at`,
+    });
     return rows as never;
   }
 
@@ -83,7 +94,11 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
 
     const empty = await runAbove(INCIDENTS, sinks);
     expect(empty.exitCode).toBe(1);
-    expect(empty.tile).toMatchObject({ status: 'failed', error: { code: 'publish_guard_tripped' }, guard: { tripped: true, overridden: false, verdicts: [{ target: target(), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0 }] } });
+    expect(empty.tile).toMatchObject({
+      status: 'failed',
+      error: { code: 'publish_guard_tripped' },
+      guard: { tripped: true, overridden: false, verdicts: [{ target: target(), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0 }] },
+    });
     expect((empty.tile.error as { message: string }).message).toContain('(table metadata)');
     expect(await rowsOf()).toEqual(before);
     expect(await stagingTables(client, dataset)).toEqual([]);

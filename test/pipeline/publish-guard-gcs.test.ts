@@ -32,7 +32,11 @@ afterAll(async () => {
 describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
   const CASES = [
     { name: 'csv', sink: (bucket: string) => ({ type: 'csv', path: `gs://${bucket}/t/incidents.csv` }), readFrom: '(the CSV file counted)' },
-    { name: 'csv_gz_manifest', sink: (bucket: string) => ({ type: 'csv', path: `gs://${bucket}/t/incidents.csv.gz`, gzip: true, manifest: true }), readFrom: '(its manifest)' },
+    {
+      name: 'csv_gz_manifest',
+      sink: (bucket: string) => ({ type: 'csv', path: `gs://${bucket}/t/incidents.csv.gz`, gzip: true, manifest: true }),
+      readFrom: '(its manifest)',
+    },
     { name: 'csv_gz', sink: (bucket: string) => ({ type: 'csv', path: `gs://${bucket}/t/incidents.csv.gz`, gzip: true }), readFrom: '(the CSV file counted)' },
     { name: 'parquet', sink: (bucket: string) => ({ type: 'parquet', path: `gs://${bucket}/t/incidents.parquet` }), readFrom: '(the Parquet file counted)' },
   ];
@@ -44,10 +48,20 @@ describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
       const workspace = await writeWorkspace(dir, sandbox, [], { itemsPerPage: 50 });
       const storageClient = await fakeGcsClient(gcs.origin);
       const run = async (above: number, flags: string[] = []) => {
-        await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }));
+        await writeFile(
+          path.join(workspace.jobsDir, 'incidents.yaml'),
+          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }),
+        );
         const summaryFile = path.join(dir, 'summary.json');
-        const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], { env: sandboxEnv(sandbox), seams: { sinkOptions: { storageClient } } });
-        const tile = (JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles: Array<Record<string, unknown> & { guard?: { verdicts: Array<{ rule?: string; reason: string }> } }> }).tiles[0]!;
+        const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
+          env: sandboxEnv(sandbox),
+          seams: { sinkOptions: { storageClient } },
+        });
+        const tile = (
+          JSON.parse(await readFile(summaryFile, 'utf8')) as {
+            tiles: Array<Record<string, unknown> & { guard?: { verdicts: Array<{ rule?: string; reason: string }> } }>;
+          }
+        ).tiles[0]!;
         return { ...result, tile };
       };
       const objects = async () => {

@@ -45,13 +45,23 @@ describeWithS3('the publish guard of s3:// objects', (s3) => {
       config.sinks.s3 = { endpoint: s3.endpoint, region: 'eu-west-1' };
       await writeFile(workspace.configFile, stringify(config));
       const run = async (above: number, flags: string[] = []) => {
-        await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }));
+        await writeFile(
+          path.join(workspace.jobsDir, 'incidents.yaml'),
+          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }),
+        );
         const summaryFile = path.join(dir, 'summary.json');
-        const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], { env: sandboxEnv(sandbox) });
-        const tile = (JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles: Array<Record<string, unknown> & { guard?: { verdicts: Array<{ rule?: string; reason: string }> } }> }).tiles[0]!;
+        const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
+          env: sandboxEnv(sandbox),
+        });
+        const tile = (
+          JSON.parse(await readFile(summaryFile, 'utf8')) as {
+            tiles: Array<Record<string, unknown> & { guard?: { verdicts: Array<{ rule?: string; reason: string }> } }>;
+          }
+        ).tiles[0]!;
         return { ...result, tile };
       };
-      const objects = async () => Promise.all((await keysOf(s3.client, bucket)).map(async (key) => [key, (await getBytes(s3.client, bucket, key)).toString('base64')] as const));
+      const objects = async () =>
+        Promise.all((await keysOf(s3.client, bucket)).map(async (key) => [key, (await getBytes(s3.client, bucket, key)).toString('base64')] as const));
 
       const first = await run(0);
       expect(first.exitCode, first.stderr).toBe(0);

@@ -39,16 +39,26 @@ describe.each(KINDS)('the publish guard of a local $kind file $extra', ({ kind, 
   });
 
   function jobAbove(above: number, guard?: unknown) {
-    return { name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [{ type: kind, path: path.join(dir, 'out', file), ...extra, ...(guard === undefined ? {} : { guard }) }] };
+    return {
+      name: 'incidents',
+      tile: SANDBOX_TILE,
+      query: queryAbove(above),
+      sinks: [{ type: kind, path: path.join(dir, 'out', file), ...extra, ...(guard === undefined ? {} : { guard }) }],
+    };
   }
 
   async function runAbove(above: number, options: { flags?: string[]; env?: Record<string, string>; guard?: unknown } = {}) {
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(jobAbove(above, options.guard)));
     const summaryFile = path.join(dir, `summary-${Math.random().toString(36).slice(2)}.json`);
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...(options.flags ?? [])], {
-      env: { ...sandboxEnv(fixture.sandbox), ...options.env },
-    });
-    const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles: Array<Record<string, unknown> & { guard?: { tripped: boolean; overridden: boolean; verdicts: Array<Record<string, unknown>> } }> };
+    const result = await runCli(
+      ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...(options.flags ?? [])],
+      {
+        env: { ...sandboxEnv(fixture.sandbox), ...options.env },
+      },
+    );
+    const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as {
+      tiles: Array<Record<string, unknown> & { guard?: { tripped: boolean; overridden: boolean; verdicts: Array<Record<string, unknown>> } }>;
+    };
     await rm(summaryFile);
     return { ...result, tile: summary.tiles[0]! };
   }
@@ -68,10 +78,16 @@ describe.each(KINDS)('the publish guard of a local $kind file $extra', ({ kind, 
     expect(message).toContain('guard.allowEmpty');
     expect(message).toContain('--allow-shrink');
     expect(message).toContain('TILEHOUSE_ALLOW_SHRINK=1');
-    expect(empty.tile.guard).toMatchObject({ tripped: true, overridden: false, verdicts: [{ target, verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0 }] });
+    expect(empty.tile.guard).toMatchObject({
+      tripped: true,
+      overridden: false,
+      verdicts: [{ target, verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0 }],
+    });
     expect(empty.stderr).toContain('publish_guard_tripped');
     // Read from the manifest when there is one, else from the file itself (CSV records, Parquet footer).
-    expect(String(empty.tile.guard!.verdicts[0]!.reason)).toContain('manifest' in extra ? '(its manifest)' : `(the ${kind === 'csv' ? 'CSV' : 'Parquet'} file counted)`);
+    expect(String(empty.tile.guard!.verdicts[0]!.reason)).toContain(
+      'manifest' in extra ? '(its manifest)' : `(the ${kind === 'csv' ? 'CSV' : 'Parquet'} file counted)`,
+    );
     expect((await readFile(target)).equals(before)).toBe(true);
     expect(await listFiles(workspace.outDir)).toEqual(filesBefore);
 
@@ -122,7 +138,9 @@ describe.each(KINDS)('the publish guard of a local $kind file $extra', ({ kind, 
 describe('the publish guard of a local CSV file emptied by hand to its header', () => {
   it('holds 0 rows: an empty run over it passes', async () => {
     const dir = path.join(fixture.root, 'header-only');
-    const workspace = await writeWorkspace(dir, fixture.sandbox, [{ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(INCIDENTS), sinks: [{ type: 'csv', path: 'incidents.csv' }] }]);
+    const workspace = await writeWorkspace(dir, fixture.sandbox, [
+      { name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(INCIDENTS), sinks: [{ type: 'csv', path: 'incidents.csv' }] },
+    ]);
     await mkdir(workspace.outDir, { recursive: true });
     await writeFile(path.join(workspace.outDir, 'incidents.csv'), 'Number,Created,Description,Severity\r\n');
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });

@@ -94,18 +94,27 @@ describe('publishAll', () => {
     it('at a later publish names the target as unknown, never as still holding the previous run', async () => {
       const { writers: all } = writers([['a.csv'], ['gs://b/x.csv', { during: { publish: unknown('gs://b/x.csv') } }], ['b.csv']]);
       const outcome = await publishAll(all, options);
-      expect(outcome.partial).toMatchObject({ published: [{ target: 'a.csv' }], unpublished: ['gs://b/x.csv', 'b.csv'], changedInPart: false, outcomeUnknown: true });
-      expect(outcome.partial!.message).toContain('new run in: a.csv; outcome unknown for: gs://b/x.csv (the new run or the previous one); previous run still in: b.csv. A re-run');
+      expect(outcome.partial).toMatchObject({
+        published: [{ target: 'a.csv' }],
+        unpublished: ['gs://b/x.csv', 'b.csv'],
+        changedInPart: false,
+        outcomeUnknown: true,
+      });
+      expect(outcome.partial!.message).toContain(
+        'new run in: a.csv; outcome unknown for: gs://b/x.csv (the new run or the previous one); previous run still in: b.csv. A re-run',
+      );
     });
 
     it('as the last publish says no target still holds the previous run', async () => {
       const { writers: all } = writers([['a.csv'], ['gs://b/x.csv', { during: { publish: unknown('gs://b/x.csv') } }]]);
       const outcome = await publishAll(all, options);
-      expect(outcome.partial!.message).toContain('new run in: a.csv; outcome unknown for: gs://b/x.csv (the new run or the previous one); A re-run replaces all of them');
+      expect(outcome.partial!.message).toContain(
+        'new run in: a.csv; outcome unknown for: gs://b/x.csv (the new run or the previous one); A re-run replaces all of them',
+      );
       expect(outcome.partial!.message).not.toContain('previous run still in');
     });
 
-    it('at the first publish is the sink\'s own failure, rethrown', async () => {
+    it("at the first publish is the sink's own failure, rethrown", async () => {
       const { writers: all } = writers([['gs://b/x.csv', { during: { publish: unknown('gs://b/x.csv') } }], ['a.csv']]);
       await expect(publishAll(all, options)).rejects.toMatchObject({ publishOutcomeUnknown: true });
     });

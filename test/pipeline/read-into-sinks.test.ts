@@ -29,8 +29,14 @@ function page(pageNumber: number, rows: unknown[][], totalRows = 5): ExportPage 
 }
 
 const PAGES = [
-  page(0, [[1, 'one', 1_767_225_600_000], [2, 'two', null]]),
-  page(1, [[3, 'three', 0], [4, null, 1]]),
+  page(0, [
+    [1, 'one', 1_767_225_600_000],
+    [2, 'two', null],
+  ]),
+  page(1, [
+    [3, 'three', 0],
+    [4, null, 1],
+  ]),
   page(2, [[5, 'five', 2]]),
 ];
 
@@ -50,22 +56,28 @@ const context = { runId: 'run-1', startedAt: new Date('2026-11-21T00:00:00Z') };
 describe('inPublishOrder', () => {
   it('sorts by publishRank, keeping the configured order for equal ranks', () => {
     const log: string[] = [];
-    const order = inPublishOrder(sinks(log, [['a', 10], ['b', 0], ['c', 10], ['d', 5]]));
+    const order = inPublishOrder(
+      sinks(log, [
+        ['a', 10],
+        ['b', 0],
+        ['c', 10],
+        ['d', 5],
+      ]),
+    );
     expect(order.map((s) => (s as FakeSink).target)).toEqual(['b', 'd', 'a', 'c']);
   });
 });
 
 describe('readIntoSinks', () => {
-  it('opens the writers on page 0 in publish order, then writes each page\'s typed rows to each', async () => {
+  it("opens the writers on page 0 in publish order, then writes each page's typed rows to each", async () => {
     const log: string[] = [];
-    const [csv, bq] = sinks(log, [['out.csv', 10], ['project.ds.table', 0]]);
+    const [csv, bq] = sinks(log, [
+      ['out.csv', 10],
+      ['project.ds.table', 0],
+    ]);
     const { stats, writers } = await readIntoSinks(pagesOf(PAGES), { job, sinks: [csv!, bq!], logger: silentLogger, context });
     expect(writers.map((w) => w.target)).toEqual(['project.ds.table', 'out.csv']);
-    expect(log).toEqual([
-      'open project.ds.table',
-      'open out.csv',
-      ...[0, 1, 2].flatMap(() => ['writeRows project.ds.table', 'writeRows out.csv']),
-    ]);
+    expect(log).toEqual(['open project.ds.table', 'open out.csv', ...[0, 1, 2].flatMap(() => ['writeRows project.ds.table', 'writeRows out.csv'])]);
     expect(csv!.opened[0]).toMatchObject({ jobName: 'weekly', tileId: 'tile-1', runId: 'run-1', startedAt: context.startedAt });
     expect(csv!.opened[0]!.columns.map((c) => [c.header, c.type])).toEqual([
       ['Number', 'INT64'],
@@ -73,8 +85,14 @@ describe('readIntoSinks', () => {
       ['Created', 'TIMESTAMP'],
     ]);
     const expected = [
-      [[1n, 'one', 1_767_225_600_000], [2n, 'two', null]],
-      [[3n, 'three', 0], [4n, null, 1]],
+      [
+        [1n, 'one', 1_767_225_600_000],
+        [2n, 'two', null],
+      ],
+      [
+        [3n, 'three', 0],
+        [4n, null, 1],
+      ],
       [[5n, 'five', 2]],
     ];
     expect(csv!.writers[0]!.rows).toEqual(expected);
@@ -103,7 +121,10 @@ describe('readIntoSinks', () => {
 
   it('aborts every opened writer when the source fails mid-stream, and rethrows', async () => {
     const log: string[] = [];
-    const all = sinks(log, [['a.csv', 10], ['b.csv', 10]]);
+    const all = sinks(log, [
+      ['a.csv', 10],
+      ['b.csv', 10],
+    ]);
     const error = new Error('connection reset on page 2');
     await expect(readIntoSinks(pagesOf(PAGES, { page: 1, error }), { job, sinks: all, logger: silentLogger, context })).rejects.toBe(error);
     expect(log.slice(-2)).toEqual(['abort a.csv', 'abort b.csv']);
@@ -113,7 +134,13 @@ describe('readIntoSinks', () => {
   it('aborts every opened writer when a value does not parse, and names the page', async () => {
     const log: string[] = [];
     const all = sinks(log, [['a.csv', 10]]);
-    const bad = [PAGES[0]!, page(1, [[3, 'three', 0], ['not a number', 'x', 1]])];
+    const bad = [
+      PAGES[0]!,
+      page(1, [
+        [3, 'three', 0],
+        ['not a number', 'x', 1],
+      ]),
+    ];
     await expect(readIntoSinks(pagesOf(bad), { job, sinks: all, logger: silentLogger, context })).rejects.toThrow(/page 1/);
     expect(log.at(-1)).toBe('abort a.csv');
     expect(all[0]!.writers[0]!.rows).toHaveLength(1);
@@ -121,14 +148,20 @@ describe('readIntoSinks', () => {
 
   it('aborts the writers opened so far when a later sink fails to open', async () => {
     const log: string[] = [];
-    const all = sinks(log, [['first', 0], ['second', 10, { failOpen: true }]]);
+    const all = sinks(log, [
+      ['first', 0],
+      ['second', 10, { failOpen: true }],
+    ]);
     await expect(readIntoSinks(pagesOf(PAGES), { job, sinks: all, logger: silentLogger, context })).rejects.toThrow('second open failed');
     expect(log).toEqual(['open first', 'open second', 'abort first']);
   });
 
   it('aborts every writer when one writer fails to write', async () => {
     const log: string[] = [];
-    const all = sinks(log, [['bq', 0, { failIn: ['writeRows'] }], ['a.csv', 10]]);
+    const all = sinks(log, [
+      ['bq', 0, { failIn: ['writeRows'] }],
+      ['a.csv', 10],
+    ]);
     await expect(readIntoSinks(pagesOf(PAGES), { job, sinks: all, logger: silentLogger, context })).rejects.toThrow('bq writeRows failed');
     expect(log).toEqual(['open bq', 'open a.csv', 'writeRows bq', 'abort bq', 'abort a.csv']);
   });

@@ -87,7 +87,14 @@ describe('a local CSV directory', () => {
   });
 
   it('fails every window of a backfill without an export request', async () => {
-    const job = { name: 'daily', tile: SANDBOX_TILE, query: dailySeverityQuery, sinks: [{ type: 'csv' }], columns: { Day: { type: 'DATE' } }, backfill: { item: 'day', bucketColumn: 'Day' } };
+    const job = {
+      name: 'daily',
+      tile: SANDBOX_TILE,
+      query: dailySeverityQuery,
+      sinks: [{ type: 'csv' }],
+      columns: { Day: { type: 'DATE' } },
+      backfill: { item: 'day', bucketColumn: 'Day' },
+    };
     const workspace = await writeWorkspace(caseDir, sandbox, [job]);
     const file = path.join(caseDir, 'file');
     await writeFile(file, '');
@@ -118,7 +125,9 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const workspace = await gcsWorkspace('no-such-bucket-preflight');
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(gcs.origin) } });
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toMatch(/gcs_bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/);
+    expect(result.stderr).toMatch(
+      /gcs_bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
+    );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
 
@@ -128,12 +137,19 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     proxy = await startGcsProxy(gcs.origin, (incoming, response) => {
       const url = incoming.url ?? '';
       if (!url.includes(`/b/${bucket}/o`) && !url.includes('/iam/testPermissions')) return false;
-      return answerJson(response, 403, 'forbidden', `preflight@example.iam.gserviceaccount.com does not have storage.objects.list access to the Google Cloud Storage bucket.`);
+      return answerJson(
+        response,
+        403,
+        'forbidden',
+        `preflight@example.iam.gserviceaccount.com does not have storage.objects.list access to the Google Cloud Storage bucket.`,
+      );
     });
     const workspace = await gcsWorkspace(bucket);
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } });
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain(`gcs_permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`);
+    expect(result.stderr).toContain(
+      `gcs_permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
+    );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
     expect((await gcs.storage.bucket(bucket).getFiles())[0]).toEqual([]);
   });

@@ -10,7 +10,6 @@ import { detailQuery } from '../support/queries.js';
 const INCIDENTS = 237;
 const ITEMS_PER_PAGE = 20;
 
-
 const detailJob = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], columns: { Number: { type: 'INT64' } } };
 
 /** How the CSV should show a sandbox value, written independently of src/transform. */
@@ -92,19 +91,30 @@ describe('a tile run against the sandbox', () => {
   it('fails with the API message "invalid id" for an unknown tile', async () => {
     const result = await run([{ ...detailJob, tile: 'no-such-tile' }]);
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toMatch(/export_api_error: job incident_detail: page 0: export for tile no-such-tile \(sent as query item tileId\) failed with HTTP 400: invalid id; check the job's tile and source.tileParam/);
+    expect(result.stderr).toMatch(
+      /export_api_error: job incident_detail: page 0: export for tile no-such-tile \(sent as query item tileId\) failed with HTTP 400: invalid id; check the job's tile and source.tileParam/,
+    );
     expect(await listFiles(workspace.outDir)).toEqual([]);
   });
 
   it('runs the other tiles when one fails, and exits 1', async () => {
-    const result = await run([{ ...detailJob, name: 'a_bad', tile: 'no-such-tile' }, { ...detailJob, name: 'b_good' }]);
+    const result = await run([
+      { ...detailJob, name: 'a_bad', tile: 'no-such-tile' },
+      { ...detailJob, name: 'b_good' },
+    ]);
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toMatch(/1 succeeded, 1 failed/);
     expect(await listFiles(workspace.outDir)).toEqual(['b_good.csv']);
   });
 
   it('runs only the tiles named with --tile', async () => {
-    const result = await run([{ ...detailJob, name: 'a_one' }, { ...detailJob, name: 'b_two' }], { args: ['--tile', 'b_two'] });
+    const result = await run(
+      [
+        { ...detailJob, name: 'a_one' },
+        { ...detailJob, name: 'b_two' },
+      ],
+      { args: ['--tile', 'b_two'] },
+    );
     expect(result.exitCode).toBe(0);
     expect(await listFiles(workspace.outDir)).toEqual(['b_two.csv']);
   });

@@ -91,7 +91,14 @@ describe('tokens per run against the sandbox', () => {
     target.clearRequests();
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(target) });
     const tokenRequests = target.requests.filter((request) => request.endpoint === 'token');
-    return { result, summary: JSON.parse(result.stdout) as { tokenFetches: number; tiles: Array<{ tokenFetches: number; throttled: number; retries: number; reauthentications: number }> }, tokenRequests };
+    return {
+      result,
+      summary: JSON.parse(result.stdout) as {
+        tokenFetches: number;
+        tiles: Array<{ tokenFetches: number; throttled: number; retries: number; reauthentications: number }>;
+      },
+      tokenRequests,
+    };
   }
 
   it('a three-tile run asks the issuer for one token', async () => {
@@ -103,7 +110,7 @@ describe('tokens per run against the sandbox', () => {
     expect(sandbox.requests.filter((request) => request.endpoint === 'export' && request.status !== 200)).toEqual([]);
   });
 
-  it("with source.tokenScope: job, each of the three jobs fetches a fresh token of its own", async () => {
+  it('with source.tokenScope: job, each of the three jobs fetches a fresh token of its own', async () => {
     const { result, summary, tokenRequests } = await run(sandbox, { tokenScope: 'job' });
     expect(result.exitCode).toBe(0);
     expect(tokenRequests).toHaveLength(3);

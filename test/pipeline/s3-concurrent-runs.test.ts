@@ -50,7 +50,12 @@ describeWithS3('two runs of one job at once into one s3:// object', (s3) => {
       const children: Array<Promise<ChildResult>> = [];
       const workspaces = [];
       for (const run of [0, 1]) {
-        const workspace = await writeWorkspace(path.join(root, `${round}-${run}`), sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQueryOfRun(run), sinks: [{ type: 'csv' }] }], { itemsPerPage: 20, concurrency: 1 });
+        const workspace = await writeWorkspace(
+          path.join(root, `${round}-${run}`),
+          sandbox,
+          [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQueryOfRun(run), sinks: [{ type: 'csv' }] }],
+          { itemsPerPage: 20, concurrency: 1 },
+        );
         const config = parseYaml(await readFile(workspace.configFile, 'utf8')) as { sinks: Record<string, unknown> };
         config.sinks = { csv: { directory: `s3://${bucket}/shared` }, s3: { endpoint: s3.endpoint } };
         await writeFile(workspace.configFile, stringify(config));

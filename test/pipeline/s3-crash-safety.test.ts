@@ -49,7 +49,10 @@ describeWithS3('a run into s3:// killed with SIGKILL', (s3) => {
     const slots = PAGES + 6;
     const before = fixture.sandbox.requests.length;
     const copiesBefore = s3.proxy.copiesReceived;
-    const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: { ...process.env, CI: '', ...sandboxEnv(fixture.sandbox), ...TEST_AWS_ENV }, stdio: 'ignore' });
+    const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...process.env, CI: '', ...sandboxEnv(fixture.sandbox), ...TEST_AWS_ENV },
+      stdio: 'ignore',
+    });
     let exited = false;
     const exit = once(child, 'exit').then(() => (exited = true));
     const moment = Math.min(slots - 1, Math.floor(((kill + random()) * slots) / KILLS));
@@ -80,7 +83,9 @@ describeWithS3('a run into s3:// killed with SIGKILL', (s3) => {
       const after = await getBytes(s3.client, bucket, TARGET);
       if (after.equals(PREVIOUS)) seen.previous += 1;
       else {
-        expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(true);
+        expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(
+          true,
+        );
         seen.complete += 1;
       }
       const names = await keysOf(s3.client, bucket);

@@ -22,7 +22,9 @@ afterAll(async () => {
 
 describe('credentials in a run', () => {
   it('never appear in stdout, stderr, logs at trace level or any output file, even with a 401 re-auth and a retry', async () => {
-    const workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], { itemsPerPage: 20 });
+    const workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
+      itemsPerPage: 20,
+    });
     sandbox.inject({ kind: 'token-expiry', afterExportCalls: 2 });
     sandbox.inject({ endpoint: 'export', pageNumber: 3, kind: 'server-error', status: 503 });
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--log-level', 'trace'], {

@@ -46,7 +46,8 @@ describe.each(WIRES)('a tile read in pages of 2000 rows (rows $rowShape, datetim
     const result = await runCli(['run', '--config', sliced.configFile, '--jobs', sliced.jobsDir], { env: sandboxEnv(sandbox) });
     vi.restoreAllMocks();
     expect(result.exitCode).toBe(0);
-    const summary = (result.logs.find((line) => line.msg === 'run finished') as { summary: { tiles: Array<{ rows: number; pages: number; bytes: number }> } }).summary.tiles[0]!;
+    const summary = (result.logs.find((line) => line.msg === 'run finished') as { summary: { tiles: Array<{ rows: number; pages: number; bytes: number }> } })
+      .summary.tiles[0]!;
     expect(summary).toMatchObject({ rows: 4000, pages: 2 });
     if (!wire.compress) expect(summary.bytes / summary.pages).toBeGreaterThan(3 * SLICE_BYTES);
     expect(Math.max(...lengths)).toBeLessThan(2 * SLICE_BYTES);

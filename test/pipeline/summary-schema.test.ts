@@ -32,10 +32,41 @@ describe('schema/run-summary.schema.json', () => {
   it('refuses a summary without a run id or with an unknown status', async () => {
     const committed = await committedSchema();
     const tile = {
-      job: 'a', tile: 't', runId: 'r', status: 'succeeded', rows: 1, rowsDropped: 0, pages: 1, bytes: 10, durationMs: 1, columns: [], outputs: [], targets: [],
-      bigqueryJobIds: [], warnings: [], nulledValues: 0, retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0,
+      job: 'a',
+      tile: 't',
+      runId: 'r',
+      status: 'succeeded',
+      rows: 1,
+      rowsDropped: 0,
+      pages: 1,
+      bytes: 10,
+      durationMs: 1,
+      columns: [],
+      outputs: [],
+      targets: [],
+      bigqueryJobIds: [],
+      warnings: [],
+      nulledValues: 0,
+      retries: 0,
+      throttled: 0,
+      tokenFetches: 1,
+      reauthentications: 0,
+      restarts: 0,
     };
-    const good = { command: 'run', schemaVersion: 1, exitCode: 0, runId: 'r', window: null, startedAt: '2026-06-01T00:00:00.000Z', durationMs: 1, tokenFetches: 1, tiles: [tile], succeeded: 1, failed: 0, partiallyPublished: 0 };
+    const good = {
+      command: 'run',
+      schemaVersion: 1,
+      exitCode: 0,
+      runId: 'r',
+      window: null,
+      startedAt: '2026-06-01T00:00:00.000Z',
+      durationMs: 1,
+      tokenFetches: 1,
+      tiles: [tile],
+      succeeded: 1,
+      failed: 0,
+      partiallyPublished: 0,
+    };
     expect(committed.safeParse(good).success).toBe(true);
     const { runId: _dropped, ...withoutRunId } = good;
     expect(committed.safeParse(withoutRunId).success).toBe(false);
@@ -70,9 +101,22 @@ describe('the run summary against its schema', () => {
     expect(result.exitCode).toBe(0);
     const summary = JSON.parse(result.stdout) as z.infer<typeof summarySchema> & { command: 'run' };
     await expectValid(summary);
-    expect(summary).toMatchObject({ command: 'run', exitCode: 0, runId: 'argo-wf-1234', window: { start: '2026-06-01T06:00:00Z', end: '2026-06-02T06:00:00Z' }, tokenFetches: 1 });
+    expect(summary).toMatchObject({
+      command: 'run',
+      exitCode: 0,
+      runId: 'argo-wf-1234',
+      window: { start: '2026-06-01T06:00:00Z', end: '2026-06-02T06:00:00Z' },
+      tokenFetches: 1,
+    });
     for (const tile of summary.tiles) {
-      expect(tile).toMatchObject({ status: 'succeeded', runId: 'argo-wf-1234', rows: 60, pages: 3, targets: [path.join(workspace.outDir, `${tile.job}.csv`)], bigqueryJobIds: [] });
+      expect(tile).toMatchObject({
+        status: 'succeeded',
+        runId: 'argo-wf-1234',
+        rows: 60,
+        pages: 3,
+        targets: [path.join(workspace.outDir, `${tile.job}.csv`)],
+        bigqueryJobIds: [],
+      });
       expect(tile.bytes).toBeGreaterThan(1000);
       expect(tile.error).toBeUndefined();
     }
@@ -104,10 +148,24 @@ describe('the run summary against its schema', () => {
   });
 
   it('a partially published run: exit 3 document with outputs and unpublished, still valid', async () => {
-    const two = await writeWorkspace(path.join(root, 'two'), sandbox, [{ name: 'both', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', path: 'a.csv' }, { type: 'csv', path: 'b.csv' }] }]);
+    const two = await writeWorkspace(path.join(root, 'two'), sandbox, [
+      {
+        name: 'both',
+        tile: SANDBOX_TILE,
+        query: detailQuery,
+        sinks: [
+          { type: 'csv', path: 'a.csv' },
+          { type: 'csv', path: 'b.csv' },
+        ],
+      },
+    ]);
     const summary = await runLoaded(await loadForRun(two, sandbox), { sinksFor: (_job, [a, b]) => [a!, new PublishFailsSink(b!)] });
     const document = runSummaryDocument(summary, { exitCode: 3, window: null });
     await expectValid(JSON.parse(JSON.stringify(document)));
-    expect(document.tiles[0]).toMatchObject({ status: 'partially_published', unpublished: [path.join(two.outDir, 'b.csv')], targets: [path.join(two.outDir, 'a.csv'), path.join(two.outDir, 'b.csv')] });
+    expect(document.tiles[0]).toMatchObject({
+      status: 'partially_published',
+      unpublished: [path.join(two.outDir, 'b.csv')],
+      targets: [path.join(two.outDir, 'a.csv'), path.join(two.outDir, 'b.csv')],
+    });
   });
 });

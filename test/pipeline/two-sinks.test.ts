@@ -164,7 +164,12 @@ describe('tilehouse run with two CSV sinks', () => {
     const result = await run();
     expect(result.exitCode).toBe(3);
     expect(result.stderr).toMatch(/0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED/);
-    expect(result.stderr).toMatch(new RegExp(`^  PART incident_detail \\(.*\\): partially_published: .*new run in: ${fileA.replace(/[.]/g, '\\.')}; previous run still in: ${fileB.replace(/[.]/g, '\\.')}`, 'm'));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^  PART incident_detail \\(.*\\): partially_published: .*new run in: ${fileA.replace(/[.]/g, '\\.')}; previous run still in: ${fileB.replace(/[.]/g, '\\.')}`,
+        'm',
+      ),
+    );
     expect((await readFile(fileB)).equals(PREVIOUS_B)).toBe(true);
     expect((await readCsv(fileA)).rows).toHaveLength(INCIDENTS);
     expect(await listFiles(workspace.outDir)).toEqual(['a.csv', 'b.csv']);

@@ -75,7 +75,7 @@ describe.skipIf(!asRoot)('tilehouse run as a non-root user, with unreadable dire
     expect(result.code).toBe(0);
   });
 
-  it('skips lost+found and the other unreadable directory, sweeps the rest (not a live root process\'s file), exits 0 and writes both files', async () => {
+  it("skips lost+found and the other unreadable directory, sweeps the rest (not a live root process's file), exits 0 and writes both files", async () => {
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: { ...sandboxEnv(sandbox), HOME: home },
       timeoutMs: 45_000,
@@ -97,9 +97,14 @@ describe.skipIf(!asRoot)('tilehouse run as a non-root user, with unreadable dire
   });
 
   it('fails a job whose target directory the user cannot write with permission_denied, and runs the other', async () => {
-    const denied = await writeWorkspace(path.join(root, 'denied'), sandbox, [{ ...jobs[1]!, sinks: [{ type: 'csv', path: 'other-team/{name}.csv' }] }, jobs[0]!], {
-      itemsPerPage: 20,
-    });
+    const denied = await writeWorkspace(
+      path.join(root, 'denied'),
+      sandbox,
+      [{ ...jobs[1]!, sinks: [{ type: 'csv', path: 'other-team/{name}.csv' }] }, jobs[0]!],
+      {
+        itemsPerPage: 20,
+      },
+    );
     await chmod(denied.root, 0o755);
     await chmod(denied.jobsDir, 0o755);
     await writeFile(denied.configFile, (await readFile(denied.configFile, 'utf8')).replace(denied.outDir, workspace.outDir));

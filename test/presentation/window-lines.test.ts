@@ -21,7 +21,11 @@ describe('rerunCommands', () => {
 });
 
 describe('windowLines', () => {
-  const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({ ...skippedWindowSummary({ name: 'daily', tile: 't' } as LoadedJob, 'r', new WindowStateUnreadableError('x')), error: undefined, ...overrides });
+  const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
+    ...skippedWindowSummary({ name: 'daily', tile: 't' } as LoadedJob, 'r', new WindowStateUnreadableError('x')),
+    error: undefined,
+    ...overrides,
+  });
   const summary = (windows: BackfillSummary['windows'], extra: Partial<BackfillSummary> = {}): BackfillSummary => ({
     job: 'daily',
     runId: 'r',
@@ -37,9 +41,24 @@ describe('windowLines', () => {
   it('gives each window its rows and targets, or its error, with its warnings and the re-run commands', () => {
     const lines = windowLines(
       summary([
-        { window: day('2026-07-01', '2026-07-02'), open: false, summary: tile({ status: 'succeeded', rows: 3, outputs: [{ sink: 'csv', target: 'out/2026-07-01.csv', rows: 3 }] }), warnings: ['all 2 rows read had a Day outside the window'] },
-        { window: day('2026-07-02', '2026-07-03'), open: false, summary: tile({ status: 'failed', error: { code: 'disk_full', message: 'no space' } }), warnings: [] },
-        { window: day('2026-07-03', '2026-07-04'), open: true, summary: tile({ status: 'succeeded', rows: 1, outputs: [{ sink: 'csv', target: 'out/2026-07-03.csv', rows: 1 }] }), warnings: [] },
+        {
+          window: day('2026-07-01', '2026-07-02'),
+          open: false,
+          summary: tile({ status: 'succeeded', rows: 3, outputs: [{ sink: 'csv', target: 'out/2026-07-01.csv', rows: 3 }] }),
+          warnings: ['all 2 rows read had a Day outside the window'],
+        },
+        {
+          window: day('2026-07-02', '2026-07-03'),
+          open: false,
+          summary: tile({ status: 'failed', error: { code: 'disk_full', message: 'no space' } }),
+          warnings: [],
+        },
+        {
+          window: day('2026-07-03', '2026-07-04'),
+          open: true,
+          summary: tile({ status: 'succeeded', rows: 1, outputs: [{ sink: 'csv', target: 'out/2026-07-03.csv', rows: 1 }] }),
+          warnings: [],
+        },
       ]),
       ['tilehouse backfill --job daily --from 2026-07-02 --to 2026-07-03 --step day'],
     );
@@ -53,7 +72,7 @@ describe('windowLines', () => {
     ]);
   });
 
-  it('says when windows are exact only to a day and when they follow this machine\'s clock', () => {
+  it("says when windows are exact only to a day and when they follow this machine's clock", () => {
     expect(windowLines(summary([], { exact: false, clock: { basis: 'local' } }), [])).toEqual([
       '  note: the job names no backfill.bucketColumn, so each window is exact only to within one day',
       `  note: ${LOCAL_CLOCK_NOTE}`,
@@ -61,7 +80,17 @@ describe('windowLines', () => {
   });
 
   it('marks a partially published window apart from a failed one', () => {
-    const [line] = windowLines(summary([{ window: day('2026-07-01', '2026-07-02'), open: false, summary: tile({ status: 'partially_published', error: { code: 'publish_partial', message: 'a' } }), warnings: [] }]), []);
+    const [line] = windowLines(
+      summary([
+        {
+          window: day('2026-07-01', '2026-07-02'),
+          open: false,
+          summary: tile({ status: 'partially_published', error: { code: 'publish_partial', message: 'a' } }),
+          warnings: [],
+        },
+      ]),
+      [],
+    );
     expect(line).toBe('  2026-07-01..2026-07-02: PARTIALLY PUBLISHED publish_partial: a');
   });
 });
@@ -94,7 +123,10 @@ describe('catchUpLines', () => {
         warnings: ['empty window'],
         open: [{ from: '2026-07-05', to: '2026-07-06' }],
         failed: [{ from: '2026-07-03', to: '2026-07-04' }],
-        left: [{ from: '2026-07-06', to: '2026-07-07' }, { from: '2026-07-07', to: '2026-07-08' }],
+        left: [
+          { from: '2026-07-06', to: '2026-07-07' },
+          { from: '2026-07-07', to: '2026-07-08' },
+        ],
       }),
     );
     expect(text.split('\n').slice(1)).toEqual([
@@ -108,6 +140,15 @@ describe('catchUpLines', () => {
   });
 
   it('counts several failed windows in the plural', () => {
-    expect(catchUpLines(report({ failed: [{ from: '2026-07-03', to: '2026-07-04' }, { from: '2026-07-04', to: '2026-07-05' }] }))).toContain('2 windows failed; the next run starts again at 2026-07-03');
+    expect(
+      catchUpLines(
+        report({
+          failed: [
+            { from: '2026-07-03', to: '2026-07-04' },
+            { from: '2026-07-04', to: '2026-07-05' },
+          ],
+        }),
+      ),
+    ).toContain('2 windows failed; the next run starts again at 2026-07-03');
   });
 });

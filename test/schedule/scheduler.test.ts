@@ -52,7 +52,7 @@ afterEach(() => {
 });
 
 describe('Scheduler (second-level crons, fake clock)', () => {
-  it('logs each job\'s next run at start, and leaves jobs without a schedule alone', async () => {
+  it("logs each job's next run at start, and leaves jobs without a schedule alone", async () => {
     const { out, logger: log } = await logger();
     const unscheduled = { ...job('manual'), schedule: undefined };
     const scheduler = new Scheduler([job('nightly', '0 3 * * *', 'Europe/Berlin'), unscheduled], async () => undefined, log);

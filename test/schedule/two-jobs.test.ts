@@ -46,7 +46,14 @@ describe('the scheduler with two jobs writing into one CSV directory', () => {
     const scheduler = new Scheduler(
       loaded.jobs,
       async (job, signal) => {
-        const summary = await runJobs([job], { environment: loaded.environment, credentials: loaded.credentials, logger, buildSinks: () => sinks.get(job.name)!, retry: FAST_RETRY, signal });
+        const summary = await runJobs([job], {
+          environment: loaded.environment,
+          credentials: loaded.credentials,
+          logger,
+          buildSinks: () => sinks.get(job.name)!,
+          retry: FAST_RETRY,
+          signal,
+        });
         return summary.tiles[0];
       },
       logger,

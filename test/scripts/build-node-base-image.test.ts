@@ -41,7 +41,10 @@ describe('build-node-base-image.sh', () => {
 
   it("takes the first non-security mirror of a deb822 file, or of a one-line 'deb' list", async () => {
     const deb822 = path.join(root, 'debian.sources');
-    await writeFile(deb822, 'Types: deb\nURIs: http://security.apt.invalid/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://apt.invalid/debian\nSuites: bookworm\n');
+    await writeFile(
+      deb822,
+      'Types: deb\nURIs: http://security.apt.invalid/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://apt.invalid/debian\nSuites: bookworm\n',
+    );
     const fromDeb822 = await script({ TILEHOUSE_APT_SOURCES: deb822 });
     expect(fromDeb822.stderr).toContain('Debian mirror: http://apt.invalid/debian\n');
     expect(fromDeb822.code).toBe(2);
@@ -49,7 +52,9 @@ describe('build-node-base-image.sh', () => {
     const list = path.join(root, 'sources.list');
     await writeFile(list, '# comment\ndeb [arch=amd64] http://list.apt.invalid/debian bookworm main\n');
     expect((await script({ TILEHOUSE_APT_SOURCES: list })).stderr).toContain('Debian mirror: http://list.apt.invalid/debian\n');
-    expect((await script({ TILEHOUSE_APT_SOURCES: list, TILEHOUSE_DEBIAN_MIRROR: 'http://chosen.invalid/debian' })).stderr).toContain('Debian mirror: http://chosen.invalid/debian\n');
+    expect((await script({ TILEHOUSE_APT_SOURCES: list, TILEHOUSE_DEBIAN_MIRROR: 'http://chosen.invalid/debian' })).stderr).toContain(
+      'Debian mirror: http://chosen.invalid/debian\n',
+    );
   });
 
   it('names no mirror host of its own', async () => {

@@ -39,7 +39,9 @@ describe('tilehouse schedule without a stop signal', () => {
   it('refuses with exit 2 before scheduling anything', async () => {
     const started = Date.now();
     // With credentials, so that before the fix it got as far as starting the scheduler.
-    const result = await runCli(['schedule', '--config', 'config/default.yaml', '--jobs', 'jobs'], { env: { TILEHOUSE_CLIENT_ID: 'id', TILEHOUSE_CLIENT_SECRET: 'secret' } });
+    const result = await runCli(['schedule', '--config', 'config/default.yaml', '--jobs', 'jobs'], {
+      env: { TILEHOUSE_CLIENT_ID: 'id', TILEHOUSE_CLIENT_SECRET: 'secret' },
+    });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain('schedule: needs a stop signal (run it as a process)');
     // Nothing scheduled: no croner timer was left behind to keep a process alive.
@@ -52,7 +54,9 @@ describe('npm run demo -- schedule', () => {
   it('(tsx scripts/demo.ts schedule) runs the worker against the sandbox and stops on SIGTERM with exit 143, promptly', async () => {
     const port = await freePort();
     const configFile = path.join(root, 'demo.yaml');
-    const text = (await readFile('config/default.yaml', 'utf8')).replaceAll('127.0.0.1:8787', `127.0.0.1:${port}`).replace('directory: out', `directory: ${path.join(root, 'out')}`);
+    const text = (await readFile('config/default.yaml', 'utf8'))
+      .replaceAll('127.0.0.1:8787', `127.0.0.1:${port}`)
+      .replace('directory: out', `directory: ${path.join(root, 'out')}`);
     await writeFile(configFile, text);
     // What `npm run demo -- schedule` runs (package.json: tsx scripts/demo.ts), without npm in
     // between: npm re-raises a child's signal on itself, which would hide the demo's exit code.

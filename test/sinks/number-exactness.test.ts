@@ -99,13 +99,13 @@ describe('number exactness from response body to sink encoding', () => {
   it('a NUMERIC of up to 38 significant digits sent as a JSON number reaches CSV and the BigQuery load line unchanged (property)', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(numericValue, int64Value, fc.boolean()), { minLength: 1, maxLength: 20 }), (generated) => {
-        const text = pageText(generated.map(([numeric, integer, asObject]) => rowText([numeric.literal, integer.toString(), numeric.literal, numeric.literal], asObject)));
+        const text = pageText(
+          generated.map(([numeric, integer, asObject]) => rowText([numeric.literal, integer.toString(), numeric.literal, numeric.literal], asObject)),
+        );
         const typed = typedRows(text);
         const [header, ...records] = readCsv(csvText(typed));
         expect(header).toEqual(HEADERS);
-        expect(records).toEqual(
-          generated.map(([numeric, integer]) => [numeric.canonical, integer.toString(), expect.any(String), expect.any(String)]),
-        );
+        expect(records).toEqual(generated.map(([numeric, integer]) => [numeric.canonical, integer.toString(), expect.any(String), expect.any(String)]));
         records.forEach((record, index) => {
           const literal = generated[index]![0].literal;
           // STRING: the literal as sent when a double cannot hold it, else JavaScript's text of the
@@ -163,7 +163,12 @@ describe('number exactness from response body to sink encoding', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.tuple(ordinary, fc.boolean()), { maxLength: 20 }), fc.boolean(), (generated, inexact) => {
-        const rows = generated.map(([cells, asObject]) => rowText(cells.map((cell) => JSON.stringify(cell)), asObject));
+        const rows = generated.map(([cells, asObject]) =>
+          rowText(
+            cells.map((cell) => JSON.stringify(cell)),
+            asObject,
+          ),
+        );
         // A literal a double cannot hold, in a FLOAT64 column (where it becomes that double either
         // way), sends the reader down its lossless path for the whole page.
         if (inexact) rows.push(rowText(['1', '2', '"x"', '12345678901234567890'], false));

@@ -26,7 +26,12 @@ describe('judgeGuard', () => {
   });
 
   it('holds a run far below the median of the recent runs, needs 3 of them, and skips open windows', () => {
-    expect(judgeGuard(settings, adding([100, 90, 1000, 110, 95]), 9)).toMatchObject({ verdict: 'trip', rule: 'recent', held: 100, setting: 'guard.minOfRecent' });
+    expect(judgeGuard(settings, adding([100, 90, 1000, 110, 95]), 9)).toMatchObject({
+      verdict: 'trip',
+      rule: 'recent',
+      held: 100,
+      setting: 'guard.minOfRecent',
+    });
     expect(judgeGuard(settings, adding([100, 90, 1000, 110, 95]), 10).verdict).toBe('pass');
     expect(judgeGuard(settings, adding([100, 90]), 1).verdict).toBe('pass');
     expect(judgeGuard(settings, adding([100, 90, 80]), 0)).toMatchObject({ verdict: 'trip', rule: 'empty', held: 90 });
@@ -65,7 +70,11 @@ describe('countCsvRecords', () => {
 
 describe('judgeGuard reasons', () => {
   it('says why the history rule did not apply', () => {
-    expect(judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5, 5, 5] }, 1, { openWindow: true }).reason).toContain('an open window: no history rule');
-    expect(judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5] }, 1).reason).toContain('1 recent run, fewer than 3');
+    expect(
+      judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5, 5, 5] }, 1, { openWindow: true }).reason,
+    ).toContain('an open window: no history rule');
+    expect(judgeGuard(DEFAULT_GUARD_SETTINGS, { target: 't', effect: 'add', rows: undefined, readFrom: 'x', recentRuns: [5] }, 1).reason).toContain(
+      '1 recent run, fewer than 3',
+    );
   });
 });

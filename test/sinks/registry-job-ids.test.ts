@@ -4,7 +4,7 @@ import type { SinkResult } from '../../src/sinks/sink.js';
 
 const bigquery = (details: SinkResult['details']): SinkResult => ({ sink: 'bigquery', target: 'p.d.t', rows: 1, ...(details ? { details } : {}) });
 
-describe('jobIdsOf (the summary\'s bigqueryJobIds, asked of each result\'s kind)', () => {
+describe("jobIdsOf (the summary's bigqueryJobIds, asked of each result's kind)", () => {
   it('names the publishing job first, then the load, each once across results', () => {
     const outputs = [bigquery({ jobId: 'copy_1', loadJobId: 'load_1' }), bigquery({ jobId: 'copy_2', loadJobId: 'load_1' })];
     expect(jobIdsOf(outputs)).toEqual(['copy_1', 'load_1', 'copy_2']);

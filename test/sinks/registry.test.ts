@@ -6,7 +6,8 @@ import { sinkSchema } from '../../src/config/sink-schemas.js';
 import { sinkKindOf, sinkKinds } from '../../src/sinks/registry.js';
 
 const jobWith = (...sinks: object[]): LoadedJob => ({ name: 'daily', file: 'jobs/daily.yaml', sinks }) as unknown as LoadedJob;
-const environment = (runLedger?: boolean): EnvironmentConfig => ({ sinks: { csv: { directory: 'out' }, bigquery: { dataset: 'd', ...(runLedger === undefined ? {} : { runLedger }) } } }) as unknown as EnvironmentConfig;
+const environment = (runLedger?: boolean): EnvironmentConfig =>
+  ({ sinks: { csv: { directory: 'out' }, bigquery: { dataset: 'd', ...(runLedger === undefined ? {} : { runLedger }) } } }) as unknown as EnvironmentConfig;
 const windowed = (sink: object, index = 0) => sinkKindOf(sink as SinkConfig).forWindows(sink as SinkConfig, index, jobWith(sink));
 
 describe('the sink registry', () => {
@@ -14,7 +15,7 @@ describe('the sink registry', () => {
     expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery', 'parquet']);
   });
 
-  it('names, for each kind, the config schema the job schema\'s sink union holds, in the same order', () => {
+  it("names, for each kind, the config schema the job schema's sink union holds, in the same order", () => {
     expect(sinkKinds).toHaveLength(sinkSchema.options.length);
     sinkKinds.forEach((kind, index) => expect(kind.configSchema).toBe(sinkSchema.options[index]));
   });
@@ -47,7 +48,8 @@ describe('the sink registry', () => {
   });
 
   it('says why --resume cannot read a kind: a CSV sink without manifest, a BigQuery sink without the ledger', () => {
-    const refusals = (job: LoadedJob, env: EnvironmentConfig) => sinkKinds.map((kind) => kind.resumeRefusal(job, env)).filter((refusal) => refusal !== undefined);
+    const refusals = (job: LoadedJob, env: EnvironmentConfig) =>
+      sinkKinds.map((kind) => kind.resumeRefusal(job, env)).filter((refusal) => refusal !== undefined);
     expect(refusals(jobWith({ type: 'csv', manifest: true }, { type: 'bigquery' }), environment())).toEqual([]);
     expect(refusals(jobWith({ type: 'bigquery' }, { type: 'csv' }), environment(false))).toEqual([
       'backfill: --resume tells a finished CSV window by its manifest: set manifest: true on sinks[1] of daily (then run once without --resume)',

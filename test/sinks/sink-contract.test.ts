@@ -33,7 +33,11 @@ const NEW_ROWS: TypedRow[] = [
   [2n, 'second, with "quotes"'],
   [3n, null],
 ];
-const NEW_TEXT = [['1', 'first'], ['2', 'second, with "quotes"'], ['3', '']];
+const NEW_TEXT = [
+  ['1', 'first'],
+  ['2', 'second, with "quotes"'],
+  ['3', ''],
+];
 
 /** One sink as the suite sees it: its target's rows as text, and what temporary artefacts exist. */
 interface SinkFixture {
@@ -55,7 +59,14 @@ interface SinkUnderTest {
 }
 
 const logger = pino({ level: 'silent' });
-const baseContext = (runId: string): SinkRunContext => ({ jobName: 'contract', tileId: 'tile-c', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
+const baseContext = (runId: string): SinkRunContext => ({
+  jobName: 'contract',
+  tileId: 'tile-c',
+  runId,
+  startedAt: new Date('2026-07-01T06:00:00Z'),
+  columns,
+  logger,
+});
 
 const csvUnderTest: SinkUnderTest = {
   name: 'csv',
@@ -116,10 +127,7 @@ const bigqueryUnderTest: SinkUnderTest = {
         await writer.publish();
       },
       read,
-      artefacts: async () => [
-        ...(await readdir(tempDirectory)),
-        ...((await client.dataset(dataset).exists())[0] ? await stagingTables(client, dataset) : []),
-      ],
+      artefacts: async () => [...(await readdir(tempDirectory)), ...((await client.dataset(dataset).exists())[0] ? await stagingTables(client, dataset) : [])],
       close: () => rm(tempDirectory, { recursive: true, force: true }),
     };
   },
@@ -196,7 +204,12 @@ const parquetGcsUnderTest: SinkUnderTest = {
     await storage.createBucket(bucketName);
     const bucket = storage.bucket(bucketName);
     const local = await mkdtemp(path.join(tmpdir(), 'tilehouse-contract-pq-gs-'));
-    const sink = new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'zstd' }, directory: `gs://${bucketName}/lake`, timezone: 'UTC', storageClient: storage });
+    const sink = new FileSink(parquetFormat, {
+      config: { type: 'parquet', compression: 'zstd' },
+      directory: `gs://${bucketName}/lake`,
+      timezone: 'UTC',
+      storageClient: storage,
+    });
     const names = async () => (await bucket.getFiles())[0].map((file) => file.name);
     return {
       sink,
@@ -221,7 +234,13 @@ let testS3: (TestS3 & { stop(): Promise<void> }) | undefined;
 const motoBinary = motoBinaryOrSkip();
 
 /** A file sink on s3:// as the suite sees it: the target's rows read from the downloaded object. */
-function s3UnderTest(name: string, key: string, makeSink: (directory: string, s3: TestS3) => Sink, previous: () => Buffer | string, readRows: (bytes: Buffer, local: string) => Promise<string[][]>): SinkUnderTest {
+function s3UnderTest(
+  name: string,
+  key: string,
+  makeSink: (directory: string, s3: TestS3) => Sink,
+  previous: () => Buffer | string,
+  readRows: (bytes: Buffer, local: string) => Promise<string[][]>,
+): SinkUnderTest {
   return {
     name,
     available: () => motoBinary !== null,
@@ -256,7 +275,8 @@ const csvS3UnderTest = s3UnderTest(
 const parquetS3UnderTest = s3UnderTest(
   'parquet on s3:// (moto)',
   'contract.parquet',
-  (directory, s3) => new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'zstd' }, directory, timezone: 'UTC', s3Client: s3.sinkClient, s3Write }),
+  (directory, s3) =>
+    new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'zstd' }, directory, timezone: 'UTC', s3Client: s3.sinkClient, s3Write }),
   previousParquet,
   async (bytes, local) => {
     const copy = path.join(local, `read-${Date.now()}.parquet`);
@@ -272,69 +292,82 @@ afterAll(async () => {
   await fakeGcs?.stop();
 });
 
-describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest, parquetUnderTest, parquetGcsUnderTest, csvS3UnderTest, parquetS3UnderTest])('the sink contract: $name', (underTest) => {
-  let fixture: SinkFixture;
-  beforeEach(async (context) => {
-    if (!underTest.available()) context.skip(`${underTest.name} cannot run here: its server is not installed (npm run setup:tools)`);
-    fixture = await underTest.make();
-    await fixture.seedPrevious();
-  });
-  afterEach(async () => {
-    await fixture?.close();
-  });
+describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest, parquetUnderTest, parquetGcsUnderTest, csvS3UnderTest, parquetS3UnderTest])(
+  'the sink contract: $name',
+  (underTest) => {
+    let fixture: SinkFixture;
+    beforeEach(async (context) => {
+      if (!underTest.available()) context.skip(`${underTest.name} cannot run here: its server is not installed (npm run setup:tools)`);
+      fixture = await underTest.make();
+      await fixture.seedPrevious();
+    });
+    afterEach(async () => {
+      await fixture?.close();
+    });
 
-  it('changes nothing readers see until publish, then shows exactly the new run', async () => {
-    const writer = await fixture.sink.open(fixture.context('run-a'));
-    await writer.writeRows(NEW_ROWS.slice(0, 2));
-    await writer.writeRows(NEW_ROWS.slice(2));
-    await writer.prepare();
-    expect(await fixture.read()).toEqual(PREVIOUS);
-    const result = await writer.publish();
-    expect(await fixture.read()).toEqual(NEW_TEXT);
-    expect(result).toMatchObject({ sink: fixture.sink.kind, target: writer.target, rows: NEW_ROWS.length });
-    expect(await fixture.artefacts()).toEqual([]);
-  });
+    it('changes nothing readers see until publish, then shows exactly the new run', async () => {
+      const writer = await fixture.sink.open(fixture.context('run-a'));
+      await writer.writeRows(NEW_ROWS.slice(0, 2));
+      await writer.writeRows(NEW_ROWS.slice(2));
+      await writer.prepare();
+      expect(await fixture.read()).toEqual(PREVIOUS);
+      const result = await writer.publish();
+      expect(await fixture.read()).toEqual(NEW_TEXT);
+      expect(result).toMatchObject({ sink: fixture.sink.kind, target: writer.target, rows: NEW_ROWS.length });
+      expect(await fixture.artefacts()).toEqual([]);
+    });
 
-  it('on abort after prepare keeps the previous run and leaves no artefact', async () => {
-    const writer = await fixture.sink.open(fixture.context('run-b'));
-    await writer.writeRows(NEW_ROWS);
-    await writer.prepare();
-    await writer.abort();
-    expect(await fixture.read()).toEqual(PREVIOUS);
-    expect(await fixture.artefacts()).toEqual([]);
-  });
+    it('on abort after prepare keeps the previous run and leaves no artefact', async () => {
+      const writer = await fixture.sink.open(fixture.context('run-b'));
+      await writer.writeRows(NEW_ROWS);
+      await writer.prepare();
+      await writer.abort();
+      expect(await fixture.read()).toEqual(PREVIOUS);
+      expect(await fixture.artefacts()).toEqual([]);
+    });
 
-  it('on abort while rows are being written keeps the previous run and leaves no artefact', async () => {
-    const writer = await fixture.sink.open(fixture.context('run-c'));
-    await writer.writeRows(NEW_ROWS.slice(0, 1));
-    await writer.abort();
-    await writer.abort();
-    expect(await fixture.read()).toEqual(PREVIOUS);
-    expect(await fixture.artefacts()).toEqual([]);
-  });
+    it('on abort while rows are being written keeps the previous run and leaves no artefact', async () => {
+      const writer = await fixture.sink.open(fixture.context('run-c'));
+      await writer.writeRows(NEW_ROWS.slice(0, 1));
+      await writer.abort();
+      await writer.abort();
+      expect(await fixture.read()).toEqual(PREVIOUS);
+      expect(await fixture.artefacts()).toEqual([]);
+    });
 
-  it('refuses publish before prepare, and abort after a publish changes nothing', async () => {
-    const writer = await fixture.sink.open(fixture.context('run-d'));
-    await writer.writeRows(NEW_ROWS);
-    await expect(writer.publish()).rejects.toThrow();
-    expect(await fixture.read()).toEqual(PREVIOUS);
-    await writer.prepare();
-    await writer.publish();
-    await writer.abort();
-    expect(await fixture.read()).toEqual(NEW_TEXT);
-  });
+    it('refuses publish before prepare, and abort after a publish changes nothing', async () => {
+      const writer = await fixture.sink.open(fixture.context('run-d'));
+      await writer.writeRows(NEW_ROWS);
+      await expect(writer.publish()).rejects.toThrow();
+      expect(await fixture.read()).toEqual(PREVIOUS);
+      await writer.prepare();
+      await writer.publish();
+      await writer.abort();
+      expect(await fixture.read()).toEqual(NEW_TEXT);
+    });
 
-  it("never sweeps a live run's artefacts, this process's own included", async () => {
-    const writer = await fixture.sink.open(fixture.context('run-e'));
-    await writer.writeRows(NEW_ROWS);
-    expect(await fixture.sink.sweep(logger)).toEqual([]);
-    await writer.prepare();
-    expect(await fixture.sink.sweep(logger)).toEqual([]);
-    await writer.publish();
-    expect(await fixture.read()).toEqual(NEW_TEXT);
-  });
+    it("never sweeps a live run's artefacts, this process's own included", async () => {
+      const writer = await fixture.sink.open(fixture.context('run-e'));
+      await writer.writeRows(NEW_ROWS);
+      expect(await fixture.sink.sweep(logger)).toEqual([]);
+      await writer.prepare();
+      expect(await fixture.sink.sweep(logger)).toEqual([]);
+      await writer.publish();
+      expect(await fixture.read()).toEqual(NEW_TEXT);
+    });
 
-  it('orders its publish by rank: remote sinks before local ones (BigQuery, then Cloud Storage and S3, then files)', () => {
-    expect(fixture.sink.publishRank).toBe({ csv: 10, 'bigquery (emulator)': 0, 'csv on gs:// (fake-gcs-server)': 5, parquet: 10, 'parquet on gs:// (fake-gcs-server)': 5, 'csv on s3:// (moto)': 5, 'parquet on s3:// (moto)': 5 }[underTest.name]);
-  });
-});
+    it('orders its publish by rank: remote sinks before local ones (BigQuery, then Cloud Storage and S3, then files)', () => {
+      expect(fixture.sink.publishRank).toBe(
+        {
+          csv: 10,
+          'bigquery (emulator)': 0,
+          'csv on gs:// (fake-gcs-server)': 5,
+          parquet: 10,
+          'parquet on gs:// (fake-gcs-server)': 5,
+          'csv on s3:// (moto)': 5,
+          'parquet on s3:// (moto)': 5,
+        }[underTest.name],
+      );
+    });
+  },
+);

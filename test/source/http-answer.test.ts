@@ -13,7 +13,9 @@ const context = (overrides: Partial<AnswerContext> = {}): AnswerContext => ({
   now: () => Date.parse('2026-11-21T10:00:00Z'),
   ...overrides,
 });
-const answer = (status: number, text = '', headers: HttpAnswer['headers'] = {}, extra: Partial<HttpAnswer> = {}) => ({ answer: { status, text, headers, ...extra } });
+const answer = (status: number, text = '', headers: HttpAnswer['headers'] = {}, extra: Partial<HttpAnswer> = {}) => ({
+  answer: { status, text, headers, ...extra },
+});
 const networkError = (code: string) => Object.assign(new Error(`socket ${code}`), { code });
 
 describe('classifyAnswer', () => {
@@ -28,7 +30,11 @@ describe('classifyAnswer', () => {
       asked.push(options);
       return { ok: true as const, value: { from: 'bytes' } };
     };
-    expect(classifyAnswer(answer(200, '', {}, { json }), context({ slicedArray: ['result', 'rows'], literalsMatter }))).toEqual({ kind: 'ok', status: 200, value: { from: 'bytes' } });
+    expect(classifyAnswer(answer(200, '', {}, { json }), context({ slicedArray: ['result', 'rows'], literalsMatter }))).toEqual({
+      kind: 'ok',
+      status: 200,
+      value: { from: 'bytes' },
+    });
     expect(asked).toEqual([{ slicedArray: ['result', 'rows'], literalsMatter }]);
     // A failed parse quotes the text, which the answer still holds.
     const failed = classifyAnswer(answer(200, '{"ok":tr', {}, { json: () => ({ ok: false as const, error: 'Unexpected end of JSON input' }) }), context());
@@ -57,9 +63,15 @@ describe('classifyAnswer', () => {
   });
 
   it.each([301, 302, 303, 307, 308])('fails at once on a redirect (HTTP %i), saying where it points and why it is not followed', (status) => {
-    const verdict = classifyAnswer(answer(status, '<html>moved</html>', { location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' }), context());
+    const verdict = classifyAnswer(
+      answer(status, '<html>moved</html>', { location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' }),
+      context(),
+    );
     expect(verdict.kind === 'fail' && verdict.error).toBeInstanceOf(SourceRedirectError);
-    expect(verdict).toMatchObject({ kind: 'fail', error: { code: 'source_redirect', status, location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' } });
+    expect(verdict).toMatchObject({
+      kind: 'fail',
+      error: { code: 'source_redirect', status, location: 'https://elsewhere.example/api/v1/topics/incident/execute?tileId=t' },
+    });
     expect(verdict.kind === 'fail' && verdict.error.message).toBe(
       `job j: page 4: HTTP ${status} redirect to https://elsewhere.example/api/v1/topics/incident/execute?tileId=t; tilehouse does not follow redirects, ` +
         'because the request carries a bearer token (or the client secret) that would go to another host; if the service moved, set source.baseUrl (or source.authUrl) to the new address',
@@ -67,7 +79,10 @@ describe('classifyAnswer', () => {
   });
 
   it('says so when a redirect names no Location', () => {
-    expect(classifyAnswer(answer(302), context())).toMatchObject({ kind: 'fail', error: { code: 'source_redirect', message: expect.stringContaining('HTTP 302 redirect without a Location header;') } });
+    expect(classifyAnswer(answer(302), context())).toMatchObject({
+      kind: 'fail',
+      error: { code: 'source_redirect', message: expect.stringContaining('HTTP 302 redirect without a Location header;') },
+    });
   });
 
   it.each([429, 500, 502, 503, 504])('retries HTTP %i, with its Retry-After', (status) => {

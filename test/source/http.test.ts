@@ -61,7 +61,9 @@ describe('postJson deadline', () => {
     const hostile = await trickling();
     try {
       const started = Date.now();
-      const error = await postJson({ url: `${hostile.url}/x`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 400 } }).catch((e: unknown) => e);
+      const error = await postJson({ url: `${hostile.url}/x`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 400 } }).catch(
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(RequestDeadlineError);
       expect((error as Error).message).toBe('no complete answer within 400 ms');
       expect(isTransientNetworkError(error)).toBe(true);
@@ -76,7 +78,13 @@ describe('postJson deadline', () => {
     try {
       const controller = new AbortController();
       setTimeout(() => controller.abort(new Error('SIGTERM')), 150);
-      const error = await postJson({ url: `${hostile.url}/x`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 2000 }, signal: controller.signal }).catch((e: unknown) => e);
+      const error = await postJson({
+        url: `${hostile.url}/x`,
+        body: {},
+        dispatcher,
+        timeouts: { headersMs: 5000, bodyMs: 5000, totalMs: 2000 },
+        signal: controller.signal,
+      }).catch((e: unknown) => e);
       expect(error).not.toBeInstanceOf(RequestDeadlineError);
       expect(isTransientNetworkError(error)).toBe(false);
     } finally {
@@ -92,7 +100,6 @@ describe('excerpt', () => {
     expect(excerpt('x'.repeat(200))).toBe(`${'x'.repeat(160)}…`);
   });
 });
-
 
 describe('postJson body bytes', () => {
   // An export page of ~600 KB: rows with multi-byte text, "],[" inside strings, one long literal.
@@ -131,7 +138,7 @@ describe('postJson body bytes', () => {
     await new Promise((resolve) => bodies.close(resolve));
   });
 
-  it('gives a decoded body\'s bytes back at once, not at the next garbage collection, and keeps the text', async () => {
+  it("gives a decoded body's bytes back at once, not at the next garbage collection, and keeps the text", async () => {
     const answer = await postJson({ url: `${bodiesUrl}/big`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
     const bodyMb = Buffer.byteLength(bigBody) / 2 ** 20;
     const before = process.memoryUsage().arrayBuffers / 2 ** 20;
@@ -161,7 +168,7 @@ describe('postJson body bytes', () => {
     expect(answer.text).toBe(page.slice(0, -3));
   });
 
-  it('leaves a body that arrived in one chunk (undici\'s buffer) as it is, and decodes it', async () => {
+  it("leaves a body that arrived in one chunk (undici's buffer) as it is, and decodes it", async () => {
     const answer = await postJson({ url: `${bodiesUrl}/one-write`, body: {}, dispatcher, timeouts: { headersMs: 5000, bodyMs: 5000 } });
     expect(answer.text).toBe('{"ok":"one chunk, not ours to free"}');
     expect(answer.text).toBe('{"ok":"one chunk, not ours to free"}');

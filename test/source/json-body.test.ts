@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  isInexactLiteral,
-  mayHoldInexactNumber,
-  parseJsonBody,
-  parseJsonBytes,
-  readLosslessJson,
-  SLICE_BYTES,
-} from '../../src/source/json-body.js';
+import { isInexactLiteral, mayHoldInexactNumber, parseJsonBody, parseJsonBytes, readLosslessJson, SLICE_BYTES } from '../../src/source/json-body.js';
 import { ExactNumber } from '../../src/value-types/exact-number.js';
 import { formatDecimal, parseDecimal } from '../../src/transform/values/decimal.js';
 
@@ -23,7 +16,8 @@ function rounded(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rounded);
   if (value !== null && typeof value === 'object') {
     const copy: Record<string, unknown> = {};
-    for (const [key, member] of Object.entries(value)) Object.defineProperty(copy, key, { value: rounded(member), enumerable: true, writable: true, configurable: true });
+    for (const [key, member] of Object.entries(value))
+      Object.defineProperty(copy, key, { value: rounded(member), enumerable: true, writable: true, configurable: true });
     return copy;
   }
   return value;
@@ -34,7 +28,10 @@ const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(.
 const numberLiteral = fc
   .tuple(
     fc.boolean(),
-    fc.oneof(fc.constant('0'), fc.tuple(fc.constantFrom(...'123456789'), digits(0, 40)).map(([first, rest]) => first + rest)),
+    fc.oneof(
+      fc.constant('0'),
+      fc.tuple(fc.constantFrom(...'123456789'), digits(0, 40)).map(([first, rest]) => first + rest),
+    ),
     fc.option(digits(1, 40), { nil: undefined }),
     fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.oneof(digits(1, 2), digits(3, 4))), { nil: undefined }),
   )
@@ -134,15 +131,25 @@ describe('parseJsonBody', () => {
     expect(value.a).toEqual(new ExactNumber('12345678901234567890'));
   });
 
-  it.each(['', '{', '[1,2', '{"a":1,}', '[01]', '[1.]', '[-]', '["a\nb", 12345678901234567890]', '["\\x", 12345678901234567890]', 'nul', '[1234567890123456789] x', '[12345678901234567890'])(
-    'refuses malformed JSON %j on both paths',
-    (text) => {
-      const result = parseJsonBody(text);
-      expect(result.ok).toBe(false);
-      expect((result as { error: string }).error).not.toBe('');
-      expect(() => JSON.parse(text)).toThrow(SyntaxError);
-    },
-  );
+  it.each([
+    '',
+    '{',
+    '[1,2',
+    '{"a":1,}',
+    '[01]',
+    '[1.]',
+    '[-]',
+    '["a\nb", 12345678901234567890]',
+    '["\\x", 12345678901234567890]',
+    'nul',
+    '[1234567890123456789] x',
+    '[12345678901234567890',
+  ])('refuses malformed JSON %j on both paths', (text) => {
+    const result = parseJsonBody(text);
+    expect(result.ok).toBe(false);
+    expect((result as { error: string }).error).not.toBe('');
+    expect(() => JSON.parse(text)).toThrow(SyntaxError);
+  });
 
   it('the lossless reader agrees with JSON.parse on any JSON text (property)', () => {
     fc.assert(
@@ -238,11 +245,21 @@ describe('parseJsonBody with a say on whether literals matter', () => {
 describe('parseJsonBytes', () => {
   const ROWS = ['result', 'rows'] as const;
   /** A page of `count` rows whose cells include the cut pattern "],[" inside strings, escapes, non-ASCII text and nested values. */
-  function pageText(count: number, options: { rowShape?: 'array' | 'object'; extra?: (index: number) => unknown[]; before?: string; after?: string } = {}): string {
+  function pageText(
+    count: number,
+    options: { rowShape?: 'array' | 'object'; extra?: (index: number) => unknown[]; before?: string; after?: string } = {},
+  ): string {
     const headers = ['id', 'rows', 'note', 'nested', 'n'];
     const rows: string[] = [];
     for (let index = 0; index < count; index++) {
-      const cells = [`INC-${index}`, index % 7 === 0 ? '],[' : '"],["', index % 5 === 0 ? 'ünïcödé — 漢字 🙂 \\"quoted\\" ],{' : `line\nbreak ${index}`, [[index], { a: [index, index + 1] }], index * 1.5, ...(options.extra?.(index) ?? [])];
+      const cells = [
+        `INC-${index}`,
+        index % 7 === 0 ? '],[' : '"],["',
+        index % 5 === 0 ? 'ünïcödé — 漢字 🙂 \\"quoted\\" ],{' : `line\nbreak ${index}`,
+        [[index], { a: [index, index + 1] }],
+        index * 1.5,
+        ...(options.extra?.(index) ?? []),
+      ];
       const row = options.rowShape === 'object' ? Object.fromEntries(headers.map((header, at) => [header, cells[at]])) : cells;
       rows.push(JSON.stringify(row));
     }
@@ -292,7 +309,10 @@ describe('parseJsonBytes', () => {
 
   it('ignores a leading byte-order mark', () => {
     const text = pageText(1500);
-    expect(parseJsonBytes(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytesOf(text)]), { slicedArray: ROWS })).toEqual({ ok: true, value: JSON.parse(text) });
+    expect(parseJsonBytes(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytesOf(text)]), { slicedArray: ROWS })).toEqual({
+      ok: true,
+      value: JSON.parse(text),
+    });
   });
 
   it('takes the last of duplicate "rows" and "result" members, as JSON.parse does', () => {
@@ -314,7 +334,7 @@ describe('parseJsonBytes', () => {
     ['a row that is not JSON', (text: string) => text.replace('"INC-900"', 'INC-900')],
     ['garbage after the body', (text: string) => `${text} x`],
     ['a control character in a string', (text: string) => text.replace('INC-1200', 'INC\u0001')],
-  ])('refuses a page %s with parseJsonBody\'s own error', (_name, spoil) => {
+  ])("refuses a page %s with parseJsonBody's own error", (_name, spoil) => {
     const text = spoil(pageText(2000));
     const result = sliced(text);
     expect(result.ok).toBe(false);
@@ -322,7 +342,9 @@ describe('parseJsonBytes', () => {
   });
 
   it('keeps long literals exact in every slice, and reads the whole page exactly when one slice says its literals matter', () => {
-    const text = pageText(3000, { extra: (index) => [index === 2900 ? 'EXACT' : 'x'] }).replace('"EXACT"', '12345678901234567890').replace('"totalRows":99', '"totalRows":99.000000000000000000001');
+    const text = pageText(3000, { extra: (index) => [index === 2900 ? 'EXACT' : 'x'] })
+      .replace('"EXACT"', '12345678901234567890')
+      .replace('"totalRows":99', '"totalRows":99.000000000000000000001');
     const exactAll = sliced(text);
     expect(exactAll).toEqual(parseJsonBody(text));
     const rows = (exactAll as { value: { result: { rows: unknown[][]; navigation: { totalRows: unknown } } } }).value.result;
@@ -343,7 +365,10 @@ describe('parseJsonBytes', () => {
   });
 
   it('reads a small body whole, and a body without the array whole', () => {
-    expect(sliced('{"ok":true,"result":{"rows":[[12345678901234567890]]}}')).toEqual({ ok: true, value: { ok: true, result: { rows: [[new ExactNumber('12345678901234567890')]] } } });
+    expect(sliced('{"ok":true,"result":{"rows":[[12345678901234567890]]}}')).toEqual({
+      ok: true,
+      value: { ok: true, result: { rows: [[new ExactNumber('12345678901234567890')]] } },
+    });
     const noRows = JSON.stringify({ ok: true, items: Array.from({ length: 3000 }, (_, index) => [index, 'x'.repeat(20)]) });
     expect(sliced(noRows)).toEqual({ ok: true, value: JSON.parse(noRows) });
   });

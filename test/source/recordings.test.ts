@@ -18,7 +18,9 @@ import { makeTempDir } from '../support/temp-dir.js';
  */
 
 const DIRECTORY = fileURLToPath(new URL('../fixtures/recordings/', import.meta.url));
-const FILES = readdirSync(DIRECTORY).filter((name) => name.endsWith('.json')).sort();
+const FILES = readdirSync(DIRECTORY)
+  .filter((name) => name.endsWith('.json'))
+  .sort();
 
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -37,7 +39,9 @@ function recordedRows(recording: Recording): { headers: string[]; dataTypes: str
   const pages = [...recording.pages].sort((a, b) => a.pageNumber - b.pageNumber);
   if (pages.length === 0 || pages.some((page, index) => page.pageNumber !== index || page.values === undefined)) return undefined;
   const { headers, dataTypes } = pages[0]!;
-  const rows = pages.flatMap((page) => page.values!.map((row) => (Array.isArray(row) ? row : headers.map((header) => (row as Record<string, unknown>)[header]))));
+  const rows = pages.flatMap((page) =>
+    page.values!.map((row) => (Array.isArray(row) ? row : headers.map((header) => (row as Record<string, unknown>)[header]))),
+  );
   return { headers, dataTypes, rows };
 }
 
@@ -53,10 +57,15 @@ describe('recordings in test/fixtures/recordings/', () => {
       const replay = await startSandbox({ replay: recording });
       const root = await makeTempDir();
       try {
-        const workspace = await writeWorkspace(root, replay, [{ name: recording.job, tile: recording.tile, query: recording.query, sinks: [{ type: 'csv' }] }], {
-          tileParam: recording.tileParam,
-          itemsPerPage: recording.itemsPerPage,
-        });
+        const workspace = await writeWorkspace(
+          root,
+          replay,
+          [{ name: recording.job, tile: recording.tile, query: recording.query, sinks: [{ type: 'csv' }] }],
+          {
+            tileParam: recording.tileParam,
+            itemsPerPage: recording.itemsPerPage,
+          },
+        );
         const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(replay) });
         const failure = result.logs.find((line) => typeof line.code === 'string' && line.level !== undefined && Number(line.level) >= 50);
         expect({ exitCode: result.exitCode, code: failure?.code }).toEqual({ exitCode: 0, code: undefined });

@@ -157,6 +157,8 @@ describe('withSourceRetries', () => {
 
   it('refuses a requeue whose Retry-After is beyond maxDelayMs too', async () => {
     const final = new Error('too many at once');
-    await expect(withSourceRetries(async () => Promise.reject(new RetryableFailure(final, 5_000, { requeue: true })), policy({ maxDelayMs: 20 }))).rejects.toBe(final);
+    await expect(withSourceRetries(async () => Promise.reject(new RetryableFailure(final, 5_000, { requeue: true })), policy({ maxDelayMs: 20 }))).rejects.toBe(
+      final,
+    );
   });
 });

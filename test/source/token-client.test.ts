@@ -9,19 +9,24 @@ async function issuer(token: (index: number) => HostileAnswer): Promise<HostileS
   return hostile.start({ token: (_request, index) => token(index), page: () => ({ status: 500 }) });
 }
 
-const failureOf = (promise: Promise<unknown>) => promise.then(
-  () => {
-    throw new Error('expected a failure');
-  },
-  (error: unknown) => error as Error & Record<string, unknown>,
-);
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: unknown) => error as Error & Record<string, unknown>,
+  );
 
 describe('fetchToken', () => {
   it('posts the client-credentials grant as JSON to {authUrl}/oauth/token', async () => {
     const source = await issuer(() => ({ json: { access_token: 'abc', token_type: 'Bearer' } }));
     expect(await fetchToken(tokenRequest(source, dispatcher))).toMatchObject({ accessToken: 'abc' });
     expect(source.requests).toHaveLength(1);
-    expect(source.requests[0]).toMatchObject({ method: 'POST', url: '/oauth/token', json: { client_id: 'hostile-id', client_secret: 'hostile-secret', audience: '127.0.0.1', grant_type: 'client_credentials' } });
+    expect(source.requests[0]).toMatchObject({
+      method: 'POST',
+      url: '/oauth/token',
+      json: { client_id: 'hostile-id', client_secret: 'hostile-secret', audience: '127.0.0.1', grant_type: 'client_credentials' },
+    });
     expect(source.requests[0]!.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
@@ -60,7 +65,9 @@ describe('fetchToken', () => {
   });
 
   it('retries a 503 and takes the token sent next', async () => {
-    const source = await issuer((index) => (index === 0 ? { status: 503, body: '<html>busy</html>' } : { json: { access_token: 'second', token_type: 'Bearer' } }));
+    const source = await issuer((index) =>
+      index === 0 ? { status: 503, body: '<html>busy</html>' } : { json: { access_token: 'second', token_type: 'Bearer' } },
+    );
     expect((await fetchToken(tokenRequest(source, dispatcher))).accessToken).toBe('second');
     expect(source.requests).toHaveLength(2);
   });
@@ -73,10 +80,16 @@ describe('fetchToken', () => {
   });
 
   it('fails at once on a Retry-After longer than the job waits, quoting it', async () => {
-    const source = await issuer(() => ({ status: 429, headers: { 'retry-after': '120' }, json: { error: 'slow_down', error_description: 'too many token requests' } }));
+    const source = await issuer(() => ({
+      status: 429,
+      headers: { 'retry-after': '120' },
+      json: { error: 'slow_down', error_description: 'too many token requests' },
+    }));
     const error = await failureOf(fetchToken(tokenRequest(source, dispatcher, { retry: fastPolicy({ maxDelayMs: 30_000 }) })));
     expect(error).toMatchObject({ code: 'source_retry_after_too_long' });
-    expect(error.message).toBe('job hostile: token request: HTTP 429 with Retry-After: 120 (more than the 30 s this job waits): slow_down — too many token requests');
+    expect(error.message).toBe(
+      'job hostile: token request: HTTP 429 with Retry-After: 120 (more than the 30 s this job waits): slow_down — too many token requests',
+    );
     expect(source.requests).toHaveLength(1);
   });
 

@@ -31,7 +31,12 @@ describe('undici-parts', () => {
   it('request sends method, path, query and body through the given dispatcher, and returns the answer', async () => {
     const dispatcher = new Agent();
     try {
-      const answer = await request(`${base}/api/v1/export?tile=a%20b&page=2`, { method: 'POST', dispatcher, body: '{"x":1}', headers: { 'content-type': 'application/json' } });
+      const answer = await request(`${base}/api/v1/export?tile=a%20b&page=2`, {
+        method: 'POST',
+        dispatcher,
+        body: '{"x":1}',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(answer.statusCode).toBe(201);
       expect(answer.headers['x-answer']).toBe('yes');
       expect(await answer.body.text()).toBe('answered');
@@ -41,7 +46,7 @@ describe('undici-parts', () => {
     }
   });
 
-  it('request takes a URL object and a root path; it never falls back to undici\'s global dispatcher', async () => {
+  it("request takes a URL object and a root path; it never falls back to undici's global dispatcher", async () => {
     let dispatched = 0;
     const dispatcher = new Agent().compose((dispatch) => (options, handler) => {
       dispatched += 1;

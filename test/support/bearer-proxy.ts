@@ -35,7 +35,10 @@ export interface BearerProxy {
 
 export function googleError(response: ServerResponse, status: number, reason: string, message: string): true {
   const statusText = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : 'FAILED';
-  response.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...(status === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' } : {}) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=UTF-8',
+    ...(status === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' } : {}),
+  });
   response.end(JSON.stringify({ error: { code: status, message, status: statusText, errors: [{ message, domain: 'global', reason }] } }));
   return true;
 }

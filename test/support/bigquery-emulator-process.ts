@@ -21,10 +21,7 @@ export interface RunningEmulator {
  * The emulator binary: $BIGQUERY_EMULATOR_BIN, else the project-local install, else PATH.
  * An explicit $BIGQUERY_EMULATOR_BIN that does not exist is an error, not a reason to look elsewhere.
  */
-export async function findEmulatorBinary(
-  env: NodeJS.ProcessEnv = process.env,
-  projectLocal: string = PROJECT_LOCAL_EMULATOR,
-): Promise<string | undefined> {
+export async function findEmulatorBinary(env: NodeJS.ProcessEnv = process.env, projectLocal: string = PROJECT_LOCAL_EMULATOR): Promise<string | undefined> {
   const explicit = env.BIGQUERY_EMULATOR_BIN;
   if (explicit) {
     if (await isExecutable(explicit)) return explicit;
@@ -56,11 +53,9 @@ export async function startEmulator(binary: string, options: { readyTimeoutMs?: 
 
 async function startOnce(binary: string, readyTimeoutMs: number): Promise<RunningEmulator> {
   const [httpPort, grpcPort] = [await freePort(), await freePort()];
-  const child = spawn(
-    binary,
-    [`--project=${EMULATOR_PROJECT_ID}`, '--host=127.0.0.1', `--port=${httpPort}`, `--grpc-port=${grpcPort}`, '--log-level=error'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(binary, [`--project=${EMULATOR_PROJECT_ID}`, '--host=127.0.0.1', `--port=${httpPort}`, `--grpc-port=${grpcPort}`, '--log-level=error'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output = captureTail(child);
   const apiEndpoint = `http://127.0.0.1:${httpPort}`;
   try {

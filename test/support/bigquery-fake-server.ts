@@ -77,11 +77,7 @@ export function apiError(status: number, reason: string, message: string): Reply
 }
 
 /** A job resource in the given state, echoing the job id of the request. */
-export function jobResource(
-  jobId: string,
-  state: 'PENDING' | 'RUNNING' | 'DONE',
-  errorResult?: { reason: string; message: string },
-): Reply {
+export function jobResource(jobId: string, state: 'PENDING' | 'RUNNING' | 'DONE', errorResult?: { reason: string; message: string }): Reply {
   return {
     status: 200,
     body: {
@@ -358,7 +354,10 @@ async function runTruncateDataQuery(client: BigQuery, job: CopyJobRequest): Prom
 /** The SQL expression giving a row's partition id (`YYYYMMDD`/`YYYYMM`) of a column-partitioned table. */
 async function partitionExpression(table: Table): Promise<string | undefined> {
   const [metadata] = await table.getMetadata();
-  const { timePartitioning, schema } = metadata as { timePartitioning?: { type?: string; field?: string }; schema?: { fields?: { name: string; type: string }[] } };
+  const { timePartitioning, schema } = metadata as {
+    timePartitioning?: { type?: string; field?: string };
+    schema?: { fields?: { name: string; type: string }[] };
+  };
   if (!timePartitioning?.field) return undefined;
   const field = schema?.fields?.find((candidate) => candidate.name.toLowerCase() === timePartitioning.field!.toLowerCase());
   const format = timePartitioning.type === 'MONTH' ? '%Y%m' : '%Y%m%d';
@@ -381,17 +380,22 @@ async function runPartitionCopy(client: BigQuery, job: CopyJobRequest): Promise<
   if (!(await destination.exists())[0]) return failed('notFound', `Not found: Table ${toTable}`);
   if (!(await source.exists())[0]) return failed('notFound', `Not found: Table ${fromTable}`);
   const destinationPartition = await partitionExpression(destination);
-  if (destinationPartition === undefined) return failed('invalid', `copy shim: ${toTable} is not column-partitioned (the emulator has no ingestion-time partitions)`);
+  if (destinationPartition === undefined)
+    return failed('invalid', `copy shim: ${toTable} is not column-partitioned (the emulator has no ingestion-time partitions)`);
   const sourcePartition = fromId === undefined ? destinationPartition : await partitionExpression(source);
   if (sourcePartition === undefined) return failed('invalid', `copy shim: ${fromTable} is not column-partitioned, cannot read its partition ${fromId}`);
   const name = (reference: TableReference, table: string) => `\`${reference.projectId}.${reference.datasetId}.${table}\``;
   const from = name(copy.sourceTable, fromTable);
   const to = name(copy.destinationTable, toTable);
   const selected = fromId === undefined ? '' : ` WHERE ${sourcePartition} = '${fromId}'`;
-  const [[outside]] = (await client.query(`SELECT COUNT(*) AS n FROM ${from}${selected ? `${selected} AND` : ' WHERE'} NOT (${sourcePartition} = '${toId}')`)) as [[{ n: number }]];
+  const [[outside]] = (await client.query(
+    `SELECT COUNT(*) AS n FROM ${from}${selected ? `${selected} AND` : ' WHERE'} NOT (${sourcePartition} = '${toId}')`,
+  )) as [[{ n: number }]];
   if (outside.n > 0) return failed('invalid', `Some rows belong to different partitions rather than destination partition ${toId}`);
   const [metadata] = await source.getMetadata();
-  const columns = (((metadata as { schema?: { fields?: { name: string }[] } }).schema?.fields ?? []) as { name: string }[]).map((field) => `\`${field.name}\``).join(', ');
+  const columns = (((metadata as { schema?: { fields?: { name: string }[] } }).schema?.fields ?? []) as { name: string }[])
+    .map((field) => `\`${field.name}\``)
+    .join(', ');
   const [[count]] = (await client.query(`SELECT COUNT(*) AS n FROM ${from}${selected}`)) as [[{ n: number }]];
   try {
     if (copy.writeDisposition === 'WRITE_TRUNCATE') await client.query(`DELETE FROM ${to} WHERE ${destinationPartition} = '${toId}'`);

@@ -32,7 +32,10 @@ export interface BigQueryFaultProxy {
 // Headers of one connection, not of the request; fetch refuses some of them (transfer-encoding).
 const HOP_BY_HOP = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect']);
 
-export async function startBigQueryFaultProxy(upstream: string, decide: (request: BigQueryRequest) => FaultDecision | Promise<FaultDecision>): Promise<BigQueryFaultProxy> {
+export async function startBigQueryFaultProxy(
+  upstream: string,
+  decide: (request: BigQueryRequest) => FaultDecision | Promise<FaultDecision>,
+): Promise<BigQueryFaultProxy> {
   const seen: BigQueryRequest[] = [];
   const held: BigQueryRequest[] = [];
   const server = createServer((incoming, response) => {

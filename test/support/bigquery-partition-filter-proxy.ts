@@ -51,11 +51,21 @@ export function partitionFilterRefusal(table: string, columns: readonly string[]
   const message = `Cannot query over table '${table}' without a filter over column(s) '${columns.join("', '")}' that can be used for partition elimination`;
   return {
     status: 400,
-    body: { error: { code: 400, message, errors: [{ message, domain: 'global', reason: 'invalidQuery', location: 'q', locationType: 'parameter' }], status: 'INVALID_ARGUMENT' } },
+    body: {
+      error: {
+        code: 400,
+        message,
+        errors: [{ message, domain: 'global', reason: 'invalidQuery', location: 'q', locationType: 'parameter' }],
+        status: 'INVALID_ARGUMENT',
+      },
+    },
   };
 }
 
-export async function startPartitionFilterProxy(upstream: string, options: { tables?: readonly PolicedTable[]; readMetadata?: boolean } = {}): Promise<PartitionFilterProxy> {
+export async function startPartitionFilterProxy(
+  upstream: string,
+  options: { tables?: readonly PolicedTable[]; readMetadata?: boolean } = {},
+): Promise<PartitionFilterProxy> {
   const queries: string[] = [];
   const refusals: PartitionFilterRefusal[] = [];
   const told = new Map((options.tables ?? []).map((table) => [table.table.toLowerCase(), table]));
@@ -66,7 +76,9 @@ export async function startPartitionFilterProxy(upstream: string, options: { tab
     if (named) return { columns: named.column.toUpperCase() === '_PARTITIONTIME' ? INGESTION_TIME_COLUMNS : [named.column] };
     if (!readMetadata) return undefined;
     const [projectId, datasetId, tableId] = table.split('.');
-    const answer = await fetch(`${upstream}/bigquery/v2/projects/${encodeURIComponent(projectId!)}/datasets/${encodeURIComponent(datasetId!)}/tables/${encodeURIComponent(tableId!)}`);
+    const answer = await fetch(
+      `${upstream}/bigquery/v2/projects/${encodeURIComponent(projectId!)}/datasets/${encodeURIComponent(datasetId!)}/tables/${encodeURIComponent(tableId!)}`,
+    );
     if (!answer.ok) return undefined;
     const metadata = (await answer.json()) as { requirePartitionFilter?: boolean; timePartitioning?: { field?: string; requirePartitionFilter?: boolean } };
     const required = metadata.requirePartitionFilter ?? metadata.timePartitioning?.requirePartitionFilter ?? false;
@@ -121,7 +133,24 @@ export function readTables(query: string, defaultProject: string): Array<{ table
 }
 
 // Words that may follow a table name but are not its alias.
-const KEYWORDS = new Set(['WHERE', 'ON', 'USING', 'SET', 'WHEN', 'GROUP', 'ORDER', 'LIMIT', 'JOIN', 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS', 'UNION', 'HAVING']);
+const KEYWORDS = new Set([
+  'WHERE',
+  'ON',
+  'USING',
+  'SET',
+  'WHEN',
+  'GROUP',
+  'ORDER',
+  'LIMIT',
+  'JOIN',
+  'INNER',
+  'LEFT',
+  'RIGHT',
+  'FULL',
+  'CROSS',
+  'UNION',
+  'HAVING',
+]);
 
 const CONSTANT = String.raw`(?:(?:DATE|TIMESTAMP|DATETIME)\s*(?:\(\s*)?'[^']*'(?:\s*\))?|'[^']*'|@\w+|-?\d+(?:\.\d+)?)`;
 

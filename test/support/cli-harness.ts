@@ -67,20 +67,21 @@ export interface CliResult {
   logs: Array<Record<string, unknown>>;
 }
 
-export async function runCli(
-  args: string[],
-  options: { env: Record<string, string>; io?: Partial<CliIo>; seams?: CliSeams },
-): Promise<CliResult> {
+export async function runCli(args: string[], options: { env: Record<string, string>; io?: Partial<CliIo>; seams?: CliSeams }): Promise<CliResult> {
   const stdout = new Capture();
   const stderr = new Capture();
   const logs = new Capture();
-  const exitCode = await main(args, {
-    env: options.env,
-    stdout,
-    stderr,
-    logDestination: logs,
-    ...options.io,
-  }, { retry: FAST_RETRY, ...options.seams });
+  const exitCode = await main(
+    args,
+    {
+      env: options.env,
+      stdout,
+      stderr,
+      logDestination: logs,
+      ...options.io,
+    },
+    { retry: FAST_RETRY, ...options.seams },
+  );
   return { exitCode, stdout: stdout.text, stderr: stderr.text, logs: logs.lines() };
 }
 

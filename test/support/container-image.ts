@@ -279,7 +279,12 @@ export async function startPod(image: ImageConfig, mounted: MountedImage, spec: 
     environment.set(entry.slice(0, at), entry.slice(at + 1));
   }
   // The downward API's fields, as the kubelet would fill them for this one pod.
-  const podFields: Record<string, string> = { 'metadata.name': 'tilehouse-image-test', 'metadata.uid': '00000000-0000-4000-8000-000000000001', 'metadata.namespace': 'tilehouse', 'spec.nodeName': 'image-test-node' };
+  const podFields: Record<string, string> = {
+    'metadata.name': 'tilehouse-image-test',
+    'metadata.uid': '00000000-0000-4000-8000-000000000001',
+    'metadata.namespace': 'tilehouse',
+    'spec.nodeName': 'image-test-node',
+  };
   for (const variable of container.env ?? []) {
     const reference = variable.valueFrom?.secretKeyRef;
     const field = variable.valueFrom?.fieldRef;

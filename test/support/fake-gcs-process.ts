@@ -37,7 +37,13 @@ export function findFakeGcsBinary(env: NodeJS.ProcessEnv = process.env, projectL
     if (isExecutable(explicit)) return explicit;
     throw new Error(`FAKE_GCS_SERVER_BIN=${explicit} is not an executable file`);
   }
-  return [projectLocal, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((directory) => join(directory, 'fake-gcs-server'))].find(isExecutable);
+  return [
+    projectLocal,
+    ...(env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((directory) => join(directory, 'fake-gcs-server')),
+  ].find(isExecutable);
 }
 
 /**

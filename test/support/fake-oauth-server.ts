@@ -50,7 +50,12 @@ export interface FakeOAuthServer {
   close(): Promise<void>;
 }
 
-export async function startFakeOAuthServer(options: { book: TokenBook; publicKey: KeyObject; email: string; tokenLifetimeSeconds?: number }): Promise<FakeOAuthServer> {
+export async function startFakeOAuthServer(options: {
+  book: TokenBook;
+  publicKey: KeyObject;
+  email: string;
+  tokenLifetimeSeconds?: number;
+}): Promise<FakeOAuthServer> {
   const grants: FakeOAuthServer['grants'] = [];
   const lifetime = options.tokenLifetimeSeconds ?? 3600;
   const server: Server = createServer((incoming, response) => {
@@ -66,7 +71,8 @@ export async function startFakeOAuthServer(options: { book: TokenBook; publicKey
       const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
       if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return answer(400, { error: 'unsupported_grant_type' });
       const [header, payload, signature] = (form.get('assertion') ?? '').split('.');
-      if (header === undefined || payload === undefined || signature === undefined) return answer(400, { error: 'invalid_grant', error_description: 'Invalid JWT.' });
+      if (header === undefined || payload === undefined || signature === undefined)
+        return answer(400, { error: 'invalid_grant', error_description: 'Invalid JWT.' });
       let claims: { iss?: string; scope?: string; exp?: number; aud?: string };
       let alg: string | undefined;
       try {
@@ -78,8 +84,10 @@ export async function startFakeOAuthServer(options: { book: TokenBook; publicKey
       const verified = alg === 'RS256' && verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), options.publicKey, Buffer.from(signature, 'base64url'));
       if (!verified) return answer(400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }, claims.iss);
       if (claims.iss !== options.email) return answer(400, { error: 'invalid_grant', error_description: 'Invalid issuer.' }, claims.iss, true);
-      if (!claims.scope?.split(' ').includes('https://www.googleapis.com/auth/cloud-platform')) return answer(400, { error: 'invalid_scope' }, claims.iss, true);
-      if (typeof claims.exp !== 'number' || claims.exp * 1000 < Date.now()) return answer(400, { error: 'invalid_grant', error_description: 'Invalid JWT: Token must be a short-lived token.' }, claims.iss, true);
+      if (!claims.scope?.split(' ').includes('https://www.googleapis.com/auth/cloud-platform'))
+        return answer(400, { error: 'invalid_scope' }, claims.iss, true);
+      if (typeof claims.exp !== 'number' || claims.exp * 1000 < Date.now())
+        return answer(400, { error: 'invalid_grant', error_description: 'Invalid JWT: Token must be a short-lived token.' }, claims.iss, true);
       const issued = options.book.issue('oauth', lifetime);
       answer(200, { access_token: issued.token, expires_in: lifetime, token_type: 'Bearer' }, claims.iss, true);
     });

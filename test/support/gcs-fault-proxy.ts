@@ -80,9 +80,12 @@ export function kindOf(incoming: IncomingMessage): RequestKind {
 }
 
 function answerError(response: ServerResponse, status: number): void {
-  const message = status === 503 ? 'Service Unavailable' : status === 412 ? 'At least one of the pre-conditions you specified did not hold.' : `injected ${status}`;
+  const message =
+    status === 503 ? 'Service Unavailable' : status === 412 ? 'At least one of the pre-conditions you specified did not hold.' : `injected ${status}`;
   response.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-  response.end(JSON.stringify({ error: { code: status, message, errors: [{ message, domain: 'global', reason: status === 412 ? 'conditionNotMet' : 'backendError' }] } }));
+  response.end(
+    JSON.stringify({ error: { code: status, message, errors: [{ message, domain: 'global', reason: status === 412 ? 'conditionNotMet' : 'backendError' }] } }),
+  );
 }
 
 async function bodyOf(message: IncomingMessage): Promise<Buffer> {
@@ -98,7 +101,10 @@ export async function startGcsFaultProxy(upstream: string): Promise<GcsFaultProx
   const rules: Array<FaultRule & { count: number }> = [];
   const sockets = new Set<Socket>();
   /** Per upload_id: bytes persisted, and the object's answer once complete. */
-  const sessions = new Map<string, { persisted: number; complete?: { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer } }>();
+  const sessions = new Map<
+    string,
+    { persisted: number; complete?: { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer } }
+  >();
 
   function sessionOf(url: string) {
     const id = new URL(url, 'http://proxy').searchParams.get('upload_id') ?? '';
@@ -134,11 +140,24 @@ export async function startGcsFaultProxy(upstream: string): Promise<GcsFaultProx
   }
   let origin = '';
 
-  function forward(incoming: IncomingMessage, body: Buffer, headers: IncomingMessage['headers']): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  function forward(
+    incoming: IncomingMessage,
+    body: Buffer,
+    headers: IncomingMessage['headers'],
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
     return new Promise((resolve, reject) => {
-      const outgoing = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: { ...headers, 'content-length': String(body.length) } }, (answer) => {
-        bodyOf(answer).then((answerBody) => resolve({ status: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }), reject);
-      });
+      const outgoing = request(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: incoming.method,
+          path: incoming.url,
+          headers: { ...headers, 'content-length': String(body.length) },
+        },
+        (answer) => {
+          bodyOf(answer).then((answerBody) => resolve({ status: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }), reject);
+        },
+      );
       outgoing.on('error', reject);
       outgoing.end(body);
     });

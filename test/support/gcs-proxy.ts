@@ -16,10 +16,13 @@ export async function startGcsProxy(upstream: string, intercept: Intercept): Pro
   const server: Server = createServer((incoming, response) => {
     seen.push(`${incoming.method} ${incoming.url}`);
     if (intercept(incoming, response)) return;
-    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
+    const forwarded = request(
+      { host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
     forwarded.on('error', () => response.destroy());
     incoming.pipe(forwarded);
   });
@@ -38,4 +41,3 @@ export function answerJson(response: ServerResponse, status: number, reason: str
   response.end(JSON.stringify({ error: { code: status, message, errors: [{ message, domain: 'global', reason }] } }));
   return true;
 }
-

@@ -92,7 +92,16 @@ export function describeWithGoogleRig(title: string, body: (rig: GoogleRig) => v
 /** The environment of a run: the parent's, less every variable that would pick credentials or an emulator for it. */
 export function googleRunEnv(rig: GoogleRig, extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...sandboxEnv(rig.sandbox), CI: '', ...extra };
-  for (const name of ['BIGQUERY_EMULATOR_HOST', 'STORAGE_EMULATOR_HOST', 'GCE_METADATA_HOST', 'GCE_METADATA_IP', 'METADATA_SERVER_DETECTION', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_CLOUD_PROJECT', 'GCLOUD_PROJECT']) {
+  for (const name of [
+    'BIGQUERY_EMULATOR_HOST',
+    'STORAGE_EMULATOR_HOST',
+    'GCE_METADATA_HOST',
+    'GCE_METADATA_IP',
+    'METADATA_SERVER_DETECTION',
+    'GOOGLE_APPLICATION_CREDENTIALS',
+    'GOOGLE_CLOUD_PROJECT',
+    'GCLOUD_PROJECT',
+  ]) {
     if (!(name in extra)) delete env[name];
   }
   return env;
@@ -121,7 +130,13 @@ export async function googleRun(
   await writeFile(
     configFile,
     stringify({
-      source: { baseUrl: rig.sandbox.url, authUrl: rig.sandbox.url, clientId: '${TEST_CLIENT_ID}', clientSecret: '${TEST_CLIENT_SECRET}', requestTimeoutMs: 5000 },
+      source: {
+        baseUrl: rig.sandbox.url,
+        authUrl: rig.sandbox.url,
+        clientId: '${TEST_CLIENT_ID}',
+        clientSecret: '${TEST_CLIENT_SECRET}',
+        requestTimeoutMs: 5000,
+      },
       sinks: {
         csv: { directory: `gs://${bucket}/exports` },
         bigquery: { projectId: rig.projectId, dataset, location: 'US', apiEndpoint: rig.bigquery.origin },

@@ -128,7 +128,15 @@ export async function startHostileServer(script: HostileScript): Promise<Hostile
       }
       const isToken = req.url?.startsWith('/oauth/token') ?? false;
       const options = (json as { options?: { pageNumber?: unknown; itemsPerPage?: unknown } } | undefined)?.options;
-      const recorded: RecordedRequest = { endpoint: isToken ? 'token' : 'export', method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, json, at: Date.now() - started };
+      const recorded: RecordedRequest = {
+        endpoint: isToken ? 'token' : 'export',
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body,
+        json,
+        at: Date.now() - started,
+      };
       if (!isToken && typeof options?.pageNumber === 'number') recorded.pageNumber = options.pageNumber;
       if (!isToken && typeof options?.itemsPerPage === 'number') recorded.itemsPerPage = options.itemsPerPage;
       requests.push(recorded);
@@ -165,7 +173,11 @@ export interface Table {
  * The page of `table` a request asks for, as a faithful API would answer it; `echo` adds
  * `result.query` (the request's own query, as the sandbox does).
  */
-export function tablePage(table: Table, request: RecordedRequest, options: { echo?: boolean; pageNumber?: number } = {}): { ok: true; result: Record<string, unknown> } {
+export function tablePage(
+  table: Table,
+  request: RecordedRequest,
+  options: { echo?: boolean; pageNumber?: number } = {},
+): { ok: true; result: Record<string, unknown> } {
   const pageNumber = options.pageNumber ?? request.pageNumber ?? 0;
   const size = request.itemsPerPage ?? 50;
   const rows = table.rows.slice(pageNumber * size, (pageNumber + 1) * size);

@@ -36,7 +36,13 @@ export function findMotoBinary(env: NodeJS.ProcessEnv = process.env, projectLoca
     if (isExecutable(explicit)) return explicit;
     throw new Error(`MOTO_SERVER_BIN=${explicit} is not an executable file`);
   }
-  return [projectLocal, ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((directory) => join(directory, 'moto_server'))].find(isExecutable);
+  return [
+    projectLocal,
+    ...(env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((directory) => join(directory, 'moto_server')),
+  ].find(isExecutable);
 }
 
 /** Starts moto's server on 127.0.0.1 with a free port; its objects live in its memory. */

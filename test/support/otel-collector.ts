@@ -70,7 +70,10 @@ export function parseReceived(text: string): { spans: ReceivedSpan[]; points: Re
   const spans: ReceivedSpan[] = [];
   const points: ReceivedPoint[] = [];
   // The last line may still be being written: only whole lines count.
-  const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter((line) => line.trim() !== '');
+  const lines = text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter((line) => line.trim() !== '');
   for (const line of lines) {
     const document = JSON.parse(line) as Record<string, unknown>;
     for (const resourceSpans of (document.resourceSpans ?? []) as Array<Record<string, any>>) {
@@ -85,7 +88,10 @@ export function parseReceived(text: string): { spans: ReceivedSpan[]; points: Re
             attributes: attributesOf(span.attributes),
             resource,
             status: { code: span.status?.code ?? 0, message: span.status?.message ?? '' },
-            events: (span.events ?? []).map((event: { name: string; attributes?: KeyValue[] }) => ({ name: event.name, attributes: attributesOf(event.attributes) })),
+            events: (span.events ?? []).map((event: { name: string; attributes?: KeyValue[] }) => ({
+              name: event.name,
+              attributes: attributesOf(event.attributes),
+            })),
             startNs: BigInt(span.startTimeUnixNano ?? 0),
             endNs: BigInt(span.endTimeUnixNano ?? 0),
           });
@@ -99,7 +105,14 @@ export function parseReceived(text: string): { spans: ReceivedSpan[]; points: Re
           const data = metric.sum ?? metric.gauge ?? metric.histogram;
           for (const point of data?.dataPoints ?? []) {
             const value = metric.histogram !== undefined ? Number(point.sum) : Number(point.asInt ?? point.asDouble ?? 0);
-            points.push({ metric: metric.name, unit: metric.unit ?? '', temporality: data.aggregationTemporality, attributes: attributesOf(point.attributes), resource, value });
+            points.push({
+              metric: metric.name,
+              unit: metric.unit ?? '',
+              temporality: data.aggregationTemporality,
+              attributes: attributesOf(point.attributes),
+              resource,
+              value,
+            });
           }
         }
       }

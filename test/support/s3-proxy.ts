@@ -18,12 +18,20 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
  * Faults, one-shot: an S3 error status it did not act on (503 SlowDown, 500 InternalError), a reset
  * connection, and an answer lost after the request was performed.
  */
-export type S3RequestKind = 'copy' | 'put' | 'upload-part' | 'create-multipart' | 'complete-multipart' | 'abort-multipart' | 'head' | 'get' | 'list' | 'delete' | 'other';
+export type S3RequestKind =
+  | 'copy'
+  | 'put'
+  | 'upload-part'
+  | 'create-multipart'
+  | 'complete-multipart'
+  | 'abort-multipart'
+  | 'head'
+  | 'get'
+  | 'list'
+  | 'delete'
+  | 'other';
 
-export type S3Fault =
-  | { kind: 'status'; status: number; code: string }
-  | { kind: 'reset' }
-  | { kind: 'lost-answer' };
+export type S3Fault = { kind: 'status'; status: number; code: string } | { kind: 'reset' } | { kind: 'lost-answer' };
 
 export interface S3FaultRule {
   on: S3RequestKind;
@@ -92,7 +100,13 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   let inFlight = 0;
   const idle: Array<() => void> = [];
   // The proxy's own reads of a destination, signed as moto wants (any key pair).
-  const reader = new S3Client({ endpoint: upstream, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'proxy', secretAccessKey: 'proxy' }, maxAttempts: 1 });
+  const reader = new S3Client({
+    endpoint: upstream,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'proxy', secretAccessKey: 'proxy' },
+    maxAttempts: 1,
+  });
 
   function ruleFor(kind: S3RequestKind, url: string) {
     for (const rule of rules) {
@@ -141,7 +155,10 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
     const previous = locks.get(key) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((resolve) => (release = resolve));
-    locks.set(key, previous.then(() => mine));
+    locks.set(
+      key,
+      previous.then(() => mine),
+    );
     await previous;
     try {
       return await work();

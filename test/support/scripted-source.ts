@@ -39,7 +39,11 @@ export async function startScriptedSource(script: {
 }
 
 /** A well-formed Export result page, to be broken by a test. */
-export function exportPage(rows: unknown[], navigation: Partial<{ hasPrev: boolean; hasNext: boolean; rowsCount: number; totalRows: number }> = {}, extra: Record<string, unknown> = {}) {
+export function exportPage(
+  rows: unknown[],
+  navigation: Partial<{ hasPrev: boolean; hasNext: boolean; rowsCount: number; totalRows: number }> = {},
+  extra: Record<string, unknown> = {},
+) {
   return {
     ok: true,
     result: {

@@ -25,7 +25,10 @@ export interface SourceProxyOptions {
  * arrived at the source yet, a day without incidents). Everything else is the sandbox's answer.
  * `rows` assumes one page per result (a test sets itemsPerPage above the rows it reads).
  */
-export async function startSourceProxy(target: string, options: SourceProxyOptions): Promise<{ url: string; settings: SourceProxyOptions; close(): Promise<void> }> {
+export async function startSourceProxy(
+  target: string,
+  options: SourceProxyOptions,
+): Promise<{ url: string; settings: SourceProxyOptions; close(): Promise<void> }> {
   const settings = { ...options };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];

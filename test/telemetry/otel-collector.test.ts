@@ -60,7 +60,10 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   it('sends one trace: run → tile → token, pages, prepare, publish, with their attributes; log lines carry its ids', async () => {
     const workspace = await writeWorkspace(path.join(root, 'tree'), sandbox, [detail('detail_a'), detail('detail_b')], { itemsPerPage: 40, concurrency: 2 });
     const runId = newRunId('tree');
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], { env: { ...sandboxEnv(sandbox), ...otelEnv() }, timeoutMs: 60_000 });
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
+      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      timeoutMs: 60_000,
+    });
     expect(result.code, result.stderr).toBe(0);
     const spans = await collector.until(({ spans }) => {
       const mine = ofRun(spans, runId);
@@ -70,26 +73,43 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     expect(others).toEqual([]);
     expect(run!.parentSpanId).toBe('');
     expect(run!.status.code).not.toBe(2);
-    expect(run!.attributes).toMatchObject({ 'tilehouse.command': 'run', 'tilehouse.run_id': runId, 'tilehouse.exit_code': 0, 'tilehouse.jobs': ['detail_a', 'detail_b'] });
+    expect(run!.attributes).toMatchObject({
+      'tilehouse.command': 'run',
+      'tilehouse.run_id': runId,
+      'tilehouse.exit_code': 0,
+      'tilehouse.jobs': ['detail_a', 'detail_b'],
+    });
     expect(run!.resource).toMatchObject({ 'service.name': 'tilehouse', 'service.version': expect.any(String), 'tilehouse.run_id': runId });
     expect(new Set(spans.map((span) => span.traceId))).toEqual(new Set([run!.traceId]));
 
     const tiles = childrenOf(spans, run!).filter((span) => span.name === 'tilehouse.tile');
     expect(tiles.map((tile) => tile.attributes['tilehouse.job']).sort()).toEqual(['detail_a', 'detail_b']);
     for (const tile of tiles) {
-      expect(tile.attributes).toMatchObject({ 'tilehouse.status': 'succeeded', 'tilehouse.rows': 150, 'tilehouse.pages': 4, 'tilehouse.tile_id': SANDBOX_TILE });
+      expect(tile.attributes).toMatchObject({
+        'tilehouse.status': 'succeeded',
+        'tilehouse.rows': 150,
+        'tilehouse.pages': 4,
+        'tilehouse.tile_id': SANDBOX_TILE,
+      });
       const children = childrenOf(spans, tile);
       const pages = children.filter((span) => span.name === 'tilehouse.page');
       expect(pages.map((page) => page.attributes['tilehouse.page.number']).sort()).toEqual([0, 1, 2, 3]);
       for (const page of pages) {
-        expect(page.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'tilehouse.attempts': 1, 'http.response.body.size': expect.any(Number) });
+        expect(page.attributes).toMatchObject({
+          'http.request.method': 'POST',
+          'http.response.status_code': 200,
+          'tilehouse.attempts': 1,
+          'http.response.body.size': expect.any(Number),
+        });
       }
       expect(pages.map((page) => page.attributes['tilehouse.page.rows']).reduce((sum, rows) => Number(sum) + Number(rows), 0)).toBe(150);
       const prepare = children.filter((span) => span.name === 'tilehouse.sink.prepare');
       const publish = children.filter((span) => span.name === 'tilehouse.sink.publish');
       const target = path.join(workspace.outDir, `${String(tile.attributes['tilehouse.job'])}.csv`);
       expect(prepare.map((span) => span.attributes['tilehouse.sink.target'])).toEqual([target]);
-      expect(publish.map((span) => span.attributes)).toEqual([expect.objectContaining({ 'tilehouse.sink.target': target, 'tilehouse.sink.kind': 'csv', 'tilehouse.rows': 150 })]);
+      expect(publish.map((span) => span.attributes)).toEqual([
+        expect.objectContaining({ 'tilehouse.sink.target': target, 'tilehouse.sink.kind': 'csv', 'tilehouse.rows': 150 }),
+      ]);
       // Prepare ends before publish starts: the two phases, in order (a start time may be
       // rounded to the millisecond by the SDK's clock).
       expect(prepare[0]!.endNs <= publish[0]!.startNs + 1_000_000n, `${prepare[0]!.endNs} ${publish[0]!.startNs}`).toBe(true);
@@ -111,7 +131,10 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   it('marks a failed tile ERROR with its code, the other tile OK, and the run ERROR (exit 1)', async () => {
     const workspace = await writeWorkspace(path.join(root, 'failed'), sandbox, [detail('good'), detail('bad', 'no-such-tile')], { itemsPerPage: 40 });
     const runId = newRunId('failed');
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: { ...sandboxEnv(sandbox), ...otelEnv() }, timeoutMs: 60_000 });
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], {
+      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      timeoutMs: 60_000,
+    });
     expect(result.code, result.stderr).toBe(1);
     const summary = runSummaryOf(result.stdout);
     const failed = summary.tiles.find((tile) => tile.job === 'bad')!;
@@ -175,7 +198,10 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   it('starts a trace of its own when TRACEPARENT is malformed', async () => {
     const workspace = await writeWorkspace(path.join(root, 'bad-parent'), sandbox, [detail('detail_q')], { itemsPerPage: 40 });
     const runId = newRunId('bad-parent');
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], { env: { ...sandboxEnv(sandbox), ...otelEnv(), TRACEPARENT: '00-not-a-trace-01' }, timeoutMs: 60_000 });
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
+      env: { ...sandboxEnv(sandbox), ...otelEnv(), TRACEPARENT: '00-not-a-trace-01' },
+      timeoutMs: 60_000,
+    });
     expect(result.code, result.stderr).toBe(0);
     const run = await collector.until(({ spans }) => ofRun(spans, runId).find((span) => span.name === 'tilehouse.run'));
     expect(run.parentSpanId).toBe('');
@@ -185,7 +211,10 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   it("sends run metrics (delta) whose values equal the run summary's", async () => {
     const workspace = await writeWorkspace(path.join(root, 'metrics'), sandbox, [detail('detail_m'), detail('detail_x', 'no-such-tile')], { itemsPerPage: 40 });
     const runId = newRunId('metrics');
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: { ...sandboxEnv(sandbox), ...otelEnv() }, timeoutMs: 60_000 });
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], {
+      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      timeoutMs: 60_000,
+    });
     expect(result.code, result.stderr).toBe(1);
     const summary = runSummaryOf(result.stdout);
     const points = await collector.until(({ points }) => {
@@ -194,10 +223,20 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     });
     const value = (metric: string, job: string) => points.filter((point) => point.metric === metric && point.attributes['tilehouse.job'] === job);
     for (const tile of summary.tiles) {
-      const expected = { 'tilehouse.rows': tile.rows, 'tilehouse.pages': tile.pages, 'tilehouse.bytes': tile.bytes, 'tilehouse.retries': tile.retries, 'tilehouse.throttled_responses': tile.throttled, 'tilehouse.token_fetches': tile.tokenFetches };
+      const expected = {
+        'tilehouse.rows': tile.rows,
+        'tilehouse.pages': tile.pages,
+        'tilehouse.bytes': tile.bytes,
+        'tilehouse.retries': tile.retries,
+        'tilehouse.throttled_responses': tile.throttled,
+        'tilehouse.token_fetches': tile.tokenFetches,
+      };
       for (const [metric, wanted] of Object.entries(expected)) {
         const got = value(metric, tile.job);
-        expect(got.map((point) => point.value), `${metric} ${tile.job}`).toEqual([wanted]);
+        expect(
+          got.map((point) => point.value),
+          `${metric} ${tile.job}`,
+        ).toEqual([wanted]);
         expect(got[0]!.temporality, 'delta: a process that lives one run').toBe(1);
         expect(got[0]!.attributes['tilehouse.status']).toBe(tile.status);
       }
@@ -223,17 +262,25 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
       const workspace = await writeWorkspace(path.join(root, 'backfill'), now, [job], { itemsPerPage: 100 });
       const runId = newRunId('backfill');
       const [from, to] = [dayFromToday(-5), dayFromToday(-2)];
-      const result = await spawnCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--job', 'daily_severity', '--from', from, '--to', to, '--run-id', runId], {
-        env: { ...sandboxEnv(now), ...otelEnv() },
-        timeoutMs: 60_000,
-      });
+      const result = await spawnCli(
+        ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--job', 'daily_severity', '--from', from, '--to', to, '--run-id', runId],
+        {
+          env: { ...sandboxEnv(now), ...otelEnv() },
+          timeoutMs: 60_000,
+        },
+      );
       expect(result.code, result.stderr).toBe(0);
       const spans = await collector.until(({ spans }) => {
         const mine = ofRun(spans, runId);
         return mine.some((span) => span.name === 'tilehouse.run') ? mine : undefined;
       });
       const run = spans.find((span) => span.name === 'tilehouse.run')!;
-      expect(run.attributes).toMatchObject({ 'tilehouse.command': 'backfill', 'tilehouse.backfill.from': from, 'tilehouse.backfill.to': to, 'tilehouse.exit_code': 0 });
+      expect(run.attributes).toMatchObject({
+        'tilehouse.command': 'backfill',
+        'tilehouse.backfill.from': from,
+        'tilehouse.backfill.to': to,
+        'tilehouse.exit_code': 0,
+      });
       const windows = childrenOf(spans, run).filter((span) => span.name === 'tilehouse.window');
       expect(windows.map((window) => window.attributes['tilehouse.window.start']).sort()).toEqual([dayFromToday(-5), dayFromToday(-4), dayFromToday(-3)]);
       for (const window of windows) {
@@ -246,7 +293,12 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   }, 60_000);
 
   it('traces each tick of the schedule worker as a trace of its own, flushed when it stops', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'schedule'), sandbox, [{ ...detail('detail_tick'), schedule: { cron: '* * * * * *', timezone: 'UTC' } }], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(
+      path.join(root, 'schedule'),
+      sandbox,
+      [{ ...detail('detail_tick'), schedule: { cron: '* * * * * *', timezone: 'UTC' } }],
+      { itemsPerPage: 40 },
+    );
     const child = spawnChild(['schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: { ...process.env, ...sandboxEnv(sandbox), ...otelEnv(), CI: '' },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -262,7 +314,12 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     child.kill('SIGTERM');
     expect((await exited).code, stderr).toBe(143);
     const roots = await collector.until(({ spans }) => {
-      const ticks = spans.filter((span) => span.name === 'tilehouse.run' && span.attributes['tilehouse.command'] === 'schedule' && (span.attributes['tilehouse.jobs'] as string[])?.[0] === 'detail_tick');
+      const ticks = spans.filter(
+        (span) =>
+          span.name === 'tilehouse.run' &&
+          span.attributes['tilehouse.command'] === 'schedule' &&
+          (span.attributes['tilehouse.jobs'] as string[])?.[0] === 'detail_tick',
+      );
       return ticks.length >= 2 ? ticks : undefined;
     });
     expect(new Set(roots.map((span) => span.traceId)).size).toBe(roots.length);
@@ -341,30 +398,39 @@ describe('a collector that refuses, answers 503 or never answers', () => {
   async function runWith(name: string, env: Record<string, string>) {
     const workspace = await writeWorkspace(path.join(root, name), sandbox, [detail('detail_ok'), detail('detail_bad', 'no-such-tile')], { itemsPerPage: 40 });
     const started = Date.now();
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: { ...sandboxEnv(sandbox), ...env }, timeoutMs: 60_000 });
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
+      env: { ...sandboxEnv(sandbox), ...env },
+      timeoutMs: 60_000,
+    });
     const elapsedMs = Date.now() - started;
     const files = await listFiles(workspace.outDir);
     const csv = await readFile(path.join(workspace.outDir, 'detail_ok.csv'), 'utf8');
     return { ...result, elapsedMs, files, csv };
   }
 
-  it.each(['refused', '503', 'hang'] as const)('%s: the same exit code and files as without telemetry, one warning, a bounded delay', async (behaviour) => {
-    const baseline = await runWith(`baseline-${behaviour}`, {});
-    const fake = behaviour === 'refused' ? undefined : await fakeCollector(behaviour);
-    try {
-      const endpoint = fake?.endpoint ?? (await refusingEndpoint());
-      const result = await runWith(`collector-${behaviour}`, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: String(TIMEOUT_MS) });
-      expect(result.code).toBe(1);
-      expect(result.code).toBe(baseline.code);
-      expect(result.files).toEqual(baseline.files);
-      expect(result.csv).toBe(baseline.csv);
-      const warnings = splitStderr(result.stderr).logs.filter((line) => /telemetry/.test(String(line.msg)));
-      expect(warnings.map((line) => [line.level, line.msg])).toEqual([[40, expect.stringMatching(/^telemetry (export to|was not sent).*the run's outcome is unchanged/)]]);
-      if (fake !== undefined) expect(fake.requests()).toBeGreaterThan(0);
-      // Bounded: the export timeout and its half-second margin, plus the start-up of a child process.
-      expect(result.elapsedMs - baseline.elapsedMs).toBeLessThan(TIMEOUT_MS + 500 + 4_000);
-    } finally {
-      await fake?.close();
-    }
-  }, 90_000);
+  it.each(['refused', '503', 'hang'] as const)(
+    '%s: the same exit code and files as without telemetry, one warning, a bounded delay',
+    async (behaviour) => {
+      const baseline = await runWith(`baseline-${behaviour}`, {});
+      const fake = behaviour === 'refused' ? undefined : await fakeCollector(behaviour);
+      try {
+        const endpoint = fake?.endpoint ?? (await refusingEndpoint());
+        const result = await runWith(`collector-${behaviour}`, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: String(TIMEOUT_MS) });
+        expect(result.code).toBe(1);
+        expect(result.code).toBe(baseline.code);
+        expect(result.files).toEqual(baseline.files);
+        expect(result.csv).toBe(baseline.csv);
+        const warnings = splitStderr(result.stderr).logs.filter((line) => /telemetry/.test(String(line.msg)));
+        expect(warnings.map((line) => [line.level, line.msg])).toEqual([
+          [40, expect.stringMatching(/^telemetry (export to|was not sent).*the run's outcome is unchanged/)],
+        ]);
+        if (fake !== undefined) expect(fake.requests()).toBeGreaterThan(0);
+        // Bounded: the export timeout and its half-second margin, plus the start-up of a child process.
+        expect(result.elapsedMs - baseline.elapsedMs).toBeLessThan(TIMEOUT_MS + 500 + 4_000);
+      } finally {
+        await fake?.close();
+      }
+    },
+    90_000,
+  );
 });

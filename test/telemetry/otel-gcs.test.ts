@@ -29,17 +29,33 @@ describeWithFakeGcs('a gs:// CSV tile traced into a real OpenTelemetry Collector
     await rm(root, { recursive: true, force: true });
   });
 
-  it.skipIf(otelcol === null)("the publish span names the object's new generation", async () => {
-    const bucket = await gcs.newBucket('otel');
-    const workspace = await writeWorkspace(path.join(root, 'gcs'), sandbox, [{ name: 'detail_gcs', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', path: `gs://${bucket}/{name}.csv` }] }], { itemsPerPage: 40 });
-    const runId = `otel-gcs-${process.pid}`;
-    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
-      env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, OTEL_EXPORTER_OTLP_ENDPOINT: collector!.endpoint },
-      timeoutMs: 60_000,
-    });
-    expect(result.code, result.stderr).toBe(0);
-    const publish = await collector!.until(({ spans }) => spans.find((span) => span.resource['tilehouse.run_id'] === runId && span.name === 'tilehouse.sink.publish'));
-    const [metadata] = await gcs.storage.bucket(bucket).file('detail_gcs.csv').getMetadata();
-    expect(publish.attributes).toMatchObject({ 'tilehouse.sink.kind': 'csv', 'tilehouse.sink.target': `gs://${bucket}/detail_gcs.csv`, 'tilehouse.rows': 150, 'tilehouse.sink.generation': String(metadata.generation) });
-  }, 90_000);
+  it.skipIf(otelcol === null)(
+    "the publish span names the object's new generation",
+    async () => {
+      const bucket = await gcs.newBucket('otel');
+      const workspace = await writeWorkspace(
+        path.join(root, 'gcs'),
+        sandbox,
+        [{ name: 'detail_gcs', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', path: `gs://${bucket}/{name}.csv` }] }],
+        { itemsPerPage: 40 },
+      );
+      const runId = `otel-gcs-${process.pid}`;
+      const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
+        env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, OTEL_EXPORTER_OTLP_ENDPOINT: collector!.endpoint },
+        timeoutMs: 60_000,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      const publish = await collector!.until(({ spans }) =>
+        spans.find((span) => span.resource['tilehouse.run_id'] === runId && span.name === 'tilehouse.sink.publish'),
+      );
+      const [metadata] = await gcs.storage.bucket(bucket).file('detail_gcs.csv').getMetadata();
+      expect(publish.attributes).toMatchObject({
+        'tilehouse.sink.kind': 'csv',
+        'tilehouse.sink.target': `gs://${bucket}/detail_gcs.csv`,
+        'tilehouse.rows': 150,
+        'tilehouse.sink.generation': String(metadata.generation),
+      });
+    },
+    90_000,
+  );
 });

@@ -14,12 +14,14 @@ describe('the no-op telemetry (off)', () => {
   });
 
   it('runs the work of a span as it is: its value, its error, no fields for a log line', async () => {
-    await expect(NO_TELEMETRY.inSpan('tilehouse.page', { 'tilehouse.page.number': 3 }, async (span) => {
-      span.setAttributes({ x: 1 });
-      span.addEvent('e');
-      span.fail({ code: 'c', message: 'm' });
-      return 42;
-    })).resolves.toBe(42);
+    await expect(
+      NO_TELEMETRY.inSpan('tilehouse.page', { 'tilehouse.page.number': 3 }, async (span) => {
+        span.setAttributes({ x: 1 });
+        span.addEvent('e');
+        span.fail({ code: 'c', message: 'm' });
+        return 42;
+      }),
+    ).resolves.toBe(42);
     const boom = new Error('boom');
     await expect(NO_TELEMETRY.inSpan('tilehouse.tile', {}, () => Promise.reject(boom))).rejects.toBe(boom);
     expect(NO_TELEMETRY.logFields()).toEqual({});
@@ -38,7 +40,10 @@ describe('the no-op telemetry (off)', () => {
 
 describe('failureOf', () => {
   it("takes a TilehouseError's stable code, anything else is internal_error", () => {
-    expect(failureOf(UsageError.of('run: --window-end before --window-start'))).toEqual({ code: 'usage_invalid', message: 'run: --window-end before --window-start' });
+    expect(failureOf(UsageError.of('run: --window-end before --window-start'))).toEqual({
+      code: 'usage_invalid',
+      message: 'run: --window-end before --window-start',
+    });
     expect(failureOf(new TypeError('x is undefined'))).toEqual({ code: 'internal_error', message: 'x is undefined' });
   });
 

@@ -25,13 +25,7 @@ describe('toColumnNames', () => {
   });
 
   it('names a header with nothing usable left after its 1-based position', () => {
-    expect(toColumnNames(['Incident', '', '日本語', '🔥🔥', '%'])).toEqual([
-      'incident',
-      'column_2',
-      'column_3',
-      'column_4',
-      'column_5',
-    ]);
+    expect(toColumnNames(['Incident', '', '日本語', '🔥🔥', '%'])).toEqual(['incident', 'column_2', 'column_3', 'column_4', 'column_5']);
   });
 
   it('suffixes repeated names with _2, _3 in header order', () => {

@@ -59,8 +59,7 @@ describe('toTypedRows', () => {
       expect(invalid.code).toBe('value_invalid');
       expect(invalid.location).toEqual({ jobName: 'weekly_incidents', pageNumber: 3, rowIndex: 152 });
       expect(invalid.message).toBe(
-        'job weekly_incidents: page 3, row 152, column "Number" (INT64): value "12.5" is invalid: ' +
-          'has a fractional part; INT64 holds whole numbers only',
+        'job weekly_incidents: page 3, row 152, column "Number" (INT64): value "12.5" is invalid: ' + 'has a fractional part; INT64 holds whole numbers only',
       );
     }
   });

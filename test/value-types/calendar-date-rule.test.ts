@@ -14,13 +14,25 @@ import { isCalendarDate } from '../../src/value-types/civil-date.js';
  * Every place that takes a calendar date from outside asks the one rule in
  * value-types/civil-date.ts, so each accepts and refuses the same texts.
  */
-const CASES = ['2024-02-29', '2023-02-29', '1900-02-29', '2000-02-29', '0000-01-01', '0001-01-01', '0050-06-15', '9999-12-31', '2026-02-30', '2026-2-3', '2026-04-31'];
+const CASES = [
+  '2024-02-29',
+  '2023-02-29',
+  '1900-02-29',
+  '2000-02-29',
+  '0000-01-01',
+  '0001-01-01',
+  '0050-06-15',
+  '9999-12-31',
+  '2026-02-30',
+  '2026-2-3',
+  '2026-04-31',
+];
 
 const startFromSchema = jobSchema.shape.incremental.unwrap().shape.startFrom;
 
 const consumers: Record<string, (text: string) => boolean> = {
   "a job's incremental.startFrom": (text) => startFromSchema.safeParse(text).success,
-  'a file path template\'s {date}': (text) => {
+  "a file path template's {date}": (text) => {
     try {
       new FilePathTemplate(csvFormat, '{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: text }, '/srv/out');
       return true;
@@ -74,9 +86,10 @@ describe('the calendar-date rule, asked everywhere', () => {
     });
   }
 
-  it("refuses a summary document whose window is not a day, though it has the shape", () => {
+  it('refuses a summary document whose window is not a day, though it has the shape', () => {
     // Only the `from` field matters here: the rest of the document is left out on purpose.
-    const issuesFor = (from: string) => summarySchema.safeParse({ command: 'backfill', from }).error?.issues.filter((issue) => issue.path.join('.') === 'from') ?? [];
+    const issuesFor = (from: string) =>
+      summarySchema.safeParse({ command: 'backfill', from }).error?.issues.filter((issue) => issue.path.join('.') === 'from') ?? [];
     expect(issuesFor('2026-02-30')).not.toEqual([]);
     expect(issuesFor('2026-03-01')).toEqual([]);
   });

@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dayNumberOfCalendarDate, daysFromCivil, daysInMonth, formatCivilDate, isCalendarDate, isCivilDate, MAX_DAY, MIN_DAY, MS_PER_DAY } from '../../src/value-types/civil-date.js';
+import {
+  dayNumberOfCalendarDate,
+  daysFromCivil,
+  daysInMonth,
+  formatCivilDate,
+  isCalendarDate,
+  isCivilDate,
+  MAX_DAY,
+  MIN_DAY,
+  MS_PER_DAY,
+} from '../../src/value-types/civil-date.js';
 
 describe('civil date arithmetic', () => {
   it('agrees with Date for every day in 0001..9999 (property)', () => {

@@ -24,7 +24,13 @@ function workspaceOf(jobs: Array<{ name: string; sinks: unknown[] }>): Workspace
     source: { baseUrl: 'http://127.0.0.1:1', authUrl: 'http://127.0.0.1:1', clientId: '${TH_TEST_CLIENT_ID}', clientSecret: '${TH_TEST_CLIENT_SECRET}' },
     sinks: { csv: { directory: path.join(root, 'out') } },
   });
-  const loaded = jobs.map((job): LoadedJob => ({ ...jobSchema.parse({ tile: `tile-${job.name}`, query: detailQuery, ...job }), file: path.join(root, 'jobs', `${job.name}.yaml`), timezone: 'UTC' }));
+  const loaded = jobs.map(
+    (job): LoadedJob => ({
+      ...jobSchema.parse({ tile: `tile-${job.name}`, query: detailQuery, ...job }),
+      file: path.join(root, 'jobs', `${job.name}.yaml`),
+      timezone: 'UTC',
+    }),
+  );
   return { environment, configFile: path.join(root, 'config.yaml'), jobs: loaded, jobsDirectory: path.join(root, 'jobs') };
 }
 
@@ -37,7 +43,7 @@ describe('validateWorkspace (what validate decides without the network)', () => 
     expect(all.unchecked).toEqual([]);
   });
 
-  it('builds every job\'s sinks: one that cannot be built is a configuration error naming its job file and field', async () => {
+  it("builds every job's sinks: one that cannot be built is a configuration error naming its job file and field", async () => {
     const workspace = workspaceOf([
       { name: 'fine', sinks: [{ type: 'csv' }] },
       { name: 'broken', sinks: [{ type: 'csv', path: 'gs://Not_A_Bucket/{date}.csv' }] },
@@ -48,9 +54,26 @@ describe('validateWorkspace (what validate decides without the network)', () => 
   });
 
   it('finds two jobs writing one file, and accepts one job writing two files', async () => {
-    const clash = await validateWorkspace(workspaceOf([{ name: 'a', sinks: [{ type: 'csv', path: 'same.csv' }] }, { name: 'b', sinks: [{ type: 'csv', path: 'same.csv' }] }]), {});
+    const clash = await validateWorkspace(
+      workspaceOf([
+        { name: 'a', sinks: [{ type: 'csv', path: 'same.csv' }] },
+        { name: 'b', sinks: [{ type: 'csv', path: 'same.csv' }] },
+      ]),
+      {},
+    );
     expect(clash.errors.map((problem) => problem.message)).toEqual([expect.stringContaining('is also written by job a')]);
-    const two = await validateWorkspace(workspaceOf([{ name: 'a', sinks: [{ type: 'csv', path: 'one.csv' }, { type: 'csv', path: 'two.csv' }] }]), {});
+    const two = await validateWorkspace(
+      workspaceOf([
+        {
+          name: 'a',
+          sinks: [
+            { type: 'csv', path: 'one.csv' },
+            { type: 'csv', path: 'two.csv' },
+          ],
+        },
+      ]),
+      {},
+    );
     expect(two.errors).toEqual([]);
   });
 });

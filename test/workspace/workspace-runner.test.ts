@@ -115,7 +115,7 @@ describe('WorkspaceRunner.runTick (tilehouse schedule)', () => {
     expect(pushes).toEqual(['POST /metrics/job/daily', 'POST /metrics/job/daily']);
   });
 
-  it('stops a tick by the tick\'s own signal: an aborted tick exports nothing', async () => {
+  it("stops a tick by the tick's own signal: an aborted tick exports nothing", async () => {
     const { sandbox, workspace } = await setUp([ordinary]);
     const runner = await WorkspaceRunner.open(workspace, workspace.selected, options);
     const aborted = new AbortController();

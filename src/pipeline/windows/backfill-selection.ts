@@ -28,15 +28,28 @@ export interface BackfillRange {
 }
 
 /** The backfill's range split into windows, this worker's share of them, less those already done when resuming. */
-export async function selectBackfillWindows(job: LoadedJob, sinks: readonly Sink[], range: BackfillRange, context: WindowRunContext): Promise<BackfillSelection> {
+export async function selectBackfillWindows(
+  job: LoadedJob,
+  sinks: readonly Sink[],
+  range: BackfillRange,
+  context: WindowRunContext,
+): Promise<BackfillSelection> {
   const { logger } = context;
   const { shard } = range;
   const all = splitWindows(range.from, range.to, range.step);
   const share = shard === undefined ? all : shareOf(all, shard);
-  if (shard !== undefined) logger.info({ shard, windows: share.length, of: all.length }, `shard ${shard.index} of ${shard.count}: ${share.length} of ${countNoun(all.length, 'window')}`);
+  if (shard !== undefined)
+    logger.info(
+      { shard, windows: share.length, of: all.length },
+      `shard ${shard.index} of ${shard.count}: ${share.length} of ${countNoun(all.length, 'window')}`,
+    );
   const done = range.resume ? await doneWindowsOf(job, sinks, share, context.environment, context.sinkOptions ?? {}, logger) : new Set<string>();
   const skipped = share.filter((window) => done.has(window.from));
   const windows = share.filter((window) => !done.has(window.from));
-  if (range.resume) logger.info({ skipped: skipped.length, remaining: windows.length }, `--resume: ${countNoun(skipped.length, 'window')} already done, ${windows.length} to run`);
+  if (range.resume)
+    logger.info(
+      { skipped: skipped.length, remaining: windows.length },
+      `--resume: ${countNoun(skipped.length, 'window')} already done, ${windows.length} to run`,
+    );
   return { all, share, skipped, windows };
 }

@@ -65,7 +65,12 @@ export async function planCatchUp(job: LoadedJob, sinks: readonly Sink[], sessio
  * every day before the first unpublished one published, and the next run starts there). A state
  * that cannot be read, or targets that disagree, fail the job before any export.
  */
-export async function runCatchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, context: CatchUpContext): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
+export async function runCatchUp(
+  job: LoadedJob,
+  sinks: readonly Sink[],
+  runId: string,
+  context: CatchUpContext,
+): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
   const started = Date.now();
   const outcome = await catchUp(job, sinks, runId, context);
   // One push per run to the scheduled runs' group (not the backfills'): the freshness alerts watch
@@ -90,7 +95,12 @@ function windowSessionOf(job: LoadedJob, { environment, credentials, logger, ret
   });
 }
 
-async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, context: CatchUpContext): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
+async function catchUp(
+  job: LoadedJob,
+  sinks: readonly Sink[],
+  runId: string,
+  context: CatchUpContext,
+): Promise<{ tiles: JobRunSummary[]; report: CatchUpReport }> {
   const settings = job.incremental!;
   const base = { job: job.name, lookbackDays: settings.lookbackDays, maxWindows: settings.maxWindows };
   let session: WindowSession;
@@ -106,7 +116,10 @@ async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, co
     } catch (error) {
       return refused(job, runId, base, error);
     }
-    context.logger[plan.left.length > 0 ? 'warn' : 'info']({ job: job.name, today: plan.today, windows: plan.windows.length, left: plan.left.length }, `${job.name}: ${plan.reason}`);
+    context.logger[plan.left.length > 0 ? 'warn' : 'info'](
+      { job: job.name, today: plan.today, windows: plan.windows.length, left: plan.left.length },
+      `${job.name}: ${plan.reason}`,
+    );
     const report: CatchUpReport = {
       ...base,
       today: plan.today,
@@ -122,7 +135,10 @@ async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, co
     };
     if (plan.windows.length === 0) return { tiles: [], report };
     const strict = context.strict === true;
-    const { summary } = await runWindowBatch({ job, sinks, windows: plan.windows, runId, concurrency: 1, strict, allowShrink: context.allowShrink === true, session, pushMetrics: false }, context);
+    const { summary } = await runWindowBatch(
+      { job, sinks, windows: plan.windows, runId, concurrency: 1, strict, allowShrink: context.allowShrink === true, session, pushMetrics: false },
+      context,
+    );
     const open = summary.windows.filter((result) => result.open && result.summary.status === 'succeeded').map((result) => result.window);
     const warnings = summary.windows.flatMap((result) => result.warnings);
     return { tiles: summary.windows.map((result) => result.summary), report: { ...report, failed: summary.failed, open, warnings } };
@@ -132,7 +148,12 @@ async function catchUp(job: LoadedJob, sinks: readonly Sink[], runId: string, co
 }
 
 /** Nothing run: the job counts as one failed tile carrying the reason. */
-function refused(job: LoadedJob, runId: string, base: Pick<CatchUpReport, 'job' | 'lookbackDays' | 'maxWindows'>, error: unknown): { tiles: JobRunSummary[]; report: CatchUpReport } {
+function refused(
+  job: LoadedJob,
+  runId: string,
+  base: Pick<CatchUpReport, 'job' | 'lookbackDays' | 'maxWindows'>,
+  error: unknown,
+): { tiles: JobRunSummary[]; report: CatchUpReport } {
   if (!isTilehouseError(error) || error.exitCode === 2) throw error;
   const tile = skippedWindowSummary(job, runId, error as TilehouseError);
   return {
@@ -159,10 +180,28 @@ export async function incrementalPlanOf(job: LoadedJob, sinks: readonly Sink[], 
   try {
     session = await windowSessionOf(job, context);
     const plan = await planCatchUp(job, sinks, session, context);
-    return { today: plan.today, reason: plan.reason, windows: plan.windows, lookback: plan.lookback, left: plan.left, open: plan.open, reopened: plan.reopened, clock: session.clock };
+    return {
+      today: plan.today,
+      reason: plan.reason,
+      windows: plan.windows,
+      lookback: plan.lookback,
+      left: plan.left,
+      open: plan.open,
+      reopened: plan.reopened,
+      clock: session.clock,
+    };
   } catch (error) {
     if (!isTilehouseError(error) || error.exitCode === 2) throw error;
-    return { today: null, reason: 'nothing: the state could not be planned', windows: [], lookback: [], left: [], open: [], reopened: [], error: { code: error.code, message: error.message } };
+    return {
+      today: null,
+      reason: 'nothing: the state could not be planned',
+      windows: [],
+      lookback: [],
+      left: [],
+      open: [],
+      reopened: [],
+      error: { code: error.code, message: error.message },
+    };
   } finally {
     await session?.close();
   }

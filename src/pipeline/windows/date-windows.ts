@@ -108,7 +108,13 @@ export class IncrementalStateAmbiguousError extends TilehouseError {
  * added to a job that has run for months, a target restored from an old copy): which of them is
  * right is the operator's call, so the plan refuses with the backfill that makes them agree.
  */
-export function catchUpPlan(job: string, settings: CatchUpSettings, today: string, targets: readonly TargetState[], fixFlags: readonly string[] = []): CatchUpPlan {
+export function catchUpPlan(
+  job: string,
+  settings: CatchUpSettings,
+  today: string,
+  targets: readonly TargetState[],
+  fixFlags: readonly string[] = [],
+): CatchUpPlan {
   const afterToday = addDays(today, 1);
   const firstGap = (done: ReadonlySet<string>): string => {
     let day = settings.startFrom;

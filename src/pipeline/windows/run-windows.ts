@@ -106,10 +106,15 @@ export interface BackfillSummary {
 /** Checks that a job can be backfilled and returns the index of its date item. */
 export function backfillItemIndex(job: LoadedJob): number {
   if (job.backfill === undefined) {
-    throw ConfigError.single({ file: job.file, field: 'backfill', message: 'this job has no backfill section: name the date item the windows filter (backfill.item)' });
+    throw ConfigError.single({
+      file: job.file,
+      field: 'backfill',
+      message: 'this job has no backfill section: name the date item the windows filter (backfill.item)',
+    });
   }
   const [problem] = windowItemProblems(job.query.items, job.backfill.item, job.backfill.bucketColumn, 'backfill');
-  if (problem !== undefined) throw ConfigError.single({ file: job.file, field: `backfill.${problem.key}`, value: JSON.stringify(problem.value), message: problem.message });
+  if (problem !== undefined)
+    throw ConfigError.single({ file: job.file, field: `backfill.${problem.key}`, value: JSON.stringify(problem.value), message: problem.message });
   return findItemIndex(job.query, job.backfill.item);
 }
 
@@ -160,7 +165,10 @@ export async function openWindowSession(
   const dispatcher = createSourceDispatcher();
   const runToken = options.runToken ?? new RunToken();
   try {
-    const { now, clock } = options.now === undefined ? await sourceClock(job, { ...options, dispatcher, runToken }) : { now: options.now, clock: { basis: 'source' as const, offsetSeconds: null } };
+    const { now, clock } =
+      options.now === undefined
+        ? await sourceClock(job, { ...options, dispatcher, runToken })
+        : { now: options.now, clock: { basis: 'source' as const, offsetSeconds: null } };
     return { dispatcher, runToken, now, clock, close: () => dispatcher.close() };
   } catch (error) {
     await dispatcher.close();
@@ -180,7 +188,12 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
   await sweepSinks(options.sinks, options.logger);
   const session = options.session ?? (await openWindowSession(job, options));
   // One access check for all the windows: they write below the same directories and buckets.
-  const preflight = preflightOnce(options.sinks, { jobName: job.name, logger: options.logger, createMissing: true, ...(options.signal ? { signal: options.signal } : {}) });
+  const preflight = preflightOnce(options.sinks, {
+    jobName: job.name,
+    logger: options.logger,
+    createMissing: true,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   const context: WindowContext = { job, itemIndex, runId, session, today: calendarDateIn(session.now(), job.timezone), options, preflight };
   let done = 0;
   let results: Array<WindowResult | undefined>;
@@ -207,7 +220,10 @@ export async function runBackfill(job: LoadedJob, options: BackfillOptions): Pro
     job: job.name,
     runId,
     clock: session.clock,
-    tokenFetches: options.environment.source.tokenScope === 'run' ? runToken.fetched : runToken.fetched + windows.reduce((sum, result) => sum + result.summary.tokenFetches, 0),
+    tokenFetches:
+      options.environment.source.tokenScope === 'run'
+        ? runToken.fetched
+        : runToken.fetched + windows.reduce((sum, result) => sum + result.summary.tokenFetches, 0),
     exact: job.backfill?.bucketColumn !== undefined,
     windows,
     failed: options.windows.filter((window) => !finished.has(window.from)),
@@ -227,7 +243,12 @@ interface WindowContext {
 
 /** One window in a span of its own, the tile run's span inside it. */
 function runWindow(window: DateWindow, context: WindowContext): Promise<WindowResult> {
-  const attributes = { [ATTR.job]: context.job.name, [ATTR.windowStart]: window.from, [ATTR.windowEnd]: window.to, [ATTR.runId]: windowRunId(context.runId, window) };
+  const attributes = {
+    [ATTR.job]: context.job.name,
+    [ATTR.windowStart]: window.from,
+    [ATTR.windowEnd]: window.to,
+    [ATTR.runId]: windowRunId(context.runId, window),
+  };
   return telemetry().inSpan(SPANS.window, attributes, async (span) => {
     const result = await runWindowUntraced(window, context);
     span.setAttributes({ [ATTR.status]: result.summary.status, [ATTR.rows]: result.summary.rows, 'tilehouse.window.open': result.open });
@@ -279,13 +300,16 @@ async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, se
           },
           // An open window (today's) without rows yet is expected: only an ended one is refused.
           beforePublish: (stats: ReadStats) =>
-            options.strict && !open && stats.rows === 0 && stats.rowsDropped > 0 ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false) : undefined,
+            options.strict && !open && stats.rows === 0 && stats.rowsDropped > 0
+              ? new BackfillWindowEmptyError(job.name, window, stats.rowsDropped, bucketColumn, false)
+              : undefined,
         }),
   });
   // A sink's own warnings (an earlier publish of this window's run id kept) are the window's too.
   warnings.push(...summary.outputs.flatMap((output) => output.warnings ?? []));
   // A window that has not ended has simply no rows yet: said plainly, no warning blaming a clock.
-  if (summary.status === 'succeeded' && summary.rows === 0 && open) options.logger.info({ window: `${window.from}..${window.to}` }, openEmptyWindowLine(job.name, window));
+  if (summary.status === 'succeeded' && summary.rows === 0 && open)
+    options.logger.info({ window: `${window.from}..${window.to}` }, openEmptyWindowLine(job.name, window));
   else if (summary.status === 'succeeded' && summary.rows === 0 && summary.rowsDropped > 0 && bucketColumn !== undefined) {
     warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
   }
@@ -339,6 +363,9 @@ async function sourceClock(
   const offsetMs = reading.offsetMs;
   const seconds = Math.round(offsetMs / 1000);
   const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;
-  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info']({ clock: 'source', offsetSeconds: seconds }, `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`);
+  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info'](
+    { clock: 'source', offsetSeconds: seconds },
+    `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`,
+  );
   return { now: () => new Date(Date.now() + offsetMs), clock: { basis: 'source', offsetSeconds: seconds } };
 }

@@ -12,7 +12,8 @@ export interface Shard {
 
 export function shareOf<T>(items: readonly T[], shard: Shard): T[] {
   if (!Number.isInteger(shard.count) || shard.count < 1) throw new RangeError(`shard count must be a whole number >= 1, got ${shard.count}`);
-  if (!Number.isInteger(shard.index) || shard.index < 0 || shard.index >= shard.count) throw new RangeError(`shard index must be from 0 to ${shard.count - 1}, got ${shard.index}`);
+  if (!Number.isInteger(shard.index) || shard.index < 0 || shard.index >= shard.count)
+    throw new RangeError(`shard index must be from 0 to ${shard.count - 1}, got ${shard.index}`);
   const start = Math.floor((shard.index * items.length) / shard.count);
   const end = Math.floor(((shard.index + 1) * items.length) / shard.count);
   return items.slice(start, end);

@@ -111,7 +111,13 @@ export async function runWindowBatch(batch: WindowBatch, context: WindowRunConte
   }
   const metrics = batch.pushMetrics === false ? undefined : context.metrics;
   if (metrics !== undefined && summary.windows.length > 0) {
-    await metrics.pushWindowRun(job.name, summary.windows.map((result) => result.summary), { durationMs: Date.now() - started, tokenFetches: summary.tokenFetches }, undefined, { mode: 'backfill' });
+    await metrics.pushWindowRun(
+      job.name,
+      summary.windows.map((result) => result.summary),
+      { durationMs: Date.now() - started, tokenFetches: summary.tokenFetches },
+      undefined,
+      { mode: 'backfill' },
+    );
   }
   return { summary, rows, startedAt, durationMs: Date.now() - started };
 }

@@ -62,7 +62,12 @@ export function createBigQueryClient(projectId: string | undefined, env: NodeJS.
     // An emulator has no project to discover and takes no credentials: without a project and an
     // auth client the client looks for ADC (seconds of metadata-server timeouts off GCP), and a
     // load upload without auth headers throws outside any promise (teeny-request), killing the process.
-    return new BigQuery({ projectId: projectId ?? env.GOOGLE_CLOUD_PROJECT ?? 'local-emulator', apiEndpoint: origin, authClient: ANONYMOUS, retryOptions: { autoRetry: false } });
+    return new BigQuery({
+      projectId: projectId ?? env.GOOGLE_CLOUD_PROJECT ?? 'local-emulator',
+      apiEndpoint: origin,
+      authClient: ANONYMOUS,
+      retryOptions: { autoRetry: false },
+    });
   } finally {
     if (previous !== undefined) process.env.BIGQUERY_EMULATOR_HOST = previous;
   }

@@ -214,7 +214,9 @@ export class BigQueryTooManyPartitionsError extends TilehouseError {
     readonly partitions: number,
     limit: number,
   ) {
-    super(`job ${jobName}: the run's rows fall in ${countNoun(partitions, 'partition')} of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`);
+    super(
+      `job ${jobName}: the run's rows fall in ${countNoun(partitions, 'partition')} of ${table}; BigQuery lets one job modify at most ${limit}. Split it into backfill windows; nothing was loaded`,
+    );
   }
 }
 
@@ -332,7 +334,9 @@ export class BigQueryDuplicateKeyError extends TilehouseError {
     const remedy = latestBy
       ? `they also have the same ${latestBy}, so latestBy cannot choose one`
       : 'set latestBy to the column whose highest value wins, or fix the source';
-    super(`job ${jobName}: ${target}: rows with the same primary key (${columns.join(', ')}) in one run: ${shown}${duplicates.length === 5 ? ' (first 5)' : ''}; ${remedy}; nothing was published`);
+    super(
+      `job ${jobName}: ${target}: rows with the same primary key (${columns.join(', ')}) in one run: ${shown}${duplicates.length === 5 ? ' (first 5)' : ''}; ${remedy}; nothing was published`,
+    );
   }
 }
 
@@ -346,7 +350,9 @@ export class BigQueryNullKeyError extends TilehouseError {
     readonly columns: readonly string[],
     readonly rows: number,
   ) {
-    super(`job ${jobName}: ${target}: ${countNoun(rows, 'row')} ${rows === 1 ? 'has' : 'have'} a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`);
+    super(
+      `job ${jobName}: ${target}: ${countNoun(rows, 'row')} ${rows === 1 ? 'has' : 'have'} a null in the primary key (${columns.join(', ')}), which cannot identify a row; nothing was published`,
+    );
   }
 }
 

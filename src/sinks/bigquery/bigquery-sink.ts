@@ -105,7 +105,11 @@ export class BigQuerySink implements Sink {
       return { sink: 'bigquery', target: fallbackTarget, action: 'refuse', details: [`${error.code}: ${error.message}`] };
     }
     const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
-    const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
+    const table = await readTable(
+      this.client,
+      { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName },
+      retry,
+    );
     const target = tableName({ ...plan, tableId: plan.destinationTableId });
     const layoutLines = [
       ...describeLayout(plan.layout, plan.writeMode),
@@ -130,11 +134,23 @@ export class BigQuerySink implements Sink {
     const mode = plan.merge ? { mode: `merge on ${plan.merge.columns.join(', ')}${plan.merge.latestBy ? `, latest by ${plan.merge.latestBy}` : ''}` } : {};
     switch (decision.action) {
       case 'created':
-        return { sink: 'bigquery', target, ...mode, action: 'create', details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines] };
+        return {
+          sink: 'bigquery',
+          target,
+          ...mode,
+          action: 'create',
+          details: [...plan.fields.map((field) => `+ ${field.name} ${field.type}`), ...layoutLines],
+        };
       case 'unchanged':
         return { sink: 'bigquery', target, ...mode, action: changes.length > 0 ? 'change' : 'unchanged', details: [...changeLines, ...layoutLines] };
       case 'added':
-        return { sink: 'bigquery', target, ...mode, action: 'change', details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines] };
+        return {
+          sink: 'bigquery',
+          target,
+          ...mode,
+          action: 'change',
+          details: [...decision.columns.map((field) => `+ ${field.name} ${field.type}`), ...changeLines, ...layoutLines],
+        };
     }
   }
 
@@ -181,7 +197,9 @@ export class BigQuerySink implements Sink {
    */
   async checkWindows(windows: readonly SinkWindow[], context: WindowCheckContext): Promise<void> {
     const { config, defaults } = this.options;
-    const windowed = config.writeMode === 'partition' || (config.partitionBy !== undefined && context.windowColumns.some((name) => name.toLowerCase() === config.partitionBy!.column.toLowerCase()));
+    const windowed =
+      config.writeMode === 'partition' ||
+      (config.partitionBy !== undefined && context.windowColumns.some((name) => name.toLowerCase() === config.partitionBy!.column.toLowerCase()));
     if (!windowed || windows.length === 0) return;
     const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
     const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
@@ -198,9 +216,20 @@ export class BigQuerySink implements Sink {
     const expired = windows.filter((window) => partitionExpired(idOf(lastDay(window)), expirationMs, now)).map((window) => window.from);
     if (expired.length === 0) return;
     const target = tableName({ projectId, datasetId, tableId });
-    const error = new BigQueryWindowsExpiredError(context.jobName, target, expirationMs, expired, windows.length, firstKeptDay(expirationMs, now), context.strict);
+    const error = new BigQueryWindowsExpiredError(
+      context.jobName,
+      target,
+      expirationMs,
+      expired,
+      windows.length,
+      firstKeptDay(expirationMs, now),
+      context.strict,
+    );
     if (expired.length === windows.length || context.strict) throw error;
-    context.logger.warn({ target, expired, expirationMs }, `job ${context.jobName}: ${expired.length} of ${windows.length} windows lie beyond the partition expiration of ${target}; their rows are published and dropped by BigQuery at once, and counted as expiredRows`);
+    context.logger.warn(
+      { target, expired, expirationMs },
+      `job ${context.jobName}: ${expired.length} of ${windows.length} windows lie beyond the partition expiration of ${target}; their rows are published and dropped by BigQuery at once, and counted as expiredRows`,
+    );
   }
 
   async open(context: SinkRunContext): Promise<SinkWriter> {
@@ -231,14 +260,36 @@ export class BigQuerySink implements Sink {
         const plan = await this.loadPlan(context);
         const target = tableName({ ...plan, tableId: plan.destinationTableId });
         if (plan.layout.partition !== undefined && plan.writeMode === 'replace') {
-          return { target, effect: 'replace', rows: undefined, readFrom: 'partitions', unreadable: 'the partitions a run replaces are known only from its rows' };
+          return {
+            target,
+            effect: 'replace',
+            rows: undefined,
+            readFrom: 'partitions',
+            unreadable: 'the partitions a run replaces are known only from its rows',
+          };
         }
         const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
-        const table = await readTable(this.client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName }, retry);
+        const table = await readTable(
+          this.client,
+          { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName: context.jobName },
+          retry,
+        );
         const numRows = table?.metadata.numRows;
-        const metadata = { exists: table !== undefined, numRows: numRows === undefined || numRows === null ? undefined : Number(numRows), partitioned: table?.metadata.timePartitioning != null };
+        const metadata = {
+          exists: table !== undefined,
+          numRows: numRows === undefined || numRows === null ? undefined : Number(numRows),
+          partitioned: table?.metadata.timePartitioning != null,
+        };
         const partitions = plan.writeMode === 'partition' ? [plan.destinationTableId.split('$')[1]!] : [];
-        return bigqueryHolding(metadata, { client: this.client, plan, partitions, ledger: this.options.defaults.runLedger !== false, recentRuns: this.options.guard?.recentRuns ?? 0, location: plan.location, retry });
+        return bigqueryHolding(metadata, {
+          client: this.client,
+          plan,
+          partitions,
+          ledger: this.options.defaults.runLedger !== false,
+          recentRuns: this.options.guard?.recentRuns ?? 0,
+          location: plan.location,
+          retry,
+        });
       },
     };
   }
@@ -277,8 +328,7 @@ export class BigQuerySink implements Sink {
     // Before anything is loaded: a partition or cluster column the tile lacks fails the run here.
     const layout = resolveTableLayout(config, context.columns, { jobName: context.jobName, sink: sinkLabel({ datasetId, tableId }) });
     const merge = resolveMergeKey(config, context.columns, { jobName: context.jobName, sink: sinkLabel({ datasetId, tableId }) });
-    const destinationTableId =
-      config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
+    const destinationTableId = config.writeMode === 'partition' ? partitionDecorator(tableId, partitionDate(context, this.options.timezone ?? 'UTC')) : tableId;
     const identity = { jobName: context.jobName, datasetId, tableId, runId: context.runId, ...(context.window ? { window: context.window } : {}) };
     return {
       projectId,
@@ -308,10 +358,13 @@ function tablePolicyLines(metadata: TableMetadataLike | undefined, layout: Table
   const lines: string[] = [];
   const column = partitioning.field ?? '_PARTITIONTIME';
   const required = metadata?.requirePartitionFilter ?? (partitioning as { requirePartitionFilter?: boolean }).requirePartitionFilter ?? false;
-  if (required && layout.requirePartitionFilter === undefined) lines.push(`the table requires a partition filter on ${column}: every query tilehouse sends there filters on the run's partition range`);
+  if (required && layout.requirePartitionFilter === undefined)
+    lines.push(`the table requires a partition filter on ${column}: every query tilehouse sends there filters on the run's partition range`);
   if (partitioning.expirationMs && layout.partitionExpirationMs === undefined) {
     const days = Number(partitioning.expirationMs) / 86_400_000;
-    lines.push(`the table's partitions expire after ${days} days: rows of partitions before ${firstKeptDay(Number(partitioning.expirationMs), Date.now())} are dropped at once`);
+    lines.push(
+      `the table's partitions expire after ${days} days: rows of partitions before ${firstKeptDay(Number(partitioning.expirationMs), Date.now())} are dropped at once`,
+    );
   }
   return lines;
 }
@@ -325,7 +378,9 @@ function movingPartitionLines(plan: BigQueryPlan): string[] {
   const partition = plan.layout.partition?.field.toLowerCase();
   const latestBy = plan.merge?.latestBy?.toLowerCase();
   if (partition === undefined || latestBy === undefined || partition !== latestBy) return [];
-  return [`warning: partitioned by the latestBy column ${plan.merge!.latestBy}: a MERGE matches keys only within the run's partitions, so a key whose ${plan.merge!.latestBy} moves to another partition is inserted again; partition by a date the key keeps`];
+  return [
+    `warning: partitioned by the latestBy column ${plan.merge!.latestBy}: a MERGE matches keys only within the run's partitions, so a key whose ${plan.merge!.latestBy} moves to another partition is inserted again; partition by a date the key keeps`,
+  ];
 }
 
 /**

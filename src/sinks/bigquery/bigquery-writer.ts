@@ -4,7 +4,13 @@ import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
-import { BigQueryJobTimeoutError, BigQueryPartiallyPublishedError, BigQueryPublishOutcomeUnknownError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
+import {
+  BigQueryJobTimeoutError,
+  BigQueryPartiallyPublishedError,
+  BigQueryPublishOutcomeUnknownError,
+  BigQueryPartitionValueError,
+  BigQuerySinkStateError,
+} from './bigquery-errors.js';
 import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
@@ -122,7 +128,8 @@ export class BigQueryWriter implements SinkWriter {
       settings: guard.settings,
       holding: () => {
         const prepared = this.prepared;
-        if (prepared === undefined) throw new BigQuerySinkStateError(`the publish guard of ${this.target} was asked before prepare (job ${this.dependencies.context.jobName})`);
+        if (prepared === undefined)
+          throw new BigQuerySinkStateError(`the publish guard of ${this.target} was asked before prepare (job ${this.dependencies.context.jobName})`);
         const { context } = this.dependencies;
         // `partition` mode replaces its one day partition (the decorator's); partitionBy, those its rows fall in.
         const partitions = this.plan.writeMode === 'partition' ? [this.plan.destinationTableId.split('$')[1]!] : [...this.partitions.keys()];
@@ -151,9 +158,11 @@ export class BigQueryWriter implements SinkWriter {
     // query job per run, billed, and one more thing to fail): the values pass by anyway.
     if (partition) for (const row of rows) this.addPartition(row[partition.columnIndex] ?? null, partition);
     // Encoded lazily: the file takes ~64 KiB chunks, so at most one chunk of text is held at once.
-    await file.writeLines((function* () {
-      for (const row of rows) yield encodeRow(row);
-    })());
+    await file.writeLines(
+      (function* () {
+        for (const row of rows) yield encodeRow(row);
+      })(),
+    );
     this.rows += rows.length;
   }
 
@@ -216,7 +225,12 @@ export class BigQueryWriter implements SinkWriter {
       this.partitions.set(found.id, (this.partitions.get(found.id) ?? 0) + 1);
       return;
     }
-    const shown = value === null ? 'null' : partition.columnType === 'TIMESTAMP' && Number.isFinite(Number(value)) && Math.abs(Number(value)) <= 8.64e15 ? new Date(Number(value)).toISOString() : String(value);
+    const shown =
+      value === null
+        ? 'null'
+        : partition.columnType === 'TIMESTAMP' && Number.isFinite(Number(value)) && Math.abs(Number(value)) <= 8.64e15
+          ? new Date(Number(value)).toISOString()
+          : String(value);
     throw new BigQueryPartitionValueError(this.dependencies.context.jobName, partition.field, shown, found.invalid);
   }
 
@@ -280,8 +294,13 @@ export class BigQueryWriter implements SinkWriter {
     }
     const own = plan.layout.partition;
     if (own && own.field.toLowerCase() === partitioning.field.toLowerCase()) {
-      const range = rangeOfPartitionIds(this.partitions.keys(), { field: partitioning.field, columnType: own.columnType }) ?? emptyRange(partitioning.field, own.columnType);
-      const expiredRows = expirationMs === undefined ? undefined : [...this.partitions].filter(([id]) => partitionExpired(id, expirationMs, now)).reduce((sum, [, rows]) => sum + rows, 0);
+      const range =
+        rangeOfPartitionIds(this.partitions.keys(), { field: partitioning.field, columnType: own.columnType }) ??
+        emptyRange(partitioning.field, own.columnType);
+      const expiredRows =
+        expirationMs === undefined
+          ? undefined
+          : [...this.partitions].filter(([id]) => partitionExpired(id, expirationMs, now)).reduce((sum, [, rows]) => sum + rows, 0);
       return { range, expiredRows };
     }
     const field = plan.fields.find((candidate) => candidate.name.toLowerCase() === partitioning.field!.toLowerCase());
@@ -289,7 +308,11 @@ export class BigQueryWriter implements SinkWriter {
     const columnType = field.type;
     const keptFrom = expirationMs !== undefined && partitioning.type === 'DAY' ? firstKeptDay(expirationMs, now) : undefined;
     const query = stagingRangeQuery(tableName({ ...plan, tableId: this.staging.tableId }), field.name, columnType, keptFrom);
-    const [rows] = await withRetry('staging partition range', () => this.dependencies.client.query({ query, ...(target.location ? { location: target.location } : {}) }), retry);
+    const [rows] = await withRetry(
+      'staging partition range',
+      () => this.dependencies.client.query({ query, ...(target.location ? { location: target.location } : {}) }),
+      retry,
+    );
     const found = (rows as Array<{ lo?: string | null; hi?: string | null; expired?: unknown }>)[0];
     const range = found?.lo && found.hi ? rangeOfDays(field.name, columnType, found.lo, found.hi) : emptyRange(field.name, columnType);
     return { range, expiredRows: keptFrom === undefined ? undefined : Number(found?.expired ?? 0) };
@@ -298,7 +321,14 @@ export class BigQueryWriter implements SinkWriter {
   /** Creates the run's staging table; from here on, abort deletes it. */
   private async createStaging(retry: RetryContext): Promise<number | undefined> {
     this.stagingMayExist = true;
-    const { createdAt } = await createStagingTable(this.dependencies.client, this.staging, this.plan.fields, retry, undefined, stagingTableOptions(this.plan.layout));
+    const { createdAt } = await createStagingTable(
+      this.dependencies.client,
+      this.staging,
+      this.plan.fields,
+      retry,
+      undefined,
+      stagingTableOptions(this.plan.layout),
+    );
     return createdAt;
   }
 
@@ -618,7 +648,10 @@ function expiredWarning(target: string, expiredRows: number, written: number, ex
 function dmlCounts(job: JobMetadata | undefined): { insertedRows?: number; updatedRows?: number } {
   const stats = (job?.statistics?.query as { dmlStats?: { insertedRowCount?: string; updatedRowCount?: string } } | undefined)?.dmlStats;
   const counts: { insertedRows?: number; updatedRows?: number } = {};
-  for (const [name, value] of [['insertedRows', stats?.insertedRowCount], ['updatedRows', stats?.updatedRowCount]] as const) {
+  for (const [name, value] of [
+    ['insertedRows', stats?.insertedRowCount],
+    ['updatedRows', stats?.updatedRowCount],
+  ] as const) {
     if (value !== undefined && Number.isFinite(Number(value))) counts[name] = Number(value);
   }
   return counts;

@@ -44,17 +44,23 @@ export const bigquerySinkKind: SinkKind = {
   forWindows(sink, index, job) {
     const problems: ConfigProblem[] = [];
     if (sink.type === 'bigquery' && !takesWindows(sink.writeMode)) {
-      problems.push({ file: job.file, field: `sinks[${index}].writeMode`, value: JSON.stringify(sink.writeMode), message: 'a backfill writes one partition per window, or merges each window by key: use writeMode: partition or merge' });
+      problems.push({
+        file: job.file,
+        field: `sinks[${index}].writeMode`,
+        value: JSON.stringify(sink.writeMode),
+        message: 'a backfill writes one partition per window, or merges each window by key: use writeMode: partition or merge',
+      });
     }
     return { sink, problems };
   },
   // Concurrent MERGEs into one table conflict, and a key two windows hold must end with the later window's values.
   takesWindowsOneAtATime: (sink) => sink.type === 'bigquery' && sink.writeMode === 'merge',
   // The publishing job (copy, query or merge) first, then the load into the staging table.
-  jobIdsOf: (result) => ['jobId', 'loadJobId'].flatMap((key) => {
-    const id = result.details?.[key];
-    return typeof id === 'string' && id !== '' ? [id] : [];
-  }),
+  jobIdsOf: (result) =>
+    ['jobId', 'loadJobId'].flatMap((key) => {
+      const id = result.details?.[key];
+      return typeof id === 'string' && id !== '' ? [id] : [];
+    }),
   // The run ledger is where a BigQuery sink's finished windows are read from.
   resumeRefusal(job, environment) {
     if (job.sinks.some((sink) => sink.type === 'bigquery') && environment.sinks.bigquery?.runLedger === false) {
@@ -62,5 +68,4 @@ export const bigquerySinkKind: SinkKind = {
     }
     return undefined;
   },
-
 };

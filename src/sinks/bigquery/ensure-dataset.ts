@@ -50,7 +50,13 @@ export async function ensureDataset(
  * it was refused to (the metadata server's or the key file's service account), so the grant can
  * be written from the message alone.
  */
-export async function datasetAccessDenied(jobName: string, dataset: string, permission: string, failure: ApiFailure, cause: unknown): Promise<BigQueryPermissionDeniedError> {
+export async function datasetAccessDenied(
+  jobName: string,
+  dataset: string,
+  permission: string,
+  failure: ApiFailure,
+  cause: unknown,
+): Promise<BigQueryPermissionDeniedError> {
   const credentials = activeGoogleCredentials();
   const principal = credentials === undefined ? "the run's identity" : await credentials.principal();
   return new BigQueryPermissionDeniedError(jobName, dataset, permission, principal, failure.messages, { cause });

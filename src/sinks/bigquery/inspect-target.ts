@@ -42,7 +42,11 @@ export interface TargetPartitioning {
 }
 
 /** The partitioning a publish will find: the job's options win over the table's (they are patched on). */
-export function targetPartitioning(metadata: TableMetadataLike | undefined, layout: TableLayout, writeMode: BigQueryPlan['writeMode']): TargetPartitioning | undefined {
+export function targetPartitioning(
+  metadata: TableMetadataLike | undefined,
+  layout: TableLayout,
+  writeMode: BigQueryPlan['writeMode'],
+): TargetPartitioning | undefined {
   const current = metadata?.timePartitioning ?? undefined;
   const type = (current?.type ?? layout.partition?.type ?? (writeMode === 'partition' ? 'DAY' : undefined)) as TargetPartitioning['type'] | undefined;
   if (type === undefined) return undefined;
@@ -72,7 +76,9 @@ export async function inspectTarget(
   const { jobName, retry } = context;
   const targetName = tableName(plan);
   const dataset = await ensureDataset(client, { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location, jobName }, retry);
-  const table = dataset.created ? undefined : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName }, retry);
+  const table = dataset.created
+    ? undefined
+    : await readTable(client, { projectId: plan.projectId, datasetId: plan.datasetId, tableId: plan.tableId, jobName }, retry);
   const existing = table?.fields;
   const decision = checkSchemaContract(existing, plan.fields, plan.schema);
   if (decision.action === 'mismatch') {
@@ -88,5 +94,12 @@ export async function inspectTarget(
     numRows: numRows === undefined || numRows === null || !Number.isFinite(Number(numRows)) ? undefined : Number(numRows),
     partitioned: table?.metadata.timePartitioning !== undefined && table?.metadata.timePartitioning !== null,
   };
-  return { decision, existing, reconciliation, location: dataset.location, partitioning: targetPartitioning(table?.metadata, plan.layout, plan.writeMode), metadata };
+  return {
+    decision,
+    existing,
+    reconciliation,
+    location: dataset.location,
+    partitioning: targetPartitioning(table?.metadata, plan.layout, plan.writeMode),
+    metadata,
+  };
 }

@@ -39,7 +39,9 @@ export async function bigqueryLedgerRecorder(
   // Loaded on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
   const { createBigQueryClient } = await import('./bigquery-client.js');
   const ledger = await import('./run-ledger.js');
-  const client: BigQuery = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
+  const client: BigQuery =
+    options.bigqueryClient ??
+    createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
   const deadline = cleanupDeadline(signal, environment.stopDeadlineMs);
   const retry = {
     limits: ledger.LEDGER_RETRY_LIMITS,
@@ -75,7 +77,10 @@ export async function bigqueryLedgerRecorder(
       try {
         await ledger.appendLedgerRow(client, { projectId: target.projectId, datasetId: target.datasetId, location: defaults?.location }, row, retry);
       } catch (error) {
-        logger.error({ err: messageOf(error), target: target.target }, `job ${tile.job}: the run ledger (${ledger.RUN_LEDGER_TABLE}) of ${datasetName(target)} could not be appended to: ${messageOf(error)}`);
+        logger.error(
+          { err: messageOf(error), target: target.target },
+          `job ${tile.job}: the run ledger (${ledger.RUN_LEDGER_TABLE}) of ${datasetName(target)} could not be appended to: ${messageOf(error)}`,
+        );
       }
     }
   };
@@ -105,7 +110,16 @@ export class LedgerTargets {
       const tableOf = (target: string) => tables.find((table) => target === tableName(table) || target.startsWith(`${tableName(table)}$`));
       for (const output of tile.outputs) {
         const table = tableOf(output.target);
-        if (table) found.set(output.target, { projectId, datasetId: table.datasetId, target: output.target, published: true, rows: output.rows, expiredRows: output.expiredRows, details: output.details });
+        if (table)
+          found.set(output.target, {
+            projectId,
+            datasetId: table.datasetId,
+            target: output.target,
+            published: true,
+            rows: output.rows,
+            expiredRows: output.expiredRows,
+            details: output.details,
+          });
       }
       for (const target of opened) {
         const table = tableOf(target);
@@ -114,7 +128,8 @@ export class LedgerTargets {
     }
     const known = this.knownProject();
     if (found.size === 0 && known !== undefined) {
-      for (const table of this.tablesOf(tile.job, known)) found.set(tableName(table), { projectId: known, datasetId: table.datasetId, target: tableName(table), published: false });
+      for (const table of this.tablesOf(tile.job, known))
+        found.set(tableName(table), { projectId: known, datasetId: table.datasetId, target: tableName(table), published: false });
     }
     return [...found.values()];
   }
@@ -141,7 +156,9 @@ export class LedgerTargets {
 
 /** A target's publish guard verdict as the ledger's publish_guard column says it (a partition's is its table's). */
 export function guardOf(tile: RecordedTile, target: string): string | undefined {
-  const verdict = tile.guard?.verdicts.find((candidate) => candidate.target === target || target.startsWith(`${candidate.target}$`) || candidate.target.startsWith(`${target}$`));
+  const verdict = tile.guard?.verdicts.find(
+    (candidate) => candidate.target === target || target.startsWith(`${candidate.target}$`) || candidate.target.startsWith(`${target}$`),
+  );
   if (verdict === undefined) return undefined;
   if (verdict.verdict === 'trip') return `${tile.guard!.overridden ? 'overridden' : 'tripped'}:${verdict.rule ?? ''}`;
   return verdict.verdict;

@@ -21,7 +21,13 @@ export function resolveMergeKey(config: BigQuerySinkConfig, columns: readonly Co
   const resolve = (value: string, path: (string | number)[]): string => {
     const column = columns[findColumn(columns, value) ?? -1];
     if (column === undefined) {
-      throw new BigQueryLayoutError('bigquery_key_column_invalid', where, path, value, `no such column (a key must be a visible item's header or output name); columns: ${columns.map((each) => each.name).join(', ')}`);
+      throw new BigQueryLayoutError(
+        'bigquery_key_column_invalid',
+        where,
+        path,
+        value,
+        `no such column (a key must be a visible item's header or output name); columns: ${columns.map((each) => each.name).join(', ')}`,
+      );
     }
     return column.name;
   };

@@ -26,11 +26,6 @@ export async function readTable(
   } catch (error) {
     const failure = apiFailureOf(error);
     if (isNotFound(failure)) return undefined;
-    throw new BigQueryRequestError(
-      target.jobName,
-      `reading the schema of ${tableName(target)}`,
-      failure.messages,
-      { cause: error },
-    );
+    throw new BigQueryRequestError(target.jobName, `reading the schema of ${tableName(target)}`, failure.messages, { cause: error });
   }
 }

@@ -64,7 +64,9 @@ export async function readyTarget(
       await withRetry('tables.patch (options)', () => table.setMetadata(reconciliation.patch), context.retry);
       context.retry.logger.info({ table: name, changes: reconciliation.changes }, 'BigQuery table options updated');
     } catch (error) {
-      throw new BigQueryRequestError(context.jobName, `updating ${name} (${reconciliation.changes.join('; ')})`, apiFailureOf(error).messages, { cause: error });
+      throw new BigQueryRequestError(context.jobName, `updating ${name} (${reconciliation.changes.join('; ')})`, apiFailureOf(error).messages, {
+        cause: error,
+      });
     }
   }
   if (decision.action === 'added') {

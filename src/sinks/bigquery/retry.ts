@@ -76,6 +76,7 @@ export function withRetry<T>(operation: string, call: () => Promise<T>, context:
       }
       return { retry: isTransient(apiFailureOf(error)) };
     },
-    onRetry: ({ attempt, delayMs, reason }) => context.logger.warn({ operation, attempt, delayMs, reason }, `BigQuery ${operation} failed transiently; retrying`),
+    onRetry: ({ attempt, delayMs, reason }) =>
+      context.logger.warn({ operation, attempt, delayMs, reason }, `BigQuery ${operation} failed transiently; retrying`),
   });
 }

@@ -79,11 +79,17 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
   /** Counts one retry of a job aborted by a concurrent update and waits its backoff; throws when none is left. */
   const waitToRetryConcurrentUpdate = async (jobId: string, failure: ApiFailure): Promise<void> => {
     if (concurrentRetries + 1 >= retry.limits.maxAttempts || (retry.budget !== undefined && !retry.budget.tryConsume())) {
-      throw jobError(request, jobId, [`aborted by concurrent updates ${concurrentRetries + 1} times; retry limits or the run's retry budget spent`, ...failure.messages]);
+      throw jobError(request, jobId, [
+        `aborted by concurrent updates ${concurrentRetries + 1} times; retry limits or the run's retry budget spent`,
+        ...failure.messages,
+      ]);
     }
     concurrentRetries += 1;
     const delayMs = backoffDelay(concurrentRetries, retry.limits);
-    retry.logger.warn({ jobId, delayMs, attempt: concurrentRetries }, `BigQuery ${operation} job aborted by a concurrent update of ${request.target} (nothing applied); retrying`);
+    retry.logger.warn(
+      { jobId, delayMs, attempt: concurrentRetries },
+      `BigQuery ${operation} job aborted by a concurrent update of ${request.target} (nothing applied); retrying`,
+    );
     await sleep(delayMs, undefined, retry.signal ? { signal: retry.signal } : undefined);
   };
 
@@ -152,12 +158,12 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 }
 
 /** Asks BigQuery to cancel a job; best effort (a job that already finished ignores it). */
-export async function cancelJob(
-  client: BigQuery,
-  job: { projectId: string; jobId: string; location: string | undefined },
-  retry: RetryContext,
-): Promise<void> {
-  await withRetry('jobs.cancel', () => client.job(job.jobId, { projectId: job.projectId, ...(job.location ? { location: job.location } : {}) }).cancel(), retry);
+export async function cancelJob(client: BigQuery, job: { projectId: string; jobId: string; location: string | undefined }, retry: RetryContext): Promise<void> {
+  await withRetry(
+    'jobs.cancel',
+    () => client.job(job.jobId, { projectId: job.projectId, ...(job.location ? { location: job.location } : {}) }).cancel(),
+    retry,
+  );
 }
 
 function kindOf(request: JobRequest): 'load' | 'copy' | 'query' {
@@ -184,9 +190,21 @@ function jobError(request: JobRequest, jobId: string, messages: readonly string[
  * The job of that id. `missing: 'undefined'` answers a 404 with undefined (a job whose insert got no
  * answer may never have been created); otherwise every failure is a BigQueryRequestError naming `doing`.
  */
-async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string, missing: 'undefined'): Promise<JobMetadata | undefined>;
+async function lookUpJob(
+  request: JobRequest,
+  jobId: string,
+  location: string | undefined,
+  doing: string,
+  missing: 'undefined',
+): Promise<JobMetadata | undefined>;
 async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string): Promise<JobMetadata>;
-async function lookUpJob(request: JobRequest, jobId: string, location: string | undefined, doing: string, missing?: 'undefined'): Promise<JobMetadata | undefined> {
+async function lookUpJob(
+  request: JobRequest,
+  jobId: string,
+  location: string | undefined,
+  doing: string,
+  missing?: 'undefined',
+): Promise<JobMetadata | undefined> {
   const job = request.client.job(jobId, { projectId: request.projectId, ...(location ? { location } : {}) });
   try {
     const [metadata] = await withRetry('jobs.get', () => job.getMetadata(), request.retry);
@@ -205,7 +223,13 @@ function getJob(request: JobRequest, jobId: string, location: string | undefined
 
 /** The job of that id, or undefined when BigQuery says there is none (404). */
 function findJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata | undefined> {
-  return lookUpJob(request, jobId, location, `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`, 'undefined');
+  return lookUpJob(
+    request,
+    jobId,
+    location,
+    `looking up job ${jobId} for ${request.target} after its insert got no answer (it may have run: look before re-running)`,
+    'undefined',
+  );
 }
 
 async function awaitDone(request: JobRequest, jobId: string, initial: JobMetadata): Promise<JobMetadata> {

@@ -41,9 +41,27 @@ export const RUN_LEDGER_FIELDS: TableField[] = [
   { name: 'duration_ms', type: 'INT64', mode: 'REQUIRED' },
   { name: 'recorded_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
   // Last, and NULLABLE: added to ledgers made before it existed (see ensureLedgerTable).
-  { name: 'window_open', type: 'BOOL', mode: 'NULLABLE', description: "A window that had not ended on the source's clock when its export started: never counted as held (NULL: a row written before this column; see doneWindows)" },
-  { name: 'expired_rows', type: 'INT64', mode: 'NULLABLE', description: "Rows of the run in partitions past the table's partition expiration, which BigQuery dropped at once; row_count does not count them (NULL: none, or a row written before this column)" },
-  { name: 'publish_guard', type: 'STRING', mode: 'NULLABLE', description: 'The publish guard at this target: tripped:<rule> (refused, error_code publish_guard_tripped), overridden:<rule> (--allow-shrink), pass, off or unknown; NULL: not judged' },
+  {
+    name: 'window_open',
+    type: 'BOOL',
+    mode: 'NULLABLE',
+    description:
+      "A window that had not ended on the source's clock when its export started: never counted as held (NULL: a row written before this column; see doneWindows)",
+  },
+  {
+    name: 'expired_rows',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description:
+      "Rows of the run in partitions past the table's partition expiration, which BigQuery dropped at once; row_count does not count them (NULL: none, or a row written before this column)",
+  },
+  {
+    name: 'publish_guard',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description:
+      'The publish guard at this target: tripped:<rule> (refused, error_code publish_guard_tripped), overridden:<rule> (--allow-shrink), pass, off or unknown; NULL: not judged',
+  },
 ];
 
 const WINDOW_OPEN = 'window_open';
@@ -114,7 +132,11 @@ async function ensureLedgerTable(client: BigQuery, dataset: LedgerDataset, retry
   try {
     await withRetry(
       'ledger table create',
-      () => table.create({ schema: { fields: RUN_LEDGER_FIELDS }, description: 'One row per tilehouse tile run and target (append-only; the latest row of a run or window wins)' }),
+      () =>
+        table.create({
+          schema: { fields: RUN_LEDGER_FIELDS },
+          description: 'One row per tilehouse tile run and target (append-only; the latest row of a run or window wins)',
+        }),
       retry,
     );
   } catch (error) {
@@ -124,7 +146,10 @@ async function ensureLedgerTable(client: BigQuery, dataset: LedgerDataset, retry
 }
 
 function ledgerJobId(row: LedgerRow): string {
-  const digest = createHash('sha256').update(JSON.stringify([row.runId, row.job, row.target, row.status, row.window?.from ?? ''])).digest('hex').slice(0, 32);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([row.runId, row.job, row.target, row.status, row.window?.from ?? '']))
+    .digest('hex')
+    .slice(0, 32);
   return `tilehouse_ledger_${digest}`;
 }
 
@@ -150,7 +175,10 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
     await insertLedgerRow(client, dataset, row, retry, true);
   } catch (error) {
     if (!missesAddedColumn(error)) throw error;
-    retry.logger.warn({ table: tableName({ ...dataset, tableId: RUN_LEDGER_TABLE }) }, `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`);
+    retry.logger.warn(
+      { table: tableName({ ...dataset, tableId: RUN_LEDGER_TABLE }) },
+      `the run ledger has no ${WINDOW_OPEN} column its queries can see; this row is judged open or closed by when it was recorded`,
+    );
     await insertLedgerRow(client, dataset, row, retry, false);
   }
 }
@@ -159,7 +187,7 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
   const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const query =
     `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}, ${PUBLISH_GUARD}` : ''}) ` +
-    'VALUES (@run_id, @job, @tile, @target, @status, @published = \'true\', CAST(@rows AS INT64), ' +
+    "VALUES (@run_id, @job, @tile, @target, @status, @published = 'true', CAST(@rows AS INT64), " +
     "SAFE_CAST(NULLIF(@window_from, '') AS DATE), SAFE_CAST(NULLIF(@window_to, '') AS DATE), NULLIF(@schema_hash, ''), NULLIF(@job_id, ''), NULLIF(@load_job_id, ''), NULLIF(@error_code, ''), " +
     `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64), NULLIF(@publish_guard, '')" : ''})`;
   const params = {
@@ -180,7 +208,13 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
     error_code: row.errorCode ?? '',
     started_at: row.startedAt.toISOString(),
     duration_ms: String(Math.round(row.durationMs)),
-    ...(withOpen ? { window_open: row.windowOpen === undefined ? '' : String(row.windowOpen), expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows), publish_guard: row.publishGuard ?? '' } : {}),
+    ...(withOpen
+      ? {
+          window_open: row.windowOpen === undefined ? '' : String(row.windowOpen),
+          expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows),
+          publish_guard: row.publishGuard ?? '',
+        }
+      : {}),
   };
   const jobId = `${ledgerJobId(row)}${withOpen ? '' : '_no_open'}`;
   const location = dataset.location ? { location: dataset.location } : {};
@@ -192,7 +226,12 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
     // outcome): its row is in the ledger once already, or will be when it ends. BigQuery says 409;
     // the emulator says 500, so the job itself is asked.
     const existing = client.job(jobId, location);
-    const found = isDuplicate(apiFailureOf(error)) || (await existing.exists().then(([exists]) => exists, () => false));
+    const found =
+      isDuplicate(apiFailureOf(error)) ||
+      (await existing.exists().then(
+        ([exists]) => exists,
+        () => false,
+      ));
     if (!found) throw error;
     job = existing;
   }
@@ -217,7 +256,14 @@ export interface LedgerWindows {
  * BigQuery's by more than what was left of the day can take an open day for a closed one here. A
  * missing ledger: none.
  */
-export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, retry: RetryContext, endOf: (windowTo: string) => number): Promise<LedgerWindows> {
+export async function doneWindows(
+  client: BigQuery,
+  dataset: LedgerDataset,
+  job: string,
+  tableId: string,
+  retry: RetryContext,
+  endOf: (windowTo: string) => number,
+): Promise<LedgerWindows> {
   const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
   // Asked first because a query on a missing table fails as a bad query (400 invalidQuery), not 404.
   const [exists] = await withRetry('ledger table exists', () => ledger.exists(), retry);
@@ -231,7 +277,11 @@ export async function doneWindows(client: BigQuery, dataset: LedgerDataset, job:
       `SELECT CAST(window_from AS STRING) AS window_from, CAST(window_to AS STRING) AS window_to, status, published, ${openColumn} AS window_open, ` +
       `CAST(UNIX_MILLIS(recorded_at) AS STRING) AS recorded_ms FROM ${table} ` +
       "WHERE job = @job AND (target = @table OR STARTS_WITH(target, CONCAT(@table, '$'))) AND window_from IS NOT NULL ORDER BY recorded_at";
-    const [rows] = (await withRetry('ledger read', () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
+    const [rows] = (await withRetry(
+      'ledger read',
+      () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }),
+      retry,
+    )) as unknown as [
       Array<{ window_from: string; window_to: string | null; status: string; published: boolean; window_open: boolean | null; recorded_ms: string }>,
     ];
     return rows;
@@ -271,7 +321,15 @@ export interface LedgerRun {
  * (their day was not over: their rows are not a day's). A missing ledger: none. The ledger is not
  * partitioned, so the query needs no partition filter; its rows are few and small.
  */
-export async function recentLedgerRuns(client: BigQuery, dataset: LedgerDataset, job: string, tableId: string, limit: number, retry: RetryContext, options: { exact?: boolean } = {}): Promise<LedgerRun[]> {
+export async function recentLedgerRuns(
+  client: BigQuery,
+  dataset: LedgerDataset,
+  job: string,
+  tableId: string,
+  limit: number,
+  retry: RetryContext,
+  options: { exact?: boolean } = {},
+): Promise<LedgerRun[]> {
   const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
   const [exists] = await withRetry('ledger table exists', () => ledger.exists(), retry);
   if (!exists) return [];
@@ -280,9 +338,11 @@ export async function recentLedgerRuns(client: BigQuery, dataset: LedgerDataset,
   // SELECT *: a ledger made before window_open has no such column; rows without it count as closed.
   // More rows than asked for are read, since open windows and the same window run twice are left out here.
   const query = `SELECT * FROM ${table} WHERE job = @job AND ${targetFilter} AND status = 'succeeded' ORDER BY recorded_at DESC LIMIT ${Math.max(1, Math.floor(limit)) * 4 + 8}`;
-  const [rows] = (await withRetry('ledger recent runs', () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }), retry)) as unknown as [
-    Array<{ target: string; published: boolean; row_count: unknown; window_from?: unknown; window_open?: boolean | null }>,
-  ];
+  const [rows] = (await withRetry(
+    'ledger recent runs',
+    () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }),
+    retry,
+  )) as unknown as [Array<{ target: string; published: boolean; row_count: unknown; window_from?: unknown; window_open?: boolean | null }>];
   const runs: LedgerRun[] = [];
   const windows = new Set<string>();
   for (const row of rows) {

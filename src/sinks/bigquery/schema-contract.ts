@@ -53,9 +53,7 @@ export function checkSchemaContract(
 ): SchemaDecision {
   if (existing === undefined) return { action: 'created' };
   const expectedNames = new Set(expected.map((field) => field.name.toLowerCase()));
-  const compared = existing
-    .map(toSchemaField)
-    .filter((field) => !isLineageColumn(field.name) || expectedNames.has(field.name.toLowerCase()));
+  const compared = existing.map(toSchemaField).filter((field) => !isLineageColumn(field.name) || expectedNames.has(field.name.toLowerCase()));
   const diff = diffSchema(compared, expected);
   const changed = diff.added.length + diff.removed.length + diff.retyped.length > 0;
   if (!changed) return { action: 'unchanged' };

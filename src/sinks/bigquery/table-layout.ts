@@ -71,7 +71,13 @@ export function resolveTableLayout(config: BigQuerySinkConfig, columns: readonly
       const field = ['clusterBy', position];
       if (column === undefined) throw new BigQueryLayoutError('bigquery_cluster_column_invalid', where, field, value, `no such column; columns: ${names()}`);
       if (!CLUSTERABLE.has(column.type)) {
-        throw new BigQueryLayoutError('bigquery_cluster_column_invalid', where, field, value, `column ${column.name} is ${column.type}, which BigQuery cannot cluster by`);
+        throw new BigQueryLayoutError(
+          'bigquery_cluster_column_invalid',
+          where,
+          field,
+          value,
+          `column ${column.name} is ${column.type}, which BigQuery cannot cluster by`,
+        );
       }
       return column.name;
     });
@@ -94,7 +100,11 @@ export function findColumn(columns: readonly Column[], nameOrHeader: string): nu
 export function targetTableOptions(layout: TableLayout, writeMode: BigQuerySinkConfig['writeMode']): Record<string, unknown> {
   const table: Record<string, unknown> = {};
   // Ingestion-time day partitions in `partition` mode, addressed by the `$YYYYMMDD` decorator.
-  const partitioning = layout.partition ? { type: layout.partition.type, field: layout.partition.field } : writeMode === 'partition' ? { type: 'DAY' } : undefined;
+  const partitioning = layout.partition
+    ? { type: layout.partition.type, field: layout.partition.field }
+    : writeMode === 'partition'
+      ? { type: 'DAY' }
+      : undefined;
   if (partitioning) {
     table.timePartitioning = layout.partitionExpirationMs === undefined ? partitioning : { ...partitioning, expirationMs: layout.partitionExpirationMs };
     if (layout.requirePartitionFilter !== undefined) table.requirePartitionFilter = layout.requirePartitionFilter;
@@ -154,7 +164,10 @@ export function reconcileLayout(
   const patch: Record<string, unknown> = {};
   const changes: string[] = [];
   const currentClustering = existing.clustering?.fields ?? [];
-  if (layout.clustering && currentClustering.map((field) => field.toLowerCase()).join(',') !== layout.clustering.map((field) => field.toLowerCase()).join(',')) {
+  if (
+    layout.clustering &&
+    currentClustering.map((field) => field.toLowerCase()).join(',') !== layout.clustering.map((field) => field.toLowerCase()).join(',')
+  ) {
     patch.clustering = { fields: layout.clustering };
     changes.push(`clustering ${currentClustering.length > 0 ? currentClustering.join(', ') : 'none'} -> ${layout.clustering.join(', ')}`);
   }
@@ -165,7 +178,9 @@ export function reconcileLayout(
   if (layout.partitionExpirationMs !== undefined && current !== undefined && String(current.expirationMs ?? '') !== layout.partitionExpirationMs) {
     // tables.patch replaces the whole timePartitioning object: type and field go back as they were.
     patch.timePartitioning = { ...current, expirationMs: layout.partitionExpirationMs };
-    changes.push(`partition expiration ${current.expirationMs ? `${Number(current.expirationMs) / MS_PER_DAY} days` : 'none'} -> ${Number(layout.partitionExpirationMs) / MS_PER_DAY} days`);
+    changes.push(
+      `partition expiration ${current.expirationMs ? `${Number(current.expirationMs) / MS_PER_DAY} days` : 'none'} -> ${Number(layout.partitionExpirationMs) / MS_PER_DAY} days`,
+    );
   }
   return { patch, changes };
 }

@@ -37,6 +37,10 @@ export function sinkLabel(address: Pick<TableAddress, 'datasetId' | 'tableId'>):
  * before a run resolves anything (`validate`, `plan`'s refusals, window state, the run ledger of
  * a run that failed before its writers opened); `projectId` only when the environment names it.
  */
-export function configuredTable(sink: Pick<BigQuerySinkConfig, 'dataset' | 'table'>, defaults: { projectId?: string | undefined; dataset?: string | undefined } | undefined, jobName: string): TableAddress {
+export function configuredTable(
+  sink: Pick<BigQuerySinkConfig, 'dataset' | 'table'>,
+  defaults: { projectId?: string | undefined; dataset?: string | undefined } | undefined,
+  jobName: string,
+): TableAddress {
   return { projectId: defaults?.projectId, datasetId: sink.dataset ?? defaults?.dataset ?? '', tableId: sink.table ?? jobName };
 }

@@ -56,7 +56,10 @@ export function targetOperationsPerRun(config: Pick<BigQuerySinkConfig, 'writeMo
  * The `plan` lines for the target's daily table operations: the count, its share of the limit,
  * and a `warning:` line from 80 % on. Backfills are extra: each window is one run.
  */
-export function describeTableOperations(config: Pick<BigQuerySinkConfig, 'writeMode' | 'partitionBy'>, schedule: { cron: string; timezone: string } | undefined): string[] {
+export function describeTableOperations(
+  config: Pick<BigQuerySinkConfig, 'writeMode' | 'partitionBy'>,
+  schedule: { cron: string; timezone: string } | undefined,
+): string[] {
   const { perPartition } = targetOperationsPerRun(config);
   const perRun = perPartition
     ? '1 copy per partition its rows fall in'
@@ -67,7 +70,9 @@ export function describeTableOperations(config: Pick<BigQuerySinkConfig, 'writeM
         : '1 copy onto the table';
   const lines = [`table operations: each run (or backfill window) sends ${perRun}, plus 1 load into its own staging table`];
   if (schedule === undefined) {
-    lines.push(`table operations/day: no schedule; each run or backfill window uses ${perPartition ? 'one per partition' : 'one'} of ${format(TABLE_OPERATIONS_PER_DAY)} a day`);
+    lines.push(
+      `table operations/day: no schedule; each run or backfill window uses ${perPartition ? 'one per partition' : 'one'} of ${format(TABLE_OPERATIONS_PER_DAY)} a day`,
+    );
     return lines;
   }
   const runs = runsPerDay(schedule);
@@ -79,7 +84,9 @@ export function describeTableOperations(config: Pick<BigQuerySinkConfig, 'writeM
       `of ${format(TABLE_OPERATIONS_PER_DAY)} (${Math.round(share * 100)} %)`,
   );
   if (share >= WARN_SHARE) {
-    lines.push(`warning: ${share >= 1 ? 'exceeds' : 'near'} BigQuery's ${format(TABLE_OPERATIONS_PER_DAY)} table operations per table per day; runs past it fail with bigquery_quota_exceeded. Schedule less often.`);
+    lines.push(
+      `warning: ${share >= 1 ? 'exceeds' : 'near'} BigQuery's ${format(TABLE_OPERATIONS_PER_DAY)} table operations per table per day; runs past it fail with bigquery_quota_exceeded. Schedule less often.`,
+    );
   } else if (perPartition) {
     const limit = Math.floor((TABLE_OPERATIONS_PER_DAY * WARN_SHARE) / Math.max(runs, 1));
     lines.push(`  (${format(limit)} partitions per run reach ${Math.round(WARN_SHARE * 100)} % of the limit; a backfill window adds its partitions too)`);

@@ -58,17 +58,46 @@ export async function bigqueryHolding(metadata: TargetMetadata, context: Holding
       if (metadata.numRows !== undefined) return { target, effect: 'replace', rows: metadata.numRows, readFrom: 'table metadata' };
       // tables.get said no numRows (the emulator leaves it out at 0): an unpartitioned table is
       // counted whole, which BigQuery answers from metadata and no partition filter can refuse.
-      if (metadata.partitioned === true) return { target, effect: 'replace', rows: undefined, readFrom: 'table metadata', unreadable: 'tables.get gave no numRows' };
-      const [rows] = (await withRetry('count rows', () => context.client.query({ query: `SELECT COUNT(*) AS n FROM ${quoteIdentifier(tableName(plan))}`, ...(context.location ? { location: context.location } : {}) }), context.retry)) as unknown as [Array<{ n?: unknown }>];
+      if (metadata.partitioned === true)
+        return { target, effect: 'replace', rows: undefined, readFrom: 'table metadata', unreadable: 'tables.get gave no numRows' };
+      const [rows] = (await withRetry(
+        'count rows',
+        () =>
+          context.client.query({
+            query: `SELECT COUNT(*) AS n FROM ${quoteIdentifier(tableName(plan))}`,
+            ...(context.location ? { location: context.location } : {}),
+          }),
+        context.retry,
+      )) as unknown as [Array<{ n?: unknown }>];
       return { target, effect: 'replace', rows: Number(rows[0]?.n ?? 0), readFrom: 'rows counted' };
     }
     const shown = partitionsShown(context.partitions);
     if (context.partitions.length === 0) return { target, effect: 'replace', rows: 0, readFrom: 'no partition replaced', ...(await recent()) };
     const rows = (await partitionRowsFromMetadata(context)) ?? (await partitionRowsCounted(context));
-    if (rows === undefined) return { target, effect: 'replace', rows: undefined, readFrom: `partition ${shown}`, unreadable: 'neither INFORMATION_SCHEMA.PARTITIONS nor the run ledger says what the partition holds', ...(await recent()) };
-    return { target, effect: 'replace', rows: rows.rows, readFrom: `${rows.from} of ${context.partitions.length === 1 ? 'partition' : 'partitions'} ${shown}`, ...(await recent()) };
+    if (rows === undefined)
+      return {
+        target,
+        effect: 'replace',
+        rows: undefined,
+        readFrom: `partition ${shown}`,
+        unreadable: 'neither INFORMATION_SCHEMA.PARTITIONS nor the run ledger says what the partition holds',
+        ...(await recent()),
+      };
+    return {
+      target,
+      effect: 'replace',
+      rows: rows.rows,
+      readFrom: `${rows.from} of ${context.partitions.length === 1 ? 'partition' : 'partitions'} ${shown}`,
+      ...(await recent()),
+    };
   } catch (error) {
-    return { target, effect: plan.writeMode === 'append' || plan.writeMode === 'merge' ? 'add' : 'replace', rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+    return {
+      target,
+      effect: plan.writeMode === 'append' || plan.writeMode === 'merge' ? 'add' : 'replace',
+      rows: undefined,
+      readFrom: 'unreadable',
+      unreadable: messageOf(error),
+    };
   }
 }
 
@@ -84,7 +113,11 @@ async function partitionRowsFromMetadata(context: HoldingContext): Promise<{ row
   const ids = context.partitions.map((id) => `'${id.replace(/[^0-9]/g, '')}'`).join(', ');
   const query = `SELECT partition_id, total_rows FROM ${view} WHERE table_name = @table AND partition_id IN (${ids})`;
   try {
-    const [rows] = (await withRetry('partition rows', () => client.query({ query, params: { table: plan.tableId }, ...(context.location ? { location: context.location } : {}) }), { ...retry, limits: { ...retry.limits, maxAttempts: 2 } })) as unknown as [Array<{ total_rows?: unknown }>];
+    const [rows] = (await withRetry(
+      'partition rows',
+      () => client.query({ query, params: { table: plan.tableId }, ...(context.location ? { location: context.location } : {}) }),
+      { ...retry, limits: { ...retry.limits, maxAttempts: 2 } },
+    )) as unknown as [Array<{ total_rows?: unknown }>];
     return { rows: rows.reduce((sum, row) => sum + Number(row.total_rows ?? 0), 0), from: 'INFORMATION_SCHEMA.PARTITIONS' };
   } catch (error) {
     retry.logger.debug({ error: messageOf(error) }, 'INFORMATION_SCHEMA.PARTITIONS could not be read; the partitions are counted another way');
@@ -107,7 +140,8 @@ async function partitionRowsCounted(context: HoldingContext): Promise<{ rows: nu
     return latest === undefined ? undefined : { rows: latest.rows, from: 'the run ledger' };
   }
   const sorted = [...context.partitions].sort();
-  const bound = (id: string) => (partition.type === 'MONTH' ? `${id.slice(0, 4)}-${id.slice(4, 6)}-01` : `${id.slice(0, 4)}-${id.slice(4, 6)}-${id.slice(6, 8)}`);
+  const bound = (id: string) =>
+    partition.type === 'MONTH' ? `${id.slice(0, 4)}-${id.slice(4, 6)}-01` : `${id.slice(0, 4)}-${id.slice(4, 6)}-${id.slice(6, 8)}`;
   const low = bound(sorted[0]!);
   const lastDay = new Date(`${bound(sorted.at(-1)!)}T00:00:00Z`);
   if (partition.type === 'MONTH') lastDay.setUTCMonth(lastDay.getUTCMonth() + 1);
@@ -120,17 +154,27 @@ async function partitionRowsCounted(context: HoldingContext): Promise<{ rows: nu
   const query =
     `SELECT FORMAT_DATE('${format}', ${day}) AS partition_id, COUNT(*) AS n FROM ${quoteIdentifier(tableName(plan))} ` +
     `WHERE ${column} >= ${cast}(@low) AND ${column} < ${cast}(@high) GROUP BY partition_id`;
-  const [rows] = (await withRetry('partition rows counted', () => client.query({ query, params: { low, high }, ...(context.location ? { location: context.location } : {}) }), retry)) as unknown as [Array<{ partition_id?: unknown; n?: unknown }>];
+  const [rows] = (await withRetry(
+    'partition rows counted',
+    () => client.query({ query, params: { low, high }, ...(context.location ? { location: context.location } : {}) }),
+    retry,
+  )) as unknown as [Array<{ partition_id?: unknown; n?: unknown }>];
   const wanted = new Set(context.partitions);
   return { rows: rows.filter((row) => wanted.has(String(row.partition_id))).reduce((sum, row) => sum + Number(row.n ?? 0), 0), from: 'rows counted' };
 }
 
 async function recentRunsOf(context: HoldingContext): Promise<number[]> {
-  const runs = await recentLedgerRuns(context.client, ledgerDataset(context), context.plan.identity.jobName, context.plan.tableId, context.recentRuns, context.retry);
+  const runs = await recentLedgerRuns(
+    context.client,
+    ledgerDataset(context),
+    context.plan.identity.jobName,
+    context.plan.tableId,
+    context.recentRuns,
+    context.retry,
+  );
   return runs.map((run) => run.rows);
 }
 
 function ledgerDataset(context: HoldingContext) {
   return { projectId: context.plan.projectId, datasetId: context.plan.datasetId, location: context.location };
 }
-

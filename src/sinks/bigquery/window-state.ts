@@ -12,14 +12,21 @@ import { configuredTable, tableName } from './table-name.js';
  * (`_tilehouse_runs`, run-ledger.ts) records as published. The client and the ledger are loaded
  * on demand, as build-sinks does: CSV-only runs do not pay for the BigQuery client.
  */
-export async function bigqueryWindowStateReaders(job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions, logger: Logger): Promise<WindowStateReader[]> {
+export async function bigqueryWindowStateReaders(
+  job: LoadedJob,
+  environment: EnvironmentConfig,
+  options: SinkFactoryOptions,
+  logger: Logger,
+): Promise<WindowStateReader[]> {
   const bigquery = job.sinks.filter((sink) => sink.type === 'bigquery');
   if (bigquery.length === 0) return [];
   const readers: WindowStateReader[] = [];
   const { createBigQueryClient } = await import('./bigquery-client.js');
   const ledger = await import('./run-ledger.js');
   const defaults = environment.sinks.bigquery;
-  const client = options.bigqueryClient ?? createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
+  const client =
+    options.bigqueryClient ??
+    createBigQueryClient(defaults?.projectId, process.env, { apiEndpoint: defaults?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs });
   for (const sink of bigquery) {
     const table = configuredTable(sink, defaults, job.name);
     const { datasetId, tableId } = table;
@@ -30,9 +37,19 @@ export async function bigqueryWindowStateReaders(job: LoadedJob, environment: En
         try {
           const projectId = defaults?.projectId ?? (await client.getProjectId());
           const endOf = (day: string) => parseTimestamp(day, job.timezone) as number;
-          finished = await ledger.doneWindows(client, { projectId, datasetId, location: defaults?.location }, job.name, tableId, { limits: ledger.LEDGER_RETRY_LIMITS, logger }, endOf);
+          finished = await ledger.doneWindows(
+            client,
+            { projectId, datasetId, location: defaults?.location },
+            job.name,
+            tableId,
+            { limits: ledger.LEDGER_RETRY_LIMITS, logger },
+            endOf,
+          );
         } catch (error) {
-          throw new WindowStateUnreadableError(`job ${job.name}: cannot read the run ledger ${datasetId}._tilehouse_runs for table ${tableId}: ${(error as Error).message}`, { cause: error });
+          throw new WindowStateUnreadableError(
+            `job ${job.name}: cannot read the run ledger ${datasetId}._tilehouse_runs for table ${tableId}: ${(error as Error).message}`,
+            { cause: error },
+          );
         }
         const asked = windows.map((window) => window.from);
         return { done: new Set(asked.filter((from) => finished.done.has(from))), open: new Set(asked.filter((from) => finished.open.has(from))) };

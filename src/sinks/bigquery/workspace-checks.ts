@@ -44,7 +44,9 @@ export const bigqueryWorkspaceChecker: WorkspaceCheckerFactory = async (environm
     if (sink.type !== 'bigquery') return undefined;
     const table = configuredTable(sink, environment.sinks.bigquery, job.name);
     const name = tableName(table);
-    const laidOut = job.sinks.some((other) => other.type === 'bigquery' && (other.partitionBy !== undefined || other.clusterBy !== undefined || other.primaryKey !== undefined));
+    const laidOut = job.sinks.some(
+      (other) => other.type === 'bigquery' && (other.partitionBy !== undefined || other.clusterBy !== undefined || other.primaryKey !== undefined),
+    );
     const columns = laidOut ? predictedColumns() : undefined;
     const columnLayout = columns === undefined ? [] : columnLayoutProblems(job, index, sink, columns, table);
     return { name, field: 'table', value: table.tableId, fileSystem: [], columnLayout };
@@ -54,6 +56,12 @@ export const bigqueryWorkspaceChecker: WorkspaceCheckerFactory = async (environm
     if (job.incremental === undefined || environment.sinks.bigquery?.runLedger !== false) return [];
     const index = job.sinks.findIndex((sink) => sink.type === 'bigquery');
     if (index < 0) return [];
-    return [{ file: job.file, path: ['incremental'], message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})` }];
+    return [
+      {
+        file: job.file,
+        path: ['incremental'],
+        message: `an incremental job reads the days sinks[${index}] published from the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off (${configFile})`,
+      },
+    ];
   },
 });

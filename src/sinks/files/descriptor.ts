@@ -52,7 +52,17 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
       try {
-        return spec.createSink({ config, directory: spec.directory(environment), guard: guardSettingsOf(config.guard, spec.guardDefaults(environment)), timezone: job.timezone, stopDeadlineMs: environment.stopDeadlineMs, gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs }, ...(options.storageClient ? { storageClient: options.storageClient } : {}), ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}), ...s3Options(environment, options) });
+        return spec.createSink({
+          config,
+          directory: spec.directory(environment),
+          guard: guardSettingsOf(config.guard, spec.guardDefaults(environment)),
+          timezone: job.timezone,
+          stopDeadlineMs: environment.stopDeadlineMs,
+          gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs },
+          ...(options.storageClient ? { storageClient: options.storageClient } : {}),
+          ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}),
+          ...s3Options(environment, options),
+        });
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
       }
@@ -65,7 +75,12 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       if (config === undefined) return { sink, problems };
       if (config.path === undefined) return { sink: { ...sink, path: format.defaultPathTemplate(config, true) } as SinkConfig, problems };
       if (!writesOneFilePerWindow(config.path)) {
-        problems.push({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: 'a backfill writes one file per window: the path needs {date}' });
+        problems.push({
+          file: job.file,
+          field: `sinks[${index}].path`,
+          value: JSON.stringify(config.path),
+          message: 'a backfill writes one file per window: the path needs {date}',
+        });
       }
       return { sink, problems };
     },

@@ -7,7 +7,10 @@ import type { FormatNames } from './file-format.js';
  * A file sink's own code, `<format>_<failure>` (`csv_write_failed`): the catalogue lists it for
  * every file format. A format the catalogue does not name (a test's) still gets its own word.
  */
-function formatCode<Failure extends 'path_invalid' | 'write_failed' | 'target_unwritable' | 'writer_closed'>(format: FormatNames, failure: Failure): `${FileFormatName}_${Failure}` {
+function formatCode<Failure extends 'path_invalid' | 'write_failed' | 'target_unwritable' | 'writer_closed'>(
+  format: FormatNames,
+  failure: Failure,
+): `${FileFormatName}_${Failure}` {
   return `${format.name}_${failure}` as `${FileFormatName}_${Failure}`;
 }
 
@@ -66,7 +69,9 @@ export class FileTargetUnwritableError extends TilehouseError {
   ) {
     const code = fileSystemFailureCode({ code: unwritable.errno }, formatCode(format, 'target_unwritable'));
     const hint = fileSystemFailureHint(code);
-    super(`job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`);
+    super(
+      `job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`,
+    );
     this.code = code;
   }
 }

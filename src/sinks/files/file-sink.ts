@@ -125,17 +125,19 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
 
   /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
   storageClient(): Promise<Storage> {
-    this.storage ??= this.options.storageClient !== undefined
-      ? Promise.resolve(this.options.storageClient)
-      : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
+    this.storage ??=
+      this.options.storageClient !== undefined
+        ? Promise.resolve(this.options.storageClient)
+        : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
     return this.storage;
   }
 
   /** The S3 client, created (and the AWS SDK loaded) on first use by an s3:// target. */
   s3Client(): Promise<S3Client> {
-    this.s3 ??= this.options.s3Client !== undefined
-      ? Promise.resolve(this.options.s3Client)
-      : import('../s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
+    this.s3 ??=
+      this.options.s3Client !== undefined
+        ? Promise.resolve(this.options.s3Client)
+        : import('../s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
     return this.s3;
   }
 
@@ -183,7 +185,8 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       const file = await this.storedFile(target);
       if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
       const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
-      if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size())) return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
+      if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size()))
+        return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
       return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
     } catch (error) {
       return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
@@ -205,7 +208,8 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       ...headers.filter((header) => !existing.includes(header)).map((header) => `+ ${header}`),
       ...existing.filter((header) => !headers.includes(header)).map((header) => `- ${header}`),
     ];
-    if (details.length === 0 && existing.join('\u0000') !== headers.join('\u0000')) details.push(`~ column order: ${existing.join(', ')} → ${headers.join(', ')}`);
+    if (details.length === 0 && existing.join('\u0000') !== headers.join('\u0000'))
+      details.push(`~ column order: ${existing.join(', ')} → ${headers.join(', ')}`);
     return { sink: this.kind, target, action: details.length === 0 ? 'unchanged' : 'change', details };
   }
 
@@ -215,7 +219,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     const { config } = this.options;
     // A fresh encoder per run: a format may keep state across a run's pages. The wrapper is made
     // once the destination is open, so a failed open leaves no stream behind.
-    const bytes = { format, encoder: format.createEncoder(context.columns, config), wrap: () => format.wrapper(config), columns: context.columns, gzip: format.gzipped(config) };
+    const bytes = {
+      format,
+      encoder: format.createEncoder(context.columns, config),
+      wrap: () => format.wrapper(config),
+      columns: context.columns,
+      gzip: format.gzipped(config),
+    };
     if (isS3Target(target)) {
       const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
       const writer = await S3ObjectWriter.open({
@@ -227,7 +237,11 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
         logger: context.logger,
         client,
         // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
-        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...(this.options.s3?.requestTimeoutMs ? { requestTimeoutMs: this.options.s3.requestTimeoutMs } : {}), ...this.options.s3Write },
+        retry: {
+          ...(context.retryBudget ? { budget: context.retryBudget } : {}),
+          ...(this.options.s3?.requestTimeoutMs ? { requestTimeoutMs: this.options.s3.requestTimeoutMs } : {}),
+          ...this.options.s3Write,
+        },
         ...(context.signal ? { signal: context.signal } : {}),
         ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
         ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
@@ -260,7 +274,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       logger: context.logger,
       ...(context.signal ? { signal: context.signal } : {}),
       ...(this.options.config.manifest === true
-        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...(context.window ? { window: context.window } : {}) } }
+        ? {
+            manifest: {
+              tempPath: tempPathFor(manifestPathOf(target), context.runId),
+              runId: context.runId,
+              ...(context.window ? { window: context.window } : {}),
+            },
+          }
         : {}),
     };
     return withGuard(await LocalFileWriter.open(options), this.guardCheck(context));

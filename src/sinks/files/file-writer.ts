@@ -96,7 +96,13 @@ export class LocalFileWriter extends FileStreamWriter {
     // fails the run before any sink has published.
     const existing = await lstat(target).catch(() => undefined);
     if (existing?.isDirectory()) {
-      throw new FileWriteError(this.format, jobName, target, 'checking the target', Object.assign(new Error('the target path is a directory'), { code: 'EISDIR' }));
+      throw new FileWriteError(
+        this.format,
+        jobName,
+        target,
+        'checking the target',
+        Object.assign(new Error('the target path is a directory'), { code: 'EISDIR' }),
+      );
     }
     try {
       this.bytes = (await stat(tempPath)).size;
@@ -106,7 +112,17 @@ export class LocalFileWriter extends FileStreamWriter {
     const manifest = this.options.manifest;
     if (manifest !== undefined) {
       const { gzip, columns } = this.options;
-      this.manifest = await PreparedManifest.prepare({ ...manifest, format: this.format, jobName, target, dataPath: tempPath, rows: this.rows, bytes: this.bytes, gzip, columns });
+      this.manifest = await PreparedManifest.prepare({
+        ...manifest,
+        format: this.format,
+        jobName,
+        target,
+        dataPath: tempPath,
+        rows: this.rows,
+        bytes: this.bytes,
+        gzip,
+        columns,
+      });
     }
   }
 

@@ -124,7 +124,13 @@ export class PreparedManifest {
       // The data file's publish fsyncs this same directory right after; once is enough.
       await this.file.publish({ syncDirectory: false });
     } catch (error) {
-      throw new FileWriteError(this.inputs.format, this.inputs.jobName, this.inputs.target, `renaming the manifest ${this.inputs.tempPath} onto ${this.file.target}`, error);
+      throw new FileWriteError(
+        this.inputs.format,
+        this.inputs.jobName,
+        this.inputs.target,
+        `renaming the manifest ${this.inputs.tempPath} onto ${this.file.target}`,
+        error,
+      );
     }
     return this.file.target;
   }

@@ -124,7 +124,12 @@ export class ObjectWriter extends FileStreamWriter {
     const deadline = cleanupDeadline(options.signal, options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS);
     const unstoppable = { ...rest, ...(deadline ? { signal: deadline } : {}) };
     this.publishHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: http.limits, requestTimeoutMs: http.requestTimeoutMs });
-    this.cleanupHttp = new GcsHttp({ ...unstoppable, budget: http.budget, limits: { ...http.limits, maxAttempts: Math.min(3, http.limits.maxAttempts) }, requestTimeoutMs: Math.min(10_000, http.requestTimeoutMs) });
+    this.cleanupHttp = new GcsHttp({
+      ...unstoppable,
+      budget: http.budget,
+      limits: { ...http.limits, maxAttempts: Math.min(3, http.limits.maxAttempts) },
+      requestTimeoutMs: Math.min(10_000, http.requestTimeoutMs),
+    });
   }
 
   get target(): string {
@@ -152,7 +157,11 @@ export class ObjectWriter extends FileStreamWriter {
       // and nothing lies below `<object>/` (a "directory" readers would confuse with the file).
       const [below] = await bucket.getFiles({ prefix: `${object}/`, maxResults: 1, autoPaginate: false });
       if (below.length > 0) {
-        throw new GcsError('gcs_target_is_directory', named, `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`);
+        throw new GcsError(
+          'gcs_target_is_directory',
+          named,
+          `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`,
+        );
       }
     } catch (error) {
       throw gcsFailure(error, { ...where('checking the bucket and the target', 'storage.objects.list'), notFoundIsBucket: true });
@@ -215,7 +224,10 @@ export class ObjectWriter extends FileStreamWriter {
     if (this.options.manifest === undefined) return;
     const { jobName, runId, gzip, columns } = this.options;
     const window = this.options.manifest.window;
-    this.manifest = buildManifest({ jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) }, this.sha256.digest('hex'));
+    this.manifest = buildManifest(
+      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) },
+      this.sha256.digest('hex'),
+    );
     // A manifest is one chunk held in memory: a session lost under it is simply started again.
     const upload = new ResumableUpload({
       http: this.http,
@@ -276,7 +288,10 @@ export class ObjectWriter extends FileStreamWriter {
         const earlier = attempt > 1 ? await this.readObject(object) : undefined;
         if (attempt > 1 && isRunObject(earlier, source, this.options.runId)) {
           generation = earlier?.generation;
-          this.options.logger.warn({ target: this.target, object }, `${this.format.name}: the answer to an earlier rewrite was lost, and the target holds this run's object: published`);
+          this.options.logger.warn(
+            { target: this.target, object },
+            `${this.format.name}: the answer to an earlier rewrite was lost, and the target holds this run's object: published`,
+          );
           return;
         }
         let token: string | undefined;
@@ -303,13 +318,20 @@ export class ObjectWriter extends FileStreamWriter {
         (readError: unknown): TargetSeen => ({ unreadable: readError }),
       );
       if ('metadata' in seen && isRunObject(seen.metadata, source, this.options.runId)) {
-        this.options.logger.warn({ target: this.target, object, reason: messageOf(error) }, `${this.format.name}: the rewrite failed, but the target holds this run's object (its answer was lost): published`);
+        this.options.logger.warn(
+          { target: this.target, object, reason: messageOf(error) },
+          `${this.format.name}: the rewrite failed, but the target holds this run's object (its answer was lost): published`,
+        );
         return seen.metadata?.generation;
       }
       const target = { format: this.format.name, url: `gs://${this.bucket.name}/${object}` };
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
       if ('unreadable' in seen) {
-        throw new GcsPublishOutcomeUnknownError(target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}: it holds this run's object or the one before; look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`, error);
+        throw new GcsPublishOutcomeUnknownError(
+          target,
+          `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}: it holds this run's object or the one before; look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`,
+          error,
+        );
       }
       throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
@@ -344,7 +366,10 @@ export class ObjectWriter extends FileStreamWriter {
       if (!mayExist) return;
       const url = `gs://${this.bucket.name}/${object}`;
       this.left.push(`Cloud Storage temp object ${url} (removed by a later run's sweep or the bucket lifecycle rule)`);
-      this.options.logger.warn({ err: error, object: url }, `${this.format.name}: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it`);
+      this.options.logger.warn(
+        { err: error, object: url },
+        `${this.format.name}: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it`,
+      );
     }
   }
 
@@ -354,7 +379,11 @@ export class ObjectWriter extends FileStreamWriter {
     await this.uploaded.catch(() => undefined);
     // An unfinished upload whose final request was never sent created no object: nothing to name.
     await this.deleteTemp(this.upload.finished, this.tempFile.name, this.upload.finished !== undefined || this.upload.mayHaveCreated);
-    await this.deleteTemp(this.tempManifestObject, this.tempManifest.name, this.tempManifestObject !== undefined || this.manifestUpload?.mayHaveCreated === true);
+    await this.deleteTemp(
+      this.tempManifestObject,
+      this.tempManifest.name,
+      this.tempManifestObject !== undefined || this.manifestUpload?.mayHaveCreated === true,
+    );
   }
 
   protected writeError(cause: unknown): GcsError {
@@ -373,13 +402,19 @@ type TargetSeen = { metadata: ObjectMetadata | undefined } | { unreadable: unkno
 
 /** Whether `metadata` is the object this run uploaded as `source` (a rewrite keeps all three). */
 function isRunObject(metadata: ObjectMetadata | undefined, source: UploadedObject, runId: string): boolean {
-  return metadata !== undefined && metadata.metadata?.[RUN_ID_METADATA_KEY] === runId && Number(metadata.size) === source.size && metadata.crc32c === source.crc32c;
+  return (
+    metadata !== undefined && metadata.metadata?.[RUN_ID_METADATA_KEY] === runId && Number(metadata.size) === source.size && metadata.crc32c === source.crc32c
+  );
 }
 
 /** What the target was seen to hold after a failed publish: "published nothing" only when seen. */
 function describeSeen(seen: TargetSeen, expected: number): string {
-  if ('unreadable' in seen) return `whether the target now holds this run's object is unknown: reading it afterwards failed too (${messageOf(seen.unreadable)})`;
-  if (seen.metadata === undefined) return expected === 0 ? 'the target was read afterwards and does not exist: this run published nothing' : 'the target was read afterwards and no longer exists (deleted by another writer): this run published nothing';
+  if ('unreadable' in seen)
+    return `whether the target now holds this run's object is unknown: reading it afterwards failed too (${messageOf(seen.unreadable)})`;
+  if (seen.metadata === undefined)
+    return expected === 0
+      ? 'the target was read afterwards and does not exist: this run published nothing'
+      : 'the target was read afterwards and no longer exists (deleted by another writer): this run published nothing';
   const generation = Number(seen.metadata.generation);
   return generation === expected
     ? `the target was read afterwards and still holds generation ${generation}, as before the run: this run published nothing`
@@ -396,5 +431,10 @@ function writerOf(metadata: ObjectMetadata): string {
 function targetChanged(target: GcsTarget, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
   const expected = expectedGeneration === 0 ? 'absent' : `generation ${expectedGeneration}`;
   const now = seen === undefined ? 'now absent, deleted by another writer' : `now generation ${seen.generation}, ${writerOf(seen)}`;
-  return new GcsError('gcs_target_changed', target, `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`, cause);
+  return new GcsError(
+    'gcs_target_changed',
+    target,
+    `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`,
+    cause,
+  );
 }

@@ -42,7 +42,8 @@ export class FilePathTemplate {
     if (/[\\/]$/.test(template)) throw invalid('names a directory, not a file');
     if (looksLikeUrl(template)) {
       const s3 = template.startsWith(S3_SCHEME);
-      if (!template.startsWith(GCS_SCHEME) && !s3) throw invalid('only Cloud Storage (gs://bucket/object) and S3 (s3://bucket/key) URLs are supported, written in lowercase');
+      if (!template.startsWith(GCS_SCHEME) && !s3)
+        throw invalid('only Cloud Storage (gs://bucket/object) and S3 (s3://bucket/key) URLs are supported, written in lowercase');
       const { bucket, rest } = (s3 ? splitS3Url(template) : splitGcsUrl(template))!;
       if (bucket.includes('{')) throw invalid('the bucket must be fixed text, not a placeholder');
       const problem = (s3 ? s3BucketNameProblem(bucket) : bucketNameProblem(bucket)) ?? (rest.length === 0 ? 'no object name after the bucket' : undefined);
@@ -159,6 +160,9 @@ function hasParentSegment(path: string): boolean {
  * be path segments), so it becomes `_` as well.
  */
 export function toFileNameSafe(value: string): string {
-  const safe = value.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_').slice(0, 200);
+  const safe = value
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\./, '_')
+    .slice(0, 200);
   return safe.length === 0 ? '_' : safe;
 }

@@ -17,4 +17,3 @@ export function wasOpen(manifest: ManifestFields, window: HeldWindow, timezone: 
   const prepared = typeof manifest.preparedAt === 'string' ? Date.parse(manifest.preparedAt) : Number.NaN;
   return Number.isNaN(prepared) || prepared < (parseTimestamp(window.to, timezone) as number);
 }
-

@@ -75,9 +75,14 @@ export function objectManifestState(job: LoadedJob, sink: FileSink, template: st
         try {
           [exists] = await storage.bucket(bucket).exists();
         } catch (error) {
-          throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: bucket gs://${bucket}: ${(error as Error).message}`, { cause: error });
+          throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: bucket gs://${bucket}: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
-        if (!exists) throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`);
+        if (!exists)
+          throw new WindowStateUnreadableError(
+            `job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`,
+          );
       }
       const stateOf = async (target: string, window: HeldWindow): Promise<'done' | 'open' | 'not'> => {
         const { bucket, object } = parseGcsObjectUrl(target);
@@ -134,7 +139,14 @@ export async function fileWindowStateReaders(format: FileFormat, job: LoadedJob,
     if (isS3Target(sample)) {
       // Loaded here, as the sink loads it: a run without s3:// targets never loads the AWS SDK.
       const { s3ManifestState } = await import('../s3/window-state.js');
-      readers.push(s3ManifestState(job, template, () => sink.s3Client(), (window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window })));
+      readers.push(
+        s3ManifestState(
+          job,
+          template,
+          () => sink.s3Client(),
+          (window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }),
+        ),
+      );
       continue;
     }
     readers.push(isGcsTarget(sample) ? objectManifestState(job, sink, template) : localManifestState(job, sink, template));

@@ -17,7 +17,8 @@ export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environme
     const directoryReason = uses && !looksLikeObjectUrl(directory) ? await unwritableReason(directory) : undefined;
     const cannot = (reason: string) => `${format.label} files cannot be written there: ${reason}`;
     const fileSystem: WorkspaceProblem[] = [];
-    if (directoryReason !== undefined) fileSystem.push({ file: configFile, path: ['sinks', format.name, 'directory'], value: directory, message: cannot(directoryReason) });
+    if (directoryReason !== undefined)
+      fileSystem.push({ file: configFile, path: ['sinks', format.name, 'directory'], value: directory, message: cannot(directoryReason) });
     return {
       fileSystem,
       async target(job, index, sink) {

@@ -20,7 +20,13 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
   try {
     await withFreshTokenOn401(`listing ${url}`, () => bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false }));
   } catch (error) {
-    throw gcsFailure(await namingPrincipal(error), { target: where, bucket: bucketName, operation: 'listing the bucket', permission: 'storage.objects.list', notFoundIsBucket: true });
+    throw gcsFailure(await namingPrincipal(error), {
+      target: where,
+      bucket: bucketName,
+      operation: 'listing the bucket',
+      permission: 'storage.objects.list',
+      notFoundIsBucket: true,
+    });
   }
   let granted: Record<string, boolean>;
   try {
@@ -29,11 +35,20 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
     // The listing proved the bucket exists, so a 404 here is an endpoint without IAM (an
     // emulator such as fake-gcs-server): say the permissions were not tested rather than guess.
     if (statusOf(error) === 404) return `${url}: bucket found; permissions not tested (this endpoint has no IAM)${await runsAsNote()}`;
-    throw gcsFailure(await namingPrincipal(error), { target: where, bucket: bucketName, operation: 'testing permissions', permission: 'storage.buckets.getIamPolicy' });
+    throw gcsFailure(await namingPrincipal(error), {
+      target: where,
+      bucket: bucketName,
+      operation: 'testing permissions',
+      permission: 'storage.buckets.getIamPolicy',
+    });
   }
   const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
   if (missing.length > 0) {
-    throw new GcsError('gcs_permission_denied', where, `missing ${missing.join(', ')} on bucket ${bucketName}${await runsAs()} (grant roles/storage.objectUser on the bucket)`);
+    throw new GcsError(
+      'gcs_permission_denied',
+      where,
+      `missing ${missing.join(', ')} on bucket ${bucketName}${await runsAs()} (grant roles/storage.objectUser on the bucket)`,
+    );
   }
   return `${url}: writable${await runsAsNote()}`;
 }

@@ -76,7 +76,13 @@ export function statusOf(error: unknown): number | undefined {
  */
 export function gcsFailure(
   error: unknown,
-  where: { target: GcsTarget; bucket: string; operation: string; permission: string; /** A listing: its 404 can only be the bucket. */ notFoundIsBucket?: boolean },
+  where: {
+    target: GcsTarget;
+    bucket: string;
+    operation: string;
+    permission: string /** A listing: its 404 can only be the bucket. */;
+    notFoundIsBucket?: boolean;
+  },
 ): GcsError {
   if (error instanceof GcsError) return error;
   const status = statusOf(error);
@@ -92,7 +98,12 @@ export function gcsFailure(
     );
   }
   if (status === 404 && (where.notFoundIsBucket === true || /bucket/i.test(detail))) {
-    return new GcsError('gcs_bucket_not_found', where.target, `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`, error);
+    return new GcsError(
+      'gcs_bucket_not_found',
+      where.target,
+      `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`,
+      error,
+    );
   }
   return new GcsError('gcs_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
 }

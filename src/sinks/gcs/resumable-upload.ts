@@ -122,7 +122,8 @@ export class ResumableUpload extends Writable {
         if (answer.status === 200 || answer.status === 201) return this.done(answer);
         // A 308 that persisted nothing (legal: no Range) is a failed try, so a service that never
         // moves spends the retry budget instead of looping.
-        if (this.base === before) throw new GcsHttpError(`the upload session of ${this.name} persisted nothing of the bytes from offset ${this.base}`, 308, true);
+        if (this.base === before)
+          throw new GcsHttpError(`the upload session of ${this.name} persisted nothing of the bytes from offset ${this.base}`, 308, true);
         // Partly persisted: the rest stays in the buffer, topped up by the next bytes (or sent now if last).
         if (!last) return;
       }
@@ -203,7 +204,11 @@ export class ResumableUpload extends Writable {
     if (range !== null && match === null) throw new GcsHttpError(`the upload session of ${this.name} answered an unreadable Range: ${range}`, 308, true);
     const persisted = match === null ? 0 : Number(match[1]) + 1;
     if (persisted < this.base || persisted > this.base + this.filled) {
-      throw new GcsError('gcs_write_failed', this.name, `the upload session says it holds ${persisted} bytes, but ${this.base} were confirmed and ${this.base + this.filled} sent; the upload cannot be resumed`);
+      throw new GcsError(
+        'gcs_write_failed',
+        this.name,
+        `the upload session says it holds ${persisted} bytes, but ${this.base} were confirmed and ${this.base + this.filled} sent; the upload cannot be resumed`,
+      );
     }
     const dropped = persisted - this.base;
     this.buffer.copy(this.buffer, 0, dropped, this.filled);
@@ -216,7 +221,11 @@ export class ResumableUpload extends Writable {
     const object = this.finished!;
     const crc32c = this.crc.toString();
     if (object.size !== this.written || object.crc32c !== crc32c) {
-      throw new GcsError('gcs_write_failed', this.name, `the stored object does not match the bytes sent (size ${object.size} vs ${this.written}, crc32c ${object.crc32c} vs ${crc32c})`);
+      throw new GcsError(
+        'gcs_write_failed',
+        this.name,
+        `the stored object does not match the bytes sent (size ${object.size} vs ${this.written}, crc32c ${object.crc32c} vs ${crc32c})`,
+      );
     }
     this.filled = 0;
     this.base = this.written;
@@ -224,6 +233,20 @@ export class ResumableUpload extends Writable {
 }
 
 function parseObject(text: string): UploadedObject {
-  const body = JSON.parse(text) as { name: string; bucket: string; generation: string | number; size: string | number; crc32c?: string; metadata?: Record<string, string> };
-  return { name: body.name, bucket: body.bucket, generation: String(body.generation), size: Number(body.size), crc32c: body.crc32c ?? '', metadata: body.metadata ?? {} };
+  const body = JSON.parse(text) as {
+    name: string;
+    bucket: string;
+    generation: string | number;
+    size: string | number;
+    crc32c?: string;
+    metadata?: Record<string, string>;
+  };
+  return {
+    name: body.name,
+    bucket: body.bucket,
+    generation: String(body.generation),
+    size: Number(body.size),
+    crc32c: body.crc32c ?? '',
+    metadata: body.metadata ?? {},
+  };
 }

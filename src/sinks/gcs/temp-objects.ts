@@ -47,9 +47,17 @@ export async function removeStaleTempObjects(storage: Storage, root: string, opt
   const bucket: Bucket = storage.bucket(bucketName);
   let files: File[];
   try {
-    [files] = await withFreshTokenOn401(`listing temp objects below gs://${bucketName}/${prefix}`, () => bucket.getFiles({ prefix, ...(options.recursive ? {} : { delimiter: '/' }), autoPaginate: true }));
+    [files] = await withFreshTokenOn401(`listing temp objects below gs://${bucketName}/${prefix}`, () =>
+      bucket.getFiles({ prefix, ...(options.recursive ? {} : { delimiter: '/' }), autoPaginate: true }),
+    );
   } catch (error) {
-    throw gcsFailure(error, { target: root, bucket: bucketName, operation: 'listing temp objects for the sweep', permission: 'storage.objects.list', notFoundIsBucket: true });
+    throw gcsFailure(error, {
+      target: root,
+      bucket: bucketName,
+      operation: 'listing temp objects for the sweep',
+      permission: 'storage.objects.list',
+      notFoundIsBucket: true,
+    });
   }
   const removed: string[] = [];
   const now = options.now ?? Date.now();

@@ -210,7 +210,10 @@ export class GoogleCredentials {
         if (own !== undefined) throw own;
         const verdict = this.classify(error);
         if (verdict === 'rejected') {
-          throw new GoogleCredentialsRejectedError(`Google refused ${this.describeSource()}: ${describeFailure(error)}; the identity is not valid (a deleted key or service account, a Workload Identity binding that is missing)`, { cause: error });
+          throw new GoogleCredentialsRejectedError(
+            `Google refused ${this.describeSource()}: ${describeFailure(error)}; the identity is not valid (a deleted key or service account, a Workload Identity binding that is missing)`,
+            { cause: error },
+          );
         }
         if (verdict === 'unavailable') {
           throw new GoogleCredentialsUnavailableError(`no Google credentials from ${this.describeSource()}: ${describeFailure(error)}`, { cause: error });
@@ -224,7 +227,11 @@ export class GoogleCredentials {
             { cause: error },
           );
         }
-        if (tries === 1) this.logger?.warn({ reason: describeFailure(error), waitMs: this.waitMs }, `Google credentials not available yet from ${this.describeSource()}; retrying for up to ${this.waitMs} ms`);
+        if (tries === 1)
+          this.logger?.warn(
+            { reason: describeFailure(error), waitMs: this.waitMs },
+            `Google credentials not available yet from ${this.describeSource()}; retrying for up to ${this.waitMs} ms`,
+          );
         await sleep(delay);
         delay = Math.min(delay * 2, MAX_DELAY_MS);
       }
@@ -267,7 +274,7 @@ const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
  * token request is re-aimed there. Only a file whose `token_uri` differs gets a transporter of its
  * own; an https endpoint, or http on loopback, as for every other endpoint tilehouse sends credentials to.
  */
-async function keyFileTokenUriTransporter(env: NodeJS.ProcessEnv): Promise<InstanceType<(typeof import('google-auth-library'))['gaxios']['Gaxios']> | undefined> {
+async function keyFileTokenUriTransporter(env: NodeJS.ProcessEnv): Promise<InstanceType<typeof import('google-auth-library')['gaxios']['Gaxios']> | undefined> {
   const file = env.GOOGLE_APPLICATION_CREDENTIALS?.trim();
   if (!file) return undefined;
   let tokenUri: unknown;
@@ -280,7 +287,9 @@ async function keyFileTokenUriTransporter(env: NodeJS.ProcessEnv): Promise<Insta
   if (type !== 'service_account' || typeof tokenUri !== 'string' || tokenUri === GOOGLE_TOKEN_URL) return undefined;
   const target = new URL(tokenUri);
   if (target.protocol !== 'https:' && !(target.protocol === 'http:' && /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(target.hostname))) {
-    throw new GoogleCredentialsUnavailableError(`the credentials file ${file} names token_uri ${tokenUri}: only https:// (or http:// on loopback) may receive a signed assertion`);
+    throw new GoogleCredentialsUnavailableError(
+      `the credentials file ${file} names token_uri ${tokenUri}: only https:// (or http:// on loopback) may receive a signed assertion`,
+    );
   }
   const { gaxios } = await import('google-auth-library');
   const transporter = new gaxios.Gaxios();
@@ -293,7 +302,18 @@ async function keyFileTokenUriTransporter(env: NodeJS.ProcessEnv): Promise<Insta
   return transporter;
 }
 
-const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'AbortError', 'TimeoutError']);
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'AbortError',
+  'TimeoutError',
+]);
 
 /** Whether this machine says it is a Google Cloud VM (GKE nodes are): its BIOS, as the library reads it. */
 function onGoogleCloud(): boolean {
@@ -315,7 +335,9 @@ function statusOf(error: unknown): number | undefined {
 function errorCodes(error: unknown, depth = 0): string[] {
   if (typeof error !== 'object' || error === null || depth > 6) return [];
   const record = error as { code?: unknown; name?: unknown; type?: unknown; cause?: unknown; errors?: unknown };
-  const own = [record.code, record.name, record.type === 'request-timeout' ? 'ETIMEDOUT' : undefined].filter((value): value is string => typeof value === 'string');
+  const own = [record.code, record.name, record.type === 'request-timeout' ? 'ETIMEDOUT' : undefined].filter(
+    (value): value is string => typeof value === 'string',
+  );
   const nested = Array.isArray(record.errors) ? record.errors.flatMap((inner) => errorCodes(inner, depth + 1)) : [];
   return [...own, ...nested, ...errorCodes(record.cause, depth + 1)];
 }
@@ -384,7 +406,13 @@ export function unauthorizedVerdict(error: unknown, alreadyRefreshed: boolean, w
     credentials.invalidate();
     return { retry: true };
   }
-  return { retry: false, error: new GoogleCredentialsRejectedError(`${what}: Google answered 401 (unauthenticated) twice, the second time with a fresh token from ${credentials.describeSource()}: ${describeFailure(error)}`, { cause: error }) };
+  return {
+    retry: false,
+    error: new GoogleCredentialsRejectedError(
+      `${what}: Google answered 401 (unauthenticated) twice, the second time with a fresh token from ${credentials.describeSource()}: ${describeFailure(error)}`,
+      { cause: error },
+    ),
+  };
 }
 
 /** A call without a retry loop of its own (a client library's read), under the 401 rule. */

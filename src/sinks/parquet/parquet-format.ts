@@ -32,7 +32,8 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
   gzipped: () => false,
   createEncoder(columns, config) {
     // Parquet has no file without columns (CSV writes an empty header record): say why, before any byte.
-    if (columns.length === 0) throw new ParquetSchemaError('the tile has no visible columns, and a Parquet file needs at least one: make an item visible or use a CSV sink');
+    if (columns.length === 0)
+      throw new ParquetSchemaError('the tile has no visible columns, and a Parquet file needs at least one: make an item visible or use a CSV sink');
     const encoder = new ParquetEncoder(
       columns.map((column) => ({ name: column.name, type: column.type })),
       { compression: encoderCompression(config.compression), keyValueMetadata: { [HEADERS_KEY]: JSON.stringify(columns.map((column) => column.header)) } },
@@ -67,7 +68,8 @@ export async function readFooterColumns(file: StoredFile): Promise<ReturnType<ty
 /** A stored file's footer and trailer, and its location for messages. */
 async function footerTail(file: StoredFile): Promise<[Uint8Array, string]> {
   const size = await file.size();
-  if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
+  if (size < MIN_FILE_BYTES)
+    throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
   const footerLength = parquetFooterLength(await buffer(file.read({ start: size - 8, end: size - 1 })), file.location);
   if (footerLength + MIN_FILE_BYTES > size) {
     throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);

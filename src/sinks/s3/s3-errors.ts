@@ -15,7 +15,13 @@ import { TilehouseError } from '../../errors.js';
  * - `s3_publish_outcome_unknown`: the publishing copy got no answer and the target could not be
  *   read afterwards either.
  */
-export type S3FailureCode = 's3_bucket_not_found' | 's3_permission_denied' | 's3_target_is_directory' | 's3_target_changed' | 's3_write_failed' | 's3_publish_outcome_unknown';
+export type S3FailureCode =
+  | 's3_bucket_not_found'
+  | 's3_permission_denied'
+  | 's3_target_is_directory'
+  | 's3_target_changed'
+  | 's3_write_failed'
+  | 's3_publish_outcome_unknown';
 
 export class S3Error extends TilehouseError {
   constructor(
@@ -61,16 +67,35 @@ export function s3CodeOf(error: unknown): string | undefined {
  * A failed call as one of the stable failures. `action` is the IAM action the call needs, so a 403
  * says exactly what to grant.
  */
-export function s3Failure(error: unknown, where: { target: string; bucket: string; operation: string; action: string; /** A listing or bucket call: its 404 can only be the bucket. */ notFoundIsBucket?: boolean }): S3Error {
+export function s3Failure(
+  error: unknown,
+  where: {
+    target: string;
+    bucket: string;
+    operation: string;
+    action: string /** A listing or bucket call: its 404 can only be the bucket. */;
+    notFoundIsBucket?: boolean;
+  },
+): S3Error {
   if (error instanceof S3Error) return error;
   const status = s3StatusOf(error);
   const code = s3CodeOf(error);
   const detail = `${code !== undefined && code !== 'Error' ? `${code}: ` : ''}${error instanceof Error ? error.message : String(error)}`;
   if (status === 403 || status === 401) {
-    return new S3Error('s3_permission_denied', where.target, `${where.operation} failed: ${where.action} is not allowed on bucket ${where.bucket} for these credentials (grant it in the role's policy; see docs/s3.md): ${detail}`, error);
+    return new S3Error(
+      's3_permission_denied',
+      where.target,
+      `${where.operation} failed: ${where.action} is not allowed on bucket ${where.bucket} for these credentials (grant it in the role's policy; see docs/s3.md): ${detail}`,
+      error,
+    );
   }
   if (code === 'NoSuchBucket' || (status === 404 && where.notFoundIsBucket === true)) {
-    return new S3Error('s3_bucket_not_found', where.target, `${where.operation} failed: bucket ${where.bucket} does not exist (or is in another account or region): ${detail}`, error);
+    return new S3Error(
+      's3_bucket_not_found',
+      where.target,
+      `${where.operation} failed: bucket ${where.bucket} does not exist (or is in another account or region): ${detail}`,
+      error,
+    );
   }
   return new S3Error('s3_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
 }

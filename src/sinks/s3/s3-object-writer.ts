@@ -96,7 +96,10 @@ export class S3ObjectWriter extends FileStreamWriter {
     super(options.format, options.encoder, head, options.signal);
     const deadline = cleanupDeadline(options.signal, options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS);
     this.publishRequests = requests.withSignal(deadline);
-    this.cleanupRequests = requests.withSignal(deadline, { limits: { ...requests.limits, maxAttempts: Math.min(3, requests.limits.maxAttempts) }, requestTimeoutMs: Math.min(10_000, requests.requestTimeoutMs) });
+    this.cleanupRequests = requests.withSignal(deadline, {
+      limits: { ...requests.limits, maxAttempts: Math.min(3, requests.limits.maxAttempts) },
+      requestTimeoutMs: Math.min(10_000, requests.requestTimeoutMs),
+    });
   }
 
   get target(): string {
@@ -127,9 +130,17 @@ export class S3ObjectWriter extends FileStreamWriter {
     try {
       // One listing answers three questions: the bucket exists, we may list it, and nothing lies
       // below `<key>/` (a "directory" readers would confuse with the file).
-      const below = await requests.send<ListObjectsV2CommandOutput>('ListObjectsV2', new ListObjectsV2Command({ Bucket: bucket, Prefix: `${key}/`, MaxKeys: 1 }));
+      const below = await requests.send<ListObjectsV2CommandOutput>(
+        'ListObjectsV2',
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: `${key}/`, MaxKeys: 1 }),
+      );
       const first = below.Contents?.[0]?.Key;
-      if (first !== undefined) throw new S3Error('s3_target_is_directory', target, `objects exist below ${target}/ (e.g. ${first}), so the target reads as a directory; change the path or move them`);
+      if (first !== undefined)
+        throw new S3Error(
+          's3_target_is_directory',
+          target,
+          `objects exist below ${target}/ (e.g. ${first}), so the target reads as a directory; change the path or move them`,
+        );
     } catch (error) {
       throw s3Failure(error, where('checking the bucket and the target', 's3:ListBucket', true));
     }
@@ -175,11 +186,25 @@ export class S3ObjectWriter extends FileStreamWriter {
     if (this.options.manifest === undefined) return;
     const { jobName, runId, gzip, columns } = this.options;
     const window = this.options.manifest.window;
-    this.manifest = buildManifest({ jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) }, this.sha256.digest('hex'));
+    this.manifest = buildManifest(
+      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) },
+      this.sha256.digest('hex'),
+    );
     const body = Buffer.from(manifestText(this.manifest), 'utf8');
     this.manifestMayExist = true;
     try {
-      await this.requests.send('PutObject', new PutObjectCommand({ Bucket: this.bucket, Key: this.tempManifestKey, Body: body, ContentLength: body.length, ContentMD5: createHash('md5').update(body).digest('base64'), ContentType: 'application/json', Metadata: ownerMetadata(jobName, runId) }));
+      await this.requests.send(
+        'PutObject',
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: this.tempManifestKey,
+          Body: body,
+          ContentLength: body.length,
+          ContentMD5: createHash('md5').update(body).digest('base64'),
+          ContentType: 'application/json',
+          Metadata: ownerMetadata(jobName, runId),
+        }),
+      );
       this.tempManifest = { key: this.tempManifestKey, size: body.length, etag: '' };
     } catch (error) {
       throw s3Failure(error, { target: this.target, bucket: this.bucket, operation: `uploading the manifest ${this.tempManifestKey}`, action: 's3:PutObject' });
@@ -219,12 +244,21 @@ export class S3ObjectWriter extends FileStreamWriter {
   private async copyOnto(source: UploadedTemp, key: string, expected: Seen, what: string): Promise<void> {
     const requests = this.publishRequests;
     const condition = 'etag' in expected ? { IfMatch: expected.etag } : { IfNoneMatch: '*' };
-    const copy = new CopyObjectCommand({ Bucket: this.bucket, Key: key, CopySource: copySource(this.bucket, source.key), MetadataDirective: 'COPY', ...condition });
+    const copy = new CopyObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      CopySource: copySource(this.bucket, source.key),
+      MetadataDirective: 'COPY',
+      ...condition,
+    });
     let precondition: unknown;
     try {
       await requests.retrying(`copying ${what}`, async (attempt) => {
         if (attempt > 1 && this.isRunObject(await this.readObject(key), source)) {
-          this.options.logger.warn({ target: this.target, key }, `${this.format.name}: the answer to an earlier copy was lost, and the target holds this run's object: published`);
+          this.options.logger.warn(
+            { target: this.target, key },
+            `${this.format.name}: the answer to an earlier copy was lost, and the target holds this run's object: published`,
+          );
           return;
         }
         try {
@@ -240,26 +274,54 @@ export class S3ObjectWriter extends FileStreamWriter {
       try {
         head = await this.readObject(key);
       } catch (readError) {
-        throw new S3PublishOutcomeUnknownError(target, `copying ${what} failed (${messageOf(error)}); whether the target now holds this run's object is unknown: reading it afterwards failed too (${messageOf(readError)}); look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`, error);
+        throw new S3PublishOutcomeUnknownError(
+          target,
+          `copying ${what} failed (${messageOf(error)}); whether the target now holds this run's object is unknown: reading it afterwards failed too (${messageOf(readError)}); look at its metadata (${RUN_ID_METADATA_KEY}) before re-running`,
+          error,
+        );
       }
       if (this.isRunObject(head, source)) {
-        this.options.logger.warn({ target: this.target, key, reason: messageOf(error) }, `${this.format.name}: the copy failed, but the target holds this run's object (its answer was lost): published`);
+        this.options.logger.warn(
+          { target: this.target, key, reason: messageOf(error) },
+          `${this.format.name}: the copy failed, but the target holds this run's object (its answer was lost): published`,
+        );
         return;
       }
       if (precondition !== undefined) {
         const was = 'etag' in expected ? `ETag ${expected.etag}` : 'absent';
         const now = head === undefined ? 'now absent, deleted by another writer' : `now ETag ${String(head.ETag)}, ${writerOf(head)}`;
-        throw new S3Error('s3_target_changed', target, `the target changed while this run wrote it (it was ${was} when the run started, ${now}); it was read after the refused copy: nothing was overwritten and this run published nothing`, error);
+        throw new S3Error(
+          's3_target_changed',
+          target,
+          `the target changed while this run wrote it (it was ${was} when the run started, ${now}); it was read after the refused copy: nothing was overwritten and this run published nothing`,
+          error,
+        );
       }
       const seenNow = head === undefined ? 'does not exist' : `holds ETag ${String(head.ETag)}, ${writerOf(head)}, not this run's object`;
       const status = s3StatusOf(error);
-      if (status === 403 || status === 401) throw s3Failure(error, { target, bucket: this.bucket, operation: `copying ${what} (this run published nothing)`, action: 's3:PutObject and s3:GetObject' });
-      throw new S3Error('s3_write_failed', target, `copying ${what} failed (${messageOf(error)}); the target was read afterwards and ${seenNow}: this run published nothing`, error);
+      if (status === 403 || status === 401)
+        throw s3Failure(error, {
+          target,
+          bucket: this.bucket,
+          operation: `copying ${what} (this run published nothing)`,
+          action: 's3:PutObject and s3:GetObject',
+        });
+      throw new S3Error(
+        's3_write_failed',
+        target,
+        `copying ${what} failed (${messageOf(error)}); the target was read afterwards and ${seenNow}: this run published nothing`,
+        error,
+      );
     }
   }
 
   private isRunObject(head: HeadObjectCommandOutput | undefined, source: UploadedTemp): boolean {
-    return head !== undefined && head.Metadata?.[RUN_ID_METADATA_KEY] === this.options.runId && head.Metadata?.[OWNER_METADATA_KEY] !== undefined && head.ContentLength === source.size;
+    return (
+      head !== undefined &&
+      head.Metadata?.[RUN_ID_METADATA_KEY] === this.options.runId &&
+      head.Metadata?.[OWNER_METADATA_KEY] !== undefined &&
+      head.ContentLength === source.size
+    );
   }
 
   /** The object's head, undefined when it does not exist; one request (the caller retries). */
@@ -280,7 +342,10 @@ export class S3ObjectWriter extends FileStreamWriter {
       if (!mayExist) return;
       const url = `s3://${this.bucket}/${key}`;
       this.left.push(`S3 temp object ${url} (removed by a later run's sweep or the bucket lifecycle rule)`);
-      this.options.logger.warn({ err: error, object: url }, `${this.format.name}: could not delete an S3 temp object; a later sweep or the bucket lifecycle rule removes it`);
+      this.options.logger.warn(
+        { err: error, object: url },
+        `${this.format.name}: could not delete an S3 temp object; a later sweep or the bucket lifecycle rule removes it`,
+      );
     }
   }
 

@@ -36,7 +36,12 @@ export function isTransientS3Failure(error: unknown): boolean {
   if (error instanceof S3NoAnswerError) return true;
   const status = s3StatusOf(error);
   const code = s3CodeOf(error);
-  if (status === undefined) return code === 'TimeoutError' || code === 'RequestTimeout' || /ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|ETIMEDOUT/.test(String((error as Error | null)?.message));
+  if (status === undefined)
+    return (
+      code === 'TimeoutError' ||
+      code === 'RequestTimeout' ||
+      /ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|ETIMEDOUT/.test(String((error as Error | null)?.message))
+    );
   return status >= 500 || status === 429 || status === 408 || code === 'SlowDown' || code === 'RequestTimeout' || code === 'ConditionalRequestConflict';
 }
 
@@ -71,7 +76,14 @@ export class S3Requests {
   /** The same requests under another signal (a publish or cleanup that the run's stop must not cut short), sharing the budget. */
   withSignal(signal: AbortSignal | undefined, overrides: Partial<Pick<S3RequestsOptions, 'limits' | 'requestTimeoutMs'>> = {}): S3Requests {
     const { signal: _ignored, ...rest } = this.options;
-    return new S3Requests({ ...rest, budget: this.budget, limits: this.limits, requestTimeoutMs: this.requestTimeoutMs, ...overrides, ...(signal ? { signal } : {}) });
+    return new S3Requests({
+      ...rest,
+      budget: this.budget,
+      limits: this.limits,
+      requestTimeoutMs: this.requestTimeoutMs,
+      ...overrides,
+      ...(signal ? { signal } : {}),
+    });
   }
 
   get signal(): AbortSignal | undefined {

@@ -54,14 +54,25 @@ export async function removeStaleTempKeys(client: S3Client, root: string, option
   try {
     let token: string | undefined;
     do {
-      const page: ListObjectsV2CommandOutput = await requests.send('ListObjectsV2', new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(options.recursive ? {} : { Delimiter: '/' }), ...(token ? { ContinuationToken: token } : {}) }));
+      const page: ListObjectsV2CommandOutput = await requests.send(
+        'ListObjectsV2',
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(options.recursive ? {} : { Delimiter: '/' }),
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+      );
       for (const object of page.Contents ?? []) {
         if (object.Key === undefined || !abandoned(object.Key, object.LastModified)) continue;
         try {
           await requests.send('DeleteObject', new DeleteObjectCommand({ Bucket: bucket, Key: object.Key }));
           removed.push(`s3://${bucket}/${object.Key}`);
         } catch (error) {
-          options.logger.warn({ err: error, object: object.Key }, 'could not delete an abandoned S3 temp object; a later sweep or the bucket lifecycle rule removes it');
+          options.logger.warn(
+            { err: error, object: object.Key },
+            'could not delete an abandoned S3 temp object; a later sweep or the bucket lifecycle rule removes it',
+          );
         }
       }
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
@@ -73,7 +84,15 @@ export async function removeStaleTempKeys(client: S3Client, root: string, option
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     for (;;) {
-      const page: ListMultipartUploadsCommandOutput = await requests.send('ListMultipartUploads', new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, ...(keyMarker ? { KeyMarker: keyMarker } : {}), ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}) }));
+      const page: ListMultipartUploadsCommandOutput = await requests.send(
+        'ListMultipartUploads',
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+          ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+        }),
+      );
       for (const upload of page.Uploads ?? []) {
         if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated)) continue;
         try {

@@ -1,7 +1,19 @@
 import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
-import type { CompleteMultipartUploadCommandOutput, CreateMultipartUploadCommandOutput, HeadObjectCommandOutput, UploadPartCommandOutput } from '@aws-sdk/client-s3';
-import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, HeadObjectCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import type {
+  CompleteMultipartUploadCommandOutput,
+  CreateMultipartUploadCommandOutput,
+  HeadObjectCommandOutput,
+  UploadPartCommandOutput,
+} from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { s3CodeOf, s3StatusOf } from './s3-errors.js';
 import type { S3Requests } from './s3-requests.js';
 
@@ -145,7 +157,15 @@ export class TempUpload extends Writable {
     const PartNumber = this.parts.length + 1;
     const answer = await requests.send<UploadPartCommandOutput>(
       'UploadPart',
-      new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: this.uploadId, PartNumber, Body: bytes, ContentLength: bytes.length, ContentMD5: md5Of(bytes) }),
+      new UploadPartCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: this.uploadId,
+        PartNumber,
+        Body: bytes,
+        ContentLength: bytes.length,
+        ContentMD5: md5Of(bytes),
+      }),
     );
     this.parts.push({ PartNumber, ETag: answer.ETag! });
     this.sent += bytes.length;
@@ -158,7 +178,15 @@ export class TempUpload extends Writable {
     if (this.uploadId === undefined) {
       const answer = await requests.send<{ ETag?: string }>(
         'PutObject',
-        new PutObjectCommand({ Bucket: bucket, Key: key, Body: rest, ContentLength: rest.length, ContentMD5: md5Of(rest), ContentType: this.options.contentType, Metadata: this.options.metadata }),
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: rest,
+          ContentLength: rest.length,
+          ContentMD5: md5Of(rest),
+          ContentType: this.options.contentType,
+          Metadata: this.options.metadata,
+        }),
       );
       this.sent += rest.length;
       this.finished = await this.verified(answer.ETag);
@@ -168,7 +196,12 @@ export class TempUpload extends Writable {
     const uploadId = this.uploadId;
     const etag = await requests.retrying('CompleteMultipartUpload', async (attempt) => {
       try {
-        return (await requests.once<CompleteMultipartUploadCommandOutput>('CompleteMultipartUpload', new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: this.parts } }))).ETag;
+        return (
+          await requests.once<CompleteMultipartUploadCommandOutput>(
+            'CompleteMultipartUpload',
+            new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: this.parts } }),
+          )
+        ).ETag;
       } catch (error) {
         // A repeated Complete whose first answer was lost: the upload is gone because it completed.
         if (attempt > 1 && (s3CodeOf(error) === 'NoSuchUpload' || s3StatusOf(error) === 404)) return undefined;
@@ -182,7 +215,8 @@ export class TempUpload extends Writable {
   private async verified(etag: string | undefined): Promise<UploadedTemp> {
     const { requests, bucket, key } = this.options;
     const head = await requests.send<HeadObjectCommandOutput>('HeadObject', new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    if (head.ContentLength !== this.sent) throw new Error(`the temp object s3://${bucket}/${key} holds ${String(head.ContentLength)} bytes, ${this.sent} were sent`);
+    if (head.ContentLength !== this.sent)
+      throw new Error(`the temp object s3://${bucket}/${key} holds ${String(head.ContentLength)} bytes, ${this.sent} were sent`);
     return { key, size: this.sent, etag: head.ETag ?? etag ?? '' };
   }
 }

@@ -20,19 +20,29 @@ const CONCURRENCY = 8;
  * (a run that died between the two) has another run id: not done. A missing object or manifest is
  * "not done"; any other failure (permission, network, bucket gone) is an error, not a guess.
  */
-export function s3ManifestState(job: LoadedJob, template: string, client: () => Promise<S3Client>, targetOf: (window: HeldWindow) => string): WindowStateReader {
+export function s3ManifestState(
+  job: LoadedJob,
+  template: string,
+  client: () => Promise<S3Client>,
+  targetOf: (window: HeldWindow) => string,
+): WindowStateReader {
   return {
     target: template,
     async heldWindows(windows) {
       const s3 = await client();
       const targets = windows.map(targetOf);
-      const unreadable = (what: string, error: unknown) => new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${what}: ${(error as Error).message}`, { cause: error });
+      const unreadable = (what: string, error: unknown) =>
+        new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${what}: ${(error as Error).message}`, { cause: error });
       // A bucket gone is not a day never written: asked once, first.
       for (const bucket of new Set(targets.map((target) => parseS3ObjectUrl(target).bucket))) {
         try {
           await s3.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1 }));
         } catch (error) {
-          if (s3CodeOf(error) === 'NoSuchBucket' || s3StatusOf(error) === 404) throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: the bucket s3://${bucket} does not exist (or these credentials cannot see it)`, { cause: error });
+          if (s3CodeOf(error) === 'NoSuchBucket' || s3StatusOf(error) === 404)
+            throw new WindowStateUnreadableError(
+              `job ${job.name}: cannot read ${template}'s state: the bucket s3://${bucket} does not exist (or these credentials cannot see it)`,
+              { cause: error },
+            );
           throw unreadable(`bucket s3://${bucket}`, error);
         }
       }
@@ -62,7 +72,11 @@ export function s3ManifestState(job: LoadedJob, template: string, client: () => 
         if (head.Metadata?.[RUN_ID_METADATA_KEY] !== manifest.runId || head.ContentLength !== manifest.bytes) return 'not';
         return wasOpen(manifest, window, job.timezone) ? 'open' : 'done';
       };
-      const results = await mapWithConcurrency(targets.map((target, index) => ({ target, window: windows[index]! })), CONCURRENCY, ({ target, window }) => stateOf(target, window));
+      const results = await mapWithConcurrency(
+        targets.map((target, index) => ({ target, window: windows[index]! })),
+        CONCURRENCY,
+        ({ target, window }) => stateOf(target, window),
+      );
       const held = holdings();
       windows.forEach((window, index) => {
         const state = results[index];

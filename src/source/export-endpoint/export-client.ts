@@ -93,7 +93,9 @@ export class ExportClient {
       const attempt = await withSourceRetries((attemptNumber) => this.attempt(pageNumber, token, attemptNumber, gate, whenNeeded), this.options.retry, {
         signal: this.options.signal,
         onRetry: (event) => {
-          telemetry().current().addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
+          telemetry()
+            .current()
+            .addEvent(EVENTS.retry, { [ATTR.attempts]: event.attempt, 'tilehouse.delay_ms': event.delayMs, 'tilehouse.reason': event.reason });
           this.options.onRetry?.({ ...event, pageNumber });
         },
       });
@@ -125,7 +127,11 @@ export class ExportClient {
       outcome = { answer };
       const length = Number(answer.headers['content-length']);
       const span = telemetry().current();
-      span.setAttributes({ [ATTR.httpStatus]: answer.status, [ATTR.attempts]: attemptNumber, [ATTR.httpBodySize]: Number.isFinite(length) ? length : undefined });
+      span.setAttributes({
+        [ATTR.httpStatus]: answer.status,
+        [ATTR.attempts]: attemptNumber,
+        [ATTR.httpBodySize]: Number.isFinite(length) ? length : undefined,
+      });
       if (answer.status === 429) span.addEvent(EVENTS.throttled, { [ATTR.attempts]: attemptNumber });
       gateOutcome = answer.status === 429 ? 'throttled' : answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'failed';
     } catch (error) {

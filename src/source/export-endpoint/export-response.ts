@@ -27,9 +27,7 @@ export const exportResultSchema = z
   .loose();
 
 /** The spec's Regular error object. */
-export const regularErrorSchema = z
-  .object({ error: z.object({ status: z.number().int(), message: z.string() }).loose() })
-  .loose();
+export const regularErrorSchema = z.object({ error: z.object({ status: z.number().int(), message: z.string() }).loose() }).loose();
 
 export type Navigation = z.infer<typeof navigationSchema>;
 

@@ -149,25 +149,55 @@ export class PageConsistency {
       };
     }
     if (this.hasPrevFollows && navigation.hasPrev !== pageNumber > 0) {
-      return { check: 'hasPrev', pageNumber, drift: true, detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber} (on earlier pages it followed the page asked for); the answer is not the page asked for` };
+      return {
+        check: 'hasPrev',
+        pageNumber,
+        drift: true,
+        detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber} (on earlier pages it followed the page asked for); the answer is not the page asked for`,
+      };
     }
     if (headers.length !== dataTypes.length) {
-      return { check: 'headers-dataTypes-aligned', pageNumber, drift: false, detail: `${countNoun(headers.length, 'header')} but ${countNoun(dataTypes.length, 'dataType')}` };
+      return {
+        check: 'headers-dataTypes-aligned',
+        pageNumber,
+        drift: false,
+        detail: `${countNoun(headers.length, 'header')} but ${countNoun(dataTypes.length, 'dataType')}`,
+      };
     }
     if (navigation.rowsCount !== rows.length) {
-      return { check: 'rowsCount', pageNumber, drift: false, detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${countNoun(rows.length, 'row')}` };
+      return {
+        check: 'rowsCount',
+        pageNumber,
+        drift: false,
+        detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${countNoun(rows.length, 'row')}`,
+      };
     }
     if (this.first === undefined) {
       this.first = { headers, dataTypes, navigation };
     } else {
       if (!sameList(headers, this.first.headers)) {
-        return { check: 'headers-stable', pageNumber, drift: true, detail: `headers ${JSON.stringify(headers)} differ from page 0's ${JSON.stringify(this.first.headers)}` };
+        return {
+          check: 'headers-stable',
+          pageNumber,
+          drift: true,
+          detail: `headers ${JSON.stringify(headers)} differ from page 0's ${JSON.stringify(this.first.headers)}`,
+        };
       }
       if (!sameList(dataTypes, this.first.dataTypes)) {
-        return { check: 'dataTypes-stable', pageNumber, drift: true, detail: `dataTypes ${JSON.stringify(dataTypes)} differ from page 0's ${JSON.stringify(this.first.dataTypes)}` };
+        return {
+          check: 'dataTypes-stable',
+          pageNumber,
+          drift: true,
+          detail: `dataTypes ${JSON.stringify(dataTypes)} differ from page 0's ${JSON.stringify(this.first.dataTypes)}`,
+        };
       }
       if (navigation.totalRows !== this.first.navigation.totalRows) {
-        return { check: 'totalRows-stable', pageNumber, drift: true, detail: `totalRows changed from ${this.first.navigation.totalRows} to ${navigation.totalRows}` };
+        return {
+          check: 'totalRows-stable',
+          pageNumber,
+          drift: true,
+          detail: `totalRows changed from ${this.first.navigation.totalRows} to ${navigation.totalRows}`,
+        };
       }
     }
     // The evidence is updated only for a page that passed the checks above: an answer that
@@ -201,7 +231,12 @@ export class PageConsistency {
       return { check: 'progress', pageNumber, drift: false, detail: 'hasNext is true but the page is empty; paging would never end' };
     }
     if (this.rowsSeen > navigation.totalRows) {
-      return { check: 'totalRows-sum', pageNumber, drift: true, detail: `${countNoun(this.rowsSeen, 'row')} read so far but totalRows is ${navigation.totalRows}` };
+      return {
+        check: 'totalRows-sum',
+        pageNumber,
+        drift: true,
+        detail: `${countNoun(this.rowsSeen, 'row')} read so far but totalRows is ${navigation.totalRows}`,
+      };
     }
     const misordered = this.rowOrder?.check(page);
     if (misordered) return { check: 'row-order', pageNumber, drift: true, detail: misordered.detail };
@@ -212,7 +247,12 @@ export class PageConsistency {
   finish(lastPage: number): PageCheckFailure | undefined {
     const total = this.first?.navigation.totalRows ?? 0;
     if (this.rowsSeen !== total) {
-      return { check: 'totalRows-sum', pageNumber: lastPage, drift: true, detail: `read ${countNoun(this.rowsSeen, 'row')} in total but totalRows is ${total}` };
+      return {
+        check: 'totalRows-sum',
+        pageNumber: lastPage,
+        drift: true,
+        detail: `read ${countNoun(this.rowsSeen, 'row')} in total but totalRows is ${total}`,
+      };
     }
     return undefined;
   }

@@ -93,7 +93,11 @@ export async function* readPages(client: PageFetcher, options: ReadPagesOptions)
       yield page;
       if (!page.navigation.hasNext) {
         const total = checks.finish(pageNumber);
-        if (total) throw toError(options.jobName, servedFewer === undefined ? total : { ...total, detail: `${total.detail}${pageSizeHint(servedFewer, options.itemsPerPage)}` });
+        if (total)
+          throw toError(
+            options.jobName,
+            servedFewer === undefined ? total : { ...total, detail: `${total.detail}${pageSizeHint(servedFewer, options.itemsPerPage)}` },
+          );
         options.onPageIdentity?.(checks.identity());
         return;
       }

@@ -24,7 +24,9 @@ const MS_PER_DAY = 86_400_000;
 export class WindowItemMissingError extends TilehouseError {
   readonly code = 'window_item_missing';
   constructor(itemIndex: number, itemCount: number) {
-    super(`query for a window: item index ${itemIndex} names no item of a query with ${itemCount} item${itemCount === 1 ? '' : 's'}; nothing would filter the window`);
+    super(
+      `query for a window: item index ${itemIndex} names no item of a query with ${itemCount} item${itemCount === 1 ? '' : 's'}; nothing would filter the window`,
+    );
   }
 }
 

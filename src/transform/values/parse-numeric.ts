@@ -1,12 +1,5 @@
 import { ExactNumber } from '../../value-types/exact-number.js';
-import {
-  type Decimal,
-  formatDecimal,
-  fractionDigitCount,
-  integerDigitCount,
-  parseDecimal,
-  toNumericText,
-} from './decimal.js';
+import { type Decimal, formatDecimal, fractionDigitCount, integerDigitCount, parseDecimal, toNumericText } from './decimal.js';
 import { FAILURES, type ValueFailure } from './value-failure.js';
 import { NUMERIC_INTEGER_DIGITS, NUMERIC_SCALE } from '../warehouse-limits.js';
 

@@ -24,4 +24,3 @@ export function sortKeyOf(value: unknown, dataType: 'number' | 'datetime'): numb
   if (written === undefined || isValueFailure(written) || written.offsetMs === undefined) return undefined;
   return written.wallMs - written.offsetMs;
 }
-

@@ -48,10 +48,10 @@ describe('catchUpPlan', () => {
     expect(plan.reason).toContain('capped at maxWindows 4: 5 left for the next run (2026-07-06..2026-07-11)');
   });
 
-  it('runs nothing while startFrom is after the source\'s today', () => {
+  it("runs nothing while startFrom is after the source's today", () => {
     const plan = catchUpPlan('daily', { ...settings, startFrom: '2026-08-01' }, '2026-07-10', [held('a', [])]);
     expect(plan.windows).toEqual([]);
-    expect(plan.reason).toContain('incremental.startFrom 2026-08-01 is after the source\'s today 2026-07-10');
+    expect(plan.reason).toContain("incremental.startFrom 2026-08-01 is after the source's today 2026-07-10");
   });
 
   it('starts at the target that lags when targets are a day apart (a run stopped between two publishes)', () => {
@@ -75,7 +75,9 @@ describe('catchUpPlan', () => {
     expect(plan).toMatchObject({ firstRun: false, firstUnpublished: '2026-07-05', lookback: [] });
     expect(plan.reopened).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
     expect(plan.open).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
-    expect(plan.reason).toBe('1 window 2026-07-05..2026-07-06: resume after 2026-07-04 (the last day every target holds); 2026-07-05 published while open: exported again');
+    expect(plan.reason).toBe(
+      '1 window 2026-07-05..2026-07-06: resume after 2026-07-04 (the last day every target holds); 2026-07-05 published while open: exported again',
+    );
   });
 
   it('re-exports yesterday held as open (exported before it ended) on the next day, now closed, and today as open', () => {
@@ -89,7 +91,8 @@ describe('catchUpPlan', () => {
     const plan = catchUpPlan('daily', settings, '2026-07-01', [{ target: 'a', done: new Set<string>(), open: new Set(['2026-07-01']) }]);
     expect(plan.firstRun).toBe(false);
     expect(froms(plan)).toEqual(['2026-07-01']);
-    expect(plan.reason).toBe('1 window 2026-07-01..2026-07-02: resume at incremental.startFrom 2026-07-01 (no target holds it closed); 2026-07-01 published while open: exported again');
+    expect(plan.reason).toBe(
+      '1 window 2026-07-01..2026-07-02: resume at incremental.startFrom 2026-07-01 (no target holds it closed); 2026-07-01 published while open: exported again',
+    );
   });
 });
-

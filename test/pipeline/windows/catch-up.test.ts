@@ -94,7 +94,7 @@ const exportRequests = (sandbox: Sandbox) => sandbox.requests.filter((request) =
 const froms = (windows: ReadonlyArray<{ from: string }>) => windows.map((window) => window.from);
 
 describe('runCatchUp', () => {
-  it('exports each day the targets lack up to the source\'s today, oldest first, today\'s recorded open; one metrics push for the run', async () => {
+  it("exports each day the targets lack up to the source's today, oldest first, today's recorded open; one metrics push for the run", async () => {
     const { job, context, pushes } = await setUp();
     const sink = new WindowSink();
     const { tiles, report } = await runCatchUp(job, [sink], 'run-1', context([holding('out/{date}.csv', ['2026-07-01', '2026-07-02'])]));
@@ -127,9 +127,14 @@ describe('runCatchUp', () => {
     expect(froms(first.report.windows)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05']);
   });
 
-  it('places the days on this machine\'s clock with source.clock: local, capped at maxWindows with the rest left', async () => {
+  it("places the days on this machine's clock with source.clock: local, capped at maxWindows with the rest left", async () => {
     const { job, context } = await setUp({ maxWindows: 2 }, { clock: 'local' });
-    const { report } = await runCatchUp(job, [new WindowSink()], 'run-1', context([holding('t', ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'])]));
+    const { report } = await runCatchUp(
+      job,
+      [new WindowSink()],
+      'run-1',
+      context([holding('t', ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'])]),
+    );
     const machineToday = calendarDateIn(new Date(), 'UTC');
     expect(machineToday > '2026-07-06').toBe(true);
     expect(report).toMatchObject({ today: machineToday, clock: { basis: 'local' } });
@@ -151,13 +156,27 @@ describe('runCatchUp', () => {
     expect(next.reason).toContain('resume after 2026-07-02');
   });
 
-  it('runs nothing when a target\'s state cannot be read: one failed tile with the reason, no export request', async () => {
+  it("runs nothing when a target's state cannot be read: one failed tile with the reason, no export request", async () => {
     const { sandbox, job, context, pushes } = await setUp();
     const sink = new WindowSink();
-    const unreadable: WindowStateReader = { target: 't', heldWindows: () => Promise.reject(new WindowStateUnreadableError('job daily: cannot read t\'s state: EIO')) };
+    const unreadable: WindowStateReader = {
+      target: 't',
+      heldWindows: () => Promise.reject(new WindowStateUnreadableError("job daily: cannot read t's state: EIO")),
+    };
     const { tiles, report } = await runCatchUp(job, [sink], 'run-1', context([unreadable]));
-    expect(tiles).toEqual([expect.objectContaining({ status: 'failed', runId: 'run-1', error: { code: 'incremental_state_unreadable', message: "job daily: cannot read t's state: EIO" } })]);
-    expect(report).toMatchObject({ today: null, windows: [], reason: "nothing run: job daily: cannot read t's state: EIO", error: { code: 'incremental_state_unreadable' } });
+    expect(tiles).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        runId: 'run-1',
+        error: { code: 'incremental_state_unreadable', message: "job daily: cannot read t's state: EIO" },
+      }),
+    ]);
+    expect(report).toMatchObject({
+      today: null,
+      windows: [],
+      reason: "nothing run: job daily: cannot read t's state: EIO",
+      error: { code: 'incremental_state_unreadable' },
+    });
     expect(sink.windows).toEqual([]);
     expect(exportRequests(sandbox)).toBe(0);
     // Still one push: a run that could not read its state is a failed run of the job.
@@ -166,7 +185,12 @@ describe('runCatchUp', () => {
 
   it('refuses targets too far apart with the backfill that makes them agree, its flags included', async () => {
     const { sandbox, job, context } = await setUp();
-    const { report } = await runCatchUp(job, [new WindowSink()], 'run-1', context([holding('a', ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04']), holding('b', [])]));
+    const { report } = await runCatchUp(
+      job,
+      [new WindowSink()],
+      'run-1',
+      context([holding('a', ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04']), holding('b', [])]),
+    );
     expect(report.error?.code).toBe('incremental_state_ambiguous');
     expect(report.error?.message).toContain('tilehouse backfill --job daily --from 2026-07-01 --to 2026-07-05 --step day --config c.yaml');
     expect(exportRequests(sandbox)).toBe(0);
@@ -188,7 +212,7 @@ describe('runCatchUp', () => {
 });
 
 describe('incrementalPlanOf', () => {
-  it('shows the next run\'s windows without exporting anything, and why none when the state cannot be read', async () => {
+  it("shows the next run's windows without exporting anything, and why none when the state cannot be read", async () => {
     const { sandbox, job, context } = await setUp({ lookbackDays: 1 });
     const plan = await incrementalPlanOf(job, [new WindowSink()], context([holding('t', ['2026-07-01', '2026-07-02', '2026-07-03'])]));
     expect(plan).toMatchObject({ today: '2026-07-05', clock: { basis: 'source' } });
@@ -196,7 +220,12 @@ describe('incrementalPlanOf', () => {
     expect(froms(plan.lookback)).toEqual(['2026-07-03']);
     expect(froms(plan.open)).toEqual(['2026-07-05']);
     const unreadable: WindowStateReader = { target: 't', heldWindows: () => Promise.reject(new WindowStateUnreadableError('no')) };
-    expect(await incrementalPlanOf(job, [], context([unreadable]))).toMatchObject({ today: null, windows: [], reason: 'nothing: the state could not be planned', error: { code: 'incremental_state_unreadable' } });
+    expect(await incrementalPlanOf(job, [], context([unreadable]))).toMatchObject({
+      today: null,
+      windows: [],
+      reason: 'nothing: the state could not be planned',
+      error: { code: 'incremental_state_unreadable' },
+    });
     expect(exportRequests(sandbox)).toBe(0);
   });
 });

@@ -30,7 +30,7 @@ function fakeReader(target: string, done: readonly string[], open: readonly stri
 const days = splitWindows('2026-07-01', '2026-07-06', 'day');
 
 describe('targetStatesOf', () => {
-  it('gives each target its closed, open and (by absence) missing days, in the readers\' order', async () => {
+  it("gives each target its closed, open and (by absence) missing days, in the readers' order", async () => {
     const csv = fakeReader('out/daily/{date}.csv', ['2026-07-01', '2026-07-02'], ['2026-07-03']);
     const table = fakeReader('p.d.incidents', ['2026-07-01'], []);
     const states = await targetStatesOf([csv, table], days);
@@ -59,7 +59,10 @@ describe('targetStatesOf', () => {
 describe('windowsDoneEverywhere', () => {
   it('keeps only the windows every target holds closed: open or missing anywhere runs again', async () => {
     const done = await windowsDoneEverywhere(
-      [fakeReader('a', ['2026-07-01', '2026-07-02', '2026-07-04'], ['2026-07-03']), fakeReader('b', ['2026-07-01', '2026-07-03', '2026-07-04'], ['2026-07-02'])],
+      [
+        fakeReader('a', ['2026-07-01', '2026-07-02', '2026-07-04'], ['2026-07-03']),
+        fakeReader('b', ['2026-07-01', '2026-07-03', '2026-07-04'], ['2026-07-02']),
+      ],
       days,
     );
     expect([...done].sort()).toEqual(['2026-07-01', '2026-07-04']);
@@ -93,7 +96,14 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('refuses a CSV sink without manifests with backfill_resume_unsupported, exit 2, naming the sink to change', async () => {
-    const error = await doneWindowsOf(job([{ type: 'csv', path: 'out/{date}.csv' }]), [], days, environment({ csv: { directory: 'out' } }), {}, silentLogger).catch((caught: unknown) => caught);
+    const error = await doneWindowsOf(
+      job([{ type: 'csv', path: 'out/{date}.csv' }]),
+      [],
+      days,
+      environment({ csv: { directory: 'out' } }),
+      {},
+      silentLogger,
+    ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ResumeUnsupportedError);
     expect(error).toMatchObject({
       code: 'backfill_resume_unsupported',
@@ -103,10 +113,19 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('refuses a BigQuery sink when the run ledger is off: there is nothing to read its windows from', async () => {
-    const error = await doneWindowsOf(job([{ type: 'bigquery', table: 'incidents', writeMode: 'partition' }]), [], days, environment({ bigquery: { projectId: 'p', dataset: 'd', runLedger: false } }), {}, silentLogger).catch(
-      (caught: unknown) => caught,
-    );
-    expect(error).toMatchObject({ code: 'backfill_resume_unsupported', exitCode: 2, message: 'backfill: --resume reads the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off' });
+    const error = await doneWindowsOf(
+      job([{ type: 'bigquery', table: 'incidents', writeMode: 'partition' }]),
+      [],
+      days,
+      environment({ bigquery: { projectId: 'p', dataset: 'd', runLedger: false } }),
+      {},
+      silentLogger,
+    ).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      code: 'backfill_resume_unsupported',
+      exitCode: 2,
+      message: 'backfill: --resume reads the BigQuery run ledger, which sinks.bigquery.runLedger: false turns off',
+    });
   });
 
   it('reads a CSV target by its manifests: closed and matching is done; open, changed, unfinished or cut short runs again', async () => {
@@ -117,7 +136,10 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
     const file = (day: string) => path.join(out, `${day}.csv`);
     const manifest = async (day: string, text: string, fields: object = {}) => {
       await writeFile(file(day), text);
-      await writeFile(`${file(day)}.manifest.json`, JSON.stringify({ sha256: createHash('sha256').update(text).digest('hex'), window: { from: day, open: false }, ...fields }));
+      await writeFile(
+        `${file(day)}.manifest.json`,
+        JSON.stringify({ sha256: createHash('sha256').update(text).digest('hex'), window: { from: day, open: false }, ...fields }),
+      );
     };
     await manifest('2026-07-01', 'Day\n2026-07-01\n');
     await manifest('2026-07-02', 'Day\n2026-07-02\n', { window: { from: '2026-07-02', open: true } });
@@ -161,7 +183,10 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
     await manifest(path.join(root, 'a', '2026-07-01.csv'), '2026-07-01');
     await manifest(path.join(root, 'a', '2026-07-02.csv'), '2026-07-02');
     await manifest(path.join(root, 'b', '2026-07-02.csv'), '2026-07-02');
-    const twoJob = job([{ type: 'csv', path: 'a/{date}.csv', manifest: true }, { type: 'csv', path: 'b/{date}.csv', manifest: true }]);
+    const twoJob = job([
+      { type: 'csv', path: 'a/{date}.csv', manifest: true },
+      { type: 'csv', path: 'b/{date}.csv', manifest: true },
+    ]);
     const env = environment({ csv: { directory: root } });
     expect([...(await doneWindowsOf(twoJob, await buildSinks(twoJob, env), days, env, {}, silentLogger))]).toEqual(['2026-07-02']);
   });

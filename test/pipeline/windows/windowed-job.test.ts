@@ -41,7 +41,10 @@ describe('jobForBackfill', () => {
         { type: 'bigquery', table: 'b', writeMode: 'append' },
       ],
     });
-    expect(problemsOf(() => jobForBackfill(job)).map((problem) => `${problem.field} = ${problem.value}`)).toEqual(['sinks[0].writeMode = "replace"', 'sinks[2].writeMode = "append"']);
+    expect(problemsOf(() => jobForBackfill(job)).map((problem) => `${problem.field} = ${problem.value}`)).toEqual([
+      'sinks[0].writeMode = "replace"',
+      'sinks[2].writeMode = "append"',
+    ]);
   });
 
   it('accepts one file per {date} and a partition or a merge per window, the sinks unchanged', () => {
@@ -67,7 +70,10 @@ describe('jobForIncremental', () => {
 
   it('is refused like a backfill when a sink cannot take a window per day', () => {
     // The schema refuses this for an incremental job already; a job built past it still cannot run windows.
-    const job = { ...loaded({ backfill: { item: 'day' }, sinks: [{ type: 'csv', path: 'out/daily.csv' }] }), incremental: { startFrom: '2026-07-01', lookbackDays: 0, maxWindows: 31 } } as LoadedJob;
+    const job = {
+      ...loaded({ backfill: { item: 'day' }, sinks: [{ type: 'csv', path: 'out/daily.csv' }] }),
+      incremental: { startFrom: '2026-07-01', lookbackDays: 0, maxWindows: 31 },
+    } as LoadedJob;
     expect(problemsOf(() => jobForIncremental(job)).map((problem) => problem.field)).toEqual(['sinks[0].path']);
   });
 });
@@ -81,7 +87,9 @@ describe('jobForRun and jobForWindows', () => {
   });
 
   it('backfills an ordinary job by its backfill section and an incremental one by its incremental item', () => {
-    expect(problemsOf(() => jobForWindows(loaded({ backfill: { item: 'day' }, sinks: [{ type: 'csv', path: 'out/daily.csv' }] }))).map((problem) => problem.field)).toEqual(['sinks[0].path']);
+    expect(
+      problemsOf(() => jobForWindows(loaded({ backfill: { item: 'day' }, sinks: [{ type: 'csv', path: 'out/daily.csv' }] }))).map((problem) => problem.field),
+    ).toEqual(['sinks[0].path']);
     expect(jobForWindows(loaded({ incremental: { item: 'day', startFrom: '2026-07-01' }, sinks: [partitioned] })).backfill).toEqual({ item: 'day' });
   });
 });

@@ -17,7 +17,9 @@ describe('bigqueryEmulatorOrigin', () => {
   });
 
   it('refuses a value that is not a URL, naming it', () => {
-    expect(() => bigqueryEmulatorOrigin({ BIGQUERY_EMULATOR_HOST: 'http://' })).toThrow('BIGQUERY_EMULATOR_HOST="http://" is not a URL (expected http://host:port)');
+    expect(() => bigqueryEmulatorOrigin({ BIGQUERY_EMULATOR_HOST: 'http://' })).toThrow(
+      'BIGQUERY_EMULATOR_HOST="http://" is not a URL (expected http://host:port)',
+    );
   });
 });
 

@@ -196,11 +196,7 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     const sink = bq.harness.sink({ table: 'frozen', schema: 'freeze' });
     await bq.harness.run(sink, runContext({ columns }), [rows]);
 
-    const changedColumns = [
-      ...columns.filter((c) => c.name !== 'title' && c.name !== 'rate'),
-      column('rate', 'STRING'),
-      column('region', 'STRING'),
-    ];
+    const changedColumns = [...columns.filter((c) => c.name !== 'title' && c.name !== 'rate'), column('rate', 'STRING'), column('region', 'STRING')];
     const attempt = bq.harness.run(sink, runContext({ columns: changedColumns }), [[changedColumns.map(() => null)]]);
 
     const error = await attempt.then(
@@ -222,7 +218,12 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
     const viewColumns = [column('id', 'INT64'), column('title', 'STRING')];
     await bq.client.dataset(bq.dataset).createTable('refusing_view', {
       view: { query: "SELECT 1 AS id, 'kept' AS title", useLegacySql: false },
-      schema: { fields: [{ name: 'id', type: 'INT64' }, { name: 'title', type: 'STRING' }] },
+      schema: {
+        fields: [
+          { name: 'id', type: 'INT64' },
+          { name: 'title', type: 'STRING' },
+        ],
+      },
     });
     const sink = bq.harness.sink({ table: 'refusing_view' });
 

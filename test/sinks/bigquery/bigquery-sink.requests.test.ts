@@ -7,12 +7,7 @@
 // never fails transiently.
 import { BigQuery } from '@google-cloud/bigquery';
 import { describe, expect, it } from 'vitest';
-import {
-  BigQueryLoadError,
-  BigQueryLoadFileError,
-  BigQueryPublishError,
-  BigQueryRequestError,
-} from '../../../src/sinks/bigquery/bigquery-errors.js';
+import { BigQueryLoadError, BigQueryLoadFileError, BigQueryPublishError, BigQueryRequestError } from '../../../src/sinks/bigquery/bigquery-errors.js';
 import { STAGING_TABLE_LIFETIME_MS } from '../../../src/sinks/bigquery/staging-table.js';
 import {
   apiError,
@@ -29,7 +24,17 @@ import {
 import { column, runContext, type SinkHarness, useFakeSinkSetup } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), column('count', 'INT64')];
-const existingTable = { status: 200, body: { schema: { fields: [{ name: 'incident', type: 'STRING' }, { name: 'count', type: 'INTEGER' }] } } };
+const existingTable = {
+  status: 200,
+  body: {
+    schema: {
+      fields: [
+        { name: 'incident', type: 'STRING' },
+        { name: 'count', type: 'INTEGER' },
+      ],
+    },
+  },
+};
 const STAGING = '_tilehouse_staging_open_incidents_incidents_r1';
 const LOAD_ID = 'tilehouse_open_incidents_ops_incidents_r1_load';
 const PUBLISH_ID = 'tilehouse_open_incidents_ops_incidents_r1_publish';
@@ -115,13 +120,7 @@ describe('BigQuerySink requests', () => {
       });
       await harness.prepare(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
-      expect(sequence(fake)).toEqual([
-        'datasets.get',
-        'tables.get incidents',
-        `tables.insert ${STAGING}`,
-        `tables.get ${STAGING}`,
-        `jobs.insert ${LOAD_ID}`,
-      ]);
+      expect(sequence(fake)).toEqual(['datasets.get', 'tables.get incidents', `tables.insert ${STAGING}`, `tables.get ${STAGING}`, `jobs.insert ${LOAD_ID}`]);
       expect(loadConfiguration(fake).destinationTable.tableId).toBe(STAGING);
     });
 
@@ -152,7 +151,10 @@ describe('BigQuerySink requests', () => {
       const { rm } = await import('node:fs/promises');
       await rm(`${harness.tempDirectory}/${file}`);
 
-      const error = await writer.prepare().then(() => expect.unreachable(), (thrown: unknown) => thrown);
+      const error = await writer.prepare().then(
+        () => expect.unreachable(),
+        (thrown: unknown) => thrown,
+      );
       expect(error).toBeInstanceOf(BigQueryLoadFileError);
       expect((error as BigQueryLoadFileError).code).toBe('bigquery_load_file_missing');
       expect((error as Error).message).toMatch(/^job open_incidents: cannot read the load file .*\.ndjson: ENOENT/);
@@ -211,13 +213,23 @@ describe('BigQuerySink requests', () => {
       const { fake, harness } = await setUp({
         'tables.get': () => ({
           status: 200,
-          body: { schema: { fields: [{ name: 'COUNT', type: 'INTEGER', description: 'kept' }, { name: '_run_id', type: 'STRING' }, { name: 'Incident', type: 'STRING' }] } },
+          body: {
+            schema: {
+              fields: [
+                { name: 'COUNT', type: 'INTEGER', description: 'kept' },
+                { name: '_run_id', type: 'STRING' },
+                { name: 'Incident', type: 'STRING' },
+              ],
+            },
+          },
         }),
       });
       await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
       const query = (fake.calls('jobs.query')[0]?.json as { configuration: { query: { query: string } } }).configuration.query.query;
-      expect(query).toBe(`SELECT \`count\` AS \`COUNT\`, CAST(NULL AS STRING) AS \`_run_id\`, \`incident\` AS \`Incident\` FROM \`${FAKE_PROJECT_ID}.ops.${STAGING}\``);
+      expect(query).toBe(
+        `SELECT \`count\` AS \`COUNT\`, CAST(NULL AS STRING) AS \`_run_id\`, \`incident\` AS \`Incident\` FROM \`${FAKE_PROJECT_ID}.ops.${STAGING}\``,
+      );
     });
 
     it('creates a missing target right before the copy, never in prepare, and never lets the copy create it', async () => {
@@ -349,7 +361,10 @@ describe('BigQuerySink requests', () => {
       });
       const writer = await harness.prepare(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
-      const error = await writer.publish().then(() => expect.unreachable(), (thrown: unknown) => thrown);
+      const error = await writer.publish().then(
+        () => expect.unreachable(),
+        (thrown: unknown) => thrown,
+      );
       expect(error).toBeInstanceOf(BigQueryPublishError);
       expect((error as BigQueryPublishError).code).toBe('bigquery_publish_failed');
       expect((error as Error).message).toBe(
@@ -384,7 +399,8 @@ describe('BigQuerySink requests', () => {
 
   describe('the project', () => {
     // What google-auth-library rejects with when Application Default Credentials name no project.
-    const NO_ADC_PROJECT = 'Unable to detect a Project Id in the current environment. \nTo learn more about authentication and Google APIs, visit: \nhttps://cloud.google.com/docs/authentication/getting-started';
+    const NO_ADC_PROJECT =
+      'Unable to detect a Project Id in the current environment. \nTo learn more about authentication and Google APIs, visit: \nhttps://cloud.google.com/docs/authentication/getting-started';
 
     /** A harness whose client has no project and whose ADC lookup fails with `message`. */
     function withoutProject(message: string): Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
@@ -495,7 +511,9 @@ describe('BigQuerySink requests', () => {
         'jobs.copy': (request) => jobResource(jobIdOf(request), 'RUNNING'),
         'jobs.get': (request, attempt) => {
           controller.abort(new Error('SIGTERM'));
-          return attempt < 3 ? jobResource(jobIdOf(request), 'RUNNING') : jobResource(jobIdOf(request), 'DONE', { reason: 'invalid', message: 'schema mismatch' });
+          return attempt < 3
+            ? jobResource(jobIdOf(request), 'RUNNING')
+            : jobResource(jobIdOf(request), 'DONE', { reason: 'invalid', message: 'schema mismatch' });
         },
       });
       const writer = await harness.sink({ table: 'incidents' }).open(runContext({ columns, signal: controller.signal }));
@@ -527,7 +545,18 @@ describe('BigQuerySink requests', () => {
         routes: {
           'tables.get': (request) =>
             tables.has(tableIdOf(request))
-              ? { status: 200, body: { schema: { fields: [...columns.map((c) => ({ name: c.name, type: c.type })), { name: '_run_id', type: 'STRING' }, { name: '_extracted_at', type: 'TIMESTAMP' }] } } }
+              ? {
+                  status: 200,
+                  body: {
+                    schema: {
+                      fields: [
+                        ...columns.map((c) => ({ name: c.name, type: c.type })),
+                        { name: '_run_id', type: 'STRING' },
+                        { name: '_extracted_at', type: 'TIMESTAMP' },
+                      ],
+                    },
+                  },
+                }
               : apiError(404, 'notFound', 'Not found: Table'),
           'tables.insert': (request) => {
             tables.add(tableIdOf(request));
@@ -556,7 +585,12 @@ describe('BigQuerySink requests', () => {
 
       expect(memory.appliedCopies()).toBe(1);
       const publishId = 'tilehouse_open_incidents_ops_history_run-once_publish';
-      expect(first.details).toMatchObject({ jobId: publishId, loadJobId: 'tilehouse_open_incidents_ops_history_run-once_load', writeMode: 'append', schemaAction: 'unchanged' });
+      expect(first.details).toMatchObject({
+        jobId: publishId,
+        loadJobId: 'tilehouse_open_incidents_ops_history_run-once_load',
+        writeMode: 'append',
+        schemaAction: 'unchanged',
+      });
       expect(first.details).not.toHaveProperty('adopted');
       expect(second.details).toMatchObject({ jobId: publishId, adopted: true });
       expect(fake.calls('jobs.copy').map(jobIdOf)).toEqual([publishId, publishId]);
@@ -609,7 +643,12 @@ describe('BigQuerySink requests', () => {
           body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '2' } } },
         }),
       });
-      const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n], ['A-2', 2n]]]);
+      const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [
+        [
+          ['A-1', 1n],
+          ['A-2', 2n],
+        ],
+      ]);
 
       expect(fake.calls('jobs.insert')).toHaveLength(1);
       expect(result.rows).toBe(2);
@@ -619,7 +658,12 @@ describe('BigQuerySink requests', () => {
     it('does not adopt a finished job that loaded another number of rows (an earlier extraction of the same run id): loads again under the next id', async () => {
       const { fake, harness } = await setUp({
         'jobs.insert': (request, attempt) =>
-          attempt === 1 ? duplicate() : { status: 200, body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '1' } } } },
+          attempt === 1
+            ? duplicate()
+            : {
+                status: 200,
+                body: { ...(jobResource(jobIdOf(request), 'DONE').body as object), statistics: { creationTime: fakeClock(), load: { outputRows: '1' } } },
+              },
         'tables.get': stagingExists,
         'jobs.get': (request) => ({
           status: 200,
@@ -647,7 +691,8 @@ describe('BigQuerySink requests', () => {
   describe('retries', () => {
     it('retries an upload refused with rateLimitExceeded, reusing the job id', async () => {
       const { fake, harness } = await setUp({
-        'jobs.insert': (request, attempt) => (attempt === 1 ? apiError(403, 'rateLimitExceeded', 'Exceeded rate limits') : jobResource(jobIdOf(request), 'DONE')),
+        'jobs.insert': (request, attempt) =>
+          attempt === 1 ? apiError(403, 'rateLimitExceeded', 'Exceeded rate limits') : jobResource(jobIdOf(request), 'DONE'),
       });
       await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns }), [[['A-1', 1n]]]);
 
@@ -687,7 +732,10 @@ describe('BigQuerySink requests', () => {
       });
       const attempt = harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);
 
-      const error = await attempt.then(() => expect.unreachable(), (thrown: unknown) => thrown);
+      const error = await attempt.then(
+        () => expect.unreachable(),
+        (thrown: unknown) => thrown,
+      );
       expect(error).toBeInstanceOf(BigQueryLoadError);
       expect((error as Error).message).toBe(
         `job open_incidents: load job ${LOAD_ID} into ${FAKE_PROJECT_ID}.ops.${STAGING} failed: ` +
@@ -727,8 +775,7 @@ describe('BigQuerySink requests', () => {
 
     it('retries a job that fails with backendError under a new job id', async () => {
       const { fake, harness } = await setUp({
-        'jobs.get': (request, attempt) =>
-          jobResource(jobIdOf(request), 'DONE', attempt === 1 ? { reason: 'backendError', message: 'transient' } : undefined),
+        'jobs.get': (request, attempt) => jobResource(jobIdOf(request), 'DONE', attempt === 1 ? { reason: 'backendError', message: 'transient' } : undefined),
         'jobs.insert': (request) => jobResource(jobIdOf(request), 'RUNNING'),
       });
       const result = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]);

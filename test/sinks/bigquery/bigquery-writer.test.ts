@@ -85,7 +85,9 @@ describe('BigQueryWriter', () => {
   });
 
   it('names its target before anything is written', async () => {
-    const writer = await harness.sink({ table: 'daily', writeMode: 'partition' }).open(runContext({ columns, window: { from: '2024-01-05', to: '2024-01-06' } }));
+    const writer = await harness
+      .sink({ table: 'daily', writeMode: 'partition' })
+      .open(runContext({ columns, window: { from: '2024-01-05', to: '2024-01-06' } }));
 
     expect(writer.target).toBe(`${FAKE_PROJECT_ID}.ops.daily$20240105`);
     await writer.abort();

@@ -35,7 +35,13 @@ describe('labelKey', () => {
 
 describe('jobLabels', () => {
   it('names job, tile and run, and the window of a backfill', () => {
-    const identity = { jobName: 'daily_severity', datasetId: 'ops', tableId: 't', runId: '20240301T120000Z-ab12', window: { from: '2024-01-01', to: '2024-01-08' } };
+    const identity = {
+      jobName: 'daily_severity',
+      datasetId: 'ops',
+      tableId: 't',
+      runId: '20240301T120000Z-ab12',
+      window: { from: '2024-01-01', to: '2024-01-08' },
+    };
     expect(jobLabels(identity, 'Tile 7f3a/B')).toEqual({
       tilehouse_job: 'daily_severity',
       tile: 'tile_7f3a_b',

@@ -5,7 +5,17 @@
 // Scripted fake (no emulator): the emulator cannot lose an answer, nor answer a reused id 409.
 import { describe, expect, it } from 'vitest';
 import { BigQueryPublishError } from '../../../src/sinks/bigquery/bigquery-errors.js';
-import { apiError, FAKE_PROJECT_ID, fakeClock, jobIdOf, jobResource, tableIdOf, type FakeRoutes, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
+import {
+  apiError,
+  FAKE_PROJECT_ID,
+  fakeClock,
+  jobIdOf,
+  jobResource,
+  tableIdOf,
+  type FakeRoutes,
+  type RecordedRequest,
+  type Reply,
+} from '../../support/bigquery-fake-server.js';
 import { column, runContext, useFakeSinkSetup } from './sink-fixtures.js';
 
 const setUp = useFakeSinkSetup();
@@ -24,18 +34,54 @@ function keyChecks(request: RecordedRequest): Reply {
   const query = (request.json as { query?: string } | undefined)?.query ?? '';
   const jobReference = { projectId: FAKE_PROJECT_ID, jobId: `check_${Math.random().toString(36).slice(2)}`, location: 'US' };
   const counting = query.includes('IS NULL');
-  const fields = counting ? [{ name: 'n', type: 'INTEGER' }] : [{ name: 'k0', type: 'STRING' }, { name: 'n', type: 'INTEGER' }];
+  const fields = counting
+    ? [{ name: 'n', type: 'INTEGER' }]
+    : [
+        { name: 'k0', type: 'STRING' },
+        { name: 'n', type: 'INTEGER' },
+      ];
   return {
     status: 200,
-    body: { kind: 'bigquery#getQueryResultsResponse', jobComplete: true, jobReference, totalRows: counting ? '1' : '0', schema: { fields }, rows: counting ? [{ f: [{ v: '0' }] }] : [] },
+    body: {
+      kind: 'bigquery#getQueryResultsResponse',
+      jobComplete: true,
+      jobReference,
+      totalRows: counting ? '1' : '0',
+      schema: { fields },
+      rows: counting ? [{ f: [{ v: '0' }] }] : [],
+    },
   };
 }
 
 const PATHS = [
-  { path: 'copy onto a new table (replace)', config: { table: 'incidents' }, call: 'jobs.copy' as const, table: undefined, stats: { copy: { copiedRows: '2' } } },
-  { path: 'append copy', config: { table: 'incidents', writeMode: 'append' as const }, call: 'jobs.copy' as const, table: existing(true), stats: { copy: { copiedRows: '2' } } },
-  { path: 'day partition copy', config: { table: 'incidents', writeMode: 'partition' as const }, call: 'jobs.copy' as const, table: existing(false), stats: { copy: { copiedRows: '2' } } },
-  { path: 'truncating query onto an existing table (replace)', config: { table: 'incidents' }, call: 'jobs.query' as const, table: existing(false), stats: undefined },
+  {
+    path: 'copy onto a new table (replace)',
+    config: { table: 'incidents' },
+    call: 'jobs.copy' as const,
+    table: undefined,
+    stats: { copy: { copiedRows: '2' } },
+  },
+  {
+    path: 'append copy',
+    config: { table: 'incidents', writeMode: 'append' as const },
+    call: 'jobs.copy' as const,
+    table: existing(true),
+    stats: { copy: { copiedRows: '2' } },
+  },
+  {
+    path: 'day partition copy',
+    config: { table: 'incidents', writeMode: 'partition' as const },
+    call: 'jobs.copy' as const,
+    table: existing(false),
+    stats: { copy: { copiedRows: '2' } },
+  },
+  {
+    path: 'truncating query onto an existing table (replace)',
+    config: { table: 'incidents' },
+    call: 'jobs.query' as const,
+    table: existing(false),
+    stats: undefined,
+  },
   {
     path: 'MERGE',
     config: { table: 'incidents', writeMode: 'merge' as const, primaryKey: ['incident'] },
@@ -52,7 +98,8 @@ describe.each(PATHS)('a publish whose answer was lost: $path', ({ config, call, 
     const jobs = new Map<string, Reply>();
     const publish = (request: RecordedRequest): Reply => {
       const id = jobIdOf(request);
-      if (jobs.has(id)) return lose === 'every answer' ? apiError(503, 'backendError', 'lost') : apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${id}`);
+      if (jobs.has(id))
+        return lose === 'every answer' ? apiError(503, 'backendError', 'lost') : apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${id}`);
       ran.push(id);
       jobs.set(id, { status: 200, body: { ...(jobResource(id, 'DONE').body as object), statistics: { creationTime: fakeClock(), ...stats } } });
       // It ran; the answer never arrives (a 503 from the front end after the job was created).
@@ -61,7 +108,9 @@ describe.each(PATHS)('a publish whose answer was lost: $path', ({ config, call, 
     return {
       ran,
       routes: {
-        ...(table ? { 'tables.get': (request: RecordedRequest) => (tableIdOf(request) === 'incidents' ? table : apiError(404, 'notFound', 'Not found: Table')) } : {}),
+        ...(table
+          ? { 'tables.get': (request: RecordedRequest) => (tableIdOf(request) === 'incidents' ? table : apiError(404, 'notFound', 'Not found: Table')) }
+          : {}),
         [call]: publish,
         'jobs.get': (request: RecordedRequest) => jobs.get(jobIdOf(request)) ?? jobResource(jobIdOf(request), 'DONE'),
         other: keyChecks,
@@ -72,7 +121,12 @@ describe.each(PATHS)('a publish whose answer was lost: $path', ({ config, call, 
   it('the retried insert meets 409 and the job that ran is adopted: published once, counted from its statistics', async () => {
     const { routes: scripted, ran } = routes('first answer');
     const { fake, harness } = await setUp(scripted);
-    const result = await harness.run(harness.sink(config), runContext({ columns, runId: 'r1' }), [[['A-1', 1n], ['A-2', 2n]]]);
+    const result = await harness.run(harness.sink(config), runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', 1n],
+        ['A-2', 2n],
+      ],
+    ]);
     expect(ran).toHaveLength(1);
     expect(fake.calls(call).map(jobIdOf)).toEqual([ran[0], ran[0]]);
     expect(result.details).toMatchObject({ jobId: ran[0], adopted: true });
@@ -83,7 +137,12 @@ describe.each(PATHS)('a publish whose answer was lost: $path', ({ config, call, 
   it('when no insert gets an answer, the job is looked up by its id and adopted, not reported failed', async () => {
     const { routes: scripted, ran } = routes('every answer');
     const { fake, harness } = await setUp(scripted);
-    const result = await harness.run(harness.sink(config), runContext({ columns, runId: 'r1' }), [[['A-1', 1n], ['A-2', 2n]]]);
+    const result = await harness.run(harness.sink(config), runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', 1n],
+        ['A-2', 2n],
+      ],
+    ]);
     expect(ran).toHaveLength(1);
     expect(fake.calls(call).length).toBeGreaterThan(1);
     expect(fake.calls('jobs.get').map(jobIdOf)).toContain(ran[0]);
@@ -97,7 +156,9 @@ describe('a publish whose insert never got an answer and never ran', () => {
       'jobs.copy': () => apiError(503, 'backendError', 'The service is currently unavailable'),
       'jobs.get': (request) => (jobIdOf(request).endsWith('_publish') ? apiError(404, 'notFound', 'Not found: Job') : jobResource(jobIdOf(request), 'DONE')),
     });
-    const failure = await harness.run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]]).catch((error: unknown) => error);
+    const failure = await harness
+      .run(harness.sink({ table: 'incidents' }), runContext({ columns, runId: 'r1' }), [[['A-1', 1n]]])
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(BigQueryPublishError);
     expect((failure as Error).message).toMatch(/copy job \S+_publish onto \S+ failed: BigQuery never answered the insert, and no job has its id/);
     expect(fake.calls('jobs.get').map(jobIdOf)).toContain('tilehouse_open_incidents_ops_incidents_r1_publish');

@@ -4,7 +4,16 @@
 // end to end (merge.emulator.test.ts); it reports no dmlStats and no 409 adoption, hence these.
 import { describe, expect, it } from 'vitest';
 import { BigQueryDuplicateKeyError, BigQueryNullKeyError } from '../../../src/sinks/bigquery/bigquery-errors.js';
-import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, tableIdOf, type FakeBigQuery, type RecordedRequest, type Reply } from '../../support/bigquery-fake-server.js';
+import {
+  apiError,
+  FAKE_PROJECT_ID,
+  jobIdOf,
+  jobResource,
+  tableIdOf,
+  type FakeBigQuery,
+  type RecordedRequest,
+  type Reply,
+} from '../../support/bigquery-fake-server.js';
 import { column, runContext, useFakeSinkSetup } from './sink-fixtures.js';
 
 const columns = [column('incident', 'STRING'), column('status', 'STRING'), column('updated', 'INT64')];
@@ -38,7 +47,13 @@ function results(rows: readonly (readonly string[])[], width: number): Reply {
   const fields = [...Array.from({ length: width }, (_, index) => ({ name: `k${index}`, type: 'STRING' })), { name: 'n', type: 'INTEGER' }];
   return {
     status: 200,
-    body: { kind: 'bigquery#getQueryResultsResponse', jobComplete: true, totalRows: String(rows.length), schema: { fields }, rows: rows.map((row) => ({ f: row.map((v) => ({ v })) })) },
+    body: {
+      kind: 'bigquery#getQueryResultsResponse',
+      jobComplete: true,
+      totalRows: String(rows.length),
+      schema: { fields },
+      rows: rows.map((row) => ({ f: row.map((v) => ({ v })) })),
+    },
   };
 }
 
@@ -89,7 +104,9 @@ const rows = [
 describe('writeMode: merge (fake BigQuery API)', () => {
   it('checks the staging table for null and duplicate keys, then publishes with one MERGE query job under the run publish id, then deletes the staging table', async () => {
     const { fake, harness } = await setUp(keyCheckRoutes());
-    const result = await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['Incident'] }), runContext({ columns, runId: 'r1' }), [rows]);
+    const result = await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['Incident'] }), runContext({ columns, runId: 'r1' }), [
+      rows,
+    ]);
 
     expect(sequence(fake)).toEqual([
       'datasets.get',
@@ -130,7 +147,12 @@ describe('writeMode: merge (fake BigQuery API)', () => {
     });
     // The staging load carries the lineage of this run: _run_id = r1 on every row.
     const upload = fake.calls('jobs.insert')[0]?.upload ?? '';
-    expect(upload.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+    expect(
+      upload
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    ).toEqual([
       { incident: 'A-1', status: 'open', updated: '3', _run_id: 'r1', _extracted_at: '2024-03-01T12:00:00.000Z' },
       { incident: 'A-2', status: 'closed', updated: '5', _run_id: 'r1', _extracted_at: '2024-03-01T12:00:00.000Z' },
     ]);
@@ -141,7 +163,11 @@ describe('writeMode: merge (fake BigQuery API)', () => {
 
   it('with latestBy, counts as duplicates only rows that also tie on it, then deletes the rows it beats from the staging table before the MERGE', async () => {
     const { fake, harness } = await setUp(keyCheckRoutes());
-    await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'Updated' }), runContext({ columns, runId: 'r1' }), [rows]);
+    await harness.run(
+      harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'Updated' }),
+      runContext({ columns, runId: 'r1' }),
+      [rows],
+    );
 
     const [, duplicateCheck, latestOnly] = checks(fake);
     expect(duplicateCheck?.query).toBe(
@@ -150,20 +176,32 @@ describe('writeMode: merge (fake BigQuery API)', () => {
     expect(latestOnly?.query).toBe(
       `DELETE FROM \`${STAGING}\` WHERE TO_JSON_STRING(STRUCT(\`incident\`, \`updated\`)) NOT IN (SELECT TO_JSON_STRING(STRUCT(\`incident\`, MAX(\`updated\`) AS \`updated\`)) FROM \`${STAGING}\` GROUP BY \`incident\`)`,
     );
-    expect(sequence(fake).slice(-4)).toEqual(['queries (check: duplicate keys)', 'queries (latest row per key)', `jobs.query ${PUBLISH_ID}`, `tables.delete ${STAGING_ID}`]);
+    expect(sequence(fake).slice(-4)).toEqual([
+      'queries (check: duplicate keys)',
+      'queries (latest row per key)',
+      `jobs.query ${PUBLISH_ID}`,
+      `tables.delete ${STAGING_ID}`,
+    ]);
   });
 
   it('a key of two columns joins on both and updates neither', async () => {
     const { fake, harness } = await setUp(keyCheckRoutes());
-    await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident', 'status'] }), runContext({ columns, runId: 'r1' }), [rows]);
+    await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident', 'status'] }), runContext({ columns, runId: 'r1' }), [
+      rows,
+    ]);
     const [nullCheck] = checks(fake);
     const [merge] = fake.calls('jobs.query');
     expect(nullCheck?.query).toContain('WHERE `incident` IS NULL OR `status` IS NULL');
-    expect(queryText(merge!)).toContain('ON T.`incident` = S.`incident` AND T.`status` = S.`status`\nWHEN MATCHED THEN UPDATE SET `updated` = S.`updated`, `_run_id`');
+    expect(queryText(merge!)).toContain(
+      'ON T.`incident` = S.`incident` AND T.`status` = S.`status`\nWHEN MATCHED THEN UPDATE SET `updated` = S.`updated`, `_run_id`',
+    );
   });
 
   it('creates a missing target with the run schema (lineage included) before the MERGE, never in prepare', async () => {
-    const routes = { ...keyCheckRoutes(), 'tables.get': () => ({ status: 404, body: { error: { code: 404, message: 'Not found: Table', errors: [{ reason: 'notFound' }] } } }) };
+    const routes = {
+      ...keyCheckRoutes(),
+      'tables.get': () => ({ status: 404, body: { error: { code: 404, message: 'Not found: Table', errors: [{ reason: 'notFound' }] } } }),
+    };
     const { fake, harness } = await setUp(routes);
     await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [rows]);
     const order = sequence(fake);
@@ -174,7 +212,14 @@ describe('writeMode: merge (fake BigQuery API)', () => {
   });
 
   it('refuses a key that rows of the run share: bigquery_duplicate_key naming the values and counts, no MERGE, target untouched, staging deleted', async () => {
-    const { fake, harness } = await setUp(keyCheckRoutes({ duplicates: [['"A-1"', '3'], ['"A-7"', '2']] }));
+    const { fake, harness } = await setUp(
+      keyCheckRoutes({
+        duplicates: [
+          ['"A-1"', '3'],
+          ['"A-7"', '2'],
+        ],
+      }),
+    );
     const failure = await harness
       .run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [rows])
       .catch((error: unknown) => error);
@@ -194,9 +239,13 @@ describe('writeMode: merge (fake BigQuery API)', () => {
   it('with latestBy, a tie on it is refused too, and the message says latestBy cannot choose', async () => {
     const { harness } = await setUp(keyCheckRoutes({ duplicates: [['"A-1"', '3', '2']], width: 2 }));
     const failure = await harness
-      .run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'updated' }), runContext({ columns, runId: 'r1' }), [rows])
+      .run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'updated' }), runContext({ columns, runId: 'r1' }), [
+        rows,
+      ])
       .catch((error: unknown) => error);
-    expect((failure as Error).message).toContain('rows with the same primary key (incident, updated) in one run: ("A-1", 3) x2; they also have the same updated, so latestBy cannot choose one');
+    expect((failure as Error).message).toContain(
+      'rows with the same primary key (incident, updated) in one run: ("A-1", 3) x2; they also have the same updated, so latestBy cannot choose one',
+    );
   });
 
   it('refuses a null key: bigquery_null_key with the row count, before the duplicate check, nothing published', async () => {
@@ -221,7 +270,9 @@ describe('writeMode: merge (fake BigQuery API)', () => {
       'jobs.query': () => apiError(409, 'duplicate', `Already Exists: Job ${FAKE_PROJECT_ID}:US.${PUBLISH_ID}`),
       'jobs.get': (request) => jobResource(jobIdOf(request), 'DONE'),
     });
-    const result = await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [rows]);
+    const result = await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [
+      rows,
+    ]);
     expect(fake.calls('jobs.query').map(jobIdOf)).toEqual([PUBLISH_ID]);
     expect(fake.calls('jobs.get').map(jobIdOf)).toEqual([PUBLISH_ID]);
     expect(result.details).toMatchObject({ jobId: PUBLISH_ID, adopted: true, publishedBy: 'merge query' });

@@ -68,7 +68,9 @@ describeWithEmulator('number exactness into BigQuery', (endpoint) => {
     await rm(directory, { recursive: true, force: true });
   });
 
-  it('loads NUMERIC of up to 38 significant digits and INT64 beyond 2^53 sent as JSON numbers, and reads them back unchanged (property, 50 values per load)', { timeout: 120_000 }, async () => {
+  it('loads NUMERIC of up to 38 significant digits and INT64 beyond 2^53 sent as JSON numbers, and reads them back unchanged (property, 50 values per load)', {
+    timeout: 120_000,
+  }, async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(numeric, int64), { minLength: 46, maxLength: 46 }), async (generated) => {
@@ -80,11 +82,14 @@ describeWithEmulator('number exactness into BigQuery', (endpoint) => {
         const { columns, rows } = typedRows(text);
         const file = join(directory, `run-${(run += 1)}.ndjson`);
         await writeFile(file, (rows as TypedRow[]).map(rowEncoder(columns)).join(''));
-        await client.dataset(dataset).table('exact').load(file, {
-          sourceFormat: 'NEWLINE_DELIMITED_JSON',
-          writeDisposition: 'WRITE_TRUNCATE',
-          schema: { fields: columns.map((column) => ({ name: column.name, type: column.type, mode: 'NULLABLE' })) },
-        });
+        await client
+          .dataset(dataset)
+          .table('exact')
+          .load(file, {
+            sourceFormat: 'NEWLINE_DELIMITED_JSON',
+            writeDisposition: 'WRITE_TRUNCATE',
+            schema: { fields: columns.map((column) => ({ name: column.name, type: column.type, mode: 'NULLABLE' })) },
+          });
 
         const loaded = await readTable(client, { projectId: endpoint.projectId, dataset, table: 'exact' }, 'id');
         expect(loaded).toEqual(values.map(([amount, count], index) => ({ id: BigInt(index), amount, count, label: loaded[index]?.label })));

@@ -47,7 +47,12 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   async function handMadeTable(table: string, options: { expirationMs?: string; lineage?: boolean } = {}): Promise<void> {
     // With merge's lineage columns already there: the emulator's SQL does not see columns that
     // `schema: add` patches onto a table.
-    const lineage = options.lineage ? [{ name: '_run_id', type: 'STRING' }, { name: '_extracted_at', type: 'TIMESTAMP' }] : [];
+    const lineage = options.lineage
+      ? [
+          { name: '_run_id', type: 'STRING' },
+          { name: '_extracted_at', type: 'TIMESTAMP' },
+        ]
+      : [];
     await direct.dataset(dataset).createTable(table, {
       schema: { fields: [...columns.map((c) => ({ name: c.name, type: c.type, mode: 'NULLABLE' })), ...lineage] },
       timePartitioning: { type: 'DAY', field: 'day', ...(options.expirationMs ? { expirationMs: options.expirationMs } : {}) },
@@ -67,15 +72,33 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     const [rows] = await client.query(`SELECT COUNT(*) AS n FROM \`${name('proxy_check')}\` WHERE day >= DATE '2024-03-01' AND day < DATE '2024-03-02'`);
     expect(rows).toEqual([{ n: 0 }]);
     // The statement before issue 38: ON the key alone (T.day = S.day would not do either).
-    const before = mergeStatement(name('proxy_check'), name('proxy_check'), [{ name: 'number', type: 'INT64' }, { name: 'day', type: 'DATE' }], { columns: ['number'] });
+    const before = mergeStatement(
+      name('proxy_check'),
+      name('proxy_check'),
+      [
+        { name: 'number', type: 'INT64' },
+        { name: 'day', type: 'DATE' },
+      ],
+      { columns: ['number'] },
+    );
     await expect(client.query(before)).rejects.toMatchObject({ code: 400, errors: [{ reason: 'invalidQuery' }] });
   });
 
   // (A re-run of a run id, whose adopted MERGE is counted at the target with the range, is in
   // partition-policy.requests.test.ts: the emulator answers a reused query job id with 400, not 409.)
   it('merge with partitionBy and requirePartitionFilter: creates the table, merges again, each exact', async () => {
-    const sink = harness.sink({ table: 'merged', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'Day', granularity: 'day' }, requirePartitionFilter: true });
-    const first: TypedRow[] = [[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'high'], [3n, '2024-03-03', 'low']];
+    const sink = harness.sink({
+      table: 'merged',
+      writeMode: 'merge',
+      primaryKey: ['number'],
+      partitionBy: { column: 'Day', granularity: 'day' },
+      requirePartitionFilter: true,
+    });
+    const first: TypedRow[] = [
+      [1n, '2024-03-01', 'low'],
+      [2n, '2024-03-02', 'high'],
+      [3n, '2024-03-03', 'low'],
+    ];
     const created = await harness.run(sink, runContext({ columns, runId: 'merge-1' }), [first]);
     expect(created).toMatchObject({ rows: 3, details: { publishedBy: 'merge query', partitionRange: '2024-03-01..2024-03-04' } });
     // The table holds the policy: every later query must carry a filter.
@@ -83,7 +106,12 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(metadata).toMatchObject({ requirePartitionFilter: true });
 
     const refusedBefore = policy.refusals.length;
-    const second = await harness.run(sink, runContext({ columns, runId: 'merge-2' }), [[[2n, '2024-03-02', 'critical'], [4n, '2024-03-02', 'low']]]);
+    const second = await harness.run(sink, runContext({ columns, runId: 'merge-2' }), [
+      [
+        [2n, '2024-03-02', 'critical'],
+        [4n, '2024-03-02', 'low'],
+      ],
+    ]);
     expect(second.rows).toBe(2);
     expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
     const merge = policy.queries.filter((query) => query.startsWith('MERGE')).at(-1);
@@ -96,9 +124,19 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   it('merge onto a table made by hand with the policy, the job naming no partitionBy: the range comes from the staging table', async () => {
     await handMadeTable('hand_merged', { lineage: true });
     const sink = harness.sink({ table: 'hand_merged', writeMode: 'merge', primaryKey: ['number'] });
-    const first = await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [[[1n, '2024-04-01', 'low'], [2n, '2024-04-03', 'high']]]);
+    const first = await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [
+      [
+        [1n, '2024-04-01', 'low'],
+        [2n, '2024-04-03', 'high'],
+      ],
+    ]);
     expect(first.details).toMatchObject({ partitionRange: '2024-04-01..2024-04-04' });
-    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [[[2n, '2024-04-03', 'low'], [3n, '2024-04-02', 'low']]]);
+    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [
+      [
+        [2n, '2024-04-03', 'low'],
+        [3n, '2024-04-02', 'low'],
+      ],
+    ]);
     expect(await rowsOf('hand_merged')).toEqual(['1 2024-04-01 low', '2 2024-04-03 low', '3 2024-04-02 low']);
     expect(policy.refusals.filter((refusal) => refusal.table === name('hand_merged'))).toEqual([]);
   });
@@ -106,20 +144,35 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   it('merge onto a table made by hand with the policy, the job naming the same partitionBy', async () => {
     await handMadeTable('hand_merged_own', { lineage: true });
     const sink = harness.sink({ table: 'hand_merged_own', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'day', granularity: 'day' } });
-    await harness.run(sink, runContext({ columns, runId: 'own-1' }), [[[1n, '2024-05-01', 'low'], [2n, '2024-05-02', 'high']]]);
+    await harness.run(sink, runContext({ columns, runId: 'own-1' }), [
+      [
+        [1n, '2024-05-01', 'low'],
+        [2n, '2024-05-02', 'high'],
+      ],
+    ]);
     await harness.run(sink, runContext({ columns, runId: 'own-2' }), [[[1n, '2024-05-01', 'high']]]);
     expect(await rowsOf('hand_merged_own')).toEqual(['1 2024-05-01 high', '2 2024-05-02 high']);
   });
 
   it('replace with partitionBy, onto a new table with the policy and onto one made by hand', async () => {
     const sink = harness.sink({ table: 'replaced', partitionBy: { column: 'day', granularity: 'day' }, requirePartitionFilter: true });
-    await harness.run(sink, runContext({ columns }), [[[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'low']]]);
+    await harness.run(sink, runContext({ columns }), [
+      [
+        [1n, '2024-03-01', 'low'],
+        [2n, '2024-03-02', 'low'],
+      ],
+    ]);
     await harness.run(sink, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
     expect(await rowsOf('replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
 
     await handMadeTable('hand_replaced');
     const hand = harness.sink({ table: 'hand_replaced', partitionBy: { column: 'day', granularity: 'day' } });
-    await harness.run(hand, runContext({ columns }), [[[1n, '2024-03-01', 'low'], [2n, '2024-03-02', 'low']]]);
+    await harness.run(hand, runContext({ columns }), [
+      [
+        [1n, '2024-03-01', 'low'],
+        [2n, '2024-03-02', 'low'],
+      ],
+    ]);
     await harness.run(hand, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
     expect(await rowsOf('hand_replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
     // Replace without partitionBy onto the hand-made table: the truncating query reads only staging.
@@ -137,13 +190,28 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     const planned = await sink.plan(runContext({ columns }));
     expect(planned.details.join('\n')).toContain('the table requires a partition filter on day');
     expect(planned.details.join('\n')).toContain("the table's partitions expire after 30 days: rows of partitions before");
-    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(/exists; table expiring: the table requires a partition filter on day: .*; the table's partitions expire after 30 days: rows of partitions before \d{4}-\d{2}-\d{2} are dropped at once$/);
+    expect(await sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).toMatch(
+      /exists; table expiring: the table requires a partition filter on day: .*; the table's partitions expire after 30 days: rows of partitions before \d{4}-\d{2}-\d{2} are dropped at once$/,
+    );
 
-    const result = await harness.run(sink, runContext({ columns }), [[[1n, day(-45), 'low'], [2n, day(-40), 'low'], [3n, day(-2), 'high'], [4n, day(0), 'low']]]);
+    const result = await harness.run(sink, runContext({ columns }), [
+      [
+        [1n, day(-45), 'low'],
+        [2n, day(-40), 'low'],
+        [3n, day(-2), 'high'],
+        [4n, day(0), 'low'],
+      ],
+    ]);
     expect(result).toMatchObject({ rows: 2, expiredRows: 2, details: { partitionExpirationDays: 30 } });
-    expect(result.warnings).toEqual([expect.stringMatching(/expiring: 2 of the 4 rows published fall in partitions older than the table's partition expiration \(timePartitioning.expirationMs = 2592000000, 30 days\); BigQuery drops them at once, so the table holds 2$/)]);
+    expect(result.warnings).toEqual([
+      expect.stringMatching(
+        /expiring: 2 of the 4 rows published fall in partitions older than the table's partition expiration \(timePartitioning.expirationMs = 2592000000, 30 days\); BigQuery drops them at once, so the table holds 2$/,
+      ),
+    ]);
     // A table without expiration: nothing counted.
-    const plain = await harness.run(harness.sink({ table: 'not_expiring', partitionBy: { column: 'day', granularity: 'day' } }), runContext({ columns }), [[[1n, day(-45), 'low']]]);
+    const plain = await harness.run(harness.sink({ table: 'not_expiring', partitionBy: { column: 'day', granularity: 'day' } }), runContext({ columns }), [
+      [[1n, day(-45), 'low']],
+    ]);
     expect(plain).toMatchObject({ rows: 1 });
     expect(plain.expiredRows).toBeUndefined();
     expect(plain.warnings).toBeUndefined();

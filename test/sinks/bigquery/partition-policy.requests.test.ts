@@ -47,7 +47,10 @@ function answer(fields: string[], values: string[]): Reply {
 /** The key checks and the staging range query (jobs.query, routed as `other`); the MERGE reports dmlStats. */
 function routes(tableReply: Reply, staged: { lo: string; hi: string; expired?: string } = { lo: '', hi: '' }) {
   return {
-    'tables.get': (request: RecordedRequest) => (request.path.endsWith('/incidents') ? tableReply : { status: 404, body: { error: { code: 404, message: 'Not found', errors: [{ reason: 'notFound' }] } } }),
+    'tables.get': (request: RecordedRequest) =>
+      request.path.endsWith('/incidents')
+        ? tableReply
+        : { status: 404, body: { error: { code: 404, message: 'Not found', errors: [{ reason: 'notFound' }] } } },
     'jobs.query': (request: RecordedRequest) => {
       const reply = jobResource(jobIdOf(request), 'DONE');
       (reply.body as { statistics: object }).statistics = { creationTime: '1', query: { dmlStats: { insertedRowCount: '3', updatedRowCount: '0' } } };
@@ -55,8 +58,14 @@ function routes(tableReply: Reply, staged: { lo: string; hi: string; expired?: s
     },
     other: (request: RecordedRequest): Reply => {
       const query = (request.json as { query?: string } | undefined)?.query ?? '';
-      if (query.startsWith('SELECT CAST(MIN')) return answer(['lo', 'hi', ...(staged.expired === undefined ? [] : ['expired'])], [staged.lo, staged.hi, ...(staged.expired === undefined ? [] : [staged.expired])]);
-      return query.includes('IS NULL') ? answer(['n'], ['0']) : { status: 200, body: { ...(answer(['k0', 'n'], []).body as object), totalRows: '0', rows: [] } };
+      if (query.startsWith('SELECT CAST(MIN'))
+        return answer(
+          ['lo', 'hi', ...(staged.expired === undefined ? [] : ['expired'])],
+          [staged.lo, staged.hi, ...(staged.expired === undefined ? [] : [staged.expired])],
+        );
+      return query.includes('IS NULL')
+        ? answer(['n'], ['0'])
+        : { status: 200, body: { ...(answer(['k0', 'n'], []).body as object), totalRows: '0', rows: [] } };
     },
   };
 }
@@ -68,7 +77,13 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
   it("with partitionBy: the ON carries the rows' partition range, known from the rows (no query for it)", async () => {
     const { fake, harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' } });
-    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', '2024-03-03', 'open'], ['A-2', '2024-03-01', 'open'], ['A-3', '2024-03-01', 'closed']]]);
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', '2024-03-03', 'open'],
+        ['A-2', '2024-03-01', 'open'],
+        ['A-3', '2024-03-01', 'closed'],
+      ],
+    ]);
     expect(mergeText(fake.calls('jobs.query')[0]).split('\n')).toEqual([
       `MERGE \`${FAKE_PROJECT_ID}.ops.incidents\` T`,
       `USING \`${STAGING}\` S`,
@@ -76,7 +91,12 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
       'WHEN MATCHED THEN UPDATE SET `day` = S.`day`, `status` = S.`status`, `_run_id` = S.`_run_id`, `_extracted_at` = S.`_extracted_at`',
       'WHEN NOT MATCHED THEN INSERT (`incident`, `day`, `status`, `_run_id`, `_extracted_at`) VALUES (S.`incident`, S.`day`, S.`status`, S.`_run_id`, S.`_extracted_at`)',
     ]);
-    expect(fake.calls('other').map((request) => (request.json as { query: string }).query).filter((query) => query.startsWith('SELECT CAST(MIN'))).toEqual([]);
+    expect(
+      fake
+        .calls('other')
+        .map((request) => (request.json as { query: string }).query)
+        .filter((query) => query.startsWith('SELECT CAST(MIN')),
+    ).toEqual([]);
     expect(result).toMatchObject({ rows: 3, details: { partitionRange: '2024-03-01..2024-03-04' } });
     expect(result.expiredRows).toBeUndefined();
   });
@@ -84,10 +104,20 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
   it('without partitionBy, onto a table made partitioned by hand: one query of the staging table gives the range', async () => {
     const { fake, harness } = await setUp(routes(table({ type: 'DAY', field: 'day' }), { lo: '2024-02-27', hi: '2024-03-02' }));
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] });
-    await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', '2024-02-27', 'open'], ['A-2', '2024-03-02', 'open']]]);
-    const ranges = fake.calls('other').map((request) => (request.json as { query: string }).query).filter((query) => query.startsWith('SELECT CAST(MIN'));
+    await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', '2024-02-27', 'open'],
+        ['A-2', '2024-03-02', 'open'],
+      ],
+    ]);
+    const ranges = fake
+      .calls('other')
+      .map((request) => (request.json as { query: string }).query)
+      .filter((query) => query.startsWith('SELECT CAST(MIN'));
     expect(ranges).toEqual([`SELECT CAST(MIN(\`day\`) AS STRING) AS lo, CAST(MAX(\`day\`) AS STRING) AS hi FROM \`${STAGING}\``]);
-    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe("ON T.`incident` = S.`incident` AND T.`day` >= DATE '2024-02-27' AND T.`day` < DATE '2024-03-03'");
+    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe(
+      "ON T.`incident` = S.`incident` AND T.`day` >= DATE '2024-02-27' AND T.`day` < DATE '2024-03-03'",
+    );
   });
 
   it("counts the rows in partitions past the table's expiration: rows is what the table keeps, with a warning", async () => {
@@ -95,7 +125,13 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
     const day = (offset: number) => new Date(now + offset * DAY).toISOString().slice(0, 10);
     const { harness } = await setUp(routes(table({ type: 'DAY', field: 'day', expirationMs: String(30 * DAY) })));
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' } });
-    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', day(-60), 'open'], ['A-2', day(-1), 'open'], ['A-3', day(-31), 'closed']]]);
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', day(-60), 'open'],
+        ['A-2', day(-1), 'open'],
+        ['A-3', day(-31), 'closed'],
+      ],
+    ]);
     // dmlStats says 3 written; 2 of them fall in expired partitions.
     expect(result).toMatchObject({ rows: 1, expiredRows: 2, details: { insertedRows: 3, partitionExpirationDays: 30 } });
     expect(result.warnings).toHaveLength(1);
@@ -105,8 +141,20 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
     const now = Date.now();
     const day = (offset: number) => new Date(now + offset * DAY).toISOString().slice(0, 10);
     const { harness } = await setUp(routes(table({ type: 'DAY', field: 'day', expirationMs: String(30 * DAY) })));
-    const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' }, partitionExpirationDays: 90 });
-    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', day(-60), 'open'], ['A-2', day(-1), 'open'], ['A-3', day(-100), 'closed']]]);
+    const sink = harness.sink({
+      table: 'incidents',
+      writeMode: 'merge',
+      primaryKey: ['incident'],
+      partitionBy: { column: 'day', granularity: 'day' },
+      partitionExpirationDays: 90,
+    });
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', day(-60), 'open'],
+        ['A-2', day(-1), 'open'],
+        ['A-3', day(-100), 'closed'],
+      ],
+    ]);
     expect(result).toMatchObject({ rows: 2, expiredRows: 1, details: { partitionExpirationDays: 90 } });
   });
 
@@ -123,8 +171,17 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
       },
     });
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' } });
-    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [[['A-1', '2024-03-02', 'open'], ['A-2', '2024-03-03', 'open'], ['A-3', '2024-03-03', 'closed']]]);
-    const counts = fake.calls('other').map((request) => request.json as { query: string; queryParameters?: unknown }).filter((json) => json.query.startsWith(`SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\``));
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', '2024-03-02', 'open'],
+        ['A-2', '2024-03-03', 'open'],
+        ['A-3', '2024-03-03', 'closed'],
+      ],
+    ]);
+    const counts = fake
+      .calls('other')
+      .map((request) => request.json as { query: string; queryParameters?: unknown })
+      .filter((json) => json.query.startsWith(`SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\``));
     expect(counts.map((json) => json.query)).toEqual([
       `SELECT COUNT(*) AS n FROM \`${FAKE_PROJECT_ID}.ops.incidents\` WHERE \`_run_id\` = @runId AND \`day\` >= DATE '2024-03-02' AND \`day\` < DATE '2024-03-04'`,
     ]);
@@ -135,11 +192,15 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
 describe('plan of a merge partitioned by its latestBy column (fake BigQuery API)', () => {
   it('warns that a key moving partitions would be inserted again, and not when the partition column is another', async () => {
     const { harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
-    const moving = await harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'day', partitionBy: { column: 'day', granularity: 'day' } }).plan(runContext({ columns }));
+    const moving = await harness
+      .sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'day', partitionBy: { column: 'day', granularity: 'day' } })
+      .plan(runContext({ columns }));
     expect(moving.details.filter((line) => line.startsWith('warning:'))).toEqual([
       "warning: partitioned by the latestBy column day: a MERGE matches keys only within the run's partitions, so a key whose day moves to another partition is inserted again; partition by a date the key keeps",
     ]);
-    const kept = await harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'status', partitionBy: { column: 'day', granularity: 'day' } }).plan(runContext({ columns }));
+    const kept = await harness
+      .sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'status', partitionBy: { column: 'day', granularity: 'day' } })
+      .plan(runContext({ columns }));
     expect(kept.details.filter((line) => line.startsWith('warning:'))).toEqual([]);
     // The table's own policy is named too.
     expect(kept.details).toContain("the table requires a partition filter on day: every query tilehouse sends there filters on the run's partition range");
@@ -148,10 +209,25 @@ describe('plan of a merge partitioned by its latestBy column (fake BigQuery API)
 
 describe('partition mode onto an ingestion-time table that requires a partition filter (fake BigQuery API)', () => {
   it('sends no query that reads the table: one copy onto the day partition', async () => {
-    const ingestion: Reply = { status: 200, body: { schema: { fields: [{ name: 'incident', type: 'STRING' }, { name: 'day', type: 'DATE' }, { name: 'status', type: 'STRING' }] }, timePartitioning: { type: 'DAY' }, requirePartitionFilter: true } };
+    const ingestion: Reply = {
+      status: 200,
+      body: {
+        schema: {
+          fields: [
+            { name: 'incident', type: 'STRING' },
+            { name: 'day', type: 'DATE' },
+            { name: 'status', type: 'STRING' },
+          ],
+        },
+        timePartitioning: { type: 'DAY' },
+        requirePartitionFilter: true,
+      },
+    };
     const { fake, harness } = await setUp(routes(ingestion));
     const sink = harness.sink({ table: 'incidents', writeMode: 'partition' });
-    const result = await harness.run(sink, runContext({ columns, runId: 'r1', window: { from: '2024-03-02', to: '2024-03-03' } }), [[['A-1', '2024-03-02', 'open']]]);
+    const result = await harness.run(sink, runContext({ columns, runId: 'r1', window: { from: '2024-03-02', to: '2024-03-03' } }), [
+      [['A-1', '2024-03-02', 'open']],
+    ]);
     expect(fake.calls('other')).toEqual([]);
     expect(fake.calls('jobs.query')).toEqual([]);
     expect(result.target).toBe(`${FAKE_PROJECT_ID}.ops.incidents$20240302`);

@@ -1,13 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
-import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, rangePredicate, stagingRangeQuery } from '../../../src/sinks/bigquery/partition-range.js';
+import {
+  firstKeptDay,
+  partitionExpired,
+  rangeOfDays,
+  rangeOfPartitionIds,
+  rangePredicate,
+  stagingRangeQuery,
+} from '../../../src/sinks/bigquery/partition-range.js';
 import { hasPartitionPredicate, partitionFilterRefusal, readTables, startPartitionFilterProxy } from '../../support/bigquery-partition-filter-proxy.js';
 
 const DAY = 86_400_000;
 
 describe('the partition range of a run', () => {
   it('spans the first partition to the day after the last, by day and by month', () => {
-    expect(rangeOfPartitionIds(['20240303', '20240301', '20240302'], { field: 'day', columnType: 'DATE' })).toEqual({ column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' });
+    expect(rangeOfPartitionIds(['20240303', '20240301', '20240302'], { field: 'day', columnType: 'DATE' })).toEqual({
+      column: 'day',
+      columnType: 'DATE',
+      from: '2024-03-01',
+      until: '2024-03-04',
+    });
     expect(rangeOfPartitionIds(['202412', '202402'], { field: 'day', columnType: 'DATE' })).toMatchObject({ from: '2024-02-01', until: '2025-01-01' });
     expect(rangeOfPartitionIds(['20241231'], { field: 'at', columnType: 'TIMESTAMP' })).toMatchObject({ from: '2024-12-31', until: '2025-01-01' });
     expect(rangeOfPartitionIds([], { field: 'day', columnType: 'DATE' })).toBeUndefined();
@@ -15,7 +27,9 @@ describe('the partition range of a run', () => {
   });
 
   it('is said with constants BigQuery can eliminate partitions by', () => {
-    expect(rangePredicate({ column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' }, 'T')).toBe("T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'");
+    expect(rangePredicate({ column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' }, 'T')).toBe(
+      "T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'",
+    );
     expect(rangePredicate({ column: 'at', columnType: 'TIMESTAMP', from: '2024-03-01', until: '2024-03-02' })).toBe(
       "`at` >= TIMESTAMP '2024-03-01 00:00:00+00' AND `at` < TIMESTAMP '2024-03-02 00:00:00+00'",
     );
@@ -25,9 +39,19 @@ describe('the partition range of a run', () => {
   });
 
   it("puts the range into the MERGE's ON condition on the target's side (the statement before and after)", () => {
-    const fields = [{ name: 'number', type: 'INT64' }, { name: 'day', type: 'DATE' }, { name: 'severity', type: 'STRING' }];
+    const fields = [
+      { name: 'number', type: 'INT64' },
+      { name: 'day', type: 'DATE' },
+      { name: 'severity', type: 'STRING' },
+    ];
     const before = mergeStatement('p.d.incidents', 'p.d.staging', fields, { columns: ['number'] });
-    const after = mergeStatement('p.d.incidents', 'p.d.staging', fields, { columns: ['number'] }, { column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' });
+    const after = mergeStatement(
+      'p.d.incidents',
+      'p.d.staging',
+      fields,
+      { columns: ['number'] },
+      { column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' },
+    );
     expect(before.split('\n')[2]).toBe('ON T.`number` = S.`number`');
     expect(after.split('\n')[2]).toBe("ON T.`number` = S.`number` AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'");
     expect(after.replace(after.split('\n')[2]!, '')).toBe(before.replace(before.split('\n')[2]!, ''));
@@ -57,7 +81,9 @@ describe('the partition-filter proxy', () => {
   });
 
   it('takes a comparison of the partition column with constants as a filter, not one with another column', () => {
-    expect(hasPartitionPredicate("MERGE `p.d.t` T USING `p.d.s` S ON T.n = S.n AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-02'", 'day', ['t'])).toBe(true);
+    expect(
+      hasPartitionPredicate("MERGE `p.d.t` T USING `p.d.s` S ON T.n = S.n AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-02'", 'day', ['t']),
+    ).toBe(true);
     expect(hasPartitionPredicate('MERGE `p.d.t` T USING `p.d.s` S ON T.n = S.n AND T.day = S.day', 'day', ['t'])).toBe(false);
     expect(hasPartitionPredicate('MERGE `p.d.t` T USING `p.d.s` S ON T.n = S.n AND S.day = DATE "x"', 'day', ['t'])).toBe(false);
     expect(hasPartitionPredicate("SELECT 1 FROM `p.d.t` WHERE day BETWEEN '2024-01-01' AND '2024-01-31'", 'day', ['t'])).toBe(true);
@@ -73,7 +99,15 @@ describe('the partition-filter proxy', () => {
         error: {
           code: 400,
           message: "Cannot query over table 'p.d.t' without a filter over column(s) 'day' that can be used for partition elimination",
-          errors: [{ message: "Cannot query over table 'p.d.t' without a filter over column(s) 'day' that can be used for partition elimination", domain: 'global', reason: 'invalidQuery', location: 'q', locationType: 'parameter' }],
+          errors: [
+            {
+              message: "Cannot query over table 'p.d.t' without a filter over column(s) 'day' that can be used for partition elimination",
+              domain: 'global',
+              reason: 'invalidQuery',
+              location: 'q',
+              locationType: 'parameter',
+            },
+          ],
           status: 'INVALID_ARGUMENT',
         },
       },
@@ -84,7 +118,8 @@ describe('the partition-filter proxy', () => {
     // Nothing listens upstream: a refused statement is answered by the proxy alone.
     const proxy = await startPartitionFilterProxy('http://127.0.0.1:9', { tables: [{ table: 'p.d.t', column: 'day' }], readMetadata: false });
     try {
-      const post = (path: string, body: unknown) => fetch(`${proxy.apiEndpoint}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const post = (path: string, body: unknown) =>
+        fetch(`${proxy.apiEndpoint}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const viaQuery = await post('/bigquery/v2/projects/p/queries', { query: 'SELECT COUNT(*) FROM `d.t`' });
       const viaInsert = await post('/bigquery/v2/projects/p/jobs', { configuration: { query: { query: 'DELETE FROM `p.d.t` WHERE n = 1' } } });
       for (const answer of [viaQuery, viaInsert]) {

@@ -59,7 +59,10 @@ describe('sinks.bigquery.requestTimeoutMs', () => {
     const result = await writer.publish();
 
     expect(fake.calls('jobs.insert').map(jobIdOf)).toEqual(['tilehouse_open_incidents_ops_incidents_r1_load']);
-    expect(fake.calls('jobs.copy').map(jobIdOf)).toEqual(['tilehouse_open_incidents_ops_incidents_r1_publish', 'tilehouse_open_incidents_ops_incidents_r1_publish']);
+    expect(fake.calls('jobs.copy').map(jobIdOf)).toEqual([
+      'tilehouse_open_incidents_ops_incidents_r1_publish',
+      'tilehouse_open_incidents_ops_incidents_r1_publish',
+    ]);
     expect(publishes.size).toBe(1);
     expect(slowPolls).toBeGreaterThanOrEqual(2);
     expect(result).toMatchObject({ rows: 1, details: { adopted: true, jobId: 'tilehouse_open_incidents_ops_incidents_r1_publish' } });
@@ -101,6 +104,8 @@ describe('a stop while the publish job runs', () => {
     expect(failure.code).toBe('bigquery_publish_outcome_unknown');
     expect(failure.message).toContain('no answer about publish job tilehouse_open_incidents_ops_incidents_r1_publish before the stop deadline');
     await writer.abort();
-    expect(writer.leftBehind?.()).toEqual([`BigQuery staging table ${FAKE_PROJECT_ID}.ops._tilehouse_staging_open_incidents_incidents_r1 (expires within a day)`]);
+    expect(writer.leftBehind?.()).toEqual([
+      `BigQuery staging table ${FAKE_PROJECT_ID}.ops._tilehouse_staging_open_incidents_incidents_r1 (expires within a day)`,
+    ]);
   });
 });

@@ -10,18 +10,42 @@ const doneOf = async (...args: Parameters<typeof doneWindows>) => (await doneWin
 
 describe('run ledger helpers', () => {
   it('hashes columns by name and type, in order', () => {
-    const a = schemaHashOf([{ name: 'x', type: 'INT64' }, { name: 'y', type: 'STRING' }]);
+    const a = schemaHashOf([
+      { name: 'x', type: 'INT64' },
+      { name: 'y', type: 'STRING' },
+    ]);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
-    expect(schemaHashOf([{ name: 'y', type: 'STRING' }, { name: 'x', type: 'INT64' }])).not.toBe(a);
-    expect(schemaHashOf([{ name: 'x', type: 'FLOAT64' }, { name: 'y', type: 'STRING' }])).not.toBe(a);
+    expect(
+      schemaHashOf([
+        { name: 'y', type: 'STRING' },
+        { name: 'x', type: 'INT64' },
+      ]),
+    ).not.toBe(a);
+    expect(
+      schemaHashOf([
+        { name: 'x', type: 'FLOAT64' },
+        { name: 'y', type: 'STRING' },
+      ]),
+    ).not.toBe(a);
   });
 });
 
 describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
   let table = '';
   const row = (overrides: Partial<LedgerRow>): LedgerRow => ({
-    runId: 'bf-1-20260601', job: 'daily', tile: 't', target: `${table}$20260601`, status: 'succeeded', published: true, rows: 10,
-    window: { from: '2026-06-01', to: '2026-06-02' }, schemaHash: 'abc', jobId: 'j1', loadJobId: 'l1', startedAt: new Date('2026-06-02T06:00:00Z'), durationMs: 1200,
+    runId: 'bf-1-20260601',
+    job: 'daily',
+    tile: 't',
+    target: `${table}$20260601`,
+    status: 'succeeded',
+    published: true,
+    rows: 10,
+    window: { from: '2026-06-01', to: '2026-06-02' },
+    schemaHash: 'abc',
+    jobId: 'j1',
+    loadJobId: 'l1',
+    startedAt: new Date('2026-06-02T06:00:00Z'),
+    durationMs: 1200,
     ...overrides,
   });
 
@@ -35,12 +59,26 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
 
     await appendLedgerRow(client, dataset, row({}), retry);
     await appendLedgerRow(client, dataset, row({}), retry);
-    await appendLedgerRow(client, dataset, row({ runId: 'bf-1-20260602', window: { from: '2026-06-02', to: '2026-06-03' }, status: 'failed', published: false, rows: 0, errorCode: 'export_api_error' }), retry);
+    await appendLedgerRow(
+      client,
+      dataset,
+      row({
+        runId: 'bf-1-20260602',
+        window: { from: '2026-06-02', to: '2026-06-03' },
+        status: 'failed',
+        published: false,
+        rows: 0,
+        errorCode: 'export_api_error',
+      }),
+      retry,
+    );
     await appendLedgerRow(client, dataset, row({ runId: 'x', job: 'other' }), retry);
     // Another table of the same job (a second BigQuery sink) is not this table's ledger.
     await appendLedgerRow(client, dataset, row({ runId: 'y', target: `${table}_copy$20260602`, window: { from: '2026-06-02', to: '2026-06-03' } }), retry);
 
-    const [rows] = await client.query({ query: `SELECT run_id, status, row_count, error_code, CAST(window_from AS STRING) AS w FROM \`${endpoint.projectId}.${datasetId}.${RUN_LEDGER_TABLE}\` WHERE job = 'daily' AND run_id LIKE 'bf%' ORDER BY run_id` });
+    const [rows] = await client.query({
+      query: `SELECT run_id, status, row_count, error_code, CAST(window_from AS STRING) AS w FROM \`${endpoint.projectId}.${datasetId}.${RUN_LEDGER_TABLE}\` WHERE job = 'daily' AND run_id LIKE 'bf%' ORDER BY run_id`,
+    });
     expect(rows).toEqual([
       { run_id: 'bf-1-20260601', status: 'succeeded', row_count: 10, error_code: null, w: '2026-06-01' },
       { run_id: 'bf-1-20260602', status: 'failed', row_count: 0, error_code: 'export_api_error', w: '2026-06-02' },
@@ -85,7 +123,10 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
     // (Made before window_open, expired_rows and publish_guard, the three columns added since.)
     const oldFields = RUN_LEDGER_FIELDS.filter((field) => !['window_open', 'expired_rows', 'publish_guard'].includes(field.name!));
     expect(oldFields).toHaveLength(RUN_LEDGER_FIELDS.length - 3);
-    await client.dataset(datasetId).table(RUN_LEDGER_TABLE).create({ schema: { fields: oldFields } });
+    await client
+      .dataset(datasetId)
+      .table(RUN_LEDGER_TABLE)
+      .create({ schema: { fields: oldFields } });
     const insert = (runId: string, from: string, to: string, recordedAt: string) =>
       client.query({
         query:
@@ -101,7 +142,12 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
     await appendLedgerRow(client, dataset, row({ runId: 'new-20260603', window: { from: '2026-06-03', to: '2026-06-04' }, windowOpen: false }), retry);
     await appendLedgerRow(client, dataset, row({ runId: 'new-20990101', window: { from: '2099-01-01', to: '2099-01-02' }, windowOpen: true }), retry);
     const [metadata] = await client.dataset(datasetId).table(RUN_LEDGER_TABLE).getMetadata();
-    expect((metadata as { schema: { fields: Array<{ name: string }> } }).schema.fields.map((field) => field.name)).toEqual(RUN_LEDGER_FIELDS.map((field) => field.name));
-    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({ done: new Set(['2026-06-01', '2026-06-03']), open: new Set(['2026-06-02', '2099-01-01']) });
+    expect((metadata as { schema: { fields: Array<{ name: string }> } }).schema.fields.map((field) => field.name)).toEqual(
+      RUN_LEDGER_FIELDS.map((field) => field.name),
+    );
+    expect(await doneWindows(client, dataset, 'daily', 'daily', retry, endOf)).toEqual({
+      done: new Set(['2026-06-01', '2026-06-03']),
+      open: new Set(['2026-06-02', '2099-01-01']),
+    });
   });
 });

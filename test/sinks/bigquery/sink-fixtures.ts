@@ -11,7 +11,13 @@ import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/
 import type { Column, TypedRow } from '../../../src/transform/column.js';
 import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { uniqueDatasetId, type EmulatorEndpoint } from '../../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, startFakeBigQuery, type EmulatorWithCopyJobs, type FakeBigQuery, type FakeRoutes } from '../../support/bigquery-fake-server.js';
+import {
+  startEmulatorWithCopyJobs,
+  startFakeBigQuery,
+  type EmulatorWithCopyJobs,
+  type FakeBigQuery,
+  type FakeRoutes,
+} from '../../support/bigquery-fake-server.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -139,7 +145,10 @@ export function useEmulatorSinkSetup(endpoint: EmulatorEndpoint, datasetPrefix?:
  * fake with those routes and a sink harness on it (through `clientFor`'s client when given); both
  * are closed after each test.
  */
-export function useFakeSinkSetup(): (routes: FakeRoutes, clientFor?: (fake: FakeBigQuery) => BigQuery) => Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
+export function useFakeSinkSetup(): (
+  routes: FakeRoutes,
+  clientFor?: (fake: FakeBigQuery) => BigQuery,
+) => Promise<{ fake: FakeBigQuery; harness: SinkHarness }> {
   let fake: FakeBigQuery | undefined;
   let harness: SinkHarness | undefined;
   afterEach(async () => {

@@ -15,7 +15,12 @@ const config = (overrides: Partial<BigQuerySinkConfig>): BigQuerySinkConfig => (
 describe('resolveTableLayout', () => {
   it('finds the partition and cluster columns by output name or header, case-insensitively', () => {
     const layout = resolveTableLayout(
-      config({ partitionBy: { column: 'Opened at', granularity: 'month' }, clusterBy: ['SEVERITY', 'day'], requirePartitionFilter: true, partitionExpirationDays: 1.5 }),
+      config({
+        partitionBy: { column: 'Opened at', granularity: 'month' },
+        clusterBy: ['SEVERITY', 'day'],
+        requirePartitionFilter: true,
+        partitionExpirationDays: 1.5,
+      }),
       columns,
       where,
     );
@@ -38,7 +43,10 @@ describe('resolveTableLayout', () => {
 
   it('refuses a partition column that is not DATE or TIMESTAMP', () => {
     expect(() => resolveTableLayout(config({ partitionBy: { column: 'severity', granularity: 'day' } }), columns, where)).toThrow(
-      expect.objectContaining({ code: 'bigquery_partition_column_invalid', message: expect.stringContaining('column severity is STRING; partitioning needs a DATE or TIMESTAMP column') }),
+      expect.objectContaining({
+        code: 'bigquery_partition_column_invalid',
+        message: expect.stringContaining('column severity is STRING; partitioning needs a DATE or TIMESTAMP column'),
+      }),
     );
   });
 
@@ -53,12 +61,18 @@ describe('resolveTableLayout', () => {
         reason: 'column share is FLOAT64, which BigQuery cannot cluster by',
       }),
     );
-    expect(() => resolveTableLayout(config({ clusterBy: ['team'] }), columns, where)).toThrow(expect.objectContaining({ code: 'bigquery_cluster_column_invalid' }));
+    expect(() => resolveTableLayout(config({ clusterBy: ['team'] }), columns, where)).toThrow(
+      expect.objectContaining({ code: 'bigquery_cluster_column_invalid' }),
+    );
   });
 });
 
 describe('table options', () => {
-  const layout = resolveTableLayout(config({ partitionBy: { column: 'day', granularity: 'day' }, clusterBy: ['severity'], requirePartitionFilter: true, partitionExpirationDays: 30 }), columns, where);
+  const layout = resolveTableLayout(
+    config({ partitionBy: { column: 'day', granularity: 'day' }, clusterBy: ['severity'], requirePartitionFilter: true, partitionExpirationDays: 30 }),
+    columns,
+    where,
+  );
 
   it('create the target partitioned on the column, with expiration, required filter and clustering', () => {
     expect(targetTableOptions(layout, 'replace')).toEqual({
@@ -101,12 +115,19 @@ describe('partitionIdOf', () => {
 });
 
 describe('reconcileLayout', () => {
-  const layout = resolveTableLayout(config({ partitionBy: { column: 'day', granularity: 'day' }, clusterBy: ['severity'], requirePartitionFilter: true, partitionExpirationDays: 30 }), columns, where);
+  const layout = resolveTableLayout(
+    config({ partitionBy: { column: 'day', granularity: 'day' }, clusterBy: ['severity'], requirePartitionFilter: true, partitionExpirationDays: 30 }),
+    columns,
+    where,
+  );
   const table = { jobName: 'daily_job', table: 'p.ops.daily' };
 
   it('refuses a table partitioned otherwise, or not at all', () => {
     expect(() => reconcileLayout({ timePartitioning: { type: 'MONTH', field: 'day' } }, layout, 'replace', table)).toThrow(
-      expect.objectContaining({ code: 'bigquery_table_layout_mismatch', message: expect.stringMatching(/^job daily_job: table p\.ops\.daily is MONTH on day, the job asks for DAY on day/) }),
+      expect.objectContaining({
+        code: 'bigquery_table_layout_mismatch',
+        message: expect.stringMatching(/^job daily_job: table p\.ops\.daily is MONTH on day, the job asks for DAY on day/),
+      }),
     );
     expect(() => reconcileLayout({}, layout, 'replace', table)).toThrow(expect.objectContaining({ message: expect.stringContaining('is not partitioned') }));
     expect(() => reconcileLayout({ timePartitioning: { type: 'DAY', field: 'day' } }, {}, 'partition', table)).toThrow(
@@ -125,7 +146,11 @@ describe('reconcileLayout', () => {
   });
 
   it('changes nothing when the table matches, and leaves options the job does not set as the table has them', () => {
-    const matching = { timePartitioning: { type: 'DAY', field: 'day', expirationMs: '2592000000' }, clustering: { fields: ['severity'] }, requirePartitionFilter: true };
+    const matching = {
+      timePartitioning: { type: 'DAY', field: 'day', expirationMs: '2592000000' },
+      clustering: { fields: ['severity'] },
+      requirePartitionFilter: true,
+    };
     expect(reconcileLayout(matching, layout, 'replace', table)).toEqual({ patch: {}, changes: [] });
     const unmanaged = resolveTableLayout(config({ partitionBy: { column: 'day', granularity: 'day' } }), columns, where);
     expect(reconcileLayout({ ...matching, clustering: { fields: ['x'] }, requirePartitionFilter: false }, unmanaged, 'replace', table).changes).toEqual([]);

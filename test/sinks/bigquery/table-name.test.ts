@@ -29,7 +29,11 @@ describe('sinkLabel', () => {
 
 describe('configuredTable', () => {
   it("takes the sink's dataset and table, else the environment's dataset and the job's name", () => {
-    expect(configuredTable({ dataset: 'own', table: 'tbl' }, { projectId: 'p', dataset: 'shared' }, 'daily')).toEqual({ projectId: 'p', datasetId: 'own', tableId: 'tbl' });
+    expect(configuredTable({ dataset: 'own', table: 'tbl' }, { projectId: 'p', dataset: 'shared' }, 'daily')).toEqual({
+      projectId: 'p',
+      datasetId: 'own',
+      tableId: 'tbl',
+    });
     expect(configuredTable({}, { dataset: 'shared' }, 'daily')).toEqual({ projectId: undefined, datasetId: 'shared', tableId: 'daily' });
     expect(configuredTable({}, undefined, 'daily')).toEqual({ projectId: undefined, datasetId: '', tableId: 'daily' });
   });
@@ -50,7 +54,18 @@ function fakeClient(resolved: string | undefined): BigQuery & { asked: number } 
 }
 
 const job = { name: 'daily', sinks: [{ type: 'csv' }, { type: 'bigquery', table: 'facts' }, { type: 'bigquery', dataset: 'other' }] } as unknown as LoadedJob;
-const tile = (parts: Partial<RecordedTile>): RecordedTile => ({ job: 'daily', tile: 't', runId: 'r', status: 'succeeded', rows: 3, durationMs: 1, columns: [], outputs: [], targets: [], ...parts });
+const tile = (parts: Partial<RecordedTile>): RecordedTile => ({
+  job: 'daily',
+  tile: 't',
+  runId: 'r',
+  status: 'succeeded',
+  rows: 3,
+  durationMs: 1,
+  columns: [],
+  outputs: [],
+  targets: [],
+  ...parts,
+});
 type Defaults = EnvironmentConfig['sinks']['bigquery'];
 
 describe('LedgerTargets (the run ledger finds its tables by name, never by parsing one)', () => {
@@ -76,7 +91,9 @@ describe('LedgerTargets (the run ledger finds its tables by name, never by parsi
   });
 
   it('records an opened table that was not published as unpublished', async () => {
-    const found = await new LedgerTargets([job], defaults, fakeClient(undefined)).of(tile({ status: 'failed', targets: ['proj.sales.facts'], unpublished: ['proj.other.daily'] }));
+    const found = await new LedgerTargets([job], defaults, fakeClient(undefined)).of(
+      tile({ status: 'failed', targets: ['proj.sales.facts'], unpublished: ['proj.other.daily'] }),
+    );
     expect(found.map((target) => [target.target, target.datasetId, target.published])).toEqual([
       ['proj.other.daily', 'other', false],
       ['proj.sales.facts', 'sales', false],

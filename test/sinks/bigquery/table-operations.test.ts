@@ -45,6 +45,8 @@ describe('describeTableOperations', () => {
   });
 
   it('without a schedule, says what each run or window costs', () => {
-    expect(describeTableOperations({ writeMode: 'append' }, undefined).at(-1)).toBe('table operations/day: no schedule; each run or backfill window uses one of 1,500 a day');
+    expect(describeTableOperations({ writeMode: 'append' }, undefined).at(-1)).toBe(
+      'table operations/day: no schedule; each run or backfill window uses one of 1,500 a day',
+    );
   });
 });

@@ -43,34 +43,61 @@ function plan(overrides: Partial<BigQueryPlan>): BigQueryPlan {
 }
 
 const retry = { limits: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 }, logger: pino({ level: 'silent' }) };
-const context = (client: BigQuery, overrides: Partial<HoldingContext>): HoldingContext => ({ client, plan: plan({}), partitions: [], ledger: true, recentRuns: 5, location: 'US', retry, ...overrides });
+const context = (client: BigQuery, overrides: Partial<HoldingContext>): HoldingContext => ({
+  client,
+  plan: plan({}),
+  partitions: [],
+  ledger: true,
+  recentRuns: 5,
+  location: 'US',
+  retry,
+  ...overrides,
+});
 
 describe('bigqueryHolding', () => {
   it('replace: the numRows of the tables.get prepare made, without a request', async () => {
     const { client, queries } = fakeClient(() => []);
-    expect(await bigqueryHolding({ exists: true, numRows: 1234 }, context(client, {}))).toMatchObject({ effect: 'replace', rows: 1234, readFrom: 'table metadata' });
+    expect(await bigqueryHolding({ exists: true, numRows: 1234 }, context(client, {}))).toMatchObject({
+      effect: 'replace',
+      rows: 1234,
+      readFrom: 'table metadata',
+    });
     expect(await bigqueryHolding({ exists: false, numRows: undefined }, context(client, {}))).toMatchObject({ rows: undefined });
     expect(queries).toEqual([]);
   });
 
-  it('partition mode: the day partition from INFORMATION_SCHEMA.PARTITIONS, and the ledger\'s recent runs; no table data read', async () => {
+  it("partition mode: the day partition from INFORMATION_SCHEMA.PARTITIONS, and the ledger's recent runs; no table data read", async () => {
     const { client, queries } = fakeClient((query) =>
-      query.query.includes('INFORMATION_SCHEMA.PARTITIONS') ? [{ partition_id: '20260701', total_rows: '40' }] : [{ target: 'p.d.t$20260630', published: true, row_count: 50, window_from: null }],
+      query.query.includes('INFORMATION_SCHEMA.PARTITIONS')
+        ? [{ partition_id: '20260701', total_rows: '40' }]
+        : [{ target: 'p.d.t$20260630', published: true, row_count: 50, window_from: null }],
     );
-    const holding = await bigqueryHolding({ exists: true, numRows: 9999 }, context(client, { plan: plan({ writeMode: 'partition', destinationTableId: 't$20260701' }), partitions: ['20260701'] }));
+    const holding = await bigqueryHolding(
+      { exists: true, numRows: 9999 },
+      context(client, { plan: plan({ writeMode: 'partition', destinationTableId: 't$20260701' }), partitions: ['20260701'] }),
+    );
     expect(holding).toMatchObject({ effect: 'replace', rows: 40, recentRuns: [50] });
-    expect(queries[0]!.query).toBe("SELECT partition_id, total_rows FROM `p.d.INFORMATION_SCHEMA.PARTITIONS` WHERE table_name = @table AND partition_id IN ('20260701')");
+    expect(queries[0]!.query).toBe(
+      "SELECT partition_id, total_rows FROM `p.d.INFORMATION_SCHEMA.PARTITIONS` WHERE table_name = @table AND partition_id IN ('20260701')",
+    );
     expect(queries.some((query) => /FROM `p\.d\.t`/.test(query.query))).toBe(false);
   });
 
-  it('partition mode without INFORMATION_SCHEMA: the ledger\'s last published row of that partition', async () => {
-    const { client, queries } = fakeClient((query) => (query.query.includes('INFORMATION_SCHEMA') ? new Error('not found: INFORMATION_SCHEMA') : [{ target: 'p.d.t$20260701', published: true, row_count: 70 }]));
-    const holding = await bigqueryHolding({ exists: true, numRows: 9999 }, context(client, { plan: plan({ writeMode: 'partition', destinationTableId: 't$20260701' }), partitions: ['20260701'] }));
+  it("partition mode without INFORMATION_SCHEMA: the ledger's last published row of that partition", async () => {
+    const { client, queries } = fakeClient((query) =>
+      query.query.includes('INFORMATION_SCHEMA') ? new Error('not found: INFORMATION_SCHEMA') : [{ target: 'p.d.t$20260701', published: true, row_count: 70 }],
+    );
+    const holding = await bigqueryHolding(
+      { exists: true, numRows: 9999 },
+      context(client, { plan: plan({ writeMode: 'partition', destinationTableId: 't$20260701' }), partitions: ['20260701'] }),
+    );
     expect(holding).toMatchObject({ rows: 70, readFrom: 'the run ledger of partition 20260701' });
-    expect(queries.find((query) => query.query.includes('_tilehouse_runs') && query.query.includes('target = @table'))!.params).toMatchObject({ table: 'p.d.t$20260701' });
+    expect(queries.find((query) => query.query.includes('_tilehouse_runs') && query.query.includes('target = @table'))!.params).toMatchObject({
+      table: 'p.d.t$20260701',
+    });
   });
 
-  it('partitionBy without INFORMATION_SCHEMA: counts grouped by partition, filtered on the partition column\'s range, and sums only the replaced ones', async () => {
+  it("partitionBy without INFORMATION_SCHEMA: counts grouped by partition, filtered on the partition column's range, and sums only the replaced ones", async () => {
     const { client, queries } = fakeClient((query) =>
       query.query.includes('INFORMATION_SCHEMA')
         ? new Error('no such view')
@@ -84,7 +111,9 @@ describe('bigqueryHolding', () => {
     const holding = await bigqueryHolding({ exists: true, numRows: 9999 }, context(client, { plan: plan({ layout }), partitions: ['20260603', '20260601'] }));
     expect(holding).toMatchObject({ effect: 'replace', rows: 15 });
     const counted = queries.at(-1)!;
-    expect(counted.query).toBe("SELECT FORMAT_DATE('%Y%m%d', DATE(`created`)) AS partition_id, COUNT(*) AS n FROM `p.d.t` WHERE `created` >= TIMESTAMP(@low) AND `created` < TIMESTAMP(@high) GROUP BY partition_id");
+    expect(counted.query).toBe(
+      "SELECT FORMAT_DATE('%Y%m%d', DATE(`created`)) AS partition_id, COUNT(*) AS n FROM `p.d.t` WHERE `created` >= TIMESTAMP(@low) AND `created` < TIMESTAMP(@high) GROUP BY partition_id",
+    );
     expect(counted.params).toEqual({ low: '2026-06-01', high: '2026-06-04' });
     // Never a whole-table COUNT(*): every read of the table filters on its partition column.
     for (const query of queries) expect(query.query).not.toMatch(/COUNT\(\*\)[^W]*$/);
@@ -101,23 +130,32 @@ describe('bigqueryHolding', () => {
     const holding = await bigqueryHolding({ exists: true, numRows: 60 }, context(client, { plan: plan({ writeMode: 'merge' }) }));
     expect(holding).toMatchObject({ effect: 'add', recentRuns: [30, 10] });
     const off = fakeClient(() => []);
-    expect(await bigqueryHolding({ exists: true, numRows: 60 }, context(off.client, { plan: plan({ writeMode: 'append' }), ledger: false }))).not.toHaveProperty('recentRuns');
+    expect(
+      await bigqueryHolding({ exists: true, numRows: 60 }, context(off.client, { plan: plan({ writeMode: 'append' }), ledger: false })),
+    ).not.toHaveProperty('recentRuns');
     expect(off.queries).toEqual([]);
   });
 
   it('a read that fails is unreadable, never a trip', async () => {
     const { client } = fakeClient(() => new Error('permission denied'));
-    expect(await bigqueryHolding({ exists: true, numRows: 1 }, context(client, { plan: plan({ writeMode: 'append' }) }))).toMatchObject({ unreadable: expect.stringContaining('permission denied') });
+    expect(await bigqueryHolding({ exists: true, numRows: 1 }, context(client, { plan: plan({ writeMode: 'append' }) }))).toMatchObject({
+      unreadable: expect.stringContaining('permission denied'),
+    });
   });
 });
 
 describe('bigqueryHolding without numRows', () => {
   it('counts an unpartitioned table whole (BigQuery answers that from metadata), and never a partitioned one', async () => {
     const { client, queries } = fakeClient(() => [{ n: 0 }]);
-    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: false }, context(client, {}))).toMatchObject({ rows: 0, readFrom: 'rows counted' });
+    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: false }, context(client, {}))).toMatchObject({
+      rows: 0,
+      readFrom: 'rows counted',
+    });
     expect(queries.map((query) => query.query)).toEqual(['SELECT COUNT(*) AS n FROM `p.d.t`']);
     const partitioned = fakeClient(() => [{ n: 0 }]);
-    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: true }, context(partitioned.client, {}))).toMatchObject({ unreadable: 'tables.get gave no numRows' });
+    expect(await bigqueryHolding({ exists: true, numRows: undefined, partitioned: true }, context(partitioned.client, {}))).toMatchObject({
+      unreadable: 'tables.get gave no numRows',
+    });
     expect(partitioned.queries).toEqual([]);
   });
 });

@@ -26,21 +26,54 @@ const INT64_MAX = 2n ** 63n - 1n;
 // space, right-to-left text, emoji with joiners and skin tones, combining marks, BOM, NUL,
 // Unicode line separators, noncharacters, and JSON-looking text.
 const AWKWARD_PIECES = [
-  '"', "'", ',', ';', '\\', '\\"', '\r', '\n', '\r\n', '\t', ' ', '  ', '\u00a0',
-  'שלום', 'مرحبا بالعالم', '\u202eRTL override', '\u200f',
-  '🚒', '👩🏽‍🚒', '👨‍👩‍👧‍👦', '🏳️‍🌈', '🇩🇪',
-  'e\u0301', 'é', '\ufeff', '\u0000', '\u2028', '\u2029', '\uffff', '\u{10ffff}',
-  'null', 'NULL', '""', '{"a":1}', '[1,2]', '1e21', '-0', 'true',
-  'Zürich', '東京', '\u{1d11e}',
+  '"',
+  "'",
+  ',',
+  ';',
+  '\\',
+  '\\"',
+  '\r',
+  '\n',
+  '\r\n',
+  '\t',
+  ' ',
+  '  ',
+  '\u00a0',
+  'שלום',
+  'مرحبا بالعالم',
+  '\u202eRTL override',
+  '\u200f',
+  '🚒',
+  '👩🏽‍🚒',
+  '👨‍👩‍👧‍👦',
+  '🏳️‍🌈',
+  '🇩🇪',
+  'e\u0301',
+  'é',
+  '\ufeff',
+  '\u0000',
+  '\u2028',
+  '\u2029',
+  '\uffff',
+  '\u{10ffff}',
+  'null',
+  'NULL',
+  '""',
+  '{"a":1}',
+  '[1,2]',
+  '1e21',
+  '-0',
+  'true',
+  'Zürich',
+  '東京',
+  '\u{1d11e}',
 ];
 
-const awkwardText = fc.array(fc.oneof(fc.constantFrom(...AWKWARD_PIECES), fc.string({ unit: 'grapheme', maxLength: 4 })), { maxLength: 8 }).map((pieces) => pieces.join(''));
+const awkwardText = fc
+  .array(fc.oneof(fc.constantFrom(...AWKWARD_PIECES), fc.string({ unit: 'grapheme', maxLength: 4 })), { maxLength: 8 })
+  .map((pieces) => pieces.join(''));
 
-const text = fc.oneof(
-  awkwardText,
-  fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', ' leading', 'trailing ', '\r\n', '"'),
-);
+const text = fc.oneof(awkwardText, fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('', ' ', ' leading', 'trailing ', '\r\n', '"'));
 
 const float = fc.oneof(
   fc.double({ noNaN: true, noDefaultInfinity: true }),

@@ -50,7 +50,11 @@ describe('CSV bytes', () => {
 
   it('are the reference encoding for a page longer than one stringify chunk', async () => {
     const columns = [column('When', 'TIMESTAMP'), column('Text', 'STRING'), column('N', 'FLOAT64')];
-    const rows: TypedRow[] = Array.from({ length: 2500 }, (_, i) => [1_700_000_000_000 + i * 7_919_000, i % 7 === 0 ? '' : `a,"${i}"\n`, i % 5 === 0 ? null : i / 3]);
+    const rows: TypedRow[] = Array.from({ length: 2500 }, (_, i) => [
+      1_700_000_000_000 + i * 7_919_000,
+      i % 7 === 0 ? '' : `a,"${i}"\n`,
+      i % 5 === 0 ? null : i / 3,
+    ]);
     const writer = await makeSink(directory.path, { path: 'long.csv' }).open(makeContext(columns, { runId: 'long' }));
     await writer.writeRows(rows);
     const result = await commit(writer);

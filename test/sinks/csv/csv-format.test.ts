@@ -15,7 +15,8 @@ import { localStoredFile } from '../../../src/sinks/files/stored-file.js';
 import { makeTempDir } from '../../support/temp-dir.js';
 
 const environment = (directory: string) => ({ sinks: { csv: { directory } }, stopDeadlineMs: 5_000 }) as unknown as EnvironmentConfig;
-const jobWith = (sink: CsvSinkConfig): LoadedJob => ({ name: 'daily', tile: 't', file: 'jobs/daily.yaml', timezone: 'UTC', sinks: [sink] }) as unknown as LoadedJob;
+const jobWith = (sink: CsvSinkConfig): LoadedJob =>
+  ({ name: 'daily', tile: 't', file: 'jobs/daily.yaml', timezone: 'UTC', sinks: [sink] }) as unknown as LoadedJob;
 
 describe('the default CSV path', () => {
   it('is one file per job, or per window, and ends .csv.gz exactly when gzip is on', () => {
@@ -29,8 +30,12 @@ describe('the default CSV path', () => {
 
   it('is what the incremental rule suggests, the windows are written to, and their state is read under', async () => {
     const gzip: CsvSinkConfig = { type: 'csv', gzip: true, manifest: true };
-    expect(csvIncrementalIssues({ ...gzip, path: 'daily.csv.gz' }, 0)[0]!.message).toBe('an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv.gz)');
-    expect(csvIncrementalIssues({ ...gzip, gzip: false, path: 'daily.csv' }, 0)[0]!.message).toBe('an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)');
+    expect(csvIncrementalIssues({ ...gzip, path: 'daily.csv.gz' }, 0)[0]!.message).toBe(
+      'an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv.gz)',
+    );
+    expect(csvIncrementalIssues({ ...gzip, gzip: false, path: 'daily.csv' }, 0)[0]!.message).toBe(
+      'an incremental job writes one file per day: the path needs {date} (or leave it out: {name}/{date}.csv)',
+    );
     expect(csvSinkKind.forWindows(gzip, 0, jobWith(gzip)).sink).toEqual({ ...gzip, path: '{name}/{date}.csv.gz' });
     // A sink built without a path (as a caller may) reads its state under the gzip default too.
     const directory = '/tmp/tilehouse-csv-format-unused';
@@ -50,13 +55,18 @@ describe('csvFormat.readColumns', () => {
   it('reads a quoted header from a plain file and from a gzip file, and a missing file is none', async () => {
     await writeFile(path.join(directory, 'a.csv'), '\uFEFF"Title, ""quoted""",id\r\n1,2\r\n');
     await writeFile(path.join(directory, 'a.csv.gz'), gzipSync('"multi\nline",id\r\n'));
-    expect(await csvFormat.readColumns((await localStoredFile(path.join(directory, 'a.csv')))!, { type: 'csv', gzip: false })).toEqual(['Title, "quoted"', 'id']);
+    expect(await csvFormat.readColumns((await localStoredFile(path.join(directory, 'a.csv')))!, { type: 'csv', gzip: false })).toEqual([
+      'Title, "quoted"',
+      'id',
+    ]);
     expect(await csvFormat.readColumns((await localStoredFile(path.join(directory, 'a.csv.gz')))!, { type: 'csv', gzip: true })).toEqual(['multi\nline', 'id']);
     expect(await localStoredFile(path.join(directory, 'absent.csv'))).toBeUndefined();
   });
 
   it('fails, not hangs, on a file that claims gzip and is not', async () => {
     await writeFile(path.join(directory, 'a.csv.gz'), 'id\r\n');
-    await expect(csvFormat.readColumns((await localStoredFile(path.join(directory, 'a.csv.gz')))!, { type: 'csv', gzip: true })).rejects.toThrow(/header|incorrect/i);
+    await expect(csvFormat.readColumns((await localStoredFile(path.join(directory, 'a.csv.gz')))!, { type: 'csv', gzip: true })).rejects.toThrow(
+      /header|incorrect/i,
+    );
   });
 });

@@ -52,13 +52,15 @@ describe('CsvRecordEncoder', () => {
   it('writes the bytes csv-stringify writes for whole rows, whatever the batches (property)', () => {
     // Up to 600 rows in batches of up to 300: enough lookups for a column to switch between
     // remembering strings and encoding every value, in both directions.
-    const table = fc.array(fc.constantFrom(...TYPES), { minLength: 1, maxLength: 6 }).chain((types) =>
-      fc.tuple(
-        fc.constant(types),
-        fc.array(fc.tuple(...types.map((type) => fc.option(valueOf[type], { nil: null, freq: 5 }))), { maxLength: 600 }),
-        fc.integer({ min: 1, max: 300 }),
-      ),
-    );
+    const table = fc
+      .array(fc.constantFrom(...TYPES), { minLength: 1, maxLength: 6 })
+      .chain((types) =>
+        fc.tuple(
+          fc.constant(types),
+          fc.array(fc.tuple(...types.map((type) => fc.option(valueOf[type], { nil: null, freq: 5 }))), { maxLength: 600 }),
+          fc.integer({ min: 1, max: 300 }),
+        ),
+      );
     fc.assert(
       fc.property(table, ([types, rows, batchSize]) => {
         const columns = types.map((type, index) => column(`c${index}`, type));
@@ -97,9 +99,12 @@ describe('CsvRecordEncoder', () => {
 
   it('writes numbers, bigints and timestamps without asking csv-stringify', () => {
     const encoder = new CsvRecordEncoder([column('N', 'FLOAT64'), column('I', 'INT64'), column('T', 'TIMESTAMP')]);
-    expect(encoder.encode([[1e21, 9007199254740993n, 0], [-1.5, -1n, 1_700_000_000_123]])).toBe(
-      '1e+21,9007199254740993,1970-01-01T00:00:00.000Z\r\n-1.5,-1,2023-11-14T22:13:20.123Z\r\n',
-    );
+    expect(
+      encoder.encode([
+        [1e21, 9007199254740993n, 0],
+        [-1.5, -1n, 1_700_000_000_123],
+      ]),
+    ).toBe('1e+21,9007199254740993,1970-01-01T00:00:00.000Z\r\n-1.5,-1,2023-11-14T22:13:20.123Z\r\n');
     expect(stringifyCalls.values).toEqual([]);
   });
 

@@ -11,7 +11,12 @@ const tricky = fc.constantFrom('"', ',', '\r', '\n', '\r\n', ' ', '\t', '🔥', 
 const text = fc.string({ unit: fc.oneof(tricky, fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 30 });
 const nullableText = fc.option(text, { nil: null, freq: 4 });
 const finiteDouble = fc.double({ noNaN: true, noDefaultInfinity: true });
-const row = fc.tuple(nullableText, nullableText, fc.option(finiteDouble, { nil: null }), fc.option(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), { nil: null }));
+const row = fc.tuple(
+  nullableText,
+  nullableText,
+  fc.option(finiteDouble, { nil: null }),
+  fc.option(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), { nil: null }),
+);
 
 const directory = tempDirForAll('tilehouse-csv-');
 

@@ -65,7 +65,13 @@ const lpbFormat: FileFormat<LpbConfig> = {
       start: () => [new Uint8Array(MAGIC)],
       *encode(batch): Generator<FileChunk> {
         rows += batch.length;
-        yield new Uint8Array(Buffer.concat(batch.map((row) => lengthPrefixed(Buffer.from(JSON.stringify(row, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)))))));
+        yield new Uint8Array(
+          Buffer.concat(
+            batch.map((row) =>
+              lengthPrefixed(Buffer.from(JSON.stringify(row, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)))),
+            ),
+          ),
+        );
       },
       end() {
         if (failure !== undefined) throw failure;
@@ -117,11 +123,30 @@ const columns: Column[] = [
   { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
   { name: 'title', header: 'Title', type: 'STRING', sourceDataType: 'text' },
 ];
-const PAGE_1: TypedRow[] = [[1n, 'first'], [2n, '']];
-const PAGE_2: TypedRow[] = [[3n, null], [9_007_199_254_740_993n, 'zweite\nZeile ✓']];
-const EXPECTED = [['1', 'first'], ['2', ''], ['3', null], ['9007199254740993', 'zweite\nZeile ✓']];
+const PAGE_1: TypedRow[] = [
+  [1n, 'first'],
+  [2n, ''],
+];
+const PAGE_2: TypedRow[] = [
+  [3n, null],
+  [9_007_199_254_740_993n, 'zweite\nZeile ✓'],
+];
+const EXPECTED = [
+  ['1', 'first'],
+  ['2', ''],
+  ['3', null],
+  ['9007199254740993', 'zweite\nZeile ✓'],
+];
 const logger = pino({ level: 'silent' });
-const context = (runId: string, extra: Partial<SinkRunContext> = {}): SinkRunContext => ({ jobName: 'seam', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger, ...extra });
+const context = (runId: string, extra: Partial<SinkRunContext> = {}): SinkRunContext => ({
+  jobName: 'seam',
+  tileId: 't',
+  runId,
+  startedAt: new Date('2026-07-01T06:00:00Z'),
+  columns,
+  logger,
+  ...extra,
+});
 
 const kind = (directory: string, storage?: FileSinkOptionsStorage) =>
   fileSinkKind<LpbConfig>({
@@ -133,7 +158,8 @@ const kind = (directory: string, storage?: FileSinkOptionsStorage) =>
   });
 type FileSinkOptionsStorage = NonNullable<ConstructorParameters<typeof FileSink>[1]['storageClient']>;
 const environment = { stopDeadlineMs: 5_000, sinks: {} } as unknown as EnvironmentConfig;
-const jobWith = (config: LpbConfig): LoadedJob => ({ name: 'seam', tile: 't', file: 'jobs/seam.yaml', timezone: 'UTC', sinks: [config] }) as unknown as LoadedJob;
+const jobWith = (config: LpbConfig): LoadedJob =>
+  ({ name: 'seam', tile: 't', file: 'jobs/seam.yaml', timezone: 'UTC', sinks: [config] }) as unknown as LoadedJob;
 
 async function runOnce(sink: FileSink, runId: string, extra: Partial<SinkRunContext> = {}) {
   const writer = await sink.open(context(runId, extra));
@@ -152,7 +178,8 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
   });
   afterEach(() => rm(directory, { recursive: true, force: true }));
 
-  const sinkFor = (config: Partial<LpbConfig> = {}) => new FileSink(lpbFormat, { config: { type: TYPE, manifest: true, ...config }, directory, timezone: 'UTC' });
+  const sinkFor = (config: Partial<LpbConfig> = {}) =>
+    new FileSink(lpbFormat, { config: { type: TYPE, manifest: true, ...config }, directory, timezone: 'UTC' });
 
   it('publishes the binary bytes in two phases with a manifest, one fresh encoder per run, and plans from the footer', async () => {
     const sink = sinkFor();
@@ -170,8 +197,21 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     const bytes = await readFile(path.join(directory, 'seam.lpb'));
     expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'title'], rows: 4 } });
     const manifest = JSON.parse(await readFile(path.join(directory, 'seam.lpb.manifest.json'), 'utf8')) as Record<string, unknown>;
-    expect(manifest).toMatchObject({ file: 'seam.lpb', job: 'seam', runId: 'run-1', rows: 4, bytes: bytes.length, gzip: false, sha256: createHash('sha256').update(bytes).digest('hex') });
-    expect(result).toMatchObject({ sink: TYPE, target: path.join(directory, 'seam.lpb'), rows: 4, details: { bytes: bytes.length, gzip: false, sha256: manifest.sha256 } });
+    expect(manifest).toMatchObject({
+      file: 'seam.lpb',
+      job: 'seam',
+      runId: 'run-1',
+      rows: 4,
+      bytes: bytes.length,
+      gzip: false,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
+    expect(result).toMatchObject({
+      sink: TYPE,
+      target: path.join(directory, 'seam.lpb'),
+      rows: 4,
+      details: { bytes: bytes.length, gzip: false, sha256: manifest.sha256 },
+    });
 
     await runOnce(sink, 'run-2');
     expect(trace.encoders).toBe(2);
@@ -180,7 +220,10 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     expect(await sink.plan(context('plan'))).toMatchObject({ sink: TYPE, action: 'unchanged', details: [] });
     // A header renamed, the name kept: the file would declare the same names.
     expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, header: 'Name' }] }))).toMatchObject({ action: 'unchanged' });
-    expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, name: 'label' }] }))).toMatchObject({ action: 'change', details: ['+ label', '- title'] });
+    expect(await sink.plan(context('plan', { columns: [columns[0]!, { ...columns[1]!, name: 'label' }] }))).toMatchObject({
+      action: 'change',
+      details: ['+ label', '- title'],
+    });
     // The footer was read from the tail: no range started at the file's first byte.
     expect(trace.ranges.length).toBeGreaterThan(0);
     expect(trace.ranges.every((range) => range !== undefined && range.start > 0)).toBe(true);
@@ -226,10 +269,15 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     expect(await sink.sweep(logger)).toEqual([dead]);
     expect((await readdir(path.join(directory, 'seam'))).filter((name) => name.includes('tilehouse-live+'))).toHaveLength(1);
     await live.abort();
-    expect(() => sinkFor({ path: '{nope}.lpb' })).toThrow(expect.objectContaining({ code: 'lpb_path_invalid', message: expect.stringContaining('lpb path "{nope}.lpb": unknown placeholder {nope}') }));
+    expect(() => sinkFor({ path: '{nope}.lpb' })).toThrow(
+      expect.objectContaining({ code: 'lpb_path_invalid', message: expect.stringContaining('lpb path "{nope}.lpb": unknown placeholder {nope}') }),
+    );
     await writeFile(path.join(directory, 'blocker'), '');
     const blocked = sinkFor({ path: 'blocker/{name}.lpb' });
-    await expect(blocked.checkAccess({ jobName: 'seam' } as never)).rejects.toMatchObject({ code: 'lpb_target_unwritable', message: expect.stringContaining('LPB files cannot be written there') });
+    await expect(blocked.checkAccess({ jobName: 'seam' } as never)).rejects.toMatchObject({
+      code: 'lpb_target_unwritable',
+      message: expect.stringContaining('LPB files cannot be written there'),
+    });
   });
 
   it('through its descriptor: windows get the default {date} path, and a window is held only while its manifest matches its file', async () => {
@@ -237,7 +285,9 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     const windowed = lpb.forWindows({ type: TYPE } as SinkConfig, 0, jobWith({ type: TYPE }));
     expect(windowed).toEqual({ sink: { type: TYPE, path: '{name}/{date}.lpb' }, problems: [] });
     expect(lpb.forWindows({ type: TYPE, path: '{name}.lpb' } as SinkConfig, 0, jobWith({ type: TYPE })).problems).toHaveLength(1);
-    expect(lpb.resumeRefusal(jobWith({ type: TYPE }), environment)).toBe('backfill: --resume tells a finished LPB window by its manifest: set manifest: true on sinks[0] of seam (then run once without --resume)');
+    expect(lpb.resumeRefusal(jobWith({ type: TYPE }), environment)).toBe(
+      'backfill: --resume tells a finished LPB window by its manifest: set manifest: true on sinks[0] of seam (then run once without --resume)',
+    );
 
     const config = { ...(windowed.sink as LpbConfig), manifest: true };
     const job = jobWith(config);
@@ -245,7 +295,11 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     await runOnce(sink, 'w1', { window: { from: '2026-06-01', to: '2026-06-02' } });
     await runOnce(sink, 'w2', { window: { from: '2026-06-02', to: '2026-06-03' } });
     const [reader] = await lpb.windowStateReaders(job, [sink], environment, {}, logger);
-    const windows = [{ from: '2026-06-01', to: '2026-06-02' }, { from: '2026-06-02', to: '2026-06-03' }, { from: '2026-06-03', to: '2026-06-04' }];
+    const windows = [
+      { from: '2026-06-01', to: '2026-06-02' },
+      { from: '2026-06-02', to: '2026-06-03' },
+      { from: '2026-06-03', to: '2026-06-04' },
+    ];
     expect([...(await reader!.heldWindows(windows)).done].sort()).toEqual(['2026-06-01', '2026-06-02']);
     // A file replaced without its manifest (a run that died between the renames) is not held.
     await writeFile(path.join(directory, 'seam', '2026-06-02.lpb'), 'torn');
@@ -255,9 +309,14 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
 
 describeWithFakeGcs('the FileFormat seam on gs:// (a length-prefixed binary format)', (gcs) => {
   const sinkFor = (bucket: string, config: Partial<LpbConfig> = {}) =>
-    new FileSink(lpbFormat, { config: { type: TYPE, manifest: true, path: `gs://${bucket}/exports/{name}.lpb`, ...config }, directory: 'out', timezone: 'UTC', storageClient: gcs.storage });
+    new FileSink(lpbFormat, {
+      config: { type: TYPE, manifest: true, path: `gs://${bucket}/exports/{name}.lpb`, ...config },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: gcs.storage,
+    });
 
-  it('uploads the binary bytes with the format\'s content type, publishes object and manifest, plans from the tail by ranged reads', async () => {
+  it("uploads the binary bytes with the format's content type, publishes object and manifest, plans from the tail by ranged reads", async () => {
     trace.ranges = [];
     const bucket = await gcs.newBucket();
     const sink = sinkFor(bucket);
@@ -267,16 +326,25 @@ describeWithFakeGcs('the FileFormat seam on gs:// (a length-prefixed binary form
     expect(decode(bytes)).toEqual({ rows: EXPECTED, footer: { headers: ['id', 'title'], rows: 4 } });
     expect((await file.getMetadata())[0].contentType).toBe('application/x-lpb');
     const [manifestBytes] = await gcs.storage.bucket(bucket).file('exports/seam.lpb.manifest.json').download();
-    expect(JSON.parse(manifestBytes.toString('utf8'))).toMatchObject({ file: 'seam.lpb', rows: 4, bytes: bytes.length, gzip: false, sha256: createHash('sha256').update(bytes).digest('hex') });
+    expect(JSON.parse(manifestBytes.toString('utf8'))).toMatchObject({
+      file: 'seam.lpb',
+      rows: 4,
+      bytes: bytes.length,
+      gzip: false,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
     expect(result).toMatchObject({ sink: TYPE, target: `gs://${bucket}/exports/seam.lpb`, rows: 4 });
-    expect((await gcs.storage.bucket(bucket).getFiles())[0].map((object) => object.name).sort()).toEqual(['exports/seam.lpb', 'exports/seam.lpb.manifest.json']);
+    expect((await gcs.storage.bucket(bucket).getFiles())[0].map((object) => object.name).sort()).toEqual([
+      'exports/seam.lpb',
+      'exports/seam.lpb.manifest.json',
+    ]);
 
     expect(await sink.plan(context('plan'))).toMatchObject({ action: 'unchanged' });
     expect(await sink.plan(context('plan', { columns: [columns[0]!] }))).toMatchObject({ action: 'change', details: ['- title'] });
     expect(trace.ranges.every((range) => range !== undefined && range.start > 0)).toBe(true);
   });
 
-  it('keeps the previous object and leaves no temp object on abort after prepare; sweeps a dead run\'s temp object', async () => {
+  it("keeps the previous object and leaves no temp object on abort after prepare; sweeps a dead run's temp object", async () => {
     const bucket = await gcs.newBucket();
     const b = gcs.storage.bucket(bucket);
     await b.file('exports/seam.lpb').save('previous', { resumable: false });
@@ -301,7 +369,10 @@ describeWithFakeGcs('the FileFormat seam on gs:// (a length-prefixed binary form
     const sink = (await lpb.build(config as SinkConfig, 0, job, environment, {})) as FileSink;
     await runOnce(sink, 'w1', { window: { from: '2026-06-01', to: '2026-06-02' } });
     const [reader] = await lpb.windowStateReaders(job, [sink], environment, {}, logger);
-    const held = await reader!.heldWindows([{ from: '2026-06-01', to: '2026-06-02' }, { from: '2026-06-02', to: '2026-06-03' }]);
+    const held = await reader!.heldWindows([
+      { from: '2026-06-01', to: '2026-06-02' },
+      { from: '2026-06-02', to: '2026-06-03' },
+    ]);
     expect([...held.done]).toEqual(['2026-06-01']);
     expect([...held.open]).toEqual([]);
   });

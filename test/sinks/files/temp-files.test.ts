@@ -55,11 +55,13 @@ describe('removeStaleTempFiles', () => {
 
     const removed = await removeStaleTempFiles(directory.path, { recursive: true });
 
-    expect(removed.sort()).toEqual([
-      join(directory.path, '.a.csv.tilehouse-old.tmp'),
-      join(directory.path, `.a.csv.tilehouse-run1+${deadTag()}.tmp`),
-      join(directory.path, 'tile-1', `.b.csv.gz.tilehouse-run1+${deadTag()}.tmp`),
-    ].sort());
+    expect(removed.sort()).toEqual(
+      [
+        join(directory.path, '.a.csv.tilehouse-old.tmp'),
+        join(directory.path, `.a.csv.tilehouse-run1+${deadTag()}.tmp`),
+        join(directory.path, 'tile-1', `.b.csv.gz.tilehouse-run1+${deadTag()}.tmp`),
+      ].sort(),
+    );
     expect(await listEntries(directory.path)).toEqual(
       ['.a.csv.tilehouse-recent.tmp', `.a.csv.tilehouse-mine+${formatOwnerTag()}.tmp`, '.someone-elses.tmp', 'a.csv', 'tile-1'].sort(),
     );

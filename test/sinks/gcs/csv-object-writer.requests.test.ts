@@ -29,14 +29,23 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     await bucket.file('a.csv').save('id\r\n0\r\n', { resumable: false });
     const [{ generation: seenAtOpen }] = await bucket.file('a.csv').getMetadata();
     proxy = await startProxy(gcs.origin, (incoming, response) =>
-      incoming.url!.includes('/rewriteTo/') ? answerJson(response, 412, 'conditionNotMet', 'At least one of the pre-conditions you specified did not hold.') : false,
+      incoming.url!.includes('/rewriteTo/')
+        ? answerJson(response, 412, 'conditionNotMet', 'At least one of the pre-conditions you specified did not hold.')
+        : false,
     );
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` }, directory: 'out', timezone: 'UTC', storageClient: await fakeGcsClient(proxy.origin) });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: await fakeGcsClient(proxy.origin),
+    });
     const writer = await sink.open(context('run-late'));
     await writer.writeRows([[1n]]);
     await writer.prepare();
     // Another run replaces the target meanwhile (what real Cloud Storage's 412 reports).
-    await bucket.file('a.csv').save('id\r\n9\r\n', { resumable: false, metadata: { metadata: { [RUN_ID_METADATA_KEY]: 'run-early', [JOB_METADATA_KEY]: 'incidents' } } });
+    await bucket
+      .file('a.csv')
+      .save('id\r\n9\r\n', { resumable: false, metadata: { metadata: { [RUN_ID_METADATA_KEY]: 'run-early', [JOB_METADATA_KEY]: 'incidents' } } });
     const failure = await writer.publish().then(
       () => undefined,
       (error: unknown) => error as Error & { code: string },
@@ -54,7 +63,12 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
   it('asks for ifGenerationMatch=0 when the target did not exist at open', async () => {
     const bucketName = await gcs.newBucket();
     proxy = await startProxy(gcs.origin, () => false);
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `gs://${bucketName}/new.csv` }, directory: 'out', timezone: 'UTC', storageClient: await fakeGcsClient(proxy.origin) });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `gs://${bucketName}/new.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: await fakeGcsClient(proxy.origin),
+    });
     const writer = await sink.open(context('run-new'));
     await writer.prepare();
     await writer.publish();
@@ -67,10 +81,20 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     await gcs.storage.bucket(bucketName).file('a.csv').save('id\r\n0\r\n', { resumable: false });
     proxy = await startProxy(gcs.origin, (incoming, response) =>
       incoming.method === 'POST' && incoming.url!.startsWith('/upload/')
-        ? answerJson(response, 403, 'forbidden', 'tilehouse@p.iam.gserviceaccount.com does not have storage.objects.create access to the Google Cloud Storage object.')
+        ? answerJson(
+            response,
+            403,
+            'forbidden',
+            'tilehouse@p.iam.gserviceaccount.com does not have storage.objects.create access to the Google Cloud Storage object.',
+          )
         : false,
     );
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` }, directory: 'out', timezone: 'UTC', storageClient: await fakeGcsClient(proxy.origin) });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: await fakeGcsClient(proxy.origin),
+    });
     const failure = await (async () => {
       const writer = await sink.open(context('run-no-create'));
       try {
@@ -92,10 +116,20 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     const bucketName = await gcs.newBucket();
     proxy = await startProxy(gcs.origin, (incoming, response) =>
       incoming.method === 'GET' && incoming.url!.startsWith(`/storage/v1/b/${bucketName}/o?`)
-        ? answerJson(response, 403, 'forbidden', `tilehouse@p.iam.gserviceaccount.com does not have storage.objects.list access to the Google Cloud Storage bucket.`)
+        ? answerJson(
+            response,
+            403,
+            'forbidden',
+            `tilehouse@p.iam.gserviceaccount.com does not have storage.objects.list access to the Google Cloud Storage bucket.`,
+          )
         : false,
     );
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` }, directory: 'out', timezone: 'UTC', storageClient: await fakeGcsClient(proxy.origin) });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `gs://${bucketName}/a.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: await fakeGcsClient(proxy.origin),
+    });
     const failure = await sink.open(context('run-403')).then(
       () => undefined,
       (error: unknown) => error as Error & { code: string },

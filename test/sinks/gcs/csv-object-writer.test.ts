@@ -32,7 +32,12 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 
 describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
   const sinkFor = (path: string, options: { gzip?: boolean; manifest?: boolean } = {}) =>
-    new CsvSink({ config: { type: 'csv', gzip: options.gzip ?? false, manifest: options.manifest ?? false, path }, directory: 'out', timezone: 'UTC', storageClient: gcs.storage });
+    new CsvSink({
+      config: { type: 'csv', gzip: options.gzip ?? false, manifest: options.manifest ?? false, path },
+      directory: 'out',
+      timezone: 'UTC',
+      storageClient: gcs.storage,
+    });
 
   it('publishes gzip bytes and a manifest whose sha256 and size match the object', async () => {
     const bucket = await gcs.newBucket();
@@ -42,10 +47,22 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     await writer.prepare();
     const result = await writer.publish();
     const [bytes] = await gcs.storage.bucket(bucket).file('exports/incidents/2026-07-01.csv.gz').download();
-    expect(parse(gunzipSync(bytes).toString('utf8'))).toEqual([['id', 'Title, "quoted"'], ['1', 'first'], ['2', 'zweite\nZeile']]);
+    expect(parse(gunzipSync(bytes).toString('utf8'))).toEqual([
+      ['id', 'Title, "quoted"'],
+      ['1', 'first'],
+      ['2', 'zweite\nZeile'],
+    ]);
     const [manifestBytes] = await gcs.storage.bucket(bucket).file('exports/incidents/2026-07-01.csv.gz.manifest.json').download();
     const manifest = JSON.parse(manifestBytes.toString('utf8')) as Record<string, unknown>;
-    expect(manifest).toMatchObject({ file: '2026-07-01.csv.gz', job: 'incidents', runId: 'run-gz', rows: 2, bytes: bytes.length, gzip: true, sha256: createHash('sha256').update(bytes).digest('hex') });
+    expect(manifest).toMatchObject({
+      file: '2026-07-01.csv.gz',
+      job: 'incidents',
+      runId: 'run-gz',
+      rows: 2,
+      bytes: bytes.length,
+      gzip: true,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
     expect(result.details).toMatchObject({ sha256: manifest.sha256, bytes: bytes.length });
     // The published object's generation, as the service gave it (the trace's publish span names it).
     const [metadata] = await gcs.storage.bucket(bucket).file('exports/incidents/2026-07-01.csv.gz').getMetadata();
@@ -100,7 +117,9 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     const deadTag = tagOf({ pid: DEAD_PID });
     const foreignTag = tagOf({ host: 'another-pod' });
     await b.file(`exports/.a.csv.tilehouse-dead+${deadTag}.tmp`).save('x', { resumable: false, metadata: { metadata: { [OWNER_METADATA_KEY]: deadTag } } });
-    await b.file(`exports/.a.csv.tilehouse-foreign+${foreignTag}.tmp`).save('x', { resumable: false, metadata: { metadata: { [OWNER_METADATA_KEY]: foreignTag } } });
+    await b
+      .file(`exports/.a.csv.tilehouse-foreign+${foreignTag}.tmp`)
+      .save('x', { resumable: false, metadata: { metadata: { [OWNER_METADATA_KEY]: foreignTag } } });
     await b.file('exports/.not-ours.tmp').save('x', { resumable: false });
     const sink = sinkFor(`gs://${bucket}/exports/a.csv`);
     const live = await sink.open(context('live'));

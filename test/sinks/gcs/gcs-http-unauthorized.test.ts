@@ -45,7 +45,12 @@ afterAll(async () => {
 function writePath(): GcsHttp {
   const credentials = sharedGoogleCredentials({ waitMs: 4_000 });
   // What GcsHttp reads of a client built for sinks.gcs.apiEndpoint (customEndpoint with auth).
-  const storage = { apiEndpoint: proxy.origin, customEndpoint: true, useAuthWithCustomEndpoint: true, authClient: credentials.libraryClient } as unknown as Storage;
+  const storage = {
+    apiEndpoint: proxy.origin,
+    customEndpoint: true,
+    useAuthWithCustomEndpoint: true,
+    authClient: credentials.libraryClient,
+  } as unknown as Storage;
   return new GcsHttp({ storage, logger: createLogger({ level: 'silent' }), limits: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 1 } });
 }
 
@@ -75,7 +80,7 @@ describe('GcsHttp under the 401 rule', () => {
     expect(sent.every((request) => request.verdict === 'valid')).toBe(true);
   });
 
-  it('calls a second 401 the identity\'s problem: google_credentials_rejected, after two tries only', async () => {
+  it("calls a second 401 the identity's problem: google_credentials_rejected, after two tries only", async () => {
     proxy.setFault((_request, response) => {
       response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":401,"message":"Invalid Credentials"}}');
       return true;

@@ -8,7 +8,11 @@ import { describeWithFakeGcs, usePreconditionProxy } from '../../support/fake-gc
 describeWithFakeGcs('the precondition proxy in front of fake-gcs-server', (gcs) => {
   const through = usePreconditionProxy(gcs);
 
-  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error);
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
 
   it('answers 412 to a rewrite whose ifGenerationMatch does not hold, and performs the ones that hold', async () => {
     const bucket = through.storage.bucket(await gcs.newBucket('proxy'));

@@ -19,7 +19,10 @@ describe('emulatorOrigin', () => {
   });
 
   it('sends credentials to sinks.gcs.apiEndpoint (a custom endpoint gets none unless told), and the variable wins for local work', () => {
-    expect(storageOptionsFor({}, { apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com' })).toMatchObject({ apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com', useAuthWithCustomEndpoint: true });
+    expect(storageOptionsFor({}, { apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com' })).toMatchObject({
+      apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com',
+      useAuthWithCustomEndpoint: true,
+    });
     const local = storageOptionsFor({ STORAGE_EMULATOR_HOST: 'http://127.0.0.1:4443' }, { apiEndpoint: 'https://storage.europe-west3.rep.googleapis.com' });
     expect(local).toEqual({ apiEndpoint: 'http://127.0.0.1:4443', projectId: 'local-emulator' });
   });

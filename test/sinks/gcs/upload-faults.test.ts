@@ -57,7 +57,10 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
     for (let index = 0; index < times; index += 1) faults.fail(index === 0 ? rule : { ...rule, nth: 1 });
   }
 
-  async function runWriter(bucket: string, options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string; signal?: AbortSignal; stopAfterPrepare?: AbortController } = {}): Promise<Outcome> {
+  async function runWriter(
+    bucket: string,
+    options: { manifest?: boolean; chunkBytes?: number; maxAttempts?: number; runId?: string; signal?: AbortSignal; stopAfterPrepare?: AbortController } = {},
+  ): Promise<Outcome> {
     const lines: Outcome['lines'] = [];
     const logger = pino(
       { level: 'debug' },
@@ -73,9 +76,22 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       directory: 'out',
       timezone: 'UTC',
       storageClient: storage,
-      gcsWrite: { limits: { maxAttempts: options.maxAttempts ?? 4, baseDelayMs: 5, maxDelayMs: 20 }, requestTimeoutMs: 1_500, chunkBytes: options.chunkBytes ?? CHUNK_GRANULE },
+      gcsWrite: {
+        limits: { maxAttempts: options.maxAttempts ?? 4, baseDelayMs: 5, maxDelayMs: 20 },
+        requestTimeoutMs: 1_500,
+        chunkBytes: options.chunkBytes ?? CHUNK_GRANULE,
+      },
     });
-    const context: SinkRunContext = { jobName: 'incidents', tileId: 't', runId: options.runId ?? 'run-faulty', startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger, ...(options.signal ? { signal: options.signal } : {}), ...(options.stopAfterPrepare ? { signal: options.stopAfterPrepare.signal } : {}) };
+    const context: SinkRunContext = {
+      jobName: 'incidents',
+      tileId: 't',
+      runId: options.runId ?? 'run-faulty',
+      startedAt: new Date('2026-07-01T06:00:00Z'),
+      columns,
+      logger,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.stopAfterPrepare ? { signal: options.stopAfterPrepare.signal } : {}),
+    };
     const writer = await sink.open(context);
     try {
       for (let index = 0; index < ROWS.length; index += 1_000) await writer.writeRows(ROWS.slice(index, index + 1_000));
@@ -179,7 +195,11 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       fail({ on: 'chunk', fault: { kind: 'status', status: 410 }, nth: 3 });
       const outcome = await runWriter(bucket);
       expect(outcome.error?.code).toBe('gcs_write_failed');
-      expect(outcome.error?.message).toMatch(new RegExp(`gs://${bucket}/out/\\.a\\.csv\\.tilehouse-run-faulty.* is gone \\(410\\) after ${2 * CHUNK_GRANULE} bytes were persisted; those bytes were streamed and cannot be produced again`));
+      expect(outcome.error?.message).toMatch(
+        new RegExp(
+          `gs://${bucket}/out/\\.a\\.csv\\.tilehouse-run-faulty.* is gone \\(410\\) after ${2 * CHUNK_GRANULE} bytes were persisted; those bytes were streamed and cannot be produced again`,
+        ),
+      );
       expect(outcome.error?.message).not.toContain('upload_id=A');
       await expectUntouched(bucket);
       expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
@@ -242,7 +262,11 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       // At most one line says a try failed and is retried; the last says what the target was found to hold.
       const warnings = outcome.lines.filter((line) => line.level >= 40).map((line) => line.msg);
       expect(warnings.at(-1)).toMatch(/the target holds this run's object.*: published$/);
-      expect(warnings.slice(0, -1)).toEqual(fault.kind === 'answer-instead' && fault.status === 412 ? [] : ['csv: Cloud Storage rewriting the temp object onto the target failed transiently; retrying']);
+      expect(warnings.slice(0, -1)).toEqual(
+        fault.kind === 'answer-instead' && fault.status === 412
+          ? []
+          : ['csv: Cloud Storage rewriting the temp object onto the target failed transiently; retrying'],
+      );
     });
 
     it("a publish started runs to its outcome after the run's stop: a lost rewrite answer is still judged by reading the target", async () => {
@@ -269,7 +293,9 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       fail({ on: 'rewrite', fault: { kind: 'status', status: 503 } }, 3);
       const outcome = await runWriter(bucket, { maxAttempts: 3 });
       expect(outcome.error?.code).toBe('gcs_write_failed');
-      expect(outcome.error?.message).toContain(`the target was read afterwards and still holds generation ${generation}, as before the run: this run published nothing`);
+      expect(outcome.error?.message).toContain(
+        `the target was read afterwards and still holds generation ${generation}, as before the run: this run published nothing`,
+      );
       await expectUntouched(bucket);
       expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
     });
@@ -293,10 +319,15 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       const bucket = await bucketWithPrevious();
       // The other run writes between this run's open and its publish: a precondition held by the proxy.
       fail({ on: 'rewrite', fault: { kind: 'status', status: 412 } });
-      await gcs.storage.bucket(bucket).file('out/a.csv').save('id\r\nother\r\n', { resumable: false, metadata: { metadata: { [RUN_ID_METADATA_KEY]: 'run-other', [JOB_METADATA_KEY]: 'incidents' } } });
+      await gcs.storage
+        .bucket(bucket)
+        .file('out/a.csv')
+        .save('id\r\nother\r\n', { resumable: false, metadata: { metadata: { [RUN_ID_METADATA_KEY]: 'run-other', [JOB_METADATA_KEY]: 'incidents' } } });
       const outcome = await runWriter(bucket);
       expect(outcome.error?.code).toBe('gcs_target_changed');
-      expect(outcome.error?.message).toMatch(/written by run run-other of job incidents.*it was read after the refused rewrite: nothing was overwritten and this run published nothing/);
+      expect(outcome.error?.message).toMatch(
+        /written by run run-other of job incidents.*it was read after the refused rewrite: nothing was overwritten and this run published nothing/,
+      );
       expect(String((await gcs.storage.bucket(bucket).file('out/a.csv').download())[0])).toBe('id\r\nother\r\n');
     });
 
@@ -306,7 +337,9 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       const outcome = await runWriter(bucket);
       expect(outcome.error).toBeUndefined();
       expect(parse((await gcs.storage.bucket(bucket).file('out/a.csv').download())[0].toString('utf8'))).toEqual(EXPECTED);
-      expect(outcome.lines.filter((line) => line.level >= 40).at(-1)?.msg).toBe('csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it');
+      expect(outcome.lines.filter((line) => line.level >= 40).at(-1)?.msg).toBe(
+        'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it',
+      );
       expect((await objectsOf(bucket)).filter((name) => name.includes('.tilehouse-run-faulty'))).toHaveLength(1);
     });
 

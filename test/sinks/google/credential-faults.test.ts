@@ -6,7 +6,7 @@ import { afterEach, expect, it } from 'vitest';
 import { startFakeMetadataServer, TEST_SERVICE_ACCOUNT, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
 import { describeWithGoogleRig, googleRun, objectNames, tableNames, type GoogleRig } from '../../support/google-run-harness.js';
 
-describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permissions (Workload Identity, a fake metadata server)', (rig: GoogleRig) => {
+describeWithGoogleRig("Google refusing a two-sink run's identity or its permissions (Workload Identity, a fake metadata server)", (rig: GoogleRig) => {
   let metadata: FakeMetadataServer | undefined;
   afterEach(async () => {
     await metadata?.close();
@@ -31,7 +31,16 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
         refused ??= token;
         if (token !== refused) return false;
         response.writeHead(401, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED', errors: [{ reason: 'authError', message: 'Invalid Credentials' }] } }));
+        response.end(
+          JSON.stringify({
+            error: {
+              code: 401,
+              message: 'Request had invalid authentication credentials.',
+              status: 'UNAUTHENTICATED',
+              errors: [{ reason: 'authError', message: 'Invalid Credentials' }],
+            },
+          }),
+        );
         return true;
       });
     }
@@ -43,7 +52,9 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
     expect(refused.length).toBeGreaterThanOrEqual(2);
     // Every refused request was sent again, with another token, and answered.
     for (const request of refused) {
-      expect(sent.some((again) => again.method === request.method && again.path === request.path && again.token !== request.token && again.status < 400)).toBe(true);
+      expect(sent.some((again) => again.method === request.method && again.path === request.path && again.token !== request.token && again.status < 400)).toBe(
+        true,
+      );
     }
     expect(await objectNames(rig, run.bucket)).toContain('exports/incident_detail.csv');
     expect(await tableNames(rig, run.dataset)).toContain(run.table);
@@ -54,7 +65,16 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
     for (const proxy of [rig.bigquery, rig.gcs]) {
       proxy.setFault((_request, response) => {
         response.writeHead(401, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED', errors: [{ reason: 'authError', message: 'Invalid Credentials' }] } }));
+        response.end(
+          JSON.stringify({
+            error: {
+              code: 401,
+              message: 'Request had invalid authentication credentials.',
+              status: 'UNAUTHENTICATED',
+              errors: [{ reason: 'authError', message: 'Invalid Credentials' }],
+            },
+          }),
+        );
         return true;
       });
     }
@@ -86,7 +106,16 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
     rig.bigquery.setFault(({ method, path }, response) => {
       if (method !== 'GET' || !/\/datasets\/[^/]+$/.test(path.split('?')[0]!)) return false;
       response.writeHead(403, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ error: { code: 403, message: `Access Denied: Dataset: User does not have bigquery.datasets.get permission.`, status: 'PERMISSION_DENIED', errors: [{ reason: 'accessDenied', message: 'Access Denied' }] } }));
+      response.end(
+        JSON.stringify({
+          error: {
+            code: 403,
+            message: `Access Denied: Dataset: User does not have bigquery.datasets.get permission.`,
+            status: 'PERMISSION_DENIED',
+            errors: [{ reason: 'accessDenied', message: 'Access Denied' }],
+          },
+        }),
+      );
       return true;
     });
     const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
@@ -107,7 +136,10 @@ describeWithGoogleRig('Google refusing a two-sink run\'s identity or its permiss
       if (method === 'POST' && path.startsWith('/upload/bigquery/')) server.setUnavailable(true);
       return false;
     });
-    const run = await googleRun(rig, 'lost-midway', { env: { GCE_METADATA_HOST: metadata.host }, environment: { googleCredentialsWaitMs: 2_000, stopDeadlineMs: 5_000 } });
+    const run = await googleRun(rig, 'lost-midway', {
+      env: { GCE_METADATA_HOST: metadata.host },
+      environment: { googleCredentialsWaitMs: 2_000, stopDeadlineMs: 5_000 },
+    });
     expect(run.exitCode, run.stderr).toBe(1);
     expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_unavailable' } });
     // Nothing published: no target table, no target object.

@@ -12,7 +12,14 @@ import { makeTempDir } from '../../support/temp-dir.js';
  * GoogleCredentials against a fake metadata server in this process: gcp-metadata reads
  * GCE_METADATA_HOST from process.env itself, so it is set for each test and restored after.
  */
-const NAMES = ['GCE_METADATA_HOST', 'GCE_METADATA_IP', 'METADATA_SERVER_DETECTION', 'GOOGLE_APPLICATION_CREDENTIALS', 'CLOUDSDK_CONFIG', 'GOOGLE_CLOUD_PROJECT'] as const;
+const NAMES = [
+  'GCE_METADATA_HOST',
+  'GCE_METADATA_IP',
+  'METADATA_SERVER_DETECTION',
+  'GOOGLE_APPLICATION_CREDENTIALS',
+  'CLOUDSDK_CONFIG',
+  'GOOGLE_CLOUD_PROJECT',
+] as const;
 const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));
 let root: string;
 let metadata: FakeMetadataServer | undefined;
@@ -102,7 +109,6 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     expect(second).not.toBe(first);
     expect(book.verdict(second ?? undefined).verdict).toBe('valid');
   });
-
 });
 
 describe('GoogleCredentials without any credentials', () => {
@@ -175,7 +181,9 @@ describe('GoogleCredentials with a service-account key file', () => {
     const key = makeServiceAccountKey();
     const file = path.join(root, 'http-key.json');
     await writeKeyFile(file, key, 'http://oauth.example.com/token');
-    const error = await useKeyFile(file).requestHeaders().catch((caught: unknown) => caught);
+    const error = await useKeyFile(file)
+      .requestHeaders()
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
     expect((error as Error).message).toMatch(/only https:\/\//);
   });

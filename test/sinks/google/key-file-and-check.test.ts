@@ -17,7 +17,7 @@ describeWithGoogleRig('Google credentials from a key file, and check', (rig: Goo
     metadata = undefined;
   });
 
-  it('runs with GOOGLE_APPLICATION_CREDENTIALS: every Google request carries the token the key file\'s token_uri issued', async () => {
+  it("runs with GOOGLE_APPLICATION_CREDENTIALS: every Google request carries the token the key file's token_uri issued", async () => {
     const key = makeServiceAccountKey();
     oauth = await startFakeOAuthServer({ book: rig.book, publicKey: key.publicKey, email: key.email });
     const file = path.join(rig.root, 'runner-key.json');
@@ -43,11 +43,15 @@ describeWithGoogleRig('Google credentials from a key file, and check', (rig: Goo
     metadata = await startFakeMetadataServer({ book: rig.book });
     const run = await googleRun(rig, 'check', { env: { GCE_METADATA_HOST: metadata.host }, command: ['check'] });
     expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stdout).toContain(`bigquery dataset ${rig.projectId}.${run.dataset}: absent; a run creates it in US (as service account ${TEST_SERVICE_ACCOUNT})`);
-    expect(run.stdout).toContain(`gs://${run.bucket}/exports/: bucket found; permissions not tested (this endpoint has no IAM) (as service account ${TEST_SERVICE_ACCOUNT})`);
+    expect(run.stdout).toContain(
+      `bigquery dataset ${rig.projectId}.${run.dataset}: absent; a run creates it in US (as service account ${TEST_SERVICE_ACCOUNT})`,
+    );
+    expect(run.stdout).toContain(
+      `gs://${run.bucket}/exports/: bucket found; permissions not tested (this endpoint has no IAM) (as service account ${TEST_SERVICE_ACCOUNT})`,
+    );
   }, 90_000);
 
-  it('check names the key file\'s service account', async () => {
+  it("check names the key file's service account", async () => {
     const key = makeServiceAccountKey('nightly-export@other-project.iam.gserviceaccount.com');
     oauth = await startFakeOAuthServer({ book: rig.book, publicKey: key.publicKey, email: key.email });
     const file = path.join(rig.root, 'check-key.json');

@@ -87,5 +87,4 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
     expect(used.size).toBeGreaterThan(1);
     expect(rig.book.issued.length - issuedBefore).toBeGreaterThan(1);
   }, 90_000);
-
 });

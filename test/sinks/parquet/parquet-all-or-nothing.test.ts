@@ -29,7 +29,16 @@ beforeAll(async () => {
   bigquery = createServer((request, response) => {
     request.resume();
     response.writeHead(403, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ error: { code: 403, message: 'Access Denied: Project p: User does not have bigquery.datasets.get permission', errors: [{ reason: 'accessDenied', message: 'Access Denied' }], status: 'PERMISSION_DENIED' } }));
+    response.end(
+      JSON.stringify({
+        error: {
+          code: 403,
+          message: 'Access Denied: Project p: User does not have bigquery.datasets.get permission',
+          errors: [{ reason: 'accessDenied', message: 'Access Denied' }],
+          status: 'PERMISSION_DENIED',
+        },
+      }),
+    );
   });
   await new Promise<void>((resolve) => bigquery.listen(0, '127.0.0.1', resolve));
   bigqueryUrl = `http://127.0.0.1:${(bigquery.address() as AddressInfo).port}`;

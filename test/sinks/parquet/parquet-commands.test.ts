@@ -27,7 +27,8 @@ async function workspace(name: string, jobs: Array<Record<string, unknown>> = [j
   await addParquetDirectory(ws, parquetDirectory);
   return ws;
 }
-const cli = (command: string, ws: Workspace, ...extra: string[]) => runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir, ...extra], { env: sandboxEnv(fixture.sandbox) });
+const cli = (command: string, ws: Workspace, ...extra: string[]) =>
+  runCli([command, '--config', ws.configFile, '--jobs', ws.jobsDir, ...extra], { env: sandboxEnv(fixture.sandbox) });
 
 describe('tilehouse check with a Parquet sink', () => {
   it('passes when the Parquet directory can be written, and writes nothing', async () => {
@@ -48,7 +49,7 @@ describe('tilehouse check with a Parquet sink', () => {
 });
 
 describe('tilehouse plan with a Parquet sink', () => {
-  it('says the file would be created, then compares with the column names in the existing file\'s footer', async () => {
+  it("says the file would be created, then compares with the column names in the existing file's footer", async () => {
     const ws = await workspace('plan');
     const fresh = await cli('plan', ws);
     expect(fresh.exitCode, fresh.stderr).toBe(0);
@@ -58,7 +59,13 @@ describe('tilehouse plan with a Parquet sink', () => {
     expect((await cli('run', ws)).exitCode).toBe(0);
     expect((await cli('plan', ws)).stdout).toMatch(/by_type\.parquet: unchanged/);
 
-    const wider = { ...job, query: { ...byType, items: [...byType.items, { header: 'Newest (UTC)', formula: '[incident.created]', dataType: 'datetime', aggregate: 'max', filters: [] }] } };
+    const wider = {
+      ...job,
+      query: {
+        ...byType,
+        items: [...byType.items, { header: 'Newest (UTC)', formula: '[incident.created]', dataType: 'datetime', aggregate: 'max', filters: [] }],
+      },
+    };
     await writeFile(path.join(ws.jobsDir, 'by_type.yaml'), stringify(wider));
     const changed = await cli('plan', ws, '--json');
     expect(changed.exitCode, changed.stderr).toBe(0);
@@ -73,7 +80,9 @@ describe('tilehouse plan with a Parquet sink', () => {
     await writeFile(path.join(ws.outDir, 'by_type.parquet'), 'Type,Incidents\r\nOutage,3\r\n');
     const result = await cli('plan', ws);
     expect(result.exitCode).toBe(1);
-    expect(result.stdout + result.stderr).toContain(`parquet_not_parquet: ${path.join(ws.outDir, 'by_type.parquet')}: not a Parquet file tilehouse can read: it ends with ",3\\r\\n", not "PAR1"`);
+    expect(result.stdout + result.stderr).toContain(
+      `parquet_not_parquet: ${path.join(ws.outDir, 'by_type.parquet')}: not a Parquet file tilehouse can read: it ends with ",3\\r\\n", not "PAR1"`,
+    );
   });
 });
 
@@ -112,9 +121,7 @@ describeWithFakeGcs('tilehouse plan with a gs:// Parquet sink', (gcs) => {
 
 describe('tilehouse validate with a Parquet sink', () => {
   it('passes a valid workspace, and refuses a Parquet path whose folder is a file and two jobs writing one Parquet file', async () => {
-    const ws = await workspace('validate', [
-      { ...job, sinks: [{ type: 'parquet', path: 'lake/{date}.parquet' }] },
-    ]);
+    const ws = await workspace('validate', [{ ...job, sinks: [{ type: 'parquet', path: 'lake/{date}.parquet' }] }]);
     const ok = await cli('validate', ws);
     expect(ok.exitCode, ok.stderr).toBe(0);
 
@@ -122,7 +129,9 @@ describe('tilehouse validate with a Parquet sink', () => {
     await writeFile(path.join(ws.outDir, 'lake'), '');
     const blocked = await cli('validate', ws);
     expect(blocked.exitCode).toBe(2);
-    expect(blocked.stderr).toContain(`sinks[0].path = "lake/{date}.parquet": Parquet files cannot be written there: ${path.join(ws.outDir, 'lake')} is a file, not a directory`);
+    expect(blocked.stderr).toContain(
+      `sinks[0].path = "lake/{date}.parquet": Parquet files cannot be written there: ${path.join(ws.outDir, 'lake')} is a file, not a directory`,
+    );
 
     await rm(path.join(ws.outDir, 'lake'));
     await writeFile(path.join(ws.jobsDir, 'second.yaml'), stringify({ ...job, name: 'second', sinks: [{ type: 'parquet', path: 'lake/{date}.parquet' }] }));
@@ -137,7 +146,9 @@ describe('tilehouse validate with a Parquet sink', () => {
     const ws = await workspace('validate-env', [job], lake);
     const result = await cli('validate', ws);
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toMatch(new RegExp(`env\\.yaml:\\d+: sinks\\.parquet\\.directory = "${lake}": Parquet files cannot be written there: ${lake} is a file, not a directory`));
+    expect(result.stderr).toMatch(
+      new RegExp(`env\\.yaml:\\d+: sinks\\.parquet\\.directory = "${lake}": Parquet files cannot be written there: ${lake} is a file, not a directory`),
+    );
   });
 });
 
@@ -155,7 +166,9 @@ describe('tilehouse k8s with a Parquet sink', () => {
   }
   const mountsOf = async (outFile: string) =>
     parseAllDocuments(await readFile(outFile, 'utf8')).flatMap((document) =>
-      (document.toJS() as { spec: { jobTemplate: { spec: { template: { spec: { containers: Array<{ volumeMounts: Array<{ mountPath: string }> }> } } } } } }).spec.jobTemplate.spec.template.spec.containers[0]!.volumeMounts.map((mount) => mount.mountPath),
+      (
+        document.toJS() as { spec: { jobTemplate: { spec: { template: { spec: { containers: Array<{ volumeMounts: Array<{ mountPath: string }> }> } } } } } }
+      ).spec.jobTemplate.spec.template.spec.containers[0]!.volumeMounts.map((mount) => mount.mountPath),
     );
 
   it('mounts an emptyDir for a local Parquet directory and warns that it dies with the pod; a gs:// directory needs neither', async () => {

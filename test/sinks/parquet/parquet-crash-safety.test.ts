@@ -66,7 +66,10 @@ describe('a run with a local Parquet sink killed with SIGKILL', () => {
       await mkdir(workspace.outDir, { recursive: true });
       await writeFile(target, PREVIOUS);
       const before = fixture.sandbox.requests.length;
-      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: { ...process.env, ...sandboxEnv(fixture.sandbox) }, stdio: 'ignore' });
+      const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: { ...process.env, ...sandboxEnv(fixture.sandbox) },
+        stdio: 'ignore',
+      });
       let exitedAlready = false;
       const exited = once(child, 'exit').then(() => (exitedAlready = true));
       // A point in the export, stratified over it: after the k-th page request (0: before the token; PAGES + 2: after the publish).
@@ -113,7 +116,11 @@ describeWithFakeGcs('a run with a gs:// Parquet sink killed with SIGKILL', (gcs)
   it(`leaves the previous or the complete object at ${KILLS} seeded moments; the next run sweeps and is byte-exact`, async () => {
     const bucket = await gcs.newBucket('kill-pq');
     const workspace = await parquetWorkspace('gcs', () => `gs://${bucket}/lake`);
-    const runInProcess = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { sinkOptions: { storageClient: storage } } });
+    const runInProcess = () =>
+      runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: sandboxEnv(fixture.sandbox),
+        seams: { sinkOptions: { storageClient: storage } },
+      });
     const target = () => storage.bucket(bucket).file('lake/incident_detail.parquet');
     const objectNames = async () => (await storage.bucket(bucket).getFiles())[0].map((file) => file.name).sort();
     expect((await runInProcess()).exitCode).toBe(0);
@@ -126,12 +133,23 @@ describeWithFakeGcs('a run with a gs:// Parquet sink killed with SIGKILL', (gcs)
     for (let kill = 0; kill < KILLS; kill += 1) {
       await target().save(PREVIOUS, { resumable: false });
       // The moments gcs-crash-safety.test.ts kills at: a page of the export, or two slots each in prepare, in the held rewrite, after it.
-      const { phase, moment } = await killGcsRunAtMoment({ workspace, sandbox: fixture.sandbox, proxy, kill, kills: KILLS, pages: PAGES, holdRewriteMs: HOLD_REWRITE_MS, random });
+      const { phase, moment } = await killGcsRunAtMoment({
+        workspace,
+        sandbox: fixture.sandbox,
+        proxy,
+        kill,
+        kills: KILLS,
+        pages: PAGES,
+        holdRewriteMs: HOLD_REWRITE_MS,
+        random,
+      });
 
       const [after] = await target().download();
       if (after.equals(PREVIOUS)) seen.previous += 1;
       else {
-        expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(true);
+        expect(after.equals(reference), `kill ${kill} (${phase}, moment ${moment}) left an object that is neither the previous nor the complete run`).toBe(
+          true,
+        );
         seen.complete += 1;
       }
       await expectReadable(after, after.equals(PREVIOUS) ? 2 : INCIDENTS, `kill ${kill} (${phase})`);
@@ -170,13 +188,23 @@ describe('a run killed with SIGKILL while its Parquet row groups are being writt
     await mkdir(jobsDir, { recursive: true });
     await mkdir(outDir, { recursive: true });
     const configFile = path.join(dir, 'env.yaml');
-    const sourceConfig = { baseUrl: source.url, authUrl: source.url, clientId: '${TEST_CLIENT_ID}', clientSecret: '${TEST_CLIENT_SECRET}', requestTimeoutMs: 5000, concurrency: 1 };
+    const sourceConfig = {
+      baseUrl: source.url,
+      authUrl: source.url,
+      clientId: '${TEST_CLIENT_ID}',
+      clientSecret: '${TEST_CLIENT_SECRET}',
+      requestTimeoutMs: 5000,
+      concurrency: 1,
+    };
     await writeFile(configFile, stringify({ source: sourceConfig, sinks: { parquet: { directory: outDir } } }));
     const items = [
       { header: 'Page', formula: '[incident.number]', dataType: 'number', filters: [] },
       { header: 'Text', formula: '[incident.description]', dataType: 'text', filters: [] },
     ];
-    await writeFile(path.join(jobsDir, 'big.yaml'), stringify({ name: 'big', tile: 't-1', query: { items, options: { pageNumber: 0, itemsPerPage: 4 } }, sinks: [{ type: 'parquet' }] }));
+    await writeFile(
+      path.join(jobsDir, 'big.yaml'),
+      stringify({ name: 'big', tile: 't-1', query: { items, options: { pageNumber: 0, itemsPerPage: 4 } }, sinks: [{ type: 'parquet' }] }),
+    );
     const target = path.join(outDir, 'big.parquet');
     const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'x9-test-client-secret' };
     try {

@@ -21,7 +21,12 @@ const DOCUMENTS = ['README.md', 'docs/parquet.md'];
 async function sqlStatements(file: string): Promise<string[]> {
   const text = await readFile(file, 'utf8');
   const blocks = [...text.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
-  return blocks.flatMap((block) => block.split(/;\s*$/m).map((statement) => statement.trim()).filter((statement) => statement !== ''));
+  return blocks.flatMap((block) =>
+    block
+      .split(/;\s*$/m)
+      .map((statement) => statement.trim())
+      .filter((statement) => statement !== ''),
+  );
 }
 
 let sandbox: Sandbox;
@@ -43,7 +48,7 @@ afterAll(async () => {
 });
 
 describe('the Parquet SQL the documents show', () => {
-  it.each(DOCUMENTS)('%s: DuckDB runs each query on the example job\'s files, typed', async (document) => {
+  it.each(DOCUMENTS)("%s: DuckDB runs each query on the example job's files, typed", async (document) => {
     const queries = (await sqlStatements(document)).filter((statement) => statement.includes('read_parquet('));
     expect(queries.length).toBeGreaterThan(0);
     for (const query of queries) {

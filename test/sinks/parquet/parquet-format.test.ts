@@ -49,16 +49,25 @@ describe('parquetFormat', () => {
     expect(bytes.length - footerStart).toBeLessThan(2_000);
   });
 
-  it('reads an empty result\'s file (schema, no row group)', async () => {
+  it("reads an empty result's file (schema, no row group)", async () => {
     expect(await parquetFormat.readColumns(stored(encoded([])), config)).toEqual(['incident_type', 'incidents']);
   });
 
   it('refuses, naming the file, an empty file, a file cut short and a footer longer than the file', async () => {
     const bytes = encoded([['a', 1n]]);
-    await expect(parquetFormat.readColumns(stored(Buffer.alloc(0)), config)).rejects.toMatchObject({ code: 'parquet_truncated', message: expect.stringContaining('/data/lake.parquet: ') });
-    await expect(parquetFormat.readColumns(stored(bytes.subarray(0, bytes.length - 3), 'gs://b/x.parquet'), config)).rejects.toMatchObject({ code: 'parquet_not_parquet', message: expect.stringContaining('gs://b/x.parquet: ') });
+    await expect(parquetFormat.readColumns(stored(Buffer.alloc(0)), config)).rejects.toMatchObject({
+      code: 'parquet_truncated',
+      message: expect.stringContaining('/data/lake.parquet: '),
+    });
+    await expect(parquetFormat.readColumns(stored(bytes.subarray(0, bytes.length - 3), 'gs://b/x.parquet'), config)).rejects.toMatchObject({
+      code: 'parquet_not_parquet',
+      message: expect.stringContaining('gs://b/x.parquet: '),
+    });
     const lying = Buffer.from(bytes);
     lying.writeUInt32LE(bytes.length, bytes.length - 8);
-    await expect(parquetFormat.readColumns(stored(lying), config)).rejects.toMatchObject({ code: 'parquet_truncated', message: expect.stringMatching(/its footer is \d+ bytes but the file is \d+/) });
+    await expect(parquetFormat.readColumns(stored(lying), config)).rejects.toMatchObject({
+      code: 'parquet_truncated',
+      message: expect.stringMatching(/its footer is \d+ bytes but the file is \d+/),
+    });
   });
 });

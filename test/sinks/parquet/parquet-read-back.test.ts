@@ -4,7 +4,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { listFiles, runCli } from '../../support/cli-harness.js';
 import { readCsv } from '../../support/csv-read.js';
 import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
-import { ENV, keyValueMetadata, leafSchema, parquetAsCsvText, parquetRowCount, parquetWorkspace, startTableSource, type ScriptedTable } from './parquet-test-support.js';
+import {
+  ENV,
+  keyValueMetadata,
+  leafSchema,
+  parquetAsCsvText,
+  parquetRowCount,
+  parquetWorkspace,
+  startTableSource,
+  type ScriptedTable,
+} from './parquet-test-support.js';
 
 /**
  * The Parquet sink as a reader sees its files: one job with a CSV and a Parquet sink, run through
@@ -47,7 +56,12 @@ afterAll(async () => {
 async function runBoth(table: ScriptedTable, parquet: object = {}): Promise<{ csv: string; parquet: string; exitCode: number; stderr: string }> {
   const source = await startTableSource(table);
   sources.push(source);
-  const ws = await parquetWorkspace(root.path, source.url, [jobOf(table, [{ type: 'csv', path: 'typed.csv' }, { type: 'parquet', ...parquet }])]);
+  const ws = await parquetWorkspace(root.path, source.url, [
+    jobOf(table, [
+      { type: 'csv', path: 'typed.csv' },
+      { type: 'parquet', ...parquet },
+    ]),
+  ]);
   const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: ENV });
   return { csv: path.join(ws.outDir, 'typed.csv'), parquet: path.join(ws.outDir, 'typed.parquet'), exitCode: result.exitCode, stderr: result.stderr };
 }
@@ -62,7 +76,14 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
     expect(parquet.rows).toEqual(csv.rows);
     // The cases the comparison must have seen, so a sandbox change cannot empty it.
     expect(parquet.rows[0]!.slice(0, 4)).toEqual(['9223372036854775807', '99999999999999999999999999999.999999999', '1.5', '1938-04-01T12:00:00.123Z']);
-    expect(parquet.rows[1]!.slice(0, 6)).toEqual(['-9223372036854775808', '-99999999999999999999999999999.999999999', '-2.5e-300', '0001-01-01T00:00:00.000Z', '0001-01-01', null]);
+    expect(parquet.rows[1]!.slice(0, 6)).toEqual([
+      '-9223372036854775808',
+      '-99999999999999999999999999999.999999999',
+      '-2.5e-300',
+      '0001-01-01T00:00:00.000Z',
+      '0001-01-01',
+      null,
+    ]);
     expect(parquet.rows[2]!.slice(3, 6)).toEqual(['9999-12-31T23:59:59.999Z', '9999-12-31', 'héllo 🌍 עברית e\u0301 𝄞']);
     expect(parquet.rows[0]![5]).toBe('');
     expect(parquet.rows[4]![5]).toBe(LONG);
@@ -78,11 +99,20 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
     expect([...schema.keys()]).toEqual(['id', 'amount', 'ratio', 'created_at_utc', 'day', 'text', 'sparse']);
     expect(JSON.parse((await keyValueMetadata(run.parquet))['tilehouse.headers']!)).toEqual(TABLE.headers);
     expect(schema.get('id')).toMatchObject({ type: 'INT64', repetition: 'OPTIONAL', converted: null });
-    expect(schema.get('amount')).toMatchObject({ type: 'FIXED_LEN_BYTE_ARRAY', length: '16', converted: 'DECIMAL', scale: 9n, precision: 38n, repetition: 'OPTIONAL' });
+    expect(schema.get('amount')).toMatchObject({
+      type: 'FIXED_LEN_BYTE_ARRAY',
+      length: '16',
+      converted: 'DECIMAL',
+      scale: 9n,
+      precision: 38n,
+      repetition: 'OPTIONAL',
+    });
     expect(schema.get('amount')!.logical).toMatch(/DecimalType\(scale=9, precision=38\)/);
     expect(schema.get('ratio')).toMatchObject({ type: 'DOUBLE', repetition: 'OPTIONAL' });
     expect(schema.get('created_at_utc')).toMatchObject({ type: 'INT64', converted: 'TIMESTAMP_MICROS', repetition: 'OPTIONAL' });
-    expect(schema.get('created_at_utc')!.logical).toMatch(/TimestampType\(isAdjustedToUTC=1, unit=TimeUnit\(MILLIS=<null>, MICROS=MicroSeconds\(\), NANOS=<null>\)\)/);
+    expect(schema.get('created_at_utc')!.logical).toMatch(
+      /TimestampType\(isAdjustedToUTC=1, unit=TimeUnit\(MILLIS=<null>, MICROS=MicroSeconds\(\), NANOS=<null>\)\)/,
+    );
     expect(schema.get('day')).toMatchObject({ type: 'INT32', converted: 'DATE', repetition: 'OPTIONAL' });
     expect(schema.get('day')!.logical).toMatch(/DateType/);
     for (const name of ['text', 'sparse']) {
@@ -98,7 +128,9 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
     const bytes = await readFile(run.parquet);
     // The column chunks' codec, as DuckDB reads it from the footer.
     const { duckdb, sqlString } = await import('./encoder/duckdb-read-back.js');
-    const codecs = (await (await duckdb()).runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata(${sqlString(run.parquet)})`)).getRowObjectsJS().map((row) => String(row['compression']));
+    const codecs = (await (await duckdb()).runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata(${sqlString(run.parquet)})`))
+      .getRowObjectsJS()
+      .map((row) => String(row['compression']));
     expect(codecs).toEqual([compression === 'none' ? 'UNCOMPRESSED' : compression.toUpperCase()]);
     expect(bytes.subarray(0, 4).toString()).toBe('PAR1');
   });
@@ -129,7 +161,14 @@ describe('the Parquet sink read back by DuckDB, against the CSV sink of the same
   it('refuses a tile without visible columns, saying why, and keeps the previous file', async () => {
     const source = await startTableSource({ headers: [], dataTypes: [], pages: [[]] });
     sources.push(source);
-    const hidden = { ...jobOf(TABLE, [{ type: 'parquet' }]), query: { items: [{ header: 'Id', formula: '[incident.f0]', dataType: 'number', hidden: true, filters: [] }], options: { pageNumber: 0, itemsPerPage: 50 } }, columns: {} };
+    const hidden = {
+      ...jobOf(TABLE, [{ type: 'parquet' }]),
+      query: {
+        items: [{ header: 'Id', formula: '[incident.f0]', dataType: 'number', hidden: true, filters: [] }],
+        options: { pageNumber: 0, itemsPerPage: 50 },
+      },
+      columns: {},
+    };
     const ws = await parquetWorkspace(root.path, source.url, [hidden]);
     await mkdir(ws.outDir, { recursive: true });
     await writeFile(path.join(ws.outDir, 'typed.parquet'), 'previous');

@@ -21,7 +21,12 @@ export interface ParquetWorkspace {
 }
 
 /** env.yaml (CSV and Parquet directories: `outDir`, or `parquetDirectory` for Parquet) and one YAML per job. */
-export async function parquetWorkspace(root: string, baseUrl: string, jobs: Array<Record<string, unknown>>, parquetDirectory?: string): Promise<ParquetWorkspace> {
+export async function parquetWorkspace(
+  root: string,
+  baseUrl: string,
+  jobs: Array<Record<string, unknown>>,
+  parquetDirectory?: string,
+): Promise<ParquetWorkspace> {
   const outDir = path.join(root, 'out');
   const jobsDir = path.join(root, 'jobs');
   await mkdir(jobsDir, { recursive: true });
@@ -45,7 +50,11 @@ export async function startTableSource(table: ScriptedTable) {
   return startScriptedSource({
     page: (pageNumber): ScriptedAnswer => {
       const rows = table.pages[pageNumber] ?? [];
-      const body = exportPage(rows, { hasPrev: pageNumber > 0, hasNext: pageNumber < table.pages.length - 1, totalRows }, { headers: table.headers, dataTypes: table.dataTypes });
+      const body = exportPage(
+        rows,
+        { hasPrev: pageNumber > 0, hasNext: pageNumber < table.pages.length - 1, totalRows },
+        { headers: table.headers, dataTypes: table.dataTypes },
+      );
       return { status: 200, body: JSON.stringify(body) };
     },
   });
@@ -79,12 +88,22 @@ function asCsvText(type: string, value: unknown): string | null {
 }
 
 /** parquet_schema() of a file: one entry per leaf, by name (the root left out). */
-export async function leafSchema(file: string): Promise<Map<string, { type: unknown; converted: unknown; repetition: unknown; scale: unknown; precision: unknown; length: unknown; logical: string }>> {
+export async function leafSchema(
+  file: string,
+): Promise<Map<string, { type: unknown; converted: unknown; repetition: unknown; scale: unknown; precision: unknown; length: unknown; logical: string }>> {
   const leaves = await parquetSchema(file);
   return new Map(
     [...leaves].map(([name, row]) => [
       name,
-      { type: row['type'], converted: row['converted_type'], repetition: row['repetition_type'], scale: row['scale'], precision: row['precision'], length: row['type_length'], logical: String(row['logical_type']) },
+      {
+        type: row['type'],
+        converted: row['converted_type'],
+        repetition: row['repetition_type'],
+        scale: row['scale'],
+        precision: row['precision'],
+        length: row['type_length'],
+        logical: String(row['logical_type']),
+      },
     ]),
   );
 }
@@ -114,7 +133,14 @@ export async function addParquetDirectory(ws: { configFile: string; outDir: stri
  * A source of `pageCount` pages made by `rowsOf(page)` on request, each answered after `delayMs`
  * (pages too big to hold all at once in the test), counting the page requests it received.
  */
-export async function startGeneratedSource(table: { headers: string[]; dataTypes: string[]; pageCount: number; rowsPerPage: number; rowsOf: (page: number) => unknown[][]; delayMs: number }) {
+export async function startGeneratedSource(table: {
+  headers: string[];
+  dataTypes: string[];
+  pageCount: number;
+  rowsPerPage: number;
+  rowsOf: (page: number) => unknown[][];
+  delayMs: number;
+}) {
   let pageRequests = 0;
   const totalRows = table.pageCount * table.rowsPerPage;
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -128,7 +154,11 @@ export async function startGeneratedSource(table: { headers: string[]; dataTypes
       }
       pageRequests += 1;
       const page = (JSON.parse(raw) as { options: { pageNumber: number } }).options.pageNumber;
-      const body = exportPage(table.rowsOf(page), { hasPrev: page > 0, hasNext: page < table.pageCount - 1, totalRows }, { headers: table.headers, dataTypes: table.dataTypes });
+      const body = exportPage(
+        table.rowsOf(page),
+        { hasPrev: page > 0, hasNext: page < table.pageCount - 1, totalRows },
+        { headers: table.headers, dataTypes: table.dataTypes },
+      );
       setTimeout(() => {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify(body));

@@ -27,7 +27,10 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       tile: SANDBOX_TILE,
       timezone: 'Europe/Berlin',
       query: dailySeverityQuery,
-      sinks: [{ type: 'csv', manifest: true }, { type: 'parquet', manifest: true }],
+      sinks: [
+        { type: 'csv', manifest: true },
+        { type: 'parquet', manifest: true },
+      ],
       columns,
       backfill: { item: 'day', bucketColumn: 'Day' },
     };
@@ -38,7 +41,10 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
   it('writes one Parquet file per day holding exactly its rows, the CSV file of the day read back typed, with its manifest', async () => {
     const from = dayFromToday(-12);
     const to = dayFromToday(-6);
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to], { env: sandboxEnv(fixture.sandbox) });
+    const result = await runCli(
+      ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily_severity', '--from', from, '--to', to],
+      { env: sandboxEnv(fixture.sandbox) },
+    );
     expect(result.exitCode, result.stderr).toBe(0);
     const files = (await listFiles(path.join(workspace.outDir, 'daily_severity'))).filter((file) => file.endsWith('.parquet'));
     expect(files).toHaveLength(6);
@@ -48,7 +54,10 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
       const parquetFile = path.join(workspace.outDir, 'daily_severity', file);
       const { names, rows } = await parquetAsCsvText(parquetFile);
       expect(names).toEqual(['day', 'severity', 'incidents']);
-      expect(rows.every((row) => row[0] === date), `${file} holds rows of another day`).toBe(true);
+      expect(
+        rows.every((row) => row[0] === date),
+        `${file} holds rows of another day`,
+      ).toBe(true);
       expect(rows).toEqual((await readCsv(path.join(workspace.outDir, 'daily_severity', `${date}.csv`))).rows);
       const manifest = await manifestOf(parquetFile);
       expect(manifest).toMatchObject({ rows: rows.length, window: { from: date } });

@@ -59,9 +59,21 @@ async function commit(writer: SinkWriter, batch: readonly TypedRow[] = rows) {
 
 describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
   const csvSink = (target: string, config: Partial<CsvSinkConfig> = {}, client = s3.sinkClient) =>
-    new CsvSink({ config: { type: 'csv', gzip: false, manifest: false, path: target, ...config }, directory: 'out', timezone: 'UTC', s3Client: client, s3Write });
+    new CsvSink({
+      config: { type: 'csv', gzip: false, manifest: false, path: target, ...config },
+      directory: 'out',
+      timezone: 'UTC',
+      s3Client: client,
+      s3Write,
+    });
   const parquetSink = (target: string, config: Partial<ParquetSinkConfig> = {}) =>
-    new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'snappy', path: target, ...config } as ParquetSinkConfig, directory: 'out', timezone: 'UTC', s3Client: s3.sinkClient, s3Write });
+    new FileSink(parquetFormat, {
+      config: { type: 'parquet', compression: 'snappy', path: target, ...config } as ParquetSinkConfig,
+      directory: 'out',
+      timezone: 'UTC',
+      s3Client: s3.sinkClient,
+      s3Write,
+    });
 
   it('publishes exactly the bytes the local CSV sink writes for the same run, gzip and manifest included', async () => {
     const bucket = await s3.newBucket();
@@ -72,9 +84,24 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     await commit(await new CsvSink({ config: { type: 'csv', gzip: true, path: 'a.csv.gz' }, directory: local, timezone: 'UTC' }).open(context('run-gz')));
     const bytes = await getBytes(s3.client, bucket, 'exports/incidents/2026-07-01.csv.gz');
     expect(gunzipSync(bytes)).toEqual(gunzipSync(await readFile(path.join(local, 'a.csv.gz'))));
-    expect(parse(gunzipSync(bytes).toString('utf8'))).toEqual([['id', 'Title, "quoted"'], ['1', 'first'], ['2', 'zweite\nZeile']]);
-    const manifest = JSON.parse((await getBytes(s3.client, bucket, 'exports/incidents/2026-07-01.csv.gz.manifest.json')).toString('utf8')) as Record<string, unknown>;
-    expect(manifest).toMatchObject({ file: '2026-07-01.csv.gz', job: 'incidents', runId: 'run-gz', rows: 2, bytes: bytes.length, gzip: true, sha256: createHash('sha256').update(bytes).digest('hex') });
+    expect(parse(gunzipSync(bytes).toString('utf8'))).toEqual([
+      ['id', 'Title, "quoted"'],
+      ['1', 'first'],
+      ['2', 'zweite\nZeile'],
+    ]);
+    const manifest = JSON.parse((await getBytes(s3.client, bucket, 'exports/incidents/2026-07-01.csv.gz.manifest.json')).toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(manifest).toMatchObject({
+      file: '2026-07-01.csv.gz',
+      job: 'incidents',
+      runId: 'run-gz',
+      rows: 2,
+      bytes: bytes.length,
+      gzip: true,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
     expect(result.details).toMatchObject({ sha256: manifest.sha256, bytes: bytes.length });
     const head = await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'exports/incidents/2026-07-01.csv.gz' }));
     expect(head.Metadata?.[RUN_ID_METADATA_KEY]).toBe('run-gz');
@@ -82,17 +109,26 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     expect(await keysOf(s3.client, bucket)).toEqual(['exports/incidents/2026-07-01.csv.gz', 'exports/incidents/2026-07-01.csv.gz.manifest.json']);
   });
 
-  it('publishes the local Parquet sink\'s exact bytes, which DuckDB reads back', async () => {
+  it("publishes the local Parquet sink's exact bytes, which DuckDB reads back", async () => {
     const bucket = await s3.newBucket();
     const local = await localDirectory();
     await commit(await parquetSink(`s3://${bucket}/lake/{date}.parquet`).open(context('run-pq')));
-    await commit(await new FileSink(parquetFormat, { config: { type: 'parquet', compression: 'snappy', path: 'a.parquet' } as ParquetSinkConfig, directory: local, timezone: 'UTC' }).open(context('run-pq')));
+    await commit(
+      await new FileSink(parquetFormat, {
+        config: { type: 'parquet', compression: 'snappy', path: 'a.parquet' } as ParquetSinkConfig,
+        directory: local,
+        timezone: 'UTC',
+      }).open(context('run-pq')),
+    );
     const bytes = await getBytes(s3.client, bucket, 'lake/2026-07-01.parquet');
     expect(bytes.equals(await readFile(path.join(local, 'a.parquet')))).toBe(true);
     const copy = path.join(local, 'downloaded.parquet');
     await writeFile(copy, bytes);
     const reader = await (await duckdb()).runAndReadAll(`SELECT CAST(id AS VARCHAR), title FROM read_parquet(${sqlString(copy)}) ORDER BY id`);
-    expect(reader.getRows()).toEqual([['1', 'first'], ['2', 'zweite\nZeile']]);
+    expect(reader.getRows()).toEqual([
+      ['1', 'first'],
+      ['2', 'zweite\nZeile'],
+    ]);
     // plan reads the stored object's footer through the S3 range reads.
     expect(await parquetSink(`s3://${bucket}/lake/{date}.parquet`).plan(context('plan'))).toMatchObject({ action: 'unchanged' });
   });
@@ -100,7 +136,13 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
   it('streams a run larger than a part as a multipart upload, and publishes it whole', async () => {
     const bucket = await s3.newBucket();
     const big: TypedRow[] = Array.from({ length: 60_000 }, (_, index) => [BigInt(index), `row ${index} ${'x'.repeat(90)}`]);
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `s3://${bucket}/big.csv` }, directory: 'out', timezone: 'UTC', s3Client: s3.sinkClient, s3Write: { ...s3Write, partBytes: 5 * 1024 * 1024 } });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `s3://${bucket}/big.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      s3Client: s3.sinkClient,
+      s3Write: { ...s3Write, partBytes: 5 * 1024 * 1024 },
+    });
     const before = s3.proxy.seen.length;
     const result = await commit(await sink.open(context('run-big')), big);
     const kinds = s3.proxy.seen.slice(before).map((line) => line.split(' ')[0]);
@@ -117,7 +159,13 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     const bucket = await s3.newBucket();
     await putBytes(s3.client, bucket, 'big.csv', 'id\r\nprevious\r\n');
     const big: TypedRow[] = Array.from({ length: 60_000 }, (_, index) => [BigInt(index), `row ${index} ${'x'.repeat(90)}`]);
-    const sink = new CsvSink({ config: { type: 'csv', gzip: false, path: `s3://${bucket}/big.csv` }, directory: 'out', timezone: 'UTC', s3Client: s3.sinkClient, s3Write: { ...s3Write, partBytes: 5 * 1024 * 1024 } });
+    const sink = new CsvSink({
+      config: { type: 'csv', gzip: false, path: `s3://${bucket}/big.csv` },
+      directory: 'out',
+      timezone: 'UTC',
+      s3Client: s3.sinkClient,
+      s3Write: { ...s3Write, partBytes: 5 * 1024 * 1024 },
+    });
     s3.proxy.fail({ on: 'upload-part', fault: { kind: 'status', status: 500, code: 'InternalError' }, urlContains: bucket, nth: 2, times: 10 });
     const writer = await sink.open(context('run-broken'));
     const failed = (async () => {
@@ -141,7 +189,11 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     const result = await commit(await csvSink(`s3://${bucket}/a.csv`).open(context('run-retry')));
     expect(s3.proxy.pending).toBe(0);
     expect(result.details?.retries).toBe(4);
-    expect(parse((await getBytes(s3.client, bucket, 'a.csv')).toString())).toEqual([['id', 'Title, "quoted"'], ['1', 'first'], ['2', 'zweite\nZeile']]);
+    expect(parse((await getBytes(s3.client, bucket, 'a.csv')).toString())).toEqual([
+      ['id', 'Title, "quoted"'],
+      ['1', 'first'],
+      ['2', 'zweite\nZeile'],
+    ]);
     expect(await keysOf(s3.client, bucket)).toEqual(['a.csv']);
   });
 
@@ -163,7 +215,10 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     const writer = await csvSink(`s3://${bucket}/a.csv`).open(context('run-sick'));
     await writer.writeRows(rows);
     await writer.prepare();
-    const error = (await writer.publish().then(() => new Error('published'), (caught: unknown) => caught)) as Error & { code: string };
+    const error = (await writer.publish().then(
+      () => new Error('published'),
+      (caught: unknown) => caught,
+    )) as Error & { code: string };
     expect(error).toMatchObject({ code: 's3_write_failed' });
     expect(error.message).toMatch(/SlowDown.*this run published nothing/s);
     await writer.abort();
@@ -181,7 +236,10 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     await second.prepare();
     await first.prepare();
     await second.publish();
-    const error = (await first.publish().then(() => new Error('published'), (caught: unknown) => caught)) as Error & { code: string };
+    const error = (await first.publish().then(
+      () => new Error('published'),
+      (caught: unknown) => caught,
+    )) as Error & { code: string };
     expect(error).toMatchObject({ code: 's3_target_changed' });
     expect(error.message).toContain('run run-second of job incidents');
     await first.abort();
@@ -213,11 +271,22 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
 
   it('does not retry a client that cannot sign (no credentials in the chain), and says why', async () => {
     const { S3Client } = await import('@aws-sdk/client-s3');
-    const unsigned = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1, credentials: () => Promise.reject(new Error('Could not load credentials from any providers')) });
+    const unsigned = new S3Client({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      maxAttempts: 1,
+      credentials: () => Promise.reject(new Error('Could not load credentials from any providers')),
+    });
     const bucket = await s3.newBucket();
     const before = s3.proxy.seen.length;
     const started = Date.now();
-    const error = (await csvSink(`s3://${bucket}/a.csv`, {}, unsigned).open(context('run-unsigned')).then(() => new Error('opened'), (caught: unknown) => caught)) as Error & { code: string };
+    const error = (await csvSink(`s3://${bucket}/a.csv`, {}, unsigned)
+      .open(context('run-unsigned'))
+      .then(
+        () => new Error('opened'),
+        (caught: unknown) => caught,
+      )) as Error & { code: string };
     expect(error.code).toBe('s3_write_failed');
     expect(error.message).toContain('Could not load credentials');
     expect(Date.now() - started).toBeLessThan(2_000);

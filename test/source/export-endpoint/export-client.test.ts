@@ -28,12 +28,13 @@ async function readAll(pages: AsyncIterable<ExportPage>): Promise<unknown[][]> {
   return rows;
 }
 
-const failureOf = (promise: Promise<unknown>) => promise.then(
-  () => {
-    throw new Error('expected a failure');
-  },
-  (error: unknown) => error as Error & Record<string, unknown>,
-);
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: unknown) => error as Error & Record<string, unknown>,
+  );
 
 /** No control characters, no U+FFFD: what a message may carry of a binary body. */
 const PRINTABLE = /^[^\p{Cc}\uFFFD]*$/u;
@@ -57,7 +58,7 @@ describe('ExportClient and readPages: page identity', () => {
     const source = await start({ page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: Math.min(request.pageNumber!, 1) }) }) });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
     expect(error).toMatchObject({ code: 'export_page_identity', check: 'page-repeated', pageNumber: 2, drift: true });
-    expect(error.message).toContain("job hostile: page 2: check \"page-repeated\" failed: its 2 rows are identical to page 1's");
+    expect(error.message).toContain('job hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1\'s');
   });
 
   it('refuses page 0 served for page 1 by its rows, whatever hasPrev says', async () => {
@@ -68,7 +69,9 @@ describe('ExportClient and readPages: page identity', () => {
   });
 
   it('refuses page 0 served for page 2 once hasPrev has followed the request', async () => {
-    const source = await start({ page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: request.pageNumber === 2 ? 0 : request.pageNumber! }) }) });
+    const source = await start({
+      page: (request) => ({ json: tablePage(TABLE, request, { pageNumber: request.pageNumber === 2 ? 0 : request.pageNumber! }) }),
+    });
     const error = await failureOf(readAll(readPages(hostileClient(source, dispatcher), { jobName: 'hostile', itemsPerPage: 2 })));
     expect(error).toMatchObject({ code: 'export_page_identity', check: 'hasPrev', pageNumber: 2, drift: true });
     expect(error.message).toContain('navigation.hasPrev is false on page 2');
@@ -154,7 +157,9 @@ describe('ExportClient: compressed and encoded bodies', () => {
   });
 
   it('retries a gzip stream cut short and reads the whole one sent next', async () => {
-    const source = await start({ page: (request, index) => ({ json: tablePage(TABLE, request), encoding: 'gzip', ...(index === 0 ? { truncateTo: 30 } : {}) }) });
+    const source = await start({
+      page: (request, index) => ({ json: tablePage(TABLE, request), encoding: 'gzip', ...(index === 0 ? { truncateTo: 30 } : {}) }),
+    });
     expect((await hostileClient(source, dispatcher, { itemsPerPage: 5 }).fetchPage(0)).rows).toEqual(TABLE.rows);
     expect(source.pagesAsked()).toEqual([0, 0]);
   });
@@ -178,7 +183,9 @@ describe('ExportClient: compressed and encoded bodies', () => {
     const source = await start({ page: (request) => ({ json: tablePage(TABLE, request), encoding: 'gzip', corrupt: true }) });
     const error = await failureOf(hostileClient(source, dispatcher, { retry: fastPolicy({ maxAttempts: 3 }) }).fetchPage(0));
     expect(error).toMatchObject({ code: 'export_body_corrupt', pageNumber: 0, encoding: 'gzip' });
-    expect(error.message).toMatch(/^job hostile: page 0: unusable export response: content-encoding gzip could not be decoded \(corrupt stream: invalid distance too far back\) after \d+ bytes \(attempt 3; retried while the retry policy allowed\)$/);
+    expect(error.message).toMatch(
+      /^job hostile: page 0: unusable export response: content-encoding gzip could not be decoded \(corrupt stream: invalid distance too far back\) after \d+ bytes \(attempt 3; retried while the retry policy allowed\)$/,
+    );
     expect(source.pagesAsked()).toEqual([0, 0, 0]);
   });
 
@@ -234,7 +241,17 @@ describe('ExportClient: answers that are not a page', () => {
 
   it('refuses rows keyed by a header that occurs twice, naming the header and page', async () => {
     const source = await start({
-      page: () => ({ json: { ok: true, result: { navigation: { hasPrev: false, hasNext: false, rowsCount: 1, totalRows: 1 }, headers: ['Type', 'Count', 'Type'], dataTypes: ['text', 'number', 'text'], rows: [{ Type: 'Outage', Count: 3 }] } } }),
+      page: () => ({
+        json: {
+          ok: true,
+          result: {
+            navigation: { hasPrev: false, hasNext: false, rowsCount: 1, totalRows: 1 },
+            headers: ['Type', 'Count', 'Type'],
+            dataTypes: ['text', 'number', 'text'],
+            rows: [{ Type: 'Outage', Count: 3 }],
+          },
+        },
+      }),
     });
     const error = await failureOf(hostileClient(source, dispatcher).fetchPage(0));
     expect(error).toMatchObject({ code: 'export_response_invalid', pageNumber: 0 });
@@ -266,10 +283,16 @@ describe('ExportClient: one deadline per request', () => {
 describe('ExportClient: Retry-After', () => {
   it.each([
     { value: '3600', ceiling: 30_000, says: 'HTTP 429 with Retry-After: 3600 (more than the 30 s this job waits): rate limit exceeded' },
-    { value: 'Wed, 01 Jan 2099 00:00:00 GMT', ceiling: 30_000, says: 'HTTP 429 with Retry-After: Wed, 01 Jan 2099 00:00:00 GMT (more than the 30 s this job waits)' },
+    {
+      value: 'Wed, 01 Jan 2099 00:00:00 GMT',
+      ceiling: 30_000,
+      says: 'HTTP 429 with Retry-After: Wed, 01 Jan 2099 00:00:00 GMT (more than the 30 s this job waits)',
+    },
     { value: '2', ceiling: 1500, says: 'HTTP 429 with Retry-After: 2 (more than the 1.5 s this job waits)' },
   ])('fails at once on Retry-After: $value above what the job waits, quoting it', async ({ value, ceiling, says }) => {
-    const source = await start({ page: () => ({ status: 429, headers: { 'retry-after': value }, json: { error: { status: 429, message: 'rate limit exceeded' } } }) });
+    const source = await start({
+      page: () => ({ status: 429, headers: { 'retry-after': value }, json: { error: { status: 429, message: 'rate limit exceeded' } } }),
+    });
     const started = Date.now();
     const error = await failureOf(hostileClient(source, dispatcher, { retry: fastPolicy({ maxDelayMs: ceiling }) }).fetchPage(0));
     expect(error).toMatchObject({ code: 'source_retry_after_too_long', status: 429, retryAfter: value });
@@ -279,7 +302,9 @@ describe('ExportClient: Retry-After', () => {
   });
 
   it('waits a Retry-After within the ceiling before the next attempt', async () => {
-    const source = await start({ page: (request, index) => (index === 0 ? { status: 503, headers: { 'retry-after': '1' } } : { json: tablePage(TABLE, request) }) });
+    const source = await start({
+      page: (request, index) => (index === 0 ? { status: 503, headers: { 'retry-after': '1' } } : { json: tablePage(TABLE, request) }),
+    });
     await hostileClient(source, dispatcher, { retry: fastPolicy({ maxDelayMs: 2000 }) }).fetchPage(0);
     const [first, second] = source.requests.filter((r) => r.endpoint === 'export');
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(950);
@@ -287,7 +312,9 @@ describe('ExportClient: Retry-After', () => {
 
   it('still backs off after Retry-After: 0', async () => {
     // random 0.999: the first backoff is just under baseDelayMs, so the gap shows it was waited.
-    const source = await start({ page: (request, index) => (index === 0 ? { status: 429, headers: { 'retry-after': '0' } } : { json: tablePage(TABLE, request) }) });
+    const source = await start({
+      page: (request, index) => (index === 0 ? { status: 429, headers: { 'retry-after': '0' } } : { json: tablePage(TABLE, request) }),
+    });
     await hostileClient(source, dispatcher, { retry: fastPolicy({ baseDelayMs: 300, maxDelayMs: 1000, random: () => 0.999 }) }).fetchPage(0);
     const [first, second] = source.requests.filter((r) => r.endpoint === 'export');
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);

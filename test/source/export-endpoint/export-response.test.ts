@@ -10,17 +10,46 @@ const body = (rows: unknown[], extra: Record<string, unknown> = {}) => ({
 
 describe('parseExportPage', () => {
   it('keeps positional rows as they are', () => {
-    const parsed = parseExportPage(body([['x', 1], ['y', null]]), 0);
-    expect(parsed).toEqual({ ok: true, page: expect.objectContaining({ rows: [['x', 1], ['y', null]], pageNumber: 0 }) });
+    const parsed = parseExportPage(
+      body([
+        ['x', 1],
+        ['y', null],
+      ]),
+      0,
+    );
+    expect(parsed).toEqual({
+      ok: true,
+      page: expect.objectContaining({
+        rows: [
+          ['x', 1],
+          ['y', null],
+        ],
+        pageNumber: 0,
+      }),
+    });
   });
 
   it('turns rows keyed by header into positional rows, missing keys as null', () => {
     const parsed = parseExportPage(body([{ B: 1, A: 'x' }, { A: 'y' }]), 3);
-    expect(parsed.ok && parsed.page.rows).toEqual([['x', 1], ['y', null]]);
+    expect(parsed.ok && parsed.page.rows).toEqual([
+      ['x', 1],
+      ['y', null],
+    ]);
   });
 
   it('allows extra members the spec does not list', () => {
-    expect(parseExportPage(body([['x', 1], ['y', 2]], { query: { items: [] }, future: 1 }), 0).ok).toBe(true);
+    expect(
+      parseExportPage(
+        body(
+          [
+            ['x', 1],
+            ['y', 2],
+          ],
+          { query: { items: [] }, future: 1 },
+        ),
+        0,
+      ).ok,
+    ).toBe(true);
   });
 
   it.each([
@@ -63,7 +92,17 @@ describe('parseExportPage', () => {
   });
 
   it('keeps the page number the answer echoes in result.query, whatever its type', () => {
-    const echoed = (options: unknown) => parseExportPage(body([['x', 1], ['y', 2]], { query: { items: [], options } }), 0);
+    const echoed = (options: unknown) =>
+      parseExportPage(
+        body(
+          [
+            ['x', 1],
+            ['y', 2],
+          ],
+          { query: { items: [], options } },
+        ),
+        0,
+      );
     expect(echoed({ pageNumber: 3 })).toMatchObject({ ok: true, page: { echoedPageNumber: 3 } });
     expect(echoed({ pageNumber: '0' })).toMatchObject({ ok: true, page: { echoedPageNumber: '0' } });
     const silent = echoed({ itemsPerPage: 50 });
@@ -71,17 +110,34 @@ describe('parseExportPage', () => {
   });
 });
 
-
 describe('readExactPageWhen', () => {
-  const body = (rows: unknown[], headers = ['Type', 'Count'], dataTypes = ['text', 'number']) => ({ ok: true, result: { navigation: {}, headers, dataTypes, rows } });
+  const body = (rows: unknown[], headers = ['Type', 'Count'], dataTypes = ['text', 'number']) => ({
+    ok: true,
+    result: { navigation: {}, headers, dataTypes, rows },
+  });
   const textColumnOnly = () => [0];
 
   it('says no when the listed columns hold only strings and nulls, whatever the other columns hold', () => {
-    expect(readExactPageWhen(textColumnOnly)(body([['a', 1.5], [null, 12345678901234567890], ['', { $date: 1 }]]))).toBe(false);
+    expect(
+      readExactPageWhen(textColumnOnly)(
+        body([
+          ['a', 1.5],
+          [null, 12345678901234567890],
+          ['', { $date: 1 }],
+        ]),
+      ),
+    ).toBe(false);
   });
 
   it('says yes for a number, or an object that may hold one, in a listed column', () => {
-    expect(readExactPageWhen(textColumnOnly)(body([['a', 1], [7, 2]]))).toBe(true);
+    expect(
+      readExactPageWhen(textColumnOnly)(
+        body([
+          ['a', 1],
+          [7, 2],
+        ]),
+      ),
+    ).toBe(true);
     expect(readExactPageWhen(textColumnOnly)(body([[{ $date: 1 }, 2]]))).toBe(true);
     expect(readExactPageWhen(textColumnOnly)(body([[true, 2]]))).toBe(true);
   });
@@ -101,6 +157,9 @@ describe('readExactPageWhen', () => {
     matter(body([['a', 1]]));
     matter(body([['b', 2]]));
     matter(body([['c', 3]], ['Kind', 'Count']));
-    expect(calls).toEqual([['Type', 'Count'], ['Kind', 'Count']]);
+    expect(calls).toEqual([
+      ['Type', 'Count'],
+      ['Kind', 'Count'],
+    ]);
   });
 });

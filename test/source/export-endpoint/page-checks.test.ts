@@ -75,11 +75,21 @@ describe('PageConsistency', () => {
       const checks = new PageConsistency();
       expect(checks.check({ ...page(0, 2, 8), echoedPageNumber: 0 })).toBeUndefined();
       expect(checks.check({ ...page(1, 2, 8), echoedPageNumber: 1 })).toBeUndefined();
-      expect(checks.check({ ...page(2, 2, 8), echoedPageNumber: '2' })).toMatchObject({ check: 'page-echo', pageNumber: 2, drift: true, detail: expect.stringContaining('pageNumber "2"') });
+      expect(checks.check({ ...page(2, 2, 8), echoedPageNumber: '2' })).toMatchObject({
+        check: 'page-echo',
+        pageNumber: 2,
+        drift: true,
+        detail: expect.stringContaining('pageNumber "2"'),
+      });
     });
 
     it('refuses nothing for an echo that never followed the request: the saved query, or page 0 only', () => {
-      for (const echoes of [[0, 0, 0, 0], [7, 7, 7, 7], [0, undefined, undefined, undefined], [undefined, 1, undefined, 3]]) {
+      for (const echoes of [
+        [0, 0, 0, 0],
+        [7, 7, 7, 7],
+        [0, undefined, undefined, undefined],
+        [undefined, 1, undefined, 3],
+      ]) {
         const checks = new PageConsistency();
         for (const [number, echo] of echoes.entries()) {
           const answer = page(number, 2, 8);
@@ -140,12 +150,20 @@ describe('PageConsistency', () => {
       const checks = new PageConsistency();
       expect(checks.check(page(0, 2, 6))).toBeUndefined();
       expect(checks.check(page(1, 2, 6))).toBeUndefined();
-      expect(checks.check({ ...page(2, 2, 6), rows: page(0, 2, 6).rows })).toMatchObject({ check: 'page-repeated', pageNumber: 2, drift: true, detail: expect.stringContaining("identical to page 0's") });
+      expect(checks.check({ ...page(2, 2, 6), rows: page(0, 2, 6).rows })).toMatchObject({
+        check: 'page-repeated',
+        pageNumber: 2,
+        drift: true,
+        detail: expect.stringContaining("identical to page 0's"),
+      });
     });
 
     it('accepts identical pages when each echoes its own page number (a table that repeats rows)', () => {
       const checks = new PageConsistency();
-      const same = [['Outage', 1], ['Outage', 1]];
+      const same = [
+        ['Outage', 1],
+        ['Outage', 1],
+      ];
       expect(checks.check({ ...page(0, 2, 4), rows: same, echoedPageNumber: 0 })).toBeUndefined();
       const last = { ...page(1, 2, 4), rows: same, echoedPageNumber: 1 };
       last.navigation.hasNext = false;
@@ -197,7 +215,10 @@ describe('PageConsistency', () => {
           const verdict = checks.check({ ...page(1, second.length, total), rows: second });
           if (same) expect(verdict).toMatchObject({ check: 'page-repeated' });
           else expect(verdict).toBeUndefined();
-          expect(checks.check({ ...page(2, first.length, total), rows: first.map((row) => [...row]) })).toMatchObject({ check: 'page-repeated', detail: expect.stringContaining("identical to page 0's") });
+          expect(checks.check({ ...page(2, first.length, total), rows: first.map((row) => [...row]) })).toMatchObject({
+            check: 'page-repeated',
+            detail: expect.stringContaining("identical to page 0's"),
+          });
         }),
         { numRuns: 300 },
       );
@@ -207,7 +228,8 @@ describe('PageConsistency', () => {
 
 /** Equal as the API sent it: same type and value (-0 and 0 differ as doubles; NaN is NaN). */
 function sameCell(a: unknown, b: unknown): boolean {
-  if (typeof a === 'object' && a !== null) return typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b) && a.constructor === b.constructor;
+  if (typeof a === 'object' && a !== null)
+    return typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b) && a.constructor === b.constructor;
   return Object.is(a, b);
 }
 
@@ -219,14 +241,16 @@ describe('PageConsistency row order (the query orders by a visible number or dat
     rows: counts.map((count, i) => [`p${pageNumber}-t${i}`, count]),
   });
 
-  it('refuses as drift a page whose first row sorts before the previous page\'s last, naming page, row, column and values', () => {
+  it("refuses as drift a page whose first row sorts before the previous page's last, naming page, row, column and values", () => {
     const checks = new PageConsistency({ rowOrder: asc });
     expect(checks.check(countsPage(0, [1, 2, 7], 6))).toBeUndefined();
     expect(checks.check(countsPage(1, [3, 8, 9], 6))).toMatchObject({
       check: 'row-order',
       pageNumber: 1,
       drift: true,
-      detail: expect.stringMatching(/^row 1 has "Count" 3, which sorts before page 0's last row's 7 although the query orders by that column asc: the source returned rows in a different order on different requests/),
+      detail: expect.stringMatching(
+        /^row 1 has "Count" 3, which sorts before page 0's last row's 7 although the query orders by that column asc: the source returned rows in a different order on different requests/,
+      ),
     });
   });
 
@@ -242,8 +266,13 @@ describe('PageConsistency row order (the query orders by a visible number or dat
     expect(refused.check(countsPage(1, ['8', 1], 4))).toMatchObject({ check: 'row-order', detail: expect.stringContaining('"Count" "8"') });
   });
 
-  it('does not judge a boundary at a null or at a value that does not parse (nulls first or last is unstated; type errors are the transform\'s)', () => {
-    for (const [last, first] of [[5, null], [null, 1], [5, 'n/a'], ['1,234', 2]] as const) {
+  it("does not judge a boundary at a null or at a value that does not parse (nulls first or last is unstated; type errors are the transform's)", () => {
+    for (const [last, first] of [
+      [5, null],
+      [null, 1],
+      [5, 'n/a'],
+      ['1,234', 2],
+    ] as const) {
       const checks = new PageConsistency({ rowOrder: asc });
       expect(checks.check(countsPage(0, [0, last], 4))).toBeUndefined();
       expect(checks.check(countsPage(1, [first, 9], 4))).toBeUndefined();
@@ -277,8 +306,18 @@ describe('rowOrderOf', () => {
   const item = (header: string, dataType: string, extra: Record<string, unknown> = {}) => ({ header, formula: `[${header}]`, dataType, filters: [], ...extra });
 
   it('is the only ordered item, or the one with the unique lowest orderSequence, when it is a visible number or datetime', () => {
-    expect(rowOrderOf({ items: [item('Type', 'text'), item('Count', 'number', { order: 'desc' })] }, sortKeyOf)).toEqual({ header: 'Count', direction: 'desc', dataType: 'number', sortKey: sortKeyOf });
-    expect(rowOrderOf({ items: [item('Type', 'text', { order: 'asc', orderSequence: 1 }), item('Opened', 'datetime', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toEqual({ header: 'Opened', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf });
+    expect(rowOrderOf({ items: [item('Type', 'text'), item('Count', 'number', { order: 'desc' })] }, sortKeyOf)).toEqual({
+      header: 'Count',
+      direction: 'desc',
+      dataType: 'number',
+      sortKey: sortKeyOf,
+    });
+    expect(
+      rowOrderOf(
+        { items: [item('Type', 'text', { order: 'asc', orderSequence: 1 }), item('Opened', 'datetime', { order: 'asc', orderSequence: 0 })] },
+        sortKeyOf,
+      ),
+    ).toEqual({ header: 'Opened', direction: 'asc', dataType: 'datetime', sortKey: sortKeyOf });
   });
 
   it('is undefined whenever the primary order is unstated, ambiguous, hidden or text', () => {
@@ -286,8 +325,17 @@ describe('rowOrderOf', () => {
     expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc' })] }, sortKeyOf)).toBeUndefined();
     expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', hidden: true })] }, sortKeyOf)).toBeUndefined();
     // Where an item without a sequence sorts, and which of two equal sequences wins, is unstated.
-    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc' }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Count', 'number', { order: 'asc', orderSequence: 0 }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf)).toBeUndefined();
-    expect(rowOrderOf({ items: [item('Name', 'text', { order: 'asc', orderSequence: 0 }), item('Count', 'number', { order: 'asc', orderSequence: 1 })] }, sortKeyOf)).toBeUndefined();
+    expect(
+      rowOrderOf({ items: [item('Count', 'number', { order: 'asc' }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] }, sortKeyOf),
+    ).toBeUndefined();
+    expect(
+      rowOrderOf(
+        { items: [item('Count', 'number', { order: 'asc', orderSequence: 0 }), item('Severity', 'number', { order: 'asc', orderSequence: 0 })] },
+        sortKeyOf,
+      ),
+    ).toBeUndefined();
+    expect(
+      rowOrderOf({ items: [item('Name', 'text', { order: 'asc', orderSequence: 0 }), item('Count', 'number', { order: 'asc', orderSequence: 1 })] }, sortKeyOf),
+    ).toBeUndefined();
   });
 });

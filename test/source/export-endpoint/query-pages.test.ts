@@ -111,11 +111,17 @@ describe('pagesOfQuery: the pages of a query', () => {
     endpoint = await startEndpoint(8);
     let identity: PageIdentity | undefined;
     const pages = await all(pagesOfQuery(ORDERED, connectionTo(endpoint)).pages({ onPageIdentity: (found) => (identity = found) }));
-    expect(pages.map((page) => page.rows.flat())).toEqual([[1, 2, 3], [4, 5, 6], [7, 8]]);
+    expect(pages.map((page) => page.rows.flat())).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+      [7, 8],
+    ]);
     expect(pages.map((page) => page.pageNumber)).toEqual([0, 1, 2]);
     expect(endpoint.bodies.map((body) => body.options)).toEqual([0, 1, 2].map((pageNumber) => ({ limit: 1000, pageNumber, itemsPerPage: 3 })));
     expect(endpoint.bodies[0]!.items).toEqual(ORDERED.items);
-    expect(endpoint.seen.every((request) => request.url === '/tenant/api/v1/topics/incident/execute?tileId=t-7' && request.authorization === 'Bearer seam-token')).toBe(true);
+    expect(
+      endpoint.seen.every((request) => request.url === '/tenant/api/v1/topics/incident/execute?tileId=t-7' && request.authorization === 'Bearer seam-token'),
+    ).toBe(true);
     // The answers echo the request, so each page proved it is the page asked for.
     expect(identity).toBe('echo');
   });
@@ -143,7 +149,11 @@ describe('pagesOfQuery: the pages of a query', () => {
   it('accepts the same pages for a query that states no order (nothing to hold them against)', async () => {
     endpoint = await startEndpoint(8, { slidePage: 1 });
     const pages = await all(pagesOfQuery(UNORDERED, connectionTo(endpoint)).pages());
-    expect(pages.map((page) => page.rows.flat())).toEqual([[1, 2, 3], [2, 3, 4], [7, 8]]);
+    expect(pages.map((page) => page.rows.flat())).toEqual([
+      [1, 2, 3],
+      [2, 3, 4],
+      [7, 8],
+    ]);
   });
 
   it('checks the order with the sort key the connection lends it, not one of its own', async () => {

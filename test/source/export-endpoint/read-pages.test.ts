@@ -60,7 +60,7 @@ describe('readPages', () => {
 
   it('yields pages in order although random delays finish them out of order', async () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     const source = new FakeSource(1000, 10, () => Math.floor(random() * 15));
     const values = await collect(readPages(source, { jobName: 'j', itemsPerPage: 10, concurrency: new AdaptiveConcurrency(8) }));
     expect(values).toEqual(range(1000));

@@ -21,7 +21,10 @@ function relativeImports(file: string, text: string): Array<{ target: string; li
   const found: Array<{ target: string; line: number }> = [];
   const add = (node: ts.Node, literal: ts.Node | undefined): void => {
     if (literal === undefined || !ts.isStringLiteralLike(literal) || !literal.text.startsWith('.')) return;
-    found.push({ target: path.resolve(path.dirname(file), literal.text.replace(/\.js$/, '.ts')), line: sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile)).line + 1 });
+    found.push({
+      target: path.resolve(path.dirname(file), literal.text.replace(/\.js$/, '.ts')),
+      line: sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile)).line + 1,
+    });
   };
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) add(node, node.moduleSpecifier);
@@ -53,7 +56,9 @@ describe('the export endpoint seam', () => {
 
   it('is used: the pipeline asks it for pages and for window queries', () => {
     const users = srcFiles().filter(({ file, text }) => relativeImports(file, text).some(({ target }) => target === entry));
-    expect(users.map(({ file }) => path.relative(src, file))).toEqual(expect.arrayContaining([path.join('pipeline', 'source-session.ts'), path.join('pipeline', 'windows', 'run-windows.ts')]));
+    expect(users.map(({ file }) => path.relative(src, file))).toEqual(
+      expect.arrayContaining([path.join('pipeline', 'source-session.ts'), path.join('pipeline', 'windows', 'run-windows.ts')]),
+    );
   });
 
   it('names the file and line of each import that passes the entry by, static, type-only or dynamic', () => {

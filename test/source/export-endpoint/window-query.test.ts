@@ -45,7 +45,16 @@ describe('relativeWindowFor', () => {
 describe('queryForWindow', () => {
   const query = {
     items: [
-      { header: 'Day', ref: 'day', formula: '[incident.created]', dataType: 'datetime', filters: [{ operator: 'rw', values: ['30', 'days', '0', 'days'] }, { operator: 'gt', values: ['1'] }] },
+      {
+        header: 'Day',
+        ref: 'day',
+        formula: '[incident.created]',
+        dataType: 'datetime',
+        filters: [
+          { operator: 'rw', values: ['30', 'days', '0', 'days'] },
+          { operator: 'gt', values: ['1'] },
+        ],
+      },
       { header: 'N', formula: '[incident.number]', dataType: 'number', filters: [] },
     ],
     options: {},
@@ -56,7 +65,10 @@ describe('queryForWindow', () => {
   it('replaces only the rw filter of the named item and keeps the rest', () => {
     const index = findItemIndex(query, 'day');
     const windowed = queryForWindow(query, index, window, now);
-    expect(windowed.items[0]!.filters).toEqual([{ operator: 'gt', values: ['1'] }, { operator: 'rw', values: ['13', 'days', '9', 'days'], beforeAggregate: true }]);
+    expect(windowed.items[0]!.filters).toEqual([
+      { operator: 'gt', values: ['1'] },
+      { operator: 'rw', values: ['13', 'days', '9', 'days'], beforeAggregate: true },
+    ]);
     expect(windowed.items[1]).toBe(query.items[1]);
     expect(query.items[0]!.filters).toHaveLength(2);
   });
@@ -74,11 +86,17 @@ describe('queryForWindow', () => {
     expect(queryForWindow(bare, 0, window, now).items[0]!.filters).toEqual([{ operator: 'rw', values: ['13', 'days', '9', 'days'], beforeAggregate: true }]);
   });
   it('replaces every rw filter the date item had, leaving one', () => {
-    const twice = { ...query, items: [{ ...query.items[0]!, filters: [...query.items[0]!.filters, { operator: 'rw', values: ['1', 'days', '0', 'days'] }] }, query.items[1]!] } as ExportQuery;
+    const twice = {
+      ...query,
+      items: [{ ...query.items[0]!, filters: [...query.items[0]!.filters, { operator: 'rw', values: ['1', 'days', '0', 'days'] }] }, query.items[1]!],
+    } as ExportQuery;
     expect(rwOf(queryForWindow(twice, 0, window, now), 0).values).toEqual(['13', 'days', '9', 'days']);
   });
   it("leaves another item's rw filter alone (only the date item is the window's)", () => {
-    const other = { ...query, items: [query.items[0]!, { ...query.items[1]!, dataType: 'datetime', filters: [{ operator: 'rw', values: ['400', 'days', '0', 'days'] }] }] } as ExportQuery;
+    const other = {
+      ...query,
+      items: [query.items[0]!, { ...query.items[1]!, dataType: 'datetime', filters: [{ operator: 'rw', values: ['400', 'days', '0', 'days'] }] }],
+    } as ExportQuery;
     const windowed = queryForWindow(other, 0, window, now);
     expect(windowed.items[1]).toBe(other.items[1]);
     expect(rwOf(windowed, 0).values).toEqual(['13', 'days', '9', 'days']);

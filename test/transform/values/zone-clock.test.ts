@@ -17,7 +17,7 @@ describe('ZoneClock', () => {
     Intl.DateTimeFormat = RealDateTimeFormat;
   });
 
-  it('answers for UTC, every job\'s default zone, without creating an Intl formatter (ICU data costs ~8 MB RSS)', () => {
+  it("answers for UTC, every job's default zone, without creating an Intl formatter (ICU data costs ~8 MB RSS)", () => {
     const created: string[] = [];
     Intl.DateTimeFormat = class extends RealDateTimeFormat {
       constructor(locales?: string | string[], options?: Intl.DateTimeFormatOptions) {

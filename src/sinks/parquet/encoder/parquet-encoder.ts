@@ -132,7 +132,12 @@ export class ParquetEncoder {
       uncompressed += chunk.uncompressedBytes;
       chunk.reset();
     }
-    meta.i64(2, uncompressed).i64(3, this.rowsInGroup).i64(5, start).i64(6, this.offset - start).end();
+    meta
+      .i64(2, uncompressed)
+      .i64(3, this.rowsInGroup)
+      .i64(5, start)
+      .i64(6, this.offset - start)
+      .end();
     this.rowGroups.push(meta.sink.take());
     this.rowsInGroup = 0;
     this.tally.bytes = 0;

@@ -76,7 +76,12 @@ function columnTypeOf(leaf: SchemaElement, source: string): ColumnType {
   const logical = leaf.logical?.kind;
   switch (leaf.type) {
     case PhysicalType.INT64:
-      if (logical === LogicalTypeField.TIMESTAMP || leaf.convertedType === ConvertedType.TIMESTAMP_MICROS || leaf.convertedType === ConvertedType.TIMESTAMP_MILLIS) return 'TIMESTAMP';
+      if (
+        logical === LogicalTypeField.TIMESTAMP ||
+        leaf.convertedType === ConvertedType.TIMESTAMP_MICROS ||
+        leaf.convertedType === ConvertedType.TIMESTAMP_MILLIS
+      )
+        return 'TIMESTAMP';
       if (logical === undefined || logical === LogicalTypeField.INTEGER) return 'INT64';
       break;
     case PhysicalType.DOUBLE:

@@ -56,7 +56,7 @@ const FRAGMENT = 1 << 16;
 const HASH_BITS = 14;
 
 function read32(bytes: Uint8Array, at: number): number {
-  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) | 0;
+  return bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24) | 0;
 }
 
 function writeVarint(out: Uint8Array, o: number, value: number): number {

@@ -224,7 +224,8 @@ export class ThriftReader {
   private skipList(): void {
     const { elementType, size } = this.listHeader();
     // Booleans in a list take a byte each, unlike boolean fields.
-    for (let index = 0; index < size; index++) elementType === CompactType.BoolTrue || elementType === CompactType.BoolFalse ? this.byte() : this.skip(elementType);
+    for (let index = 0; index < size; index++)
+      elementType === CompactType.BoolTrue || elementType === CompactType.BoolFalse ? this.byte() : this.skip(elementType);
   }
 
   private skipMap(): void {

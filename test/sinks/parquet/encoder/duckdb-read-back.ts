@@ -23,7 +23,11 @@ export function cleanUpFiles(): void {
 }
 
 /** Encodes `batches` of rows (each batch one addRows call) into a temporary .parquet file. */
-export function writeParquet(columns: readonly ParquetColumnSpec[], batches: readonly TypedRow[][], options?: ParquetEncoderOptions): { path: string; pieces: Uint8Array[] } {
+export function writeParquet(
+  columns: readonly ParquetColumnSpec[],
+  batches: readonly TypedRow[][],
+  options?: ParquetEncoderOptions,
+): { path: string; pieces: Uint8Array[] } {
   const encoder = new ParquetEncoder(columns, options);
   const pieces: Uint8Array[] = [];
   for (const batch of batches) pieces.push(...encoder.addRows(batch));

@@ -20,11 +20,26 @@ describe('ParquetEncoder read back by DuckDB', () => {
     const schema = await parquetSchema(path);
     const pick = (name: string) => {
       const row = schema.get(name)!;
-      return { type: row['type'], converted: row['converted_type'], repetition: row['repetition_type'], scale: row['scale'], precision: row['precision'], length: row['type_length'], logical: String(row['logical_type']) };
+      return {
+        type: row['type'],
+        converted: row['converted_type'],
+        repetition: row['repetition_type'],
+        scale: row['scale'],
+        precision: row['precision'],
+        length: row['type_length'],
+        logical: String(row['logical_type']),
+      };
     };
     expect(pick('id')).toMatchObject({ type: 'INT64', repetition: 'OPTIONAL' });
     expect(pick('score')).toMatchObject({ type: 'DOUBLE', repetition: 'OPTIONAL' });
-    expect(pick('amount')).toMatchObject({ type: 'FIXED_LEN_BYTE_ARRAY', converted: 'DECIMAL', scale: 9n, precision: 38n, length: '16', repetition: 'OPTIONAL' });
+    expect(pick('amount')).toMatchObject({
+      type: 'FIXED_LEN_BYTE_ARRAY',
+      converted: 'DECIMAL',
+      scale: 9n,
+      precision: 38n,
+      length: '16',
+      repetition: 'OPTIONAL',
+    });
     expect(pick('amount').logical).toMatch(/DecimalType\(scale=9, precision=38\)/);
     expect(pick('title')).toMatchObject({ type: 'BYTE_ARRAY', converted: 'UTF8', repetition: 'OPTIONAL' });
     expect(pick('title').logical).toMatch(/StringType/);
@@ -48,7 +63,7 @@ describe('ParquetEncoder read back by DuckDB', () => {
       [-(2n ** 63n), 1e308, '-99999999999999999999999999999.999999999', null, 253402300799999, '9999-12-31'],
       [0n, 5e-324, '0', 'x', 0, '1970-01-01'],
       [-1n, -2.2250738585072014e-308, '0.000000001', '𝄞 e\u0301 日本', -1, '1969-12-31'],
-      [9007199254740993n, Number.MAX_VALUE, '-0.000000001', "quote \" comma , newline \n tab \t", 1700000000123, '0001-01-01'],
+      [9007199254740993n, Number.MAX_VALUE, '-0.000000001', 'quote " comma , newline \n tab \t', 1700000000123, '0001-01-01'],
       [null, null, null, null, null, null],
       [123n, -1.5, '-12.5', 'null', 86400000, '2024-02-29'],
     ];
@@ -98,7 +113,11 @@ describe('ParquetEncoder read back by DuckDB', () => {
       { name: 'late', type: 'STRING' },
       { name: 'at', type: 'TIMESTAMP' },
     ];
-    const rows: TypedRow[] = Array.from({ length: 5000 }, (_, index) => [BigInt(index), index < 3000 ? null : `row ${index}`, index % 3 === 0 ? null : index * 1000]);
+    const rows: TypedRow[] = Array.from({ length: 5000 }, (_, index) => [
+      BigInt(index),
+      index < 3000 ? null : `row ${index}`,
+      index % 3 === 0 ? null : index * 1000,
+    ]);
     const batches = [rows.slice(0, 1234), rows.slice(1234, 1235), rows.slice(1235)];
     const { path } = writeParquet(columns, batches, { rowGroupBytes: 20_000 });
     const db = await duckdb();
@@ -124,7 +143,14 @@ describe('ParquetEncoder read back by DuckDB', () => {
   });
 
   it.each(['snappy', 'gzip', 'zstd', 'uncompressed'] as const)('writes %s pages DuckDB reads, and names the codec', async (compression) => {
-    const rows: TypedRow[] = Array.from({ length: 3000 }, (_, index) => [BigInt(index % 17), index / 7, `${index % 50}.25`, `status ${index % 5}`, index * 60_000, '2024-03-01']);
+    const rows: TypedRow[] = Array.from({ length: 3000 }, (_, index) => [
+      BigInt(index % 17),
+      index / 7,
+      `${index % 50}.25`,
+      `status ${index % 5}`,
+      index * 60_000,
+      '2024-03-01',
+    ]);
     const { path } = writeParquet(ALL_TYPES, [rows], { compression, rowGroupBytes: 50_000 });
     expect(await readBack(path, ALL_TYPES)).toEqual(rows);
     const db = await duckdb();

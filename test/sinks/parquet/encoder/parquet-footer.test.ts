@@ -1,12 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  ParquetEncoder,
-  parquetFooterLength,
-  readParquetColumns,
-  type ParquetColumnSpec,
-} from '../../../../src/sinks/parquet/encoder/parquet-encoder.js';
+import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetColumnSpec } from '../../../../src/sinks/parquet/encoder/parquet-encoder.js';
 import { cleanUpFiles, duckdb, sqlString, writeParquet } from './duckdb-read-back.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +24,10 @@ function fileBytes(columns: readonly ParquetColumnSpec[], rows: (bigint | number
 
 describe('readParquetColumns', () => {
   it('reads the columns of a file the encoder wrote, from the whole file or just its tail', () => {
-    const bytes = fileBytes(COLUMNS, [[1n, 1, '1', 'a', 1, '2020-01-01'], [2n, 2, '2', 'b', 2, '2020-01-02']]);
+    const bytes = fileBytes(COLUMNS, [
+      [1n, 1, '1', 'a', 1, '2020-01-01'],
+      [2n, 2, '2', 'b', 2, '2020-01-02'],
+    ]);
     expect(readParquetColumns(bytes)).toEqual(COLUMNS);
     const footerLength = parquetFooterLength(bytes.subarray(bytes.length - 8));
     expect(readParquetColumns(bytes.subarray(bytes.length - footerLength - 8))).toEqual(COLUMNS);
@@ -86,7 +84,10 @@ describe('readParquetColumns', () => {
 });
 
 describe('ParquetEncoder refusals', () => {
-  const numeric: ParquetColumnSpec[] = [{ name: 'n', type: 'INT64' }, { name: 'amount', type: 'NUMERIC' }];
+  const numeric: ParquetColumnSpec[] = [
+    { name: 'n', type: 'INT64' },
+    { name: 'amount', type: 'NUMERIC' },
+  ];
 
   it('refuses a NUMERIC beyond DECIMAL(38,9), naming column and value, then refuses to go on', () => {
     const encoder = new ParquetEncoder(numeric);

@@ -25,26 +25,28 @@ const VALUES: Record<ColumnType, fc.Arbitrary<TypedValue>> = {
   INT64: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
   FLOAT64: fc.double({ noNaN: true, noDefaultInfinity: true }),
   NUMERIC: fc.bigInt({ min: -(10n ** 38n) + 1n, max: 10n ** 38n - 1n }).map(decimalText),
-  STRING: fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('', 'null', 'NULL'), fc.string({ unit: 'grapheme-ascii', minLength: 33, maxLength: 300 })),
+  STRING: fc.oneof(
+    fc.string({ unit: 'grapheme', maxLength: 40 }),
+    fc.constantFrom('', 'null', 'NULL'),
+    fc.string({ unit: 'grapheme-ascii', minLength: 33, maxLength: 300 }),
+  ),
   TIMESTAMP: fc.integer({ min: MIN_MS, max: MAX_MS }),
   DATE: fc.integer({ min: MIN_MS, max: MAX_MS }).map((ms) => new Date(ms).toISOString().slice(0, 10)),
 };
 
 const TYPES = Object.keys(VALUES) as ColumnType[];
 
-const table = fc
-  .array(fc.constantFrom(...TYPES), { minLength: 1, maxLength: 7 })
-  .chain((types) => {
-    const columns: ParquetColumnSpec[] = types.map((type, index) => ({ name: `c${index}_${type.toLowerCase()}`, type }));
-    const row = fc.tuple(...types.map((type) => fc.option(VALUES[type], { nil: null, freq: 4 })));
-    return fc.record({
-      columns: fc.constant(columns),
-      rows: fc.array(row as fc.Arbitrary<TypedRow>, { maxLength: 80 }),
-      cuts: fc.array(fc.nat(80), { maxLength: 4 }),
-      rowGroupBytes: fc.integer({ min: 1, max: 4000 }),
-      compression: fc.constantFrom('snappy', 'gzip', 'zstd', 'uncompressed' as const),
-    });
+const table = fc.array(fc.constantFrom(...TYPES), { minLength: 1, maxLength: 7 }).chain((types) => {
+  const columns: ParquetColumnSpec[] = types.map((type, index) => ({ name: `c${index}_${type.toLowerCase()}`, type }));
+  const row = fc.tuple(...types.map((type) => fc.option(VALUES[type], { nil: null, freq: 4 })));
+  return fc.record({
+    columns: fc.constant(columns),
+    rows: fc.array(row as fc.Arbitrary<TypedRow>, { maxLength: 80 }),
+    cuts: fc.array(fc.nat(80), { maxLength: 4 }),
+    rowGroupBytes: fc.integer({ min: 1, max: 4000 }),
+    compression: fc.constantFrom('snappy', 'gzip', 'zstd', 'uncompressed' as const),
   });
+});
 
 describe('ParquetEncoder round trip (property)', () => {
   it('gives DuckDB back every random typed row, in order, whatever the batches, row group size and codec', async () => {

@@ -15,7 +15,7 @@ describe('SnappyCompressor', () => {
     expect(new SnappyCompressor().compress(input).length).toBeLessThan(input.length * 0.06);
   });
 
-  it('keeps random input within snappy\'s bound, and stays usable for the next call', () => {
+  it("keeps random input within snappy's bound, and stays usable for the next call", () => {
     const compressor = new SnappyCompressor();
     const input = randomBytes(200_000);
     expect(compressor.compress(input).length).toBeLessThanOrEqual(32 + input.length + input.length / 6);
