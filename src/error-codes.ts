@@ -114,7 +114,7 @@ export const ERROR_CODES = {
   bigquery_publish_outcome_unknown: { exit: 1, retryable: true, says: 'The run stopped while its publish jobs ran and their outcome is unknown: look at the jobs named before running again.' },
 
   // -- runs, windows and state -----------------------------------------------------------------------
-  publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused the run: the export was empty or far smaller than what its target holds (or than its recent runs); nothing was published anywhere. `--allow-shrink` or `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
+  publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
   partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one (the summary names each); run again.' },
   run_id_already_published: { exit: 1, retryable: false, says: '`--strict`: a target already held a publish of this run id with other rows and kept it.' },
   run_stopped: { exit: 'signal', retryable: true, says: 'SIGTERM, SIGINT or the scheduler ended the run before it published; nothing partial was published.' },

@@ -1,6 +1,5 @@
 import type { GuardSettings } from '../config/publish-guard-schema.js';
 import { countNoun } from '../count-noun.js';
-import type { SinkWriter } from './sink.js';
 
 /**
  * The publish guard: rules that refuse to publish a valid export that is suddenly much smaller
@@ -136,19 +135,4 @@ export function judgeGuard(
           : undefined,
   ].filter((part) => part !== undefined);
   return { target, verdict: 'pass', exported, ...(held === undefined ? {} : { held }), reason: `${rows(exported)}; ${basis.join('; ')}` };
-}
-
-/** A writer with a guard: the writer's own methods, and `guard` reading its target after prepare. */
-export function withGuard(writer: SinkWriter, guard: GuardCheck): SinkWriter {
-  return {
-    get target() {
-      return writer.target;
-    },
-    writeRows: (rows) => writer.writeRows(rows),
-    prepare: () => writer.prepare(),
-    publish: () => writer.publish(),
-    abort: () => writer.abort(),
-    ...(writer.leftBehind ? { leftBehind: () => writer.leftBehind!() } : {}),
-    guard,
-  };
 }

@@ -18,7 +18,8 @@ import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
 import { calendarDateIn } from '../../transform/calendar.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import { messageOf } from '../../errors.js';
-import { withGuard, type GuardCheck, type TargetHolding } from '../publish-guard.js';
+import type { GuardCheck, TargetHolding } from '../publish-guard.js';
+import { withGuard } from './guarded-writer.js';
 import type { StoredFile } from './file-format.js';
 
 export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
