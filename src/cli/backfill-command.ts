@@ -2,7 +2,7 @@ import type { WindowStep } from '../pipeline/windows/date-windows.js';
 import { isCalendarDate } from '../value-types/civil-date.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { backfillItemIndex, type BackfillSummary } from '../pipeline/windows/run-windows.js';
-import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
@@ -73,43 +73,12 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
 2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT.
 `,
   async run(args, io, seams) {
-    const { values } = parseCommandArgs('backfill', args, {
-      job: { type: 'string', short: 't', multiple: true },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      step: { type: 'string' },
-      concurrency: { type: 'string' },
-      strict: { type: 'boolean' },
-      'allow-shrink': { type: 'boolean' },
-      'run-id': { type: 'string' },
-      resume: { type: 'boolean' },
-      'shard-index': { type: 'string' },
-      'shard-count': { type: 'string' },
-      json: { type: 'boolean' },
-      'summary-json': { type: 'string' },
-    });
+    const { values } = parseCommandArgs('backfill', args, BACKFILL_OPTIONS);
     if (values.help) {
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    for (const flag of ['job', 'from', 'to'] as const)
-      if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
-    const tiles = [...new Set(values.job)];
-    if (tiles.length > 1)
-      throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
-    const tileName = tiles[0]!;
-    for (const flag of ['from', 'to'] as const)
-      if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
-    const step = (values.step ?? 'day') as WindowStep;
-    if (!STEPS.includes(step)) throw UsageError.of(`backfill: --step must be one of ${STEPS.join(', ')}, got ${JSON.stringify(values.step)}`);
-    const concurrency = Number(values.concurrency ?? '1');
-    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
-      throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
-    if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
-    const runId = runIdOf('backfill', values['run-id'], io.env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
-    const shard = shardOf('backfill', values, io.env);
-    const allowShrink = allowShrinkOf('backfill', values['allow-shrink'], io.env);
-
+    const { tileName, step, concurrency, runId, shard, allowShrink } = backfillFlagsOf(values, io.env);
     const output = openOutput('backfill', values, io, 'warn');
     const summaryTarget = await summaryTargetOf('backfill', values, io.env);
     const workspace = await loadRunnableWorkspace(values, [tileName], io.env, io);
@@ -156,35 +125,86 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
       throw error;
     }
-    const { all: allWindows, skipped, windows } = selected;
-    const { summary, rows, startedAt, durationMs } = ran;
-
-    const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
-    const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
-    const rerun = rerunCommands(summary.failed, job.name, step, workspaceFlags(values));
-    const lines = [
-      `backfill ${job.name} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${countNoun(windows.length, 'window')} succeeded, ${countNoun(rows, 'row')}${resumed}`,
-      ...windowLines(summary, rerun),
-    ];
-    io.stderr.write(`${lines.join('\n')}\n`);
-    const code = windowsExitCode(summary);
-    const document = backfillSummaryDocument({
-      summary,
-      exitCode: code,
-      window: { start: values.from!, end: values.to! },
-      startedAt,
-      durationMs,
-      from: values.from!,
-      to: values.to!,
-      step,
-      shard: shard === undefined ? null : { ...shard, windows: allWindows.length },
-      rows,
-      rerun,
-      skipped,
-    });
+    const { summary } = ran;
+    const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);
     const exitCode = await reportSummary(summaryTarget, document, code, io);
     const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
     await traced.finish(exitCode, failedWindow === undefined ? undefined : failureOf(failedWindow));
     return exitCode;
   },
 };
+
+const BACKFILL_OPTIONS = {
+  job: { type: 'string', short: 't', multiple: true },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  step: { type: 'string' },
+  concurrency: { type: 'string' },
+  strict: { type: 'boolean' },
+  'allow-shrink': { type: 'boolean' },
+  'run-id': { type: 'string' },
+  resume: { type: 'boolean' },
+  'shard-index': { type: 'string' },
+  'shard-count': { type: 'string' },
+  json: { type: 'boolean' },
+  'summary-json': { type: 'string' },
+} as const;
+
+type BackfillFlagValues = ReturnType<typeof parseCommandArgs<typeof BACKFILL_OPTIONS>>['values'];
+
+/** The backfill's flags checked (exit 2 on any): one job, the dates, the step, the concurrency, the run id, the shard. */
+function backfillFlagsOf(values: BackfillFlagValues, env: NodeJS.ProcessEnv) {
+  for (const flag of ['job', 'from', 'to'] as const)
+    if (values[flag] === undefined) throw UsageError.of(`backfill: --${flag} is required (see tilehouse backfill --help)`);
+  const tiles = [...new Set(values.job)];
+  if (tiles.length > 1)
+    throw UsageError.of(`backfill: one --job per backfill, got ${tiles.join(', ')}; run one backfill per job (each has its own windows and re-run commands)`);
+  for (const flag of ['from', 'to'] as const)
+    if (!isCalendarDate(values[flag]!)) throw UsageError.of(`backfill: --${flag} must be a date YYYY-MM-DD, got ${JSON.stringify(values[flag])}`);
+  const step = (values.step ?? 'day') as WindowStep;
+  if (!STEPS.includes(step)) throw UsageError.of(`backfill: --step must be one of ${STEPS.join(', ')}, got ${JSON.stringify(values.step)}`);
+  const concurrency = Number(values.concurrency ?? '1');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
+    throw UsageError.of(`backfill: --concurrency must be a whole number from 1 to 32, got ${JSON.stringify(values.concurrency)}`);
+  if (values.to! <= values.from!) throw UsageError.of(`backfill: --to (${values.to}) must be after --from (${values.from})`);
+  const runId = runIdOf('backfill', values['run-id'], env, BACKFILL_RUN_ID_PATTERN, 55) ?? newRunId();
+  const shard = shardOf('backfill', values, env);
+  const allowShrink = allowShrinkOf('backfill', values['allow-shrink'], env);
+  return { tileName: tiles[0]!, step, concurrency, runId, shard, allowShrink };
+}
+
+/** The backfill's lines on stderr (each window, the commands that re-run the failed ones) and its summary document. */
+function backfillReport(
+  ran: Pick<Awaited<ReturnType<typeof runWindowBatch>>, 'summary' | 'rows' | 'startedAt' | 'durationMs'>,
+  selected: Awaited<ReturnType<typeof selectBackfillWindows>>,
+  what: { job: string; step: WindowStep; shard: ReturnType<typeof shardOf>; values: BackfillFlagValues },
+  io: CliIo,
+) {
+  const { summary, rows, startedAt, durationMs } = ran;
+  const { all: allWindows, skipped, windows } = selected;
+  const { step, shard, values } = what;
+  const share = shard === undefined ? '' : ` (shard ${shard.index} of ${shard.count}: ${windows.length} of ${countNoun(allWindows.length, 'window')})`;
+  const resumed = values.resume ? ` (--resume: ${skipped.length} already done, skipped)` : '';
+  const rerun = rerunCommands(summary.failed, what.job, step, workspaceFlags(values));
+  const lines = [
+    `backfill ${what.job} ${values.from}..${values.to} by ${step}${share}: ${windows.length - summary.failed.length} of ${countNoun(windows.length, 'window')} succeeded, ${countNoun(rows, 'row')}${resumed}`,
+    ...windowLines(summary, rerun),
+  ];
+  io.stderr.write(`${lines.join('\n')}\n`);
+  const code = windowsExitCode(summary);
+  const document = backfillSummaryDocument({
+    summary,
+    exitCode: code,
+    window: { start: values.from!, end: values.to! },
+    startedAt,
+    durationMs,
+    from: values.from!,
+    to: values.to!,
+    step,
+    shard: shard === undefined ? null : { ...shard, windows: allWindows.length },
+    rows,
+    rerun,
+    skipped,
+  });
+  return { document, code };
+}

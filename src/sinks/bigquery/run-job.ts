@@ -96,39 +96,14 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
   for (let attempt = 1; attempt <= request.polling.jobAttempts + concurrentRetries; attempt++) {
     retry.signal?.throwIfAborted();
     const jobId = jobIdFor(request.identity, request.stage, attempt);
-    let metadata: JobMetadata;
-    let adopted = false;
-    try {
-      // A load's insert carries the whole file: its deadline is the job wait's, not one request's.
-      const insertRetry = request.stage === 'load' ? { ...retry, requestTimeoutMs: Math.max(retry.requestTimeoutMs ?? 0, request.polling.maxWaitMs) } : retry;
-      metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), insertRetry);
-      retry.logger.info({ jobId, target: request.target }, `BigQuery ${operation} job started`);
-    } catch (error) {
-      // Our own refusals (a load file that cannot be read) keep their code.
-      if (error instanceof TilehouseError) throw error;
-      const failure = apiFailureOf(error);
-      // The client turns an insert answer that already says DONE with errors into a thrown error.
-      if (isConcurrentUpdate(failure)) {
-        lastFailure = { jobId, failure };
-        await waitToRetryConcurrentUpdate(jobId, failure);
-        continue;
-      }
-      if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
-      if (isDuplicate(failure)) {
-        retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
-        metadata = await getJob(request, jobId, request.location);
-      } else if (isTransient(failure) && !retry.signal?.aborted) {
-        // Every try's answer was lost (5xx, reset, timeout): the insert may still have reached
-        // BigQuery and run. "Failed" is said only once the id is seen to be free.
-        retry.logger.warn({ jobId, reasons: failure.reasons }, `no answer to BigQuery ${operation} job insert; looking the job up by its id`);
-        const found = await findJob(request, jobId, request.location);
-        if (found === undefined) throw jobError(request, jobId, ['BigQuery never answered the insert, and no job has its id', ...failure.messages], error);
-        metadata = found;
-      } else {
-        throw jobError(request, jobId, failure.messages, error);
-      }
-      adopted = true;
+    const inserted = await insertJob(request, jobId, operation);
+    if ('concurrentUpdate' in inserted) {
+      lastFailure = { jobId, failure: inserted.concurrentUpdate };
+      await waitToRetryConcurrentUpdate(jobId, inserted.concurrentUpdate);
+      continue;
     }
+    let { metadata } = inserted;
+    const { adopted } = inserted;
     request.onJob?.({ jobId, location: metadata.jobReference?.location ?? request.location });
 
     metadata = await awaitDone(request, jobId, metadata);
@@ -155,6 +130,46 @@ export async function runJob(request: JobRequest): Promise<JobOutcome> {
 
   const jobId = lastFailure?.jobId ?? jobIdFor(request.identity, request.stage, request.polling.jobAttempts);
   throw jobError(request, jobId, [`gave up after ${request.polling.jobAttempts} ${operation} jobs`, ...(lastFailure?.failure.messages ?? [])]);
+}
+
+/**
+ * Inserts an attempt's job. An id already taken (an earlier try or run reached BigQuery) or an
+ * insert whose every answer was lost is looked up by the id instead: that job is adopted. A job
+ * aborted by a concurrent update at insert is handed back for the caller's retry.
+ */
+async function insertJob(
+  request: JobRequest,
+  jobId: string,
+  operation: ReturnType<typeof kindOf>,
+): Promise<{ metadata: JobMetadata; adopted: boolean } | { concurrentUpdate: ApiFailure }> {
+  const { retry } = request;
+  try {
+    // A load's insert carries the whole file: its deadline is the job wait's, not one request's.
+    const insertRetry = request.stage === 'load' ? { ...retry, requestTimeoutMs: Math.max(retry.requestTimeoutMs ?? 0, request.polling.maxWaitMs) } : retry;
+    const metadata = await withRetry(`jobs.insert (${operation})`, () => request.insert(jobId), insertRetry);
+    retry.logger.info({ jobId, target: request.target }, `BigQuery ${operation} job started`);
+    return { metadata, adopted: false };
+  } catch (error) {
+    // Our own refusals (a load file that cannot be read) keep their code.
+    if (error instanceof TilehouseError) throw error;
+    const failure = apiFailureOf(error);
+    // The client turns an insert answer that already says DONE with errors into a thrown error.
+    if (isConcurrentUpdate(failure)) return { concurrentUpdate: failure };
+    if (isQuotaExceeded(failure)) throw new BigQueryQuotaExceededError(request.jobName, operation, jobId, request.target, failure.messages);
+    if (isDuplicate(failure)) {
+      retry.logger.info({ jobId }, `BigQuery ${operation} job id already taken (an earlier try or run reached BigQuery); looking it up`);
+      return { metadata: await getJob(request, jobId, request.location), adopted: true };
+    }
+    if (isTransient(failure) && !retry.signal?.aborted) {
+      // Every try's answer was lost (5xx, reset, timeout): the insert may still have reached
+      // BigQuery and run. "Failed" is said only once the id is seen to be free.
+      retry.logger.warn({ jobId, reasons: failure.reasons }, `no answer to BigQuery ${operation} job insert; looking the job up by its id`);
+      const found = await findJob(request, jobId, request.location);
+      if (found === undefined) throw jobError(request, jobId, ['BigQuery never answered the insert, and no job has its id', ...failure.messages], error);
+      return { metadata: found, adopted: true };
+    }
+    throw jobError(request, jobId, failure.messages, error);
+  }
 }
 
 /** Asks BigQuery to cancel a job; best effort (a job that already finished ignores it). */

@@ -138,8 +138,15 @@ export class PageConsistency {
 
   /** Returns the first failed check for this page, or undefined. Call in page order. */
   check(page: ExportPage): PageCheckFailure | undefined {
-    const { pageNumber, headers, dataTypes, navigation, rows } = page;
-    const echoMatches = 'echoedPageNumber' in page && page.echoedPageNumber === pageNumber;
+    const echoMatches = 'echoedPageNumber' in page && page.echoedPageNumber === page.pageNumber;
+    const failure = this.identityFailure(page, echoMatches) ?? this.shapeFailure(page) ?? this.stabilityFailure(page);
+    if (failure !== undefined) return failure;
+    return this.progressFailure(page, echoMatches);
+  }
+
+  /** The answer's own word on which page it is, once the source has been seen to follow the request. */
+  private identityFailure(page: ExportPage, echoMatches: boolean): PageCheckFailure | undefined {
+    const { pageNumber, navigation } = page;
     if (this.echoFollows && !echoMatches && 'echoedPageNumber' in page) {
       return {
         check: 'page-echo',
@@ -156,6 +163,12 @@ export class PageConsistency {
         detail: `navigation.hasPrev is ${navigation.hasPrev} on page ${pageNumber} (on earlier pages it followed the page asked for); the answer is not the page asked for`,
       };
     }
+    return undefined;
+  }
+
+  /** The page agrees with itself: a dataType per header, rowsCount its rows. */
+  private shapeFailure(page: ExportPage): PageCheckFailure | undefined {
+    const { pageNumber, headers, dataTypes, navigation, rows } = page;
     if (headers.length !== dataTypes.length) {
       return {
         check: 'headers-dataTypes-aligned',
@@ -172,6 +185,12 @@ export class PageConsistency {
         detail: `navigation.rowsCount is ${navigation.rowsCount} but the page has ${countNoun(rows.length, 'row')}`,
       };
     }
+    return undefined;
+  }
+
+  /** The page agrees with page 0: the same headers, dataTypes and totalRows (page 0 itself is recorded). */
+  private stabilityFailure(page: ExportPage): PageCheckFailure | undefined {
+    const { pageNumber, headers, dataTypes, navigation } = page;
     if (this.first === undefined) {
       this.first = { headers, dataTypes, navigation };
     } else {
@@ -200,6 +219,12 @@ export class PageConsistency {
         };
       }
     }
+    return undefined;
+  }
+
+  /** What the pages so far prove: no repeated page, rows that add up, progress, the query's order. */
+  private progressFailure(page: ExportPage, echoMatches: boolean): PageCheckFailure | undefined {
+    const { pageNumber, navigation, rows } = page;
     // The evidence is updated only for a page that passed the checks above: an answer that
     // contradicts page 0 proves nothing about how the source echoes.
     if (echoMatches && !this.echoFollows) {
