@@ -7,7 +7,7 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { GcsWriteSettings } from './files/object-writer.js';
+import type { GcsWriteSettings } from './gcs/object-publish.js';
 import type { S3WriteSettings } from './s3/s3-object-writer.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';

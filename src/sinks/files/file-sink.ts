@@ -5,7 +5,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { S3Settings } from '../s3/s3-client.js';
 import type { S3WriteSettings } from '../s3/s3-object-writer.js';
 import type { Logger } from 'pino';
-import type { GcsWriteSettings } from './object-writer.js';
+import type { GcsWriteSettings } from '../gcs/object-publish.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { unwritableDirectory } from '../writable-directory.js';
 import { FileTargetUnwritableError } from './file-errors.js';
