@@ -189,3 +189,12 @@ export function failedSummary(
     error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
   };
 }
+
+/**
+ * A window (or an incremental job) refused before any request: it counts as failed and says why.
+ * The failed run's skeleton with nothing read, no time spent and nothing counted.
+ */
+export function skippedWindowSummary(job: LoadedJob, runId: string, error: TilehouseError): JobRunSummary {
+  const nothingCounted: SessionCounters = { runId, retries: 0, throttled: 0, tokenFetches: 0, reauthentications: 0, restarts: 0, bytes: 0, targets: [] };
+  return { ...failedSummary(job, Date.now(), undefined, nothingCounted, error), durationMs: 0 };
+}

@@ -9,7 +9,7 @@ import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../value-types/column-types.js';
 import { toColumns } from '../transform/columns.js';
 import type { DateWindow } from './windows/date-windows.js';
-import type { WindowClock } from './windows/run-windows.js';
+import type { WindowClock } from './windows/window-session.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { guardVerdictOf } from './publish-guard-check.js';

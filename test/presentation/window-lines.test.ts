@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LoadedJob } from '../../src/config/load-config.js';
-import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
+import { skippedWindowSummary, type JobRunSummary } from '../../src/pipeline/job-summary.js';
 import type { CatchUpReport } from '../../src/pipeline/windows/catch-up.js';
-import { skippedWindowSummary, type BackfillSummary } from '../../src/pipeline/windows/run-windows.js';
+import type { BackfillSummary } from '../../src/pipeline/windows/run-windows.js';
 import { catchUpLines, LOCAL_CLOCK_NOTE, OPEN_WINDOW_NOTE, rerunCommands, windowLines } from '../../src/presentation/window-lines.js';
 import { WindowStateUnreadableError } from '../../src/sinks/registry.js';
 

@@ -1,9 +1,7 @@
-import type { Dispatcher } from 'undici';
 import { ConfigError } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { LoadedJob } from '../../config/load-config.js';
 import type { ClientCredentials } from '../../config/secrets.js';
-import { TilehouseError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Sink } from '../../sinks/sink.js';
 import { calendarDateIn, parseDate, parseTimestamp } from '../../transform/index.js';
@@ -11,23 +9,16 @@ import type { DateWindow } from './date-windows.js';
 import { findItemIndex, windowItemProblems } from '../../config/window-rules.js';
 import { queryForWindow } from '../../source/export-endpoint/index.js';
 import { newRunId, windowRunId } from '../run-id.js';
-import { RunToken } from '../../source/session-token.js';
 import { runJob } from '../run-job.js';
 import { mapWithConcurrency } from '../../map-with-concurrency.js';
 import type { ReadStats } from '../read-into-sinks.js';
-import { createSourceDispatcher, measureServerClockOffset, type RetrySettings } from '../source-session.js';
+import type { RetrySettings } from '../source-session.js';
 import { sweepSinks } from '../sweep-sinks.js';
 import { preflightOnce } from '../preflight-sinks.js';
-import type { JobRunSummary } from '../job-summary.js';
+import { skippedWindowSummary, type JobRunSummary } from '../job-summary.js';
 import { ATTR, SPANS, telemetry } from '../../telemetry/telemetry.js';
-import { countNoun } from '../../count-noun.js';
-
-export class BackfillBucketMissingError extends TilehouseError {
-  readonly code = 'backfill_bucket_missing';
-  constructor(jobName: string, bucketColumn: string, headers: readonly string[]) {
-    super(`job ${jobName}: backfill.bucketColumn ${JSON.stringify(bucketColumn)} is not among the headers ${JSON.stringify(headers)}`);
-  }
-}
+import { BackfillBucketMissingError, BackfillWindowEmptyError, BackfillWindowFutureError } from './window-errors.js';
+import { openWindowSession, type WindowClock, type WindowSession } from './window-session.js';
 
 export interface BackfillOptions {
   environment: EnvironmentConfig;
@@ -68,23 +59,6 @@ export interface WindowResult {
   warnings: string[];
 }
 
-export class BackfillWindowFutureError extends TilehouseError {
-  readonly code = 'backfill_window_future';
-  constructor(jobName: string, window: DateWindow, today: string) {
-    super(`job ${jobName}: window ${window.from}..${window.to} starts after today (${today} on the source's clock); it has no rows yet`);
-  }
-}
-
-export class BackfillWindowEmptyError extends TilehouseError {
-  readonly code = 'backfill_window_empty';
-  constructor(jobName: string, window: DateWindow, dropped: number, bucketColumn: string, published: boolean) {
-    super(
-      `job ${jobName}: window ${window.from}..${window.to}: all ${countNoun(dropped, 'row')} read had a ${bucketColumn} outside the window; ` +
-        `${published ? 'an empty window was published' : 'nothing published'} (is the source clock or the job timezone off?)`,
-    );
-  }
-}
-
 /** What an empty open window is: expected (its day is not over), exported again once it has ended. */
 export function openEmptyWindowLine(jobName: string, window: DateWindow): string {
   return `job ${jobName}: window ${window.from}..${window.to} is still open (today on the source's clock) and has no rows yet; it is exported again once it has ended`;
@@ -116,64 +90,6 @@ export function backfillItemIndex(job: LoadedJob): number {
   if (problem !== undefined)
     throw ConfigError.single({ file: job.file, field: `backfill.${problem.key}`, value: JSON.stringify(problem.value), message: problem.message });
   return findItemIndex(job.query, job.backfill.item);
-}
-
-/**
- * Whose clock placed the windows: the source's, with the offset measured from its token answer's
- * `Date` (null: given by the caller, not measured), or this machine's (`source.clock: local`).
- */
-export type WindowClock = { basis: 'source'; offsetSeconds: number | null } | { basis: 'local' };
-
-/** The source connection every window of a run shares: one dispatcher, one token, the source's clock. */
-export interface WindowSession {
-  dispatcher: Dispatcher;
-  runToken: RunToken;
-  /** The source's clock, which the rw windows are relative to. */
-  now: () => Date;
-  clock: WindowClock;
-  close(): Promise<void>;
-}
-
-/**
- * The token answer carried no `Date` that parses, so the source's today is unknown: every `rw`
- * window counts days back from it, and a guess would publish days the source has not reached, or
- * empty files for days it holds, which the next run would then count as done.
- */
-export class SourceClockUnknownError extends TilehouseError {
-  readonly code = 'source_clock_unknown';
-  constructor(jobName: string, tokenUrl: string, unparsed: string | undefined, configFile: string | undefined) {
-    super(
-      `job ${jobName}: the token answer of ${tokenUrl} has ${unparsed === undefined ? 'no Date header' : `a Date header that does not parse (${JSON.stringify(unparsed)})`}, ` +
-        "so the source's clock is unknown and its day windows cannot be placed; nothing was exported. " +
-        `Fix: have the token endpoint send its Date, or set source.clock: local in ${configFile ?? 'the environment config'} to place windows on this machine's clock (only if it keeps the source's time)`,
-    );
-  }
-}
-
-/**
- * Opens the connection the windows share and reads the source's clock through it (the token
- * fetched for the clock is the one the windows then use). A caller that must know the source's
- * today before it picks the windows (catch-up) opens it first and passes it to runBackfill.
- */
-export async function openWindowSession(
-  job: LoadedJob,
-  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'now' | 'configFile'> & {
-    /** A token the caller already shares across its jobs (`plan`): its response's `Date` gives the clock. */
-    runToken?: RunToken;
-  },
-): Promise<WindowSession> {
-  const dispatcher = createSourceDispatcher();
-  const runToken = options.runToken ?? new RunToken();
-  try {
-    const { now, clock } =
-      options.now === undefined
-        ? await sourceClock(job, { ...options, dispatcher, runToken })
-        : { now: options.now, clock: { basis: 'source' as const, offsetSeconds: null } };
-    return { dispatcher, runToken, now, clock, close: () => dispatcher.close() };
-  } catch (error) {
-    await dispatcher.close();
-    throw error;
-  }
 }
 
 /**
@@ -314,58 +230,4 @@ async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, se
     warnings.push(new BackfillWindowEmptyError(job.name, window, summary.rowsDropped, bucketColumn, true).message);
   }
   return { window, open, summary, warnings };
-}
-
-/** A window (or an incremental job) refused before any request: it counts as failed and says why. */
-export function skippedWindowSummary(job: LoadedJob, runId: string, error: TilehouseError): JobRunSummary {
-  return {
-    job: job.name,
-    tile: job.tile,
-    runId,
-    status: 'failed',
-    rows: 0,
-    rowsDropped: 0,
-    pages: 0,
-    bytes: 0,
-    durationMs: 0,
-    columns: [],
-    outputs: [],
-    targets: [],
-    bigqueryJobIds: [],
-    warnings: [],
-    nulledValues: 0,
-    retries: 0,
-    throttled: 0,
-    tokenFetches: 0,
-    reauthentications: 0,
-    restarts: 0,
-    error: { code: error.code, message: error.message },
-  };
-}
-
-/**
- * The source's clock: the only window operator the API shows, `rw`, counts days back from the
- * server's "now", so windows computed from our clock drift by the difference (a whole day near
- * midnight, or everything when a clock is far off). Read once per backfill, logged. Without a
- * `Date` to read it from, windowed work stops (source_clock_unknown) unless the environment says
- * `source.clock: local`; an offset is logged only when one was measured.
- */
-async function sourceClock(
-  job: LoadedJob,
-  options: Pick<BackfillOptions, 'environment' | 'credentials' | 'logger' | 'retry' | 'signal' | 'configFile'> & { dispatcher: Dispatcher; runToken: RunToken },
-): Promise<{ now: () => Date; clock: WindowClock }> {
-  if (options.environment.source.clock === 'local') {
-    options.logger.warn({ clock: 'local' }, "windows follow this machine's clock (source.clock: local); the source's clock was not read");
-    return { now: () => new Date(), clock: { basis: 'local' } };
-  }
-  const reading = await measureServerClockOffset(job, options);
-  if (reading.offsetMs === undefined) throw new SourceClockUnknownError(job.name, reading.tokenUrl, reading.unparsed, options.configFile);
-  const offsetMs = reading.offsetMs;
-  const seconds = Math.round(offsetMs / 1000);
-  const size = Math.abs(seconds) >= 86_400 ? `${(Math.abs(seconds) / 86_400).toFixed(1)} days` : `${Math.abs(seconds)} s`;
-  options.logger[Math.abs(seconds) > 60 ? 'warn' : 'info'](
-    { clock: 'source', offsetSeconds: seconds },
-    `source clock is ${size} ${seconds < 0 ? 'behind' : 'ahead of'} ours; windows follow the source's clock`,
-  );
-  return { now: () => new Date(Date.now() + offsetMs), clock: { basis: 'source', offsetSeconds: seconds } };
 }

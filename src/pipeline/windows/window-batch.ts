@@ -8,7 +8,8 @@ import type { Sink } from '../../sinks/sink.js';
 import type { JobRunSummary } from '../job-summary.js';
 import type { RetrySettings } from '../source-session.js';
 import type { DateWindow } from './date-windows.js';
-import { runBackfill, type BackfillSummary, type WindowSession } from './run-windows.js';
+import { runBackfill, type BackfillSummary } from './run-windows.js';
+import type { WindowSession } from './window-session.js';
 
 /** What a run of day windows needs of its workspace and process. */
 export interface WindowRunContext {
