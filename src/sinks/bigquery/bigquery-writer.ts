@@ -1,27 +1,21 @@
-import type { BigQuery, JobMetadata } from '@google-cloud/bigquery';
+import type { BigQuery } from '@google-cloud/bigquery';
 import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
-import {
-  BigQueryJobTimeoutError,
-  BigQueryPartiallyPublishedError,
-  BigQueryPublishOutcomeUnknownError,
-  BigQueryPartitionValueError,
-  BigQuerySinkStateError,
-} from './bigquery-errors.js';
+import { BigQueryJobTimeoutError, BigQueryPublishOutcomeUnknownError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
 import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
 import { readyTarget } from './ready-target.js';
-import { cancelJob, runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
-import { schemaActionLabel, standardType } from './schema-contract.js';
+import { cancelJob, type JobOutcome, type JobPolling } from './run-job.js';
+import { schemaActionLabel } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
 import { settleStagingKeys } from './check-staging-keys.js';
-import { mergeStatement, quoteIdentifier } from './merge-statement.js';
-import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, rangePredicate, stagingRangeQuery, type PartitionRange } from './partition-range.js';
-import { RUN_ID_COLUMN } from './lineage.js';
+import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, stagingRangeQuery, type PartitionRange } from './partition-range.js';
+import { publishJobs } from './publish-strategies.js';
+import { reconcilePublishedRows, rowCountWarnings } from './row-count-check.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
@@ -57,9 +51,6 @@ interface Prepared extends TargetInspection {
   /** Rows that fall in partitions the target's expiration has already passed (see expiredRowsOf). */
   expiredRows: number | undefined;
 }
-
-/** How publish made the run visible, for the summary. */
-type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies' | 'merge query';
 
 type WriterState = 'open' | 'preparing' | 'prepared' | 'publishing' | 'published' | 'failed' | 'aborted';
 
@@ -366,53 +357,32 @@ export class BigQueryWriter implements SinkWriter {
 
   private async copy(prepared: Prepared): Promise<SinkResult> {
     const { plan, staging } = this;
-    const { client, context } = this.dependencies;
+    const { client, context, polling } = this.dependencies;
     // Not the stop signal, the cleanup's deadline: see the class comment.
     const retry: RetryContext = { ...this.dependencies.retry, ...(this.deadline ? { signal: this.deadline } : {}) };
 
     await readyTarget(client, plan, prepared.decision, prepared.existing, prepared.reconciliation, { jobName: context.jobName, retry });
     context.logger.info({ target: this.target, staging: staging.tableId, writeMode: plan.writeMode }, 'publishing the BigQuery staging table');
-    const published = await this.publishJobs(prepared, retry);
+    const published = await publishJobs({
+      client,
+      plan,
+      staging,
+      target: this.target,
+      context,
+      polling,
+      prepared,
+      partitions: [...this.partitions.keys()],
+      retry,
+      sentJobIds: this.publishJobIds,
+    });
     // Published whatever this says; a staging table left is named in the result's details.
     const stagingGone = await deleteStagingTable(client, staging, retry);
 
-    const copiedRows = published.jobs.map((job) => Number(job.metadata.statistics?.copy?.copiedRows ?? Number.NaN));
-    const reportedCopies = copiedRows.length > 0 && copiedRows.every(Number.isFinite) ? copiedRows.reduce((sum, rows) => sum + rows, 0) : undefined;
+    const count = { client, plan, context, target: this.target, retry };
+    const counted = await reconcilePublishedRows(count, published, prepared, this.rows);
+    const { rows, expiredRows, atTarget, reported, adopted, keptEarlier, merged } = counted;
     const last = published.jobs.at(-1);
-    const merged = published.by === 'merge query' ? dmlCounts(last?.metadata) : {};
-    // A MERGE writes the rows it inserted and updated (fewer than were sent when latestBy chose).
-    const reportedMerge = merged.insertedRows !== undefined && merged.updatedRows !== undefined ? merged.insertedRows + merged.updatedRows : undefined;
-    const adopted = published.jobs.some((job) => job.adopted);
-    // What BigQuery says the publish wrote is the truth: the copies' copiedRows, the MERGE's
-    // dmlStats. Without them (a truncating query reports no row count; the emulator reports
-    // nothing) this run's load counts only if this run's jobs published it; an adopted job (the
-    // same run id published before, perhaps other data) is counted at the target instead.
-    const reported = reportedCopies ?? reportedMerge;
-    const atTarget = reported === undefined && adopted ? await this.countPublished(published.by, prepared.range, retry) : undefined;
-    const written = reported ?? atTarget ?? prepared.bigqueryRows ?? this.rows;
-    // BigQuery drops rows of expired partitions at once: the target holds the others. (A count read
-    // at the target already lacks them.)
-    const expiredRows = atTarget === undefined ? (prepared.expiredRows ?? 0) : 0;
-    const rows = Math.max(0, written - expiredRows);
-    const keptEarlier = adopted && written !== this.rows;
-    if (keptEarlier) {
-      context.logger.warn(
-        { target: this.target, jobId: last?.jobId, publishedRows: rows, sentRows: this.rows },
-        'this run id was already published with other rows; the earlier publish is kept and this run published nothing',
-      );
-    }
-    const warnings = [
-      ...(keptEarlier
-        ? [
-            `${this.target}: run id ${context.runId} was already published there by job ${last?.jobId ?? '?'} with ${rows} rows; ` +
-              `this run's ${this.rows} rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`,
-          ]
-        : []),
-      ...(expiredRows > 0 ? [expiredWarning(this.target, expiredRows, written, prepared.partitioning?.expirationMs)] : []),
-    ];
-    if (expiredRows > 0) {
-      context.logger.warn({ target: this.target, expiredRows, rows }, 'rows of expired partitions were published; BigQuery drops them at once');
-    }
+    const warnings = rowCountWarnings(count, counted, this.rows, last?.jobId, prepared.partitioning?.expirationMs);
     return {
       sink: 'bigquery',
       target: this.target,
@@ -443,156 +413,6 @@ export class BigQueryWriter implements SinkWriter {
         ...merged,
       },
     };
-  }
-
-  /**
-   * The jobs that make the run visible, by write mode:
-   *
-   * - `partitionBy` + `replace`: one copy per partition the rows fall in, `staging$p` onto
-   *   `table$p` with WRITE_TRUNCATE. Each copy is atomic and replaces exactly its partition; the
-   *   set is not (BigQuery has no multi-destination copy): a failure after the first copy is
-   *   `bigquery_partially_published`, naming the partitions on each side. A run without rows
-   *   replaces no partition.
-   * - `replace` of an existing table: a query job `SELECT … FROM staging` onto the table with
-   *   WRITE_TRUNCATE_DATA, which replaces the rows in one atomic step but keeps the table's schema
-   *   (column descriptions, policy tags), row access policies, labels and options. A copy job would
-   *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
-   *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
-   * - `merge`: one MERGE statement from the staging table into the table by `primaryKey` (see
-   *   mergeStatement), onto a new table too (readyTarget created it): one path for both. The statement is atomic; it is billed for the bytes it reads of
-   *   the staging table and the target (partitioning or clustering by the key prunes the latter).
-   * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
-   *   WRITE_APPEND in `append` mode.
-   */
-  private async publishJobs(prepared: Prepared, retry: RetryContext): Promise<{ by: PublishedBy; jobs: JobOutcome[] }> {
-    const { plan, staging } = this;
-    const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
-
-    if (plan.merge) {
-      const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge, prepared.range);
-      // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
-      // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
-      const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', { query: { query: statement, useLegacySql: false } });
-      return { by: 'merge query', jobs: [job] };
-    }
-
-    if (plan.layout.partition && plan.writeMode === 'replace') {
-      const ids = [...this.partitions.keys()].sort();
-      const jobs: JobOutcome[] = [];
-      for (const id of ids) {
-        try {
-          jobs.push(
-            await this.runPublishJob(prepared, retry, `publish_${id}`, tableName({ ...plan, tableId: `${plan.tableId}$${id}` }), 'copy', {
-              copy: {
-                sourceTable: reference(`${staging.tableId}$${id}`),
-                destinationTable: reference(`${plan.tableId}$${id}`),
-                createDisposition: 'CREATE_NEVER',
-                writeDisposition: 'WRITE_TRUNCATE',
-              },
-            }),
-          );
-        } catch (error) {
-          if (jobs.length === 0) throw error;
-          throw new BigQueryPartiallyPublishedError(this.dependencies.context.jobName, this.target, ids.slice(0, jobs.length), ids.slice(jobs.length), error);
-        }
-      }
-      return { by: 'partition copies', jobs };
-    }
-
-    if (plan.writeMode === 'replace' && prepared.decision.action !== 'created') {
-      const query = truncateDataQuery(plan, prepared, tableName({ ...plan, tableId: staging.tableId }));
-      const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'query', {
-        query: {
-          query,
-          useLegacySql: false,
-          destinationTable: reference(plan.tableId),
-          createDisposition: 'CREATE_NEVER',
-          writeDisposition: 'WRITE_TRUNCATE_DATA',
-        },
-      });
-      return { by: 'truncate-data query', jobs: [job] };
-    }
-
-    const job = await this.runPublishJob(prepared, retry, 'publish', this.target, 'copy', {
-      copy: {
-        sourceTable: reference(staging.tableId),
-        destinationTable: reference(plan.destinationTableId),
-        // readyTarget created a missing target; the copy never creates one.
-        createDisposition: 'CREATE_NEVER',
-        writeDisposition: plan.writeMode === 'append' ? 'WRITE_APPEND' : 'WRITE_TRUNCATE',
-      },
-    });
-    return { by: 'copy', jobs: [job] };
-  }
-
-  private async runPublishJob(
-    prepared: Prepared,
-    retry: RetryContext,
-    stage: JobRequest['stage'],
-    target: string,
-    kind: 'copy' | 'query',
-    configuration: Record<string, unknown>,
-  ): Promise<JobOutcome> {
-    const { plan } = this;
-    const { client, context, polling } = this.dependencies;
-    const outcome = await runJob({
-      client,
-      projectId: plan.projectId,
-      stage,
-      kind,
-
-      identity: plan.identity,
-      location: prepared.location,
-      insert: async (jobId) => {
-        // Recorded before it is sent: an insert whose answer the stop deadline cut may have run.
-        if (!this.publishJobIds.includes(jobId)) this.publishJobIds.push(jobId);
-        const [job] = await client.createJob({
-          jobId,
-          ...(prepared.location ? { location: prepared.location } : {}),
-          configuration: { ...configuration, labels: plan.labels },
-        });
-        return job.metadata as JobMetadata;
-      },
-      jobName: context.jobName,
-      target,
-      retry,
-      polling,
-    });
-    if (outcome.adopted) {
-      context.logger.info({ jobId: outcome.jobId, target }, 'this run id was already published by that job; not publishing again');
-    }
-    return outcome;
-  }
-
-  /**
-   * What an adopted publish left in the target, counted there: the rows carrying the run id
-   * (append and merge write `_run_id`), or the whole table a truncating publish replaced. One
-   * COUNT query (on a whole table answered from metadata, free). Undefined for a partition
-   * publish, whose copy jobs report copiedRows anyway, or when the count cannot be read.
-   */
-  private async countPublished(by: PublishedBy, range: PartitionRange | undefined, retry: RetryContext): Promise<number | undefined> {
-    const { plan } = this;
-    const { client, context } = this.dependencies;
-    const table = quoteIdentifier(tableName(plan));
-    const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';
-    if (!byRunId && by !== 'copy' && by !== 'truncate-data query') return undefined;
-    if (plan.writeMode === 'partition') return undefined;
-    // The run's rows all lie in its partition range (and after a truncating publish the whole
-    // table does): the range changes no count, and a require-partition-filter table needs it.
-    const conditions = [...(byRunId ? [`${quoteIdentifier(RUN_ID_COLUMN.name)} = @runId`] : []), ...(range ? [rangePredicate(range)] : [])];
-    const query = `SELECT COUNT(*) AS n FROM ${table}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''}`;
-    try {
-      const [rows] = await withRetry(
-        'count published rows',
-        () => client.query({ query, ...(byRunId ? { params: { runId: context.runId } } : {}), ...(plan.location ? { location: plan.location } : {}) }),
-        retry,
-      );
-      const count = Number((rows as Array<{ n?: unknown }>)[0]?.n);
-      return Number.isFinite(count) ? count : undefined;
-    } catch (error) {
-      context.logger.warn({ target: this.target, error: messageOf(error) }, 'could not count the rows an earlier publish of this run id left in the target');
-      return undefined;
-    }
   }
 
   /**
@@ -633,43 +453,4 @@ const MS_PER_DAY = 86_400_000;
 /** A range no row lies in, for a run without rows: still a filter BigQuery takes. */
 function emptyRange(column: string, columnType: 'DATE' | 'TIMESTAMP'): PartitionRange {
   return { column, columnType, from: '1970-01-01', until: '1970-01-01' };
-}
-
-/** The `warning:` line of a publish whose rows fall in part in partitions BigQuery has already expired. */
-function expiredWarning(target: string, expiredRows: number, written: number, expirationMs: number | undefined): string {
-  const days = expirationMs === undefined ? '?' : String(expirationMs / MS_PER_DAY);
-  return (
-    `${target}: ${expiredRows} of the ${written} rows published fall in partitions older than the table's partition expiration ` +
-    `(timePartitioning.expirationMs = ${expirationMs ?? '?'}, ${days} days); BigQuery drops them at once, so the table holds ${written - expiredRows}`
-  );
-}
-
-/** What a MERGE did, as BigQuery reports it (`dmlStats`; the emulator reports nothing). */
-function dmlCounts(job: JobMetadata | undefined): { insertedRows?: number; updatedRows?: number } {
-  const stats = (job?.statistics?.query as { dmlStats?: { insertedRowCount?: string; updatedRowCount?: string } } | undefined)?.dmlStats;
-  const counts: { insertedRows?: number; updatedRows?: number } = {};
-  for (const [name, value] of [
-    ['insertedRows', stats?.insertedRowCount],
-    ['updatedRows', stats?.updatedRowCount],
-  ] as const) {
-    if (value !== undefined && Number.isFinite(Number(value))) counts[name] = Number(value);
-  }
-  return counts;
-}
-
-/**
- * The query that replaces the table's rows with the staging table's: the table's own columns in
- * its own order (WRITE_TRUNCATE_DATA keeps its schema), each from the run's column of that name;
- * a column the run does not write (a lineage column left from append mode) becomes NULL.
- */
-function truncateDataQuery(plan: BigQueryPlan, prepared: Prepared, staging: string): string {
-  const runFields = new Map(plan.fields.map((field) => [field.name.toLowerCase(), field]));
-  const tableFields = [...(prepared.existing ?? []).map((field) => ({ name: field.name ?? '', type: standardType(field.type ?? 'STRING') }))];
-  if (prepared.decision.action === 'added') tableFields.push(...prepared.decision.columns);
-  const quote = quoteIdentifier;
-  const columns = tableFields.map((field) => {
-    const run = runFields.get(field.name.toLowerCase());
-    return run ? `${quote(run.name)} AS ${quote(field.name)}` : `CAST(NULL AS ${field.type}) AS ${quote(field.name)}`;
-  });
-  return `SELECT ${columns.join(', ')} FROM ${quote(staging)}`;
 }
