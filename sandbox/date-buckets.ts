@@ -6,7 +6,6 @@ import { QueryError } from './query-error.js';
  * extensions so that a tile can group by month.
  */
 export const DATE_FUNCTIONS = ['date', 'week', 'month', 'year'] as const;
-export type DateFunction = (typeof DATE_FUNCTIONS)[number];
 
 const DAY_MS = 86_400_000;
 

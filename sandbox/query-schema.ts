@@ -44,7 +44,6 @@ export const exportQuerySchema = z.looseObject({
 
 export type SandboxQuery = z.infer<typeof exportQuerySchema>;
 export type SandboxQueryItem = SandboxQuery['items'][number];
-export type SandboxFilter = SandboxQueryItem['filters'][number];
 
 /** Validates a request body; the error message lists every problem with its path (`items[2].dataType: ...`). */
 export function parseExportQuery(body: unknown): SandboxQuery {

@@ -1,4 +1,4 @@
-import { parseRecording, type RecordedPage, type Recording, type ValueShape } from '../src/source/recording.js';
+import { type RecordedPage, type Recording, type ValueShape } from '../src/source/recording.js';
 import type { HttpAnswer } from './http-answer.js';
 import { toObjectRow, type WireCell } from './wire-format.js';
 
@@ -25,10 +25,6 @@ export interface Replay {
   tile: string;
   /** The export answer to a valid, authenticated request body. */
   answer(body: unknown): HttpAnswer;
-}
-
-export function loadReplay(text: string, file: string): Replay {
-  return createReplay(parseRecording(text, file));
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -29,12 +29,6 @@ kind: Kustomization
 resources: []
 `;
 
-export interface ScaffoldFile {
-  /** File name inside the base directory. */
-  name: string;
-  text: string;
-}
-
 /** The kustomization of a new base: the files `tilehouse k8s` writes, and the image to deploy. */
 export function scaffoldKustomization(cronJobsFile: string, command: string): string {
   const kustomization = {

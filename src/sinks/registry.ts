@@ -10,9 +10,9 @@ import type { RunRecorder, SinkFactoryOptions, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 import type { SinkWorkspaceChecker } from './workspace-checks.js';
 
-export type { RecordedTile, RunRecorder, SinkKind } from './sink-kind.js';
-export type { SinkWorkspaceChecker, WorkspaceProblem, WorkspaceTarget } from './workspace-checks.js';
-export { WindowStateUnreadableError, type HeldWindow, type WindowHoldings, type WindowStateReader } from './window-state.js';
+export type { RunRecorder, SinkKind } from './sink-kind.js';
+export type { SinkWorkspaceChecker, WorkspaceProblem } from './workspace-checks.js';
+export { WindowStateUnreadableError, type WindowStateReader } from './window-state.js';
 
 /**
  * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the

@@ -51,7 +51,7 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
 };
 
 /** The footer's key holding the tile's headers, in column order (a JSON array of strings). */
-export const HEADERS_KEY = 'tilehouse.headers';
+const HEADERS_KEY = 'tilehouse.headers';
 
 /** Parquet's smallest file: "PAR1", a footer length and "PAR1". */
 const MIN_FILE_BYTES = 12;
