@@ -9,7 +9,7 @@ import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support
 import { readTable, stagingTables, type ReadCell } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace, type BigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryAbove } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 // The publish guard of a BigQuery sink over the emulator (copy jobs through the test proxy):
@@ -20,11 +20,6 @@ const INCIDENTS = 200;
 const TABLE = 'incidents';
 
 /** The detail query keeping incidents numbered above `above` (INCIDENTS - above rows), numbers as INT64. */
-function queryAbove(above: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item));
-  return { ...detailQuery, items };
-}
-
 describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
   let sandbox: Sandbox;
   let proxy: EmulatorWithCopyJobs;
@@ -49,7 +44,7 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
   });
 
   function jobAbove(above: number, sinks: Array<Record<string, unknown>>, severities?: string[]) {
-    const query = queryAbove(above);
+    const query = detailQueryAbove(above);
     if (severities !== undefined)
       query.items = query.items.map((item) => (item.header === 'Severity' ? { ...item, filters: [{ operator: 'in', values: severities }] } : item));
     return { name: TABLE, tile: SANDBOX_TILE, query, columns: { Number: { type: 'INT64' } }, sinks };

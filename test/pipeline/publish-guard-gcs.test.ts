@@ -5,18 +5,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryAbove } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
 // The publish guard of gs:// file targets on fake-gcs-server: what an object holds is read from
 // its manifest object, else from the object itself (CSV records, gunzipped; Parquet's footer by
 // two ranged reads); a refusal leaves the object byte-identical and no temp object behind.
 const INCIDENTS = 200;
-
-function queryAbove(above: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item));
-  return { ...detailQuery, items };
-}
 
 let sandbox: Sandbox;
 let root: string;
@@ -50,7 +45,7 @@ describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
       const run = async (above: number, flags: string[] = []) => {
         await writeFile(
           path.join(workspace.jobsDir, 'incidents.yaml'),
-          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }),
+          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: detailQueryAbove(above), sinks: [sink(bucket)] }),
         );
         const summaryFile = path.join(dir, 'summary.json');
         const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {

@@ -4,7 +4,7 @@ import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryAbove } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf } from '../support/s3-server.js';
 import { makeTempDir } from '../support/temp-dir.js';
 
@@ -12,11 +12,6 @@ import { makeTempDir } from '../support/temp-dir.js';
 // read from its manifest object, else from the object itself (CSV records; Parquet's footer); a
 // refusal leaves every key byte-identical and no temp key or multipart upload behind.
 const INCIDENTS = 200;
-
-function queryAbove(above: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item));
-  return { ...detailQuery, items };
-}
 
 let sandbox: Sandbox;
 let root: string;
@@ -47,7 +42,7 @@ describeWithS3('the publish guard of s3:// objects', (s3) => {
       const run = async (above: number, flags: string[] = []) => {
         await writeFile(
           path.join(workspace.jobsDir, 'incidents.yaml'),
-          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(above), sinks: [sink(bucket)] }),
+          stringify({ name: 'incidents', tile: SANDBOX_TILE, query: detailQueryAbove(above), sinks: [sink(bucket)] }),
         );
         const summaryFile = path.join(dir, 'summary.json');
         const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {

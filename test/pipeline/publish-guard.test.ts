@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { detailQuery } from '../support/queries.js';
+import { detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 // The publish guard over local files, through the CLI as a user meets it: a normal run, then the
@@ -15,11 +15,6 @@ const INCIDENTS = 200;
 const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });
 
 /** The detail query keeping incidents numbered above `above` (INCIDENTS - above rows). */
-function queryAbove(above: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item));
-  return { ...detailQuery, items };
-}
-
 const KINDS = [
   { kind: 'csv', file: 'incidents.csv', extra: {} },
   { kind: 'csv', file: 'incidents.csv', extra: { manifest: true } },
@@ -42,7 +37,7 @@ describe.each(KINDS)('the publish guard of a local $kind file $extra', ({ kind, 
     return {
       name: 'incidents',
       tile: SANDBOX_TILE,
-      query: queryAbove(above),
+      query: detailQueryAbove(above),
       sinks: [{ type: kind, path: path.join(dir, 'out', file), ...extra, ...(guard === undefined ? {} : { guard }) }],
     };
   }
@@ -139,7 +134,7 @@ describe('the publish guard of a local CSV file emptied by hand to its header', 
   it('holds 0 rows: an empty run over it passes', async () => {
     const dir = path.join(fixture.root, 'header-only');
     const workspace = await writeWorkspace(dir, fixture.sandbox, [
-      { name: 'incidents', tile: SANDBOX_TILE, query: queryAbove(INCIDENTS), sinks: [{ type: 'csv', path: 'incidents.csv' }] },
+      { name: 'incidents', tile: SANDBOX_TILE, query: detailQueryAbove(INCIDENTS), sinks: [{ type: 'csv', path: 'incidents.csv' }] },
     ]);
     await mkdir(workspace.outDir, { recursive: true });
     await writeFile(path.join(workspace.outDir, 'incidents.csv'), 'Number,Created,Description,Severity\r\n');

@@ -16,7 +16,12 @@ export const detailQuery = {
  * different rows, so an output mixing them shows (the concurrent-run tests).
  */
 export function detailQueryOfRun(run: number) {
-  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(10 * run)] }] } : item));
+  return detailQueryAbove(10 * run);
+}
+
+/** The detail query restricted to incidents numbered above `above`: the same tile answering fewer rows (the publish-guard tests). */
+export function detailQueryAbove(above: number) {
+  const items = detailQuery.items.map((item, index) => (index === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item));
   return { ...detailQuery, items };
 }
 
