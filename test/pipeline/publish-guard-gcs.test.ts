@@ -1,28 +1,19 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';
 import { detailQueryAbove } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 
 // The publish guard of gs:// file targets on fake-gcs-server: what an object holds is read from
 // its manifest object, else from the object itself (CSV records, gunzipped; Parquet's footer by
 // two ranged reads); a refusal leaves the object byte-identical and no temp object behind.
 const INCIDENTS = 200;
 
-let sandbox: Sandbox;
-let root: string;
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: INCIDENTS });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });
 
 describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
   const CASES = [
@@ -39,8 +30,8 @@ describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
   for (const { name, sink, readFrom } of CASES) {
     it(`${name}: refuses no rows and a tenth, the object byte-identical and no temp object left; --allow-shrink publishes; a modest shrink passes`, async () => {
       const bucket = await gcs.newBucket(`guard-${name.replaceAll('_', '-')}`);
-      const dir = path.join(root, name);
-      const workspace = await writeWorkspace(dir, sandbox, [], { itemsPerPage: 50 });
+      const dir = path.join(fixture.root, name);
+      const workspace = await writeWorkspace(dir, fixture.sandbox, [], { itemsPerPage: 50 });
       const storageClient = await fakeGcsClient(gcs.origin);
       const run = async (above: number, flags: string[] = []) => {
         await writeFile(
@@ -49,7 +40,7 @@ describeWithFakeGcs('the publish guard of gs:// objects', (gcs) => {
         );
         const summaryFile = path.join(dir, 'summary.json');
         const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
-          env: sandboxEnv(sandbox),
+          env: sandboxEnv(fixture.sandbox),
           seams: { sinkOptions: { storageClient } },
         });
         const tile = (

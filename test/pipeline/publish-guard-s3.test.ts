@@ -1,28 +1,19 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQueryAbove } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf } from '../support/s3-server.js';
-import { makeTempDir } from '../support/temp-dir.js';
 
 // The publish guard of s3:// file targets (moto behind the test proxy): what an object holds is
 // read from its manifest object, else from the object itself (CSV records; Parquet's footer); a
 // refusal leaves every key byte-identical and no temp key or multipart upload behind.
 const INCIDENTS = 200;
 
-let sandbox: Sandbox;
-let root: string;
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: INCIDENTS });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });
 
 describeWithS3('the publish guard of s3:// objects', (s3) => {
   const CASES = [
@@ -34,8 +25,8 @@ describeWithS3('the publish guard of s3:// objects', (s3) => {
   for (const { name, sink, readFrom } of CASES) {
     it(`${name}: refuses no rows and a tenth, every key byte-identical and nothing left behind; --allow-shrink publishes; a modest shrink passes`, async () => {
       const bucket = await s3.newBucket(`guard-${name.replaceAll('_', '-')}`);
-      const dir = path.join(root, name);
-      const workspace = await writeWorkspace(dir, sandbox, [], { itemsPerPage: 50 });
+      const dir = path.join(fixture.root, name);
+      const workspace = await writeWorkspace(dir, fixture.sandbox, [], { itemsPerPage: 50 });
       const config = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: Record<string, unknown> };
       config.sinks.s3 = { endpoint: s3.endpoint, region: 'eu-west-1' };
       await writeFile(workspace.configFile, stringify(config));
@@ -46,7 +37,7 @@ describeWithS3('the publish guard of s3:// objects', (s3) => {
         );
         const summaryFile = path.join(dir, 'summary.json');
         const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
-          env: sandboxEnv(sandbox),
+          env: sandboxEnv(fixture.sandbox),
         });
         const tile = (
           JSON.parse(await readFile(summaryFile, 'utf8')) as {
