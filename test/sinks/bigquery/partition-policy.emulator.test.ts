@@ -285,6 +285,24 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(policy.refusals.filter((refusal) => refusal.table === name('hand_moved'))).toEqual([]);
   });
 
+  it('a TIMESTAMP partition column (updated-at) with the policy: the key moved to a later day is held once', async () => {
+    const stamped: Column[] = [column('number', 'INT64'), column('updated_at', 'TIMESTAMP')];
+    const sink = harness.sink({
+      table: 'moved_updated',
+      writeMode: 'merge',
+      primaryKey: ['number'],
+      partitionBy: { column: 'updated_at', granularity: 'day' },
+      requirePartitionFilter: true,
+    });
+    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-1' }), [[[1n, Date.UTC(2024, 2, 1, 10)]]]);
+    const refusedBefore = policy.refusals.length;
+    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-2' }), [[[1n, Date.UTC(2024, 2, 7, 9)]]]);
+    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(lastMerge()).toContain("(T.`updated_at` IS NULL OR T.`updated_at` >= TIMESTAMP '0001-01-01 00:00:00+00')");
+    const [rows] = await direct.query(`SELECT number, FORMAT_TIMESTAMP('%FT%TZ', updated_at) AS stamp FROM \`${name('moved_updated')}\``);
+    expect(rows).toEqual([{ number: 1, stamp: '2024-03-07T09:00:00Z' }]);
+  });
+
   it('the partition column in primaryKey: the MERGE reads only the run partitions (the key fixes its partition), and a key staying there is updated in place', async () => {
     const sink = harness.sink({
       table: 'keyed_by_day',
