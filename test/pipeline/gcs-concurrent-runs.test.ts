@@ -82,7 +82,7 @@ describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) =
   }, 150_000);
 
   // Through the proxy the rewrite's ifGenerationMatch is enforced as Cloud Storage enforces it.
-  it('where preconditions are enforced: each exits 0 or one exits 1 with gcs_target_changed naming the other run; the object is one whole run', async () => {
+  it('where preconditions are enforced: each exits 0 or one exits 1 with target_changed naming the other run; the object is one whole run', async () => {
     const bucket = await gcs.newBucket('pair-412');
     let refused = 0;
     for (let round = 0; round < ROUNDS; round++) {
@@ -96,7 +96,7 @@ describeWithFakeGcs('two runs of one job at once into one gs:// object', (gcs) =
         if (result.code === 0) continue;
         refused += 1;
         expect(result.code, result.stderr).toBe(1);
-        expect(result.stderr).toMatch(/FAIL incident_detail \(.*\): gcs_target_changed: /);
+        expect(result.stderr).toMatch(/FAIL incident_detail \(.*\): target_changed: /);
         // It names the run that holds the object now, and that run is the other one.
         expect(result.stderr).toContain(`written by run ${publishedBy} of job incident_detail`);
         expect(held).toBe(1 - run);

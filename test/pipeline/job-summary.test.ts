@@ -68,6 +68,6 @@ describe('a gs:// publish whose outcome is unknown', () => {
     const stop = new AbortController();
     stop.abort(new Error('stopped by SIGTERM'));
     const summary = failedSummary(job, Date.now(), stats, counters, unknown, stop.signal);
-    expect(summary.error).toEqual({ code: 'gcs_publish_outcome_unknown', message: unknown.message });
+    expect(summary.error).toEqual({ code: 'publish_outcome_unknown', message: unknown.message, targetKind: 'gcs' });
   });
 });

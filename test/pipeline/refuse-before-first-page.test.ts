@@ -60,7 +60,7 @@ describe('a local CSV directory', () => {
     await withCsvDirectory(workspace, path.join(file, 'out'));
     const { result, exports, tokens } = await run(workspace);
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain(`csv_target_unwritable: job detail: csv ${path.join(file, 'out')}: CSV files cannot be written there:`);
+    expect(result.stderr).toContain(`target_unwritable: job detail: csv ${path.join(file, 'out')}: CSV files cannot be written there:`);
     expect(result.stderr).toContain(file);
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
@@ -103,7 +103,7 @@ describe('a local CSV directory', () => {
     const from = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
     const { result, exports } = await run(workspace, {}, ['backfill', '--job', 'daily', '--from', from, '--to', today]);
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain('csv_target_unwritable');
+    expect(result.stderr).toContain('target_unwritable');
     expect(exports).toBe(0);
   });
 });
@@ -126,7 +126,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(gcs.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toMatch(
-      /gcs_bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
+      /bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
     );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
@@ -148,7 +148,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain(
-      `gcs_permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
+      `permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
     );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
     expect((await gcs.storage.bucket(bucket).getFiles())[0]).toEqual([]);

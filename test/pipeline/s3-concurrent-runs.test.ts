@@ -43,7 +43,7 @@ function wholeRunOf(bytes: Buffer): number {
 }
 
 describeWithS3('two runs of one job at once into one s3:// object', (s3) => {
-  it('each exits 0, or one exits 1 with s3_target_changed naming the other run; the object is always one whole run', async () => {
+  it('each exits 0, or one exits 1 with target_changed naming the other run; the object is always one whole run', async () => {
     const bucket = await s3.newBucket('pair');
     let refused = 0;
     for (let round = 0; round < ROUNDS; round++) {
@@ -72,7 +72,7 @@ describeWithS3('two runs of one job at once into one s3:// object', (s3) => {
         if (result.code === 0) continue;
         refused += 1;
         expect(result.code, result.stderr).toBe(1);
-        expect(result.stderr).toMatch(/FAIL incident_detail \(.*\): s3_target_changed: /);
+        expect(result.stderr).toMatch(/FAIL incident_detail \(.*\): target_changed: /);
         expect(result.stderr).toContain(`written by run ${String(publishedBy)} of job incident_detail`);
         expect(result.stderr).toContain('nothing was overwritten and this run published nothing');
         expect(held).toBe(1 - run);

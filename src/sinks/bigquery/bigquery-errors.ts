@@ -298,9 +298,10 @@ export class BigQueryPartiallyPublishedError extends TilehouseError implements P
   }
 }
 
-/** The pipeline used a writer out of order (rows after prepare, publish before prepare). A bug, not data. */
+/** The pipeline used a writer out of order (rows after prepare, publish before prepare): a bug, not data (`internal_error`). */
 export class BigQuerySinkStateError extends TilehouseError {
-  readonly code = 'bigquery_sink_state';
+  readonly code = 'internal_error';
+  override readonly targetKind = 'bigquery';
 }
 
 // Load errors can list thousands of bad rows; the first few say what went wrong.
@@ -363,7 +364,8 @@ export class BigQueryNullKeyError extends TilehouseError {
  * `publishOutcomeUnknown`), because "nothing was published" would not be known to be true.
  */
 export class BigQueryPublishOutcomeUnknownError extends TilehouseError {
-  readonly code = 'bigquery_publish_outcome_unknown';
+  readonly code = 'publish_outcome_unknown';
+  override readonly targetKind = 'bigquery';
   readonly publishOutcomeUnknown = true as const;
 
   constructor(
@@ -414,7 +416,8 @@ export class BigQueryWindowsExpiredError extends TilehouseError {
  * can be written from the message alone.
  */
 export class BigQueryPermissionDeniedError extends TilehouseError {
-  readonly code = 'bigquery_permission_denied';
+  readonly code = 'permission_denied';
+  override readonly targetKind = 'bigquery';
 
   constructor(
     readonly jobName: string,

@@ -1,22 +1,41 @@
-import type { FileFormatName } from '../../error-codes.js';
+import type { FileFormatName, TargetKind } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
 import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
 import type { FormatNames } from './file-format.js';
 
-/**
- * A file sink's own code, `<format>_<failure>` (`csv_write_failed`): the catalogue lists it for
- * every file format. A format the catalogue does not name (a test's) still gets its own word.
- */
-function formatCode<Failure extends 'path_invalid' | 'write_failed' | 'target_unwritable' | 'writer_closed'>(
-  format: FormatNames,
-  failure: Failure,
-): `${FileFormatName}_${Failure}` {
-  return `${format.name}_${failure}` as `${FileFormatName}_${Failure}`;
+/** The kind of target a file path or URL names (`gs://`, `s3://`, else a local path). */
+export function fileTargetKind(target: string): TargetKind {
+  return target.startsWith('gs://') ? 'gcs' : target.startsWith('s3://') ? 's3' : 'local';
 }
 
-/** A file sink's path template is unusable (unknown placeholder, escapes its directory…): `<format>_path_invalid`. */
+/**
+ * The failures of an object store (gs://, s3://), each with the code it has at every target:
+ *
+ * - `bucket_not_found`: the bucket does not exist (a typo, another project, account or region);
+ * - `permission_denied`: the credentials lack a permission on the bucket, named in the message;
+ * - `target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
+ * - `target_changed`: another writer replaced the target while this run wrote (a precondition
+ *   failed, and the target, read afterwards, is not this run's object); the run publishes nothing
+ *   rather than overwrite it;
+ * - `write_failed`: anything else (network, 5xx after retries, a checksum or size mismatch, an
+ *   upload session lost after bytes that cannot be produced again); its message says what the
+ *   target was seen to hold when the failure was in the publish;
+ * - `publish_outcome_unknown`: the publishing call got no answer and the target could not be read
+ *   afterwards either.
+ */
+export type ObjectFailureCode =
+  | 'bucket_not_found'
+  | 'permission_denied'
+  | 'target_is_directory'
+  | 'target_changed'
+  | 'write_failed'
+  | 'publish_outcome_unknown';
+
+/** A file sink's path template is unusable (unknown placeholder, escapes its directory…): `path_invalid`. */
 export class FilePathInvalidError extends TilehouseError {
-  readonly code: `${FileFormatName}_path_invalid`;
+  readonly code = 'path_invalid';
+  override readonly targetKind: TargetKind;
+  override readonly format: FileFormatName;
 
   constructor(
     format: FormatNames,
@@ -24,17 +43,20 @@ export class FilePathInvalidError extends TilehouseError {
     reason: string,
   ) {
     super(`${format.name} path ${JSON.stringify(template)}: ${reason}`);
-    this.code = formatCode(format, 'path_invalid');
+    this.targetKind = fileTargetKind(template);
+    this.format = format.name as FileFormatName;
   }
 }
 
 /**
- * Writing, syncing or publishing a file failed; the previous file is left as it was. The code
- * says which known condition it was (`disk_full`, `permission_denied`, `target_is_directory`)
- * and is `<format>_write_failed` otherwise.
+ * Writing, syncing or publishing a local file failed; the previous file is left as it was. The
+ * code says which known condition it was (`disk_full`, `permission_denied`, `target_is_directory`)
+ * and is `write_failed` otherwise.
  */
 export class FileWriteError extends TilehouseError {
-  readonly code: FileSystemFailureCode | `${FileFormatName}_write_failed`;
+  readonly code: FileSystemFailureCode | 'write_failed';
+  override readonly targetKind = 'local';
+  override readonly format: FileFormatName;
 
   constructor(
     format: FormatNames,
@@ -43,23 +65,26 @@ export class FileWriteError extends TilehouseError {
     readonly operation: string,
     cause: unknown,
   ) {
-    const code = fileSystemFailureCode(cause, formatCode(format, 'write_failed'));
+    const code = fileSystemFailureCode(cause, 'write_failed');
     const hint = fileSystemFailureHint(code);
     super(
       `job ${jobName}: ${format.name} ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
       { cause },
     );
     this.code = code;
+    this.format = format.name as FileFormatName;
   }
 }
 
 /**
  * The directory a file target goes below cannot be written, found before the run's first export
  * request: `permission_denied` (a read-only or foreign directory, the same code a write would
- * fail with), or `<format>_target_unwritable` (a regular file where a directory should be).
+ * fail with), or `target_unwritable` (a regular file where a directory should be).
  */
 export class FileTargetUnwritableError extends TilehouseError {
-  readonly code: FileSystemFailureCode | `${FileFormatName}_target_unwritable`;
+  readonly code: FileSystemFailureCode | 'target_unwritable';
+  override readonly targetKind = 'local';
+  override readonly format: FileFormatName;
 
   constructor(
     format: FormatNames,
@@ -67,18 +92,21 @@ export class FileTargetUnwritableError extends TilehouseError {
     readonly directory: string,
     unwritable: { reason: string; errno: string },
   ) {
-    const code = fileSystemFailureCode({ code: unwritable.errno }, formatCode(format, 'target_unwritable'));
+    const code = fileSystemFailureCode({ code: unwritable.errno }, 'target_unwritable');
     const hint = fileSystemFailureHint(code);
     super(
       `job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`,
     );
     this.code = code;
+    this.format = format.name as FileFormatName;
   }
 }
 
-/** A writer was used after commit or abort (`<format>_writer_closed`): a pipeline bug, never a data problem. */
+/** A writer was used after commit or abort: a pipeline bug, never a data problem (`internal_error`). */
 export class FileWriterClosedError extends TilehouseError {
-  readonly code: `${FileFormatName}_writer_closed`;
+  readonly code = 'internal_error';
+  override readonly targetKind: TargetKind;
+  override readonly format: FileFormatName;
 
   constructor(
     format: FormatNames,
@@ -87,6 +115,7 @@ export class FileWriterClosedError extends TilehouseError {
     readonly state: string,
   ) {
     super(`${format.name} ${target}: ${operation} called on a writer that is ${state}`);
-    this.code = formatCode(format, 'writer_closed');
+    this.targetKind = fileTargetKind(target);
+    this.format = format.name as FileFormatName;
   }
 }

@@ -1,28 +1,14 @@
+import type { FileFormatName } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
+import type { ObjectFailureCode } from '../files/file-errors.js';
 import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
 
 /**
- * Cloud Storage failures a user can cause and fix, each with a stable code:
- *
- * - `gcs_bucket_not_found`: the bucket does not exist (a typo, another project);
- * - `gcs_permission_denied`: the credentials lack a permission on the bucket, named in the message;
- * - `gcs_target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
- * - `gcs_target_changed`: another writer replaced the target while this run wrote (a precondition
- *   failed, and the target, read afterwards, is not this run's object); the run publishes nothing
- *   rather than overwrite it;
- * - `gcs_write_failed`: anything else (network, 5xx after retries, checksum mismatch, an upload
- *   session lost after bytes that cannot be produced again); its message says what the target
- *   was seen to hold when the failure was in the publish.
+ * Cloud Storage failures a user can cause and fix, each with the code the same failure has at
+ * every target (`ObjectFailureCode`, `targetKind: 'gcs'`), plus the run's Google identity failing
+ * (sinks/google/credential-errors.ts), whichever request met it.
  */
-export type GcsFailureCode =
-  | 'gcs_bucket_not_found'
-  | 'gcs_permission_denied'
-  | 'gcs_target_is_directory'
-  | 'gcs_target_changed'
-  | 'gcs_write_failed'
-  | 'gcs_publish_outcome_unknown'
-  // The run's Google identity failed (sinks/google/credential-errors.ts), whichever request met it.
-  | GoogleCredentialsError['code'];
+export type GcsFailureCode = ObjectFailureCode | GoogleCredentialsError['code'];
 
 /**
  * What a failure names: the object's URL, and the word of the format written there (`parquet`,
@@ -34,6 +20,8 @@ export type GcsTarget = string | { readonly format: string; readonly url: string
 export class GcsError extends TilehouseError {
   /** The `gs://` URL the failure concerns. */
   readonly target: string;
+  override readonly targetKind = 'gcs';
+  override readonly format: FileFormatName | undefined = undefined;
 
   constructor(
     readonly code: GcsFailureCode,
@@ -44,6 +32,7 @@ export class GcsError extends TilehouseError {
     const subject = typeof target === 'string' ? target : `${target.format} ${target.url}`;
     super(`${subject}: ${message}`, cause === undefined ? undefined : { cause });
     this.target = typeof target === 'string' ? target : target.url;
+    if (typeof target !== 'string') this.format = target.format as FileFormatName;
   }
 }
 
@@ -56,7 +45,7 @@ export class GcsPublishOutcomeUnknownError extends GcsError {
   readonly publishOutcomeUnknown = true as const;
 
   constructor(target: GcsTarget, message: string, cause?: unknown) {
-    super('gcs_publish_outcome_unknown', target, message, cause);
+    super('publish_outcome_unknown', target, message, cause);
   }
 }
 
@@ -91,7 +80,7 @@ export function gcsFailure(
   if (credentials !== undefined) return new GcsError(credentials.code, where.target, `${where.operation} failed: ${credentials.message}`, error);
   if (status === 403 || status === 401) {
     return new GcsError(
-      'gcs_permission_denied',
+      'permission_denied',
       where.target,
       `${where.operation} failed: permission ${where.permission} is missing on bucket ${where.bucket} (grant roles/storage.objectUser on the bucket; see docs/cloud-storage.md): ${detail}`,
       error,
@@ -99,11 +88,11 @@ export function gcsFailure(
   }
   if (status === 404 && (where.notFoundIsBucket === true || /bucket/i.test(detail))) {
     return new GcsError(
-      'gcs_bucket_not_found',
+      'bucket_not_found',
       where.target,
       `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`,
       error,
     );
   }
-  return new GcsError('gcs_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
+  return new GcsError('write_failed', where.target, `${where.operation} failed: ${detail}`, error);
 }

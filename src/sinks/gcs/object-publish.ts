@@ -146,7 +146,7 @@ export class ObjectPublish {
       const [below] = await bucket.getFiles({ prefix: `${object}/`, maxResults: 1, autoPaginate: false });
       if (below.length > 0) {
         throw new GcsError(
-          'gcs_target_is_directory',
+          'target_is_directory',
           named,
           `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`,
         );
@@ -308,7 +308,7 @@ export class ObjectPublish {
           error,
         );
       }
-      throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
+      throw new GcsError('write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
     return generation;
   }
@@ -390,7 +390,7 @@ function targetChanged(target: GcsTarget, expectedGeneration: number, seen: Obje
   const expected = expectedGeneration === 0 ? 'absent' : `generation ${expectedGeneration}`;
   const now = seen === undefined ? 'now absent, deleted by another writer' : `now generation ${seen.generation}, ${writerOf(seen)}`;
   return new GcsError(
-    'gcs_target_changed',
+    'target_changed',
     target,
     `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`,
     cause,

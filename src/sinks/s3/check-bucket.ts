@@ -9,7 +9,7 @@ import { S3Requests } from './s3-requests.js';
  * listing (the bucket exists, these credentials may list it). S3 has no call that tells whether
  * a PutObject would be allowed without making one (IAM's policy simulator needs IAM permissions a
  * pod should not have), so a missing s3:PutObject shows at the run's first upload, before any
- * page is fetched past the first. Throws s3_bucket_not_found or s3_permission_denied.
+ * page is fetched past the first. Throws bucket_not_found or permission_denied.
  */
 export async function checkBucketWritable(client: S3Client, bucket: string, prefix: string, logger: Logger): Promise<string> {
   const where = `s3://${bucket}/${prefix}`;

@@ -137,7 +137,7 @@ export class S3ObjectWriter extends FileStreamWriter {
       const first = below.Contents?.[0]?.Key;
       if (first !== undefined)
         throw new S3Error(
-          's3_target_is_directory',
+          'target_is_directory',
           target,
           `objects exist below ${target}/ (e.g. ${first}), so the target reads as a directory; change the path or move them`,
         );
@@ -291,7 +291,7 @@ export class S3ObjectWriter extends FileStreamWriter {
         const was = 'etag' in expected ? `ETag ${expected.etag}` : 'absent';
         const now = head === undefined ? 'now absent, deleted by another writer' : `now ETag ${String(head.ETag)}, ${writerOf(head)}`;
         throw new S3Error(
-          's3_target_changed',
+          'target_changed',
           target,
           `the target changed while this run wrote it (it was ${was} when the run started, ${now}); it was read after the refused copy: nothing was overwritten and this run published nothing`,
           error,
@@ -307,7 +307,7 @@ export class S3ObjectWriter extends FileStreamWriter {
           action: 's3:PutObject and s3:GetObject',
         });
       throw new S3Error(
-        's3_write_failed',
+        'write_failed',
         target,
         `copying ${what} failed (${messageOf(error)}); the target was read afterwards and ${seenNow}: this run published nothing`,
         error,

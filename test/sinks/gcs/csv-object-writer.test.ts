@@ -84,14 +84,14 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     expect(String((await gcs.storage.bucket(bucket).file('a.csv').download())[0])).toBe('id\r\nprevious\r\n');
   });
 
-  it('refuses an unknown bucket at open, before any row (gcs_bucket_not_found)', async () => {
-    expect(await codeOf(sinkFor('gs://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('gcs_bucket_not_found');
+  it('refuses an unknown bucket at open, before any row (bucket_not_found)', async () => {
+    expect(await codeOf(sinkFor('gs://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('bucket_not_found');
   });
 
-  it('refuses a target that is a "directory" prefix at open (gcs_target_is_directory)', async () => {
+  it('refuses a target that is a "directory" prefix at open (target_is_directory)', async () => {
     const bucket = await gcs.newBucket();
     await gcs.storage.bucket(bucket).file('exports/daily.csv/part-1.csv').save('x', { resumable: false });
-    expect(await codeOf(sinkFor(`gs://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('gcs_target_is_directory');
+    expect(await codeOf(sinkFor(`gs://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('target_is_directory');
     // Legal but unusual: a sibling whose name merely starts with the target's is no directory.
     await gcs.storage.bucket(bucket).file('exports/daily.csv.bak').save('x', { resumable: false });
     const writer = await sinkFor(`gs://${bucket}/exports/daily.csv.b`).open(context('run-sibling'));

@@ -23,14 +23,14 @@ function storageThat(options: { listing?: Error; granted?: string[] }): Storage 
 
 describe('GcsError', () => {
   it("opens its message with the format's word and the URL, and keeps the URL as its target", () => {
-    const error = new GcsError('gcs_write_failed', { format: 'parquet', url: 'gs://b/out/t.parquet' }, 'rewriting the target failed');
+    const error = new GcsError('write_failed', { format: 'parquet', url: 'gs://b/out/t.parquet' }, 'rewriting the target failed');
     expect(error.message).toBe('parquet gs://b/out/t.parquet: rewriting the target failed');
     expect(error.target).toBe('gs://b/out/t.parquet');
-    expect(error.code).toBe('gcs_write_failed');
+    expect(error.code).toBe('write_failed');
   });
 
   it('names a bare URL as it is (a temp object, a sweep prefix: no format is claimed)', () => {
-    const error = new GcsError('gcs_write_failed', 'gs://b/out/.t.tmp', 'the stored object does not match the bytes sent');
+    const error = new GcsError('write_failed', 'gs://b/out/.t.tmp', 'the stored object does not match the bytes sent');
     expect(error.message).toBe('gs://b/out/.t.tmp: the stored object does not match the bytes sent');
     expect(error.message).not.toMatch(/^csv /);
   });
@@ -43,12 +43,12 @@ describe('GcsError', () => {
       permission: 'storage.objects.get',
     };
     const denied = gcsFailure(refused(403, 'forbidden'), where);
-    expect(denied.code).toBe('gcs_permission_denied');
+    expect(denied.code).toBe('permission_denied');
     expect(denied.message).toMatch(/^parquet gs:\/\/b\/t\.parquet: reading the target object failed: permission storage\.objects\.get is missing on bucket b/);
-    expect(gcsFailure(refused(404, 'No such bucket'), where).code).toBe('gcs_bucket_not_found');
+    expect(gcsFailure(refused(404, 'No such bucket'), where).code).toBe('bucket_not_found');
     const unknown = new GcsPublishOutcomeUnknownError({ format: 'csv', url: 'gs://b/t.csv' }, 'rewriting failed');
     expect(unknown.message).toBe('csv gs://b/t.csv: rewriting failed');
-    expect(unknown.code).toBe('gcs_publish_outcome_unknown');
+    expect(unknown.code).toBe('publish_outcome_unknown');
   });
 });
 
@@ -56,11 +56,11 @@ describe('checkBucketWritable', () => {
   it("names a Parquet sink's bucket with parquet and a CSV sink's with csv", async () => {
     const storage = storageThat({ granted: ['storage.objects.get', 'storage.objects.list'] });
     await expect(checkBucketWritable(storage, 'b', 'nightly/', 'parquet')).rejects.toMatchObject({
-      code: 'gcs_permission_denied',
+      code: 'permission_denied',
       message: 'parquet gs://b/nightly/: missing storage.objects.create, storage.objects.delete on bucket b (grant roles/storage.objectUser on the bucket)',
     });
     await expect(checkBucketWritable(storageThat({ listing: refused(404, 'bucket gone') }), 'b', 'nightly/', 'csv')).rejects.toMatchObject({
-      code: 'gcs_bucket_not_found',
+      code: 'bucket_not_found',
       message: expect.stringMatching(/^csv gs:\/\/b\/nightly\/: listing the bucket failed: bucket b does not exist/),
     });
   });

@@ -172,7 +172,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
       await writer.writeRows(big);
       await writer.prepare();
     })();
-    expect(await codeOf(failed)).toBe('s3_write_failed');
+    expect(await codeOf(failed)).toBe('write_failed');
     await writer.abort();
     s3.proxy.disarm();
     expect(s3.proxy.fired.filter((fired) => fired === 'upload-part:status')).toHaveLength(4);
@@ -208,7 +208,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     expect(await keysOf(s3.client, bucket)).toEqual(['a.csv']);
   });
 
-  it('gives up after the retry limit with the target unchanged, saying so (s3_write_failed)', async () => {
+  it('gives up after the retry limit with the target unchanged, saying so (write_failed)', async () => {
     const bucket = await s3.newBucket();
     await putBytes(s3.client, bucket, 'a.csv', 'id\r\nprevious\r\n');
     s3.proxy.fail({ on: 'copy', fault: { kind: 'status', status: 503, code: 'SlowDown' }, urlContains: bucket, times: 4 });
@@ -219,14 +219,14 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
       () => new Error('published'),
       (caught: unknown) => caught,
     )) as Error & { code: string };
-    expect(error).toMatchObject({ code: 's3_write_failed' });
+    expect(error).toMatchObject({ code: 'write_failed' });
     expect(error.message).toMatch(/SlowDown.*this run published nothing/s);
     await writer.abort();
     expect((await getBytes(s3.client, bucket, 'a.csv')).toString()).toBe('id\r\nprevious\r\n');
     expect(await keysOf(s3.client, bucket)).toEqual(['a.csv']);
   });
 
-  it('lets one of two runs of one target win and the other publish nothing, naming the winner (s3_target_changed)', async () => {
+  it('lets one of two runs of one target win and the other publish nothing, naming the winner (target_changed)', async () => {
     const bucket = await s3.newBucket();
     await putBytes(s3.client, bucket, 'a.csv', 'id\r\nprevious\r\n');
     const first = await csvSink(`s3://${bucket}/a.csv`).open(context('run-first'));
@@ -240,7 +240,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
       () => new Error('published'),
       (caught: unknown) => caught,
     )) as Error & { code: string };
-    expect(error).toMatchObject({ code: 's3_target_changed' });
+    expect(error).toMatchObject({ code: 'target_changed' });
     expect(error.message).toContain('run run-second of job incidents');
     await first.abort();
     expect((await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'a.csv' }))).Metadata?.[RUN_ID_METADATA_KEY]).toBe('run-second');
@@ -251,7 +251,7 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     const bucket = await s3.newBucket();
     const writer = await csvSink(`s3://${bucket}/new.csv`).open(context('run-create'));
     await putBytes(s3.client, bucket, 'new.csv', 'someone else');
-    expect(await codeOf(commit(writer))).toBe('s3_target_changed');
+    expect(await codeOf(commit(writer))).toBe('target_changed');
     await writer.abort();
     expect((await getBytes(s3.client, bucket, 'new.csv')).toString()).toBe('someone else');
     // The legal answer: the same target, unchanged since open (If-Match its ETag), is replaced.
@@ -259,13 +259,13 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
     expect((await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'new.csv' }))).Metadata?.[RUN_ID_METADATA_KEY]).toBe('run-replace');
   });
 
-  it('refuses a missing bucket and a forbidden one in the access check, before any row (s3_bucket_not_found, s3_permission_denied)', async () => {
+  it('refuses a missing bucket and a forbidden one in the access check, before any row (bucket_not_found, permission_denied)', async () => {
     const checkContext = { jobName: 'incidents', tileId: 't', logger };
-    expect(await codeOf(csvSink('s3://no-such-bucket-tilehouse/a.csv').checkAccess(checkContext))).toBe('s3_bucket_not_found');
-    expect(await codeOf(csvSink('s3://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('s3_bucket_not_found');
+    expect(await codeOf(csvSink('s3://no-such-bucket-tilehouse/a.csv').checkAccess(checkContext))).toBe('bucket_not_found');
+    expect(await codeOf(csvSink('s3://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('bucket_not_found');
     const bucket = await s3.newBucket();
     s3.proxy.fail({ on: 'list', fault: { kind: 'status', status: 403, code: 'AccessDenied' }, urlContains: bucket });
-    expect(await codeOf(csvSink(`s3://${bucket}/a.csv`).checkAccess(checkContext))).toBe('s3_permission_denied');
+    expect(await codeOf(csvSink(`s3://${bucket}/a.csv`).checkAccess(checkContext))).toBe('permission_denied');
     expect(await csvSink(`s3://${bucket}/a.csv`).checkAccess(checkContext)).toContain(`s3://${bucket}/: bucket found`);
   });
 
@@ -287,16 +287,16 @@ describeWithS3('the CSV and Parquet sinks on s3://', (s3) => {
         () => new Error('opened'),
         (caught: unknown) => caught,
       )) as Error & { code: string };
-    expect(error.code).toBe('s3_write_failed');
+    expect(error.code).toBe('write_failed');
     expect(error.message).toContain('Could not load credentials');
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(s3.proxy.seen.length).toBe(before);
   });
 
-  it('refuses a target that is a "directory" prefix at open (s3_target_is_directory)', async () => {
+  it('refuses a target that is a "directory" prefix at open (target_is_directory)', async () => {
     const bucket = await s3.newBucket();
     await putBytes(s3.client, bucket, 'exports/daily.csv/part-1.csv', 'x');
-    expect(await codeOf(csvSink(`s3://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('s3_target_is_directory');
+    expect(await codeOf(csvSink(`s3://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('target_is_directory');
   });
 
   it('sweeps temp objects and multipart uploads of dead owners, never a live one, and names them', async () => {
