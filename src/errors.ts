@@ -33,15 +33,27 @@ export interface ErrorReport {
   format?: FileFormatName;
 }
 
-/** The report of anything thrown: a TilehouseError's code and place, `internal_error` for anything else. */
-export function errorReport(error: unknown): ErrorReport {
-  if (!(error instanceof TilehouseError)) return { code: 'internal_error', message: messageOf(error) };
+/**
+ * The report of anything thrown: a TilehouseError's code and place, `internal_error` for anything
+ * else. Given the job, its message names it (`job <name>: …`) also when what threw could not know
+ * it (a value encoder, a page's shape, a stop's deadline), so a run summary read on its own says
+ * which job failed.
+ */
+export function errorReport(error: unknown, jobName?: string): ErrorReport {
+  const message = jobName === undefined ? messageOf(error) : namingJob(jobName, messageOf(error));
+  if (!(error instanceof TilehouseError)) return { code: 'internal_error', message };
   return {
     code: error.code,
-    message: error.message,
+    message,
     ...(error.targetKind === undefined ? {} : { targetKind: error.targetKind }),
     ...(error.format === undefined ? {} : { format: error.format }),
   };
+}
+
+/** `job <name>: <message>`, unless the message starts so already. */
+export function namingJob(jobName: string, message: string): string {
+  const prefix = `job ${jobName}: `;
+  return message.startsWith(prefix) ? message : `${prefix}${message}`;
 }
 
 export function isTilehouseError(error: unknown): error is TilehouseError {

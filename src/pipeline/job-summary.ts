@@ -139,7 +139,7 @@ export function publishedSummary(
       kept.map((output) => output.target),
     );
     summary.status = 'failed';
-    summary.error = errorReport(error);
+    summary.error = errorReport(error, job.name);
   }
   if (published.partial) {
     summary.status = 'partially_published';
@@ -147,7 +147,7 @@ export function publishedSummary(
     summary.unpublished = changedInPart || outcomeUnknown ? unpublished.slice(1) : [...unpublished];
     if (changedInPart) summary.mixed = unpublished.slice(0, 1);
     else if (outcomeUnknown) summary.outcomeUnknown = unpublished.slice(0, 1);
-    summary.error = errorReport(published.partial);
+    summary.error = errorReport(published.partial, job.name);
   }
   return summary;
 }
@@ -187,7 +187,7 @@ export function failedSummary(
     bigqueryJobIds: [],
     ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
     ...(cause instanceof PublishGuardTrippedError ? { guard: cause.report } : {}),
-    error: errorReport(cause),
+    error: errorReport(cause, job.name),
   };
 }
 

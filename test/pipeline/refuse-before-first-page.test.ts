@@ -126,7 +126,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(gcs.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toMatch(
-      /bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
+      /bucket_not_found: job detail: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
     );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
@@ -148,7 +148,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain(
-      `permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
+      `permission_denied: job detail: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
     );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
     expect((await gcs.storage.bucket(bucket).getFiles())[0]).toEqual([]);

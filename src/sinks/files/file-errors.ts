@@ -1,4 +1,4 @@
-import type { FileFormatName, TargetKind } from '../../error-codes.js';
+import type { ErrorCode, FileFormatName, TargetKind } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
 import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
 import type { FormatNames } from './file-format.js';
@@ -31,7 +31,45 @@ export type ObjectFailureCode =
   | 'write_failed'
   | 'publish_outcome_unknown';
 
-/** A file sink's path template is unusable (unknown placeholder, escapes its directory…): `path_invalid`. */
+/**
+ * What an object-store failure names: the job, the format's word and the object's URL, so that
+ * the message reads `job j: parquet gs://b/x.parquet: …` as a local file's reads
+ * `job j: parquet /data/x.parquet: …`; or a bare URL where the code that failed knows neither (a
+ * temp object's upload, a sweep's prefix), which the writer that meets the failure names again
+ * (`ObjectStoreError.about`).
+ */
+export type ObjectTarget = string | { readonly jobName: string; readonly format: string; readonly url: string };
+
+/**
+ * A failure of an object store (gs://, s3://): one code per failure whatever the store, the store
+ * as `targetKind`, the format as `format` when known. Each store's folder subclasses it.
+ */
+export abstract class ObjectStoreError<Code extends ErrorCode = ObjectFailureCode> extends TilehouseError {
+  /** The object's URL. */
+  readonly target: string;
+  override readonly format: FileFormatName | undefined = undefined;
+  /** The job and format the message names; undefined for a bare URL. */
+  readonly named: Exclude<ObjectTarget, string> | undefined;
+
+  constructor(
+    readonly code: Code,
+    target: ObjectTarget,
+    message: string,
+    cause?: unknown,
+  ) {
+    const subject = typeof target === 'string' ? target : `job ${target.jobName}: ${target.format} ${target.url}`;
+    super(`${subject}: ${message}`, cause === undefined ? undefined : { cause });
+    this.target = typeof target === 'string' ? target : target.url;
+    this.named = typeof target === 'string' ? undefined : target;
+    if (typeof target !== 'string') this.format = target.format as FileFormatName;
+  }
+}
+
+/**
+ * A file sink's path template is unusable (unknown placeholder, escapes its directory…):
+ * `path_invalid`. Found when the sink is built (reported as the job file's configuration error)
+ * or when a run resolves its target, which names the job.
+ */
 export class FilePathInvalidError extends TilehouseError {
   readonly code = 'path_invalid';
   override readonly targetKind: TargetKind;
@@ -41,8 +79,9 @@ export class FilePathInvalidError extends TilehouseError {
     format: FormatNames,
     readonly template: string,
     reason: string,
+    jobName?: string,
   ) {
-    super(`${format.name} path ${JSON.stringify(template)}: ${reason}`);
+    super(`${jobName === undefined ? '' : `job ${jobName}: `}${format.name} path ${JSON.stringify(template)}: ${reason}`);
     this.targetKind = fileTargetKind(template);
     this.format = format.name as FileFormatName;
   }
@@ -110,11 +149,12 @@ export class FileWriterClosedError extends TilehouseError {
 
   constructor(
     format: FormatNames,
+    readonly jobName: string,
     readonly target: string,
     readonly operation: string,
     readonly state: string,
   ) {
-    super(`${format.name} ${target}: ${operation} called on a writer that is ${state}`);
+    super(`job ${jobName}: ${format.name} ${target}: ${operation} called on a writer that is ${state}`);
     this.targetKind = fileTargetKind(target);
     this.format = format.name as FileFormatName;
   }

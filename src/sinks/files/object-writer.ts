@@ -71,6 +71,10 @@ export class ObjectWriter extends FileStreamWriter {
     return this.options.target;
   }
 
+  protected get jobName(): string {
+    return this.options.jobName;
+  }
+
   /** Temp objects whose delete failed or was cut short by the cleanup deadline, each by `gs://` name. */
   leftBehind(): string[] {
     return this.gcs.leftBehind();

@@ -12,10 +12,16 @@ export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.
  * may ask of any bucket it can see. Returns a note for the operator; throws bucket_not_found
  * or permission_denied (naming every missing permission).
  */
-export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string, format: string, logger?: Logger): Promise<string> {
+export async function checkBucketWritable(
+  storage: Storage,
+  bucketName: string,
+  prefix: string,
+  named: { jobName: string; format: string },
+  logger?: Logger,
+): Promise<string> {
   if (logger !== undefined) lendLoggerToGoogleCredentials(logger);
   const url = `gs://${bucketName}/${prefix}`;
-  const where = { format, url };
+  const where = { ...named, url };
   const bucket = storage.bucket(bucketName);
   try {
     await withFreshTokenOn401(`listing ${url}`, () => bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false }));

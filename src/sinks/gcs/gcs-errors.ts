@@ -1,6 +1,4 @@
-import type { FileFormatName } from '../../error-codes.js';
-import { TilehouseError } from '../../errors.js';
-import type { ObjectFailureCode } from '../files/file-errors.js';
+import { ObjectStoreError, type ObjectFailureCode, type ObjectTarget } from '../files/file-errors.js';
 import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
 
 /**
@@ -10,30 +8,8 @@ import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../goog
  */
 export type GcsFailureCode = ObjectFailureCode | GoogleCredentialsError['code'];
 
-/**
- * What a failure names: the object's URL, and the word of the format written there (`parquet`,
- * `csv`) when the caller knows it, so the message reads `parquet gs://…` as a local file's
- * reads `parquet /data/…`. A bare URL (a temp object, a sweep's prefix) is named as it is.
- */
-export type GcsTarget = string | { readonly format: string; readonly url: string };
-
-export class GcsError extends TilehouseError {
-  /** The `gs://` URL the failure concerns. */
-  readonly target: string;
+export class GcsError extends ObjectStoreError<GcsFailureCode> {
   override readonly targetKind = 'gcs';
-  override readonly format: FileFormatName | undefined = undefined;
-
-  constructor(
-    readonly code: GcsFailureCode,
-    target: GcsTarget,
-    message: string,
-    cause?: unknown,
-  ) {
-    const subject = typeof target === 'string' ? target : `${target.format} ${target.url}`;
-    super(`${subject}: ${message}`, cause === undefined ? undefined : { cause });
-    this.target = typeof target === 'string' ? target : target.url;
-    if (typeof target !== 'string') this.format = target.format as FileFormatName;
-  }
 }
 
 /**
@@ -44,7 +20,7 @@ export class GcsError extends TilehouseError {
 export class GcsPublishOutcomeUnknownError extends GcsError {
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(target: GcsTarget, message: string, cause?: unknown) {
+  constructor(target: ObjectTarget, message: string, cause?: unknown) {
     super('publish_outcome_unknown', target, message, cause);
   }
 }
@@ -66,14 +42,16 @@ export function statusOf(error: unknown): number | undefined {
 export function gcsFailure(
   error: unknown,
   where: {
-    target: GcsTarget;
+    target: ObjectTarget;
     bucket: string;
     operation: string;
     permission: string /** A listing: its 404 can only be the bucket. */;
     notFoundIsBucket?: boolean;
   },
 ): GcsError {
-  if (error instanceof GcsError) return error;
+  // Met deep in an upload, it names only the temp object: named again here with the job, format and target.
+  if (error instanceof GcsError)
+    return error.named !== undefined ? error : new GcsError(error.code, where.target, `${where.operation} failed: ${error.message}`, error);
   const status = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
   const credentials = googleCredentialsFailureIn(error);

@@ -1,25 +1,15 @@
-import { TilehouseError } from '../../errors.js';
-import type { ObjectFailureCode } from '../files/file-errors.js';
+import { ObjectStoreError, type ObjectTarget } from '../files/file-errors.js';
 
 /** S3 failures a user can cause and fix, each with the code the same failure has at every target (`targetKind: 's3'`). */
-export class S3Error extends TilehouseError {
+export class S3Error extends ObjectStoreError {
   override readonly targetKind = 's3';
-
-  constructor(
-    readonly code: ObjectFailureCode,
-    readonly target: string,
-    message: string,
-    cause?: unknown,
-  ) {
-    super(`${target}: ${message}`, cause === undefined ? undefined : { cause });
-  }
 }
 
 /** A publish whose outcome no one could read: the tile's error is kept as "unknown", never "nothing published". */
 export class S3PublishOutcomeUnknownError extends S3Error {
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(target: string, message: string, cause?: unknown) {
+  constructor(target: ObjectTarget, message: string, cause?: unknown) {
     super('publish_outcome_unknown', target, message, cause);
   }
 }
@@ -51,14 +41,15 @@ export function s3CodeOf(error: unknown): string | undefined {
 export function s3Failure(
   error: unknown,
   where: {
-    target: string;
+    target: ObjectTarget;
     bucket: string;
     operation: string;
     action: string /** A listing or bucket call: its 404 can only be the bucket. */;
     notFoundIsBucket?: boolean;
   },
 ): S3Error {
-  if (error instanceof S3Error) return error;
+  if (error instanceof S3Error)
+    return error.named !== undefined ? error : new S3Error(error.code, where.target, `${where.operation} failed: ${error.message}`, error);
   const status = s3StatusOf(error);
   const code = s3CodeOf(error);
   const detail = `${code !== undefined && code !== 'Error' ? `${code}: ` : ''}${error instanceof Error ? error.message : String(error)}`;

@@ -10,6 +10,7 @@ import { messageOf } from '../../errors.js';
 import type { RetryBudget, RetryLimits } from '../../retry.js';
 import { cleanupDeadline, DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { parseS3ObjectUrl } from '../../config/s3-url.js';
+import type { ObjectTarget } from '../files/file-errors.js';
 import type { FileEncoder, FormatNames } from '../files/file-format.js';
 import { FileStreamWriter } from '../files/stream-writer.js';
 import { buildManifest, manifestPathOf, manifestText, type FileManifest } from '../files/manifest.js';
@@ -106,6 +107,10 @@ export class S3ObjectWriter extends FileStreamWriter {
     return this.options.target;
   }
 
+  protected get jobName(): string {
+    return this.options.jobName;
+  }
+
   /** Temp keys whose delete (or multipart abort) failed or was cut short by the cleanup deadline. */
   leftBehind(): string[] {
     return [...this.left];
@@ -126,7 +131,8 @@ export class S3ObjectWriter extends FileStreamWriter {
       ...(options.retry?.budget ? { budget: options.retry.budget } : {}),
       ...(options.retry?.requestTimeoutMs ? { requestTimeoutMs: options.retry.requestTimeoutMs } : {}),
     });
-    const where = (operation: string, action: string, notFoundIsBucket = false) => ({ target, bucket, operation, action, notFoundIsBucket });
+    const named = { jobName: options.jobName, format: options.format.name, url: target };
+    const where = (operation: string, action: string, notFoundIsBucket = false) => ({ target: named, bucket, operation, action, notFoundIsBucket });
     try {
       // One listing answers three questions: the bucket exists, we may list it, and nothing lies
       // below `<key>/` (a "directory" readers would confuse with the file).
@@ -138,7 +144,7 @@ export class S3ObjectWriter extends FileStreamWriter {
       if (first !== undefined)
         throw new S3Error(
           'target_is_directory',
-          target,
+          named,
           `objects exist below ${target}/ (e.g. ${first}), so the target reads as a directory; change the path or move them`,
         );
     } catch (error) {
@@ -207,7 +213,12 @@ export class S3ObjectWriter extends FileStreamWriter {
       );
       this.tempManifest = { key: this.tempManifestKey, size: body.length, etag: '' };
     } catch (error) {
-      throw s3Failure(error, { target: this.target, bucket: this.bucket, operation: `uploading the manifest ${this.tempManifestKey}`, action: 's3:PutObject' });
+      throw s3Failure(error, {
+        target: this.named(this.target),
+        bucket: this.bucket,
+        operation: `uploading the manifest ${this.tempManifestKey}`,
+        action: 's3:PutObject',
+      });
     }
   }
 
@@ -269,7 +280,7 @@ export class S3ObjectWriter extends FileStreamWriter {
         }
       });
     } catch (error) {
-      const target = `s3://${this.bucket}/${key}`;
+      const target = this.named(`s3://${this.bucket}/${key}`);
       let head: HeadObjectCommandOutput | undefined;
       try {
         head = await this.readObject(key);
@@ -313,6 +324,11 @@ export class S3ObjectWriter extends FileStreamWriter {
         error,
       );
     }
+  }
+
+  /** An object of this run's, as a failure names it: the job, the format, the URL. */
+  private named(url: string): ObjectTarget {
+    return { jobName: this.options.jobName, format: this.format.name, url };
   }
 
   private isRunObject(head: HeadObjectCommandOutput | undefined, source: UploadedTemp): boolean {
@@ -364,7 +380,12 @@ export class S3ObjectWriter extends FileStreamWriter {
   }
 
   protected writeError(cause: unknown): S3Error {
-    return s3Failure(cause, { target: this.target, bucket: this.bucket, operation: `uploading the temp object ${this.tempKey}`, action: 's3:PutObject' });
+    return s3Failure(cause, {
+      target: this.named(this.target),
+      bucket: this.bucket,
+      operation: `uploading the temp object ${this.tempKey}`,
+      action: 's3:PutObject',
+    });
   }
 }
 

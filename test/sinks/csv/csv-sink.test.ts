@@ -132,7 +132,11 @@ describe('CsvSink', () => {
       await Promise.all([writer.abort(), writer.abort()]);
       await writer.abort();
       await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(FileWriterClosedError);
-      await expect(commit(writer)).rejects.toMatchObject({ code: 'internal_error' });
+      await expect(commit(writer)).rejects.toMatchObject({
+        code: 'internal_error',
+        format: 'csv',
+        message: expect.stringMatching(/^job weekly_incidents: csv \/.*weekly_incidents\.csv: preparing called on a writer that is aborted$/),
+      });
       expect(await listEntries(directory.path)).toEqual([]);
     });
 

@@ -61,9 +61,14 @@ describe('CSV output path', () => {
     expect(build).toThrow(expect.objectContaining({ code: 'path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
   });
 
-  it('refuses a {date} that is not YYYY-MM-DD', () => {
+  it('refuses a {date} that is not YYYY-MM-DD, naming the job whose run resolved it', () => {
     expect(() => new FilePathTemplate(csvFormat, '{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
-      expect.objectContaining({ code: 'path_invalid' }),
+      expect.objectContaining({
+        code: 'path_invalid',
+        format: 'csv',
+        targetKind: 'local',
+        message: 'job n: csv path "{date}.csv": {date} must be YYYY-MM-DD, got "../x"',
+      }),
     );
   });
 
