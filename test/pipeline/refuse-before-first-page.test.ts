@@ -62,6 +62,8 @@ describe('a local CSV directory', () => {
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain(`target_unwritable: job detail: csv ${path.join(file, 'out')}: CSV files cannot be written there:`);
     expect(result.stderr).toContain(file);
+    // The log line and the summary carry where it happened next to the code.
+    expect(result.logs).toContainEqual(expect.objectContaining({ code: 'target_unwritable', targetKind: 'local', format: 'csv' }));
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
 
@@ -128,6 +130,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     expect(result.stderr).toMatch(
       /bucket_not_found: job detail: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
     );
+    expect(result.logs).toContainEqual(expect.objectContaining({ code: 'bucket_not_found', targetKind: 'gcs', format: 'csv' }));
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
 

@@ -7,10 +7,11 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { Storage } from '@google-cloud/storage';
 import { parse, stringify } from 'yaml';
 import type { CliSeams } from '../../src/cli/command.js';
+import type { FileSinkOptions } from '../../src/sinks/files/file-sink.js';
 import { RUN_ID_METADATA_KEY as GCS_RUN_ID_KEY } from '../../src/sinks/gcs/temp-objects.js';
 import { RUN_ID_METADATA_KEY as S3_RUN_ID_KEY } from '../../src/sinks/s3/temp-keys.js';
 import { describeWithFakeGcs, usePreconditionProxy } from './fake-gcs-server.js';
-import { describeWithS3, getBytes, keysOf, TEST_AWS_ENV, type TestS3 } from './s3-server.js';
+import { describeWithS3, getBytes, keysOf, putBytes, TEST_AWS_ENV, type TestS3 } from './s3-server.js';
 
 export interface TestObjectStore {
   /** The target kind, as an error's `targetKind` says it. */
@@ -24,6 +25,9 @@ export interface TestObjectStore {
   processEnv(): Record<string, string>;
   /** What an in-process run (`runCli`) needs to reach the store. */
   seams(): CliSeams;
+  /** What a file sink built by hand needs to reach the store (its client; fast retries). */
+  sinkOptions(): Pick<FileSinkOptions, 'storageClient' | 's3Client' | 's3Write'>;
+  put(bucket: string, key: string, text: string): Promise<void>;
   /** Every key of a bucket with its bytes (base64), sorted by key. */
   objects(bucket: string): Promise<Array<readonly [string, string]>>;
   bytes(bucket: string, key: string): Promise<Buffer>;
@@ -41,6 +45,8 @@ function gcsStore(storage: () => Storage, origin: () => string, refused: () => n
     configure: async () => undefined,
     processEnv: () => ({ STORAGE_EMULATOR_HOST: origin() }),
     seams: () => ({ sinkOptions: { storageClient: storage() } }),
+    sinkOptions: () => ({ storageClient: storage() }),
+    put: (bucket, key, text) => storage().bucket(bucket).file(key).save(text, { resumable: false }),
     async objects(bucket) {
       const [files] = await storage().bucket(bucket).getFiles();
       const entries = await Promise.all(files.map(async (file) => [file.name, (await file.download())[0].toString('base64')] as const));
@@ -68,6 +74,9 @@ function s3Store(s3: TestS3): TestObjectStore {
     },
     processEnv: () => ({ ...TEST_AWS_ENV }),
     seams: () => ({}),
+    // Fast retries: a fault test must not wait out S3's real backoff.
+    sinkOptions: () => ({ s3Client: s3.sinkClient, s3Write: { limits: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 }, requestTimeoutMs: 5_000 } }),
+    put: (bucket, key, text) => putBytes(s3.client, bucket, key, text),
     async objects(bucket) {
       const keys = (await keysOf(s3.client, bucket)).sort();
       return Promise.all(keys.map(async (key) => [key, (await getBytes(s3.client, bucket, key)).toString('base64')] as const));

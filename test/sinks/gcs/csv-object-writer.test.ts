@@ -21,15 +21,6 @@ const rows: TypedRow[] = [
 const logger = pino({ level: 'silent' });
 const context = (runId: string): SinkRunContext => ({ jobName: 'incidents', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
 
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as { code: string }).code;
-  }
-  return 'resolved';
-}
-
 describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
   const sinkFor = (path: string, options: { gzip?: boolean; manifest?: boolean } = {}) =>
     new CsvSink({
@@ -84,19 +75,7 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     expect(String((await gcs.storage.bucket(bucket).file('a.csv').download())[0])).toBe('id\r\nprevious\r\n');
   });
 
-  it('refuses an unknown bucket at open, before any row (bucket_not_found)', async () => {
-    expect(await codeOf(sinkFor('gs://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('bucket_not_found');
-  });
-
-  it('refuses a target that is a "directory" prefix at open (target_is_directory)', async () => {
-    const bucket = await gcs.newBucket();
-    await gcs.storage.bucket(bucket).file('exports/daily.csv/part-1.csv').save('x', { resumable: false });
-    expect(await codeOf(sinkFor(`gs://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('target_is_directory');
-    // Legal but unusual: a sibling whose name merely starts with the target's is no directory.
-    await gcs.storage.bucket(bucket).file('exports/daily.csv.bak').save('x', { resumable: false });
-    const writer = await sinkFor(`gs://${bucket}/exports/daily.csv.b`).open(context('run-sibling'));
-    await writer.abort();
-  });
+  // An unknown bucket and a "directory" prefix at the target: test/sinks/files/object-targets.test.ts, for gs:// and s3:// alike.
 
   it('plans against the object: create when absent, unchanged after a run, the header diff when columns change (gzip too)', async () => {
     const bucket = await gcs.newBucket();
