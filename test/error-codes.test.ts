@@ -32,7 +32,8 @@ const CODE = String.raw`[a-z][a-z0-9]*(?:_[a-z0-9]+)+`;
 /**
  * The code literals of src/, found where a code is given: a class's `code` field or constructor
  * parameter (`readonly code = 'x'`, `readonly code: 'a' | 'b'`), a type of codes (`type XCode =`),
- * the code passed to an error's constructor (`new GcsError('x'`, `super('x'`), a file-system
+ * the code passed to an error's constructor (`new GcsError('x'`, `super('x'`), a base class typed
+ * by its own code (`extends LocalFileError<'x'>`), a file-system
  * failure's fallback, a code chosen at run time's other branch (`: 'auth_refused'`), a summary's
  * `'internal_error'`, and a constant typed `ErrorCode`.
  */
@@ -45,6 +46,7 @@ function codeLiterals(text: string): string[] {
     new RegExp(String.raw`type \w*Code\w* =\s*((?:\|?\s*'${CODE}'\s*)+)`, 'g'),
     new RegExp(String.raw`new \w+Error\(\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`super\(\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`extends \w+<\s*('${CODE}')\s*>`, 'g'),
     new RegExp(String.raw`fileSystemFailureCode\([^,]+,\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`\.code\s*:\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`:\s*ErrorCode\s*=\s*('${CODE}')`, 'g'),

@@ -88,15 +88,26 @@ export class FilePathInvalidError extends TilehouseError {
 }
 
 /**
- * Writing, syncing or publishing a local file failed; the previous file is left as it was. The
- * code says which known condition it was (`disk_full`, `permission_denied`, `target_is_directory`)
- * and is `write_failed` otherwise.
+ * A local file system's failure: the code says which known condition it was (`disk_full`,
+ * `permission_denied`, `target_is_directory`) and is the class's own otherwise; the message ends
+ * with what to do about a known one.
  */
-export class FileWriteError extends TilehouseError {
-  readonly code: FileSystemFailureCode | 'write_failed';
+abstract class LocalFileError<Own extends ErrorCode> extends TilehouseError {
+  readonly code: FileSystemFailureCode | Own;
   override readonly targetKind = 'local';
   override readonly format: FileFormatName;
 
+  constructor(format: FormatNames, errno: unknown, own: Own, message: (hint: string) => string, options?: { cause?: unknown }) {
+    const code = fileSystemFailureCode(errno, own);
+    const hint = fileSystemFailureHint(code);
+    super(message(hint ? ` (${hint})` : ''), options);
+    this.code = code;
+    this.format = format.name as FileFormatName;
+  }
+}
+
+/** Writing, syncing or publishing a local file failed (`write_failed` unless a known condition); the previous file is left as it was. */
+export class FileWriteError extends LocalFileError<'write_failed'> {
   constructor(
     format: FormatNames,
     readonly jobName: string,
@@ -104,14 +115,8 @@ export class FileWriteError extends TilehouseError {
     readonly operation: string,
     cause: unknown,
   ) {
-    const code = fileSystemFailureCode(cause, 'write_failed');
-    const hint = fileSystemFailureHint(code);
-    super(
-      `job ${jobName}: ${format.name} ${target}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`,
-      { cause },
-    );
-    this.code = code;
-    this.format = format.name as FileFormatName;
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(format, cause, 'write_failed', (hint) => `job ${jobName}: ${format.name} ${target}: ${operation} failed: ${detail}${hint}`, { cause });
   }
 }
 
@@ -120,24 +125,19 @@ export class FileWriteError extends TilehouseError {
  * request: `permission_denied` (a read-only or foreign directory, the same code a write would
  * fail with), or `target_unwritable` (a regular file where a directory should be).
  */
-export class FileTargetUnwritableError extends TilehouseError {
-  readonly code: FileSystemFailureCode | 'target_unwritable';
-  override readonly targetKind = 'local';
-  override readonly format: FileFormatName;
-
+export class FileTargetUnwritableError extends LocalFileError<'target_unwritable'> {
   constructor(
     format: FormatNames,
     readonly jobName: string,
     readonly directory: string,
     unwritable: { reason: string; errno: string },
   ) {
-    const code = fileSystemFailureCode({ code: unwritable.errno }, 'target_unwritable');
-    const hint = fileSystemFailureHint(code);
     super(
-      `job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint ? ` (${hint})` : ''}; nothing was fetched`,
+      format,
+      { code: unwritable.errno },
+      'target_unwritable',
+      (hint) => `job ${jobName}: ${format.name} ${directory}: ${format.label} files cannot be written there: ${unwritable.reason}${hint}; nothing was fetched`,
     );
-    this.code = code;
-    this.format = format.name as FileFormatName;
   }
 }
 
