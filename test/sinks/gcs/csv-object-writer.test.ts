@@ -1,25 +1,13 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
-import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
-import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import { OWNER_METADATA_KEY } from '../../../src/sinks/gcs/temp-objects.js';
-import type { Column, TypedRow } from '../../../src/transform/column.js';
 import { describeWithFakeGcs } from '../../support/fake-gcs-server.js';
 import { DEAD_PID, tagOf } from '../../support/temp-owners.js';
-
-const columns: Column[] = [
-  { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
-  { name: 'title', header: 'Title, "quoted"', type: 'STRING', sourceDataType: 'text' },
-];
-const rows: TypedRow[] = [
-  [1n, 'first'],
-  [2n, 'zweite\nZeile'],
-];
-const logger = pino({ level: 'silent' });
-const context = (runId: string): SinkRunContext => ({ jobName: 'incidents', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
+import { silentLogger as logger } from '../../support/fake-sinks.js';
+import { incidentsRun as context, twoColumns as columns, twoRows as rows } from '../../support/two-row-fixture.js';
 
 describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
   const sinkFor = (path: string, options: { gzip?: boolean; manifest?: boolean } = {}) =>

@@ -5,30 +5,21 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { CreateMultipartUploadCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { parse } from 'csv-parse/sync';
-import { pino } from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import type { CsvSinkConfig } from '../../../src/config/job-schema.js';
 import type { ParquetSinkConfig } from '../../../src/config/parquet-sink-schema.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { FileSink } from '../../../src/sinks/files/file-sink.js';
 import { parquetFormat } from '../../../src/sinks/parquet/parquet-format.js';
-import type { SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
+import type { SinkWriter } from '../../../src/sinks/sink.js';
 import { RUN_ID_METADATA_KEY } from '../../../src/sinks/s3/temp-keys.js';
-import type { Column, TypedRow } from '../../../src/transform/column.js';
+import type { TypedRow } from '../../../src/transform/column.js';
 import { describeWithS3, getBytes, keysOf, putBytes } from '../../support/s3-server.js';
 import { DEAD_PID, tagOf } from '../../support/temp-owners.js';
 import { duckdb, sqlString } from '../parquet/encoder/duckdb-read-back.js';
+import { silentLogger as logger } from '../../support/fake-sinks.js';
+import { incidentsRun as context, twoRows as rows } from '../../support/two-row-fixture.js';
 
-const columns: Column[] = [
-  { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
-  { name: 'title', header: 'Title, "quoted"', type: 'STRING', sourceDataType: 'text' },
-];
-const rows: TypedRow[] = [
-  [1n, 'first'],
-  [2n, 'zweite\nZeile'],
-];
-const logger = pino({ level: 'silent' });
-const context = (runId: string): SinkRunContext => ({ jobName: 'incidents', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
 // Fast retries: a fault test must not wait out S3's real backoff.
 const s3Write = { limits: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5 }, requestTimeoutMs: 5_000 };
 
