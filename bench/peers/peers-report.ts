@@ -36,6 +36,8 @@ export interface PeerFigure {
 
 export interface PeerGroup extends PeerCase {
   figures: PeerFigure[];
+  /** Every run's figures, per tool, in the order they ran. */
+  samples: Partial<Record<Tool, PeerSample[]>>;
 }
 
 export interface PeersReport {
@@ -74,7 +76,7 @@ export function peerGroup(peerCase: PeerCase, samples: ReadonlyMap<Tool, readonl
       },
     };
   });
-  return { ...peerCase, figures };
+  return { ...peerCase, figures, samples: Object.fromEntries(samples) };
 }
 
 export function rowsLabel(rows: number): string {
