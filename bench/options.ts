@@ -52,6 +52,8 @@ export interface BenchOptions {
   peersRuns: number;
   /** The peers' cases: rows and page latency. */
   peersCases: PeerCase[];
+  /** tilehouse's concurrency in the peers' cases (default 4 at 0 ms, 8 with latency). */
+  peersTilehouseConcurrency: number | undefined;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -103,6 +105,8 @@ Options:
                             bench/peers/setup.sh, else exit 2); the peers part only
   --peers-runs N            runs of each tool in each case, median kept (default 3)
   --peers-cases R@MS,...    rows@latency of the peers' cases (default 100000@0,1000000@50)
+  --peers-tilehouse-concurrency N  tilehouse's concurrency there (default 4 at 0 ms, 8 with
+                            latency; the peers page one request at a time)
 `;
 
 function list(text: string, name: string): number[] {
@@ -155,6 +159,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       peers: { type: 'boolean', default: false },
       'peers-runs': { type: 'string', default: '3' },
       'peers-cases': { type: 'string', default: '100000@0,1000000@50' },
+      'peers-tilehouse-concurrency': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -193,6 +198,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     peers: values.peers,
     peersRuns: positive(values['peers-runs'], 'peers-runs'),
     peersCases: peerCases(values['peers-cases']),
+    peersTilehouseConcurrency:
+      values['peers-tilehouse-concurrency'] === undefined ? undefined : positive(values['peers-tilehouse-concurrency'], 'peers-tilehouse-concurrency'),
   };
 }
 

@@ -154,7 +154,13 @@ async function main(argv: string[]): Promise<void> {
   }
   if (!existsSync(join(repoRoot(), 'dist/bundle/tilehouse.js'))) throw new Error('dist/bundle/tilehouse.js is missing: run `npm run bench` (it builds first)');
   if (options.peers) {
-    const peers = await runPeers({ runs: options.peersRuns, itemsPerPage: options.itemsPerPage, cases: options.peersCases, progress });
+    const peers = await runPeers({
+      runs: options.peersRuns,
+      itemsPerPage: options.itemsPerPage,
+      cases: options.peersCases,
+      ...(options.peersTilehouseConcurrency === undefined ? {} : { tilehouseConcurrency: options.peersTilehouseConcurrency }),
+      progress,
+    });
     // 2: the peers' venv is missing (runPeers said how to make it); not a failure of the bench.
     if (peers === 2) process.exitCode = 2;
     else {

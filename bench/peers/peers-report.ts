@@ -19,6 +19,8 @@ export interface PeerSample {
   wallMs: number;
   cpuMs: number;
   peakRssMb: number;
+  /** The tree's largest process alone (the Airbyte peer: the CDK's, without the CSV writer's). */
+  largestProcessMb: number;
 }
 
 export interface PeerFigure {
@@ -27,6 +29,7 @@ export interface PeerFigure {
   concurrency: number;
   runs: number;
   peakRssMb: number;
+  largestProcessMb: number;
   cpuS: number;
   wallS: number;
   rowsPerS: number;
@@ -47,11 +50,12 @@ export interface PeersReport {
 
 /** Medians of each tool's samples (each figure separately), and ratios to tilehouse's. */
 export function peerGroup(peerCase: PeerCase, samples: ReadonlyMap<Tool, readonly PeerSample[]>, concurrency: (tool: Tool) => number): PeerGroup {
-  const medians = new Map<Tool, { peakRssMb: number; cpuMs: number; wallMs: number; runs: number }>();
+  const medians = new Map<Tool, { peakRssMb: number; largestProcessMb: number; cpuMs: number; wallMs: number; runs: number }>();
   for (const [tool, list] of samples) {
     if (list.length === 0) continue;
     medians.set(tool, {
       peakRssMb: median(list.map((s) => s.peakRssMb)),
+      largestProcessMb: median(list.map((s) => s.largestProcessMb)),
       cpuMs: median(list.map((s) => s.cpuMs)),
       wallMs: median(list.map((s) => s.wallMs)),
       runs: list.length,
@@ -66,6 +70,7 @@ export function peerGroup(peerCase: PeerCase, samples: ReadonlyMap<Tool, readonl
       concurrency: concurrency(tool),
       runs: m.runs,
       peakRssMb: m.peakRssMb,
+      largestProcessMb: m.largestProcessMb,
       cpuS: m.cpuMs / 1000,
       wallS: m.wallMs / 1000,
       rowsPerS,
@@ -93,15 +98,15 @@ export function formatPeersReport(report: PeersReport): string {
   const lines = Object.entries(report.settings).map(([name, value]) => `${name}: ${value}`);
   lines.push(
     '',
-    '| rows, latency | tool | concurrency | runs | peak RSS MB | CPU s | wall s | rows/s | RSS / tilehouse | CPU / tilehouse | rows/s / tilehouse |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| rows, latency | tool | concurrency | runs | peak RSS MB | largest process MB | CPU s | wall s | rows/s | RSS / tilehouse | CPU / tilehouse | rows/s / tilehouse |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const group of report.groups) {
     for (const figure of group.figures) {
       const ratios =
         figure.tool === 'tilehouse' ? ['', '', ''] : [figure.vsTilehouse.peakRss, figure.vsTilehouse.cpu, figure.vsTilehouse.rowsPerS].map((r) => fixed(r, 2));
       lines.push(
-        `| ${rowsLabel(group.rows)}, ${group.latencyMs} ms | ${TOOL_LABELS[figure.tool]} | ${figure.concurrency} | ${figure.runs} | ${fixed(figure.peakRssMb, 1)} | ${fixed(figure.cpuS, 1)} | ${fixed(figure.wallS, 1)} | ${thousands(figure.rowsPerS)} | ${ratios.join(' | ')} |`,
+        `| ${rowsLabel(group.rows)}, ${group.latencyMs} ms | ${TOOL_LABELS[figure.tool]} | ${figure.concurrency} | ${figure.runs} | ${fixed(figure.peakRssMb, 1)} | ${fixed(figure.largestProcessMb, 1)} | ${fixed(figure.cpuS, 1)} | ${fixed(figure.wallS, 1)} | ${thousands(figure.rowsPerS)} | ${ratios.join(' | ')} |`,
       );
     }
   }

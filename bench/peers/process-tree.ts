@@ -58,6 +58,8 @@ export interface TreePeak {
   peakRssMb: number;
   /** The highest Σ VmRSS of one sample, MB. */
   sampledSumMb: number;
+  /** The highest VmHWM of any one process of the tree, MB. */
+  largestProcessMb: number;
   /** Every pid seen in the tree (the excluded root included). */
   pids: number[];
   samples: number;
@@ -99,6 +101,12 @@ export class TreeRssSampler {
 
   stop(): TreePeak {
     clearInterval(this.timer);
-    return { peakRssMb: Math.max(this.sumKb, this.hwmKb) / 1024, sampledSumMb: this.sumKb / 1024, pids: [...this.seen], samples: this.count };
+    return {
+      peakRssMb: Math.max(this.sumKb, this.hwmKb) / 1024,
+      sampledSumMb: this.sumKb / 1024,
+      largestProcessMb: this.hwmKb / 1024,
+      pids: [...this.seen],
+      samples: this.count,
+    };
   }
 }

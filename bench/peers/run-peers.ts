@@ -27,11 +27,13 @@ export interface PeersOptions {
   runs: number;
   itemsPerPage: number;
   cases: PeerCase[];
+  /** tilehouse's concurrency in every case instead of 4 at 0 ms and 8 with latency. */
+  tilehouseConcurrency?: number;
   progress: (message: string) => void;
 }
 
-/** tilehouse's concurrency in each case: the memory part's (4 at 0 ms, 8 with latency). */
-export const tilehouseConcurrency = (latencyMs: number) => (latencyMs > 0 ? 8 : 4);
+/** tilehouse's concurrency in each case: the memory part's (4 at 0 ms, 8 with latency), unless given. */
+const tilehouseConcurrency = (latencyMs: number, given: number | undefined) => given ?? (latencyMs > 0 ? 8 : 4);
 
 /**
  * The peers' concurrency: both page through the export one request after another. dlt's
@@ -58,13 +60,12 @@ function failed(what: string, run: TreeRun): Error {
 
 async function runTilehouse(
   sandbox: SandboxProcess,
-  peerCase: PeerCase,
+  concurrency: number,
   image: ImageNode,
   itemsPerPage: number,
   root: string,
   keyValue: string,
 ): Promise<Measured> {
-  const concurrency = tilehouseConcurrency(peerCase.latencyMs);
   const workspace = await writeBenchWorkspace(root, sandbox, { concurrency, itemsPerPage, sink: { type: 'csv' } });
   const args = [...image.nodeArgs, 'dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir];
   const env = image.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions };
@@ -135,6 +136,7 @@ async function measureCase(peerCase: PeerCase, python: string, image: ImageNode,
   // A row from the middle of the export, compared across the tools' files.
   const keyValue = String(Math.ceil(peerCase.rows / 2));
   let reference: CsvDigest | undefined;
+  const concurrencyOf = (tool: Tool) => (tool === 'tilehouse' ? tilehouseConcurrency(peerCase.latencyMs, options.tilehouseConcurrency) : PEER_CONCURRENCY);
   try {
     for (let round = 1; round <= options.runs; round++) {
       // tilehouse first in every round: its CSV is the reference the peers' rows are held to.
@@ -144,11 +146,12 @@ async function measureCase(peerCase: PeerCase, python: string, image: ImageNode,
         try {
           const measured =
             tool === 'tilehouse'
-              ? await runTilehouse(sandbox, peerCase, image, options.itemsPerPage, root, keyValue)
+              ? await runTilehouse(sandbox, concurrencyOf('tilehouse'), image, options.itemsPerPage, root, keyValue)
               : await runPeer(tool, python, sandbox, options.itemsPerPage, root, keyValue);
           check(tool, measured.digest, peerCase, reference, keyValue);
           if (tool === 'tilehouse') reference ??= measured.digest;
-          samples.get(tool)!.push({ wallMs: measured.sample.wallMs, cpuMs: measured.sample.cpuMs, peakRssMb: measured.sample.peakRssMb });
+          const { wallMs, cpuMs, peakRssMb, largestProcessMb } = measured.sample;
+          samples.get(tool)!.push({ wallMs, cpuMs, peakRssMb, largestProcessMb });
         } finally {
           await rm(root, { recursive: true, force: true });
         }
@@ -157,7 +160,7 @@ async function measureCase(peerCase: PeerCase, python: string, image: ImageNode,
   } finally {
     await sandbox.stop();
   }
-  return peerGroup(peerCase, samples, (tool) => (tool === 'tilehouse' ? tilehouseConcurrency(peerCase.latencyMs) : PEER_CONCURRENCY));
+  return peerGroup(peerCase, samples, concurrencyOf);
 }
 
 /** The report, or 2 when the venv is missing (with how to make it on stderr). */

@@ -14,6 +14,8 @@ export interface TreeRun {
   /** User + system CPU of every process of the tree (those its processes waited for). */
   cpuMs: number;
   peakRssMb: number;
+  /** The peak of the tree's largest process alone (its VmHWM), MB. */
+  largestProcessMb: number;
   /** Processes seen in the tree besides the wrapper shell. */
   processes: number;
   stdout: string;
@@ -59,5 +61,5 @@ export async function runTree(command: string, args: string[], env: NodeJS.Proce
   if (!child.stderr.readableEnded) await once(child.stderr, 'end');
   const cpuMs = await readFile(timesFile, 'utf8').then(childrenCpuMs, () => Number.NaN);
   await rm(timesFile, { force: true });
-  return { exitCode, wallMs, cpuMs, peakRssMb: peak.peakRssMb, processes: peak.pids.length - 1, stdout, stderr };
+  return { exitCode, wallMs, cpuMs, peakRssMb: peak.peakRssMb, largestProcessMb: peak.largestProcessMb, processes: peak.pids.length - 1, stdout, stderr };
 }

@@ -48,6 +48,8 @@ describe('parseBenchOptions: the peers part', () => {
     ]);
     expect(options.peersRuns).toBe(1);
     expect(options.itemsPerPage).toBe(500);
+    expect(options.peersTilehouseConcurrency).toBeUndefined();
+    expect(parse(['--peers', '--peers-tilehouse-concurrency', '1']).peersTilehouseConcurrency).toBe(1);
   });
 
   it('refuses a case that is not rows@latency, no rows, no runs, and other parts in the same run', () => {
@@ -55,6 +57,7 @@ describe('parseBenchOptions: the peers part', () => {
     expect(() => parse(['--peers', '--peers-cases', '0@0'])).toThrow(/--peers-cases: not rows@latency-ms/);
     expect(() => parse(['--peers', '--peers-cases', '10k@0'])).toThrow(/--peers-cases/);
     expect(() => parse(['--peers', '--peers-runs', '0'])).toThrow(/--peers-runs must be at least 1/);
+    expect(() => parse(['--peers', '--peers-tilehouse-concurrency', '0'])).toThrow(/--peers-tilehouse-concurrency must be at least 1/);
     expect(() => parse(['--peers', '--memory'])).toThrow(/--peers runs the peers part only/);
     expect(() => parse(['--peers', '--scenarios', 'csv'])).toThrow(/--peers runs the peers part only/);
   });

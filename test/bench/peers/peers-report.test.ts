@@ -6,7 +6,7 @@ import { columnKey, digestCsv, rowDifferences, sameValue } from '../../../bench/
 import { formatPeersReport, peerGroup, rowsLabel, type PeerSample, type Tool } from '../../../bench/peers/peers-report.js';
 import { venvPython } from '../../../bench/peers/run-peers.js';
 
-const sample = (wallMs: number, cpuMs: number, peakRssMb: number): PeerSample => ({ wallMs, cpuMs, peakRssMb });
+const sample = (wallMs: number, cpuMs: number, peakRssMb: number): PeerSample => ({ wallMs, cpuMs, peakRssMb, largestProcessMb: peakRssMb - 10 });
 
 describe('peerGroup', () => {
   const samples = new Map<Tool, PeerSample[]>([
@@ -36,18 +36,20 @@ describe('peerGroup', () => {
   it('has no ratios without a tilehouse run, rather than ratios to nothing', () => {
     const alone = peerGroup({ rows: 10, latencyMs: 0 }, new Map([['dlt', [sample(1000, 500, 90)]]]), () => 1);
     expect(alone.figures[0]!.vsTilehouse.cpu).toBeNaN();
-    expect(formatPeersReport({ settings: {}, groups: [alone] })).toContain('| 10, 0 ms | dlt | 1 | 1 | 90.0 | 0.5 | 1.0 | 0k | — | — | — |');
+    expect(formatPeersReport({ settings: {}, groups: [alone] })).toContain('| 10, 0 ms | dlt | 1 | 1 | 90.0 | 80.0 | 0.5 | 1.0 | 0k | — | — | — |');
   });
 
   it('formats one Markdown table, tilehouse first and without ratios, the settings above it', () => {
     const text = formatPeersReport({ settings: { runs: 3, peers: 'dlt 1.31.0' }, groups: [group] });
     const lines = text.trimEnd().split('\n');
     expect(lines.slice(0, 2)).toEqual(['runs: 3', 'peers: dlt 1.31.0']);
-    expect(lines[3]).toMatch(/^\| rows, latency \| tool \| concurrency \| runs \| peak RSS MB \| CPU s \| wall s \| rows\/s \| RSS \/ tilehouse/);
+    expect(lines[3]).toMatch(
+      /^\| rows, latency \| tool \| concurrency \| runs \| peak RSS MB \| largest process MB \| CPU s \| wall s \| rows\/s \| RSS \/ tilehouse/,
+    );
     expect(lines.slice(5)).toEqual([
-      '| 1M, 50 ms | tilehouse | 8 | 3 | 155.0 | 2.4 | 12.0 | 83k |  |  |  |',
-      '| 1M, 50 ms | dlt | 1 | 2 | 210.0 | 8.5 | 45.0 | 22k | 1.35 | 3.54 | 0.27 |',
-      '| 1M, 50 ms | Airbyte CDK | 1 | 1 | 140.0 | 12.0 | 60.0 | 17k | 0.90 | 5.00 | 0.20 |',
+      '| 1M, 50 ms | tilehouse | 8 | 3 | 155.0 | 145.0 | 2.4 | 12.0 | 83k |  |  |  |',
+      '| 1M, 50 ms | dlt | 1 | 2 | 210.0 | 200.0 | 8.5 | 45.0 | 22k | 1.35 | 3.54 | 0.27 |',
+      '| 1M, 50 ms | Airbyte CDK | 1 | 1 | 140.0 | 130.0 | 12.0 | 60.0 | 17k | 0.90 | 5.00 | 0.20 |',
     ]);
   });
 

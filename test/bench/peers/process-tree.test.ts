@@ -46,6 +46,9 @@ describe.runIf(process.platform === 'linux')('runTree, on real processes', () =>
     // 200 MB held at once, plus two node processes' own resident size (~40-60 MB each here).
     expect(run.peakRssMb).toBeGreaterThan(200 + 2 * 25);
     expect(run.peakRssMb).toBeLessThan(200 + 2 * 90);
+    // The parent alone: its 120 MB and node, less than the two together.
+    expect(run.largestProcessMb).toBeGreaterThan(120 + 25);
+    expect(run.largestProcessMb).toBeLessThan(run.peakRssMb - 80);
     // Filling 200 MB and starting two node processes takes CPU, which the shell's times report.
     expect(run.cpuMs).toBeGreaterThan(50);
     expect(run.wallMs).toBeGreaterThan(600);
@@ -63,6 +66,7 @@ describe.runIf(process.platform === 'linux')('runTree, on real processes', () =>
     await once(child, 'exit');
     expect(peak.sampledSumMb).toBeLessThan(120);
     expect(peak.peakRssMb).toBeGreaterThan(150 + 25);
+    expect(peak.largestProcessMb).toBe(peak.peakRssMb);
   });
 
   it('passes a failing exit status on', async () => {
