@@ -99,6 +99,8 @@ async function runPeer(
     PATH: process.env.PATH,
     HOME: root,
     BENCH_PEER: JSON.stringify(input),
+    // No __pycache__ beside the manifest's components.py in the checkout.
+    PYTHONDONTWRITEBYTECODE: '1',
     // dlt: no usage reporting; the filesystem destination's files uncompressed, as tilehouse's.
     RUNTIME__DLTHUB_TELEMETRY: 'false',
     NORMALIZE__DATA_WRITER__DISABLE_COMPRESSION: 'true',
