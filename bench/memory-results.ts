@@ -4,6 +4,7 @@
  * targets judged on them. No processes here (bench/memory-footprint.ts runs them).
  */
 import type { ImageNode } from './support/image-node.js';
+import type { MemoryBreakdown } from './support/report-rss.js';
 import { median, type Target } from './results.js';
 
 export type MemoryCaseName =
@@ -15,6 +16,8 @@ export type MemoryCaseName =
   | 'run 100k'
   | 'run 1M'
   | 'run 1M, telemetry on'
+  | 'run 1M, Parquet'
+  | 'run 1M, gs://'
   | 'bin: run 5 rows'
   | 'bin: run 100k';
 
@@ -34,6 +37,11 @@ export interface MemoryCase {
    * no NODE_OPTIONS (issue 39: the figures within 10 % of the image's).
    */
   viaBin?: boolean;
+  /**
+   * Issue 39: the 1M-row run into a local Parquet file, or into a gs:// CSV directory on
+   * fake-gcs-server, against the CSV run beside it (`--memory-sinks` only: each adds a 1M-row run).
+   */
+  sink?: 'parquet' | 'gcs';
 }
 
 /** What issue 29 measures, in this order (bare node first: the other cases are its multiples). */
@@ -48,6 +56,8 @@ export const MEMORY_CASES: readonly MemoryCase[] = [
   { name: 'run 1M, telemetry on', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, telemetry: true },
   { name: 'bin: run 5 rows', run: { rows: 5, latencyMs: 0, concurrency: 4 }, viaBin: true },
   { name: 'bin: run 100k', run: { rows: 100_000, latencyMs: 0, concurrency: 4 }, viaBin: true },
+  { name: 'run 1M, Parquet', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 'parquet' },
+  { name: 'run 1M, gs://', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 'gcs' },
 ];
 
 /** CPU per row may rise by at most this factor over the baseline checkout's. */
@@ -57,6 +67,8 @@ export const MAX_CPU_PER_ROW_RATIO = 1.05;
 export interface MemorySample {
   peakRssMb: number;
   cpuMs: number;
+  /** With `--memory-breakdown`. */
+  breakdown?: MemoryBreakdown;
 }
 
 /** A checkout's runs of every case: samples in run order. */
@@ -77,6 +89,36 @@ export interface MemoryCaseFigure {
   cpuMsPer1kRows?: number;
   peakRssRuns: number[];
   cpuMsRuns: number[];
+  /** With `--memory-breakdown`: each figure's median over the runs, MB. */
+  breakdownMb?: Record<BreakdownColumn, number>;
+}
+
+const BREAKDOWN_COLUMNS = ['rss', 'file', 'anon', 'heap', 'used', 'new', 'old', 'code', 'LO', 'external', 'buffers'] as const;
+type BreakdownColumn = (typeof BREAKDOWN_COLUMNS)[number];
+
+/** A breakdown's figures in MB: code is V8's code and trusted spaces (bytecode, metadata), LO its large objects. */
+function breakdownFigures(breakdown: MemoryBreakdown): Record<BreakdownColumn, number> {
+  const space = (...names: string[]) => names.reduce((sum, name) => sum + (breakdown.spaces[name]?.size ?? 0), 0);
+  const mb = (bytes: number | undefined) => (bytes === undefined ? Number.NaN : bytes / 1024 / 1024);
+  return {
+    rss: mb(breakdown.rss),
+    file: mb(breakdown.fileBacked),
+    anon: mb(breakdown.anonymous),
+    heap: mb(breakdown.heapCommitted),
+    used: mb(breakdown.heapUsed),
+    new: mb(space('new', 'new_large_object')),
+    old: mb(space('old')),
+    code: mb(space('code', 'trusted', 'code_large_object', 'trusted_large_object')),
+    LO: mb(space('large_object')),
+    external: mb(breakdown.external),
+    buffers: mb(breakdown.arrayBuffers),
+  };
+}
+
+function medianBreakdown(list: readonly MemorySample[]): Record<BreakdownColumn, number> | undefined {
+  const all = list.flatMap((sample) => (sample.breakdown === undefined ? [] : [breakdownFigures(sample.breakdown)]));
+  if (all.length === 0) return undefined;
+  return Object.fromEntries(BREAKDOWN_COLUMNS.map((column) => [column, median(all.map((figures) => figures[column]))])) as Record<BreakdownColumn, number>;
 }
 
 export interface MemoryReport {
@@ -108,7 +150,9 @@ export function caseFigures(samples: CheckoutMemory['samples']): MemoryCaseFigur
     const peakRssMb = median(list.map((sample) => sample.peakRssMb));
     const cpuMs = median(list.map((sample) => sample.cpuMs));
     const rows = memoryCase.run?.rows;
+    const breakdownMb = medianBreakdown(list);
     figures.push({
+      ...(breakdownMb === undefined ? {} : { breakdownMb }),
       name: memoryCase.name,
       ...(rows === undefined ? {} : { rows, cpuMsPer1kRows: (cpuMs * 1000) / rows }),
       peakRssMb,
@@ -167,7 +211,21 @@ export function judgeMemory(report: MemoryReport): Target[] {
         : { target: cpuTarget, value: versus, threshold: `<= ${MAX_CPU_PER_ROW_RATIO}`, met: versus <= MAX_CPU_PER_ROW_RATIO },
     );
   }
+  targets.push(...sinkTargets(current?.cases ?? []));
   return targets;
+}
+
+/** Issue 39: a 1M-row run into Parquet, or into gs://, against the CSV run of the same checkout. */
+export const MAX_SINK_RATIOS: Partial<Record<MemoryCaseName, number>> = { 'run 1M, Parquet': 1.15, 'run 1M, gs://': 1.1 };
+
+function sinkTargets(cases: readonly MemoryCaseFigure[]): Target[] {
+  const csv = cases.find((figure) => figure.name === 'run 1M');
+  return cases.flatMap((figure) => {
+    const max = MAX_SINK_RATIOS[figure.name];
+    if (max === undefined || csv === undefined) return [];
+    const ratio = figure.peakRssMb / csv.peakRssMb;
+    return [{ target: `peak RSS, ${figure.name} / run 1M (CSV), image flags`, value: ratio, threshold: `<= ${max}`, met: ratio <= max }];
+  });
 }
 
 const fixed = (value: number | undefined, digits: number) => (value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
@@ -214,5 +272,20 @@ export function formatMemory(report: MemoryReport): string {
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
   out.push([line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n'));
+  for (const checkout of report.checkouts) out.push(...formatBreakdown(checkout.label, checkout.cases));
   return out.join('\n');
+}
+
+/** `--memory-breakdown`'s table: where each case's memory was at its highest RSS, MB, medians. */
+function formatBreakdown(label: string, cases: readonly MemoryCaseFigure[]): string[] {
+  const withBreakdown = cases.filter((figure) => figure.breakdownMb !== undefined);
+  if (withBreakdown.length === 0) return [];
+  const header = ['case', ...BREAKDOWN_COLUMNS];
+  const rows = withBreakdown.map((figure) => [figure.name, ...BREAKDOWN_COLUMNS.map((column) => fixed(figure.breakdownMb![column], 1))]);
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  return [
+    `\n${label}: where the memory is at the highest RSS sampled (every 10 ms), MB, medians: file/anon resident at exit; V8 heap committed and used; new, old, code (+trusted), LO committed; external, of it buffers`,
+    [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n'),
+  ];
 }

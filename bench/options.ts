@@ -45,6 +45,10 @@ export interface BenchOptions {
   memoryRuns: number;
   /** A second checkout (built) whose bundle the memory part measures too, as the baseline. */
   memoryBaseline: string | undefined;
+  /** The memory part's 1M-row Parquet and gs:// cases too. */
+  memorySinks: boolean;
+  /** Where each memory case's memory is at its peak (heap spaces, external, file-backed). */
+  memoryBreakdown: boolean;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -91,6 +95,9 @@ Options:
   --memory-runs N           runs of each memory case, median kept (default 3; 1 with --quick)
   --memory-baseline DIR     a second checkout, built (npm run build), measured alongside under
                             its own Dockerfile's flags: RSS and CPU per row against it
+  --memory-sinks            also 1M rows into a local Parquet file and into gs:// (fake-gcs-server)
+  --memory-breakdown        sample each process every 10 ms: heap spaces, external memory and
+                            file-backed pages at its highest RSS (costs the runs a little CPU)
 `;
 
 function list(text: string, name: string): number[] {
@@ -131,6 +138,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       memory: { type: 'boolean', default: false },
       'memory-runs': { type: 'string' },
       'memory-baseline': { type: 'string' },
+      'memory-sinks': { type: 'boolean', default: false },
+      'memory-breakdown': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -164,6 +173,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     out: values.out,
     memoryRuns: positive(values['memory-runs'] ?? (values.quick ? '1' : '3'), 'memory-runs'),
     memoryBaseline: values['memory-baseline'],
+    memorySinks: values['memory-sinks'],
+    memoryBreakdown: values['memory-breakdown'],
   };
 }
 

@@ -88,6 +88,51 @@ describe('memoryReport and judgeMemory', () => {
   });
 });
 
+describe('the Parquet and gs:// cases (--memory-sinks) and the breakdown (--memory-breakdown)', () => {
+  it("judges a 1M-row run into Parquet (<= 1.15) and into gs:// (<= 1.10) against the same checkout's CSV run", () => {
+    const report = memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 1M': [s(100)], 'run 1M, Parquet': [s(115)], 'run 1M, gs://': [s(111)] })]);
+    const sinks = judgeMemory(report).filter((t) => t.target.includes('/ run 1M (CSV)'));
+    expect(sinks.map((t) => [t.target, t.met])).toEqual([
+      ['peak RSS, run 1M, Parquet / run 1M (CSV), image flags', true], // 1.15 exactly
+      ['peak RSS, run 1M, gs:// / run 1M (CSV), image flags', false], // 1.11
+    ]);
+    // Without the CSV run there is nothing to compare with.
+    expect(judgeMemory(memoryReport(1, [checkout('this', { 'run 1M, Parquet': [s(115)] })])).some((t) => t.target.includes('Parquet'))).toBe(false);
+  });
+
+  it("prints each case's breakdown as medians in MB, code and trusted spaces together", () => {
+    const MB = 1024 * 1024;
+    const breakdown = (rss: number) => ({
+      rss: rss * MB,
+      heapCommitted: 50 * MB,
+      heapUsed: 20 * MB,
+      external: 6 * MB,
+      arrayBuffers: 4 * MB,
+      spaces: {
+        new: { size: 16 * MB, used: MB },
+        old: { size: 28 * MB, used: 15 * MB },
+        code: { size: 2 * MB, used: MB },
+        trusted: { size: 3 * MB, used: 2 * MB },
+      },
+      fileBacked: 51 * MB,
+      anonymous: (rss - 51) * MB,
+    });
+    const samples = {
+      'bare node': [s(40)],
+      'run 100k': [
+        { ...s(128), breakdown: breakdown(126) },
+        { ...s(130), breakdown: breakdown(130) },
+        { ...s(120), breakdown: breakdown(120) },
+      ],
+    };
+    const text = formatMemory(memoryReport(3, [checkout('this', samples)]));
+    const row = text.split('\n').filter((line) => line.startsWith('run 100k'))[1]!;
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '126.0', '51.0', '75.0', '50.0', '20.0', '16.0', '28.0', '5.0', '0.0', '6.0', '4.0']);
+    // Without it, no second table.
+    expect(formatMemory(memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 100k': [s(128)] })]))).not.toContain('highest RSS sampled');
+  });
+});
+
 describe('pairedRatio', () => {
   it("is the median of each round's ratio, so a slow round slows both sides of its pair alike", () => {
     // Round 2 ran on a loaded machine: both sides slow; ratios 1.02, 1.04, 1.00.
