@@ -49,16 +49,19 @@ describe('memoryReport and judgeMemory', () => {
     expect(versus['bare node']!.cpuPerRow).toBeUndefined();
   });
 
-  it("judges each ratio against issue 29's thresholds, at the threshold met, just above it not", () => {
+  it("judges each figure against issue 39's thresholds, at the threshold met, just above it not", () => {
     const targets = judgeMemory(memoryReport(1, [current, baseline]));
     const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
     expect(met).toEqual({
-      'peak RSS / bare node, run 5 rows': true, // 1.8 exactly
-      'peak RSS / bare node, run 100k': false, // 2.4
+      'peak RSS / bare node, run 5 rows': false, // 1.8
+      'peak RSS MB, run 100k': false, // 96
       "CPU per row / baseline checkout's, run 100k": true, // 1.05 exactly
-      'peak RSS / bare node, run 1M': false, // 3.0
+      'peak RSS MB, run 1M': true, // 120
       "CPU per row / baseline checkout's, run 1M": false, // 1.06
     });
+    const atThresholds = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(64)], 'run 100k': [s(92)], 'run 1M': [s(147.1)] });
+    const judged = Object.fromEntries(judgeMemory(memoryReport(1, [atThresholds])).map((t) => [t.target.split(' (')[0], t.met]));
+    expect(judged).toMatchObject({ 'peak RSS / bare node, run 5 rows': true, 'peak RSS MB, run 100k': true, 'peak RSS MB, run 1M': false });
   });
 
   it('reports CPU targets as not measured without a baseline, and cases that did not run as not measured', () => {
@@ -76,14 +79,14 @@ describe('memoryReport and judgeMemory', () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
-    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 92 MB', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
   });
 
-  it("names issue 29's targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8", () => {
-    expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined).map((c) => [c.run, c.maxRatio])).toEqual([
-      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.8],
-      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, 2.3],
-      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, 2.8],
+  it("names issue 39's targets: 5 rows <= 1.6x bare node, 100k at 0 ms c=4 <= 92 MB, 1M at 50 ms c=8 <= 147 MB", () => {
+    expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined || c.maxMb !== undefined).map((c) => [c.run, c.maxRatio ?? `${c.maxMb} MB`])).toEqual([
+      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.6],
+      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, '92 MB'],
+      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, '147 MB'],
     ]);
   });
 });
