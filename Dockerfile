@@ -33,6 +33,8 @@ COPY --from=build /app/dist/bundle ./dist/bundle
 #   3 x 16 MB), and a run's garbage fills it: +100 MB peak RSS at 1M rows for no CPU gained.
 # - --liftoff-only (ENTRYPOINT: NODE_OPTIONS may not carry it): undici's HTTP parser is WebAssembly,
 #   and optimizing it with TurboFan costs ~20 MB RSS at start-up; its baseline code parses as fast here.
+# - --heap-growing-percent=200 (ENTRYPOINT, likewise): the old generation grows to 3x what survived
+#   the last full collection instead of V8's up to 4x, mostly garbage: 1M rows -17 MB, CPU +2-3 %.
 ENV NODE_OPTIONS="--max-old-space-size=2048 --max-semi-space-size=8" \
     TILEHOUSE_CONFIG=/etc/tilehouse/config/default.yaml \
     TILEHOUSE_JOBS=/etc/tilehouse/jobs \
@@ -41,5 +43,5 @@ ENV NODE_OPTIONS="--max-old-space-size=2048 --max-semi-space-size=8" \
 USER 10001:10001
 # node runs as PID 1 without an init: tilehouse handles SIGTERM/SIGINT itself (clean stop, exit
 # 143/130) and starts no child processes to reap.
-ENTRYPOINT ["node", "--liftoff-only", "/app/dist/bundle/tilehouse.js"]
+ENTRYPOINT ["node", "--liftoff-only", "--heap-growing-percent=200", "/app/dist/bundle/tilehouse.js"]
 CMD ["run"]

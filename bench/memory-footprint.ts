@@ -9,9 +9,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
+import { BENCH_JOB_NAME } from './bench-query.js';
 import { MEMORY_CASES, memoryReport, type CheckoutMemory, type MemoryCase, type MemoryReport, type MemorySample } from './memory-results.js';
-import { writeBenchWorkspace } from './support/bench-workspace.js';
+import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.js';
+import { deleteObject, startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { imageNodeOf } from './support/image-node.js';
 import { runMeasured } from './support/measured-child.js';
 import { startSandboxProcess } from './support/sandbox-process.js';
@@ -24,6 +27,10 @@ export interface MemoryOptions {
   /** Checkouts to measure, this one first; each needs dist/bundle/tilehouse.js and a Dockerfile. */
   roots: Array<{ label: string; root: string }>;
   progress: (message: string) => void;
+  /** The Parquet and gs:// cases too (`--memory-sinks`). */
+  sinks?: boolean;
+  /** Where the memory is at the peak, per process (`--memory-breakdown`). */
+  breakdown?: boolean;
 }
 
 interface Target {
@@ -32,6 +39,9 @@ interface Target {
   sourcePid: number;
   /** The OTLP/HTTP base URL of a telemetry case's receiver. */
   otlp?: string;
+  /** The gs:// case's Cloud Storage stand-in. */
+  gcs?: RunningFakeGcs;
+  breakdown?: boolean;
 }
 
 /**
@@ -53,7 +63,14 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
   const root = await mkdtemp(join(tmpdir(), 'tilehouse-bench-memory-'));
   try {
     const concurrency = memoryCase.run?.concurrency ?? 4;
-    const workspace = await writeBenchWorkspace(root, target.endpoint, { concurrency, itemsPerPage, sink: { type: 'csv' } });
+    const prefix = `memory-${randomUUID().slice(0, 8)}`;
+    const sink: BenchSink =
+      memoryCase.sink === 'parquet'
+        ? { type: 'parquet' }
+        : memoryCase.sink === 'gcs' && target.gcs !== undefined
+          ? { type: 'csv', directory: `gs://${target.gcs.bucket}/${prefix}`, storageEmulatorHost: target.gcs.origin }
+          : { type: 'csv' };
+    const workspace = await writeBenchWorkspace(root, target.endpoint, { concurrency, itemsPerPage, sink });
     const cli = join(checkout.root, 'dist/bundle/tilehouse.js');
     const summaryFile = join(root, 'summary.json');
     const args: Record<string, string[]> = {
@@ -68,8 +85,10 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
     // Bare node is node as installed, and so is `npx tilehouse` (bin/tilehouse.js: whatever flags
     // it runs under, it sets itself); every other tilehouse process gets the image's NODE_OPTIONS.
     const asInstalled = memoryCase.name === 'bare node' || memoryCase.viaBin === true || checkout.node.nodeOptions === undefined;
-    const env = asInstalled ? withoutNodeOptions(base) : { ...base, NODE_OPTIONS: checkout.node.nodeOptions };
+    const flagged = asInstalled ? withoutNodeOptions(base) : { ...base, NODE_OPTIONS: checkout.node.nodeOptions };
+    const env = target.breakdown ? { ...flagged, BENCH_MEMORY_BREAKDOWN: '1' } : flagged;
     const run = await runMeasured(nodeArgs, env, target.tokens, target.sourcePid);
+    if (target.gcs !== undefined) await deleteObject(target.gcs, `${prefix}/${BENCH_JOB_NAME}.csv`).catch(() => undefined);
     const what = `${checkout.label}: ${memoryCase.name}`;
     if (run.exitCode !== 0) throw new Error(`${what} failed (exit ${run.exitCode}):\n${run.stderr.slice(-2000)}`);
     if (memoryCase.run !== undefined) {
@@ -77,7 +96,7 @@ async function measureOnce(checkout: CheckoutMemory, memoryCase: MemoryCase, tar
       const rows = summary.tiles?.[0]?.rows;
       if (rows !== memoryCase.run.rows) throw new Error(`${what}: wrote ${String(rows)} rows, expected ${memoryCase.run.rows}`);
     }
-    return { peakRssMb: run.peakRssMb, cpuMs: run.cpuMs };
+    return { peakRssMb: run.peakRssMb, cpuMs: run.cpuMs, ...(run.breakdown === undefined ? {} : { breakdown: run.breakdown }) };
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -100,13 +119,21 @@ async function targetFor(memoryCase: MemoryCase, itemsPerPage: number): Promise<
   const sandbox = await startSandboxProcess({ incidents: memoryCase.run.rows, latencyMs: memoryCase.run.latencyMs, itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
   const otlp = memoryCase.telemetry === true ? await startOtlpSink() : undefined;
+  const gcs = memoryCase.sink === 'gcs' ? await startFakeGcsIfInstalled() : undefined;
+  if (memoryCase.sink === 'gcs' && gcs === undefined) {
+    await tokens.close();
+    await sandbox.stop();
+    throw new Error('memory: the gs:// case needs fake-gcs-server (npm run setup:tools)');
+  }
   const endpoint = { url: sandbox.url, authUrl: tokens.url, tileId: sandbox.tileId, clientId: sandbox.clientId, clientSecret: sandbox.clientSecret };
   return {
     endpoint,
     tokens,
     sourcePid: sandbox.pid,
     ...(otlp === undefined ? {} : { otlp: otlp.url }),
+    ...(gcs === undefined ? {} : { gcs }),
     stop: async () => {
+      await gcs?.stop();
       await otlp?.close();
       await tokens.close();
       await sandbox.stop();
@@ -120,8 +147,8 @@ export async function measureMemory(options: MemoryOptions): Promise<MemoryRepor
     const dockerfile = join(resolve(root), 'Dockerfile');
     checkouts.push({ label, root: resolve(root), node: imageNodeOf(await readFile(dockerfile, 'utf8'), dockerfile), samples: {} });
   }
-  for (const memoryCase of MEMORY_CASES) {
-    const target = await targetFor(memoryCase, options.itemsPerPage);
+  for (const memoryCase of MEMORY_CASES.filter((c) => c.sink === undefined || options.sinks === true)) {
+    const target = { ...(await targetFor(memoryCase, options.itemsPerPage)), breakdown: options.breakdown === true };
     try {
       for (let round = 1; round <= options.runs; round++) {
         // Alternate which checkout goes first: a run right after another sees a different

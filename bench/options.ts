@@ -54,6 +54,10 @@ export interface BenchOptions {
   peersCases: PeerCase[];
   /** tilehouse's concurrency in the peers' cases (default 4 at 0 ms, 8 with latency). */
   peersTilehouseConcurrency: number | undefined;
+  /** The memory part's 1M-row Parquet and gs:// cases too. */
+  memorySinks: boolean;
+  /** Where each memory case's memory is at its peak (heap spaces, external, file-backed). */
+  memoryBreakdown: boolean;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -107,6 +111,9 @@ Options:
   --peers-cases R@MS,...    rows@latency of the peers' cases (default 100000@0,1000000@50)
   --peers-tilehouse-concurrency N  tilehouse's concurrency there (default 4 at 0 ms, 8 with
                             latency; the peers page one request at a time)
+  --memory-sinks            also 1M rows into a local Parquet file and into gs:// (fake-gcs-server)
+  --memory-breakdown        sample each process every 10 ms: heap spaces, external memory and
+                            file-backed pages at its highest RSS (costs the runs a little CPU)
 `;
 
 function list(text: string, name: string): number[] {
@@ -160,6 +167,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       'peers-runs': { type: 'string', default: '3' },
       'peers-cases': { type: 'string', default: '100000@0,1000000@50' },
       'peers-tilehouse-concurrency': { type: 'string' },
+      'memory-sinks': { type: 'boolean', default: false },
+      'memory-breakdown': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -200,6 +209,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     peersCases: peerCases(values['peers-cases']),
     peersTilehouseConcurrency:
       values['peers-tilehouse-concurrency'] === undefined ? undefined : positive(values['peers-tilehouse-concurrency'], 'peers-tilehouse-concurrency'),
+    memorySinks: values['memory-sinks'],
+    memoryBreakdown: values['memory-breakdown'],
   };
 }
 

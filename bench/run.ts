@@ -216,7 +216,14 @@ async function main(argv: string[]): Promise<void> {
       if (!existsSync(join(root, 'dist/bundle/tilehouse.js')))
         throw new Error(`${join(root, 'dist/bundle/tilehouse.js')} is missing: build that checkout first (npm run build)`);
     }
-    partial.memory = await measureMemory({ runs: options.memoryRuns, itemsPerPage: options.itemsPerPage, roots, progress });
+    partial.memory = await measureMemory({
+      runs: options.memoryRuns,
+      itemsPerPage: options.itemsPerPage,
+      roots,
+      progress,
+      sinks: options.memorySinks,
+      breakdown: options.memoryBreakdown,
+    });
   }
 
   // Only the memory part asked for: no size × latency groups.

@@ -5,7 +5,7 @@
 //   than the sources beside it: the fast path (~290 ms to the first request instead of ~1 s);
 // - else src/cli.ts through tsx (a devDependency, so a checkout only), in this same process.
 // Either way it first makes sure node runs with tilehouse's flags (src/node-flags.ts: the image's
-// --liftoff-only and NODE_OPTIONS), relaunching itself once under them when started without.
+// node flags and NODE_OPTIONS), relaunching itself once under them when started without.
 // The Docker image runs the bundle directly; this file only chooses, it has no logic of its own.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';

@@ -19,11 +19,17 @@ export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
 
 /**
  * node's own flags before the script: V8 flags NODE_OPTIONS may not carry (Node allows only a few
- * there). --liftoff-only: undici parses HTTP in WebAssembly, and V8 optimizing that module with
- * TurboFan at the first connection cost ~20 MB of peak RSS; its baseline (Liftoff) code showed no
- * CPU difference per row in the bench. `v8.setFlagsFromString` at run time does not take effect.
+ * there). `v8.setFlagsFromString` at run time does not take effect.
+ * - --liftoff-only: undici parses HTTP in WebAssembly, and V8 optimizing that module with TurboFan
+ *   at the first connection cost ~20 MB of peak RSS; its baseline (Liftoff) code showed no CPU
+ *   difference per row in the bench.
+ * - --heap-growing-percent=200: after each full collection V8 lets the old generation grow to a
+ *   multiple of what survived before the next; in its large-heap mode it picks up to 4x, and at a
+ *   run's ~17 MB live that multiple, mostly garbage, was the peak. A fixed 3x: 1M rows 159 ->
+ *   142 MB at 1.02-1.03x CPU per row, rows/s unchanged; 2.75x (=175) saved 6 MB more at 1.04-1.06x
+ *   CPU and 0.93-0.96x rows/s, 2x cost 11 % CPU (bench/README.md, issue 39's second round).
  */
-export const NODE_ARGS: readonly string[] = ['--liftoff-only'];
+export const NODE_ARGS: readonly string[] = ['--liftoff-only', '--heap-growing-percent=200'];
 
 /**
  * Set in the environment of the relaunched process, so that it never relaunches again. Set it

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { repoRoot, sibling } from './repo-root.js';
+import type { MemoryBreakdown } from './report-rss.js';
 import type { TokenProxy } from './token-proxy.js';
 
 export interface MeasuredRun {
@@ -24,6 +25,8 @@ export interface MeasuredRun {
   sourceCpuMs: number;
   stdout: string;
   stderr: string;
+  /** With BENCH_MEMORY_BREAKDOWN in `env`: where the memory was at the peak (report-rss). */
+  breakdown?: MemoryBreakdown;
 }
 
 /**
@@ -55,15 +58,17 @@ export async function runMeasured(nodeArgs: string[], env: NodeJS.ProcessEnv, to
   if (!child.stderr.readableEnded) await once(child.stderr, 'end');
   let peakRssMb = Number.NaN;
   let cpuMs = Number.NaN;
+  let breakdown: MemoryBreakdown | undefined;
   try {
-    const usage = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number; userCpuUs: number; systemCpuUs: number };
+    const usage = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number; userCpuUs: number; systemCpuUs: number; breakdown?: MemoryBreakdown };
     peakRssMb = usage.maxRssKb / 1024;
     cpuMs = (usage.userCpuUs + usage.systemCpuUs) / 1000;
+    breakdown = usage.breakdown;
   } catch {
     // The child died before its exit handler ran; the caller reports the failure.
   }
   await rm(rssFile, { force: true });
-  return { wallMs, startMs, spawnedAtEpochMs, exitCode, peakRssMb, cpuMs, sourceCpuMs, stdout, stderr };
+  return { wallMs, startMs, spawnedAtEpochMs, exitCode, peakRssMb, cpuMs, sourceCpuMs, stdout, stderr, ...(breakdown === undefined ? {} : { breakdown }) };
 }
 
 // USER_HZ: the unit of utime/stime in /proc/<pid>/stat, 100 on every Linux we run on.

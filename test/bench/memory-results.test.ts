@@ -49,16 +49,19 @@ describe('memoryReport and judgeMemory', () => {
     expect(versus['bare node']!.cpuPerRow).toBeUndefined();
   });
 
-  it("judges each ratio against issue 29's thresholds, at the threshold met, just above it not", () => {
+  it("judges each figure against issue 39's thresholds, at the threshold met, just above it not", () => {
     const targets = judgeMemory(memoryReport(1, [current, baseline]));
     const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
     expect(met).toEqual({
-      'peak RSS / bare node, run 5 rows': true, // 1.8 exactly
-      'peak RSS / bare node, run 100k': false, // 2.4
+      'peak RSS / bare node, run 5 rows': false, // 1.8
+      'peak RSS MB, run 100k': false, // 96
       "CPU per row / baseline checkout's, run 100k": true, // 1.05 exactly
-      'peak RSS / bare node, run 1M': false, // 3.0
+      'peak RSS MB, run 1M': true, // 120
       "CPU per row / baseline checkout's, run 1M": false, // 1.06
     });
+    const atThresholds = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(64)], 'run 100k': [s(92)], 'run 1M': [s(147.1)] });
+    const judged = Object.fromEntries(judgeMemory(memoryReport(1, [atThresholds])).map((t) => [t.target.split(' (')[0], t.met]));
+    expect(judged).toMatchObject({ 'peak RSS / bare node, run 5 rows': true, 'peak RSS MB, run 100k': true, 'peak RSS MB, run 1M': false });
   });
 
   it('reports CPU targets as not measured without a baseline, and cases that did not run as not measured', () => {
@@ -76,15 +79,60 @@ describe('memoryReport and judgeMemory', () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
-    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 2.3', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 92 MB', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
   });
 
-  it("names issue 29's targets: 5 rows <= 1.8, 100k at 0 ms c=4 <= 2.3, 1M at 50 ms c=8 <= 2.8", () => {
-    expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined).map((c) => [c.run, c.maxRatio])).toEqual([
-      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.8],
-      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, 2.3],
-      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, 2.8],
+  it("names issue 39's targets: 5 rows <= 1.6x bare node, 100k at 0 ms c=4 <= 92 MB, 1M at 50 ms c=8 <= 147 MB", () => {
+    expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined || c.maxMb !== undefined).map((c) => [c.run, c.maxRatio ?? `${c.maxMb} MB`])).toEqual([
+      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.6],
+      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, '92 MB'],
+      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, '147 MB'],
     ]);
+  });
+});
+
+describe('the Parquet and gs:// cases (--memory-sinks) and the breakdown (--memory-breakdown)', () => {
+  it("judges a 1M-row run into Parquet (<= 1.15) and into gs:// (<= 1.10) against the same checkout's CSV run", () => {
+    const report = memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 1M': [s(100)], 'run 1M, Parquet': [s(115)], 'run 1M, gs://': [s(111)] })]);
+    const sinks = judgeMemory(report).filter((t) => t.target.includes('/ run 1M (CSV)'));
+    expect(sinks.map((t) => [t.target, t.met])).toEqual([
+      ['peak RSS, run 1M, Parquet / run 1M (CSV), image flags', true], // 1.15 exactly
+      ['peak RSS, run 1M, gs:// / run 1M (CSV), image flags', false], // 1.11
+    ]);
+    // Without the CSV run there is nothing to compare with.
+    expect(judgeMemory(memoryReport(1, [checkout('this', { 'run 1M, Parquet': [s(115)] })])).some((t) => t.target.includes('Parquet'))).toBe(false);
+  });
+
+  it("prints each case's breakdown as medians in MB, code and trusted spaces together", () => {
+    const MB = 1024 * 1024;
+    const breakdown = (rss: number) => ({
+      rss: rss * MB,
+      heapCommitted: 50 * MB,
+      heapUsed: 20 * MB,
+      external: 6 * MB,
+      arrayBuffers: 4 * MB,
+      spaces: {
+        new: { size: 16 * MB, used: MB },
+        old: { size: 28 * MB, used: 15 * MB },
+        code: { size: 2 * MB, used: MB },
+        trusted: { size: 3 * MB, used: 2 * MB },
+      },
+      fileBacked: 51 * MB,
+      anonymous: (rss - 51) * MB,
+    });
+    const samples = {
+      'bare node': [s(40)],
+      'run 100k': [
+        { ...s(128), breakdown: breakdown(126) },
+        { ...s(130), breakdown: breakdown(130) },
+        { ...s(120), breakdown: breakdown(120) },
+      ],
+    };
+    const text = formatMemory(memoryReport(3, [checkout('this', samples)]));
+    const row = text.split('\n').filter((line) => line.startsWith('run 100k'))[1]!;
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '126.0', '51.0', '75.0', '50.0', '20.0', '16.0', '28.0', '5.0', '0.0', '6.0', '4.0']);
+    // Without it, no second table.
+    expect(formatMemory(memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 100k': [s(128)] })]))).not.toContain('highest RSS sampled');
   });
 });
 
