@@ -206,7 +206,7 @@ describe('PreparedFile', () => {
     const prepared = await PreparedFile.prepare(target, '1');
     await mkdir(target);
     await writeFile(path.join(target, 'x'), '');
-    await expect(prepared.publish()).rejects.toThrow();
+    await expect(prepared.publish()).rejects.toMatchObject({ code: 'EISDIR' });
     expect((await readdir(directory)).sort()).toEqual([path.basename(prepared.tempPath), 'b'].sort());
     await prepared.discard();
     expect(await readdir(directory)).toEqual(['b']);

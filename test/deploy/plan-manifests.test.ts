@@ -227,7 +227,10 @@ describe('planManifests', () => {
 
   it('refuses a tempStorage that is not a binary Kubernetes quantity', async () => {
     for (const bad of ['1GB', '1.5Gi', '0Gi', '1024']) {
-      await expect(inputs([job('a', { tempStorage: bad })])).rejects.toThrow(/tempStorage.*Kubernetes quantity in binary units/s);
+      await expect(inputs([job('a', { tempStorage: bad })])).rejects.toMatchObject({
+        code: 'config_invalid',
+        message: expect.stringMatching(/tempStorage.*Kubernetes quantity in binary units/s),
+      });
     }
   });
 

@@ -86,6 +86,7 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     const elapsed = Date.now() - started;
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toContain(metadata.host);
     expect((error as Error).message).toMatch(/within 4000 ms \(googleCredentialsWaitMs/);
     expect((error as Error).message).not.toMatch(/Could not load the default credentials/);
@@ -93,7 +94,7 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     expect(elapsed).toBeLessThan(8_000);
     // The run's next request (the ledger's record of the failure) tries once instead of waiting again.
     const again = Date.now();
-    await expect(credentials.requestHeaders()).rejects.toBeInstanceOf(GoogleCredentialsUnavailableError);
+    await expect(credentials.requestHeaders()).rejects.toMatchObject({ code: 'google_credentials_unavailable' });
     expect(Date.now() - again).toBeLessThan(3_500);
   });
 
@@ -121,6 +122,7 @@ describe('GoogleCredentials without any credentials', () => {
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toMatch(/no Application Default Credentials were found/);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
@@ -133,6 +135,7 @@ describe('GoogleCredentials without any credentials', () => {
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toContain(file);
     expect(Date.now() - started).toBeLessThan(3_000);
   });
@@ -185,6 +188,7 @@ describe('GoogleCredentials with a service-account key file', () => {
       .requestHeaders()
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toMatch(/only https:\/\//);
   });
 });
