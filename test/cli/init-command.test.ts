@@ -1,12 +1,12 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { exportQuerySchema } from '../../src/config/job-schema.js';
 import { loadJob, loadJobs } from '../../src/config/load-config.js';
 import { listFiles, runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { shellQuote } from '../support/shell-quote.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig';
 const TILE = '65f0a1c2d3e4f5a6b7c8d9aa';
@@ -57,17 +57,13 @@ function environmentYaml(baseUrl: string, tileParam: string): string {
 `;
 }
 
-let root: string;
+const temp = tempDirEachTest();
 let jobsDir: string;
 let configFile: string;
 beforeEach(async () => {
-  root = await makeTempDir();
-  jobsDir = path.join(root, 'jobs');
-  configFile = path.join(root, 'env.yaml');
+  jobsDir = path.join(temp.path, 'jobs');
+  configFile = path.join(temp.path, 'env.yaml');
   await writeFile(configFile, environmentYaml('https://acme.incidents.example.com', 'tileId'));
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 async function init(args: string[], stdin?: string) {
@@ -76,7 +72,7 @@ async function init(args: string[], stdin?: string) {
 }
 
 async function writeRequest(text: string): Promise<string> {
-  const file = path.join(root, 'request.txt');
+  const file = path.join(temp.path, 'request.txt');
   await writeFile(file, text);
   return file;
 }

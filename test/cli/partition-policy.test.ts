@@ -4,11 +4,10 @@
 // table's requirePartitionFilter and partition expiration but enforces neither: the proxy refuses
 // every query of a require-partition-filter table that lacks a filter on its partition column, as
 // BigQuery does, and the expiration test counts what BigQuery would keep (see there).
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { firstKeptDay } from '../../src/sinks/bigquery/partition-range.js';
 import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
@@ -18,7 +17,8 @@ import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const DAY = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -40,8 +40,8 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
   let policy: PartitionFilterProxy;
   let client: BigQuery;
   let direct: BigQuery;
-  let root: string;
-  const opened: Sandbox[] = [];
+  const temp = tempDirForAll();
+  const each = sandboxesEachTest();
   const dataset = uniqueDatasetId('policy_cli');
 
   beforeAll(async () => {
@@ -49,25 +49,18 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     direct = copies.client();
     policy = await startPartitionFilterProxy(copies.endpoint.apiEndpoint);
     client = localBigQueryClient({ apiEndpoint: policy.apiEndpoint, projectId: endpoint.projectId });
-    root = await makeTempDir();
     await direct.createDataset(dataset, { location: 'US' });
   });
   afterAll(async () => {
-    for (const sandbox of opened) await sandbox.close();
     await policy?.close();
     await copies?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
-  async function sandboxAt(now: Date): Promise<Sandbox> {
-    const sandbox = await startSandbox({ incidents: 1500, now });
-    opened.push(sandbox);
-    return sandbox;
-  }
+  const sandboxAt = (now: Date) => each.sandbox({ incidents: 1500, now });
   const name = (table: string) => `${endpoint.projectId}.${dataset}.${table}`;
 
   async function cli(sandbox: Sandbox, dir: string, jobs: Array<Record<string, unknown>>, args: string[]) {
-    const ws = await writeBigQueryWorkspace(path.join(root, dir), sandbox, jobs, { projectId: endpoint.projectId, dataset });
+    const ws = await writeBigQueryWorkspace(path.join(temp.path, dir), sandbox, jobs, { projectId: endpoint.projectId, dataset });
     return runCli([...args, '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
       env: sandboxEnv(sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
