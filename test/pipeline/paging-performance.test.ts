@@ -1,27 +1,21 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type RecordedRequest, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 // Behaviour of parallel paging end to end (CLI → sandbox over loopback → CSV). No timings are
 // asserted: the benchmark (npm run bench) measures speed; these tests pin what must hold at speed.
 
 const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
 
-let root: string;
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const temp = tempDirForAll();
 
 /** Runs the one job against `sandbox` with these source settings; returns the CSV and the run's exports. */
 async function exportCsv(sandbox: Sandbox, name: string, source: Record<string, unknown>) {
-  const workspace = await writeWorkspace(path.join(root, name), sandbox, [job], source);
+  const workspace = await writeWorkspace(path.join(temp.path, name), sandbox, [job], source);
   const before = sandbox.requests.length;
   const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
   const exports = sandbox.requests.slice(before).filter((request) => request.endpoint === 'export');

@@ -1,11 +1,10 @@
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const INCIDENTS = 237;
 const ITEMS_PER_PAGE = 20;
@@ -20,7 +19,7 @@ function expectedCell(value: unknown, dataType: string): string | null {
 }
 
 let sandbox: Sandbox;
-let root: string;
+const temp = tempDirEachTest();
 let workspace: Workspace;
 
 beforeAll(async () => {
@@ -30,15 +29,11 @@ afterAll(async () => {
   await sandbox.close();
 });
 beforeEach(async () => {
-  root = await makeTempDir();
   sandbox.clearFaults();
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 async function run(jobs: Array<Record<string, unknown>>, options: { secret?: string; args?: string[] } = {}) {
-  workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: ITEMS_PER_PAGE });
+  workspace = await writeWorkspace(temp.path, sandbox, jobs, { itemsPerPage: ITEMS_PER_PAGE });
   return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...(options.args ?? [])], {
     env: sandboxEnv(sandbox, options.secret),
   });

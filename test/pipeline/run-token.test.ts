@@ -1,4 +1,4 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parse, stringify } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { refreshMarginMs, RunToken, SessionToken } from '../../src/source/session-token.js';
@@ -6,7 +6,7 @@ import type { Token } from '../../src/source/token-client.js';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 describe('RunToken', () => {
   const issuer = (expiresIn?: number) => {
@@ -67,7 +67,7 @@ describe('RunToken', () => {
 describe('tokens per run against the sandbox', () => {
   let sandbox: Sandbox;
   let shortLived: Sandbox;
-  let root: string;
+  const each = sandboxesEachTest();
   const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
 
   beforeAll(async () => {
@@ -80,12 +80,10 @@ describe('tokens per run against the sandbox', () => {
   afterEach(async () => {
     sandbox.clearFaults();
     sandbox.clearRequests();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
   });
 
   async function run(target: Sandbox, source: Record<string, unknown> = {}, tileConcurrency = 1) {
-    root = await makeTempDir();
-    const workspace = await writeWorkspace(root, target, jobs, { itemsPerPage: 10, ...source });
+    const workspace = await writeWorkspace(await each.tempDir(), target, jobs, { itemsPerPage: 10, ...source });
     const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(workspace.configFile, stringify({ ...config, tileConcurrency }));
     target.clearRequests();
@@ -158,7 +156,7 @@ describe('tokens per run against the sandbox', () => {
 
 describe('check and plan fetch tokens like a run', () => {
   let sandbox: Sandbox;
-  let root: string;
+  const each = sandboxesEachTest();
   const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
 
   beforeAll(async () => {
@@ -170,12 +168,10 @@ describe('check and plan fetch tokens like a run', () => {
   afterEach(async () => {
     sandbox.clearFaults();
     sandbox.clearRequests();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
   });
 
   async function inspect(command: 'check' | 'plan', source: Record<string, unknown> = {}) {
-    root = await makeTempDir();
-    const workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 10, ...source });
+    const workspace = await writeWorkspace(await each.tempDir(), sandbox, jobs, { itemsPerPage: 10, ...source });
     sandbox.clearRequests();
     const result = await runCli([command, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
     const endpoints = sandbox.requests.map((request) => `${request.endpoint} ${request.status}`);
