@@ -3,12 +3,11 @@ import { cp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE } from '../sandbox/index.js';
 import { NODE_ARGS, NODE_OPTIONS, RELAUNCHED_ENV, relaunchFor } from '../src/node-flags.js';
-import { sandboxEnv, writeWorkspace, type Workspace } from './support/cli-harness.js';
+import { sandboxEnv } from './support/cli-harness.js';
 import { exitWithin, textOf } from './support/child-process.js';
-import { detailQuery } from './support/queries.js';
-import { sandboxAndRootForAll } from './support/sandbox-fixture.js';
+import { detailCsvJob } from './support/queries.js';
+import { sandboxWorkspaceForAll } from './support/sandbox-fixture.js';
 
 const base = { execPath: '/usr/bin/node', execArgv: [] as string[], argv: ['/usr/bin/node', '/app/tilehouse.js', 'run', '--jobs', 'j'] };
 
@@ -50,8 +49,8 @@ const plainEnv = () => {
   return env;
 };
 
-const fixture = sandboxAndRootForAll({ incidents: 600, latencyMs: 60 });
-let workspace: Workspace;
+// 30 pages at 60 ms each, one at a time: long enough to look at the process and stop it mid-run.
+const fixture = sandboxWorkspaceForAll({ incidents: 600, latencyMs: 60 }, [detailCsvJob], { itemsPerPage: 20, concurrency: 1 });
 
 beforeAll(async () => {
   await rm(PACKAGE, { recursive: true, force: true });
@@ -60,16 +59,6 @@ beforeAll(async () => {
   await cp(path.resolve('bin'), path.join(PACKAGE, 'bin'), { recursive: true });
   await writeFile(path.join(PACKAGE, 'package.json'), '{"type":"module"}\n');
   await symlink(path.resolve('node_modules'), path.join(PACKAGE, 'node_modules'));
-  // 30 pages at 60 ms each, one at a time: long enough to look at the process and stop it mid-run.
-  workspace = await writeWorkspace(
-    fixture.root,
-    fixture.sandbox,
-    [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
-    {
-      itemsPerPage: 20,
-      concurrency: 1,
-    },
-  );
 }, 60_000);
 afterAll(async () => {
   await rm(PACKAGE, { recursive: true, force: true });
@@ -104,7 +93,7 @@ describe.each([
     "runs under the image's flags in the same process, and SIGTERM still stops it with 143",
     async () => {
       const before = fixture.sandbox.requests.length;
-      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      const child = spawn(process.execPath, [entry(), 'run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
         env: { ...plainEnv(), ...sandboxEnv(fixture.sandbox) },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -130,7 +119,7 @@ describe.each([
     expect(version.stdout).toMatch(/^tilehouse \d+\.\d+\.\d+\n$/);
     const child = spawn(
       process.execPath,
-      [entry(), 'init', '--from-request', '-', '--jobs', path.join(fixture.root, 'init-jobs'), '--config', workspace.configFile],
+      [entry(), 'init', '--from-request', '-', '--jobs', path.join(fixture.root, 'init-jobs'), '--config', fixture.workspace.configFile],
       {
         env: plainEnv(),
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -155,7 +144,7 @@ describe.each([
     `runs as started when ${RELAUNCHED_ENV} is set`,
     async () => {
       const before = fixture.sandbox.requests.length;
-      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      const child = spawn(process.execPath, [entry(), 'run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
         env: { ...plainEnv(), ...sandboxEnv(fixture.sandbox), [RELAUNCHED_ENV]: 'no' },
         stdio: ['ignore', 'ignore', 'ignore'],
       });

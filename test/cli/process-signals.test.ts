@@ -4,24 +4,19 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
-import { detailQuery } from '../support/queries.js';
+import { detailCsvJob } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 const PREVIOUS = 'previous output\r\n';
 
 // 30 pages at 60 ms each: a run takes long enough to be stopped in the middle.
-const fixture = sandboxWorkspaceForAll(
-  { incidents: 600, latencyMs: 60 },
-  [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
-  {
-    itemsPerPage: 20,
-    concurrency: 1,
-  },
-);
+const fixture = sandboxWorkspaceForAll({ incidents: 600, latencyMs: 60 }, [detailCsvJob], {
+  itemsPerPage: 20,
+  concurrency: 1,
+});
 
 /** Spawns the real CLI (through tsx) and sends `signal` once the export is under way. */
 async function runAndSignal(signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
@@ -122,18 +117,13 @@ describe('tilehouse run as a process, stopped while a page never finishes', () =
     const stallRoot = await makeTempDir();
     try {
       // Per-gap and whole-request limits far above the test: only the stop can end this wait.
-      const ws = await writeWorkspace(
-        stallRoot,
-        fixture.sandbox,
-        [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
-        {
-          baseUrl: source.url,
-          itemsPerPage: 20,
-          concurrency: 1,
-          requestTimeoutMs: 120_000,
-          requestDeadlineMs: 600_000,
-        },
-      );
+      const ws = await writeWorkspace(stallRoot, fixture.sandbox, [detailCsvJob], {
+        baseUrl: source.url,
+        itemsPerPage: 20,
+        concurrency: 1,
+        requestTimeoutMs: 120_000,
+        requestDeadlineMs: 600_000,
+      });
       await mkdir(ws.outDir, { recursive: true });
       const target = path.join(ws.outDir, 'incident_detail.csv');
       await writeFile(target, PREVIOUS);

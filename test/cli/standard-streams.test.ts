@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { listFiles, sandboxEnv } from '../support/cli-harness.js';
 import { CLI_ENTRY, exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { readCsv } from '../support/csv-read.js';
-import { detailQuery } from '../support/queries.js';
-import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { detailCsvJob } from '../support/queries.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 /**
  * Issue 9: a closed stdout or stderr (the reader of a pipe went away: `| head`, a log shipper
@@ -20,32 +19,18 @@ const PREVIOUS = 'previous output\r\n';
 /** A run takes ~2 s here; a hang is what these tests are about, so every child gets this long at most. */
 const LIMIT_MS = 30_000;
 
-const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, latencyMs: 30 });
-let workspace: Workspace;
-let target: string;
-
-beforeAll(async () => {
-  // 30 pages of 20 rows at 30 ms each, one at a time: long enough that the reader is gone well
-  // before the run ends, and that a signal arrives mid-export. A debug line per page at trace.
-  workspace = await writeWorkspace(
-    fixture.root,
-    fixture.sandbox,
-    [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
-    {
-      itemsPerPage: 20,
-      concurrency: 1,
-    },
-  );
-  target = path.join(workspace.outDir, 'incident_detail.csv');
-});
+// 30 pages of 20 rows at 30 ms each, one at a time: long enough that the reader is gone well
+// before the run ends, and that a signal arrives mid-export. A debug line per page at trace.
+const fixture = sandboxWorkspaceForAll({ incidents: INCIDENTS, latencyMs: 30 }, [detailCsvJob], { itemsPerPage: 20, concurrency: 1 });
+const target = () => path.join(fixture.workspace.outDir, 'incident_detail.csv');
 
 async function resetOutput(): Promise<void> {
-  await rm(workspace.outDir, { recursive: true, force: true });
-  await mkdir(workspace.outDir, { recursive: true });
-  await writeFile(target, PREVIOUS);
+  await rm(fixture.workspace.outDir, { recursive: true, force: true });
+  await mkdir(fixture.workspace.outDir, { recursive: true });
+  await writeFile(target(), PREVIOUS);
 }
 
-const runArgs = () => ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--log-level', 'trace'];
+const runArgs = () => ['run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, '--log-level', 'trace'];
 
 function exportRequests(): number {
   return fixture.sandbox.requests.filter((request) => request.endpoint === 'export').length;
@@ -85,11 +70,11 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(rest).toEqual(['']);
     expect(exit.code).toBe(0);
     if (code === 0) {
-      expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+      expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
     } else {
-      expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
+      expect(await readFile(target(), 'utf8')).toBe(PREVIOUS);
     }
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 
   it('completes a run with stdout closed: exit 0, every log line on stderr, the CSV published', async () => {
@@ -109,8 +94,8 @@ describe('tilehouse run with a closed standard stream', () => {
       expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /),
       '',
     ]);
-    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 
   it('completes a run with stderr closed: exit 0, the --json summary alone on stdout, the CSV published', async () => {
@@ -129,7 +114,7 @@ describe('tilehouse run with a closed standard stream', () => {
       failed: 0,
       tiles: [{ job: 'incident_detail', status: 'succeeded', rows: INCIDENTS }],
     });
-    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+    expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
   });
 
   it.each([
@@ -147,7 +132,7 @@ describe('tilehouse run with a closed standard stream', () => {
     child.kill(signal);
 
     expect((await exited).code).toBe(code);
-    expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await readFile(target(), 'utf8')).toBe(PREVIOUS);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 });

@@ -12,6 +12,9 @@ export const detailQuery = {
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
 
+/** A job `incident_detail` exporting the detail query to one CSV file: the CLI tests' plainest job. */
+export const detailCsvJob = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
+
 /**
  * The detail query restricted to incidents numbered above 10·run: two runs that export
  * different rows, so an output mixing them shows (the concurrent-run tests).
