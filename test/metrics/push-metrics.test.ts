@@ -195,23 +195,10 @@ describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway)
   });
 
   it('pushes one run for the whole backfill, to its own group (mode="backfill"), never the scheduled group', async () => {
-    const result = await runCli(
-      [
-        'backfill',
-        '--config',
-        fixture.workspace.configFile,
-        '--jobs',
-        fixture.workspace.jobsDir,
-        '--tile',
-        'daily',
-        '--from',
-        day(-4),
-        '--to',
-        day(-1),
-        '--json',
-      ],
-      { env: sandboxEnv(fixture.sandbox) },
-    );
+    const { configFile, jobsDir } = fixture.workspace;
+    const result = await runCli(['backfill', '--config', configFile, '--jobs', jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'], {
+      env: sandboxEnv(fixture.sandbox),
+    });
     expect(result.exitCode).toBe(0);
     const summary = JSON.parse(result.stdout) as { rows: number };
     const samples = samplesOf(await gateway.scrape(), METRICS.rows).filter((sample) => sample.labels.job === 'daily');
