@@ -9,7 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
-import { k8sToolOrSkip, runTool } from './k8s-tools.js';
+import { k8sToolOrSkip, printedBackfillJob, runTool } from './k8s-tools.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const podSecurity = k8sToolOrSkip('pod-security', 'POD_SECURITY_BIN');
@@ -43,29 +43,7 @@ describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod 
   });
 
   it('admits the Indexed Job that tilehouse k8s --backfill prints', async () => {
-    const printed = await runCli(
-      [
-        'k8s',
-        '--config',
-        'config/production.example.yaml',
-        '--jobs',
-        'jobs',
-        '--backfill',
-        'daily_incidents_by_severity',
-        '--from',
-        '2026-01-01',
-        '--to',
-        '2026-03-01',
-        '--step',
-        'week',
-        '--parallelism',
-        '3',
-        '--resume',
-      ],
-      { env: {} },
-    );
-    expect(printed.exitCode).toBe(0);
-    const judged = judge(printed.stdout);
+    const judged = judge(await printedBackfillJob());
     expect(judged.stdout).toBe('allowed Job tilehouse-backfill-daily-incidents-by-se-\n');
     expect(judged.status).toBe(0);
   });
