@@ -49,6 +49,7 @@ describe('resolveCredentials', () => {
   it('names the missing variable and field, never a value', async () => {
     const error = await resolveCredentials(base, 'env.yaml', { CLIENT_ID: 'id' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toBe('env.yaml: source.clientSecret = "${CLIENT_SECRET}": environment variable CLIENT_SECRET is not set');
   });
 
@@ -82,6 +83,7 @@ describe('resolveCredentials', () => {
   it('refuses a literal client secret without printing it back', async () => {
     const error = await resolveCredentials({ ...base, clientSecret: 'hunter2-literal' }, 'env.yaml', { CLIENT_ID: 'id' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toBe(
       'env.yaml: source.clientSecret: a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile',
     );
@@ -101,6 +103,7 @@ describe('a configuration problem on source.clientSecret', () => {
     await writeFile(file, yaml('hunter2-in-yaml'));
     const error = await loadEnvironment(file).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).problems).toEqual([
       { file, field: 'source.clientSecret', line: 5, message: expect.stringMatching(/literal secrets are refused/) },
     ]);

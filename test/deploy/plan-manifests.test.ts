@@ -67,6 +67,7 @@ async function configError(promise: Promise<unknown>): Promise<string> {
     (reason: unknown) => reason,
   );
   expect(error).toBeInstanceOf(ConfigError);
+  expect(error).toMatchObject({ code: 'config_invalid' });
   return (error as ConfigError).message;
 }
 

@@ -46,6 +46,7 @@ describe('validateWorkspace (what validate decides without the network)', () => 
     ]);
     const error = await validateWorkspace(workspace, {}).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).problems).toMatchObject([{ file: path.join(temp.path, 'jobs', 'broken.yaml'), field: 'sinks[0].path' }]);
   });
 

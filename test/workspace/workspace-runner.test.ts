@@ -70,6 +70,7 @@ describe('WorkspaceRunner.runAll (tilehouse run)', () => {
     const { sandbox, workspace } = await setUp([ordinary, { ...ordinary, name: 'twin' }]);
     const error = await WorkspaceRunner.open(workspace, workspace.selected, { ...options, oneShot: true }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toContain('is also written by job ordinary');
     expect(tokenRequests(sandbox)).toBe(0);
   });

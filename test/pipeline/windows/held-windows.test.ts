@@ -193,6 +193,7 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
     const env = environment({ csv: { directory: out } });
     const error = await doneWindowsOf(csvJob, await buildSinks(csvJob, env), days, env, {}, silentLogger).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(WindowStateUnreadableError);
+    expect(error).toMatchObject({ code: 'incremental_state_unreadable' });
     expect((error as Error).message).toContain('{date}.csv');
   });
 });

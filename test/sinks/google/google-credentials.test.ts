@@ -170,6 +170,7 @@ describe('GoogleCredentials with a service-account key file', () => {
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsRejectedError);
+    expect(error).toMatchObject({ code: 'google_credentials_rejected' });
     expect((error as Error).message).toContain(file);
     expect((error as Error).message).toMatch(/invalid_grant|Invalid JWT Signature/);
     expect(Date.now() - started).toBeLessThan(3_000);
