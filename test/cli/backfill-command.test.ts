@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, runCli, sandboxEnv } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
@@ -144,6 +144,7 @@ describe('tilehouse backfill', () => {
   ])('refuses bad usage with exit 2: $says', async ({ args, says }) => {
     const result = await backfill(args);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toMatch(says);
   });
 
@@ -170,6 +171,7 @@ describe('tilehouse backfill', () => {
       { env: sandboxEnv(fixture.sandbox) },
     );
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toContain(
       "backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)",
     );

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, refusalCode } from '../support/cli-harness.js';
 import { dailyQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
@@ -83,9 +83,11 @@ describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
     expect((await backfill([], { JOB_COMPLETION_INDEX: '0' })).stderr).toMatch(/\$JOB_COMPLETION_INDEX is set but not \$TILEHOUSE_SHARD_COUNT/);
     const beyond = await backfill(['--shard-index', '3', '--shard-count', '3']);
     expect(beyond.exitCode).toBe(2);
+    expect(refusalCode(beyond)).toBe('usage_invalid');
     expect(beyond.stderr).toMatch(/--shard-index must be from 0 to 2/);
     const long = await backfill(['--run-id', 'x'.repeat(56)]);
     expect(long.exitCode).toBe(2);
+    expect(refusalCode(long)).toBe('usage_invalid');
     expect(long.stderr).toMatch(/--run-id must be 1-55/);
   });
 });
@@ -116,6 +118,7 @@ describe('backfill --resume', () => {
   it('refuses --resume for a CSV sink without manifest: true (exit 2)', async () => {
     const result = await backfill(['--resume']);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('backfill_resume_unsupported');
     expect(result.stderr).toMatch(/set manifest: true on sinks\[0\] of daily/);
   });
 });

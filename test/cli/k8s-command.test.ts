@@ -3,7 +3,7 @@ import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { listFiles, runCli } from '../support/cli-harness.js';
+import { listFiles, runCli, refusalCode } from '../support/cli-harness.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const temp = tempDirEachTest();
@@ -134,6 +134,7 @@ describe('tilehouse k8s', () => {
     await setSchedule(path.join(jobsDir, 'incidents_by_month_severity.yaml'), '0 0 6 * * *');
     const sixFields = await runCli(args, { env: {} });
     expect(sixFields.exitCode).toBe(2);
+    expect(refusalCode(sixFields)).toBe('config_invalid');
     expect(sixFields.stderr).toMatch(/incidents_by_month_severity\.yaml: schedule\.cron = "0 0 6 \* \* \*": a Kubernetes CronJob takes 5 fields/);
     expect(await listFiles(path.join(temp.path, 'k8s'))).toEqual([]);
 
@@ -141,11 +142,14 @@ describe('tilehouse k8s', () => {
     await writeFile(path.join(jobsDir, 'broken.yaml'), 'name: Broken\n');
     const invalid = await runCli(args, { env: {} });
     expect(invalid.exitCode).toBe(2);
+    expect(refusalCode(invalid)).toBe('config_invalid');
     expect(invalid.stderr).toMatch(/broken\.yaml:1: name = "Broken"/);
   });
 
   it('exits 2 on an unknown option and prints its help', async () => {
-    expect((await runCli(['k8s', '--frobnicate'], { env: {} })).exitCode).toBe(2);
+    const unknown = await runCli(['k8s', '--frobnicate'], { env: {} });
+    expect(unknown.exitCode).toBe(2);
+    expect(refusalCode(unknown)).toBe('usage_invalid');
     const help = await runCli(['k8s', '--help'], { env: {} });
     expect(help.exitCode).toBe(0);
     expect(help.stdout).toContain('Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]');

@@ -15,7 +15,7 @@ import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support
 import { startPartitionFilterProxy, type PartitionFilterProxy } from '../support/bigquery-partition-filter-proxy.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
@@ -176,6 +176,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
       ['backfill', '--job', 'expiring', '--from', from, '--to', isoDay(now - 40 * DAY)],
     );
     expect(allExpired.exitCode).toBe(2);
+    expect(refusalCode(allExpired)).toBe('bigquery_windows_expired');
     expect(allExpired.stderr).toContain('bigquery_windows_expired');
     expect(allExpired.stderr).toContain(`all 19 windows of this backfill`);
     expect(allExpired.stderr).toContain(`timePartitioning.expirationMs = ${expirationMs}, 30 days`);
@@ -186,6 +187,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
       ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week', '--strict'],
     );
     expect(strict.exitCode).toBe(2);
+    expect(refusalCode(strict)).toBe('bigquery_windows_expired');
     expect(strict.stderr).toContain('--strict refuses any');
     expect(exports()).toBe(0);
 

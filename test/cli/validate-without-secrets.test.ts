@@ -1,7 +1,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli-harness.js';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 import { execFile } from 'node:child_process';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
@@ -112,6 +112,7 @@ describe('tilehouse validate without secrets', () => {
     await writeFile(file, broken.join('\n'));
     const result = await validate({});
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:17: sinks\\[0\\]\\.type = "cvs"`));
     // The missing secrets are not among the problems: only notes before them.
     expect(result.stderr).not.toMatch(/config_invalid:[\s\S]*is not set/);
@@ -121,6 +122,7 @@ describe('tilehouse validate without secrets', () => {
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', '  clientSecret: hunter2-literal']));
     const result = await validate({});
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(new RegExp(`${configFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:5: source\\.clientSecret: .*literal secrets are refused`));
     expect(result.stderr + result.stdout).not.toContain('hunter2-literal');
   });
@@ -130,6 +132,7 @@ describe('the commands that need the secrets', () => {
   it.each([['check'], ['run'], ['plan']])('%s without them exits 2 naming the variable with file:line', async (command) => {
     const result = await runCli([command, '--config', configFile, '--jobs', jobsDir], { env: { TEST_CLIENT_ID: 'id' } });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:5: source.clientSecret = "\${TEST_CLIENT_SECRET}": environment variable TEST_CLIENT_SECRET is not set`);
   });
 
@@ -138,6 +141,7 @@ describe('the commands that need the secrets', () => {
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', `  clientSecretFile: ${missing}`]));
     const result = await runCli(['check', '--config', configFile, '--jobs', jobsDir], { env: {} });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:5: source.clientSecretFile = ${JSON.stringify(missing)}: cannot read the secret file (ENOENT)`);
   });
 });

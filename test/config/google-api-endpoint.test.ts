@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { googleApiEndpointProblem } from '../../src/config/google-api-endpoint.js';
 import { loadEnvironment } from '../../src/config/load-config.js';
-import { runCli } from '../support/cli-harness.js';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 import { configErrorOf, configFilesEachTest } from '../support/config-files.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
@@ -157,6 +157,7 @@ describe('tilehouse validate with Google endpoints', () => {
   it('refuses plain http to another host as file:line: field = value, exit 2', async () => {
     const { configFile, result } = await validate(['  bigquery:', '    dataset: d', '  gcs:', '    apiEndpoint: http://storage.example.com']);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:10: sinks.gcs.apiEndpoint = "http://storage.example.com": http:// is refused for non-loopback hosts`);
   });
 });

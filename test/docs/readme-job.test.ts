@@ -8,7 +8,7 @@ import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emula
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { listFiles, runCli, sandboxEnv } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
@@ -56,6 +56,7 @@ describe("README.md's complete job with a BigQuery sink", () => {
     // Proves the check above can fail: the same job with a key no visible item has.
     const result = await validate((await readmeJobText()).replace('primaryKey: [Number]', 'primaryKey: [Ticket]'));
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(/incidents\.yaml:\d+: .*primaryKey/);
   });
 });

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runSummaryDocument, summaryJsonSchemaFile, summarySchema } from '../../src/pipeline/summary-schema.js';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, refusalCode } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
@@ -121,9 +121,11 @@ describe('the run summary against its schema', () => {
     expect(JSON.parse(fromEnv.stdout)).toMatchObject({ runId: 'from-env.7', window: null });
     const half = await run(['--window-start', '2026-06-01']);
     expect(half.exitCode).toBe(2);
+    expect(refusalCode(half)).toBe('usage_invalid');
     expect(half.stderr).toMatch(/--window-start and --window-end come together/);
     const backwards = await run(['--window-start', '2026-06-02', '--window-end', '2026-06-01T00:00:00+02:00']);
     expect(backwards.exitCode).toBe(2);
+    expect(refusalCode(backwards)).toBe('usage_invalid');
   });
 
   it('a failed run: exit 1, the tile failed with its error code, still valid', async () => {

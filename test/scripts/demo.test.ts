@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli-harness.js';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 /**
@@ -36,6 +36,7 @@ describe('tilehouse schedule without a stop signal', () => {
       env: { TILEHOUSE_CLIENT_ID: 'id', TILEHOUSE_CLIENT_SECRET: 'secret' },
     });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toContain('schedule: needs a stop signal (run it as a process)');
     // Nothing scheduled: no croner timer was left behind to keep a process alive.
     expect(result.logs.filter((line) => String(line.msg).startsWith('scheduled '))).toEqual([]);

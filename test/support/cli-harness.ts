@@ -85,6 +85,11 @@ export async function runCli(args: string[], options: { env: Record<string, stri
   return { exitCode, stdout: stdout.text, stderr: stderr.text, logs: logs.lines() };
 }
 
+/** The code of the refusal the CLI printed (its `tilehouse: <code>:` line on stderr); undefined when it printed none. */
+export function refusalCode(result: Pick<CliResult, 'stderr'>): string | undefined {
+  return /^tilehouse: ([a-z0-9_]+):$/m.exec(result.stderr)?.[1];
+}
+
 export function sandboxEnv(sandbox: Sandbox, secret = sandbox.clientSecret): Record<string, string> {
   return { TEST_CLIENT_ID: sandbox.clientId, TEST_CLIENT_SECRET: secret };
 }

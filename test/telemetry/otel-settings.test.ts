@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
-import { runCli, writeWorkspace } from '../support/cli-harness.js';
+import { runCli, writeWorkspace, refusalCode } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { otelSettingsOf, parseKeyValueList, telemetryWanted } from '../../src/telemetry/otel-settings.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
@@ -92,6 +92,8 @@ describe('tilehouse validate and the OTEL variables', () => {
     const warned = await runCli(args, { env: grpc });
     expect(warned.exitCode).toBe(0);
     expect(warned.stderr).toMatch(/^warning: \(environment\): telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/m);
-    expect((await runCli([...args, '--strict'], { env: grpc })).exitCode).toBe(2);
+    const strict = await runCli([...args, '--strict'], { env: grpc });
+    expect(strict.exitCode).toBe(2);
+    expect(refusalCode(strict)).toBe('config_invalid');
   });
 });
