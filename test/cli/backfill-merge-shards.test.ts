@@ -8,12 +8,11 @@ import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startBigQueryFaultProxy, type BigQueryFaultProxy, type BigQueryRequest } from '../support/bigquery-fault-proxy.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
@@ -143,8 +142,7 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
     expect(merged).toHaveLength(4);
     expect(merged.every((id) => id.endsWith('_attempt2'))).toBe(true);
     for (const result of results) {
-      const summary = summarySchema.parse(JSON.parse(result.stdout));
-      if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+      const summary = summaryOf(result.stdout, 'backfill');
       expect(summary.windows).toHaveLength(2);
       for (const window of summary.windows) expect(window.summary).toMatchObject({ status: 'succeeded', retries: 1 });
     }

@@ -3,10 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { appendLedgerRow, type LedgerRow } from '../../src/sinks/bigquery/run-ledger.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { dailySeverityQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
@@ -42,8 +41,7 @@ describe('an incremental job whose run ledger cannot be reached', () => {
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode).toBe(1);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     expect(summary.tiles.map((tile) => tile.error?.code)).toEqual(['incremental_state_unreadable']);
     expect(summary.incremental![0]!.error?.message).toMatch(/job daily: cannot read the run ledger d\._tilehouse_runs for table daily: /);
     expect(summary.incremental![0]!.windows).toEqual([]);

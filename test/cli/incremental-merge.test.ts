@@ -7,12 +7,11 @@ import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
@@ -58,8 +57,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, summary, report: summary.incremental![0]! };
   }
 
@@ -168,8 +166,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
       timeoutMs: 120_000,
     });
     expect(result.code, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03']);
     const rows = await readTable(client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
     const table = new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`]));

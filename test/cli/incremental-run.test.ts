@@ -5,8 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { dailyIncrementalJob, dailySeverityQuery } from '../support/queries.js';
 import { CLI } from '../support/spawn-cli.js';
@@ -25,8 +24,7 @@ const sandboxAt = (day: string) => each.sandbox({ incidents: 10_000, now: at(day
 async function runOn(root: string, sandbox: Sandbox, jobs: Array<Record<string, unknown>>) {
   const workspace = await writeWorkspace(root, sandbox, jobs);
   const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
-  const summary = summarySchema.parse(JSON.parse(result.stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
+  const summary = summaryOf(result.stdout, 'run');
   return { ...result, summary, workspace };
 }
 
@@ -125,8 +123,7 @@ describe('an incremental run killed in the middle of a catch-up', () => {
 
     const next = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
     expect(next.exitCode).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(next.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(next.stdout, 'run');
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(days.slice(killedRun.size));
     expect(summary.incremental![0]!.reason).toContain(`resume after ${days[killedRun.size - 1]}`);
 

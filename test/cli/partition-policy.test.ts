@@ -9,13 +9,12 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { firstKeptDay } from '../../src/sinks/bigquery/partition-range.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { startPartitionFilterProxy, type PartitionFilterProxy } from '../support/bigquery-partition-filter-proxy.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, refusalCode, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
@@ -150,8 +149,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     expect(await tableRows('incremental_days')).toEqual(expected);
     const second = await cli(day5, 'incremental-2', [incremental('incremental_days')], ['run']);
     expect(second.exitCode, second.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(second.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(second.stdout, 'run');
     // The ledger (read past the policy) says days 1-4 are published and closed: only the open day again.
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-05']);
     expect(await tableRows('incremental_days')).toEqual(expected);
@@ -193,8 +191,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
 
     const result = await cli(sandbox, 'sixty-days', [job('expiring', sink)], ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week']);
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+    const summary = summaryOf(result.stdout, 'backfill');
     const outputs = summary.windows.flatMap((window) => window.summary.outputs);
     const kept = outputs.reduce((sum, output) => sum + output.rows, 0);
     const expired = outputs.reduce((sum, output) => sum + (output.expiredRows ?? 0), 0);

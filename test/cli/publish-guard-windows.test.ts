@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { dailyIncrementalJob as daily } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { startSourceProxy } from '../support/source-proxy.js';
@@ -28,10 +27,6 @@ async function setUp(incremental: Record<string, unknown>) {
   return { cli, withoutDays, file, workspace: workspace as Workspace };
 }
 
-function summaryOf(stdout: string) {
-  return summarySchema.parse(JSON.parse(stdout));
-}
-
 describe('the publish guard of windowed jobs', () => {
   it('refuses a backfill window that comes back empty over a day whose file held rows; the other windows publish; --allow-shrink publishes it', async () => {
     const { cli, withoutDays, file } = await setUp({ startFrom: '2026-07-01' });
@@ -42,8 +37,7 @@ describe('the publish guard of windowed jobs', () => {
     withoutDays('2026-07-03');
     const refused = await cli(backfill);
     expect(refused.exitCode).toBe(1);
-    const summary = summaryOf(refused.stdout);
-    if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+    const summary = summaryOf(refused.stdout, 'backfill');
     expect(summary.windows.map((result) => [result.window.from, result.summary.error?.code])).toEqual([
       ['2026-07-02', undefined],
       ['2026-07-03', 'publish_guard_tripped'],
@@ -65,8 +59,7 @@ describe('the publish guard of windowed jobs', () => {
     withoutDays('2026-07-04');
     const refused = await cli(['run', '--json']);
     expect(refused.exitCode).toBe(1);
-    const summary = summaryOf(refused.stdout);
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(refused.stdout, 'run');
     const tile = summary.tiles.find((candidate) => candidate.runId.endsWith('20260704'))!;
     expect(tile).toMatchObject({ status: 'failed', error: { code: 'publish_guard_tripped' }, guard: { tripped: true, verdicts: [{ rule: 'empty' }] } });
     expect((await readFile(file('2026-07-04'))).equals(before)).toBe(true);

@@ -13,12 +13,11 @@ import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
@@ -53,8 +52,7 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, tile: summary.tiles[0]! };
   }
 

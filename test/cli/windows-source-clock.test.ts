@@ -2,8 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { dailyIncrementalJob as daily, dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
@@ -28,17 +27,9 @@ function cli(workspace: Workspace, sandbox: Sandbox, args: string[]) {
   return runCli([...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
 }
 
-function runSummary(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
-  return summary;
-}
+const runSummary = (stdout: string) => summaryOf(stdout, 'run');
 
-function backfillSummary(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'backfill') throw new Error('not a backfill summary');
-  return summary;
-}
+const backfillSummary = (stdout: string) => summaryOf(stdout, 'backfill');
 
 const exportsAt = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 

@@ -3,12 +3,11 @@ import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { listFiles, runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, refusalCode, summaryOf } from '../support/cli-harness.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
@@ -87,8 +86,7 @@ describeWithEmulator("README.md's complete job, run against the sandbox into Big
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     // number -> "opened|severity|status" as the source answers the job's query now.
     const source = sandbox
       .evaluate(job.query, job.tile)

@@ -4,11 +4,10 @@
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { sandboxEnv } from '../support/cli-harness.js';
+import { sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { otelcolBinaryOrSkip, startCollector, type RunningCollector } from '../support/otel-collector.js';
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
@@ -51,8 +50,7 @@ describeWithEmulator('a CSV and a BigQuery tile traced into a real OpenTelemetry
         timeoutMs: 120_000,
       });
       expect(result.code, result.stderr).toBe(0);
-      const summary = summarySchema.parse(JSON.parse(result.stdout));
-      if (summary.command !== 'run') throw new Error('not a run summary');
+      const summary = summaryOf(result.stdout, 'run');
       const spans = await collector!.until(({ spans }) => {
         const mine = spans.filter((span) => span.resource['tilehouse.run_id'] === runId);
         return mine.some((span) => span.name === 'tilehouse.run') ? mine : undefined;

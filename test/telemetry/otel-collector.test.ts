@@ -8,8 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { listFiles, sandboxEnv, writeWorkspace, summaryOf } from '../support/cli-harness.js';
 import { exitWithin, spawnCli as spawnChild, splitStderr } from '../support/child-process.js';
 import { describeWithCollector, type ReceivedSpan } from '../support/otel-collector.js';
 import { dailySeverityQuery, detailQuery } from '../support/queries.js';
@@ -29,11 +28,7 @@ afterAll(async () => {
 });
 
 /** The summary `run --json` printed. */
-function runSummaryOf(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
-  return summary;
-}
+const runSummaryOf = (stdout: string) => summaryOf(stdout, 'run');
 
 const detail = (name: string, tile = SANDBOX_TILE) => ({ name, tile, query: detailQuery, sinks: [{ type: 'csv' }] });
 
