@@ -2,7 +2,29 @@ import { rm } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../sandbox/index.js';
 import { writeWorkspace, type Workspace } from './cli-harness.js';
+import { tempDirForAll } from './temp-dir-hooks.js';
 import { makeTempDir } from './temp-dir.js';
+
+export interface SandboxForAll {
+  readonly sandbox: Sandbox;
+}
+
+/** A sandbox for the enclosing file or describe block: started in beforeAll, closed in afterAll. */
+export function sandboxForAll(options: SandboxOptions = {}): SandboxForAll {
+  let sandbox: Sandbox | undefined;
+  beforeAll(async () => {
+    sandbox = await startSandbox(options);
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+  });
+  return {
+    get sandbox() {
+      if (sandbox === undefined) throw new Error('the sandbox is started in beforeAll: read it from a hook or a test');
+      return sandbox;
+    },
+  };
+}
 
 export interface SandboxAndRoot {
   readonly sandbox: Sandbox;
@@ -16,24 +38,14 @@ export interface SandboxAndRoot {
  * after this call) and closed and removed in afterAll, even when one of them failed to start.
  */
 export function sandboxAndRootForAll(options: SandboxOptions = {}): SandboxAndRoot {
-  let sandbox: Sandbox | undefined;
-  let root: string | undefined;
-  beforeAll(async () => {
-    sandbox = await startSandbox(options);
-    root = await makeTempDir();
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
-  });
+  const started = sandboxForAll(options);
+  const root = tempDirForAll();
   return {
     get sandbox() {
-      if (sandbox === undefined) throw new Error('the sandbox is started in beforeAll: read it from a hook or a test');
-      return sandbox;
+      return started.sandbox;
     },
     get root() {
-      if (root === undefined) throw new Error('the temp root is made in beforeAll: read it from a hook or a test');
-      return root;
+      return root.path;
     },
   };
 }
