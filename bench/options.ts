@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { PeerCase } from './peers/peers-report.js';
 
 export const SCENARIOS = [
   'transport',
@@ -45,6 +46,14 @@ export interface BenchOptions {
   memoryRuns: number;
   /** A second checkout (built) whose bundle the memory part measures too, as the baseline. */
   memoryBaseline: string | undefined;
+  /** `--peers`: tilehouse beside dlt and Airbyte's CDK (bench/peers/), nothing else. */
+  peers: boolean;
+  /** Runs of each tool in each peers' case (medians kept). */
+  peersRuns: number;
+  /** The peers' cases: rows and page latency. */
+  peersCases: PeerCase[];
+  /** tilehouse's concurrency in the peers' cases (default 4 at 0 ms, 8 with latency). */
+  peersTilehouseConcurrency: number | undefined;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -91,6 +100,13 @@ Options:
   --memory-runs N           runs of each memory case, median kept (default 3; 1 with --quick)
   --memory-baseline DIR     a second checkout, built (npm run build), measured alongside under
                             its own Dockerfile's flags: RSS and CPU per row against it
+  --peers                   tilehouse beside dlt and Airbyte's declarative CDK on the same export
+                            into one CSV (bench/peers/; needs its Python venv: bash
+                            bench/peers/setup.sh, else exit 2); the peers part only
+  --peers-runs N            runs of each tool in each case, median kept (default 3)
+  --peers-cases R@MS,...    rows@latency of the peers' cases (default 100000@0,1000000@50)
+  --peers-tilehouse-concurrency N  tilehouse's concurrency there (default 4 at 0 ms, 8 with
+                            latency; the peers page one request at a time)
 `;
 
 function list(text: string, name: string): number[] {
@@ -105,6 +121,15 @@ function positive(text: string, name: string): number {
   const [value] = list(text, name);
   if (value === undefined || value < 1) throw new Error(`--${name} must be at least 1`);
   return value;
+}
+
+/** `100000@0,1000000@50`: rows (at least 1) at a page latency in ms. */
+function peerCases(text: string): PeerCase[] {
+  return text.split(',').map((part) => {
+    const match = /^\s*(\d+)@(\d+)\s*$/.exec(part);
+    if (match === null || Number(match[1]) < 1) throw new Error(`--peers-cases: not rows@latency-ms: ${JSON.stringify(part)}`);
+    return { rows: Number(match[1]), latencyMs: Number(match[2]) };
+  });
 }
 
 export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
@@ -131,12 +156,18 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       memory: { type: 'boolean', default: false },
       'memory-runs': { type: 'string' },
       'memory-baseline': { type: 'string' },
+      peers: { type: 'boolean', default: false },
+      'peers-runs': { type: 'string', default: '3' },
+      'peers-cases': { type: 'string', default: '100000@0,1000000@50' },
+      'peers-tilehouse-concurrency': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) return 'help';
   if (values.memory && values.scenarios !== undefined && values.scenarios !== 'memory')
     throw new Error('--memory runs the memory part only; it cannot be combined with --scenarios');
+  if (values.peers && (values.memory || values.scenarios !== undefined))
+    throw new Error('--peers runs the peers part only; it cannot be combined with --memory or --scenarios');
   const scenarios = new Set<ScenarioName>();
   for (const name of (values.memory ? 'memory' : (values.scenarios ?? SCENARIOS.join(','))).split(',').map((s) => s.trim())) {
     if (!(SCENARIOS as readonly string[]).includes(name))
@@ -164,6 +195,11 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     out: values.out,
     memoryRuns: positive(values['memory-runs'] ?? (values.quick ? '1' : '3'), 'memory-runs'),
     memoryBaseline: values['memory-baseline'],
+    peers: values.peers,
+    peersRuns: positive(values['peers-runs'], 'peers-runs'),
+    peersCases: peerCases(values['peers-cases']),
+    peersTilehouseConcurrency:
+      values['peers-tilehouse-concurrency'] === undefined ? undefined : positive(values['peers-tilehouse-concurrency'], 'peers-tilehouse-concurrency'),
   };
 }
 

@@ -14,6 +14,8 @@ import { formatReport } from './format-report.js';
 import { judgeMemory } from './memory-results.js';
 import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
+import { formatPeersReport } from './peers/peers-report.js';
+import { runPeers } from './peers/run-peers.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
 import {
   runSequential,
@@ -151,6 +153,22 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (!existsSync(join(repoRoot(), 'dist/bundle/tilehouse.js'))) throw new Error('dist/bundle/tilehouse.js is missing: run `npm run bench` (it builds first)');
+  if (options.peers) {
+    const peers = await runPeers({
+      runs: options.peersRuns,
+      itemsPerPage: options.itemsPerPage,
+      cases: options.peersCases,
+      ...(options.peersTilehouseConcurrency === undefined ? {} : { tilehouseConcurrency: options.peersTilehouseConcurrency }),
+      progress,
+    });
+    // 2: the peers' venv is missing (runPeers said how to make it); not a failure of the bench.
+    if (peers === 2) process.exitCode = 2;
+    else {
+      process.stdout.write(options.json ? `${JSON.stringify(peers, null, 2)}\n` : formatPeersReport(peers));
+      if (options.out) await writeFile(options.out, `${JSON.stringify(peers, null, 2)}\n`);
+    }
+    return;
+  }
   if (options.cpuProfDir) {
     options.cpuProfDir = resolve(options.cpuProfDir);
     await mkdir(options.cpuProfDir, { recursive: true });

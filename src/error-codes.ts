@@ -7,8 +7,13 @@
  * sentence for the person on call. `TilehouseError.code` is typed by it, so a class with a code not
  * listed here does not compile; `docs/error-codes.md` is generated from it (`npm run docs:codes`).
  *
- * A new code is one line here. Codes that a class builds at run time are listed one by one: the
- * file sinks' `<format>_*` codes for each file format, the OAuth errors of the token endpoint.
+ * One failure has one code whatever the target: where it happened is told by the error's fields
+ * (`targetKind`: local, gcs, s3, bigquery; `format`: csv, parquet), which the run summary and the
+ * log line carry next to the code. A code that replaced others lists them in `formerly` (alert
+ * rules written for them must change; `docs/error-codes.md` has the table).
+ *
+ * A new code is one line here. Codes a class builds at run time are listed one by one (the OAuth
+ * errors of the token endpoint).
  */
 // biome-ignore format: one line per code, so that adding one is adding a line
 export const ERROR_CODES = {
@@ -19,8 +24,7 @@ export const ERROR_CODES = {
   backfill_resume_unsupported: { exit: 2, retryable: false, says: '`backfill --resume` for a job whose targets cannot tell a finished window (a file sink without `manifest: true`, the run ledger off).' },
   bigquery_project_unknown: { exit: 2, retryable: false, says: 'No project to run BigQuery jobs in: name one in the environment file or in Application Default Credentials.' },
   parquet_schema_invalid: { exit: 2, retryable: false, says: 'A Parquet sink was given a tile without visible columns, or unusable options; Parquet has no column-less file.' },
-  csv_path_invalid: { exit: 2, retryable: false, says: "A CSV sink's path template is unusable (an unknown placeholder, a path that leaves its directory)." },
-  parquet_path_invalid: { exit: 2, retryable: false, says: "A Parquet sink's path template is unusable (an unknown placeholder, a path that leaves its directory)." },
+  path_invalid: { exit: 2, retryable: false, says: "A file sink's path template is unusable (an unknown placeholder, a path that leaves its directory, a bad bucket URL).", formerly: ['csv_path_invalid', 'parquet_path_invalid'] },
 
   // -- the token endpoint ----------------------------------------------------------------------------
   auth_invalid_client: { exit: 1, retryable: false, says: 'The token issuer refused the client id or secret (rotated or wrong): fix the credentials.' },
@@ -50,17 +54,17 @@ export const ERROR_CODES = {
   column_count_mismatch: { exit: 1, retryable: false, says: "A page's `headers` and `dataTypes` disagree on the number of columns." },
   value_invalid: { exit: 1, retryable: false, says: "A value does not parse as its column's type (`onInvalidValue: null` nulls and counts it instead)." },
 
-  // -- files, local or gs:// -------------------------------------------------------------------------
+  // -- a sink's target, whatever its kind (local, gs://, s3://, BigQuery): the kind and format are fields --
   disk_full: { exit: 1, retryable: true, says: 'The volume a file goes to is full; free space there.' },
-  permission_denied: { exit: 1, retryable: false, says: "The process's user may not write where a file goes; give it write access there." },
-  target_is_directory: { exit: 1, retryable: false, says: 'A directory stands where the output file should be; remove it or change the path.' },
-  csv_write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a CSV file failed otherwise; the previous file is left as it was.' },
-  parquet_write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a Parquet file failed otherwise; the previous file is left as it was.' },
-  csv_target_unwritable: { exit: 1, retryable: false, says: "A CSV sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched." },
-  parquet_target_unwritable: { exit: 1, retryable: false, says: "A Parquet sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched." },
-  csv_writer_closed: { exit: 1, retryable: false, says: 'A CSV writer was used after its commit or abort: a bug in tilehouse, not in the data.' },
-  parquet_writer_closed: { exit: 1, retryable: false, says: 'A Parquet writer was used after its commit or abort: a bug in tilehouse, not in the data.' },
-  parquet_encoder_closed: { exit: 1, retryable: false, says: 'The Parquet encoder was used after it finished or failed: a bug in tilehouse, not in the data.' },
+  permission_denied: { exit: 1, retryable: false, says: "The run's user or identity may not write the target (a directory's mode, a bucket's or dataset's IAM); the message names what to grant.", formerly: ['gcs_permission_denied', 's3_permission_denied', 'bigquery_permission_denied'] },
+  target_is_directory: { exit: 1, retryable: false, says: 'A directory stands where the output file should be (locally, or objects below `<target>/` in a bucket); remove it or change the path.', formerly: ['gcs_target_is_directory', 's3_target_is_directory'] },
+  target_unwritable: { exit: 1, retryable: false, says: "A file sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched.", formerly: ['csv_target_unwritable', 'parquet_target_unwritable'] },
+  bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (a typo, or another project, account or region these credentials cannot see).', formerly: ['gcs_bucket_not_found', 's3_bucket_not_found'] },
+  write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a file or object failed otherwise (I/O, network, 5xx after retries, a checksum); the message says what the target holds.', formerly: ['csv_write_failed', 'parquet_write_failed', 'gcs_write_failed', 's3_write_failed'] },
+  target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target object while this run wrote; this run published nothing rather than overwrite it.', formerly: ['gcs_target_changed', 's3_target_changed'] },
+  publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer (a rewrite, a copy, BigQuery jobs cut off by a stop) and its outcome is unknown: look at the target before running again.', formerly: ['gcs_publish_outcome_unknown', 's3_publish_outcome_unknown', 'bigquery_publish_outcome_unknown'] },
+
+  // -- Parquet files ---------------------------------------------------------------------------------
   parquet_value_invalid: { exit: 1, retryable: false, says: "A typed value does not fit its column's Parquet type (transform never makes one: a bug guard)." },
   parquet_not_parquet: { exit: 1, retryable: false, says: "A Parquet sink's existing target is not a Parquet file (no `PAR1` magic)." },
   parquet_truncated: { exit: 1, retryable: false, says: "A Parquet sink's existing target is cut short: its footer runs past its bytes." },
@@ -71,24 +75,9 @@ export const ERROR_CODES = {
   google_credentials_unavailable: { exit: 1, retryable: true, says: 'No Google token could be had within `googleCredentialsWaitMs` (no ADC, an unreadable key file, the metadata server or token endpoint refusing); nothing was published.' },
   google_credentials_rejected: { exit: 1, retryable: false, says: "Google refused the run's identity (401 again after a fresh token, or a deleted key or service account)." },
 
-  // -- Cloud Storage ---------------------------------------------------------------------------------
-  gcs_bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist, or is in a project these credentials cannot see.' },
-  gcs_permission_denied: { exit: 1, retryable: false, says: 'The credentials lack a permission on the bucket; the message names it (grant roles/storage.objectUser).' },
-  gcs_target_is_directory: { exit: 1, retryable: false, says: 'Objects exist below `<target>/`, so the target reads as a folder.' },
-  gcs_target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target while this run wrote; this run published nothing rather than overwrite it.' },
-  gcs_write_failed: { exit: 1, retryable: true, says: 'A Cloud Storage call failed otherwise (network, 5xx after retries, a checksum); the message says what the target holds.' },
-  gcs_publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer and the target could not be read after: look at it before running again.' },
 
-  // -- Amazon S3 and S3-compatible stores -----------------------------------------------------------
-  s3_bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (`NoSuchBucket`: a typo, another account or region).' },
-  s3_permission_denied: { exit: 1, retryable: false, says: 'S3 refused a request (403: `AccessDenied`, an expired or missing credential); the message names the step and the IAM action.' },
-  s3_target_is_directory: { exit: 1, retryable: false, says: 'Objects exist below `<target>/`, so the target reads as a folder.' },
-  s3_target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target while this run wrote (the conditional copy failed); this run published nothing rather than overwrite it.' },
-  s3_write_failed: { exit: 1, retryable: true, says: 'An S3 call failed otherwise (network, 5xx after retries, an upload of the wrong size); the message says what the target holds.' },
-  s3_publish_outcome_unknown: { exit: 1, retryable: true, says: 'The publishing copy got no answer and the target could not be read after: look at it before running again.' },
 
   // -- BigQuery --------------------------------------------------------------------------------------
-  bigquery_permission_denied: { exit: 1, retryable: false, says: "The run's identity may not read or create the target's dataset; the message names the permission and the service account." },
   bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },
   bigquery_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract; nothing was loaded." },
   bigquery_column_conflict: { exit: 1, retryable: false, says: 'A tile column takes a name the sink needs for itself (a lineage column in append mode).' },
@@ -108,10 +97,8 @@ export const ERROR_CODES = {
   bigquery_quota_exceeded: { exit: 1, retryable: true, says: 'BigQuery refused a job on a long-term quota; run again once the quota refills.' },
   bigquery_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
   bigquery_partially_published: { exit: 3, retryable: true, says: 'Some partitions hold the new run and others the previous one; a re-run replaces them all.' },
-  bigquery_sink_state: { exit: 1, retryable: false, says: 'A BigQuery writer was used out of order: a bug in tilehouse, not in the data.' },
   bigquery_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and `latestBy` does not choose between them.' },
   bigquery_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column.' },
-  bigquery_publish_outcome_unknown: { exit: 1, retryable: true, says: 'The run stopped while its publish jobs ran and their outcome is unknown: look at the jobs named before running again.' },
 
   // -- runs, windows and state -----------------------------------------------------------------------
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
@@ -128,7 +115,7 @@ export const ERROR_CODES = {
   // -- the process -----------------------------------------------------------------------------------
   probe_record_write_failed: { exit: 1, retryable: true, says: '`probe --record`: the recording could not be written after the probe ran.' },
   summary_write_failed: { exit: 1, retryable: true, says: 'The run summary could not be written; a run that otherwise succeeded then exits 1.' },
-  internal_error: { exit: 1, retryable: false, says: 'A bug in tilehouse: one line on the terminal, the stack with `--log-level debug`.' },
+  internal_error: { exit: 1, retryable: false, says: 'A bug in tilehouse (a writer or encoder used out of order, an unexpected throw): one line on the terminal, the stack with `--log-level debug`.', formerly: ['csv_writer_closed', 'parquet_writer_closed', 'parquet_encoder_closed', 'bigquery_sink_state'] },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 export interface ErrorCodeEntry {
@@ -138,11 +125,16 @@ export interface ErrorCodeEntry {
   readonly retryable: boolean;
   /** One sentence for the person on call. */
   readonly says: string;
+  /** The codes this one replaced after 0.1.0 (one code per failure, whatever the target). */
+  readonly formerly?: readonly string[];
 }
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The file formats whose sinks build `<format>_<failure>` codes (`csv_write_failed`). */
+/** Where a failure at a sink's target happened: its kind (the error's `targetKind`). */
+export type TargetKind = 'local' | 'gcs' | 's3' | 'bigquery';
+
+/** The file formats, as an error's `format` names them. */
 export type FileFormatName = 'csv' | 'parquet';
 
 /** The OAuth errors of a token endpoint (RFC 6749 §5.2) that keep a code of their own; any other is `auth_refused`. */

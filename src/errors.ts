@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+import { ERROR_CODES, type ErrorCode, type FileFormatName, type TargetKind } from './error-codes.js';
 
 /**
  * Every error tilehouse raises on purpose carries a stable machine `code` (for alerts, tests and
@@ -7,6 +7,10 @@ import { ERROR_CODES, type ErrorCode } from './error-codes.js';
  */
 export abstract class TilehouseError extends Error {
   abstract readonly code: ErrorCode;
+  /** A failure at a sink's target: the target's kind (one code serves every kind, this tells them apart). */
+  readonly targetKind?: TargetKind;
+  /** A failure at a file target: its format. */
+  readonly format?: FileFormatName;
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -18,6 +22,38 @@ export abstract class TilehouseError extends Error {
     const exit = ERROR_CODES[this.code].exit;
     return exit === 'signal' ? 1 : exit;
   }
+}
+
+/** What the run summary and the log line say of a failure: its code, message, and where it happened when known. */
+export interface ErrorReport {
+  /** One of the catalogue's codes (a string here: a summary read back may hold a code of another version). */
+  code: string;
+  message: string;
+  targetKind?: TargetKind;
+  format?: FileFormatName;
+}
+
+/**
+ * The report of anything thrown: a TilehouseError's code and place, `internal_error` for anything
+ * else. Given the job, its message names it (`job <name>: …`) also when what threw could not know
+ * it (a value encoder, a page's shape, a stop's deadline), so a run summary read on its own says
+ * which job failed.
+ */
+export function errorReport(error: unknown, jobName?: string): ErrorReport {
+  const message = jobName === undefined ? messageOf(error) : namingJob(jobName, messageOf(error));
+  if (!(error instanceof TilehouseError)) return { code: 'internal_error', message };
+  return {
+    code: error.code,
+    message,
+    ...(error.targetKind === undefined ? {} : { targetKind: error.targetKind }),
+    ...(error.format === undefined ? {} : { format: error.format }),
+  };
+}
+
+/** `job <name>: <message>`, unless the message starts so already. */
+export function namingJob(jobName: string, message: string): string {
+  const prefix = `job ${jobName}: `;
+  return message.startsWith(prefix) ? message : `${prefix}${message}`;
 }
 
 export function isTilehouseError(error: unknown): error is TilehouseError {

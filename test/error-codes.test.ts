@@ -4,9 +4,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { errorCodesDocument, ERROR_CODES_DOC } from '../scripts/lib/error-codes-doc.js';
+import { errorCodesDocument, ERROR_CODES_DOC, renamedCodes } from '../scripts/lib/error-codes-doc.js';
 import { ConfigError } from '../src/config/config-error.js';
-import { ERROR_CODES, isErrorCode, OAUTH_ERRORS, type ErrorCode, type FileFormatName } from '../src/error-codes.js';
+import { errorReport } from '../src/errors.js';
+import { ERROR_CODES, isErrorCode, OAUTH_ERRORS, type ErrorCode } from '../src/error-codes.js';
 import { PartiallyPublishedError, RunStoppedError } from '../src/pipeline/publish-sinks.js';
 import { FilePathInvalidError, FileWriteError } from '../src/sinks/files/file-errors.js';
 import { sinkKinds } from '../src/sinks/registry.js';
@@ -31,7 +32,8 @@ const CODE = String.raw`[a-z][a-z0-9]*(?:_[a-z0-9]+)+`;
 /**
  * The code literals of src/, found where a code is given: a class's `code` field or constructor
  * parameter (`readonly code = 'x'`, `readonly code: 'a' | 'b'`), a type of codes (`type XCode =`),
- * the code passed to an error's constructor (`new GcsError('x'`, `super('x'`), a file-system
+ * the code passed to an error's constructor (`new GcsError('x'`, `super('x'`), a base class typed
+ * by its own code (`extends LocalFileError<'x'>`), a file-system
  * failure's fallback, a code chosen at run time's other branch (`: 'auth_refused'`), a summary's
  * `'internal_error'`, and a constant typed `ErrorCode`.
  */
@@ -44,6 +46,7 @@ function codeLiterals(text: string): string[] {
     new RegExp(String.raw`type \w*Code\w* =\s*((?:\|?\s*'${CODE}'\s*)+)`, 'g'),
     new RegExp(String.raw`new \w+Error\(\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`super\(\s*('${CODE}')`, 'g'),
+    new RegExp(String.raw`extends \w+<\s*('${CODE}')\s*>`, 'g'),
     new RegExp(String.raw`fileSystemFailureCode\([^,]+,\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`\.code\s*:\s*('${CODE}')`, 'g'),
     new RegExp(String.raw`:\s*ErrorCode\s*=\s*('${CODE}')`, 'g'),
@@ -53,15 +56,9 @@ function codeLiterals(text: string): string[] {
   return found;
 }
 
-/** The codes a class builds at run time, from the parts src/ names: `<format>_<failure>`, `auth_<oauth error>`. */
+/** The codes a class builds at run time, from the parts src/ names: `auth_<oauth error>`. */
 function builtCodes(): Set<string> {
-  const built = new Set<string>();
-  const fileErrors = sources.find((source) => source.file === path.join('sinks', 'files', 'file-errors.ts'))!.text;
-  const failures = [...fileErrors.matchAll(/formatCode\(format, '([a-z_]+)'\)/g)].map((match) => match[1]!);
-  const formats: FileFormatName[] = ['csv', 'parquet'];
-  for (const format of formats) for (const failure of failures) built.add(`${format}_${failure}`);
-  for (const error of OAUTH_ERRORS) built.add(`auth_${error}`);
-  return built;
+  return new Set(OAUTH_ERRORS.map((error) => `auth_${error}`));
 }
 
 describe('the error-code catalogue', () => {
@@ -73,7 +70,8 @@ describe('the error-code catalogue', () => {
     expect(used.size).toBeGreaterThan(60);
     expect(used.get('config_invalid')).toBe(path.join('config', 'config-error.ts'));
     expect(used.get('parquet_truncated')).toBe(path.join('sinks', 'parquet', 'encoder', 'parquet-errors.ts'));
-    expect(used.get('gcs_write_failed')).toBeDefined();
+    expect(used.get('write_failed')).toBeDefined();
+    expect(used.get('target_changed')).toBeDefined();
     expect(used.get('bigquery_load_file_failed')).toBe(path.join('sinks', 'bigquery', 'ndjson-file.ts'));
     expect(used.get('internal_error')).toBeDefined();
     expect(used.get('summary_write_failed')).toBe(path.join('cli', 'report-summary.ts'));
@@ -86,19 +84,41 @@ describe('the error-code catalogue', () => {
 
   it('lists no code that src/ never gives', () => {
     const built = builtCodes();
-    expect(built).toContain('csv_write_failed');
+    expect(built).toContain('auth_invalid_client');
     const unused = catalogued.filter((code) => !used.has(code) && !built.has(code));
     expect(unused).toEqual([]);
   });
 
-  it('lists the file codes of every file format the registry has, and no other format', () => {
+  it('has one code per failure whatever the target: no code is named by a target kind or a file format', () => {
     const fileKinds = sinkKinds.map((kind) => kind.type).filter((type) => type !== 'bigquery');
     expect(fileKinds.sort()).toEqual(['csv', 'parquet']);
-    for (const kind of fileKinds) {
-      for (const failure of ['path_invalid', 'write_failed', 'target_unwritable', 'writer_closed'])
-        expect(isErrorCode(`${kind}_${failure}`), `${kind}_${failure}`).toBe(true);
+    for (const failure of [
+      'path_invalid',
+      'write_failed',
+      'target_unwritable',
+      'permission_denied',
+      'target_is_directory',
+      'bucket_not_found',
+      'target_changed',
+      'publish_outcome_unknown',
+    ]) {
+      expect(isErrorCode(failure), failure).toBe(true);
+      for (const prefix of [...fileKinds, 'gcs', 's3', 'bigquery']) expect(isErrorCode(`${prefix}_${failure}`), `${prefix}_${failure}`).toBe(false);
     }
-    expect(isErrorCode('bigquery_write_failed')).toBe(false);
+  });
+
+  it('names the codes it replaced, and src/ emits none of them (nor any code that is not catalogued)', () => {
+    const renamed = renamedCodes();
+    expect(renamed.length).toBeGreaterThanOrEqual(24);
+    expect(renamed).toContainEqual({ old: 'gcs_write_failed', now: 'write_failed' });
+    expect(renamed).toContainEqual({ old: 'bigquery_sink_state', now: 'internal_error' });
+    for (const { old } of renamed) {
+      expect(isErrorCode(old), old).toBe(false);
+      // Not given, and not written anywhere in src/ either (a comment, a message, a built name).
+      const where = sources.filter(({ text }) => new RegExp(`\\b${old}\\b`).test(text)).map(({ file }) => file);
+      expect(where, old).toEqual([]);
+    }
+    expect(new Set(renamed.map(({ old }) => old)).size).toBe(renamed.length);
   });
 
   it('gives every code an exit code of the documented interface and one sentence', () => {
@@ -132,12 +152,17 @@ describe('an error takes its code and exit code from the catalogue', () => {
     expect(new RunStoppedError('j', 'SIGTERM').exitCode).toBe(1);
   });
 
-  it('names a file failure by its format', () => {
+  it('gives a file failure one code and tells the format and target kind in fields', () => {
     const full = Object.assign(new Error('no space'), { code: 'ENOSPC' });
     expect(new FileWriteError(parquetFormat, 'j', '/d/x.parquet', 'writing', full).code).toBe('disk_full');
-    const other: ErrorCode = new FileWriteError(parquetFormat, 'j', '/d/x.parquet', 'writing', new Error('EIO')).code;
-    expect(other).toBe('parquet_write_failed');
-    expect(new FileWriteError(csvFormat, 'j', '/d/x.csv', 'writing', new Error('EIO')).code).toBe('csv_write_failed');
+    const other = new FileWriteError(parquetFormat, 'j', '/d/x.parquet', 'writing', new Error('EIO'));
+    const code: ErrorCode = other.code;
+    expect(code).toBe('write_failed');
+    expect(errorReport(other)).toMatchObject({ code: 'write_failed', targetKind: 'local', format: 'parquet' });
+    expect(other.message).toMatch(/^job j: parquet \/d\/x\.parquet: /);
+    const csv = new FileWriteError(csvFormat, 'j', '/d/x.csv', 'writing', new Error('EIO'));
+    expect([csv.code, csv.format, csv.targetKind]).toEqual(['write_failed', 'csv', 'local']);
+    expect(errorReport(new Error('boom'))).toEqual({ code: 'internal_error', message: 'boom' });
   });
 
   it("keeps auth_<error> for RFC 6749's errors, whatever their case, and says auth_refused for any other", () => {

@@ -8,8 +8,14 @@ function exitText(exit: ErrorCodeEntry['exit']): string {
   return exit === 'signal' ? '130 / 143' : String(exit);
 }
 
+/** Every code that was renamed, old → new, in the catalogue's order. */
+export function renamedCodes(): Array<{ old: string; now: string }> {
+  return (Object.entries(ERROR_CODES) as Array<[string, ErrorCodeEntry]>).flatMap(([now, entry]) => (entry.formerly ?? []).map((old) => ({ old, now })));
+}
+
 export function errorCodesDocument(): string {
   const entries = Object.entries(ERROR_CODES) as Array<[string, ErrorCodeEntry]>;
+  const renamed = renamedCodes().map(({ old, now }) => `| \`${old}\` | \`${now}\` |`);
   const rows = entries.map(
     ([code, entry]) => `| \`${code}\` | ${exitText(entry.exit)} | ${entry.retryable ? 'yes' : 'no'} | ${entry.says.replaceAll('|', '\\|')} |`,
   );
@@ -29,11 +35,26 @@ export function errorCodesDocument(): string {
     '- **retryable**: whether the same command, run again unchanged, may succeed (the cause may pass',
     '  by itself). "no" means something must change first: the configuration, the credentials, the',
     '  target, or tilehouse (a bug).',
-    "- The file sinks' codes are named by the format: `csv_write_failed`, `parquet_write_failed`.",
+    '- One failure has one code whatever the target: where it happened is in the fields next to',
+    '  the code, `targetKind` (`local`, `gcs`, `s3`, `bigquery`) and `format` (`csv`, `parquet`): in the',
+    "  run summary's `error` and on the JSON log line. The message names the job and the target with",
+    '  its format, e.g. `job incidents: parquet gs://bucket/x.parquet: …`.',
     '',
     '| code | exit | retryable | what it means |',
     '|---|---|---|---|',
     ...rows,
+    '',
+    '## Renamed codes',
+    '',
+    'Since the release after 0.1.0 a failure that had a code per target kind or per format has one',
+    'code, and a misused writer or encoder (a bug in tilehouse) is `internal_error`. An alert rule,',
+    'retry rule or runbook that matches an old code must match the new one (and, to keep telling',
+    'targets apart, the `targetKind` or `format` field): see',
+    '[failure behaviour](failure-behaviour.md#renamed-error-codes). No old code is emitted any more.',
+    '',
+    '| old code | new code |',
+    '|---|---|',
+    ...renamed,
     '',
   ].join('\n');
 }

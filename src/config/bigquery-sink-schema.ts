@@ -43,7 +43,9 @@ export const bigquerySinkSchema = z
       .array(z.string().min(1))
       .min(1)
       .optional()
-      .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
+      .describe(
+        "writeMode merge only (and required there): the output column names or headers whose values identify a row. The MERGE matches keys over the whole table; with the partition column among them, only in the run's partitions (cheaper; for a date a row keeps)",
+      ),
     latestBy: z
       .string()
       .min(1)

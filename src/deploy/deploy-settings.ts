@@ -94,9 +94,9 @@ export const RESOURCES_COMMENT = [
  * Local disk of a pod (a job's `tempStorage` replaces it): the sizeLimit of each emptyDir (/tmp, a
  * local output directory) and the container's ephemeral-storage request and limit. What a run
  * writes there, per million rows of the bench's tile (11 columns, ~137 bytes a row on the wire;
- * bench/README.md, "Disk"): a BigQuery sink's NDJSON load file ~290 MB (in /tmp), a local CSV
+ * bench/README.md, "Disk"): a BigQuery sink's NDJSON load file 287 MB (in /tmp), a local CSV
  * 143 MB, gzip CSV 21 MB, Parquet 38 MB (beside their target, an emptyDir in the pod); a gs:// file
- * sink nothing (it uploads from memory). 1Gi (GKE Autopilot's default) holds ~3.5M such rows into
+ * sink nothing (it uploads from memory). 1Gi (GKE Autopilot's default) holds ~3.7M such rows into
  * BigQuery. Beyond the limit Kubernetes evicts the pod (SIGTERM: the run stops cleanly, exit 143,
  * nothing published); a node's disk that fills first fails the run with disk_full.
  */

@@ -1,5 +1,5 @@
 import type { LoadedJob } from '../config/load-config.js';
-import { isTilehouseError, messageOf, TilehouseError } from '../errors.js';
+import { errorReport, TilehouseError, type ErrorReport } from '../errors.js';
 import { jobIdsOf } from '../sinks/registry.js';
 import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/export-endpoint/index.js';
@@ -52,7 +52,8 @@ export interface JobRunSummary {
   restarts: number;
   /** What told the exported pages apart (see PAGE_IDENTITIES); absent when the read did not finish. */
   pageIdentity?: PageIdentity;
-  error?: { code: string; message: string };
+  /** Why it failed: the code, the message, and where (`targetKind`, `format`) for a failure at a sink's target. */
+  error?: ErrorReport;
   /** What the publish guards said of each target (absent: no sink has one, or the run did not reach them). */
   guard?: GuardReport;
 }
@@ -138,7 +139,7 @@ export function publishedSummary(
       kept.map((output) => output.target),
     );
     summary.status = 'failed';
-    summary.error = { code: error.code, message: error.message };
+    summary.error = errorReport(error, job.name);
   }
   if (published.partial) {
     summary.status = 'partially_published';
@@ -146,7 +147,7 @@ export function publishedSummary(
     summary.unpublished = changedInPart || outcomeUnknown ? unpublished.slice(1) : [...unpublished];
     if (changedInPart) summary.mixed = unpublished.slice(0, 1);
     else if (outcomeUnknown) summary.outcomeUnknown = unpublished.slice(0, 1);
-    summary.error = { code: published.partial.code, message: published.partial.message };
+    summary.error = errorReport(published.partial, job.name);
   }
   return summary;
 }
@@ -186,7 +187,7 @@ export function failedSummary(
     bigqueryJobIds: [],
     ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
     ...(cause instanceof PublishGuardTrippedError ? { guard: cause.report } : {}),
-    error: { code: isTilehouseError(cause) ? cause.code : 'internal_error', message: messageOf(cause) },
+    error: errorReport(cause, job.name),
   };
 }
 

@@ -91,7 +91,19 @@ export const tileSummarySchema = z
       .describe(
         "What told the pages apart: echo (each page's answer echoed its own page number, once that echo was seen to follow the request), rows-digest (some page only by hasPrev and by rows unlike every earlier page's), single-page (one page); absent when the read did not finish",
       ),
-    error: z.object({ code: z.string(), message: z.string() }).strict().optional().describe('Set unless status is succeeded'),
+    error: z
+      .object({
+        code: z.string().describe('The stable code (docs/error-codes.md)'),
+        message: z.string(),
+        targetKind: z
+          .enum(['local', 'gcs', 's3', 'bigquery'])
+          .optional()
+          .describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
+        format: z.enum(['csv', 'parquet']).optional().describe('A failure at a file target: its format'),
+      })
+      .strict()
+      .optional()
+      .describe('Set unless status is succeeded'),
     guard: z
       .object({
         tripped: z.boolean().describe('A publish guard refused the publish (error publish_guard_tripped: nothing was published), unless overridden'),

@@ -27,3 +27,38 @@ describe('parseBenchOptions: the memory part', () => {
     expect(() => parse(['--memory-runs', 'two'])).toThrow(/--memory-runs: not a whole number/);
   });
 });
+
+describe('parseBenchOptions: the peers part', () => {
+  it('is off unless asked for, with three runs of 100k rows at 0 ms and 1M at 50 ms', () => {
+    expect(parse([]).peers).toBe(false);
+    const options = parse(['--peers']);
+    expect(options.peers).toBe(true);
+    expect(options.peersRuns).toBe(3);
+    expect(options.peersCases).toEqual([
+      { rows: 100_000, latencyMs: 0 },
+      { rows: 1_000_000, latencyMs: 50 },
+    ]);
+  });
+
+  it('takes its cases as rows@latency and its run count', () => {
+    const options = parse(['--peers', '--peers-cases', '10000@0, 20000@25', '--peers-runs', '1', '--items-per-page', '500']);
+    expect(options.peersCases).toEqual([
+      { rows: 10_000, latencyMs: 0 },
+      { rows: 20_000, latencyMs: 25 },
+    ]);
+    expect(options.peersRuns).toBe(1);
+    expect(options.itemsPerPage).toBe(500);
+    expect(options.peersTilehouseConcurrency).toBeUndefined();
+    expect(parse(['--peers', '--peers-tilehouse-concurrency', '1']).peersTilehouseConcurrency).toBe(1);
+  });
+
+  it('refuses a case that is not rows@latency, no rows, no runs, and other parts in the same run', () => {
+    expect(() => parse(['--peers', '--peers-cases', '10000'])).toThrow(/--peers-cases: not rows@latency-ms: "10000"/);
+    expect(() => parse(['--peers', '--peers-cases', '0@0'])).toThrow(/--peers-cases: not rows@latency-ms/);
+    expect(() => parse(['--peers', '--peers-cases', '10k@0'])).toThrow(/--peers-cases/);
+    expect(() => parse(['--peers', '--peers-runs', '0'])).toThrow(/--peers-runs must be at least 1/);
+    expect(() => parse(['--peers', '--peers-tilehouse-concurrency', '0'])).toThrow(/--peers-tilehouse-concurrency must be at least 1/);
+    expect(() => parse(['--peers', '--memory'])).toThrow(/--peers runs the peers part only/);
+    expect(() => parse(['--peers', '--scenarios', 'csv'])).toThrow(/--peers runs the peers part only/);
+  });
+});

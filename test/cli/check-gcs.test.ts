@@ -61,17 +61,17 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     expect((await gcs.storage.bucket(bucket).getFiles())[0]).toEqual([]);
   });
 
-  it('fails naming the missing permissions and the bucket (gcs_permission_denied, exit 1)', async () => {
+  it('fails naming the missing permissions and the bucket (permission_denied, exit 1)', async () => {
     const bucket = await gcs.newBucket('check');
     const { result } = await checkWith(bucket, ['storage.objects.get', 'storage.objects.list'], 'some');
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toBe(
-      `FAIL job detail: gcs_permission_denied: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`,
+      `FAIL job detail: permission_denied: job detail: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`,
     );
   });
 
-  it('fails an unknown bucket (gcs_bucket_not_found), and says so when an endpoint has no IAM to test', async () => {
-    expect((await checkWith('no-such-bucket-check', [], 'missing')).result.stdout).toMatch(/^FAIL job detail: gcs_bucket_not_found: /);
+  it('fails an unknown bucket (bucket_not_found), and says so when an endpoint has no IAM to test', async () => {
+    expect((await checkWith('no-such-bucket-check', [], 'missing')).result.stdout).toMatch(/^FAIL job detail: bucket_not_found: /);
     await proxy?.close();
     const bucket = await gcs.newBucket('check');
     const { result } = await checkWith(bucket, 'no-iam', 'no-iam');

@@ -1,72 +1,32 @@
 // An incremental job whose CSV sink writes gs:// objects: what each day's target holds is read from
 // the `<object>.manifest.json` objects the sink publishes, on fake-gcs-server. The sandbox's clock
-// is moved from run to run (a sandbox per "day"), as in incremental-run.test.ts.
-import { rm } from 'node:fs/promises';
+// is moved from run to run (a sandbox per "day"), as in incremental-run.test.ts. A day replaced under
+// its manifest and a bucket that cannot be read: incremental-objects.test.ts, for gs:// and s3://.
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { expect, it } from 'vitest';
+import { type Sandbox } from '../../sandbox/index.js';
 import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
-import { dailySeverityQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { dailyIncrementalJob, dailySourceRows, daySandboxesForAll } from '../support/day-sandboxes.js';
 
-const opened: Sandbox[] = [];
-let root: string;
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  for (const sandbox of opened) await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+const sandboxes = daySandboxesForAll();
 
-async function sandboxAt(day: string): Promise<Sandbox> {
-  const sandbox = await startSandbox({ incidents: 10_000, now: new Date(`${day}T12:00:00Z`) });
-  opened.push(sandbox);
-  return sandbox;
-}
-
-const job = (bucket: string) => ({
-  name: 'daily',
-  tile: SANDBOX_TILE,
-  query: dailySeverityQuery,
-  sinks: [{ type: 'csv', path: `gs://${bucket}/daily/{date}.csv`, manifest: true }],
-  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-  incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 },
-});
-
-/** What the source holds for [from, to), straight from its own evaluator (no rw filter), as CSV text reads back. */
-function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...dailySeverityQuery, items: dailySeverityQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
-}
+const job = (bucket: string) => dailyIncrementalJob({ type: 'csv', path: `gs://${bucket}/daily/{date}.csv`, manifest: true });
 
 const exports = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
 describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
   /** `tilehouse run --json` as a user runs it: a child process, STORAGE_EMULATOR_HOST in its environment. */
   async function runChild(sandbox: Sandbox, bucket: string, name: string) {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [job(bucket)]);
+    const workspace = await writeWorkspace(path.join(sandboxes.root, name), sandbox, [job(bucket)]);
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
       env: { ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin },
       timeoutMs: 90_000,
     });
     expect(result.code, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
-    return { ...result, summary, report: summary.incremental![0]! };
-  }
-
-  /** The same run in this process, with the test's storage client. */
-  async function runHere(sandbox: Sandbox, bucket: string, name: string) {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [job(bucket)]);
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { storageClient: gcs.storage } },
-    });
     const summary = summarySchema.parse(JSON.parse(result.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
     return { ...result, summary, report: summary.incremental![0]! };
@@ -91,21 +51,21 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
 
   it('exports day 1 on day 1 (open), days 1-5 on day 5, each object exactly that day of the source, and only the open day 5 on a repeat', async () => {
     const bucket = await gcs.newBucket('incremental');
-    const day1 = await sandboxAt('2026-07-01');
+    const day1 = await sandboxes.at('2026-07-01');
     const first = await runChild(day1, bucket, 'day-1');
     expect(first.report).toMatchObject({ today: '2026-07-01', firstRun: true, windows: [{ from: '2026-07-01', to: '2026-07-02' }], failed: [], left: [] });
     expect(Object.keys(await generations(bucket)).sort()).toEqual(['daily/2026-07-01.csv', 'daily/2026-07-01.csv.manifest.json']);
-    expect(await objectRows(bucket, '2026-07-01')).toEqual(sourceRows(day1, '2026-07-01', '2026-07-02'));
+    expect(await objectRows(bucket, '2026-07-01')).toEqual(dailySourceRows(day1, '2026-07-01', '2026-07-02'));
     expect((await manifestOf(bucket, '2026-07-01')).window).toEqual({ from: '2026-07-01', to: '2026-07-02', open: true });
 
-    const day5 = await sandboxAt('2026-07-05');
+    const day5 = await sandboxes.at('2026-07-05');
     const fifth = await runChild(day5, bucket, 'day-5');
     // Day 1 was exported while it was going on: open, so exported again, now whole.
     const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     expect(fifth.report.windows.map((window) => window.from)).toEqual(days);
     expect(fifth.report.reason).toContain('2026-07-01 published while open: exported again');
     for (const day of days) {
-      const rows = sourceRows(day5, day, days[days.indexOf(day) + 1] ?? '2026-07-06');
+      const rows = dailySourceRows(day5, day, days[days.indexOf(day) + 1] ?? '2026-07-06');
       expect(rows.length, day).toBeGreaterThan(0);
       expect(await objectRows(bucket, day), day).toEqual(rows);
     }
@@ -124,36 +84,5 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
       else expect(afterRepeat[name], name).toBe(afterFifth[name]);
     }
   }, 180_000);
-
-  it('exports a day again when its object is not the one its manifest describes (replaced by another writer, or a run that died between the two)', async () => {
-    const bucket = await gcs.newBucket('replaced');
-    const day5 = await sandboxAt('2026-07-05');
-    expect((await runHere(day5, bucket, 'replaced-1')).exitCode).toBe(0);
-    const objects = gcs.storage.bucket(bucket);
-    // Same size as before, other bytes, no tilehouse run id: only the run id can tell it apart.
-    const [original] = await objects.file('daily/2026-07-03.csv').download();
-    await objects.file('daily/2026-07-03.csv').save(Buffer.from(original.toString('latin1').replace(/SEV/g, 'XXX'), 'latin1'));
-    // Another day's manifest cut short (not JSON): that day did not finish either.
-    await objects.file('daily/2026-07-04.csv.manifest.json').save('{"manifestVersion":1,"fi');
-
-    const again = await runHere(day5, bucket, 'replaced-2');
-    expect(again.exitCode, again.stderr).toBe(0);
-    expect(again.report.windows.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
-    expect(again.report.reason).toContain('resume after 2026-07-02');
-    expect(await objectRows(bucket, '2026-07-03')).toEqual(sourceRows(day5, '2026-07-03', '2026-07-04'));
-    expect((await runHere(day5, bucket, 'replaced-3')).report.windows).toEqual([{ from: '2026-07-05', to: '2026-07-06' }]);
-  }, 120_000);
-
-  it('fails with incremental_state_unreadable and exports nothing when the bucket cannot be read', async () => {
-    const day5 = await sandboxAt('2026-07-05');
-    const requests = exports(day5);
-    const run = await runHere(day5, 'no-such-bucket-tilehouse', 'missing-bucket');
-    expect(run.exitCode).toBe(1);
-    expect(run.summary.tiles.map((tile) => tile.error?.code)).toEqual(['incremental_state_unreadable']);
-    expect(run.report.error?.message).toBe(
-      "job daily: cannot read gs://no-such-bucket-tilehouse/daily/{date}.csv's state: the bucket gs://no-such-bucket-tilehouse does not exist (or these credentials cannot see it)",
-    );
-    expect(run.report.windows).toEqual([]);
-    expect(exports(day5)).toBe(requests);
-  }, 60_000);
+  // A day replaced under its manifest, and a bucket that cannot be read: incremental-objects.test.ts, for gs:// and s3:// alike.
 });

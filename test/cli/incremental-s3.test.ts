@@ -1,47 +1,25 @@
 // An incremental job whose Parquet sink writes s3:// objects: what each day's target holds is read
 // from the `<object>.manifest.json` objects the sink publishes, on moto. The sandbox's clock is
 // moved from run to run (a sandbox per "day"), as in incremental-gcs.test.ts.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { type Sandbox } from '../../sandbox/index.js';
 import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { RUN_ID_METADATA_KEY } from '../../src/sinks/s3/temp-keys.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { dailySeverityQuery } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf } from '../support/s3-server.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { dailyIncrementalJob, daySandboxesForAll } from '../support/day-sandboxes.js';
 import { duckdb, sqlString } from '../sinks/parquet/encoder/duckdb-read-back.js';
 
-const opened: Sandbox[] = [];
-let root: string;
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  for (const sandbox of opened) await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
-
-async function sandboxAt(day: string): Promise<Sandbox> {
-  const sandbox = await startSandbox({ incidents: 10_000, now: new Date(`${day}T12:00:00Z`) });
-  opened.push(sandbox);
-  return sandbox;
-}
+const sandboxes = daySandboxesForAll();
 
 describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
   async function run(sandbox: Sandbox, bucket: string, name: string) {
-    const job = {
-      name: 'daily',
-      tile: SANDBOX_TILE,
-      query: dailySeverityQuery,
-      sinks: [{ type: 'parquet', path: `s3://${bucket}/daily/{date}.parquet`, manifest: true }],
-      columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-      incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 },
-    };
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [job]);
+    const job = dailyIncrementalJob({ type: 'parquet', path: `s3://${bucket}/daily/{date}.parquet`, manifest: true });
+    const workspace = await writeWorkspace(path.join(sandboxes.root, name), sandbox, [job]);
     const config = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: Record<string, unknown> };
     config.sinks.s3 = { endpoint: s3.endpoint };
     await writeFile(workspace.configFile, stringify(config));
@@ -57,7 +35,7 @@ describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
 
   it('exports days 1-5 as one object and manifest each, then only the open day 5 on a repeat; DuckDB reads every day', async () => {
     const bucket = await s3.newBucket('incremental');
-    const day5 = await sandboxAt('2026-07-05');
+    const day5 = await sandboxes.at('2026-07-05');
     const days = ['2026-07-01', '2026-07-02', '2026-07-03', '2026-07-04', '2026-07-05'];
     const first = await run(day5, bucket, 'first');
     expect(first.windows.map((window) => window.from)).toEqual(days);
@@ -69,7 +47,7 @@ describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
     );
     expect(manifests.map((manifest) => manifest.window.open)).toEqual([false, false, false, false, true]);
     for (const day of days) {
-      const copy = path.join(root, `${day}.parquet`);
+      const copy = path.join(sandboxes.root, `${day}.parquet`);
       await writeFile(copy, await getBytes(s3.client, bucket, `daily/${day}.parquet`));
       const reader = await (await duckdb()).runAndReadAll(`SELECT DISTINCT CAST(day AS VARCHAR) FROM read_parquet(${sqlString(copy)})`);
       expect(reader.getRows(), day).toEqual([[day]]);

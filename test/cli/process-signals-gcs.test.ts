@@ -166,7 +166,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     const summary = summarySchema.parse(JSON.parse(run.stdout));
     if (summary.command !== 'run') throw new Error('not a run summary');
     const tile = summary.tiles[0]!;
-    expect(tile).toMatchObject({ status: 'failed', outputs: [], error: { code: 'gcs_publish_outcome_unknown' } });
+    expect(tile).toMatchObject({ status: 'failed', outputs: [], error: { code: 'publish_outcome_unknown', targetKind: 'gcs', format: 'csv' } });
     expect(tile.error!.message).toContain("whether the target now holds this run's object is unknown");
     // Both temp objects (the CSV's and the manifest's) are whole and were not removed: both named.
     expect([...(tile.leftBehind ?? [])].sort()).toEqual(
@@ -174,7 +174,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     );
     const { logs, text } = splitStderr(run.stderr);
     for (const left of tile.leftBehind!) expect(text).toContain(`       left behind: ${left}`);
-    expect(text).toContainEqual(expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): gcs_publish_outcome_unknown: /));
+    expect(text).toContainEqual(expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): publish_outcome_unknown: /));
     for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
     for (const line of [...text, ...logs.map((log) => log.msg as string), tile.error!.message]) {
       expect(line).not.toMatch(

@@ -67,12 +67,12 @@ describe('FilePathTemplate (CSV) with Cloud Storage', () => {
     ['gs:/bucket/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs/],
     ['az://bucket/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs/],
     ['gs://bucket/../a.csv', /"\.\."/],
-  ])('refuses the template %s at construction (csv_path_invalid)', (text, reason) => {
+  ])('refuses the template %s at construction (path_invalid)', (text, reason) => {
     expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);
     try {
       new FilePathTemplate(csvFormat, text);
     } catch (error) {
-      expect((error as { code: string }).code).toBe('csv_path_invalid');
+      expect((error as { code: string }).code).toBe('path_invalid');
     }
   });
 

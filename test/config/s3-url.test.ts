@@ -50,7 +50,7 @@ describe('a path template naming S3', () => {
     ['s3://Bad_Bucket/a.csv', /lowercase/],
     ['s3://acme-lake', /no object name/],
     ['s3://acme-lake/../a.csv', /"\.\."/],
-  ])('refuses the template %s at construction (csv_path_invalid)', (text, reason) => {
+  ])('refuses the template %s at construction (path_invalid)', (text, reason) => {
     expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);
   });
 });

@@ -38,6 +38,8 @@ type Entry =
 const KUBECTL = 'needs a Kubernetes cluster (kubectl)';
 const _GCLOUD = 'needs a Google Cloud project and gcloud credentials';
 const BENCH = 'a benchmark: minutes of CPU on a machine shared by the suite (--quick included); bench/ has its own checks';
+const PEERS =
+  "the peers' bench: dlt and Airbyte's CDK from the bench-only Python venv (bash bench/peers/setup.sh; without it the command exits 2), minutes of CPU; test/bench/peers/ checks what runs without Python";
 
 const DAYS = (job: string, days: string[]) => days.map((day) => `out/${job}/${day}.csv`);
 
@@ -281,6 +283,12 @@ const COMMANDS: Record<string, Entry> = {
   'npm run bench -- --memory': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory --memory-baseline ../main-baseline': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 100000,1000000 --latencies 50 --scenarios csv,parquet': { kind: 'not runnable', reason: BENCH },
+  'bash bench/peers/setup.sh': {
+    kind: 'not runnable',
+    reason: "installs dlt, Airbyte's CDK and ~100 other Python packages from PyPI into .tools/peers-venv: bench-only, and no test needs it",
+  },
+  'npm run bench -- --peers': { kind: 'not runnable', reason: PEERS },
+  'npm run bench -- --peers --peers-cases 10000@0 --peers-runs 1': { kind: 'not runnable', reason: PEERS },
 };
 
 async function documents(): Promise<string[]> {

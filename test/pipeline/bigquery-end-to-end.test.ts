@@ -192,6 +192,7 @@ describeWithEmulator('a tile run from the sandbox into BigQuery', (endpoint) => 
           schemaAction: 'created',
           publishedBy: 'copy',
           sentRows: INCIDENTS,
+          loadFileBytes: expect.any(Number),
           rowCountChecked: false,
         },
       },

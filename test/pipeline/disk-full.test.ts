@@ -6,20 +6,10 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { tryMountTinyFs } from '../support/tiny-fs.js';
 
-// A real full disk: a 64 KiB tmpfs as each file sink's directory. Mounting needs root (CI here runs
-// as root, and there a failed mount fails the test); elsewhere the test says why it cannot run
-// instead of passing vacuously. The BigQuery sink's load file: test/sinks/bigquery/ndjson-file.test.ts.
-function tryMountTinyFs(directory: string, size = '64k'): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', directory], { stdio: 'pipe' });
-    return undefined;
-  } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`CI=true: a tmpfs must be mountable for the disk-full tests: ${(error as Error).message}`);
-    return (error as Error).message;
-  }
-}
-
+// A real full disk: a 64 KiB tmpfs as each file sink's directory (tryMountTinyFs). The BigQuery
+// sink's load file: test/sinks/bigquery/ndjson-file.test.ts, and end to end bigquery-disk-full.test.ts.
 /** Each file sink kind, writing into its own tiny file system; the previous file is already there. */
 const KINDS = [
   { label: 'CSV', file: 'incident_detail.csv', sink: {} as Record<string, unknown> },

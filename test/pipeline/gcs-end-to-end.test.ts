@@ -76,7 +76,7 @@ describeWithFakeGcs('tilehouse run to gs://', (gcs) => {
       timeoutMs: 60_000,
     });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('gcs_bucket_not_found');
+    expect(result.stderr).toContain('bucket_not_found');
     expect(result.stderr).toContain('bucket no-such-bucket-e2e does not exist');
     expect((await gcs.storage.getBuckets())[0].map((bucket) => bucket.name)).not.toContain('no-such-bucket-e2e');
   });

@@ -5,6 +5,12 @@ import { PartiallyPublishedError } from '../../src/pipeline/publish-sinks.js';
 import { GcsPublishOutcomeUnknownError } from '../../src/sinks/gcs/gcs-errors.js';
 import type { ReadStats } from '../../src/pipeline/read-into-sinks.js';
 import type { SinkResult } from '../../src/sinks/sink.js';
+import { BigQuerySinkStateError, BigQueryValueError } from '../../src/sinks/bigquery/bigquery-errors.js';
+import { LoadFileError } from '../../src/sinks/bigquery/ndjson-file.js';
+import { GcsError } from '../../src/sinks/gcs/gcs-errors.js';
+import { ParquetFileInvalidError, ParquetSchemaError, ParquetValueError } from '../../src/sinks/parquet/encoder/parquet-errors.js';
+import { StopDeadlineError } from '../../src/stop-deadline.js';
+import { ColumnCountMismatchError } from '../../src/transform/transform-errors.js';
 
 // publishedSummary reads only the job's name and tile, and takes the counters as they are.
 const job = { name: 'daily', tile: 't-1' } as LoadedJob;
@@ -68,6 +74,36 @@ describe('a gs:// publish whose outcome is unknown', () => {
     const stop = new AbortController();
     stop.abort(new Error('stopped by SIGTERM'));
     const summary = failedSummary(job, Date.now(), stats, counters, unknown, stop.signal);
-    expect(summary.error).toEqual({ code: 'gcs_publish_outcome_unknown', message: unknown.message });
+    expect(summary.error).toEqual({ code: 'publish_outcome_unknown', message: `job daily: ${unknown.message}`, targetKind: 'gcs' });
+  });
+});
+
+// What throws deep in a run often cannot know the job (a value encoder, a page's shape, a deadline):
+// the tile's summary, which orchestrators and the run ledger read on their own, names it all the same.
+describe('a failed tile names its job, whatever raised the error', () => {
+  it.each([
+    ['a Parquet value', new ParquetValueError('n', 1n, 'does not fit'), 'parquet_value_invalid'],
+    ['a Parquet schema', new ParquetSchemaError('a Parquet file needs at least one column'), 'parquet_schema_invalid'],
+    ['a Parquet target read back', new ParquetFileInvalidError('parquet_truncated', '/out/x.parquet', '3 bytes'), 'parquet_truncated'],
+    ['a BigQuery value', new BigQueryValueError('n', '1e999', 'is not a finite FLOAT64'), 'bigquery_value_invalid'],
+    ['a BigQuery row of the wrong width', new BigQuerySinkStateError('a row has 2 values for 3 columns'), 'internal_error'],
+    ['the load file', new LoadFileError('/tmp/x.ndjson', 'writing it', new Error('EIO')), 'bigquery_load_file_failed'],
+    ["a page's columns", new ColumnCountMismatchError(3, 2), 'column_count_mismatch'],
+    ['the stop deadline', new StopDeadlineError(5000, 'SIGTERM'), 'stop_deadline_passed'],
+    ['a temp object met in an upload', new GcsError('write_failed', 'gs://b/.x.tmp', 'session gone'), 'write_failed'],
+    ['a bug', new TypeError('x is undefined'), 'internal_error'],
+  ])('%s', (_, error, code) => {
+    const summary = failedSummary(job, Date.now(), stats, counters, error);
+    expect(summary.error).toMatchObject({ code, message: `job daily: ${error.message}` });
+  });
+
+  it('names it once when the message does already', () => {
+    const named = new GcsError('write_failed', { jobName: 'daily', format: 'csv', url: 'gs://b/x.csv' }, 'rewriting failed');
+    expect(failedSummary(job, Date.now(), stats, counters, named).error).toEqual({
+      code: 'write_failed',
+      message: 'job daily: csv gs://b/x.csv: rewriting failed',
+      targetKind: 'gcs',
+      format: 'csv',
+    });
   });
 });

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../error-codes.js';
 import { messageOf, TilehouseError } from '../../errors.js';
 import type { PartialPublishFailure } from '../sink.js';
 import type { SchemaDiff } from './schema-contract.js';
@@ -6,11 +7,18 @@ import { countNoun } from '../../count-noun.js';
 import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
 
 /**
- * A wrapper's own code, unless what failed was the run's Google identity (no token, or Google
- * refusing it): that code names the fix, and the same identity fails every Google sink alike.
+ * A BigQuery call that failed for good: its own code, unless what failed was the run's Google
+ * identity (no token, or Google refusing it): that code names the fix, and the same identity
+ * fails every Google sink alike.
  */
-function ownCodeUnlessCredentials<C extends string>(own: C, cause: unknown): C | GoogleCredentialsError['code'] {
-  return googleCredentialsFailureIn(cause)?.code ?? own;
+abstract class BigQueryCallError<Own extends ErrorCode> extends TilehouseError {
+  readonly code: Own | GoogleCredentialsError['code'];
+  override readonly targetKind = 'bigquery';
+
+  constructor(own: Own, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = googleCredentialsFailureIn(options?.cause)?.code ?? own;
+  }
 }
 
 /** A typed value BigQuery cannot take as it is (out of range, too precise, wrong JavaScript type). */
@@ -63,9 +71,7 @@ export class BigQueryColumnConflictError extends TilehouseError {
  * The staging load (prepare) ran and BigQuery refused it, or it could not be started within the
  * retry budget. The target is untouched: a load only ever writes the run's staging table.
  */
-export class BigQueryLoadError extends TilehouseError {
-  readonly code: 'bigquery_load_failed' | GoogleCredentialsError['code'];
-
+export class BigQueryLoadError extends BigQueryCallError<'bigquery_load_failed'> {
   constructor(
     readonly jobName: string,
     readonly table: string,
@@ -73,8 +79,7 @@ export class BigQueryLoadError extends TilehouseError {
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
   ) {
-    super(`job ${jobName}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
-    this.code = ownCodeUnlessCredentials('bigquery_load_failed', options?.cause);
+    super('bigquery_load_failed', `job ${jobName}: load job ${jobId} into ${table} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -83,9 +88,7 @@ export class BigQueryLoadError extends TilehouseError {
  * could not be started within the retry budget. BigQuery applies a failed job not at all: the
  * target keeps its content.
  */
-export class BigQueryPublishError extends TilehouseError {
-  readonly code: 'bigquery_publish_failed' | GoogleCredentialsError['code'];
-
+export class BigQueryPublishError extends BigQueryCallError<'bigquery_publish_failed'> {
   constructor(
     readonly jobName: string,
     readonly table: string,
@@ -94,8 +97,7 @@ export class BigQueryPublishError extends TilehouseError {
     options?: { cause?: unknown },
     kind: 'copy' | 'query' = 'copy',
   ) {
-    super(`job ${jobName}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
-    this.code = ownCodeUnlessCredentials('bigquery_publish_failed', options?.cause);
+    super('bigquery_publish_failed', `job ${jobName}: ${kind} job ${jobId} onto ${table} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -153,17 +155,14 @@ export class BigQueryProjectUnknownError extends TilehouseError {
 }
 
 /** Any other BigQuery call (dataset, table metadata, job lookup) that failed for good. */
-export class BigQueryRequestError extends TilehouseError {
-  readonly code: 'bigquery_request_failed' | GoogleCredentialsError['code'];
-
+export class BigQueryRequestError extends BigQueryCallError<'bigquery_request_failed'> {
   constructor(
     readonly jobName: string,
     readonly operation: string,
     readonly errorMessages: readonly string[],
     options?: { cause?: unknown },
   ) {
-    super(`job ${jobName}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
-    this.code = ownCodeUnlessCredentials('bigquery_request_failed', options?.cause);
+    super('bigquery_request_failed', `job ${jobName}: ${operation} failed: ${firstMessages(errorMessages)}`, options);
   }
 }
 
@@ -298,9 +297,10 @@ export class BigQueryPartiallyPublishedError extends TilehouseError implements P
   }
 }
 
-/** The pipeline used a writer out of order (rows after prepare, publish before prepare). A bug, not data. */
+/** The pipeline used a writer out of order (rows after prepare, publish before prepare): a bug, not data (`internal_error`). */
 export class BigQuerySinkStateError extends TilehouseError {
-  readonly code = 'bigquery_sink_state';
+  readonly code = 'internal_error';
+  override readonly targetKind = 'bigquery';
 }
 
 // Load errors can list thousands of bad rows; the first few say what went wrong.
@@ -363,7 +363,8 @@ export class BigQueryNullKeyError extends TilehouseError {
  * `publishOutcomeUnknown`), because "nothing was published" would not be known to be true.
  */
 export class BigQueryPublishOutcomeUnknownError extends TilehouseError {
-  readonly code = 'bigquery_publish_outcome_unknown';
+  readonly code = 'publish_outcome_unknown';
+  override readonly targetKind = 'bigquery';
   readonly publishOutcomeUnknown = true as const;
 
   constructor(
@@ -414,7 +415,8 @@ export class BigQueryWindowsExpiredError extends TilehouseError {
  * can be written from the message alone.
  */
 export class BigQueryPermissionDeniedError extends TilehouseError {
-  readonly code = 'bigquery_permission_denied';
+  readonly code = 'permission_denied';
+  override readonly targetKind = 'bigquery';
 
   constructor(
     readonly jobName: string,

@@ -115,7 +115,7 @@ export class BigQuerySink implements Sink {
       ...describeLayout(plan.layout, plan.writeMode),
       ...describeTableOperations(this.options.config, context.schedule),
       ...tablePolicyLines(table?.metadata, plan.layout),
-      ...movingPartitionLines(plan),
+      ...mergeScopeLines(plan, table?.metadata),
     ];
     const decision = checkSchemaContract(table?.fields, plan.fields, plan.schema);
     if (decision.action === 'mismatch') {
@@ -359,7 +359,7 @@ function tablePolicyLines(metadata: TableMetadataLike | undefined, layout: Table
   const column = partitioning.field ?? '_PARTITIONTIME';
   const required = metadata?.requirePartitionFilter ?? (partitioning as { requirePartitionFilter?: boolean }).requirePartitionFilter ?? false;
   if (required && layout.requirePartitionFilter === undefined)
-    lines.push(`the table requires a partition filter on ${column}: every query tilehouse sends there filters on the run's partition range`);
+    lines.push(`the table requires a partition filter on ${column}: every query tilehouse sends there carries one`);
   if (partitioning.expirationMs && layout.partitionExpirationMs === undefined) {
     const days = Number(partitioning.expirationMs) / 86_400_000;
     lines.push(
@@ -370,16 +370,17 @@ function tablePolicyLines(metadata: TableMetadataLike | undefined, layout: Table
 }
 
 /**
- * A merge's MERGE matches target rows only within the run's partition range: a partition column
- * that is the `latestBy` column (a value that changes by definition) moves a key out of its
- * partition, and the key is then inserted a second time. Said in `plan`.
+ * Where a merge's MERGE matches keys in a column-partitioned table (see mergeTargetFilter): over
+ * the whole table, unless the partition column is part of the key. Said in `plan`, with what it
+ * costs.
  */
-function movingPartitionLines(plan: BigQueryPlan): string[] {
-  const partition = plan.layout.partition?.field.toLowerCase();
-  const latestBy = plan.merge?.latestBy?.toLowerCase();
-  if (partition === undefined || latestBy === undefined || partition !== latestBy) return [];
+function mergeScopeLines(plan: BigQueryPlan, metadata: TableMetadataLike | undefined): string[] {
+  const column = metadata?.timePartitioning?.field ?? plan.layout.partition?.field;
+  if (plan.merge === undefined || column === undefined || column === null) return [];
+  if (plan.merge.columns.some((key) => key.toLowerCase() === column.toLowerCase()))
+    return [`the MERGE reads only the run's partitions: ${column} is part of the key, so a key's row lies in its partition`];
   return [
-    `warning: partitioned by the latestBy column ${plan.merge!.latestBy}: a MERGE matches keys only within the run's partitions, so a key whose ${plan.merge!.latestBy} moves to another partition is inserted again; partition by a date the key keeps`,
+    `the MERGE matches keys over the whole table (a key whose ${column} changed is updated, not inserted again); with ${column} in primaryKey it would read only the run's partitions`,
   ];
 }
 

@@ -402,6 +402,8 @@ export class BigQueryWriter implements SinkWriter {
         schemaAction: schemaActionLabel(prepared.decision),
         publishedBy: published.by,
         sentRows: this.rows,
+        // The load file's size: what the run needed of its temp directory at the peak.
+        ...(this.dependencies.file.bytes !== undefined ? { loadFileBytes: this.dependencies.file.bytes } : {}),
         // The emulator reports no load statistics: then nothing was compared, and the summary says so.
         rowCountChecked: prepared.bigqueryRows !== undefined,
         ...(prepared.bigqueryRows !== undefined ? { bigqueryRows: prepared.bigqueryRows } : {}),

@@ -1,6 +1,6 @@
 import type { SchemaField } from './schema-contract.js';
 import type { MergeKey } from './merge-key.js';
-import { rangePredicate, type PartitionRange } from './partition-range.js';
+import { everyPartitionPredicate, rangePredicate, type PartitionRange } from './partition-range.js';
 
 /** A column or table name as a quoted identifier (tilehouse's names never contain a backtick). */
 export function quoteIdentifier(name: string): string {
@@ -17,14 +17,11 @@ export function quoteIdentifier(name: string): string {
  * `=`: null keys were refused before, so no null-safe comparison is needed. One statement, one
  * atomic step: readers see the table before or after.
  *
- * A column-partitioned target adds the staging rows' partition range to the ON condition, as
- * constants on the target's side (`T.day >= DATE '…' AND T.day < DATE '…'`): a table with
- * `require_partition_filter` refuses the MERGE without it (`T.day = S.day` is no filter BigQuery
- * can eliminate partitions by), and with it the MERGE reads only the run's partitions of the
- * target, not the whole table. A target row outside the range is then never matched: a key's row
- * must stay in its partition (partition by a date the key determines, see docs/bigquery.md).
+ * `targetFilter` (see mergeTargetFilter) is a condition on the target's partition column, ANDed
+ * to the key: a table with `require_partition_filter` refuses the MERGE without one (`T.day =
+ * S.day` is no filter BigQuery can eliminate partitions by).
  */
-export function mergeStatement(target: string, staging: string, fields: readonly SchemaField[], key: MergeKey, range?: PartitionRange): string {
+export function mergeStatement(target: string, staging: string, fields: readonly SchemaField[], key: MergeKey, targetFilter?: string): string {
   const keys = key.columns.map(quoteIdentifier);
   const columns = fields.map((field) => quoteIdentifier(field.name));
   const keySet = new Set(key.columns.map((column) => column.toLowerCase()));
@@ -32,11 +29,46 @@ export function mergeStatement(target: string, staging: string, fields: readonly
   return [
     `MERGE ${quoteIdentifier(target)} T`,
     `USING ${quoteIdentifier(staging)} S`,
-    `ON ${[...keys.map((column) => `T.${column} = S.${column}`), ...(range ? [rangePredicate(range, 'T')] : [])].join(' AND ')}`,
+    `ON ${[...keys.map((column) => `T.${column} = S.${column}`), ...(targetFilter ? [targetFilter] : [])].join(' AND ')}`,
     // A table of key columns only has nothing to update.
     ...(updated.length > 0 ? [`WHEN MATCHED THEN UPDATE SET ${updated.map((column) => `${column} = S.${column}`).join(', ')}`] : []),
     `WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((column) => `S.${column}`).join(', ')})`,
   ].join('\n');
+}
+
+/**
+ * What a MERGE's ON adds to the key on a column-partitioned target, so that it never holds a key
+ * twice:
+ *
+ * - the partition column is one of the key's columns: the run's partition range (`T.day >= DATE
+ *   '…' AND T.day < DATE '…'`). A key's rows all lie in its own partition, so no row outside the
+ *   range can match, and the MERGE reads only the run's partitions of the target;
+ * - otherwise the MERGE matches over the whole table, because a key's partition value may have
+ *   changed since its row was written (a table partitioned by a date that moves: updated-at, a due
+ *   date), and a MERGE confined to the run's range would not match that row and would insert the
+ *   key a second time. On a table that requires a partition filter that takes a filter covering
+ *   every partition (everyPartitionPredicate), which BigQuery accepts as one it could eliminate
+ *   partitions by; on any other table, nothing.
+ *
+ * The cost of the whole-table match: BigQuery bills a MERGE for the columns it references in every
+ * partition it scans (here the key columns, and the partition column under the covering filter)
+ * plus the whole partitions it updates, so matching over the whole table costs the key columns of
+ * the partitions the run does not touch (see docs/bigquery.md, "Merge").
+ */
+export function mergeTargetFilter(
+  key: MergeKey,
+  partitioning: { field: string | undefined; requireFilter: boolean } | undefined,
+  range: PartitionRange | undefined,
+  columnTypeOf: (column: string) => string | undefined,
+): string | undefined {
+  if (partitioning === undefined) return undefined;
+  const field = partitioning.field;
+  if (field !== undefined && range !== undefined && key.columns.some((column) => column.toLowerCase() === field.toLowerCase()))
+    return rangePredicate(range, 'T');
+  if (!partitioning.requireFilter) return undefined;
+  if (field === undefined) return everyPartitionPredicate('_PARTITIONTIME', 'TIMESTAMP', 'T');
+  const type = columnTypeOf(field) ?? range?.columnType;
+  return everyPartitionPredicate(field, type === 'DATE' || type === 'DATETIME' ? type : 'TIMESTAMP', 'T');
 }
 
 /**

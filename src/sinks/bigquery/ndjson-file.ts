@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
@@ -46,6 +46,8 @@ export class LoadFileError extends TilehouseError {
  */
 export class NdjsonFile {
   private closed = false;
+  /** The file's size once closed: its peak on disk (it only grows), the run's temp bytes (k8s/README.md, "Disk"). */
+  private size: number | undefined;
 
   private constructor(
     readonly path: string,
@@ -93,6 +95,16 @@ export class NdjsonFile {
     } catch (error) {
       throw new LoadFileError(this.path, 'writing it', error);
     }
+    // Only a figure for the summary: a file that cannot be read is the load's to report.
+    this.size = await stat(this.path).then(
+      (found) => found.size,
+      () => undefined,
+    );
+  }
+
+  /** Bytes on disk once closed; undefined before. */
+  get bytes(): number | undefined {
+    return this.size;
   }
 
   /** Closes the descriptor if still open and deletes the file. Safe to call more than once. */

@@ -1,10 +1,11 @@
 /**
  * The span of partition-column values a run's rows have, as the first day and the day after the
- * last (UTC days for a TIMESTAMP column, as BigQuery partitions it). Every statement tilehouse
- * sends that reads a column-partitioned target carries it as constants (see rangePredicate), so
- * that it works on a table with `require_partition_filter` (BigQuery refuses a query of such a
- * table without a filter on the partition column it can use for partition elimination, DML
- * included) and reads only the run's partitions.
+ * last (UTC days for a TIMESTAMP column, as BigQuery partitions it), as constants (see
+ * rangePredicate): a filter BigQuery takes on a table with `require_partition_filter` (it refuses
+ * a query of such a table without a filter on the partition column it can use for partition
+ * elimination, DML included) that reads only the run's partitions. Carried by the count of the
+ * run's own rows, and by a MERGE whose key includes the partition column (mergeTargetFilter: any
+ * other MERGE must match over every partition, everyPartitionPredicate).
  */
 export interface PartitionRange {
   column: string;
@@ -44,6 +45,21 @@ export function rangePredicate(range: PartitionRange, qualifier?: string): strin
   const literal = (day: string) => (range.columnType === 'DATE' ? `DATE '${day}'` : `TIMESTAMP '${day} 00:00:00+00'`);
   return `${column} >= ${literal(range.from)} AND ${column} < ${literal(range.until)}`;
 }
+
+/**
+ * A filter on the partition column that BigQuery takes for partition elimination (the column
+ * alone, compared with constants) and that eliminates no partition: `(T.col IS NULL OR T.col >=
+ * DATE '0001-01-01')`, the least DATE or TIMESTAMP there is, so the `__NULL__` and
+ * `__UNPARTITIONED__` partitions are covered too. What a MERGE over the whole table carries on a
+ * table that requires a partition filter (see mergeTargetFilter). `_PARTITIONTIME` for an
+ * ingestion-time partitioned table (a TIMESTAMP; its streaming buffer is NULL).
+ */
+export function everyPartitionPredicate(column: string, columnType: 'DATE' | 'TIMESTAMP' | 'DATETIME', qualifier?: string): string {
+  const name = `${qualifier === undefined ? '' : `${qualifier}.`}${column === '_PARTITIONTIME' ? column : `\`${column.replaceAll('`', '')}\``}`;
+  return `(${name} IS NULL OR ${name} >= ${LEAST[columnType]})`;
+}
+
+const LEAST = { DATE: "DATE '0001-01-01'", TIMESTAMP: "TIMESTAMP '0001-01-01 00:00:00+00'", DATETIME: "DATETIME '0001-01-01 00:00:00'" } as const;
 
 export function nextDay(day: string): string {
   const date = new Date(`${day}T00:00:00.000Z`);

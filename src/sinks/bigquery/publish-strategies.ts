@@ -4,7 +4,7 @@ import type { SinkRunContext } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { BigQueryPartiallyPublishedError } from './bigquery-errors.js';
 import type { TargetInspection } from './inspect-target.js';
-import { mergeStatement, quoteIdentifier } from './merge-statement.js';
+import { mergeStatement, mergeTargetFilter, quoteIdentifier } from './merge-statement.js';
 import type { PartitionRange } from './partition-range.js';
 import type { RetryContext } from './retry.js';
 import { runJob, type JobOutcome, type JobPolling, type JobRequest } from './run-job.js';
@@ -16,7 +16,7 @@ import { tableName } from './table-name.js';
 export type PublishedBy = 'copy' | 'truncate-data query' | 'partition copies' | 'merge query';
 
 /** What prepare found of the target, as the publish jobs need it. */
-type PreparedTarget = Pick<TargetInspection, 'decision' | 'existing' | 'location'> & { range: PartitionRange | undefined };
+type PreparedTarget = Pick<TargetInspection, 'decision' | 'existing' | 'location' | 'partitioning'> & { range: PartitionRange | undefined };
 
 export interface PublishRequest {
   client: BigQuery;
@@ -49,8 +49,9 @@ export interface PublishRequest {
  *   be free, but its WRITE_TRUNCATE takes the source's schema and constraints, and copy jobs
  *   document no WRITE_TRUNCATE_DATA. The query is billed for the staging table's bytes.
  * - `merge`: one MERGE statement from the staging table into the table by `primaryKey` (see
- *   mergeStatement), onto a new table too (readyTarget created it): one path for both. The statement is atomic; it is billed for the bytes it reads of
- *   the staging table and the target (partitioning or clustering by the key prunes the latter).
+ *   mergeStatement), onto a new table too (readyTarget created it): one path for both. The
+ *   statement is atomic; on a partitioned target it matches over the whole table unless the
+ *   partition column is part of the key (see mergeTargetFilter).
  * - otherwise one copy: WRITE_TRUNCATE onto a new table or one day partition (`partition`),
  *   WRITE_APPEND in `append` mode.
  */
@@ -59,7 +60,8 @@ export async function publishJobs(request: PublishRequest): Promise<{ by: Publis
   const reference = (tableId: string) => ({ projectId: plan.projectId, datasetId: plan.datasetId, tableId });
 
   if (plan.merge) {
-    const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge, prepared.range);
+    const filter = mergeTargetFilter(plan.merge, prepared.partitioning, prepared.range, (column) => columnTypeOf(plan, prepared, column));
+    const statement = mergeStatement(tableName(plan), tableName({ ...plan, tableId: staging.tableId }), plan.fields, plan.merge, filter);
     // A DML query: no destination table or dispositions. Its id is the run's `publish` id like
     // the other modes', so a retried publish adopts the statement that ran instead of merging twice.
     const job = await runPublishJob(request, 'publish', request.target, 'query', { query: { query: statement, useLegacySql: false } });
@@ -167,4 +169,12 @@ function truncateDataQuery(plan: BigQueryPlan, prepared: PreparedTarget, staging
     return run ? `${quote(run.name)} AS ${quote(field.name)}` : `CAST(NULL AS ${field.type}) AS ${quote(field.name)}`;
   });
   return `SELECT ${columns.join(', ')} FROM ${quote(staging)}`;
+}
+
+/** A column's standard type, from the table's schema (a column the run does not write) or the run's. */
+function columnTypeOf(plan: BigQueryPlan, prepared: PreparedTarget, column: string): string | undefined {
+  const wanted = column.toLowerCase();
+  const existing = (prepared.existing ?? []).find((field) => field.name?.toLowerCase() === wanted);
+  if (existing?.type) return standardType(existing.type);
+  return plan.fields.find((field) => field.name.toLowerCase() === wanted)?.type;
 }

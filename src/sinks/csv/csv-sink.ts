@@ -12,7 +12,7 @@ export type CsvSinkOptions = FileSinkOptions<CsvSinkConfig>;
 export class CsvSink extends FileSink<CsvSinkConfig> {
   declare readonly kind: 'csv';
 
-  /** Throws FilePathInvalidError (code csv_path_invalid) for a bad path template, so configuration checks catch it. */
+  /** Throws FilePathInvalidError (code path_invalid) for a bad path template, so configuration checks catch it. */
   constructor(options: CsvSinkOptions) {
     super(csvFormat, options);
   }

@@ -54,7 +54,7 @@ export interface StoredFile {
 
 /** The names a format's messages and codes use: `csv` in codes and logs, `CSV` in sentences. */
 export interface FormatNames {
-  /** The sink kind's type and the prefix of its error codes (`csv_write_failed`). */
+  /** The sink kind's type, and the `format` its errors name (`csv`, `parquet`). */
   readonly name: SinkConfig['type'];
   /** How sentences name its files (`CSV files cannot be written there`). */
   readonly label: string;

@@ -112,7 +112,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     if (isS3Target(root)) {
       const [{ checkBucketWritable }, { splitS3Url }] = await Promise.all([import('../s3/check-bucket.js'), import('../../config/s3-url.js')]);
       const { bucket, rest } = splitS3Url(root)!;
-      return checkBucketWritable(await this.s3Client(), bucket, rest, context.logger);
+      return checkBucketWritable(await this.s3Client(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
     }
     if (!isGcsTarget(root)) {
       const unwritable = await unwritableDirectory(root);
@@ -121,7 +121,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     }
     const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
     const { bucket, rest } = splitGcsUrl(root)!;
-    return checkBucketWritable(await this.storageClient(), bucket, rest, this.format.name, context.logger);
+    return checkBucketWritable(await this.storageClient(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
   }
 
   /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */

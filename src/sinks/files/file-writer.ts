@@ -59,6 +59,10 @@ export class LocalFileWriter extends FileStreamWriter {
     return this.options.target;
   }
 
+  protected get jobName(): string {
+    return this.options.jobName;
+  }
+
   /** Creates the temp file and writes the encoder's first bytes (CSV: the header row). */
   static async open(options: LocalFileWriterOptions): Promise<LocalFileWriter> {
     const { target, tempPath } = options;

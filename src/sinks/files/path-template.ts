@@ -58,24 +58,24 @@ export class FilePathTemplate {
    */
   resolve(values: FilePathValues, directory: string): string {
     if (!isCalendarDate(values.date)) {
-      throw new FilePathInvalidError(this.format, this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`);
+      throw new FilePathInvalidError(this.format, this.template, `{date} must be YYYY-MM-DD, got ${JSON.stringify(values.date)}`, values.name);
     }
     const rendered = this.template.replace(PLACEHOLDER, (_, name: string) =>
       name === 'date' ? values.date : toFileNameSafe(values[name as keyof FilePathValues]),
     );
     if (hasParentSegment(rendered)) {
-      throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`, values.name);
     }
-    if (isObjectTarget(rendered)) return this.checkedObjectUrl(rendered);
+    if (isObjectTarget(rendered)) return this.checkedObjectUrl(rendered, values.name);
     if (isAbsolute(rendered)) return resolve(rendered);
     // A relative template under a gs:// or s3:// directory is an object below that prefix;
     // node:path must never see the URL (it would make a local `<cwd>/gs:/bucket/…`).
-    if (looksLikeObjectUrl(directory)) return this.checkedObjectUrl(`${directory.replace(/\/+$/, '')}/${rendered}`);
+    if (looksLikeObjectUrl(directory)) return this.checkedObjectUrl(`${directory.replace(/\/+$/, '')}/${rendered}`, values.name);
     const root = resolve(directory);
     const target = resolve(root, rendered);
     const inside = relative(root, target);
     if (inside === '' || inside.split(sep)[0] === '..' || isAbsolute(inside)) {
-      throw new FilePathInvalidError(this.format, this.template, `resolves to ${target}, outside the ${this.format.label} directory ${root}`);
+      throw new FilePathInvalidError(this.format, this.template, `resolves to ${target}, outside the ${this.format.label} directory ${root}`, values.name);
     }
     return target;
   }
@@ -108,9 +108,9 @@ export class FilePathTemplate {
     return isAbsolute(filled) ? resolve(filled) : resolve(directory, filled);
   }
 
-  private checkedObjectUrl(url: string): string {
+  private checkedObjectUrl(url: string, jobName: string): string {
     const problem = isS3Target(url) ? s3UrlProblem(url, { object: 'required' }) : gcsUrlProblem(url, { object: 'required' });
-    if (problem !== undefined) throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(url)}: ${problem}`);
+    if (problem !== undefined) throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(url)}: ${problem}`, jobName);
     return url;
   }
 }

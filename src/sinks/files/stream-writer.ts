@@ -36,6 +36,8 @@ export abstract class FileStreamWriter implements SinkWriter {
   ) {}
 
   abstract get target(): string;
+  /** The job whose run this is, for messages. */
+  protected abstract get jobName(): string;
 
   /** Phase 1 of the destination (see the class comment). */
   protected abstract finish(): Promise<void>;
@@ -64,7 +66,7 @@ export abstract class FileStreamWriter implements SinkWriter {
   }
 
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
-    if (this.state !== 'open') throw new FileWriterClosedError(this.format, this.target, 'writeRows', this.state);
+    if (this.state !== 'open') throw new FileWriterClosedError(this.format, this.jobName, this.target, 'writeRows', this.state);
     this.signal?.throwIfAborted();
     await this.writeAll(this.encoder.encode(rows));
     this.rows += rows.length;
@@ -97,7 +99,7 @@ export abstract class FileStreamWriter implements SinkWriter {
   }
 
   private step<T>(from: FileWriterState, during: FileWriterState, to: FileWriterState, work: () => Promise<T>): Promise<T> {
-    if (this.state !== from) return Promise.reject(new FileWriterClosedError(this.format, this.target, during, this.state));
+    if (this.state !== from) return Promise.reject(new FileWriterClosedError(this.format, this.jobName, this.target, during, this.state));
     this.state = during;
     const running = work().then(
       (result) => {

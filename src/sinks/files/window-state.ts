@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import type { LoadedJob } from '../../config/load-config.js';
 import type { Sink } from '../sink.js';
-import { holdings, WindowStateUnreadableError, type HeldWindow, type WindowStateReader } from '../window-state.js';
+import { holdings, WindowStateUnreadableError, type WindowStateReader } from '../window-state.js';
 import { FileSink } from './file-sink.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { isGcsTarget, isS3Target } from './path-template.js';
 import { manifestPathOf, sha256Of } from './manifest.js';
-import { type ManifestFields, wasOpen } from './window-open.js';
+import { type ManifestFields, objectWindowsHeld, wasOpen } from './window-open.js';
 
 /**
  * A local file target holds a window when the manifest beside the window's file matches the file
@@ -42,29 +42,21 @@ export function localManifestState(job: LoadedJob, sink: FileSink, template: str
   };
 }
 
-/** Manifests and objects of this many windows are read at a time (each window: two small requests). */
-const OBJECT_STATE_CONCURRENCY = 8;
-
 /**
  * A gs:// file target holds a window when the manifest object beside the window's object describes
- * that object: the object's run id (custom metadata every object tilehouse writes carries, kept
- * by the rewrite that publishes it) and size are the manifest's. The manifest is rewritten into
- * place right after the object, so a new object beside the previous run's manifest (a run that
- * died between the two) has another run id: not done. Asking for metadata, not hashing the
- * object, keeps a run's state to two small requests per day however large the days are. A
- * missing object or manifest is "not done"; any other failure (permission, network, bucket gone)
- * is an error, not a guess.
+ * that object (`objectWindowsHeld`): its run id is custom metadata, kept by the rewrite that
+ * publishes it. A missing object or manifest is "not done"; any other failure (permission,
+ * network, bucket gone) is an error, not a guess.
  */
 export function objectManifestState(job: LoadedJob, sink: FileSink, template: string): WindowStateReader {
   return {
     target: template,
     async heldWindows(windows) {
       // Loaded here, as the sink loads them: a local run never pays for the storage client.
-      const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }, { mapWithConcurrency }] = await Promise.all([
+      const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }] = await Promise.all([
         import('../../config/gcs-url.js'),
         import('../gcs/gcs-errors.js'),
         import('../gcs/temp-objects.js'),
-        import('../../map-with-concurrency.js'),
       ]);
       const storage = await sink.storageClient();
       const targets = windows.map((window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }));
@@ -84,40 +76,25 @@ export function objectManifestState(job: LoadedJob, sink: FileSink, template: st
             `job ${job.name}: cannot read ${template}'s state: the bucket gs://${bucket} does not exist (or these credentials cannot see it)`,
           );
       }
-      const stateOf = async (target: string, window: HeldWindow): Promise<'done' | 'open' | 'not'> => {
-        const { bucket, object } = parseGcsObjectUrl(target);
-        const read = async <T>(url: string, request: () => Promise<T>): Promise<T | undefined> => {
-          try {
-            return await request();
-          } catch (error) {
-            if (statusOf(error) === 404) return undefined;
-            throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${url}: ${(error as Error).message}`, { cause: error });
-          }
-        };
-        const text = await read(manifestPathOf(target), async () => String((await storage.bucket(bucket).file(manifestPathOf(object)).download())[0]));
-        if (text === undefined) return 'not';
-        let manifest: ManifestFields & { runId?: unknown; bytes?: unknown };
+      const read = async <T>(url: string, request: () => Promise<T>): Promise<T | undefined> => {
         try {
-          manifest = JSON.parse(text) as ManifestFields & { runId?: unknown; bytes?: unknown };
-        } catch {
-          return 'not'; // not a manifest tilehouse wrote whole: that window did not finish
+          return await request();
+        } catch (error) {
+          if (statusOf(error) === 404) return undefined;
+          throw new WindowStateUnreadableError(`job ${job.name}: cannot read ${template}'s state: ${url}: ${(error as Error).message}`, { cause: error });
         }
-        const metadata = await read(target, async () => (await storage.bucket(bucket).file(object).getMetadata())[0]);
-        if (metadata === undefined || typeof manifest.runId !== 'string') return 'not';
-        if (metadata.metadata?.[RUN_ID_METADATA_KEY] !== manifest.runId || Number(metadata.size) !== manifest.bytes) return 'not';
-        return wasOpen(manifest, window, job.timezone) ? 'open' : 'done';
       };
-      const results = await mapWithConcurrency(
-        targets.map((target, index) => ({ target, window: windows[index]! })),
-        OBJECT_STATE_CONCURRENCY,
-        ({ target, window }) => stateOf(target, window),
-      );
-      const held = holdings();
-      windows.forEach((window, index) => {
-        const state = results[index];
-        if (state === 'done' || state === 'open') held[state].add(window.from);
+      const file = (url: string) => {
+        const { bucket, object } = parseGcsObjectUrl(url);
+        return storage.bucket(bucket).file(object);
+      };
+      return objectWindowsHeld(windows, targets, job.timezone, {
+        manifestText: (target) => read(manifestPathOf(target), async () => String((await file(manifestPathOf(target)).download())[0])),
+        stored: async (target) => {
+          const metadata = await read(target, async () => (await file(target).getMetadata())[0]);
+          return metadata === undefined ? undefined : { runId: metadata.metadata?.[RUN_ID_METADATA_KEY], size: Number(metadata.size) };
+        },
       });
-      return held;
     },
   };
 }

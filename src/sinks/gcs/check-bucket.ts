@@ -9,13 +9,19 @@ export const REQUIRED_PERMISSIONS = ['storage.objects.create', 'storage.objects.
 /**
  * Whether a run could write below `prefix` of `bucket`, found without writing anything: a listing
  * (the bucket exists, we may list it), then `testIamPermissions` for the rest, which any caller
- * may ask of any bucket it can see. Returns a note for the operator; throws gcs_bucket_not_found
- * or gcs_permission_denied (naming every missing permission).
+ * may ask of any bucket it can see. Returns a note for the operator; throws bucket_not_found
+ * or permission_denied (naming every missing permission).
  */
-export async function checkBucketWritable(storage: Storage, bucketName: string, prefix: string, format: string, logger?: Logger): Promise<string> {
+export async function checkBucketWritable(
+  storage: Storage,
+  bucketName: string,
+  prefix: string,
+  named: { jobName: string; format: string },
+  logger?: Logger,
+): Promise<string> {
   if (logger !== undefined) lendLoggerToGoogleCredentials(logger);
   const url = `gs://${bucketName}/${prefix}`;
-  const where = { format, url };
+  const where = { ...named, url };
   const bucket = storage.bucket(bucketName);
   try {
     await withFreshTokenOn401(`listing ${url}`, () => bucket.getFiles({ prefix, maxResults: 1, autoPaginate: false }));
@@ -45,7 +51,7 @@ export async function checkBucketWritable(storage: Storage, bucketName: string, 
   const missing = REQUIRED_PERMISSIONS.filter((permission) => granted[permission] !== true);
   if (missing.length > 0) {
     throw new GcsError(
-      'gcs_permission_denied',
+      'permission_denied',
       where,
       `missing ${missing.join(', ')} on bucket ${bucketName}${await runsAs()} (grant roles/storage.objectUser on the bucket)`,
     );

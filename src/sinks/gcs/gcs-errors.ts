@@ -1,50 +1,15 @@
-import { TilehouseError } from '../../errors.js';
+import { ObjectStoreError, type ObjectFailureCode, type ObjectTarget } from '../files/file-errors.js';
 import { googleCredentialsFailureIn, type GoogleCredentialsError } from '../google/credential-errors.js';
 
 /**
- * Cloud Storage failures a user can cause and fix, each with a stable code:
- *
- * - `gcs_bucket_not_found`: the bucket does not exist (a typo, another project);
- * - `gcs_permission_denied`: the credentials lack a permission on the bucket, named in the message;
- * - `gcs_target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
- * - `gcs_target_changed`: another writer replaced the target while this run wrote (a precondition
- *   failed, and the target, read afterwards, is not this run's object); the run publishes nothing
- *   rather than overwrite it;
- * - `gcs_write_failed`: anything else (network, 5xx after retries, checksum mismatch, an upload
- *   session lost after bytes that cannot be produced again); its message says what the target
- *   was seen to hold when the failure was in the publish.
+ * Cloud Storage failures a user can cause and fix, each with the code the same failure has at
+ * every target (`ObjectFailureCode`, `targetKind: 'gcs'`), plus the run's Google identity failing
+ * (sinks/google/credential-errors.ts), whichever request met it.
  */
-export type GcsFailureCode =
-  | 'gcs_bucket_not_found'
-  | 'gcs_permission_denied'
-  | 'gcs_target_is_directory'
-  | 'gcs_target_changed'
-  | 'gcs_write_failed'
-  | 'gcs_publish_outcome_unknown'
-  // The run's Google identity failed (sinks/google/credential-errors.ts), whichever request met it.
-  | GoogleCredentialsError['code'];
+export type GcsFailureCode = ObjectFailureCode | GoogleCredentialsError['code'];
 
-/**
- * What a failure names: the object's URL, and the word of the format written there (`parquet`,
- * `csv`) when the caller knows it, so the message reads `parquet gs://…` as a local file's
- * reads `parquet /data/…`. A bare URL (a temp object, a sweep's prefix) is named as it is.
- */
-export type GcsTarget = string | { readonly format: string; readonly url: string };
-
-export class GcsError extends TilehouseError {
-  /** The `gs://` URL the failure concerns. */
-  readonly target: string;
-
-  constructor(
-    readonly code: GcsFailureCode,
-    target: GcsTarget,
-    message: string,
-    cause?: unknown,
-  ) {
-    const subject = typeof target === 'string' ? target : `${target.format} ${target.url}`;
-    super(`${subject}: ${message}`, cause === undefined ? undefined : { cause });
-    this.target = typeof target === 'string' ? target : target.url;
-  }
+export class GcsError extends ObjectStoreError<GcsFailureCode> {
+  override readonly targetKind = 'gcs';
 }
 
 /**
@@ -55,8 +20,8 @@ export class GcsError extends TilehouseError {
 export class GcsPublishOutcomeUnknownError extends GcsError {
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(target: GcsTarget, message: string, cause?: unknown) {
-    super('gcs_publish_outcome_unknown', target, message, cause);
+  constructor(target: ObjectTarget, message: string, cause?: unknown) {
+    super('publish_outcome_unknown', target, message, cause);
   }
 }
 
@@ -77,21 +42,23 @@ export function statusOf(error: unknown): number | undefined {
 export function gcsFailure(
   error: unknown,
   where: {
-    target: GcsTarget;
+    target: ObjectTarget;
     bucket: string;
     operation: string;
     permission: string /** A listing: its 404 can only be the bucket. */;
     notFoundIsBucket?: boolean;
   },
 ): GcsError {
-  if (error instanceof GcsError) return error;
+  // Met deep in an upload, it names only the temp object: named again here with the job, format and target.
+  if (error instanceof GcsError)
+    return error.named !== undefined ? error : new GcsError(error.code, where.target, `${where.operation} failed: ${error.message}`, error);
   const status = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
   const credentials = googleCredentialsFailureIn(error);
   if (credentials !== undefined) return new GcsError(credentials.code, where.target, `${where.operation} failed: ${credentials.message}`, error);
   if (status === 403 || status === 401) {
     return new GcsError(
-      'gcs_permission_denied',
+      'permission_denied',
       where.target,
       `${where.operation} failed: permission ${where.permission} is missing on bucket ${where.bucket} (grant roles/storage.objectUser on the bucket; see docs/cloud-storage.md): ${detail}`,
       error,
@@ -99,11 +66,11 @@ export function gcsFailure(
   }
   if (status === 404 && (where.notFoundIsBucket === true || /bucket/i.test(detail))) {
     return new GcsError(
-      'gcs_bucket_not_found',
+      'bucket_not_found',
       where.target,
       `${where.operation} failed: bucket ${where.bucket} does not exist (or is in a project these credentials cannot see): ${detail}`,
       error,
     );
   }
-  return new GcsError('gcs_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
+  return new GcsError('write_failed', where.target, `${where.operation} failed: ${detail}`, error);
 }

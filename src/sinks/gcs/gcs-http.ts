@@ -49,6 +49,8 @@ export const DEFAULT_GCS_RETRY_BUDGET = 30;
 export interface GcsHttpOptions {
   storage: Storage;
   logger: Logger;
+  /** The word of the format written (`csv`, `parquet`) that opens its log lines; absent, `gs://`. */
+  format?: string;
   limits?: RetryLimits;
   /** The tile run's budget (shared with its source requests); a writer's own one without it. */
   budget?: RetryBudget;
@@ -168,7 +170,10 @@ export class GcsHttp {
       },
       onRetry: ({ attempt: n, delayMs, reason }) => {
         this.retries += 1;
-        this.options.logger.warn({ operation, attempt: n, delayMs, reason }, `csv: Cloud Storage ${operation} failed transiently; retrying`);
+        this.options.logger.warn(
+          { operation, attempt: n, delayMs, reason },
+          `${this.options.format ?? 'gs://'}: Cloud Storage ${operation} failed transiently; retrying`,
+        );
       },
     });
   }

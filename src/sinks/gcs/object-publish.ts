@@ -9,7 +9,8 @@ import type { RetryBudget, RetryLimits } from '../../retry.js';
 import { parseGcsObjectUrl } from '../../config/gcs-url.js';
 import { manifestPathOf } from '../files/manifest.js';
 import { tempNameFor } from '../files/temp-files.js';
-import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf, type GcsTarget } from './gcs-errors.js';
+import type { ObjectTarget } from '../files/file-errors.js';
+import { GcsError, GcsPublishOutcomeUnknownError, gcsFailure, statusOf } from './gcs-errors.js';
 import { GcsHttp, type GcsHttpError } from './gcs-http.js';
 import { ResumableUpload, type UploadedObject } from './resumable-upload.js';
 import { JOB_METADATA_KEY, objectBaseName, objectFolder, OWNER_METADATA_KEY, ownerMetadata, RUN_ID_METADATA_KEY } from './temp-objects.js';
@@ -138,7 +139,7 @@ export class ObjectPublish {
     const { target, storage } = options;
     const { bucket: bucketName, object } = parseGcsObjectUrl(target);
     const bucket = storage.bucket(bucketName);
-    const named = { format: options.format, url: target };
+    const named = { jobName: options.jobName, format: options.format, url: target };
     const where = (operation: string, permission: string) => ({ target: named, bucket: bucketName, operation, permission });
     try {
       // One listing answers three questions: the bucket exists (404 otherwise), we may list it,
@@ -146,7 +147,7 @@ export class ObjectPublish {
       const [below] = await bucket.getFiles({ prefix: `${object}/`, maxResults: 1, autoPaginate: false });
       if (below.length > 0) {
         throw new GcsError(
-          'gcs_target_is_directory',
+          'target_is_directory',
           named,
           `objects exist below ${target}/ (e.g. ${below[0]!.name}), so the target reads as a directory; change the path or move them`,
         );
@@ -170,6 +171,7 @@ export class ObjectPublish {
     const http = new GcsHttp({
       storage,
       logger: options.logger,
+      format: options.format,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.retry?.limits ? { limits: options.retry.limits } : {}),
       ...(options.retry?.budget ? { budget: options.retry.budget } : {}),
@@ -189,7 +191,12 @@ export class ObjectPublish {
   }
 
   private where(operation: string, permission: string) {
-    return { target: { format: this.options.format, url: this.options.target }, bucket: this.bucket.name, operation, permission };
+    return {
+      target: { jobName: this.options.jobName, format: this.options.format, url: this.options.target },
+      bucket: this.bucket.name,
+      operation,
+      permission,
+    };
   }
 
   /** A failure of the temp object's upload, as the stable error that names it. */
@@ -299,7 +306,7 @@ export class ObjectPublish {
         );
         return seen.metadata?.generation;
       }
-      const target = { format, url: `gs://${this.bucket.name}/${object}` };
+      const target = { jobName: this.options.jobName, format, url: `gs://${this.bucket.name}/${object}` };
       if (precondition !== undefined && 'metadata' in seen) throw targetChanged(target, ifGenerationMatch, seen.metadata, precondition);
       if ('unreadable' in seen) {
         throw new GcsPublishOutcomeUnknownError(
@@ -308,7 +315,7 @@ export class ObjectPublish {
           error,
         );
       }
-      throw new GcsError('gcs_write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
+      throw new GcsError('write_failed', target, `rewriting ${what} failed (${messageOf(error)}); ${describeSeen(seen, ifGenerationMatch)}`, error);
     }
     return generation;
   }
@@ -386,11 +393,11 @@ function writerOf(metadata: ObjectMetadata): string {
 }
 
 /** A 412 as a stable error that names the other writer, from the target's metadata read after it. */
-function targetChanged(target: GcsTarget, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
+function targetChanged(target: ObjectTarget, expectedGeneration: number, seen: ObjectMetadata | undefined, cause: unknown): GcsError {
   const expected = expectedGeneration === 0 ? 'absent' : `generation ${expectedGeneration}`;
   const now = seen === undefined ? 'now absent, deleted by another writer' : `now generation ${seen.generation}, ${writerOf(seen)}`;
   return new GcsError(
-    'gcs_target_changed',
+    'target_changed',
     target,
     `the target changed while this run wrote it (it was ${expected} when the run started, ${now}); it was read after the refused rewrite: nothing was overwritten and this run published nothing`,
     cause,

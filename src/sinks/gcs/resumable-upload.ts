@@ -188,7 +188,7 @@ export class ResumableUpload extends Writable {
         throw new SessionRestart(`the upload session of ${this.name} is gone (${answer.status}); starting it again`, answer.status, true);
       }
       throw new GcsError(
-        'gcs_write_failed',
+        'write_failed',
         this.name,
         `the upload session ${redacted(session)} of ${this.name} is gone (${answer.status}) after ${this.base} bytes were persisted; those bytes were streamed and cannot be produced again, so the run must start over`,
       );
@@ -205,7 +205,7 @@ export class ResumableUpload extends Writable {
     const persisted = match === null ? 0 : Number(match[1]) + 1;
     if (persisted < this.base || persisted > this.base + this.filled) {
       throw new GcsError(
-        'gcs_write_failed',
+        'write_failed',
         this.name,
         `the upload session says it holds ${persisted} bytes, but ${this.base} were confirmed and ${this.base + this.filled} sent; the upload cannot be resumed`,
       );
@@ -222,7 +222,7 @@ export class ResumableUpload extends Writable {
     const crc32c = this.crc.toString();
     if (object.size !== this.written || object.crc32c !== crc32c) {
       throw new GcsError(
-        'gcs_write_failed',
+        'write_failed',
         this.name,
         `the stored object does not match the bytes sent (size ${object.size} vs ${this.written}, crc32c ${object.crc32c} vs ${crc32c})`,
       );

@@ -74,7 +74,7 @@ export async function removeStaleTempObjects(storage: Storage, root: string, opt
       await file.delete({ ignoreNotFound: true, ...(file.metadata.generation === undefined ? {} : { ifGenerationMatch: file.metadata.generation }) });
       removed.push(`gs://${bucketName}/${file.name}`);
     } catch (error) {
-      options.logger.warn({ err: error, object: file.name }, 'csv: could not delete an abandoned temp object; the bucket lifecycle rule removes it later');
+      options.logger.warn({ err: error, object: file.name }, 'could not delete an abandoned temp object; the bucket lifecycle rule removes it later');
     }
   }
   return removed;

@@ -1,45 +1,16 @@
-import { TilehouseError } from '../../errors.js';
+import { ObjectStoreError, type ObjectTarget } from '../files/file-errors.js';
 
-/**
- * S3 failures a user can cause and fix, each with a stable code (the gs:// codes' counterparts):
- *
- * - `s3_bucket_not_found`: `NoSuchBucket` (a typo, another account or region);
- * - `s3_permission_denied`: 403 (`AccessDenied`, an expired or missing credential): the step and
- *   the IAM action it needs are named;
- * - `s3_target_is_directory`: objects exist below `<target>/`, so the target reads as a folder;
- * - `s3_target_changed`: another writer replaced the target while this run wrote (the publishing
- *   copy's `If-Match` / `If-None-Match` failed, 412, and the target, read afterwards, is not this
- *   run's object); the run publishes nothing rather than overwrite it;
- * - `s3_write_failed`: anything else (network, 5xx after retries, an upload that came out the
- *   wrong size); for a failed publish its message says what the target was seen to hold;
- * - `s3_publish_outcome_unknown`: the publishing copy got no answer and the target could not be
- *   read afterwards either.
- */
-export type S3FailureCode =
-  | 's3_bucket_not_found'
-  | 's3_permission_denied'
-  | 's3_target_is_directory'
-  | 's3_target_changed'
-  | 's3_write_failed'
-  | 's3_publish_outcome_unknown';
-
-export class S3Error extends TilehouseError {
-  constructor(
-    readonly code: S3FailureCode,
-    readonly target: string,
-    message: string,
-    cause?: unknown,
-  ) {
-    super(`${target}: ${message}`, cause === undefined ? undefined : { cause });
-  }
+/** S3 failures a user can cause and fix, each with the code the same failure has at every target (`targetKind: 's3'`). */
+export class S3Error extends ObjectStoreError {
+  override readonly targetKind = 's3';
 }
 
 /** A publish whose outcome no one could read: the tile's error is kept as "unknown", never "nothing published". */
 export class S3PublishOutcomeUnknownError extends S3Error {
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(target: string, message: string, cause?: unknown) {
-    super('s3_publish_outcome_unknown', target, message, cause);
+  constructor(target: ObjectTarget, message: string, cause?: unknown) {
+    super('publish_outcome_unknown', target, message, cause);
   }
 }
 
@@ -70,20 +41,21 @@ export function s3CodeOf(error: unknown): string | undefined {
 export function s3Failure(
   error: unknown,
   where: {
-    target: string;
+    target: ObjectTarget;
     bucket: string;
     operation: string;
     action: string /** A listing or bucket call: its 404 can only be the bucket. */;
     notFoundIsBucket?: boolean;
   },
 ): S3Error {
-  if (error instanceof S3Error) return error;
+  if (error instanceof S3Error)
+    return error.named !== undefined ? error : new S3Error(error.code, where.target, `${where.operation} failed: ${error.message}`, error);
   const status = s3StatusOf(error);
   const code = s3CodeOf(error);
   const detail = `${code !== undefined && code !== 'Error' ? `${code}: ` : ''}${error instanceof Error ? error.message : String(error)}`;
   if (status === 403 || status === 401) {
     return new S3Error(
-      's3_permission_denied',
+      'permission_denied',
       where.target,
       `${where.operation} failed: ${where.action} is not allowed on bucket ${where.bucket} for these credentials (grant it in the role's policy; see docs/s3.md): ${detail}`,
       error,
@@ -91,11 +63,11 @@ export function s3Failure(
   }
   if (code === 'NoSuchBucket' || (status === 404 && where.notFoundIsBucket === true)) {
     return new S3Error(
-      's3_bucket_not_found',
+      'bucket_not_found',
       where.target,
       `${where.operation} failed: bucket ${where.bucket} does not exist (or is in another account or region): ${detail}`,
       error,
     );
   }
-  return new S3Error('s3_write_failed', where.target, `${where.operation} failed: ${detail}`, error);
+  return new S3Error('write_failed', where.target, `${where.operation} failed: ${detail}`, error);
 }

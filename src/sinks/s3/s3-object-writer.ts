@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto';
-import { Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { HeadObjectCommandOutput, ListObjectsV2CommandOutput, S3Client } from '@aws-sdk/client-s3';
 import { CopyObjectCommand, DeleteObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
-import type { Logger } from 'pino';
-import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
 import { messageOf } from '../../errors.js';
 import type { RetryBudget, RetryLimits } from '../../retry.js';
 import { cleanupDeadline, DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { parseS3ObjectUrl } from '../../config/s3-url.js';
-import type { FileEncoder, FormatNames } from '../files/file-format.js';
-import { FileStreamWriter } from '../files/stream-writer.js';
-import { buildManifest, manifestPathOf, manifestText, type FileManifest } from '../files/manifest.js';
+import { manifestPathOf } from '../files/manifest.js';
+import { ObjectStreamWriter, type ObjectUploadStream, type ObjectWriterBaseOptions } from '../files/object-stream-writer.js';
 import { tempNameFor } from '../files/temp-files.js';
 import { S3Error, S3PublishOutcomeUnknownError, s3CodeOf, s3Failure, s3StatusOf } from './s3-errors.js';
 import { S3Requests } from './s3-requests.js';
@@ -28,23 +23,9 @@ export interface S3WriteSettings {
   partBytes?: number;
 }
 
-export interface S3ObjectWriterOptions {
-  format: FormatNames;
-  encoder: FileEncoder;
-  wrap?: () => Transform | undefined;
-  contentType: string;
-  jobName: string;
-  /** `s3://bucket/key`: the object readers see. */
-  target: string;
-  runId: string;
-  columns: readonly Column[];
-  gzip: boolean;
-  logger: Logger;
+export interface S3ObjectWriterOptions extends ObjectWriterBaseOptions {
   client: S3Client;
-  signal?: AbortSignal;
-  stopDeadlineMs?: number;
   retry?: S3WriteSettings;
-  manifest?: { window?: { from: string; to: string } };
 }
 
 /** What the target held when the run opened: the publish's precondition. */
@@ -68,10 +49,7 @@ type Seen = { etag: string } | { absent: true };
  * failure before publish leaves the target as it was; abort aborts the multipart upload and
  * deletes the temp keys, and names in `leftBehind()` what it could not remove.
  */
-export class S3ObjectWriter extends FileStreamWriter {
-  private bytes = 0;
-  private manifest: FileManifest | undefined;
-  private readonly sha256 = createHash('sha256');
+export class S3ObjectWriter extends ObjectStreamWriter<S3ObjectWriterOptions> {
   private tempManifest: UploadedTemp | undefined;
   private manifestMayExist = false;
   /** Publish and its reads: not cut short by the run's stop (a started publish runs to its outcome), ended by the cleanup deadline. */
@@ -81,29 +59,24 @@ export class S3ObjectWriter extends FileStreamWriter {
   private readonly left: string[] = [];
 
   private constructor(
-    private readonly options: S3ObjectWriterOptions,
+    options: S3ObjectWriterOptions,
     private readonly bucket: string,
     private readonly key: string,
     private readonly seenTarget: Seen,
     private readonly seenManifest: Seen,
     private readonly tempKey: string,
     private readonly tempManifestKey: string,
-    head: Writable,
+    stream: ObjectUploadStream,
     private readonly upload: TempUpload,
-    private readonly uploaded: Promise<void>,
     private readonly requests: S3Requests,
   ) {
-    super(options.format, options.encoder, head, options.signal);
+    super(options, stream);
     const deadline = cleanupDeadline(options.signal, options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS);
     this.publishRequests = requests.withSignal(deadline);
     this.cleanupRequests = requests.withSignal(deadline, {
       limits: { ...requests.limits, maxAttempts: Math.min(3, requests.limits.maxAttempts) },
       requestTimeoutMs: Math.min(10_000, requests.requestTimeoutMs),
     });
-  }
-
-  get target(): string {
-    return this.options.target;
   }
 
   /** Temp keys whose delete (or multipart abort) failed or was cut short by the cleanup deadline. */
@@ -126,7 +99,8 @@ export class S3ObjectWriter extends FileStreamWriter {
       ...(options.retry?.budget ? { budget: options.retry.budget } : {}),
       ...(options.retry?.requestTimeoutMs ? { requestTimeoutMs: options.retry.requestTimeoutMs } : {}),
     });
-    const where = (operation: string, action: string, notFoundIsBucket = false) => ({ target, bucket, operation, action, notFoundIsBucket });
+    const named = { jobName: options.jobName, format: options.format.name, url: target };
+    const where = (operation: string, action: string, notFoundIsBucket = false) => ({ target: named, bucket, operation, action, notFoundIsBucket });
     try {
       // One listing answers three questions: the bucket exists, we may list it, and nothing lies
       // below `<key>/` (a "directory" readers would confuse with the file).
@@ -137,8 +111,8 @@ export class S3ObjectWriter extends FileStreamWriter {
       const first = below.Contents?.[0]?.Key;
       if (first !== undefined)
         throw new S3Error(
-          's3_target_is_directory',
-          target,
+          'target_is_directory',
+          named,
           `objects exist below ${target}/ (e.g. ${first}), so the target reads as a directory; change the path or move them`,
         );
     } catch (error) {
@@ -163,18 +137,9 @@ export class S3ObjectWriter extends FileStreamWriter {
       metadata: ownerMetadata(options.jobName, options.runId),
       ...(options.retry?.partBytes ? { partBytes: options.retry.partBytes } : {}),
     });
-    const wrapper = options.wrap?.();
     let writer: S3ObjectWriter | undefined;
-    const hasher = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        writer!.sha256.update(chunk);
-        writer!.bytes += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    const uploaded = (wrapper ? pipeline(wrapper, hasher, upload) : pipeline(hasher, upload)).then(() => undefined);
-    writer = new S3ObjectWriter(options, bucket, key, seenTarget, seenManifest, tempKey, tempManifestKey, wrapper ?? hasher, upload, uploaded, requests);
-    writer.watch(uploaded);
+    const stream = ObjectStreamWriter.uploadStream(options.wrap, upload, () => writer!);
+    writer = new S3ObjectWriter(options, bucket, key, seenTarget, seenManifest, tempKey, tempManifestKey, stream, upload, requests);
     options.logger.debug({ target, temp: tempKey, gzip: options.gzip, seen: seenTarget }, `${options.format.name}: uploading to an S3 temp object`);
     await writer.writeStart();
     return writer;
@@ -182,15 +147,10 @@ export class S3ObjectWriter extends FileStreamWriter {
 
   /** Phase 1: the temp object whole and verified, the manifest uploaded; the target untouched. */
   protected async finish(): Promise<void> {
-    await this.endStream(this.uploaded);
-    if (this.options.manifest === undefined) return;
-    const { jobName, runId, gzip, columns } = this.options;
-    const window = this.options.manifest.window;
-    this.manifest = buildManifest(
-      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) },
-      this.sha256.digest('hex'),
-    );
-    const body = Buffer.from(manifestText(this.manifest), 'utf8');
+    const text = await this.endUpload();
+    if (text === undefined) return;
+    const { jobName, runId } = this.options;
+    const body = Buffer.from(text, 'utf8');
     this.manifestMayExist = true;
     try {
       await this.requests.send(
@@ -207,7 +167,12 @@ export class S3ObjectWriter extends FileStreamWriter {
       );
       this.tempManifest = { key: this.tempManifestKey, size: body.length, etag: '' };
     } catch (error) {
-      throw s3Failure(error, { target: this.target, bucket: this.bucket, operation: `uploading the manifest ${this.tempManifestKey}`, action: 's3:PutObject' });
+      throw s3Failure(error, {
+        target: this.named(this.target),
+        bucket: this.bucket,
+        operation: `uploading the manifest ${this.tempManifestKey}`,
+        action: 's3:PutObject',
+      });
     }
   }
 
@@ -219,20 +184,15 @@ export class S3ObjectWriter extends FileStreamWriter {
     this.state = 'published';
     const details: Record<string, number | boolean | string> = { bytes: this.bytes, gzip: this.options.gzip };
     await this.deleteTemp(temp.key, true);
-    if (this.manifest !== undefined && this.tempManifest !== undefined) {
-      try {
-        await this.copyOnto(this.tempManifest, manifestPathOf(this.key), this.seenManifest, 'the temp manifest onto the manifest');
-        details.sha256 = this.manifest.sha256;
-      } catch (error) {
-        details.manifestPublished = false;
-        this.options.logger.error({ err: error, target: this.target }, `${this.format.name}: published, but its manifest could not be copied into place`);
-      }
-      await this.deleteTemp(this.tempManifest.key, true);
-    }
-    const retries = this.requests.retries + this.publishRequests.retries + this.cleanupRequests.retries;
-    if (retries > 0) details.retries = retries;
-    this.options.logger.debug({ target: this.target, rows: this.rows, bytes: this.bytes, retries }, `${this.format.name}: published`);
-    return { sink: this.format.name, target: this.target, rows: this.rows, details };
+    const tempManifest = this.tempManifest;
+    const manifest =
+      tempManifest === undefined
+        ? undefined
+        : {
+            publish: () => this.copyOnto(tempManifest, manifestPathOf(this.key), this.seenManifest, 'the temp manifest onto the manifest'),
+            removeTemp: () => this.deleteTemp(tempManifest.key, true),
+          };
+    return this.published(details, manifest, () => this.requests.retries + this.publishRequests.retries + this.cleanupRequests.retries);
   }
 
   /**
@@ -269,7 +229,7 @@ export class S3ObjectWriter extends FileStreamWriter {
         }
       });
     } catch (error) {
-      const target = `s3://${this.bucket}/${key}`;
+      const target = this.named(`s3://${this.bucket}/${key}`);
       let head: HeadObjectCommandOutput | undefined;
       try {
         head = await this.readObject(key);
@@ -291,7 +251,7 @@ export class S3ObjectWriter extends FileStreamWriter {
         const was = 'etag' in expected ? `ETag ${expected.etag}` : 'absent';
         const now = head === undefined ? 'now absent, deleted by another writer' : `now ETag ${String(head.ETag)}, ${writerOf(head)}`;
         throw new S3Error(
-          's3_target_changed',
+          'target_changed',
           target,
           `the target changed while this run wrote it (it was ${was} when the run started, ${now}); it was read after the refused copy: nothing was overwritten and this run published nothing`,
           error,
@@ -307,7 +267,7 @@ export class S3ObjectWriter extends FileStreamWriter {
           action: 's3:PutObject and s3:GetObject',
         });
       throw new S3Error(
-        's3_write_failed',
+        'write_failed',
         target,
         `copying ${what} failed (${messageOf(error)}); the target was read afterwards and ${seenNow}: this run published nothing`,
         error,
@@ -364,7 +324,12 @@ export class S3ObjectWriter extends FileStreamWriter {
   }
 
   protected writeError(cause: unknown): S3Error {
-    return s3Failure(cause, { target: this.target, bucket: this.bucket, operation: `uploading the temp object ${this.tempKey}`, action: 's3:PutObject' });
+    return s3Failure(cause, {
+      target: this.named(this.target),
+      bucket: this.bucket,
+      operation: `uploading the temp object ${this.tempKey}`,
+      action: 's3:PutObject',
+    });
   }
 }
 

@@ -66,6 +66,7 @@ describeWithEmulator('BigQuerySink', (endpoint) => {
         schemaAction: 'created',
         publishedBy: 'copy',
         sentRows: 3,
+        loadFileBytes: expect.any(Number),
         // The emulator's load jobs carry no statistics: nothing to compare with.
         rowCountChecked: false,
       },

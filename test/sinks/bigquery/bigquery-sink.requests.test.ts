@@ -204,6 +204,7 @@ describe('BigQuerySink requests', () => {
           schemaAction: 'unchanged',
           publishedBy: 'truncate-data query',
           sentRows: 1,
+          loadFileBytes: expect.any(Number),
           rowCountChecked: false,
         },
       });

@@ -3,6 +3,11 @@
 // (test/support/bigquery-partition-filter-proxy.ts) in front of the copy-job proxy: it refuses, as
 // BigQuery does, every query and DML statement that reads a policed table without a filter on its
 // partition column. Each test reads the rows back exactly, past the proxy.
+//
+// Also here: a `merge` must hold each key once when the key's partition value changes between
+// runs (a table partitioned by a date that moves: updated-at, a due date), with the policy or
+// without. Before, the MERGE's ON carried the run's partition range, so the key's row outside it
+// was never matched and the key was inserted a second time, exit 0.
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
@@ -40,7 +45,7 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
 
   const name = (table: string) => `${endpoint.projectId}.${dataset}.${table}`;
   async function rowsOf(table: string): Promise<string[]> {
-    const [rows] = await direct.query(`SELECT number, FORMAT_DATE('%F', day) AS day, severity FROM \`${name(table)}\` ORDER BY number`);
+    const [rows] = await direct.query(`SELECT number, FORMAT_DATE('%F', day) AS day, severity FROM \`${name(table)}\` ORDER BY number, day`);
     return (rows as { number: number; day: string; severity: string }[]).map((row) => `${row.number} ${row.day} ${row.severity}`);
   }
   /** A table made by hand (not by tilehouse) with the policy, before tilehouse's first run. */
@@ -115,7 +120,8 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(second.rows).toBe(2);
     expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
     const merge = policy.queries.filter((query) => query.startsWith('MERGE')).at(-1);
-    expect(merge).toContain("T.`day` >= DATE '2024-03-02' AND T.`day` < DATE '2024-03-03'");
+    // The key does not include day: the MERGE matches over every partition (the moving-key tests below).
+    expect(merge).toContain("T.`day` IS NULL OR T.`day` >= DATE '0001-01-01'");
 
     expect(policy.refusals.slice(refusedBefore)).toEqual([]);
     expect(await rowsOf('merged')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical', '3 2024-03-03 low', '4 2024-03-02 low']);
@@ -215,5 +221,106 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
     expect(plain).toMatchObject({ rows: 1 });
     expect(plain.expiredRows).toBeUndefined();
     expect(plain.warnings).toBeUndefined();
+  });
+
+  const lastMerge = () => policy.queries.filter((query) => query.startsWith('MERGE')).at(-1) ?? '';
+
+  it('partitionBy day: key 2 moves from 2024-03-02 to 2024-03-09 between two runs and is held once, in its new partition', async () => {
+    const sink = harness.sink({ table: 'moved', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'Day', granularity: 'day' } });
+    await harness.run(sink, runContext({ columns, runId: 'moved-1' }), [
+      [
+        [1n, '2024-03-01', 'low'],
+        [2n, '2024-03-02', 'high'],
+      ],
+    ]);
+    const second = await harness.run(sink, runContext({ columns, runId: 'moved-2' }), [[[2n, '2024-03-09', 'resolved']]]);
+    expect(second.rows).toBe(1);
+    expect(await rowsOf('moved')).toEqual(['1 2024-03-01 low', '2 2024-03-09 resolved']);
+    // The MERGE matched over the whole table: no partition condition at all (the table requires none).
+    expect(lastMerge()).toContain('ON T.`number` = S.`number`\nWHEN MATCHED');
+  });
+
+  it('partitionBy day with requirePartitionFilter: the moved key is held once, through a filter BigQuery takes that covers every partition', async () => {
+    const sink = harness.sink({
+      table: 'moved_required',
+      writeMode: 'merge',
+      primaryKey: ['number'],
+      partitionBy: { column: 'day', granularity: 'day' },
+      requirePartitionFilter: true,
+    });
+    await harness.run(sink, runContext({ columns, runId: 'required-1' }), [
+      [
+        [1n, '2024-03-01', 'low'],
+        [2n, '2024-03-02', 'high'],
+      ],
+    ]);
+    const refusedBefore = policy.refusals.length;
+    await harness.run(sink, runContext({ columns, runId: 'required-2' }), [
+      [
+        [2n, '2024-03-20', 'resolved'],
+        [3n, '2024-03-21', 'low'],
+      ],
+    ]);
+    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(lastMerge()).toContain("ON T.`number` = S.`number` AND (T.`day` IS NULL OR T.`day` >= DATE '0001-01-01')");
+    expect(await rowsOf('moved_required')).toEqual(['1 2024-03-01 low', '2 2024-03-20 resolved', '3 2024-03-21 low']);
+  });
+
+  it('a table made by hand with the policy, the job naming no partitionBy: the moved key is held once', async () => {
+    await direct.dataset(dataset).createTable('hand_moved', {
+      schema: {
+        fields: [
+          ...columns.map((c) => ({ name: c.name, type: c.type, mode: 'NULLABLE' })),
+          { name: '_run_id', type: 'STRING' },
+          { name: '_extracted_at', type: 'TIMESTAMP' },
+        ],
+      },
+      timePartitioning: { type: 'DAY', field: 'day' },
+      requirePartitionFilter: true,
+    });
+    const sink = harness.sink({ table: 'hand_moved', writeMode: 'merge', primaryKey: ['number'] });
+    await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [[[1n, '2024-04-01', 'low']]]);
+    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [[[1n, '2024-04-05', 'high']]]);
+    expect(await rowsOf('hand_moved')).toEqual(['1 2024-04-05 high']);
+    expect(policy.refusals.filter((refusal) => refusal.table === name('hand_moved'))).toEqual([]);
+  });
+
+  it('a TIMESTAMP partition column (updated-at) with the policy: the key moved to a later day is held once', async () => {
+    const stamped: Column[] = [column('number', 'INT64'), column('updated_at', 'TIMESTAMP')];
+    const sink = harness.sink({
+      table: 'moved_updated',
+      writeMode: 'merge',
+      primaryKey: ['number'],
+      partitionBy: { column: 'updated_at', granularity: 'day' },
+      requirePartitionFilter: true,
+    });
+    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-1' }), [[[1n, Date.UTC(2024, 2, 1, 10)]]]);
+    const refusedBefore = policy.refusals.length;
+    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-2' }), [[[1n, Date.UTC(2024, 2, 7, 9)]]]);
+    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(lastMerge()).toContain("(T.`updated_at` IS NULL OR T.`updated_at` >= TIMESTAMP '0001-01-01 00:00:00+00')");
+    const [rows] = await direct.query(`SELECT number, FORMAT_TIMESTAMP('%FT%TZ', updated_at) AS stamp FROM \`${name('moved_updated')}\``);
+    expect(rows).toEqual([{ number: 1, stamp: '2024-03-07T09:00:00Z' }]);
+  });
+
+  it('the partition column in primaryKey: the MERGE reads only the run partitions (the key fixes its partition), and a key staying there is updated in place', async () => {
+    const sink = harness.sink({
+      table: 'keyed_by_day',
+      writeMode: 'merge',
+      primaryKey: ['number', 'day'],
+      partitionBy: { column: 'day', granularity: 'day' },
+      requirePartitionFilter: true,
+    });
+    await harness.run(sink, runContext({ columns, runId: 'keyed-1' }), [
+      [
+        [1n, '2024-03-01', 'low'],
+        [2n, '2024-03-02', 'high'],
+      ],
+    ]);
+    const refusedBefore = policy.refusals.length;
+    await harness.run(sink, runContext({ columns, runId: 'keyed-2' }), [[[2n, '2024-03-02', 'critical']]]);
+    expect(lastMerge()).toContain("ON T.`number` = S.`number` AND T.`day` = S.`day` AND T.`day` >= DATE '2024-03-02' AND T.`day` < DATE '2024-03-03'");
+    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(await rowsOf('keyed_by_day')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical']);
   });
 });

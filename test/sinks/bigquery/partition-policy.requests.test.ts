@@ -1,5 +1,6 @@
 // Tables under policy (issue 38), request shapes against the fake BigQuery REST API: the exact
-// MERGE a partitioned target gets (its ON carries the run's partition range), where the range
+// MERGE a partitioned target gets (its ON carries a filter covering every partition, or the run's
+// partition range when the partition column is part of the key), where the range
 // comes from (the rows, or one query of the staging table for a table partitioned by a column the
 // job does not name), and what a table's expiration does to the result. End to end, against the
 // emulator behind the partition-filter proxy: partition-policy.emulator.test.ts.
@@ -74,7 +75,7 @@ const mergeText = (request: RecordedRequest | undefined) => (request?.json as { 
 const setUp = useFakeSinkSetup();
 
 describe('merge onto a partitioned table that requires a partition filter (fake BigQuery API)', () => {
-  it("with partitionBy: the ON carries the rows' partition range, known from the rows (no query for it)", async () => {
+  it("with partitionBy: the ON covers every partition (a key's day may have moved); the range is known from the rows (no query for it)", async () => {
     const { fake, harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
     const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], partitionBy: { column: 'day', granularity: 'day' } });
     const result = await harness.run(sink, runContext({ columns, runId: 'r1' }), [
@@ -87,7 +88,7 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
     expect(mergeText(fake.calls('jobs.query')[0]).split('\n')).toEqual([
       `MERGE \`${FAKE_PROJECT_ID}.ops.incidents\` T`,
       `USING \`${STAGING}\` S`,
-      "ON T.`incident` = S.`incident` AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'",
+      "ON T.`incident` = S.`incident` AND (T.`day` IS NULL OR T.`day` >= DATE '0001-01-01')",
       'WHEN MATCHED THEN UPDATE SET `day` = S.`day`, `status` = S.`status`, `_run_id` = S.`_run_id`, `_extracted_at` = S.`_extracted_at`',
       'WHEN NOT MATCHED THEN INSERT (`incident`, `day`, `status`, `_run_id`, `_extracted_at`) VALUES (S.`incident`, S.`day`, S.`status`, S.`_run_id`, S.`_extracted_at`)',
     ]);
@@ -99,6 +100,20 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
     ).toEqual([]);
     expect(result).toMatchObject({ rows: 3, details: { partitionRange: '2024-03-01..2024-03-04' } });
     expect(result.expiredRows).toBeUndefined();
+  });
+
+  it("with the partition column in primaryKey: the ON carries the rows' partition range", async () => {
+    const { fake, harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
+    const sink = harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident', 'Day'], partitionBy: { column: 'day', granularity: 'day' } });
+    await harness.run(sink, runContext({ columns, runId: 'r1' }), [
+      [
+        ['A-1', '2024-03-03', 'open'],
+        ['A-2', '2024-03-01', 'open'],
+      ],
+    ]);
+    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe(
+      "ON T.`incident` = S.`incident` AND T.`day` = S.`day` AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'",
+    );
   });
 
   it('without partitionBy, onto a table made partitioned by hand: one query of the staging table gives the range', async () => {
@@ -115,9 +130,7 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
       .map((request) => (request.json as { query: string }).query)
       .filter((query) => query.startsWith('SELECT CAST(MIN'));
     expect(ranges).toEqual([`SELECT CAST(MIN(\`day\`) AS STRING) AS lo, CAST(MAX(\`day\`) AS STRING) AS hi FROM \`${STAGING}\``]);
-    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe(
-      "ON T.`incident` = S.`incident` AND T.`day` >= DATE '2024-02-27' AND T.`day` < DATE '2024-03-03'",
-    );
+    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe("ON T.`incident` = S.`incident` AND (T.`day` IS NULL OR T.`day` >= DATE '0001-01-01')");
   });
 
   it("counts the rows in partitions past the table's expiration: rows is what the table keeps, with a warning", async () => {
@@ -189,21 +202,39 @@ describe('merge onto a partitioned table that requires a partition filter (fake 
   });
 });
 
-describe('plan of a merge partitioned by its latestBy column (fake BigQuery API)', () => {
-  it('warns that a key moving partitions would be inserted again, and not when the partition column is another', async () => {
+describe('plan of a merge into a partitioned table (fake BigQuery API)', () => {
+  it('says whether the MERGE matches over the whole table or reads only the run partitions (the partition column in the key)', async () => {
     const { harness } = await setUp(routes(table({ type: 'DAY', field: 'day' })));
-    const moving = await harness
+    const whole = await harness
       .sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'day', partitionBy: { column: 'day', granularity: 'day' } })
       .plan(runContext({ columns }));
-    expect(moving.details.filter((line) => line.startsWith('warning:'))).toEqual([
-      "warning: partitioned by the latestBy column day: a MERGE matches keys only within the run's partitions, so a key whose day moves to another partition is inserted again; partition by a date the key keeps",
-    ]);
-    const kept = await harness
-      .sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'], latestBy: 'status', partitionBy: { column: 'day', granularity: 'day' } })
+    expect(whole.details).toContain(
+      "the MERGE matches keys over the whole table (a key whose day changed is updated, not inserted again); with day in primaryKey it would read only the run's partitions",
+    );
+    expect(whole.details.filter((line) => line.startsWith('warning:'))).toEqual([]);
+    const keyed = await harness
+      .sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident', 'day'], partitionBy: { column: 'day', granularity: 'day' } })
       .plan(runContext({ columns }));
-    expect(kept.details.filter((line) => line.startsWith('warning:'))).toEqual([]);
+    expect(keyed.details).toContain("the MERGE reads only the run's partitions: day is part of the key, so a key's row lies in its partition");
     // The table's own policy is named too.
-    expect(kept.details).toContain("the table requires a partition filter on day: every query tilehouse sends there filters on the run's partition range");
+    expect(keyed.details).toContain('the table requires a partition filter on day: every query tilehouse sends there carries one');
+  });
+});
+
+// The emulator has no ingestion-time partitions (and enforces no partition filter): the exact
+// statement is what can be shown. Whether BigQuery takes `_PARTITIONTIME IS NULL OR _PARTITIONTIME >=
+// <least TIMESTAMP>` as its filter follows its documented rule (the partitioning column alone,
+// against constants), not a run against BigQuery.
+describe('merge onto an ingestion-time table that requires a partition filter (fake BigQuery API)', () => {
+  it('the ON covers every partition by _PARTITIONTIME (there is no column to bound)', async () => {
+    const ingestion = table({ type: 'DAY' });
+    const { fake, harness } = await setUp(routes(ingestion));
+    await harness.run(harness.sink({ table: 'incidents', writeMode: 'merge', primaryKey: ['incident'] }), runContext({ columns, runId: 'r1' }), [
+      [['A-1', '2024-03-02', 'open']],
+    ]);
+    expect(mergeText(fake.calls('jobs.query')[0]).split('\n')[2]).toBe(
+      "ON T.`incident` = S.`incident` AND (T._PARTITIONTIME IS NULL OR T._PARTITIONTIME >= TIMESTAMP '0001-01-01 00:00:00+00')",
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
+import { mergeStatement, mergeTargetFilter } from '../../../src/sinks/bigquery/merge-statement.js';
 import {
   firstKeptDay,
   partitionExpired,
@@ -45,16 +45,39 @@ describe('the partition range of a run', () => {
       { name: 'severity', type: 'STRING' },
     ];
     const before = mergeStatement('p.d.incidents', 'p.d.staging', fields, { columns: ['number'] });
-    const after = mergeStatement(
-      'p.d.incidents',
-      'p.d.staging',
-      fields,
-      { columns: ['number'] },
-      { column: 'day', columnType: 'DATE', from: '2024-03-01', until: '2024-03-04' },
-    );
+    const after = mergeStatement('p.d.incidents', 'p.d.staging', fields, { columns: ['number', 'day'] }, rangePredicate(range, 'T'));
     expect(before.split('\n')[2]).toBe('ON T.`number` = S.`number`');
-    expect(after.split('\n')[2]).toBe("ON T.`number` = S.`number` AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'");
-    expect(after.replace(after.split('\n')[2]!, '')).toBe(before.replace(before.split('\n')[2]!, ''));
+    expect(after.split('\n')[2]).toBe("ON T.`number` = S.`number` AND T.`day` = S.`day` AND T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'");
+  });
+});
+
+const range = { column: 'day', columnType: 'DATE' as const, from: '2024-03-01', until: '2024-03-04' };
+
+describe('mergeTargetFilter', () => {
+  const typeOf = (column: string) => ({ day: 'DATE', at: 'TIMESTAMP', local: 'DATETIME' })[column];
+  it('a key that does not include the partition column matches over the whole table: no filter where none is required', () => {
+    expect(mergeTargetFilter({ columns: ['number'] }, { field: 'day', requireFilter: false }, range, typeOf)).toBeUndefined();
+    expect(mergeTargetFilter({ columns: ['number'] }, undefined, undefined, typeOf)).toBeUndefined();
+  });
+  it('where a partition filter is required, one that covers every partition (NULL and out-of-range ones too)', () => {
+    expect(mergeTargetFilter({ columns: ['number'] }, { field: 'day', requireFilter: true }, range, typeOf)).toBe(
+      "(T.`day` IS NULL OR T.`day` >= DATE '0001-01-01')",
+    );
+    expect(mergeTargetFilter({ columns: ['number'] }, { field: 'at', requireFilter: true }, undefined, typeOf)).toBe(
+      "(T.`at` IS NULL OR T.`at` >= TIMESTAMP '0001-01-01 00:00:00+00')",
+    );
+    expect(mergeTargetFilter({ columns: ['number'] }, { field: 'local', requireFilter: true }, undefined, typeOf)).toBe(
+      "(T.`local` IS NULL OR T.`local` >= DATETIME '0001-01-01 00:00:00')",
+    );
+    // Ingestion time: no column to bound, the pseudo-column is (its streaming buffer is NULL).
+    expect(mergeTargetFilter({ columns: ['number'] }, { field: undefined, requireFilter: true }, undefined, typeOf)).toBe(
+      "(T._PARTITIONTIME IS NULL OR T._PARTITIONTIME >= TIMESTAMP '0001-01-01 00:00:00+00')",
+    );
+  });
+  it("the partition column in the key (any case): the run's range, required or not", () => {
+    const expected = "T.`day` >= DATE '2024-03-01' AND T.`day` < DATE '2024-03-04'";
+    expect(mergeTargetFilter({ columns: ['number', 'Day'] }, { field: 'day', requireFilter: false }, range, typeOf)).toBe(expected);
+    expect(mergeTargetFilter({ columns: ['number', 'day'] }, { field: 'day', requireFilter: true }, range, typeOf)).toBe(expected);
   });
 });
 

@@ -101,7 +101,7 @@ describe('a stop while the publish job runs', () => {
     // Polled on after the stop (a started publish is seen to its end) until the deadline less the margin.
     expect(waited).toBeGreaterThanOrEqual(stopDeadlineMs - 300 - 50);
     expect(waited).toBeLessThan(stopDeadlineMs);
-    expect(failure.code).toBe('bigquery_publish_outcome_unknown');
+    expect(failure).toMatchObject({ code: 'publish_outcome_unknown', targetKind: 'bigquery' });
     expect(failure.message).toContain('no answer about publish job tilehouse_open_incidents_ops_incidents_r1_publish before the stop deadline');
     await writer.abort();
     expect(writer.leftBehind?.()).toEqual([

@@ -132,7 +132,11 @@ describe('CsvSink', () => {
       await Promise.all([writer.abort(), writer.abort()]);
       await writer.abort();
       await expect(writer.writeRows(rows)).rejects.toBeInstanceOf(FileWriterClosedError);
-      await expect(commit(writer)).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(commit(writer)).rejects.toMatchObject({
+        code: 'internal_error',
+        format: 'csv',
+        message: expect.stringMatching(/^job weekly_incidents: csv \/.*weekly_incidents\.csv: preparing called on a writer that is aborted$/),
+      });
       expect(await listEntries(directory.path)).toEqual([]);
     });
 
@@ -152,7 +156,7 @@ describe('CsvSink', () => {
       const prepared = writer.prepare();
       await expect(prepared).rejects.toBeInstanceOf(FileWriteError);
       await expect(prepared).rejects.toMatchObject({ code: 'target_is_directory', message: expect.stringContaining('weekly_incidents') });
-      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error' });
       await writer.abort();
       expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv', 'weekly_incidents.csv/keep']);
     });
@@ -191,7 +195,7 @@ describe('CsvSink', () => {
       await writeFile(target, 'previous\r\n');
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.writeRows(rows);
-      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error' });
       expect(await readFile(target, 'utf8')).toBe('previous\r\n');
       // The refused publish did not break the writer: it can still be prepared and published.
       await commit(writer);
@@ -201,10 +205,10 @@ describe('CsvSink', () => {
     it('refuses a second prepare and a second publish', async () => {
       const writer = await makeSink(directory.path).open(makeContext(columns));
       await writer.prepare();
-      await expect(writer.prepare()).rejects.toMatchObject({ code: 'csv_writer_closed' });
-      await expect(writer.writeRows(rows)).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.prepare()).rejects.toMatchObject({ code: 'internal_error' });
+      await expect(writer.writeRows(rows)).rejects.toMatchObject({ code: 'internal_error' });
       await writer.publish();
-      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error' });
     });
 
     it('abort after prepare removes the temp file and leaves the previous file byte-identical', async () => {
@@ -218,7 +222,7 @@ describe('CsvSink', () => {
       await writer.abort();
       expect((await readFile(target)).equals(previous)).toBe(true);
       expect(await listEntries(directory.path)).toEqual(['weekly_incidents.csv']);
-      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error' });
       expect((await readFile(target)).equals(previous)).toBe(true);
     });
 
@@ -229,13 +233,13 @@ describe('CsvSink', () => {
       await writer.abort();
       await prepared;
       expect(await listEntries(directory.path)).toEqual([]);
-      await expect(writer.publish()).rejects.toMatchObject({ code: 'csv_writer_closed' });
+      await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error' });
     });
 
     it('refuses a second writer on the same temp file (two sinks with one path)', async () => {
       const first = await makeSink(directory.path).open(makeContext(columns));
       await expect(makeSink(directory.path).open(makeContext(columns))).rejects.toMatchObject({
-        code: 'csv_write_failed',
+        code: 'write_failed',
         message: expect.stringContaining('another sink'),
       });
       await first.abort();

@@ -253,7 +253,7 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     const writer = await sinkFor().open(context('run-footer'));
     await writer.writeRows(PAGE_1);
     await expect(writer.prepare()).rejects.toThrow('footer failed');
-    await expect(writer.publish()).rejects.toMatchObject({ code: 'lpb_writer_closed' });
+    await expect(writer.publish()).rejects.toMatchObject({ code: 'internal_error', format: 'lpb' });
     await writer.abort();
     expect(await readdir(directory)).toEqual(['seam.lpb']);
     expect(await readFile(path.join(directory, 'seam.lpb'), 'utf8')).toBe('previous');
@@ -270,12 +270,13 @@ describe('the FileFormat seam, local files (a length-prefixed binary format)', (
     expect((await readdir(path.join(directory, 'seam'))).filter((name) => name.includes('tilehouse-live+'))).toHaveLength(1);
     await live.abort();
     expect(() => sinkFor({ path: '{nope}.lpb' })).toThrow(
-      expect.objectContaining({ code: 'lpb_path_invalid', message: expect.stringContaining('lpb path "{nope}.lpb": unknown placeholder {nope}') }),
+      expect.objectContaining({ code: 'path_invalid', format: 'lpb', message: expect.stringContaining('lpb path "{nope}.lpb": unknown placeholder {nope}') }),
     );
     await writeFile(path.join(directory, 'blocker'), '');
     const blocked = sinkFor({ path: 'blocker/{name}.lpb' });
     await expect(blocked.checkAccess({ jobName: 'seam' } as never)).rejects.toMatchObject({
-      code: 'lpb_target_unwritable',
+      code: 'target_unwritable',
+      format: 'lpb',
       message: expect.stringContaining('LPB files cannot be written there'),
     });
   });

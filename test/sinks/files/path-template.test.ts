@@ -58,12 +58,17 @@ describe('CSV output path', () => {
   ])('refuses the template %j at construction (%s)', (path, reason) => {
     const build = () => new CsvSink({ config: { type: 'csv', gzip: false, path }, directory, timezone: 'UTC' });
     expect(build).toThrow(FilePathInvalidError);
-    expect(build).toThrow(expect.objectContaining({ code: 'csv_path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
+    expect(build).toThrow(expect.objectContaining({ code: 'path_invalid', exitCode: 2, message: expect.stringContaining(reason) }));
   });
 
-  it('refuses a {date} that is not YYYY-MM-DD', () => {
+  it('refuses a {date} that is not YYYY-MM-DD, naming the job whose run resolved it', () => {
     expect(() => new FilePathTemplate(csvFormat, '{date}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '../x' }, directory)).toThrow(
-      expect.objectContaining({ code: 'csv_path_invalid' }),
+      expect.objectContaining({
+        code: 'path_invalid',
+        format: 'csv',
+        targetKind: 'local',
+        message: 'job n: csv path "{date}.csv": {date} must be YYYY-MM-DD, got "../x"',
+      }),
     );
   });
 

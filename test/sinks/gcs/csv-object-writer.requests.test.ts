@@ -23,7 +23,7 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     await proxy?.close();
   });
 
-  it('publishes with ifGenerationMatch = the generation seen at open, and names the other writer on 412 (gcs_target_changed)', async () => {
+  it('publishes with ifGenerationMatch = the generation seen at open, and names the other writer on 412 (target_changed)', async () => {
     const bucketName = await gcs.newBucket();
     const bucket = gcs.storage.bucket(bucketName);
     await bucket.file('a.csv').save('id\r\n0\r\n', { resumable: false });
@@ -50,7 +50,7 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
       () => undefined,
       (error: unknown) => error as Error & { code: string },
     );
-    expect(failure?.code).toBe('gcs_target_changed');
+    expect(failure?.code).toBe('target_changed');
     expect(failure?.message).toMatch(/run run-early of job incidents/);
     expect(failure?.message).toMatch(new RegExp(`generation ${seenAtOpen}`));
     const rewrite = proxy.seen.find((line) => line.includes('/rewriteTo/'))!;
@@ -76,7 +76,7 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
     expect(new URL(rewrite.split(' ')[1]!, proxy.origin).searchParams.get('ifGenerationMatch')).toBe('0');
   });
 
-  it('fails with gcs_permission_denied naming storage.objects.create when the upload session is refused, target untouched', async () => {
+  it('fails with permission_denied naming storage.objects.create when the upload session is refused, target untouched', async () => {
     const bucketName = await gcs.newBucket();
     await gcs.storage.bucket(bucketName).file('a.csv').save('id\r\n0\r\n', { resumable: false });
     proxy = await startProxy(gcs.origin, (incoming, response) =>
@@ -106,13 +106,13 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
       }
       return undefined;
     })();
-    expect(failure?.code).toBe('gcs_permission_denied');
+    expect(failure?.code).toBe('permission_denied');
     expect(failure?.message).toContain(`permission storage.objects.create is missing on bucket ${bucketName}`);
     expect(String((await gcs.storage.bucket(bucketName).file('a.csv').download())[0])).toBe('id\r\n0\r\n');
     expect((await gcs.storage.bucket(bucketName).getFiles())[0].map((file) => file.name)).toEqual(['a.csv']);
   });
 
-  it('names the bucket and the missing permission on 403, at open (gcs_permission_denied)', async () => {
+  it('names the bucket and the missing permission on 403, at open (permission_denied)', async () => {
     const bucketName = await gcs.newBucket();
     proxy = await startProxy(gcs.origin, (incoming, response) =>
       incoming.method === 'GET' && incoming.url!.startsWith(`/storage/v1/b/${bucketName}/o?`)
@@ -134,7 +134,7 @@ describeWithFakeGcs('the CSV sink on gs:// against answers only real Cloud Stora
       () => undefined,
       (error: unknown) => error as Error & { code: string },
     );
-    expect(failure?.code).toBe('gcs_permission_denied');
+    expect(failure?.code).toBe('permission_denied');
     expect(failure?.message).toContain(`permission storage.objects.list is missing on bucket ${bucketName}`);
   });
 });

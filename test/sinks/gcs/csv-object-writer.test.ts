@@ -1,34 +1,13 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
-import { pino } from 'pino';
 import { expect, it } from 'vitest';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
-import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import { OWNER_METADATA_KEY } from '../../../src/sinks/gcs/temp-objects.js';
-import type { Column, TypedRow } from '../../../src/transform/column.js';
 import { describeWithFakeGcs } from '../../support/fake-gcs-server.js';
 import { DEAD_PID, tagOf } from '../../support/temp-owners.js';
-
-const columns: Column[] = [
-  { name: 'id', header: 'id', type: 'INT64', sourceDataType: 'number' },
-  { name: 'title', header: 'Title, "quoted"', type: 'STRING', sourceDataType: 'text' },
-];
-const rows: TypedRow[] = [
-  [1n, 'first'],
-  [2n, 'zweite\nZeile'],
-];
-const logger = pino({ level: 'silent' });
-const context = (runId: string): SinkRunContext => ({ jobName: 'incidents', tileId: 't', runId, startedAt: new Date('2026-07-01T06:00:00Z'), columns, logger });
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as { code: string }).code;
-  }
-  return 'resolved';
-}
+import { silentLogger as logger } from '../../support/fake-sinks.js';
+import { incidentsRun as context, twoColumns as columns, twoRows as rows } from '../../support/two-row-fixture.js';
 
 describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
   const sinkFor = (path: string, options: { gzip?: boolean; manifest?: boolean } = {}) =>
@@ -84,19 +63,7 @@ describeWithFakeGcs('the CSV sink on gs://', (gcs) => {
     expect(String((await gcs.storage.bucket(bucket).file('a.csv').download())[0])).toBe('id\r\nprevious\r\n');
   });
 
-  it('refuses an unknown bucket at open, before any row (gcs_bucket_not_found)', async () => {
-    expect(await codeOf(sinkFor('gs://no-such-bucket-tilehouse/a.csv').open(context('run-404')))).toBe('gcs_bucket_not_found');
-  });
-
-  it('refuses a target that is a "directory" prefix at open (gcs_target_is_directory)', async () => {
-    const bucket = await gcs.newBucket();
-    await gcs.storage.bucket(bucket).file('exports/daily.csv/part-1.csv').save('x', { resumable: false });
-    expect(await codeOf(sinkFor(`gs://${bucket}/exports/daily.csv`).open(context('run-dir')))).toBe('gcs_target_is_directory');
-    // Legal but unusual: a sibling whose name merely starts with the target's is no directory.
-    await gcs.storage.bucket(bucket).file('exports/daily.csv.bak').save('x', { resumable: false });
-    const writer = await sinkFor(`gs://${bucket}/exports/daily.csv.b`).open(context('run-sibling'));
-    await writer.abort();
-  });
+  // An unknown bucket and a "directory" prefix at the target: test/sinks/files/object-targets.test.ts, for gs:// and s3:// alike.
 
   it('plans against the object: create when absent, unchanged after a run, the header diff when columns change (gzip too)', async () => {
     const bucket = await gcs.newBucket();

@@ -190,11 +190,11 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
   });
 
   describe('the upload fails cleanly', () => {
-    it('a session gone (410) after chunks were persisted: gcs_write_failed naming the object and why it cannot resume; target untouched, no temp object', async () => {
+    it('a session gone (410) after chunks were persisted: write_failed naming the object and why it cannot resume; target untouched, no temp object', async () => {
       const bucket = await bucketWithPrevious();
       fail({ on: 'chunk', fault: { kind: 'status', status: 410 }, nth: 3 });
       const outcome = await runWriter(bucket);
-      expect(outcome.error?.code).toBe('gcs_write_failed');
+      expect(outcome.error?.code).toBe('write_failed');
       expect(outcome.error?.message).toMatch(
         new RegExp(
           `gs://${bucket}/out/\\.a\\.csv\\.tilehouse-run-faulty.* is gone \\(410\\) after ${2 * CHUNK_GRANULE} bytes were persisted; those bytes were streamed and cannot be produced again`,
@@ -205,11 +205,11 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
     });
 
-    it('503 on every try of a chunk: gcs_write_failed after the attempts, target untouched', async () => {
+    it('503 on every try of a chunk: write_failed after the attempts, target untouched', async () => {
       const bucket = await bucketWithPrevious();
       fail({ on: 'chunk', fault: { kind: 'status', status: 503 } }, 3);
       const outcome = await runWriter(bucket, { maxAttempts: 3 });
-      expect(outcome.error?.code).toBe('gcs_write_failed');
+      expect(outcome.error?.code).toBe('write_failed');
       expect(outcome.error?.message).toContain('answered 503: Service Unavailable');
       await expectUntouched(bucket);
       expect(await objectsOf(bucket)).toEqual(['out/a.csv']);
@@ -287,12 +287,12 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       expect(await objectsOf(bucket)).toEqual(['out/a.csv', 'out/a.csv.manifest.json']);
     });
 
-    it('503 on every rewrite: gcs_write_failed saying the target was read and still holds its generation', async () => {
+    it('503 on every rewrite: write_failed saying the target was read and still holds its generation', async () => {
       const bucket = await bucketWithPrevious();
       const [{ generation }] = await gcs.storage.bucket(bucket).file('out/a.csv').getMetadata();
       fail({ on: 'rewrite', fault: { kind: 'status', status: 503 } }, 3);
       const outcome = await runWriter(bucket, { maxAttempts: 3 });
-      expect(outcome.error?.code).toBe('gcs_write_failed');
+      expect(outcome.error?.code).toBe('write_failed');
       expect(outcome.error?.message).toContain(
         `the target was read afterwards and still holds generation ${generation}, as before the run: this run published nothing`,
       );
@@ -309,13 +309,13 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
       fail({ on: 'metadata', fault: { kind: 'status', status: 503 }, urlContains: '/o/out%2Fa.csv' });
       const outcome = await runWriter(bucket, { maxAttempts: 2 });
       // Its own code, and marked so that neither a stop's summary nor a partial publish's says the previous run is still there.
-      expect(outcome.error?.code).toBe('gcs_publish_outcome_unknown');
+      expect(outcome.error?.code).toBe('publish_outcome_unknown');
       expect(outcome.error).toMatchObject({ publishOutcomeUnknown: true });
       expect(outcome.error?.message).toContain("whether the target now holds this run's object is unknown");
       expect(outcome.error?.message).not.toMatch(/published nothing|untouched/);
     });
 
-    it('a real conflict (412, another run replaced the target): gcs_target_changed names it after reading it', async () => {
+    it('a real conflict (412, another run replaced the target): target_changed names it after reading it', async () => {
       const bucket = await bucketWithPrevious();
       // The other run writes between this run's open and its publish: a precondition held by the proxy.
       fail({ on: 'rewrite', fault: { kind: 'status', status: 412 } });
@@ -324,7 +324,7 @@ describeWithFakeGcs('a gs:// upload and publish through a proxy that fails one r
         .file('out/a.csv')
         .save('id\r\nother\r\n', { resumable: false, metadata: { metadata: { [RUN_ID_METADATA_KEY]: 'run-other', [JOB_METADATA_KEY]: 'incidents' } } });
       const outcome = await runWriter(bucket);
-      expect(outcome.error?.code).toBe('gcs_target_changed');
+      expect(outcome.error?.code).toBe('target_changed');
       expect(outcome.error?.message).toMatch(
         /written by run run-other of job incidents.*it was read after the refused rewrite: nothing was overwritten and this run published nothing/,
       );

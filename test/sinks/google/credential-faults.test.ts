@@ -95,7 +95,7 @@ describeWithGoogleRig("Google refusing a two-sink run's identity or its permissi
     const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
     const run = await googleRun(rig, 'bucket-403', { env: { GCE_METADATA_HOST: metadata.host } });
     expect(run.exitCode, run.stderr).toBe(1);
-    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'gcs_permission_denied' } });
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'permission_denied', targetKind: 'gcs' } });
     expect(run.summary?.tiles[0]!.error!.message).toContain('storage.objects.create');
     expect(run.summary?.tiles[0]!.error!.message).toContain(`service account ${TEST_SERVICE_ACCOUNT}`);
     expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);
@@ -121,7 +121,7 @@ describeWithGoogleRig("Google refusing a two-sink run's identity or its permissi
     const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
     const run = await googleRun(rig, 'dataset-403', { env: { GCE_METADATA_HOST: metadata.host } });
     expect(run.exitCode, run.stderr).toBe(1);
-    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'bigquery_permission_denied' } });
+    expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'permission_denied', targetKind: 'bigquery' } });
     expect(run.summary?.tiles[0]!.error!.message).toContain('bigquery.datasets.get');
     expect(run.summary?.tiles[0]!.error!.message).toContain(`service account ${TEST_SERVICE_ACCOUNT}`);
     expect(rig.sandbox.requests.filter((request) => request.endpoint === 'export').length).toBe(exportsBefore);

@@ -44,7 +44,7 @@ describe('tilehouse check with a Parquet sink', () => {
     await writeFile(path.join(fixture.root, 'check-file', 'lake'), 'not a directory');
     const result = await cli('check', ws);
     expect(result.exitCode).toBe(1);
-    expect(result.stdout).toMatch(/^FAIL job by_type: parquet_target_unwritable: .*Parquet.*lake.* is a file, not a directory/);
+    expect(result.stdout).toMatch(/^FAIL job by_type: target_unwritable: .*Parquet.*lake.* is a file, not a directory/);
   });
 });
 

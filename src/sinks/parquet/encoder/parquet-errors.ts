@@ -44,7 +44,8 @@ export class ParquetSchemaError extends TilehouseError {
   readonly code = 'parquet_schema_invalid';
 }
 
-/** The encoder was used after `finish()`, or after a row it refused left its columns uneven. */
+/** The encoder was used after `finish()`, or after a row it refused left its columns uneven: a bug in tilehouse (`internal_error`). */
 export class ParquetEncoderClosedError extends TilehouseError {
-  readonly code = 'parquet_encoder_closed';
+  readonly code = 'internal_error';
+  override readonly format = 'parquet';
 }

@@ -93,8 +93,8 @@ describe('ParquetEncoder refusals', () => {
     const encoder = new ParquetEncoder(numeric);
     expect(encoder.addRows([[1n, '99999999999999999999999999999.999999999']])).toEqual([]);
     expect(() => encoder.addRows([[2n, '100000000000000000000000000000']])).toThrow(/column "amount": value "100000000000000000000000000000"/);
-    expect(codeOf(() => encoder.addRows([[3n, '1']]))).toBe('parquet_encoder_closed');
-    expect(codeOf(() => encoder.finish())).toBe('parquet_encoder_closed');
+    expect(codeOf(() => encoder.addRows([[3n, '1']]))).toBe('internal_error');
+    expect(codeOf(() => encoder.finish())).toBe('internal_error');
   });
 
   it.each([
