@@ -4,17 +4,18 @@ import { readFile, stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
+import { type Sandbox } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { dailyIncrementalJob, dailySeverityQuery } from '../support/queries.js';
+import { dailyManifestJob } from '../support/queries.js';
 import { CLI } from '../support/spawn-cli.js';
+import { dailySourceRows as sourceRows } from '../support/day-sandboxes.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 // A daily job on the sandbox, whose clock is moved from run to run (a sandbox per "day", started
 // with its own now): the "cluster" runs on day 1, is down on days 2-4, and runs again on day 5.
 const at = (day: string) => new Date(`${day}T12:00:00Z`);
-const job = (incremental: Record<string, unknown>) => dailyIncrementalJob({ startFrom: '2026-07-01', ...incremental });
+const job = (incremental: Record<string, unknown>) => dailyManifestJob({ startFrom: '2026-07-01', ...incremental });
 
 const each = sandboxesEachTest();
 
@@ -26,12 +27,6 @@ async function runOn(root: string, sandbox: Sandbox, jobs: Array<Record<string, 
   const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
   const summary = summaryOf(result.stdout, 'run');
   return { ...result, summary, workspace };
-}
-
-/** What the source holds for [from, to), straight from its own evaluator (no rw filter), as the CSV text reads back. */
-function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...dailySeverityQuery, items: dailySeverityQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
 }
 
 async function manifestWindow(workspace: Workspace, day: string): Promise<{ from: string; to: string; open: boolean }> {

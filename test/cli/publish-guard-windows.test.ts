@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
-import { dailyIncrementalJob as daily } from '../support/queries.js';
+import { dailyManifestJob as daily } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { startSourceProxy } from '../support/source-proxy.js';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { dailyIncrementalJob as daily, dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
+import { dailyManifestJob as daily, dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { startSourceProxy } from '../support/source-proxy.js';
 

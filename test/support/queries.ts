@@ -70,7 +70,7 @@ export const incidentDaysQuery = {
  * A job `daily` exporting the daily severity query to CSV with manifests, incremental by day
  * (lookback 0 unless `incremental` says otherwise): the windowed CLI tests' job.
  */
-export function dailyIncrementalJob(incremental: Record<string, unknown>) {
+export function dailyManifestJob(incremental: Record<string, unknown>) {
   return {
     name: 'daily',
     tile: SANDBOX_TILE,
