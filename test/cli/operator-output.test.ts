@@ -8,6 +8,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
+import { jobRunSummary } from '../support/job-run-summary.js';
 
 /** Issue 11: what a run prints where, flags given twice, the log level, every help's example. */
 
@@ -147,29 +148,17 @@ describe('help', () => {
 });
 
 describe('formatRunSummary', () => {
-  const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
-    job: 'by_type',
-    tile: 't',
-    runId: 'r1',
-    status: 'succeeded',
-    rows: 48,
-    rowsDropped: 0,
-    pages: 1,
-    bytes: 4096,
-    durationMs: 120,
-    columns: [],
-    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }],
-    targets: ['out/by_type.csv'],
-    bigqueryJobIds: [],
-    warnings: [],
-    nulledValues: 0,
-    retries: 0,
-    throttled: 0,
-    tokenFetches: 1,
-    reauthentications: 0,
-    restarts: 0,
-    ...overrides,
-  });
+  const tile = (overrides: Partial<JobRunSummary>) =>
+    jobRunSummary({
+      job: 'by_type',
+      runId: 'r1',
+      rows: 48,
+      bytes: 4096,
+      durationMs: 120,
+      outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }],
+      targets: ['out/by_type.csv'],
+      ...overrides,
+    });
 
   it('says what made an "ok" less than whole: nulled values, dropped rows, warnings, retries', () => {
     const text = formatRunSummary({

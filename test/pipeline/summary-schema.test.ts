@@ -8,6 +8,7 @@ import { runCli, sandboxEnv, writeWorkspace, type Workspace, refusalCode } from 
 import { detailQuery } from '../support/queries.js';
 import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { jobRunSummary } from '../support/job-run-summary.js';
 
 const SCHEMA_FILE = 'schema/run-summary.schema.json';
 
@@ -31,28 +32,7 @@ describe('schema/run-summary.schema.json', () => {
 
   it('refuses a summary without a run id or with an unknown status', async () => {
     const committed = await committedSchema();
-    const tile = {
-      job: 'a',
-      tile: 't',
-      runId: 'r',
-      status: 'succeeded',
-      rows: 1,
-      rowsDropped: 0,
-      pages: 1,
-      bytes: 10,
-      durationMs: 1,
-      columns: [],
-      outputs: [],
-      targets: [],
-      bigqueryJobIds: [],
-      warnings: [],
-      nulledValues: 0,
-      retries: 0,
-      throttled: 0,
-      tokenFetches: 1,
-      reauthentications: 0,
-      restarts: 0,
-    };
+    const tile = jobRunSummary();
     const good = {
       command: 'run',
       schemaVersion: 1,
