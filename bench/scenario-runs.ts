@@ -152,34 +152,63 @@ async function tileSummary(run: MeasuredRun, summaryFile: string, what: string, 
   return { tile, logs };
 }
 
+interface BundleRun {
+  run: MeasuredRun;
+  tile: NonNullable<RunSummary['tiles']>[number];
+  outDir: string;
+  /** CPU of `storagePid` during the run, when one was given. */
+  storageCpuMs?: number;
+}
+
+/**
+ * The shipped bundle (`dist/bundle/tilehouse.js run`) in its own process, measured, on a
+ * workspace of its own in `root` writing to `sink`; its tile summary checked for success and
+ * every row. With `image`, started as the image starts it (its NODE_OPTIONS and node flags).
+ */
+async function runBundle(
+  root: string,
+  context: RunContext,
+  options: { what: string; concurrency: number; sink: BenchSink; image?: ImageNode; nodeArgs?: string[]; storagePid?: number },
+): Promise<BundleRun> {
+  const { concurrency, image, storagePid } = options;
+  const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: options.sink });
+  const summaryFile = join(root, 'summary.json');
+  const args = [...(options.nodeArgs ?? []), ...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run'];
+  const env = image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions };
+  const storageCpuBefore = storagePid === undefined ? 0 : await processCpuMs(storagePid);
+  const run = await runMeasured(
+    [...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
+    env,
+    context.tokens,
+    context.sourcePid,
+  );
+  const storageCpuMs = storagePid === undefined ? undefined : (await processCpuMs(storagePid)) - storageCpuBefore;
+  const { tile } = await tileSummary(run, summaryFile, `${options.what} (concurrency ${concurrency})`, context.incidents);
+  return { run, tile, outDir: workspace.outDir, ...(storageCpuMs === undefined ? {} : { storageCpuMs }) };
+}
+
+/** The figures of one bundle run. */
+function bundleFigures(scenario: ScenarioKind, concurrency: number, { run, tile, storageCpuMs }: BundleRun): ScenarioRun {
+  return {
+    scenario,
+    concurrency,
+    rows: tile.rows,
+    pages: tile.pages,
+    ...times(run),
+    tileMs: tile.durationMs,
+    ...(storageCpuMs === undefined ? {} : { storageCpuMs }),
+  };
+}
+
 /**
  * (c) The compiled CLI, as it ships, in its own process; with `image`, started as the image
  * starts it (its NODE_OPTIONS and node flags, read from the Dockerfile).
  */
 export async function runTilehouseCsv(context: RunContext, concurrency: number, image?: ImageNode): Promise<ScenarioRun> {
   return withTempDir(async (root) => {
-    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'csv' } });
-    const profile = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
-    const summaryFile = join(root, 'summary.json');
-    const run = await runMeasured(
-      [
-        ...profile,
-        ...(image?.nodeArgs ?? []),
-        'dist/bundle/tilehouse.js',
-        'run',
-        '--config',
-        workspace.configFile,
-        '--jobs',
-        workspace.jobsDir,
-        '--summary-json',
-        summaryFile,
-      ],
-      image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
-      context.tokens,
-      context.sourcePid,
-    );
-    const { tile } = await tileSummary(run, summaryFile, `tilehouse csv (concurrency ${concurrency})`, context.incidents);
-    return { scenario: image === undefined ? 'csv' : 'csv-deployed', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs };
+    const nodeArgs = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
+    const ran = await runBundle(root, context, { what: 'tilehouse csv', concurrency, sink: { type: 'csv' }, nodeArgs, ...(image ? { image } : {}) });
+    return bundleFigures(image === undefined ? 'csv' : 'csv-deployed', concurrency, ran);
   });
 }
 
@@ -190,36 +219,11 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
  */
 export async function runTilehouseParquet(context: RunContext, concurrency: number, image?: ImageNode): Promise<ScenarioRun> {
   return withTempDir(async (root) => {
-    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: { type: 'parquet' } });
-    const summaryFile = join(root, 'summary.json');
-    const run = await runMeasured(
-      [
-        ...(image?.nodeArgs ?? []),
-        'dist/bundle/tilehouse.js',
-        'run',
-        '--config',
-        workspace.configFile,
-        '--jobs',
-        workspace.jobsDir,
-        '--summary-json',
-        summaryFile,
-      ],
-      image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions },
-      context.tokens,
-      context.sourcePid,
-    );
-    const { tile } = await tileSummary(run, summaryFile, `tilehouse parquet (concurrency ${concurrency})`, context.incidents);
-    const bytes = await readFile(join(workspace.outDir, `${BENCH_JOB_NAME}.parquet`));
+    const ran = await runBundle(root, context, { what: 'tilehouse parquet', concurrency, sink: { type: 'parquet' }, ...(image ? { image } : {}) });
+    const bytes = await readFile(join(ran.outDir, `${BENCH_JOB_NAME}.parquet`));
     if (bytes.subarray(-4).toString('latin1') !== 'PAR1')
       throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
-    return {
-      scenario: image === undefined ? 'parquet' : 'parquet-deployed',
-      concurrency,
-      rows: tile.rows,
-      pages: tile.pages,
-      ...times(run),
-      tileMs: tile.durationMs,
-    };
+    return bundleFigures(image === undefined ? 'parquet' : 'parquet-deployed', concurrency, ran);
   });
 }
 
@@ -235,22 +239,12 @@ export async function runTilehouseGcs(context: RunContext, concurrency: number):
   const object = `${prefix}/${BENCH_JOB_NAME}.csv`;
   return withTempDir(async (root) => {
     const sink: BenchSink = { type: 'csv', directory: `gs://${gcs.bucket}/${prefix}`, storageEmulatorHost: gcs.origin };
-    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
-    const summaryFile = join(root, 'summary.json');
     try {
-      const storageCpuBefore = await processCpuMs(gcs.pid);
-      const run = await runMeasured(
-        ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
-        workspace.env,
-        context.tokens,
-        context.sourcePid,
-      );
-      const storageCpuMs = (await processCpuMs(gcs.pid)) - storageCpuBefore;
-      const { tile } = await tileSummary(run, summaryFile, `tilehouse gcs (concurrency ${concurrency})`, context.incidents);
+      const ran = await runBundle(root, context, { what: 'tilehouse gcs', concurrency, sink, storagePid: gcs.pid });
       // The object is there, and no bigger than a header: rows were checked by the summary.
       if (((await objectSize(gcs, object)) ?? 0) <= 100)
         throw new Error(`tilehouse gcs: gs://${gcs.bucket}/${object} is missing or empty after a successful run`);
-      return { scenario: 'gcs', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
+      return bundleFigures('gcs', concurrency, ran);
     } finally {
       await deleteObject(gcs, object).catch(() => undefined);
     }
@@ -269,20 +263,10 @@ export async function runTilehouseS3(context: RunContext, concurrency: number): 
   const key = `${prefix}/${BENCH_JOB_NAME}.csv`;
   return withTempDir(async (root) => {
     const sink: BenchSink = { type: 'csv', directory: `s3://${s3.bucket}/${prefix}`, s3Endpoint: s3.origin, awsEnv: s3.env };
-    const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink });
-    const summaryFile = join(root, 'summary.json');
     try {
-      const storageCpuBefore = await processCpuMs(s3.pid);
-      const run = await runMeasured(
-        ['dist/bundle/tilehouse.js', 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile],
-        workspace.env,
-        context.tokens,
-        context.sourcePid,
-      );
-      const storageCpuMs = (await processCpuMs(s3.pid)) - storageCpuBefore;
-      const { tile } = await tileSummary(run, summaryFile, `tilehouse s3 (concurrency ${concurrency})`, context.incidents);
+      const ran = await runBundle(root, context, { what: 'tilehouse s3', concurrency, sink, storagePid: s3.pid });
       if (((await s3ObjectSize(s3, key)) ?? 0) <= 100) throw new Error(`tilehouse s3: s3://${s3.bucket}/${key} is missing or empty after a successful run`);
-      return { scenario: 's3', concurrency, rows: tile.rows, pages: tile.pages, ...times(run), tileMs: tile.durationMs, storageCpuMs };
+      return bundleFigures('s3', concurrency, ran);
     } finally {
       await deleteS3Object(s3, key).catch(() => undefined);
     }

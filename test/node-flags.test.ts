@@ -3,12 +3,11 @@ import { cp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { NODE_ARGS, NODE_OPTIONS, RELAUNCHED_ENV, relaunchFor } from '../src/node-flags.js';
-import { sandboxEnv, writeWorkspace, type Workspace } from './support/cli-harness.js';
+import { sandboxEnv } from './support/cli-harness.js';
 import { exitWithin, textOf } from './support/child-process.js';
-import { detailQuery } from './support/queries.js';
-import { makeTempDir } from './support/temp-dir.js';
+import { detailCsvJob } from './support/queries.js';
+import { sandboxWorkspaceForAll } from './support/sandbox-fixture.js';
 
 const base = { execPath: '/usr/bin/node', execArgv: [] as string[], argv: ['/usr/bin/node', '/app/tilehouse.js', 'run', '--jobs', 'j'] };
 
@@ -50,9 +49,8 @@ const plainEnv = () => {
   return env;
 };
 
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
+// 30 pages at 60 ms each, one at a time: long enough to look at the process and stop it mid-run.
+const fixture = sandboxWorkspaceForAll({ incidents: 600, latencyMs: 60 }, [detailCsvJob], { itemsPerPage: 20, concurrency: 1 });
 
 beforeAll(async () => {
   await rm(PACKAGE, { recursive: true, force: true });
@@ -61,23 +59,14 @@ beforeAll(async () => {
   await cp(path.resolve('bin'), path.join(PACKAGE, 'bin'), { recursive: true });
   await writeFile(path.join(PACKAGE, 'package.json'), '{"type":"module"}\n');
   await symlink(path.resolve('node_modules'), path.join(PACKAGE, 'node_modules'));
-  // 30 pages at 60 ms each, one at a time: long enough to look at the process and stop it mid-run.
-  sandbox = await startSandbox({ incidents: 600, latencyMs: 60 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
-    itemsPerPage: 20,
-    concurrency: 1,
-  });
 }, 60_000);
 afterAll(async () => {
-  await sandbox?.close();
   await rm(PACKAGE, { recursive: true, force: true });
-  await rm(root, { recursive: true, force: true });
 });
 
 async function untilExporting(child: ChildProcess, before: number): Promise<void> {
   const deadline = Date.now() + 20_000;
-  while (sandbox.requests.slice(before).filter((request) => request.endpoint === 'export').length < 3) {
+  while (fixture.sandbox.requests.slice(before).filter((request) => request.endpoint === 'export').length < 3) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error('the run never got going');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -103,9 +92,9 @@ describe.each([
   it.runIf(hasProc)(
     "runs under the image's flags in the same process, and SIGTERM still stops it with 143",
     async () => {
-      const before = sandbox.requests.length;
-      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...plainEnv(), ...sandboxEnv(sandbox) },
+      const before = fixture.sandbox.requests.length;
+      const child = spawn(process.execPath, [entry(), 'run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
+        env: { ...plainEnv(), ...sandboxEnv(fixture.sandbox) },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const stderr = textOf(child.stderr);
@@ -128,10 +117,14 @@ describe.each([
   it('passes standard input, output and the exit code through', async () => {
     const version = await run(process.execPath, [entry(), '--version'], { env: plainEnv() });
     expect(version.stdout).toMatch(/^tilehouse \d+\.\d+\.\d+\n$/);
-    const child = spawn(process.execPath, [entry(), 'init', '--from-request', '-', '--jobs', path.join(root, 'init-jobs'), '--config', workspace.configFile], {
-      env: plainEnv(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [entry(), 'init', '--from-request', '-', '--jobs', path.join(fixture.root, 'init-jobs'), '--config', fixture.workspace.configFile],
+      {
+        env: plainEnv(),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     const stderr = textOf(child.stderr);
     child.stdin!.end('not a request at all\n');
     const { code } = await exitWithin(child, 30_000);
@@ -150,9 +143,9 @@ describe.each([
   it.runIf(hasProc)(
     `runs as started when ${RELAUNCHED_ENV} is set`,
     async () => {
-      const before = sandbox.requests.length;
-      const child = spawn(process.execPath, [entry(), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...plainEnv(), ...sandboxEnv(sandbox), [RELAUNCHED_ENV]: 'no' },
+      const before = fixture.sandbox.requests.length;
+      const child = spawn(process.execPath, [entry(), 'run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
+        env: { ...plainEnv(), ...sandboxEnv(fixture.sandbox), [RELAUNCHED_ENV]: 'no' },
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       const exited = exitWithin(child, 30_000);

@@ -26,3 +26,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect
 )
+
+require tilehouse/tools/manifestdocs v0.0.0
+
+// The manifest reader both tools share, from this repository (scripts/lib/manifestdocs).
+replace tilehouse/tools/manifestdocs => ../lib/manifestdocs

@@ -8,17 +8,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+	"tilehouse/tools/manifestdocs"
 )
 
 func target(typeMeta metav1.TypeMeta) (interface{ GetName() string; GetGenerateName() string }, error) {
@@ -39,40 +37,6 @@ func target(typeMeta metav1.TypeMeta) (interface{ GetName() string; GetGenerateN
 	return nil, fmt.Errorf("unknown kind %q of apiVersion %q", typeMeta.Kind, typeMeta.APIVersion)
 }
 
-func documents(input []byte) [][]byte {
-	var docs [][]byte
-	var current bytes.Buffer
-	scanner := bufio.NewScanner(bytes.NewReader(input))
-	scanner.Buffer(make([]byte, 1024*1024), 16*1024*1024)
-	flush := func() {
-		if strings.TrimSpace(stripComments(current.String())) != "" {
-			docs = append(docs, append([]byte(nil), current.Bytes()...))
-		}
-		current.Reset()
-	}
-	for scanner.Scan() {
-		line := scanner.Text()
-		if strings.TrimRight(line, " ") == "---" {
-			flush()
-			continue
-		}
-		current.WriteString(line)
-		current.WriteByte('\n')
-	}
-	flush()
-	return docs
-}
-
-func stripComments(text string) string {
-	var kept []string
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			kept = append(kept, line)
-		}
-	}
-	return strings.Join(kept, "\n")
-}
-
 func main() {
 	input, err := io.ReadAll(os.Stdin)
 	if err != nil {
@@ -80,7 +44,7 @@ func main() {
 		os.Exit(1)
 	}
 	failed := false
-	for index, doc := range documents(input) {
+	for index, doc := range manifestdocs.Split(input) {
 		var typeMeta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &typeMeta); err != nil {
 			fmt.Fprintf(os.Stderr, "document %d: %v\n", index+1, err)

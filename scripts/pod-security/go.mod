@@ -29,3 +29,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
+
+require tilehouse/tools/manifestdocs v0.0.0
+
+// The manifest reader both tools share, from this repository (scripts/lib/manifestdocs).
+replace tilehouse/tools/manifestdocs => ../lib/manifestdocs

@@ -15,12 +15,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +25,7 @@ import (
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
+	"tilehouse/tools/manifestdocs"
 )
 
 type template struct {
@@ -74,35 +72,6 @@ func podTemplate(doc []byte) (found template, ok bool, err error) {
 	return template{}, false, nil
 }
 
-// documents splits on "---" lines, dropping documents that hold only comments or blank lines.
-func documents(input []byte) [][]byte {
-	var docs [][]byte
-	var current bytes.Buffer
-	scanner := bufio.NewScanner(bytes.NewReader(input))
-	scanner.Buffer(make([]byte, 1024*1024), 16*1024*1024)
-	flush := func() {
-		for _, line := range strings.Split(current.String(), "\n") {
-			trimmed := strings.TrimSpace(line)
-			if trimmed != "" && !strings.HasPrefix(trimmed, "#") {
-				docs = append(docs, append([]byte(nil), current.Bytes()...))
-				break
-			}
-		}
-		current.Reset()
-	}
-	for scanner.Scan() {
-		line := scanner.Text()
-		if strings.TrimRight(line, " ") == "---" {
-			flush()
-			continue
-		}
-		current.WriteString(line)
-		current.WriteByte('\n')
-	}
-	flush()
-	return docs
-}
-
 func main() {
 	input, err := io.ReadAll(os.Stdin)
 	if err != nil {
@@ -116,7 +85,7 @@ func main() {
 	}
 	restricted := api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}
 	judged, refused := 0, 0
-	for index, doc := range documents(input) {
+	for index, doc := range manifestdocs.Split(input) {
 		found, ok, err := podTemplate(doc)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "document %d: %v\n", index+1, err)

@@ -1,13 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, refusalCode } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { dailySeverityQuery } from '../support/queries.js';
 import { dayFromToday, sourceRowsBetween } from '../support/window-oracle.js';
-import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 const query = dailySeverityQuery;
 const job = {
@@ -21,19 +21,16 @@ const job = {
 };
 
 // rw windows are relative to the server's "now", which must be the real clock here.
-const fixture = sandboxAndRootForAll({ incidents: 4000, now: new Date() });
-let workspace: Workspace;
-
-beforeAll(async () => {
-  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], { itemsPerPage: 10 });
+const fixture = sandboxWorkspaceForAll({ incidents: 4000, now: new Date() }, [job, { ...job, name: 'approximate', backfill: { item: 'Day' } }], {
+  itemsPerPage: 10,
 });
 
 function backfill(args: string[]) {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(fixture.sandbox) });
+  return runCli(['backfill', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, ...args], { env: sandboxEnv(fixture.sandbox) });
 }
 
 async function windowRows(name: string, date: string): Promise<string[][]> {
-  return (await readCsv(path.join(workspace.outDir, name, `${date}.csv`))).rows as string[][];
+  return (await readCsv(path.join(fixture.workspace.outDir, name, `${date}.csv`))).rows as string[][];
 }
 
 describe('tilehouse backfill', () => {
@@ -44,7 +41,7 @@ describe('tilehouse backfill', () => {
     expect(result.stderr).toContain(`backfill daily_severity ${from}..${to} by day: 10 of 10 windows succeeded`);
     expect(result.exitCode).toBe(0);
 
-    const files = (await listFiles(path.join(workspace.outDir, 'daily_severity'))).filter((f) => f.endsWith('.csv'));
+    const files = (await listFiles(path.join(fixture.workspace.outDir, 'daily_severity'))).filter((f) => f.endsWith('.csv'));
     expect(files).toHaveLength(10);
     const union: string[][] = [];
     for (const file of files) {
@@ -79,7 +76,7 @@ describe('tilehouse backfill', () => {
   it('replaces a window when it is run again', async () => {
     const date = dayFromToday(-5);
     expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
-    const file = path.join(workspace.outDir, 'daily_severity', `${date}.csv`);
+    const file = path.join(fixture.workspace.outDir, 'daily_severity', `${date}.csv`);
     const first = await readFile(file, 'utf8');
     await writeFile(file, 'tampered\r\n');
     expect((await backfill(['--tile', 'daily_severity', '--from', date, '--to', dayFromToday(-4)])).exitCode).toBe(0);
@@ -93,7 +90,7 @@ describe('tilehouse backfill', () => {
     const failed = await backfill(['--tile', 'daily_severity', '--from', from, '--to', to]);
     fixture.sandbox.clearFaults();
     expect(failed.exitCode).toBe(1);
-    const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day --config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
+    const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day --config ${fixture.workspace.configFile} --jobs ${fixture.workspace.jobsDir}`;
     expect(failed.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}`);
 
     const again = await runCli(rerun.split(' ').slice(1), { env: sandboxEnv(fixture.sandbox) });
@@ -108,9 +105,9 @@ describe('tilehouse backfill', () => {
       [
         'backfill',
         '--config',
-        workspace.configFile,
+        fixture.workspace.configFile,
         '--jobs',
-        workspace.jobsDir,
+        fixture.workspace.jobsDir,
         '--tile',
         'daily_severity',
         '--from',
@@ -147,6 +144,7 @@ describe('tilehouse backfill', () => {
   ])('refuses bad usage with exit 2: $says', async ({ args, says }) => {
     const result = await backfill(args);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toMatch(says);
   });
 
@@ -173,6 +171,7 @@ describe('tilehouse backfill', () => {
       { env: sandboxEnv(fixture.sandbox) },
     );
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toContain(
       "backfill: --concurrency 2: job merged's sinks[0] merges by key, which takes windows one at a time (leave --concurrency out)",
     );

@@ -4,19 +4,17 @@
 // to retry. The emulator serializes everything and never says it, so a loopback proxy in front of
 // it answers the first MERGE of every window with that failure, as BigQuery's job resource would
 // carry it, without passing the statement on (an aborted MERGE changes nothing).
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startBigQueryFaultProxy, type BigQueryFaultProxy, type BigQueryRequest } from '../support/bigquery-fault-proxy.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const TABLE = 'incident_days';
 const job = {
@@ -43,17 +41,15 @@ function mergeJobOf(request: BigQueryRequest): QueryJobRequest | undefined {
 }
 
 describeWithEmulator('two backfill shards merging into one table', (endpoint) => {
-  let sandbox: Sandbox;
+  const fixture = sandboxAndRootForAll({ incidents: 1500, now: new Date('2026-07-10T12:00:00Z') });
   let proxy: BigQueryFaultProxy;
   let client: BigQuery;
-  let root: string;
   const dataset = uniqueDatasetId('merge_shards');
   /** The MERGE job ids answered with the concurrent-update failure, and those passed on. */
   const aborted: string[] = [];
   const merged: string[] = [];
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 1500, now: new Date('2026-07-10T12:00:00Z') });
     const abortedJob = (jobId: string, configuration: unknown, state: 'DONE' | 'RUNNING') => {
       const message = `Could not serialize access to table ${endpoint.projectId}:${dataset}.${TABLE} due to concurrent update`;
       const failed = { errorResult: { reason: 'invalidQuery', location: 'query', message }, errors: [{ reason: 'invalidQuery', location: 'query', message }] };
@@ -97,16 +93,13 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
       return { action: 'forward' };
     });
     client = localBigQueryClient(endpoint);
-    root = await makeTempDir();
   });
   afterAll(async () => {
     await proxy?.close();
-    await sandbox?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   it('both exit 0 after retrying the aborted MERGE once per window, the summary counts the retry, and the table holds each source row once', async () => {
-    const ws = await writeBigQueryWorkspace(path.join(root, 'ws'), sandbox, [job], { projectId: endpoint.projectId, dataset });
+    const ws = await writeBigQueryWorkspace(path.join(fixture.root, 'ws'), fixture.sandbox, [job], { projectId: endpoint.projectId, dataset });
     const shard = (index: number) =>
       runCli(
         [
@@ -130,7 +123,7 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
           '--json',
         ],
         {
-          env: sandboxEnv(sandbox),
+          env: sandboxEnv(fixture.sandbox),
           seams: { sinkOptions: { bigqueryClient: localBigQueryClient({ apiEndpoint: proxy.apiEndpoint, projectId: endpoint.projectId }) } },
         },
       );
@@ -149,15 +142,14 @@ describeWithEmulator('two backfill shards merging into one table', (endpoint) =>
     expect(merged).toHaveLength(4);
     expect(merged.every((id) => id.endsWith('_attempt2'))).toBe(true);
     for (const result of results) {
-      const summary = summarySchema.parse(JSON.parse(result.stdout));
-      if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+      const summary = summaryOf(result.stdout, 'backfill');
       expect(summary.windows).toHaveLength(2);
       for (const window of summary.windows) expect(window.summary).toMatchObject({ status: 'succeeded', retries: 1 });
     }
     const warnings = results.flatMap((result) => result.logs.map((line) => String(line.msg)).filter((msg) => msg.includes('aborted by a concurrent update')));
     expect(warnings).toHaveLength(4);
 
-    const all = sandbox.evaluate({ ...incidentDaysQuery, items: incidentDaysQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
+    const all = fixture.sandbox.evaluate({ ...incidentDaysQuery, items: incidentDaysQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
     const expected = new Map(
       all.rows
         .filter((row) => (row[1] as string) >= '2026-07-01' && (row[1] as string) < '2026-07-05')

@@ -1,11 +1,11 @@
 import { appendFile, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, refusalCode } from '../support/cli-harness.js';
 import { dailyQuery } from '../support/queries.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const DAY_MS = 86_400_000;
 const day = (offset: number) => new Date(Date.now() + offset * DAY_MS).toISOString().slice(0, 10);
@@ -28,27 +28,20 @@ interface BackfillDocument {
   windows: Array<{ window: { from: string; to: string }; summary: { runId: string; status: string } }>;
 }
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: 2000, now: new Date() });
 let workspace: Workspace;
 let validate: z.ZodType;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 2000, now: new Date() });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job, { ...job, name: 'resumable', sinks: [{ type: 'csv', manifest: true }] }]);
+  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job, { ...job, name: 'resumable', sinks: [{ type: 'csv', manifest: true }] }]);
   validate = z.fromJSONSchema(JSON.parse(await readFile('schema/run-summary.schema.json', 'utf8')) as Parameters<typeof z.fromJSONSchema>[0]);
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 function backfill(args: string[], env: Record<string, string> = {}, tile = 'daily') {
   return runCli(
     ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', tile, '--from', day(-8), '--to', day(-1), '--json', ...args],
     {
-      env: { ...sandboxEnv(sandbox), ...env },
+      env: { ...sandboxEnv(fixture.sandbox), ...env },
     },
   );
 }
@@ -62,14 +55,14 @@ describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
     ];
     const documents: BackfillDocument[] = [];
     for (const [index, env] of environments.entries()) {
-      sandbox.clearRequests();
+      fixture.sandbox.clearRequests();
       const result = await backfill(index === 2 ? ['--run-id', 'bf-7', '--shard-index', '2', '--shard-count', '3'] : ['--run-id', 'bf-7'], env);
       expect(result.exitCode).toBe(0);
       const document = JSON.parse(result.stdout) as BackfillDocument;
       const check = validate.safeParse(document);
       expect(check.success ? [] : check.error.issues).toEqual([]);
       // The source clock and every window of this worker share one token.
-      expect(sandbox.requests.filter((request) => request.endpoint === 'token')).toHaveLength(1);
+      expect(fixture.sandbox.requests.filter((request) => request.endpoint === 'token')).toHaveLength(1);
       expect(document).toMatchObject({
         runId: 'bf-7',
         exitCode: 0,
@@ -90,9 +83,11 @@ describe('backfill shards (Indexed Jobs, Cloud Run tasks)', () => {
     expect((await backfill([], { JOB_COMPLETION_INDEX: '0' })).stderr).toMatch(/\$JOB_COMPLETION_INDEX is set but not \$TILEHOUSE_SHARD_COUNT/);
     const beyond = await backfill(['--shard-index', '3', '--shard-count', '3']);
     expect(beyond.exitCode).toBe(2);
+    expect(refusalCode(beyond)).toBe('usage_invalid');
     expect(beyond.stderr).toMatch(/--shard-index must be from 0 to 2/);
     const long = await backfill(['--run-id', 'x'.repeat(56)]);
     expect(long.exitCode).toBe(2);
+    expect(refusalCode(long)).toBe('usage_invalid');
     expect(long.stderr).toMatch(/--run-id must be 1-55/);
   });
 });
@@ -105,7 +100,7 @@ describe('backfill --resume', () => {
     // One window's file changed under it (a half copy), another lost its manifest (a kill between the renames).
     await appendFile(file(day(-6)), 'x');
     await rm(`${file(day(-3))}.manifest.json`);
-    sandbox.clearRequests();
+    fixture.sandbox.clearRequests();
     const resumed = await backfill(['--run-id', 'second', '--resume'], {}, 'resumable');
     expect(resumed.exitCode).toBe(0);
     const document = JSON.parse(resumed.stdout) as BackfillDocument & { skipped: Array<{ from: string }> };
@@ -123,6 +118,7 @@ describe('backfill --resume', () => {
   it('refuses --resume for a CSV sink without manifest: true (exit 2)', async () => {
     const result = await backfill(['--resume']);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('backfill_resume_unsupported');
     expect(result.stderr).toMatch(/set manifest: true on sinks\[0\] of daily/);
   });
 });

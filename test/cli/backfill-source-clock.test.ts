@@ -1,15 +1,15 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
 import { runBackfill } from '../../src/pipeline/windows/run-windows.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
-import { DEFAULT_NOW, SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { DEFAULT_NOW, SANDBOX_TILE } from '../../sandbox/index.js';
+import { FAST_RETRY, listFiles, runCli, sandboxEnv } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { dailySeverityQuery } from '../support/queries.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 // The sandbox's clock stands still at DEFAULT_NOW (2026-07-01), months away from the machine's:
 // exactly the case where windows computed from our own clock select the wrong days.
@@ -26,27 +26,17 @@ const job = {
   backfill: { item: 'day', bucketColumn: 'Day' },
 };
 
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 3000 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job]);
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+const fixture = sandboxWorkspaceForAll({ incidents: 3000 }, [job]);
 
 function backfill(args: string[]) {
-  return runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', ...args], { env: sandboxEnv(sandbox) });
+  return runCli(['backfill', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, '--tile', 'daily', ...args], {
+    env: sandboxEnv(fixture.sandbox),
+  });
 }
 
 /** What the source holds per day, straight from its own evaluator (no rw filter). */
 function sourceRows(from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
+  const all = fixture.sandbox.evaluate({ ...query, items: query.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
   return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
 }
 
@@ -61,7 +51,7 @@ describe('backfill windows follow the source clock', () => {
     expect(Math.abs(offset!.offsetSeconds - Math.round((DEFAULT_NOW.getTime() - Date.now()) / 1000))).toBeLessThanOrEqual(5);
     const written: string[][] = [];
     for (const date of [from, sourceDay(-11), sourceDay(-10)])
-      written.push(...((await readCsv(path.join(workspace.outDir, 'daily', `${date}.csv`))).rows as string[][]));
+      written.push(...((await readCsv(path.join(fixture.workspace.outDir, 'daily', `${date}.csv`))).rows as string[][]));
     expect(written).toEqual(sourceRows(from, to));
     expect(new Set(written.map((row) => row[0]))).toEqual(new Set([from, sourceDay(-11), sourceDay(-10)]));
   });
@@ -73,11 +63,11 @@ describe('backfill windows follow the source clock', () => {
     expect(lenient.exitCode).toBe(0);
     expect(lenient.stderr).toMatch(new RegExp(`warning: job daily: window ${from}\\.\\.${to} starts after today \\(2026-07-01 on the source's clock\\)`));
 
-    const requestsBefore = sandbox.requests.filter((r) => r.endpoint === 'export').length;
+    const requestsBefore = fixture.sandbox.requests.filter((r) => r.endpoint === 'export').length;
     const strict = await backfill(['--from', from, '--to', to, '--strict']);
     expect(strict.exitCode).toBe(1);
     expect(strict.stderr).toContain('FAILED backfill_window_future');
-    expect(sandbox.requests.filter((r) => r.endpoint === 'export').length).toBe(requestsBefore);
+    expect(fixture.sandbox.requests.filter((r) => r.endpoint === 'export').length).toBe(requestsBefore);
   });
 });
 
@@ -85,12 +75,12 @@ describe('a window whose rows all fall outside it', () => {
   // Forcing our own clock onto a source whose clock differs reproduces the old behaviour: every
   // row read belongs to other days and is dropped by the bucket column.
   async function backfillWithLocalClock(strict: boolean) {
-    const environment = await loadEnvironment(workspace.configFile);
-    const [loaded] = await loadJobs(workspace.jobsDir);
+    const environment = await loadEnvironment(fixture.workspace.configFile);
+    const [loaded] = await loadJobs(fixture.workspace.jobsDir);
     const windowJob = { ...loaded!, sinks: [{ type: 'csv' as const, path: '{name}/{date}.csv', gzip: false }] };
     return runBackfill(windowJob, {
       environment,
-      credentials: { clientId: sandbox.clientId, clientSecret: sandbox.clientSecret },
+      credentials: { clientId: fixture.sandbox.clientId, clientSecret: fixture.sandbox.clientSecret },
       logger: pino({ level: 'silent' }),
       sinks: await buildSinks(windowJob, environment),
       windows: [{ from: sourceDay(-20), to: sourceDay(-19) }],
@@ -102,12 +92,12 @@ describe('a window whose rows all fall outside it', () => {
   }
 
   it('is published with a warning, or refused under --strict leaving the previous file untouched', async () => {
-    const file = path.join(workspace.outDir, 'daily', `${sourceDay(-20)}.csv`);
+    const file = path.join(fixture.workspace.outDir, 'daily', `${sourceDay(-20)}.csv`);
     await writeFile(file, 'previous\r\n');
     const strict = await backfillWithLocalClock(true);
     expect(strict.windows[0]!.summary.error?.code).toBe('backfill_window_empty');
     expect(await readFile(file, 'utf8')).toBe('previous\r\n');
-    expect((await listFiles(path.join(workspace.outDir, 'daily'))).filter((name) => name.includes('.tmp'))).toEqual([]);
+    expect((await listFiles(path.join(fixture.workspace.outDir, 'daily'))).filter((name) => name.includes('.tmp'))).toEqual([]);
 
     const lenient = await backfillWithLocalClock(false);
     expect(lenient.windows[0]!.summary.status).toBe('succeeded');

@@ -1,45 +1,33 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 /** Issue 11: `tilehouse check`, the connection test: a token, then page 0 of each tile; writes nothing. */
 
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 130 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [
-    { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-    { name: 'wrong_tile', tile: 'no-such-tile', query: detailQuery, sinks: [{ type: 'csv' }] },
-  ]);
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+const fixture = sandboxWorkspaceForAll({ incidents: 130 }, [
+  { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+  { name: 'wrong_tile', tile: 'no-such-tile', query: detailQuery, sinks: [{ type: 'csv' }] },
+]);
 
 const check = (args: string[], secret?: string) =>
-  runCli(['check', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...args], { env: sandboxEnv(sandbox, secret) });
+  runCli(['check', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, ...args], { env: sandboxEnv(fixture.sandbox, secret) });
 
 describe('tilehouse check', () => {
   it('prints ok with the tile size and column count; one token and one page request; writes nothing', async () => {
-    const before = sandbox.requests.length;
+    const before = fixture.sandbox.requests.length;
     const result = await check(['--tile', 'detail']);
     expect(result).toMatchObject({
       exitCode: 0,
-      stdout: `ok job detail: 130 rows in the tile, 4 columns\n  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet\n`,
+      stdout: `ok job detail: 130 rows in the tile, 4 columns\n  ${fixture.workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet\n`,
       stderr: '',
     });
-    const requests = sandbox.requests.slice(before);
+    const requests = fixture.sandbox.requests.slice(before);
     expect(requests.map((request) => request.endpoint)).toEqual(['token', 'export']);
-    expect(await listFiles(workspace.outDir)).toEqual([]);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual([]);
   });
 
   it('checks every job by default and exits 1 when one fails, naming its error code', async () => {
@@ -47,15 +35,15 @@ describe('tilehouse check', () => {
     expect(result.exitCode).toBe(1);
     expect(result.stdout.split('\n')).toEqual([
       'ok job detail: 130 rows in the tile, 4 columns',
-      `  ${workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet`,
+      `  ${fixture.workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet`,
       expect.stringMatching(/^FAIL job wrong_tile: export_api_error: .*invalid id/),
       '',
     ]);
   });
 
   it("shows each publish guard's verdict against the target as it is now: a file holding far more rows than the tile would refuse a run", async () => {
-    await mkdir(workspace.outDir, { recursive: true });
-    const file = path.join(workspace.outDir, 'detail.csv');
+    await mkdir(fixture.workspace.outDir, { recursive: true });
+    const file = path.join(fixture.workspace.outDir, 'detail.csv');
     await writeFile(file, `Number,Created,Description,Severity\r\n${'1,,x,y\r\n'.repeat(1000)}`);
     try {
       const result = await check(['--tile', 'detail']);
@@ -78,10 +66,10 @@ describe('tilehouse check', () => {
   });
 
   it('refuses an unknown job with exit 2 before any request', async () => {
-    const before = sandbox.requests.length;
+    const before = fixture.sandbox.requests.length;
     const result = await check(['--tile', 'nope']);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain('--job = "nope": no such job; known: detail, wrong_tile');
-    expect(sandbox.requests.length).toBe(before);
+    expect(fixture.sandbox.requests.length).toBe(before);
   });
 });

@@ -1,15 +1,13 @@
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { appendLedgerRow, type LedgerRow } from '../../src/sinks/bigquery/run-ledger.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { dailySeverityQuery } from '../support/queries.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 // An incremental job whose BigQuery sink's published days are read from the _tilehouse_runs ledger.
 const job = (sinks: Array<Record<string, unknown>>) => ({
@@ -21,34 +19,29 @@ const job = (sinks: Array<Record<string, unknown>>) => ({
   incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 },
 });
 
-let sandbox: Sandbox;
-let root: string;
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 3000, now: new Date('2026-07-05T12:00:00Z') });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
-const exports = () => sandbox.requests.filter((request) => request.endpoint === 'export').length;
+const fixture = sandboxAndRootForAll({ incidents: 3000, now: new Date('2026-07-05T12:00:00Z') });
+const exports = () => fixture.sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
 describe('an incremental job whose run ledger cannot be reached', () => {
   it('fails with incremental_state_unreadable, exit 1, and exports nothing', async () => {
-    const workspace = await writeBigQueryWorkspace(path.join(root, 'unreachable'), sandbox, [job([{ type: 'bigquery', writeMode: 'partition' }])], {
-      projectId: 'p',
-      dataset: 'd',
-    });
+    const workspace = await writeBigQueryWorkspace(
+      path.join(fixture.root, 'unreachable'),
+      fixture.sandbox,
+      [job([{ type: 'bigquery', writeMode: 'partition' }])],
+      {
+        projectId: 'p',
+        dataset: 'd',
+      },
+    );
     // A closed port: every ledger read is refused.
     const client = localBigQueryClient({ projectId: 'p', apiEndpoint: 'http://127.0.0.1:9' } as Parameters<typeof localBigQueryClient>[0]);
     const before = exports();
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
-      env: sandboxEnv(sandbox),
+      env: sandboxEnv(fixture.sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode).toBe(1);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     expect(summary.tiles.map((tile) => tile.error?.code)).toEqual(['incremental_state_unreadable']);
     expect(summary.incremental![0]!.error?.message).toMatch(/job daily: cannot read the run ledger d\._tilehouse_runs for table daily: /);
     expect(summary.incremental![0]!.windows).toEqual([]);
@@ -87,19 +80,22 @@ describeWithEmulator('an incremental job reading the BigQuery run ledger', (endp
     await appendLedgerRow(client, ledger, row('2026-07-03', { runId: 'r2-20260703', status: 'failed', published: false, jobId: 'j2' }), retry);
 
     const bigquery = { type: 'bigquery', writeMode: 'partition' };
-    const workspace = await writeBigQueryWorkspace(path.join(root, dataset), sandbox, [job([bigquery])], { projectId: endpoint.projectId, dataset });
+    const workspace = await writeBigQueryWorkspace(path.join(fixture.root, dataset), fixture.sandbox, [job([bigquery])], {
+      projectId: endpoint.projectId,
+      dataset,
+    });
     const seams = { sinkOptions: { bigqueryClient: client } };
-    const plan = await runCli(['plan', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox), seams });
+    const plan = await runCli(['plan', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(fixture.sandbox), seams });
     const [planned] = JSON.parse(plan.stdout) as Array<{ incremental: { windows: Array<{ from: string }>; reason: string } }>;
     expect(planned!.incremental.windows.map((window) => window.from)).toEqual(['2026-07-03', '2026-07-04', '2026-07-05']);
     expect(planned!.incremental.reason).toContain('resume after 2026-07-02');
 
-    const both = await writeBigQueryWorkspace(path.join(root, `${dataset}-csv`), sandbox, [job([bigquery, { type: 'csv', manifest: true }])], {
+    const both = await writeBigQueryWorkspace(path.join(fixture.root, `${dataset}-csv`), fixture.sandbox, [job([bigquery, { type: 'csv', manifest: true }])], {
       projectId: endpoint.projectId,
       dataset,
     });
     const before = exports();
-    const refused = await runCli(['run', '--config', both.configFile, '--jobs', both.jobsDir], { env: sandboxEnv(sandbox), seams });
+    const refused = await runCli(['run', '--config', both.configFile, '--jobs', both.jobsDir], { env: sandboxEnv(fixture.sandbox), seams });
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr).toContain('incremental_state_ambiguous');
     expect(refused.stderr).toContain(`${endpoint.projectId}.${dataset}.daily holds every day up to 2026-07-02, {name}/{date}.csv lacks 2026-07-01`);

@@ -3,20 +3,19 @@
 // copy proxy). The sandbox's incidents are created relative to its "now", so the same incident
 // numbers come back on later days with other values when the clock moves: the day-5 run has keys
 // the day-1 run wrote to update, not only new ones to insert.
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const TABLE = 'incident_days';
 /** One row per incident, with the day it was created as the bucket the windows filter, and when. */
@@ -35,38 +34,30 @@ const job = (lookbackDays: number) => ({
 });
 
 describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
-  const opened: Sandbox[] = [];
+  const each = sandboxesEachTest();
   let proxy: EmulatorWithCopyJobs;
   let client: BigQuery;
-  let root: string;
+  const temp = tempDirForAll();
   const dataset = uniqueDatasetId('incremental_merge');
 
   beforeAll(async () => {
     proxy = await startEmulatorWithCopyJobs(endpoint);
     client = proxy.client();
-    root = await makeTempDir();
   });
   afterAll(async () => {
-    for (const sandbox of opened) await sandbox.close();
     await proxy?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
-  async function sandboxAt(day: string): Promise<Sandbox> {
-    const sandbox = await startSandbox({ incidents: 4000, now: new Date(`${day}T12:00:00Z`) });
-    opened.push(sandbox);
-    return sandbox;
-  }
+  const sandboxAt = (day: string) => each.sandbox({ incidents: 4000, now: new Date(`${day}T12:00:00Z`) });
 
   async function run(sandbox: Sandbox, name: string, lookbackDays = 0) {
-    const ws = await writeBigQueryWorkspace(path.join(root, name), sandbox, [job(lookbackDays)], { projectId: endpoint.projectId, dataset });
+    const ws = await writeBigQueryWorkspace(path.join(temp.path, name), sandbox, [job(lookbackDays)], { projectId: endpoint.projectId, dataset });
     const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
       env: sandboxEnv(sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, summary, report: summary.incremental![0]! };
   }
 
@@ -169,14 +160,13 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
   it('runs as a user runs it: a child process that finds the emulator by BIGQUERY_EMULATOR_HOST alone', async () => {
     const own = uniqueDatasetId('incremental_merge_child');
     const day3 = await sandboxAt('2026-07-03');
-    const ws = await writeBigQueryWorkspace(path.join(root, 'child'), day3, [job(0)], { projectId: endpoint.projectId, dataset: own });
+    const ws = await writeBigQueryWorkspace(path.join(temp.path, 'child'), day3, [job(0)], { projectId: endpoint.projectId, dataset: own });
     const result = await spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
       env: { ...sandboxEnv(day3), BIGQUERY_EMULATOR_HOST: endpoint.apiEndpoint },
       timeoutMs: 120_000,
     });
     expect(result.code, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03']);
     const rows = await readTable(client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
     const table = new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`]));

@@ -1,55 +1,32 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { type Sandbox } from '../../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
-import { dailySeverityQuery } from '../support/queries.js';
+import { dailyManifestJob } from '../support/queries.js';
 import { CLI } from '../support/spawn-cli.js';
+import { dailySourceRows as sourceRows } from '../support/day-sandboxes.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 // A daily job on the sandbox, whose clock is moved from run to run (a sandbox per "day", started
 // with its own now): the "cluster" runs on day 1, is down on days 2-4, and runs again on day 5.
 const at = (day: string) => new Date(`${day}T12:00:00Z`);
-const job = (incremental: Record<string, unknown>) => ({
-  name: 'daily',
-  tile: SANDBOX_TILE,
-  query: dailySeverityQuery,
-  sinks: [{ type: 'csv', manifest: true }],
-  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-  incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0, ...incremental },
-});
+const job = (incremental: Record<string, unknown>) => dailyManifestJob({ startFrom: '2026-07-01', ...incremental });
 
-const opened: Sandbox[] = [];
-const roots: string[] = [];
-afterEach(async () => {
-  for (const sandbox of opened.splice(0)) await sandbox.close();
-  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-});
+const each = sandboxesEachTest();
 
-async function sandboxAt(day: string): Promise<Sandbox> {
-  const sandbox = await startSandbox({ incidents: 10_000, now: at(day) });
-  opened.push(sandbox);
-  return sandbox;
-}
+const sandboxAt = (day: string) => each.sandbox({ incidents: 10_000, now: at(day) });
 
 /** Points the workspace at `sandbox` (same jobs, same output directory) and runs the job once. */
 async function runOn(root: string, sandbox: Sandbox, jobs: Array<Record<string, unknown>>) {
   const workspace = await writeWorkspace(root, sandbox, jobs);
   const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
-  const summary = summarySchema.parse(JSON.parse(result.stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
+  const summary = summaryOf(result.stdout, 'run');
   return { ...result, summary, workspace };
-}
-
-/** What the source holds for [from, to), straight from its own evaluator (no rw filter), as the CSV text reads back. */
-function sourceRows(sandbox: Sandbox, from: string, to: string): string[][] {
-  const all = sandbox.evaluate({ ...dailySeverityQuery, items: dailySeverityQuery.items.map((item) => ({ ...item, filters: [] })) }, SANDBOX_TILE);
-  return all.rows.filter((row) => (row[0] as string) >= from && (row[0] as string) < to).map((row) => row.map(String));
 }
 
 async function manifestWindow(workspace: Workspace, day: string): Promise<{ from: string; to: string; open: boolean }> {
@@ -68,8 +45,7 @@ const exports = (sandbox: Sandbox) => sandbox.requests.filter((request) => reque
 
 describe('an incremental run catches up the days the cluster missed', () => {
   it('exports day 1 on day 1, days 1-5 on day 5 (day 1 was open when exported), and only the still open day 5 on a repeat of day 5', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const jobs = [job({})];
 
     const day1 = await sandboxAt('2026-07-01');
@@ -114,11 +90,9 @@ describe('an incremental run catches up the days the cluster missed', () => {
 
 describe('an incremental run killed in the middle of a catch-up', () => {
   it('is resumed by the next run at the first unpublished day: none published twice, none skipped', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     // Ten days to catch up, each export slowed so that the kill lands between two days.
-    const sandbox = await startSandbox({ incidents: 10_000, now: at('2026-07-10'), latencyMs: 300 });
-    opened.push(sandbox);
+    const sandbox = await each.sandbox({ incidents: 10_000, now: at('2026-07-10'), latencyMs: 300 });
     const workspace = await writeWorkspace(root, sandbox, [job({})]);
     const days = Array.from({ length: 10 }, (_, index) => `2026-07-${String(index + 1).padStart(2, '0')}`);
     const manifests = async () => (await listFiles(path.join(workspace.outDir, 'daily'))).filter((name) => name.endsWith('.manifest.json'));
@@ -144,8 +118,7 @@ describe('an incremental run killed in the middle of a catch-up', () => {
 
     const next = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
     expect(next.exitCode).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(next.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(next.stdout, 'run');
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(days.slice(killedRun.size));
     expect(summary.incremental![0]!.reason).toContain(`resume after ${days[killedRun.size - 1]}`);
 
@@ -164,8 +137,7 @@ describe('an incremental run killed in the middle of a catch-up', () => {
 
 describe('plan and the limits of a catch-up', () => {
   it('plan shows the windows the next run would export and why; a capped run does the oldest and says what is left', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const day1 = await sandboxAt('2026-07-01');
     expect((await runOn(root, day1, [job({})])).exitCode).toBe(0);
 
@@ -195,8 +167,7 @@ describe('plan and the limits of a catch-up', () => {
   });
 
   it('fails with incremental_state_unreadable, exporting nothing, when a manifest cannot be read', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const day5 = await sandboxAt('2026-07-05');
     const workspace = await writeWorkspace(root, day5, [job({})]);
     const { mkdir } = await import('node:fs/promises');
@@ -211,8 +182,7 @@ describe('plan and the limits of a catch-up', () => {
   });
 
   it('refuses targets that disagree with incremental_state_ambiguous and the backfill that makes them agree', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const day5 = await sandboxAt('2026-07-05');
     const one = { ...job({}), sinks: [{ type: 'csv', manifest: true, path: 'a/{date}.csv' }] };
     expect((await runOn(root, day5, [one])).exitCode).toBe(0);
@@ -238,8 +208,7 @@ describe('plan and the limits of a catch-up', () => {
 
 describe('tilehouse schedule with an incremental job', () => {
   it('catches up on its first tick and exports only the open day on the next ones', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const sandbox = await sandboxAt('2026-07-03');
     const everySecond = { ...job({ startFrom: '2026-06-30' }), schedule: { cron: '* * * * * *', timezone: 'UTC' } };
     const workspace = await writeWorkspace(root, sandbox, [everySecond]);

@@ -1,12 +1,12 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { exportQuerySchema } from '../../src/config/job-schema.js';
 import { loadJob, loadJobs } from '../../src/config/load-config.js';
-import { listFiles, runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { listFiles, runCli, refusalCode } from '../support/cli-harness.js';
 import { shellQuote } from '../support/shell-quote.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig';
 const TILE = '65f0a1c2d3e4f5a6b7c8d9aa';
@@ -57,17 +57,13 @@ function environmentYaml(baseUrl: string, tileParam: string): string {
 `;
 }
 
-let root: string;
+const temp = tempDirEachTest();
 let jobsDir: string;
 let configFile: string;
 beforeEach(async () => {
-  root = await makeTempDir();
-  jobsDir = path.join(root, 'jobs');
-  configFile = path.join(root, 'env.yaml');
+  jobsDir = path.join(temp.path, 'jobs');
+  configFile = path.join(temp.path, 'env.yaml');
   await writeFile(configFile, environmentYaml('https://acme.incidents.example.com', 'tileId'));
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 async function init(args: string[], stdin?: string) {
@@ -76,7 +72,7 @@ async function init(args: string[], stdin?: string) {
 }
 
 async function writeRequest(text: string): Promise<string> {
-  const file = path.join(root, 'request.txt');
+  const file = path.join(temp.path, 'request.txt');
   await writeFile(file, text);
   return file;
 }
@@ -142,6 +138,7 @@ describe('tilehouse init --from-request', () => {
 
     const refused = await init(args);
     expect(refused.exitCode).toBe(2);
+    expect(refusalCode(refused)).toBe('config_invalid');
     expect(refused.stderr).toMatch(/severity\.yaml: already exists; pass --force/);
     expect(await readFile(path.join(jobsDir, 'severity.yaml'), 'utf8')).toBe('mine\n');
 
@@ -165,6 +162,7 @@ describe('tilehouse init --from-request', () => {
     const request = await writeRequest(CURL);
     const refused = await init(['--from-request', request, '--jobs', jobsDir, '--config', configFile]);
     expect(refused.exitCode).toBe(2);
+    expect(refusalCode(refused)).toBe('config_invalid');
     expect(refused.stderr).toMatch(/other\.yaml: name = "severity": this job already has the name/);
 
     const renamed = await init(['--from-request', request, '--jobs', jobsDir, '--config', configFile, '--name', 'severity_2']);
@@ -202,16 +200,17 @@ describe('tilehouse init --from-request', () => {
   });
 
   it.each([
-    [[], /--from-request FILE\|- is required/],
-    [['--from-request'], /init: .*--from-request/],
-    [['--from-request', '/nonexistent/request.txt'], /\/nonexistent\/request\.txt: --from-request: cannot read the file \(ENOENT\)/],
-    [['--from-request', '-', '--name', 'Bad-Name'], /--name = "Bad-Name"/],
-    [['--from-request', '-', '--config', '/nonexistent/env.yaml'], /\/nonexistent\/env\.yaml: cannot read file/],
-  ])('exits 2 and writes nothing for the arguments %j', async (args, message) => {
+    [[], /--from-request FILE\|- is required/, 'usage_invalid'],
+    [['--from-request'], /init: .*--from-request/, 'usage_invalid'],
+    [['--from-request', '/nonexistent/request.txt'], /\/nonexistent\/request\.txt: --from-request: cannot read the file \(ENOENT\)/, 'config_invalid'],
+    [['--from-request', '-', '--name', 'Bad-Name'], /--name = "Bad-Name"/, 'config_invalid'],
+    [['--from-request', '-', '--config', '/nonexistent/env.yaml'], /\/nonexistent\/env\.yaml: cannot read file/, 'config_invalid'],
+  ])('exits 2 and writes nothing for the arguments %j', async (args, message, code) => {
     const result = await runCli(['init', ...args, '--jobs', jobsDir], { env: {}, io: { stdin: Readable.from([Buffer.from(CURL)]) } });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(await listFiles(jobsDir)).toEqual([]);
+    expect(refusalCode(result)).toBe(code);
   });
 
   it('prints its help', async () => {

@@ -4,6 +4,8 @@ import { runCli } from '../support/cli-harness.js';
 
 const job = { job: { type: 'string', short: 't', multiple: true } } as const;
 const once = { job: { type: 'string', short: 't' } } as const;
+/** A usage_invalid refusal whose message matches `message`. */
+const usageError = (message: RegExp) => expect.objectContaining({ code: 'usage_invalid', message: expect.stringMatching(message) });
 
 describe('--job', () => {
   it('selects jobs by name like its older spelling --tile, in any mix of forms', () => {
@@ -11,13 +13,13 @@ describe('--job', () => {
   });
 
   it('is unknown to a command that selects no jobs', () => {
-    expect(() => parseCommandArgs('k8s', ['--job', 'a'])).toThrow(/Unknown option '--job'/);
-    expect(() => parseCommandArgs('k8s', ['--tile', 'a'])).toThrow(/Unknown option '--tile'/);
+    expect(() => parseCommandArgs('k8s', ['--job', 'a'])).toThrow(usageError(/Unknown option '--job'/));
+    expect(() => parseCommandArgs('k8s', ['--tile', 'a'])).toThrow(usageError(/Unknown option '--tile'/));
   });
 
   it('is named --job in the errors about it, whichever spelling was given (issue 25 item 5)', () => {
-    expect(() => parseCommandArgs('run', ['--tile'], job)).toThrow(/'-t, --job <value>' argument missing/);
-    expect(() => parseCommandArgs('backfill', ['--tile', 'a', '--job', 'b'], once)).toThrow(/--job is given 2 times \("a", "b"\)/);
+    expect(() => parseCommandArgs('run', ['--tile'], job)).toThrow(usageError(/'-t, --job <value>' argument missing/));
+    expect(() => parseCommandArgs('backfill', ['--tile', 'a', '--job', 'b'], once)).toThrow(usageError(/--job is given 2 times \("a", "b"\)/));
     for (const error of [() => parseCommandArgs('run', ['--tile'], job), () => parseCommandArgs('backfill', ['--tile', 'a', '--tile', 'b'], once)]) {
       expect(error).toThrow(expect.objectContaining({ message: expect.not.stringContaining('--tile') as unknown }));
     }

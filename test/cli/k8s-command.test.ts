@@ -1,24 +1,20 @@
 /** `tilehouse k8s` end to end in a temp workspace. Writes files only; no cluster is contacted. */
-import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { listFiles, runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { listFiles, runCli, refusalCode } from '../support/cli-harness.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
-let root: string;
+const temp = tempDirEachTest();
 let jobsDir: string;
 let outFile: string;
 let args: string[];
 beforeEach(async () => {
-  root = await makeTempDir();
-  jobsDir = path.join(root, 'jobs');
-  outFile = path.join(root, 'k8s', 'cronjobs.yaml');
+  jobsDir = path.join(temp.path, 'jobs');
+  outFile = path.join(temp.path, 'k8s', 'cronjobs.yaml');
   await cp('jobs', jobsDir, { recursive: true });
   args = ['k8s', '--config', 'config/production.example.yaml', '--jobs', jobsDir, '--out', outFile];
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 async function setSchedule(file: string, cron: string | undefined): Promise<void> {
@@ -34,7 +30,7 @@ describe('tilehouse k8s', () => {
     expect(written.exitCode).toBe(0);
     expect(written.stdout).toMatch(/updated 12 files: .*cronjobs\.yaml \(5 CronJobs for 5 jobs\)/);
     expect(written.stdout).toContain('deploy with: kubectl apply -k');
-    expect(await listFiles(path.join(root, 'k8s'))).toEqual([
+    expect(await listFiles(path.join(temp.path, 'k8s'))).toEqual([
       'backfill-job.yaml',
       'cronjobs.yaml',
       'generated/config/production.example.yaml',
@@ -61,7 +57,7 @@ describe('tilehouse k8s', () => {
   });
 
   it('warns that a local CSV directory is an emptyDir in the pod, and mounts one there; a gs:// directory needs neither', async () => {
-    const localConfig = path.join(root, 'local.yaml');
+    const localConfig = path.join(temp.path, 'local.yaml');
     await writeFile(
       localConfig,
       (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, 'directory: /var/lib/tilehouse/out'),
@@ -131,25 +127,29 @@ describe('tilehouse k8s', () => {
     const checked = await runCli([...args, '--check'], { env: {} });
     expect(checked.exitCode).toBe(1);
     expect(checked.stderr).toMatch(/cronjobs\.yaml: missing/);
-    expect(await listFiles(path.join(root, 'k8s'))).toEqual([]);
+    expect(await listFiles(path.join(temp.path, 'k8s'))).toEqual([]);
   });
 
   it('exits 2 and writes nothing for an invalid job or a schedule Kubernetes cannot run', async () => {
     await setSchedule(path.join(jobsDir, 'incidents_by_month_severity.yaml'), '0 0 6 * * *');
     const sixFields = await runCli(args, { env: {} });
     expect(sixFields.exitCode).toBe(2);
+    expect(refusalCode(sixFields)).toBe('config_invalid');
     expect(sixFields.stderr).toMatch(/incidents_by_month_severity\.yaml: schedule\.cron = "0 0 6 \* \* \*": a Kubernetes CronJob takes 5 fields/);
-    expect(await listFiles(path.join(root, 'k8s'))).toEqual([]);
+    expect(await listFiles(path.join(temp.path, 'k8s'))).toEqual([]);
 
     await mkdir(jobsDir, { recursive: true });
     await writeFile(path.join(jobsDir, 'broken.yaml'), 'name: Broken\n');
     const invalid = await runCli(args, { env: {} });
     expect(invalid.exitCode).toBe(2);
+    expect(refusalCode(invalid)).toBe('config_invalid');
     expect(invalid.stderr).toMatch(/broken\.yaml:1: name = "Broken"/);
   });
 
   it('exits 2 on an unknown option and prints its help', async () => {
-    expect((await runCli(['k8s', '--frobnicate'], { env: {} })).exitCode).toBe(2);
+    const unknown = await runCli(['k8s', '--frobnicate'], { env: {} });
+    expect(unknown.exitCode).toBe(2);
+    expect(refusalCode(unknown)).toBe('usage_invalid');
     const help = await runCli(['k8s', '--help'], { env: {} });
     expect(help.exitCode).toBe(0);
     expect(help.stdout).toContain('Usage: tilehouse k8s [--config FILE] [--jobs DIR] [--out FILE] [--check]');

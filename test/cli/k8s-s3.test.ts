@@ -1,26 +1,22 @@
 /** `tilehouse k8s` for a config that writes to S3: the service account it scaffolds carries IRSA's role annotation. */
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
-let root: string;
+const temp = tempDirEachTest();
 let jobsDir: string;
 beforeEach(async () => {
-  root = await makeTempDir();
-  jobsDir = path.join(root, 'jobs');
+  jobsDir = path.join(temp.path, 'jobs');
   await cp('jobs', jobsDir, { recursive: true });
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 async function serviceAccountFor(directory: string): Promise<{ text: string; annotations: Record<string, string>; stderr: string }> {
-  const config = path.join(root, `${directory.replace(/\W/g, '_')}.yaml`);
+  const config = path.join(temp.path, `${directory.replace(/\W/g, '_')}.yaml`);
   await writeFile(config, (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, `directory: ${directory}`));
-  const out = path.join(root, directory.replace(/\W/g, '_'), 'cronjobs.yaml');
+  const out = path.join(temp.path, directory.replace(/\W/g, '_'), 'cronjobs.yaml');
   const result = await runCli(['k8s', '--config', config, '--jobs', jobsDir, '--out', out], { env: {} });
   expect(result.exitCode, result.stderr).toBe(0);
   const text = await readFile(path.join(path.dirname(out), 'serviceaccount.yaml'), 'utf8');

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { copyFile, mkdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 /**
  * Issue 11: right after `npm ci` in a checkout, `npx tilehouse` is the real command. npm resolves
@@ -29,29 +29,25 @@ describe('npx tilehouse in the checkout', () => {
 });
 
 describe('bin/tilehouse.js chooses', () => {
-  let fake: string;
+  const fake = tempDirForAll();
   beforeAll(async () => {
     // A package laid out like this one, whose bundle and source each say which one ran.
-    fake = await makeTempDir();
-    await mkdir(path.join(fake, 'bin'));
-    await mkdir(path.join(fake, 'dist', 'bundle'), { recursive: true });
-    await mkdir(path.join(fake, 'src'));
-    await copyFile(path.join(ROOT, 'bin', 'tilehouse.js'), path.join(fake, 'bin', 'tilehouse.js'));
-    await writeFile(path.join(fake, 'package.json'), '{"type":"module"}\n');
-    await symlink(path.join(ROOT, 'node_modules'), path.join(fake, 'node_modules'));
-    await writeFile(path.join(fake, 'dist', 'bundle', 'tilehouse.js'), "export async function runAsProcess() { process.stdout.write('bundle\\n'); }\n");
-    await writeFile(path.join(fake, 'src', 'cli.ts'), "export async function runAsProcess(): Promise<void> { process.stdout.write('source\\n'); }\n");
+    await mkdir(path.join(fake.path, 'bin'));
+    await mkdir(path.join(fake.path, 'dist', 'bundle'), { recursive: true });
+    await mkdir(path.join(fake.path, 'src'));
+    await copyFile(path.join(ROOT, 'bin', 'tilehouse.js'), path.join(fake.path, 'bin', 'tilehouse.js'));
+    await writeFile(path.join(fake.path, 'package.json'), '{"type":"module"}\n');
+    await symlink(path.join(ROOT, 'node_modules'), path.join(fake.path, 'node_modules'));
+    await writeFile(path.join(fake.path, 'dist', 'bundle', 'tilehouse.js'), "export async function runAsProcess() { process.stdout.write('bundle\\n'); }\n");
+    await writeFile(path.join(fake.path, 'src', 'cli.ts'), "export async function runAsProcess(): Promise<void> { process.stdout.write('source\\n'); }\n");
     // Each side's relaunch under node's flags (src/node-flags.ts), a no-op here.
-    await writeFile(path.join(fake, 'dist', 'bundle', 'node-flags.js'), 'export function relaunchWithNodeFlags() {}\n');
-    await writeFile(path.join(fake, 'src', 'node-flags.ts'), 'export function relaunchWithNodeFlags(): void {}\n');
-  });
-  afterAll(async () => {
-    await rm(fake, { recursive: true, force: true });
+    await writeFile(path.join(fake.path, 'dist', 'bundle', 'node-flags.js'), 'export function relaunchWithNodeFlags() {}\n');
+    await writeFile(path.join(fake.path, 'src', 'node-flags.ts'), 'export function relaunchWithNodeFlags(): void {}\n');
   });
 
-  const which = async () => (await run(process.execPath, [path.join(fake, 'bin', 'tilehouse.js')], { timeout: 60_000 })).stdout;
+  const which = async () => (await run(process.execPath, [path.join(fake.path, 'bin', 'tilehouse.js')], { timeout: 60_000 })).stdout;
   const age = (file: string, secondsAgo: number) =>
-    utimes(path.join(fake, file), new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
+    utimes(path.join(fake.path, file), new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
 
   it('the bundle when it is newer than every source file', async () => {
     await age('src/cli.ts', 100);
@@ -68,7 +64,7 @@ describe('bin/tilehouse.js chooses', () => {
   });
 
   it('the source when there is no bundle', async () => {
-    await rm(path.join(fake, 'dist'), { recursive: true });
+    await rm(path.join(fake.path, 'dist'), { recursive: true });
     expect(await which()).toBe('source\n');
   });
 });

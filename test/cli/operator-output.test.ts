@@ -1,45 +1,33 @@
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { formatRunSummary } from '../../src/presentation/run-summary.js';
 import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
+import { jobRunSummary } from '../support/job-run-summary.js';
 
 /** Issue 11: what a run prints where, flags given twice, the log level, every help's example. */
 
 const INCIDENTS = 120;
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
+const fixture = sandboxWorkspaceForAll(
+  { incidents: INCIDENTS },
+  [
+    { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+    { name: 'other', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
+  ],
+  { itemsPerPage: 50 },
+);
 
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: INCIDENTS });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(
-    root,
-    sandbox,
-    [
-      { name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-      { name: 'other', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
-    ],
-    { itemsPerPage: 50 },
-  );
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
-
-const tokenRequests = () => sandbox.requests.filter((request) => request.endpoint === 'token').length;
-const base = () => ['--config', workspace.configFile, '--jobs', workspace.jobsDir];
+const tokenRequests = () => fixture.sandbox.requests.filter((request) => request.endpoint === 'token').length;
+const base = () => ['--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir];
 
 describe('tilehouse run output', () => {
   it('--json prints one summary object on stdout and nothing else; logs stay off stdout', async () => {
-    const result = await runCli(['run', ...base(), '--tile', 'detail', '--json'], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['run', ...base(), '--tile', 'detail', '--json'], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(0);
     const lines = result.stdout.split('\n');
     expect(lines).toHaveLength(2);
@@ -71,10 +59,12 @@ describe('tilehouse run output', () => {
   });
 
   it('--summary-json FILE and $TILEHOUSE_SUMMARY_FILE write the summary atomically, no temp file left', async () => {
-    const dir = path.join(root, 'summaries');
+    const dir = path.join(fixture.root, 'summaries');
     await mkdir(dir, { recursive: true });
-    const byFlag = await runCli(['run', ...base(), '--tile', 'detail', '--summary-json', path.join(dir, 'flag.json')], { env: sandboxEnv(sandbox) });
-    const byEnv = await runCli(['run', ...base(), '--tile', 'detail'], { env: { ...sandboxEnv(sandbox), TILEHOUSE_SUMMARY_FILE: path.join(dir, 'env.json') } });
+    const byFlag = await runCli(['run', ...base(), '--tile', 'detail', '--summary-json', path.join(dir, 'flag.json')], { env: sandboxEnv(fixture.sandbox) });
+    const byEnv = await runCli(['run', ...base(), '--tile', 'detail'], {
+      env: { ...sandboxEnv(fixture.sandbox), TILEHOUSE_SUMMARY_FILE: path.join(dir, 'env.json') },
+    });
     for (const result of [byFlag, byEnv]) {
       expect(result.exitCode).toBe(0);
       expect(result.stdout).toBe('');
@@ -92,8 +82,8 @@ describe('tilehouse run output', () => {
 
   it('refuses a summary file in a directory that does not exist before fetching anything: exit 2', async () => {
     const before = tokenRequests();
-    const missing = path.join(root, 'no-such-dir', 'summary.json');
-    const result = await runCli(['run', ...base(), '--summary-json', missing], { env: sandboxEnv(sandbox) });
+    const missing = path.join(fixture.root, 'no-such-dir', 'summary.json');
+    const result = await runCli(['run', ...base(), '--summary-json', missing], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toBe(
       `tilehouse: usage_invalid:\n  run: --summary-json ${JSON.stringify(missing)}: the directory ${path.dirname(missing)} does not exist\n`,
@@ -103,16 +93,16 @@ describe('tilehouse run output', () => {
 
   it('runs a tile named twice once', async () => {
     const before = tokenRequests();
-    const result = await runCli(['run', ...base(), '--tile', 'detail', '--tile', 'detail', '--json'], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['run', ...base(), '--tile', 'detail', '--tile', 'detail', '--json'], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(0);
     expect((JSON.parse(result.stdout) as { tiles: unknown[] }).tiles).toHaveLength(1);
     expect(tokenRequests() - before).toBe(1);
   });
 
   it('logs at debug with -v and only errors with -q', async () => {
-    const verbose = await runCli(['run', ...base(), '--tile', 'detail', '-v'], { env: sandboxEnv(sandbox) });
+    const verbose = await runCli(['run', ...base(), '--tile', 'detail', '-v'], { env: sandboxEnv(fixture.sandbox) });
     expect(verbose.logs.filter((line) => line.msg === 'page written')).toHaveLength(3);
-    const quiet = await runCli(['run', ...base(), '--tile', 'detail', '-q'], { env: sandboxEnv(sandbox) });
+    const quiet = await runCli(['run', ...base(), '--tile', 'detail', '-q'], { env: sandboxEnv(fixture.sandbox) });
     expect(quiet.exitCode).toBe(0);
     expect(quiet.logs).toEqual([]);
     expect(quiet.stderr).toMatch(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s\n {2}ok {3}detail /);
@@ -135,13 +125,13 @@ describe('usage errors (exit 2, nothing run)', () => {
     },
   ])('$args.0 $args.1 $args.2 $args.3: $says', async ({ args, says }) => {
     const before = tokenRequests();
-    const result = await runCli(args, { env: sandboxEnv(sandbox) });
+    const result = await runCli(args, { env: sandboxEnv(fixture.sandbox) });
     expect(result).toMatchObject({ exitCode: 2, stdout: '', stderr: `tilehouse: usage_invalid:\n  ${says}\n` });
     expect(tokenRequests()).toBe(before);
   });
 
   it('refuses an unknown $TILEHOUSE_LOG_LEVEL the same way', async () => {
-    const result = await runCli(['run', ...base()], { env: { ...sandboxEnv(sandbox), TILEHOUSE_LOG_LEVEL: 'loud' } });
+    const result = await runCli(['run', ...base()], { env: { ...sandboxEnv(fixture.sandbox), TILEHOUSE_LOG_LEVEL: 'loud' } });
     expect(result).toMatchObject({
       exitCode: 2,
       stderr: 'tilehouse: usage_invalid:\n  $TILEHOUSE_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent; got "loud"\n',
@@ -158,29 +148,17 @@ describe('help', () => {
 });
 
 describe('formatRunSummary', () => {
-  const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
-    job: 'by_type',
-    tile: 't',
-    runId: 'r1',
-    status: 'succeeded',
-    rows: 48,
-    rowsDropped: 0,
-    pages: 1,
-    bytes: 4096,
-    durationMs: 120,
-    columns: [],
-    outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }],
-    targets: ['out/by_type.csv'],
-    bigqueryJobIds: [],
-    warnings: [],
-    nulledValues: 0,
-    retries: 0,
-    throttled: 0,
-    tokenFetches: 1,
-    reauthentications: 0,
-    restarts: 0,
-    ...overrides,
-  });
+  const tile = (overrides: Partial<JobRunSummary>) =>
+    jobRunSummary({
+      job: 'by_type',
+      runId: 'r1',
+      rows: 48,
+      bytes: 4096,
+      durationMs: 120,
+      outputs: [{ sink: 'csv', target: 'out/by_type.csv', rows: 48, details: {} }],
+      targets: ['out/by_type.csv'],
+      ...overrides,
+    });
 
   it('says what made an "ok" less than whole: nulled values, dropped rows, warnings, retries', () => {
     const text = formatRunSummary({

@@ -4,21 +4,20 @@
 // table's requirePartitionFilter and partition expiration but enforces neither: the proxy refuses
 // every query of a require-partition-filter table that lacks a filter on its partition column, as
 // BigQuery does, and the expiration test counts what BigQuery would keep (see there).
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { firstKeptDay } from '../../src/sinks/bigquery/partition-range.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { startPartitionFilterProxy, type PartitionFilterProxy } from '../support/bigquery-partition-filter-proxy.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, refusalCode, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const DAY = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -40,8 +39,8 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
   let policy: PartitionFilterProxy;
   let client: BigQuery;
   let direct: BigQuery;
-  let root: string;
-  const opened: Sandbox[] = [];
+  const temp = tempDirForAll();
+  const each = sandboxesEachTest();
   const dataset = uniqueDatasetId('policy_cli');
 
   beforeAll(async () => {
@@ -49,25 +48,18 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     direct = copies.client();
     policy = await startPartitionFilterProxy(copies.endpoint.apiEndpoint);
     client = localBigQueryClient({ apiEndpoint: policy.apiEndpoint, projectId: endpoint.projectId });
-    root = await makeTempDir();
     await direct.createDataset(dataset, { location: 'US' });
   });
   afterAll(async () => {
-    for (const sandbox of opened) await sandbox.close();
     await policy?.close();
     await copies?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
-  async function sandboxAt(now: Date): Promise<Sandbox> {
-    const sandbox = await startSandbox({ incidents: 1500, now });
-    opened.push(sandbox);
-    return sandbox;
-  }
+  const sandboxAt = (now: Date) => each.sandbox({ incidents: 1500, now });
   const name = (table: string) => `${endpoint.projectId}.${dataset}.${table}`;
 
   async function cli(sandbox: Sandbox, dir: string, jobs: Array<Record<string, unknown>>, args: string[]) {
-    const ws = await writeBigQueryWorkspace(path.join(root, dir), sandbox, jobs, { projectId: endpoint.projectId, dataset });
+    const ws = await writeBigQueryWorkspace(path.join(temp.path, dir), sandbox, jobs, { projectId: endpoint.projectId, dataset });
     return runCli([...args, '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
       env: sandboxEnv(sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
@@ -157,8 +149,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
     expect(await tableRows('incremental_days')).toEqual(expected);
     const second = await cli(day5, 'incremental-2', [incremental('incremental_days')], ['run']);
     expect(second.exitCode, second.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(second.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(second.stdout, 'run');
     // The ledger (read past the policy) says days 1-4 are published and closed: only the open day again.
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-05']);
     expect(await tableRows('incremental_days')).toEqual(expected);
@@ -183,6 +174,7 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
       ['backfill', '--job', 'expiring', '--from', from, '--to', isoDay(now - 40 * DAY)],
     );
     expect(allExpired.exitCode).toBe(2);
+    expect(refusalCode(allExpired)).toBe('bigquery_windows_expired');
     expect(allExpired.stderr).toContain('bigquery_windows_expired');
     expect(allExpired.stderr).toContain(`all 19 windows of this backfill`);
     expect(allExpired.stderr).toContain(`timePartitioning.expirationMs = ${expirationMs}, 30 days`);
@@ -193,13 +185,13 @@ describeWithEmulator('backfill and incremental runs onto tables under policy', (
       ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week', '--strict'],
     );
     expect(strict.exitCode).toBe(2);
+    expect(refusalCode(strict)).toBe('bigquery_windows_expired');
     expect(strict.stderr).toContain('--strict refuses any');
     expect(exports()).toBe(0);
 
     const result = await cli(sandbox, 'sixty-days', [job('expiring', sink)], ['backfill', '--job', 'expiring', '--from', from, '--to', to, '--step', 'week']);
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+    const summary = summaryOf(result.stdout, 'backfill');
     const outputs = summary.windows.flatMap((window) => window.summary.outputs);
     const kept = outputs.reduce((sum, output) => sum + output.rows, 0);
     const expired = outputs.reduce((sum, output) => sum + (output.expiredRows ?? 0), 0);

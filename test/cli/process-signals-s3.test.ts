@@ -1,40 +1,31 @@
 // A stop that stops, S3's side: a run streaming a multipart upload to an s3:// temp key, sent
 // SIGTERM after its first part, exits 143, leaves the target as it was, and aborts its multipart
 // upload (and deletes its temp keys): nothing is left in the bucket but the previous object.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf, putBytes, TEST_AWS_ENV } from '../support/s3-server.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const STOP_DEADLINE_MS = 4_000;
 const PREVIOUS = 'Number,Created,Description,Severity\r\nprevious run\r\n';
 const TARGET = 'nightly/incident_detail.csv';
 
-let sandbox: Sandbox;
-let root: string;
-beforeAll(async () => {
-  // Well over one 5 MiB part, slow enough to be stopped mid-stream.
-  sandbox = await startSandbox({ incidents: 120_000, latencyMs: 40 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+// Well over one 5 MiB part, slow enough to be stopped mid-stream.
+const fixture = sandboxAndRootForAll({ incidents: 120_000, latencyMs: 40 });
 
 describeWithS3('tilehouse run to s3:// stopped mid-upload', (s3) => {
   it('exits 143, keeps the previous object, and aborts its multipart upload: nothing else is left', async () => {
     const bucket = await s3.newBucket('stop');
     await putBytes(s3.client, bucket, TARGET, PREVIOUS);
     const ws = await writeWorkspace(
-      path.join(root, 'stop'),
-      sandbox,
+      path.join(fixture.root, 'stop'),
+      fixture.sandbox,
       [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }],
       { itemsPerPage: 1000, concurrency: 1 },
     );
@@ -43,7 +34,7 @@ describeWithS3('tilehouse run to s3:// stopped mid-upload', (s3) => {
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
     const seenBefore = s3.proxy.seen.length;
     const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: { ...process.env, ...sandboxEnv(sandbox), ...TEST_AWS_ENV, CI: '' },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), ...TEST_AWS_ENV, CI: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const stdout = textOf(child.stdout);

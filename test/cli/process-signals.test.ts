@@ -3,45 +3,33 @@ import { mkdir, rm, writeFile, readFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
-import { detailQuery } from '../support/queries.js';
+import { detailCsvJob } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 const PREVIOUS = 'previous output\r\n';
 
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
-
-beforeAll(async () => {
-  // 30 pages at 60 ms each: a run takes long enough to be stopped in the middle.
-  sandbox = await startSandbox({ incidents: 600, latencyMs: 60 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
-    itemsPerPage: 20,
-    concurrency: 1,
-  });
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
+// 30 pages at 60 ms each: a run takes long enough to be stopped in the middle.
+const fixture = sandboxWorkspaceForAll({ incidents: 600, latencyMs: 60 }, [detailCsvJob], {
+  itemsPerPage: 20,
+  concurrency: 1,
 });
 
 /** Spawns the real CLI (through tsx) and sends `signal` once the export is under way. */
 async function runAndSignal(signal: NodeJS.Signals): Promise<{ code: number | null; stderr: string }> {
-  const before = sandbox.requests.length;
-  const child = spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-    env: { ...process.env, ...sandboxEnv(sandbox), CI: '' },
+  const before = fixture.sandbox.requests.length;
+  const child = spawnCli(['run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
+    env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = exitWithin(child, 30_000);
   const deadline = Date.now() + 20_000;
-  while (sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length < 5) {
+  while (fixture.sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length < 5) {
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`the run never got going: ${stderr}`);
@@ -58,8 +46,8 @@ describe('tilehouse run as a process', () => {
     { signal: 'SIGTERM' as const, code: 143 },
     { signal: 'SIGINT' as const, code: 130 },
   ])('stops on $signal mid-export with exit $code, no partial file, previous output untouched', async ({ signal, code }) => {
-    await mkdir(workspace.outDir, { recursive: true });
-    const target = path.join(workspace.outDir, 'incident_detail.csv');
+    await mkdir(fixture.workspace.outDir, { recursive: true });
+    const target = path.join(fixture.workspace.outDir, 'incident_detail.csv');
     await writeFile(target, PREVIOUS);
     const result = await runAndSignal(signal);
     const { logs, text } = splitStderr(result.stderr);
@@ -76,7 +64,7 @@ describe('tilehouse run as a process', () => {
     ]);
     expect(result.code).toBe(code);
     expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 });
 
@@ -125,11 +113,11 @@ async function startStallingSource(upstream: string, stallAt: number): Promise<{
 
 describe('tilehouse run as a process, stopped while a page never finishes', () => {
   it('exits 143 at once on SIGTERM while a page body stalls, with no partial file and the previous output untouched', async () => {
-    const source = await startStallingSource(sandbox.url, 3);
+    const source = await startStallingSource(fixture.sandbox.url, 3);
     const stallRoot = await makeTempDir();
     try {
       // Per-gap and whole-request limits far above the test: only the stop can end this wait.
-      const ws = await writeWorkspace(stallRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
+      const ws = await writeWorkspace(stallRoot, fixture.sandbox, [detailCsvJob], {
         baseUrl: source.url,
         itemsPerPage: 20,
         concurrency: 1,
@@ -140,7 +128,7 @@ describe('tilehouse run as a process, stopped while a page never finishes', () =
       const target = path.join(ws.outDir, 'incident_detail.csv');
       await writeFile(target, PREVIOUS);
       const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
-        env: { ...process.env, ...sandboxEnv(sandbox), CI: '' },
+        env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '' },
         stdio: ['ignore', 'ignore', 'pipe'],
         detached: true,
       });

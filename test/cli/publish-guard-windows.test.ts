@@ -1,38 +1,22 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
-import { dailySeverityQuery } from '../support/queries.js';
+import { describe, expect, it } from 'vitest';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
+import { dailyManifestJob as daily } from '../support/queries.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { startSourceProxy } from '../support/source-proxy.js';
 
 // The publish guard of windowed jobs: a backfill window and an incremental catch-up window that
 // come back empty over days whose files held rows are refused, the files unchanged; and an empty
 // window that is still open (today's) is said plainly, without the warning that blames a clock.
 
-const daily = (incremental: Record<string, unknown>) => ({
-  name: 'daily',
-  tile: SANDBOX_TILE,
-  query: dailySeverityQuery,
-  sinks: [{ type: 'csv', manifest: true }],
-  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-  incremental: { item: 'day', bucketColumn: 'Day', lookbackDays: 0, ...incremental },
-});
-
-const cleanup: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
+const each = sandboxesEachTest();
 
 async function setUp(incremental: Record<string, unknown>) {
-  const sandbox: Sandbox = await startSandbox({ incidents: 10_000, now: new Date('2026-07-05T12:00:00Z') });
-  cleanup.push(() => sandbox.close());
+  const sandbox = await each.sandbox({ incidents: 10_000, now: new Date('2026-07-05T12:00:00Z') });
   const proxy = await startSourceProxy(sandbox.url, {});
-  cleanup.push(() => proxy.close());
-  const root = await makeTempDir();
-  cleanup.push(() => rm(root, { recursive: true, force: true }));
+  each.afterThisTest(() => proxy.close());
+  const root = await each.tempDir();
   const workspace = await writeWorkspace(root, sandbox, [daily(incremental)], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
   const cli = (args: string[]) => runCli([...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
   /** The source answers without the rows of these days from now on. */
@@ -41,10 +25,6 @@ async function setUp(incremental: Record<string, unknown>) {
   };
   const file = (day: string) => path.join(workspace.outDir, 'daily', `${day}.csv`);
   return { cli, withoutDays, file, workspace: workspace as Workspace };
-}
-
-function summaryOf(stdout: string) {
-  return summarySchema.parse(JSON.parse(stdout));
 }
 
 describe('the publish guard of windowed jobs', () => {
@@ -57,8 +37,7 @@ describe('the publish guard of windowed jobs', () => {
     withoutDays('2026-07-03');
     const refused = await cli(backfill);
     expect(refused.exitCode).toBe(1);
-    const summary = summaryOf(refused.stdout);
-    if (summary.command !== 'backfill') throw new Error('not a backfill summary');
+    const summary = summaryOf(refused.stdout, 'backfill');
     expect(summary.windows.map((result) => [result.window.from, result.summary.error?.code])).toEqual([
       ['2026-07-02', undefined],
       ['2026-07-03', 'publish_guard_tripped'],
@@ -80,8 +59,7 @@ describe('the publish guard of windowed jobs', () => {
     withoutDays('2026-07-04');
     const refused = await cli(['run', '--json']);
     expect(refused.exitCode).toBe(1);
-    const summary = summaryOf(refused.stdout);
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(refused.stdout, 'run');
     const tile = summary.tiles.find((candidate) => candidate.runId.endsWith('20260704'))!;
     expect(tile).toMatchObject({ status: 'failed', error: { code: 'publish_guard_tripped' }, guard: { tripped: true, verdicts: [{ rule: 'empty' }] } });
     expect((await readFile(file('2026-07-04'))).equals(before)).toBe(true);

@@ -9,45 +9,40 @@
 // the copy-job proxy (startEmulatorWithCopyJobs) carries those out and answers a reused id 409,
 // as BigQuery does, with the job resource it kept, which like a real truncating query job
 // reports no row count. So the count must come from the target.
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const TABLE = 'rerun_detail';
 
 describeWithEmulator('a re-run with the same --run-id over changed data', (endpoint) => {
   let proxy: EmulatorWithCopyJobs;
   let client: BigQuery;
-  let root: string;
-  const sandboxes: Sandbox[] = [];
+  const temp = tempDirForAll();
+  const each = sandboxesEachTest();
   const dataset = uniqueDatasetId('rerun');
 
   beforeAll(async () => {
     proxy = await startEmulatorWithCopyJobs(endpoint);
     client = proxy.client();
-    root = await makeTempDir();
   });
   afterAll(async () => {
-    for (const sandbox of sandboxes) await sandbox.close();
     await proxy?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   async function run(incidents: number, runId: string, name: string) {
-    const sandbox = await startSandbox({ incidents });
-    sandboxes.push(sandbox);
+    const sandbox = await each.sandbox({ incidents });
     const ws = await writeBigQueryWorkspace(
-      path.join(root, name),
+      path.join(temp.path, name),
       sandbox,
       [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery', writeMode: 'replace' }] }],
       { projectId: endpoint.projectId, dataset },
@@ -57,8 +52,7 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, tile: summary.tiles[0]! };
   }
 

@@ -1,28 +1,18 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const CLI = path.resolve('src/cli.ts');
 
-let sandbox: Sandbox;
-let root: string;
-
-beforeAll(async () => {
-  // 12 pages × 110 ms one at a time ≈ 1.3 s per run: longer than the 1 s between ticks.
-  sandbox = await startSandbox({ incidents: 240, latencyMs: 110 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+// 12 pages × 110 ms one at a time ≈ 1.3 s per run: longer than the 1 s between ticks.
+const fixture = sandboxAndRootForAll({ incidents: 240, latencyMs: 110 });
 
 describe('tilehouse schedule as a process', () => {
   it('runs the job every second, skips overlapping ticks, and drains on SIGTERM with exit 143', async () => {
@@ -33,13 +23,13 @@ describe('tilehouse schedule as a process', () => {
       query: detailQuery,
       sinks: [{ type: 'csv' }],
     };
-    const ws = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
-    const reference = await writeWorkspace(path.join(root, 'reference'), sandbox, [job], { itemsPerPage: 20 });
-    expect((await runCli(['run', '--config', reference.configFile, '--jobs', reference.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
+    const ws = await writeWorkspace(fixture.root, fixture.sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
+    const reference = await writeWorkspace(path.join(fixture.root, 'reference'), fixture.sandbox, [job], { itemsPerPage: 20 });
+    expect((await runCli(['run', '--config', reference.configFile, '--jobs', reference.jobsDir], { env: sandboxEnv(fixture.sandbox) })).exitCode).toBe(0);
 
-    const tokensBeforeSpawn = sandbox.requests.filter((r) => r.endpoint === 'token').length;
+    const tokensBeforeSpawn = fixture.sandbox.requests.filter((r) => r.endpoint === 'token').length;
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'schedule', '--config', ws.configFile, '--jobs', ws.jobsDir, '--grace-seconds', '10'], {
-      env: { ...process.env, ...sandboxEnv(sandbox) },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // Logs are on stderr; stdout carries nothing for `schedule`.
@@ -54,7 +44,7 @@ describe('tilehouse schedule as a process', () => {
       await sleep(50);
     }
     // A run is under way when more runs have fetched a token than have finished.
-    const started = () => sandbox.requests.filter((r) => r.endpoint === 'token').length - tokensBeforeSpawn;
+    const started = () => fixture.sandbox.requests.filter((r) => r.endpoint === 'token').length - tokensBeforeSpawn;
     const finished = () => (logs.match(/job every_second succeeded/g) ?? []).length;
     while (started() <= finished()) await sleep(20);
     child.kill('SIGTERM');

@@ -1,14 +1,13 @@
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 interface LedgerRecord {
   run_id: string;
@@ -23,22 +22,17 @@ interface LedgerRecord {
 /** Issue 19: every scheduled run appends its ledger rows, as `tilehouse run` does. */
 describeWithEmulator('tilehouse schedule and the run ledger', (endpoint) => {
   const INCIDENTS = 30;
-  let sandbox: Sandbox;
+  const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });
   let proxy: EmulatorWithCopyJobs;
   let client: BigQuery;
-  let root: string;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: INCIDENTS });
     // The emulator has no copy jobs (the publish step): a loopback proxy carries them out.
     proxy = await startEmulatorWithCopyJobs(endpoint);
     client = proxy.client();
-    root = await makeTempDir();
   });
   afterAll(async () => {
-    await sandbox.close();
     await proxy.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   it('appends one row per run per BigQuery target, succeeded or failed, and none for the CSV sink', async () => {
@@ -58,7 +52,7 @@ describeWithEmulator('tilehouse schedule and the run ledger', (endpoint) => {
     // The dataset exists, as in production: a job that fails before its first write cannot create it,
     // and the ledger (which never creates datasets) would then only log that it could not append.
     await client.createDataset(dataset, { location: 'US' });
-    const workspace = await writeBigQueryWorkspace(root, sandbox, jobs, { projectId: endpoint.projectId, dataset }, { itemsPerPage: 10 });
+    const workspace = await writeBigQueryWorkspace(fixture.root, fixture.sandbox, jobs, { projectId: endpoint.projectId, dataset }, { itemsPerPage: 10 });
     const ledger = async (): Promise<LedgerRecord[]> => {
       try {
         const [rows] = await client.query({
@@ -72,7 +66,7 @@ describeWithEmulator('tilehouse schedule and the run ledger', (endpoint) => {
 
     const stop = new AbortController();
     const running = runCli(['schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--grace-seconds', '20'], {
-      env: sandboxEnv(sandbox),
+      env: sandboxEnv(fixture.sandbox),
       io: { signal: stop.signal },
       seams: { sinkOptions: { bigqueryClient: client } },
     });

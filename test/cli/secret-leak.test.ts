@@ -10,7 +10,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 /**
  * Issue 10: an issuer and an API that echo credentials back. The token endpoint's
@@ -83,20 +83,18 @@ async function startEchoServer(): Promise<EchoServer> {
 }
 
 let echo: EchoServer;
-let root: string;
+const temp = tempDirForAll();
 
 beforeAll(async () => {
   echo = await startEchoServer();
-  root = await makeTempDir();
 });
 afterAll(async () => {
   await echo.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 /** A config and one job in a directory of its own; `clientSecret` as written into the YAML. */
 async function workspace(name: string, clientSecret: string): Promise<{ config: string; jobs: string; out: string }> {
-  const dir = path.join(root, name);
+  const dir = path.join(temp.path, name);
   const jobs = path.join(dir, 'jobs');
   const out = path.join(dir, 'out');
   await rm(dir, { recursive: true, force: true });

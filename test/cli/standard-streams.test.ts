@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { listFiles, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { listFiles, sandboxEnv } from '../support/cli-harness.js';
 import { CLI_ENTRY, exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { readCsv } from '../support/csv-read.js';
-import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { detailCsvJob } from '../support/queries.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 /**
  * Issue 9: a closed stdout or stderr (the reader of a pipe went away: `| head`, a log shipper
@@ -20,37 +19,21 @@ const PREVIOUS = 'previous output\r\n';
 /** A run takes ~2 s here; a hang is what these tests are about, so every child gets this long at most. */
 const LIMIT_MS = 30_000;
 
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
-let target: string;
-
-beforeAll(async () => {
-  // 30 pages of 20 rows at 30 ms each, one at a time: long enough that the reader is gone well
-  // before the run ends, and that a signal arrives mid-export. A debug line per page at trace.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 30 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }], {
-    itemsPerPage: 20,
-    concurrency: 1,
-  });
-  target = path.join(workspace.outDir, 'incident_detail.csv');
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+// 30 pages of 20 rows at 30 ms each, one at a time: long enough that the reader is gone well
+// before the run ends, and that a signal arrives mid-export. A debug line per page at trace.
+const fixture = sandboxWorkspaceForAll({ incidents: INCIDENTS, latencyMs: 30 }, [detailCsvJob], { itemsPerPage: 20, concurrency: 1 });
+const target = () => path.join(fixture.workspace.outDir, 'incident_detail.csv');
 
 async function resetOutput(): Promise<void> {
-  await rm(workspace.outDir, { recursive: true, force: true });
-  await mkdir(workspace.outDir, { recursive: true });
-  await writeFile(target, PREVIOUS);
+  await rm(fixture.workspace.outDir, { recursive: true, force: true });
+  await mkdir(fixture.workspace.outDir, { recursive: true });
+  await writeFile(target(), PREVIOUS);
 }
 
-const runArgs = () => ['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--log-level', 'trace'];
+const runArgs = () => ['run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, '--log-level', 'trace'];
 
 function exportRequests(): number {
-  return sandbox.requests.filter((request) => request.endpoint === 'export').length;
+  return fixture.sandbox.requests.filter((request) => request.endpoint === 'export').length;
 }
 
 /** Resolves once the sandbox has seen `count` more export requests than `before`: the run is under way. */
@@ -69,12 +52,12 @@ describe('tilehouse run with a closed standard stream', () => {
     { outcome: 'fails late', code: 1, status: 'exit 1' },
   ])('`run --log-level trace 2>&1 | head -1` of a run that $outcome: $status, at once, no temp file', async ({ code }) => {
     await resetOutput();
-    sandbox.clearFaults();
-    if (code !== 0) sandbox.inject({ kind: 'header-mismatch', pageNumber: 20, times: 2 });
+    fixture.sandbox.clearFaults();
+    if (code !== 0) fixture.sandbox.inject({ kind: 'header-mismatch', pageNumber: 20, times: 2 });
     // A real shell pipeline. The shell reports tilehouse's own exit status after head has gone.
     const script = '"$NODE" --import tsx "$CLI" "$@" 2>&1 | head -1; echo "tilehouse exit ${PIPESTATUS[0]}"';
     const child = spawn('bash', ['-c', script, 'bash', ...runArgs()], {
-      env: { ...process.env, ...sandboxEnv(sandbox), NODE: process.execPath, CLI: CLI_ENTRY, CI: '' },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), NODE: process.execPath, CLI: CLI_ENTRY, CI: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group: a hang is SIGKILLed as a whole
     });
@@ -87,16 +70,16 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(rest).toEqual(['']);
     expect(exit.code).toBe(0);
     if (code === 0) {
-      expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+      expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
     } else {
-      expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
+      expect(await readFile(target(), 'utf8')).toBe(PREVIOUS);
     }
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 
   it('completes a run with stdout closed: exit 0, every log line on stderr, the CSV published', async () => {
     await resetOutput();
-    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.destroy(); // the reader is gone before tilehouse writes a byte
     const [stderr, exit] = await Promise.all([textOf(child.stderr), exitWithin(child, LIMIT_MS)]);
 
@@ -111,13 +94,13 @@ describe('tilehouse run with a closed standard stream', () => {
       expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /),
       '',
     ]);
-    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 
   it('completes a run with stderr closed: exit 0, the --json summary alone on stdout, the CSV published', async () => {
     await resetOutput();
-    const child = spawnCli([...runArgs(), '--json'], { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnCli([...runArgs(), '--json'], { env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stderr!.destroy();
     const [stdout, exit] = await Promise.all([textOf(child.stdout), exitWithin(child, LIMIT_MS)]);
 
@@ -131,7 +114,7 @@ describe('tilehouse run with a closed standard stream', () => {
       failed: 0,
       tiles: [{ job: 'incident_detail', status: 'succeeded', rows: INCIDENTS }],
     });
-    expect((await readCsv(target)).rows).toHaveLength(INCIDENTS);
+    expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);
   });
 
   it.each([
@@ -139,9 +122,9 @@ describe('tilehouse run with a closed standard stream', () => {
     { closed: 'stdout and stderr', signal: 'SIGTERM' as const, code: 143 },
   ])('stops on $signal with $closed closed: exit $code, no temp file, the previous output untouched', async ({ closed, signal, code }) => {
     await resetOutput();
-    sandbox.clearFaults();
+    fixture.sandbox.clearFaults();
     const before = exportRequests();
-    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnCli(runArgs(), { env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stderr!.destroy();
     if (closed.startsWith('stdout')) child.stdout!.destroy();
     const exited = exitWithin(child, LIMIT_MS);
@@ -149,7 +132,7 @@ describe('tilehouse run with a closed standard stream', () => {
     child.kill(signal);
 
     expect((await exited).code).toBe(code);
-    expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
-    expect(await listFiles(workspace.outDir)).toEqual(['incident_detail.csv']);
+    expect(await readFile(target(), 'utf8')).toBe(PREVIOUS);
+    expect(await listFiles(fixture.workspace.outDir)).toEqual(['incident_detail.csv']);
   });
 });

@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { sandboxEnv } from '../support/cli-harness.js';
 import { CLI_ENTRY, exitWithin, textOf } from '../support/child-process.js';
 import { shellQuote } from '../support/shell-quote.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 /**
  * Issue 11: `tilehouse run` as a person sees it on a terminal. The CLI runs on a pseudo-terminal
@@ -16,25 +15,12 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 const TILES = ['alpha', 'bravo', 'charlie'];
 const INCIDENTS = 400;
-let sandbox: Sandbox;
-let root: string;
-let workspace: Workspace;
-
-beforeAll(async () => {
-  // 20 pages of 20 rows per tile at 25 ms each, one at a time: ~0.5 s per tile, several redraws.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 25 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(
-    root,
-    sandbox,
-    TILES.map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] })),
-    { itemsPerPage: 20, concurrency: 1 },
-  );
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
+// 20 pages of 20 rows per tile at 25 ms each, one at a time: ~0.5 s per tile, several redraws.
+const fixture = sandboxWorkspaceForAll(
+  { incidents: INCIDENTS, latencyMs: 25 },
+  TILES.map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] })),
+  { itemsPerPage: 20, concurrency: 1 },
+);
 
 /** The screen after `output`: what a terminal shows once every `\r`, erase and cursor move is applied. */
 export function finalScreen(output: string): string[] {
@@ -64,11 +50,11 @@ export function finalScreen(output: string): string[] {
 
 describe('tilehouse run on a terminal', () => {
   it('shows one line per event, a live progress line per tile, and the summary last; no JSON', async () => {
-    const command = [process.execPath, '--import', 'tsx', CLI_ENTRY, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir]
+    const command = [process.execPath, '--import', 'tsx', CLI_ENTRY, 'run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir]
       .map(shellQuote)
       .join(' ');
     const child = spawn('script', ['-qfec', `stty cols 120 rows 40; ${command}`, '/dev/null'], {
-      env: { ...process.env, ...sandboxEnv(sandbox), CI: '', TILEHOUSE_LOG_LEVEL: '', COLUMNS: '120', LINES: '40', TERM: 'xterm' },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), CI: '', TILEHOUSE_LOG_LEVEL: '', COLUMNS: '120', LINES: '40', TERM: 'xterm' },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -1,8 +1,8 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 /**
  * Issue 11: `tilehouse validate` reports what would fail or be ignored later, without the network,
@@ -12,7 +12,7 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 const ENV = { TEST_CLIENT_ID: 'validate-client', TEST_CLIENT_SECRET: 'validate-secret-3141' };
 
-let root: string;
+const temp = tempDirEachTest();
 let configFile: string;
 let jobsDir: string;
 let outDir: string;
@@ -89,14 +89,8 @@ function problemsOf(stderr: string): string[] {
   return rest.map((line) => line.replace(/^ {2}/, ''));
 }
 
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
 beforeEach(async () => {
-  const dir = await mkdtemp(path.join(root, 'case-'));
+  const dir = temp.path;
   configFile = path.join(dir, 'env.yaml');
   jobsDir = path.join(dir, 'jobs');
   outDir = path.join(dir, 'out');

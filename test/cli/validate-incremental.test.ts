@@ -1,14 +1,14 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 /** `validate` refuses the incremental jobs that cannot work, each problem at its file:line. */
 
 const ENV = { TEST_CLIENT_ID: 'validate-client', TEST_CLIENT_SECRET: 'validate-secret-3141' };
 
-let root: string;
+const temp = tempDirEachTest();
 let configFile: string;
 let jobsDir: string;
 
@@ -53,14 +53,8 @@ async function validate(edit: (lines: string[]) => void = () => {}, options: { r
   return { ...result, file };
 }
 
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
 beforeEach(async () => {
-  const dir = await mkdtemp(path.join(root, 'case-'));
+  const dir = temp.path;
   configFile = path.join(dir, 'env.yaml');
   jobsDir = path.join(dir, 'jobs');
   await mkdir(jobsDir);

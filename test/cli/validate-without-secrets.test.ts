@@ -1,9 +1,9 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli-harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 import { execFile } from 'node:child_process';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 /**
  * Issue 25 item 4: `tilehouse validate` runs where the secrets are not (a config repository's CI,
@@ -13,7 +13,7 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 const SECRETS = { TEST_CLIENT_ID: 'validate-client', TEST_CLIENT_SECRET: 'validate-secret-2718' };
 
-let root: string;
+const temp = tempDirEachTest();
 let configFile: string;
 let jobsDir: string;
 
@@ -25,7 +25,7 @@ function environmentText(credentials: string[]): string {
     ...credentials, // 4, 5
     'sinks:',
     '  csv:',
-    `    directory: ${path.join(root, 'out')}`,
+    `    directory: ${path.join(temp.path, 'out')}`,
     '',
   ].join('\n');
 }
@@ -54,15 +54,11 @@ const JOB = [
 ];
 
 beforeEach(async () => {
-  root = await makeTempDir();
-  configFile = path.join(root, 'env.yaml');
-  jobsDir = path.join(root, 'jobs');
+  configFile = path.join(temp.path, 'env.yaml');
+  jobsDir = path.join(temp.path, 'jobs');
   await mkdir(jobsDir);
   await writeFile(configFile, environmentText(BY_REFERENCE));
   await writeFile(path.join(jobsDir, 'by_type.yaml'), JOB.join('\n'));
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 function validate(env: Record<string, string>, ...extra: string[]) {
@@ -93,7 +89,7 @@ describe('tilehouse validate without secrets', () => {
   });
 
   it('reports a missing secret file as not checked, with its line, and never reads a present one', async () => {
-    const missing = path.join(root, 'secrets', 'client-secret');
+    const missing = path.join(temp.path, 'secrets', 'client-secret');
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', `  clientSecretFile: ${missing}`]));
     const result = await validate({});
     expect(result.exitCode).toBe(0);
@@ -116,6 +112,7 @@ describe('tilehouse validate without secrets', () => {
     await writeFile(file, broken.join('\n'));
     const result = await validate({});
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:17: sinks\\[0\\]\\.type = "cvs"`));
     // The missing secrets are not among the problems: only notes before them.
     expect(result.stderr).not.toMatch(/config_invalid:[\s\S]*is not set/);
@@ -125,6 +122,7 @@ describe('tilehouse validate without secrets', () => {
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', '  clientSecret: hunter2-literal']));
     const result = await validate({});
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(new RegExp(`${configFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:5: source\\.clientSecret: .*literal secrets are refused`));
     expect(result.stderr + result.stdout).not.toContain('hunter2-literal');
   });
@@ -134,14 +132,16 @@ describe('the commands that need the secrets', () => {
   it.each([['check'], ['run'], ['plan']])('%s without them exits 2 naming the variable with file:line', async (command) => {
     const result = await runCli([command, '--config', configFile, '--jobs', jobsDir], { env: { TEST_CLIENT_ID: 'id' } });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:5: source.clientSecret = "\${TEST_CLIENT_SECRET}": environment variable TEST_CLIENT_SECRET is not set`);
   });
 
   it('check with a missing secret file exits 2 naming the file with file:line', async () => {
-    const missing = path.join(root, 'nope');
+    const missing = path.join(temp.path, 'nope');
     await writeFile(configFile, environmentText(['  clientId: literal-client-id', `  clientSecretFile: ${missing}`]));
     const result = await runCli(['check', '--config', configFile, '--jobs', jobsDir], { env: {} });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:5: source.clientSecretFile = ${JSON.stringify(missing)}: cannot read the secret file (ENOENT)`);
   });
 });
@@ -149,7 +149,7 @@ describe('the commands that need the secrets', () => {
 describe("init's suggested next step", () => {
   it('works as printed in a fresh config repository with no secrets', async () => {
     // A config repository of one's own: config/default.yaml from the example, nothing else.
-    const repo = path.join(root, 'repo');
+    const repo = path.join(temp.path, 'repo');
     await mkdir(path.join(repo, 'config'), { recursive: true });
     await writeFile(path.join(repo, 'config', 'default.yaml'), await readFile('config/production.example.yaml', 'utf8'));
     const body = {

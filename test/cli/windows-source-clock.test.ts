@@ -1,12 +1,11 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
+import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace, summaryOf } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
-import { dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
+import { dailyManifestJob as daily, dailySeverityQuery, incidentDaysQuery } from '../support/queries.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { startSourceProxy } from '../support/source-proxy.js';
 
 // Issue 26, items 4-6: windows only on a clock that was read, open windows stay open, and empty
@@ -15,55 +14,22 @@ import { startSourceProxy } from '../support/source-proxy.js';
 const DAY_MS = 86_400_000;
 const dayOf = (at: Date, offset = 0) => new Date(at.getTime() + offset * DAY_MS).toISOString().slice(0, 10);
 
-const daily = (incremental: Record<string, unknown>) => ({
-  name: 'daily',
-  tile: SANDBOX_TILE,
-  query: dailySeverityQuery,
-  sinks: [{ type: 'csv', manifest: true }],
-  columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
-  incremental: { item: 'day', bucketColumn: 'Day', lookbackDays: 0, ...incremental },
-});
-
-/** One row per incident, by the day it was opened (the demo's incidents_incremental). */
-
-const cleanup: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
-
-async function sandboxAt(now: Date): Promise<Sandbox> {
-  const sandbox = await startSandbox({ incidents: 10_000, now });
-  cleanup.push(() => sandbox.close());
-  return sandbox;
-}
+const each = sandboxesEachTest();
+const sandboxAt = (now: Date) => each.sandbox({ incidents: 10_000, now });
 
 async function proxyFor(sandbox: Sandbox, options: Parameters<typeof startSourceProxy>[1]) {
   const proxy = await startSourceProxy(sandbox.url, options);
-  cleanup.push(() => proxy.close());
+  each.afterThisTest(() => proxy.close());
   return proxy;
-}
-
-async function tempRoot(): Promise<string> {
-  const root = await makeTempDir();
-  cleanup.push(() => rm(root, { recursive: true, force: true }));
-  return root;
 }
 
 function cli(workspace: Workspace, sandbox: Sandbox, args: string[]) {
   return runCli([...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
 }
 
-function runSummary(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
-  return summary;
-}
+const runSummary = (stdout: string) => summaryOf(stdout, 'run');
 
-function backfillSummary(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'backfill') throw new Error('not a backfill summary');
-  return summary;
-}
+const backfillSummary = (stdout: string) => summaryOf(stdout, 'backfill');
 
 const exportsAt = (sandbox: Sandbox) => sandbox.requests.filter((request) => request.endpoint === 'export').length;
 
@@ -77,7 +43,7 @@ describe('a source whose token answer has no Date', () => {
   it('fails an incremental run, a backfill and plan with source_clock_unknown naming the fix, and writes nothing', async () => {
     const sandbox = await sandboxAt(new Date());
     const proxy = await proxyFor(sandbox, { tokenDate: 'absent' });
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const today = dayOf(sandbox.now);
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: dayOf(sandbox.now, -2) })], { baseUrl: proxy.url, authUrl: proxy.url });
 
@@ -109,7 +75,7 @@ describe('a source whose token answer has no Date', () => {
   it('names a Date that does not parse, and leaves a run without windows alone', async () => {
     const sandbox = await sandboxAt(new Date());
     const proxy = await proxyFor(sandbox, { tokenDate: 'yesterday-ish' });
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const plain = { name: 'plain', tile: SANDBOX_TILE, query: dailySeverityQuery, sinks: [{ type: 'csv' }] };
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: dayOf(sandbox.now) }), plain], { baseUrl: proxy.url, authUrl: proxy.url });
     const run = await cli(workspace, sandbox, ['run', '--json']);
@@ -126,7 +92,7 @@ describe('a source whose token answer has no Date', () => {
   it("with source.clock: local places the windows on this machine's clock and says so in the log, the lines and the summary", async () => {
     const sandbox = await sandboxAt(new Date());
     const proxy = await proxyFor(sandbox, { tokenDate: 'absent' });
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const [yesterday, today] = [dayOf(sandbox.now, -1), dayOf(sandbox.now)];
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: yesterday })], { baseUrl: proxy.url, authUrl: proxy.url, clock: 'local' });
 
@@ -169,7 +135,7 @@ describe('a source whose clock is 3 days behind the machine', () => {
   it("exports the days of the source's clock, none of the machine's, with the offset it measured", async () => {
     const machine = new Date();
     const sandbox = await sandboxAt(new Date(machine.getTime() - 3 * DAY_MS));
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const [before, sourceToday] = [dayOf(sandbox.now, -1), dayOf(sandbox.now)];
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: before })]);
     const run = await cli(workspace, sandbox, ['run', '--json']);
@@ -209,7 +175,7 @@ describe('an open window', () => {
     expect(todays.length).toBeGreaterThan(8);
     const late = new Set(todays.slice(-5));
     const proxy = await proxyFor(sandbox, { rows: (rows) => rows.filter((row) => !late.has(Number(row[0]))) });
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const job = { ...daily({ startFrom: '2026-07-04' }), query: incidentDaysQuery, columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } } };
     const workspace = await writeWorkspace(root, sandbox, [job], { baseUrl: proxy.url, authUrl: proxy.url, itemsPerPage: 10_000 });
     const numbers = async (day: string) => (await readCsv(path.join(workspace.outDir, 'daily', `${day}.csv`))).rows.map((row) => Number(row[0]));
@@ -250,7 +216,7 @@ describe('an open window', () => {
 describe('an open backfill window', () => {
   it('is published, reported and recorded as open, and run again by backfill --resume while the closed one is skipped', async () => {
     const sandbox = await sandboxAt(new Date('2026-07-05T18:00:00Z'));
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: '2026-07-01' })]);
     const args = ['backfill', '--job', 'daily', '--from', '2026-07-04', '--to', '2026-07-06', '--json'];
     const first = await cli(workspace, sandbox, args);
@@ -280,7 +246,7 @@ describe('an empty window of an incremental run', () => {
   it('prints the warning: line backfill prints for the same window, and fails it under run --strict', async () => {
     const sandbox = await sandboxAt(new Date('2026-07-05T12:00:00Z'));
     const proxy = await proxyFor(sandbox, { rows: withoutDay('2026-07-03') });
-    const root = await tempRoot();
+    const root = await each.tempDir();
     const workspace = await writeWorkspace(root, sandbox, [daily({ startFrom: '2026-07-02' })], {
       baseUrl: proxy.url,
       authUrl: proxy.url,
@@ -301,7 +267,7 @@ describe('an empty window of an incremental run', () => {
     expect(backfill.exitCode).toBe(0);
     expect(backfill.stderr).toContain(`\n    warning: ${warning![1]}\n`);
 
-    const strictRoot = await tempRoot();
+    const strictRoot = await each.tempDir();
     const strictWorkspace = await writeWorkspace(strictRoot, sandbox, [daily({ startFrom: '2026-07-02' })], {
       baseUrl: proxy.url,
       authUrl: proxy.url,

@@ -1,11 +1,11 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { googleApiEndpointProblem } from '../../src/config/google-api-endpoint.js';
 import { loadEnvironment } from '../../src/config/load-config.js';
-import { runCli } from '../support/cli-harness.js';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 import { configErrorOf, configFilesEachTest } from '../support/config-files.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const ENVIRONMENT = (sinks: string[]) =>
   [
@@ -109,12 +109,11 @@ describe('loadEnvironment: sinks.bigquery.apiEndpoint and sinks.gcs.apiEndpoint'
 });
 
 describe('tilehouse validate with Google endpoints', () => {
-  let root: string;
+  const temp = tempDirForAll();
   beforeAll(async () => {
-    root = await makeTempDir();
-    await mkdir(path.join(root, 'jobs'));
+    await mkdir(path.join(temp.path, 'jobs'));
     await writeFile(
-      path.join(root, 'jobs', 'a.yaml'),
+      path.join(temp.path, 'jobs', 'a.yaml'),
       [
         'name: a',
         'tile: t-1',
@@ -132,15 +131,12 @@ describe('tilehouse validate with Google endpoints', () => {
       ].join('\n'),
     );
   });
-  afterAll(async () => {
-    await rm(root, { recursive: true, force: true });
-  });
   const validate = async (sinks: string[]) => {
-    const configFile = path.join(root, 'env.yaml');
+    const configFile = path.join(temp.path, 'env.yaml');
     await writeFile(configFile, ENVIRONMENT(sinks));
     return {
       configFile,
-      result: await runCli(['validate', '--config', configFile, '--jobs', path.join(root, 'jobs')], {
+      result: await runCli(['validate', '--config', configFile, '--jobs', path.join(temp.path, 'jobs')], {
         env: { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'secret-2718' },
       }),
     };
@@ -161,6 +157,7 @@ describe('tilehouse validate with Google endpoints', () => {
   it('refuses plain http to another host as file:line: field = value, exit 2', async () => {
     const { configFile, result } = await validate(['  bigquery:', '    dataset: d', '  gcs:', '    apiEndpoint: http://storage.example.com']);
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toContain(`${configFile}:10: sinks.gcs.apiEndpoint = "http://storage.example.com": http:// is refused for non-loopback hosts`);
   });
 });

@@ -54,6 +54,7 @@ function problemsOf(run: () => unknown): string {
     run();
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).exitCode).toBe(2);
     return (error as ConfigError).message;
   }

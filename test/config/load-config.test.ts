@@ -207,7 +207,9 @@ describe('loadJobs', () => {
 describe('selectJobs', () => {
   it('names the unknown job and lists the known ones', async () => {
     const job = await loadJob(await write('job.yaml', VALID_JOB));
-    expect(() => selectJobs([job], ['nope'], 'jobs')).toThrow(/--job = "nope".*known: incidents_by_type/);
+    expect(() => selectJobs([job], ['nope'], 'jobs')).toThrow(
+      expect.objectContaining({ code: 'config_invalid', message: expect.stringMatching(/--job = "nope".*known: incidents_by_type/) }),
+    );
     expect(selectJobs([job], [], 'jobs')).toEqual([job]);
   });
 });

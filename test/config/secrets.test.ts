@@ -1,12 +1,12 @@
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/config-error.js';
 import type { SourceConfig } from '../../src/config/environment-schema.js';
 import { loadEnvironment } from '../../src/config/load-config.js';
 import { audienceOf, resolveCredentials } from '../../src/config/secrets.js';
 import { REDACTED, scrubSecrets } from '../../src/secret-scrubber.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const base: SourceConfig = {
   baseUrl: 'https://acme.incidents.example.com/',
@@ -23,13 +23,7 @@ const base: SourceConfig = {
   allowInsecureHttp: false,
 };
 
-let dir: string;
-beforeEach(async () => {
-  dir = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = tempDirEachTest();
 
 describe('resolveCredentials', () => {
   it('reads ${ENV} references from the environment', async () => {
@@ -45,7 +39,7 @@ describe('resolveCredentials', () => {
   });
 
   it('reads a mounted secret file and drops its trailing newline', async () => {
-    const file = path.join(dir, 'secret');
+    const file = path.join(dir.path, 'secret');
     await writeFile(file, 'from-file\n');
     const { clientSecret: _omit, ...rest } = base;
     const creds = await resolveCredentials({ ...rest, clientSecretFile: file }, 'env.yaml', { CLIENT_ID: 'id' });
@@ -55,12 +49,13 @@ describe('resolveCredentials', () => {
   it('names the missing variable and field, never a value', async () => {
     const error = await resolveCredentials(base, 'env.yaml', { CLIENT_ID: 'id' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toBe('env.yaml: source.clientSecret = "${CLIENT_SECRET}": environment variable CLIENT_SECRET is not set');
   });
 
   it('names an unreadable secret file', async () => {
     const { clientSecret: _omit, ...rest } = base;
-    const missing = path.join(dir, 'nope');
+    const missing = path.join(dir.path, 'nope');
     const error = await resolveCredentials({ ...rest, clientSecretFile: missing }, 'env.yaml', { CLIENT_ID: 'id' }).catch((e: unknown) => e);
     expect((error as ConfigError).message).toContain(`source.clientSecretFile = ${JSON.stringify(missing)}: cannot read the secret file (ENOENT)`);
   });
@@ -71,8 +66,8 @@ describe('resolveCredentials', () => {
   });
 
   it('registers values read from files with the scrubber', async () => {
-    const idFile = path.join(dir, 'id');
-    const secretFile = path.join(dir, 'secret');
+    const idFile = path.join(dir.path, 'id');
+    const secretFile = path.join(dir.path, 'secret');
     await writeFile(idFile, 'file-client-id-78\n');
     await writeFile(secretFile, 'file-secret-value-78\n');
     const { clientId: _id, clientSecret: _secret, ...rest } = base;
@@ -88,6 +83,7 @@ describe('resolveCredentials', () => {
   it('refuses a literal client secret without printing it back', async () => {
     const error = await resolveCredentials({ ...base, clientSecret: 'hunter2-literal' }, 'env.yaml', { CLIENT_ID: 'id' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toBe(
       'env.yaml: source.clientSecret: a literal secret is refused (the value is not shown); use ${ENV_NAME} or source.clientSecretFile',
     );
@@ -103,10 +99,11 @@ describe('a configuration problem on source.clientSecret', () => {
 `;
 
   it('names file, line and field of a literal secret in YAML, never its value', async () => {
-    const file = path.join(dir, 'env.yaml');
+    const file = path.join(dir.path, 'env.yaml');
     await writeFile(file, yaml('hunter2-in-yaml'));
     const error = await loadEnvironment(file).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).problems).toEqual([
       { file, field: 'source.clientSecret', line: 5, message: expect.stringMatching(/literal secrets are refused/) },
     ]);
@@ -115,7 +112,7 @@ describe('a configuration problem on source.clientSecret', () => {
   });
 
   it('hides a value of the wrong type too (it may still be the secret)', async () => {
-    const file = path.join(dir, 'env.yaml');
+    const file = path.join(dir.path, 'env.yaml');
     await writeFile(file, yaml('12345678'));
     const error = (await loadEnvironment(file).catch((e: unknown) => e)) as ConfigError;
     expect(error.problems.map((problem) => problem.field)).toEqual(['source.clientSecret']);

@@ -82,6 +82,7 @@ describe('one rule for both windowed jobs', () => {
       return [];
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
+      expect(error).toMatchObject({ code: 'config_invalid' });
       return (error as ConfigError).problems.map((problem) => `${problem.field}: ${problem.message}`);
     }
   };

@@ -4,7 +4,7 @@ import { parseAllDocuments } from 'yaml';
 import { shardOf } from '../../src/cli/orchestration-flags.js';
 import { splitWindows } from '../../src/pipeline/windows/date-windows.js';
 import { shareOf } from '../../src/pipeline/windows/shard-windows.js';
-import { runCli } from '../support/cli-harness.js';
+import { runCli, refusalCode } from '../support/cli-harness.js';
 
 type Manifest = Record<string, any>;
 
@@ -60,11 +60,13 @@ describe('tilehouse k8s --backfill (an Indexed Job)', () => {
     expect(defaults.spec).toMatchObject({ completions: 3, parallelism: 2 });
     const tooMany = await render(['--from', '2026-01-01', '--to', '2026-01-04', '--completions', '4']);
     expect(tooMany.exitCode).toBe(2);
+    expect(refusalCode(tooMany)).toBe('usage_invalid');
     expect(tooMany.stderr).toMatch(/--completions must be a whole number from 1 to 3/);
     const resuming = documents((await render(['--from', '2026-01-01', '--to', '2026-01-04', '--resume'])).stdout)[0]!;
     expect(resuming.spec.template.spec.containers[0].args.at(-1)).toBe('--resume');
     const stray = await runCli(['k8s', '--config', 'config/production.example.yaml', '--jobs', 'jobs', '--parallelism', '2'], { env: {} });
     expect(stray.exitCode).toBe(2);
+    expect(refusalCode(stray)).toBe('usage_invalid');
   });
 
   it('every Job template of the demo base says when its Job is removed (ttlSecondsAfterFinished)', async () => {

@@ -6,15 +6,15 @@
  * command the table below does not know fails the test: a new example needs a check.
  */
 import { execFileSync } from 'node:child_process';
-import { cp, mkdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { jobForBackfill } from '../../src/pipeline/windows/windowed-job.js';
 import { loadJobs } from '../../src/config/load-config.js';
 import { backfillItemIndex } from '../../src/pipeline/windows/run-windows.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { k8sToolOrSkip, runTool, tilehouseIn } from './k8s-tools.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const kustomize = k8sToolOrSkip('kustomize', 'KUSTOMIZE_BIN');
 const decoder = k8sToolOrSkip('k8s-decode', 'K8S_DECODE_BIN');
@@ -42,18 +42,14 @@ const documents = (text: string): Obj[] =>
     .filter((object) => object !== null);
 
 describe.skipIf(!available)('k8s/README.md, as written', () => {
-  let repo: string;
+  const repo = tempDirForAll('tilehouse-config-repo-');
   let commands: string[];
   let rendered: Obj[] | undefined;
   beforeAll(async () => {
     commands = shellCommands(await readFile('k8s/README.md', 'utf8'));
-    repo = await makeTempDir('tilehouse-config-repo-');
-    await cp('jobs', path.join(repo, 'jobs'), { recursive: true });
-    await mkdir(path.join(repo, 'config'));
-    await cp('config/production.example.yaml', path.join(repo, 'config', 'production.yaml'));
-  });
-  afterAll(async () => {
-    await rm(repo, { recursive: true, force: true });
+    await cp('jobs', path.join(repo.path, 'jobs'), { recursive: true });
+    await mkdir(path.join(repo.path, 'config'));
+    await cp('config/production.example.yaml', path.join(repo.path, 'config', 'production.yaml'));
   });
 
   /** Runs one README command; false when no rule knows it. Order matters: the base comes first. */
@@ -61,7 +57,7 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
     const words = command.split(/\s+/);
     let match: RegExpExecArray | null;
     if ((match = /^tilehouse (k8s --backfill .*?) \| kubectl create -f -$/.exec(command))) {
-      const printed = tilehouseIn(repo, match[1]!.split(/\s+/));
+      const printed = tilehouseIn(repo.path, match[1]!.split(/\s+/));
       expect(printed.stderr).toBe('');
       expect(printed.status).toBe(0);
       const [job] = documents(printed.stdout);
@@ -71,13 +67,13 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
       return true;
     }
     if (words[0] === 'tilehouse' && words[1] === 'k8s') {
-      const written = tilehouseIn(repo, words.slice(1));
+      const written = tilehouseIn(repo.path, words.slice(1));
       expect(written.stderr).toBe('');
       expect(written.status).toBe(0);
       return true;
     }
     if ((match = /^kubectl apply -k (\S+)$/.exec(command))) {
-      const build = runTool(kustomize!, ['build', match[1]!], { cwd: repo });
+      const build = runTool(kustomize!, ['build', match[1]!], { cwd: repo.path });
       expect(build.stderr).toBe('');
       expect(build.status).toBe(0);
       rendered = documents(build.stdout);
@@ -85,7 +81,7 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
       return true;
     }
     if (command === 'kubectl apply -f k8s/namespace.yaml') {
-      const decoded = runTool(decoder!, [], { input: await readFile(path.join(repo, 'k8s', 'namespace.yaml'), 'utf8') });
+      const decoded = runTool(decoder!, [], { input: await readFile(path.join(repo.path, 'k8s', 'namespace.yaml'), 'utf8') });
       expect(decoded.stdout).toBe('v1 Namespace tilehouse\n');
       return true;
     }
@@ -95,13 +91,13 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
       return true;
     }
     if ((match = /^(sed .* k8s\/backfill-job\.yaml) \| kubectl create -f -$/.exec(command))) {
-      const filled = execFileSync('bash', ['-c', match[1]!], { cwd: repo, encoding: 'utf8' });
+      const filled = execFileSync('bash', ['-c', match[1]!], { cwd: repo.path, encoding: 'utf8' });
       const [job] = documents(filled);
       const args: string[] = job!.spec.template.spec.containers[0].args;
       expect(args.slice(0, 2)).toEqual(['backfill', '--job']);
       expect(args).toEqual(['backfill', '--job', args[2], '--from', '2024-01-01', '--to', '2024-03-31']);
       // What exited 2 in the pod before: the named job must exist and be fit for a backfill.
-      const named = (await loadJobs(path.join(repo, 'jobs'))).find((candidate) => candidate.name === args[2]);
+      const named = (await loadJobs(path.join(repo.path, 'jobs'))).find((candidate) => candidate.name === args[2]);
       expect(named, `no job ${args[2]} in jobs/`).toBeDefined();
       expect(() => backfillItemIndex(jobForBackfill(named!))).not.toThrow();
       expect(runTool(decoder!, [], { input: filled }).status).toBe(0);

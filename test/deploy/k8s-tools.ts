@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { runCli } from '../support/cli-harness.js';
 import { CLI } from '../support/spawn-cli.js';
 
 /**
@@ -39,4 +40,34 @@ export function tilehouseIn(cwd: string, args: string[]): ToolResult {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * The Indexed Job `tilehouse k8s --backfill` prints for the example config's daily job (weekly
+ * windows, three pods at a time, --resume): the manifest each checker of Kubernetes' own judges.
+ */
+export async function printedBackfillJob(): Promise<string> {
+  const printed = await runCli(
+    [
+      'k8s',
+      '--config',
+      'config/production.example.yaml',
+      '--jobs',
+      'jobs',
+      '--backfill',
+      'daily_incidents_by_severity',
+      '--from',
+      '2026-01-01',
+      '--to',
+      '2026-03-01',
+      '--step',
+      'week',
+      '--parallelism',
+      '3',
+      '--resume',
+    ],
+    { env: {} },
+  );
+  if (printed.exitCode !== 0) throw new Error(`tilehouse k8s --backfill exited ${printed.exitCode}: ${printed.stderr}`);
+  return printed.stdout;
 }

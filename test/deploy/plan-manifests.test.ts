@@ -1,7 +1,7 @@
 /** The manifest generator on small workspaces in a temp directory (no cluster involved). */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../../src/config/config-error.js';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
@@ -11,7 +11,7 @@ import { planPod } from '../../src/deploy/pod-template.js';
 import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { staleFiles, writeManifests } from '../../src/deploy/write-manifests.js';
 import { listFiles } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 type Obj = Record<string, any>;
 
@@ -28,26 +28,20 @@ const SOURCE = {
   clientSecretFile: '/var/run/secrets/tilehouse/client-secret',
 };
 
-let root: string;
-beforeEach(async () => {
-  root = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const temp = tempDirEachTest();
 
 async function inputs(jobs: Obj[], environment: Obj = {}): Promise<PlanInputs> {
-  const jobsDir = path.join(root, 'jobs');
+  const jobsDir = path.join(temp.path, 'jobs');
   await rm(jobsDir, { recursive: true, force: true });
   await mkdir(jobsDir, { recursive: true });
   for (const entry of jobs) await writeFile(path.join(jobsDir, `${entry.name}.yaml`), stringify(entry));
-  const configFile = path.join(root, 'prod.yaml');
+  const configFile = path.join(temp.path, 'prod.yaml');
   await writeFile(configFile, stringify({ source: SOURCE, sinks: { bigquery: { dataset: 'reports' } }, ...environment }));
   return {
     jobs: await loadJobs(jobsDir),
     environment: await loadEnvironment(configFile),
     configFile,
-    outFile: path.join(root, 'k8s', 'cronjobs.yaml'),
+    outFile: path.join(temp.path, 'k8s', 'cronjobs.yaml'),
     command: 'tilehouse k8s --config prod.yaml',
   };
 }
@@ -73,6 +67,7 @@ async function configError(promise: Promise<unknown>): Promise<string> {
     (reason: unknown) => reason,
   );
   expect(error).toBeInstanceOf(ConfigError);
+  expect(error).toMatchObject({ code: 'config_invalid' });
   return (error as ConfigError).message;
 }
 
@@ -227,7 +222,10 @@ describe('planManifests', () => {
 
   it('refuses a tempStorage that is not a binary Kubernetes quantity', async () => {
     for (const bad of ['1GB', '1.5Gi', '0Gi', '1024']) {
-      await expect(inputs([job('a', { tempStorage: bad })])).rejects.toThrow(/tempStorage.*Kubernetes quantity in binary units/s);
+      await expect(inputs([job('a', { tempStorage: bad })])).rejects.toMatchObject({
+        code: 'config_invalid',
+        message: expect.stringMatching(/tempStorage.*Kubernetes quantity in binary units/s),
+      });
     }
   });
 
@@ -246,9 +244,9 @@ describe('planManifests', () => {
   });
 
   it('takes the backfill image from the kustomization beside the CronJobs', async () => {
-    await mkdir(path.join(root, 'k8s'), { recursive: true });
+    await mkdir(path.join(temp.path, 'k8s'), { recursive: true });
     await writeFile(
-      path.join(root, 'k8s', 'kustomization.yaml'),
+      path.join(temp.path, 'k8s', 'kustomization.yaml'),
       stringify({ images: [{ name: 'tilehouse', newName: 'registry.example/tilehouse', newTag: '1.2.3' }] }),
     );
     const result = await plan([job('a')]);
@@ -262,7 +260,7 @@ describe('staleFiles and writeManifests', () => {
     const result = await plan([job('a'), job('b')]);
     expect((await writeManifests(result)).map((entry) => entry.reason)).toEqual(result.files.map(() => 'missing'));
     expect(await staleFiles(result)).toEqual([]);
-    expect(await listFiles(path.join(root, 'k8s'))).toEqual([
+    expect(await listFiles(path.join(temp.path, 'k8s'))).toEqual([
       'backfill-job.yaml',
       'cronjobs.yaml',
       'generated/config/prod.yaml',
@@ -277,19 +275,19 @@ describe('staleFiles and writeManifests', () => {
 
   it('writes the hand-editable files only when absent, and replaces only the untouched placeholder', async () => {
     const result = await plan([job('a')]);
-    await mkdir(path.join(root, 'k8s'), { recursive: true });
-    await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION);
+    await mkdir(path.join(temp.path, 'k8s'), { recursive: true });
+    await writeFile(path.join(temp.path, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION);
     const edited = '# mine\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: etl\n';
-    await writeFile(path.join(root, 'k8s', 'namespace.yaml'), edited);
+    await writeFile(path.join(temp.path, 'k8s', 'namespace.yaml'), edited);
     const stale = (await staleFiles(result)).filter(
       (entry) => !entry.file.includes('generated') && !entry.file.endsWith('job.yaml') && !entry.file.endsWith('jobs.yaml'),
     );
     expect(stale.map((entry) => `${path.basename(entry.file)}: ${entry.reason}`)).toEqual(['kustomization.yaml: placeholder', 'serviceaccount.yaml: missing']);
     await writeManifests(result);
-    expect(await readFile(path.join(root, 'k8s', 'namespace.yaml'), 'utf8')).toBe(edited);
-    expect(await readFile(path.join(root, 'k8s', 'kustomization.yaml'), 'utf8')).toContain('  - generated\n  - cronjobs.yaml\n');
+    expect(await readFile(path.join(temp.path, 'k8s', 'namespace.yaml'), 'utf8')).toBe(edited);
+    expect(await readFile(path.join(temp.path, 'k8s', 'kustomization.yaml'), 'utf8')).toContain('  - generated\n  - cronjobs.yaml\n');
 
-    await writeFile(path.join(root, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION.replace('resources: []', 'resources: []  # mine'));
+    await writeFile(path.join(temp.path, 'k8s', 'kustomization.yaml'), PLACEHOLDER_KUSTOMIZATION.replace('resources: []', 'resources: []  # mine'));
     const afterEdit = (await staleFiles(await plan([job('a')]))).map((entry) => path.basename(entry.file));
     expect(afterEdit).not.toContain('kustomization.yaml');
     // Only the template follows: an edited placeholder names no image, so it gets the default one.
@@ -300,7 +298,7 @@ describe('staleFiles and writeManifests', () => {
     await writeManifests(await plan([job('a'), job('b')]));
     const changed = await plan([job('a', { schedule: { cron: '0 7 * * *' } })]);
     const stale = await staleFiles(changed);
-    const shown = stale.map((entry) => `${path.relative(root, entry.file)}: ${entry.reason}`).sort();
+    const shown = stale.map((entry) => `${path.relative(temp.path, entry.file)}: ${entry.reason}`).sort();
     expect(shown).toEqual([
       'k8s/cronjobs.yaml: differs',
       'k8s/generated/jobs/a.yaml: differs',
@@ -309,7 +307,7 @@ describe('staleFiles and writeManifests', () => {
     ]);
     await writeManifests(changed);
     expect(await staleFiles(changed)).toEqual([]);
-    expect(await listFiles(path.join(root, 'k8s', 'generated', 'jobs'))).toEqual(['a.yaml']);
-    expect(await readFile(path.join(root, 'k8s', 'cronjobs.yaml'), 'utf8')).toContain('schedule: "0 7 * * *"');
+    expect(await listFiles(path.join(temp.path, 'k8s', 'generated', 'jobs'))).toEqual(['a.yaml']);
+    expect(await readFile(path.join(temp.path, 'k8s', 'cronjobs.yaml'), 'utf8')).toContain('schedule: "0 7 * * *"');
   });
 });

@@ -5,26 +5,22 @@
  * server runs on admission. Skipped when the evaluator is not built, outside CI; under CI its
  * absence fails.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
-import { k8sToolOrSkip, runTool } from './k8s-tools.js';
+import { k8sToolOrSkip, printedBackfillJob, runTool } from './k8s-tools.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 const podSecurity = k8sToolOrSkip('pod-security', 'POD_SECURITY_BIN');
 
 const judge = (manifests: string) => runTool(podSecurity!, [], { input: manifests });
 
 describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod Security Standard', () => {
-  let scratch: string;
+  const scratch = tempDirForAll();
   let backfillTemplate: string;
   beforeAll(async () => {
-    scratch = await makeTempDir();
     backfillTemplate = await readFile('examples/k8s-demo/backfill-job.yaml', 'utf8');
-  });
-  afterAll(async () => {
-    await rm(scratch, { recursive: true, force: true });
   });
 
   it('admits every CronJob of the demo base', async () => {
@@ -47,42 +43,20 @@ describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod 
   });
 
   it('admits the Indexed Job that tilehouse k8s --backfill prints', async () => {
-    const printed = await runCli(
-      [
-        'k8s',
-        '--config',
-        'config/production.example.yaml',
-        '--jobs',
-        'jobs',
-        '--backfill',
-        'daily_incidents_by_severity',
-        '--from',
-        '2026-01-01',
-        '--to',
-        '2026-03-01',
-        '--step',
-        'week',
-        '--parallelism',
-        '3',
-        '--resume',
-      ],
-      { env: {} },
-    );
-    expect(printed.exitCode).toBe(0);
-    const judged = judge(printed.stdout);
+    const judged = judge(await printedBackfillJob());
     expect(judged.stdout).toBe('allowed Job tilehouse-backfill-daily-incidents-by-se-\n');
     expect(judged.status).toBe(0);
   });
 
   it('admits what tilehouse k8s generates with a local CSV directory (an extra emptyDir volume and mount)', async () => {
-    const config = path.join(scratch, 'local.yaml');
+    const config = path.join(scratch.path, 'local.yaml');
     await writeFile(config, (await readFile('config/production.example.yaml', 'utf8')).replace(/directory: gs:\/\/.*/, 'directory: /var/lib/tilehouse/out'));
-    const outFile = path.join(scratch, 'base', 'cronjobs.yaml');
+    const outFile = path.join(scratch.path, 'base', 'cronjobs.yaml');
     const written = await runCli(['k8s', '--config', config, '--jobs', 'jobs', '--out', outFile], { env: {} });
     expect(written.exitCode).toBe(0);
     const cronJobs = await readFile(outFile, 'utf8');
     expect(cronJobs).toContain('mountPath: /var/lib/tilehouse/out');
-    const judged = judge(`${cronJobs}\n---\n${await readFile(path.join(scratch, 'base', 'backfill-job.yaml'), 'utf8')}`);
+    const judged = judge(`${cronJobs}\n---\n${await readFile(path.join(scratch.path, 'base', 'backfill-job.yaml'), 'utf8')}`);
     expect(judged.stdout).not.toMatch(/^refused/m);
     expect(judged.stdout.match(/^allowed /gm)).toHaveLength(6);
     expect(judged.status).toBe(0);

@@ -1,9 +1,9 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { makeTempDir } from '../support/temp-dir.js';
 import { promtool, promtoolBinaryOrSkip } from './promtool.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 interface RuleGroups {
   groups: Array<{ name: string; rules: Array<Record<string, unknown>> }>;
@@ -24,17 +24,11 @@ if (binary === null)
 
 /** What `promtool check rules` checks (scripts/promtool/main.go): YAML fields, PromQL, templates, durations. */
 describe.skipIf(binary === null)('k8s/prometheus-rules.yaml under promtool check rules', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await makeTempDir();
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForAll();
 
   async function check(groups: RuleGroups) {
-    await writeFile(path.join(dir, 'rules.yaml'), stringify(groups));
-    return promtool(binary!, ['rules.yaml'], dir);
+    await writeFile(path.join(dir.path, 'rules.yaml'), stringify(groups));
+    return promtool(binary!, ['rules.yaml'], dir.path);
   }
 
   it('accepts every rule of the CRD', async () => {

@@ -1,9 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli-harness.js';
+import { k8sToolOrSkip, printedBackfillJob, runTool } from './k8s-tools.js';
 
 /**
  * Every manifest tilehouse ships or prints, decoded strictly into the Kubernetes API's Go types
@@ -11,16 +9,11 @@ import { runCli } from '../support/cli-harness.js';
  * field, or a value of the wrong type, fails here as the API server's strict validation would.
  * Skipped when the decoder is not built, outside CI; under CI its absence fails.
  */
-const decoder = process.env.K8S_DECODE_BIN ?? path.resolve('.tools/bin/k8s-decode');
-const available = existsSync(decoder);
-if (!available && process.env.CI) throw new Error(`CI is set but ${decoder} is missing: run \`npm run setup:k8s-decode\`.`);
+const decoder = k8sToolOrSkip('k8s-decode', 'K8S_DECODE_BIN');
 
-function decode(text: string): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(decoder, [], { input: text, encoding: 'utf8' });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const decode = (text: string) => runTool(decoder!, [], { input: text });
 
-describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API types (k8s-decode)', () => {
+describe.skipIf(decoder === null)('manifests decoded strictly into the Kubernetes API types (k8s-decode)', () => {
   it.each([
     'examples/k8s-demo/cronjobs.yaml',
     'examples/k8s-demo/backfill-job.yaml',
@@ -35,29 +28,7 @@ describe.skipIf(!available)('manifests decoded strictly into the Kubernetes API 
   });
 
   it('the Indexed Job that tilehouse k8s --backfill prints', async () => {
-    const rendered = await runCli(
-      [
-        'k8s',
-        '--config',
-        'config/production.example.yaml',
-        '--jobs',
-        'jobs',
-        '--backfill',
-        'daily_incidents_by_severity',
-        '--from',
-        '2026-01-01',
-        '--to',
-        '2026-03-01',
-        '--step',
-        'week',
-        '--parallelism',
-        '3',
-        '--resume',
-      ],
-      { env: {} },
-    );
-    expect(rendered.exitCode).toBe(0);
-    const result = decode(rendered.stdout);
+    const result = decode(await printedBackfillJob());
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^batch\/v1 Job tilehouse-backfill-daily-incidents-by-se-\n$/);
   });

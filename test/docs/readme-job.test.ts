@@ -1,16 +1,15 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { listFiles, runCli, sandboxEnv } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { listFiles, runCli, sandboxEnv, refusalCode, summaryOf } from '../support/cli-harness.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 /**
  * Issue 25: README.md shows one complete job with a BigQuery sink. It must be a job tilehouse
@@ -28,24 +27,18 @@ async function readmeJobText(): Promise<string> {
 }
 
 describe("README.md's complete job with a BigQuery sink", () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await makeTempDir('tilehouse-readme-job-');
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForAll('tilehouse-readme-job-');
 
   /** `tilehouse validate --strict` with config/production.example.yaml, its secret file where this test can write it. */
   async function validate(job: string) {
-    const jobs = path.join(dir, `jobs-${Math.random().toString(36).slice(2)}`);
+    const jobs = path.join(dir.path, `jobs-${Math.random().toString(36).slice(2)}`);
     await mkdir(jobs);
     await writeFile(path.join(jobs, `${/^name: (\w+)$/m.exec(job)?.[1] ?? 'job'}.yaml`), job);
-    const secret = path.join(dir, 'client-secret');
+    const secret = path.join(dir.path, 'client-secret');
     await writeFile(secret, 'not-a-real-secret\n', { mode: 0o600 });
     const example = await readFile(path.join(ROOT, 'config', 'production.example.yaml'), 'utf8');
     expect(example).toContain('/var/run/secrets/tilehouse/client-secret');
-    const config = path.join(dir, 'production.yaml');
+    const config = path.join(dir.path, 'production.yaml');
     await writeFile(config, example.replace('/var/run/secrets/tilehouse/client-secret', secret));
     return runCli(['validate', '--strict', '--config', config, '--jobs', jobs], { env: { TILEHOUSE_CLIENT_ID: 'readme-client' } });
   }
@@ -62,42 +55,38 @@ describe("README.md's complete job with a BigQuery sink", () => {
     // Proves the check above can fail: the same job with a key no visible item has.
     const result = await validate((await readmeJobText()).replace('primaryKey: [Number]', 'primaryKey: [Ticket]'));
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('config_invalid');
     expect(result.stderr).toMatch(/incidents\.yaml:\d+: .*primaryKey/);
   });
 });
 
 describeWithEmulator("README.md's complete job, run against the sandbox into BigQuery", (endpoint) => {
-  const opened: Sandbox[] = [];
+  const each = sandboxesEachTest();
   let proxy: EmulatorWithCopyJobs;
   let client: BigQuery;
-  let root: string;
+  const temp = tempDirForAll('tilehouse-readme-job-');
   const dataset = uniqueDatasetId('readme_job');
   let job: Record<string, unknown> & { name: string; tile: string; query: unknown };
 
   beforeAll(async () => {
     proxy = await startEmulatorWithCopyJobs(endpoint);
     client = proxy.client();
-    root = await makeTempDir('tilehouse-readme-job-');
     job = parse(await readmeJobText()) as typeof job;
   });
   afterAll(async () => {
-    for (const sandbox of opened) await sandbox.close();
     await proxy?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   /** A run of the job against a sandbox whose clock stands at `day`, as `tilehouse run --json`. */
   async function runOn(day: string) {
-    const sandbox = await startSandbox({ incidents: 2000, now: new Date(`${day}T12:00:00Z`) });
-    opened.push(sandbox);
-    const ws = await writeBigQueryWorkspace(path.join(root, day), sandbox, [job], { projectId: endpoint.projectId, dataset });
+    const sandbox = await each.sandbox({ incidents: 2000, now: new Date(`${day}T12:00:00Z`) });
+    const ws = await writeBigQueryWorkspace(path.join(temp.path, day), sandbox, [job], { projectId: endpoint.projectId, dataset });
     const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
       env: sandboxEnv(sandbox),
       seams: { sinkOptions: { bigqueryClient: client } },
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     // number -> "opened|severity|status" as the source answers the job's query now.
     const source = sandbox
       .evaluate(job.query, job.tile)

@@ -1,16 +1,15 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { readFile, writeFile } from 'node:fs/promises';
+import { beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { METRICS } from '../../src/metrics/push-metrics.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { dailySeverityQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { describeWithPushgateway, samplesOf } from './pushgateway.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (gateway) => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 3000 });
   let workspace: Workspace;
   const job = {
     name: 'inc_daily',
@@ -22,21 +21,15 @@ describeWithPushgateway('metrics of an incremental run on a real Pushgateway', (
   };
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 3000 });
-    root = await makeTempDir();
-    workspace = await writeWorkspace(root, sandbox, [job]);
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job]);
     const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url } }));
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   const sample = async (name: string) => samplesOf(await gateway.scrape(), name).filter((s) => s.labels.job === 'inc_daily');
 
   it("pushes one run to the schedule's group (the freshness alerts watch it), also when only today's open day was exported again", async () => {
-    const run = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
+    const run = () => runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(fixture.sandbox) });
     const first = await run();
     expect(first.exitCode).toBe(0);
     const summary = JSON.parse(first.stdout) as { tiles: Array<{ rows: number }> };

@@ -1,14 +1,14 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { backfillRunMetrics, METRICS, MetricsPusher, scheduleIntervalSeconds, type TileRunMetrics } from '../../src/metrics/push-metrics.js';
 import { tileRunRegistry } from '../../src/metrics/tile-run-registry.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery, dailyQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { describeWithPushgateway, samplesOf } from './pushgateway.js';
+import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 
 const run: TileRunMetrics = { job: 'daily', status: 'succeeded', rows: 12, pages: 2, bytes: 3000, durationMs: 1500, retries: 1, throttled: 2, tokenFetches: 1 };
 
@@ -92,32 +92,25 @@ describe('MetricsPusher without a Pushgateway', () => {
 });
 
 describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) => {
-  let sandbox: Sandbox;
-  let root: string;
-  let workspace: Workspace;
   const jobs = [
     { name: 'steady', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], schedule: { cron: '*/15 * * * *' } },
     { name: 'flaky', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
   ];
 
+  const fixture = sandboxWorkspaceForAll({ incidents: 45 }, jobs, { itemsPerPage: 20 });
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 45 });
-    root = await makeTempDir();
-    workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 20 });
-    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
-    await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url, labels: { environment: 'test' } } }));
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
+    const config = parse(await readFile(fixture.workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(fixture.workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url, labels: { environment: 'test' } } }));
   });
 
   const tilehouse = (tiles: string[]) =>
-    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...tiles.flatMap((tile) => ['--tile', tile])], { env: sandboxEnv(sandbox) });
+    runCli(['run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir, ...tiles.flatMap((tile) => ['--tile', tile])], {
+      env: sandboxEnv(fixture.sandbox),
+    });
   const sample = async (name: string, job: string) => samplesOf(await gateway.scrape(), name).find((s) => s.labels.job === job);
 
   it("serves each job's run back on /metrics, grouped by job with the configured labels", async () => {
-    sandbox.inject({ kind: 'rate-limit', endpoint: 'export', pageNumber: 1, retryAfter: 0 });
+    fixture.sandbox.inject({ kind: 'rate-limit', endpoint: 'export', pageNumber: 1, retryAfter: 0 });
     const before = Date.now() / 1000;
     const result = await tilehouse(['steady', 'flaky']);
     expect(result.exitCode).toBe(0);
@@ -141,12 +134,12 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
     const success = (await sample(METRICS.lastSuccess, 'flaky'))!.value;
     const steadySuccess = (await sample(METRICS.lastSuccess, 'steady'))!.value;
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Infinity });
+    fixture.sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Infinity });
     try {
       const result = await tilehouse(['flaky']);
       expect(result.exitCode).toBe(1);
     } finally {
-      sandbox.clearFaults();
+      fixture.sandbox.clearFaults();
     }
     expect((await sample(METRICS.lastSuccess, 'flaky'))?.value).toBe(success);
     expect((await sample(METRICS.lastRunSuccess, 'flaky'))?.value).toBe(0);
@@ -163,7 +156,7 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
   });
 
   it('a run a publish guard refused says so (the metric TilehousePublishGuardTripped fires on), and the next published run clears it', async () => {
-    const jobFile = `${workspace.jobsDir}/flaky.yaml`;
+    const jobFile = `${fixture.workspace.jobsDir}/flaky.yaml`;
     const original = await readFile(jobFile, 'utf8');
     const none = {
       ...detailQuery,
@@ -185,9 +178,6 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
 });
 
 describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway) => {
-  let sandbox: Sandbox;
-  let root: string;
-  let workspace: Workspace;
   const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
   const job = {
     name: 'daily',
@@ -198,23 +188,17 @@ describeWithPushgateway('metrics of a backfill on a real Pushgateway', (gateway)
     backfill: { item: 'day', bucketColumn: 'Day' },
   };
 
+  const fixture = sandboxWorkspaceForAll({ incidents: 1000, now: new Date() }, [job]);
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 1000, now: new Date() });
-    root = await makeTempDir();
-    workspace = await writeWorkspace(root, sandbox, [job]);
-    const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
-    await writeFile(workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url } }));
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
+    const config = parse(await readFile(fixture.workspace.configFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(fixture.workspace.configFile, stringify({ ...config, metrics: { pushgatewayUrl: gateway.url } }));
   });
 
   it('pushes one run for the whole backfill, to its own group (mode="backfill"), never the scheduled group', async () => {
-    const result = await runCli(
-      ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'],
-      { env: sandboxEnv(sandbox) },
-    );
+    const { configFile, jobsDir } = fixture.workspace;
+    const result = await runCli(['backfill', '--config', configFile, '--jobs', jobsDir, '--tile', 'daily', '--from', day(-4), '--to', day(-1), '--json'], {
+      env: sandboxEnv(fixture.sandbox),
+    });
     expect(result.exitCode).toBe(0);
     const summary = JSON.parse(result.stdout) as { rows: number };
     const samples = samplesOf(await gateway.scrape(), METRICS.rows).filter((sample) => sample.labels.job === 'daily');

@@ -1,41 +1,34 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const CLI = path.resolve('src/cli.ts');
 const KILLS = 20;
 const PREVIOUS = 'previous output\r\n';
 const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: 600, latencyMs: 15 });
 let workspace: Workspace;
 let target: string;
 let faultFree: string;
 
 function runInProcess(ws: Workspace = workspace) {
-  return runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(sandbox) });
+  return runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], { env: sandboxEnv(fixture.sandbox) });
 }
 
 beforeAll(async () => {
   // 30 pages, 15 ms each, one at a time: a run lasts long enough to be killed anywhere in it.
-  sandbox = await startSandbox({ incidents: 600, latencyMs: 15 });
-  root = await makeTempDir();
-  workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
+  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job], { itemsPerPage: 20, concurrency: 1 });
   target = path.join(workspace.outDir, 'incident_detail.csv');
   expect((await runInProcess()).exitCode).toBe(0);
   faultFree = await readFile(target, 'utf8');
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 describe('a run killed with SIGKILL', () => {
@@ -46,9 +39,9 @@ describe('a run killed with SIGKILL', () => {
     for (let kill = 0; kill < KILLS; kill += 1) {
       await mkdir(workspace.outDir, { recursive: true });
       await writeFile(target, PREVIOUS);
-      const before = sandbox.requests.length;
+      const before = fixture.sandbox.requests.length;
       const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-        env: { ...process.env, ...sandboxEnv(sandbox) },
+        env: { ...process.env, ...sandboxEnv(fixture.sandbox) },
         stdio: 'ignore',
       });
       let exitedAlready = false;
@@ -56,7 +49,7 @@ describe('a run killed with SIGKILL', () => {
       // The moment is a point in the export, not on the clock (a loaded CI machine starts tsx
       // slower): after the k-th page request, k from 0 (before the token) to 32 (after the last page).
       const moment = Math.floor(random() * 33);
-      const pagesRequested = () => sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
+      const pagesRequested = () => fixture.sandbox.requests.slice(before).filter((r) => r.endpoint === 'export').length;
       while (!exitedAlready && pagesRequested() < moment) await sleep(2);
       child.kill('SIGKILL');
       await exited;
@@ -91,21 +84,21 @@ describe('two runs of one tile at the same time', () => {
         ),
       },
     };
-    const other = await writeWorkspace(path.join(root, 'other'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
+    const other = await writeWorkspace(path.join(fixture.root, 'other'), fixture.sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
     const otherConfig = (await readFile(other.configFile, 'utf8')).replace(other.outDir, workspace.outDir);
     await writeFile(other.configFile, otherConfig);
 
-    const filteredOnly = await writeWorkspace(path.join(root, 'reference'), sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
+    const filteredOnly = await writeWorkspace(path.join(fixture.root, 'reference'), fixture.sandbox, [filtered], { itemsPerPage: 20, concurrency: 1 });
     expect((await runInProcess(filteredOnly)).exitCode).toBe(0);
     const filteredOutput = await readFile(path.join(filteredOnly.outDir, 'incident_detail.csv'), 'utf8');
     expect(filteredOutput).not.toBe(faultFree);
 
-    const started = sandbox.requests.length;
+    const started = fixture.sandbox.requests.length;
     const [a, b] = await Promise.all([runInProcess(workspace), runInProcess(other)]);
     // Neither sweeps the other's temp file: its owner is alive.
     expect([a.exitCode, b.exitCode]).toEqual([0, 0]);
     // They really overlapped: the second token was issued before the first run's last page.
-    const requests = sandbox.requests.slice(started);
+    const requests = fixture.sandbox.requests.slice(started);
     const tokens = requests.filter((r) => r.endpoint === 'token');
     expect(tokens).toHaveLength(2);
     expect(tokens[1]!.receivedAt).toBeLessThan(Math.max(...requests.filter((r) => r.endpoint === 'export').map((r) => r.receivedAt)));
@@ -120,7 +113,7 @@ describe('the start of a run', () => {
     const { DEAD_PID, startLiveProcess, tagOf } = await import('../support/temp-owners.js');
     const live = await startLiveProcess();
     try {
-      const ws = await writeWorkspace(path.join(root, 'sweep'), sandbox, [job], { itemsPerPage: 50 });
+      const ws = await writeWorkspace(path.join(fixture.root, 'sweep'), fixture.sandbox, [job], { itemsPerPage: 50 });
       await mkdir(ws.outDir, { recursive: true });
       const dayAgo = new Date(Date.now() - 25 * 3_600_000);
       const gone = [

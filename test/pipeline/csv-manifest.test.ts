@@ -1,41 +1,34 @@
 import { createHash } from 'node:crypto';
-import { readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { HookedSink, loadForRun, runLoaded } from '../support/run-jobs-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { DEAD_PID, tagOf } from '../support/temp-owners.js';
 import type { FileManifest } from '../../src/sinks/files/manifest.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const INCIDENTS = 57;
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });
 let workspace: Workspace;
 let file: string;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: INCIDENTS });
-  root = await makeTempDir();
   workspace = await writeWorkspace(
-    root,
-    sandbox,
+    fixture.root,
+    fixture.sandbox,
     [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }], columns: { Number: { type: 'INT64' } } }],
     { itemsPerPage: 20 },
   );
   file = path.join(workspace.outDir, 'detail.csv');
 });
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
-});
 
 const run = (runId: string) =>
-  runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: sandboxEnv(sandbox) });
+  runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], { env: sandboxEnv(fixture.sandbox) });
 const manifest = async () => JSON.parse(await readFile(`${file}.manifest.json`, 'utf8')) as FileManifest;
 // The expectation's own hash of the whole file, not manifest.ts's sha256Of: an oracle independent of the code under test.
 const sha256 = async (target: string) =>
@@ -72,11 +65,11 @@ describe('the CSV manifest (manifest: true)', () => {
 
   it('a failed run leaves the previous file and manifest as they were, and no temp file', async () => {
     const before = [await readFile(file), await readFile(`${file}.manifest.json`)];
-    sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, pageNumber: 2, times: Infinity });
+    fixture.sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, pageNumber: 2, times: Infinity });
     try {
       expect((await run('failed-run')).exitCode).toBe(1);
     } finally {
-      sandbox.clearFaults();
+      fixture.sandbox.clearFaults();
     }
     expect([await readFile(file), await readFile(`${file}.manifest.json`)]).toEqual(before);
     await expectConsistent('second-run');
@@ -85,7 +78,7 @@ describe('the CSV manifest (manifest: true)', () => {
 
   it('a run stopped after prepare (manifest temp written) publishes neither and removes both temps', async () => {
     const controller = new AbortController();
-    const summary = await runLoaded(await loadForRun(workspace, sandbox), {
+    const summary = await runLoaded(await loadForRun(workspace, fixture.sandbox), {
       signal: controller.signal,
       // Stopped while the sink prepares: the data and manifest temps exist, the publish never comes.
       sinksFor: (_job, [csv]) => [new HookedSink(csv!, 'prepare', () => controller.abort(new Error('SIGTERM received')))],

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { tryMountTinyFs } from '../support/tiny-fs.js';
 
 // A real full disk: a 64 KiB tmpfs as each file sink's directory (tryMountTinyFs). The BigQuery
@@ -17,22 +17,19 @@ const KINDS = [
   { label: 'Parquet', file: 'incident_detail.parquet', sink: { type: 'parquet' } },
 ] as const;
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: 6000 });
 const workspaces = new Map<string, Workspace>();
 const mountFailures = new Map<string, string | undefined>();
 const PREVIOUS = 'previous run\r\n';
 
 beforeAll(async () => {
   // Parquet compresses ~5:1; 6000 rows are ~3x the file system in every format.
-  sandbox = await startSandbox({ incidents: 6000 });
-  root = await makeTempDir();
   for (const kind of KINDS) {
-    const kindRoot = path.join(root, kind.label.replace(/\W/g, '-'));
+    const kindRoot = path.join(fixture.root, kind.label.replace(/\W/g, '-'));
     await mkdir(kindRoot, { recursive: true });
     const outDir = path.join(kindRoot, 'out');
     const sink = 'type' in kind.sink ? { type: 'parquet', path: path.join(outDir, '{name}.parquet') } : { type: 'csv', ...kind.sink };
-    const workspace = await writeWorkspace(kindRoot, sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
+    const workspace = await writeWorkspace(kindRoot, fixture.sandbox, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
       itemsPerPage: 1000,
     });
     await mkdir(workspace.outDir, { recursive: true });
@@ -41,9 +38,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  await sandbox.close();
   for (const [label, failure] of mountFailures) if (failure === undefined) execFileSync('umount', [workspaces.get(label)!.outDir]);
-  await rm(root, { recursive: true, force: true });
 });
 
 describe.each(KINDS)('a $label run onto a full disk', (kind) => {
@@ -54,7 +49,7 @@ describe.each(KINDS)('a $label run onto a full disk', (kind) => {
     const target = path.join(workspace.outDir, kind.file);
     await writeFile(target, PREVIOUS);
 
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
 
     expect(result.exitCode).toBe(1);
     const finished = result.logs.find((line) => line.msg === 'run finished') as { summary: { tiles: Array<{ error: { code: string; message: string } }> } };
@@ -74,7 +69,7 @@ describe.each(KINDS)('a $label run onto a full disk', (kind) => {
     const workspace = workspaces.get(kind.label)!;
     // Grown for good: a tmpfs holding more than 64 KiB cannot shrink back.
     execFileSync('mount', ['-o', 'remount,size=8m', workspace.outDir]);
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
     expect(result.exitCode).toBe(0);
     expect((await readFile(path.join(workspace.outDir, kind.file))).length).toBeGreaterThan(64 * 1024);
     expect(await listFiles(workspace.outDir)).toEqual([kind.file]);

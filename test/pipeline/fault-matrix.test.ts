@@ -1,10 +1,10 @@
-import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type FaultRule, type Sandbox } from '../../sandbox/index.js';
 import { FAST_RETRY, listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 // 237 rows at 20 per page = pages 0..11.
 const INCIDENTS = 237;
@@ -19,7 +19,7 @@ const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, s
 const PREVIOUS = 'previous output\r\n';
 
 let sandbox: Sandbox;
-let root: string;
+const temp = tempDirForAll();
 let workspace: Workspace;
 let faultFree: Buffer;
 let faultFreeRequests: number;
@@ -35,12 +35,11 @@ async function runOnce() {
 // answer still on its way) must not reach, and spend, the next case's fault rule.
 async function freshSandbox(): Promise<void> {
   sandbox = await startSandbox({ incidents: INCIDENTS });
-  workspace = await writeWorkspace(root, sandbox, [job], { itemsPerPage: ITEMS_PER_PAGE, requestTimeoutMs: TIMEOUT_MS });
+  workspace = await writeWorkspace(temp.path, sandbox, [job], { itemsPerPage: ITEMS_PER_PAGE, requestTimeoutMs: TIMEOUT_MS });
   target = path.join(workspace.outDir, 'incident_detail.csv');
 }
 
 beforeAll(async () => {
-  root = await makeTempDir();
   await freshSandbox();
   const clean = await runOnce();
   expect(clean.exitCode).toBe(0);
@@ -51,9 +50,6 @@ beforeAll(async () => {
 beforeEach(freshSandbox);
 afterEach(async () => {
   await sandbox.close();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 type Where = { label: string; endpoint: 'token' } | { label: string; endpoint: 'export'; pageNumber: number };

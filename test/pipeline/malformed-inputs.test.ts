@@ -1,10 +1,10 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listFiles, runCli } from '../support/cli-harness.js';
 import { exportPage, startScriptedSource, type ScriptedAnswer } from '../support/scripted-source.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const QUERY = {
   items: [
@@ -17,19 +17,13 @@ const JOB = { name: 'by_type', tile: 't-1', query: QUERY, sinks: [{ type: 'csv' 
 // Not a word: the secret is redacted by value from all output, so a common word would blank out messages.
 const ENV = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'x9-test-client-secret' };
 
-let root: string;
-beforeEach(async () => {
-  root = await makeTempDir();
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const temp = tempDirEachTest();
 
 async function workspace(baseUrl: string, job: unknown = JOB, envText?: string) {
-  const out = path.join(root, 'out');
-  const jobs = path.join(root, 'jobs');
+  const out = path.join(temp.path, 'out');
+  const jobs = path.join(temp.path, 'jobs');
   await mkdir(jobs, { recursive: true });
-  const config = path.join(root, 'env.yaml');
+  const config = path.join(temp.path, 'env.yaml');
   await writeFile(
     config,
     envText ??

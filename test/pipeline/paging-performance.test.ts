@@ -1,27 +1,22 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type RecordedRequest, type Sandbox } from '../../sandbox/index.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, type RecordedRequest, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
+import { sandboxForAll } from '../support/sandbox-fixture.js';
 
 // Behaviour of parallel paging end to end (CLI → sandbox over loopback → CSV). No timings are
 // asserted: the benchmark (npm run bench) measures speed; these tests pin what must hold at speed.
 
 const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
 
-let root: string;
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const temp = tempDirForAll();
 
 /** Runs the one job against `sandbox` with these source settings; returns the CSV and the run's exports. */
 async function exportCsv(sandbox: Sandbox, name: string, source: Record<string, unknown>) {
-  const workspace = await writeWorkspace(path.join(root, name), sandbox, [job], source);
+  const workspace = await writeWorkspace(path.join(temp.path, name), sandbox, [job], source);
   const before = sandbox.requests.length;
   const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
   const exports = sandbox.requests.slice(before).filter((request) => request.endpoint === 'export');
@@ -35,17 +30,11 @@ const refused = (request: RecordedRequest) => request.faults.includes('concurren
 describe('parallel paging against a source that allows fewer requests at once than configured', () => {
   // The sandbox answers 429 (Retry-After: 0) to an export arriving while K are in flight.
   const K = 2;
-  let sandbox: Sandbox;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 600, latencyMs: 20, maxConcurrentExports: K });
-  });
-  afterAll(async () => {
-    await sandbox.close();
-  });
+  const fixture = sandboxForAll({ incidents: 600, latencyMs: 20, maxConcurrentExports: K });
 
   it('succeeds at concurrency 8, settles within the limit after the first cuts, and spends no retries on it', async () => {
     // 600 rows at 10 per page: 60 pages, enough rounds for the limit to settle.
-    const parallel = await exportCsv(sandbox, 'aimd-8', { itemsPerPage: 10, concurrency: 8 });
+    const parallel = await exportCsv(fixture.sandbox, 'aimd-8', { itemsPerPage: 10, concurrency: 8 });
     expect(parallel.result.stderr).toMatch(/1 succeeded/);
     expect(parallel.result.exitCode).toBe(0);
 
@@ -63,20 +52,14 @@ describe('parallel paging against a source that allows fewer requests at once th
     expect(parallel.retries).toBe(0);
 
     // And the output is exactly what one page at a time gives (which the limit never refuses).
-    const sequential = await exportCsv(sandbox, 'aimd-1', { itemsPerPage: 10, concurrency: 1 });
+    const sequential = await exportCsv(fixture.sandbox, 'aimd-1', { itemsPerPage: 10, concurrency: 1 });
     expect(sequential.exports.some(refused)).toBe(false);
     expect(parallel.csv?.equals(sequential.csv!)).toBe(true);
   });
 });
 
 describe('parallel paging with pages answered out of order', () => {
-  let sandbox: Sandbox;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 1200 });
-  });
-  afterAll(async () => {
-    await sandbox.close();
-  });
+  const fixture = sandboxForAll({ incidents: 1200 });
 
   it('writes a CSV byte for byte equal to a sequential run', async () => {
     // 1200 rows at 20 per page: pages 0..59. A third of them, chosen by a seeded generator, are
@@ -86,10 +69,10 @@ describe('parallel paging with pages answered out of order', () => {
     let seed = 20261121;
     const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     for (let pageNumber = 1; pageNumber < PAGES; pageNumber++) {
-      if (random() < 1 / 3) sandbox.inject({ kind: 'delay', endpoint: 'export', pageNumber, delayMs: 5 + Math.floor(random() * 55) });
+      if (random() < 1 / 3) fixture.sandbox.inject({ kind: 'delay', endpoint: 'export', pageNumber, delayMs: 5 + Math.floor(random() * 55) });
     }
-    const parallel = await exportCsv(sandbox, 'order-8', { itemsPerPage: ITEMS_PER_PAGE, concurrency: 8 });
-    sandbox.clearFaults();
+    const parallel = await exportCsv(fixture.sandbox, 'order-8', { itemsPerPage: ITEMS_PER_PAGE, concurrency: 8 });
+    fixture.sandbox.clearFaults();
     expect(parallel.result.exitCode).toBe(0);
     expect(parallel.exports).toHaveLength(PAGES);
 
@@ -97,7 +80,7 @@ describe('parallel paging with pages answered out of order', () => {
     const answered = [...parallel.exports].sort((a, b) => a.respondedAt! - b.respondedAt! || a.seq - b.seq);
     expect(answered.some((request, index) => index > 0 && request.pageNumber! < answered[index - 1]!.pageNumber!)).toBe(true);
 
-    const sequential = await exportCsv(sandbox, 'order-1', { itemsPerPage: ITEMS_PER_PAGE, concurrency: 1 });
+    const sequential = await exportCsv(fixture.sandbox, 'order-1', { itemsPerPage: ITEMS_PER_PAGE, concurrency: 1 });
     expect(sequential.result.exitCode).toBe(0);
     expect(parallel.csv?.equals(sequential.csv!)).toBe(true);
     // 1200 data rows and the header, nothing lost or doubled.

@@ -141,7 +141,10 @@ describe('readIntoSinks', () => {
         ['not a number', 'x', 1],
       ]),
     ];
-    await expect(readIntoSinks(pagesOf(bad), { job, sinks: all, logger: silentLogger, context })).rejects.toThrow(/page 1/);
+    await expect(readIntoSinks(pagesOf(bad), { job, sinks: all, logger: silentLogger, context })).rejects.toMatchObject({
+      code: 'value_invalid',
+      message: expect.stringMatching(/page 1/),
+    });
     expect(log.at(-1)).toBe('abort a.csv');
     expect(all[0]!.writers[0]!.rows).toHaveLength(1);
   });

@@ -1,11 +1,11 @@
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { detailQuery } from '../support/queries.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
+import { sandboxForAll } from '../support/sandbox-fixture.js';
 
 const INCIDENTS = 237;
 const ITEMS_PER_PAGE = 20;
@@ -19,28 +19,18 @@ function expectedCell(value: unknown, dataType: string): string | null {
   return String(value);
 }
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxForAll({ incidents: INCIDENTS, tokenLifetimeSeconds: 600 });
+const temp = tempDirEachTest();
 let workspace: Workspace;
 
-beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: INCIDENTS, tokenLifetimeSeconds: 600 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
 beforeEach(async () => {
-  root = await makeTempDir();
-  sandbox.clearFaults();
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  fixture.sandbox.clearFaults();
 });
 
 async function run(jobs: Array<Record<string, unknown>>, options: { secret?: string; args?: string[] } = {}) {
-  workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: ITEMS_PER_PAGE });
+  workspace = await writeWorkspace(temp.path, fixture.sandbox, jobs, { itemsPerPage: ITEMS_PER_PAGE });
   return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...(options.args ?? [])], {
-    env: sandboxEnv(sandbox, options.secret),
+    env: sandboxEnv(fixture.sandbox, options.secret),
   });
 }
 
@@ -50,7 +40,7 @@ describe('a tile run against the sandbox', () => {
     expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
     expect(result.exitCode).toBe(0);
 
-    const expected = sandbox.evaluate(detailQuery, SANDBOX_TILE);
+    const expected = fixture.sandbox.evaluate(detailQuery, SANDBOX_TILE);
     const csv = await readCsv(path.join(workspace.outDir, 'incident_detail.csv'));
     expect(csv.header).toEqual(expected.headers);
     expect(csv.rows).toHaveLength(INCIDENTS);
@@ -71,9 +61,9 @@ describe('a tile run against the sandbox', () => {
   });
 
   it('requests one fresh token and each page once when nothing fails', async () => {
-    const before = sandbox.requests.length;
+    const before = fixture.sandbox.requests.length;
     await run([detailJob]);
-    const requests = sandbox.requests.slice(before);
+    const requests = fixture.sandbox.requests.slice(before);
     expect(requests.filter((r) => r.endpoint === 'token')).toHaveLength(1);
     const pages = requests.filter((r) => r.endpoint === 'export').map((r) => r.pageNumber);
     expect([...pages].sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([...Array(Math.ceil(INCIDENTS / ITEMS_PER_PAGE)).keys()]);

@@ -1,12 +1,12 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parse, stringify } from 'yaml';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { refreshMarginMs, RunToken, SessionToken } from '../../src/source/session-token.js';
 import type { Token } from '../../src/source/token-client.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest, sandboxForAll } from '../support/sandbox-fixture.js';
 
 describe('RunToken', () => {
   const issuer = (expiresIn?: number) => {
@@ -65,27 +65,18 @@ describe('RunToken', () => {
 });
 
 describe('tokens per run against the sandbox', () => {
-  let sandbox: Sandbox;
-  let shortLived: Sandbox;
-  let root: string;
+  const fixture = sandboxForAll({ incidents: 80 });
+  const shortLived = sandboxForAll({ incidents: 160, tokenLifetimeSeconds: 1, latencyMs: 40 });
+  const each = sandboxesEachTest();
   const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
 
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 80 });
-    shortLived = await startSandbox({ incidents: 160, tokenLifetimeSeconds: 1, latencyMs: 40 });
-  });
-  afterAll(async () => {
-    await Promise.all([sandbox.close(), shortLived.close()]);
-  });
   afterEach(async () => {
-    sandbox.clearFaults();
-    sandbox.clearRequests();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
+    fixture.sandbox.clearFaults();
+    fixture.sandbox.clearRequests();
   });
 
   async function run(target: Sandbox, source: Record<string, unknown> = {}, tileConcurrency = 1) {
-    root = await makeTempDir();
-    const workspace = await writeWorkspace(root, target, jobs, { itemsPerPage: 10, ...source });
+    const workspace = await writeWorkspace(await each.tempDir(), target, jobs, { itemsPerPage: 10, ...source });
     const config = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(workspace.configFile, stringify({ ...config, tileConcurrency }));
     target.clearRequests();
@@ -102,16 +93,16 @@ describe('tokens per run against the sandbox', () => {
   }
 
   it('a three-tile run asks the issuer for one token', async () => {
-    const { result, summary, tokenRequests } = await run(sandbox);
+    const { result, summary, tokenRequests } = await run(fixture.sandbox);
     expect(result.exitCode).toBe(0);
     expect(tokenRequests).toHaveLength(1);
     expect(summary.tokenFetches).toBe(1);
     expect(summary.tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0)).toBe(1);
-    expect(sandbox.requests.filter((request) => request.endpoint === 'export' && request.status !== 200)).toEqual([]);
+    expect(fixture.sandbox.requests.filter((request) => request.endpoint === 'export' && request.status !== 200)).toEqual([]);
   });
 
   it('with source.tokenScope: job, each of the three jobs fetches a fresh token of its own', async () => {
-    const { result, summary, tokenRequests } = await run(sandbox, { tokenScope: 'job' });
+    const { result, summary, tokenRequests } = await run(fixture.sandbox, { tokenScope: 'job' });
     expect(result.exitCode).toBe(0);
     expect(tokenRequests).toHaveLength(3);
     expect(summary.tiles.map((tile) => tile.tokenFetches)).toEqual([1, 1, 1]);
@@ -119,15 +110,15 @@ describe('tokens per run against the sandbox', () => {
   });
 
   it('three tiles at once still share one token (the first fetch is awaited by all)', async () => {
-    const { result, summary, tokenRequests } = await run(sandbox, {}, 3);
+    const { result, summary, tokenRequests } = await run(fixture.sandbox, {}, 3);
     expect(result.exitCode).toBe(0);
     expect(tokenRequests).toHaveLength(1);
     expect(summary.tokenFetches).toBe(1);
   });
 
   it('a 429 from the token endpoint is retried like any 429 and counted', async () => {
-    sandbox.inject({ kind: 'rate-limit', endpoint: 'token', retryAfter: 0 });
-    const { result, summary, tokenRequests } = await run(sandbox);
+    fixture.sandbox.inject({ kind: 'rate-limit', endpoint: 'token', retryAfter: 0 });
+    const { result, summary, tokenRequests } = await run(fixture.sandbox);
     expect(result.exitCode).toBe(0);
     expect(tokenRequests.map((request) => request.status)).toEqual([429, 200]);
     expect(summary.tokenFetches).toBe(1);
@@ -135,8 +126,8 @@ describe('tokens per run against the sandbox', () => {
   });
 
   it('a 401 mid-run still fetches a new token once, shared by the tiles after it', async () => {
-    sandbox.inject({ kind: 'token-expiry', afterExportCalls: 4 });
-    const { result, summary, tokenRequests } = await run(sandbox);
+    fixture.sandbox.inject({ kind: 'token-expiry', afterExportCalls: 4 });
+    const { result, summary, tokenRequests } = await run(fixture.sandbox);
     expect(result.exitCode).toBe(0);
     expect(tokenRequests).toHaveLength(2);
     expect(summary.tokenFetches).toBe(2);
@@ -145,41 +136,33 @@ describe('tokens per run against the sandbox', () => {
   });
 
   it('short-lived tokens are replaced before they expire, so no request is refused', async () => {
-    const { result, summary, tokenRequests } = await run(shortLived, { concurrency: 1 });
+    const { result, summary, tokenRequests } = await run(shortLived.sandbox, { concurrency: 1 });
     expect(result.exitCode).toBe(0);
     // 3 tiles x 16 pages x 40+ ms, one page at a time, is about 2 s of 1 s tokens (refreshed
     // 200 ms before their end, well above a page's 40 ms).
     expect(tokenRequests.length).toBeGreaterThanOrEqual(2);
     expect(summary.tokenFetches).toBe(tokenRequests.length);
-    expect(shortLived.requests.filter((request) => request.status === 401)).toEqual([]);
+    expect(shortLived.sandbox.requests.filter((request) => request.status === 401)).toEqual([]);
     expect(summary.tiles.every((tile) => tile.reauthentications === 0)).toBe(true);
   });
 });
 
 describe('check and plan fetch tokens like a run', () => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxForAll({ incidents: 30 });
+  const each = sandboxesEachTest();
   const jobs = ['a', 'b', 'c'].map((name) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }));
 
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 30 });
-  });
-  afterAll(async () => {
-    await sandbox.close();
-  });
   afterEach(async () => {
-    sandbox.clearFaults();
-    sandbox.clearRequests();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
+    fixture.sandbox.clearFaults();
+    fixture.sandbox.clearRequests();
   });
 
   async function inspect(command: 'check' | 'plan', source: Record<string, unknown> = {}) {
-    root = await makeTempDir();
-    const workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 10, ...source });
-    sandbox.clearRequests();
-    const result = await runCli([command, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
-    const endpoints = sandbox.requests.map((request) => `${request.endpoint} ${request.status}`);
-    return { result, endpoints, tokenRequests: sandbox.requests.filter((request) => request.endpoint === 'token') };
+    const workspace = await writeWorkspace(await each.tempDir(), fixture.sandbox, jobs, { itemsPerPage: 10, ...source });
+    fixture.sandbox.clearRequests();
+    const result = await runCli([command, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
+    const endpoints = fixture.sandbox.requests.map((request) => `${request.endpoint} ${request.status}`);
+    return { result, endpoints, tokenRequests: fixture.sandbox.requests.filter((request) => request.endpoint === 'token') };
   }
 
   for (const command of ['check', 'plan'] as const) {
@@ -196,7 +179,7 @@ describe('check and plan fetch tokens like a run', () => {
     });
 
     it(`${command}: a 401 at the second job fetches a new token once, which the third job uses too`, async () => {
-      sandbox.inject({ kind: 'token-expiry', afterExportCalls: 1 });
+      fixture.sandbox.inject({ kind: 'token-expiry', afterExportCalls: 1 });
       const { result, endpoints, tokenRequests } = await inspect(command);
       expect(result.exitCode, result.stderr).toBe(0);
       expect(endpoints).toEqual(['token 200', 'export 200', 'export 401', 'token 200', 'export 200', 'export 200']);

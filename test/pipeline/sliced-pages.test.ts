@@ -1,11 +1,11 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { SLICE_BYTES } from '../../src/source/json-body.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 /**
  * Export pages of 2000 rows (~130 KB) are parsed from their bytes in slices (src/source/json-body.ts,
@@ -19,18 +19,15 @@ const WIRES = [
   { rowShape: 'array', datetimeFormat: 'iso', compress: true },
 ] as const;
 
-let sandbox: Sandbox | undefined;
-let root: string | undefined;
-afterEach(async () => {
+const each = sandboxesEachTest();
+afterEach(() => {
   vi.restoreAllMocks();
-  await sandbox?.close();
-  if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
 describe.each(WIRES)('a tile read in pages of 2000 rows (rows $rowShape, datetimes $datetimeFormat, gzip $compress)', (wire) => {
   it('writes the same CSV as pages small enough to be parsed whole, and never decodes a page as one string', async () => {
-    sandbox = await startSandbox({ incidents: 4000, ...wire });
-    root = await makeTempDir();
+    const sandbox = await each.sandbox({ incidents: 4000, ...wire });
+    const root = await each.tempDir();
     const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], columns: { Number: { type: 'INT64' } } };
     const whole = await writeWorkspace(path.join(root, 'whole'), sandbox, [job], { itemsPerPage: 100, concurrency: 2 });
     const sliced = await writeWorkspace(path.join(root, 'sliced'), sandbox, [job], { itemsPerPage: 2000, concurrency: 2 });

@@ -4,22 +4,21 @@
  * guarantee the fault tests prove was proved over HTTP/1.1.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { rootCertificates, setDefaultCACertificates } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSourceDispatcher } from '../../src/pipeline/source-session.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 let server: Http2SecureServer;
 let origin: string;
-let dir: string;
+const dir = tempDirForAll('tilehouse-h2-');
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'tilehouse-h2-'));
   // A throwaway self-signed certificate for 127.0.0.1, made now so that it never expires in the repository.
   const made = spawnSync(
     'openssl',
@@ -38,19 +37,19 @@ beforeAll(async () => {
       '-addext',
       'subjectAltName=IP:127.0.0.1',
       '-keyout',
-      path.join(dir, 'key.pem'),
+      path.join(dir.path, 'key.pem'),
       '-out',
-      path.join(dir, 'cert.pem'),
+      path.join(dir.path, 'cert.pem'),
     ],
     { encoding: 'utf8' },
   );
   if (made.status !== 0) throw new Error(`openssl could not make a test certificate: ${made.stderr}`);
-  const cert = await readFile(path.join(dir, 'cert.pem'), 'utf8');
+  const cert = await readFile(path.join(dir.path, 'cert.pem'), 'utf8');
   // Trusted the way a real source's certificate is: through the default CA list, which is what the
   // production dispatcher uses (it takes no connect options).
   setDefaultCACertificates([...rootCertificates, cert]);
   // Offers h2 first in ALPN and still answers HTTP/1.1, as a modern API gateway does.
-  server = createSecureServer({ key: await readFile(path.join(dir, 'key.pem')), cert, allowHTTP1: true }, (req, res) => {
+  server = createSecureServer({ key: await readFile(path.join(dir.path, 'key.pem')), cert, allowHTTP1: true }, (req, res) => {
     res.end(req.httpVersion);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -59,7 +58,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await new Promise<void>((resolve) => server?.close(() => resolve()));
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function httpVersionVia(dispatcher: Dispatcher): Promise<string> {

@@ -1,13 +1,14 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runSummaryDocument, summaryJsonSchemaFile, summarySchema } from '../../src/pipeline/summary-schema.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace, type Workspace, refusalCode } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { jobRunSummary } from '../support/job-run-summary.js';
 
 const SCHEMA_FILE = 'schema/run-summary.schema.json';
 
@@ -31,28 +32,7 @@ describe('schema/run-summary.schema.json', () => {
 
   it('refuses a summary without a run id or with an unknown status', async () => {
     const committed = await committedSchema();
-    const tile = {
-      job: 'a',
-      tile: 't',
-      runId: 'r',
-      status: 'succeeded',
-      rows: 1,
-      rowsDropped: 0,
-      pages: 1,
-      bytes: 10,
-      durationMs: 1,
-      columns: [],
-      outputs: [],
-      targets: [],
-      bigqueryJobIds: [],
-      warnings: [],
-      nulledValues: 0,
-      retries: 0,
-      throttled: 0,
-      tokenFetches: 1,
-      reauthentications: 0,
-      restarts: 0,
-    };
+    const tile = jobRunSummary();
     const good = {
       command: 'run',
       schemaVersion: 1,
@@ -75,8 +55,7 @@ describe('schema/run-summary.schema.json', () => {
 });
 
 describe('the run summary against its schema', () => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 60 });
   let workspace: Workspace;
   const jobs = [
     { name: 'first', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] },
@@ -84,17 +63,11 @@ describe('the run summary against its schema', () => {
   ];
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 60 });
-    root = await makeTempDir();
-    workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 20 });
-  });
-  afterAll(async () => {
-    await sandbox.close();
-    await rm(root, { recursive: true, force: true });
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, jobs, { itemsPerPage: 20 });
   });
 
   const run = (args: string[], env: Record<string, string> = {}) =>
-    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json', ...args], { env: { ...sandboxEnv(sandbox), ...env } });
+    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json', ...args], { env: { ...sandboxEnv(fixture.sandbox), ...env } });
 
   it('a successful run: run id and nominal window passed in and echoed, per tile rows, pages, bytes, targets, one token', async () => {
     const result = await run(['--run-id', 'argo-wf-1234', '--window-start', '2026-06-01T06:00:00Z', '--window-end', '2026-06-02T06:00:00Z']);
@@ -128,13 +101,15 @@ describe('the run summary against its schema', () => {
     expect(JSON.parse(fromEnv.stdout)).toMatchObject({ runId: 'from-env.7', window: null });
     const half = await run(['--window-start', '2026-06-01']);
     expect(half.exitCode).toBe(2);
+    expect(refusalCode(half)).toBe('usage_invalid');
     expect(half.stderr).toMatch(/--window-start and --window-end come together/);
     const backwards = await run(['--window-start', '2026-06-02', '--window-end', '2026-06-01T00:00:00+02:00']);
     expect(backwards.exitCode).toBe(2);
+    expect(refusalCode(backwards)).toBe('usage_invalid');
   });
 
   it('a failed run: exit 1, the tile failed with its error code, still valid', async () => {
-    sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Infinity });
+    fixture.sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Infinity });
     try {
       const result = await run(['--tile', 'first']);
       expect(result.exitCode).toBe(1);
@@ -143,12 +118,12 @@ describe('the run summary against its schema', () => {
       expect(summary).toMatchObject({ exitCode: 1, failed: 1, succeeded: 0 });
       expect(summary.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'export_api_error' } });
     } finally {
-      sandbox.clearFaults();
+      fixture.sandbox.clearFaults();
     }
   });
 
   it('a partially published run: exit 3 document with outputs and unpublished, still valid', async () => {
-    const two = await writeWorkspace(path.join(root, 'two'), sandbox, [
+    const two = await writeWorkspace(path.join(fixture.root, 'two'), fixture.sandbox, [
       {
         name: 'both',
         tile: SANDBOX_TILE,
@@ -159,7 +134,7 @@ describe('the run summary against its schema', () => {
         ],
       },
     ]);
-    const summary = await runLoaded(await loadForRun(two, sandbox), { sinksFor: (_job, [a, b]) => [a!, new PublishFailsSink(b!)] });
+    const summary = await runLoaded(await loadForRun(two, fixture.sandbox), { sinksFor: (_job, [a, b]) => [a!, new PublishFailsSink(b!)] });
     const document = runSummaryDocument(summary, { exitCode: 3, window: null });
     await expectValid(JSON.parse(JSON.stringify(document)));
     expect(document.tiles[0]).toMatchObject({

@@ -1,33 +1,25 @@
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { runJobs } from '../../src/pipeline/run-jobs.js';
 import type { JobRunSummary } from '../../src/pipeline/job-summary.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
 import { buildSinks } from '../../src/sinks/build-sinks.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { Capture, FAST_RETRY, listFiles, writeWorkspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { loadForRun } from '../support/run-jobs-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import path from 'node:path';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const INCIDENTS = 240;
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, latencyMs: 200 });
 
 beforeAll(async () => {
   // 12 pages at 200 ms, one at a time: a run takes over 2 s, so whatever the phase of the ticks,
   // some run of the every-2-seconds job starts (and sweeps) while the other job is writing.
-  sandbox = await startSandbox({ incidents: INCIDENTS, latencyMs: 200 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 describe('the scheduler with two jobs writing into one CSV directory', () => {
@@ -37,8 +29,8 @@ describe('the scheduler with two jobs writing into one CSV directory', () => {
       { name: 'every_second', tile: SANDBOX_TILE, query: detailQuery, schedule: { cron: '* * * * * *' }, sinks: [{ type: 'csv', path: '{name}.csv' }] },
       { name: 'every_two', tile: SANDBOX_TILE, query: detailQuery, schedule: { cron: '*/2 * * * * *' }, sinks: [{ type: 'csv', path: '{name}/{date}.csv' }] },
     ];
-    const workspace = await writeWorkspace(root, sandbox, jobs, { itemsPerPage: 20, concurrency: 1 });
-    const loaded = await loadForRun(workspace, sandbox);
+    const workspace = await writeWorkspace(fixture.root, fixture.sandbox, jobs, { itemsPerPage: 20, concurrency: 1 });
+    const loaded = await loadForRun(workspace, fixture.sandbox);
     const sinks = new Map(await Promise.all(loaded.jobs.map(async (job) => [job.name, await buildSinks(job, loaded.environment)] as const)));
     const logs = new Capture();
     const logger = await createLogger({ level: 'info', destination: logs });

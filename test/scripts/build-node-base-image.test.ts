@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../support/temp-dir.js';
+import { describe, expect, it } from 'vitest';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 /**
  * scripts/build-node-base-image.sh takes its Debian mirror from the machine's apt sources (or
@@ -13,13 +13,7 @@ import { makeTempDir } from '../support/temp-dir.js';
 const run = promisify(execFile);
 const SCRIPT = path.resolve('scripts/build-node-base-image.sh');
 
-let root: string;
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
+const temp = tempDirForAll();
 
 async function script(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   try {
@@ -33,14 +27,14 @@ async function script(env: Record<string, string>): Promise<{ code: number; stde
 
 describe('build-node-base-image.sh', () => {
   it('fails with a clear message when the apt sources name no mirror', async () => {
-    const result = await script({ TILEHOUSE_APT_SOURCES: path.join(root, 'missing.sources') });
+    const result = await script({ TILEHOUSE_APT_SOURCES: path.join(temp.path, 'missing.sources') });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("error: no Debian mirror in this machine's apt sources");
     expect(result.stderr).toContain('TILEHOUSE_DEBIAN_MIRROR');
   });
 
   it("takes the first non-security mirror of a deb822 file, or of a one-line 'deb' list", async () => {
-    const deb822 = path.join(root, 'debian.sources');
+    const deb822 = path.join(temp.path, 'debian.sources');
     await writeFile(
       deb822,
       'Types: deb\nURIs: http://security.apt.invalid/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://apt.invalid/debian\nSuites: bookworm\n',
@@ -49,7 +43,7 @@ describe('build-node-base-image.sh', () => {
     expect(fromDeb822.stderr).toContain('Debian mirror: http://apt.invalid/debian\n');
     expect(fromDeb822.code).toBe(2);
 
-    const list = path.join(root, 'sources.list');
+    const list = path.join(temp.path, 'sources.list');
     await writeFile(list, '# comment\ndeb [arch=amd64] http://list.apt.invalid/debian bookworm main\n');
     expect((await script({ TILEHOUSE_APT_SOURCES: list })).stderr).toContain('Debian mirror: http://list.apt.invalid/debian\n');
     expect((await script({ TILEHOUSE_APT_SOURCES: list, TILEHOUSE_DEBIAN_MIRROR: 'http://chosen.invalid/debian' })).stderr).toContain(

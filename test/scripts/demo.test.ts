@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { describe, expect, it } from 'vitest';
+import { runCli, refusalCode } from '../support/cli-harness.js';
+import { tempDirForAll } from '../support/temp-dir-hooks.js';
 
 /**
  * Issue 25 item 5: `npm run demo -- schedule` printed a usage error ("needs a stop signal") and
@@ -15,7 +15,7 @@ import { makeTempDir } from '../support/temp-dir.js';
  * before anything is scheduled.
  */
 
-let root: string;
+const temp = tempDirForAll();
 
 /** A port nothing listens on now: the demo's sandbox must not meet another demo on 8787. */
 async function freePort(): Promise<number> {
@@ -28,13 +28,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-beforeAll(async () => {
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
-});
-
 describe('tilehouse schedule without a stop signal', () => {
   it('refuses with exit 2 before scheduling anything', async () => {
     const started = Date.now();
@@ -43,6 +36,7 @@ describe('tilehouse schedule without a stop signal', () => {
       env: { TILEHOUSE_CLIENT_ID: 'id', TILEHOUSE_CLIENT_SECRET: 'secret' },
     });
     expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('usage_invalid');
     expect(result.stderr).toContain('schedule: needs a stop signal (run it as a process)');
     // Nothing scheduled: no croner timer was left behind to keep a process alive.
     expect(result.logs.filter((line) => String(line.msg).startsWith('scheduled '))).toEqual([]);
@@ -53,10 +47,10 @@ describe('tilehouse schedule without a stop signal', () => {
 describe('npm run demo -- schedule', () => {
   it('(tsx scripts/demo.ts schedule) runs the worker against the sandbox and stops on SIGTERM with exit 143, promptly', async () => {
     const port = await freePort();
-    const configFile = path.join(root, 'demo.yaml');
+    const configFile = path.join(temp.path, 'demo.yaml');
     const text = (await readFile('config/default.yaml', 'utf8'))
       .replaceAll('127.0.0.1:8787', `127.0.0.1:${port}`)
-      .replace('directory: out', `directory: ${path.join(root, 'out')}`);
+      .replace('directory: out', `directory: ${path.join(temp.path, 'out')}`);
     await writeFile(configFile, text);
     // What `npm run demo -- schedule` runs (package.json: tsx scripts/demo.ts), without npm in
     // between: npm re-raises a child's signal on itself, which would hide the demo's exit code.

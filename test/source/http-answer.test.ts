@@ -99,6 +99,7 @@ describe('classifyAnswer', () => {
     const seconds = classifyAnswer(answer(503, '', { 'retry-after': '31' }), context());
     expect(seconds).toMatchObject({ kind: 'fail' });
     expect(seconds.kind === 'fail' && seconds.error).toBeInstanceOf(SourceRetryAfterError);
+    expect(seconds).toMatchObject({ error: { code: 'source_retry_after_too_long' } });
     expect(seconds.kind === 'fail' && seconds.error.message).toBe('job j: page 4: HTTP 503 with Retry-After: 31 (more than the 30 s this job waits): busy');
     const date = classifyAnswer(answer(429, '', { 'retry-after': 'Sat, 21 Nov 2026 10:00:31 GMT' }), context({ sharedWire: true }));
     expect(date.kind === 'fail' && date.error.message).toContain('HTTP 429 with Retry-After: Sat, 21 Nov 2026 10:00:31 GMT (more than');
@@ -119,6 +120,7 @@ describe('classifyAnswer', () => {
   it('retries a missed deadline and names it as such', () => {
     const verdict = classifyAnswer({ transportError: new RequestDeadlineError(1500) }, context());
     expect(verdict.kind === 'retry' && verdict.error).toBeInstanceOf(SourceDeadlineError);
+    expect(verdict).toMatchObject({ error: { code: 'source_deadline_exceeded' } });
     expect(verdict.kind === 'retry' && verdict.error.message).toBe('job j: page 4: no complete answer within 1500 ms (headers and body together)');
   });
 

@@ -1,13 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { startSandbox } from '../../sandbox/index.js';
 import { parseRecording, type Recording } from '../../src/source/recording.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 /**
  * Issue 19: every recording in test/fixtures/recordings/ is a test. A user's `tilehouse probe
@@ -50,38 +48,29 @@ describe('recordings in test/fixtures/recordings/', () => {
     expect(FILES).toEqual(expect.arrayContaining(['sandbox-saved-query-echo.json', 'sandbox-gzip-objects-iso-no-echo.json']));
   });
 
+  const each = sandboxesEachTest();
   for (const name of FILES) {
     it(`${name}: replayed, tilehouse exports it exactly`, async () => {
       const file = path.join(DIRECTORY, name);
       const recording = parseRecording(readFileSync(file, 'utf8'), file);
-      const replay = await startSandbox({ replay: recording });
-      const root = await makeTempDir();
-      try {
-        const workspace = await writeWorkspace(
-          root,
-          replay,
-          [{ name: recording.job, tile: recording.tile, query: recording.query, sinks: [{ type: 'csv' }] }],
-          {
-            tileParam: recording.tileParam,
-            itemsPerPage: recording.itemsPerPage,
-          },
-        );
-        const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(replay) });
-        const failure = result.logs.find((line) => typeof line.code === 'string' && line.level !== undefined && Number(line.level) >= 50);
-        expect({ exitCode: result.exitCode, code: failure?.code }).toEqual({ exitCode: 0, code: undefined });
-        const [csv, ...others] = await listFiles(workspace.outDir);
-        expect(others.filter((other) => other.endsWith('.csv'))).toEqual([]);
-        const written = await readCsv(path.join(workspace.outDir, csv!));
-        const totalRows = recording.pages[0]!.navigation.totalRows;
-        expect(written.rows).toHaveLength(totalRows);
-        const recorded = recordedRows(recording);
-        if (recorded !== undefined && recorded.rows.length === totalRows) {
-          const expected = recorded.rows.map((row) => row.map((value, column) => expectedCell(value, recorded.dataTypes[column]!)));
-          expect(written.rows).toEqual(expected);
-        }
-      } finally {
-        await replay.close();
-        await rm(root, { recursive: true, force: true });
+      const replay = await each.sandbox({ replay: recording });
+      const root = await each.tempDir();
+      const workspace = await writeWorkspace(root, replay, [{ name: recording.job, tile: recording.tile, query: recording.query, sinks: [{ type: 'csv' }] }], {
+        tileParam: recording.tileParam,
+        itemsPerPage: recording.itemsPerPage,
+      });
+      const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(replay) });
+      const failure = result.logs.find((line) => typeof line.code === 'string' && line.level !== undefined && Number(line.level) >= 50);
+      expect({ exitCode: result.exitCode, code: failure?.code }).toEqual({ exitCode: 0, code: undefined });
+      const [csv, ...others] = await listFiles(workspace.outDir);
+      expect(others.filter((other) => other.endsWith('.csv'))).toEqual([]);
+      const written = await readCsv(path.join(workspace.outDir, csv!));
+      const totalRows = recording.pages[0]!.navigation.totalRows;
+      expect(written.rows).toHaveLength(totalRows);
+      const recorded = recordedRows(recording);
+      if (recorded !== undefined && recorded.rows.length === totalRows) {
+        const expected = recorded.rows.map((row) => row.map((value, column) => expectedCell(value, recorded.dataTypes[column]!)));
+        expect(written.rows).toEqual(expected);
       }
     });
   }

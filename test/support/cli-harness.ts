@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
 import { main, type CliIo, type CliSeams } from '../../src/cli.js';
 import type { RetrySettings } from '../../src/pipeline/source-session.js';
+import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import type { Sandbox } from '../../sandbox/index.js';
 
 /** A writable that keeps what was written, for asserting on output and logs. */
@@ -83,6 +84,20 @@ export async function runCli(args: string[], options: { env: Record<string, stri
     { retry: FAST_RETRY, ...options.seams },
   );
   return { exitCode, stdout: stdout.text, stderr: stderr.text, logs: logs.lines() };
+}
+
+/** The code of the refusal the CLI printed (its `tilehouse: <code>:` line on stderr); undefined when it printed none. */
+export function refusalCode(result: Pick<CliResult, 'stderr'>): string | undefined {
+  return /^tilehouse: ([a-z0-9_]+):$/m.exec(result.stderr)?.[1];
+}
+
+type Summary = ReturnType<typeof summarySchema.parse>;
+
+/** The summary a command printed with --json, checked against its schema and to be of `command` (a run's, a backfill's). */
+export function summaryOf<C extends Summary['command']>(stdout: string, command: C): Extract<Summary, { command: C }> {
+  const summary = summarySchema.parse(JSON.parse(stdout));
+  if (summary.command !== command) throw new Error(`not a ${command} summary but a ${summary.command} one`);
+  return summary as Extract<Summary, { command: C }>;
 }
 
 export function sandboxEnv(sandbox: Sandbox, secret = sandbox.clientSecret): Record<string, string> {

@@ -45,5 +45,6 @@ export async function configErrorOf(load: Promise<unknown>): Promise<ConfigError
     (e: unknown) => e,
   );
   expect(error).toBeInstanceOf(ConfigError);
+  expect(error).toMatchObject({ code: 'config_invalid' });
   return error as ConfigError;
 }

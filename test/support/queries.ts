@@ -1,4 +1,5 @@
-/** Queries the pipeline tests send to the sandbox's SANDBOX_TILE. */
+/** Queries the pipeline tests send to the sandbox's SANDBOX_TILE, and the jobs several tests run with them. */
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 
 /** One row per incident: a number, a datetime, hard text (quotes, CR/LF, emoji, RTL) and a label. */
 export const detailQuery = {
@@ -10,6 +11,9 @@ export const detailQuery = {
   ],
   options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },
 };
+
+/** A job `incident_detail` exporting the detail query to one CSV file: the CLI tests' plainest job. */
+export const detailCsvJob = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
 
 /**
  * The detail query restricted to incidents numbered above 10·run: two runs that export
@@ -61,3 +65,18 @@ export const incidentDaysQuery = {
   ],
   options: { pageNumber: 0, itemsPerPage: 50 },
 };
+
+/**
+ * A job `daily` exporting the daily severity query to CSV with manifests, incremental by day
+ * (lookback 0 unless `incremental` says otherwise): the windowed CLI tests' job.
+ */
+export function dailyManifestJob(incremental: Record<string, unknown>) {
+  return {
+    name: 'daily',
+    tile: SANDBOX_TILE,
+    query: dailySeverityQuery,
+    sinks: [{ type: 'csv', manifest: true }],
+    columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
+    incremental: { item: 'day', bucketColumn: 'Day', lookbackDays: 0, ...incremental },
+  };
+}

@@ -1,39 +1,32 @@
 // The span tree of a two-tile run with a CSV and a BigQuery sink each (the emulator, behind the
 // proxy that adds copy jobs), as the real OpenTelemetry Collector received it: the BigQuery
 // publish span names its load and copy jobs.
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { sandboxEnv } from '../support/cli-harness.js';
+import { sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { otelcolBinaryOrSkip, startCollector, type RunningCollector } from '../support/otel-collector.js';
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const otelcol = otelcolBinaryOrSkip();
 
 describeWithEmulator('a CSV and a BigQuery tile traced into a real OpenTelemetry Collector', (endpoint) => {
-  let sandbox: Sandbox;
+  const fixture = sandboxAndRootForAll({ incidents: 150 });
   let proxy: EmulatorWithCopyJobs;
   let collector: RunningCollector | undefined;
-  let root: string;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 150 });
     proxy = await startEmulatorWithCopyJobs(endpoint);
     if (otelcol !== null) collector = await startCollector(otelcol);
-    root = await makeTempDir();
   }, 60_000);
   afterAll(async () => {
     await collector?.stop();
     await proxy?.close();
-    await sandbox?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   it.skipIf(otelcol === null)(
@@ -45,20 +38,19 @@ describeWithEmulator('a CSV and a BigQuery tile traced into a real OpenTelemetry
         { name: 'detail_bq', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery' }] },
       ];
       const workspace = await writeBigQueryWorkspace(
-        path.join(root, 'tree'),
-        sandbox,
+        path.join(fixture.root, 'tree'),
+        fixture.sandbox,
         jobs,
         { projectId: proxy.endpoint.projectId, dataset },
         { itemsPerPage: 40 },
       );
       const runId = `otel-bq-${process.pid}`;
       const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], {
-        env: { ...sandboxEnv(sandbox), BIGQUERY_EMULATOR_HOST: proxy.endpoint.apiEndpoint, OTEL_EXPORTER_OTLP_ENDPOINT: collector!.endpoint },
+        env: { ...sandboxEnv(fixture.sandbox), BIGQUERY_EMULATOR_HOST: proxy.endpoint.apiEndpoint, OTEL_EXPORTER_OTLP_ENDPOINT: collector!.endpoint },
         timeoutMs: 120_000,
       });
       expect(result.code, result.stderr).toBe(0);
-      const summary = summarySchema.parse(JSON.parse(result.stdout));
-      if (summary.command !== 'run') throw new Error('not a run summary');
+      const summary = summaryOf(result.stdout, 'run');
       const spans = await collector!.until(({ spans }) => {
         const mine = spans.filter((span) => span.resource['tilehouse.run_id'] === runId);
         return mine.some((span) => span.name === 'tilehouse.run') ? mine : undefined;

@@ -2,43 +2,33 @@
 // exporter's output is read back: the span tree, a failed tile, TRACEPARENT, SIGTERM, the metrics
 // against the run summary, and collectors that refuse, fail or hang.
 import { once } from 'node:events';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { listFiles, sandboxEnv, writeWorkspace, summaryOf } from '../support/cli-harness.js';
 import { exitWithin, spawnCli as spawnChild, splitStderr } from '../support/child-process.js';
 import { describeWithCollector, type ReceivedSpan } from '../support/otel-collector.js';
 import { dailySeverityQuery, detailQuery } from '../support/queries.js';
 import { dayFromToday } from '../support/window-oracle.js';
 import { spawnCli } from '../support/spawn-cli.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
-let sandbox: Sandbox;
+const fixture = sandboxAndRootForAll({ incidents: 150 });
 let slow: Sandbox;
-let root: string;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 150 });
   // 30 pages at 60 ms each: long enough to be stopped in the middle.
   slow = await startSandbox({ incidents: 600, latencyMs: 60 });
-  root = await makeTempDir();
 });
 afterAll(async () => {
-  await sandbox?.close();
   await slow?.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 /** The summary `run --json` printed. */
-function runSummaryOf(stdout: string) {
-  const summary = summarySchema.parse(JSON.parse(stdout));
-  if (summary.command !== 'run') throw new Error('not a run summary');
-  return summary;
-}
+const runSummaryOf = (stdout: string) => summaryOf(stdout, 'run');
 
 const detail = (name: string, tile = SANDBOX_TILE) => ({ name, tile, query: detailQuery, sinks: [{ type: 'csv' }] });
 
@@ -58,10 +48,13 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   const otelEnv = () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
 
   it('sends one trace: run → tile → token, pages, prepare, publish, with their attributes; log lines carry its ids', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'tree'), sandbox, [detail('detail_a'), detail('detail_b')], { itemsPerPage: 40, concurrency: 2 });
+    const workspace = await writeWorkspace(path.join(fixture.root, 'tree'), fixture.sandbox, [detail('detail_a'), detail('detail_b')], {
+      itemsPerPage: 40,
+      concurrency: 2,
+    });
     const runId = newRunId('tree');
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
-      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      env: { ...sandboxEnv(fixture.sandbox), ...otelEnv() },
       timeoutMs: 60_000,
     });
     expect(result.code, result.stderr).toBe(0);
@@ -129,10 +122,12 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   }, 90_000);
 
   it('marks a failed tile ERROR with its code, the other tile OK, and the run ERROR (exit 1)', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'failed'), sandbox, [detail('good'), detail('bad', 'no-such-tile')], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(fixture.root, 'failed'), fixture.sandbox, [detail('good'), detail('bad', 'no-such-tile')], {
+      itemsPerPage: 40,
+    });
     const runId = newRunId('failed');
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], {
-      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      env: { ...sandboxEnv(fixture.sandbox), ...otelEnv() },
       timeoutMs: 60_000,
     });
     expect(result.code, result.stderr).toBe(1);
@@ -158,12 +153,12 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   }, 90_000);
 
   it('makes the run a child of the trace TRACEPARENT names; the resource names the pod, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'parent'), sandbox, [detail('detail_p')], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(fixture.root, 'parent'), fixture.sandbox, [detail('detail_p')], { itemsPerPage: 40 });
     const runId = newRunId('parent');
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const parentId = 'b7ad6b7169203331';
     const env = {
-      ...sandboxEnv(sandbox),
+      ...sandboxEnv(fixture.sandbox),
       ...otelEnv(),
       TRACEPARENT: `00-${traceId}-${parentId}-01`,
       TRACESTATE: 'airflow=dag-run-7',
@@ -196,10 +191,10 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   }, 60_000);
 
   it('starts a trace of its own when TRACEPARENT is malformed', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'bad-parent'), sandbox, [detail('detail_q')], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(fixture.root, 'bad-parent'), fixture.sandbox, [detail('detail_q')], { itemsPerPage: 40 });
     const runId = newRunId('bad-parent');
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
-      env: { ...sandboxEnv(sandbox), ...otelEnv(), TRACEPARENT: '00-not-a-trace-01' },
+      env: { ...sandboxEnv(fixture.sandbox), ...otelEnv(), TRACEPARENT: '00-not-a-trace-01' },
       timeoutMs: 60_000,
     });
     expect(result.code, result.stderr).toBe(0);
@@ -209,10 +204,12 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
   }, 60_000);
 
   it("sends run metrics (delta) whose values equal the run summary's", async () => {
-    const workspace = await writeWorkspace(path.join(root, 'metrics'), sandbox, [detail('detail_m'), detail('detail_x', 'no-such-tile')], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(fixture.root, 'metrics'), fixture.sandbox, [detail('detail_m'), detail('detail_x', 'no-such-tile')], {
+      itemsPerPage: 40,
+    });
     const runId = newRunId('metrics');
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId, '--json'], {
-      env: { ...sandboxEnv(sandbox), ...otelEnv() },
+      env: { ...sandboxEnv(fixture.sandbox), ...otelEnv() },
       timeoutMs: 60_000,
     });
     expect(result.code, result.stderr).toBe(1);
@@ -259,7 +256,7 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
         columns: { Day: { type: 'DATE' }, Incidents: { type: 'INT64' } },
         backfill: { item: 'day', bucketColumn: 'Day' },
       };
-      const workspace = await writeWorkspace(path.join(root, 'backfill'), now, [job], { itemsPerPage: 100 });
+      const workspace = await writeWorkspace(path.join(fixture.root, 'backfill'), now, [job], { itemsPerPage: 100 });
       const runId = newRunId('backfill');
       const [from, to] = [dayFromToday(-5), dayFromToday(-2)];
       const result = await spawnCli(
@@ -294,13 +291,13 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
 
   it('traces each tick of the schedule worker as a trace of its own, flushed when it stops', async () => {
     const workspace = await writeWorkspace(
-      path.join(root, 'schedule'),
-      sandbox,
+      path.join(fixture.root, 'schedule'),
+      fixture.sandbox,
       [{ ...detail('detail_tick'), schedule: { cron: '* * * * * *', timezone: 'UTC' } }],
       { itemsPerPage: 40 },
     );
     const child = spawnChild(['schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox), ...otelEnv(), CI: '' },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), ...otelEnv(), CI: '' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -330,8 +327,8 @@ describeWithCollector('tilehouse run exporting to a real OpenTelemetry Collector
     }
   }, 60_000);
 
-  it('sends the root span, ERROR with the signal, before exiting 143 on SIGTERM mid-export', async () => {
-    const workspace = await writeWorkspace(path.join(root, 'sigterm'), slow, [detail('detail_slow')], { itemsPerPage: 20, concurrency: 1 });
+  it('sends the fixture.root span, ERROR with the signal, before exiting 143 on SIGTERM mid-export', async () => {
+    const workspace = await writeWorkspace(path.join(fixture.root, 'sigterm'), slow, [detail('detail_slow')], { itemsPerPage: 20, concurrency: 1 });
     const runId = newRunId('sigterm');
     const before = slow.requests.length;
     const child = spawnChild(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', runId], {
@@ -396,10 +393,12 @@ describe('a collector that refuses, answers 503 or never answers', () => {
   const TIMEOUT_MS = 1500;
 
   async function runWith(name: string, env: Record<string, string>) {
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [detail('detail_ok'), detail('detail_bad', 'no-such-tile')], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [detail('detail_ok'), detail('detail_bad', 'no-such-tile')], {
+      itemsPerPage: 40,
+    });
     const started = Date.now();
     const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], {
-      env: { ...sandboxEnv(sandbox), ...env },
+      env: { ...sandboxEnv(fixture.sandbox), ...env },
       timeoutMs: 60_000,
     });
     const elapsedMs = Date.now() - started;

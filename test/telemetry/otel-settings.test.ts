@@ -1,10 +1,9 @@
-import { rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
-import { runCli, writeWorkspace } from '../support/cli-harness.js';
+import { runCli, writeWorkspace, refusalCode } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { otelSettingsOf, parseKeyValueList, telemetryWanted } from '../../src/telemetry/otel-settings.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 const ENDPOINT = 'http://127.0.0.1:4318';
 
@@ -79,23 +78,22 @@ describe('parseKeyValueList', () => {
 describe('tilehouse validate and the OTEL variables', () => {
   // validate reads no network: the sandbox's address is never used.
   const offline = { url: 'http://127.0.0.1:9' } as Sandbox;
+  const temp = tempDirEachTest();
 
   it('warns about what a run could not do with them (--strict refuses it), and says nothing of valid ones', async () => {
-    const root = await makeTempDir();
-    try {
-      const workspace = await writeWorkspace(root, offline, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }]);
-      const args = ['validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir];
-      const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'secret-value-1234' };
-      const fine = await runCli(args, { env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' } });
-      expect(fine.exitCode).toBe(0);
-      expect(fine.stderr).not.toMatch(/telemetry/);
-      const grpc = { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
-      const warned = await runCli(args, { env: grpc });
-      expect(warned.exitCode).toBe(0);
-      expect(warned.stderr).toMatch(/^warning: \(environment\): telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/m);
-      expect((await runCli([...args, '--strict'], { env: grpc })).exitCode).toBe(2);
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    const root = temp.path;
+    const workspace = await writeWorkspace(root, offline, [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }]);
+    const args = ['validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir];
+    const env = { TEST_CLIENT_ID: 'id', TEST_CLIENT_SECRET: 'secret-value-1234' };
+    const fine = await runCli(args, { env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' } });
+    expect(fine.exitCode).toBe(0);
+    expect(fine.stderr).not.toMatch(/telemetry/);
+    const grpc = { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
+    const warned = await runCli(args, { env: grpc });
+    expect(warned.exitCode).toBe(0);
+    expect(warned.stderr).toMatch(/^warning: \(environment\): telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/m);
+    const strict = await runCli([...args, '--strict'], { env: grpc });
+    expect(strict.exitCode).toBe(2);
+    expect(refusalCode(strict)).toBe('config_invalid');
   });
 });

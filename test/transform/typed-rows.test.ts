@@ -79,7 +79,9 @@ describe('toTypedRows', () => {
 
   it('shows objects as JSON in the message', () => {
     const stringColumn: Column[] = [{ name: 's', header: 'S', type: 'STRING', sourceDataType: 'text' }];
-    expect(() => toTypedRows([[{ a: [1, 2] }]], stringColumn, options)).toThrow('value {"a":[1,2]} is invalid');
+    expect(() => toTypedRows([[{ a: [1, 2] }]], stringColumn, options)).toThrow(
+      expect.objectContaining({ code: 'value_invalid', message: expect.stringContaining('value {"a":[1,2]} is invalid') }),
+    );
   });
 
   it('with onInvalidValue null, loads invalid values as null and counts them', () => {

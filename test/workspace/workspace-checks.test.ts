@@ -1,6 +1,6 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/config-error.js';
 import { environmentSchema } from '../../src/config/environment-schema.js';
 import { jobSchema } from '../../src/config/job-schema.js';
@@ -8,30 +8,26 @@ import type { LoadedJob } from '../../src/config/load-config.js';
 import type { Workspace } from '../../src/workspace/load-workspace.js';
 import { validateWorkspace } from '../../src/workspace/workspace-checks.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
-let root: string;
+const temp = tempDirEachTest();
 beforeEach(async () => {
-  root = await makeTempDir();
-  await mkdir(path.join(root, 'out'));
-});
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await mkdir(path.join(temp.path, 'out'));
 });
 
 function workspaceOf(jobs: Array<{ name: string; sinks: unknown[] }>): Workspace {
   const environment = environmentSchema.parse({
     source: { baseUrl: 'http://127.0.0.1:1', authUrl: 'http://127.0.0.1:1', clientId: '${TH_TEST_CLIENT_ID}', clientSecret: '${TH_TEST_CLIENT_SECRET}' },
-    sinks: { csv: { directory: path.join(root, 'out') } },
+    sinks: { csv: { directory: path.join(temp.path, 'out') } },
   });
   const loaded = jobs.map(
     (job): LoadedJob => ({
       ...jobSchema.parse({ tile: `tile-${job.name}`, query: detailQuery, ...job }),
-      file: path.join(root, 'jobs', `${job.name}.yaml`),
+      file: path.join(temp.path, 'jobs', `${job.name}.yaml`),
       timezone: 'UTC',
     }),
   );
-  return { environment, configFile: path.join(root, 'config.yaml'), jobs: loaded, jobsDirectory: path.join(root, 'jobs') };
+  return { environment, configFile: path.join(temp.path, 'config.yaml'), jobs: loaded, jobsDirectory: path.join(temp.path, 'jobs') };
 }
 
 describe('validateWorkspace (what validate decides without the network)', () => {
@@ -50,7 +46,8 @@ describe('validateWorkspace (what validate decides without the network)', () => 
     ]);
     const error = await validateWorkspace(workspace, {}).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toMatchObject([{ file: path.join(root, 'jobs', 'broken.yaml'), field: 'sinks[0].path' }]);
+    expect(error).toMatchObject({ code: 'config_invalid' });
+    expect((error as ConfigError).problems).toMatchObject([{ file: path.join(temp.path, 'jobs', 'broken.yaml'), field: 'sinks[0].path' }]);
   });
 
   it('finds two jobs writing one file, and accepts one job writing two files', async () => {

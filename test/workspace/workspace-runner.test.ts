@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { jobForRun } from '../../src/pipeline/windows/windowed-job.js';
 import type { RunnableWorkspace } from '../../src/workspace/load-workspace.js';
@@ -12,7 +12,7 @@ import { FAST_RETRY, writeWorkspace } from '../support/cli-harness.js';
 import { silentLogger } from '../support/fake-sinks.js';
 import { dailyQuery, incidentDaysQuery } from '../support/queries.js';
 import { loadForRun } from '../support/run-jobs-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 
 /** A Pushgateway that only records the paths pushed to (job and grouping labels), in order. */
 async function recordingPushgateway(): Promise<{ url: string; paths: string[]; server: Server }> {
@@ -26,12 +26,7 @@ async function recordingPushgateway(): Promise<{ url: string; paths: string[]; s
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths, server };
 }
 
-const opened: Array<{ close(): Promise<unknown> | void }> = [];
-const roots: string[] = [];
-afterEach(async () => {
-  for (const item of opened.splice(0)) await item.close();
-  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-});
+const each = sandboxesEachTest();
 
 const ordinary = { name: 'ordinary', tile: SANDBOX_TILE, query: dailyQuery, sinks: [{ type: 'csv', path: 'ordinary.csv' }], schedule: { cron: '0 3 * * *' } };
 const incremental = {
@@ -43,12 +38,10 @@ const incremental = {
 };
 
 async function setUp(jobs: Array<Record<string, unknown>>): Promise<{ sandbox: Sandbox; workspace: RunnableWorkspace; outDir: string; pushes: string[] }> {
-  const sandbox = await startSandbox({ incidents: 500, now: new Date('2026-07-03T12:00:00Z') });
-  opened.push(sandbox);
+  const sandbox = await each.sandbox({ incidents: 500, now: new Date('2026-07-03T12:00:00Z') });
   const gateway = await recordingPushgateway();
-  opened.push({ close: () => new Promise((resolve) => gateway.server.close(resolve)) });
-  const root = await makeTempDir();
-  roots.push(root);
+  each.afterThisTest(() => new Promise((resolve) => gateway.server.close(resolve)));
+  const root = await each.tempDir();
   const written = await writeWorkspace(root, sandbox, jobs);
   const loaded = await loadForRun(written, sandbox);
   const workspace = { ...loaded, environment: { ...loaded.environment, metrics: { pushgatewayUrl: gateway.url, timeoutMs: 2000, labels: {} } } };
@@ -77,6 +70,7 @@ describe('WorkspaceRunner.runAll (tilehouse run)', () => {
     const { sandbox, workspace } = await setUp([ordinary, { ...ordinary, name: 'twin' }]);
     const error = await WorkspaceRunner.open(workspace, workspace.selected, { ...options, oneShot: true }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     expect((error as ConfigError).message).toContain('is also written by job ordinary');
     expect(tokenRequests(sandbox)).toBe(0);
   });

@@ -62,6 +62,7 @@ describe('catchUpPlan', () => {
   it('refuses targets further apart than max(1, lookbackDays), with the backfill that makes them agree', () => {
     const run = () => catchUpPlan('daily', settings, '2026-07-10', [held('out/{date}.csv', days(1, 9)), held('p.d.daily', days(1, 2))], ['--config', 'c.yaml']);
     expect(run).toThrow(IncrementalStateAmbiguousError);
+    expect(run).toThrow(expect.objectContaining({ code: 'incremental_state_ambiguous' }));
     expect(run).toThrow('tilehouse backfill --job daily --from 2026-07-03 --to 2026-07-10 --step day --config c.yaml');
     expect(run).toThrow(/out\/\{date\}\.csv holds every day up to 2026-07-09, p\.d\.daily lacks 2026-07-03/);
     // The same gap within the lookback is a run in flight, not a disagreement.

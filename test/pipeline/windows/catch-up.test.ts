@@ -1,6 +1,5 @@
-import { rm } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE, type Sandbox } from '../../../sandbox/index.js';
 import { ConfigError } from '../../../src/config/config-error.js';
 import type { LoadedJob } from '../../../src/config/load-config.js';
 import { incrementalPlanOf, runCatchUp, type CatchUpContext } from '../../../src/pipeline/windows/catch-up.js';
@@ -13,7 +12,7 @@ import { FAST_RETRY, writeWorkspace } from '../../support/cli-harness.js';
 import { FakeSink, silentLogger } from '../../support/fake-sinks.js';
 import { incidentDaysQuery } from '../../support/queries.js';
 import { loadForRun } from '../../support/run-jobs-harness.js';
-import { makeTempDir } from '../../support/temp-dir.js';
+import { sandboxesEachTest } from '../../support/sandbox-fixture.js';
 
 // The source's today is 2026-07-05 (the sandbox's clock, sent as its token answer's Date); this
 // machine's clock is whatever it is, months away, so a window placed by the wrong clock shows.
@@ -39,12 +38,7 @@ class WindowSink extends FakeSink {
   }
 }
 
-const opened: Sandbox[] = [];
-const roots: string[] = [];
-afterEach(async () => {
-  for (const sandbox of opened.splice(0)) await sandbox.close();
-  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-});
+const each = sandboxesEachTest();
 
 interface Setup {
   sandbox: Sandbox;
@@ -55,10 +49,8 @@ interface Setup {
 
 /** A daily incremental job from 2026-07-01 on the sandbox, planned and run from the given readers. */
 async function setUp(incremental: Record<string, unknown> = {}, source: Record<string, unknown> = {}): Promise<Setup> {
-  const sandbox = await startSandbox({ incidents: 500, now: SOURCE_NOW });
-  opened.push(sandbox);
-  const root = await makeTempDir();
-  roots.push(root);
+  const sandbox = await each.sandbox({ incidents: 500, now: SOURCE_NOW });
+  const root = await each.tempDir();
   const workspace = await writeWorkspace(
     root,
     sandbox,

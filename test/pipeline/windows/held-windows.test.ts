@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { environmentSchema } from '../../../src/config/environment-schema.js';
 import { jobSchema } from '../../../src/config/job-schema.js';
 import type { LoadedJob } from '../../../src/config/load-config.js';
@@ -11,7 +11,7 @@ import { buildSinks } from '../../../src/sinks/build-sinks.js';
 import { windowStateReaders, WindowStateUnreadableError, type WindowStateReader } from '../../../src/sinks/registry.js';
 import { silentLogger } from '../../support/fake-sinks.js';
 import { incidentDaysQuery } from '../../support/queries.js';
-import { makeTempDir } from '../../support/temp-dir.js';
+import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
 /** A target that holds `done` closed and `open` published while open, and records what it was asked. */
 function fakeReader(target: string, done: readonly string[], open: readonly string[] = []): WindowStateReader & { asked: DateWindow[][] } {
@@ -82,10 +82,7 @@ describe('windowsDoneEverywhere', () => {
 });
 
 describe('doneWindowsOf (backfill --resume), per sink kind', () => {
-  const roots: string[] = [];
-  afterEach(async () => {
-    for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-  });
+  const temp = tempDirEachTest();
 
   const environment = (sinks: Record<string, unknown>) =>
     environmentSchema.parse({ source: { baseUrl: 'http://127.0.0.1:1', authUrl: 'http://127.0.0.1:1', clientId: '${ID}', clientSecret: '${SECRET}' }, sinks });
@@ -129,8 +126,7 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('reads a CSV target by its manifests: closed and matching is done; open, changed, unfinished or cut short runs again', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = temp.path;
     const out = path.join(root, 'out');
     await mkdir(out, { recursive: true });
     const file = (day: string) => path.join(out, `${day}.csv`);
@@ -157,8 +153,7 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('refuses --resume (backfill_resume_unsupported, exit 2) when a sink of the job gives no window state to read, instead of skipping every window', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = temp.path;
     const csvJob = job([{ type: 'csv', path: '{date}.csv', manifest: true }]);
     const env = environment({ csv: { directory: root } });
     // The job's CSV sink is configured, but no built sink stands for it: its kind gives no reader.
@@ -172,8 +167,7 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('reads two CSV sinks of one job, each by its own reader: a window is done only where both hold it', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = temp.path;
     const manifest = async (file: string, day: string) => {
       const text = `Day\n${day}\n`;
       await mkdir(path.dirname(file), { recursive: true });
@@ -192,14 +186,14 @@ describe('doneWindowsOf (backfill --resume), per sink kind', () => {
   });
 
   it('refuses to guess when a manifest cannot be read (a directory in its place): incremental_state_unreadable', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = temp.path;
     const out = path.join(root, 'out');
     await mkdir(path.join(out, '2026-07-02.csv.manifest.json'), { recursive: true });
     const csvJob = job([{ type: 'csv', path: '{date}.csv', manifest: true }]);
     const env = environment({ csv: { directory: out } });
     const error = await doneWindowsOf(csvJob, await buildSinks(csvJob, env), days, env, {}, silentLogger).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(WindowStateUnreadableError);
+    expect(error).toMatchObject({ code: 'incremental_state_unreadable' });
     expect((error as Error).message).toContain('{date}.csv');
   });
 });

@@ -19,6 +19,7 @@ function problemsOf(run: () => unknown): Array<{ field: string; value?: string; 
     run();
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'config_invalid' });
     return (error as ConfigError).problems.map(({ field, value, message }) => ({ field, ...(value === undefined ? {} : { value }), message }));
   }
   throw new Error('expected a ConfigError');

@@ -1,12 +1,12 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GoogleCredentialsRejectedError, GoogleCredentialsUnavailableError, googleCredentialsFailureIn } from '../../../src/sinks/google/credential-errors.js';
 import { GoogleCredentials } from '../../../src/sinks/google/google-credentials.js';
 import { startFakeMetadataServer, TEST_SERVICE_ACCOUNT, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
 import { makeServiceAccountKey, startFakeOAuthServer, writeKeyFile, type FakeOAuthServer } from '../../support/fake-oauth-server.js';
 import { TokenBook } from '../../support/google-token-book.js';
-import { makeTempDir } from '../../support/temp-dir.js';
+import { tempDirForAll } from '../../support/temp-dir-hooks.js';
 
 /**
  * GoogleCredentials against a fake metadata server in this process: gcp-metadata reads
@@ -21,16 +21,12 @@ const NAMES = [
   'GOOGLE_CLOUD_PROJECT',
 ] as const;
 const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));
-let root: string;
+const temp = tempDirForAll();
 let metadata: FakeMetadataServer | undefined;
 let oauth: FakeOAuthServer | undefined;
 
 beforeAll(async () => {
-  root = await makeTempDir();
-  await mkdir(path.join(root, 'gcloud'));
-});
-afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
+  await mkdir(path.join(temp.path, 'gcloud'));
 });
 afterEach(async () => {
   await metadata?.close();
@@ -49,7 +45,7 @@ afterEach(async () => {
 function useMetadata(server: FakeMetadataServer): GoogleCredentials {
   for (const name of NAMES) delete process.env[name];
   process.env.GCE_METADATA_HOST = server.host;
-  process.env.CLOUDSDK_CONFIG = path.join(root, 'gcloud');
+  process.env.CLOUDSDK_CONFIG = path.join(temp.path, 'gcloud');
   // Without a project the library asks `gcloud config config-helper` (a child process, seconds on
   // a busy machine) before the metadata server: the CLI tests keep that, these need not.
   process.env.GOOGLE_CLOUD_PROJECT = 'test-project';
@@ -86,6 +82,7 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     const elapsed = Date.now() - started;
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toContain(metadata.host);
     expect((error as Error).message).toMatch(/within 4000 ms \(googleCredentialsWaitMs/);
     expect((error as Error).message).not.toMatch(/Could not load the default credentials/);
@@ -93,7 +90,7 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
     expect(elapsed).toBeLessThan(8_000);
     // The run's next request (the ledger's record of the failure) tries once instead of waiting again.
     const again = Date.now();
-    await expect(credentials.requestHeaders()).rejects.toBeInstanceOf(GoogleCredentialsUnavailableError);
+    await expect(credentials.requestHeaders()).rejects.toMatchObject({ code: 'google_credentials_unavailable' });
     expect(Date.now() - again).toBeLessThan(3_500);
   });
 
@@ -114,25 +111,27 @@ describe('GoogleCredentials with a metadata server (Workload Identity)', () => {
 describe('GoogleCredentials without any credentials', () => {
   it('fails at once with google_credentials_unavailable when no metadata server is expected and no key file is set', async () => {
     for (const name of NAMES) delete process.env[name];
-    process.env.CLOUDSDK_CONFIG = path.join(root, 'gcloud');
+    process.env.CLOUDSDK_CONFIG = path.join(temp.path, 'gcloud');
     // Off GCP, with nothing named: the library probes 169.254.169.254 (a 3 s timeout at most) and finds nothing.
     process.env.METADATA_SERVER_DETECTION = 'none';
-    const credentials = new GoogleCredentials({ waitMs: 10_000, env: { CLOUDSDK_CONFIG: path.join(root, 'gcloud') } });
+    const credentials = new GoogleCredentials({ waitMs: 10_000, env: { CLOUDSDK_CONFIG: path.join(temp.path, 'gcloud') } });
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toMatch(/no Application Default Credentials were found/);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('reports an unreadable key file at once, naming it', async () => {
     for (const name of NAMES) delete process.env[name];
-    const file = path.join(root, 'missing-key.json');
+    const file = path.join(temp.path, 'missing-key.json');
     process.env.GOOGLE_APPLICATION_CREDENTIALS = file;
     const credentials = new GoogleCredentials({ waitMs: 10_000 });
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toContain(file);
     expect(Date.now() - started).toBeLessThan(3_000);
   });
@@ -149,7 +148,7 @@ describe('GoogleCredentials with a service-account key file', () => {
     const book = new TokenBook();
     const key = makeServiceAccountKey();
     oauth = await startFakeOAuthServer({ book, publicKey: key.publicKey, email: key.email });
-    const file = path.join(root, 'key.json');
+    const file = path.join(temp.path, 'key.json');
     await writeKeyFile(file, key, oauth.tokenUri);
     const credentials = useKeyFile(file);
     const headers = await credentials.requestHeaders('https://storage.googleapis.com/storage/v1/b/x/o');
@@ -165,12 +164,13 @@ describe('GoogleCredentials with a service-account key file', () => {
     const key = makeServiceAccountKey();
     const other = makeServiceAccountKey(key.email);
     oauth = await startFakeOAuthServer({ book, publicKey: other.publicKey, email: key.email });
-    const file = path.join(root, 'revoked-key.json');
+    const file = path.join(temp.path, 'revoked-key.json');
     await writeKeyFile(file, key, oauth.tokenUri);
     const credentials = useKeyFile(file);
     const started = Date.now();
     const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsRejectedError);
+    expect(error).toMatchObject({ code: 'google_credentials_rejected' });
     expect((error as Error).message).toContain(file);
     expect((error as Error).message).toMatch(/invalid_grant|Invalid JWT Signature/);
     expect(Date.now() - started).toBeLessThan(3_000);
@@ -179,12 +179,13 @@ describe('GoogleCredentials with a service-account key file', () => {
 
   it('refuses a token_uri on plain http to another host (the assertion is a credential)', async () => {
     const key = makeServiceAccountKey();
-    const file = path.join(root, 'http-key.json');
+    const file = path.join(temp.path, 'http-key.json');
     await writeKeyFile(file, key, 'http://oauth.example.com/token');
     const error = await useKeyFile(file)
       .requestHeaders()
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    expect(error).toMatchObject({ code: 'google_credentials_unavailable' });
     expect((error as Error).message).toMatch(/only https:\/\//);
   });
 });

@@ -1,11 +1,10 @@
-import { readFile, rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { startSandbox, type Sandbox } from '../../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
-import { makeTempDir } from '../../support/temp-dir.js';
 import { duckdb } from './encoder/duckdb-read-back.js';
 import { addParquetDirectory } from './parquet-test-support.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 
 /**
  * The SQL README.md and docs/parquet.md show for reading the Parquet example (no DuckDB CLI is
@@ -29,22 +28,15 @@ async function sqlStatements(file: string): Promise<string[]> {
   );
 }
 
-let sandbox: Sandbox;
-let root: string;
+const fixture = sandboxAndRootForAll({ incidents: 400 });
 let workspace: Workspace;
 let job: { name: string; sinks: Array<{ type: string; path: string }> };
 beforeAll(async () => {
-  sandbox = await startSandbox({ incidents: 400 });
-  root = await makeTempDir();
   job = parse(await readFile(EXAMPLE, 'utf8')) as typeof job;
-  workspace = await writeWorkspace(root, sandbox, [job as unknown as Record<string, unknown>]);
+  workspace = await writeWorkspace(fixture.root, fixture.sandbox, [job as unknown as Record<string, unknown>]);
   await addParquetDirectory(workspace);
-  const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+  const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
   expect(result.exitCode, result.stderr).toBe(0);
-});
-afterAll(async () => {
-  await sandbox.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 describe('the Parquet SQL the documents show', () => {

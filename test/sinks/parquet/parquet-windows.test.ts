@@ -1,14 +1,14 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../../sandbox/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../../support/cli-harness.js';
 import { readCsv } from '../../support/csv-read.js';
 import { dailySeverityQuery } from '../../support/queries.js';
-import { makeTempDir } from '../../support/temp-dir.js';
 import { dayAfter, dayFromToday, sourceRowsBetween } from '../../support/window-oracle.js';
 import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { addParquetDirectory, parquetAsCsvText } from './parquet-test-support.js';
+import { sandboxesEachTest } from '../../support/sandbox-fixture.js';
 
 /** Windowed jobs with a Parquet sink: one file per day window, exactly that day's rows, a manifest beside each. */
 
@@ -69,16 +69,10 @@ describe('tilehouse backfill with a Parquet sink beside a CSV sink', () => {
 });
 
 describe('an incremental job with a Parquet sink', () => {
-  const opened: Sandbox[] = [];
-  const roots: string[] = [];
-  afterEach(async () => {
-    for (const sandbox of opened.splice(0)) await sandbox.close();
-    for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
-  });
+  const each = sandboxesEachTest();
 
   it('catches up the days its manifests do not hold, one file per day, exactly that day', async () => {
-    const root = await makeTempDir();
-    roots.push(root);
+    const root = await each.tempDir();
     const job = {
       name: 'daily',
       tile: SANDBOX_TILE,
@@ -88,8 +82,7 @@ describe('an incremental job with a Parquet sink', () => {
       incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-01', lookbackDays: 0 },
     };
     const runOn = async (today: string) => {
-      const sandbox = await startSandbox({ incidents: 10_000, now: new Date(`${today}T12:00:00Z`) });
-      opened.push(sandbox);
+      const sandbox = await each.sandbox({ incidents: 10_000, now: new Date(`${today}T12:00:00Z`) });
       const workspace = await writeWorkspace(root, sandbox, [job]);
       await addParquetDirectory(workspace);
       const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });

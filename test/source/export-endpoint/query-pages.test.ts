@@ -141,6 +141,7 @@ describe('pagesOfQuery: the pages of a query', () => {
     endpoint = await startEndpoint(8, { slidePage: 1 });
     const error = await all(pagesOfQuery(ORDERED, connectionTo(endpoint)).pages()).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ExportPageMismatchError);
+    expect(error).toMatchObject({ code: 'export_page_mismatch' });
     expect((error as ExportPageMismatchError).check).toBe('row-order');
     expect((error as ExportPageMismatchError).pageNumber).toBe(1);
     expect((error as Error).message).toMatch(/^job seam: page 1: check "row-order" failed: row 1 has "Id" 2, which sorts before page 0's last row's 3/);

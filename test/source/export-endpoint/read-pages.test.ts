@@ -125,6 +125,7 @@ describe('readPages', () => {
     };
     const error = await collect(readPages(source, { jobName: 'j', itemsPerPage: 10, concurrency: new AdaptiveConcurrency(3) })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ExportPageMismatchError);
+    expect(error).toMatchObject({ code: 'export_page_mismatch' });
     expect(error).toMatchObject({ pageNumber: 2, check: 'headers-stable', drift: true });
   });
 

@@ -1,0 +1,3 @@
+module tilehouse/tools/manifestdocs
+
+go 1.25.0
