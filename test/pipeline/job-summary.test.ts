@@ -90,7 +90,6 @@ describe('a failed tile names its job, whatever raised the error', () => {
     ['a Parquet target read back', new ParquetFileInvalidError('parquet_truncated', '/out/x.parquet', '3 bytes'), 'parquet_truncated'],
     ['a BigQuery value', new BigQueryValueError('n', '1e999', 'is not a finite FLOAT64'), 'bigquery_value_invalid'],
     ['a BigQuery row of the wrong width', new BigQuerySinkStateError('a row has 2 values for 3 columns'), 'internal_error'],
-    ['the load file', new LoadFileError('/tmp/x.ndjson', 'writing it', new Error('EIO')), 'bigquery_load_file_failed'],
     ["a page's columns", new ColumnCountMismatchError(3, 2), 'column_count_mismatch'],
     ['the stop deadline', new StopDeadlineError(5000, 'SIGTERM'), 'stop_deadline_passed'],
     ['a temp object met in an upload', new GcsError('write_failed', 'gs://b/.x.tmp', 'session gone'), 'write_failed'],
@@ -98,6 +97,15 @@ describe('a failed tile names its job, whatever raised the error', () => {
   ])('%s', (_, error, code) => {
     const summary = failedSummary(job, Date.now(), stats, counters, error);
     expect(summary.error).toMatchObject({ code, message: `job daily: ${error.message}` });
+  });
+
+  it("the BigQuery load file names the job itself, and its sink's kind", () => {
+    const error = new LoadFileError('daily', '/tmp/x.ndjson', 'writing it', new Error('EIO'));
+    expect(failedSummary(job, Date.now(), stats, counters, error).error).toEqual({
+      code: 'bigquery_load_file_failed',
+      message: 'job daily: load file /tmp/x.ndjson: writing it failed: EIO',
+      targetKind: 'bigquery',
+    });
   });
 
   it('names it once when the message does already', () => {

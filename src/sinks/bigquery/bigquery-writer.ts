@@ -445,7 +445,9 @@ export class BigQueryWriter implements SinkWriter {
 
   private expectState(expected: WriterState, operation: string): void {
     if (this.state !== expected) {
-      throw new BigQuerySinkStateError(`job ${this.dependencies.context.jobName}: ${operation} called on a BigQuery writer that is ${this.state}`);
+      throw new BigQuerySinkStateError(
+        `job ${this.dependencies.context.jobName}: bigquery ${this.target}: ${operation} called on a writer that is ${this.state}`,
+      );
     }
   }
 }
