@@ -93,7 +93,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
       `tilehouse: SIGTERM received; stopping cleanly within ${STOP_DEADLINE_MS / 1000} s (send again to exit at once)`,
       expect.stringMatching(/^run run-\S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(
-        /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: job incident_detail: stopped by SIGTERM before publishing; every target still holds its previous run$/,
+        /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: stopped by SIGTERM before publishing; every target still holds its previous run$/,
       ),
       ...leftBehind.map((left) => `       left behind: ${left}`),
     ]);

@@ -137,7 +137,7 @@ describe('secrets echoed by the source', () => {
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(
-        new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: job echoed: token request refused \\(HTTP 401\\): ${escape(echoed)}$`),
+        new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: token request refused \\(HTTP 401\\): ${escape(echoed)}$`),
       ),
       '',
     ]);
@@ -161,7 +161,7 @@ describe('secrets echoed by the source', () => {
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(
-        /^ {2}FAIL echoed \([\d.]+ s\): export_api_error: job echoed: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/,
+        /^ {2}FAIL echoed \([\d.]+ s\): export_api_error: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/,
       ),
       '',
     ]);

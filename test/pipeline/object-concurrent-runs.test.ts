@@ -75,7 +75,7 @@ describeWithObjectStores('two runs of one job at once into one object', (store) 
         refused += 1;
         expect(result.code, result.stderr).toBe(1);
         expect(result.stderr).toMatch(
-          new RegExp(`FAIL incident_detail \\(.*\\): target_changed: job incident_detail: csv ${store.scheme}://${bucket}/${OBJECT}: `),
+          new RegExp(`FAIL incident_detail \\(.*\\): target_changed: csv ${store.scheme}://${bucket}/${OBJECT}: `),
         );
         // It names the run that holds the object now, and that run is the other one.
         expect(result.stderr).toContain(`written by run ${String(publishedBy)} of job incident_detail`);
