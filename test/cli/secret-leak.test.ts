@@ -136,9 +136,7 @@ describe('secrets echoed by the source', () => {
     const { logs, text } = splitStderr(result.stderr);
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
-      expect.stringMatching(
-        new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: token request refused \\(HTTP 401\\): ${escape(echoed)}$`),
-      ),
+      expect.stringMatching(new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: token request refused \\(HTTP 401\\): ${escape(echoed)}$`)),
       '',
     ]);
     expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
