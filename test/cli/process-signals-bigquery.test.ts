@@ -2,12 +2,12 @@
 // an answer, sent SIGTERM, exits 143 within the cleanup deadline (`stopDeadlineMs`), and its
 // staging table is either gone or named in the summary. The emulator answers every request at
 // once, so a loopback proxy in front of it holds the requests a field network loses.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { jobIdOfPath, startBigQueryFaultProxy, type BigQueryFaultProxy, type FaultDecision } from '../support/bigquery-fault-proxy.js';
 import { stagingTables, tableExists } from '../support/bigquery-read.js';
@@ -15,26 +15,21 @@ import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { sandboxEnv } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const STOP_DEADLINE_MS = 6_000;
 const TABLE = 'stopped_detail';
 
 describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (endpoint) => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 120 });
   let client: BigQuery;
   const proxies: BigQueryFaultProxy[] = [];
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 120 });
-    root = await makeTempDir();
+  beforeAll(() => {
+    // The emulator's address is known once it started, in the describe block's first beforeAll.
     client = localBigQueryClient(endpoint);
   });
   afterAll(async () => {
     for (const proxy of proxies) await proxy.close();
-    await sandbox?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   /**
@@ -65,8 +60,8 @@ describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (en
     const proxy = await startBigQueryFaultProxy(endpoint.apiEndpoint, decide);
     proxies.push(proxy);
     const ws = await writeBigQueryWorkspace(
-      path.join(root, name),
-      sandbox,
+      path.join(fixture.root, name),
+      fixture.sandbox,
       [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery', writeMode: 'replace' }] }],
       { projectId: endpoint.projectId, dataset },
     );
@@ -74,7 +69,7 @@ describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (en
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
 
     const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: { ...process.env, ...sandboxEnv(sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
