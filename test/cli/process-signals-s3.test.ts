@@ -6,7 +6,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf, putBytes, TEST_AWS_ENV } from '../support/s3-server.js';
@@ -54,7 +54,7 @@ describeWithS3('tilehouse run to s3:// stopped mid-upload', (s3) => {
     expect(sent().some((line) => line.startsWith('copy'))).toBe(false);
     expect((await getBytes(s3.client, bucket, TARGET)).toString()).toBe(PREVIOUS);
     expect(await keysOf(s3.client, bucket)).toEqual([TARGET]);
-    const summary = JSON.parse(await stdout) as { tiles: Array<{ status: string; leftBehind?: string[] }> };
+    const summary = summaryOf(await stdout, 'run');
     expect(summary.tiles[0]).toMatchObject({ status: 'failed' });
     expect(summary.tiles[0]!.leftBehind ?? []).toEqual([]);
   }, 90_000);
