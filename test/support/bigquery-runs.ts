@@ -5,7 +5,7 @@ import type { EmulatorEndpoint } from './bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from './bigquery-fake-server.js';
 import type { BigQueryWorkspace } from './bigquery-workspace.js';
 import { runCli, sandboxEnv, type CliResult } from './cli-harness.js';
-import { sandboxAndRootForAll, type SandboxAndRoot } from './sandbox-fixture.js';
+import { sandboxAndRootForAll, withSandboxAndRoot, type SandboxAndRoot } from './sandbox-fixture.js';
 
 export interface BigQueryRunsForAll extends SandboxAndRoot {
   /** The emulator behind the copy-job proxy (the emulator has no copy jobs, a publish needs them). */
@@ -36,13 +36,7 @@ export function bigQueryRunsForAll(endpoint: EmulatorEndpoint, options: SandboxO
     if (proxy === undefined || client === undefined) throw new Error('the copy-job proxy is started in beforeAll: read it from a hook or a test');
     return { proxy, client };
   };
-  return {
-    get sandbox() {
-      return fixture.sandbox;
-    },
-    get root() {
-      return fixture.root;
-    },
+  return withSandboxAndRoot<Omit<BigQueryRunsForAll, keyof SandboxAndRoot>>(fixture, {
     get proxy() {
       return started().proxy;
     },
@@ -54,5 +48,5 @@ export function bigQueryRunsForAll(endpoint: EmulatorEndpoint, options: SandboxO
         env: sandboxEnv(fixture.sandbox),
         seams: { sinkOptions: { bigqueryClient: started().client } },
       }),
-  };
+  });
 }
