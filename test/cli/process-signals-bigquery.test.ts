@@ -13,7 +13,7 @@ import { jobIdOfPath, startBigQueryFaultProxy, type BigQueryFaultProxy, type Fau
 import { stagingTables, tableExists } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { sandboxEnv } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { runStoppedWhen } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
@@ -68,26 +68,18 @@ describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (en
     const environment = parse(await readFile(ws.configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
 
-    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: { ...process.env, ...sandboxEnv(fixture.sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const stdout = textOf(child.stdout);
-    const stderr = textOf(child.stderr);
-    const waitUntil = Date.now() + 60_000;
-    while (proxy.held.length === 0) {
-      if (Date.now() > waitUntil || child.exitCode !== null) {
-        child.kill('SIGKILL');
-        throw new Error(`the load's status request was never held: ${await stderr}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    stopped = true;
-    child.kill('SIGTERM');
     // Bounded well past the deadline, so that a run that overstays fails on elapsedMs, not here.
-    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
-    return { exit, stdout: await stdout, stderr: await stderr, dataset, proxy };
+    const { exit, stdout, stderr } = await runStoppedWhen(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
+      detached: true,
+      ready: () => proxy.held.length > 0,
+      awaited: "the load's held status request",
+      exitWithinMs: STOP_DEADLINE_MS + 20_000,
+      beforeStop: () => {
+        stopped = true;
+      },
+    });
+    return { exit, stdout, stderr, dataset, proxy };
   }
 
   it('exits 143 within stopDeadlineMs and removes the staging table when BigQuery still answers the cleanup', async () => {

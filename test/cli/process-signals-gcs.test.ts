@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
+import { runStoppedWhen, splitStderr } from '../support/child-process.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
 import { startGcsFaultProxy, type FaultRule, type GcsFaultProxy } from '../support/gcs-fault-proxy.js';
 import { detailQuery } from '../support/queries.js';
@@ -45,25 +45,15 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: { csv: { directory: string } } };
     environment.sinks.csv.directory = `gs://${bucket}/nightly`;
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
-    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json', '--run-id', `run-${name}`], {
-      env: { ...process.env, ...sandboxEnv(fixture.sandbox), STORAGE_EMULATOR_HOST: faults.origin, CI: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const stdout = textOf(child.stdout);
-    const stderr = textOf(child.stderr);
-    const waitUntil = Date.now() + 60_000;
-    while (!faults.fired.slice(firedBefore).includes(held)) {
-      if (Date.now() > waitUntil || child.exitCode !== null) {
-        if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
-        throw new Error(`${held} never fired (fired: ${faults.fired.slice(firedBefore).join(', ')}): ${await stderr}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    child.kill('SIGTERM');
     // Bounded well past the deadline, so that a run that overstays fails on elapsedMs, not here.
-    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
-    return { exit, stdout: await stdout, stderr: await stderr, fired: faults.fired.slice(firedBefore) };
+    const stopped = await runStoppedWhen(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json', '--run-id', `run-${name}`], {
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), STORAGE_EMULATOR_HOST: faults.origin, CI: '' },
+      detached: true,
+      ready: () => faults.fired.slice(firedBefore).includes(held),
+      awaited: `${held} (fired: ${faults.fired.slice(firedBefore).join(', ')})`,
+      exitWithinMs: STOP_DEADLINE_MS + 20_000,
+    });
+    return { ...stopped, fired: faults.fired.slice(firedBefore) };
   }
 
   /**
