@@ -1,28 +1,21 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll } from 'vitest';
-import type { SandboxOptions } from '../../sandbox/index.js';
+import type { Sandbox, SandboxOptions } from '../../sandbox/index.js';
 import type { EmulatorEndpoint } from './bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from './bigquery-fake-server.js';
 import type { BigQueryWorkspace } from './bigquery-workspace.js';
 import { runCli, sandboxEnv, type CliResult } from './cli-harness.js';
 import { sandboxAndRootForAll, withSandboxAndRoot, type SandboxAndRoot } from './sandbox-fixture.js';
 
-export interface BigQueryRunsForAll extends SandboxAndRoot {
+export interface CopyJobProxyForAll {
   /** The emulator behind the copy-job proxy (the emulator has no copy jobs, a publish needs them). */
   readonly proxy: EmulatorWithCopyJobs;
   /** A client through the proxy: the one the runs use, and the tests read tables with. */
   readonly client: BigQuery;
-  /** `tilehouse run` of a workspace in-process, its BigQuery sinks on `client`, with `flags` after. */
-  run(workspace: BigQueryWorkspace, flags?: readonly string[]): Promise<CliResult>;
 }
 
-/**
- * What the CLI tests of a BigQuery run share, for a describeWithEmulator body: sandboxAndRootForAll
- * and the copy-job proxy in front of the block's emulator, started in beforeAll (before the
- * caller's own hooks registered after this call) and closed in afterAll.
- */
-export function bigQueryRunsForAll(endpoint: EmulatorEndpoint, options: SandboxOptions): BigQueryRunsForAll {
-  const fixture = sandboxAndRootForAll(options);
+/** The copy-job proxy in front of a describeWithEmulator block's emulator, started in beforeAll and closed in afterAll. */
+export function copyJobProxyForAll(endpoint: EmulatorEndpoint): CopyJobProxyForAll {
   let proxy: EmulatorWithCopyJobs | undefined;
   let client: BigQuery | undefined;
   beforeAll(async () => {
@@ -36,17 +29,44 @@ export function bigQueryRunsForAll(endpoint: EmulatorEndpoint, options: SandboxO
     if (proxy === undefined || client === undefined) throw new Error('the copy-job proxy is started in beforeAll: read it from a hook or a test');
     return { proxy, client };
   };
-  return withSandboxAndRoot<Omit<BigQueryRunsForAll, keyof SandboxAndRoot>>(fixture, {
+  return {
     get proxy() {
       return started().proxy;
     },
     get client() {
       return started().client;
     },
-    run: (workspace, flags = []) =>
-      runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...flags], {
-        env: sandboxEnv(fixture.sandbox),
-        seams: { sinkOptions: { bigqueryClient: started().client } },
-      }),
+  };
+}
+
+/** `tilehouse run` of a workspace in-process against `sandbox`, its BigQuery sinks on `client`, with `flags` after. */
+export function runOnBigQuery(workspace: BigQueryWorkspace, sandbox: Sandbox, client: BigQuery, flags: readonly string[] = []): Promise<CliResult> {
+  return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...flags], {
+    env: sandboxEnv(sandbox),
+    seams: { sinkOptions: { bigqueryClient: client } },
+  });
+}
+
+export interface BigQueryRunsForAll extends SandboxAndRoot, CopyJobProxyForAll {
+  /** runOnBigQuery against the block's sandbox and through its proxy. */
+  run(workspace: BigQueryWorkspace, flags?: readonly string[]): Promise<CliResult>;
+}
+
+/**
+ * What the CLI tests of a BigQuery run share, for a describeWithEmulator body: sandboxAndRootForAll
+ * and copyJobProxyForAll, started in beforeAll (before the caller's own hooks registered after this
+ * call) and closed in afterAll.
+ */
+export function bigQueryRunsForAll(endpoint: EmulatorEndpoint, options: SandboxOptions): BigQueryRunsForAll {
+  const fixture = sandboxAndRootForAll(options);
+  const bigquery = copyJobProxyForAll(endpoint);
+  return withSandboxAndRoot<Omit<BigQueryRunsForAll, keyof SandboxAndRoot>>(fixture, {
+    get proxy() {
+      return bigquery.proxy;
+    },
+    get client() {
+      return bigquery.client;
+    },
+    run: (workspace, flags = []) => runOnBigQuery(workspace, fixture.sandbox, bigquery.client, flags),
   });
 }
