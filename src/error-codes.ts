@@ -61,6 +61,7 @@ export const ERROR_CODES = {
   target_unwritable: { exit: 1, retryable: false, says: "A file sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched.", formerly: ['csv_target_unwritable', 'parquet_target_unwritable'] },
   bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (a typo, or another project, account or region these credentials cannot see).', formerly: ['gcs_bucket_not_found', 's3_bucket_not_found'] },
   write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a file or object failed otherwise (I/O, network, 5xx after retries, a checksum); the message says what the target holds.', formerly: ['csv_write_failed', 'parquet_write_failed', 'gcs_write_failed', 's3_write_failed'] },
+  target_unreadable: { exit: 1, retryable: false, says: "A file sink's existing target cannot be read as its format (a `.csv.gz` that is not gzip); remove or replace it." },
   target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target object while this run wrote; this run published nothing rather than overwrite it.', formerly: ['gcs_target_changed', 's3_target_changed'] },
   publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer (a rewrite, a copy, BigQuery jobs cut off by a stop) and its outcome is unknown: look at the target before running again.', formerly: ['gcs_publish_outcome_unknown', 's3_publish_outcome_unknown', 'bigquery_publish_outcome_unknown'] },
 

@@ -56,6 +56,15 @@ export function namingJob(jobName: string, message: string): string {
   return message.startsWith(prefix) ? message : `${prefix}${message}`;
 }
 
+/**
+ * The message without its leading `job <name>: `: for a line or an outer message that names the
+ * job already (`FAIL job <name>: …`, a partial publish quoting its cause), so it is named once.
+ */
+export function withoutJob(jobName: string, message: string): string {
+  const prefix = `job ${jobName}: `;
+  return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+}
+
 export function isTilehouseError(error: unknown): error is TilehouseError {
   return error instanceof TilehouseError;
 }

@@ -1,4 +1,4 @@
-import { messageOf, TilehouseError } from '../errors.js';
+import { messageOf, TilehouseError, withoutJob } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isPartialPublish, isPublishOutcomeUnknown, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
@@ -47,7 +47,7 @@ export class PartiallyPublishedError extends TilehouseError {
       index > 0 ? [target] : changedInPart ? [`the rest of ${target}`] : outcomeUnknown ? [] : [target],
     );
     super(
-      `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${messageOf(cause)}); ` +
+      `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${withoutJob(jobName, messageOf(cause))}); ` +
         `new run in: ${newRun.join(', ')}; ` +
         (outcomeUnknown ? `outcome unknown for: ${failed} (the new run or the previous one); ` : '') +
         (previousRun.length > 0 ? `previous run still in: ${previousRun.join(', ')}. ` : '') +
@@ -63,7 +63,7 @@ export class RunStoppedError extends TilehouseError {
   readonly code = 'run_stopped';
 
   constructor(jobName: string, reason: unknown) {
-    super(`job ${jobName}: ${messageOf(reason)} before publishing; every target still holds its previous run`, { cause: reason });
+    super(`job ${jobName}: ${withoutJob(jobName, messageOf(reason))} before publishing; every target still holds its previous run`, { cause: reason });
   }
 }
 

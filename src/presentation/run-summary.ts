@@ -1,4 +1,5 @@
 import { countNoun } from '../count-noun.js';
+import { withoutJob } from '../errors.js';
 import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -46,6 +47,15 @@ export function describeOutputs(tile: Pick<JobRunSummary, 'rows' | 'pages' | 'ou
 }
 
 /**
+ * `CODE: message` of a failure on a line that names the job already: the message's own
+ * `job <name>: ` (which the run summary keeps, so it reads on its own) is left out, so the line names
+ * the job once.
+ */
+export function failureText(job: string, error: { code: string; message: string } | undefined): string {
+  return `${error?.code}: ${error === undefined ? undefined : withoutJob(job, error.message)}`;
+}
+
+/**
  * A few lines a person can read at the end of a run, on stderr: one per tile, plus a line for
  * each thing that needs a look. The machine-readable summary is `--json` / `--summary-json`.
  */
@@ -54,7 +64,7 @@ export function formatRunSummary(summary: RunSummary): string {
   const lines = [`run ${summary.runId}: ${summary.succeeded} succeeded, ${summary.failed} failed${partial} in ${seconds(summary.durationMs)}`];
   for (const tile of summary.tiles) {
     const mark = tile.status === 'succeeded' ? 'ok  ' : tile.status === 'failed' ? 'FAIL' : 'PART';
-    const detail = tile.status === 'succeeded' ? describeOutputs(tile) : `${tile.error?.code}: ${tile.error?.message}`;
+    const detail = tile.status === 'succeeded' ? describeOutputs(tile) : failureText(tile.job, tile.error);
     lines.push(`  ${mark} ${tile.job} (${seconds(tile.durationMs)}): ${detail}`);
     for (const line of detailLines(tile)) lines.push(`       ${line}`);
   }

@@ -1,33 +1,15 @@
-import { execFile } from 'node:child_process';
-import { appendFile, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { describe, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { describeWithPushgateway, samplesOf } from '../metrics/pushgateway.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
+import { runFile as run, shippedBundleForAll } from '../support/shipped-bundle.js';
 
-const run = promisify(execFile);
-// Inside the repository, so the bundle's external packages resolve from node_modules as they do
-// in the image.
-const BUNDLE = path.resolve('.tmp', `bundle-test-${process.pid}`);
-
-let sandbox: Sandbox;
-let root: string;
-
-beforeAll(async () => {
-  await run(process.execPath, ['scripts/bundle.mjs', BUNDLE]);
-  sandbox = await startSandbox({ incidents: 150 });
-  root = await makeTempDir();
-}, 60_000);
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(BUNDLE, { recursive: true, force: true });
-  await rm(root, { recursive: true, force: true });
-});
+const bundle = shippedBundleForAll('bundle-test');
+const BUNDLE = bundle.dir;
 
 describe('the shipped bundle (scripts/bundle.mjs)', () => {
   it('lists every command in --help', async () => {
@@ -65,8 +47,8 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
     expect(maps.length).toBeGreaterThan(5);
     expect([...locales]).toEqual(['en.js']);
     const workspace = await writeWorkspace(
-      path.join(root, 'locale'),
-      sandbox,
+      path.join(bundle.root, 'locale'),
+      bundle.sandbox,
       [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
       { concurrency: 'many' },
     );
@@ -86,18 +68,18 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
   // constants (~4 MB of a 5-row run's peak RSS); tilehouse never opens an HTTP/2 session.
   it('runs a tile without loading node:http2 or tls (HTTP/1.1 source)', async () => {
     const workspace = await writeWorkspace(
-      path.join(root, 'no-http2'),
-      sandbox,
+      path.join(bundle.root, 'no-http2'),
+      bundle.sandbox,
       [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
       { itemsPerPage: 40 },
     );
-    const loaded = path.join(root, 'no-http2.builtins');
+    const loaded = path.join(bundle.root, 'no-http2.builtins');
     const preload = `data:text/javascript,${encodeURIComponent(`import { writeFileSync } from 'node:fs'; process.on('exit', () => writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));`)}`;
     const result = await run(
       process.execPath,
       ['--import', preload, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
       {
-        env: { ...process.env, ...sandboxEnv(sandbox) },
+        env: { ...process.env, ...sandboxEnv(bundle.sandbox) },
       },
     );
     expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
@@ -109,13 +91,13 @@ describe('the shipped bundle (scripts/bundle.mjs)', () => {
 
   it('runs a tile to the same CSV as the source code does', async () => {
     const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
-    const bundled = await writeWorkspace(path.join(root, 'bundled'), sandbox, [job], { itemsPerPage: 40 });
-    const source = await writeWorkspace(path.join(root, 'source'), sandbox, [job], { itemsPerPage: 40 });
+    const bundled = await writeWorkspace(path.join(bundle.root, 'bundled'), bundle.sandbox, [job], { itemsPerPage: 40 });
+    const source = await writeWorkspace(path.join(bundle.root, 'source'), bundle.sandbox, [job], { itemsPerPage: 40 });
     const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', bundled.configFile, '--jobs', bundled.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox) },
+      env: { ...process.env, ...sandboxEnv(bundle.sandbox) },
     });
     expect(result.stderr).toMatch(/1 succeeded, 0 failed/);
-    expect((await runCli(['run', '--config', source.configFile, '--jobs', source.jobsDir], { env: sandboxEnv(sandbox) })).exitCode).toBe(0);
+    expect((await runCli(['run', '--config', source.configFile, '--jobs', source.jobsDir], { env: sandboxEnv(bundle.sandbox) })).exitCode).toBe(0);
     const file = 'incident_detail.csv';
     expect(await readFile(path.join(bundled.outDir, file), 'utf8')).toBe(await readFile(path.join(source.outDir, file), 'utf8'));
   });
@@ -126,10 +108,10 @@ describeWithPushgateway('the shipped bundle with metrics configured', (gateway) 
   // still finds its classes (esbuild's interop once made it "Registry is not a constructor").
   it('pushes its run metrics to the Pushgateway', async () => {
     const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
-    const workspace = await writeWorkspace(path.join(root, 'metrics'), sandbox, [job], { itemsPerPage: 40 });
+    const workspace = await writeWorkspace(path.join(bundle.root, 'metrics'), bundle.sandbox, [job], { itemsPerPage: 40 });
     await appendFile(workspace.configFile, `metrics:\n  pushgatewayUrl: ${gateway.url}\n`);
     const result = await run(process.execPath, [path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: { ...process.env, ...sandboxEnv(sandbox) },
+      env: { ...process.env, ...sandboxEnv(bundle.sandbox) },
     });
     expect(result.stderr).not.toMatch(/metrics push .* failed/);
     expect(samplesOf(await gateway.scrape(), 'tilehouse_last_run_rows')).toEqual([{ labels: { instance: '', job: 'incident_detail' }, value: 150 }]);
@@ -139,21 +121,8 @@ describeWithPushgateway('the shipped bundle with metrics configured', (gateway) 
 describeWithFakeGcs('the shipped bundle with a gs:// CSV target', (gcs) => {
   // The storage client stays in node_modules (external) and is imported only by a gs:// target:
   // a local CSV run's cold start must not pay for it. The resolve hook records what each run loads.
-  const RECORD_IMPORTS = path.resolve('test/support/record-imports.mjs');
-  async function runBundled(name: string, sinks: Array<Record<string, unknown>>): Promise<{ stderr: string; loaded: string; outDir: string }> {
-    const job = { name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks };
-    const workspace = await writeWorkspace(path.join(root, name), sandbox, [job], { itemsPerPage: 40 });
-    const record = path.join(root, `${name}.imports`);
-    await writeFile(record, '');
-    const result = await run(
-      process.execPath,
-      ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
-      {
-        env: { ...process.env, ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: gcs.origin, TILEHOUSE_RECORD_IMPORTS: record },
-      },
-    );
-    return { stderr: result.stderr, loaded: await readFile(record, 'utf8'), outDir: workspace.outDir };
-  }
+  const runBundled = (name: string, sinks: Array<Record<string, unknown>>) =>
+    bundle.runRecorded(name, sinks, { env: { ...process.env, STORAGE_EMULATOR_HOST: gcs.origin } });
 
   it('writes the object from the bundle, loading @google-cloud/storage only then', async () => {
     const bucket = await gcs.newBucket('bundle');
@@ -173,27 +142,11 @@ describe('the shipped bundle and OpenTelemetry', () => {
   // @opentelemetry/* stays in node_modules (scripts/bundle.mjs), imported by
   // src/telemetry/open-telemetry.ts only when OTEL_* variables turn telemetry on: with none set, a
   // run must load none of it. The resolve hook records every module the run loads.
-  const RECORD_IMPORTS = path.resolve('test/support/record-imports.mjs');
-  async function runRecorded(name: string, env: Record<string, string>): Promise<{ stderr: string; loaded: string }> {
-    const workspace = await writeWorkspace(
-      path.join(root, name),
-      sandbox,
-      [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }],
-      { itemsPerPage: 40 },
-    );
-    const record = path.join(root, `${name}.imports`);
-    await writeFile(record, '');
+  function runRecorded(name: string, env: Record<string, string>) {
     const clean = Object.fromEntries(
       Object.entries(process.env).filter(([key]) => !key.startsWith('OTEL_') && !['TRACEPARENT', 'TRACESTATE', 'BAGGAGE'].includes(key)),
     );
-    const result = await run(
-      process.execPath,
-      ['--import', RECORD_IMPORTS, path.join(BUNDLE, 'tilehouse.js'), 'run', '--config', workspace.configFile, '--jobs', workspace.jobsDir],
-      {
-        env: { ...clean, ...sandboxEnv(sandbox), TILEHOUSE_RECORD_IMPORTS: record, ...env },
-      },
-    );
-    return { stderr: result.stderr, loaded: await readFile(record, 'utf8') };
+    return bundle.runRecorded(name, [{ type: 'csv' }], { env: { ...clean, ...env } });
   }
 
   it('loads no @opentelemetry module when no OTEL variable is set, nor with OTEL_SDK_DISABLED=true', async () => {

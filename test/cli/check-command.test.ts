@@ -36,7 +36,7 @@ describe('tilehouse check', () => {
     expect(result.stdout.split('\n')).toEqual([
       'ok job detail: 130 rows in the tile, 4 columns',
       `  ${fixture.workspace.outDir}/detail.csv guard: passes: 130 rows; no target yet`,
-      expect.stringMatching(/^FAIL job wrong_tile: export_api_error: .*invalid id/),
+      "FAIL job wrong_tile: export_api_error: page 0: export for tile no-such-tile (sent as query item tileId) failed with HTTP 400: invalid id; check the job's tile and source.tileParam",
       '',
     ]);
   });
@@ -61,7 +61,9 @@ describe('tilehouse check', () => {
     const wrong = 'check-wrong-secret-2718';
     const result = await check(['--tile', 'detail'], wrong);
     expect(result.exitCode).toBe(1);
-    expect(result.stdout).toMatch(/^FAIL job detail: auth_invalid_client: .+\n$/);
+    expect(result.stdout).toBe(
+      'FAIL job detail: auth_invalid_client: token request refused (HTTP 401): invalid_client — unknown client or wrong client secret\n',
+    );
     expect(result.stdout + result.stderr + JSON.stringify(result.logs)).not.toContain(wrong);
   });
 

@@ -66,7 +66,7 @@ describeWithFakeGcs('tilehouse check with a gs:// CSV target', (gcs) => {
     const { result } = await checkWith(bucket, ['storage.objects.get', 'storage.objects.list'], 'some');
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toBe(
-      `FAIL job detail: permission_denied: job detail: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`,
+      `FAIL job detail: permission_denied: csv gs://${bucket}/nightly/: missing storage.objects.create, storage.objects.delete on bucket ${bucket} (grant roles/storage.objectUser on the bucket)\n`,
     );
   });
 

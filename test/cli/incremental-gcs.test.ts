@@ -6,8 +6,7 @@ import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { expect, it } from 'vitest';
 import { type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { dailyIncrementalJob, dailySourceRows, daySandboxesForAll } from '../support/day-sandboxes.js';
@@ -27,8 +26,7 @@ describeWithFakeGcs('an incremental job writing gs:// objects', (gcs) => {
       timeoutMs: 90_000,
     });
     expect(result.code, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, summary, report: summary.incremental![0]! };
   }
 

@@ -4,14 +4,13 @@
 // numbers come back on later days with other values when the clock moves: the day-5 run has keys
 // the day-1 run wrote to update, not only new ones to insert.
 import path from 'node:path';
-import type { BigQuery } from '@google-cloud/bigquery';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables } from '../support/bigquery-read.js';
+import { copyJobProxyForAll, runOnBigQuery } from '../support/bigquery-runs.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
+import { sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { incidentDaysQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
@@ -35,27 +34,15 @@ const job = (lookbackDays: number) => ({
 
 describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
   const each = sandboxesEachTest();
-  let proxy: EmulatorWithCopyJobs;
-  let client: BigQuery;
+  const bigquery = copyJobProxyForAll(endpoint);
   const temp = tempDirForAll();
   const dataset = uniqueDatasetId('incremental_merge');
-
-  beforeAll(async () => {
-    proxy = await startEmulatorWithCopyJobs(endpoint);
-    client = proxy.client();
-  });
-  afterAll(async () => {
-    await proxy?.close();
-  });
 
   const sandboxAt = (day: string) => each.sandbox({ incidents: 4000, now: new Date(`${day}T12:00:00Z`) });
 
   async function run(sandbox: Sandbox, name: string, lookbackDays = 0) {
     const ws = await writeBigQueryWorkspace(path.join(temp.path, name), sandbox, [job(lookbackDays)], { projectId: endpoint.projectId, dataset });
-    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { bigqueryClient: client } },
-    });
+    const result = await runOnBigQuery(ws, sandbox, bigquery.client, ['--json']);
     expect(result.exitCode, result.stderr).toBe(0);
     const summary = summaryOf(result.stdout, 'run');
     return { ...result, summary, report: summary.incremental![0]! };
@@ -75,7 +62,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
 
   /** The table as number -> "day|created|severity" (each key once, asserted), and each number's _run_id. */
   async function tableRows(): Promise<{ values: Map<number, string>; runIds: Map<number, string> }> {
-    const rows = await readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
+    const rows = await readTable(bigquery.client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
     const numbers = rows.map((row) => Number(row.number));
     expect(new Set(numbers).size).toBe(numbers.length);
     return {
@@ -86,7 +73,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
 
   type LedgerLine = { window_from: string; status: string; published: boolean; target: string; run_id: string; window_open: boolean | null };
   async function ledger(): Promise<LedgerLine[]> {
-    const [rows] = await client.query({
+    const [rows] = await bigquery.client.query({
       query: `SELECT CAST(window_from AS STRING) AS window_from, status, published, target, run_id, window_open FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE job = '${TABLE}' ORDER BY recorded_at, window_from`,
     });
     return rows as LedgerLine[];
@@ -121,7 +108,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     const afterFifth = await tableRows();
     expect(afterFifth.values).toEqual(merged);
     expect(afterFifth.values.size).toBeLessThan(dayOne.size + missed.size);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(bigquery.client, dataset)).toEqual([]);
 
     // One ledger row per window, on the table itself (a merge has no partition), each published;
     // the day still going when it was merged is recorded as open.
@@ -168,7 +155,7 @@ describeWithEmulator('an incremental job with writeMode: merge', (endpoint) => {
     expect(result.code, result.stderr).toBe(0);
     const summary = summaryOf(result.stdout, 'run');
     expect(summary.incremental![0]!.windows.map((window) => window.from)).toEqual(['2026-07-01', '2026-07-02', '2026-07-03']);
-    const rows = await readTable(client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
+    const rows = await readTable(bigquery.client, { projectId: endpoint.projectId, dataset: own, table: TABLE }, 'number');
     const table = new Map(rows.map((row) => [Number(row.number), `${String(row.day)}|${String(row.created)}|${String(row.severity)}`]));
     expect(table).toEqual(sourceRows(day3, '2026-07-01', '2026-07-04'));
   }, 180_000);

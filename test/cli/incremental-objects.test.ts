@@ -5,8 +5,7 @@ import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { expect, it } from 'vitest';
 import type { Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
-import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { dailyIncrementalJob, dailySourceRows, daySandboxesForAll } from '../support/day-sandboxes.js';
 import { describeWithObjectStores } from '../support/object-stores.js';
 
@@ -24,8 +23,7 @@ describeWithObjectStores('an incremental job writing objects', (store) => {
       env: sandboxEnv(sandbox),
       seams: store.seams(),
     });
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return { ...result, summary, report: summary.incremental![0]! };
   }
 

@@ -7,9 +7,8 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { type Sandbox } from '../../sandbox/index.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { RUN_ID_METADATA_KEY } from '../../src/sinks/s3/temp-keys.js';
-import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithS3, getBytes, keysOf } from '../support/s3-server.js';
 import { dailyIncrementalJob, daySandboxesForAll } from '../support/day-sandboxes.js';
 import { duckdb, sqlString } from '../sinks/parquet/encoder/duckdb-read-back.js';
@@ -25,8 +24,7 @@ describeWithS3('an incremental job writing s3:// Parquet objects', (s3) => {
     await writeFile(workspace.configFile, stringify(config));
     const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--json'], { env: sandboxEnv(sandbox) });
     expect(result.exitCode, result.stderr).toBe(0);
-    const summary = summarySchema.parse(JSON.parse(result.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(result.stdout, 'run');
     return summary.incremental![0]!;
   }
 

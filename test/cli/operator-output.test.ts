@@ -203,4 +203,24 @@ describe('formatRunSummary', () => {
       '',
     ]);
   });
+
+  // The summary's message names the job so that it reads on its own; the line names it already.
+  it("names a failed tile's job once: the line's, not again the message's", () => {
+    const error = { code: 'write_failed', message: 'job by_type: csv out/by_type.csv: renaming the temp file failed: EIO' };
+    const text = formatRunSummary({
+      runId: 'r3',
+      startedAt: '',
+      durationMs: 300,
+      tokenFetches: 1,
+      succeeded: 0,
+      failed: 1,
+      partiallyPublished: 0,
+      tiles: [tile({ status: 'failed', outputs: [], error })],
+    });
+    expect(text.split('\n')).toEqual([
+      'run r3: 0 succeeded, 1 failed in 0.3 s',
+      '  FAIL by_type (0.1 s): write_failed: csv out/by_type.csv: renaming the temp file failed: EIO',
+      '',
+    ]);
+  });
 });

@@ -2,39 +2,34 @@
 // an answer, sent SIGTERM, exits 143 within the cleanup deadline (`stopDeadlineMs`), and its
 // staging table is either gone or named in the summary. The emulator answers every request at
 // once, so a loopback proxy in front of it holds the requests a field network loses.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { jobIdOfPath, startBigQueryFaultProxy, type BigQueryFaultProxy, type FaultDecision } from '../support/bigquery-fault-proxy.js';
 import { stagingTables, tableExists } from '../support/bigquery-read.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
 import { sandboxEnv } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { runStoppedWhen } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const STOP_DEADLINE_MS = 6_000;
 const TABLE = 'stopped_detail';
 
 describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (endpoint) => {
-  let sandbox: Sandbox;
-  let root: string;
+  const fixture = sandboxAndRootForAll({ incidents: 120 });
   let client: BigQuery;
   const proxies: BigQueryFaultProxy[] = [];
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: 120 });
-    root = await makeTempDir();
+  beforeAll(() => {
+    // The emulator's address is known once it started, in the describe block's first beforeAll.
     client = localBigQueryClient(endpoint);
   });
   afterAll(async () => {
     for (const proxy of proxies) await proxy.close();
-    await sandbox?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
   /**
@@ -65,34 +60,26 @@ describeWithEmulator('tilehouse run stopped while BigQuery does not answer', (en
     const proxy = await startBigQueryFaultProxy(endpoint.apiEndpoint, decide);
     proxies.push(proxy);
     const ws = await writeBigQueryWorkspace(
-      path.join(root, name),
-      sandbox,
+      path.join(fixture.root, name),
+      fixture.sandbox,
       [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery', writeMode: 'replace' }] }],
       { projectId: endpoint.projectId, dataset },
     );
     const environment = parse(await readFile(ws.configFile, 'utf8')) as Record<string, unknown>;
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
 
-    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: { ...process.env, ...sandboxEnv(sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const stdout = textOf(child.stdout);
-    const stderr = textOf(child.stderr);
-    const waitUntil = Date.now() + 60_000;
-    while (proxy.held.length === 0) {
-      if (Date.now() > waitUntil || child.exitCode !== null) {
-        child.kill('SIGKILL');
-        throw new Error(`the load's status request was never held: ${await stderr}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    stopped = true;
-    child.kill('SIGTERM');
     // Bounded well past the deadline, so that a run that overstays fails on elapsedMs, not here.
-    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
-    return { exit, stdout: await stdout, stderr: await stderr, dataset, proxy };
+    const { exit, stdout, stderr } = await runStoppedWhen(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), BIGQUERY_EMULATOR_HOST: proxy.apiEndpoint, CI: '' },
+      detached: true,
+      ready: () => proxy.held.length > 0,
+      awaited: "the load's held status request",
+      exitWithinMs: STOP_DEADLINE_MS + 20_000,
+      beforeStop: () => {
+        stopped = true;
+      },
+    });
+    return { exit, stdout, stderr, dataset, proxy };
   }
 
   it('exits 143 within stopDeadlineMs and removes the staging table when BigQuery still answers the cleanup', async () => {

@@ -3,35 +3,24 @@
 // (`stopDeadlineMs`), prints its summary, leaves the target as it was, and either removes its temp
 // object or names it. fake-gcs-server answers every request at once, so gcs-fault-proxy.ts in front
 // of it holds the requests a field network loses.
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
+import { runStoppedWhen, splitStderr } from '../support/child-process.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
 import { startGcsFaultProxy, type FaultRule, type GcsFaultProxy } from '../support/gcs-fault-proxy.js';
-import { summarySchema } from '../../src/pipeline/summary-schema.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const STOP_DEADLINE_MS = 4_000;
 const PREVIOUS = 'Number,Created,Description,Severity\r\nprevious run\r\n';
 const TARGET = 'nightly/incident_detail.csv';
 
-let sandbox: Sandbox;
-let root: string;
-
-beforeAll(async () => {
-  // Enough rows for more than one 2 MiB chunk, so the upload sends a chunk before its final request.
-  sandbox = await startSandbox({ incidents: 40_000 });
-  root = await makeTempDir();
-});
-afterAll(async () => {
-  await sandbox?.close();
-  await rm(root, { recursive: true, force: true });
-});
+// Enough rows for more than one 2 MiB chunk, so the upload sends a chunk before its final request.
+const fixture = sandboxAndRootForAll({ incidents: 40_000 });
 
 describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not answer', (gcs) => {
   let faults: GcsFaultProxy;
@@ -48,33 +37,23 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     for (const rule of rules) faults.fail(rule);
     const firedBefore = faults.fired.length;
     const ws = await writeWorkspace(
-      path.join(root, name),
-      sandbox,
+      path.join(fixture.root, name),
+      fixture.sandbox,
       [{ name: 'incident_detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv', manifest: true }] }],
       { itemsPerPage: 1000 },
     );
     const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: { csv: { directory: string } } };
     environment.sinks.csv.directory = `gs://${bucket}/nightly`;
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
-    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json', '--run-id', `run-${name}`], {
-      env: { ...process.env, ...sandboxEnv(sandbox), STORAGE_EMULATOR_HOST: faults.origin, CI: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const stdout = textOf(child.stdout);
-    const stderr = textOf(child.stderr);
-    const waitUntil = Date.now() + 60_000;
-    while (!faults.fired.slice(firedBefore).includes(held)) {
-      if (Date.now() > waitUntil || child.exitCode !== null) {
-        if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
-        throw new Error(`${held} never fired (fired: ${faults.fired.slice(firedBefore).join(', ')}): ${await stderr}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    child.kill('SIGTERM');
     // Bounded well past the deadline, so that a run that overstays fails on elapsedMs, not here.
-    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
-    return { exit, stdout: await stdout, stderr: await stderr, fired: faults.fired.slice(firedBefore) };
+    const stopped = await runStoppedWhen(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json', '--run-id', `run-${name}`], {
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), STORAGE_EMULATOR_HOST: faults.origin, CI: '' },
+      detached: true,
+      ready: () => faults.fired.slice(firedBefore).includes(held),
+      awaited: `${held} (fired: ${faults.fired.slice(firedBefore).join(', ')})`,
+      exitWithinMs: STOP_DEADLINE_MS + 20_000,
+    });
+    return { ...stopped, fired: faults.fired.slice(firedBefore) };
   }
 
   /**
@@ -83,8 +62,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
    * expected; no line carries the client secret or claims anything was published.
    */
   function expectStoppedLines(run: { stdout: string; stderr: string }, leftBehind: string[]) {
-    const summary = summarySchema.parse(JSON.parse(run.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(run.stdout, 'run');
     expect(summary.tiles).toHaveLength(1);
     expect(summary.tiles[0]).toMatchObject({ status: 'failed', outputs: [], error: { code: 'run_stopped' } });
     expect(summary.tiles[0]!.leftBehind ?? []).toEqual(leftBehind);
@@ -93,7 +71,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
       `tilehouse: SIGTERM received; stopping cleanly within ${STOP_DEADLINE_MS / 1000} s (send again to exit at once)`,
       expect.stringMatching(/^run run-\S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(
-        /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: job incident_detail: stopped by SIGTERM before publishing; every target still holds its previous run$/,
+        /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: stopped by SIGTERM before publishing; every target still holds its previous run$/,
       ),
       ...leftBehind.map((left) => `       left behind: ${left}`),
     ]);
@@ -101,7 +79,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
       expect(['run starting', 'run finished', 'csv: could not delete a temp object; a later sweep or the bucket lifecycle rule removes it']).toContain(
         (log.msg as string).startsWith('job incident_detail failed: ') ? 'run finished' : log.msg,
       );
-    for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
+    for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(fixture.sandbox.clientSecret);
     // What a person reads (text lines, log messages) never claims a publish or a success.
     for (const line of [...text, ...logs.map((log) => log.msg as string)])
       expect(line).not.toMatch(/\bpublished\b|\bsucceeded\b(?!, 1 failed)|cleanup did not finish/);
@@ -163,8 +141,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     expect((await gcs.storage.bucket(bucket).file(TARGET).download())[0].toString()).toBe(PREVIOUS);
     const temps = (await objectsIn(bucket)).filter((name) => name !== TARGET);
     expect(temps).toHaveLength(2);
-    const summary = summarySchema.parse(JSON.parse(run.stdout));
-    if (summary.command !== 'run') throw new Error('not a run summary');
+    const summary = summaryOf(run.stdout, 'run');
     const tile = summary.tiles[0]!;
     expect(tile).toMatchObject({ status: 'failed', outputs: [], error: { code: 'publish_outcome_unknown', targetKind: 'gcs', format: 'csv' } });
     expect(tile.error!.message).toContain("whether the target now holds this run's object is unknown");
@@ -175,7 +152,7 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
     const { logs, text } = splitStderr(run.stderr);
     for (const left of tile.leftBehind!) expect(text).toContain(`       left behind: ${left}`);
     expect(text).toContainEqual(expect.stringMatching(/^ {2}FAIL incident_detail \([\d.]+ s\): publish_outcome_unknown: /));
-    for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(sandbox.clientSecret);
+    for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) expect(line).not.toContain(fixture.sandbox.clientSecret);
     for (const line of [...text, ...logs.map((log) => log.msg as string), tile.error!.message]) {
       expect(line).not.toMatch(
         /\bpublished\b(?! nothing)|previous run (still|kept)|still holds its previous run|published nothing|untouched|cleanup did not finish/,

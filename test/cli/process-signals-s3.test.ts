@@ -6,8 +6,8 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
-import { exitWithin, spawnCli, textOf } from '../support/child-process.js';
+import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
+import { runStoppedWhen } from '../support/child-process.js';
 import { detailQuery } from '../support/queries.js';
 import { describeWithS3, getBytes, keysOf, putBytes, TEST_AWS_ENV } from '../support/s3-server.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
@@ -33,28 +33,21 @@ describeWithS3('tilehouse run to s3:// stopped mid-upload', (s3) => {
     environment.sinks = { csv: { directory: `s3://${bucket}/nightly` }, s3: { endpoint: s3.endpoint } };
     await writeFile(ws.configFile, stringify({ ...environment, stopDeadlineMs: STOP_DEADLINE_MS }));
     const seenBefore = s3.proxy.seen.length;
-    const child = spawnCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
-      env: { ...process.env, ...sandboxEnv(fixture.sandbox), ...TEST_AWS_ENV, CI: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const stdout = textOf(child.stdout);
-    const stderr = textOf(child.stderr);
     const sent = () => s3.proxy.seen.slice(seenBefore).filter((line) => line.includes(bucket));
-    const until = Date.now() + 60_000;
-    while (!sent().some((line) => line.startsWith('upload-part'))) {
-      if (Date.now() > until || child.exitCode !== null) throw new Error(`no part was sent before the run ended: ${await stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    child.kill('SIGTERM');
-    const exit = await exitWithin(child, STOP_DEADLINE_MS + 20_000);
+    const { exit, stdout, stderr } = await runStoppedWhen(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--json'], {
+      env: { ...process.env, ...sandboxEnv(fixture.sandbox), ...TEST_AWS_ENV, CI: '' },
+      ready: () => sent().some((line) => line.startsWith('upload-part')),
+      awaited: 'a part of the upload',
+      exitWithinMs: STOP_DEADLINE_MS + 20_000,
+    });
     await s3.proxy.settled();
-    expect(exit.code, await stderr).toBe(143);
+    expect(exit.code, stderr).toBe(143);
     expect(exit.elapsedMs).toBeLessThan(STOP_DEADLINE_MS + 3_000);
     expect(sent().some((line) => line.startsWith('abort-multipart'))).toBe(true);
     expect(sent().some((line) => line.startsWith('copy'))).toBe(false);
     expect((await getBytes(s3.client, bucket, TARGET)).toString()).toBe(PREVIOUS);
     expect(await keysOf(s3.client, bucket)).toEqual([TARGET]);
-    const summary = JSON.parse(await stdout) as { tiles: Array<{ status: string; leftBehind?: string[] }> };
+    const summary = summaryOf(stdout, 'run');
     expect(summary.tiles[0]).toMatchObject({ status: 'failed' });
     expect(summary.tiles[0]!.leftBehind ?? []).toEqual([]);
   }, 90_000);

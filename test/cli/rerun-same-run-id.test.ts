@@ -10,14 +10,13 @@
 // as BigQuery does, with the job resource it kept, which like a real truncating query job
 // reports no row count. So the count must come from the target.
 import path from 'node:path';
-import type { BigQuery } from '@google-cloud/bigquery';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable } from '../support/bigquery-read.js';
+import { copyJobProxyForAll, runOnBigQuery } from '../support/bigquery-runs.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
+import { summaryOf } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxesEachTest } from '../support/sandbox-fixture.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
@@ -25,19 +24,10 @@ import { tempDirForAll } from '../support/temp-dir-hooks.js';
 const TABLE = 'rerun_detail';
 
 describeWithEmulator('a re-run with the same --run-id over changed data', (endpoint) => {
-  let proxy: EmulatorWithCopyJobs;
-  let client: BigQuery;
+  const bigquery = copyJobProxyForAll(endpoint);
   const temp = tempDirForAll();
   const each = sandboxesEachTest();
   const dataset = uniqueDatasetId('rerun');
-
-  beforeAll(async () => {
-    proxy = await startEmulatorWithCopyJobs(endpoint);
-    client = proxy.client();
-  });
-  afterAll(async () => {
-    await proxy?.close();
-  });
 
   async function run(incidents: number, runId: string, name: string) {
     const sandbox = await each.sandbox({ incidents });
@@ -47,10 +37,7 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
       [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery', writeMode: 'replace' }] }],
       { projectId: endpoint.projectId, dataset },
     );
-    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir, '--run-id', runId, '--json'], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { bigqueryClient: client } },
-    });
+    const result = await runOnBigQuery(ws, sandbox, bigquery.client, ['--run-id', runId, '--json']);
     expect(result.exitCode, result.stderr).toBe(0);
     const summary = summaryOf(result.stdout, 'run');
     return { ...result, tile: summary.tiles[0]! };
@@ -66,7 +53,7 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
     expect(first.tile.warnings).toEqual([]);
 
     const second = await run(160, 'nightly-1', 'second');
-    const held = await readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
+    const held = await readTable(bigquery.client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
     expect(held).toHaveLength(120);
     expect(second.tile.rows).toBe(160);
     expect(second.tile.outputs[0]).toMatchObject({
@@ -82,7 +69,7 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
     expect(second.stderr).toContain(`warning: ${warning}`);
     // The ledger holds one row per run id, target and status (its insert's job id is derived from
     // them, so the re-run's insert is adopted too), and it counts what was published.
-    const [ledger] = await client.query({
+    const [ledger] = await bigquery.client.query({
       query: `SELECT row_count AS n FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` WHERE run_id = 'nightly-1' ORDER BY recorded_at`,
     });
     expect((ledger as Array<{ n: number }>).map((row) => Number(row.n))).toEqual([120]);

@@ -92,12 +92,12 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
     ]);
     const check = await cli(['check', '--config', workspace.configFile, '--jobs', workspace.jobsDir]);
     expect(check.exitCode).not.toBe(0);
-    expect(check.stdout + check.stderr).toContain('bucket_not_found: job detail: parquet s3://no-such-bucket-tilehouse/: listing the bucket failed');
+    expect(check.stdout + check.stderr).toContain('bucket_not_found: parquet s3://no-such-bucket-tilehouse/: listing the bucket failed');
     sandbox.clearRequests();
     const run = await cli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir]);
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toContain('no-such-bucket-tilehouse does not exist');
-    expect(run.stderr).toContain('bucket_not_found: job detail: parquet s3://no-such-bucket-tilehouse/');
+    expect(run.stderr).toContain('bucket_not_found: parquet s3://no-such-bucket-tilehouse/');
     expect(sandbox.requests.filter((request) => request.endpoint === 'export')).toEqual([]);
   }, 60_000);
 
@@ -122,7 +122,7 @@ describeWithS3('jobs writing s3:// objects', (s3) => {
     const run = await cli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir]);
     s3.proxy.disarm();
     expect(run.exitCode, run.stderr).toBe(1);
-    expect(run.stderr).toContain(`permission_denied: job detail: parquet s3://${bucket}/detail.parquet: copying`);
+    expect(run.stderr).toContain(`permission_denied: parquet s3://${bucket}/detail.parquet: copying`);
     expect(await readFile(local, 'utf8')).toBe('previous\r\n');
     expect((await getBytes(s3.client, bucket, 'detail.parquet')).toString()).toBe('previous parquet');
     expect(await keysOf(s3.client, bucket)).toEqual(['detail.parquet']);

@@ -136,9 +136,7 @@ describe('secrets echoed by the source', () => {
     const { logs, text } = splitStderr(result.stderr);
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
-      expect.stringMatching(
-        new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: job echoed: token request refused \\(HTTP 401\\): ${escape(echoed)}$`),
-      ),
+      expect.stringMatching(new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: token request refused \\(HTTP 401\\): ${escape(echoed)}$`)),
       '',
     ]);
     expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
@@ -161,7 +159,7 @@ describe('secrets echoed by the source', () => {
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(
-        /^ {2}FAIL echoed \([\d.]+ s\): export_api_error: job echoed: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/,
+        /^ {2}FAIL echoed \([\d.]+ s\): export_api_error: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/,
       ),
       '',
     ]);

@@ -1,15 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import type { BigQuery } from '@google-cloud/bigquery';
+import { mkdir, readdir } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables, type ReadCell } from '../support/bigquery-read.js';
+import { bigQueryRunsForAll } from '../support/bigquery-runs.js';
 import { writeBigQueryWorkspace, type BigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv, type CliResult } from '../support/cli-harness.js';
+import type { CliResult } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 import { tryMountTinyFs } from '../support/tiny-fs.js';
 
 // A BigQuery run whose load file fills its disk (issue 39: a pod's emptyDir at /tmp has a size
@@ -21,41 +19,28 @@ const INCIDENTS = 1000;
 const TABLE = 'incident_detail';
 
 describeWithEmulator('a BigQuery run whose load file fills its disk', (endpoint) => {
-  let sandbox: Sandbox;
-  let proxy: EmulatorWithCopyJobs;
-  let client: BigQuery;
-  let root: string;
+  const fixture = bigQueryRunsForAll(endpoint, { incidents: INCIDENTS });
   let workspace: BigQueryWorkspace;
   let mountFailure: string | undefined = 'not mounted yet';
   const dataset = uniqueDatasetId('disk_full');
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: INCIDENTS });
-    proxy = await startEmulatorWithCopyJobs(endpoint);
-    client = proxy.client();
-    root = await makeTempDir();
     workspace = await writeBigQueryWorkspace(
-      root,
-      sandbox,
+      fixture.root,
+      fixture.sandbox,
       [{ name: TABLE, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'bigquery' }], columns: { Number: { type: 'INT64' } } }],
       { projectId: endpoint.projectId, dataset },
       { itemsPerPage: 200 },
     );
     await mkdir(workspace.tempDir, { recursive: true });
   });
-  afterAll(async () => {
+  // Registered after the fixture's: runs before its root is removed.
+  afterAll(() => {
     if (mountFailure === undefined) execFileSync('umount', [workspace.tempDir]);
-    await sandbox?.close();
-    await proxy?.close();
-    await rm(root, { recursive: true, force: true });
   });
 
-  const run = (): Promise<CliResult> =>
-    runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { bigqueryClient: client } },
-    });
-  const rows = (): Promise<Record<string, ReadCell>[]> => readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
+  const run = (): Promise<CliResult> => fixture.run(workspace);
+  const rows = (): Promise<Record<string, ReadCell>[]> => readTable(fixture.client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
 
   it('fails with exit 1 and disk_full naming the load file, loads and publishes nothing, leaves no file or staging table; the next run with room is exact', async (context) => {
     // The previous run, with room: the table holds every incident.
@@ -69,7 +54,7 @@ describeWithEmulator('a BigQuery run whose load file fills its disk', (endpoint)
     const full = await rows();
     expect(full).toHaveLength(INCIDENTS);
     // Made different from what the next run would publish, so that a half-written publish shows.
-    await client.query(`DELETE FROM \`${endpoint.projectId}.${dataset}.${TABLE}\` WHERE number > 10`);
+    await fixture.client.query(`DELETE FROM \`${endpoint.projectId}.${dataset}.${TABLE}\` WHERE number > 10`);
     const previous = await rows();
     expect(previous).toHaveLength(10);
 
@@ -86,7 +71,7 @@ describeWithEmulator('a BigQuery run whose load file fills its disk', (endpoint)
     expect(refused.stderr).not.toMatch(/\n\s+at |internal_error/);
     // Nothing reached BigQuery: no load job, so no staging table, and the target as it was.
     expect(refused.logs.some((line) => line.msg === 'loading into a BigQuery staging table')).toBe(false);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
     expect(await rows()).toEqual(previous);
     expect(await readdir(workspace.tempDir)).toEqual([]);
 
@@ -95,7 +80,7 @@ describeWithEmulator('a BigQuery run whose load file fills its disk', (endpoint)
     const next = await run();
     expect(next.exitCode, next.stderr).toBe(0);
     expect(await rows()).toEqual(full);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
     expect(await readdir(workspace.tempDir)).toEqual([]);
   }, 60_000);
 });

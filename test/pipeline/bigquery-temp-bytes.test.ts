@@ -1,12 +1,9 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { BENCH_QUERY } from '../../bench/bench-query.js';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
+import { bigQueryRunsForAll } from '../support/bigquery-runs.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { makeTempDir } from '../support/temp-dir.js';
 
 // What a BigQuery sink needs of its temp directory (issue 39, "Disk is a resource too"), measured
 // against a local CSV of the same rows in the same run: one job of the benchmark's tile (11
@@ -18,33 +15,17 @@ import { makeTempDir } from '../support/temp-dir.js';
 const ROWS = Number(process.env.TILEHOUSE_TEMP_BYTES_ROWS ?? 20_000);
 
 describeWithEmulator('the temp bytes of a BigQuery run, against a CSV of the same rows', (endpoint) => {
-  let sandbox: Sandbox;
-  let proxy: EmulatorWithCopyJobs;
-  let root: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: ROWS });
-    proxy = await startEmulatorWithCopyJobs(endpoint);
-    root = await makeTempDir();
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await proxy?.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  const fixture = bigQueryRunsForAll(endpoint, { incidents: ROWS });
 
   it('the NDJSON load file is about twice the CSV (one JSON object a row, keyed by column name)', async () => {
     const workspace = await writeBigQueryWorkspace(
-      root,
-      sandbox,
+      fixture.root,
+      fixture.sandbox,
       [{ name: 'bench_incidents', tile: SANDBOX_TILE, query: BENCH_QUERY, sinks: [{ type: 'csv' }, { type: 'bigquery' }] }],
       { projectId: endpoint.projectId, dataset: uniqueDatasetId('temp_bytes') },
       { itemsPerPage: 1000 },
     );
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { bigqueryClient: proxy.client() } },
-    });
+    const result = await fixture.run(workspace);
     expect(result.exitCode, result.stderr).toBe(0);
     const finished = result.logs.find((line) => line.msg === 'run finished') as {
       summary: { tiles: Array<{ outputs: Array<{ sink: string; rows: number; details: Record<string, number> }> }> };

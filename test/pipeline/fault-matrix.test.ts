@@ -107,12 +107,12 @@ describe('a run meeting a lasting fault', () => {
     {
       name: '503 on every try of a middle page',
       rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity },
-      says: /export_api_error: job incident_detail: page 5: export failed with HTTP 503/,
+      says: /export_api_error: page 5: export failed with HTTP 503/,
     },
     {
       name: 'connection resets on every token request',
       rule: { endpoint: 'token', kind: 'connection-reset', times: Infinity },
-      says: /source_unreachable: job incident_detail: token request/,
+      says: /source_unreachable: token request/,
     },
     {
       name: 'totalRows drifting on every read',
@@ -127,7 +127,7 @@ describe('a run meeting a lasting fault', () => {
     {
       name: 'timeouts on every try of the last page',
       rule: { endpoint: 'export', pageNumber: LAST_PAGE, kind: 'delay', delayMs: SLOW_ANSWER_MS, times: Infinity },
-      says: /source_unreachable: job incident_detail: page 11: .*[Tt]imeout/,
+      says: /source_unreachable: page 11: .*[Tt]imeout/,
     },
   ];
 

@@ -86,7 +86,7 @@ describe('a run against a source that repeats a page', () => {
     const [tile] = summary.tiles;
     expect(tile).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
     expect(tile!.error!.message).toMatch(
-      /first read: job hostile: page 2: check "page-repeated" failed: its 2 rows are identical to page 1's.*re-read from page 0: job hostile: page 2: check "page-repeated"/,
+      /^job hostile: export inconsistent twice; first read: page 2: check "page-repeated" failed: its 2 rows are identical to page 1.s.*re-read from page 0: page 2: check "page-repeated"/,
     );
     expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
     expect(await readdir(outDir)).toEqual([]);
@@ -416,7 +416,7 @@ describe('a run against a source that orders rows differently on different reque
     expect(exitCode).toBe(1);
     expect(summary.tiles[0]).toMatchObject({ status: 'failed', restarts: 1, rows: 0, error: { code: 'export_inconsistent' } });
     expect(summary.tiles[0]!.error!.message).toMatch(
-      /first read: job hostile: page 2: check "row-order" failed: row 1 has "Incidents" 2, which sorts before page 1's last row's 4 although the query orders by that column asc: the source returned rows in a different order on different requests.*re-read from page 0: job hostile: page 2: check "row-order"/,
+      /^job hostile: export inconsistent twice; first read: page 2: check "row-order" failed: row 1 has "Incidents" 2, which sorts before page 1's last row's 4 although the query orders by that column asc: the source returned rows in a different order on different requests.*re-read from page 0: page 2: check "row-order"/,
     );
     expect(sorted(source.pagesAsked())).toEqual([0, 0, 1, 1, 2, 2]);
     expect(await readdir(outDir)).toEqual([]);

@@ -10,6 +10,9 @@ import { LoadFileError } from '../../src/sinks/bigquery/ndjson-file.js';
 import { GcsError } from '../../src/sinks/gcs/gcs-errors.js';
 import { ParquetFileInvalidError, ParquetSchemaError, ParquetValueError } from '../../src/sinks/parquet/encoder/parquet-errors.js';
 import { StopDeadlineError } from '../../src/stop-deadline.js';
+import { csvFormat } from '../../src/sinks/csv/csv-format.js';
+import { FileWriteError } from '../../src/sinks/files/file-errors.js';
+import { ExportInconsistentError, ExportPageMismatchError } from '../../src/source/export-endpoint/export-errors.js';
 import { ColumnCountMismatchError } from '../../src/transform/transform-errors.js';
 
 // publishedSummary reads only the job's name and tile, and takes the counters as they are.
@@ -87,7 +90,6 @@ describe('a failed tile names its job, whatever raised the error', () => {
     ['a Parquet target read back', new ParquetFileInvalidError('parquet_truncated', '/out/x.parquet', '3 bytes'), 'parquet_truncated'],
     ['a BigQuery value', new BigQueryValueError('n', '1e999', 'is not a finite FLOAT64'), 'bigquery_value_invalid'],
     ['a BigQuery row of the wrong width', new BigQuerySinkStateError('a row has 2 values for 3 columns'), 'internal_error'],
-    ['the load file', new LoadFileError('/tmp/x.ndjson', 'writing it', new Error('EIO')), 'bigquery_load_file_failed'],
     ["a page's columns", new ColumnCountMismatchError(3, 2), 'column_count_mismatch'],
     ['the stop deadline', new StopDeadlineError(5000, 'SIGTERM'), 'stop_deadline_passed'],
     ['a temp object met in an upload', new GcsError('write_failed', 'gs://b/.x.tmp', 'session gone'), 'write_failed'],
@@ -97,6 +99,15 @@ describe('a failed tile names its job, whatever raised the error', () => {
     expect(summary.error).toMatchObject({ code, message: `job daily: ${error.message}` });
   });
 
+  it("the BigQuery load file names the job itself, and its sink's kind", () => {
+    const error = new LoadFileError('daily', '/tmp/x.ndjson', 'writing it', new Error('EIO'));
+    expect(failedSummary(job, Date.now(), stats, counters, error).error).toEqual({
+      code: 'bigquery_load_file_failed',
+      message: 'job daily: load file /tmp/x.ndjson: writing it failed: EIO',
+      targetKind: 'bigquery',
+    });
+  });
+
   it('names it once when the message does already', () => {
     const named = new GcsError('write_failed', { jobName: 'daily', format: 'csv', url: 'gs://b/x.csv' }, 'rewriting failed');
     expect(failedSummary(job, Date.now(), stats, counters, named).error).toEqual({
@@ -104,6 +115,30 @@ describe('a failed tile names its job, whatever raised the error', () => {
       message: 'job daily: csv gs://b/x.csv: rewriting failed',
       targetKind: 'gcs',
       format: 'csv',
+    });
+  });
+});
+
+// An error that quotes another error of the same job (a partial publish its cause, an inconsistent
+// export its two reads) names the job once, at its start, as every message does.
+describe('an error quoting another of the same job names the job once', () => {
+  it('a partial publish whose failed target names the job', () => {
+    const cause = new FileWriteError(csvFormat, 'daily', '/out/daily.csv', 'renaming the temp file', new Error('EIO'));
+    const partial = new PartiallyPublishedError('daily', [kept], ['/out/daily.csv'], cause);
+    expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [kept], partial }).error).toEqual({
+      code: 'partially_published',
+      message:
+        'job daily: /out/daily.csv failed to publish (write_failed: csv /out/daily.csv: renaming the temp file failed: EIO); new run in: p.ops.daily; ' +
+        'previous run still in: /out/daily.csv. A re-run replaces all of them (append: re-run with the same --run-id so the rows are not appended twice)',
+    });
+  });
+
+  it('an export inconsistent on both reads', () => {
+    const read = (page: number) => new ExportPageMismatchError('daily', page, 'totalRows', 'was 160, now 161', true);
+    expect(failedSummary(job, Date.now(), stats, counters, new ExportInconsistentError('daily', read(2), read(0))).error).toEqual({
+      code: 'export_inconsistent',
+      message:
+        'job daily: export inconsistent twice; first read: page 2: check "totalRows" failed: was 160, now 161; re-read from page 0: page 0: check "totalRows" failed: was 160, now 161',
     });
   });
 });

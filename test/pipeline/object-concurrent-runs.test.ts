@@ -74,9 +74,7 @@ describeWithObjectStores('two runs of one job at once into one object', (store) 
         if (result.code === 0) continue;
         refused += 1;
         expect(result.code, result.stderr).toBe(1);
-        expect(result.stderr).toMatch(
-          new RegExp(`FAIL incident_detail \\(.*\\): target_changed: job incident_detail: csv ${store.scheme}://${bucket}/${OBJECT}: `),
-        );
+        expect(result.stderr).toMatch(new RegExp(`FAIL incident_detail \\(.*\\): target_changed: csv ${store.scheme}://${bucket}/${OBJECT}: `));
         // It names the run that holds the object now, and that run is the other one.
         expect(result.stderr).toContain(`written by run ${String(publishedBy)} of job incident_detail`);
         expect(result.stderr).toContain('nothing was overwritten and this run published nothing');

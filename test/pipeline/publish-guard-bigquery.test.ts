@@ -1,16 +1,13 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { BigQuery } from '@google-cloud/bigquery';
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { beforeEach, expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
-import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { readTable, stagingTables, type ReadCell } from '../support/bigquery-read.js';
+import { bigQueryRunsForAll } from '../support/bigquery-runs.js';
 import { writeBigQueryWorkspace, type BigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQueryAbove } from '../support/queries.js';
-import { makeTempDir } from '../support/temp-dir.js';
 
 // The publish guard of a BigQuery sink over the emulator (copy jobs through the test proxy):
 // replace refused on no rows and on a tenth, the table row-identical and no staging table left;
@@ -21,24 +18,9 @@ const TABLE = 'incidents';
 
 /** The detail query keeping incidents numbered above `above` (INCIDENTS - above rows), numbers as INT64. */
 describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
-  let sandbox: Sandbox;
-  let proxy: EmulatorWithCopyJobs;
-  let client: BigQuery;
-  let root: string;
+  const fixture = bigQueryRunsForAll(endpoint, { incidents: INCIDENTS });
   let dataset: string;
   let workspace: BigQueryWorkspace;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ incidents: INCIDENTS });
-    proxy = await startEmulatorWithCopyJobs(endpoint);
-    client = proxy.client();
-    root = await makeTempDir();
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await proxy?.close();
-    await rm(root, { recursive: true, force: true });
-  });
   beforeEach(async () => {
     dataset = uniqueDatasetId('tilehouse_guard');
   });
@@ -51,31 +33,28 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
   }
 
   async function runAbove(above: number, sinks: Array<Record<string, unknown>>, flags: string[] = [], severities?: string[]) {
-    const dir = path.join(root, dataset);
+    const dir = path.join(fixture.root, dataset);
     workspace = await writeBigQueryWorkspace(
       dir,
-      sandbox,
+      fixture.sandbox,
       [jobAbove(above, sinks, severities)],
       { projectId: endpoint.projectId, dataset },
       { itemsPerPage: 50 },
     );
     await writeFile(path.join(workspace.jobsDir, `${TABLE}.yaml`), stringify(jobAbove(above, sinks, severities)));
     const summaryFile = path.join(dir, 'summary.json');
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile, ...flags], {
-      env: sandboxEnv(sandbox),
-      seams: { sinkOptions: { bigqueryClient: client } },
-    });
+    const result = await fixture.run(workspace, ['--summary-json', summaryFile, ...flags]);
     const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as {
       tiles: Array<Record<string, unknown> & { guard?: { tripped: boolean; overridden: boolean; verdicts: Array<Record<string, unknown>> } }>;
     };
     return { ...result, tile: summary.tiles[0]! };
   }
 
-  const rowsOf = (): Promise<Record<string, ReadCell>[]> => readTable(client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
+  const rowsOf = (): Promise<Record<string, ReadCell>[]> => readTable(fixture.client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
   const target = () => `${endpoint.projectId}.${dataset}.${TABLE}`;
 
   async function ledger(): Promise<Array<{ status: string; published: boolean; error_code: string | null; publish_guard: string | null; row_count: number }>> {
-    const [rows] = await client.query({
+    const [rows] = await fixture.client.query({
       query: `SELECT status, published, error_code, publish_guard, row_count FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` ORDER BY recorded_at`,
     });
     return rows as never;
@@ -96,14 +75,14 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     });
     expect((empty.tile.error as { message: string }).message).toContain('(table metadata)');
     expect(await rowsOf()).toEqual(before);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
     expect(await readdir(workspace.tempDir).catch(() => [])).toEqual([]);
 
     const tenth = await runAbove(INCIDENTS - INCIDENTS / 10, sinks);
     expect(tenth.exitCode).toBe(1);
     expect(tenth.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'shrink', held: INCIDENTS, exported: INCIDENTS / 10 }] });
     expect(await rowsOf()).toEqual(before);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
 
     // The ledger records the trip: not published, the code, and the rule.
     expect((await ledger()).slice(-2)).toMatchObject([
@@ -123,7 +102,7 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
 
     // A table emptied by hand holds nothing: a small run over it never trips.
     expect((await runAbove(0, sinks)).exitCode).toBe(0);
-    await client.query({ query: `DELETE FROM \`${target()}\` WHERE TRUE` });
+    await fixture.client.query({ query: `DELETE FROM \`${target()}\` WHERE TRUE` });
     const overEmptied = await runAbove(INCIDENTS - 20, sinks);
     expect(overEmptied.exitCode).toBe(0);
     expect(overEmptied.tile.guard).toMatchObject({ tripped: false, verdicts: [{ verdict: 'pass', held: 0, exported: 20 }] });
@@ -142,7 +121,7 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     expect(low.exitCode).toBe(1);
     expect(low.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'recent', held: 100, exported: 5 }] });
     expect(await rowsOf()).toHaveLength(305);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
   });
 
   it('replace with partitionBy: judges the rows of exactly the partitions the run replaces, counted with a filter on the partition column', async () => {
@@ -156,7 +135,7 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
     expect(few.tile.guard).toMatchObject({ tripped: true, verdicts: [{ rule: 'shrink' }] });
     expect(String(few.tile.guard!.verdicts[0]!.reason)).toMatch(/\(rows counted of partitions? /);
     expect(await rowsOf()).toEqual(before);
-    expect(await stagingTables(client, dataset)).toEqual([]);
+    expect(await stagingTables(fixture.client, dataset)).toEqual([]);
     // The incidents above 60 (newer ones: the older months are not replaced): a legal run.
     const newer = await runAbove(60, sinks);
     expect(newer.exitCode, JSON.stringify(newer.tile.error)).toBe(0);
@@ -182,7 +161,7 @@ describeWithEmulator('the publish guard of a BigQuery sink', (endpoint) => {
 
   it('a tile with a CSV and a BigQuery sink where only the table would shrink publishes neither', async () => {
     const csv = (dir: string) => ({ type: 'csv', path: path.join(dir, 'incidents.csv') });
-    const dir = path.join(root, `${dataset}-files`);
+    const dir = path.join(fixture.root, `${dataset}-files`);
     const sinks = [{ type: 'bigquery', writeMode: 'replace' }, csv(dir)];
     expect((await runAbove(0, sinks)).exitCode).toBe(0);
     const before = await rowsOf();

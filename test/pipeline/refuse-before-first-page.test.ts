@@ -60,7 +60,7 @@ describe('a local CSV directory', () => {
     await withCsvDirectory(workspace, path.join(file, 'out'));
     const { result, exports, tokens } = await run(workspace);
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain(`target_unwritable: job detail: csv ${path.join(file, 'out')}: CSV files cannot be written there:`);
+    expect(result.stderr).toContain(`target_unwritable: csv ${path.join(file, 'out')}: CSV files cannot be written there:`);
     expect(result.stderr).toContain(file);
     // The log line and the summary carry where it happened next to the code.
     expect(result.logs).toContainEqual(expect.objectContaining({ code: 'target_unwritable', targetKind: 'local', format: 'csv' }));
@@ -128,7 +128,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(gcs.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toMatch(
-      /bucket_not_found: job detail: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
+      /bucket_not_found: csv gs:\/\/no-such-bucket-preflight\/nightly\/: listing the bucket failed: bucket no-such-bucket-preflight does not exist/,
     );
     expect(result.logs).toContainEqual(expect.objectContaining({ code: 'bucket_not_found', targetKind: 'gcs', format: 'csv' }));
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
@@ -151,7 +151,7 @@ describeWithFakeGcs('a gs:// CSV target', (gcs) => {
     const { result, exports, tokens } = await run(workspace, { sinkOptions: { storageClient: await fakeGcsClient(proxy.origin) } });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain(
-      `permission_denied: job detail: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
+      `permission_denied: csv gs://${bucket}/nightly/: listing the bucket failed: permission storage.objects.list is missing on bucket ${bucket}`,
     );
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
     expect((await gcs.storage.bucket(bucket).getFiles())[0]).toEqual([]);

@@ -82,7 +82,7 @@ describe('a tile run against the sandbox', () => {
     const result = await run([{ ...detailJob, tile: 'no-such-tile' }]);
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toMatch(
-      /export_api_error: job incident_detail: page 0: export for tile no-such-tile \(sent as query item tileId\) failed with HTTP 400: invalid id; check the job's tile and source.tileParam/,
+      /export_api_error: page 0: export for tile no-such-tile \(sent as query item tileId\) failed with HTTP 400: invalid id; check the job's tile and source.tileParam/,
     );
     expect(await listFiles(workspace.outDir)).toEqual([]);
   });

@@ -39,7 +39,7 @@ describe('formatRunSummary', () => {
     );
     expect(text.split('\n')).toEqual([
       'run r1: 0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED in 1.5 s',
-      '  PART daily (1.2 s): partially_published: job daily: p.ops.daily failed to publish after changing part of it',
+      '  PART daily (1.2 s): partially_published: p.ops.daily failed to publish after changing part of it',
       '       published (new run): none',
       '       changed in part (neither run whole): p.ops.daily',
       '       NOT published (previous run kept): /out/daily.csv; re-run this tile',
@@ -61,7 +61,7 @@ describe('formatRunSummary', () => {
     );
     expect(text.split('\n')).toEqual([
       'run r1: 0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED in 1.5 s',
-      '  PART daily (1.2 s): partially_published: job daily: gs://exports/daily.csv failed to publish',
+      '  PART daily (1.2 s): partially_published: gs://exports/daily.csv failed to publish',
       '       published (new run): /out/daily.csv',
       '       outcome unknown (new run or previous, look before re-running): gs://exports/daily.csv',
       '       NOT published (previous run kept): none; re-run this tile',

@@ -342,7 +342,8 @@ describe.each([csvUnderTest, bigqueryUnderTest, gcsUnderTest, parquetUnderTest, 
       // A writer used out of order is a bug in the pipeline, never data: internal_error, saying so.
       await expect(writer.publish()).rejects.toMatchObject({
         code: 'internal_error',
-        message: expect.stringMatching(/publish(ing)? called on a (BigQuery )?writer that is open/),
+        // One voice for every kind: the job, the kind and its target, then what was misused.
+        message: expect.stringMatching(/^job [\w-]+: (csv|parquet|bigquery) \S+: publish(ing)? called on a writer that is open$/),
       });
       expect(await fixture.read()).toEqual(PREVIOUS);
       await writer.prepare();

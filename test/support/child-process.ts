@@ -50,6 +50,40 @@ export async function exitWithin(child: ChildProcess, limitMs: number): Promise<
   return { code, signal, elapsedMs: Date.now() - started };
 }
 
+/** What a stopped run printed and how it ended. */
+export interface StoppedRun {
+  exit: Exit;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A stop sent at a chosen moment: spawns `tilehouse <args>`, sends SIGTERM once `ready()` holds
+ * (looked at every 20 ms, for 60 s at most: a run that ends or never gets there is killed and
+ * fails the test, naming `awaited`), and waits at most `exitWithinMs` for it to exit. `beforeStop`
+ * runs just before the signal (a proxy that holds every request from then on).
+ */
+export async function runStoppedWhen(
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; detached?: boolean; ready: () => boolean; awaited: string; exitWithinMs: number; beforeStop?: () => void },
+): Promise<StoppedRun> {
+  const child = spawnCli(args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached ?? false });
+  const stdout = textOf(child.stdout);
+  const stderr = textOf(child.stderr);
+  const until = Date.now() + 60_000;
+  while (!options.ready()) {
+    if (Date.now() > until || child.exitCode !== null) {
+      if (child.exitCode === null) await stopProcess(child);
+      throw new Error(`${options.awaited} never came before the run ended: ${await stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  options.beforeStop?.();
+  child.kill('SIGTERM');
+  const exit = await exitWithin(child, options.exitWithinMs);
+  return { exit, stdout: await stdout, stderr: await stderr };
+}
+
 /** Everything `stream` yields until it ends, as text; read concurrently with the child running. */
 export function textOf(stream: Readable | null | undefined): Promise<string> {
   if (!stream) return Promise.resolve('');

@@ -1,36 +1,23 @@
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll } from 'vitest';
-import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { dailySeverityQuery } from './queries.js';
-import { makeTempDir } from './temp-dir.js';
+import { sandboxesEachTest } from './sandbox-fixture.js';
+import { tempDirForAll } from './temp-dir-hooks.js';
 
 export interface DaySandboxes {
-  /** A sandbox of 10 000 incidents whose clock reads noon UTC of `day`: one per "day" of an incremental test. */
+  /** A sandbox of 10 000 incidents whose clock reads noon UTC of `day`, closed after the test: one per "day" of an incremental test. */
   at(day: string): Promise<Sandbox>;
   /** A temp directory for the file's workspaces, removed after it. */
   readonly root: string;
 }
 
-/** Sandboxes at given days and a temp root for the whole test file, all closed and removed after it. */
+/** Sandboxes at given days (sandboxesEachTest: closed after the test that started them) and a temp root for the whole file (tempDirForAll). */
 export function daySandboxesForAll(): DaySandboxes {
-  const opened: Sandbox[] = [];
-  let root: string | undefined;
-  beforeAll(async () => {
-    root = await makeTempDir();
-  });
-  afterAll(async () => {
-    for (const sandbox of opened) await sandbox.close();
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
-  });
+  const sandboxes = sandboxesEachTest();
+  const root = tempDirForAll();
   return {
-    async at(day) {
-      const sandbox = await startSandbox({ incidents: 10_000, now: new Date(`${day}T12:00:00Z`) });
-      opened.push(sandbox);
-      return sandbox;
-    },
+    at: (day) => sandboxes.sandbox({ incidents: 10_000, now: new Date(`${day}T12:00:00Z`) }),
     get root() {
-      if (root === undefined) throw new Error('daySandboxesForAll: root read outside a test');
-      return root;
+      return root.path;
     },
   };
 }

@@ -2,16 +2,17 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Storage } from '@google-cloud/storage';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { stringify } from 'yaml';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { createStorageClient } from '../../src/sinks/gcs/storage-client.js';
 import { emulatorBinaryOrSkip, localBigQueryClient, uniqueDatasetId } from './bigquery-emulator.js';
 import { startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from './bigquery-fake-server.js';
-import { startBearerProxy, type BearerProxy } from './bearer-proxy.js';
+import { startBearerProxy, type BearerProxy, type ProxiedRequest } from './bearer-proxy.js';
 import { exitWithin, spawnCli, textOf } from './child-process.js';
 import { sandboxEnv } from './cli-harness.js';
+import { startFakeMetadataServer, type FakeMetadataOptions, type FakeMetadataServer } from './fake-metadata-server.js';
 import { fakeGcsBinaryOrSkip, uniqueBucketName } from './fake-gcs-server.js';
 import { startFakeGcs, type RunningFakeGcs } from './fake-gcs-process.js';
 import { TokenBook } from './google-token-book.js';
@@ -184,4 +185,50 @@ export async function tableNames(rig: GoogleRig, dataset: string): Promise<strin
     if ((error as { code?: unknown }).code === 404) return [];
     throw error;
   }
+}
+
+/** The requests both proxies carried, counted where a test started to look. */
+export interface ProxiedMark {
+  bigquery: number;
+  gcs: number;
+}
+
+export interface MetadataServerRuns {
+  /** This test's fake metadata server on the block's token book; closed after the test. */
+  start(options?: Omit<FakeMetadataOptions, 'book'>): Promise<FakeMetadataServer>;
+  /** googleRun with Application Default Credentials from this test's metadata server (started first). */
+  run(name: string, options?: { environment?: Record<string, unknown> }): Promise<GoogleRun>;
+  /** How many requests each proxy has carried so far. */
+  mark(): ProxiedMark;
+  /** The requests both proxies carried since `before`, BigQuery's first. */
+  requestsSince(before: ProxiedMark): ProxiedRequest[];
+}
+
+/**
+ * For the enclosing block of Workload Identity's runs (a fake GCE metadata server): each test
+ * starts its own server, and after it the server is closed and both proxies' faults and delays
+ * are undone, so no test sees another's.
+ */
+export function metadataServerEachTest(rig: GoogleRig): MetadataServerRuns {
+  let metadata: FakeMetadataServer | undefined;
+  afterEach(async () => {
+    await metadata?.close();
+    metadata = undefined;
+    for (const proxy of [rig.bigquery, rig.gcs]) {
+      proxy.setFault(undefined);
+      proxy.setDelayMs(0);
+    }
+  });
+  return {
+    start: async (options = {}) => {
+      metadata = await startFakeMetadataServer({ ...options, book: rig.book });
+      return metadata;
+    },
+    run: (name, options = {}) => {
+      if (metadata === undefined) throw new Error('start the metadata server before a run');
+      return googleRun(rig, name, { ...options, env: { GCE_METADATA_HOST: metadata.host } });
+    },
+    mark: () => ({ bigquery: rig.bigquery.requests.length, gcs: rig.gcs.requests.length }),
+    requestsSince: (before) => [...rig.bigquery.requests.slice(before.bigquery), ...rig.gcs.requests.slice(before.gcs)],
+  };
 }

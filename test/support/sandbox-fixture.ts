@@ -50,6 +50,14 @@ export function sandboxAndRootForAll(options: SandboxOptions = {}): SandboxAndRo
   };
 }
 
+/** `extra`, with the fixture's sandbox and root read through it (lazily, as the fixture's own getters are): a fixture built on sandboxAndRootForAll. */
+export function withSandboxAndRoot<T extends object>(fixture: SandboxAndRoot, extra: T): SandboxAndRoot & T {
+  return Object.defineProperties(extra, {
+    sandbox: { get: () => fixture.sandbox, enumerable: true },
+    root: { get: () => fixture.root, enumerable: true },
+  }) as SandboxAndRoot & T;
+}
+
 export interface SandboxWorkspace extends SandboxAndRoot {
   /** The workspace written into `root` for the jobs given, pointing at the sandbox. */
   readonly workspace: Workspace;
@@ -62,18 +70,12 @@ export function sandboxWorkspaceForAll(options: SandboxOptions, jobs: Array<Reco
   beforeAll(async () => {
     workspace = await writeWorkspace(fixture.root, fixture.sandbox, jobs, source);
   });
-  return {
-    get sandbox() {
-      return fixture.sandbox;
-    },
-    get root() {
-      return fixture.root;
-    },
+  return withSandboxAndRoot(fixture, {
     get workspace() {
       if (workspace === undefined) throw new Error('the workspace is written in beforeAll: read it from a hook or a test');
       return workspace;
     },
-  };
+  });
 }
 
 export interface EachTestResources {

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../../error-codes.js';
-import { messageOf, TilehouseError } from '../../errors.js';
+import { messageOf, TilehouseError, withoutJob } from '../../errors.js';
 import type { PartialPublishFailure } from '../sink.js';
 import type { SchemaDiff } from './schema-contract.js';
 import { describeSchemaDiff } from './schema-contract.js';
@@ -291,7 +291,7 @@ export class BigQueryPartiallyPublishedError extends TilehouseError implements P
   ) {
     super(
       `job ${jobName}: ${table}: partitions ${published.join(', ')} hold the new run, ${unpublished.join(', ')} still the previous one ` +
-        `(${cause instanceof TilehouseError ? `${cause.code}: ` : ''}${messageOf(cause)}); re-run to replace them all`,
+        `(${cause instanceof TilehouseError ? `${cause.code}: ` : ''}${withoutJob(jobName, messageOf(cause))}); re-run to replace them all`,
       { cause },
     );
   }

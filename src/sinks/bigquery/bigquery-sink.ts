@@ -234,7 +234,7 @@ export class BigQuerySink implements Sink {
 
   async open(context: SinkRunContext): Promise<SinkWriter> {
     const plan = await this.loadPlan(context);
-    const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), [context.jobName, context.runId]);
+    const file = await NdjsonFile.create(this.options.tempDirectory ?? tmpdir(), context.jobName, context.runId);
     const lineage = writesLineage(plan.writeMode) ? { runId: context.runId, extractedAt: context.startedAt } : undefined;
     return new BigQueryWriter(plan, {
       client: this.client,

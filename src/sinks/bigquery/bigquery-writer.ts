@@ -120,7 +120,7 @@ export class BigQueryWriter implements SinkWriter {
       holding: () => {
         const prepared = this.prepared;
         if (prepared === undefined)
-          throw new BigQuerySinkStateError(`the publish guard of ${this.target} was asked before prepare (job ${this.dependencies.context.jobName})`);
+          throw new BigQuerySinkStateError(`job ${this.dependencies.context.jobName}: the publish guard of ${this.target} was asked before prepare`);
         const { context } = this.dependencies;
         // `partition` mode replaces its one day partition (the decorator's); partitionBy, those its rows fall in.
         const partitions = this.plan.writeMode === 'partition' ? [this.plan.destinationTableId.split('$')[1]!] : [...this.partitions.keys()];
@@ -174,7 +174,7 @@ export class BigQueryWriter implements SinkWriter {
     }
     // An abort that came while the load was finishing wins: it has cleaned up the staging table.
     if ((this.state as WriterState) === 'aborted') {
-      throw new BigQuerySinkStateError(`the BigQuery writer of job ${this.dependencies.context.jobName} was aborted while preparing`);
+      throw new BigQuerySinkStateError(`job ${this.dependencies.context.jobName}: the BigQuery writer of ${this.target} was aborted while preparing`);
     }
   }
 
@@ -445,7 +445,9 @@ export class BigQueryWriter implements SinkWriter {
 
   private expectState(expected: WriterState, operation: string): void {
     if (this.state !== expected) {
-      throw new BigQuerySinkStateError(`${operation} called on a BigQuery writer that is ${this.state} (job ${this.dependencies.context.jobName})`);
+      throw new BigQuerySinkStateError(
+        `job ${this.dependencies.context.jobName}: bigquery ${this.target}: ${operation} called on a writer that is ${this.state}`,
+      );
     }
   }
 }

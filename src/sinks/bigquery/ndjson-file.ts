@@ -28,14 +28,20 @@ export function removeStaleLoadFiles(directory: string): Promise<string[]> {
   return removeOwnedTempFiles(directory, { ownerTagOf: loadFileOwnerTag });
 }
 
-/** Writing the local load file failed (`disk_full`, `permission_denied`, or `bigquery_load_file_failed`). */
+/**
+ * Writing the local load file failed (`disk_full`, `permission_denied`, or
+ * `bigquery_load_file_failed`): a failure of the BigQuery sink, whose target kind it carries.
+ */
 export class LoadFileError extends TilehouseError {
   readonly code: FileSystemFailureCode | 'bigquery_load_file_failed';
+  override readonly targetKind = 'bigquery';
 
-  constructor(path: string, operation: string, cause: unknown) {
+  constructor(jobName: string, path: string, operation: string, cause: unknown) {
     const code = fileSystemFailureCode(cause, 'bigquery_load_file_failed');
     const hint = fileSystemFailureHint(code);
-    super(`load file ${path}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`, { cause });
+    super(`job ${jobName}: load file ${path}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`, {
+      cause,
+    });
     this.code = code;
   }
 }
@@ -50,6 +56,7 @@ export class NdjsonFile {
   private size: number | undefined;
 
   private constructor(
+    private readonly jobName: string,
     readonly path: string,
     private readonly stream: WriteStream,
   ) {
@@ -59,16 +66,16 @@ export class NdjsonFile {
   }
 
   /** Creates a new file (never reuses one) named after the run, readable by this user only. */
-  static async create(directory: string, nameParts: readonly string[]): Promise<NdjsonFile> {
-    const name = ['tilehouse', ...nameParts, randomUUID().slice(0, 8)].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
+  static async create(directory: string, jobName: string, runId: string): Promise<NdjsonFile> {
+    const name = ['tilehouse', jobName, runId, randomUUID().slice(0, 8)].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
     const path = join(directory, `${name}+${formatOwnerTag()}.ndjson`);
     try {
       await mkdir(directory, { recursive: true });
       const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
       await once(stream, 'ready');
-      return new NdjsonFile(path, stream);
+      return new NdjsonFile(jobName, path, stream);
     } catch (error) {
-      throw new LoadFileError(path, 'creating it', error);
+      throw new LoadFileError(jobName, path, 'creating it', error);
     }
   }
 
@@ -93,7 +100,7 @@ export class NdjsonFile {
     try {
       await finished(this.stream);
     } catch (error) {
-      throw new LoadFileError(this.path, 'writing it', error);
+      throw new LoadFileError(this.jobName, this.path, 'writing it', error);
     }
     // Only a figure for the summary: a file that cannot be read is the load's to report.
     this.size = await stat(this.path).then(
@@ -124,7 +131,7 @@ export class NdjsonFile {
       // `once` also rejects if the stream fails while we wait for 'drain'.
       if (!this.stream.write(chunk)) await once(this.stream, 'drain');
     } catch (error) {
-      throw new LoadFileError(this.path, 'writing it', error);
+      throw new LoadFileError(this.jobName, this.path, 'writing it', error);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { createGzip } from 'node:zlib';
 import { defaultCsvPathTemplate, type CsvSinkConfig } from '../../config/csv-sink-schema.js';
-import type { FileFormat } from '../files/file-format.js';
+import { FileTargetUnreadableError } from '../files/file-errors.js';
+import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { encodedChunks, headerRecord } from './csv-chunks.js';
 import { CsvRecordEncoder } from './csv-record-encoder.js';
 import { countCsvRecords } from './count-records.js';
@@ -28,7 +29,23 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
   },
   columnNames: (columns) => columns.map((column) => column.header),
   // A line-oriented format: the header is the first record, read from the start (gunzipped when the file is gzip).
-  readColumns: (file, config) => readCsvHeaderFrom(file.read(), config.gzip),
+  readColumns: (file, config) => readingGzip(file, config.gzip, (input) => readCsvHeaderFrom(input, config.gzip)),
   // No row count in a CSV file: its records are counted, the whole file read once.
-  countRows: (file, config) => countCsvRecords(file.read(), config.gzip),
+  countRows: (file, config) => readingGzip(file, config.gzip, (input) => countCsvRecords(input, config.gzip)),
 };
+
+/**
+ * Reads a stored file; one that claims gzip and is not (zlib's `Z_*` errors) is a target that
+ * cannot be read, named, not zlib's bare "incorrect header check". A failed read (a download cut
+ * off) stays what it was.
+ */
+async function readingGzip<T>(file: StoredFile, gzip: boolean, read: (input: ReturnType<StoredFile['read']>) => Promise<T>): Promise<T> {
+  try {
+    return await read(file.read());
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    if (gzip && typeof code === 'string' && code.startsWith('Z_'))
+      throw new FileTargetUnreadableError(csvFormat, file.location, `it is not gzip (${(error as Error).message})`, error);
+    throw error;
+  }
+}

@@ -141,6 +141,39 @@ export class FileTargetUnwritableError extends LocalFileError<'target_unwritable
   }
 }
 
+/**
+ * A file sink's existing target cannot be read as its format (a `.csv.gz` that is not gzip):
+ * `target_unreadable`. The format finds it without knowing the job; the sink names the job
+ * (`forJob`) before it leaves the run.
+ */
+export class FileTargetUnreadableError extends TilehouseError {
+  readonly code = 'target_unreadable';
+  override readonly targetKind: TargetKind;
+  override readonly format: FileFormatName;
+
+  constructor(
+    private readonly formatNames: FormatNames,
+    readonly target: string,
+    private readonly reason: string,
+    cause: unknown,
+    readonly jobName?: string,
+  ) {
+    super(
+      `${jobName === undefined ? '' : `job ${jobName}: `}${formatNames.name} ${target}: the existing file cannot be read as ${formatNames.label}: ${reason}`,
+      {
+        cause,
+      },
+    );
+    this.targetKind = fileTargetKind(target);
+    this.format = formatNames.name as FileFormatName;
+  }
+
+  /** The same failure, its message naming the job. */
+  forJob(jobName: string): FileTargetUnreadableError {
+    return this.jobName === undefined ? new FileTargetUnreadableError(this.formatNames, this.target, this.reason, this.cause, jobName) : this;
+  }
+}
+
 /** A writer was used after commit or abort: a pipeline bug, never a data problem (`internal_error`). */
 export class FileWriterClosedError extends TilehouseError {
   readonly code = 'internal_error';

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { GcsWriteSettings } from '../gcs/object-publish.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { unwritableDirectory } from '../writable-directory.js';
-import { FileTargetUnwritableError } from './file-errors.js';
+import { FileTargetUnreadableError, FileTargetUnwritableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { LocalFileWriter } from './file-writer.js';
 import { manifestPathOf } from './manifest.js';
@@ -143,9 +143,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   }
 
   /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
-  private async existingHeader(target: string): Promise<string[] | undefined> {
+  private async existingHeader(target: string, jobName: string): Promise<string[] | undefined> {
     const file = await this.storedFile(target);
-    return file === undefined ? undefined : this.format.readColumns(file, this.options.config);
+    try {
+      return file === undefined ? undefined : await this.format.readColumns(file, this.options.config);
+    } catch (error) {
+      throw error instanceof FileTargetUnreadableError ? error.forJob(jobName) : error;
+    }
   }
 
   /** The target as stored now, local, gs:// or s3://; undefined when there is none. */
@@ -202,7 +206,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   /** Compares the names the run's file would declare with the existing file's (by name and order: the plan has no types to compare). */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
     const target = this.targetFor(context);
-    const existing = await this.existingHeader(target);
+    const existing = await this.existingHeader(target, context.jobName);
     if (existing === undefined) return { sink: this.kind, target, action: 'create', details: [] };
     const headers = this.format.columnNames(context.columns);
     const details = [

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../../error-codes.js';
-import { TilehouseError } from '../../errors.js';
+import { TilehouseError, withoutJob } from '../../errors.js';
 
 /** The export endpoint answered with a Regular error object (or a bare HTTP error). */
 export class ExportApiError extends TilehouseError {
@@ -82,6 +82,8 @@ export class ExportInconsistentError extends TilehouseError {
     first: ExportPageMismatchError,
     second: ExportPageMismatchError,
   ) {
-    super(`job ${jobName}: export inconsistent twice; first read: ${first.message}; re-read from page 0: ${second.message}`);
+    super(
+      `job ${jobName}: export inconsistent twice; first read: ${withoutJob(jobName, first.message)}; re-read from page 0: ${withoutJob(jobName, second.message)}`,
+    );
   }
 }

@@ -216,7 +216,10 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     expect(summary.error?.message).toContain(
       `new run in: part of ${FAKE_PROJECT_ID}.ops.daily; previous run still in: the rest of ${FAKE_PROJECT_ID}.ops.daily.`,
     );
-    expect(summary.error?.message).toContain('bigquery_partially_published: job open_incidents: ');
+    expect(summary.error?.message).toContain(`(bigquery_partially_published: ${FAKE_PROJECT_ID}.ops.daily: partitions 20240301 hold the new run`);
+    // The causes it quotes, one inside the other, are the same job's: named once, in front.
+    expect(summary.error?.message.match(/job open_incidents/g)).toEqual(['job open_incidents']);
+    expect(summary.error?.message.startsWith('job open_incidents: ')).toBe(true);
     expect(exitCodeOf(countOutcomes([summary]))).toBe(3);
     expect(fake.calls('jobs.copy')).toHaveLength(2);
   });

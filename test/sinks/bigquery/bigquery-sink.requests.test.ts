@@ -441,7 +441,7 @@ describe('BigQuerySink requests', () => {
       await writer.abort();
       expect(sequence(fake).slice(3)).toEqual([`jobs.insert ${LOAD_ID}`, `tables.delete ${STAGING}`]);
       expect(fake.calls('jobs.copy')).toHaveLength(0);
-      await expect(writer.publish()).rejects.toThrow(/publish called on a BigQuery writer that is aborted/);
+      await expect(writer.publish()).rejects.toThrow(/: bigquery [\w.$-]+: publish called on a writer that is aborted$/);
     });
   });
 

@@ -98,13 +98,15 @@ describe('BigQueryWriter', () => {
     const ownHarness = await sinkHarness(own.client(), 'ops');
     try {
       const writer = await ownHarness.sink({}).open(runContext({ columns }));
-      await expect(writer.publish()).rejects.toThrow(/publish called on a BigQuery writer that is open/);
+      // The job and the table, as the file sinks' writers say it.
+      const misuse = (operation: string, state: string) => `job open_incidents: bigquery ${writer.target}: ${operation} called on a writer that is ${state}`;
+      await expect(writer.publish()).rejects.toThrow(misuse('publish', 'open'));
       await writer.prepare();
 
       await expect(writer.writeRows([['A-1', 1n]])).rejects.toBeInstanceOf(BigQuerySinkStateError);
-      await expect(writer.prepare()).rejects.toThrow(/prepare called on a BigQuery writer that is prepared/);
+      await expect(writer.prepare()).rejects.toThrow(misuse('prepare', 'prepared'));
       await writer.publish();
-      await expect(writer.publish()).rejects.toThrow(/publish called on a BigQuery writer that is published/);
+      await expect(writer.publish()).rejects.toThrow(misuse('publish', 'published'));
       await expect(writer.abort()).resolves.toBeUndefined();
       expect(own.calls('jobs.insert')).toHaveLength(1);
       expect(own.calls('jobs.copy')).toHaveLength(1);

@@ -30,13 +30,18 @@ afterAll(async () => {
 describe('NdjsonFile on a full disk', () => {
   it('fails with disk_full naming the file, and remove() leaves nothing behind', async (context) => {
     if (mountFailure !== undefined) context.skip(`cannot mount a tmpfs here: ${mountFailure}`);
-    const file = await NdjsonFile.create(directory, ['job', 'run-1']);
+    const file = await NdjsonFile.create(directory, 'daily', 'run-1');
     const line = `${JSON.stringify({ text: 'x'.repeat(1000) })}\n`;
     const writing = (async () => {
       for (let page = 0; page < 200; page++) await file.writeLines(Array.from({ length: 10 }, () => line));
       await file.close();
     })();
-    await expect(writing).rejects.toMatchObject({ code: 'disk_full', message: expect.stringContaining(file.path) });
+    const failure = await writing.then(
+      () => undefined,
+      (error: unknown) => error as { code: string; targetKind: string; message: string },
+    );
+    expect(failure).toMatchObject({ code: 'disk_full', targetKind: 'bigquery' });
+    expect(failure?.message.startsWith(`job daily: load file ${file.path}: writing it failed: `)).toBe(true);
     await file.remove();
     expect(await readdir(directory)).toEqual([]);
   });

@@ -10,6 +10,7 @@
 // was never matched and the key was inserted a second time, exit 0.
 import type { BigQuery } from '@google-cloud/bigquery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
 import { mergeStatement } from '../../../src/sinks/bigquery/merge-statement.js';
 import type { Column, TypedRow } from '../../../src/transform/column.js';
 import { describeWithEmulator, localBigQueryClient, uniqueDatasetId } from '../../support/bigquery-emulator.js';
@@ -130,19 +131,19 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   it('merge onto a table made by hand with the policy, the job naming no partitionBy: the range comes from the staging table', async () => {
     await handMadeTable('hand_merged', { lineage: true });
     const sink = harness.sink({ table: 'hand_merged', writeMode: 'merge', primaryKey: ['number'] });
-    const first = await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [
+    const [first] = await harness.runInTurn(
+      sink,
+      { columns, runId: 'hand' },
       [
         [1n, '2024-04-01', 'low'],
         [2n, '2024-04-03', 'high'],
       ],
-    ]);
-    expect(first.details).toMatchObject({ partitionRange: '2024-04-01..2024-04-04' });
-    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [
       [
         [2n, '2024-04-03', 'low'],
         [3n, '2024-04-02', 'low'],
       ],
-    ]);
+    );
+    expect(first!.details).toMatchObject({ partitionRange: '2024-04-01..2024-04-04' });
     expect(await rowsOf('hand_merged')).toEqual(['1 2024-04-01 low', '2 2024-04-03 low', '3 2024-04-02 low']);
     expect(policy.refusals.filter((refusal) => refusal.table === name('hand_merged'))).toEqual([]);
   });
@@ -150,36 +151,33 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   it('merge onto a table made by hand with the policy, the job naming the same partitionBy', async () => {
     await handMadeTable('hand_merged_own', { lineage: true });
     const sink = harness.sink({ table: 'hand_merged_own', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'day', granularity: 'day' } });
-    await harness.run(sink, runContext({ columns, runId: 'own-1' }), [
+    await harness.runInTurn(
+      sink,
+      { columns, runId: 'own' },
       [
         [1n, '2024-05-01', 'low'],
         [2n, '2024-05-02', 'high'],
       ],
-    ]);
-    await harness.run(sink, runContext({ columns, runId: 'own-2' }), [[[1n, '2024-05-01', 'high']]]);
+      [[1n, '2024-05-01', 'high']],
+    );
     expect(await rowsOf('hand_merged_own')).toEqual(['1 2024-05-01 high', '2 2024-05-02 high']);
   });
 
   it('replace with partitionBy, onto a new table with the policy and onto one made by hand', async () => {
     const sink = harness.sink({ table: 'replaced', partitionBy: { column: 'day', granularity: 'day' }, requirePartitionFilter: true });
-    await harness.run(sink, runContext({ columns }), [
+    const twoRuns: TypedRow[][] = [
       [
         [1n, '2024-03-01', 'low'],
         [2n, '2024-03-02', 'low'],
       ],
-    ]);
-    await harness.run(sink, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
+      [[3n, '2024-03-02', 'high']],
+    ];
+    await harness.runInTurn(sink, { columns, runId: 'replaced' }, ...twoRuns);
     expect(await rowsOf('replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
 
     await handMadeTable('hand_replaced');
     const hand = harness.sink({ table: 'hand_replaced', partitionBy: { column: 'day', granularity: 'day' } });
-    await harness.run(hand, runContext({ columns }), [
-      [
-        [1n, '2024-03-01', 'low'],
-        [2n, '2024-03-02', 'low'],
-      ],
-    ]);
-    await harness.run(hand, runContext({ columns }), [[[3n, '2024-03-02', 'high']]]);
+    await harness.runInTurn(hand, { columns, runId: 'hand_replaced' }, ...twoRuns);
     expect(await rowsOf('hand_replaced')).toEqual(['1 2024-03-01 low', '3 2024-03-02 high']);
     // Replace without partitionBy onto the hand-made table: the truncating query reads only staging.
     const whole = harness.sink({ table: 'hand_replaced' });
@@ -224,44 +222,48 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
   });
 
   const lastMerge = () => policy.queries.filter((query) => query.startsWith('MERGE')).at(-1) ?? '';
+  /** A merge onto a table partitioned by day on `column` that requires a partition filter. */
+  const policedMerge = (table: string, column: string, primaryKey: string[]) =>
+    harness.sink({ table, writeMode: 'merge', primaryKey, partitionBy: { column, granularity: 'day' }, requirePartitionFilter: true });
+  /** Two runs in turn; what the policy refused during the second (the first creates the table). */
+  async function refusalsOfSecondRun(sink: BigQuerySink, context: { columns: Column[]; runId: string }, first: TypedRow[], second: TypedRow[]) {
+    await harness.runInTurn(sink, context, first);
+    const refusedBefore = policy.refusals.length;
+    await harness.runInTurn(sink, { ...context, runId: `${context.runId}-again` }, second);
+    return policy.refusals.slice(refusedBefore);
+  }
 
   it('partitionBy day: key 2 moves from 2024-03-02 to 2024-03-09 between two runs and is held once, in its new partition', async () => {
     const sink = harness.sink({ table: 'moved', writeMode: 'merge', primaryKey: ['number'], partitionBy: { column: 'Day', granularity: 'day' } });
-    await harness.run(sink, runContext({ columns, runId: 'moved-1' }), [
+    const [, second] = await harness.runInTurn(
+      sink,
+      { columns, runId: 'moved' },
       [
         [1n, '2024-03-01', 'low'],
         [2n, '2024-03-02', 'high'],
       ],
-    ]);
-    const second = await harness.run(sink, runContext({ columns, runId: 'moved-2' }), [[[2n, '2024-03-09', 'resolved']]]);
-    expect(second.rows).toBe(1);
+      [[2n, '2024-03-09', 'resolved']],
+    );
+    expect(second!.rows).toBe(1);
     expect(await rowsOf('moved')).toEqual(['1 2024-03-01 low', '2 2024-03-09 resolved']);
     // The MERGE matched over the whole table: no partition condition at all (the table requires none).
     expect(lastMerge()).toContain('ON T.`number` = S.`number`\nWHEN MATCHED');
   });
 
   it('partitionBy day with requirePartitionFilter: the moved key is held once, through a filter BigQuery takes that covers every partition', async () => {
-    const sink = harness.sink({
-      table: 'moved_required',
-      writeMode: 'merge',
-      primaryKey: ['number'],
-      partitionBy: { column: 'day', granularity: 'day' },
-      requirePartitionFilter: true,
-    });
-    await harness.run(sink, runContext({ columns, runId: 'required-1' }), [
+    const refused = await refusalsOfSecondRun(
+      policedMerge('moved_required', 'day', ['number']),
+      { columns, runId: 'required' },
       [
         [1n, '2024-03-01', 'low'],
         [2n, '2024-03-02', 'high'],
       ],
-    ]);
-    const refusedBefore = policy.refusals.length;
-    await harness.run(sink, runContext({ columns, runId: 'required-2' }), [
       [
         [2n, '2024-03-20', 'resolved'],
         [3n, '2024-03-21', 'low'],
       ],
-    ]);
-    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    );
+    expect(refused).toEqual([]);
     expect(lastMerge()).toContain("ON T.`number` = S.`number` AND (T.`day` IS NULL OR T.`day` >= DATE '0001-01-01')");
     expect(await rowsOf('moved_required')).toEqual(['1 2024-03-01 low', '2 2024-03-20 resolved', '3 2024-03-21 low']);
   });
@@ -279,48 +281,37 @@ describeWithEmulator('BigQuerySink onto tables that require a partition filter',
       requirePartitionFilter: true,
     });
     const sink = harness.sink({ table: 'hand_moved', writeMode: 'merge', primaryKey: ['number'] });
-    await harness.run(sink, runContext({ columns, runId: 'hand-1' }), [[[1n, '2024-04-01', 'low']]]);
-    await harness.run(sink, runContext({ columns, runId: 'hand-2' }), [[[1n, '2024-04-05', 'high']]]);
+    await harness.runInTurn(sink, { columns, runId: 'hand' }, [[1n, '2024-04-01', 'low']], [[1n, '2024-04-05', 'high']]);
     expect(await rowsOf('hand_moved')).toEqual(['1 2024-04-05 high']);
     expect(policy.refusals.filter((refusal) => refusal.table === name('hand_moved'))).toEqual([]);
   });
 
   it('a TIMESTAMP partition column (updated-at) with the policy: the key moved to a later day is held once', async () => {
     const stamped: Column[] = [column('number', 'INT64'), column('updated_at', 'TIMESTAMP')];
-    const sink = harness.sink({
-      table: 'moved_updated',
-      writeMode: 'merge',
-      primaryKey: ['number'],
-      partitionBy: { column: 'updated_at', granularity: 'day' },
-      requirePartitionFilter: true,
-    });
-    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-1' }), [[[1n, Date.UTC(2024, 2, 1, 10)]]]);
-    const refusedBefore = policy.refusals.length;
-    await harness.run(sink, runContext({ columns: stamped, runId: 'updated-2' }), [[[1n, Date.UTC(2024, 2, 7, 9)]]]);
-    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    const refused = await refusalsOfSecondRun(
+      policedMerge('moved_updated', 'updated_at', ['number']),
+      { columns: stamped, runId: 'updated' },
+      [[1n, Date.UTC(2024, 2, 1, 10)]],
+      [[1n, Date.UTC(2024, 2, 7, 9)]],
+    );
+    expect(refused).toEqual([]);
     expect(lastMerge()).toContain("(T.`updated_at` IS NULL OR T.`updated_at` >= TIMESTAMP '0001-01-01 00:00:00+00')");
     const [rows] = await direct.query(`SELECT number, FORMAT_TIMESTAMP('%FT%TZ', updated_at) AS stamp FROM \`${name('moved_updated')}\``);
     expect(rows).toEqual([{ number: 1, stamp: '2024-03-07T09:00:00Z' }]);
   });
 
   it('the partition column in primaryKey: the MERGE reads only the run partitions (the key fixes its partition), and a key staying there is updated in place', async () => {
-    const sink = harness.sink({
-      table: 'keyed_by_day',
-      writeMode: 'merge',
-      primaryKey: ['number', 'day'],
-      partitionBy: { column: 'day', granularity: 'day' },
-      requirePartitionFilter: true,
-    });
-    await harness.run(sink, runContext({ columns, runId: 'keyed-1' }), [
+    const refused = await refusalsOfSecondRun(
+      policedMerge('keyed_by_day', 'day', ['number', 'day']),
+      { columns, runId: 'keyed' },
       [
         [1n, '2024-03-01', 'low'],
         [2n, '2024-03-02', 'high'],
       ],
-    ]);
-    const refusedBefore = policy.refusals.length;
-    await harness.run(sink, runContext({ columns, runId: 'keyed-2' }), [[[2n, '2024-03-02', 'critical']]]);
+      [[2n, '2024-03-02', 'critical']],
+    );
     expect(lastMerge()).toContain("ON T.`number` = S.`number` AND T.`day` = S.`day` AND T.`day` >= DATE '2024-03-02' AND T.`day` < DATE '2024-03-03'");
-    expect(policy.refusals.slice(refusedBefore)).toEqual([]);
+    expect(refused).toEqual([]);
     expect(await rowsOf('keyed_by_day')).toEqual(['1 2024-03-01 low', '2 2024-03-02 critical']);
   });
 });

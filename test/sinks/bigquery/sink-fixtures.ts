@@ -47,6 +47,8 @@ export interface SinkHarness {
   sink(config: Partial<BigQuerySinkConfig>, options?: { timezone?: string; polling?: JobPolling }): BigQuerySink;
   /** Opens a writer, writes the pages, prepares, publishes; aborts on failure as the pipeline does. */
   run(sink: BigQuerySink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkResult>;
+  /** One run per rows given, in turn, each one page and its own run id (`<runId>-1`, `-2`, …): a table over consecutive runs. */
+  runInTurn(sink: BigQuerySink, context: { columns: readonly Column[]; runId: string }, ...runs: ReadonlyArray<readonly TypedRow[]>): Promise<SinkResult[]>;
   /** Opens a writer, writes the pages, prepares; aborts on failure. The caller publishes or aborts. */
   prepare(sink: BigQuerySink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkWriter>;
   /** Files left in the temp directory. */
@@ -56,6 +58,17 @@ export interface SinkHarness {
 
 export async function sinkHarness(client: BigQuery, dataset: string): Promise<SinkHarness> {
   const tempDirectory = await mkdtemp(join(tmpdir(), 'tilehouse-bq-test-'));
+  const run: SinkHarness['run'] = async (sink, context, pages) => {
+    const writer = await sink.open(context);
+    try {
+      for (const page of pages) await writer.writeRows(page);
+      await writer.prepare();
+      return await writer.publish();
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+  };
   return {
     tempDirectory,
     sink: (config, options = {}) =>
@@ -68,16 +81,11 @@ export async function sinkHarness(client: BigQuery, dataset: string): Promise<Si
         ...FAST,
         ...(options.polling ? { polling: options.polling } : {}),
       }),
-    run: async (sink, context, pages) => {
-      const writer = await sink.open(context);
-      try {
-        for (const page of pages) await writer.writeRows(page);
-        await writer.prepare();
-        return await writer.publish();
-      } catch (error) {
-        await writer.abort();
-        throw error;
-      }
+    run,
+    runInTurn: async (sink, { columns, runId }, ...runs) => {
+      const results: SinkResult[] = [];
+      for (const [index, rows] of runs.entries()) results.push(await run(sink, runContext({ columns, runId: `${runId}-${index + 1}` }), [rows]));
+      return results;
     },
     prepare: async (sink, context, pages) => {
       const writer = await sink.open(context);

@@ -12,6 +12,7 @@ import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { csvSinkKind } from '../../../src/sinks/csv/descriptor.js';
 import { localStoredFile } from '../../../src/sinks/files/stored-file.js';
+import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 
 const environment = (directory: string) => ({ sinks: { csv: { directory } }, stopDeadlineMs: 5_000 }) as unknown as EnvironmentConfig;
@@ -62,12 +63,21 @@ describe('csvFormat.readColumns', () => {
     expect(await localStoredFile(path.join(directory.path, 'absent.csv'))).toBeUndefined();
   });
 
-  it('fails, not hangs, on a file that claims gzip and is not', async () => {
-    await writeFile(path.join(directory.path, 'a.csv.gz'), 'id\r\n');
-    await expect(csvFormat.readColumns((await localStoredFile(path.join(directory.path, 'a.csv.gz')))!, { type: 'csv', gzip: true })).rejects.toMatchObject({
-      // zlib's own error, unwrapped: src/sinks/csv reads a stored file's header without naming it.
-      code: 'Z_DATA_ERROR',
-      message: expect.stringMatching(/incorrect header check/),
-    });
+  it('fails, not hangs, on a file that claims gzip and is not: target_unreadable, naming the format and the file', async () => {
+    const file = path.join(directory.path, 'a.csv.gz');
+    await writeFile(file, 'id\r\n');
+    const stored = (await localStoredFile(file))!;
+    const refusal = {
+      code: 'target_unreadable',
+      targetKind: 'local',
+      format: 'csv',
+      message: `csv ${file}: the existing file cannot be read as CSV: it is not gzip (incorrect header check)`,
+    };
+    await expect(csvFormat.readColumns(stored, { type: 'csv', gzip: true })).rejects.toMatchObject(refusal);
+    await expect(csvFormat.countRows(stored, { type: 'csv', gzip: true })).rejects.toMatchObject(refusal);
+    // The sink, which knows the job, names it too.
+    const sink = new CsvSink({ config: { type: 'csv', gzip: true, path: 'a.csv.gz' }, directory: directory.path, timezone: 'UTC' });
+    const context = { jobName: 'daily', tileId: 't', runId: 'r1', startedAt: new Date(), columns: [] } as unknown as SinkRunContext;
+    await expect(sink.plan(context)).rejects.toMatchObject({ ...refusal, message: `job daily: ${refusal.message}` });
   });
 });

@@ -2,34 +2,20 @@
 // a (fake) GCE metadata server, Workload Identity's path on GKE, no emulator variables, both
 // endpoints from the environment config, each behind a proxy that refuses a request without a
 // token the metadata server issued. Every Google request must carry a valid token.
-import { afterEach, expect, it } from 'vitest';
-import { startFakeMetadataServer, type FakeMetadataServer } from '../../support/fake-metadata-server.js';
-import { describeWithGoogleRig, googleRun, objectNames, tableNames, type GoogleRig } from '../../support/google-run-harness.js';
+import { expect, it } from 'vitest';
+import { describeWithGoogleRig, metadataServerEachTest, objectNames, tableNames, type GoogleRig } from '../../support/google-run-harness.js';
 
 describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata server)', (rig: GoogleRig) => {
-  let metadata: FakeMetadataServer | undefined;
-  afterEach(async () => {
-    await metadata?.close();
-    metadata = undefined;
-    rig.bigquery.setFault(undefined);
-    rig.gcs.setFault(undefined);
-    rig.bigquery.setDelayMs(0);
-    rig.gcs.setDelayMs(0);
-  });
-
-  function requestsSince(before: { bigquery: number; gcs: number }) {
-    return [...rig.bigquery.requests.slice(before.bigquery), ...rig.gcs.requests.slice(before.gcs)];
-  }
-  const mark = () => ({ bigquery: rig.bigquery.requests.length, gcs: rig.gcs.requests.length });
+  const google = metadataServerEachTest(rig);
 
   it('publishes to both sinks, and every BigQuery and Cloud Storage request carries a token the metadata server issued', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book });
-    const before = mark();
-    const run = await googleRun(rig, 'happy', { env: { GCE_METADATA_HOST: metadata.host } });
+    const metadata = await google.start();
+    const before = google.mark();
+    const run = await google.run('happy');
     expect(run.exitCode, run.stderr).toBe(0);
     expect(await tableNames(rig, run.dataset)).toContain(run.table);
     expect(await objectNames(rig, run.bucket)).toContain('exports/incident_detail.csv');
-    const sent = requestsSince(before);
+    const sent = google.requestsSince(before);
     expect(sent.filter((request) => request.path.includes('/bigquery/v2/')).length).toBeGreaterThan(3);
     expect(sent.filter((request) => request.path.includes('/storage/v1/')).length).toBeGreaterThan(2);
     // None anonymous, none with a token the metadata server did not issue or that had expired.
@@ -43,8 +29,8 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
   }, 90_000);
 
   it('rides out a metadata server that answers 503 for its first seconds (a new pod): the run succeeds', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 2_500 });
-    const run = await googleRun(rig, 'late-503', { env: { GCE_METADATA_HOST: metadata.host } });
+    const metadata = await google.start({ unavailableForMs: 2_500 });
+    const run = await google.run('late-503');
     expect(run.exitCode, run.stderr).toBe(0);
     expect(metadata.requests.some((request) => request.status === 503)).toBe(true);
     expect(run.stderr).toContain('Google credentials not available yet');
@@ -52,16 +38,16 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
   }, 90_000);
 
   it('rides out a metadata server that refuses connections for its first seconds: the run succeeds', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book, refuseForMs: 3_000 });
-    const run = await googleRun(rig, 'late-refused', { env: { GCE_METADATA_HOST: metadata.host } });
+    await google.start({ refuseForMs: 3_000 });
+    const run = await google.run('late-refused');
     expect(run.exitCode, run.stderr).toBe(0);
     expect(await tableNames(rig, run.dataset)).toContain(run.table);
   }, 90_000);
 
   it('fails with google_credentials_unavailable, exit 1, once googleCredentialsWaitMs has passed, before the first page, publishing nothing', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book, unavailableForMs: 600_000 });
+    const metadata = await google.start({ unavailableForMs: 600_000 });
     const exportsBefore = rig.sandbox.requests.filter((request) => request.endpoint === 'export').length;
-    const run = await googleRun(rig, 'never', { env: { GCE_METADATA_HOST: metadata.host }, environment: { googleCredentialsWaitMs: 2_000 } });
+    const run = await google.run('never', { environment: { googleCredentialsWaitMs: 2_000 } });
     expect(run.exitCode, run.stderr).toBe(1);
     expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_unavailable' } });
     expect(run.summary?.tiles[0]!.error!.message).toMatch(/within 2000 ms \(googleCredentialsWaitMs/);
@@ -74,14 +60,14 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
   }, 90_000);
 
   it('refreshes tokens that live 2 s during a run that outlasts several of them, and never sends an expired one', async () => {
-    metadata = await startFakeMetadataServer({ book: rig.book, tokenLifetimeSeconds: 2 });
+    await google.start({ tokenLifetimeSeconds: 2 });
     rig.bigquery.setDelayMs(250);
     rig.gcs.setDelayMs(200);
-    const before = mark();
+    const before = google.mark();
     const issuedBefore = rig.book.issued.length;
-    const run = await googleRun(rig, 'short-tokens', { env: { GCE_METADATA_HOST: metadata.host } });
+    const run = await google.run('short-tokens');
     expect(run.exitCode, run.stderr).toBe(0);
-    const sent = requestsSince(before);
+    const sent = google.requestsSince(before);
     expect(sent.filter((request) => request.verdict !== 'valid')).toEqual([]);
     const used = new Set(sent.map((request) => request.token));
     expect(used.size).toBeGreaterThan(1);
