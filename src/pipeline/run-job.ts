@@ -15,6 +15,7 @@ import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
+import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 
 export interface JobRunDependencies {
@@ -160,7 +161,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
         differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
       logger.info({ summary }, `job ${job.name} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
     } else {
-      logger.error({ summary, ...failureFields(summary) }, `job ${job.name} ${summary.status}: ${withoutJobPrefix(job.name, summary.error?.message)}`);
+      logger.error({ summary, ...failureFields(summary) }, `job ${job.name} ${summary.status}: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     }
     return summary;
   } catch (error) {
@@ -168,15 +169,9 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
     const summary = failedSummary(job, started, stats, counters(), error, deps.signal, leftBehind);
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
-    logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJobPrefix(job.name, summary.error?.message)}`);
+    logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
-}
-
-/** Error messages start `job <name>: `; a log line that names the job already need not say it twice. */
-function withoutJobPrefix(jobName: string, message: string | undefined): string {
-  const prefix = `job ${jobName}: `;
-  return message?.startsWith(prefix) ? message.slice(prefix.length) : (message ?? '');
 }
 
 /** The log line's fields next to its message: the failure's code, and where it happened when known (one code serves every target kind). */
