@@ -76,8 +76,6 @@ export const ERROR_CODES = {
   google_credentials_unavailable: { exit: 1, retryable: true, says: 'No Google token could be had within `googleCredentialsWaitMs` (no ADC, an unreadable key file, the metadata server or token endpoint refusing); nothing was published.' },
   google_credentials_rejected: { exit: 1, retryable: false, says: "Google refused the run's identity (401 again after a fresh token, or a deleted key or service account)." },
 
-
-
   // -- BigQuery --------------------------------------------------------------------------------------
   bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },
   bigquery_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract; nothing was loaded." },
