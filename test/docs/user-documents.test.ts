@@ -1,6 +1,7 @@
-// The documents users read (README.md, docs/, k8s/README.md) describe the software as it is, not
-// the tracker that shaped it: "before issue 29" means nothing to someone who installed a release.
-// bench/README.md is the maintainers' measurement log, where a round's issue number is its name.
+// The documents users read (README.md, CHANGELOG.md, docs/, k8s/README.md) describe the software
+// as it is, not the tracker that shaped it: "before issue 29" means nothing to someone who
+// installed a release. bench/README.md is the maintainers' measurement log, where a round's issue
+// number is its name.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ function trackerMentions(file: string, text: string): string[] {
 
 async function userDocuments(): Promise<string[]> {
   const docs = (await readdir(path.join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
-  return ['README.md', 'k8s/README.md', ...docs.sort()];
+  return ['README.md', 'CHANGELOG.md', 'k8s/README.md', ...docs.sort()];
 }
 
 describe("the users' documents", () => {
