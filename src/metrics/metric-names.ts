@@ -1,3 +1,5 @@
+import type { RunMetrics } from '../telemetry/telemetry.js';
+
 /** What tilehouse pushes to a Pushgateway, by name; prom-client itself stays in tile-run-registry.ts. */
 
 /** The metric names, also read by the PrometheusRule test (k8s/prometheus-rules.yaml). */
@@ -35,17 +37,11 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   lastRunError: 'The error code of the last run (label code) with value 1 when it failed, code="" with value 0 when it succeeded',
 };
 
-/** What a tile run reports; a JobRunSummary has these fields. */
-export interface TileRunMetrics {
-  job: string;
-  status: 'succeeded' | 'failed' | 'partially_published';
-  rows: number;
-  pages: number;
-  bytes: number;
-  durationMs: number;
-  retries: number;
-  throttled: number;
-  tokenFetches: number;
+/**
+ * What a tile run reports; a JobRunSummary has these fields. The counts are telemetry's RunMetrics
+ * (one list of what a run measures), the failure and guard as the summary holds them.
+ */
+export interface TileRunMetrics extends Omit<RunMetrics, 'errorCode' | 'mode'> {
   /** The failure's stable code (`error.code` of the summary); absent when the run succeeded. */
   error?: { code: string } | undefined;
   /** What the publish guards said (JobRunSummary's guard): tripped and not overridden sets guardTripped. */
