@@ -1,9 +1,8 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import packageJson from '../package.json' with { type: 'json' };
 import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
+import { isEntryPoint } from './entry-point.js';
 import { isTilehouseError } from './errors.js';
 import { OutputStream } from './output-stream.js';
 import { DEFAULT_STOP_DEADLINE_MS } from './stop-deadline.js';
@@ -94,16 +93,6 @@ export async function main(argv: string[], callerIo: CliIo, seams: CliSeams = {}
   }
 }
 
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
 /**
  * SIGTERM (Kubernetes stopping the pod) and SIGINT (Ctrl-C) abort the run: in-flight requests are
  * cancelled, sinks remove their temp files, nothing partial is published, and the exit code says
@@ -155,4 +144,4 @@ export async function runAsProcess(): Promise<void> {
 }
 
 // Run from source (through tsx: the tests, a developer), as started; the bundle's entry is src/main.ts.
-if (isEntryPoint()) await runAsProcess();
+if (isEntryPoint(import.meta.url)) await runAsProcess();

@@ -4,8 +4,7 @@
  * that a relaunch costs a bare node start and not the CLI's modules twice. bin/tilehouse.js
  * imports it and calls runAsProcess; src/cli.ts is the same CLI run from source (through tsx).
  */
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { isEntryPoint } from './entry-point.js';
 import { relaunchWithNodeFlags } from './node-flags.js';
 
 export async function runAsProcess(): Promise<void> {
@@ -13,17 +12,7 @@ export async function runAsProcess(): Promise<void> {
   await cli.runAsProcess();
 }
 
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   relaunchWithNodeFlags();
   await runAsProcess();
 }

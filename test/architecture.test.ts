@@ -29,6 +29,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
     'map-with-concurrency',
     'telemetry',
     'node-flags',
+    'entry-point',
   ],
   ['config'],
   ['source'],
