@@ -10,6 +10,7 @@ import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } f
 import { unwritableDirectory } from '../writable-directory.js';
 import { FileTargetUnreadableError, FileTargetUnwritableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
+import type { ObjectWriterBaseOptions } from './object-stream-writer.js';
 import { LocalFileWriter } from './file-writer.js';
 import { manifestPathOf } from './manifest.js';
 import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './path-template.js';
@@ -231,15 +232,22 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       columns: context.columns,
       gzip: format.gzipped(config),
     };
+    // What a writer to either object store (gs://, s3://) is given; each store adds its client and retries.
+    const objectOptions = (): ObjectWriterBaseOptions => ({
+      ...bytes,
+      contentType: format.contentType(config),
+      jobName: context.jobName,
+      target,
+      runId: context.runId,
+      logger: context.logger,
+      ...(context.signal ? { signal: context.signal } : {}),
+      ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
+      ...(config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+    });
     if (isS3Target(target)) {
       const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
       const writer = await S3ObjectWriter.open({
-        ...bytes,
-        contentType: format.contentType(config),
-        jobName: context.jobName,
-        target,
-        runId: context.runId,
-        logger: context.logger,
+        ...objectOptions(),
         client,
         // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
         retry: {
@@ -247,27 +255,16 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
           ...(this.options.s3?.requestTimeoutMs ? { requestTimeoutMs: this.options.s3.requestTimeoutMs } : {}),
           ...this.options.s3Write,
         },
-        ...(context.signal ? { signal: context.signal } : {}),
-        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
-        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
       return withGuard(writer, this.guardCheck(context));
     }
     if (isGcsTarget(target)) {
       const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
       const writer = await ObjectWriter.open({
-        ...bytes,
-        contentType: format.contentType(config),
-        jobName: context.jobName,
-        target,
-        runId: context.runId,
-        logger: context.logger,
+        ...objectOptions(),
         storage,
         // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
         retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
-        ...(context.signal ? { signal: context.signal } : {}),
-        ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
-        ...(this.options.config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
       });
       return withGuard(writer, this.guardCheck(context));
     }
