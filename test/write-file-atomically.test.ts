@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { chmod, mkdir, open, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { isTempFileName, removeStaleTempFiles } from '../src/sinks/files/temp-files.js';
+import { isTempFileName, removeStaleTempFiles } from '../src/sinks/stores/file-names.js';
 import { formatOwnerTag } from '../src/temp-owner.js';
 import { PreparedFile, smallFileTempPath, tempNameFor, tempNameOwnerTag, writeFileAtomically } from '../src/write-file-atomically.js';
 import { tagOf, DEAD_PID } from './support/temp-owners.js';

@@ -7,7 +7,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { type Sandbox } from '../../sandbox/index.js';
-import { RUN_ID_METADATA_KEY } from '../../src/sinks/s3/temp-keys.js';
+import { RUN_ID_METADATA_KEY } from '../../src/sinks/stores/s3/temp-keys.js';
 import { runCli, sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithS3, getBytes, keysOf } from '../support/s3-server.js';
 import { dailyIncrementalJob, daySandboxesForAll } from '../support/day-sandboxes.js';

@@ -8,7 +8,7 @@ import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { HookedSink, loadForRun, runLoaded } from '../support/run-jobs-harness.js';
 import { DEAD_PID, tagOf } from '../support/temp-owners.js';
-import type { FileManifest } from '../../src/sinks/files/manifest.js';
+import type { FileManifest } from '../../src/sinks/stores/manifest.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 
 const INCIDENTS = 57;

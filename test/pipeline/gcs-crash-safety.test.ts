@@ -7,7 +7,7 @@ import type { Storage } from '@google-cloud/storage';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { OWNER_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
+import { OWNER_METADATA_KEY } from '../../src/sinks/stores/gcs/temp-objects.js';
 import { parseOwnerTag } from '../../src/temp-owner.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../support/fake-gcs-server.js';

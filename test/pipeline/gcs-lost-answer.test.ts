@@ -13,7 +13,7 @@ import { startGcsFaultProxy, type GcsFaultProxy } from '../support/gcs-fault-pro
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { makeTempDir } from '../support/temp-dir.js';
-import { RUN_ID_METADATA_KEY } from '../../src/sinks/gcs/temp-objects.js';
+import { RUN_ID_METADATA_KEY } from '../../src/sinks/stores/gcs/temp-objects.js';
 
 const PREVIOUS = 'Number,Created,Description,Severity\r\nprevious run\r\n';
 let sandbox: Sandbox;

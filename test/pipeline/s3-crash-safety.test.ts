@@ -11,7 +11,7 @@ import { beforeAll, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { parseOwnerTag } from '../../src/temp-owner.js';
-import { OWNER_METADATA_KEY } from '../../src/sinks/s3/temp-keys.js';
+import { OWNER_METADATA_KEY } from '../../src/sinks/stores/s3/temp-keys.js';
 import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { spawnCli } from '../support/child-process.js';
 import { seededRandom } from '../support/gcs-kill.js';

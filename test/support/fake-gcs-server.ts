@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Storage } from '@google-cloud/storage';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { createStorageClient } from '../../src/sinks/gcs/storage-client.js';
+import { createStorageClient } from '../../src/sinks/stores/gcs/storage-client.js';
 import { findFakeGcsBinary, PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs } from './fake-gcs-process.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from './gcs-precondition-proxy.js';
 

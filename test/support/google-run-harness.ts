@@ -5,7 +5,7 @@ import type { Storage } from '@google-cloud/storage';
 import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { stringify } from 'yaml';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { createStorageClient } from '../../src/sinks/gcs/storage-client.js';
+import { createStorageClient } from '../../src/sinks/stores/gcs/storage-client.js';
 import { emulatorBinaryOrSkip, localBigQueryClient, uniqueDatasetId } from './bigquery-emulator.js';
 import { startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from './bigquery-fake-server.js';

@@ -8,8 +8,8 @@ import type { Storage } from '@google-cloud/storage';
 import { parse, stringify } from 'yaml';
 import type { CliSeams } from '../../src/cli/command.js';
 import type { FileSinkOptions } from '../../src/sinks/files/file-sink.js';
-import { RUN_ID_METADATA_KEY as GCS_RUN_ID_KEY } from '../../src/sinks/gcs/temp-objects.js';
-import { RUN_ID_METADATA_KEY as S3_RUN_ID_KEY } from '../../src/sinks/s3/temp-keys.js';
+import { RUN_ID_METADATA_KEY as GCS_RUN_ID_KEY } from '../../src/sinks/stores/gcs/temp-objects.js';
+import { RUN_ID_METADATA_KEY as S3_RUN_ID_KEY } from '../../src/sinks/stores/s3/temp-keys.js';
 import { describeWithFakeGcs, usePreconditionProxy } from './fake-gcs-server.js';
 import { describeWithS3, getBytes, keysOf, putBytes, TEST_AWS_ENV, type TestS3 } from './s3-server.js';
 

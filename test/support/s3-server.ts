@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { createS3Client } from '../../src/sinks/s3/s3-client.js';
+import { createS3Client } from '../../src/sinks/stores/s3/s3-client.js';
 import { findMotoBinary, PROJECT_LOCAL_MOTO, startMoto } from './moto-process.js';
 import { startS3Proxy, type S3Proxy } from './s3-proxy.js';
 

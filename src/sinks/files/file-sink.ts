@@ -1,21 +1,22 @@
 import { text } from 'node:stream/consumers';
 import type { Storage } from '@google-cloud/storage';
-import type { StorageClientSettings } from '../gcs/storage-client.js';
+import type { StorageClientSettings } from '../stores/gcs/storage-client.js';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { S3Settings } from '../s3/s3-client.js';
-import type { S3WriteSettings } from '../s3/s3-object-writer.js';
+import type { S3Settings } from '../stores/s3/s3-client.js';
+import type { S3WriteSettings } from '../stores/s3/s3-object-writer.js';
 import type { Logger } from 'pino';
-import type { GcsWriteSettings } from '../gcs/object-publish.js';
+import type { GcsWriteSettings } from '../stores/gcs/object-publish.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
 import { unwritableDirectory } from '../writable-directory.js';
-import { FileTargetUnreadableError, FileTargetUnwritableError } from './file-errors.js';
+import { FileTargetUnreadableError } from './file-errors.js';
+import { FileTargetUnwritableError } from '../stores/store-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import type { ObjectWriterBaseOptions } from './object-stream-writer.js';
-import { LocalFileWriter } from './file-writer.js';
-import { manifestPathOf } from './manifest.js';
+import type { ObjectWriterBaseOptions } from '../stores/object-stream-writer.js';
+import { LocalFileWriter } from '../stores/local/local-file-writer.js';
+import { manifestPathOf } from '../stores/manifest.js';
 import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './path-template.js';
-import { localStoredFile } from './stored-file.js';
-import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
+import { localStoredFile } from '../stores/local/local-stored-file.js';
+import { removeStaleTempFiles, tempPathFor } from '../stores/file-names.js';
 import { calendarDateIn } from '../../transform/calendar.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import { messageOf } from '../../errors.js';
@@ -53,7 +54,7 @@ export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
 /**
  * Writes each run of a tile to one file in the sink's format, replacing the previous file
  * atomically on commit. The resolved target decides where the bytes go: a local file
- * (LocalFileWriter: temp file + rename) or a Cloud Storage object (ObjectWriter: resumable upload
+ * (LocalFileWriter: temp file + rename) or a Cloud Storage object (GcsObjectWriter: resumable upload
  * to a temp object + rewrite under a generation precondition). Both write the same bytes: the
  * format's encoder's, through its wrapper.
  */
@@ -96,11 +97,11 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   async sweep(logger: Logger): Promise<string[]> {
     const { root, recursive } = this.template.sweepScope(this.options.directory);
     if (isS3Target(root)) {
-      const { removeStaleTempKeys } = await import('../s3/temp-keys.js');
+      const { removeStaleTempKeys } = await import('../stores/s3/temp-keys.js');
       return removeStaleTempKeys(await this.s3Client(), root, { recursive, logger });
     }
     if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
-    const { removeStaleTempObjects } = await import('../gcs/temp-objects.js');
+    const { removeStaleTempObjects } = await import('../stores/gcs/temp-objects.js');
     return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
   }
 
@@ -111,7 +112,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { root } = this.template.sweepScope(this.options.directory);
     if (isS3Target(root)) {
-      const [{ checkBucketWritable }, { splitS3Url }] = await Promise.all([import('../s3/check-bucket.js'), import('../../config/s3-url.js')]);
+      const [{ checkBucketWritable }, { splitS3Url }] = await Promise.all([import('../stores/s3/check-bucket.js'), import('../../config/s3-url.js')]);
       const { bucket, rest } = splitS3Url(root)!;
       return checkBucketWritable(await this.s3Client(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
     }
@@ -120,7 +121,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       if (unwritable !== undefined) throw new FileTargetUnwritableError(this.format, context.jobName, root, unwritable);
       return undefined;
     }
-    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
+    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../stores/gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
     const { bucket, rest } = splitGcsUrl(root)!;
     return checkBucketWritable(await this.storageClient(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
   }
@@ -130,7 +131,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     this.storage ??=
       this.options.storageClient !== undefined
         ? Promise.resolve(this.options.storageClient)
-        : import('../gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
+        : import('../stores/gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
     return this.storage;
   }
 
@@ -139,7 +140,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     this.s3 ??=
       this.options.s3Client !== undefined
         ? Promise.resolve(this.options.s3Client)
-        : import('../s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
+        : import('../stores/s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
     return this.s3;
   }
 
@@ -156,14 +157,14 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   /** The target as stored now, local, gs:// or s3://; undefined when there is none. */
   private async storedFile(target: string): Promise<StoredFile | undefined> {
     if (isS3Target(target)) {
-      const [{ parseS3ObjectUrl }, { s3StoredFile }] = await Promise.all([import('../../config/s3-url.js'), import('../s3/stored-object.js')]);
+      const [{ parseS3ObjectUrl }, { s3StoredFile }] = await Promise.all([import('../../config/s3-url.js'), import('../stores/s3/s3-stored-file.js')]);
       const { bucket, key } = parseS3ObjectUrl(target);
       return s3StoredFile(await this.s3Client(), bucket, key);
     }
     if (!isGcsTarget(target)) return localStoredFile(target);
-    const [{ parseGcsObjectUrl }, { objectStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('./stored-object.js')]);
+    const [{ parseGcsObjectUrl }, { gcsStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('../stores/gcs/gcs-stored-file.js')]);
     const { bucket, object } = parseGcsObjectUrl(target);
-    return objectStoredFile((await this.storageClient()).bucket(bucket).file(object));
+    return gcsStoredFile((await this.storageClient()).bucket(bucket).file(object));
   }
 
   /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
@@ -245,7 +246,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       ...(config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
     });
     if (isS3Target(target)) {
-      const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
+      const [{ S3ObjectWriter }, client] = await Promise.all([import('../stores/s3/s3-object-writer.js'), this.s3Client()]);
       const writer = await S3ObjectWriter.open({
         ...objectOptions(),
         client,
@@ -259,8 +260,8 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       return withGuard(writer, this.guardCheck(context));
     }
     if (isGcsTarget(target)) {
-      const [{ ObjectWriter }, storage] = await Promise.all([import('./object-writer.js'), this.storageClient()]);
-      const writer = await ObjectWriter.open({
+      const [{ GcsObjectWriter }, storage] = await Promise.all([import('../stores/gcs/gcs-object-writer.js'), this.storageClient()]);
+      const writer = await GcsObjectWriter.open({
         ...objectOptions(),
         storage,
         // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.

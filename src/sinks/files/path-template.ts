@@ -4,6 +4,7 @@ import type { FormatNames } from './file-format.js';
 import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
 import { looksLikeS3Url, S3_SCHEME, s3BucketNameProblem, s3UrlProblem, splitS3Url } from '../../config/s3-url.js';
 import { isCalendarDate } from '../../value-types/civil-date.js';
+import { toFileNameSafe } from '../stores/file-names.js';
 
 /** The values a path template can use. */
 export interface FilePathValues {
@@ -152,17 +153,4 @@ export function templateDirectory(template: string): string {
 
 function hasParentSegment(path: string): boolean {
   return path.split(/[\\/]/).includes('..');
-}
-
-/**
- * Text usable as (part of) a file name on any common file system: ASCII letters, digits, `.`,
- * `_` and `-`; anything else becomes `_`. A leading dot would hide the file (and `.`/`..` would
- * be path segments), so it becomes `_` as well.
- */
-export function toFileNameSafe(value: string): string {
-  const safe = value
-    .replace(/[^A-Za-z0-9._-]/g, '_')
-    .replace(/^\./, '_')
-    .slice(0, 200);
-  return safe.length === 0 ? '_' : safe;
 }

@@ -5,8 +5,8 @@ import { holdings, WindowStateUnreadableError, type WindowStateReader } from '..
 import { FileSink } from './file-sink.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { isGcsTarget, isS3Target } from './path-template.js';
-import { manifestPathOf, sha256Of } from './manifest.js';
-import { type ManifestFields, objectWindowsHeld, wasOpen } from './window-open.js';
+import { manifestPathOf, sha256Of } from '../stores/manifest.js';
+import { type ManifestFields, objectWindowsHeld, wasOpen } from '../stores/window-open.js';
 
 /**
  * A local file target holds a window when the manifest beside the window's file matches the file
@@ -55,8 +55,8 @@ export function objectManifestState(job: LoadedJob, sink: FileSink, template: st
       // Loaded here, as the sink loads them: a local run never pays for the storage client.
       const [{ parseGcsObjectUrl }, { statusOf }, { RUN_ID_METADATA_KEY }] = await Promise.all([
         import('../../config/gcs-url.js'),
-        import('../gcs/gcs-errors.js'),
-        import('../gcs/temp-objects.js'),
+        import('../stores/gcs/gcs-errors.js'),
+        import('../stores/gcs/temp-objects.js'),
       ]);
       const storage = await sink.storageClient();
       const targets = windows.map((window) => sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window }));
@@ -115,7 +115,7 @@ export async function fileWindowStateReaders(format: FileFormat, job: LoadedJob,
     const sample = sink.targetFor({ jobName: job.name, tileId: job.tile, runId: '', startedAt: new Date(), window: { from: '2000-01-01', to: '2000-01-02' } });
     if (isS3Target(sample)) {
       // Loaded here, as the sink loads it: a run without s3:// targets never loads the AWS SDK.
-      const { s3ManifestState } = await import('../s3/window-state.js');
+      const { s3ManifestState } = await import('../stores/s3/window-state.js');
       readers.push(
         s3ManifestState(
           job,

@@ -11,7 +11,7 @@ import type { LoadedJob } from '../../../src/config/load-config.js';
 import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { csvSinkKind } from '../../../src/sinks/csv/descriptor.js';
-import { localStoredFile } from '../../../src/sinks/files/stored-file.js';
+import { localStoredFile } from '../../../src/sinks/stores/local/local-stored-file.js';
 import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import { tempDirEachTest } from '../../support/temp-dir-hooks.js';
 

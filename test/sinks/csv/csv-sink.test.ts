@@ -1,7 +1,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileWriteError, FileWriterClosedError } from '../../../src/sinks/files/file-errors.js';
+import { FileWriteError, FileWriterClosedError } from '../../../src/sinks/stores/store-errors.js';
 import { formatOwnerTag } from '../../../src/temp-owner.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { column, commit, listEntries, makeContext, makeSink, parseCsv, readText } from './csv-test-support.js';

@@ -14,7 +14,7 @@ import type { LoadedJob } from '../../../src/config/load-config.js';
 import { fileSinkKind } from '../../../src/sinks/files/descriptor.js';
 import type { FileChunk, FileFormat, FileSinkConfig, StoredFile } from '../../../src/sinks/files/file-format.js';
 import { FileSink } from '../../../src/sinks/files/file-sink.js';
-import { OWNER_METADATA_KEY } from '../../../src/sinks/gcs/temp-objects.js';
+import { OWNER_METADATA_KEY } from '../../../src/sinks/stores/gcs/temp-objects.js';
 import type { SinkRunContext } from '../../../src/sinks/sink.js';
 import type { Column, TypedRow } from '../../../src/transform/column.js';
 import { describeWithFakeGcs } from '../../support/fake-gcs-server.js';

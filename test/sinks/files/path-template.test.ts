@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FilePathInvalidError } from '../../../src/sinks/files/file-errors.js';
-import { FilePathTemplate, templateDirectory, toFileNameSafe } from '../../../src/sinks/files/path-template.js';
+import { FilePathTemplate, templateDirectory } from '../../../src/sinks/files/path-template.js';
 import { csvFormat } from '../../../src/sinks/csv/csv-format.js';
 import { CsvSink } from '../../../src/sinks/csv/csv-sink.js';
 import { makeContext, makeSink } from '../csv/csv-test-support.js';
@@ -79,11 +79,6 @@ describe('CSV output path', () => {
     }
   });
 
-  it('makes text file-name safe', () => {
-    expect(toFileNameSafe('Tile 7/α')).toBe('Tile_7__');
-    expect(toFileNameSafe('.env')).toBe('_env');
-    expect(toFileNameSafe('')).toBe('_');
-  });
 
   it('resolves under a CSV directory that is the file-system root', () => {
     expect(new FilePathTemplate(csvFormat, '{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');

@@ -1,0 +1,113 @@
+import type { ListMultipartUploadsCommandOutput, ListObjectsV2CommandOutput, S3Client } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, DeleteObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import type { Logger } from 'pino';
+import { splitS3Url } from '../../../config/s3-url.js';
+import { formatOwnerTag } from '../../../temp-owner.js';
+import { tempFileOwnerTag } from '../file-names.js';
+import { isAbandoned, ownerStateOfTag } from '../../owned-temp-files.js';
+import { s3Failure } from './s3-errors.js';
+import { S3Requests } from './s3-requests.js';
+
+/**
+ * User metadata (`x-amz-meta-*`) of every object tilehouse writes: the writing process's owner
+ * tag (temp-owner.ts), run id and job. A copy keeps its source's metadata (MetadataDirective
+ * COPY), so a published object names the run that wrote it, and a run that finds the target
+ * replaced under it can say by whom.
+ */
+export const OWNER_METADATA_KEY = 'tilehouse-owner';
+export const RUN_ID_METADATA_KEY = 'tilehouse-run-id';
+export const JOB_METADATA_KEY = 'tilehouse-job';
+
+export function ownerMetadata(jobName: string, runId: string): Record<string, string> {
+  return { [OWNER_METADATA_KEY]: formatOwnerTag(), [RUN_ID_METADATA_KEY]: runId, [JOB_METADATA_KEY]: jobName };
+}
+
+/** `a/b/` of `a/b/c.csv`, '' for `c.csv`. */
+export function keyFolder(key: string): string {
+  return key.slice(0, key.lastIndexOf('/') + 1);
+}
+
+export function keyBaseName(key: string): string {
+  return key.slice(key.lastIndexOf('/') + 1);
+}
+
+/**
+ * Removes what dead runs left below `root` (`s3://bucket/prefix/`), by the rule of local temp
+ * files (owned-temp-files.ts), the owner read from the temp key's name: temp objects (a run killed
+ * between its prepare and its publish) are deleted, and incomplete multipart uploads to temp keys
+ * (a run killed while it streamed) are aborted, once their owner is provably gone, or cannot be
+ * known (another pod) and they are older than a day. Only keys named like our temp files are
+ * looked at. Returns what went, as `s3://` URLs (an upload as `… (incomplete multipart upload)`).
+ */
+export async function removeStaleTempKeys(client: S3Client, root: string, options: { recursive: boolean; logger: Logger; now?: number }): Promise<string[]> {
+  const { bucket, rest: prefix } = splitS3Url(root)!;
+  const requests = new S3Requests({ client, logger: options.logger, limits: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2_000 } });
+  const now = options.now ?? Date.now();
+  const removed: string[] = [];
+  const abandoned = (key: string, when: Date | undefined): boolean => {
+    if (!options.recursive && key.slice(prefix.length).includes('/')) return false;
+    const tag = tempFileOwnerTag(keyBaseName(key));
+    if (tag === undefined) return false;
+    return isAbandoned(ownerStateOfTag(tag), when?.getTime() ?? now, now);
+  };
+  const where = (operation: string, action: string) => ({ target: root, bucket, operation, action, notFoundIsBucket: true });
+  try {
+    let token: string | undefined;
+    do {
+      const page: ListObjectsV2CommandOutput = await requests.send(
+        'ListObjectsV2',
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(options.recursive ? {} : { Delimiter: '/' }),
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+      );
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined || !abandoned(object.Key, object.LastModified)) continue;
+        try {
+          await requests.send('DeleteObject', new DeleteObjectCommand({ Bucket: bucket, Key: object.Key }));
+          removed.push(`s3://${bucket}/${object.Key}`);
+        } catch (error) {
+          options.logger.warn(
+            { err: error, object: object.Key },
+            'could not delete an abandoned S3 temp object; a later sweep or the bucket lifecycle rule removes it',
+          );
+        }
+      }
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+  } catch (error) {
+    throw s3Failure(error, where('listing temp objects for the sweep', 's3:ListBucket'));
+  }
+  try {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      const page: ListMultipartUploadsCommandOutput = await requests.send(
+        'ListMultipartUploads',
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+          ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+        }),
+      );
+      for (const upload of page.Uploads ?? []) {
+        if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated)) continue;
+        try {
+          await requests.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
+          removed.push(`s3://${bucket}/${upload.Key} (incomplete multipart upload)`);
+        } catch (error) {
+          options.logger.warn({ err: error, object: upload.Key }, 'could not abort an abandoned multipart upload; the bucket lifecycle rule removes it');
+        }
+      }
+      if (page.IsTruncated !== true) break;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  } catch (error) {
+    throw s3Failure(error, where('listing incomplete multipart uploads for the sweep', 's3:ListBucketMultipartUploads'));
+  }
+  return removed;
+}
