@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
-import { S3_SCHEME, s3UrlProblem } from './s3-url.js';
+import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 
 /**
@@ -58,17 +57,16 @@ const sourceSchema = z
     path: ['clientSecret'],
   });
 
-/** A file sink kind's `directory` (csv, parquet): where its relative paths go, local or gs://. */
+/** A file sink kind's `directory` (csv, parquet): where its relative paths go, a local directory or a bucket's prefix. */
 function fileDirectorySchema(label: string) {
   return z
     .string()
     .min(1)
     .superRefine((directory, ctx) => {
-      const problem = !looksLikeUrl(directory)
-        ? undefined
-        : directory.startsWith(S3_SCHEME)
-          ? s3UrlProblem(directory, { object: 'optional' })
-          : gcsUrlProblem(directory, { object: 'optional' });
+      if (!looksLikeUrl(directory)) return;
+      const urls = objectStoreUrlsOf(directory);
+      const problem =
+        urls === undefined ? `only ${supportedUrls()} URLs are supported, written in lowercase` : urls.urlProblem(directory, { object: 'optional' });
       if (problem !== undefined) ctx.addIssue({ code: 'custom', input: directory, message: problem });
     })
     .default('out')

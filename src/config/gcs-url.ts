@@ -12,17 +12,9 @@ export interface GcsObjectUrl {
 
 export const GCS_SCHEME = 'gs://';
 
-// Any `scheme://`: a URL we do not support must be refused, not written as a local directory.
-const ANY_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
-
 /** Whether a path or template names Cloud Storage (or is a malformed attempt at it: `gs:/x`, `GS://x`). */
 export function looksLikeGcsUrl(text: string): boolean {
   return /^gs:/i.test(text);
-}
-
-/** Whether a path or template is a URL of any scheme (only gs:// is supported). */
-export function looksLikeUrl(text: string): boolean {
-  return ANY_URL.test(text) || looksLikeGcsUrl(text);
 }
 
 /**
@@ -86,3 +78,14 @@ export function parseGcsObjectUrl(url: string): GcsObjectUrl {
   const { bucket, rest } = splitGcsUrl(url)!;
   return { bucket, object: rest };
 }
+
+/** Cloud Storage's URL grammar, as config/object-store-urls.ts lists each store's. */
+export const gcsUrls = {
+  name: 'gcs',
+  scheme: GCS_SCHEME,
+  label: 'Cloud Storage (gs://bucket/object)',
+  looksLike: looksLikeGcsUrl,
+  bucketNameProblem,
+  urlProblem: gcsUrlProblem,
+  split: splitGcsUrl,
+} as const;

@@ -78,3 +78,14 @@ export function parseS3ObjectUrl(url: string): S3ObjectUrl {
   const { bucket, rest } = splitS3Url(url)!;
   return { bucket, key: rest };
 }
+
+/** S3's URL grammar, as config/object-store-urls.ts lists each store's. */
+export const s3Urls = {
+  name: 's3',
+  scheme: S3_SCHEME,
+  label: 'S3 (s3://bucket/key)',
+  looksLike: looksLikeS3Url,
+  bucketNameProblem: s3BucketNameProblem,
+  urlProblem: s3UrlProblem,
+  split: splitS3Url,
+} as const;

@@ -1,33 +1,24 @@
 import type { BigQuery } from '@google-cloud/bigquery';
-import type { Storage } from '@google-cloud/storage';
 import type { z } from 'zod';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { GcsWriteSettings } from './stores/gcs/object-publish.js';
-import type { S3WriteSettings } from './stores/s3/s3-object-writer.js';
 import type { Sink, SinkResult } from './sink.js';
+import type { StoreSeams } from './stores/registry.js';
 import type { WindowStateReader } from './window-state.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
 
 /**
- * What building a sink may be handed instead of production's defaults: a type every kind's
- * descriptor takes, so it lives in this contract, which the kinds import (not in build-sinks.ts,
- * which imports the registry, which imports the kinds).
+ * What building a sink may be handed instead of production's defaults (the object stores' seams,
+ * `StoreSeams`, to which each store's folder adds its own): a type every kind's descriptor takes,
+ * so it lives in this contract, which the kinds import (not in build-sinks.ts, which imports the
+ * registry, which imports the kinds).
  */
-export interface SinkFactoryOptions {
+export interface SinkFactoryOptions extends StoreSeams {
   /** Injected in tests and the benchmark (emulator); production uses Application Default Credentials. */
   bigqueryClient?: BigQuery;
-  /** Injected in tests (fake-gcs-server); production creates one on first use by a gs:// target. */
-  storageClient?: Storage;
-  /** Injected in tests: the retry limits, request timeout and chunk size of gs:// uploads. */
-  gcsWrite?: GcsWriteSettings;
-  /** Injected in tests: an S3 client (production makes one from `sinks.s3` on first use by an s3:// target) and the retry limits and part size of s3:// uploads. */
-  s3Client?: S3Client;
-  s3Write?: S3WriteSettings;
 }
 
 /**

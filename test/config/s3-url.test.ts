@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseS3ObjectUrl, s3BucketNameProblem, s3UrlProblem } from '../../src/config/s3-url.js';
 import { csvFormat } from '../../src/sinks/csv/csv-format.js';
-import { FilePathTemplate, isObjectTarget, isS3Target } from '../../src/sinks/files/path-template.js';
+import { FilePathTemplate } from '../../src/sinks/files/path-template.js';
+import { storeKindOf } from '../../src/sinks/stores/registry.js';
 
 const values = { name: 'incidents', tile: 'tile/7', date: '2026-07-01', runId: 'r1' };
 
@@ -32,7 +33,7 @@ describe('a path template naming S3', () => {
     expect(new FilePathTemplate(csvFormat, 's3://acme-lake/{tile}/{date}.csv').resolve(values, 'out')).toBe('s3://acme-lake/tile_7/2026-07-01.csv');
     const relative = new FilePathTemplate(csvFormat, '{name}/{date}.csv').resolve(values, 's3://acme-lake/tilehouse/');
     expect(relative).toBe('s3://acme-lake/tilehouse/incidents/2026-07-01.csv');
-    expect(isS3Target(relative) && isObjectTarget(relative)).toBe(true);
+    expect(storeKindOf(relative).name).toBe('s3');
     expect(new FilePathTemplate(csvFormat, '/exports/{name}.csv').resolve(values, 's3://acme-lake/p')).toBe('/exports/incidents.csv');
   });
 

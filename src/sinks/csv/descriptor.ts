@@ -4,7 +4,7 @@ import { fileSinkKind } from '../files/descriptor.js';
 import { csvFormat } from './csv-format.js';
 import { CsvSink } from './csv-sink.js';
 
-/** The CSV sink (local files or gs:// objects), as the rest of tilehouse sees it: the file sink kind of the CSV format. */
+/** The CSV sink (local files or objects in a bucket: stores/), as the rest of tilehouse sees it: the file sink kind of the CSV format. */
 export const csvSinkKind: SinkKind = fileSinkKind<CsvSinkConfig>({
   format: csvFormat,
   configSchema: csvSinkSchema,

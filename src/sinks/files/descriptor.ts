@@ -4,12 +4,13 @@ import { writesOneFilePerWindow } from '../../config/window-rules.js';
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { SinkConfig } from '../../config/job-schema.js';
+import { supportedUrls } from '../../config/object-store-urls.js';
 import { guardSettingsOf, type PublishGuardConfig } from '../../config/publish-guard-schema.js';
-import type { SinkFactoryOptions, SinkKind } from '../sink-kind.js';
+import type { SinkKind } from '../sink-kind.js';
+import { storeKindOf, storeOptionsFrom } from '../stores/registry.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { FileSink, FileSinkOptions } from './file-sink.js';
-import { looksLikeObjectUrl, templateDirectory } from './path-template.js';
-import { looksLikeS3Url } from '../../config/s3-url.js';
+import { templateDirectory } from './path-template.js';
 import { fileWindowStateReaders } from './window-state.js';
 import { fileWorkspaceChecker } from './workspace-checks.js';
 
@@ -26,20 +27,15 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   createSink(options: FileSinkOptions<C>): FileSink<C>;
 }
 
-/** IRSA (IAM roles for service accounts, EKS): the pods' service account names the role they assume. */
-const IRSA_ROLE_ANNOTATION = 'eks.amazonaws.com/role-arn';
-export const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
-
-/** The s3:// settings a file sink gets: the environment's `sinks.s3`, and what tests inject. */
-function s3Options(environment: EnvironmentConfig, options: SinkFactoryOptions): Pick<FileSinkOptions, 's3' | 's3Client' | 's3Write'> {
-  return {
-    ...(environment.sinks?.s3 !== undefined ? { s3: environment.sinks.s3 } : {}),
-    ...(options.s3Client ? { s3Client: options.s3Client } : {}),
-    ...(options.s3Write ? { s3Write: options.s3Write } : {}),
-  };
+/**
+ * Where a sink's files land, as far as choosing their store goes: its own path when that names a
+ * bucket or is absolute, else the kind's directory, below which a relative path goes.
+ */
+function storeLocation(sinkPath: string | undefined, directory: string): string {
+  return sinkPath !== undefined && (!storeKindOf(sinkPath).onThisMachine || path.posix.isAbsolute(sinkPath)) ? sinkPath : directory;
 }
 
-/** A file sink kind (local files, gs:// or s3:// objects, in one format), as the rest of tilehouse sees it. */
+/** A file sink kind (files in one format, in any store: stores/registry.ts), as the rest of tilehouse sees it. */
 export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>): SinkKind {
   const { format } = spec;
   const { name, label } = format;
@@ -53,15 +49,14 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
       try {
         return spec.createSink({
+          // Every store's settings and, over them, the seams a test injects (each store reads its own; other kinds' are ignored).
+          ...storeOptionsFrom(environment),
+          ...options,
           config,
           directory: spec.directory(environment),
           guard: guardSettingsOf(config.guard, spec.guardDefaults(environment)),
           timezone: job.timezone,
           stopDeadlineMs: environment.stopDeadlineMs,
-          gcsClient: { apiEndpoint: environment.sinks.gcs?.apiEndpoint, credentialsWaitMs: environment.googleCredentialsWaitMs },
-          ...(options.storageClient ? { storageClient: options.storageClient } : {}),
-          ...(options.gcsWrite ? { gcsWrite: options.gcsWrite } : {}),
-          ...s3Options(environment, options),
         });
       } catch (error) {
         throw ConfigError.single({ file: job.file, field: `sinks[${index}].path`, value: JSON.stringify(config.path), message: (error as Error).message });
@@ -92,29 +87,25 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       return `backfill: --resume tells a finished ${label} window by its manifest: set manifest: true on sinks[${withoutManifest}] of ${job.name} (then run once without --resume)`;
     },
 
-    // An s3:// target's credentials come from IRSA on EKS: the role the service account maps to.
+    // What the store of the sink's files needs on the pods' service account (S3: the IRSA role).
     serviceAccountAnnotations(sink, environment) {
       const config = ours(sink);
       if (config === undefined) return undefined;
-      const own = config.path !== undefined && (looksLikeObjectUrl(config.path) || path.posix.isAbsolute(config.path));
-      const s3 = own ? looksLikeS3Url(config.path!) : looksLikeS3Url(spec.directory(environment));
-      return s3 ? { [IRSA_ROLE_ANNOTATION]: IRSA_ROLE_PLACEHOLDER } : undefined;
+      return storeKindOf(storeLocation(config.path, spec.directory(environment))).serviceAccountAnnotations?.();
     },
-    // A gs:// or s3:// target (its own path, or a relative path under such a directory) is an object in
-    // a bucket: the pod streams it there and needs no volume for it.
+    // Files in a bucket (the sink's own path, or a relative path under a bucket directory) are
+    // streamed there: the pod needs no volume for them.
     localFiles: {
       directory(sink, environment, workdir) {
         const config = ours(sink);
         if (config === undefined) return undefined;
         const directory = spec.directory(environment);
-        if (config.path !== undefined && looksLikeObjectUrl(config.path)) return undefined;
-        const absolute = config.path !== undefined && path.posix.isAbsolute(config.path);
-        if (!absolute && looksLikeObjectUrl(directory)) return undefined;
-        return absolute ? templateDirectory(config.path!) : path.posix.resolve(workdir, directory);
+        if (!storeKindOf(storeLocation(config.path, directory)).onThisMachine) return undefined;
+        return config.path !== undefined && path.posix.isAbsolute(config.path) ? templateDirectory(config.path) : path.posix.resolve(workdir, directory);
       },
       emptyDirWarning: (directory, jobNames) =>
         `${jobNames.join(', ')} write ${label} under ${directory}: in the pod that is an emptyDir, deleted with the pod. ` +
-        `On Kubernetes write ${label} to Cloud Storage or S3 (a gs:// or s3:// path or ${label} directory), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
+        `On Kubernetes write ${label} to a bucket (a ${label} path or directory in ${supportedUrls()}), use a bigquery sink, or patch the volume to a PersistentVolumeClaim (k8s/README.md).`,
     },
   };
 }

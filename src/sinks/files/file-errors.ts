@@ -1,4 +1,4 @@
-import type { ErrorCode, FileFormatName, TargetKind } from '../../error-codes.js';
+import type { FileFormatName, TargetKind } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
 import { fileTargetKind } from '../stores/store-errors.js';
 import type { FormatNames } from './file-format.js';
@@ -57,4 +57,3 @@ export class FileTargetUnreadableError extends TilehouseError {
     return this.jobName === undefined ? new FileTargetUnreadableError(this.formatNames, this.target, this.reason, this.cause, jobName) : this;
   }
 }
-

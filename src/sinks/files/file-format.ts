@@ -8,11 +8,11 @@ import type { FileEncoder, FormatNames, StoredFile } from '../stores/file-bytes.
 export type { FileChunk, FileEncoder, FormatNames, StoredFile } from '../stores/file-bytes.js';
 
 /**
- * The seam between the file machinery of this folder (path templates, the two-phase local and
- * gs:// writers, temp names and their sweep, manifests, window state, workspace checks) and one
- * file format. A format says how rows become bytes and how to read back which columns a file
- * declares; everything about where the bytes go and when readers see them is this folder's.
- * csv/ is "the CSV format + its descriptor"; another format is one more such folder.
+ * The seam between the file sink of this folder (path templates, the sink, window state,
+ * workspace checks) and one file format. A format says how rows become bytes and how to read back
+ * which columns a file declares; where the bytes go and when readers see them is the stores'
+ * (../stores/: local, gs://, s3://). csv/ is "the CSV format + its descriptor"; another format
+ * is one more such folder.
  */
 
 /** What every file sink's config has; a format adds its own options (CSV: `gzip`). */
@@ -27,7 +27,7 @@ export interface FileSinkConfig {
 }
 
 export interface FileFormat<C extends FileSinkConfig = FileSinkConfig> extends FormatNames {
-  /** The `content-type` of a gs:// object in this format. */
+  /** The `content-type` of an object in this format, for a store that keeps one. */
   contentType(config: C): string;
   /** The path template when the config has none: one file per job, or per window (`{date}`). */
   defaultPathTemplate(config: C, windowed: boolean): string;

@@ -1,30 +1,24 @@
 import { text } from 'node:stream/consumers';
-import type { Storage } from '@google-cloud/storage';
-import type { StorageClientSettings } from '../stores/gcs/storage-client.js';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { S3Settings } from '../stores/s3/s3-client.js';
-import type { S3WriteSettings } from '../stores/s3/s3-object-writer.js';
 import type { Logger } from 'pino';
-import type { GcsWriteSettings } from '../stores/gcs/object-publish.js';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
-import { unwritableDirectory } from '../writable-directory.js';
 import { FileTargetUnreadableError } from './file-errors.js';
-import { FileTargetUnwritableError } from '../stores/store-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import type { ObjectWriterBaseOptions } from '../stores/object-stream-writer.js';
-import { LocalFileWriter } from '../stores/local/local-file-writer.js';
 import { manifestPathOf } from '../stores/manifest.js';
-import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './path-template.js';
-import { localStoredFile } from '../stores/local/local-stored-file.js';
-import { removeStaleTempFiles, tempPathFor } from '../stores/file-names.js';
+import { storeKindOf, type ObjectStore, type ObjectStoreKind, type StoreOptions } from '../stores/registry.js';
+import { FilePathTemplate } from './path-template.js';
 import { calendarDateIn } from '../../transform/calendar.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import { messageOf } from '../../errors.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
 import { withGuard } from './guarded-writer.js';
 import type { StoredFile } from './file-format.js';
+import type { HeldWindow, WindowHoldings } from '../window-state.js';
 
-export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
+/**
+ * A file sink's settings: its config and where relative paths go, and what its store is loaded
+ * with (the stores' settings from the environment and the seams tests inject, stores/object-store.ts).
+ */
+export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> extends StoreOptions {
   config: C;
   /** The environment's directory for this kind (`sinks.<kind>.directory`); relative path templates resolve under it. */
   directory: string;
@@ -32,43 +26,23 @@ export interface FileSinkOptions<C extends FileSinkConfig = FileSinkConfig> {
   guard?: GuardSettings | undefined;
   /** The job's IANA zone; `{date}` of a scheduled run is the run's start date there. */
   timezone: string;
-  /**
-   * The Cloud Storage client for gs:// targets; injected in tests. By default one is created on
-   * first use (Application Default Credentials, or STORAGE_EMULATOR_HOST), never for local targets.
-   */
-  storageClient?: Storage;
-  /** gs:// targets: tilehouse's retry of the upload and publish requests (defaults in gcs-http.ts). */
-  gcsWrite?: GcsWriteSettings;
-  /** The environment's `stopDeadlineMs`: gs:// publish and cleanup requests end this long after a stop. */
-  stopDeadlineMs?: number;
-  /** gs:// targets: `sinks.gcs.apiEndpoint` and `googleCredentialsWaitMs` of the environment. */
-  gcsClient?: StorageClientSettings;
-  /** The environment's `sinks.s3` (region, endpoint, path style) for s3:// targets. */
-  s3?: S3Settings;
-  /** The S3 client for s3:// targets; injected in tests. By default one is created from `s3` on first use (the AWS credential chain). */
-  s3Client?: S3Client;
-  /** s3:// targets: tilehouse's retry of the upload and publish requests, and the part size (defaults in s3-requests.ts). */
-  s3Write?: S3WriteSettings;
 }
 
 /**
  * Writes each run of a tile to one file in the sink's format, replacing the previous file
- * atomically on commit. The resolved target decides where the bytes go: a local file
- * (LocalFileWriter: temp file + rename) or a Cloud Storage object (GcsObjectWriter: resumable upload
- * to a temp object + rewrite under a generation precondition). Both write the same bytes: the
- * format's encoder's, through its wrapper.
+ * atomically on commit. Where the file lands is its store's (stores/registry.ts), chosen once from
+ * the template's location: a local file (temp file + rename), a Cloud Storage or an S3 object
+ * (upload to a temp object + a conditional server-side copy). Every store writes the same bytes:
+ * the format's encoder's, through its wrapper.
  */
 export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink {
   readonly kind: C['type'];
-  /**
-   * Last for a local file: a rename in a directory we just wrote to is the publish least likely to
-   * fail. A gs:// object's rewrite (an s3:// object's copy) is a remote call, likelier to fail
-   * than a rename and less than a BigQuery copy job: between the two.
-   */
+  /** The store's: the likelier its publish is to fail, the earlier (a rename last). */
   readonly publishRank: number;
   private readonly template: FilePathTemplate;
-  private storage: Promise<Storage> | undefined;
-  private s3: Promise<S3Client> | undefined;
+  /** The store every target of this sink lands in: its template (or directory) names one. */
+  private readonly storeKind: ObjectStoreKind;
+  private loaded: Promise<ObjectStore> | undefined;
 
   /** Throws FilePathInvalidError for a bad path template, so configuration checks catch it. */
   constructor(
@@ -77,7 +51,8 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   ) {
     this.kind = format.name;
     this.template = new FilePathTemplate(format, options.config.path ?? format.defaultPathTemplate(options.config, false));
-    this.publishRank = isObjectTarget(this.template.sweepScope(options.directory).root) ? 5 : 10;
+    this.storeKind = storeKindOf(this.template.sweepScope(options.directory).root);
+    this.publishRank = this.storeKind.publishRank;
   }
 
   /** The output path for a run (exposed for `validate`/dry runs and tests). */
@@ -93,55 +68,28 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     );
   }
 
+  /** The store, loaded (with its client) on first use: a run that writes no object never loads a cloud client. */
+  private store(): Promise<ObjectStore> {
+    this.loaded ??= this.storeKind.load(this.options);
+    return this.loaded;
+  }
+
   /** Temp files of dead runs, looked for only where this sink's template can put files. */
   async sweep(logger: Logger): Promise<string[]> {
     const { root, recursive } = this.template.sweepScope(this.options.directory);
-    if (isS3Target(root)) {
-      const { removeStaleTempKeys } = await import('../stores/s3/temp-keys.js');
-      return removeStaleTempKeys(await this.s3Client(), root, { recursive, logger });
-    }
-    if (!isGcsTarget(root)) return removeStaleTempFiles(root, { recursive });
-    const { removeStaleTempObjects } = await import('../stores/gcs/temp-objects.js');
-    return removeStaleTempObjects(await this.storageClient(), root, { recursive, logger });
+    return (await this.store()).sweep(root, { recursive, logger });
   }
 
-  /**
-   * Local targets: the deepest directory the template fixes is, or can be created as, a writable
-   * directory. gs:// targets: the bucket exists and the credentials may write it. Nothing is written.
-   */
+  /** Whether a run could write where the template puts files (the deepest place it fixes), found without writing. */
   async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
     const { root } = this.template.sweepScope(this.options.directory);
-    if (isS3Target(root)) {
-      const [{ checkBucketWritable }, { splitS3Url }] = await Promise.all([import('../stores/s3/check-bucket.js'), import('../../config/s3-url.js')]);
-      const { bucket, rest } = splitS3Url(root)!;
-      return checkBucketWritable(await this.s3Client(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
-    }
-    if (!isGcsTarget(root)) {
-      const unwritable = await unwritableDirectory(root);
-      if (unwritable !== undefined) throw new FileTargetUnwritableError(this.format, context.jobName, root, unwritable);
-      return undefined;
-    }
-    const [{ checkBucketWritable }, { splitGcsUrl }] = await Promise.all([import('../stores/gcs/check-bucket.js'), import('../../config/gcs-url.js')]);
-    const { bucket, rest } = splitGcsUrl(root)!;
-    return checkBucketWritable(await this.storageClient(), bucket, rest, { jobName: context.jobName, format: this.format.name }, context.logger);
+    return (await this.store()).checkAccess(root, { jobName: context.jobName, format: this.format, logger: context.logger });
   }
 
-  /** The Cloud Storage client, created (and its module loaded) on first use by a gs:// target. */
-  storageClient(): Promise<Storage> {
-    this.storage ??=
-      this.options.storageClient !== undefined
-        ? Promise.resolve(this.options.storageClient)
-        : import('../stores/gcs/storage-client.js').then(({ createStorageClient }) => createStorageClient(process.env, this.options.gcsClient));
-    return this.storage;
-  }
-
-  /** The S3 client, created (and the AWS SDK loaded) on first use by an s3:// target. */
-  s3Client(): Promise<S3Client> {
-    this.s3 ??=
-      this.options.s3Client !== undefined
-        ? Promise.resolve(this.options.s3Client)
-        : import('../stores/s3/s3-client.js').then(({ createS3Client }) => createS3Client(this.options.s3));
-    return this.s3;
+  /** Which of `windows` the sink's targets hold, whole and published (read from the manifests beside them). */
+  async heldWindows(windows: readonly HeldWindow[], context: { jobName: string; tileId: string; template: string; timezone: string }): Promise<WindowHoldings> {
+    const targets = windows.map((window) => this.targetFor({ jobName: context.jobName, tileId: context.tileId, runId: '', startedAt: new Date(), window }));
+    return (await this.store()).heldWindows(windows, targets, context);
   }
 
   /** The column headers the target declares as it is now (the format reads them); undefined when there is none. */
@@ -154,17 +102,9 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     }
   }
 
-  /** The target as stored now, local, gs:// or s3://; undefined when there is none. */
+  /** The target as stored now, in whichever store; undefined when there is none. */
   private async storedFile(target: string): Promise<StoredFile | undefined> {
-    if (isS3Target(target)) {
-      const [{ parseS3ObjectUrl }, { s3StoredFile }] = await Promise.all([import('../../config/s3-url.js'), import('../stores/s3/s3-stored-file.js')]);
-      const { bucket, key } = parseS3ObjectUrl(target);
-      return s3StoredFile(await this.s3Client(), bucket, key);
-    }
-    if (!isGcsTarget(target)) return localStoredFile(target);
-    const [{ parseGcsObjectUrl }, { gcsStoredFile }] = await Promise.all([import('../../config/gcs-url.js'), import('../stores/gcs/gcs-stored-file.js')]);
-    const { bucket, object } = parseGcsObjectUrl(target);
-    return gcsStoredFile((await this.storageClient()).bucket(bucket).file(object));
+    return (await this.store()).storedFile(target);
   }
 
   /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
@@ -233,8 +173,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       columns: context.columns,
       gzip: format.gzipped(config),
     };
-    // What a writer to either object store (gs://, s3://) is given; each store adds its client and retries.
-    const objectOptions = (): ObjectWriterBaseOptions => ({
+    const writer = await (await this.store()).openWriter({
       ...bytes,
       contentType: format.contentType(config),
       jobName: context.jobName,
@@ -242,50 +181,9 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       runId: context.runId,
       logger: context.logger,
       ...(context.signal ? { signal: context.signal } : {}),
-      ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
       ...(config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      ...(context.retryBudget ? { retryBudget: context.retryBudget } : {}),
     });
-    if (isS3Target(target)) {
-      const [{ S3ObjectWriter }, client] = await Promise.all([import('../stores/s3/s3-object-writer.js'), this.s3Client()]);
-      const writer = await S3ObjectWriter.open({
-        ...objectOptions(),
-        client,
-        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
-        retry: {
-          ...(context.retryBudget ? { budget: context.retryBudget } : {}),
-          ...(this.options.s3?.requestTimeoutMs ? { requestTimeoutMs: this.options.s3.requestTimeoutMs } : {}),
-          ...this.options.s3Write,
-        },
-      });
-      return withGuard(writer, this.guardCheck(context));
-    }
-    if (isGcsTarget(target)) {
-      const [{ GcsObjectWriter }, storage] = await Promise.all([import('../stores/gcs/gcs-object-writer.js'), this.storageClient()]);
-      const writer = await GcsObjectWriter.open({
-        ...objectOptions(),
-        storage,
-        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
-        retry: { ...(context.retryBudget ? { budget: context.retryBudget } : {}), ...this.options.gcsWrite },
-      });
-      return withGuard(writer, this.guardCheck(context));
-    }
-    const options = {
-      ...bytes,
-      jobName: context.jobName,
-      target,
-      tempPath: tempPathFor(target, context.runId),
-      logger: context.logger,
-      ...(context.signal ? { signal: context.signal } : {}),
-      ...(this.options.config.manifest === true
-        ? {
-            manifest: {
-              tempPath: tempPathFor(manifestPathOf(target), context.runId),
-              runId: context.runId,
-              ...(context.window ? { window: context.window } : {}),
-            },
-          }
-        : {}),
-    };
-    return withGuard(await LocalFileWriter.open(options), this.guardCheck(context));
+    return withGuard(writer, this.guardCheck(context));
   }
 }

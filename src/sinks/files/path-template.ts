@@ -1,8 +1,7 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { FilePathInvalidError } from './file-errors.js';
 import type { FormatNames } from './file-format.js';
-import { bucketNameProblem, GCS_SCHEME, gcsUrlProblem, looksLikeGcsUrl, looksLikeUrl, splitGcsUrl } from '../../config/gcs-url.js';
-import { looksLikeS3Url, S3_SCHEME, s3BucketNameProblem, s3UrlProblem, splitS3Url } from '../../config/s3-url.js';
+import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from '../../config/object-store-urls.js';
 import { isCalendarDate } from '../../value-types/civil-date.js';
 import { toFileNameSafe } from '../stores/file-names.js';
 
@@ -42,12 +41,11 @@ export class FilePathTemplate {
     if (hasParentSegment(template)) throw invalid('".." segments are not allowed');
     if (/[\\/]$/.test(template)) throw invalid('names a directory, not a file');
     if (looksLikeUrl(template)) {
-      const s3 = template.startsWith(S3_SCHEME);
-      if (!template.startsWith(GCS_SCHEME) && !s3)
-        throw invalid('only Cloud Storage (gs://bucket/object) and S3 (s3://bucket/key) URLs are supported, written in lowercase');
-      const { bucket, rest } = (s3 ? splitS3Url(template) : splitGcsUrl(template))!;
+      const urls = objectStoreUrlsOf(template);
+      if (urls === undefined || !template.startsWith(urls.scheme)) throw invalid(`only ${supportedUrls()} URLs are supported, written in lowercase`);
+      const { bucket, rest } = urls.split(template)!;
       if (bucket.includes('{')) throw invalid('the bucket must be fixed text, not a placeholder');
-      const problem = (s3 ? s3BucketNameProblem(bucket) : bucketNameProblem(bucket)) ?? (rest.length === 0 ? 'no object name after the bucket' : undefined);
+      const problem = urls.bucketNameProblem(bucket) ?? (rest.length === 0 ? 'no object name after the bucket' : undefined);
       if (problem !== undefined) throw invalid(problem);
     }
   }
@@ -67,11 +65,11 @@ export class FilePathTemplate {
     if (hasParentSegment(rendered)) {
       throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(rendered)}, which contains ".."`, values.name);
     }
-    if (isObjectTarget(rendered)) return this.checkedObjectUrl(rendered, values.name);
+    if (isObjectUrl(rendered)) return this.checkedObjectUrl(rendered, values.name);
     if (isAbsolute(rendered)) return resolve(rendered);
-    // A relative template under a gs:// or s3:// directory is an object below that prefix;
+    // A relative template under a bucket prefix (gs://, s3://) is an object below that prefix;
     // node:path must never see the URL (it would make a local `<cwd>/gs:/bucket/…`).
-    if (looksLikeObjectUrl(directory)) return this.checkedObjectUrl(`${directory.replace(/\/+$/, '')}/${rendered}`, values.name);
+    if (isObjectUrl(directory)) return this.checkedObjectUrl(`${directory.replace(/\/+$/, '')}/${rendered}`, values.name);
     const root = resolve(directory);
     const target = resolve(root, rendered);
     const inside = relative(root, target);
@@ -86,9 +84,9 @@ export class FilePathTemplate {
    */
   sweepScope(directory: string): { root: string; recursive: boolean } {
     const { prefix, fixed } = fixedFolders(this.template);
-    // For Cloud Storage the root is a URL prefix ending in "/": `gs://bucket/` or `gs://bucket/a/b/`.
-    if (isObjectTarget(this.template)) return { root: `${prefix}/`, recursive: !fixed };
-    if (looksLikeObjectUrl(directory) && !isAbsolute(this.template)) {
+    // In an object store the root is a URL prefix ending in "/": `gs://bucket/` or `s3://bucket/a/b/`.
+    if (isObjectUrl(this.template)) return { root: `${prefix}/`, recursive: !fixed };
+    if (isObjectUrl(directory) && !isAbsolute(this.template)) {
       return { root: `${[directory.replace(/\/+$/, ''), prefix].filter(Boolean).join('/')}/`, recursive: !fixed };
     }
     const root = isAbsolute(this.template) ? resolve(prefix || '/') : resolve(directory, prefix);
@@ -103,37 +101,22 @@ export class FilePathTemplate {
    */
   targetKey(values: Pick<FilePathValues, 'name' | 'tile'>, directory: string): string {
     const filled = this.template.replaceAll('{name}', toFileNameSafe(values.name)).replaceAll('{tile}', toFileNameSafe(values.tile));
-    // Cloud Storage objects: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
-    if (isObjectTarget(filled)) return filled;
-    if (looksLikeObjectUrl(directory) && !isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
+    // Objects in a bucket: the URL is the key (node:path would make `<cwd>/gs:/…` of it).
+    if (isObjectUrl(filled)) return filled;
+    if (isObjectUrl(directory) && !isAbsolute(filled)) return `${directory.replace(/\/+$/, '')}/${filled}`;
     return isAbsolute(filled) ? resolve(filled) : resolve(directory, filled);
   }
 
   private checkedObjectUrl(url: string, jobName: string): string {
-    const problem = isS3Target(url) ? s3UrlProblem(url, { object: 'required' }) : gcsUrlProblem(url, { object: 'required' });
+    const problem = objectStoreUrlsOf(url)!.urlProblem(url, { object: 'required' });
     if (problem !== undefined) throw new FilePathInvalidError(this.format, this.template, `resolves to ${JSON.stringify(url)}: ${problem}`, jobName);
     return url;
   }
 }
 
-/** Whether a resolved target is a Cloud Storage object rather than a local file. */
-export function isGcsTarget(target: string): boolean {
-  return target.startsWith(GCS_SCHEME);
-}
-
-/** Whether a resolved target is an S3 object (Amazon S3 or an S3-compatible store). */
-export function isS3Target(target: string): boolean {
-  return target.startsWith(S3_SCHEME);
-}
-
-/** Whether a resolved target is an object in a bucket (gs:// or s3://) rather than a local file. */
-export function isObjectTarget(target: string): boolean {
-  return isGcsTarget(target) || isS3Target(target);
-}
-
-/** Whether a path or directory names a bucket (or is a malformed attempt at a gs:// or s3:// URL). */
-export function looksLikeObjectUrl(text: string): boolean {
-  return looksLikeGcsUrl(text) || looksLikeS3Url(text);
+/** Whether a path, template or directory names an object store's bucket (or is a malformed attempt at one): node:path must never see it. */
+function isObjectUrl(text: string): boolean {
+  return objectStoreUrlsOf(text) !== undefined;
 }
 
 /**

@@ -3,18 +3,20 @@ import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import { unwritableReason } from '../writable-directory.js';
 import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } from '../workspace-checks.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import { FilePathTemplate, isObjectTarget, looksLikeObjectUrl } from './path-template.js';
+import { storeKindOf } from '../stores/registry.js';
+import { FilePathTemplate } from './path-template.js';
 
 /**
  * A file sink kind's checks without the network: the environment's directory for the kind and
- * each template's directory can be written (a gs:// directory is checked by its URL, in the
- * environment schema, and by `check`, the bucket); the target is the filled template.
+ * each template's directory, when on this machine, can be written (a bucket's prefix is checked
+ * by its URL, in the environment schema, and by `check`, the bucket); the target is the filled template.
  */
 export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environment: EnvironmentConfig) => string): WorkspaceCheckerFactory {
   return async (environment, configFile, jobs): Promise<SinkWorkspaceChecker> => {
     const directory = directoryOf(environment);
     const uses = jobs.some((job) => job.sinks.some((sink) => sink.type === format.name));
-    const directoryReason = uses && !looksLikeObjectUrl(directory) ? await unwritableReason(directory) : undefined;
+    const onThisMachine = (location: string) => storeKindOf(location).onThisMachine;
+    const directoryReason = uses && onThisMachine(directory) ? await unwritableReason(directory) : undefined;
     const cannot = (reason: string) => `${format.label} files cannot be written there: ${reason}`;
     const fileSystem: WorkspaceProblem[] = [];
     if (directoryReason !== undefined)
@@ -35,7 +37,7 @@ export function fileWorkspaceChecker(format: FileFormat, directoryOf: (environme
           return undefined; // a bad template is reported when the sinks are built
         }
         const problems: WorkspaceProblem[] = [];
-        if (directoryReason === undefined && !isObjectTarget(scope) && (looksLikeObjectUrl(directory) || path.resolve(scope) !== path.resolve(directory))) {
+        if (directoryReason === undefined && onThisMachine(scope) && (!onThisMachine(directory) || path.resolve(scope) !== path.resolve(directory))) {
           const reason = await unwritableReason(scope);
           if (reason !== undefined) problems.push({ file: job.file, path: ['sinks', index, 'path'], value: template, message: cannot(reason) });
         }

@@ -4,7 +4,7 @@ import { fileSinkKind } from '../files/descriptor.js';
 import { FileSink } from '../files/file-sink.js';
 import { parquetFormat } from './parquet-format.js';
 
-/** The Parquet sink (local files or gs:// objects), as the rest of tilehouse sees it: the file sink kind of the Parquet format. */
+/** The Parquet sink (local files or objects in a bucket: stores/), as the rest of tilehouse sees it: the file sink kind of the Parquet format. */
 export const parquetSinkKind: SinkKind = fileSinkKind<ParquetSinkConfig>({
   format: parquetFormat,
   configSchema: parquetSinkSchema,

@@ -1,38 +1,16 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Logger } from 'pino';
-import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
 import type { ObjectTarget } from './store-errors.js';
-import type { FileEncoder, FormatNames } from './file-bytes.js';
 import { buildManifest, manifestText, type FileManifest } from './manifest.js';
+import type { StoreWriterOptions } from './object-store.js';
 import { FileStreamWriter } from './stream-writer.js';
 
-/** What every object-store writer (gs://, s3://) is given; each store adds its client and retry settings. */
-export interface ObjectWriterBaseOptions {
-  format: FormatNames;
-  /** The run's encoder (the format's). */
-  encoder: FileEncoder;
-  /** Makes what the encoded bytes pass through before the upload (the format's wrapper: gzip), if anything. */
-  wrap?: () => Transform | undefined;
-  /** The object's `content-type` (the format's). */
-  contentType: string;
-  jobName: string;
-  /** `gs://bucket/object` or `s3://bucket/key`: the object readers see. */
-  target: string;
-  runId: string;
-  /** For the manifest. */
-  columns: readonly Column[];
-  /** Whether the stored bytes are gzip (the manifest's and the summary's `gzip`). */
-  gzip: boolean;
-  logger: Logger;
-  /** The run's stop: aborts the upload's request in flight and any wait between its retries. */
-  signal?: AbortSignal;
+/** What every bucket store's writer (gs://, s3://) is given: a run's writer options, the stop deadline; each store adds its client and retry settings. */
+export interface ObjectWriterBaseOptions extends Omit<StoreWriterOptions, 'retryBudget'> {
   /** The environment's `stopDeadlineMs`: after a stop, publish and cleanup requests end this long after it. */
   stopDeadlineMs?: number;
-  /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
-  manifest?: { window?: { from: string; to: string } };
 }
 
 /** The upload's byte stream as a writer's `head`: the wrapper (if any), a counter and hasher of the stored bytes, the upload. */

@@ -1,11 +1,12 @@
 import type { ErrorCode, FileFormatName, TargetKind } from '../../error-codes.js';
 import { TilehouseError } from '../../errors.js';
+import { objectStoreUrlsOf } from '../../config/object-store-urls.js';
 import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
 import type { FormatNames } from './file-bytes.js';
 
-/** The kind of target a file path or URL names (`gs://`, `s3://`, else a local path). */
+/** The kind of target a file path or URL names: the store whose URL it is, else a local path. */
 export function fileTargetKind(target: string): TargetKind {
-  return target.startsWith('gs://') ? 'gcs' : target.startsWith('s3://') ? 's3' : 'local';
+  return objectStoreUrlsOf(target)?.name ?? 'local';
 }
 
 /**

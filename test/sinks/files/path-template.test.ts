@@ -79,7 +79,6 @@ describe('CSV output path', () => {
     }
   });
 
-
   it('resolves under a CSV directory that is the file-system root', () => {
     expect(new FilePathTemplate(csvFormat, '{name}.csv').resolve({ name: 'n', tile: 't', runId: 'r', date: '2026-01-01' }, '/')).toBe('/n.csv');
   });

@@ -1,0 +1,16 @@
+import type { ObjectStoreKind } from '../object-store.js';
+
+/**
+ * The local file system as a store: a target is a path, written to a temp file beside it and
+ * renamed into place (local-file-writer.ts); its manifest is checked by sha256. Last in the
+ * registry: it claims every location no bucket store does.
+ */
+export const localStoreKind: ObjectStoreKind = {
+  name: 'local',
+  claims: () => true,
+  onThisMachine: true,
+  // Last: a rename in a directory just written to is the publish least likely to fail.
+  publishRank: 10,
+  optionsFrom: () => ({}),
+  load: async () => (await import('./local-store.js')).localStore,
+};

@@ -1,0 +1,39 @@
+import { unwritableDirectory } from '../../writable-directory.js';
+import { removeStaleTempFiles, tempPathFor } from '../file-names.js';
+import { manifestPathOf } from '../manifest.js';
+import type { ObjectStore } from '../object-store.js';
+import { FileTargetUnwritableError } from '../store-errors.js';
+import { LocalFileWriter } from './local-file-writer.js';
+import { localStoredFile } from './local-stored-file.js';
+import { localWindowsHeld } from './local-window-state.js';
+
+/** Files on this machine: no client, so one store serves every sink. */
+export const localStore: ObjectStore = {
+  async openWriter(options) {
+    const { target, runId } = options;
+    return LocalFileWriter.open({
+      format: options.format,
+      encoder: options.encoder,
+      ...(options.wrap ? { wrap: options.wrap } : {}),
+      columns: options.columns,
+      gzip: options.gzip,
+      jobName: options.jobName,
+      target,
+      tempPath: tempPathFor(target, runId),
+      logger: options.logger,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.manifest !== undefined
+        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), runId), runId, ...(options.manifest.window ? { window: options.manifest.window } : {}) } }
+        : {}),
+    });
+  },
+  storedFile: (location) => localStoredFile(location),
+  sweep: (root, { recursive }) => removeStaleTempFiles(root, { recursive }),
+  // The deepest directory the template fixes is, or can be created as, a writable directory.
+  async checkAccess(root, { jobName, format }) {
+    const unwritable = await unwritableDirectory(root);
+    if (unwritable !== undefined) throw new FileTargetUnwritableError(format, jobName, root, unwritable);
+    return undefined;
+  },
+  heldWindows: localWindowsHeld,
+};

@@ -1,0 +1,115 @@
+import type { Transform } from 'node:stream';
+import type { Logger } from 'pino';
+import type { EnvironmentConfig } from '../../config/environment-schema.js';
+import type { TargetKind } from '../../error-codes.js';
+import type { RetryBudget } from '../../retry.js';
+import type { Column } from '../../transform/column.js';
+import type { SinkWriter } from '../sink.js';
+import type { HeldWindow, WindowHoldings } from '../window-state.js';
+import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
+
+/**
+ * Where a file sink's files land, behind one interface: a local directory, a Cloud Storage or an
+ * S3 bucket. Each store is a folder beside this file (local/, gcs/, s3/) whose `index.ts` gives
+ * its `ObjectStoreKind`, listed in registry.ts; the file sink (../files/) asks the registry for
+ * the store of its target's location, once, and then asks that store, never the URL's scheme.
+ * Modelled on Kysely's dialects: the tests run one body against every store
+ * (test/support/object-stores.ts) as the code asks one interface of each.
+ */
+
+/**
+ * What tests and the bench may hand the stores in place of production's defaults (a client on an
+ * emulator, short retries). Empty here: each store adds its own fields from its folder's
+ * `index.ts` (`declare module '../object-store.js'`), so that neither this contract nor the sink
+ * contract (sink-kind.ts) names a store's client types, and a new store adds its seams where it lives.
+ */
+export interface StoreSeams {}
+
+/**
+ * What a store is loaded with: the seams, the run's stop deadline, and each store's settings from
+ * the environment file (`optionsFrom`; added by its `index.ts` as the seams are).
+ */
+export interface StoreOptions extends StoreSeams {
+  /** The environment's `stopDeadlineMs`: publish and cleanup requests end this long after a stop. */
+  stopDeadlineMs?: number;
+}
+
+/** What tilehouse knows of a store without loading it (and its client library). */
+export interface ObjectStoreKind {
+  /** The store's name: its folder, and the `targetKind` of failures at its targets. */
+  readonly name: Extract<TargetKind, 'local' | 'gcs' | 's3'>;
+  /**
+   * Whether a path, template or directory names this store (a malformed attempt at its URL
+   * included, which the configuration refuses). The registry asks the stores in turn; the local
+   * store, last, claims what no other does.
+   */
+  claims(location: string): boolean;
+  /**
+   * Whether its files lie on this machine's file system: the workspace checks look at their
+   * directories, and on Kubernetes the pod needs a volume for them.
+   */
+  readonly onThisMachine: boolean;
+  /** The publish rank of a file sink writing here (Sink.publishRank: the likelier a publish is to fail, the earlier). */
+  readonly publishRank: number;
+  /** What it takes from the environment file (`sinks.<store>`), for `load`. */
+  optionsFrom(environment: EnvironmentConfig): StoreOptions;
+  /** The annotations its targets need on the pods' service account (`tilehouse k8s`); absent: none. */
+  serviceAccountAnnotations?(): Record<string, string>;
+  /** The store, its client made from `options` (or the one a seam injects); its modules are loaded here, on first use. */
+  load(options: StoreOptions): Promise<ObjectStore>;
+}
+
+/** What a file sink asks of a store, loaded. Locations are paths or URLs the store claims. */
+export interface ObjectStore {
+  /**
+   * One run's writer to `target`: the encoded bytes stream to a temp beside it and become the
+   * target on publish, whole, or not at all (abort, or any failure before publish, leaves the
+   * target as it was). Checks what can be checked before a row is fetched.
+   */
+  openWriter(options: StoreWriterOptions): Promise<SinkWriter>;
+  /** The file at `location` as stored now; undefined when there is none. */
+  storedFile(location: string): Promise<StoredFile | undefined>;
+  /** Removes the temp artefacts of dead runs below `root` (the sweep scope of a template) and names them. */
+  sweep(root: string, options: { recursive: boolean; logger: Logger }): Promise<string[]>;
+  /**
+   * Whether a run could write below `root`, found without writing; throws the failure a run
+   * would meet. Returns a note for `check` (who the run would write as), if there is one.
+   */
+  checkAccess(root: string, context: { jobName: string; format: FormatNames; logger: Logger }): Promise<string | undefined>;
+  /**
+   * Which of `windows` (the target of each being `targets[i]`) the store holds, whole and
+   * published: the manifest beside each window's file describes that file. Absent is "not held";
+   * any other failure to read throws WindowStateUnreadableError, never a guess.
+   */
+  heldWindows(
+    windows: readonly HeldWindow[],
+    targets: readonly string[],
+    context: { jobName: string; template: string; timezone: string },
+  ): Promise<WindowHoldings>;
+}
+
+/** What a run's writer is given, whatever the store. */
+export interface StoreWriterOptions {
+  format: FormatNames;
+  /** The run's encoder (the format's). */
+  encoder: FileEncoder;
+  /** Makes what the encoded bytes pass through before the store (the format's wrapper: gzip), if anything. */
+  wrap?: () => Transform | undefined;
+  /** The format's `content-type`, for a store that keeps one. */
+  contentType: string;
+  jobName: string;
+  /** The path or URL readers see. */
+  target: string;
+  runId: string;
+  /** For the manifest. */
+  columns: readonly Column[];
+  /** Whether the stored bytes are gzip (the manifest's and the summary's `gzip`). */
+  gzip: boolean;
+  logger: Logger;
+  /** The run's stop: aborts what is in flight. */
+  signal?: AbortSignal;
+  /** Publish `<target>.manifest.json` right after the file (see manifest.ts). */
+  manifest?: { window?: { from: string; to: string } };
+  /** The tile run's retry budget, which a store's retries draw on unless its seams bring their own. */
+  retryBudget?: RetryBudget;
+}

@@ -1,0 +1,39 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import { s3Urls } from '../../../config/s3-url.js';
+import type { ObjectStoreKind } from '../object-store.js';
+import type { S3Settings } from './s3-client.js';
+import type { S3WriteSettings } from './s3-object-writer.js';
+
+declare module '../object-store.js' {
+  interface StoreSeams {
+    /** The S3 client for s3:// targets; by default one is made from `s3` on first use (the AWS credential chain). */
+    s3Client?: S3Client;
+    /** s3:// targets: tilehouse's retry of the upload and publish requests, and the part size (defaults in s3-requests.ts). */
+    s3Write?: S3WriteSettings;
+  }
+  interface StoreOptions {
+    /** The environment's `sinks.s3` (region, endpoint, path style, request timeout). */
+    s3?: S3Settings;
+  }
+}
+
+/** IRSA (IAM roles for service accounts, EKS): the pods' service account names the role they assume. */
+const IRSA_ROLE_ANNOTATION = 'eks.amazonaws.com/role-arn';
+const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
+
+/**
+ * Amazon S3 and S3-compatible stores as a store (`s3://bucket/key`): a run's object is an upload
+ * to a temp key, published by a conditional CopyObject (s3-object-writer.ts). Loaded, with the
+ * AWS SDK, only for s3:// targets.
+ */
+export const s3StoreKind: ObjectStoreKind = {
+  name: 's3',
+  claims: s3Urls.looksLike,
+  onThisMachine: false,
+  // A copy is a remote call, likelier to fail than a rename and less than a BigQuery copy job: between the two.
+  publishRank: 5,
+  optionsFrom: (environment) => (environment.sinks?.s3 !== undefined ? { s3: environment.sinks.s3 } : {}),
+  // Its credentials come from IRSA on EKS: the role the service account maps to.
+  serviceAccountAnnotations: () => ({ [IRSA_ROLE_ANNOTATION]: IRSA_ROLE_PLACEHOLDER }),
+  load: async (options) => (await import('./s3-store.js')).s3Store(options),
+};

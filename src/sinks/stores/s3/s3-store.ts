@@ -1,0 +1,37 @@
+import { parseS3ObjectUrl, splitS3Url } from '../../../config/s3-url.js';
+import type { ObjectStore, StoreOptions } from '../object-store.js';
+import { checkBucketWritable } from './check-bucket.js';
+import { createS3Client } from './s3-client.js';
+import { S3ObjectWriter } from './s3-object-writer.js';
+import { s3StoredFile } from './s3-stored-file.js';
+import { s3WindowsHeld } from './s3-window-state.js';
+import { removeStaleTempKeys } from './temp-keys.js';
+
+/** The S3 store of one sink: its client (the injected one, or one made now from `sinks.s3`) and its write settings. */
+export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
+  const client = options.s3Client ?? (await createS3Client(options.s3));
+  return {
+    openWriter: ({ retryBudget, ...writer }) =>
+      S3ObjectWriter.open({
+        ...writer,
+        ...(options.stopDeadlineMs !== undefined ? { stopDeadlineMs: options.stopDeadlineMs } : {}),
+        client,
+        // The tile run's budget unless the settings bring one: a sick bucket and a sick source draw on one allowance.
+        retry: {
+          ...(retryBudget ? { budget: retryBudget } : {}),
+          ...(options.s3?.requestTimeoutMs ? { requestTimeoutMs: options.s3.requestTimeoutMs } : {}),
+          ...options.s3Write,
+        },
+      }),
+    storedFile(location) {
+      const { bucket, key } = parseS3ObjectUrl(location);
+      return s3StoredFile(client, bucket, key);
+    },
+    sweep: (root, { recursive, logger }) => removeStaleTempKeys(client, root, { recursive, logger }),
+    checkAccess(root, { jobName, format, logger }) {
+      const { bucket, rest } = splitS3Url(root)!;
+      return checkBucketWritable(client, bucket, rest, { jobName, format: format.name }, logger);
+    },
+    heldWindows: (windows, targets, context) => s3WindowsHeld(client, windows, targets, context),
+  };
+}
