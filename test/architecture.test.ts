@@ -128,6 +128,24 @@ function folderEdges(): { edges: Edge[]; computed: string[] } {
 }
 
 /**
+ * Every import that crosses from one folder of src/ into a folder beside it, at any depth: the two
+ * children of the deepest folder holding both files (`src/sinks/files/file-sink.ts` importing
+ * `src/sinks/stores/registry.ts` is `sinks/files` → `sinks/stores`). An import of a module that
+ * lies in that folder itself (`src/sinks/sink.ts`), or from one, crosses no two siblings.
+ */
+function siblingFolderEdges(): Edge[] {
+  const edges: Edge[] = [];
+  for (const { from, to, site } of moduleEdges()) {
+    const a = path.relative('src', from).split('/');
+    const b = path.relative('src', to).split('/');
+    let depth = 0;
+    while (depth < a.length - 1 && depth < b.length - 1 && a[depth] === b[depth]) depth += 1;
+    if (depth < a.length - 1 && depth < b.length - 1) edges.push({ from: a.slice(0, depth + 1).join('/'), to: b.slice(0, depth + 1).join('/'), site });
+  }
+  return edges;
+}
+
+/**
  * Every import from one module of src/ to another (static, type-only, dynamic, re-exports, import
  * types), module by module: a type-only import ties two modules as much as a value import does
  * for a reader, so a circle closed by a type is a circle.
@@ -217,6 +235,19 @@ describe('the house', () => {
   });
 
   it('has no two folders that import each other, even through a third', () => {
+    expect(cyclesOf(edges)).toEqual([]);
+  });
+});
+
+describe('the folders at every depth', () => {
+  const edges = siblingFolderEdges();
+
+  it('finds the imports between folders side by side, and none to a module of their parent folder', () => {
+    expect(edges.some(({ from, to }) => from === 'sinks/csv' && to === 'sinks/files')).toBe(true);
+    expect(edges.some(({ from, to }) => from === 'source/export-endpoint' && to.startsWith('source/'))).toBe(false);
+  });
+
+  it('has no two folders side by side that import each other, even through a third (sinks/files and sinks/stores as much as config and sinks)', () => {
     expect(cyclesOf(edges)).toEqual([]);
   });
 });
