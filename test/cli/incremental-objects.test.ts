@@ -1,5 +1,5 @@
 // What an incremental job's object targets hold, read back the same way at gs:// and s3://
-// (sinks/files/window-open.ts, objectWindowsHeld): a day is held when its manifest describes its
+// (sinks/stores/window-open.ts, objectWindowsHeld): a day is held when its manifest describes its
 // object (run id and size), and a bucket that cannot be read is an error, never "nothing held".
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';

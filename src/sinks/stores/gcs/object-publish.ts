@@ -1,4 +1,4 @@
-// Cloud Storage's publish protocol (temp object, one rewrite under ifGenerationMatch, a lost answer judged by reading the target, cleanup): its own module so files/object-writer.ts keeps only the file-sink side and this loads only for gs:// targets.
+// Cloud Storage's publish protocol (temp object, one rewrite under ifGenerationMatch, a lost answer judged by reading the target, cleanup): its own module so gcs-object-writer.ts keeps only the stream-writer side and this loads only for gs:// targets.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Bucket, File, Storage } from '@google-cloud/storage';
@@ -57,7 +57,7 @@ async function generationOf(file: File): Promise<number> {
 
 /**
  * One run's publish of a Cloud Storage object (and its manifest), the protocol a gs:// file
- * writer drives (files/object-writer.ts):
+ * writer drives (gcs-object-writer.ts):
  *
  * - the rows go to a resumable upload (`upload`) of a temp object beside the target,
  *   `.<name>.tilehouse-<runId>+<owner>.tmp`, tagged with its owner (resumable-upload.ts: one

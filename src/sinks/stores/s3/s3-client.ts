@@ -1,4 +1,4 @@
-// A static import in a module only s3:// targets load (file-sink.ts imports this one dynamically):
+// A static import in a module only s3:// targets load (the store is imported dynamically, index.ts):
 // a dynamic import of the SDK's CommonJS build loses its classes in the bundle's interop.
 import { S3Client } from '@aws-sdk/client-s3';
 
