@@ -1,3 +1,4 @@
+import type { TargetKind } from '../error-codes.js';
 import { gcsUrls } from './gcs-url.js';
 import { s3Urls } from './s3-url.js';
 
@@ -9,8 +10,8 @@ import { s3Urls } from './s3-url.js';
  * here, one line per store.
  */
 export interface ObjectStoreUrls {
-  /** The store's name: its folder under src/sinks/stores/, and an error's `targetKind`. */
-  readonly name: 'gcs' | 's3';
+  /** The store's name: its folder under src/sinks/stores/, and an error's `targetKind` (error-codes.ts names every one). */
+  readonly name: Exclude<TargetKind, 'local' | 'bigquery'>;
   /** How its URLs start, in lowercase (`gs://`). */
   readonly scheme: string;
   /** How a message names the store and its URLs: `Cloud Storage (gs://bucket/object)`. */
