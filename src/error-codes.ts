@@ -130,8 +130,13 @@ export interface ErrorCodeEntry {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** Where a failure at a sink's target happened: its kind (the error's `targetKind`). */
-export type TargetKind = 'local' | 'gcs' | 's3' | 'bigquery';
+/**
+ * Where a failure at a sink's target happened: its kind (the error's `targetKind`, the run
+ * summary's enum): BigQuery, or the object store a file landed in (src/sinks/stores/: a new store
+ * adds its name here).
+ */
+export const TARGET_KINDS = ['local', 'gcs', 's3', 'bigquery'] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /** The file formats, as an error's `format` names them. */
 export type FileFormatName = 'csv' | 'parquet';

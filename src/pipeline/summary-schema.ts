@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TARGET_KINDS } from '../error-codes.js';
 import { PAGE_IDENTITIES } from '../source/export-endpoint/index.js';
 import { sinkTypes } from '../sinks/registry.js';
 import { COLUMN_TYPES } from '../value-types/column-types.js';
@@ -95,10 +96,7 @@ export const tileSummarySchema = z
       .object({
         code: z.string().describe('The stable code (docs/error-codes.md)'),
         message: z.string(),
-        targetKind: z
-          .enum(['local', 'gcs', 's3', 'bigquery'])
-          .optional()
-          .describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
+        targetKind: z.enum(TARGET_KINDS).optional().describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
         format: z.enum(['csv', 'parquet']).optional().describe('A failure at a file target: its format'),
       })
       .strict()
