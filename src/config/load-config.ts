@@ -1,3 +1,31 @@
+// src/config/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// YAML files → zod-validated `EnvironmentConfig` / `LoadedJob`: `job-schema.ts` (one tile: the query as the
+// spec writes it, schedule, sinks, column overrides, backfill and incremental sections),
+// `environment-schema.ts` (source connection, sink defaults, run limits), `load-config.ts` (the files read
+// together, the effective timezone, plain http only to loopback), `read-yaml.ts` + `config-error.ts` (every
+// problem located: file, line, field path, value; `config_invalid`), `secrets.ts` (the client credentials from
+// `${ENV}` or a mounted file, newline-trimmed), `json-schema.ts` (the job and environment JSON Schemas for
+// editors), `gcs-url.ts` (`gs://` URL checks), `s3-url.ts` (`s3://` URL checks), each store's grammar listed in
+// `object-store-urls.ts`, one line a store; `google-api-endpoint.ts`
+// (`sinks.bigquery.apiEndpoint`, `sinks.gcs.apiEndpoint`: an origin, https or loopback http); the request
+// importer behind `init`: `import-request.ts` (the ready-made API request the reporting module shows for a
+// tile, as a curl command or URL + body, checked to be a tile export), `import-shell-words.ts` (a pasted shell
+// command split into words as a POSIX shell would, nothing expanded), `import-curl.ts` (those words as an HTTP
+// request; any option that could change it refused by name), `import-job.ts` (the text of `jobs/<name>.yaml`
+// from it, its placeholder sink and the sink kinds it offers, from the job schema's union),
+// `import-conflicts.ts` (what the import meets in the workspace: job files with its name or tile, the source
+// settings that differ); each sink kind's config schema and what an incremental job requires of it
+// (`csv-sink-schema.ts`, `bigquery-sink-schema.ts`: `takesWindows`, the write modes a windowed BigQuery sink
+// may have, `parquet-sink-schema.ts`), `publish-guard-schema.ts` (every kind's `guard:` and
+// `sinks.<kind>.guard`, their defaults and how they merge), assembled into the job schema's sink union in
+// `sink-schemas.ts`, each reporting a `SinkIssue` (`sink-issue.ts`, its own module so that the union and the
+// kinds' files do not import each other) (config sits below sinks, so it cannot ask the sink registry; each
+// kind's descriptor names its schema, and `test/sinks/registry.test.ts` checks the two agree);
+// `window-rules.ts` (what a windowed job requires of its query, once: the window item found by ref, else
+// header, `findItemIndex`, also the export seam's; a datetime item; a visible bucket column; one file per
+// window, `{date}`, for a file sink), asked by the job schema for an incremental job and by
+// `pipeline/windows/` before a backfill
+
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ConfigProblem } from './config-error.js';

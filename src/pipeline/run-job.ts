@@ -1,3 +1,20 @@
+// src/pipeline/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// run one job (`run-job.ts`: `sweep-sinks.ts` (temp artefacts of dead runs) → `read-into-sinks.ts` (pages into
+// every sink, the columns fixed on page 0) → `restart-on-drift.ts` (one re-read when the source changed under
+// it) → `publish-sinks.ts` (the publish protocol across sinks; `partially_published`, exit 3), with
+// `publish-guard-check.ts` between its phases (every sink's publish guard judged before any publishes;
+// `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
+// (`source-session.ts` + `source/session-token.ts`'s `RunToken`; 429s and bytes counted in a dispatcher
+// interceptor), `run-id.ts` (time-sorted run ids; a window's derived from its backfill's), `job-summary.ts`
+// (what one tile run did) and `summary-schema.ts` (the run summary's schema,
+// `schema/run-summary.schema.json`), `progress.ts` (the events of the live progress line),
+// `preflight-sinks.ts` (every sink's access check before the token and the first export request, once per
+// backfill), `plan-job.ts` (`plan`: page 0, each sink's difference, an incremental job's next windows), the
+// probe's run `probe-tile.ts` (a few pages of a job through `source/wire-recorder.ts`, each value's shape
+// classified by `source/recording.ts`, and the page checks of the export seam; written by
+// `cli/probe-command.ts`, read by `presentation/probe-report.ts`); imports no sink implementation and formats
+// nothing for a person (that is `presentation/`)
+
 import type { Dispatcher } from 'undici';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';

@@ -1,3 +1,23 @@
+// src/sinks/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// `registry.ts` (this module): every kind of sink, one line each, and the questions the rest of tilehouse
+// asks of them; nothing outside `src/sinks/` imports a kind's folder. `sink-kind.ts`: the descriptor each
+// kind's folder exports as `<kind>/descriptor.ts` (its config schema, how it is built, what a windowed job
+// requires of it, which windows its targets hold, its run recorder, its workspace checks, what it needs on
+// Kubernetes); its access check is the built sink's `checkAccess`. `window-state.ts`: what a target holds,
+// window by window, closed or still open when exported (each kind's reader in its folder: `files/` asks the
+// file's store, `bigquery/window-state.ts` the run ledger). The run recorders of every kind as one
+// (`runRecorderFor`); the warehouse jobs a result names (`jobIdsOf`, the summary's `bigqueryJobIds`).
+// `workspace-checks.ts`: what a kind checks without the network. `sink.ts`: the `Sink` (stream rows, then
+// `prepare` / `publish`, two phases, or `abort`; `publishRank`, `sweep`, a writer's `guard`), and the rules
+// every kind's guard shares, `publish-guard.ts` (`judgeGuard`: empty, shrink, recent runs). `build-sinks.ts`:
+// config → sinks, each built by its kind's descriptor with the `SinkFactoryOptions` of `sink-kind.ts`.
+// `owned-temp-files.ts`: the sweep of temp files named after their owner process (`src/temp-owner.ts`).
+// `file-system-failure.ts` (disk_full, permission_denied, target_is_directory), `writable-directory.ts`
+// (whether files can be written below a directory), `timestamp-text.ts` (a TIMESTAMP as ISO text, a day's
+// prefix cached, for the CSV encoder). The kinds: `csv/`, `parquet/`, `bigquery/`; `files/` is what the
+// file kinds share, `stores/` where their files land, `google/` the Google identity BigQuery and Cloud
+// Storage share.
+
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';

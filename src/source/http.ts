@@ -1,3 +1,15 @@
+// src/source/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// what every call to the incident API shares: the OAuth client-credentials token (`token-client.ts`;
+// `session-token.ts`: one token per run), `http.ts` (the request: one deadline per request, the undici call),
+// `response-body.ts` (its body: gzip/br/deflate decompressed as it streams, UTF-8 decoded on first use, JSON
+// parsed from the bytes), `undici-parts.ts` (undici's Agent, DecoratorHandler and request loaded from its own
+// files: its index would load fetch, WebSocket, mocks and caches into every run), `http-answer.ts` (the one
+// classifier of answers: ok/retry/requeue/reauth/fail), `retry-policy.ts` (the one retry loop of the source),
+// `adaptive-concurrency.ts` (the request gate: AIMD on 429), `json-body.ts` (lossless numbers as
+// `ExactNumber`s, scanned for only when an INT64/NUMERIC/STRING column holds a number), `source-errors.ts`
+// (token, redirect, transport, deadline, Retry-After failures); `recording.ts` (the probe's recording format)
+// and `wire-recorder.ts` (every exchange as it crossed the wire, for the probe)
+
 import type { Dispatcher } from 'undici';
 import type { JsonBodyParse, JsonBytesOptions } from './json-body.js';
 import { type BodyProblem, readBody } from './response-body.js';

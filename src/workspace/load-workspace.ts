@@ -1,3 +1,17 @@
+// src/workspace/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// a workspace (environment file, job files, credentials) loaded and wired for a run, above the services it
+// wires (metrics, deploy) and below the commands: `load-workspace.ts` (the files validated together, the
+// selected jobs, credentials), `run-context.ts` (what the windows family takes of a workspace: settings,
+// signal, seams, the metrics pusher), `workspace-runner.ts` (the one runner of `run` and `schedule`: sinks
+// built once per job, the run ledger and the metrics pusher wired after each tile's publish, ordinary jobs
+// through `pipeline/run-jobs.ts`, incremental ones caught up day by day; a scheduled tick of one job),
+// `plan-workspace.ts` (what `plan` fetches and asks: page 0, each sink's difference, an incremental job's next
+// windows), `check-access.ts` (what `check` tests: a token, page 0, each sink's target, job by job),
+// `workspace-checks.ts` (what `validate` decides without the network, `validateWorkspace`: the secrets it
+// cannot check here, each job's sinks built, targets written twice, schedules a CronJob cannot take, which is
+// why it sits above `deploy/`, page sizes, order; each kind's own checks from the sink registry; `run` refuses
+// two jobs on one target with it)
+
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';

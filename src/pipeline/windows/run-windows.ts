@@ -1,3 +1,20 @@
+// src/pipeline/windows/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// backfill and incremental (catch-up) day windows, one family: `date-windows.ts` (`splitWindows`,
+// `catchUpPlan`: which days an incremental run exports, nothing held when no target is read; a window's query
+// comes from the source seam's `queryForWindow`), `windowed-job.ts` (what a windowed job requires of its
+// sinks: `jobForBackfill`, `jobForIncremental`, which sink takes windows one at a time; its query's rules are
+// `config/window-rules.ts`), `held-windows.ts` (what the targets hold, combined from each sink kind's
+// window-state readers; `--resume`'s done windows: no reader holds nothing, and a sink no reader answers for
+// refuses `--resume`), `backfill-selection.ts` (a backfill's windows: split, sharded, less those done),
+// `run-windows.ts` (`runBackfill`: every window its own tile run; a window refused before any request gets
+// `pipeline/job-summary.ts`'s `skippedWindowSummary`), `window-session.ts` (the connection and token the
+// windows share, and the source's clock read from the token answer's `Date`, or `source.clock: local`),
+// `window-errors.ts` (the windows family's refusals: a bucket column missing, a future or empty window, the
+// source's clock unknown), `window-batch.ts` (a run of windows with the run ledger appended after each,
+// progress, and metrics through a pusher handed in, since `metrics/` lies above), `catch-up.ts` (an
+// incremental job's run and plan: state read, windows planned, run one at a time oldest first),
+// `shard-windows.ts` (a worker's share)
+
 import { ConfigError } from '../../config/config-error.js';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { LoadedJob } from '../../config/load-config.js';

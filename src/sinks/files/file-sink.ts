@@ -1,3 +1,18 @@
+// src/sinks/files/, module by module (ARCHITECTURE.md gives the folder one paragraph): the file sink
+// every file kind shares, parametrized by a `FileFormat` (`file-format.ts`: its name and label, content
+// type, default path template, an optional wrapper stream such as gzip, a fresh encoder per run, the column
+// names its files declare, `readColumns` and `countRows` of a stored file; test/sinks/files/
+// file-format-seam.test.ts specifies the seam with a second, binary format defined in the test). Shared
+// machinery, not a kind: it imports no kind's folder, and no store's: where a file lands is asked of the
+// store registry (`../stores/registry.ts`). `file-sink.ts` (`FileSink`, this module: its store chosen once
+// from the template's location; plan, sweep, access check, open, the publish guard's read of a target);
+// `path-template.ts` (placeholders, a bucket's URL or a local path, the sweep scope; URLs checked by
+// config/object-store-urls.ts); `guarded-writer.ts` (a writer with the publish guard's read of its target);
+// `window-state.ts` (each sink's reader, asking its store); `workspace-checks.ts`; `file-errors.ts` (an
+// unusable path template, an unreadable existing file); `descriptor.ts` (`fileSinkKind(spec)`: a kind's
+// descriptor from its format, config schema, environment directory and sink; the store's IRSA annotation
+// and whether a pod needs a volume come from the store).
+
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';

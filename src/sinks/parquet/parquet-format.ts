@@ -1,3 +1,17 @@
+// src/sinks/parquet/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// the Parquet sink, one folder plus one registry line: `parquet-format.ts` (the `FileFormat`: typed OPTIONAL
+// columns named by `Column.name`, the headers in the footer's `tilehouse.headers`, pages compressed inside the
+// file so no wrapper, row groups handed to the writer as they fill and the footer from `end`; `readColumns`
+// reads the footer with two ranged reads of the tail); `descriptor.ts` (`fileSinkKind` of the Parquet format);
+// the default path and incremental rule are in `src/config/parquet-sink-schema.ts`. `encoder/`, apart from the
+// sink and importing nothing of it: `encoder/parquet-encoder.ts` (`ParquetEncoder`: typed rows → row groups →
+// a file: `column-buffers.ts` per-column typed-array buffers, PLAIN values, RLE/bit-packed definition levels,
+// `column-chunk.ts` data pages V1 of ~1 MiB compressed as they are cut by `page-codecs.ts` (`snappy.ts`, our
+// own; gzip/zstd from `node:zlib`), `byte-sink.ts` one reused buffer, row groups flushed at 32 MiB buffered;
+// `parquet-schema.ts` the physical and logical types; `thrift-compact.ts` + `parquet-footer.ts` the footer,
+// written and read back for `plan` (`readParquetColumns`); `parquet-errors.ts`, the `parquet_*` errors);
+// tested against DuckDB, never against its own reader alone
+
 import { buffer } from 'node:stream/consumers';
 import { defaultParquetPathTemplate, type ParquetSinkConfig } from '../../config/parquet-sink-schema.js';
 import type { Column } from '../../transform/column.js';

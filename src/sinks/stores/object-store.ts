@@ -15,6 +15,19 @@ import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
  * the store of its target's location, once, and then asks that store, never the URL's scheme.
  * Modelled on Kysely's dialects: the tests run one body against every store
  * (test/support/object-stores.ts) as the code asks one interface of each.
+ *
+ * What the stores share lies beside this file: `stream-writer.ts` (a run's one encoder, the
+ * write/drain loop with `drained.ts`, the prepare/publish/abort state machine every writer
+ * extends), `object-stream-writer.ts` (what the bucket stores' writers add: the stored bytes counted
+ * and hashed on their way to the temp object, the manifest built from them, the publish's result),
+ * `manifest.ts` (the optional `<file>.manifest.json`, put in place right after the file),
+ * `window-open.ts` (whether a published window was open; `objectWindowsHeld`, a bucket's windows
+ * judged by manifest, run id and size), `file-names.ts` (a run's temp names, by the house's one
+ * scheme in src/write-file-atomically.ts, and file-name-safe text), `store-errors.ts` (one code per
+ * failure whatever the store, the store as `targetKind`), `file-bytes.ts` (what a format hands a
+ * store: an encoder's chunks, a stored file to read back). A new store is a folder here, its URL
+ * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
+ * in registry.ts.
  */
 
 /**

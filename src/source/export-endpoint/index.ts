@@ -1,3 +1,16 @@
+// src/source/export-endpoint/, module by module (ARCHITECTURE.md gives the folder one paragraph):
+// everything specific to the export endpoint (`POST /api/v1/topics/incident/execute`), behind one entry,
+// `index.ts`, that answers the pipeline's two questions: the pages of a query (`pagesOfQuery`: `pages()` in
+// order and checked, `fetchPage()` one page alone, `pageChecks()` for the probe) and the query for a window
+// (`queryForWindow`); nothing outside this folder imports its other files
+// (`test/source/export-endpoint/seam-entry.test.ts`). Airbyte's split: the requester `export-client.ts` (one
+// page: its request, retries, one re-authentication on 401), the record shape `export-response.ts` (the
+// response schema), the paginator `read-pages.ts` (pages in order, parallel in a bounded window; a page
+// fetched ahead waits as bytes and is parsed when the reader reaches it), the checks `page-checks.ts`
+// (consistency and page identity) and `row-order.ts` (page boundaries against the query's primary order, with
+// transform's sort key lent by the pipeline), `window-query.ts` (the date item's `rw` filter for a window
+// given as instants, which the pipeline places in the job's timezone), `export-errors.ts` (`export_*` errors)
+
 import type { ExportQuery } from '../../config/job-schema.js';
 import { AdaptiveConcurrency } from '../adaptive-concurrency.js';
 import { ExportClient, type ExportClientOptions } from './export-client.js';

@@ -1,3 +1,17 @@
+// src/sinks/stores/gcs/, module by module (ARCHITECTURE.md gives the folder one paragraph): `index.ts`
+// (this module: what the registry knows without loading the rest) and `gcs-store.ts` (the store, loaded for
+// gs:// targets only); `gcs-object-writer.ts` (`GcsObjectWriter`: the rows and the manifest to owner-tagged
+// temp objects, publish = one rewrite under `ifGenerationMatch`, `leftBehind()` naming the temp objects it
+// could not remove) driving Cloud Storage's protocol in `object-publish.ts` (the target's generation read at
+// open, the temp object's upload wired, a failed or unanswered rewrite judged by reading the target, the
+// temp objects deleted after publish or a stop, within the cleanup deadline); `resumable-upload.ts` (one kept
+// chunk, resume from the persisted offset); `gcs-http.ts` (the write path's requests, sent with the client's
+// credentials and retried by src/retry.ts); `check-bucket.ts` (can a run write below a prefix, found without
+// writing; the permissions a run needs); `storage-client.ts` (ADC, `STORAGE_EMULATOR_HOST` mapped onto the
+// client's endpoints); `gcs-errors.ts`; `temp-objects.ts` (owner metadata, the sweep of temp objects by the
+// temp-file rule); `gcs-stored-file.ts` (range reads for a format); `gcs-window-state.ts` (a window held: the
+// manifest describes the object). `gs://` URLs are checked by src/config/gcs-url.ts.
+
 import type { Storage } from '@google-cloud/storage';
 import { gcsUrls } from '../../../config/gcs-url.js';
 import type { ObjectStoreKind } from '../object-store.js';

@@ -1,3 +1,16 @@
+// src/sinks/stores/s3/, module by module (ARCHITECTURE.md gives the folder one paragraph): `index.ts`
+// (this module: what the registry knows without loading the rest) and `s3-store.ts` (the store, loaded with
+// the AWS SDK for s3:// targets only); `s3-object-writer.ts` (a `FileStreamWriter`: the rows to an
+// owner-tagged temp key, publish = one `CopyObject` under `If-Match` the ETag seen at open or
+// `If-None-Match: *`, a lost answer judged by reading the target, `leftBehind()`); `temp-upload.ts` (one
+// PutObject, or a multipart upload of 5 MiB parts with Content-MD5, one in flight while the next fills,
+// aborted on failure); `s3-requests.ts` (every request with its timeout, retried by src/retry.ts: 5xx
+// SlowDown/InternalError, 409 ConditionalRequestConflict, no answer); `s3-client.ts` (the client from
+// `sinks.s3`: credentials from the AWS chain, the SDK's own retry off); `s3-errors.ts`; `check-bucket.ts`
+// (the preflight); `temp-keys.ts` (owner metadata; the sweep of temp objects and incomplete multipart
+// uploads by the temp-file rule); `s3-stored-file.ts` (range reads for a format); `s3-window-state.ts` (a
+// window held: the manifest describes the object). `s3://` URLs are checked by src/config/s3-url.ts.
+
 import type { S3Client } from '@aws-sdk/client-s3';
 import { s3Urls } from '../../../config/s3-url.js';
 import type { ObjectStoreKind } from '../object-store.js';
