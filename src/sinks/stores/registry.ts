@@ -4,7 +4,7 @@ import { localStoreKind } from './local/index.js';
 import type { ObjectStoreKind, StoreOptions } from './object-store.js';
 import { s3StoreKind } from './s3/index.js';
 
-export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams, StoreWriterOptions } from './object-store.js';
+export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams } from './object-store.js';
 
 /**
  * Every store, one line each: a new store is its folder, its URL grammar in the configuration
