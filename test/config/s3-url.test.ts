@@ -51,6 +51,8 @@ describe('a path template naming S3', () => {
     ['s3://Bad_Bucket/a.csv', /lowercase/],
     ['s3://acme-lake', /no object name/],
     ['s3://acme-lake/../a.csv', /"\.\."/],
+    // A malformed attempt at an S3 URL is refused, as a Cloud Storage one is, never written as a local `<dir>/s3:/…`.
+    ['s3:/acme-lake/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs are supported/],
   ])('refuses the template %s at construction (path_invalid)', (text, reason) => {
     expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);
   });
