@@ -20,6 +20,8 @@ import { dailySeverityQuery, detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
 import { pushgatewayBinaryOrSkip, startPushgateway, type RunningPushgateway } from '../metrics/pushgateway.js';
+import { underCi } from '../support/ci.js';
+import { describeUnless, missing } from '../support/skip.js';
 
 type Json = Record<string, any>;
 
@@ -97,7 +99,7 @@ function prometheusBinaryOrSkip(): string | null {
   );
   const found = candidates.find((candidate) => existsSync(candidate));
   if (found !== undefined) return found;
-  if (process.env.CI) throw new Error('CI is set but no Prometheus is installed: apt-get install prometheus (.ci/run does), or set PROMETHEUS_BIN');
+  if (underCi()) throw new Error('CI is set but no Prometheus is installed: apt-get install prometheus (.ci/run does), or set PROMETHEUS_BIN');
   return null;
 }
 
@@ -199,7 +201,7 @@ async function startPrometheus(binary: string, directory: string, targets: { pus
 
 const fixture = sandboxAndRootForAll({ incidents: 2000, now: new Date() });
 
-describe.skipIf(prometheus === null || pushgateway === null)(
+describeUnless(missing('Prometheus', prometheus) ?? missing('the Pushgateway', pushgateway))(
   'the Grafana dashboard on a real Prometheus scraping the real Pushgateway (prometheus, pushgateway)',
   () => {
     let gateway: RunningPushgateway;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { makeTempDir } from './temp-dir.js';
 import { shellQuote } from './shell-quote.js';
+import { underCi } from './ci.js';
 
 /**
  * The image, built and run without a container engine (../shared/notes/container-image.md):
@@ -43,7 +44,7 @@ export function imageTestBlocker(host: { uid?: number; installed?: (tool: string
  */
 export function imageTestMode(blocker: string | null, env: NodeJS.ProcessEnv = process.env): { run: true } | { run: false; reason: string } {
   if (blocker === null) return { run: true };
-  if (env.CI) throw new Error(`CI is set but the image tests cannot run: ${blocker}. .ci/run installs buildah and debootstrap as root.`);
+  if (underCi(env)) throw new Error(`CI is set but the image tests cannot run: ${blocker}. .ci/run installs buildah and debootstrap as root.`);
   return { run: false, reason: blocker };
 }
 
