@@ -38,9 +38,13 @@ describeWithGoogleRig('a two-sink run with Workload Identity (a fake metadata se
   }, 90_000);
 
   it('rides out a metadata server that refuses connections for its first seconds: the run succeeds', async () => {
-    await google.start({ refuseForMs: 3_000 });
+    const metadata = await google.start({ refuseForMs: 3_000 });
     const run = await google.run('late-refused');
     expect(run.exitCode, run.stderr).toBe(0);
+    // A first try was refused (nothing listened yet) and the run said so and tried again, rather
+    // than starting late enough never to meet the refusal.
+    expect(run.stderr).toMatch(/Google credentials not available yet from .*ECONNREFUSED/);
+    expect(metadata.requests.some((request) => request.path.endsWith('/token') && request.status === 200)).toBe(true);
     expect(await tableNames(rig, run.dataset)).toContain(run.table);
   }, 90_000);
 
