@@ -22,6 +22,7 @@ import { dayFromToday } from '../support/window-oracle.js';
 import { pushgatewayBinaryOrSkip, startPushgateway, type RunningPushgateway } from '../metrics/pushgateway.js';
 import { underCi } from '../support/ci.js';
 import { describeUnless, missing } from '../support/skip.js';
+import { waitUntil } from '../support/wait-until.js';
 
 type Json = Record<string, any>;
 
@@ -245,7 +246,7 @@ describeUnless(missing('Prometheus', prometheus) ?? missing('the Pushgateway', p
         if (Date.now() > deadline) throw new Error('Prometheus did not scrape the three runs from the Pushgateway');
         await sleep(250);
       }
-      while ((await prom.query('kube_job_owner')).length === 0) await sleep(250);
+      await waitUntil(async () => (await prom.query('kube_job_owner')).length > 0, 'Prometheus did not scrape kube_job_owner', { everyMs: 250 });
     }, 120_000);
     afterAll(async () => {
       await prom?.stop();
