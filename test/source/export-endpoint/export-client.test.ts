@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AdaptiveConcurrency } from '../../../src/source/adaptive-concurrency.js';
 import type { ExportPage } from '../../../src/source/export-endpoint/export-response.js';
 import { readPages } from '../../../src/source/export-endpoint/read-pages.js';
+import { SessionToken } from '../../../src/source/session-token.js';
+import { NO_TELEMETRY, telemetry, useTelemetry } from '../../../src/telemetry/telemetry.js';
 import { fastPolicy, hostileClient, HOSTILE_QUERY, hostileServersEachTest, tablePage, type Table } from '../../support/hostile-server.js';
 
 const hostile = hostileServersEachTest();
@@ -317,5 +319,28 @@ describe('ExportClient: Retry-After', () => {
     await hostileClient(source, dispatcher, { retry: fastPolicy({ baseDelayMs: 300, maxDelayMs: 1000, random: () => 0.999 }) }).fetchPage(0);
     const [first, second] = source.requests.filter((r) => r.endpoint === 'export');
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);
+  });
+});
+
+describe('ExportClient with tracing on', () => {
+  afterEach(() => {
+    useTelemetry(NO_TELEMETRY);
+    vi.restoreAllMocks();
+  });
+
+  it('asks its token and the source exactly as with tracing off (tracing must not change behaviour)', async () => {
+    const source = await start({ page: (request) => ({ json: tablePage(TABLE, request) }) });
+    const asked: string[] = [];
+    const original = SessionToken.prototype.get;
+    vi.spyOn(SessionToken.prototype, 'get').mockImplementation(function (this: SessionToken) {
+      asked.push(telemetry().enabled ? 'on' : 'off');
+      return original.call(this);
+    });
+    const off = await hostileClient(source, dispatcher).fetchPage(0);
+    useTelemetry({ ...NO_TELEMETRY, enabled: true });
+    const on = await hostileClient(source, dispatcher).fetchPage(0);
+    expect(on.rows).toEqual(off.rows);
+    expect(asked.filter((state) => state === 'on')).toHaveLength(asked.filter((state) => state === 'off').length);
+    expect(source.pagesAsked()).toEqual([0, 0]);
   });
 });
