@@ -8,7 +8,7 @@ import { shellQuote } from './shell-quote.js';
 import { underCi } from './ci.js';
 
 /**
- * The image, built and run without a container engine (../shared/notes/container-image.md):
+ * The image, built and run without a container engine:
  * `buildah bud` (vfs storage, chroot isolation) builds the repository's Dockerfile as is, and a pod
  * is reproduced around the image's root filesystem with util-linux alone: a mount and PID
  * namespace (`unshare`), the pod's volumes bound onto their mount points, the root remounted
