@@ -80,9 +80,7 @@ function s3Store(s3: TestS3): TestObjectStore {
     async objects(bucket) {
       const keys = (await keysOf(s3.client, bucket)).sort();
       // An incomplete multipart upload is listed without bytes (it has none to read): one left behind shows as a difference.
-      return Promise.all(
-        keys.map(async (key) => [key, key.endsWith(' (upload)') ? '' : (await getBytes(s3.client, bucket, key)).toString('base64')] as const),
-      );
+      return Promise.all(keys.map(async (key) => [key, key.endsWith(' (upload)') ? '' : (await getBytes(s3.client, bucket, key)).toString('base64')] as const));
     },
     bytes: (bucket, key) => getBytes(s3.client, bucket, key),
     runIdOf: async (bucket, key) => (await s3.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).Metadata?.[S3_RUN_ID_KEY],
