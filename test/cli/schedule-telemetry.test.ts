@@ -2,14 +2,12 @@
 // code, as a run's is (not a placeholder), and the worker's telemetry is flushed and uninstalled
 // when it stops. The runner is replaced by one whose tick throws; the spans reach a small OTLP
 // receiver.
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { NO_TELEMETRY, telemetry } from '../../src/telemetry/telemetry.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
+import { otlpReceiverForAll } from '../support/otlp-receiver.js';
 import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -32,31 +30,14 @@ const fixture = sandboxWorkspaceForAll({ incidents: 10 }, [
   { name: 'every_second', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }], schedule: { cron: '* * * * * *', timezone: 'UTC' } },
 ]);
 
-let receiver: Server;
-const received: string[] = [];
-beforeAll(async () => {
-  receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push(`${request.url} ${Buffer.concat(chunks).toString('latin1')}`);
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-});
-afterAll(async () => {
-  receiver.closeAllConnections();
-  await new Promise<void>((resolve) => receiver.close(() => resolve()));
-});
+const receiver = otlpReceiverForAll();
 
 describe('tilehouse schedule with telemetry, a tick that throws', () => {
   it("records the tick's own error code on its root span, then flushes and uninstalls telemetry on stop", async () => {
     const stop = new AbortController();
     const { configFile, jobsDir } = fixture.workspace;
     const running = runCli(['schedule', '--config', configFile, '--jobs', jobsDir], {
-      env: { ...sandboxEnv(fixture.sandbox), OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
+      env: { ...sandboxEnv(fixture.sandbox), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint },
       io: { signal: stop.signal },
     });
     await waitUntil(() => ticks.count >= 1, 'a tick', { withinMs: 20_000 });
@@ -64,7 +45,7 @@ describe('tilehouse schedule with telemetry, a tick that throws', () => {
     const result = await running;
     expect(result.logs.some((line) => line.msg === 'run of every_second crashed')).toBe(true);
     expect(telemetry()).toBe(NO_TELEMETRY);
-    const traces = received.filter((request) => request.startsWith('/v1/traces ')).join('\n');
+    const traces = receiver.traces();
     expect(traces).toContain('tilehouse.run');
     expect(traces).toContain('stop_deadline_passed');
     expect(traces).not.toContain('the tick threw');

@@ -2,14 +2,12 @@
 // its start and the command's end: here writing the summary, after the jobs ran (a bug there, as
 // reportSummary itself never throws). The spans reach a small OTLP receiver only when the root
 // span was ended and flushed.
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { NO_TELEMETRY, telemetry, useTelemetry } from '../../src/telemetry/telemetry.js';
 import { runCli, sandboxEnv } from '../support/cli-harness.js';
-import { dailySeverityQuery, detailQuery } from '../support/queries.js';
+import { dailyCsvBackfillJob, detailQuery } from '../support/queries.js';
+import { otlpReceiverForAll } from '../support/otlp-receiver.js';
 import { sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
 
@@ -17,47 +15,22 @@ vi.mock('../../src/cli/report-summary.js', () => ({
   reportSummary: () => Promise.reject(new Error('the summary could not be reported')),
 }));
 
-const daily = {
-  name: 'daily',
-  tile: SANDBOX_TILE,
-  query: dailySeverityQuery,
-  sinks: [{ type: 'csv' }],
-  columns: { Day: { type: 'DATE' } },
-  backfill: { item: 'day', bucketColumn: 'Day' },
-};
 // rw windows are relative to the server's "now": the real clock.
 const fixture = sandboxWorkspaceForAll(
   { incidents: 60, now: new Date() },
-  [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }, daily],
+  [{ name: 'detail', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] }, dailyCsvBackfillJob],
   {
     itemsPerPage: 50,
   },
 );
 
-let receiver: Server;
-let received: string[] = [];
-beforeAll(async () => {
-  receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push(`${request.url} ${Buffer.concat(chunks).toString('latin1')}`);
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-});
-afterAll(async () => {
-  receiver.closeAllConnections();
-  await new Promise<void>((resolve) => receiver.close(() => resolve()));
-});
+const receiver = otlpReceiverForAll();
 afterEach(() => {
-  received = [];
+  receiver.received.length = 0;
   useTelemetry(NO_TELEMETRY);
 });
 
-const otelEnv = () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
+const otelEnv = () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: '3000' });
 
 describe('a throw after the jobs ran, before the command ends', () => {
   it.each([
@@ -69,7 +42,6 @@ describe('a throw after the jobs ran, before the command ends', () => {
     expect(result.stderr).toContain('the summary could not be reported');
     expect(result.exitCode).not.toBe(0);
     expect(telemetry()).toBe(NO_TELEMETRY);
-    const traces = received.filter((request) => request.startsWith('/v1/traces '));
-    expect(traces.some((request) => request.includes('tilehouse.run'))).toBe(true);
+    expect(receiver.traces()).toContain('tilehouse.run');
   });
 });

@@ -12,7 +12,7 @@ import { answerJson, startGcsProxy } from '../support/gcs-proxy.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { dailySeverityQuery, detailQuery } from '../support/queries.js';
+import { dailyCsvBackfillJob, detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { openToOthers, UNPRIVILEGED } from '../support/unprivileged.js';
@@ -97,15 +97,7 @@ describe('a local CSV directory', () => {
   });
 
   it('fails every window of a backfill without an export request', async () => {
-    const job = {
-      name: 'daily',
-      tile: SANDBOX_TILE,
-      query: dailySeverityQuery,
-      sinks: [{ type: 'csv' }],
-      columns: { Day: { type: 'DATE' } },
-      backfill: { item: 'day', bucketColumn: 'Day' },
-    };
-    const workspace = await writeWorkspace(caseDir, sandbox, [job]);
+    const workspace = await writeWorkspace(caseDir, sandbox, [dailyCsvBackfillJob]);
     const file = path.join(caseDir, 'file');
     await writeFile(file, '');
     await withCsvDirectory(workspace, path.join(file, 'out'));
