@@ -122,7 +122,7 @@ describeUnless(blocker)('k8s/README.md, as written', () => {
     }
     // Need a cluster or Google Cloud: not run, but what they name must be what the base and the
     // config use (the secret and its keys, the namespace, the accounts, the bucket).
-    if ((match = /^kubectl -n (\S+) create secret generic (\S+) --from-literal=([\w-]+)=\S+ --from-file=([\w-]+)=\S+$/.exec(command))) {
+    if ((match = /^kubectl -n (\S+) create secret generic (\S+) --from-literal=([\w-]+)=.+? --from-file=([\w-]+)=\S+$/.exec(command))) {
       const [, namespace, secret, literalKey, fileKey] = match;
       expect(await namespaceOfBase()).toBe(namespace);
       const read = new Set<string>();
