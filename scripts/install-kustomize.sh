@@ -5,7 +5,7 @@
 # `npm run setup:kustomize`; running it again is a no-op once the right version is there.
 #
 # Built from the committed scripts/kustomize/go.mod + go.sum (see lib/build-go-tool.sh for why).
-# v5.7.1, not the newest: v5.8 requires Go >= 1.27 (../shared/notes/container-image.md).
+# v5.7.1, not the newest: v5.8 requires Go >= 1.27, newer than the Go these machines build with.
 set -euo pipefail
 # shellcheck source=lib/build-go-tool.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build-go-tool.sh"

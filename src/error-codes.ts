@@ -60,17 +60,13 @@ export const ERROR_CODES = {
   target_is_directory: { exit: 1, retryable: false, says: 'A directory stands where the output file should be (locally, or objects below `<target>/` in a bucket); remove it or change the path.', formerly: ['gcs_target_is_directory', 's3_target_is_directory'] },
   target_unwritable: { exit: 1, retryable: false, says: "A file sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched.", formerly: ['csv_target_unwritable', 'parquet_target_unwritable'] },
   bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (a typo, or another project, account or region these credentials cannot see).', formerly: ['gcs_bucket_not_found', 's3_bucket_not_found'] },
-  write_failed: { exit: 1, retryable: true, says: 'Writing, syncing or publishing a file or object failed otherwise (I/O, network, 5xx after retries, a checksum); the message says what the target holds.', formerly: ['csv_write_failed', 'parquet_write_failed', 'gcs_write_failed', 's3_write_failed'] },
-  target_unreadable: { exit: 1, retryable: false, says: "A file sink's existing target cannot be read as its format (a `.csv.gz` that is not gzip); remove or replace it." },
+  write_failed: { exit: 1, retryable: true, says: "Writing, syncing or publishing a file or object failed otherwise (I/O, network, 5xx after retries, a checksum), or BigQuery's local load file; the message says what the target holds.", formerly: ['csv_write_failed', 'parquet_write_failed', 'gcs_write_failed', 's3_write_failed', 'bigquery_load_file_failed'] },
+  target_unreadable: { exit: 1, retryable: false, says: "A file sink's existing target cannot be read as its format (a `.csv.gz` that is not gzip, a `.parquet` without a Parquet footer tilehouse reads); remove or replace it.", formerly: ['parquet_not_parquet', 'parquet_truncated', 'parquet_footer_invalid', 'parquet_column_unsupported'] },
   target_changed: { exit: 1, retryable: true, says: 'Another writer replaced the target object while this run wrote; this run published nothing rather than overwrite it.', formerly: ['gcs_target_changed', 's3_target_changed'] },
   publish_outcome_unknown: { exit: 1, retryable: true, says: 'A publish ended without an answer (a rewrite, a copy, BigQuery jobs cut off by a stop) and its outcome is unknown: look at the target before running again.', formerly: ['gcs_publish_outcome_unknown', 's3_publish_outcome_unknown', 'bigquery_publish_outcome_unknown'] },
 
   // -- Parquet files ---------------------------------------------------------------------------------
   parquet_value_invalid: { exit: 1, retryable: false, says: "A typed value does not fit its column's Parquet type (transform never makes one: a bug guard)." },
-  parquet_not_parquet: { exit: 1, retryable: false, says: "A Parquet sink's existing target is not a Parquet file (no `PAR1` magic)." },
-  parquet_truncated: { exit: 1, retryable: false, says: "A Parquet sink's existing target is cut short: its footer runs past its bytes." },
-  parquet_footer_invalid: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a footer that does not parse." },
-  parquet_column_unsupported: { exit: 1, retryable: false, says: "A Parquet sink's existing target has a column of a type tilehouse never writes." },
 
   // -- Google credentials (BigQuery and Cloud Storage) ----------------------------------------------
   google_credentials_unavailable: { exit: 1, retryable: true, says: 'No Google token could be had within `googleCredentialsWaitMs` (no ADC, an unreadable key file, the metadata server or token endpoint refusing); nothing was published.' },
@@ -84,7 +80,6 @@ export const ERROR_CODES = {
   bigquery_publish_failed: { exit: 1, retryable: true, says: 'The copy onto the target was refused or could not start within the retry budget; the target keeps its content.' },
   bigquery_job_timeout: { exit: 1, retryable: true, says: 'A BigQuery job was not done when the wait ran out; it may still complete, the message says where to look.' },
   bigquery_load_file_missing: { exit: 1, retryable: true, says: "The run's load file was gone or unreadable when the load started." },
-  bigquery_load_file_failed: { exit: 1, retryable: true, says: "Writing the run's local load file failed otherwise." },
   bigquery_request_failed: { exit: 1, retryable: true, says: 'A BigQuery call (dataset, table metadata, job lookup) failed for good.' },
   bigquery_partition_column_invalid: { exit: 1, retryable: false, says: '`partitionBy` names a column the tile does not have, or one BigQuery cannot partition by.' },
   bigquery_cluster_column_invalid: { exit: 1, retryable: false, says: '`clusterBy` names a column the tile does not have, or one BigQuery cannot cluster by.' },
@@ -95,13 +90,12 @@ export const ERROR_CODES = {
   bigquery_table_layout_mismatch: { exit: 1, retryable: false, says: "The existing table is partitioned or clustered unlike the job's configuration; BigQuery cannot change that in place." },
   bigquery_quota_exceeded: { exit: 1, retryable: true, says: 'BigQuery refused a job on a long-term quota; run again once the quota refills.' },
   bigquery_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
-  bigquery_partially_published: { exit: 3, retryable: true, says: 'Some partitions hold the new run and others the previous one; a re-run replaces them all.' },
   bigquery_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and `latestBy` does not choose between them.' },
   bigquery_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column.' },
 
   // -- runs, windows and state -----------------------------------------------------------------------
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
-  partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one (the summary names each); run again.' },
+  partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one, or some partitions of one BigQuery table (the summary names each); run again.', formerly: ['bigquery_partially_published'] },
   run_id_already_published: { exit: 1, retryable: false, says: '`--strict`: a target already held a publish of this run id with other rows and kept it.' },
   run_stopped: { exit: 'signal', retryable: true, says: 'SIGTERM, SIGINT or the scheduler ended the run before it published; nothing partial was published.' },
   stop_deadline_passed: { exit: 'signal', retryable: true, says: 'The cleanup after a stop ran out of `stopDeadlineMs`; what was still pending was abandoned.' },

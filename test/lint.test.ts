@@ -31,12 +31,15 @@ async function biomeSettingsIn(dir: string): Promise<void> {
     files?: unknown;
     formatter: { includes?: unknown };
     overrides?: unknown;
+    plugins?: string[];
   };
   delete settings.$schema;
   delete settings.vcs;
   delete settings.files;
   delete settings.overrides;
   delete settings.formatter.includes;
+  // The plugins are named relative to the repository.
+  settings.plugins = settings.plugins?.map((plugin) => path.resolve(ROOT, plugin));
   await writeFile(path.join(dir, 'biome.json'), JSON.stringify(settings));
 }
 
@@ -73,6 +76,29 @@ describe('Biome with the repository settings', () => {
       "import { join } from 'node:path';\nasync function save(): Promise<void> {}\nexport async function store(): Promise<string> {\n  await save();\n  return join('a', 'b');\n}\n";
     await writeFile(path.join(dir.path, 'b.ts'), handled);
     expect((await exitOf('biome', ['ci', 'b.ts'], dir.path)).output).not.toMatch(/noFloatingPromises|noUnusedImports/);
+  });
+
+  it('refuses a skipped, a focused and a conditionally skipped test; passes a skip through test/support/skip.ts', async () => {
+    await biomeSettingsIn(dir.path);
+    const skips = [
+      "import { describe, it } from 'vitest';",
+      "it.skip('a', () => undefined);",
+      "describe.only('b', () => undefined);",
+      "it.skipIf(process.getuid?.() === 0)('c', () => undefined);",
+      "describe.runIf(false)('d', () => undefined);",
+      '',
+    ].join('\n');
+    await writeFile(path.join(dir.path, 'c.test.ts'), skips);
+    const refused = await exitOf('biome', ['ci', '--colors=off', '--max-diagnostics=20', 'c.test.ts'], dir.path);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toContain('c.test.ts:2:4 lint/suspicious/noSkippedTests');
+    expect(refused.output).toContain('c.test.ts:3:10 lint/suspicious/noFocusedTests');
+    expect(refused.output).toContain('c.test.ts:4:4 plugin');
+    expect(refused.output).toContain('c.test.ts:5:10 plugin');
+    expect(refused.output).toContain('use describeUnless/itUnless');
+    const stated = "import { itUnless } from './skip.js';\nitUnless('no widget here')('c', () => undefined);\n";
+    await writeFile(path.join(dir.path, 'c.test.ts'), stated);
+    expect(await exitOf('biome', ['ci', 'c.test.ts'], dir.path)).toMatchObject({ code: 0 });
   });
 });
 

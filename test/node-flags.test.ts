@@ -8,6 +8,7 @@ import { sandboxEnv } from './support/cli-harness.js';
 import { exitWithin, textOf } from './support/child-process.js';
 import { detailCsvJob } from './support/queries.js';
 import { sandboxWorkspaceForAll } from './support/sandbox-fixture.js';
+import { itUnless, NO_PROC } from './support/skip.js';
 
 const base = { execPath: '/usr/bin/node', execArgv: [] as string[], argv: ['/usr/bin/node', '/app/tilehouse.js', 'run', '--jobs', 'j'] };
 
@@ -83,13 +84,11 @@ async function procOf(pid: number): Promise<{ argv: string[]; env: Record<string
   return { argv, env };
 }
 
-const hasProc = process.platform === 'linux';
-
 describe.each([
   ['bin/tilehouse.js of an installed package', () => BIN],
   ['the bundle started by hand', () => BUNDLE],
 ])('%s, started without node flags', (_name, entry) => {
-  it.runIf(hasProc)(
+  itUnless(NO_PROC)(
     "runs under the image's flags in the same process, and SIGTERM still stops it with 143",
     async () => {
       const before = fixture.sandbox.requests.length;
@@ -140,7 +139,7 @@ describe.each([
     expect({ code, signal, stderr: await stderr }).toEqual({ code: 0, signal: null, stderr: '' });
   }, 40_000);
 
-  it.runIf(hasProc)(
+  itUnless(NO_PROC)(
     `runs as started when ${RELAUNCHED_ENV} is set`,
     async () => {
       const before = fixture.sandbox.requests.length;

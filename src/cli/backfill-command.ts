@@ -17,7 +17,7 @@ import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
-import { ATTR, failureOf } from '../telemetry/telemetry.js';
+import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
 import { isTilehouseError } from '../errors.js';
 import { countNoun } from '../count-noun.js';
 
@@ -106,10 +106,11 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
     const strict = values.strict === true;
     const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
-    let selected: Awaited<ReturnType<typeof selectBackfillWindows>>;
-    let ran: Awaited<ReturnType<typeof runWindowBatch>>;
+    // Whatever throws from here on (the windows, the report, the summary file), the root span ends
+    // and telemetry is uninstalled: finish() runs in `finally`, with the code the command exits with.
+    let finished: { exitCode: number; failure?: SpanFailure } = { exitCode: EXIT.tileFailed };
     try {
-      [selected, ran] = await traced.within(async () => {
+      const [selected, ran] = await traced.within(async () => {
         const chosen = await selectBackfillWindows(job, sinks, range, context);
         // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
         await preflightWindows(sinks, chosen.windows, {
@@ -121,16 +122,18 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         });
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
+      const { summary } = ran;
+      const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);
+      const exitCode = await reportSummary(summaryTarget, document, code, io);
+      const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
+      finished = { exitCode, ...(failedWindow === undefined ? {} : { failure: failureOf(failedWindow) }) };
+      return exitCode;
     } catch (error) {
-      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
+      finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
       throw error;
+    } finally {
+      await traced.finish(finished.exitCode, finished.failure);
     }
-    const { summary } = ran;
-    const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);
-    const exitCode = await reportSummary(summaryTarget, document, code, io);
-    const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
-    await traced.finish(exitCode, failedWindow === undefined ? undefined : failureOf(failedWindow));
-    return exitCode;
   },
 };
 

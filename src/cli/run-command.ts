@@ -92,9 +92,11 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     const { logger } = output;
     const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
     const onProgress = progressLines(output);
-    let ran: Awaited<ReturnType<WorkspaceRunner['runAll']>>;
+    // Whatever throws from here on (the run, the summary's lines or file), the root span ends and
+    // telemetry is uninstalled: finish() runs in `finally`, with the code the command exits with.
+    let finished: { exitCode: number; failure?: SpanFailure } = { exitCode: EXIT.tileFailed };
     try {
-      ran = await traced.within(async () => {
+      const { summary, reports } = await traced.within(async () => {
         const runner = await WorkspaceRunner.open(workspace, jobs, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values), oneShot: true });
         return runner.runAll({
           strict: values.strict === true,
@@ -104,23 +106,24 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
           onJobsRun: () => output.screen?.close(),
         });
       });
+      const code = exitCodeOf(summary);
+      traced.setAttributes({
+        [ATTR.runId]: summary.runId,
+        'tilehouse.tiles.succeeded': summary.succeeded,
+        'tilehouse.tiles.failed': summary.failed,
+        'tilehouse.tiles.partially_published': summary.partiallyPublished,
+      });
+      io.stderr.write(formatRunSummary(summary));
+      for (const report of reports) io.stderr.write(catchUpLines(report));
+      const exitCode = await reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
+      finished = { exitCode, failure: runFailureOf(summary) };
+      return exitCode;
     } catch (error) {
-      await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
+      finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
       throw error;
+    } finally {
+      // After the summary is out: a collector that does not answer delays only the exit, by a bounded time.
+      await traced.finish(finished.exitCode, finished.failure);
     }
-    const { summary, reports } = ran;
-    const code = exitCodeOf(summary);
-    traced.setAttributes({
-      [ATTR.runId]: summary.runId,
-      'tilehouse.tiles.succeeded': summary.succeeded,
-      'tilehouse.tiles.failed': summary.failed,
-      'tilehouse.tiles.partially_published': summary.partiallyPublished,
-    });
-    io.stderr.write(formatRunSummary(summary));
-    for (const report of reports) io.stderr.write(catchUpLines(report));
-    const exitCode = await reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
-    // After the summary is out: a collector that does not answer delays only the exit, by a bounded time.
-    await traced.finish(exitCode, runFailureOf(summary));
-    return exitCode;
   },
 };

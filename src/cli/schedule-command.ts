@@ -9,6 +9,7 @@ import { catchUpLines } from '../presentation/window-lines.js';
 import { openTelemetry } from '../telemetry/open-telemetry.js';
 import { ATTR, failureOf, NO_TELEMETRY, useTelemetry, type SpanFailure } from '../telemetry/telemetry.js';
 import { workspaceFlags } from './orchestration-flags.js';
+import { isTilehouseError } from '../errors.js';
 
 export const scheduleCommand: Command = {
   name: 'schedule',
@@ -53,34 +54,42 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
     const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
-    const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
-    const scheduler = new Scheduler(
-      scheduled,
-      async (job, signal) => {
-        const root = traced.startRun({ [ATTR.command]: 'schedule', [ATTR.jobs]: [job.name] });
-        let failure: SpanFailure | undefined = { code: 'internal_error', message: 'the tick threw' };
-        try {
-          const { tile, report } = await root.within(() => runner.runTick(job, signal));
-          failure = tile?.error === undefined ? undefined : failureOf(tile.error);
-          if (report !== undefined) {
-            logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info'](
-              { incremental: report },
-              catchUpLines(report).trim(),
-            );
+    // Whatever throws from here on, the spans and metrics are flushed and telemetry uninstalled.
+    try {
+      const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
+      const scheduler = new Scheduler(
+        scheduled,
+        async (job, signal) => {
+          const root = traced.startRun({ [ATTR.command]: 'schedule', [ATTR.jobs]: [job.name] });
+          let ended: { exitCode: number; failure?: SpanFailure } = { exitCode: EXIT.ok };
+          try {
+            const { tile, report } = await root.within(() => runner.runTick(job, signal));
+            if (tile?.error !== undefined) ended = { exitCode: EXIT.tileFailed, failure: failureOf(tile.error) };
+            if (report !== undefined) {
+              logger[report.error !== undefined || report.failed.length > 0 || report.left.length > 0 ? 'warn' : 'info'](
+                { incremental: report },
+                catchUpLines(report).trim(),
+              );
+            }
+            return tile;
+          } catch (error) {
+            // A tick that threw is recorded with the error's own code, as a run's root span is.
+            ended = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
+            throw error;
+          } finally {
+            root.end(ended.exitCode, ended.failure);
           }
-          return tile;
-        } finally {
-          root.end(failure === undefined ? EXIT.ok : EXIT.tileFailed, failure);
-        }
-      },
-      logger,
-    );
-    scheduler.start();
-    if (!io.signal.aborted) await once(io.signal, 'abort');
-    const drained = await scheduler.stop(grace * 1000);
-    logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
-    await traced.shutdown();
-    useTelemetry(NO_TELEMETRY);
-    return EXIT.ok;
+        },
+        logger,
+      );
+      scheduler.start();
+      if (!io.signal.aborted) await once(io.signal, 'abort');
+      const drained = await scheduler.stop(grace * 1000);
+      logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
+      return EXIT.ok;
+    } finally {
+      await traced.shutdown();
+      useTelemetry(NO_TELEMETRY);
+    }
   },
 };

@@ -21,12 +21,6 @@ export interface SinkFactoryOptions extends StoreSeams {
   bigqueryClient?: BigQuery;
 }
 
-/**
- * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
- * (`csv/descriptor.ts`, `bigquery/descriptor.ts`) and found through `registry.ts`: callers ask the
- * descriptors instead of importing a kind or branching on its name. What a descriptor needs that
- * is heavy (a Cloud client) it loads on demand, so a run that does not use the kind never pays for it.
- */
 /** What a run recorder reads of one tile's run (the pipeline's JobRunSummary gives all of it). */
 export interface RecordedTile {
   job: string;
@@ -50,6 +44,12 @@ export interface RecordedTile {
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
 export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
 
+/**
+ * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
+ * (`csv/descriptor.ts`, `bigquery/descriptor.ts`) and found through `registry.ts`: callers ask the
+ * descriptors instead of importing a kind or branching on its name. What a descriptor needs that
+ * is heavy (a Cloud client) it loads on demand, so a run that does not use the kind never pays for it.
+ */
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
@@ -99,16 +99,16 @@ export interface SinkKind {
   /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
   resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
   /**
+   * The annotations this sink needs on the pods' service account (an s3:// target: the IAM role
+   * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
+   */
+  serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
+  /**
    * What the kind needs on Kubernetes, for a kind that writes local files: the directory a sink
    * writes below, as the image's absolute path (`workdir` resolves a relative one), or undefined
    * when this sink writes nothing locally (an object in a bucket); the pod mounts an emptyDir
    * there, and each such directory is warned about (gone with the pod). Absent: no volume.
    */
-  /**
-   * The annotations this sink needs on the pods' service account (an s3:// target: the IAM role
-   * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
-   */
-  serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
   readonly localFiles?: {
     directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
     emptyDirWarning(directory: string, jobNames: readonly string[]): string;

@@ -2,7 +2,7 @@ import { isTilehouseError, messageOf } from '../errors.js';
 import { scrubSecrets } from '../secret-scrubber.js';
 
 /**
- * The one small interface the pipeline reports to (STYLE.md, "Telemetry follows the seams"): a
+ * The one small interface the pipeline reports to, on the seams the code already has: a
  * span around each unit a user already knows (the run, a tile, a token, a page, a sink's prepare
  * and publish, a window) and the run metrics of each tile. The code it observes calls
  * `telemetry()`; what answers is the no-op below unless a command opened OpenTelemetry

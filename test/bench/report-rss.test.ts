@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vmHwmKb, type MemoryBreakdown } from '../../bench/support/report-rss.js';
+import { describeUnless, NO_PROC } from '../support/skip.js';
 
 describe('vmHwmKb', () => {
   it('reads the VmHWM line of /proc/<pid>/status, not VmRSS or VmPeak', () => {
@@ -20,7 +21,7 @@ describe('vmHwmKb', () => {
 });
 
 // The preload as the bench uses it, on real processes (Linux: /proc).
-describe.runIf(process.platform === 'linux')('report-rss preloaded into a child', () => {
+describeUnless(NO_PROC)('report-rss preloaded into a child', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'report-rss-'));

@@ -8,6 +8,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const CLI = path.resolve('src/cli.ts');
 
@@ -46,7 +47,7 @@ describe('tilehouse schedule as a process', () => {
     // A run is under way when more runs have fetched a token than have finished.
     const started = () => fixture.sandbox.requests.filter((r) => r.endpoint === 'token').length - tokensBeforeSpawn;
     const finished = () => (logs.match(/job every_second succeeded/g) ?? []).length;
-    while (started() <= finished()) await sleep(20);
+    await waitUntil(() => started() > finished(), `no third run under way:\n${logs}`, { withinMs: 10_000, gaveUp: () => child.exitCode !== null });
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
 

@@ -2,7 +2,9 @@ import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
+import { spawnCli } from '../support/spawn-cli.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
+import { openToOthers, UNPRIVILEGED } from '../support/unprivileged.js';
 
 /**
  * Issue 11: `tilehouse validate` reports what would fail or be ignored later, without the network,
@@ -335,12 +337,13 @@ describe('tilehouse validate', () => {
     ]);
   });
 
-  it.skipIf(process.getuid?.() === 0)('refuses a CSV directory that is not writable', async () => {
+  it('refuses a CSV directory that is not writable (as a user who may not write it: nobody, when the suite runs as root)', async () => {
     await writeJob('a');
     await mkdir(outDir);
     await chmod(outDir, 0o555);
-    const result = await validate();
-    expect(result.exitCode).toBe(2);
+    await openToOthers(temp.path, temp.path);
+    const result = await spawnCli(['validate', '--config', configFile, '--jobs', jobsDir], { env: ENV, timeoutMs: 30_000, spawn: UNPRIVILEGED });
+    expect(result.code).toBe(2);
     expect(problemsOf(result.stderr)).toEqual([
       `${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is not writable (EACCES)`,
     ]);

@@ -20,6 +20,9 @@ import { dailySeverityQuery, detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
 import { pushgatewayBinaryOrSkip, startPushgateway, type RunningPushgateway } from '../metrics/pushgateway.js';
+import { underCi } from '../support/ci.js';
+import { describeUnless, missing } from '../support/skip.js';
+import { waitUntil } from '../support/wait-until.js';
 
 type Json = Record<string, any>;
 
@@ -97,7 +100,7 @@ function prometheusBinaryOrSkip(): string | null {
   );
   const found = candidates.find((candidate) => existsSync(candidate));
   if (found !== undefined) return found;
-  if (process.env.CI) throw new Error('CI is set but no Prometheus is installed: apt-get install prometheus (.ci/run does), or set PROMETHEUS_BIN');
+  if (underCi()) throw new Error('CI is set but no Prometheus is installed: apt-get install prometheus (.ci/run does), or set PROMETHEUS_BIN');
   return null;
 }
 
@@ -199,7 +202,7 @@ async function startPrometheus(binary: string, directory: string, targets: { pus
 
 const fixture = sandboxAndRootForAll({ incidents: 2000, now: new Date() });
 
-describe.skipIf(prometheus === null || pushgateway === null)(
+describeUnless(missing('Prometheus', prometheus) ?? missing('the Pushgateway', pushgateway))(
   'the Grafana dashboard on a real Prometheus scraping the real Pushgateway (prometheus, pushgateway)',
   () => {
     let gateway: RunningPushgateway;
@@ -243,7 +246,7 @@ describe.skipIf(prometheus === null || pushgateway === null)(
         if (Date.now() > deadline) throw new Error('Prometheus did not scrape the three runs from the Pushgateway');
         await sleep(250);
       }
-      while ((await prom.query('kube_job_owner')).length === 0) await sleep(250);
+      await waitUntil(async () => (await prom.query('kube_job_owner')).length > 0, 'Prometheus did not scrape kube_job_owner', { everyMs: 250 });
     }, 120_000);
     afterAll(async () => {
       await prom?.stop();

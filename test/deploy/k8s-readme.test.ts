@@ -8,18 +8,19 @@
 import { execFileSync } from 'node:child_process';
 import { cp, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { beforeAll, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
 import { jobForBackfill } from '../../src/pipeline/windows/windowed-job.js';
 import { loadJobs } from '../../src/config/load-config.js';
 import { backfillItemIndex } from '../../src/pipeline/windows/run-windows.js';
 import { k8sToolOrSkip, runTool, tilehouseIn } from './k8s-tools.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
+import { describeUnless, missing } from '../support/skip.js';
 
 const kustomize = k8sToolOrSkip('kustomize', 'KUSTOMIZE_BIN');
 const decoder = k8sToolOrSkip('k8s-decode', 'K8S_DECODE_BIN');
 const podSecurity = k8sToolOrSkip('pod-security', 'POD_SECURITY_BIN');
-const available = kustomize !== null && decoder !== null && podSecurity !== null;
+const blocker = missing('kustomize', kustomize) ?? missing('k8s-decode', decoder) ?? missing('pod-security', podSecurity);
 
 type Obj = Record<string, any>;
 
@@ -41,7 +42,7 @@ const documents = (text: string): Obj[] =>
     .map((document) => document.toJS() as Obj)
     .filter((object) => object !== null);
 
-describe.skipIf(!available)('k8s/README.md, as written', () => {
+describeUnless(blocker)('k8s/README.md, as written', () => {
   const repo = tempDirForAll('tilehouse-config-repo-');
   let commands: string[];
   let rendered: Obj[] | undefined;
@@ -51,6 +52,8 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
     await mkdir(path.join(repo.path, 'config'));
     await cp('config/production.example.yaml', path.join(repo.path, 'config', 'production.yaml'));
   });
+
+  const namespaceOfBase = async (): Promise<string> => documents(await readFile(path.join(repo.path, 'k8s', 'namespace.yaml'), 'utf8'))[0]!.metadata.name;
 
   /** Runs one README command; false when no rule knows it. Order matters: the base comes first. */
   async function check(command: string): Promise<boolean> {
@@ -117,9 +120,48 @@ describe.skipIf(!available)('k8s/README.md, as written', () => {
       expect(result.status).toBe(command.endsWith('pod-security') ? 1 : 0);
       return true;
     }
-    // Need a cluster or Google Cloud: checked by what they name, not run.
-    if (/^kubectl -n tilehouse create secret generic tilehouse-credentials /.test(command)) return true;
-    if (/^gcloud (iam service-accounts|storage buckets) add-iam-policy-binding /.test(command)) return true;
+    // Need a cluster or Google Cloud: not run, but what they name must be what the base and the
+    // config use (the secret and its keys, the namespace, the accounts, the bucket).
+    if ((match = /^kubectl -n (\S+) create secret generic (\S+) --from-literal=([\w-]+)=.+? --from-file=([\w-]+)=\S+$/.exec(command))) {
+      const [, namespace, secret, literalKey, fileKey] = match;
+      expect(await namespaceOfBase()).toBe(namespace);
+      const read = new Set<string>();
+      for (const cronJob of documents(await readFile(path.join(repo.path, 'k8s', 'cronjobs.yaml'), 'utf8'))) {
+        const pod = cronJob.spec.jobTemplate.spec.template.spec;
+        for (const variable of pod.containers.flatMap((container: Obj) => container.env ?? [])) {
+          const ref = variable.valueFrom?.secretKeyRef;
+          if (ref !== undefined) read.add(`${ref.name}/${ref.key}`);
+        }
+        for (const volume of pod.volumes ?? []) for (const item of volume.secret?.items ?? []) read.add(`${volume.secret.secretName}/${item.key}`);
+      }
+      expect([...read].sort()).toEqual([`${secret}/${literalKey}`, `${secret}/${fileKey}`].sort());
+      return true;
+    }
+    if (
+      (match =
+        /^gcloud iam service-accounts add-iam-policy-binding (\S+) --role roles\/iam\.workloadIdentityUser --member "serviceAccount:[\w-]+\.svc\.id\.goog\[([^/]+)\/([^\]]+)\]"$/.exec(
+          command,
+        ))
+    ) {
+      const [, googleAccount, namespace, account] = match;
+      const [serviceAccount] = documents(await readFile(path.join(repo.path, 'k8s', 'serviceaccount.yaml'), 'utf8'));
+      expect(serviceAccount!.metadata.annotations['iam.gke.io/gcp-service-account']).toBe(googleAccount);
+      expect(serviceAccount!.metadata.name).toBe(account);
+      expect(await namespaceOfBase()).toBe(namespace);
+      return true;
+    }
+    if (
+      (match = /^gcloud storage buckets add-iam-policy-binding gs:\/\/([^/\s]+) --role roles\/storage\.objectUser --member "serviceAccount:(\S+)"$/.exec(
+        command,
+      ))
+    ) {
+      const [, bucket, googleAccount] = match;
+      const config = parse(await readFile(path.join(repo.path, 'config', 'production.yaml'), 'utf8')) as Obj;
+      expect(config.sinks.csv.directory).toMatch(new RegExp(`^gs://${bucket}/`));
+      const [serviceAccount] = documents(await readFile(path.join(repo.path, 'k8s', 'serviceaccount.yaml'), 'utf8'));
+      expect(serviceAccount!.metadata.annotations['iam.gke.io/gcp-service-account']).toBe(googleAccount);
+      return true;
+    }
     return false;
   }
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../support/cli-harness.js';
 import { CLI } from '../support/spawn-cli.js';
+import { underCi } from '../support/ci.js';
 
 /**
  * Kubernetes' own tools, built into .tools/bin by `npm run setup:tools`: the real kustomize
@@ -13,7 +14,7 @@ import { CLI } from '../support/spawn-cli.js';
 export function k8sToolOrSkip(name: 'kustomize' | 'k8s-decode' | 'pod-security', envVar: string): string | null {
   const binary = process.env[envVar] ?? path.resolve('.tools/bin', name);
   if (existsSync(binary)) return binary;
-  if (process.env.CI) throw new Error(`CI is set but ${binary} is missing: run \`npm run setup:${name}\`.`);
+  if (underCi()) throw new Error(`CI is set but ${binary} is missing: run \`npm run setup:${name}\`.`);
   console.warn(`[tilehouse] ${name} not found at ${binary}; the tests that need it are skipped. Build it with \`npm run setup:${name}\`.`);
   return null;
 }

@@ -7,17 +7,18 @@
  */
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PLACEHOLDER_KUSTOMIZATION } from '../../src/deploy/base-scaffold.js';
 import { listFiles } from '../support/cli-harness.js';
 import { k8sToolOrSkip, runTool, tilehouseIn, type ToolResult } from './k8s-tools.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
+import { describeUnless, missing } from '../support/skip.js';
 
 const kustomize = k8sToolOrSkip('kustomize', 'KUSTOMIZE_BIN');
 const decoder = k8sToolOrSkip('k8s-decode', 'K8S_DECODE_BIN');
 const podSecurity = k8sToolOrSkip('pod-security', 'POD_SECURITY_BIN');
-const available = kustomize !== null && decoder !== null && podSecurity !== null;
+const blocker = missing('kustomize', kustomize) ?? missing('k8s-decode', decoder) ?? missing('pod-security', podSecurity);
 
 type Obj = Record<string, any>;
 
@@ -44,7 +45,7 @@ function kindsAndNames(objects: Obj[]): string[] {
   return objects.map((object) => `${object.kind} ${object.metadata.name}`);
 }
 
-describe.skipIf(!available)('kustomize build (the real kustomize)', () => {
+describeUnless(blocker)('kustomize build (the real kustomize)', () => {
   it("of an untouched clone's k8s/ renders nothing: `kubectl apply -k k8s/` starts no demo CronJob", () => {
     const rendered = build('k8s');
     expect(rendered.stderr).toBe('');
@@ -79,7 +80,7 @@ describe.skipIf(!available)('kustomize build (the real kustomize)', () => {
 
 const tilehouse = (args: string[], cwd: string) => tilehouseIn(cwd, args);
 
-describe.skipIf(!available)("tilehouse k8s in a config repository of one's own", () => {
+describeUnless(blocker)("tilehouse k8s in a config repository of one's own", () => {
   const repo = tempDirEachTest('tilehouse-config-repo-');
   const command = ['k8s', '--config', 'config/production.yaml', '--jobs', 'jobs', '--out', 'k8s/cronjobs.yaml'];
 

@@ -7,16 +7,17 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
 import { k8sToolOrSkip, printedBackfillJob, runTool } from './k8s-tools.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
+import { describeUnless, missing } from '../support/skip.js';
 
 const podSecurity = k8sToolOrSkip('pod-security', 'POD_SECURITY_BIN');
 
 const judge = (manifests: string) => runTool(podSecurity!, [], { input: manifests });
 
-describe.skipIf(podSecurity === null)('pod templates under the "restricted" Pod Security Standard', () => {
+describeUnless(missing('pod-security', podSecurity))('pod templates under the "restricted" Pod Security Standard', () => {
   const scratch = tempDirForAll();
   let backfillTemplate: string;
   beforeAll(async () => {

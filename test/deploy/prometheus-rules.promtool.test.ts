@@ -1,9 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { promtool, promtoolBinaryOrSkip } from './promtool.js';
 import { tempDirForAll } from '../support/temp-dir-hooks.js';
+import { describeUnless, missing } from '../support/skip.js';
 
 interface RuleGroups {
   groups: Array<{ name: string; rules: Array<Record<string, unknown>> }>;
@@ -23,7 +24,7 @@ if (binary === null)
   );
 
 /** What `promtool check rules` checks (scripts/promtool/main.go): YAML fields, PromQL, templates, durations. */
-describe.skipIf(binary === null)('k8s/prometheus-rules.yaml under promtool check rules', () => {
+describeUnless(missing('promtool-check-rules', binary))('k8s/prometheus-rules.yaml under promtool check rules', () => {
   const dir = tempDirForAll();
 
   async function check(groups: RuleGroups) {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { underCi } from '../support/ci.js';
 
 const run = promisify(execFile);
 
@@ -13,7 +14,7 @@ const run = promisify(execFile);
 export function promtoolBinaryOrSkip(): string | null {
   const binary = process.env.PROMTOOL_CHECK_RULES_BIN ?? path.resolve('.tools/bin/promtool-check-rules');
   if (existsSync(binary)) return binary;
-  if (process.env.CI) throw new Error(`CI is set but no promtool is installed at ${binary}: run \`npm run setup:promtool\`.`);
+  if (underCi()) throw new Error(`CI is set but no promtool is installed at ${binary}: run \`npm run setup:promtool\`.`);
   return null;
 }
 

@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/temp-dir.js';
 import { commandKey, headingAnchors, relativeLinks, shownCommands, type ShownCommand } from './markdown-commands.js';
+import { underCi } from '../support/ci.js';
+import { itUnless } from '../support/skip.js';
 
 /**
  * Issue 25: every command README.md, docs/*.md and bench/README.md (k8s/README.md: test/deploy/k8s-readme.test.ts) show in a ```sh
@@ -533,8 +535,8 @@ for (const group of GROUPS) {
     if (ONE_SHELL.has(group)) {
       const emulator = path.join(ROOT, '.tools', 'bin', 'bigquery-emulator');
       const installed = existsSync(emulator);
-      if (!installed && process.env.CI) throw new Error(`CI is set but ${emulator} is missing: run \`npm run setup:tools\``);
-      it.skipIf(!installed)(
+      if (!installed && underCi()) throw new Error(`CI is set but ${emulator} is missing: run \`npm run setup:tools\``);
+      itUnless(installed ? null : `${emulator} is not installed (npm run setup:tools)`)(
         `${steps[0]?.file}:${steps[0]?.line}: the ${steps.length} lines, as one script (emulator)`,
         async () => {
           // The walk-through names its port; a port already taken would aim it at someone else's server.

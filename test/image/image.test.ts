@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { loadEnvironment, loadJobs } from '../../src/config/load-config.js';
@@ -34,12 +34,13 @@ import {
 } from '../support/container-image.js';
 import { detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { describeUnless } from '../support/skip.js';
 
 const run = promisify(execFile);
 
 const mode = imageTestMode(imageTestBlocker());
 if (!mode.run) console.warn(`[tilehouse] image tests skipped: ${mode.reason}`);
-const describeImage = mode.run ? describe : describe.skip;
+const describeImage = describeUnless(mode.run ? null : mode.reason);
 
 const IMAGE = `localhost/tilehouse:test-${process.pid}`;
 const JOB = 'incident_detail';

@@ -4,6 +4,8 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe } from 'vitest';
+import { describeUnless } from '../support/skip.js';
+import { underCi } from '../support/ci.js';
 
 /**
  * A real Prometheus Pushgateway for the metrics tests, built by scripts/install-pushgateway.sh
@@ -13,7 +15,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 export function pushgatewayBinaryOrSkip(): string | null {
   const binary = process.env.PUSHGATEWAY_BIN ?? path.resolve('.tools/bin/pushgateway');
   if (existsSync(binary)) return binary;
-  if (process.env.CI) throw new Error(`CI is set but no Pushgateway is installed at ${binary}: run \`npm run setup:pushgateway\`.`);
+  if (underCi()) throw new Error(`CI is set but no Pushgateway is installed at ${binary}: run \`npm run setup:pushgateway\`.`);
   return null;
 }
 
@@ -64,7 +66,7 @@ export function describeWithPushgateway(title: string, body: (gateway: { url: st
   const binary = pushgatewayBinaryOrSkip();
   const fullTitle = `${title} (pushgateway)`;
   if (binary === null) {
-    describe.skip(fullTitle, () => undefined);
+    describeUnless('the Pushgateway is not installed (npm run setup:pushgateway)')(fullTitle, () => undefined);
     return;
   }
   describe(fullTitle, () => {

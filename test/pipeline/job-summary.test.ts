@@ -87,7 +87,7 @@ describe('a failed tile names its job, whatever raised the error', () => {
   it.each([
     ['a Parquet value', new ParquetValueError('n', 1n, 'does not fit'), 'parquet_value_invalid'],
     ['a Parquet schema', new ParquetSchemaError('a Parquet file needs at least one column'), 'parquet_schema_invalid'],
-    ['a Parquet target read back', new ParquetFileInvalidError('parquet_truncated', '/out/x.parquet', '3 bytes'), 'parquet_truncated'],
+    ['a Parquet target read back', new ParquetFileInvalidError('/out/x.parquet', '3 bytes'), 'target_unreadable'],
     ['a BigQuery value', new BigQueryValueError('n', '1e999', 'is not a finite FLOAT64'), 'bigquery_value_invalid'],
     ['a BigQuery row of the wrong width', new BigQuerySinkStateError('a row has 2 values for 3 columns'), 'internal_error'],
     ["a page's columns", new ColumnCountMismatchError(3, 2), 'column_count_mismatch'],
@@ -102,7 +102,7 @@ describe('a failed tile names its job, whatever raised the error', () => {
   it("the BigQuery load file names the job itself, and its sink's kind", () => {
     const error = new LoadFileError('daily', '/tmp/x.ndjson', 'writing it', new Error('EIO'));
     expect(failedSummary(job, Date.now(), stats, counters, error).error).toEqual({
-      code: 'bigquery_load_file_failed',
+      code: 'write_failed',
       message: 'job daily: load file /tmp/x.ndjson: writing it failed: EIO',
       targetKind: 'bigquery',
     });

@@ -11,7 +11,7 @@ import { detailQueryAbove } from '../support/queries.js';
 // The publish guard of object targets, gs:// (fake-gcs-server) and s3:// (moto), the same test
 // against each: what an object holds is read from its manifest object, else from the object
 // itself (CSV records, gunzipped; Parquet's footer by ranged reads); a refusal leaves every object
-// byte-identical and no temp object (or multipart upload) behind.
+// byte-identical and no temp object (or, on S3, multipart upload: store.objects lists them) behind.
 const INCIDENTS = 200;
 
 const fixture = sandboxAndRootForAll({ incidents: INCIDENTS });

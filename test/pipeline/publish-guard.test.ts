@@ -138,7 +138,13 @@ describe('the publish guard of a local CSV file emptied by hand to its header', 
     ]);
     await mkdir(workspace.outDir, { recursive: true });
     await writeFile(path.join(workspace.outDir, 'incidents.csv'), 'Number,Created,Description,Severity\r\n');
-    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox) });
+    const summaryFile = path.join(dir, 'summary.json');
+    const result = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--summary-json', summaryFile], {
+      env: sandboxEnv(fixture.sandbox),
+    });
     expect(result.exitCode).toBe(0);
+    // Judged as holding 0 rows, not passed unjudged: an unreadable target ("unknown") exits 0 too.
+    const summary = JSON.parse(await readFile(summaryFile, 'utf8')) as { tiles: Array<{ guard: { verdicts: unknown[] } }> };
+    expect(summary.tiles[0]!.guard.verdicts).toEqual([expect.objectContaining({ verdict: 'pass', held: 0, exported: 0 })]);
   });
 });

@@ -12,8 +12,10 @@ import { answerJson, startGcsProxy } from '../support/gcs-proxy.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
 import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
-import { dailySeverityQuery, detailQuery } from '../support/queries.js';
+import { dailyCsvBackfillJob, detailQuery } from '../support/queries.js';
 import { makeTempDir } from '../support/temp-dir.js';
+import { spawnCli } from '../support/spawn-cli.js';
+import { openToOthers, UNPRIVILEGED } from '../support/unprivileged.js';
 
 let sandbox: Sandbox;
 let root: string;
@@ -67,16 +69,22 @@ describe('a local CSV directory', () => {
     expect({ exports, tokens }).toEqual({ exports: 0, tokens: 0 });
   });
 
-  // Mode bits do not stop root (the suite's usual user): the case above is the one that binds it.
-  it.skipIf(process.getuid?.() === 0)('that is a read-only directory (a non-root user): exit 1, zero export requests', async () => {
+  // Mode bits do not stop root (the suite's usual user): the CLI runs as nobody then.
+  it('that is a read-only directory (for a user who may not write it): exit 1, zero export requests', async () => {
     const workspace = await writeWorkspace(caseDir, sandbox, [detail]);
     await mkdir(workspace.outDir, { recursive: true });
     await chmod(workspace.outDir, 0o555);
-    const { result, exports } = await run(workspace);
+    await openToOthers(caseDir, root);
+    const before = sandbox.requests.length;
+    const result = await spawnCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: sandboxEnv(sandbox),
+      timeoutMs: 30_000,
+      spawn: UNPRIVILEGED,
+    });
     await chmod(workspace.outDir, 0o755);
-    expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain('permission_denied');
-    expect(exports).toBe(0);
+    expect(result.code).toBe(1);
+    expect(requestsSince(before).exports).toBe(0);
   });
 
   it('not there yet but creatable (the legal case): the run creates it and exports', async () => {
@@ -89,15 +97,7 @@ describe('a local CSV directory', () => {
   });
 
   it('fails every window of a backfill without an export request', async () => {
-    const job = {
-      name: 'daily',
-      tile: SANDBOX_TILE,
-      query: dailySeverityQuery,
-      sinks: [{ type: 'csv' }],
-      columns: { Day: { type: 'DATE' } },
-      backfill: { item: 'day', bucketColumn: 'Day' },
-    };
-    const workspace = await writeWorkspace(caseDir, sandbox, [job]);
+    const workspace = await writeWorkspace(caseDir, sandbox, [dailyCsvBackfillJob]);
     const file = path.join(caseDir, 'file');
     await writeFile(file, '');
     await withCsvDirectory(workspace, path.join(file, 'out'));

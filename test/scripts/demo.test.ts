@@ -30,7 +30,6 @@ async function freePort(): Promise<number> {
 
 describe('tilehouse schedule without a stop signal', () => {
   it('refuses with exit 2 before scheduling anything', async () => {
-    const started = Date.now();
     // With credentials, so that before the fix it got as far as starting the scheduler.
     const result = await runCli(['schedule', '--config', 'config/default.yaml', '--jobs', 'jobs'], {
       env: { TILEHOUSE_CLIENT_ID: 'id', TILEHOUSE_CLIENT_SECRET: 'secret' },
@@ -40,7 +39,6 @@ describe('tilehouse schedule without a stop signal', () => {
     expect(result.stderr).toContain('schedule: needs a stop signal (run it as a process)');
     // Nothing scheduled: no croner timer was left behind to keep a process alive.
     expect(result.logs.filter((line) => String(line.msg).startsWith('scheduled '))).toEqual([]);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
 
@@ -69,11 +67,10 @@ describe('npm run demo -- schedule', () => {
         await sleep(100);
       }
       expect(stderr).not.toContain('usage_invalid');
-      const stopAt = Date.now();
       child.kill('SIGTERM'); // tsx relays it to the demo's node process
+      // A worker that does not stop shows as no exit (null) here, not as a slow one.
       const [code, signal] = await Promise.race([exited, sleep(15_000).then(() => [null, null] as const)]);
       expect({ code, signal }).toEqual({ code: 143, signal: null });
-      expect(Date.now() - stopAt).toBeLessThan(15_000);
       expect(stderr).toContain('stopped: every running tile finished');
     } finally {
       if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');

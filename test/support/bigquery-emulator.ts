@@ -3,6 +3,8 @@ import { BigQuery } from '@google-cloud/bigquery';
 import { PassThroughClient } from 'google-auth-library';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { EMULATOR_PROJECT_ID, startEmulator, type RunningEmulator } from './bigquery-emulator-process.js';
+import { describeUnless } from './skip.js';
+import { underCi } from './ci.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,7 +24,7 @@ export interface EmulatorEndpoint {
  */
 export function emulatorBinaryOrSkip(): string | null {
   const binary = inject('bigqueryEmulatorBinary');
-  if (binary === null && process.env.CI) {
+  if (binary === null && underCi()) {
     throw new Error('CI is set but no BigQuery emulator is installed: run `npm run setup:emulator`.');
   }
   return binary;
@@ -54,7 +56,7 @@ export function useOwnEmulator(binary: string): EmulatorEndpoint {
 export function describeWithEmulator(title: string, body: (endpoint: EmulatorEndpoint) => void): void {
   const binary = emulatorBinaryOrSkip();
   const fullTitle = `${title} (emulator)`;
-  if (binary === null) describe.skip(fullTitle, () => undefined);
+  if (binary === null) describeUnless('the BigQuery emulator is not installed (npm run setup:emulator)')(fullTitle, () => undefined);
   else describe(fullTitle, () => body(useOwnEmulator(binary)));
 }
 

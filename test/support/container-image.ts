@@ -5,9 +5,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { makeTempDir } from './temp-dir.js';
 import { shellQuote } from './shell-quote.js';
+import { underCi } from './ci.js';
 
 /**
- * The image, built and run without a container engine (../shared/notes/container-image.md):
+ * The image, built and run without a container engine:
  * `buildah bud` (vfs storage, chroot isolation) builds the repository's Dockerfile as is, and a pod
  * is reproduced around the image's root filesystem with util-linux alone: a mount and PID
  * namespace (`unshare`), the pod's volumes bound onto their mount points, the root remounted
@@ -43,7 +44,7 @@ export function imageTestBlocker(host: { uid?: number; installed?: (tool: string
  */
 export function imageTestMode(blocker: string | null, env: NodeJS.ProcessEnv = process.env): { run: true } | { run: false; reason: string } {
   if (blocker === null) return { run: true };
-  if (env.CI) throw new Error(`CI is set but the image tests cannot run: ${blocker}. .ci/run installs buildah and debootstrap as root.`);
+  if (underCi(env)) throw new Error(`CI is set but the image tests cannot run: ${blocker}. .ci/run installs buildah and debootstrap as root.`);
   return { run: false, reason: blocker };
 }
 

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { createStorageClient } from '../../src/sinks/stores/gcs/storage-client.js';
 import { findFakeGcsBinary, PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs } from './fake-gcs-process.js';
 import { startGcsPreconditionProxy, type GcsPreconditionProxy } from './gcs-precondition-proxy.js';
+import { describeUnless } from './skip.js';
+import { underCi } from './ci.js';
 
 export { PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs };
 
@@ -14,7 +16,7 @@ export { PROJECT_LOCAL_FAKE_GCS, startFakeGcs, type RunningFakeGcs };
 export function fakeGcsBinaryOrSkip(env: NodeJS.ProcessEnv = process.env, projectLocal: string = PROJECT_LOCAL_FAKE_GCS): string | null {
   const found = findFakeGcsBinary(env, projectLocal);
   if (found !== undefined) return found;
-  if (env.CI) throw new Error('CI is set but fake-gcs-server is not installed: run `npm run setup:fake-gcs` (builds .tools/bin/fake-gcs-server).');
+  if (underCi(env)) throw new Error('CI is set but fake-gcs-server is not installed: run `npm run setup:fake-gcs` (builds .tools/bin/fake-gcs-server).');
   return null;
 }
 
@@ -48,7 +50,7 @@ export function describeWithFakeGcs(title: string, body: (gcs: FakeGcs) => void)
   const binary = fakeGcsBinaryOrSkip();
   const fullTitle = `${title} (fake-gcs-server)`;
   if (binary === null) {
-    describe.skip(fullTitle, () => undefined);
+    describeUnless('fake-gcs-server is not installed (npm run setup:fake-gcs)')(fullTitle, () => undefined);
     return;
   }
   describe(fullTitle, () => {

@@ -10,8 +10,8 @@ import type { TokenBook } from './google-token-book.js';
  * that carry `Metadata-Flavor: Google` (as the real one does, 403 otherwise), and answers them with
  * that header (the library refuses an answer without it).
  *
- * Faults: `refuseForMs` from the start (nothing listens yet: connections are refused, the pod's
- * first moments); counted from the first request, so that they hold however long the process under
+ * Faults: `refuseForMs` from the start, or until `refuseUntil` settles (nothing listens yet:
+ * connections are refused, the pod's first moments); counted from the first request, so that they hold however long the process under
  * test takes to start: `unavailableForMs` (503 to everything), `tokenUnavailableForMs` (503 on
  * the token path only: the server is up but cannot mint tokens yet).
  */
@@ -22,6 +22,8 @@ export interface FakeMetadataOptions {
   /** `expires_in` of every token, seconds. Default 3600. */
   tokenLifetimeSeconds?: number;
   refuseForMs?: number;
+  /** Refuses connections until this settles (a moment the test chooses, not a time from the start). */
+  refuseUntil?: Promise<unknown>;
   unavailableForMs?: number;
   tokenUnavailableForMs?: number;
 }
@@ -85,7 +87,9 @@ export async function startFakeMetadataServer(options: FakeMetadataOptions): Pro
   };
   let listening: Promise<void>;
   let timer: NodeJS.Timeout | undefined;
-  if ((options.refuseForMs ?? 0) > 0) {
+  if (options.refuseUntil !== undefined) {
+    listening = options.refuseUntil.then(listen);
+  } else if ((options.refuseForMs ?? 0) > 0) {
     listening = new Promise((resolve, reject) => {
       timer = setTimeout(() => listen().then(resolve, reject), options.refuseForMs);
     });

@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * A loopback proxy in front of fake-gcs-server that behaves like Cloud Storage where the fake
- * server does not: fake-gcs-server v1.56.1 ignores `ifGenerationMatch` on rewriteTo/copyTo (see
- * /work/shared/notes/cloud-storage.md), so a test of "a concurrent writer is detected" against it
+ * server does not: fake-gcs-server v1.56.1 ignores `ifGenerationMatch` on rewriteTo/copyTo (it
+ * copies whatever the precondition says), so a test of "a concurrent writer is detected" against it
  * alone passes whether or not the sink is right. Here every rewrite/copy is checked against the
  * destination's current generation and answered 412 (Cloud Storage's own body) on a mismatch,
  * one rewrite per destination at a time, so the check and the write are one step as they are in

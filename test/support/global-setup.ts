@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { findEmulatorBinary, PROJECT_LOCAL_EMULATOR, startEmulator } from './bigquery-emulator-process.js';
+import { underCi } from './ci.js';
 
 /**
  * Finds the BigQuery emulator, proves it starts, and hands its path to the tests through
@@ -20,7 +21,7 @@ export async function provideBigQueryEmulator(
   const env = options.env ?? process.env;
   const binary = await findEmulatorBinary(env, options.projectLocal ?? PROJECT_LOCAL_EMULATOR);
   if (binary === undefined) {
-    if (env.CI) {
+    if (underCi(env)) {
       throw new Error(
         'CI is set but the BigQuery emulator is not installed: run `npm run setup:emulator` ' +
           '(builds .tools/bin/bigquery-emulator), or point BIGQUERY_EMULATOR_BIN at a binary.',

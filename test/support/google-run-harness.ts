@@ -18,6 +18,7 @@ import { startFakeGcs, type RunningFakeGcs } from './fake-gcs-process.js';
 import { TokenBook } from './google-token-book.js';
 import { detailQuery } from './queries.js';
 import { makeTempDir } from './temp-dir.js';
+import { describeUnless } from './skip.js';
 
 /**
  * Runs of tilehouse as production runs them against Google: Application Default Credentials, no
@@ -60,7 +61,7 @@ export function describeWithGoogleRig(title: string, body: (rig: GoogleRig) => v
   const fakeGcs = fakeGcsBinaryOrSkip();
   const fullTitle = `${title} (emulator, fake-gcs-server)`;
   if (emulator === null || fakeGcs === null) {
-    describe.skip(fullTitle, () => undefined);
+    describeUnless('the BigQuery emulator or fake-gcs-server is not installed (npm run setup:tools)')(fullTitle, () => undefined);
     return;
   }
   describe(fullTitle, () => {

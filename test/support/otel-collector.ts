@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { freePort } from './bigquery-emulator-process.js';
 import { stopProcess } from './child-process.js';
 import { makeTempDir } from './temp-dir.js';
+import { describeUnless } from './skip.js';
+import { underCi } from './ci.js';
 
 /**
  * The real OpenTelemetry Collector (core OTLP receiver, contrib file exporter), built by
@@ -17,7 +19,7 @@ import { makeTempDir } from './temp-dir.js';
 export function otelcolBinaryOrSkip(): string | null {
   const binary = process.env.OTELCOL_BIN ?? path.resolve('.tools/bin/otelcol');
   if (existsSync(binary)) return binary;
-  if (process.env.CI) throw new Error(`CI is set but no OpenTelemetry Collector is installed at ${binary}: run \`npm run setup:otelcol\`.`);
+  if (underCi()) throw new Error(`CI is set but no OpenTelemetry Collector is installed at ${binary}: run \`npm run setup:otelcol\`.`);
   return null;
 }
 
@@ -204,7 +206,7 @@ export function describeWithCollector(title: string, body: (collector: RunningCo
   const binary = otelcolBinaryOrSkip();
   const fullTitle = `${title} (otelcol)`;
   if (binary === null) {
-    describe.skip(fullTitle, () => undefined);
+    describeUnless('the OpenTelemetry Collector is not installed (npm run setup:otelcol)')(fullTitle, () => undefined);
     return;
   }
   describe(fullTitle, () => {

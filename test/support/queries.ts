@@ -50,6 +50,16 @@ export const dailySeverityQuery = {
   options: { pageNumber: 0, itemsPerPage: 50 },
 };
 
+/** A job that backfills dailySeverityQuery into CSV files, a day per window. */
+export const dailyCsvBackfillJob = {
+  name: 'daily',
+  tile: SANDBOX_TILE,
+  query: dailySeverityQuery,
+  sinks: [{ type: 'csv' }],
+  columns: { Day: { type: 'DATE' } },
+  backfill: { item: 'day', bucketColumn: 'Day' },
+};
+
 /** Incidents per day over the last 30 days (the daily query without the severity split). */
 export const dailyQuery = { ...dailySeverityQuery, items: dailySeverityQuery.items.filter((item) => item.header !== 'Severity') };
 

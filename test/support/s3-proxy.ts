@@ -7,7 +7,7 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
  * the server does not, and fails chosen requests the ways S3 documents.
  *
  * What it enforces, measured (docs/s3.md, "What the test server does"): moto 5.2.5 (and MinIO
- * 2026-02, /work/shared/notes/s3.md) copies an object whatever the destination conditions of a
+ * 2026-02) copies an object whatever the destination conditions of a
  * CopyObject say (`If-Match`, `If-None-Match: *`): both answer 200 and overwrite. Amazon S3
  * answers 412 PreconditionFailed (conditional copy, 2025). So a CopyObject that carries either
  * header is checked here first against the destination's current ETag (read from the server), and

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { createS3Client } from '../../src/sinks/stores/s3/s3-client.js';
 import { findMotoBinary, PROJECT_LOCAL_MOTO, startMoto } from './moto-process.js';
 import { startS3Proxy, type S3Proxy } from './s3-proxy.js';
+import { describeUnless } from './skip.js';
+import { underCi } from './ci.js';
 
 export { startMoto };
 
@@ -18,7 +20,8 @@ export const TEST_AWS_ENV = { AWS_ACCESS_KEY_ID: 'tilehouse-test', AWS_SECRET_AC
 export function motoBinaryOrSkip(env: NodeJS.ProcessEnv = process.env, projectLocal: string = PROJECT_LOCAL_MOTO): string | null {
   const found = findMotoBinary(env, projectLocal);
   if (found !== undefined) return found;
-  if (env.CI) throw new Error('CI is set but moto is not installed: run `npm run setup:moto` (a venv under .tools/moto, the launcher .tools/bin/moto_server).');
+  if (underCi(env))
+    throw new Error('CI is set but moto is not installed: run `npm run setup:moto` (a venv under .tools/moto, the launcher .tools/bin/moto_server).');
   return null;
 }
 
@@ -95,7 +98,7 @@ export function describeWithS3(title: string, body: (s3: TestS3) => void): void 
   const binary = motoBinaryOrSkip();
   const fullTitle = `${title} (moto S3 server)`;
   if (binary === null) {
-    describe.skip(fullTitle, () => undefined);
+    describeUnless('moto is not installed (npm run setup:moto)')(fullTitle, () => undefined);
     return;
   }
   describe(fullTitle, () => {

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { underCi } from './ci.js';
 
 /**
  * A real full disk: mounts a tmpfs of `size` on `directory`. Mounting needs root (CI here runs as
@@ -10,7 +11,7 @@ export function tryMountTinyFs(directory: string, size = '64k'): string | undefi
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', directory], { stdio: 'pipe' });
     return undefined;
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`CI=true: a tmpfs must be mountable for the disk-full tests: ${(error as Error).message}`);
+    if (underCi()) throw new Error(`CI=true: a tmpfs must be mountable for the disk-full tests: ${(error as Error).message}`);
     return (error as Error).message;
   }
 }

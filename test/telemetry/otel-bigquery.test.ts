@@ -2,7 +2,7 @@
 // proxy that adds copy jobs), as the real OpenTelemetry Collector received it: the BigQuery
 // publish span names its load and copy jobs.
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
 import { startEmulatorWithCopyJobs, type EmulatorWithCopyJobs } from '../support/bigquery-fake-server.js';
@@ -12,6 +12,7 @@ import { otelcolBinaryOrSkip, startCollector, type RunningCollector } from '../s
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { itUnless, missing } from '../support/skip.js';
 
 const otelcol = otelcolBinaryOrSkip();
 
@@ -29,7 +30,7 @@ describeWithEmulator('a CSV and a BigQuery tile traced into a real OpenTelemetry
     await proxy?.close();
   });
 
-  it.skipIf(otelcol === null)(
+  itUnless(missing('the OpenTelemetry Collector', otelcol))(
     'run → tile → token, pages, prepare, publish; the BigQuery publish names its load and copy jobs',
     async () => {
       const dataset = uniqueDatasetId('otel');

@@ -1,7 +1,7 @@
 // A CSV job into gs:// (fake-gcs-server) traced into the real OpenTelemetry Collector: the publish
 // span names the object's new generation, as the bucket holds it.
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { describeWithFakeGcs } from '../support/fake-gcs-server.js';
@@ -9,6 +9,7 @@ import { otelcolBinaryOrSkip, startCollector, type RunningCollector } from '../s
 import { detailQuery } from '../support/queries.js';
 import { spawnCli } from '../support/spawn-cli.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { itUnless, missing } from '../support/skip.js';
 
 const otelcol = otelcolBinaryOrSkip();
 
@@ -23,7 +24,7 @@ describeWithFakeGcs('a gs:// CSV tile traced into a real OpenTelemetry Collector
     await collector?.stop();
   });
 
-  it.skipIf(otelcol === null)(
+  itUnless(missing('the OpenTelemetry Collector', otelcol))(
     "the publish span names the object's new generation",
     async () => {
       const bucket = await gcs.newBucket('otel');

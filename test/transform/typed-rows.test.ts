@@ -107,15 +107,14 @@ describe('toTypedRows', () => {
     expect(toTypedRows([], columns, options)).toEqual({ rows: [], nulledValues: 0 });
   });
 
-  it('types 100k rows of mixed columns quickly', () => {
+  // How fast is the bench's to say (a ratio in one run), not a wall-clock bound here.
+  it('types 100k rows of mixed columns, the last as the first', () => {
     const row = ['42', 12.5, '3.25', 'resolved', { $date: 1_706_743_800_000 }, '2024-02-01T10:00:00'];
     const rows = Array.from({ length: 100_000 }, () => row);
-    const started = performance.now();
     const result = toTypedRows(rows, columns, options);
-    const elapsed = performance.now() - started;
     expect(result.rows).toHaveLength(100_000);
-    // Generous bound for a shared 2-core CI box; locally this takes well under 200 ms.
-    expect(elapsed).toBeLessThan(3000);
+    expect(result.rows[99_999]).toEqual(toTypedRows([row], columns, options).rows[0]);
+    expect(result.nulledValues).toBe(0);
   });
 
   it('types literals the JSON reader kept exact from their digits: INT64 and NUMERIC exact, FLOAT64 nearest, STRING as sent', () => {

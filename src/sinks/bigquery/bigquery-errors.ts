@@ -278,7 +278,7 @@ export class BigQueryRowCountMismatchError extends TilehouseError {
  * hold the new run, the others the previous one. A re-run replaces them all again.
  */
 export class BigQueryPartiallyPublishedError extends TilehouseError implements PartialPublishFailure {
-  readonly code = 'bigquery_partially_published';
+  readonly code = 'partially_published';
   /** The table changed in part: the run is partially published even if this sink published first. */
   readonly partialPublish = true;
 

@@ -30,14 +30,14 @@ export function removeStaleLoadFiles(directory: string): Promise<string[]> {
 
 /**
  * Writing the local load file failed (`disk_full`, `permission_denied`, or
- * `bigquery_load_file_failed`): a failure of the BigQuery sink, whose target kind it carries.
+ * `write_failed`): a failure of the BigQuery sink, whose target kind it carries.
  */
 export class LoadFileError extends TilehouseError {
-  readonly code: FileSystemFailureCode | 'bigquery_load_file_failed';
+  readonly code: FileSystemFailureCode | 'write_failed';
   override readonly targetKind = 'bigquery';
 
   constructor(jobName: string, path: string, operation: string, cause: unknown) {
-    const code = fileSystemFailureCode(cause, 'bigquery_load_file_failed');
+    const code = fileSystemFailureCode(cause, 'write_failed');
     const hint = fileSystemFailureHint(code);
     super(`job ${jobName}: load file ${path}: ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}`, {
       cause,

@@ -41,7 +41,7 @@ export interface PublishRequest {
  * - `partitionBy` + `replace`: one copy per partition the rows fall in, `staging$p` onto
  *   `table$p` with WRITE_TRUNCATE. Each copy is atomic and replaces exactly its partition; the
  *   set is not (BigQuery has no multi-destination copy): a failure after the first copy is
- *   `bigquery_partially_published`, naming the partitions on each side. A run without rows
+ *   `partially_published`, naming the partitions on each side. A run without rows
  *   replaces no partition.
  * - `replace` of an existing table: a query job `SELECT … FROM staging` onto the table with
  *   WRITE_TRUNCATE_DATA, which replaces the rows in one atomic step but keeps the table's schema

@@ -15,6 +15,7 @@
 import { buffer } from 'node:stream/consumers';
 import { defaultParquetPathTemplate, type ParquetSinkConfig } from '../../config/parquet-sink-schema.js';
 import type { Column } from '../../transform/column.js';
+import { FileTargetUnreadableError } from '../files/file-errors.js';
 import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetCompression } from './encoder/parquet-encoder.js';
 import { ParquetFileInvalidError, ParquetSchemaError } from './encoder/parquet-errors.js';
@@ -59,13 +60,27 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
     };
   },
   columnNames: (columns: readonly Column[]) => columns.map((column) => column.name),
-  readColumns: async (file) => (await readFooterColumns(file)).map((column) => column.name),
+  readColumns: (file) => readingFooter(file, async () => (await readFooterColumns(file)).map((column) => column.name)),
   // The footer's num_rows: two ranged reads, however large the file.
-  countRows: async (file) => readParquetRowCount(...(await footerTail(file))),
+  countRows: (file) => readingFooter(file, async () => readParquetRowCount(...(await footerTail(file)))),
 };
 
 /** The footer's key holding the tile's headers, in column order (a JSON array of strings). */
 const HEADERS_KEY = 'tilehouse.headers';
+
+/**
+ * Reads a stored file's footer; bytes that are not a Parquet file tilehouse reads are a target
+ * that cannot be read (`target_unreadable`, as a CSV target's), which the sink names the job in. A
+ * failed read (a download cut off) stays what it was.
+ */
+async function readingFooter<T>(file: StoredFile, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof ParquetFileInvalidError) throw new FileTargetUnreadableError(parquetFormat, file.location, error.reason, error);
+    throw error;
+  }
+}
 
 /** Parquet's smallest file: "PAR1", a footer length and "PAR1". */
 const MIN_FILE_BYTES = 12;
@@ -82,11 +97,10 @@ export async function readFooterColumns(file: StoredFile): Promise<ReturnType<ty
 /** A stored file's footer and trailer, and its location for messages. */
 async function footerTail(file: StoredFile): Promise<[Uint8Array, string]> {
   const size = await file.size();
-  if (size < MIN_FILE_BYTES)
-    throw new ParquetFileInvalidError('parquet_truncated', file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
+  if (size < MIN_FILE_BYTES) throw new ParquetFileInvalidError(file.location, `${size} bytes, a Parquet file has at least ${MIN_FILE_BYTES}`);
   const footerLength = parquetFooterLength(await buffer(file.read({ start: size - 8, end: size - 1 })), file.location);
   if (footerLength + MIN_FILE_BYTES > size) {
-    throw new ParquetFileInvalidError('parquet_truncated', file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
+    throw new ParquetFileInvalidError(file.location, `its footer is ${footerLength} bytes but the file is ${size}`);
   }
   return [await buffer(file.read({ start: size - 8 - footerLength, end: size - 1 })), file.location];
 }

@@ -71,8 +71,9 @@ export class ExportClient {
    */
   async fetchPage(pageNumber: number, gate?: RequestGate, whenNeeded?: Promise<boolean>): Promise<ExportPage> {
     // The run's token first (fetched once, then cached), so that its span is the tile's child,
-    // beside the pages, and not page 0's.
-    if (telemetry().enabled) await this.options.token.get();
+    // beside the pages, and not page 0's. Asked whether tracing is on or off: tracing must not
+    // change what the client does.
+    await this.options.token.get();
     return telemetry().inSpan(
       SPANS.page,
       { [ATTR.pageNumber]: pageNumber, [ATTR.httpMethod]: 'POST' },

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { residentKb, TreeRssSampler } from '../../../bench/peers/process-tree.js';
 import { childrenCpuMs, runTree } from '../../../bench/peers/tree-run.js';
+import { describeUnless, NO_PROC } from '../../support/skip.js';
 
 describe('residentKb', () => {
   it('reads VmRSS and VmHWM of a /proc/<pid>/status text', () => {
@@ -38,7 +39,7 @@ child.stdout.on('data', () => {});
 child.on('exit', (code) => { a.length; process.exit(code ?? 1); });
 `;
 
-describe.runIf(process.platform === 'linux')('runTree, on real processes', () => {
+describeUnless(NO_PROC)('runTree, on real processes', () => {
   it("reports the tree's peak (a parent's and its child's memory together), its CPU and its exit", async () => {
     const run = await runTree(process.execPath, ['-e', PARENT], { PATH: process.env.PATH }, process.cwd());
     expect(run.exitCode).toBe(0);

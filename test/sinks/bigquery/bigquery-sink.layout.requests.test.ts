@@ -156,7 +156,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     ]);
   });
 
-  it('reports a failure after the first partition copy as bigquery_partially_published, naming the partitions on each side', async () => {
+  it('reports a failure after the first partition copy as partially_published, naming the partitions on each side', async () => {
     const { fake, harness } = await setUp({
       'jobs.copy': (request, attempt) =>
         attempt === 2 ? jobResource(jobIdOf(request), 'DONE', { reason: 'invalid', message: 'partition is locked' }) : jobResource(jobIdOf(request), 'DONE'),
@@ -171,7 +171,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
       );
 
     expect(error).toMatchObject({
-      code: 'bigquery_partially_published',
+      code: 'partially_published',
       published: ['20240301'],
       unpublished: ['20240302', '20240303'],
       message: expect.stringMatching(
@@ -216,7 +216,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     expect(summary.error?.message).toContain(
       `new run in: part of ${FAKE_PROJECT_ID}.ops.daily; previous run still in: the rest of ${FAKE_PROJECT_ID}.ops.daily.`,
     );
-    expect(summary.error?.message).toContain(`(bigquery_partially_published: ${FAKE_PROJECT_ID}.ops.daily: partitions 20240301 hold the new run`);
+    expect(summary.error?.message).toContain(`(partially_published: ${FAKE_PROJECT_ID}.ops.daily: partitions 20240301 hold the new run`);
     // The causes it quotes, one inside the other, are the same job's: named once, in front.
     expect(summary.error?.message.match(/job open_incidents/g)).toEqual(['job open_incidents']);
     expect(summary.error?.message.startsWith('job open_incidents: ')).toBe(true);

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BigQueryColumnConflictError, BigQuerySinkStateError, BigQueryValueError } from '../../../src/sinks/bigquery/bigquery-errors.js';
 import { apiError, FAKE_PROJECT_ID, jobIdOf, jobResource, startFakeBigQuery, type FakeBigQuery } from '../../support/bigquery-fake-server.js';
 import { column, runContext, sinkHarness, type SinkHarness } from './sink-fixtures.js';
+import { waitUntil } from '../../support/wait-until.js';
 
 const columns = [column('incident', 'STRING'), column('count', 'INT64')];
 
@@ -126,7 +127,7 @@ describe('BigQueryWriter', () => {
       const writer = await ownHarness.sink({}).open(runContext({ columns, runId: 'r5' }));
       const preparing = writer.prepare();
       const failed = expect(preparing).rejects.toThrow(/aborted/);
-      while (own.calls('jobs.get').length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await waitUntil(() => own.calls('jobs.get').length > 0, 'the load job was never polled', { everyMs: 5 });
 
       await writer.abort();
       await failed;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NdjsonFile } from '../../../src/sinks/bigquery/ndjson-file.js';
 import { makeTempDir } from '../../support/temp-dir.js';
+import { underCi } from '../../support/ci.js';
 
 // A real full disk: a 64 KiB tmpfs as the load files' directory. Mounting needs root (CI here runs
 // as root, and there a failed mount fails the test); elsewhere the test says why it cannot run instead of passing vacuously.
@@ -18,7 +19,7 @@ beforeAll(async () => {
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', directory], { stdio: 'pipe' });
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`CI=true: a tmpfs must be mountable for the disk-full test: ${(error as Error).message}`);
+    if (underCi()) throw new Error(`CI=true: a tmpfs must be mountable for the disk-full test: ${(error as Error).message}`);
     mountFailure = (error as Error).message;
   }
 });

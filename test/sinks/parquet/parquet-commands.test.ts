@@ -81,7 +81,7 @@ describe('tilehouse plan with a Parquet sink', () => {
     const result = await cli('plan', ws);
     expect(result.exitCode).toBe(1);
     expect(result.stdout + result.stderr).toContain(
-      `parquet_not_parquet: ${path.join(ws.outDir, 'by_type.parquet')}: not a Parquet file tilehouse can read: it ends with ",3\\r\\n", not "PAR1"`,
+      `target_unreadable: job by_type: parquet ${path.join(ws.outDir, 'by_type.parquet')}: the existing file cannot be read as Parquet: it ends with ",3\\r\\n", not "PAR1"`,
     );
   });
 });
@@ -112,7 +112,9 @@ describeWithFakeGcs('tilehouse plan with a gs:// Parquet sink', (gcs) => {
       await gcs.storage.bucket(bucket).file('lake/by_type.parquet').save('Type,Incidents\r\n', { resumable: false });
       const refused = await run('plan');
       expect(refused.exitCode).toBe(1);
-      expect(refused.stdout + refused.stderr).toContain(`parquet_not_parquet: gs://${bucket}/lake/by_type.parquet: not a Parquet file tilehouse can read`);
+      expect(refused.stdout + refused.stderr).toContain(
+        `target_unreadable: job by_type: parquet gs://${bucket}/lake/by_type.parquet: the existing file cannot be read as Parquet`,
+      );
     } finally {
       await proxy.close();
     }

@@ -53,20 +53,22 @@ describe('parquetFormat', () => {
     expect(await parquetFormat.readColumns(stored(encoded([])), config)).toEqual(['incident_type', 'incidents']);
   });
 
-  it('refuses, naming the file, an empty file, a file cut short and a footer longer than the file', async () => {
+  it('refuses, naming the file, an empty file, a file cut short and a footer longer than the file: target_unreadable, as a CSV target', async () => {
     const bytes = encoded([['a', 1n]]);
     await expect(parquetFormat.readColumns(stored(Buffer.alloc(0)), config)).rejects.toMatchObject({
-      code: 'parquet_truncated',
-      message: expect.stringContaining('/data/lake.parquet: '),
+      code: 'target_unreadable',
+      format: 'parquet',
+      message: 'parquet /data/lake.parquet: the existing file cannot be read as Parquet: 0 bytes, a Parquet file has at least 12',
     });
     await expect(parquetFormat.readColumns(stored(bytes.subarray(0, bytes.length - 3), 'gs://b/x.parquet'), config)).rejects.toMatchObject({
-      code: 'parquet_not_parquet',
-      message: expect.stringContaining('gs://b/x.parquet: '),
+      code: 'target_unreadable',
+      targetKind: 'gcs',
+      message: expect.stringMatching(/^parquet gs:\/\/b\/x\.parquet: the existing file cannot be read as Parquet: it ends with .*, not "PAR1"$/),
     });
     const lying = Buffer.from(bytes);
     lying.writeUInt32LE(bytes.length, bytes.length - 8);
-    await expect(parquetFormat.readColumns(stored(lying), config)).rejects.toMatchObject({
-      code: 'parquet_truncated',
+    await expect(parquetFormat.countRows(stored(lying), config)).rejects.toMatchObject({
+      code: 'target_unreadable',
       message: expect.stringMatching(/its footer is \d+ bytes but the file is \d+/),
     });
   });

@@ -1,16 +1,19 @@
 import { TilehouseError } from '../../../errors.js';
 
 /**
- * Bytes that were expected to end a Parquet file written by tilehouse are not one. The code says
- * which way: `parquet_not_parquet` (no "PAR1" magic), `parquet_truncated` (the footer runs past
- * the bytes given), `parquet_footer_invalid` (the Thrift footer does not parse) or
- * `parquet_column_unsupported` (a column of a type tilehouse never writes).
+ * Bytes that were expected to end a Parquet file written by tilehouse are not one: no "PAR1"
+ * magic, a footer that runs past the bytes given or does not parse, or a column of a type
+ * tilehouse never writes (`reason` says which). For a stored target that is `target_unreadable`,
+ * as for a CSV target (parquet-format.ts hands it on as the file sink's FileTargetUnreadableError,
+ * which the sink names the job in).
  */
 export class ParquetFileInvalidError extends TilehouseError {
+  readonly code = 'target_unreadable';
+  override readonly format = 'parquet';
+
   constructor(
-    readonly code: 'parquet_not_parquet' | 'parquet_truncated' | 'parquet_footer_invalid' | 'parquet_column_unsupported',
     readonly source: string,
-    reason: string,
+    readonly reason: string,
   ) {
     super(`${source}: not a Parquet file tilehouse can read: ${reason}`);
   }
@@ -39,7 +42,7 @@ function describe(value: unknown): string {
   return text;
 }
 
-/** The encoder was given an unusable schema or options, or used after it finished or failed. */
+/** The encoder was given an unusable schema or options (a tile without visible columns, an unknown compression). */
 export class ParquetSchemaError extends TilehouseError {
   readonly code = 'parquet_schema_invalid';
 }

@@ -7,10 +7,10 @@ const MAGIC = 'PAR1';
 
 /** The footer's length, from a file's last 8 bytes (a little-endian length, then "PAR1"). */
 export function parquetFooterLength(last8: Uint8Array, source = 'parquet file'): number {
-  if (last8.length < 8) throw new ParquetFileInvalidError('parquet_truncated', source, `${last8.length} bytes, a Parquet file ends with 8`);
+  if (last8.length < 8) throw new ParquetFileInvalidError(source, `${last8.length} bytes, a Parquet file ends with 8`);
   const end = last8.subarray(last8.length - 8);
   const magic = String.fromCharCode(end[4]!, end[5]!, end[6]!, end[7]!);
-  if (magic !== MAGIC) throw new ParquetFileInvalidError('parquet_not_parquet', source, `it ends with ${JSON.stringify(magic)}, not "PAR1"`);
+  if (magic !== MAGIC) throw new ParquetFileInvalidError(source, `it ends with ${JSON.stringify(magic)}, not "PAR1"`);
   return new DataView(end.buffer, end.byteOffset, 8).getUint32(0, true);
 }
 
@@ -33,18 +33,18 @@ interface SchemaElement {
 export function readParquetColumns(tail: Uint8Array, source = 'parquet file'): { name: string; type: ColumnType }[] {
   const footerLength = parquetFooterLength(tail, source);
   if (footerLength + 8 > tail.length) {
-    throw new ParquetFileInvalidError('parquet_truncated', source, `its footer is ${footerLength} bytes but only ${tail.length - 8} precede the trailer`);
+    throw new ParquetFileInvalidError(source, `its footer is ${footerLength} bytes but only ${tail.length - 8} precede the trailer`);
   }
   let elements: SchemaElement[];
   try {
     elements = readSchema(new ThriftReader(tail, tail.length - 8 - footerLength, tail.length - 8));
   } catch (error) {
     if (!(error instanceof ThriftDecodeError) && !(error instanceof TypeError)) throw error;
-    throw new ParquetFileInvalidError('parquet_footer_invalid', source, `its footer does not parse: ${error.message}`);
+    throw new ParquetFileInvalidError(source, `its footer does not parse: ${error.message}`);
   }
   const [root, ...leaves] = elements;
   if (!root || root.numChildren !== leaves.length) {
-    throw new ParquetFileInvalidError('parquet_column_unsupported', source, 'its schema is not one flat list of columns');
+    throw new ParquetFileInvalidError(source, 'its schema is not one flat list of columns');
   }
   return leaves.map((leaf) => ({ name: leaf.name ?? '', type: columnTypeOf(leaf, source) }));
 }
@@ -56,7 +56,7 @@ export function readParquetColumns(tail: Uint8Array, source = 'parquet file'): {
 export function readParquetRowCount(tail: Uint8Array, source = 'parquet file'): number {
   const footerLength = parquetFooterLength(tail, source);
   if (footerLength + 8 > tail.length) {
-    throw new ParquetFileInvalidError('parquet_truncated', source, `its footer is ${footerLength} bytes but only ${tail.length - 8} precede the trailer`);
+    throw new ParquetFileInvalidError(source, `its footer is ${footerLength} bytes but only ${tail.length - 8} precede the trailer`);
   }
   try {
     const reader = new ThriftReader(tail, tail.length - 8 - footerLength, tail.length - 8);
@@ -67,9 +67,9 @@ export function readParquetRowCount(tail: Uint8Array, source = 'parquet file'): 
     }
   } catch (error) {
     if (!(error instanceof ThriftDecodeError) && !(error instanceof TypeError)) throw error;
-    throw new ParquetFileInvalidError('parquet_footer_invalid', source, `its footer does not parse: ${error.message}`);
+    throw new ParquetFileInvalidError(source, `its footer does not parse: ${error.message}`);
   }
-  throw new ParquetFileInvalidError('parquet_footer_invalid', source, 'its footer has no num_rows');
+  throw new ParquetFileInvalidError(source, 'its footer has no num_rows');
 }
 
 function columnTypeOf(leaf: SchemaElement, source: string): ColumnType {
@@ -97,7 +97,6 @@ function columnTypeOf(leaf: SchemaElement, source: string): ColumnType {
       break;
   }
   throw new ParquetFileInvalidError(
-    'parquet_column_unsupported',
     source,
     `column ${JSON.stringify(leaf.name)} has physical type ${String(leaf.type)} and logical type ${String(logical)}, which tilehouse does not write`,
   );
