@@ -17,6 +17,7 @@ import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 import { ATTR, failureOf } from '../telemetry/telemetry.js';
 import { isTilehouseError } from '../errors.js';
 import { countNoun } from '../count-noun.js';
@@ -102,6 +103,8 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       'tilehouse.backfill.shard_index': shard?.index,
       'tilehouse.backfill.shard_count': shard?.count,
     });
+    // Each window is a run of its own, in OpenLineage as in the run ledger (docs/lineage.md).
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const context = windowRunContextOf(workspace, logger, io.signal, seams);
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
     const strict = values.strict === true;
@@ -122,6 +125,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
     } catch (error) {
+      await closeLineage(lineage);
       await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
       throw error;
     }
@@ -129,6 +133,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);
     const exitCode = await reportSummary(summaryTarget, document, code, io);
     const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
+    await closeLineage(lineage);
     await traced.finish(exitCode, failedWindow === undefined ? undefined : failureOf(failedWindow));
     return exitCode;
   },

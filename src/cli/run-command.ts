@@ -15,6 +15,7 @@ import { openRunTelemetry } from '../telemetry/open-telemetry.js';
 import { telemetryWanted } from '../telemetry/otel-settings.js';
 import { isTilehouseError } from '../errors.js';
 import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 
 /** The root span's failure: the first tile that did not succeed, by its code. */
 export function runFailureOf(summary: Pick<RunSummary, 'tiles'>): SpanFailure | undefined {
@@ -91,6 +92,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     }
     const { logger } = output;
     const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line), nominal: window ?? undefined });
     const onProgress = progressLines(output);
     let ran: Awaited<ReturnType<WorkspaceRunner['runAll']>>;
     try {
@@ -105,6 +107,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
         });
       });
     } catch (error) {
+      await closeLineage(lineage);
       await traced.finish(isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failureOf(error));
       throw error;
     }
@@ -119,7 +122,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     io.stderr.write(formatRunSummary(summary));
     for (const report of reports) io.stderr.write(catchUpLines(report));
     const exitCode = await reportSummary(summaryTarget, runSummaryDocument(summary, { exitCode: code, window, incremental: reports }), code, io);
-    // After the summary is out: a collector that does not answer delays only the exit, by a bounded time.
+    // After the summary is out: a collector or a lineage consumer that does not answer delays only the exit, by a bounded time.
+    await closeLineage(lineage);
     await traced.finish(exitCode, runFailureOf(summary));
     return exitCode;
   },

@@ -7,6 +7,7 @@ import { WorkspaceRunner } from '../workspace/workspace-runner.js';
 import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { catchUpLines } from '../presentation/window-lines.js';
 import { openTelemetry } from '../telemetry/open-telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 import { ATTR, failureOf, NO_TELEMETRY, useTelemetry, type SpanFailure } from '../telemetry/telemetry.js';
 import { workspaceFlags } from './orchestration-flags.js';
 
@@ -53,6 +54,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
     // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
     const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     const scheduler = new Scheduler(
       scheduled,
@@ -79,6 +81,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     if (!io.signal.aborted) await once(io.signal, 'abort');
     const drained = await scheduler.stop(grace * 1000);
     logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
+    await closeLineage(lineage);
     await traced.shutdown();
     useTelemetry(NO_TELEMETRY);
     return EXIT.ok;

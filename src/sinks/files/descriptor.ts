@@ -12,6 +12,7 @@ import { looksLikeObjectUrl, templateDirectory } from './path-template.js';
 import { looksLikeS3Url } from '../../config/s3-url.js';
 import { fileWindowStateReaders } from './window-state.js';
 import { fileWorkspaceChecker } from './workspace-checks.js';
+import { fileLineageDataset } from './lineage-dataset.js';
 
 /** What a file format's folder gives to become a sink kind: everything else is this folder's. */
 export interface FileSinkKindSpec<C extends FileSinkConfig> {
@@ -48,6 +49,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
     type: name,
     configSchema: spec.configSchema,
     workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
+    lineage: { dataset: fileLineageDataset, filesPerOutput: 1 },
     async build(sink, index, job, environment, options) {
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);
