@@ -188,7 +188,8 @@ describe('the shipped bundle and OpenLineage', () => {
   it('loads no lineage chunk when no OPENLINEAGE variable is set, nor with OPENLINEAGE_DISABLED=true', async () => {
     const emitter = await chunkHolding('lineage shut down');
     const events = await chunkHolding('https://openlineage.io/spec/2-0-2/OpenLineage.json');
-    for (const env of [{}, { OPENLINEAGE_URL: 'http://127.0.0.1:9', OPENLINEAGE_DISABLED: 'true' }]) {
+    const settings: Array<Record<string, string>> = [{}, { OPENLINEAGE_URL: 'http://127.0.0.1:9', OPENLINEAGE_DISABLED: 'true' }];
+    for (const env of settings) {
       const off = await runRecorded(`lineage-off-${Object.keys(env).length}`, env);
       expect(off.stderr).toMatch(/1 succeeded, 0 failed/);
       expect(off.loaded).toContain(`${path.basename(BUNDLE)}/tilehouse.js`);
