@@ -1,8 +1,4 @@
-import { gzipSync } from 'node:zlib';
-import { appendFile } from 'node:fs/promises';
-import type { LineageTransportConfig } from '../config/lineage-schema.js';
 import { Agent, request } from '../source/undici-parts.js';
-import { registerSecret } from '../secret-scrubber.js';
 
 /** One way events leave the process. `send` settles when the event is delivered, rejects when not. */
 export interface LineageTransport {
@@ -23,7 +19,7 @@ export interface TransportDependencies {
 export class LineageDeliveryError extends Error {}
 
 // Consumers answer quickly or not at all; a dedicated agent keeps lineage off the source's connections.
-function agent(timeoutMs: number): Agent {
+export function agent(timeoutMs: number): Agent {
   return new Agent({ connections: 2, allowH2: false, connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
 }
 
@@ -39,63 +35,5 @@ export async function postJson(
   const text = await answer.body.text();
   if (answer.statusCode < 200 || answer.statusCode > 299) {
     throw new LineageDeliveryError(`HTTP ${answer.statusCode}${text === '' ? '' : `: ${text.replace(/\s+/g, ' ').slice(0, 200)}`}`);
-  }
-}
-
-/** The OpenLineage HTTP transport (Marquez and every consumer of its API): POST <url>/<endpoint>. */
-function httpTransport(config: Extract<LineageTransportConfig, { type: 'http' }>): LineageTransport {
-  const url = new URL(config.endpoint.replace(/^\/+/, ''), config.url.endsWith('/') ? config.url : `${config.url}/`).toString();
-  const apiKey = config.auth?.apiKey;
-  if (apiKey !== undefined) registerSecret(apiKey);
-  const timeoutMs = config.timeout * 1000;
-  const dispatcher = agent(timeoutMs);
-  return {
-    describe: url,
-    timeoutMs,
-    send: (event, signal) => {
-      const json = Buffer.from(JSON.stringify(event));
-      const gzip = config.compression === 'gzip';
-      const headers: Record<string, string> = {
-        ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-      };
-      return postJson(dispatcher, url, gzip ? gzipSync(json) : json, headers, signal);
-    },
-    close: () => dispatcher.close(),
-  };
-}
-
-/** One JSON event a line, appended: what a sidecar tails or a test reads back. */
-function fileTransport(config: Extract<LineageTransportConfig, { type: 'file' }>): LineageTransport {
-  return {
-    describe: config.log_file_path,
-    timeoutMs: 5_000,
-    send: (event) => appendFile(config.log_file_path, `${JSON.stringify(event)}\n`),
-    close: async () => undefined,
-  };
-}
-
-function consoleTransport(dependencies: TransportDependencies): LineageTransport {
-  return {
-    describe: 'the console (stderr)',
-    timeoutMs: 5_000,
-    send: async (event) => dependencies.writeConsole(`${JSON.stringify(event)}\n`),
-    close: async () => undefined,
-  };
-}
-
-/** The transport a config names; Google's is loaded only when asked for (it brings the credentials). */
-export async function transportOf(config: LineageTransportConfig, dependencies: TransportDependencies): Promise<LineageTransport> {
-  switch (config.type) {
-    case 'http':
-      return httpTransport(config);
-    case 'file':
-      return fileTransport(config);
-    case 'console':
-      return consoleTransport(dependencies);
-    case 'gcplineage': {
-      const { googleLineageTransport } = await import('./google-lineage-transport.js');
-      return googleLineageTransport(config, agent(config.timeout * 1000), dependencies.env);
-    }
   }
 }

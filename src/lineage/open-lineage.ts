@@ -24,7 +24,7 @@ export interface LineageOpenOptions {
 export async function openLineage(options: LineageOpenOptions): Promise<Lineage> {
   const settings = await lineageSettingsOf(options.env, options.section);
   if (settings === undefined) return NO_LINEAGE;
-  const [{ OpenLineageEmitter }, { transportOf }] = await Promise.all([import('./openlineage-emitter.js'), import('./lineage-transport.js')]);
+  const [{ OpenLineageEmitter }, { transportOf }] = await Promise.all([import('./openlineage-emitter.js'), import('./transport-of.js')]);
   const transport = await transportOf(settings.transport, { writeConsole: options.writeConsole, env: options.env });
   const opened = new OpenLineageEmitter(
     transport,
