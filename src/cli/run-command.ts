@@ -92,7 +92,13 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
     }
     const { logger } = output;
     const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
-    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line), nominal: window ?? undefined });
+    const lineage = await openLineage({
+      env: io.env,
+      section: workspace.environment.lineage,
+      logger,
+      writeConsole: (line) => io.stderr.write(line),
+      nominal: window ?? undefined,
+    });
     const onProgress = progressLines(output);
     let ran: Awaited<ReturnType<WorkspaceRunner['runAll']>>;
     try {

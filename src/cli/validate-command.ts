@@ -7,7 +7,10 @@ import { LineageConfigError, lineageSettingsOf } from '../lineage/lineage-settin
 import { countNoun } from '../count-noun.js';
 
 /** The OpenLineage settings of this environment, read as a run reads them: what a run would refuse. */
-async function lineageProblems(env: NodeJS.ProcessEnv, section: Parameters<typeof lineageSettingsOf>[1]): Promise<Array<{ file: string; field: string; message: string }>> {
+async function lineageProblems(
+  env: NodeJS.ProcessEnv,
+  section: Parameters<typeof lineageSettingsOf>[1],
+): Promise<Array<{ file: string; field: string; message: string }>> {
   try {
     await lineageSettingsOf(env, section);
     return [];

@@ -12,7 +12,12 @@ const httpTransportSchema = z
     type: z.literal('http'),
     url: z.url().describe('The consumer, e.g. http://marquez:5000'),
     endpoint: z.string().default('api/v1/lineage').describe('The path appended to url (default api/v1/lineage)'),
-    timeout: z.number().positive().max(60).default(5).describe('Seconds one event may take to send (default 5): also the longest the exit waits for the events still in flight'),
+    timeout: z
+      .number()
+      .positive()
+      .max(60)
+      .default(5)
+      .describe('Seconds one event may take to send (default 5): also the longest the exit waits for the events still in flight'),
     compression: z.enum(['gzip']).optional().describe('gzip: the body is sent gzip-compressed'),
     auth: z
       .object({ type: z.literal('api_key'), apiKey: z.string().min(1).describe('Sent as Authorization: Bearer <apiKey>') })
@@ -42,14 +47,23 @@ const googleLineageTransportSchema = z
   })
   .strict();
 
-export const lineageTransportSchema = z.discriminatedUnion('type', [httpTransportSchema, fileTransportSchema, consoleTransportSchema, googleLineageTransportSchema]);
+export const lineageTransportSchema = z.discriminatedUnion('type', [
+  httpTransportSchema,
+  fileTransportSchema,
+  consoleTransportSchema,
+  googleLineageTransportSchema,
+]);
 
 export type LineageTransportConfig = z.infer<typeof lineageTransportSchema>;
 
 /** The environment file's `lineage:` section; the OPENLINEAGE_* variables and OPENLINEAGE_CONFIG override it. */
 export const lineageSchema = z
   .object({
-    namespace: z.string().min(1).default('tilehouse').describe("The OpenLineage namespace of tilehouse's jobs (OPENLINEAGE_NAMESPACE overrides it); default tilehouse"),
+    namespace: z
+      .string()
+      .min(1)
+      .default('tilehouse')
+      .describe("The OpenLineage namespace of tilehouse's jobs (OPENLINEAGE_NAMESPACE overrides it); default tilehouse"),
     transport: lineageTransportSchema.optional().describe('Where events go; none (and no OPENLINEAGE_URL or OPENLINEAGE_CONFIG): lineage is off'),
     disabled: z.boolean().default(false).describe('true: no events, whatever else is set (as OPENLINEAGE_DISABLED=true)'),
   })

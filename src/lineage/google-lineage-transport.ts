@@ -41,7 +41,11 @@ export function googleLineageBody(event: Record<string, unknown>): Buffer | unde
  * (the one token of the process), rather than `@google-cloud/lineage` and its gRPC stack for one
  * call. Each event carries a `requestId` derived from it, so a resend is idempotent.
  */
-export function googleLineageTransport(config: Extract<LineageTransportConfig, { type: 'gcplineage' }>, dispatcher: Agent, env: NodeJS.ProcessEnv): LineageTransport {
+export function googleLineageTransport(
+  config: Extract<LineageTransportConfig, { type: 'gcplineage' }>,
+  dispatcher: Agent,
+  env: NodeJS.ProcessEnv,
+): LineageTransport {
   const parent = `projects/${encodeURIComponent(config.project_id)}/locations/${encodeURIComponent(config.location)}`;
   const base = `${config.apiEndpoint ?? DEFAULT_ENDPOINT}/v1/${parent}:processOpenLineageRunEvent`;
   const timeoutMs = config.timeout * 1000;

@@ -24,13 +24,7 @@ export function agent(timeoutMs: number): Agent {
 }
 
 /** POSTs a JSON body and reads the answer; anything but 2xx is a delivery failure naming its status. */
-export async function postJson(
-  dispatcher: Agent,
-  url: string,
-  body: Buffer,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<void> {
+export async function postJson(dispatcher: Agent, url: string, body: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
   const answer = await request(url, { dispatcher, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal });
   const text = await answer.body.text();
   if (answer.statusCode < 200 || answer.statusCode > 299) {

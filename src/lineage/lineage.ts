@@ -33,7 +33,13 @@ export interface LineageTileEnd {
   opened: ReadonlyArray<{ sink: SinkKindName; target: string }>;
   bigqueryJobIds: readonly string[];
   error?: { code: string; message: string } | undefined;
-  guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined; reason?: string | undefined }> } | undefined;
+  guard?:
+    | {
+        tripped: boolean;
+        overridden: boolean;
+        verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined; reason?: string | undefined }>;
+      }
+    | undefined;
 }
 
 /** One tile run as an OpenLineage run: START sent when it began, one terminal event when it ends. */

@@ -67,7 +67,9 @@ export class OpenLineageEmitter implements Lineage {
     } catch (error) {
       this.failed += 1;
       const reason = signal.aborted ? `no answer within ${this.transport.timeoutMs / 1000} s` : messageOf(error);
-      this.warnOnce(`lineage: an event could not be sent to ${this.transport.describe} (${reason}); the run goes on without it, later failures are logged at debug level`);
+      this.warnOnce(
+        `lineage: an event could not be sent to ${this.transport.describe} (${reason}); the run goes on without it, later failures are logged at debug level`,
+      );
       this.logger.debug({ eventType: event.eventType, reason: scrubSecrets(reason) }, 'lineage event not sent');
     }
   }
@@ -84,10 +86,7 @@ export class OpenLineageEmitter implements Lineage {
   /** Waits for the events in flight at most the transport's timeout, then drops the rest. */
   async shutdown(): Promise<void> {
     const bound = new AbortController();
-    const drained = await Promise.race([
-      this.chain.then(() => true),
-      sleep(this.transport.timeoutMs, false, { signal: bound.signal }).catch(() => false),
-    ]);
+    const drained = await Promise.race([this.chain.then(() => true), sleep(this.transport.timeoutMs, false, { signal: bound.signal }).catch(() => false)]);
     bound.abort();
     if (!drained) {
       this.stop.abort(new Error('lineage shut down'));

@@ -43,14 +43,29 @@ function validate(env: Record<string, string> = {}) {
 
 describe('tilehouse validate and lineage', () => {
   it("passes a lineage: section with Google's Data Lineage as its transport", async () => {
-    await writeEnvironment(['lineage:', '  namespace: analytics', '  transport:', '    type: gcplineage', '    project_id: acme-prod', '    location: europe-west3']);
+    await writeEnvironment([
+      'lineage:',
+      '  namespace: analytics',
+      '  transport:',
+      '    type: gcplineage',
+      '    project_id: acme-prod',
+      '    location: europe-west3',
+    ]);
     const result = await validate();
     expect(result.stderr).toBe('');
     expect(result.exitCode).toBe(0);
   });
 
   it('refuses an API key written in the lineage: section, naming its line and field, not its value', async () => {
-    await writeEnvironment(['lineage:', '  transport:', '    type: http', '    url: http://marquez:5000', '    auth:', '      type: api_key', '      apiKey: literal-key-123']);
+    await writeEnvironment([
+      'lineage:',
+      '  transport:',
+      '    type: http',
+      '    url: http://marquez:5000',
+      '    auth:',
+      '      type: api_key',
+      '      apiKey: literal-key-123',
+    ]);
     const result = await validate();
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/env\.yaml:\d+: lineage\.transport\.auth.*OPENLINEAGE_API_KEY/);
@@ -58,7 +73,15 @@ describe('tilehouse validate and lineage', () => {
   });
 
   it('does not print a transport it cannot read, which may hold a key', async () => {
-    await writeEnvironment(['lineage:', '  transport:', '    type: htp', '    url: http://marquez:5000', '    auth:', '      type: api_key', '      apiKey: literal-key-456']);
+    await writeEnvironment([
+      'lineage:',
+      '  transport:',
+      '    type: htp',
+      '    url: http://marquez:5000',
+      '    auth:',
+      '      type: api_key',
+      '      apiKey: literal-key-456',
+    ]);
     const result = await validate();
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/env\.yaml:\d+: lineage\.transport\.type = "htp": /);

@@ -79,10 +79,32 @@ describe('the gcplineage transport', () => {
     const section = lineageSchema.parse({ transport: { type: 'gcplineage', project_id: 'test-project', location: 'europe-west3', apiEndpoint } });
     const opened = await openLineage({ env: process.env, section, logger: createLogger({ destination: logs }), writeConsole: () => undefined });
     lineage()
-      .startTile({ job: 'incidents', tile: 't1', runId: '20261121T000000Z-abcdef', sourceUrl: 'https://acme.example.com', startedAt: new Date(), timezone: 'UTC' })
-      .end({ status: 'succeeded', rows: 1, columns: [{ name: 'id', header: 'ID', type: 'INT64' }], outputs: [{ sink: 'bigquery', target: 'p.d.t', rows: 1 }], opened: [], bigqueryJobIds: [] }, false);
+      .startTile({
+        job: 'incidents',
+        tile: 't1',
+        runId: '20261121T000000Z-abcdef',
+        sourceUrl: 'https://acme.example.com',
+        startedAt: new Date(),
+        timezone: 'UTC',
+      })
+      .end(
+        {
+          status: 'succeeded',
+          rows: 1,
+          columns: [{ name: 'id', header: 'ID', type: 'INT64' }],
+          outputs: [{ sink: 'bigquery', target: 'p.d.t', rows: 1 }],
+          opened: [],
+          bigqueryJobIds: [],
+        },
+        false,
+      );
     await closeLineage(opened);
-    expect(logs.lines().filter((line) => line.level === 40).map((line) => line.msg)).toEqual([]);
+    expect(
+      logs
+        .lines()
+        .filter((line) => line.level === 40)
+        .map((line) => line.msg),
+    ).toEqual([]);
     expect(calls.map(({ path, token, contentType, event }) => [path, token, contentType, event.eventType])).toEqual([
       ['/v1/projects/test-project/locations/europe-west3:processOpenLineageRunEvent', 'valid', 'application/json', 'START'],
       ['/v1/projects/test-project/locations/europe-west3:processOpenLineageRunEvent', 'valid', 'application/json', 'COMPLETE'],
@@ -104,7 +126,14 @@ describe('googleLineageBody', () => {
         name: 'p.d.t',
         facets: {
           schema: { fields: Array.from({ length: width }, (_, index) => ({ name: `column_${index}`, type: 'STRING' })) },
-          columnLineage: { fields: Object.fromEntries(Array.from({ length: width }, (_, index) => [`column_${index}`, { inputFields: [{ namespace: 'https://a', name: 't', field: `Column ${index}`.repeat(4) }] }])) },
+          columnLineage: {
+            fields: Object.fromEntries(
+              Array.from({ length: width }, (_, index) => [
+                `column_${index}`,
+                { inputFields: [{ namespace: 'https://a', name: 't', field: `Column ${index}`.repeat(4) }] },
+              ]),
+            ),
+          },
         },
       },
     ],

@@ -34,7 +34,10 @@ describe('lineageSettingsOf', () => {
   it('reads OPENLINEAGE_URL, _ENDPOINT and _API_KEY as the http transport, over the config file and the section', async () => {
     const file = await configFile('transport:\n  type: file\n  log_file_path: /tmp/x.jsonl\n');
     const section = lineageSchema.parse({ namespace: 'analytics', transport: { type: 'console' } });
-    const settings = await lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_ENDPOINT: 'api/v2/lineage', OPENLINEAGE_API_KEY: 'k', OPENLINEAGE_CONFIG: file }, section);
+    const settings = await lineageSettingsOf(
+      { ...URL_ONLY, OPENLINEAGE_ENDPOINT: 'api/v2/lineage', OPENLINEAGE_API_KEY: 'k', OPENLINEAGE_CONFIG: file },
+      section,
+    );
     expect(settings).toMatchObject({
       namespace: 'analytics',
       transport: { type: 'http', url: 'http://127.0.0.1:5000', endpoint: 'api/v2/lineage', timeout: 5, auth: { type: 'api_key', apiKey: 'k' } },
@@ -43,7 +46,10 @@ describe('lineageSettingsOf', () => {
   });
 
   it('takes the namespace from OPENLINEAGE_NAMESPACE first, and single keys from OPENLINEAGE__TRANSPORT__*', async () => {
-    const settings = await lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_NAMESPACE: 'prod', OPENLINEAGE__TRANSPORT__TIMEOUT: '2.5', OPENLINEAGE__TRANSPORT__COMPRESSION: 'gzip' }, undefined);
+    const settings = await lineageSettingsOf(
+      { ...URL_ONLY, OPENLINEAGE_NAMESPACE: 'prod', OPENLINEAGE__TRANSPORT__TIMEOUT: '2.5', OPENLINEAGE__TRANSPORT__COMPRESSION: 'gzip' },
+      undefined,
+    );
     expect(settings).toMatchObject({ namespace: 'prod', transport: { type: 'http', timeout: 2.5, compression: 'gzip' } });
   });
 
@@ -85,7 +91,9 @@ describe('lineageSettingsOf', () => {
     await expect(lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_PARENT_ID: 'airflow/nightly' }, undefined)).rejects.toThrow(
       'lineage: OPENLINEAGE_PARENT_ID: "airflow/nightly" is not namespace/job/runId',
     );
-    await expect(lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_PARENT_ID: 'airflow/nightly/run-7' }, undefined)).rejects.toThrow('the run id "run-7" is not a UUID');
+    await expect(lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_PARENT_ID: 'airflow/nightly/run-7' }, undefined)).rejects.toThrow(
+      'the run id "run-7" is not a UUID',
+    );
   });
 });
 

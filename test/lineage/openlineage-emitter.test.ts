@@ -107,7 +107,10 @@ describe('OpenLineage to a file and the console', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'ol-file-'));
     const file = path.join(dir, 'events.jsonl');
     await oneTile({}, { namespace: 'analytics', disabled: false, transport: { type: 'file', log_file_path: file, append: true } });
-    const events = (await readFile(file, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as { eventType: string; job: { namespace: string } });
+    const events = (await readFile(file, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { eventType: string; job: { namespace: string } });
     await rm(dir, { recursive: true });
     expect(events.map((event) => [event.eventType, event.job.namespace])).toEqual([
       ['START', 'analytics'],

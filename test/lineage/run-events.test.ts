@@ -52,7 +52,10 @@ describe('TileRunEvents', () => {
     expect(event.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents_daily' });
     expect(event.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: 'https://acme.example-incidents.com', name: 'tile-42' }]);
     expect(event.run.facets.processing_engine).toMatchObject({ name: 'tilehouse', version: '0.1.0' });
-    expect((event as unknown as { job: { facets: Record<string, unknown> } }).job.facets.jobType).toMatchObject({ processingType: 'BATCH', integration: 'TILEHOUSE' });
+    expect((event as unknown as { job: { facets: Record<string, unknown> } }).job.facets.jobType).toMatchObject({
+      processingType: 'BATCH',
+      integration: 'TILEHOUSE',
+    });
   });
 
   it.each([
@@ -80,7 +83,16 @@ describe('TileRunEvents', () => {
       { name: 'Severity', type: 'STRING', ordinal_position: 2 },
     ]);
     expect(output?.facets?.columnLineage?.fields).toMatchObject({
-      incident_id: { inputFields: [{ namespace: 'https://acme.example-incidents.com', name: 'tile-42', field: 'Incident ID', transformations: [{ type: 'DIRECT', subtype: 'IDENTITY' }] }] },
+      incident_id: {
+        inputFields: [
+          {
+            namespace: 'https://acme.example-incidents.com',
+            name: 'tile-42',
+            field: 'Incident ID',
+            transformations: [{ type: 'DIRECT', subtype: 'IDENTITY' }],
+          },
+        ],
+      },
     });
   });
 
@@ -139,7 +151,11 @@ describe('TileRunEvents', () => {
   });
 
   it("carries a tripped publish guard's verdicts", () => {
-    const guard = { tripped: true, overridden: false, verdicts: [{ target: 'out/a.csv', verdict: 'trip', rule: 'shrink', reason: '10 rows, 90% fewer than 100' }] };
+    const guard = {
+      tripped: true,
+      overridden: false,
+      verdicts: [{ target: 'out/a.csv', verdict: 'trip', rule: 'shrink', reason: '10 rows, 90% fewer than 100' }],
+    };
     const event = valid(
       new TileRunEvents(START, CONTEXT).ended(
         AT,

@@ -30,7 +30,9 @@ interface Event {
 /** Midnight of `date` in Berlin as an instant: UTC midnight less Berlin's offset at noon that day (+01:00 or +02:00). */
 function berlinMidnight(date: string): string {
   const noon = new Date(`${date}T12:00:00Z`);
-  const offset = new Intl.DateTimeFormat('en', { timeZone: 'Europe/Berlin', timeZoneName: 'shortOffset' }).formatToParts(noon).find((part) => part.type === 'timeZoneName');
+  const offset = new Intl.DateTimeFormat('en', { timeZone: 'Europe/Berlin', timeZoneName: 'shortOffset' })
+    .formatToParts(noon)
+    .find((part) => part.type === 'timeZoneName');
   const hours = Number(offset?.value.replace('GMT', '') || '0');
   return new Date(Date.parse(`${date}T00:00:00Z`) - hours * 3_600_000).toISOString();
 }
@@ -91,7 +93,9 @@ describe('tilehouse run with lineage', () => {
     expect(retried.run.runId).toBe(start.run.runId);
     expect(start.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents' });
     expect(start.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE }]);
-    expect(complete.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE }]);
+    expect(complete.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE },
+    ]);
     expect(complete.outputs.map(({ namespace, name, outputFacets }) => ({ namespace, name, rows: outputFacets?.outputStatistics?.rowCount }))).toEqual([
       { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv'), rows: INCIDENTS },
       { namespace: 'file', name: path.join(workspace.outDir, 'incidents.parquet'), rows: INCIDENTS },
@@ -105,11 +109,12 @@ describe('tilehouse run with lineage', () => {
     const workspace = await workspaceOf([]);
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
     const parentRunId = '01936f2b-4c5d-7e8f-9a0b-1c2d3e4f5a6b';
-    const result = await run(
-      workspace,
-      { ...fileTransport(workspace), OPENLINEAGE_PARENT_ID: `airflow-prod/nightly_export.tilehouse/${parentRunId}` },
-      ['--window-start', '2026-11-20T00:00:00Z', '--window-end', '2026-11-21T00:00:00Z'],
-    );
+    const result = await run(workspace, { ...fileTransport(workspace), OPENLINEAGE_PARENT_ID: `airflow-prod/nightly_export.tilehouse/${parentRunId}` }, [
+      '--window-start',
+      '2026-11-20T00:00:00Z',
+      '--window-end',
+      '2026-11-21T00:00:00Z',
+    ]);
     expect(result.exitCode, result.stderr).toBe(0);
     const events = await eventsOf(workspace);
     expect(events.map((event) => event.eventType)).toEqual(['START', 'COMPLETE']);
@@ -219,9 +224,12 @@ describe('tilehouse backfill with lineage', () => {
     const workspace = await workspaceOf([job]);
     const from = dayFromToday(-5);
     const to = dayFromToday(-3);
-    const result = await runCli(['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--job', 'daily_severity', '--from', from, '--to', to, '--run-id', 'bf-7'], {
-      env: { ...sandboxEnv(fixture.sandbox), ...fileTransport(workspace) },
-    });
+    const result = await runCli(
+      ['backfill', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--job', 'daily_severity', '--from', from, '--to', to, '--run-id', 'bf-7'],
+      {
+        env: { ...sandboxEnv(fixture.sandbox), ...fileTransport(workspace) },
+      },
+    );
     expect(result.exitCode, result.stderr).toBe(0);
     const events = await eventsOf(workspace);
     const completes = events.filter((event) => event.eventType === 'COMPLETE');

@@ -58,14 +58,18 @@ export function openLineageProblems(event: unknown): string[] {
   const groups: Array<[string, Facets]> = [
     ['run.facets', typed.run?.facets],
     ['job.facets', typed.job?.facets],
-    ...(typed.inputs ?? []).flatMap((input, index): Array<[string, Facets]> => [
-      [`inputs[${index}].facets`, input.facets],
-      [`inputs[${index}].inputFacets`, input.inputFacets],
-    ]),
-    ...(typed.outputs ?? []).flatMap((output, index): Array<[string, Facets]> => [
-      [`outputs[${index}].facets`, output.facets],
-      [`outputs[${index}].outputFacets`, output.outputFacets],
-    ]),
+    ...(typed.inputs ?? []).flatMap(
+      (input, index): Array<[string, Facets]> => [
+        [`inputs[${index}].facets`, input.facets],
+        [`inputs[${index}].inputFacets`, input.inputFacets],
+      ],
+    ),
+    ...(typed.outputs ?? []).flatMap(
+      (output, index): Array<[string, Facets]> => [
+        [`outputs[${index}].facets`, output.facets],
+        [`outputs[${index}].outputFacets`, output.outputFacets],
+      ],
+    ),
   ];
   for (const [where, facets] of groups) {
     for (const [key, value] of Object.entries(facets ?? {})) {
