@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { LineageTransportConfig } from '../config/lineage-schema.js';
-import { sharedGoogleCredentials } from '../sinks/google/google-credentials.js';
+import { sinksGoogleCredentials } from '../sinks/registry.js';
 import type { Agent } from '../source/undici-parts.js';
 import { LineageDeliveryError, postJson, type LineageTransport } from './lineage-transport.js';
 
@@ -49,7 +49,7 @@ export function googleLineageTransport(
   const parent = `projects/${encodeURIComponent(config.project_id)}/locations/${encodeURIComponent(config.location)}`;
   const base = `${config.apiEndpoint ?? DEFAULT_ENDPOINT}/v1/${parent}:processOpenLineageRunEvent`;
   const timeoutMs = config.timeout * 1000;
-  const credentials = sharedGoogleCredentials({ waitMs: Math.max(1_000, timeoutMs) }, env);
+  let credentials: ReturnType<typeof sinksGoogleCredentials> | undefined;
   return {
     describe: `Google Data Lineage (${parent})`,
     timeoutMs,
@@ -59,7 +59,7 @@ export function googleLineageTransport(
       const requestId = createHash('sha256').update(body).digest('hex').slice(0, 32);
       const url = `${base}?requestId=${requestId}`;
       const headers = await Promise.race([
-        credentials.requestHeaders(url),
+        (credentials ??= sinksGoogleCredentials({ waitMs: Math.max(1_000, timeoutMs) }, env)).then((google) => google.requestHeaders(url)),
         new Promise<never>((_, reject) => {
           if (signal.aborted) reject(signal.reason);
           signal.addEventListener('abort', () => reject(signal.reason), { once: true });
