@@ -4,6 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { runCli } from '../support/cli-harness.js';
 import { detailCsvJob } from '../support/queries.js';
+import { offlineEnvironmentText } from '../support/config-files.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 // `tilehouse validate` checks the OpenLineage settings as a run reads them: the environment
@@ -15,19 +16,7 @@ let configFile: string;
 let jobsDir: string;
 
 async function writeEnvironment(lineage: string[]): Promise<void> {
-  const lines = [
-    'source:',
-    '  baseUrl: http://127.0.0.1:9',
-    '  authUrl: http://127.0.0.1:9',
-    '  clientId: ${TEST_CLIENT_ID}',
-    '  clientSecret: ${TEST_CLIENT_SECRET}',
-    'sinks:',
-    '  csv:',
-    `    directory: ${path.join(temp.path, 'out')}`,
-    ...lineage,
-    '',
-  ];
-  await writeFile(configFile, lines.join('\n'));
+  await writeFile(configFile, offlineEnvironmentText(path.join(temp.path, 'out'), lineage));
 }
 
 beforeEach(async () => {
@@ -56,36 +45,24 @@ describe('tilehouse validate and lineage', () => {
     expect(result.exitCode).toBe(0);
   });
 
-  it('refuses an API key written in the lineage: section, naming its line and field, not its value', async () => {
+  it.each([
+    ['refuses an API key written in the lineage: section, naming its line and field', 'http', /env\.yaml:\d+: lineage\.transport\.auth.*OPENLINEAGE_API_KEY/],
+    ['refuses a transport it cannot read, which may hold a key', 'htp', /env\.yaml:\d+: lineage\.transport\.type = "htp": /],
+  ])('%s, without printing the key', async (_name, type, refusal) => {
+    const key = `literal-key-${type}`;
     await writeEnvironment([
       'lineage:',
       '  transport:',
-      '    type: http',
+      `    type: ${type}`,
       '    url: http://marquez:5000',
       '    auth:',
       '      type: api_key',
-      '      apiKey: literal-key-123',
+      `      apiKey: ${key}`,
     ]);
     const result = await validate();
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toMatch(/env\.yaml:\d+: lineage\.transport\.auth.*OPENLINEAGE_API_KEY/);
-    expect(result.stderr).not.toContain('literal-key-123');
-  });
-
-  it('does not print a transport it cannot read, which may hold a key', async () => {
-    await writeEnvironment([
-      'lineage:',
-      '  transport:',
-      '    type: htp',
-      '    url: http://marquez:5000',
-      '    auth:',
-      '      type: api_key',
-      '      apiKey: literal-key-456',
-    ]);
-    const result = await validate();
-    expect(result.exitCode).toBe(2);
-    expect(result.stderr).toMatch(/env\.yaml:\d+: lineage\.transport\.type = "htp": /);
-    expect(result.stderr).not.toContain('literal-key-456');
+    expect(result.stderr).toMatch(refusal);
+    expect(result.stderr).not.toContain(key);
   });
 
   it('refuses OPENLINEAGE_* variables a run would refuse, naming the variable', async () => {
