@@ -7,6 +7,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
+import { fileTransportEnv, lineageEventsIn, type LineageEvent as Event } from '../support/lineage-events.js';
 import { dailySeverityQuery, detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
@@ -17,15 +18,6 @@ import { dayFromToday } from '../support/window-oracle.js';
 const INCIDENTS = 120;
 // rw windows are relative to the server's "now", which must be the real clock for the backfill.
 const fixture = sandboxAndRootForAll({ incidents: INCIDENTS, now: new Date() });
-
-type Dataset = { namespace: string; name: string; facets?: Record<string, Record<string, unknown>>; outputFacets?: Record<string, Record<string, unknown>> };
-interface Event {
-  eventType: string;
-  run: { runId: string; facets: Record<string, Record<string, unknown>> };
-  job: { namespace: string; name: string };
-  inputs: Dataset[];
-  outputs: Dataset[];
-}
 
 /** Midnight of `date` in Berlin as an instant: UTC midnight less Berlin's offset at noon that day (+01:00 or +02:00). */
 function berlinMidnight(date: string): string {
@@ -66,17 +58,8 @@ function run(workspace: Workspace, env: Record<string, string>, flags: string[] 
   return runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, ...flags], { env: { ...sandboxEnv(fixture.sandbox), ...env }, io });
 }
 
-function fileTransport(workspace: Workspace): Record<string, string> {
-  return { OPENLINEAGE__TRANSPORT__TYPE: 'file', OPENLINEAGE__TRANSPORT__LOG_FILE_PATH: path.join(workspace.root, 'lineage.jsonl') };
-}
-
-/** The events of the file transport, each checked against the spec's schemas. */
-async function eventsOf(workspace: Workspace): Promise<Event[]> {
-  const lines = (await readFile(path.join(workspace.root, 'lineage.jsonl'), 'utf8')).trimEnd().split('\n');
-  const events = lines.map((line) => JSON.parse(line) as Event);
-  for (const event of events) expect(openLineageProblems(event), JSON.stringify(event)).toEqual([]);
-  return events;
-}
+const fileTransport = (workspace: Workspace) => fileTransportEnv(workspace.root);
+const eventsOf = (workspace: Workspace) => lineageEventsIn(workspace.root);
 
 describe('tilehouse run with lineage', () => {
   it('sends START then COMPLETE for a tile, its input the tile and its outputs the CSV and Parquet files, and a retry with the same --run-id is the same run', async () => {
