@@ -93,6 +93,9 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       );
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger, screen } = output;
+    // Each window is a run of its own, in OpenLineage as in the run ledger (docs/lineage.md). Opened
+    // before telemetry: settings it refuses (exit 2) leave nothing open behind them.
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const traced = await openRunTelemetry(io.env, logger, io.signal, {
       [ATTR.command]: 'backfill',
       [ATTR.jobs]: [job.name],
@@ -103,8 +106,6 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       'tilehouse.backfill.shard_index': shard?.index,
       'tilehouse.backfill.shard_count': shard?.count,
     });
-    // Each window is a run of its own, in OpenLineage as in the run ledger (docs/lineage.md).
-    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const context = windowRunContextOf(workspace, logger, io.signal, seams);
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
     const strict = values.strict === true;

@@ -91,7 +91,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
     }
     const { logger } = output;
-    const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
+    // Before telemetry: settings it refuses (exit 2) leave nothing open behind them.
     const lineage = await openLineage({
       env: io.env,
       section: workspace.environment.lineage,
@@ -99,6 +99,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       writeConsole: (line) => io.stderr.write(line),
       nominal: window ?? undefined,
     });
+    const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
     const onProgress = progressLines(output);
     let ran: Awaited<ReturnType<WorkspaceRunner['runAll']>>;
     try {

@@ -52,9 +52,9 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map(jobForRun);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
     const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
-    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const runner = await WorkspaceRunner.open(workspace, scheduled, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     const scheduler = new Scheduler(
       scheduled,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, refusalCode, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 import { fileTransportEnv, lineageEventsIn, type LineageEvent as Event } from '../support/lineage-events.js';
@@ -109,6 +109,17 @@ describe('tilehouse run with lineage', () => {
       });
       expect(event.run.facets.nominalTime).toMatchObject({ nominalStartTime: '2026-11-20T00:00:00.000Z', nominalEndTime: '2026-11-21T00:00:00.000Z' });
     }
+  });
+
+  it('refuses settings it cannot use with lineage_config_invalid, exit 2, before any request to the source', async () => {
+    const workspace = await workspaceOf([]);
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
+    const requests = fixture.sandbox.requests.length;
+    const result = await run(workspace, { OPENLINEAGE_URL: 'http://127.0.0.1:9', OPENLINEAGE_PARENT_ID: 'airflow/nightly' });
+    expect(result.exitCode).toBe(2);
+    expect(refusalCode(result)).toBe('lineage_config_invalid');
+    expect(fixture.sandbox.requests.length).toBe(requests);
+    expect(await listFiles(workspace.outDir).catch(() => [])).toEqual([]);
   });
 
   it('sends FAIL with the stable code of a tile that failed', async () => {
