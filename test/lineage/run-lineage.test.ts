@@ -242,3 +242,27 @@ describe('tilehouse backfill with lineage', () => {
     ]);
   });
 });
+
+describe('tilehouse schedule with lineage', () => {
+  it('sends each tick as a run of its own, each valid, until the worker stops', async () => {
+    const workspace = await workspaceOf([]);
+    const job = { ...detailJob(workspace), schedule: { cron: '* * * * * *', timezone: 'UTC' } };
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(job));
+    const stop = new AbortController();
+    const completes = async () =>
+      (await readFile(path.join(workspace.root, 'lineage.jsonl'), 'utf8').catch(() => '')).split('"eventType":"COMPLETE"').length - 1;
+    const running = runCli(['schedule', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--grace-seconds', '5'], {
+      env: { ...sandboxEnv(fixture.sandbox), ...fileTransport(workspace) },
+      io: { signal: stop.signal },
+    });
+    while ((await completes()) < 2) await sleep(50);
+    stop.abort(new Error('stopped by SIGTERM'));
+    expect((await running).exitCode).toBe(0);
+    const events = await eventsOf(workspace);
+    const ticks = events.filter((event) => event.eventType === 'COMPLETE');
+    expect(ticks.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(ticks.map((event) => event.run.runId)).size).toBe(ticks.length);
+    for (const tick of ticks)
+      expect(events.filter((event) => event.run.runId === tick.run.runId).map((event) => event.eventType)).toEqual(['START', 'COMPLETE']);
+  }, 30_000);
+});
