@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   bigquery_project_unknown: { exit: 2, retryable: false, says: 'No project to run BigQuery jobs in: name one in the environment file or in Application Default Credentials.' },
   parquet_schema_invalid: { exit: 2, retryable: false, says: 'A Parquet sink was given a tile without visible columns, or unusable options; Parquet has no column-less file.' },
   path_invalid: { exit: 2, retryable: false, says: "A file sink's path template is unusable (an unknown placeholder, a path that leaves its directory, a bad bucket URL).", formerly: ['csv_path_invalid', 'parquet_path_invalid'] },
+  lineage_config_invalid: { exit: 2, retryable: false, says: 'The OpenLineage settings (OPENLINEAGE_* variables, the OPENLINEAGE_CONFIG file) are invalid; the message names the variable or file and the field.' },
 
   // -- the token endpoint ----------------------------------------------------------------------------
   auth_invalid_client: { exit: 1, retryable: false, says: 'The token issuer refused the client id or secret (rotated or wrong): fix the credentials.' },

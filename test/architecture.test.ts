@@ -35,6 +35,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['source'],
   ['transform'],
   ['sinks'],
+  ['lineage'],
   ['pipeline'],
   ['metrics', 'schedule', 'deploy'],
   ['workspace'],

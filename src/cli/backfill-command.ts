@@ -17,6 +17,7 @@ import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
 import { isTilehouseError } from '../errors.js';
 import { countNoun } from '../count-noun.js';
@@ -92,6 +93,9 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       );
     const sinks = await buildSinks(job, workspace.environment, seams.sinkOptions);
     const { logger, screen } = output;
+    // Each window is a run of its own, in OpenLineage as in the run ledger (docs/lineage.md). Opened
+    // before telemetry: settings it refuses (exit 2) leave nothing open behind them.
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     const traced = await openRunTelemetry(io.env, logger, io.signal, {
       [ATTR.command]: 'backfill',
       [ATTR.jobs]: [job.name],
@@ -132,6 +136,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
       throw error;
     } finally {
+      await closeLineage(lineage);
       await traced.finish(finished.exitCode, finished.failure);
     }
   },

@@ -15,6 +15,7 @@ import { openRunTelemetry } from '../telemetry/open-telemetry.js';
 import { telemetryWanted } from '../telemetry/otel-settings.js';
 import { isTilehouseError } from '../errors.js';
 import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 
 /** The root span's failure: the first tile that did not succeed, by its code. */
 export function runFailureOf(summary: Pick<RunSummary, 'tiles'>): SpanFailure | undefined {
@@ -90,6 +91,14 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       throw UsageError.of(`run: --run-id of an incremental job leaves room for the -YYYYMMDD of its day windows: at most 55 characters, got ${runId.length}`);
     }
     const { logger } = output;
+    // Before telemetry: settings it refuses (exit 2) leave nothing open behind them.
+    const lineage = await openLineage({
+      env: io.env,
+      section: workspace.environment.lineage,
+      logger,
+      writeConsole: (line) => io.stderr.write(line),
+      nominal: window ?? undefined,
+    });
     const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'run', [ATTR.jobs]: jobs.map((job) => job.name), [ATTR.runId]: runId });
     const onProgress = progressLines(output);
     // Whatever throws from here on (the run, the summary's lines or file), the root span ends and
@@ -122,7 +131,9 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
       throw error;
     } finally {
-      // After the summary is out: a collector that does not answer delays only the exit, by a bounded time.
+      // After the summary is out: a collector or a lineage consumer that does not answer delays only
+      // the exit, by a bounded time.
+      await closeLineage(lineage);
       await traced.finish(finished.exitCode, finished.failure);
     }
   },

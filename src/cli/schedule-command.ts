@@ -7,6 +7,7 @@ import { WorkspaceRunner } from '../workspace/workspace-runner.js';
 import { jobForRun } from '../pipeline/windows/windowed-job.js';
 import { catchUpLines } from '../presentation/window-lines.js';
 import { openTelemetry } from '../telemetry/open-telemetry.js';
+import { closeLineage, openLineage } from '../lineage/open-lineage.js';
 import { ATTR, failureOf, NO_TELEMETRY, useTelemetry, type SpanFailure } from '../telemetry/telemetry.js';
 import { workspaceFlags } from './orchestration-flags.js';
 import { isTilehouseError } from '../errors.js';
@@ -52,6 +53,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
     const workspace = await loadRunnableWorkspace(values, [], io.env, io);
     const scheduled = workspace.jobs.filter((job) => job.schedule !== undefined).map(jobForRun);
     if (scheduled.length === 0) throw UsageError.of(`schedule: no job in ${workspace.jobsDirectory} has a schedule`);
+    const lineage = await openLineage({ env: io.env, section: workspace.environment.lineage, logger, writeConsole: (line) => io.stderr.write(line) });
     // Each tick is a trace of its own (a root span per tick); the metrics leave every minute.
     const traced = await openTelemetry(io.env, logger, { [ATTR.command]: 'schedule', [ATTR.jobs]: scheduled.map((job) => job.name) });
     // Whatever throws from here on, the spans and metrics are flushed and telemetry uninstalled.
@@ -88,6 +90,7 @@ Exit codes: 143 / 130 after SIGTERM / SIGINT, 2 bad config or usage.
       logger.info({ drained }, drained ? 'stopped: every running tile finished' : 'stopped: running tiles were aborted');
       return EXIT.ok;
     } finally {
+      await closeLineage(lineage);
       await traced.shutdown();
       useTelemetry(NO_TELEMETRY);
     }

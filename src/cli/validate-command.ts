@@ -3,7 +3,22 @@ import { COMMON_HELP, EXIT, parseCommandArgs, type Command } from './command.js'
 import { loadWorkspace } from '../workspace/load-workspace.js';
 import { validateWorkspace } from '../workspace/workspace-checks.js';
 import { otelSettingsOf } from '../telemetry/otel-settings.js';
+import { LineageConfigError, lineageSettingsOf } from '../lineage/lineage-settings.js';
 import { countNoun } from '../count-noun.js';
+
+/** The OpenLineage settings of this environment, read as a run reads them: what a run would refuse. */
+async function lineageProblems(
+  env: NodeJS.ProcessEnv,
+  section: Parameters<typeof lineageSettingsOf>[1],
+): Promise<Array<{ file: string; field: string; message: string }>> {
+  try {
+    await lineageSettingsOf(env, section);
+    return [];
+  } catch (error) {
+    if (!(error instanceof LineageConfigError)) throw error;
+    return [{ file: '(environment)', field: '', message: error.message }];
+  }
+}
 
 export const validateCommand: Command = {
   name: 'validate',
@@ -21,7 +36,9 @@ Checks everything that can be known without the network; runs nothing, writes no
   BigQuery table;
 - BigQuery partitionBy and clusterBy name columns the query's visible items give (with the
   columns overrides), of a type BigQuery can partition (DATE, TIMESTAMP) or cluster by (not FLOAT64);
-  so do writeMode: merge's primaryKey and latestBy.
+  so do writeMode: merge's primaryKey and latestBy;
+- the OpenLineage settings as a run reads them: the lineage: section, the OPENLINEAGE_* variables
+  and the OPENLINEAGE_CONFIG file (docs/lineage.md).
 Warnings (exit 0 unless --strict): a schedule that \`tilehouse schedule\` runs but a Kubernetes
 CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPage that differs
 from source.itemsPerPage (the environment's value is used).
@@ -52,7 +69,7 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
       ...findings.warnings,
       ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` })),
     ];
-    const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem];
+    const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem, ...(await lineageProblems(io.env, workspace.environment.lineage))];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);

@@ -25,7 +25,8 @@ export function formatProblem(problem: ConfigProblem): string {
  * an `${ENV_NAME}` reference: anything else is, or may be, the secret itself (a literal secret in
  * the YAML is refused, and the refusal must not print it back).
  */
-const SECRET_FIELDS = new Set(['source.clientSecret']);
+// The lineage transport: a refused one may hold an API key (lineage-schema.ts refuses it there).
+const SECRET_FIELDS = new Set(['source.clientSecret', 'lineage.transport', 'lineage.transport.auth', 'lineage.transport.auth.apiKey']);
 const QUOTED_ENV_REFERENCE = /^"\$\{[A-Za-z_][A-Za-z0-9_]*\}"$/;
 
 function withoutSecretValue(problem: ConfigProblem): ConfigProblem {

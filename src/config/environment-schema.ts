@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { lineageSchema } from './lineage-schema.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
 import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
@@ -191,6 +192,9 @@ export const environmentSchema = z
     source: sourceSchema,
     sinks: sinkDefaultsSchema,
     metrics: metricsSchema.optional().describe('Off unless metrics.pushgatewayUrl is set'),
+    lineage: lineageSchema
+      .optional()
+      .describe('OpenLineage run events of every tile run (docs/lineage.md); off unless a transport is set here or by OPENLINEAGE_* variables'),
     tileConcurrency: z.number().int().min(1).max(32).default(1).describe('Tiles exported at the same time'),
     tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
     stopDeadlineMs: z

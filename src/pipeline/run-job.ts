@@ -34,6 +34,7 @@ import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
+import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -72,7 +73,7 @@ export interface JobRunDependencies {
  * `sinks` whose writers are recorded as they open, so a failed run can still name their targets
  * and what their cleanup left behind.
  */
-function recordingWriters(sinks: readonly Sink[], targets: string[], writers: SinkWriter[]): Sink[] {
+function recordingWriters(sinks: readonly Sink[], targets: string[], writers: SinkWriter[], opened: LineageTileEnd['opened'][number][]): Sink[] {
   return sinks.map((sink) => ({
     kind: sink.kind,
     publishRank: sink.publishRank,
@@ -80,6 +81,7 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
       const writer = await sink.open(context);
       targets.push(writer.target);
       writers.push(writer);
+      if (!opened.some((known) => known.target === writer.target)) opened.push({ sink: sink.kind, target: writer.target });
       return writer;
     },
     sweep: (logger) => sink.sweep(logger),
@@ -94,7 +96,18 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
  */
 export function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
   return telemetry().inSpan(SPANS.tile, { [ATTR.job]: job.name, [ATTR.tileId]: job.tile, [ATTR.runId]: deps.runId }, async (span) => {
-    const summary = await runJobUntraced(job, deps);
+    const opened: LineageTileEnd['opened'][number][] = [];
+    const lineageRun = lineage().startTile({
+      job: job.name,
+      tile: job.tile,
+      runId: deps.runId,
+      sourceUrl: deps.environment.source.baseUrl,
+      startedAt: deps.startedAt,
+      window: deps.window,
+      timezone: job.timezone,
+    });
+    const summary = await runJobUntraced(job, deps, opened);
+    lineageRun.end({ ...summary, opened }, summary.error?.code === 'run_stopped');
     span.setAttributes({
       [ATTR.status]: summary.status,
       [ATTR.rows]: summary.rows,
@@ -110,13 +123,13 @@ export function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRun
   });
 }
 
-async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise<JobRunSummary> {
+async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWriters: LineageTileEnd['opened'][number][]): Promise<JobRunSummary> {
   const started = Date.now();
   const logger = deps.logger.child({ job: job.name, tile: job.tile, runId: deps.runId });
   const session = openSourceSession(job, { ...deps, logger });
   const targets: string[] = [];
   const opened: SinkWriter[] = [];
-  const sinks = recordingWriters(deps.sinks, targets, opened);
+  const sinks = recordingWriters(deps.sinks, targets, opened, openedWriters);
   const counters = () => ({
     runId: deps.runId,
     retries: session.budget.used,

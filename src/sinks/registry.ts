@@ -25,6 +25,7 @@ import type { Logger } from '../log.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
 import { csvSinkKind } from './csv/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
+import type { GoogleCredentials } from './google/google-credentials.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { RunRecorder, SinkFactoryOptions, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
@@ -42,6 +43,16 @@ export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, pa
 
 /** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
 export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];
+
+/**
+ * The process's one Google identity, the BigQuery and Cloud Storage sinks' (google/google-credentials.ts),
+ * for a Google API called outside the sinks (lineage's Data Lineage transport), so both share one
+ * token; loaded on first use.
+ */
+export async function sinksGoogleCredentials(options: { waitMs?: number }, env: NodeJS.ProcessEnv): Promise<GoogleCredentials> {
+  const { sharedGoogleCredentials } = await import('./google/google-credentials.js');
+  return sharedGoogleCredentials(options, env);
+}
 
 /** The descriptor of a sink config's kind (or of a result's: `{ type: result.sink }`). */
 export function sinkKindOf(sink: Pick<SinkConfig, 'type'>): SinkKind {

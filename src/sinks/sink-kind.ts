@@ -41,6 +41,15 @@ export interface RecordedTile {
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }
 
+/**
+ * An OpenLineage dataset's identity, as the spec's naming page gives it for the store a target is
+ * in (`bigquery` / `project.dataset.table`, `gs://bucket` / key, `file` / path...).
+ */
+export interface LineageDatasetName {
+  namespace: string;
+  name: string;
+}
+
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
 export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
 
@@ -96,6 +105,11 @@ export interface SinkKind {
    * summary's `bigqueryJobIds`, for an orchestrator that looks them up); absent: it names none.
    */
   jobIdsOf?(result: SinkResult): string[];
+  /**
+   * The OpenLineage dataset a target of this kind is (`target` as a writer and a result name it),
+   * and how many files one published output is (file kinds: 1; absent: not a file).
+   */
+  readonly lineage: { dataset(target: string): LineageDatasetName; filesPerOutput?: number };
   /** Why `backfill --resume` cannot tell which windows the job's sinks of this kind hold, if it cannot. */
   resumeRefusal(job: LoadedJob, environment: EnvironmentConfig): string | undefined;
   /**

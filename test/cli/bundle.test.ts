@@ -169,3 +169,45 @@ describe('the shipped bundle and OpenTelemetry', () => {
     expect(on.stderr).toMatch(/telemetry export to http:\/\/127\.0\.0\.1:9\/v1\/(traces|metrics) failed/);
   });
 });
+
+describe('the shipped bundle and OpenLineage', () => {
+  // src/lineage/open-lineage.ts imports the emitter, its events and transports only when a
+  // transport is set: with none, a run must not load the chunks that hold them. The chunks are
+  // found by a string only their modules hold.
+  async function chunkHolding(text: string): Promise<string> {
+    for (const name of await readdir(BUNDLE)) {
+      if (name.endsWith('.js') && (await readFile(path.join(BUNDLE, name), 'utf8')).includes(text)) return name;
+    }
+    throw new Error(`no chunk of ${BUNDLE} holds ${text}`);
+  }
+  function runRecorded(name: string, env: Record<string, string>) {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('OPENLINEAGE')));
+    return bundle.runRecorded(name, [{ type: 'csv' }], { env: { ...clean, ...env } });
+  }
+
+  it('loads no lineage chunk when no OPENLINEAGE variable is set, nor with OPENLINEAGE_DISABLED=true', async () => {
+    const emitter = await chunkHolding('lineage shut down');
+    const events = await chunkHolding('https://openlineage.io/spec/2-0-2/OpenLineage.json');
+    const settings: Array<Record<string, string>> = [{}, { OPENLINEAGE_URL: 'http://127.0.0.1:9', OPENLINEAGE_DISABLED: 'true' }];
+    for (const env of settings) {
+      const off = await runRecorded(`lineage-off-${Object.keys(env).length}`, env);
+      expect(off.stderr).toMatch(/1 succeeded, 0 failed/);
+      expect(off.loaded).toContain(`${path.basename(BUNDLE)}/tilehouse.js`);
+      expect(off.loaded).not.toContain(`/${emitter}`);
+      expect(off.loaded).not.toContain(`/${events}`);
+    }
+  });
+
+  it('loads them with the file transport, writes the events, and not the Google transport', async () => {
+    const file = path.join(bundle.root, 'bundle-lineage.jsonl');
+    const on = await runRecorded('lineage-on', { OPENLINEAGE__TRANSPORT__TYPE: 'file', OPENLINEAGE__TRANSPORT__LOG_FILE_PATH: file });
+    expect(on.stderr).toMatch(/1 succeeded, 0 failed/);
+    expect(on.loaded).toContain(`/${await chunkHolding('lineage shut down')}`);
+    expect(on.loaded).not.toContain(`/${await chunkHolding('processOpenLineageRunEvent')}`);
+    const types = (await readFile(file, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { eventType: string }).eventType);
+    expect(types).toEqual(['START', 'COMPLETE']);
+  });
+});

@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-harness.js';
+import { offlineEnvironmentText } from '../support/config-files.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
 
 /** `validate` refuses the incremental jobs that cannot work, each problem at its file:line. */
@@ -59,21 +60,7 @@ beforeEach(async () => {
   jobsDir = path.join(dir, 'jobs');
   await mkdir(jobsDir);
   const bigquery = ['  bigquery:', '    projectId: p', '    dataset: d', '    runLedger: false'];
-  await writeFile(
-    configFile,
-    [
-      'source:',
-      '  baseUrl: http://127.0.0.1:9',
-      '  authUrl: http://127.0.0.1:9',
-      '  clientId: ${TEST_CLIENT_ID}',
-      '  clientSecret: ${TEST_CLIENT_SECRET}',
-      'sinks:',
-      '  csv:',
-      `    directory: ${path.join(dir, 'out')}`,
-      ...bigquery,
-      '',
-    ].join('\n'),
-  );
+  await writeFile(configFile, offlineEnvironmentText(path.join(dir, 'out'), bigquery));
 });
 
 describe('tilehouse validate: incremental', () => {

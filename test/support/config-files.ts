@@ -48,3 +48,23 @@ export async function configErrorOf(load: Promise<unknown>): Promise<ConfigError
   expect(error).toMatchObject({ code: 'config_invalid' });
   return error as ConfigError;
 }
+
+/**
+ * An environment file that `validate` passes without the network: a loopback source whose
+ * credentials are `${TEST_CLIENT_ID}` / `${TEST_CLIENT_SECRET}`, CSV files under `outDir`, then
+ * `extra` lines (more sinks' defaults, a `lineage:` section).
+ */
+export function offlineEnvironmentText(outDir: string, extra: readonly string[] = []): string {
+  return [
+    'source:',
+    '  baseUrl: http://127.0.0.1:9',
+    '  authUrl: http://127.0.0.1:9',
+    '  clientId: ${TEST_CLIENT_ID}',
+    '  clientSecret: ${TEST_CLIENT_SECRET}',
+    'sinks:',
+    '  csv:',
+    `    directory: ${outDir}`,
+    ...extra,
+    '',
+  ].join('\n');
+}

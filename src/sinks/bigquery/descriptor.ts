@@ -56,6 +56,8 @@ export const bigquerySinkKind: SinkKind = {
   // Concurrent MERGEs into one table conflict, and a key two windows hold must end with the later window's values.
   takesWindowsOneAtATime: (sink) => sink.type === 'bigquery' && sink.writeMode === 'merge',
   // The publishing job (copy, query or merge) first, then the load into the staging table.
+  // A partition's target is `table$YYYYMMDD`: its dataset is the table.
+  lineage: { dataset: (target) => ({ namespace: 'bigquery', name: target.replace(/\$.*$/, '') }) },
   jobIdsOf: (result) =>
     ['jobId', 'loadJobId'].flatMap((key) => {
       const id = result.details?.[key];

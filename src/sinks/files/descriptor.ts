@@ -44,6 +44,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
     type: name,
     configSchema: spec.configSchema,
     workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
+    lineage: { dataset: (target) => storeKindOf(target).lineageDataset(target), filesPerOutput: 1 },
     async build(sink, index, job, environment, options) {
       const config = ours(sink);
       if (config === undefined) throw new Error(`not a ${label} sink: ${sink.type}`);

@@ -1,10 +1,12 @@
 import type { Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
+import type { ObjectStoreUrls } from '../../config/object-store-urls.js';
 import type { TargetKind } from '../../error-codes.js';
 import type { RetryBudget } from '../../retry.js';
 import type { Column } from '../../transform/column.js';
 import type { SinkWriter } from '../sink.js';
+import type { LineageDatasetName } from '../sink-kind.js';
 import type { HeldWindow, WindowHoldings } from '../window-state.js';
 import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
 
@@ -66,6 +68,8 @@ export interface ObjectStoreKind {
   readonly publishRank: number;
   /** What it takes from the environment file (`sinks.<store>`), for `load`. */
   optionsFrom(environment: EnvironmentConfig): StoreOptions;
+  /** The OpenLineage dataset a target here is, as the spec's naming page names it (no client loaded). */
+  lineageDataset(location: string): LineageDatasetName;
   /** The annotations its targets need on the pods' service account (`tilehouse k8s`); absent: none. */
   serviceAccountAnnotations?(): Record<string, string>;
   /** The store, its client made from `options` (or the one a seam injects); its modules are loaded here, on first use. */
@@ -125,4 +129,13 @@ export interface StoreWriterOptions {
   manifest?: { window?: { from: string; to: string } };
   /** The tile run's retry budget, which a store's retries draw on unless its seams bring their own. */
   retryBudget?: RetryBudget;
+}
+
+/**
+ * A bucket store's object as an OpenLineage dataset, as the spec's naming page has it:
+ * `<scheme>bucket` the namespace, the object's key the name.
+ */
+export function bucketObjectDataset(urls: ObjectStoreUrls, location: string): LineageDatasetName {
+  const { bucket, rest } = urls.split(location) ?? { bucket: '', rest: location };
+  return { namespace: `${urls.scheme}${bucket}`, name: rest };
 }

@@ -14,7 +14,7 @@
 
 import type { Storage } from '@google-cloud/storage';
 import { gcsUrls } from '../../../config/gcs-url.js';
-import type { ObjectStoreKind } from '../object-store.js';
+import { bucketObjectDataset, type ObjectStoreKind } from '../object-store.js';
 import type { GcsWriteSettings } from './object-publish.js';
 import type { StorageClientSettings } from './storage-client.js';
 
@@ -39,6 +39,7 @@ declare module '../object-store.js' {
 export const gcsStoreKind: ObjectStoreKind = {
   name: 'gcs',
   claims: gcsUrls.looksLike,
+  lineageDataset: (location) => bucketObjectDataset(gcsUrls, location),
   onThisMachine: false,
   // A rewrite is a remote call, likelier to fail than a rename and less than a BigQuery copy job: between the two.
   publishRank: 5,

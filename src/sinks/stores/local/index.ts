@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ObjectStoreKind } from '../object-store.js';
 
 /**
@@ -8,6 +9,8 @@ import type { ObjectStoreKind } from '../object-store.js';
 export const localStoreKind: ObjectStoreKind = {
   name: 'local',
   claims: () => true,
+  // The spec's naming: a local file is namespace `file`, its absolute path the name.
+  lineageDataset: (location) => ({ namespace: 'file', name: path.resolve(location) }),
   onThisMachine: true,
   // Last: a rename in a directory just written to is the publish least likely to fail.
   publishRank: 10,

@@ -13,7 +13,7 @@
 
 import type { S3Client } from '@aws-sdk/client-s3';
 import { s3Urls } from '../../../config/s3-url.js';
-import type { ObjectStoreKind } from '../object-store.js';
+import { bucketObjectDataset, type ObjectStoreKind } from '../object-store.js';
 import type { S3Settings } from './s3-client.js';
 import type { S3WriteSettings } from './s3-object-writer.js';
 
@@ -42,6 +42,7 @@ const IRSA_ROLE_PLACEHOLDER = 'arn:aws:iam::ACCOUNT_ID:role/tilehouse';
 export const s3StoreKind: ObjectStoreKind = {
   name: 's3',
   claims: s3Urls.looksLike,
+  lineageDataset: (location) => bucketObjectDataset(s3Urls, location),
   onThisMachine: false,
   // A copy is a remote call, likelier to fail than a rename and less than a BigQuery copy job: between the two.
   publishRank: 5,

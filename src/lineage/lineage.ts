@@ -1,0 +1,92 @@
+import type { SinkResult } from '../sinks/sink.js';
+
+type SinkKindName = SinkResult['sink'];
+
+/**
+ * The one small interface the pipeline reports tile runs to for OpenLineage (docs/lineage.md), as
+ * it reports spans to telemetry: `lineage()` answers the no-op below unless a command opened
+ * lineage (open-lineage.ts), whose implementation (events, transports) is imported only then:
+ * off, a tile run costs two function calls and loads nothing.
+ *
+ * The folder, module by module: `lineage-settings.ts` (the clients' OPENLINEAGE_* variables, the
+ * OPENLINEAGE_CONFIG YAML and the environment's `lineage:` section, `config/lineage-schema.ts`, read
+ * without loading the rest; `lineage_config_invalid`), `open-lineage.ts` (the no-op, or the emitter
+ * by a dynamic import), `openlineage-emitter.ts` (events sent in order in the background; one
+ * warning; the exit's wait bounded by the transport's timeout), `run-events.ts` (the RunEvents and
+ * their facets, checked against `schema/openlineage/`), `run-uuid.ts` (the run's UUIDv7, derived),
+ * `lineage-transport.ts` (what a transport is, the POST they share), `transport-of.ts` (http, file,
+ * console; Google's loaded only when asked for), `google-lineage-transport.ts` (Data Lineage's
+ * `processOpenLineageRunEvent` with the sinks' Google credentials, its 5 MB limit).
+ */
+
+/** What a tile run is when it starts: enough to name its run, job and input. */
+export interface LineageTileStart {
+  job: string;
+  tile: string;
+  /** The tilehouse run id of this tile run (a window's own, derived from its backfill's). */
+  runId: string;
+  /** The tenant (`source.baseUrl`): the input dataset's namespace is its origin. */
+  sourceUrl: string;
+  startedAt: Date;
+  /** A backfill's or an incremental run's day window (`to` exclusive) in the job's timezone. */
+  window?: { from: string; to: string } | undefined;
+  timezone: string;
+}
+
+/** What a tile run did, as the pipeline's JobRunSummary has it (the fields lineage reads). */
+export interface LineageTileEnd {
+  status: 'succeeded' | 'failed' | 'partially_published';
+  rows: number;
+  columns: ReadonlyArray<{ name: string; header: string; type: string }>;
+  outputs: ReadonlyArray<{ sink: SinkKindName; target: string; rows: number; details?: Readonly<Record<string, string | number | boolean>> | undefined }>;
+  /** Every writer the run opened (its sink kind and target), published or not. */
+  opened: ReadonlyArray<{ sink: SinkKindName; target: string }>;
+  bigqueryJobIds: readonly string[];
+  error?: { code: string; message: string } | undefined;
+  guard?:
+    | {
+        tripped: boolean;
+        overridden: boolean;
+        verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined; reason?: string | undefined }>;
+      }
+    | undefined;
+}
+
+/** One tile run as an OpenLineage run: START sent when it began, one terminal event when it ends. */
+export interface LineageTileRun {
+  /** COMPLETE, FAIL, or ABORT when `stopped` (SIGTERM, SIGINT). Sent in the background; never throws. */
+  end(result: LineageTileEnd, stopped: boolean): void;
+}
+
+export interface Lineage {
+  readonly enabled: boolean;
+  /** Sends START for a tile run (in the background) and returns the run to end. */
+  startTile(start: LineageTileStart): LineageTileRun;
+  /** Waits for the events in flight within a bounded time (the transport's timeout); never throws. */
+  shutdown(): Promise<void>;
+}
+
+const NO_RUN: LineageTileRun = { end: () => undefined };
+
+/** Lineage off: nothing is built, nothing is sent. */
+export const NO_LINEAGE: Lineage = {
+  enabled: false,
+  startTile: () => NO_RUN,
+  shutdown: async () => undefined,
+};
+
+// Process-wide, as telemetry is: the seam is deep in the pipeline (each tile and window run), and
+// threading an emitter through every runner would put lineage into the logic it observes.
+let active: Lineage = NO_LINEAGE;
+
+/** The process's lineage: OpenLineage once a command opened it, else the no-op. */
+export function lineage(): Lineage {
+  return active;
+}
+
+/** Installs `next` as the process's lineage (open-lineage.ts; tests); returns the previous one. */
+export function useLineage(next: Lineage): Lineage {
+  const previous = active;
+  active = next;
+  return previous;
+}

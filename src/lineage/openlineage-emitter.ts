@@ -1,0 +1,99 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { messageOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import { scrubSecrets } from '../secret-scrubber.js';
+import type { Lineage, LineageTileEnd, LineageTileRun, LineageTileStart } from './lineage.js';
+import type { LineageTransport } from './lineage-transport.js';
+import { TileRunEvents, type EventContext } from './run-events.js';
+
+/**
+ * Lineage on: each tile run's events are built here and sent through one transport, one at a time
+ * in the order they happened (START before its terminal event), in the background, so a slow
+ * consumer never slows a tile. A consumer that refuses, fails or hangs costs one warning (the
+ * first failure; later ones go to the debug log) and, at the exit, at most the transport's timeout:
+ * what is still unsent then is dropped. Nothing here changes a run's outcome or its files.
+ */
+export class OpenLineageEmitter implements Lineage {
+  readonly enabled = true;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly stop = new AbortController();
+  private warned = false;
+  private sent = 0;
+  private failed = 0;
+
+  constructor(
+    private readonly transport: LineageTransport,
+    private readonly context: EventContext,
+    private readonly logger: Logger,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  startTile(start: LineageTileStart): LineageTileRun {
+    let events: TileRunEvents;
+    try {
+      events = new TileRunEvents(start, this.context);
+      this.enqueue(events.started(this.now()));
+    } catch (error) {
+      this.warnOnce(`lineage: no events for job ${start.job}: ${messageOf(error)}`);
+      return { end: () => undefined };
+    }
+    let ended = false;
+    return {
+      end: (result: LineageTileEnd, stopped: boolean) => {
+        if (ended) return;
+        ended = true;
+        try {
+          this.enqueue(events.ended(this.now(), result, stopped));
+        } catch (error) {
+          this.warnOnce(`lineage: no terminal event for job ${start.job}: ${messageOf(error)}`);
+        }
+      },
+    };
+  }
+
+  private enqueue(event: Record<string, unknown>): void {
+    this.chain = this.chain.then(() => this.deliver(event));
+  }
+
+  private async deliver(event: Record<string, unknown>): Promise<void> {
+    if (this.stop.signal.aborted) {
+      this.failed += 1;
+      return;
+    }
+    const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(this.transport.timeoutMs)]);
+    try {
+      await this.transport.send(event, signal);
+      this.sent += 1;
+    } catch (error) {
+      this.failed += 1;
+      const reason = signal.aborted ? `no answer within ${this.transport.timeoutMs / 1000} s` : messageOf(error);
+      this.warnOnce(
+        `lineage: an event could not be sent to ${this.transport.describe} (${reason}); the run goes on without it, later failures are logged at debug level`,
+      );
+      this.logger.debug({ eventType: event.eventType, reason: scrubSecrets(reason) }, 'lineage event not sent');
+    }
+  }
+
+  private warnOnce(message: string): void {
+    if (this.warned) {
+      this.logger.debug(scrubSecrets(message));
+      return;
+    }
+    this.warned = true;
+    this.logger.warn(scrubSecrets(message));
+  }
+
+  /** Waits for the events in flight at most the transport's timeout, then drops the rest. */
+  async shutdown(): Promise<void> {
+    const bound = new AbortController();
+    const drained = await Promise.race([this.chain.then(() => true), sleep(this.transport.timeoutMs, false, { signal: bound.signal }).catch(() => false)]);
+    bound.abort();
+    if (!drained) {
+      this.stop.abort(new Error('lineage shut down'));
+      this.warnOnce(`lineage: events to ${this.transport.describe} still unsent after ${this.transport.timeoutMs / 1000} s were dropped at exit`);
+      await this.chain;
+    }
+    await this.transport.close().catch(() => undefined);
+    this.logger.debug({ sent: this.sent, failed: this.failed }, 'lineage events');
+  }
+}

@@ -1,0 +1,238 @@
+import { scrubSecrets } from '../secret-scrubber.js';
+import { zoneClock } from '../transform/values/zone-clock.js';
+import { sinkKindOf } from '../sinks/registry.js';
+import type { LineageDatasetName } from '../sinks/sink-kind.js';
+import type { LineageTileEnd, LineageTileStart } from './lineage.js';
+import type { LineageRunRef } from './lineage-settings.js';
+import { derivedUuidV7, instantOfRunId } from './run-uuid.js';
+
+/**
+ * OpenLineage RunEvents of a tile run (spec 2-0-2, schema/openlineage/), made from what the
+ * pipeline reports: plain JSON, checked against the spec's own schemas by the tests.
+ */
+
+export const SPEC_URL = 'https://openlineage.io/spec/2-0-2/OpenLineage.json';
+const RUN_EVENT_SCHEMA = `${SPEC_URL}#/$defs/RunEvent`;
+export const TILEHOUSE_FACET_SCHEMA = 'https://tilehouse.dev/schema/openlineage/TilehouseRunFacet.json#/$defs/TilehouseRunFacet';
+
+/** Each standard facet's schema, at the version in schema/openlineage/facets/. */
+const FACET_SCHEMAS = {
+  schema: 'facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet',
+  outputStatistics: 'facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet',
+  dataSource: 'facets/1-0-1/DatasourceDatasetFacet.json#/$defs/DatasourceDatasetFacet',
+  jobType: 'facets/2-0-4/JobTypeJobFacet.json#/$defs/JobTypeJobFacet',
+  errorMessage: 'facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet',
+  nominalTime: 'facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet',
+  processing_engine: 'facets/1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet',
+  parent: 'facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet',
+  columnLineage: 'facets/1-2-0/ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet',
+} as const;
+
+export type EventType = 'START' | 'COMPLETE' | 'FAIL' | 'ABORT';
+type Json = Record<string, unknown>;
+
+export interface EventContext {
+  /** tilehouse's version. */
+  version: string;
+  /** The namespace of tilehouse's jobs. */
+  namespace: string;
+  parent?: { run: LineageRunRef; root: LineageRunRef } | undefined;
+  /** The run's nominal window (`--window-start` / `--window-end`), for a tile run without a day window of its own. */
+  nominal?: { start: string; end?: string | undefined } | undefined;
+}
+
+function producerOf(version: string): string {
+  return `https://tilehouse.dev/releases/${version}`;
+}
+
+function facet(context: EventContext, schema: keyof typeof FACET_SCHEMAS, fields: Json): Json {
+  return { _producer: producerOf(context.version), _schemaURL: `https://openlineage.io/spec/${FACET_SCHEMAS[schema]}`, ...fields };
+}
+
+/** The input: the tile at its tenant (no naming rule for HTTP APIs yet: the origin, then the tile id; docs/lineage.md). */
+export function inputDatasetOf(start: Pick<LineageTileStart, 'sourceUrl' | 'tile'>): LineageDatasetName {
+  return { namespace: new URL(start.sourceUrl).origin, name: start.tile };
+}
+
+/** The nominal time of a tile run: its day window (midnight to midnight in the job's zone), else the run's. */
+function nominalTimeOf(start: LineageTileStart, context: EventContext): { nominalStartTime: string; nominalEndTime?: string } | undefined {
+  if (start.window !== undefined) {
+    const clock = zoneClock(start.timezone);
+    const at = (date: string) => new Date(clock.toInstant(Date.parse(`${date}T00:00:00Z`))).toISOString();
+    return { nominalStartTime: at(start.window.from), nominalEndTime: at(start.window.to) };
+  }
+  if (context.nominal === undefined) return undefined;
+  const { start: from, end } = context.nominal;
+  return { nominalStartTime: new Date(from).toISOString(), ...(end === undefined ? {} : { nominalEndTime: new Date(end).toISOString() }) };
+}
+
+/**
+ * The OpenLineage run id of a tile run: a UUIDv7 derived from the job's namespace and name and the
+ * tile run's id, its time the nominal start (a window's, the run's) or the one in the run id, so a
+ * retry with the same --run-id (and window) keeps it.
+ */
+export function lineageRunIdOf(start: LineageTileStart, context: EventContext): string {
+  const nominal = nominalTimeOf(start, context);
+  const instant = nominal === undefined ? instantOfRunId(start.runId) : Date.parse(nominal.nominalStartTime);
+  return derivedUuidV7(instant, [context.namespace, start.job, start.runId]);
+}
+
+export class TileRunEvents {
+  readonly runId: string;
+  private readonly input: LineageDatasetName;
+
+  constructor(
+    private readonly start: LineageTileStart,
+    private readonly context: EventContext,
+  ) {
+    this.runId = lineageRunIdOf(start, context);
+    this.input = inputDatasetOf(start);
+  }
+
+  started(at: Date): Json {
+    return this.event('START', at, {}, [this.inputDataset()], []);
+  }
+
+  /** COMPLETE, FAIL or ABORT, inputs and outputs repeated (some consumers read only the terminal event). */
+  ended(at: Date, end: LineageTileEnd, stopped: boolean): Json {
+    const type: EventType = stopped ? 'ABORT' : end.status === 'succeeded' ? 'COMPLETE' : 'FAIL';
+    const runFacets: Json = { tilehouse: this.tilehouseFacet(end) };
+    if (end.error !== undefined && type !== 'COMPLETE') {
+      runFacets.errorMessage = facet(this.context, 'errorMessage', {
+        message: scrubSecrets(`${end.error.code}: ${end.error.message}`),
+        programmingLanguage: 'TypeScript',
+      });
+    }
+    return this.event(type, at, runFacets, [this.inputDataset(end)], this.outputDatasets(end));
+  }
+
+  private event(type: EventType, at: Date, runFacets: Json, inputs: Json[], outputs: Json[]): Json {
+    const { context, start } = this;
+    const nominal = nominalTimeOf(start, context);
+    return {
+      eventType: type,
+      eventTime: at.toISOString(),
+      producer: producerOf(context.version),
+      schemaURL: RUN_EVENT_SCHEMA,
+      run: {
+        runId: this.runId,
+        facets: {
+          ...(nominal === undefined ? {} : { nominalTime: facet(context, 'nominalTime', nominal) }),
+          processing_engine: facet(context, 'processing_engine', { name: 'tilehouse', version: context.version, openlineageAdapterVersion: context.version }),
+          ...(context.parent === undefined ? {} : { parent: this.parentFacet(context.parent) }),
+          ...runFacets,
+        },
+      },
+      job: {
+        namespace: context.namespace,
+        name: start.job,
+        facets: { jobType: facet(context, 'jobType', { processingType: 'BATCH', integration: 'TILEHOUSE', jobType: 'JOB' }) },
+      },
+      inputs,
+      outputs,
+    };
+  }
+
+  private parentFacet(parent: NonNullable<EventContext['parent']>): Json {
+    return facet(this.context, 'parent', {
+      run: { runId: parent.run.runId },
+      job: { namespace: parent.run.namespace, name: parent.run.name },
+      root: { run: { runId: parent.root.runId }, job: { namespace: parent.root.namespace, name: parent.root.name } },
+    });
+  }
+
+  private inputDataset(end?: LineageTileEnd): Json {
+    const origin = this.input.namespace;
+    return {
+      ...this.input,
+      facets: {
+        dataSource: facet(this.context, 'dataSource', { name: origin, uri: origin }),
+        ...(end === undefined || end.columns.length === 0 ? {} : { schema: this.schemaFacet(end, 'header') }),
+      },
+    };
+  }
+
+  private schemaFacet(end: LineageTileEnd, by: 'name' | 'header'): Json {
+    return facet(this.context, 'schema', {
+      fields: end.columns.map((column, index) => ({ name: column[by], type: column.type, ordinal_position: index + 1 })),
+    });
+  }
+
+  /** The targets that hold this run, then the ones it opened and did not publish to (named, without statistics). */
+  private outputDatasets(end: LineageTileEnd): Json[] {
+    const published = end.outputs.map((output) => {
+      const kind = sinkKindOf({ type: output.sink }).lineage;
+      const dataset = kind.dataset(output.target);
+      const bytes = output.details?.bytes;
+      return {
+        ...dataset,
+        facets: {
+          ...(URL.canParse(dataset.namespace) ? { dataSource: facet(this.context, 'dataSource', { name: dataset.namespace, uri: dataset.namespace }) } : {}),
+          ...(end.columns.length === 0 ? {} : { schema: this.schemaFacet(end, 'name'), columnLineage: this.columnLineageFacet(end) }),
+        },
+        outputFacets: {
+          outputStatistics: facet(this.context, 'outputStatistics', {
+            rowCount: output.rows,
+            ...(typeof bytes === 'number' ? { size: bytes } : {}),
+            ...(kind.filesPerOutput === undefined ? {} : { fileCount: kind.filesPerOutput }),
+          }),
+        },
+      };
+    });
+    const named = new Set(end.outputs.map((output) => output.target));
+    const unpublished = end.opened
+      .filter((writer) => !named.has(writer.target))
+      .map((writer) => ({ ...sinkKindOf({ type: writer.sink }).lineage.dataset(writer.target) }));
+    return [...published, ...unpublished];
+  }
+
+  /** Each output column is the tile column of the same position, typed: a direct copy. */
+  private columnLineageFacet(end: LineageTileEnd): Json {
+    const fields: Json = {};
+    for (const column of end.columns) {
+      fields[column.name] = {
+        inputFields: [
+          {
+            ...this.input,
+            field: column.header,
+            transformations: [{ type: 'DIRECT', subtype: 'IDENTITY', description: `the tile column ${column.header} read as ${column.type}` }],
+          },
+        ],
+      };
+    }
+    return facet(this.context, 'columnLineage', { fields });
+  }
+
+  /** tilehouse's own facet (schema/openlineage/TilehouseRunFacet.json). */
+  private tilehouseFacet(end: LineageTileEnd): Json {
+    const generations = end.outputs.flatMap((output) => {
+      const generation = output.details?.generation;
+      return generation === undefined ? [] : [{ target: output.target, generation: String(generation) }];
+    });
+    return {
+      _producer: producerOf(this.context.version),
+      _schemaURL: TILEHOUSE_FACET_SCHEMA,
+      runId: this.start.runId,
+      status: end.status,
+      rows: end.rows,
+      ...(end.error === undefined ? {} : { errorCode: end.error.code }),
+      ...(this.start.window === undefined ? {} : { window: { from: this.start.window.from, to: this.start.window.to } }),
+      ...(end.guard === undefined
+        ? {}
+        : {
+            guard: {
+              tripped: end.guard.tripped,
+              overridden: end.guard.overridden,
+              verdicts: end.guard.verdicts.map(({ target, verdict, rule, reason }) => ({
+                target,
+                verdict,
+                ...(rule === undefined ? {} : { rule }),
+                ...(reason === undefined ? {} : { reason: scrubSecrets(reason) }),
+              })),
+            },
+          }),
+      bigqueryJobIds: [...end.bigqueryJobIds],
+      objectGenerations: generations,
+    };
+  }
+}

@@ -1,0 +1,212 @@
+import { describe, expect, it } from 'vitest';
+import type { LineageTileEnd, LineageTileStart } from '../../src/lineage/lineage.js';
+import { lineageRunIdOf, TileRunEvents, type EventContext } from '../../src/lineage/run-events.js';
+import { registerSecret } from '../../src/secret-scrubber.js';
+import { openLineageProblems } from '../support/openlineage-schemas.js';
+
+const START: LineageTileStart = {
+  job: 'incidents_daily',
+  tile: 'tile-42',
+  runId: '20261121T213005Z-9f2c1a',
+  sourceUrl: 'https://acme.example-incidents.com/api/',
+  startedAt: new Date('2026-11-21T21:30:05Z'),
+  timezone: 'UTC',
+};
+const CONTEXT: EventContext = { version: '0.1.0', namespace: 'tilehouse' };
+const AT = new Date('2026-11-21T21:31:00Z');
+const COLUMNS = [
+  { name: 'incident_id', header: 'Incident ID', type: 'INT64' },
+  { name: 'severity', header: 'Severity', type: 'STRING' },
+];
+
+function ended(outputs: LineageTileEnd['outputs'], more: Partial<LineageTileEnd> = {}): LineageTileEnd {
+  return {
+    status: 'succeeded',
+    rows: 150,
+    columns: COLUMNS,
+    outputs,
+    opened: outputs.map(({ sink, target }) => ({ sink, target })),
+    bigqueryJobIds: [],
+    ...more,
+  };
+}
+
+type Dataset = { namespace: string; name: string; facets?: Record<string, Record<string, unknown>>; outputFacets?: Record<string, Record<string, unknown>> };
+type Event = {
+  eventType: string;
+  run: { runId: string; facets: Record<string, Record<string, unknown>> };
+  job: { namespace: string; name: string };
+  inputs: Dataset[];
+  outputs: Dataset[];
+};
+
+function valid(event: Record<string, unknown>): Event {
+  expect(openLineageProblems(event)).toEqual([]);
+  return event as unknown as Event;
+}
+
+describe('TileRunEvents', () => {
+  it('starts a tile run with the tile at its tenant as the input and the job in its namespace', () => {
+    const event = valid(new TileRunEvents(START, CONTEXT).started(START.startedAt));
+    expect(event.eventType).toBe('START');
+    expect(event.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents_daily' });
+    expect(event.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: 'https://acme.example-incidents.com', name: 'tile-42' }]);
+    expect(event.run.facets.processing_engine).toMatchObject({ name: 'tilehouse', version: '0.1.0' });
+    expect((event as unknown as { job: { facets: Record<string, unknown> } }).job.facets.jobType).toMatchObject({
+      processingType: 'BATCH',
+      integration: 'TILEHOUSE',
+    });
+  });
+
+  it.each([
+    ['csv', 'out/incidents.csv', { namespace: 'file', name: expect.stringMatching(/^\/.*\/out\/incidents\.csv$/) }, 1],
+    ['parquet', '/data/incidents.parquet', { namespace: 'file', name: '/data/incidents.parquet' }, 1],
+    ['csv', 'gs://acme-exports/daily/incidents.csv', { namespace: 'gs://acme-exports', name: 'daily/incidents.csv' }, 1],
+    ['parquet', 's3://acme-lake/tiles/2026/incidents.parquet', { namespace: 's3://acme-lake', name: 'tiles/2026/incidents.parquet' }, 1],
+    ['bigquery', 'acme-prod.analytics.incidents$20261121', { namespace: 'bigquery', name: 'acme-prod.analytics.incidents' }, undefined],
+  ] as const)('completes a %s run into %s as the dataset the spec names', (sink, target, dataset, fileCount) => {
+    const events = new TileRunEvents(START, CONTEXT);
+    const event = valid(events.ended(AT, ended([{ sink, target, rows: 150, details: { bytes: 9000, generation: 17 } }]), false));
+    expect(event.eventType).toBe('COMPLETE');
+    expect(event.run.runId).toBe(events.runId);
+    const [output] = event.outputs;
+    expect(output).toMatchObject(dataset);
+    expect(output?.outputFacets?.outputStatistics).toMatchObject({ rowCount: 150, size: 9000, ...(fileCount === undefined ? {} : { fileCount }) });
+    if (fileCount === undefined) expect(output?.outputFacets?.outputStatistics).not.toHaveProperty('fileCount');
+    expect(output?.facets?.schema?.fields).toEqual([
+      { name: 'incident_id', type: 'INT64', ordinal_position: 1 },
+      { name: 'severity', type: 'STRING', ordinal_position: 2 },
+    ]);
+    // Inputs are repeated on the terminal event, for consumers that read only it.
+    expect(event.inputs[0]?.facets?.schema?.fields).toEqual([
+      { name: 'Incident ID', type: 'INT64', ordinal_position: 1 },
+      { name: 'Severity', type: 'STRING', ordinal_position: 2 },
+    ]);
+    expect(output?.facets?.columnLineage?.fields).toMatchObject({
+      incident_id: {
+        inputFields: [
+          {
+            namespace: 'https://acme.example-incidents.com',
+            name: 'tile-42',
+            field: 'Incident ID',
+            transformations: [{ type: 'DIRECT', subtype: 'IDENTITY' }],
+          },
+        ],
+      },
+    });
+  });
+
+  it("names the BigQuery jobs and each object's generation in tilehouse's own facet", () => {
+    const event = valid(
+      new TileRunEvents(START, CONTEXT).ended(
+        AT,
+        ended(
+          [
+            { sink: 'bigquery', target: 'p.d.t', rows: 150, details: { jobId: 'job_copy', loadJobId: 'job_load' } },
+            { sink: 'csv', target: 'gs://b/k.csv', rows: 150, details: { generation: '1732224665123456' } },
+          ],
+          { bigqueryJobIds: ['job_copy', 'job_load'] },
+        ),
+        false,
+      ),
+    );
+    expect(event.run.facets.tilehouse).toMatchObject({
+      runId: START.runId,
+      status: 'succeeded',
+      rows: 150,
+      bigqueryJobIds: ['job_copy', 'job_load'],
+      objectGenerations: [{ target: 'gs://b/k.csv', generation: '1732224665123456' }],
+    });
+  });
+
+  it('fails with the error code and its message scrubbed of secrets, naming the targets it opened', () => {
+    registerSecret('s3cr3t-token-value');
+    const event = valid(
+      new TileRunEvents(START, CONTEXT).ended(
+        AT,
+        {
+          ...ended([]),
+          status: 'failed',
+          rows: 0,
+          columns: [],
+          opened: [{ sink: 'bigquery', target: 'p.d.t$20261121' }],
+          error: { code: 'bigquery_job_failed', message: 'job incidents_daily: refused with token s3cr3t-token-value' },
+        },
+        false,
+      ),
+    );
+    expect(event.eventType).toBe('FAIL');
+    expect(event.run.facets.errorMessage).toMatchObject({ programmingLanguage: 'TypeScript' });
+    expect(event.run.facets.errorMessage?.message).toMatch(/^bigquery_job_failed: job incidents_daily: refused with token /);
+    expect(JSON.stringify(event)).not.toContain('s3cr3t-token-value');
+    expect(event.outputs).toEqual([{ namespace: 'bigquery', name: 'p.d.t' }]);
+  });
+
+  it('aborts a run stopped by a signal, whatever its summary says', () => {
+    const event = valid(
+      new TileRunEvents(START, CONTEXT).ended(AT, { ...ended([]), status: 'failed', error: { code: 'run_stopped', message: 'stopped by SIGTERM' } }, true),
+    );
+    expect(event.eventType).toBe('ABORT');
+    expect(event.run.facets.errorMessage?.message).toBe('run_stopped: stopped by SIGTERM');
+  });
+
+  it("carries a tripped publish guard's verdicts", () => {
+    const guard = {
+      tripped: true,
+      overridden: false,
+      verdicts: [{ target: 'out/a.csv', verdict: 'trip', rule: 'shrink', reason: '10 rows, 90% fewer than 100' }],
+    };
+    const event = valid(
+      new TileRunEvents(START, CONTEXT).ended(
+        AT,
+        { ...ended([]), status: 'failed', opened: [{ sink: 'csv', target: 'out/a.csv' }], guard, error: { code: 'publish_guard_tripped', message: 'refused' } },
+        false,
+      ),
+    );
+    expect(event.eventType).toBe('FAIL');
+    expect(event.run.facets.tilehouse?.guard).toEqual(guard);
+  });
+
+  it("dates a backfill window's run at the window's midnights in the job's timezone", () => {
+    const start = { ...START, runId: 'bf-1-20261120', window: { from: '2026-11-20', to: '2026-11-21' }, timezone: 'Europe/Berlin' };
+    const event = valid(new TileRunEvents(start, CONTEXT).ended(AT, ended([{ sink: 'csv', target: 'out/2026-11-20.csv', rows: 3 }]), false));
+    expect(event.run.facets.nominalTime).toMatchObject({ nominalStartTime: '2026-11-19T23:00:00.000Z', nominalEndTime: '2026-11-20T23:00:00.000Z' });
+    expect(event.run.facets.tilehouse?.window).toEqual({ from: '2026-11-20', to: '2026-11-21' });
+  });
+
+  it("names the orchestrator's run as the parent, with its root", () => {
+    const parent = {
+      run: { namespace: 'airflow', name: 'nightly.export', runId: '01936f2b-4c5d-7e8f-9a0b-1c2d3e4f5a6b' },
+      root: { namespace: 'airflow', name: 'nightly', runId: '01936f2b-0000-7000-8000-000000000001' },
+    };
+    const event = valid(new TileRunEvents(START, { ...CONTEXT, parent }).started(AT));
+    expect(event.run.facets.parent).toMatchObject({
+      run: { runId: parent.run.runId },
+      job: { namespace: 'airflow', name: 'nightly.export' },
+      root: { run: { runId: parent.root.runId }, job: { namespace: 'airflow', name: 'nightly' } },
+    });
+  });
+});
+
+describe('lineageRunIdOf', () => {
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const timeOf = (uuid: string) => Number.parseInt(uuid.replaceAll('-', '').slice(0, 12), 16);
+
+  it('is the same UUIDv7 for a retry with the same run id, timed by the run id', () => {
+    const first = lineageRunIdOf(START, CONTEXT);
+    expect(first).toMatch(UUID_V7);
+    expect(lineageRunIdOf({ ...START, startedAt: new Date() }, CONTEXT)).toBe(first);
+    expect(timeOf(first)).toBe(Date.parse('2026-11-21T21:30:05Z'));
+    expect(lineageRunIdOf({ ...START, runId: '20261121T213005Z-000000' }, CONTEXT)).not.toBe(first);
+    expect(lineageRunIdOf({ ...START, job: 'other' }, CONTEXT)).not.toBe(first);
+  });
+
+  it("takes the run's nominal start as its time, and stays a stable UUIDv7 for a run id with no time in it", () => {
+    const orchestrated = { ...START, runId: 'manual-retry-3' };
+    const nominal = lineageRunIdOf(orchestrated, { ...CONTEXT, nominal: { start: '2026-11-20T00:00:00Z', end: '2026-11-21T00:00:00Z' } });
+    expect(timeOf(nominal)).toBe(Date.parse('2026-11-20T00:00:00Z'));
+    const timeless = lineageRunIdOf(orchestrated, CONTEXT);
+    expect(timeless).toMatch(UUID_V7);
+    expect(lineageRunIdOf(orchestrated, CONTEXT)).toBe(timeless);
+  });
+});
