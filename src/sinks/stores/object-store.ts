@@ -6,7 +6,6 @@ import type { TargetKind } from '../../error-codes.js';
 import type { RetryBudget } from '../../retry.js';
 import type { Column } from '../../transform/column.js';
 import type { SinkWriter } from '../sink.js';
-import type { LineageDatasetName } from '../sink-kind.js';
 import type { HeldWindow, WindowHoldings } from '../window-state.js';
 import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
 
@@ -69,7 +68,7 @@ export interface ObjectStoreKind {
   /** What it takes from the environment file (`sinks.<store>`), for `load`. */
   optionsFrom(environment: EnvironmentConfig): StoreOptions;
   /** The OpenLineage dataset a target here is, as the spec's naming page names it (no client loaded). */
-  lineageDataset(location: string): LineageDatasetName;
+  lineageDataset(location: string): StoredDatasetName;
   /** The annotations its targets need on the pods' service account (`tilehouse k8s`); absent: none. */
   serviceAccountAnnotations?(): Record<string, string>;
   /** The store, its client made from `options` (or the one a seam injects); its modules are loaded here, on first use. */
@@ -132,10 +131,19 @@ export interface StoreWriterOptions {
 }
 
 /**
+ * An OpenLineage dataset's name (sink-kind.ts's LineageDatasetName, written here again because the
+ * sink contract imports the stores' registry: a store importing it back would close a circle).
+ */
+export interface StoredDatasetName {
+  namespace: string;
+  name: string;
+}
+
+/**
  * A bucket store's object as an OpenLineage dataset, as the spec's naming page has it:
  * `<scheme>bucket` the namespace, the object's key the name.
  */
-export function bucketObjectDataset(urls: ObjectStoreUrls, location: string): LineageDatasetName {
+export function bucketObjectDataset(urls: ObjectStoreUrls, location: string): StoredDatasetName {
   const { bucket, rest } = urls.split(location) ?? { bucket: '', rest: location };
   return { namespace: `${urls.scheme}${bucket}`, name: rest };
 }
