@@ -17,6 +17,7 @@ import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
+import { jobDefinitionOf } from '../value-types/job-definition.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -124,6 +125,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
           onProgress: deps.onProgress,
         });
   let stats: ReadStats | undefined;
+  const definition = jobDefinitionOf(job);
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
     const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
@@ -138,6 +140,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
           context: {
             runId: deps.runId,
             startedAt: deps.startedAt,
+            definition,
             retryBudget: session.budget,
             ...(deps.window ? { window: deps.window } : {}),
             ...(deps.signal ? { signal: deps.signal } : {}),
@@ -152,7 +155,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
       await abortAll(read.writers, logger);
       throw refusal;
     }
-    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true };
+    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
     const published = await publishAll(read.writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
     if (summary.status === 'succeeded') {

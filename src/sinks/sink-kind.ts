@@ -47,8 +47,10 @@ export interface RecordedTile {
   columns: ReadonlyArray<{ name: string; type: string }>;
   /** The targets that hold this run. */
   outputs: readonly SinkResult[];
-  /** Every target this run wrote to or meant to (opened), published or not. */
+  /** The targets this run published to or meant to publish to beside them (none for a failed run: see `attempted`). */
   targets: readonly string[];
+  /** A failed run: the targets it opened and did not publish to. */
+  attempted?: readonly string[] | undefined;
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: readonly string[] | undefined;
   error?: { code: string } | undefined;

@@ -3,6 +3,7 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 import type { GuardCheck, GuardVerdict } from './publish-guard.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
 
 /**
  * A window as a sink records it. `open`: the window had not ended on the source's clock when its
@@ -27,6 +28,8 @@ export interface SinkRunContext {
   /** For backfills: the window being written, [from, to) as YYYY-MM-DD in the job's timezone. */
   window?: SinkWindow;
   columns: readonly Column[];
+  /** The fingerprint of the job's definition (query, columns, sinks), recorded beside what the run writes (a manifest). */
+  definition?: JobDefinition;
   /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
   schedule?: { cron: string; timezone: string };
   logger: Logger;

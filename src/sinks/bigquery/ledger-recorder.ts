@@ -103,7 +103,7 @@ export class LedgerTargets {
 
   async of(tile: RecordedTile): Promise<Target[]> {
     const found = new Map<string, Target>();
-    const opened = [...(tile.unpublished ?? []), ...tile.targets];
+    const opened = [...(tile.unpublished ?? []), ...tile.targets, ...(tile.attempted ?? [])];
     const projectId = tile.outputs.length + opened.length === 0 ? undefined : await this.writtenProject();
     if (projectId !== undefined) {
       const tables = this.tablesOf(tile.job, projectId);

@@ -12,7 +12,7 @@ import { FileTargetUnreadableError, FileTargetUnwritableError } from './file-err
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import type { ObjectWriterBaseOptions } from './object-stream-writer.js';
 import { LocalFileWriter } from './file-writer.js';
-import { manifestPathOf } from './manifest.js';
+import { manifestPathOf, storedManifestSchema, writtenByOf, type ManifestRun, type StoredManifest } from './manifest.js';
 import { FilePathTemplate, isGcsTarget, isObjectTarget, isS3Target } from './path-template.js';
 import { localStoredFile } from './stored-file.js';
 import { removeStaleTempFiles, tempPathFor } from './temp-files.js';
@@ -167,13 +167,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   }
 
   /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
-  private async storedManifest(target: string): Promise<{ rows?: unknown; bytes?: unknown } | undefined> {
+  private async storedManifest(target: string): Promise<StoredManifest | undefined> {
     // Read as any stored file is, so every store (local, gs://, s3://) answers alike.
     const manifest = await this.storedFile(manifestPathOf(target));
     if (manifest === undefined) return undefined;
     const content = await text(manifest.read());
     try {
-      return JSON.parse(content) as { rows?: unknown; bytes?: unknown };
+      return storedManifestSchema.parse(JSON.parse(content));
     } catch {
       return undefined;
     }
@@ -192,7 +192,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
       const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
       if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size()))
-        return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
+        return { ...base, rows: manifest.rows, readFrom: 'its manifest', ...writtenByOf(manifest) };
       return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
     } catch (error) {
       return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
@@ -242,7 +242,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       logger: context.logger,
       ...(context.signal ? { signal: context.signal } : {}),
       ...(this.options.stopDeadlineMs !== undefined ? { stopDeadlineMs: this.options.stopDeadlineMs } : {}),
-      ...(config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      ...(config.manifest === true ? { manifest: manifestRunOf(context) } : {}),
     });
     if (isS3Target(target)) {
       const [{ S3ObjectWriter }, client] = await Promise.all([import('../s3/s3-object-writer.js'), this.s3Client()]);
@@ -277,14 +277,19 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       ...(context.signal ? { signal: context.signal } : {}),
       ...(this.options.config.manifest === true
         ? {
-            manifest: {
-              tempPath: tempPathFor(manifestPathOf(target), context.runId),
-              runId: context.runId,
-              ...(context.window ? { window: context.window } : {}),
-            },
+            manifest: { tempPath: tempPathFor(manifestPathOf(target), context.runId), runId: context.runId, ...manifestRunOf(context) },
           }
         : {}),
     };
     return withGuard(await LocalFileWriter.open(options), this.guardCheck(context));
   }
+}
+
+/** What a run records in its manifests besides the file: its window, when it started, its job's definition. */
+function manifestRunOf(context: SinkRunContext): ManifestRun {
+  return {
+    ...(context.window ? { window: context.window } : {}),
+    runStartedAt: context.startedAt.toISOString(),
+    ...(context.definition ? { definition: context.definition } : {}),
+  };
 }

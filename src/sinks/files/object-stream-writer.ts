@@ -6,7 +6,7 @@ import type { Column } from '../../transform/column.js';
 import type { SinkResult } from '../sink.js';
 import type { ObjectTarget } from './file-errors.js';
 import type { FileEncoder, FormatNames } from './file-format.js';
-import { buildManifest, manifestText, type FileManifest } from './manifest.js';
+import { buildManifest, manifestText, type FileManifest, type ManifestRun } from './manifest.js';
 import { FileStreamWriter } from './stream-writer.js';
 
 /** What every object-store writer (gs://, s3://) is given; each store adds its client and retry settings. */
@@ -32,7 +32,7 @@ export interface ObjectWriterBaseOptions {
   /** The environment's `stopDeadlineMs`: after a stop, publish and cleanup requests end this long after it. */
   stopDeadlineMs?: number;
   /** Publish `<target>.manifest.json` right after the object (see manifest.ts). */
-  manifest?: { window?: { from: string; to: string } };
+  manifest?: ManifestRun;
 }
 
 /** The upload's byte stream as a writer's `head`: the wrapper (if any), a counter and hasher of the stored bytes, the upload. */
@@ -94,9 +94,8 @@ export abstract class ObjectStreamWriter<O extends ObjectWriterBaseOptions = Obj
     await this.endStream(this.uploaded);
     if (this.options.manifest === undefined) return undefined;
     const { jobName, runId, gzip, columns } = this.options;
-    const window = this.options.manifest.window;
     this.manifest = buildManifest(
-      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) },
+      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...this.options.manifest },
       this.sha256.digest('hex'),
     );
     return manifestText(this.manifest);
