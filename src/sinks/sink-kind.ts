@@ -11,6 +11,7 @@ import type { GcsWriteSettings } from './gcs/object-publish.js';
 import type { S3WriteSettings } from './s3/s3-object-writer.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { WindowStateReader } from './window-state.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
 
 /**
@@ -54,6 +55,8 @@ export interface RecordedTile {
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: readonly string[] | undefined;
   error?: { code: string } | undefined;
+  /** The fingerprint of the job's definition the run ran with. */
+  definition?: JobDefinition | undefined;
   /** What the publish guards said of each target (see sinks/publish-guard.ts). */
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }

@@ -154,6 +154,27 @@ export interface SinkPlan {
   guard?: GuardVerdict;
 }
 
+/**
+ * Which run wrote a target as it is now, as its kind records it (`tilehouse status`): a file's
+ * manifest, an object's metadata, the run ledger. `written`: the run is known; `unrecorded`: the
+ * target exists but nothing names its run (a local file without a manifest: its modification time
+ * and rows only); `none`: no target yet; `unreadable`: it could not be read (`note` says why).
+ */
+export interface TargetPublication {
+  sink: SinkResult['sink'];
+  target: string;
+  state: 'written' | 'unrecorded' | 'none' | 'unreadable';
+  runId?: string;
+  /** When that run started (ISO 8601); for `unrecorded`, when the target was last changed. */
+  at?: string;
+  rows?: number;
+  /** The job definition that run recorded (a manifest, the ledger), to say what changed since. */
+  definition?: JobDefinition;
+  /** Where it was read, for the line: `its manifest`, `object metadata`, `the run ledger`, ... */
+  readFrom: string;
+  note?: string;
+}
+
 export interface Sink {
   readonly kind: SinkResult['sink'];
   /**
@@ -183,6 +204,8 @@ export interface Sink {
    * and `check`; the count of a whole run is the caller's). Reads, never writes.
    */
   guardCheck?(context: SinkRunContext): GuardCheck;
+  /** Which run wrote the target a run with this context would write, as the target is now (`status`). Reads, never writes. */
+  publication?(context: SinkRunContext): Promise<TargetPublication>;
   /**
    * Before a backfill's first page: throws the error that refuses windows the target could not
    * keep (BigQuery: windows whose partitions the table's partition expiration has already passed),

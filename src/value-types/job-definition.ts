@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 
 /**
  * A fingerprint of what a job asks for (its query, its column overrides, its sinks), carried by
@@ -14,6 +15,9 @@ export interface JobDefinition {
   fingerprint: string;
   parts: Record<string, string>;
 }
+
+/** A definition as read back from where a run recorded it (a manifest, a ledger row): untrusted. */
+export const jobDefinitionSchema = z.object({ fingerprint: z.string(), parts: z.record(z.string(), z.string()) });
 
 const FILTERS = 'query.filters:';
 const ITEM = 'query.item:';

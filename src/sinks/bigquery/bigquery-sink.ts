@@ -4,7 +4,9 @@ import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, WindowCheckContext } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, TargetPublication, WindowCheckContext } from '../sink.js';
+import { latestPublication } from './run-ledger.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
@@ -294,6 +296,52 @@ export class BigQuerySink implements Sink {
     };
   }
 
+  /**
+   * Which run wrote the table, for `status`: the run ledger's latest row that published into it
+   * (any partition), with the definition that run recorded; without a ledger (runLedger: false,
+   * or none yet), the table's metadata: its rows and last change, no run.
+   */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    const { config, defaults } = this.options;
+    const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
+    let target = sinkLabel({ datasetId, tableId });
+    try {
+      const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
+      target = tableName({ projectId, datasetId, tableId });
+      const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
+      const dataset = { projectId, datasetId, location: defaults.location };
+      const run = defaults.runLedger === false ? undefined : await latestPublication(this.client, dataset, context.jobName, tableId, retry);
+      if (run !== undefined) {
+        const definition = definitionOfLedger(run.definition);
+        return {
+          sink: this.kind,
+          target,
+          state: 'written',
+          runId: run.runId,
+          at: run.startedAt,
+          rows: run.rows,
+          ...(definition === undefined ? {} : { definition }),
+          readFrom: 'the run ledger',
+        };
+      }
+      const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
+      if (table === undefined) return { sink: this.kind, target, state: 'none', readFrom: 'no table yet' };
+      const metadata = table.metadata as { numRows?: unknown; lastModifiedTime?: unknown };
+      const modified = Number(metadata.lastModifiedTime);
+      return {
+        sink: this.kind,
+        target,
+        state: 'unrecorded',
+        ...(Number.isFinite(modified) && modified > 0 ? { at: new Date(modified).toISOString() } : {}),
+        ...(metadata.numRows === undefined || metadata.numRows === null ? {} : { rows: Number(metadata.numRows) }),
+        readFrom: 'table metadata',
+        note: `no run ledger row names its run${defaults.runLedger === false ? ' (sinks.bigquery.runLedger is false)' : ''}`,
+      };
+    } catch (error) {
+      return { sink: this.kind, target, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
+    }
+  }
+
   private retryBase(context: SinkRunContext): Omit<RetryContext, 'signal'> {
     return {
       limits: this.options.retry ?? DEFAULT_RETRY_LIMITS,
@@ -401,4 +449,14 @@ const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 /** Production client: see createBigQueryClient (ADC, or the emulator that BIGQUERY_EMULATOR_HOST names). */
 function createProductionClient(defaults: BigQueryDefaults, credentialsWaitMs: number | undefined): BigQuery {
   return createBigQueryClient(defaults.projectId, process.env, { apiEndpoint: defaults.apiEndpoint, credentialsWaitMs });
+}
+
+/** The definition a ledger row recorded (its JSON), when it has one that reads as one. */
+function definitionOfLedger(text: string | undefined): JobDefinition | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return jobDefinitionSchema.parse(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
 }

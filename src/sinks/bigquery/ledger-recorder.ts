@@ -71,6 +71,7 @@ export async function bigqueryLedgerRecorder(
         loadJobId: typeof loadJobId === 'string' ? loadJobId : undefined,
         errorCode: tile.error?.code,
         publishGuard: guardOf(tile, target.target),
+        definition: tile.definition === undefined ? undefined : JSON.stringify(tile.definition),
         startedAt: new Date(Date.now() - tile.durationMs),
         durationMs: tile.durationMs,
       };

@@ -6,7 +6,7 @@ import type { S3Settings } from '../s3/s3-client.js';
 import type { S3WriteSettings } from '../s3/s3-object-writer.js';
 import type { Logger } from 'pino';
 import type { GcsWriteSettings } from '../gcs/object-publish.js';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, TargetPublication } from '../sink.js';
 import { unwritableDirectory } from '../writable-directory.js';
 import { FileTargetUnreadableError, FileTargetUnwritableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
@@ -196,6 +196,46 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
     } catch (error) {
       return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+    }
+  }
+
+  /**
+   * Which run wrote the target: its manifest when one describes the file (whether or not this
+   * sink writes manifests now), else what the store records (an object's run id and update time;
+   * a local file's modification time) with the rows counted by the format.
+   */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    const target = this.targetFor(context);
+    const base = { sink: this.kind, target };
+    try {
+      const file = await this.storedFile(target);
+      if (file === undefined) return { ...base, state: 'none', readFrom: 'no file yet' };
+      const manifest = await this.storedManifest(target);
+      if (manifest?.runId !== undefined && manifest.bytes === (await file.size())) {
+        const at = manifest.runStartedAt ?? manifest.preparedAt;
+        return {
+          ...base,
+          state: 'written',
+          runId: manifest.runId,
+          ...(at === undefined ? {} : { at }),
+          ...(manifest.rows === undefined ? {} : { rows: manifest.rows }),
+          ...(manifest.definition === undefined ? {} : { definition: manifest.definition }),
+          readFrom: 'its manifest',
+        };
+      }
+      const written = await file.written?.();
+      const rows = await this.format.countRows(file, this.options.config);
+      const stored = { ...(written === undefined ? {} : { at: written.at }), rows };
+      if (written?.runId !== undefined) return { ...base, state: 'written', runId: written.runId, ...stored, readFrom: 'object metadata; rows counted' };
+      return {
+        ...base,
+        state: 'unrecorded',
+        ...stored,
+        readFrom: 'file modified; rows counted',
+        note: 'no manifest names its run (manifest: true records it)',
+      };
+    } catch (error) {
+      return { ...base, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
     }
   }
 

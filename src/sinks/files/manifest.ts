@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import type { Column } from '../../transform/column.js';
-import type { JobDefinition } from '../../value-types/job-definition.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import { PreparedFile } from '../../write-file-atomically.js';
 import { FileWriteError } from './file-errors.js';
 import type { FormatNames } from './file-format.js';
