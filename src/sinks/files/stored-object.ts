@@ -1,6 +1,5 @@
 import type { File } from '@google-cloud/storage';
 import type { StoredFile } from './file-format.js';
-import { RUN_ID_METADATA_KEY } from '../gcs/temp-objects.js';
 
 /** A Cloud Storage object to read a format's columns from; undefined when there is none. Loaded by gs:// targets only. */
 export async function objectStoredFile(file: File): Promise<StoredFile | undefined> {
@@ -11,7 +10,8 @@ export async function objectStoredFile(file: File): Promise<StoredFile | undefin
     // validation: false, since a range (or a stream cut short after the header) has no whole-object checksum to compare.
     read: (range) => file.createReadStream({ validation: false, ...(range ?? {}) }),
     written: async () => {
-      const [metadata] = await file.getMetadata();
+      // Loaded here, as window-state.ts loads it: the gs:// plumbing's folder imports this one.
+      const [[metadata], { RUN_ID_METADATA_KEY }] = await Promise.all([file.getMetadata(), import('../gcs/temp-objects.js')]);
       const runId = metadata.metadata?.[RUN_ID_METADATA_KEY];
       return { at: String(metadata.updated), ...(typeof runId === 'string' ? { runId } : {}) };
     },
