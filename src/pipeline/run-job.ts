@@ -174,8 +174,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies): Promise
 function logPublished(logger: Logger, jobName: string, summary: JobRunSummary): void {
   if (summary.status === 'succeeded') {
     const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
-    const counts =
-      differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
+    const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
     logger.info({ summary }, `job ${jobName} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
   } else {
     logger.error({ summary, ...failureFields(summary) }, `job ${jobName} ${summary.status}: ${withoutJob(jobName, summary.error?.message ?? '')}`);

@@ -92,10 +92,7 @@ export const storedManifestSchema = z
     bytes: z.number().optional().catch(undefined),
     preparedAt: z.string().optional().catch(undefined),
     runStartedAt: z.string().optional().catch(undefined),
-    definition: z
-      .object({ fingerprint: z.string(), parts: z.record(z.string(), z.string()) })
-      .optional()
-      .catch(undefined),
+    definition: jobDefinitionSchema.optional().catch(undefined),
   })
   .loose();
 export type StoredManifest = z.infer<typeof storedManifestSchema>;
