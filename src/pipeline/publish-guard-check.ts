@@ -1,6 +1,6 @@
 import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardVerdict } from '../sinks/publish-guard.js';
+import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardCheck, type GuardVerdict, type TargetHolding } from '../sinks/publish-guard.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
 import type { JobDefinition } from '../value-types/job-definition.js';
 import { ATTR, EVENTS, telemetry } from '../telemetry/telemetry.js';
@@ -52,10 +52,16 @@ export async function checkPublishGuards(
   const started = Date.now();
   const verdicts = await Promise.all(
     guarded.map(async (writer) => {
-      const { settings, holding } = writer.guard!;
-      if (settings === undefined)
+      const check = writer.guard!;
+      if (check.settings === undefined)
         return judgeGuard(undefined, { target: writer.target, effect: 'replace', rows: undefined, readFrom: '' }, options.exportedRows);
-      return judgeGuard(settings, await holding(), options.exportedRows, { openWindow: options.openWindow === true, definition: options.definition });
+      return judgeExplained(
+        check,
+        await check.holding(),
+        options.exportedRows,
+        { openWindow: options.openWindow === true, definition: options.definition },
+        options.logger,
+      );
     }),
   );
   traceVerdicts(verdicts, options.allowShrink === true);
@@ -78,6 +84,32 @@ export async function checkPublishGuards(
     );
   }
   return report;
+}
+
+/**
+ * The rules' verdict; a trip over a target whose holding did not say which run wrote it is judged
+ * again with the run its kind finds (`writtenBy`), so the refusal says what changed in the job
+ * since. That read failing only leaves the refusal without it (logged).
+ */
+async function judgeExplained(
+  check: GuardCheck,
+  holding: TargetHolding,
+  exportedRows: number,
+  options: { openWindow?: boolean; definition?: JobDefinition | undefined },
+  logger: Logger,
+): Promise<GuardVerdict> {
+  const verdict = judgeGuard(check.settings, holding, exportedRows, options);
+  if (verdict.verdict !== 'trip' || holding.writtenBy !== undefined || check.writtenBy === undefined || options.definition === undefined) return verdict;
+  try {
+    const writtenBy = await check.writtenBy();
+    return writtenBy === undefined ? verdict : judgeGuard(check.settings, { ...holding, writtenBy }, exportedRows, options);
+  } catch (error) {
+    logger.warn(
+      { target: holding.target },
+      `publish guard of ${holding.target}: which run wrote it could not be read (${messageOf(error)}); the refusal stands`,
+    );
+    return verdict;
+  }
 }
 
 /**
@@ -109,7 +141,7 @@ export async function guardVerdictOf(sink: Sink, context: SinkRunContext, export
   if (check === undefined) return undefined;
   if (check.settings === undefined) return judgeGuard(undefined, { target: '', effect: 'replace', rows: undefined, readFrom: '' }, exportedRows);
   try {
-    return judgeGuard(check.settings, await check.holding(), exportedRows, { definition });
+    return await judgeExplained(check, await check.holding(), exportedRows, { definition }, context.logger);
   } catch (error) {
     return { target: '', verdict: 'unknown', exported: exportedRows, reason: `what the target holds could not be read (${messageOf(error)})` };
   }

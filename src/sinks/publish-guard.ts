@@ -37,6 +37,11 @@ export interface TargetHolding {
 export interface GuardCheck {
   settings: GuardSettings | undefined;
   holding(): Promise<TargetHolding>;
+  /**
+   * The run that wrote the target, for a kind whose `holding` does not read it (BigQuery: one
+   * more read of the run ledger): asked only when a verdict trips, to say what changed since.
+   */
+  writtenBy?(): Promise<TargetHolding['writtenBy']>;
 }
 
 export interface GuardVerdict {

@@ -9,7 +9,7 @@ import { detailQueryAbove } from '../support/queries.js';
 
 // `tilehouse status` of a BigQuery target over the emulator: the run that wrote the table, from
 // the run ledger's latest published row, with its rows and the definition it recorded; a refused
-// run after it leaves the first run named, and says what changed in the job since.
+// run after it leaves the first run named, and both the refusal and status say what changed in the job since.
 const INCIDENTS = 120;
 
 describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
@@ -31,7 +31,10 @@ describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
     let workspace = await write(0);
     expect((await fixture.run(workspace, ['--run-id', 'status-run-1'])).exitCode).toBe(0);
     workspace = await write(INCIDENTS);
-    expect((await fixture.run(workspace, ['--run-id', 'status-run-2'])).exitCode).toBe(1);
+    const refused = await fixture.run(workspace, ['--run-id', 'status-run-2']);
+    expect(refused.exitCode).toBe(1);
+    // The table's guard reads no run from the table itself: the ledger names it once the guard trips.
+    expect(refused.stderr).toContain(`rows (table metadata); the job's query changed since run status-run-1: filters on Number (rule empty)`);
     const status = await runCli(['status', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: sandboxEnv(fixture.sandbox),
       seams: { sinkOptions: { bigqueryClient: fixture.client } },

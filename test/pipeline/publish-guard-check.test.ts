@@ -69,3 +69,29 @@ describe('checkPublishGuards in the trace', () => {
     expect(events.map((event) => event.attributes?.['tilehouse.guard.verdict'])).toEqual(['overridden']);
   });
 });
+
+describe('checkPublishGuards asking the run that wrote a target', () => {
+  /** A writer whose holding names no run (a table's metadata), and whose kind can find it (BigQuery's ledger). */
+  const asking = (rows: number, asked: { count: number }) =>
+    ({
+      target: 'p.d.t',
+      guard: {
+        settings: DEFAULT_GUARD_SETTINGS,
+        holding: async () => ({ target: 'p.d.t', effect: 'replace', rows, readFrom: 'table metadata' }),
+        writtenBy: async () => {
+          asked.count += 1;
+          return { runId: 'R1', definition: before };
+        },
+      },
+    }) as unknown as SinkWriter;
+
+  it('asks only when a verdict trips, and the refusal then says what changed since that run', async () => {
+    const asked = { count: 0 };
+    await expect(checkPublishGuards([asking(130, asked)], options)).rejects.toThrow(
+      "p.d.t: this export has no rows and it holds 130 rows (table metadata); the job's query changed since run R1: filters on Number (rule empty)",
+    );
+    expect(asked.count).toBe(1);
+    await checkPublishGuards([asking(0, asked)], options);
+    expect(asked.count).toBe(1);
+  });
+});

@@ -6,7 +6,6 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, TargetPublication, WindowCheckContext } from '../sink.js';
 import { latestPublication } from './run-ledger.js';
-import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
@@ -33,7 +32,7 @@ import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 import { configuredTable, datasetName, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
-import { bigqueryHolding } from './target-holding.js';
+import { bigqueryHolding, ledgerWrittenBy } from './target-holding.js';
 
 export interface BigQuerySinkOptions {
   config: BigQuerySinkConfig;
@@ -293,7 +292,15 @@ export class BigQuerySink implements Sink {
           retry,
         });
       },
+      ...(this.options.defaults.runLedger === false ? {} : { writtenBy: () => this.writtenByOf(context) }),
     };
+  }
+
+  /** The run the ledger says last published the table, with its definition: asked to explain a refusal. */
+  private async writtenByOf(context: SinkRunContext): Promise<TargetHolding['writtenBy']> {
+    const plan = await this.loadPlan(context);
+    const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
+    return ledgerWrittenBy(this.client, plan, context.jobName, retry);
   }
 
   /**
@@ -312,7 +319,7 @@ export class BigQuerySink implements Sink {
       const dataset = { projectId, datasetId, location: defaults.location };
       const run = defaults.runLedger === false ? undefined : await latestPublication(this.client, dataset, context.jobName, tableId, retry);
       if (run !== undefined) {
-        const definition = definitionOfLedger(run.definition);
+        const { definition } = run;
         return {
           sink: this.kind,
           target,
@@ -449,14 +456,4 @@ const NO_PROJECT_FOUND = 'Unable to detect a Project Id';
 /** Production client: see createBigQueryClient (ADC, or the emulator that BIGQUERY_EMULATOR_HOST names). */
 function createProductionClient(defaults: BigQueryDefaults, credentialsWaitMs: number | undefined): BigQuery {
   return createBigQueryClient(defaults.projectId, process.env, { apiEndpoint: defaults.apiEndpoint, credentialsWaitMs });
-}
-
-/** The definition a ledger row recorded (its JSON), when it has one that reads as one. */
-function definitionOfLedger(text: string | undefined): JobDefinition | undefined {
-  if (text === undefined) return undefined;
-  try {
-    return jobDefinitionSchema.parse(JSON.parse(text));
-  } catch {
-    return undefined;
-  }
 }

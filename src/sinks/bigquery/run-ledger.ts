@@ -3,6 +3,7 @@ import type { BigQuery, TableField } from '@google-cloud/bigquery';
 import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { tableName } from './table-name.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 
 /**
  * `_tilehouse_runs`: one row per tile run (and backfill window) per BigQuery target, appended in
@@ -382,8 +383,8 @@ export interface LedgerPublication {
   runId: string;
   rows: number;
   startedAt: string;
-  /** The job definition's fingerprint the run recorded (JSON), when the row has one. */
-  definition: string | undefined;
+  /** The job definition's fingerprint the run recorded, when the row has one that reads as one. */
+  definition: JobDefinition | undefined;
 }
 
 /**
@@ -415,6 +416,16 @@ export async function latestPublication(
     runId: row.run_id,
     rows: Number(row.row_count),
     startedAt: new Date(String(typeof started === 'object' && started !== null && 'value' in started ? started.value : started)).toISOString(),
-    definition: row.definition ?? undefined,
+    definition: definitionOfRow(row.definition),
   };
+}
+
+/** The definition a ledger row recorded (its JSON, untrusted: another version may have written it). */
+function definitionOfRow(text: string | null | undefined): JobDefinition | undefined {
+  if (text === undefined || text === null) return undefined;
+  try {
+    return jobDefinitionSchema.parse(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
 }
