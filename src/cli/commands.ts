@@ -30,6 +30,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./plan-command.js')).planCommand,
   },
   {
+    name: 'status',
+    summary: 'show which run wrote each target, when, its rows, and whether the schedule expected a newer one; reads targets only',
+    load: async () => (await import('./status-command.js')).statusCommand,
+  },
+  {
     name: 'probe',
     summary: 'record what the tenant answers for a few pages of a job (shapes, not data); writes no sink',
     load: async () => (await import('./probe-command.js')).probeCommand,

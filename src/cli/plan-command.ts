@@ -14,7 +14,9 @@ with source.tokenScope: job), prints the column schema a run would write, and fo
 difference against its target now (the BigQuery table's schema under the job's schema contract,
 the existing CSV file's header). For an incremental job, the day windows its next run would
 export and why (first run from startFrom, resume after a day, lookback, capped at maxWindows),
-read from what its targets hold. Writes nothing.
+read from what its targets hold. When a sink's publish guard would refuse a run of the tile's
+current rows, the job's first line after its name says so (REFUSED: ...), and that sink's line
+says it is refused; each guarded sink's verdict follows its line. Writes nothing.
 
 Options:
 ${COMMON_HELP}
@@ -28,8 +30,8 @@ Example:
   tilehouse plan --config config/production.example.yaml --job daily_incidents_by_severity
 
 Exit codes: 0 every tile planned and no run would be refused, 1 a tile could not be planned or
-a sink would refuse the run (e.g. a frozen BigQuery schema) or an incremental job's state cannot
-be read or its targets disagree, 2 bad config or usage.
+a sink would refuse the run (e.g. a frozen BigQuery schema, a publish guard) or an incremental
+job's state cannot be read or its targets disagree, 2 bad config or usage.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('plan', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
@@ -43,7 +45,10 @@ be read or its targets disagree, 2 bad config or usage.
     const plans = await planWorkspace(workspace, workspace.selected, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
     io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
     const blocked = plans.some(
-      (plan) => plan.status === 'failed' || plan.incremental?.error !== undefined || plan.sinks.some((sink) => sink.action === 'refuse'),
+      (plan) =>
+        plan.status === 'failed' ||
+        plan.incremental?.error !== undefined ||
+        plan.sinks.some((sink) => sink.action === 'refuse' || sink.guard?.verdict === 'trip'),
     );
     return blocked ? EXIT.tileFailed : EXIT.ok;
   },

@@ -4,6 +4,7 @@ import { jobIdsOf } from '../sinks/registry.js';
 import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/export-endpoint/index.js';
 import type { ColumnType } from '../value-types/column-types.js';
+import { jobDefinitionOf, type JobDefinition } from '../value-types/job-definition.js';
 import { RunStoppedError, type PublishOutcome } from './publish-sinks.js';
 import { PublishGuardTrippedError, type GuardReport } from './publish-guard-check.js';
 import type { ReadStats } from './read-into-sinks.js';
@@ -27,8 +28,16 @@ export interface JobRunSummary {
   columns: Array<{ name: string; header: string; type: ColumnType }>;
   /** The targets that hold this run. */
   outputs: SinkResult[];
-  /** Every target this run wrote to or meant to (opened), published or not. */
+  /**
+   * The targets this run published to or meant to publish to alongside the ones it published (a
+   * partial publish lists both; `unpublished` says which kept the previous run). A failed run
+   * lists none: what it opened is `attempted`.
+   */
   targets: string[];
+  /** A failed run: the targets it opened and did not publish to (each still holds what it held, unless `mixed` or `outcomeUnknown` names it). */
+  attempted?: string[];
+  /** The fingerprint of the job's definition this run ran with (query, columns, sinks; hashes only). */
+  definition?: JobDefinition;
   /** BigQuery jobs that made the run visible (copy or query) and loaded it, in that order per sink. */
   bigqueryJobIds: string[];
   /** Targets that still hold the previous run after a partial publish. */
@@ -98,6 +107,7 @@ function baseSummary(
     rowsDropped: stats?.rowsDropped ?? 0,
     pages: stats?.pages ?? 0,
     targets: [...targets],
+    definition: jobDefinitionOf(job),
     durationMs: Date.now() - started,
     columns: (stats?.columns ?? []).map(({ name, header, type }) => ({ name, header, type })),
     warnings: stats?.warnings ?? [],
@@ -180,8 +190,12 @@ export function failedSummary(
   // A publish cut short by the stop deadline keeps its own error: "nothing was published" is not known.
   const cause =
     signal?.aborted && !(error instanceof RunStoppedError) && !isPublishOutcomeUnknown(error) ? new RunStoppedError(job.name, signal.reason) : error;
+  const base = baseSummary(job, started, stats, counters);
   return {
-    ...baseSummary(job, started, stats, counters),
+    ...base,
+    // Nothing was published: a target it opened is named as attempted, never as one it wrote.
+    targets: [],
+    ...(base.targets.length > 0 ? { attempted: base.targets } : {}),
     status: 'failed',
     outputs: [],
     bigqueryJobIds: [],

@@ -13,6 +13,7 @@ import type { WindowClock } from './windows/window-session.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { guardVerdictOf } from './publish-guard-check.js';
+import { jobDefinitionOf } from '../value-types/job-definition.js';
 
 export interface JobPlan {
   job: string;
@@ -80,7 +81,10 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
       const context = { jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule, ...window };
       const sinkPlan = await sink.plan(context);
       // A windowed job's page 0 is the whole tile, not a window's rows: its guards are judged per window at run time.
-      const guard = deps.window === undefined && job.incremental === undefined ? await guardVerdictOf(sink, context, page.navigation.totalRows) : undefined;
+      const guard =
+        deps.window === undefined && job.incremental === undefined
+          ? await guardVerdictOf(sink, context, page.navigation.totalRows, jobDefinitionOf(job))
+          : undefined;
       plan.sinks.push(guard === undefined ? sinkPlan : { ...sinkPlan, guard });
     }
   } catch (error) {

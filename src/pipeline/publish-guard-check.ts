@@ -1,7 +1,9 @@
 import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardVerdict } from '../sinks/publish-guard.js';
+import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardCheck, type GuardVerdict, type TargetHolding } from '../sinks/publish-guard.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
+import { ATTR, EVENTS, telemetry } from '../telemetry/telemetry.js';
 
 /** What the publish guards said of a tile's targets (the run summary's `guard`). */
 export interface GuardReport {
@@ -43,19 +45,26 @@ export class PublishGuardTrippedError extends TilehouseError {
  */
 export async function checkPublishGuards(
   writers: readonly SinkWriter[],
-  options: { jobName: string; logger: Logger; exportedRows: number; openWindow?: boolean; allowShrink?: boolean },
+  options: { jobName: string; logger: Logger; exportedRows: number; openWindow?: boolean; allowShrink?: boolean; definition?: JobDefinition },
 ): Promise<GuardReport | undefined> {
   const guarded = writers.filter((writer) => writer.guard !== undefined);
   if (guarded.length === 0) return undefined;
   const started = Date.now();
   const verdicts = await Promise.all(
     guarded.map(async (writer) => {
-      const { settings, holding } = writer.guard!;
-      if (settings === undefined)
+      const check = writer.guard!;
+      if (check.settings === undefined)
         return judgeGuard(undefined, { target: writer.target, effect: 'replace', rows: undefined, readFrom: '' }, options.exportedRows);
-      return judgeGuard(settings, await holding(), options.exportedRows, { openWindow: options.openWindow === true });
+      return judgeExplained(
+        check,
+        await check.holding(),
+        options.exportedRows,
+        { openWindow: options.openWindow === true, definition: options.definition },
+        options.logger,
+      );
     }),
   );
+  traceVerdicts(verdicts, options.allowShrink === true);
   // What knowing the targets cost this run (the reads run in parallel): logged, for the operator who wonders.
   const readMs = Date.now() - started;
   for (const verdict of verdicts) {
@@ -78,16 +87,61 @@ export async function checkPublishGuards(
 }
 
 /**
+ * The rules' verdict; a trip over a target whose holding did not say which run wrote it is judged
+ * again with the run its kind finds (`writtenBy`), so the refusal says what changed in the job
+ * since. That read failing only leaves the refusal without it (logged).
+ */
+async function judgeExplained(
+  check: GuardCheck,
+  holding: TargetHolding,
+  exportedRows: number,
+  options: { openWindow?: boolean; definition?: JobDefinition | undefined },
+  logger: Logger,
+): Promise<GuardVerdict> {
+  const verdict = judgeGuard(check.settings, holding, exportedRows, options);
+  if (verdict.verdict !== 'trip' || holding.writtenBy !== undefined || check.writtenBy === undefined || options.definition === undefined) return verdict;
+  try {
+    const writtenBy = await check.writtenBy();
+    return writtenBy === undefined ? verdict : judgeGuard(check.settings, { ...holding, writtenBy }, exportedRows, options);
+  } catch (error) {
+    logger.warn(
+      { target: holding.target },
+      `publish guard of ${holding.target}: which run wrote it could not be read (${messageOf(error)}); the refusal stands`,
+    );
+    return verdict;
+  }
+}
+
+/**
+ * The guard's judgement in the trace: one event per target on the tile's span, with its verdict,
+ * rule, counts and what changed in the job's definition since the run that wrote it.
+ */
+function traceVerdicts(verdicts: readonly GuardVerdict[], allowShrink: boolean): void {
+  const span = telemetry().current();
+  for (const verdict of verdicts) {
+    span.addEvent(EVENTS.publishGuard, {
+      [ATTR.sinkTarget]: verdict.target,
+      [ATTR.guardVerdict]: verdict.verdict === 'trip' && allowShrink ? 'overridden' : verdict.verdict,
+      [ATTR.guardRule]: verdict.rule,
+      [ATTR.guardHeld]: verdict.held,
+      [ATTR.guardExported]: verdict.exported,
+      [ATTR.guardReason]: verdict.reason,
+      [ATTR.guardChangedSinceRun]: verdict.changedSince?.runId,
+    });
+  }
+}
+
+/**
  * A sink's guard verdict against its target as it is now, for an export of `exportedRows` (`plan`
  * and `check`: the tile's totalRows of page 0). Undefined when the sink has no guard. Reads, never
  * writes; a target that cannot be read is `unknown`, as at run time.
  */
-export async function guardVerdictOf(sink: Sink, context: SinkRunContext, exportedRows: number): Promise<GuardVerdict | undefined> {
+export async function guardVerdictOf(sink: Sink, context: SinkRunContext, exportedRows: number, definition?: JobDefinition): Promise<GuardVerdict | undefined> {
   const check = sink.guardCheck?.(context);
   if (check === undefined) return undefined;
   if (check.settings === undefined) return judgeGuard(undefined, { target: '', effect: 'replace', rows: undefined, readFrom: '' }, exportedRows);
   try {
-    return judgeGuard(check.settings, await check.holding(), exportedRows);
+    return await judgeExplained(check, await check.holding(), exportedRows, { definition }, context.logger);
   } catch (error) {
     return { target: '', verdict: 'unknown', exported: exportedRows, reason: `what the target holds could not be read (${messageOf(error)})` };
   }

@@ -2,6 +2,7 @@ import { messageOf, TilehouseError, withoutJob } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isPartialPublish, isPublishOutcomeUnknown, type SinkResult, type SinkWriter } from '../sinks/sink.js';
 import { abortAll } from './read-into-sinks.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
 import { checkPublishGuards, type GuardReport } from './publish-guard-check.js';
 import { ATTR, SPANS, telemetry, type Attributes } from '../telemetry/telemetry.js';
 
@@ -83,6 +84,8 @@ export interface PublishGuardOptions {
   openWindow?: boolean;
   /** --allow-shrink: a tripped guard is reported, not refused. */
   allowShrink?: boolean;
+  /** The job's definition now: a verdict says what changed since the run that wrote its target. */
+  definition?: JobDefinition;
 }
 
 /**

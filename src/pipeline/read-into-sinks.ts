@@ -21,7 +21,7 @@ export interface ReadIntoSinksOptions {
   /** Opened on page 0, in publish order. */
   sinks: readonly Sink[];
   logger: Logger;
-  context: Pick<SinkRunContext, 'runId' | 'startedAt' | 'window' | 'signal' | 'retryBudget'>;
+  context: Pick<SinkRunContext, 'runId' | 'startedAt' | 'window' | 'signal' | 'retryBudget' | 'definition'>;
   selectRows?: (headers: readonly string[]) => (row: readonly unknown[]) => boolean;
 }
 

@@ -35,6 +35,7 @@ import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
+import { jobDefinitionOf } from '../value-types/job-definition.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -154,6 +155,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
           onProgress: deps.onProgress,
         });
   let stats: ReadStats | undefined;
+  const definition = jobDefinitionOf(job);
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
     const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
@@ -168,6 +170,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
           context: {
             runId: deps.runId,
             startedAt: deps.startedAt,
+            definition,
             retryBudget: session.budget,
             ...(deps.window ? { window: deps.window } : {}),
             ...(deps.signal ? { signal: deps.signal } : {}),
@@ -182,17 +185,10 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       await abortAll(read.writers, logger);
       throw refusal;
     }
-    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true };
+    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
     const published = await publishAll(read.writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
-    if (summary.status === 'succeeded') {
-      const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
-      const counts =
-        differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
-      logger.info({ summary }, `job ${job.name} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
-    } else {
-      logger.error({ summary, ...failureFields(summary) }, `job ${job.name} ${summary.status}: ${withoutJob(job.name, summary.error?.message ?? '')}`);
-    }
+    logPublished(logger, job.name, summary);
     return summary;
   } catch (error) {
     const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
@@ -201,6 +197,17 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
+  }
+}
+
+/** The line a run that reached its publish logs: what it published, or why it did not whole. */
+function logPublished(logger: Logger, jobName: string, summary: JobRunSummary): void {
+  if (summary.status === 'succeeded') {
+    const differing = summary.outputs.filter((output) => output.rows !== summary.rows);
+    const counts = differing.length === 0 ? '' : `; published: ${differing.map((output) => `${countNoun(output.rows, 'row')} in ${output.target}`).join(', ')}`;
+    logger.info({ summary }, `job ${jobName} succeeded: ${countNoun(summary.rows, 'row')} in ${countNoun(summary.pages, 'page')}${counts}`);
+  } else {
+    logger.error({ summary, ...failureFields(summary) }, `job ${jobName} ${summary.status}: ${withoutJob(jobName, summary.error?.message ?? '')}`);
   }
 }
 

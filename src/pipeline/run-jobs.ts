@@ -48,6 +48,8 @@ export function countOutcomes(tiles: readonly JobRunSummary[]): Pick<RunSummary,
  */
 export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
   const startedAt = (options.now ?? (() => new Date()))();
+  // Measured on this process's clock: `now` may place the run elsewhere in time (a replayed night).
+  const began = Date.now();
   const runId = options.runId ?? newRunId(startedAt);
   const dispatcher = options.dispatcher ?? createSourceDispatcher();
   const sinks = new Map(jobs.map((job) => [job, options.buildSinks(job)] as const));
@@ -88,7 +90,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
   return {
     runId,
     startedAt: startedAt.toISOString(),
-    durationMs: Date.now() - startedAt.getTime(),
+    durationMs: Date.now() - began,
     tokenFetches: runToken?.fetched ?? tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0),
     tiles,
     ...countOutcomes(tiles),

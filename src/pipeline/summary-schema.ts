@@ -51,6 +51,30 @@ const guardVerdictSchema = z
     exported: count.describe('Rows of this export'),
     reason: z.string(),
     setting: z.string().optional().describe('The sink setting that lets such a publish pass, e.g. guard.maxShrink'),
+    changedSince: z
+      .object({
+        runId: z.string().describe('The run that wrote what the target holds'),
+        changes: z.array(
+          z
+            .object({
+              part: z.enum(['query', 'column overrides', 'sinks', 'definition']),
+              details: z.array(z.string()).optional().describe('What in the query, e.g. "filters on Number", "item Owner added"'),
+            })
+            .strict(),
+        ),
+      })
+      .strict()
+      .optional()
+      .describe("The job's definition differs from the one of the run that wrote the target (known when the target records it: a manifest)"),
+  })
+  .strict();
+
+const definitionSchema = z
+  .object({
+    fingerprint: z.string().describe('12 hex digits over every part'),
+    parts: z
+      .record(z.string(), z.string())
+      .describe('8 hex digits of each part: query.item:<header>, query.filters:<header>, query.options, columns, sinks (hashes only, never the text)'),
   })
   .strict();
 
@@ -67,7 +91,16 @@ export const tileSummarySchema = z
     durationMs: count,
     columns: z.array(z.object({ name: z.string(), header: z.string(), type: z.enum(COLUMN_TYPES) }).strict()),
     outputs: z.array(sinkResultSchema).describe('The targets that hold this run'),
-    targets: z.array(z.string()).describe('Every target this run wrote to, published or not'),
+    targets: z
+      .array(z.string())
+      .describe('The targets this run published to, and for a partial publish those it meant to publish to beside them (see unpublished); a failed run: none'),
+    attempted: z
+      .array(z.string())
+      .optional()
+      .describe('A failed run: the targets it opened and did not publish to; each holds what it held unless mixed or outcomeUnknown names it'),
+    definition: definitionSchema
+      .optional()
+      .describe("The fingerprint of the job's definition this run ran with (query, column overrides, sinks), compared with a target's to say what changed"),
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),

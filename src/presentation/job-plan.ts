@@ -13,9 +13,14 @@ export function formatJobPlan(plan: JobPlan): string {
   lines.push('  columns:');
   for (const column of plan.columns)
     lines.push(`    ${column.name.padEnd(width)}  ${column.type.padEnd(9)}  ${JSON.stringify(column.header)} (${column.sourceDataType})`);
+  // A refusal leads: nothing below it is what a run now would do.
+  const tripped = plan.sinks.filter((sink) => sink.guard?.verdict === 'trip');
+  if (tripped.length > 0)
+    lines.splice(1, 0, `  REFUSED: a run now would publish nothing: the publish guard refuses it at ${tripped.map((sink) => sink.target).join(', ')}`);
   for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
   for (const sink of plan.sinks) {
-    lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${sink.action}`);
+    const action = sink.guard?.verdict === 'trip' ? `refused by the publish guard (columns ${sink.action})` : sink.action;
+    lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${action}`);
     for (const detail of sink.details) lines.push(`    ${detail}`);
     if (sink.guard !== undefined) lines.push(`    ${guardLine(sink.guard)}`);
   }

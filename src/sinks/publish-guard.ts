@@ -1,5 +1,6 @@
 import type { GuardSettings } from '../config/publish-guard-schema.js';
 import { countNoun } from '../count-noun.js';
+import { definitionChanges, describeDefinitionChanges, type DefinitionChange, type JobDefinition } from '../value-types/job-definition.js';
 
 /**
  * The publish guard: rules that refuse to publish a valid export that is suddenly much smaller
@@ -28,12 +29,19 @@ export interface TargetHolding {
   recentRuns?: number[];
   /** Set when what the target holds could not be read: the guard cannot judge (logged, never a trip). */
   unreadable?: string;
+  /** The run that wrote what the target holds, when its kind records it (a manifest), with that run's job definition if recorded. */
+  writtenBy?: { runId: string; definition?: JobDefinition | undefined };
 }
 
 /** A writer's (or a plan's) guard: the settings in force for its sink, and how to read its target. */
 export interface GuardCheck {
   settings: GuardSettings | undefined;
   holding(): Promise<TargetHolding>;
+  /**
+   * The run that wrote the target, for a kind whose `holding` does not read it (BigQuery: one
+   * more read of the run ledger): asked only when a verdict trips, to say what changed since.
+   */
+  writtenBy?(): Promise<TargetHolding['writtenBy']>;
 }
 
 export interface GuardVerdict {
@@ -48,6 +56,11 @@ export interface GuardVerdict {
   reason: string;
   /** The setting that lets this publish pass, e.g. `guard.maxShrink`. */
   setting?: string;
+  /**
+   * The job's definition differs from the one of the run that wrote the target (when the target
+   * records it): that run, and what changed. A trip's `reason` says it too.
+   */
+  changedSince?: { runId: string; changes: DefinitionChange[] };
 }
 
 /** The flag and variable that let a run that is meant to shrink publish anyway. */
@@ -77,8 +90,20 @@ export function judgeGuard(
   settings: GuardSettings | undefined,
   holding: TargetHolding,
   exported: number,
-  options: { openWindow?: boolean } = {},
+  options: { openWindow?: boolean; definition?: JobDefinition | undefined } = {},
 ): GuardVerdict {
+  const verdict = judgeRules(settings, holding, exported, options);
+  const before = holding.writtenBy?.definition;
+  if (before === undefined || options.definition === undefined || verdict.verdict === 'off') return verdict;
+  const changes = definitionChanges(before, options.definition);
+  if (changes.length === 0) return verdict;
+  const runId = holding.writtenBy!.runId;
+  // A refusal is where "why so few rows?" is asked: it says what was edited since the target was written.
+  const reason = verdict.verdict === 'trip' ? `${verdict.reason}; ${describeDefinitionChanges(changes, runId)}` : verdict.reason;
+  return { ...verdict, reason, changedSince: { runId, changes } };
+}
+
+function judgeRules(settings: GuardSettings | undefined, holding: TargetHolding, exported: number, options: { openWindow?: boolean }): GuardVerdict {
   const { target } = holding;
   if (settings === undefined) return { target, verdict: 'off', exported, reason: 'no guard (guard: false)' };
   if (holding.unreadable !== undefined)

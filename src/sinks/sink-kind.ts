@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { StoreSeams } from './stores/registry.js';
 import type { WindowStateReader } from './window-state.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
 
 /**
@@ -32,11 +33,15 @@ export interface RecordedTile {
   columns: ReadonlyArray<{ name: string; type: string }>;
   /** The targets that hold this run. */
   outputs: readonly SinkResult[];
-  /** Every target this run wrote to or meant to (opened), published or not. */
+  /** The targets this run published to or meant to publish to beside them (none for a failed run: see `attempted`). */
   targets: readonly string[];
+  /** A failed run: the targets it opened and did not publish to. */
+  attempted?: readonly string[] | undefined;
   /** Targets that still hold the previous run after a partial publish. */
   unpublished?: readonly string[] | undefined;
   error?: { code: string } | undefined;
+  /** The fingerprint of the job's definition the run ran with. */
+  definition?: JobDefinition | undefined;
   /** What the publish guards said of each target (see sinks/publish-guard.ts). */
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }

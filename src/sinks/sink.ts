@@ -3,6 +3,7 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 import type { GuardCheck, GuardVerdict } from './publish-guard.js';
+import type { JobDefinition } from '../value-types/job-definition.js';
 
 /**
  * A window as a sink records it. `open`: the window had not ended on the source's clock when its
@@ -27,6 +28,8 @@ export interface SinkRunContext {
   /** For backfills: the window being written, [from, to) as YYYY-MM-DD in the job's timezone. */
   window?: SinkWindow;
   columns: readonly Column[];
+  /** The fingerprint of the job's definition (query, columns, sinks), recorded beside what the run writes (a manifest). */
+  definition?: JobDefinition;
   /** The job's schedule, for `plan` to count a day's runs (BigQuery's per-table daily limits). */
   schedule?: { cron: string; timezone: string };
   logger: Logger;
@@ -151,6 +154,27 @@ export interface SinkPlan {
   guard?: GuardVerdict;
 }
 
+/**
+ * Which run wrote a target as it is now, as its kind records it (`tilehouse status`): a file's
+ * manifest, an object's metadata, the run ledger. `written`: the run is known; `unrecorded`: the
+ * target exists but nothing names its run (a local file without a manifest: its modification time
+ * and rows only); `none`: no target yet; `unreadable`: it could not be read (`note` says why).
+ */
+export interface TargetPublication {
+  sink: SinkResult['sink'];
+  target: string;
+  state: 'written' | 'unrecorded' | 'none' | 'unreadable';
+  runId?: string;
+  /** When that run started (ISO 8601); for `unrecorded`, when the target was last changed. */
+  at?: string;
+  rows?: number;
+  /** The job definition that run recorded (a manifest, the ledger), to say what changed since. */
+  definition?: JobDefinition;
+  /** Where it was read, for the line: `its manifest`, `object metadata`, `the run ledger`, ... */
+  readFrom: string;
+  note?: string;
+}
+
 export interface Sink {
   readonly kind: SinkResult['sink'];
   /**
@@ -180,6 +204,8 @@ export interface Sink {
    * and `check`; the count of a whole run is the caller's). Reads, never writes.
    */
   guardCheck?(context: SinkRunContext): GuardCheck;
+  /** Which run wrote the target a run with this context would write, as the target is now (`status`). Reads, never writes. */
+  publication?(context: SinkRunContext): Promise<TargetPublication>;
   /**
    * Before a backfill's first page: throws the error that refuses windows the target could not
    * keep (BigQuery: windows whose partitions the table's partition expiration has already passed),

@@ -61,6 +61,12 @@ export const ATTR = {
   windowStart: 'tilehouse.window.start',
   windowEnd: 'tilehouse.window.end',
   windowLabel: 'tilehouse.window.label',
+  guardVerdict: 'tilehouse.guard.verdict',
+  guardRule: 'tilehouse.guard.rule',
+  guardHeld: 'tilehouse.guard.held_rows',
+  guardExported: 'tilehouse.guard.exported_rows',
+  guardReason: 'tilehouse.guard.reason',
+  guardChangedSinceRun: 'tilehouse.guard.definition_changed_since_run',
 } as const;
 
 /** Span event names. */
@@ -69,6 +75,8 @@ export const EVENTS = {
   throttled: 'tilehouse.throttled',
   reauthenticate: 'tilehouse.reauthenticate',
   signal: 'tilehouse.signal',
+  /** The publish guard's verdict on one target (one event per target, on the tile's span). */
+  publishGuard: 'tilehouse.publish_guard',
 } as const;
 
 /** A failure as a span shows it: the error's stable code and its message, scrubbed like the logs. */

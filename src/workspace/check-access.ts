@@ -6,6 +6,7 @@ import { RunToken } from '../source/session-token.js';
 import { guardVerdictOf } from '../pipeline/publish-guard-check.js';
 import { toColumns } from '../transform/columns.js';
 import type { GuardVerdict } from '../sinks/publish-guard.js';
+import { jobDefinitionOf } from '../value-types/job-definition.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 
@@ -58,7 +59,9 @@ export async function checkAccess(
           if (note !== undefined) notes.push(note);
           // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
           const guard =
-            job.incremental === undefined && columns !== undefined ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows) : undefined;
+            job.incremental === undefined && columns !== undefined
+              ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows, jobDefinitionOf(job))
+              : undefined;
           if (guard !== undefined) guards.push(guard);
         }
         check = { job: job.name, ok: true, rows: page.navigation.totalRows, columns: page.headers.length, notes, ...(guards.length > 0 ? { guards } : {}) };
@@ -72,6 +75,11 @@ export async function checkAccess(
     await dispatcher.close();
   }
   return checks;
+}
+
+/** Whether a job's check failed, or found that a publish guard would refuse a run now. */
+export function checkFailed(check: AccessCheck): boolean {
+  return !check.ok || (check.guards ?? []).some((verdict) => verdict.verdict === 'trip');
 }
 
 function columnsOrUndefined<T>(make: () => T): T | undefined {

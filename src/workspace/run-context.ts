@@ -10,6 +10,8 @@ import { telemetry } from '../telemetry/telemetry.js';
 export interface RunSeams {
   sinkOptions?: SinkFactoryOptions;
   retry?: RetrySettings;
+  /** The clock a run starts by and `status` judges lateness by (tests: a night replayed at its own time). */
+  now?: () => Date;
 }
 
 /** A run of windows pushes to the Pushgateway as one run of its job (backfillRunMetrics), when metrics are configured. */

@@ -94,6 +94,7 @@ export class WorkspaceRunner {
       run.onJobsRun?.();
     }
     const reports: CatchUpReport[] = [];
+    const incrementalStarted = Date.now();
     for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
       if (signal?.aborted) break;
       const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
@@ -104,7 +105,8 @@ export class WorkspaceRunner {
       };
       reports.push(report);
     }
-    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: Date.now() - Date.parse(summary.startedAt) };
+    // The ordinary run's own duration, plus what the incremental jobs took after it.
+    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: summary.durationMs + (Date.now() - incrementalStarted) };
     this.options.logger.info({ summary }, 'run finished');
     return { summary, reports };
   }
@@ -136,6 +138,7 @@ export class WorkspaceRunner {
       logger: this.options.logger,
       buildSinks: (job) => this.sinks.get(job.name)!,
       retry: this.options.seams.retry,
+      ...(this.options.seams.now === undefined ? {} : { now: this.options.seams.now }),
       signal,
       ...extra,
       ...(reporters.length === 0

@@ -41,13 +41,16 @@ describe('tilehouse check', () => {
     ]);
   });
 
-  it("shows each publish guard's verdict against the target as it is now: a file holding far more rows than the tile would refuse a run", async () => {
+  it("leads with the refusal when a publish guard would refuse a run now (a file holding far more rows than the tile), exits 1, and gives the guard's line", async () => {
     await mkdir(fixture.workspace.outDir, { recursive: true });
     const file = path.join(fixture.workspace.outDir, 'detail.csv');
     await writeFile(file, `Number,Created,Description,Severity\r\n${'1,,x,y\r\n'.repeat(1000)}`);
     try {
       const result = await check(['--tile', 'detail']);
-      expect(result.exitCode).toBe(0);
+      expect(result.exitCode).toBe(1);
+      expect(result.stdout.split('\n')[0]).toBe(
+        'REFUSED job detail: a run now would publish nothing: the publish guard refuses it at 1 target; 130 rows in the tile, 4 columns',
+      );
       expect(result.stdout).toContain(
         `\n  ${file} guard: a run now would be refused (shrink): 130 rows would replace the 1000 rows it holds (the CSV file counted): 87% fewer, more than guard.maxShrink 0.5 allows; guard.maxShrink or --allow-shrink lets it publish`,
       );

@@ -104,6 +104,23 @@ const COMMANDS: Record<string, Entry> = {
     env: { TILEHOUSE_CLIENT_ID: 'readme-client' },
     outcome: { exit: 0, output: [/not checked: .*source\.clientSecretFile = "\/var\/run\/secrets\/tilehouse\/client-secret"/] },
   },
+  // docs/operations.md: the seeded night's commands, against its workspace.
+  ...Object.fromEntries(
+    [
+      'tilehouse status --config config/production.yaml',
+      'tilehouse plan --config config/production.yaml --job incidents_open',
+      'tilehouse check --config config/production.yaml --job incidents_open',
+      'tilehouse run --config config/production.yaml --job incident_types',
+      'tilehouse run --config config/production.yaml --job incidents_open --allow-shrink',
+    ].map((command) => [
+      command,
+      {
+        kind: 'not runnable',
+        reason:
+          "the seeded night's workspace (two nights on their own clock, a tile deleted, a filter edited): test/cli/morning-after.test.ts runs it and checks the outputs the page shows",
+      } satisfies Entry,
+    ]),
+  ),
   'tilehouse check --config config/production.yaml': {
     kind: 'not runnable',
     reason: "a real tenant: the token and page 0 of each tile, and the bucket (the sandbox's run is `npm run demo -- check`)",

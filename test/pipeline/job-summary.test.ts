@@ -16,7 +16,12 @@ import { ExportInconsistentError, ExportPageMismatchError } from '../../src/sour
 import { ColumnCountMismatchError } from '../../src/transform/transform-errors.js';
 
 // publishedSummary reads only the job's name and tile, and takes the counters as they are.
-const job = { name: 'daily', tile: 't-1' } as LoadedJob;
+const job = {
+  name: 'daily',
+  tile: 't-1',
+  query: { items: [{ header: 'Number', formula: '[incident.number]', dataType: 'number' }] },
+  sinks: [],
+} as unknown as LoadedJob;
 const counters = { runId: 'nightly-1', retries: 0, throttled: 0, tokenFetches: 1, reauthentications: 0, restarts: 0, bytes: 0, targets: [] } as SessionCounters;
 const stats = { rows: 160, rowsDropped: 0, pages: 4, columns: [], warnings: ['a column warning'], nulledValues: 0 } as ReadStats;
 const csv: SinkResult = { sink: 'csv', target: '/out/daily.csv', rows: 160 };
@@ -140,5 +145,19 @@ describe('an error quoting another of the same job names the job once', () => {
       message:
         'job daily: export inconsistent twice; first read: page 2: check "totalRows" failed: was 160, now 161; re-read from page 0: page 0: check "totalRows" failed: was 160, now 161',
     });
+  });
+});
+
+describe('failedSummary', () => {
+  it('lists no target as written: what the run opened is attempted', () => {
+    const opened = { ...counters, targets: ['/out/daily.csv', 'p.ops.daily'] };
+    const summary = failedSummary(job, Date.now(), stats, opened, new Error('boom'));
+    expect(summary).toMatchObject({ status: 'failed', targets: [], attempted: ['/out/daily.csv', 'p.ops.daily'], outputs: [] });
+  });
+
+  it('carries the fingerprint of the job it ran, as a succeeded one does', () => {
+    const failed = failedSummary(job, Date.now(), stats, counters, new Error('boom'));
+    expect(failed.definition?.fingerprint).toMatch(/^[0-9a-f]{12}$/);
+    expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [csv] }).definition).toEqual(failed.definition);
   });
 });

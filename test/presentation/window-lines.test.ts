@@ -22,7 +22,7 @@ describe('rerunCommands', () => {
 
 describe('windowLines', () => {
   const tile = (overrides: Partial<JobRunSummary>): JobRunSummary => ({
-    ...skippedWindowSummary({ name: 'daily', tile: 't' } as LoadedJob, 'r', new WindowStateUnreadableError('x')),
+    ...skippedWindowSummary({ name: 'daily', tile: 't', query: { items: [] }, sinks: [] } as unknown as LoadedJob, 'r', new WindowStateUnreadableError('x')),
     error: undefined,
     ...overrides,
   });

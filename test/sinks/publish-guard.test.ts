@@ -78,3 +78,32 @@ describe('judgeGuard reasons', () => {
     );
   });
 });
+
+describe('judgeGuard against the definition that wrote the target', () => {
+  const definition = (filters: string) => ({
+    fingerprint: filters === 'a' ? 'aaaaaaaaaaaa' : 'bbbbbbbbbbbb',
+    parts: { 'query.item:Number': 'same', 'query.filters:Number': filters },
+  });
+  const writtenBy = (filters: string): TargetHolding => ({ ...replacing(10), writtenBy: { runId: 'R1', definition: definition(filters) } });
+
+  it("says in a refusal's reason what changed since the run that wrote the target", () => {
+    const verdict = judgeGuard(settings, writtenBy('a'), 0, { definition: definition('b') });
+    expect(verdict).toMatchObject({
+      verdict: 'trip',
+      rule: 'empty',
+      changedSince: { runId: 'R1', changes: [{ part: 'query', details: ['filters on Number'] }] },
+    });
+    expect(verdict.reason).toBe("this export has no rows and it holds 10 rows (test); the job's query changed since run R1: filters on Number");
+  });
+
+  it('says nothing of the definition when it is the same, or when the target does not record one', () => {
+    expect(judgeGuard(settings, writtenBy('a'), 0, { definition: definition('a') }).changedSince).toBeUndefined();
+    expect(judgeGuard(settings, replacing(10), 0, { definition: definition('b') }).reason).toBe('this export has no rows and it holds 10 rows (test)');
+  });
+
+  it('records a change on a passing verdict without changing its reason', () => {
+    const verdict = judgeGuard(settings, writtenBy('a'), 10, { definition: definition('b') });
+    expect(verdict).toMatchObject({ verdict: 'pass', changedSince: { runId: 'R1' } });
+    expect(verdict.reason).not.toContain('changed');
+  });
+});

@@ -4,7 +4,8 @@ import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, WindowCheckContext } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, TargetPublication, WindowCheckContext } from '../sink.js';
+import { latestPublication } from './run-ledger.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
 import { withRetry } from './retry.js';
@@ -31,7 +32,7 @@ import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
 import { configuredTable, datasetName, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
-import { bigqueryHolding } from './target-holding.js';
+import { bigqueryHolding, ledgerWrittenBy } from './target-holding.js';
 
 export interface BigQuerySinkOptions {
   config: BigQuerySinkConfig;
@@ -291,7 +292,61 @@ export class BigQuerySink implements Sink {
           retry,
         });
       },
+      ...(this.options.defaults.runLedger === false ? {} : { writtenBy: () => this.writtenByOf(context) }),
     };
+  }
+
+  /** The run the ledger says last published the table, with its definition: asked to explain a refusal. */
+  private async writtenByOf(context: SinkRunContext): Promise<TargetHolding['writtenBy']> {
+    const plan = await this.loadPlan(context);
+    const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
+    return ledgerWrittenBy(this.client, plan, context.jobName, retry);
+  }
+
+  /**
+   * Which run wrote the table, for `status`: the run ledger's latest row that published into it
+   * (any partition), with the definition that run recorded; without a ledger (runLedger: false,
+   * or none yet), the table's metadata: its rows and last change, no run.
+   */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    const { config, defaults } = this.options;
+    const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
+    let target = sinkLabel({ datasetId, tableId });
+    try {
+      const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
+      target = tableName({ projectId, datasetId, tableId });
+      const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
+      const dataset = { projectId, datasetId, location: defaults.location };
+      const run = defaults.runLedger === false ? undefined : await latestPublication(this.client, dataset, context.jobName, tableId, retry);
+      if (run !== undefined) {
+        const { definition } = run;
+        return {
+          sink: this.kind,
+          target,
+          state: 'written',
+          runId: run.runId,
+          at: run.startedAt,
+          rows: run.rows,
+          ...(definition === undefined ? {} : { definition }),
+          readFrom: 'the run ledger',
+        };
+      }
+      const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
+      if (table === undefined) return { sink: this.kind, target, state: 'none', readFrom: 'no table yet' };
+      const metadata = table.metadata as { numRows?: unknown; lastModifiedTime?: unknown };
+      const modified = Number(metadata.lastModifiedTime);
+      return {
+        sink: this.kind,
+        target,
+        state: 'unrecorded',
+        ...(Number.isFinite(modified) && modified > 0 ? { at: new Date(modified).toISOString() } : {}),
+        ...(metadata.numRows === undefined || metadata.numRows === null ? {} : { rows: Number(metadata.numRows) }),
+        readFrom: 'table metadata',
+        note: `no run ledger row names its run${defaults.runLedger === false ? ' (sinks.bigquery.runLedger is false)' : ''}`,
+      };
+    } catch (error) {
+      return { sink: this.kind, target, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
+    }
   }
 
   private retryBase(context: SinkRunContext): Omit<RetryContext, 'signal'> {

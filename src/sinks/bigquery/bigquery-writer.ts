@@ -22,7 +22,7 @@ import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-la
 import { tableName } from './table-name.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck } from '../publish-guard.js';
-import { bigqueryHolding } from './target-holding.js';
+import { bigqueryHolding, ledgerWrittenBy } from './target-holding.js';
 
 interface WriterDependencies {
   client: BigQuery;
@@ -134,6 +134,17 @@ export class BigQueryWriter implements SinkWriter {
           retry: { ...this.dependencies.retry, ...(context.signal ? { signal: context.signal } : {}) },
         });
       },
+      ...(guard.ledger
+        ? {
+            writtenBy: () => {
+              const { context } = this.dependencies;
+              return ledgerWrittenBy(this.dependencies.client, this.plan, context.jobName, {
+                ...this.dependencies.retry,
+                ...(context.signal ? { signal: context.signal } : {}),
+              });
+            },
+          }
+        : {}),
     };
   }
 

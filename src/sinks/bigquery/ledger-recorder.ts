@@ -71,6 +71,7 @@ export async function bigqueryLedgerRecorder(
         loadJobId: typeof loadJobId === 'string' ? loadJobId : undefined,
         errorCode: tile.error?.code,
         publishGuard: guardOf(tile, target.target),
+        definition: tile.definition === undefined ? undefined : JSON.stringify(tile.definition),
         startedAt: new Date(Date.now() - tile.durationMs),
         durationMs: tile.durationMs,
       };
@@ -103,7 +104,7 @@ export class LedgerTargets {
 
   async of(tile: RecordedTile): Promise<Target[]> {
     const found = new Map<string, Target>();
-    const opened = [...(tile.unpublished ?? []), ...tile.targets];
+    const opened = [...(tile.unpublished ?? []), ...tile.targets, ...(tile.attempted ?? [])];
     const projectId = tile.outputs.length + opened.length === 0 ? undefined : await this.writtenProject();
     if (projectId !== undefined) {
       const tables = this.tablesOf(tile.job, projectId);

@@ -3,6 +3,7 @@ import type { BigQuery, TableField } from '@google-cloud/bigquery';
 import { apiFailureOf, isDuplicate, isNotFound } from './api-failure.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { tableName } from './table-name.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 
 /**
  * `_tilehouse_runs`: one row per tile run (and backfill window) per BigQuery target, appended in
@@ -62,9 +63,17 @@ export const RUN_LEDGER_FIELDS: TableField[] = [
     description:
       'The publish guard at this target: tripped:<rule> (refused, error_code publish_guard_tripped), overridden:<rule> (--allow-shrink), pass, off or unknown; NULL: not judged',
   },
+  {
+    name: 'definition',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description:
+      "The fingerprint of the job's definition the run ran with, as JSON {fingerprint, parts} (hashes of the query's items and filters, column overrides, sinks); NULL: a row written before this column",
+  },
 ];
 
 const WINDOW_OPEN = 'window_open';
+const DEFINITION = 'definition';
 const EXPIRED_ROWS = 'expired_rows';
 const PUBLISH_GUARD = 'publish_guard';
 
@@ -83,6 +92,8 @@ export interface LedgerRow {
   expiredRows?: number | undefined;
   /** The publish guard's verdict at this target (see RUN_LEDGER_FIELDS). */
   publishGuard?: string | undefined;
+  /** The job definition's fingerprint, as JSON (see RUN_LEDGER_FIELDS). */
+  definition?: string | undefined;
   schemaHash?: string | undefined;
   jobId?: string | undefined;
   loadJobId?: string | undefined;
@@ -160,7 +171,7 @@ function missesOpenColumn(error: unknown): boolean {
 
 /** A column added after the ledger's first version (window_open, publish_guard) that its SQL cannot see. */
 function missesAddedColumn(error: unknown): boolean {
-  return missesOpenColumn(error) || (error instanceof Error && error.message.includes(PUBLISH_GUARD));
+  return missesOpenColumn(error) || (error instanceof Error && (error.message.includes(PUBLISH_GUARD) || error.message.includes(DEFINITION)));
 }
 
 /**
@@ -186,10 +197,10 @@ export async function appendLedgerRow(client: BigQuery, dataset: LedgerDataset, 
 async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: LedgerRow, retry: RetryContext, withOpen: boolean): Promise<void> {
   const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
   const query =
-    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}, ${PUBLISH_GUARD}` : ''}) ` +
+    `INSERT INTO ${table} (run_id, job, tile, target, status, published, row_count, window_from, window_to, schema_hash, job_id, load_job_id, error_code, started_at, duration_ms, recorded_at${withOpen ? `, ${WINDOW_OPEN}, ${EXPIRED_ROWS}, ${PUBLISH_GUARD}, ${DEFINITION}` : ''}) ` +
     "VALUES (@run_id, @job, @tile, @target, @status, @published = 'true', CAST(@rows AS INT64), " +
     "SAFE_CAST(NULLIF(@window_from, '') AS DATE), SAFE_CAST(NULLIF(@window_to, '') AS DATE), NULLIF(@schema_hash, ''), NULLIF(@job_id, ''), NULLIF(@load_job_id, ''), NULLIF(@error_code, ''), " +
-    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64), NULLIF(@publish_guard, '')" : ''})`;
+    `TIMESTAMP(@started_at), CAST(@duration_ms AS INT64), CURRENT_TIMESTAMP()${withOpen ? ", CASE @window_open WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END, SAFE_CAST(NULLIF(@expired_rows, '') AS INT64), NULLIF(@publish_guard, ''), NULLIF(@definition, '')" : ''})`;
   const params = {
     run_id: row.runId,
     job: row.job,
@@ -213,6 +224,7 @@ async function insertLedgerRow(client: BigQuery, dataset: LedgerDataset, row: Le
           window_open: row.windowOpen === undefined ? '' : String(row.windowOpen),
           expired_rows: row.expiredRows === undefined ? '' : String(row.expiredRows),
           publish_guard: row.publishGuard ?? '',
+          definition: row.definition ?? '',
         }
       : {}),
   };
@@ -364,4 +376,56 @@ function windowDay(value: unknown): string | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'object' && 'value' in value) return String((value as { value: unknown }).value);
   return String(value);
+}
+
+/** The latest run the ledger says was published into a target, for `status`. */
+export interface LedgerPublication {
+  runId: string;
+  rows: number;
+  startedAt: string;
+  /** The job definition's fingerprint the run recorded, when the row has one that reads as one. */
+  definition: JobDefinition | undefined;
+}
+
+/**
+ * The latest row of `job` whose run was published into table `tableId` (any partition), by
+ * when it was recorded; undefined when the ledger is missing or has none. SELECT *: a ledger made
+ * before the definition column has none.
+ */
+export async function latestPublication(
+  client: BigQuery,
+  dataset: LedgerDataset,
+  job: string,
+  tableId: string,
+  retry: RetryContext,
+): Promise<LedgerPublication | undefined> {
+  const ledger = client.dataset(dataset.datasetId, { projectId: dataset.projectId }).table(RUN_LEDGER_TABLE);
+  const [exists] = await withRetry('ledger table exists', () => ledger.exists(), retry);
+  if (!exists) return undefined;
+  const table = `\`${tableName({ ...dataset, tableId: RUN_LEDGER_TABLE })}\``;
+  const query = `SELECT * FROM ${table} WHERE job = @job AND (target = @table OR STARTS_WITH(target, CONCAT(@table, '$'))) AND published ORDER BY recorded_at DESC LIMIT 1`;
+  const [rows] = (await withRetry(
+    'ledger latest publication',
+    () => client.query({ query, params: { job, table: tableName({ ...dataset, tableId }) }, ...(dataset.location ? { location: dataset.location } : {}) }),
+    retry,
+  )) as unknown as [Array<{ run_id: string; row_count: unknown; started_at: unknown; definition?: string | null }>];
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  const started = row.started_at as { value?: unknown } | string;
+  return {
+    runId: row.run_id,
+    rows: Number(row.row_count),
+    startedAt: new Date(String(typeof started === 'object' && started !== null && 'value' in started ? started.value : started)).toISOString(),
+    definition: definitionOfRow(row.definition),
+  };
+}
+
+/** The definition a ledger row recorded (its JSON, untrusted: another version may have written it). */
+function definitionOfRow(text: string | null | undefined): JobDefinition | undefined {
+  if (text === undefined || text === null) return undefined;
+  try {
+    return jobDefinitionSchema.parse(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
 }

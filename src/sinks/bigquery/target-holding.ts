@@ -4,7 +4,7 @@ import type { TargetHolding } from '../publish-guard.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { quoteIdentifier } from './merge-statement.js';
 import { withRetry, type RetryContext } from './retry.js';
-import { recentLedgerRuns } from './run-ledger.js';
+import { latestPublication, recentLedgerRuns } from './run-ledger.js';
 import { tableName } from './table-name.js';
 
 /** What prepare learned of the target from tables.get (inspectTarget): whether it exists, and its numRows. */
@@ -177,4 +177,15 @@ async function recentRunsOf(context: HoldingContext): Promise<number[]> {
 
 function ledgerDataset(context: HoldingContext) {
   return { projectId: context.plan.projectId, datasetId: context.plan.datasetId, location: context.location };
+}
+
+/**
+ * The run the ledger says last published into the plan's table (any partition), with the job
+ * definition it recorded: asked only when a guard refuses, to say what changed since. Undefined
+ * when the ledger has none.
+ */
+export async function ledgerWrittenBy(client: BigQuery, plan: BigQueryPlan, job: string, retry: RetryContext): Promise<TargetHolding['writtenBy']> {
+  const run = await latestPublication(client, { projectId: plan.projectId, datasetId: plan.datasetId, location: plan.location }, job, plan.tableId, retry);
+  if (run === undefined) return undefined;
+  return { runId: run.runId, ...(run.definition === undefined ? {} : { definition: run.definition }) };
 }

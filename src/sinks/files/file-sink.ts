@@ -15,10 +15,10 @@
 
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, TargetPublication } from '../sink.js';
 import { FileTargetUnreadableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
-import { manifestPathOf } from '../stores/manifest.js';
+import { manifestPathOf, storedManifestSchema, writtenByOf, type ManifestRun, type StoredManifest } from '../stores/manifest.js';
 import { storeKindOf, type ObjectStore, type ObjectStoreKind, type StoreOptions } from '../stores/registry.js';
 import { FilePathTemplate } from './path-template.js';
 import { calendarDateIn } from '../../transform/calendar.js';
@@ -123,13 +123,13 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   }
 
   /** The manifest beside the target as stored now (untrusted JSON); undefined when there is none or it does not parse. */
-  private async storedManifest(target: string): Promise<{ rows?: unknown; bytes?: unknown } | undefined> {
+  private async storedManifest(target: string): Promise<StoredManifest | undefined> {
     // Read as any stored file is, so every store (local, gs://, s3://) answers alike.
     const manifest = await this.storedFile(manifestPathOf(target));
     if (manifest === undefined) return undefined;
     const content = await text(manifest.read());
     try {
-      return JSON.parse(content) as { rows?: unknown; bytes?: unknown };
+      return storedManifestSchema.parse(JSON.parse(content));
     } catch {
       return undefined;
     }
@@ -148,10 +148,50 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
       const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
       if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size()))
-        return { ...base, rows: manifest.rows, readFrom: 'its manifest' };
+        return { ...base, rows: manifest.rows, readFrom: 'its manifest', ...writtenByOf(manifest) };
       return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
     } catch (error) {
       return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+    }
+  }
+
+  /**
+   * Which run wrote the target: its manifest when one describes the file (whether or not this
+   * sink writes manifests now), else what the store records (an object's run id and update time;
+   * a local file's modification time) with the rows counted by the format.
+   */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    const target = this.targetFor(context);
+    const base = { sink: this.kind, target };
+    try {
+      const file = await this.storedFile(target);
+      if (file === undefined) return { ...base, state: 'none', readFrom: 'no file yet' };
+      const manifest = await this.storedManifest(target);
+      if (manifest?.runId !== undefined && manifest.bytes === (await file.size())) {
+        const at = manifest.runStartedAt ?? manifest.preparedAt;
+        return {
+          ...base,
+          state: 'written',
+          runId: manifest.runId,
+          ...(at === undefined ? {} : { at }),
+          ...(manifest.rows === undefined ? {} : { rows: manifest.rows }),
+          ...(manifest.definition === undefined ? {} : { definition: manifest.definition }),
+          readFrom: 'its manifest',
+        };
+      }
+      const written = await file.written?.();
+      const rows = await this.format.countRows(file, this.options.config);
+      const stored = { ...(written === undefined ? {} : { at: written.at }), rows };
+      if (written?.runId !== undefined) return { ...base, state: 'written', runId: written.runId, ...stored, readFrom: 'object metadata; rows counted' };
+      return {
+        ...base,
+        state: 'unrecorded',
+        ...stored,
+        readFrom: 'file modified; rows counted',
+        note: 'no manifest names its run (manifest: true records it)',
+      };
+    } catch (error) {
+      return { ...base, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
     }
   }
 
@@ -196,9 +236,18 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       runId: context.runId,
       logger: context.logger,
       ...(context.signal ? { signal: context.signal } : {}),
-      ...(config.manifest === true ? { manifest: context.window ? { window: context.window } : {} } : {}),
+      ...(config.manifest === true ? { manifest: manifestRunOf(context) } : {}),
       ...(context.retryBudget ? { retryBudget: context.retryBudget } : {}),
     });
     return withGuard(writer, this.guardCheck(context));
   }
+}
+
+/** What a run records in its manifests besides the file: its window, when it started, its job's definition. */
+function manifestRunOf(context: SinkRunContext): ManifestRun {
+  return {
+    ...(context.window ? { window: context.window } : {}),
+    runStartedAt: context.startedAt.toISOString(),
+    ...(context.definition ? { definition: context.definition } : {}),
+  };
 }

@@ -36,6 +36,12 @@ export interface StoredFile {
   size(): Promise<number>;
   /** Bytes [start, end] (both inclusive, as fs and Cloud Storage ranges are); all of it by default. */
   read(range?: { start: number; end?: number }): Readable;
+  /**
+   * When it was last written and by which run, as its store records it without a manifest (a
+   * local file: its modification time only; a gs:// or s3:// object: its update time and the
+   * run id its metadata carries), for `status`.
+   */
+  written?(): Promise<{ at: string; runId?: string | undefined }>;
 }
 
 /** The names a format's messages and codes use: `csv` in codes and logs, `CSV` in sentences. */

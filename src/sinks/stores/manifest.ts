@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { z } from 'zod';
 import type { Column } from '../../transform/column.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import { PreparedFile } from '../../write-file-atomically.js';
 import { FileWriteError } from './store-errors.js';
 import type { FormatNames } from './file-bytes.js';
@@ -47,6 +49,17 @@ export interface FileManifest {
   window?: { from: string; to: string; open: boolean };
   /** When the data file was made durable (prepare), ISO 8601. */
   preparedAt: string;
+  /** When the run that wrote it started, ISO 8601 (absent in manifests from before this field). */
+  runStartedAt?: string;
+  /** The fingerprint of the job's definition the run ran with (absent in manifests from before this field). */
+  definition?: JobDefinition;
+}
+
+/** What a run adds to its manifests besides the file's own facts. */
+export interface ManifestRun {
+  window?: { from: string; to: string; open?: boolean };
+  runStartedAt?: string;
+  definition?: JobDefinition;
 }
 
 export interface ManifestInputs {
@@ -64,6 +77,30 @@ export interface ManifestInputs {
   gzip: boolean;
   columns: readonly Column[];
   window?: { from: string; to: string; open?: boolean };
+  runStartedAt?: string;
+  definition?: JobDefinition;
+}
+
+/**
+ * A manifest as read back from a target (untrusted JSON: another version, a hand edit): the
+ * fields that say which run wrote the file, each dropped when it is not what this version writes.
+ */
+export const storedManifestSchema = z
+  .object({
+    runId: z.string().optional().catch(undefined),
+    rows: z.number().optional().catch(undefined),
+    bytes: z.number().optional().catch(undefined),
+    preparedAt: z.string().optional().catch(undefined),
+    runStartedAt: z.string().optional().catch(undefined),
+    definition: jobDefinitionSchema.optional().catch(undefined),
+  })
+  .loose();
+export type StoredManifest = z.infer<typeof storedManifestSchema>;
+
+/** The run a stored manifest names, with its job definition when recorded, for the publish guard. */
+export function writtenByOf(manifest: StoredManifest): { writtenBy?: { runId: string; definition?: JobDefinition } } {
+  if (manifest.runId === undefined) return {};
+  return { writtenBy: { runId: manifest.runId, ...(manifest.definition === undefined ? {} : { definition: manifest.definition }) } };
 }
 
 export function manifestPathOf(target: string): string {
@@ -91,6 +128,8 @@ export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPat
     columns: inputs.columns.map(({ name, header, type }) => ({ name, header, type })),
     ...(inputs.window === undefined ? {} : { window: { from: inputs.window.from, to: inputs.window.to, open: inputs.window.open === true } }),
     preparedAt: new Date().toISOString(),
+    ...(inputs.runStartedAt === undefined ? {} : { runStartedAt: inputs.runStartedAt }),
+    ...(inputs.definition === undefined ? {} : { definition: inputs.definition }),
   };
 }
 

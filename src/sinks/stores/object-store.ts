@@ -8,6 +8,7 @@ import type { Column } from '../../transform/column.js';
 import type { SinkWriter } from '../sink.js';
 import type { HeldWindow, WindowHoldings } from '../window-state.js';
 import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
+import type { ManifestRun } from './manifest.js';
 
 /**
  * Where a file sink's files land, behind one interface: a local directory, a Cloud Storage or an
@@ -125,7 +126,7 @@ export interface StoreWriterOptions {
   /** The run's stop: aborts what is in flight. */
   signal?: AbortSignal;
   /** Publish `<target>.manifest.json` right after the file (see manifest.ts). */
-  manifest?: { window?: { from: string; to: string } };
+  manifest?: ManifestRun;
   /** The tile run's retry budget, which a store's retries draw on unless its seams bring their own. */
   retryBudget?: RetryBudget;
 }

@@ -72,9 +72,8 @@ export abstract class ObjectStreamWriter<O extends ObjectWriterBaseOptions = Obj
     await this.endStream(this.uploaded);
     if (this.options.manifest === undefined) return undefined;
     const { jobName, runId, gzip, columns } = this.options;
-    const window = this.options.manifest.window;
     this.manifest = buildManifest(
-      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...(window ? { window } : {}) },
+      { jobName, target: this.target, runId, rows: this.rows, bytes: this.bytes, gzip, columns, ...this.options.manifest },
       this.sha256.digest('hex'),
     );
     return manifestText(this.manifest);

@@ -192,7 +192,7 @@ describe('BigQuerySink requests: partitionBy, clustering, labels, quotas, row co
     await writer.writeRows(rows.map((row) => [...row]));
     const published = await publishAll([writer], { jobName: 'open_incidents', logger: silentLogger });
     // publishedSummary reads only the job's name and tile, and takes the counters as they are.
-    const job = { name: 'open_incidents', tile: 'tile-42' } as LoadedJob;
+    const job = { name: 'open_incidents', tile: 'tile-42', query: { items: [] }, sinks: [] } as unknown as LoadedJob;
     const counters = {
       runId: 'r1',
       retries: 0,

@@ -120,9 +120,9 @@ describeWithEmulator('the _tilehouse_runs ledger', (endpoint) => {
     const ledger = `\`${endpoint.projectId}.${datasetId}.${RUN_LEDGER_TABLE}\``;
     // The ledger as an older tilehouse made it, with two rows: one recorded the day after its
     // window (closed), one while its window was still going (today's window, then held for good).
-    // (Made before window_open, expired_rows and publish_guard, the three columns added since.)
-    const oldFields = RUN_LEDGER_FIELDS.filter((field) => !['window_open', 'expired_rows', 'publish_guard'].includes(field.name!));
-    expect(oldFields).toHaveLength(RUN_LEDGER_FIELDS.length - 3);
+    // (Made before window_open, expired_rows, publish_guard and definition, the four columns added since.)
+    const oldFields = RUN_LEDGER_FIELDS.filter((field) => !['window_open', 'expired_rows', 'publish_guard', 'definition'].includes(field.name!));
+    expect(oldFields).toHaveLength(RUN_LEDGER_FIELDS.length - 4);
     await client
       .dataset(datasetId)
       .table(RUN_LEDGER_TABLE)

@@ -9,5 +9,11 @@ export async function gcsStoredFile(file: File): Promise<StoredFile | undefined>
     size: async () => Number((await file.getMetadata())[0].size),
     // validation: false, since a range (or a stream cut short after the header) has no whole-object checksum to compare.
     read: (range) => file.createReadStream({ validation: false, ...(range ?? {}) }),
+    written: async () => {
+      // Loaded here, as window-state.ts loads it: the gs:// plumbing's folder imports this one.
+      const [[metadata], { RUN_ID_METADATA_KEY }] = await Promise.all([file.getMetadata(), import('../gcs/temp-objects.js')]);
+      const runId = metadata.metadata?.[RUN_ID_METADATA_KEY];
+      return { at: String(metadata.updated), ...(typeof runId === 'string' ? { runId } : {}) };
+    },
   };
 }

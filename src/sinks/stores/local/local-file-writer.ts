@@ -31,7 +31,7 @@ export interface LocalFileWriterOptions {
   logger: Logger;
   signal?: AbortSignal;
   /** Publish `<target>.manifest.json` with the file (see manifest.ts): its temp path and run. */
-  manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window'>;
+  manifest?: Pick<ManifestInputs, 'tempPath' | 'runId' | 'window' | 'runStartedAt' | 'definition'>;
 }
 
 /**

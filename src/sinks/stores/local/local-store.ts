@@ -23,7 +23,7 @@ export const localStore: ObjectStore = {
       logger: options.logger,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.manifest !== undefined
-        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), runId), runId, ...(options.manifest.window ? { window: options.manifest.window } : {}) } }
+        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), runId), runId, ...options.manifest } }
         : {}),
     });
   },

@@ -3,6 +3,7 @@ import type { GetObjectCommandOutput, HeadObjectCommandOutput, S3Client } from '
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { StoredFile } from '../file-bytes.js';
 import { s3StatusOf } from './s3-errors.js';
+import { RUN_ID_METADATA_KEY } from './temp-keys.js';
 
 /** An S3 object to read a format's columns from (a CSV header, a Parquet footer); undefined when there is none. */
 export async function s3StoredFile(client: S3Client, bucket: string, key: string): Promise<StoredFile | undefined> {
@@ -17,6 +18,10 @@ export async function s3StoredFile(client: S3Client, bucket: string, key: string
   return {
     location: `s3://${bucket}/${key}`,
     size: () => Promise.resolve(size),
+    written: () => {
+      const runId = head.Metadata?.[RUN_ID_METADATA_KEY];
+      return Promise.resolve({ at: (head.LastModified ?? new Date(0)).toISOString(), ...(runId === undefined ? {} : { runId }) });
+    },
     read(range) {
       // A range read of the object as it was when headed: If-Match keeps a replaced object out.
       const out = new PassThrough();

@@ -1,0 +1,53 @@
+import { selectJobs } from '../config/load-config.js';
+import { formatJobStatus } from '../presentation/target-status.js';
+import { loadWorkspace } from '../workspace/load-workspace.js';
+import { statusOfWorkspace } from '../workspace/status-workspace.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
+import { openOutput } from './output.js';
+
+export const statusCommand: Command = {
+  name: 'status',
+  help: `Usage: tilehouse status [--config FILE] [--jobs DIR] [--job NAME]... [--json]
+
+For each job (or each --job), for each sink's target (the one a run now would write): the run
+that last published it, when that run started, its row count and where that was read (a file's
+manifest; a gs:// or s3:// object's metadata, rows counted; BigQuery's run ledger), and LATE when
+the job's schedule fired since and no run started since then wrote it. A local file without a
+manifest names no run: its last change and rows are printed instead (manifest: true records the
+run). When the job's definition changed since the run that wrote a target (a manifest or ledger
+row records it), a line below says what: the query's items or filters, its column overrides,
+its sinks. Reads the targets only: no credentials, no request to the source, writes nothing.
+
+  JOB (tile TILE; schedule CRON ZONE, last due TIME)
+    KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it]
+      the job's query changed since run RUN: filters on HEADER
+
+Options:
+${COMMON_HELP}
+  -t, --job NAME       only this job; repeatable
+      --tile NAME      the same as --job (its older name)
+      --json           print the statuses as one JSON array
+${logHelp('warn')}
+  -h, --help           show this help
+
+Example:
+  tilehouse status --config config/production.example.yaml
+
+Exit codes: 0 every target read and none late, 1 a target is late, has nothing yet (with a
+schedule) or could not be read, 2 bad config or usage.
+`,
+  async run(args, io, seams) {
+    const { values } = parseCommandArgs('status', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
+    if (values.help) {
+      io.stdout.write(this.help);
+      return EXIT.ok;
+    }
+    const { logger } = openOutput('status', values, io, 'warn');
+    const workspace = await loadWorkspace(values, io.env);
+    const jobs = selectJobs(workspace.jobs, values.job ?? [], workspace.jobsDirectory);
+    const statuses = await statusOfWorkspace(workspace, jobs, { logger, signal: io.signal, seams });
+    io.stdout.write(values.json ? `${JSON.stringify(statuses, null, 2)}\n` : statuses.map(formatJobStatus).join(''));
+    const behind = statuses.some((status) => status.targets.some((target) => target.late !== undefined || target.state === 'unreadable'));
+    return behind ? EXIT.tileFailed : EXIT.ok;
+  },
+};

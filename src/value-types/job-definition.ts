@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * A fingerprint of what a job asks for (its query, its column overrides, its sinks), carried by
+ * the run summary, the file manifests and the run ledger, so that a target can say which
+ * definition wrote it and a refusal can say what changed since. Only hashes are kept: a part's
+ * text (a filter's values, a bucket) is never stored, so nothing secret or sensitive leaves with it.
+ *
+ * `parts` names each piece that can change on its own (`query.filters:Number`, `query.item:Number`,
+ * `query.options`, `columns`, `sinks`) with 8 hex digits of its SHA-256; `fingerprint` is 12 hex
+ * digits of them all. Two definitions compare part by part (`definitionChanges`).
+ */
+export interface JobDefinition {
+  fingerprint: string;
+  parts: Record<string, string>;
+}
+
+/** A definition as read back from where a run recorded it (a manifest, a ledger row): untrusted. */
+export const jobDefinitionSchema = z.object({ fingerprint: z.string(), parts: z.record(z.string(), z.string()) });
+
+const FILTERS = 'query.filters:';
+const ITEM = 'query.item:';
+
+/** Canonical JSON: object keys sorted, so the same definition always hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, entry]) => entry !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, entry]) => `${JSON.stringify(key)}:${canonical(entry)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function digest(text: string, length: number): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, length);
+}
+
+/** What a job's definition is made of, as plain values (the config layer hands them over). */
+export interface DefinitionSource {
+  query: { items: ReadonlyArray<{ header: string; filters?: readonly unknown[] | undefined } & Record<string, unknown>>; options?: unknown };
+  columns?: unknown;
+  sinks: readonly unknown[];
+}
+
+/** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
+export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
+  const parts: Record<string, string> = {};
+  for (const [index, item] of source.query.items.entries()) {
+    const { filters, ...rest } = item;
+    // Two items with one header (legal in a query) are told apart by their place.
+    const name = source.query.items.findIndex((other) => other.header === item.header) === index ? item.header : `${item.header}#${index}`;
+    parts[`${ITEM}${name}`] = digest(canonical({ ...rest, index }), 8);
+    parts[`${FILTERS}${name}`] = digest(canonical(filters ?? []), 8);
+  }
+  parts['query.options'] = digest(canonical(source.query.options ?? {}), 8);
+  parts.columns = digest(canonical(source.columns ?? {}), 8);
+  parts.sinks = digest(canonical(source.sinks), 8);
+  return { fingerprint: digest(canonical(parts), 12), parts };
+}
+
+/** One part of a definition that changed: the query (with what in it), the column overrides, the sinks. */
+export interface DefinitionChange {
+  part: 'query' | 'column overrides' | 'sinks' | 'definition';
+  /** For the query: what in it, e.g. `filters on Number`, `item Owner added`. */
+  details?: string[];
+}
+
+/** What changed from `before` to `now`, part by part; empty when the fingerprints agree. */
+export function definitionChanges(before: JobDefinition, now: JobDefinition): DefinitionChange[] {
+  if (before.fingerprint === now.fingerprint) return [];
+  const names = [...new Set([...Object.keys(before.parts), ...Object.keys(now.parts)])];
+  const differs = (name: string) => before.parts[name] !== now.parts[name];
+  const query: string[] = [];
+  for (const name of names.filter((candidate) => candidate.startsWith(ITEM))) {
+    const header = name.slice(ITEM.length);
+    if (before.parts[name] === undefined) query.push(`item ${header} added`);
+    else if (now.parts[name] === undefined) query.push(`item ${header} removed`);
+    else {
+      if (differs(name)) query.push(`item ${header} changed`);
+      if (differs(`${FILTERS}${header}`)) query.push(`filters on ${header}`);
+    }
+  }
+  if (differs('query.options')) query.push('its options');
+  const changes: DefinitionChange[] = query.length === 0 ? [] : [{ part: 'query', details: query }];
+  if (differs('columns')) changes.push({ part: 'column overrides' });
+  if (differs('sinks')) changes.push({ part: 'sinks' });
+  // Parts this version does not know (a newer tilehouse wrote the target): still a change.
+  return changes.length === 0 ? [{ part: 'definition' }] : changes;
+}
+
+/** `the job's query changed since run R: filters on Number; its sinks changed since run R`. */
+export function describeDefinitionChanges(changes: readonly DefinitionChange[], runId: string): string {
+  return changes
+    .map((change, index) => {
+      const subject = index === 0 ? `the job's ${change.part}` : `its ${change.part}`;
+      return `${subject} changed since run ${runId}${change.details === undefined ? '' : `: ${change.details.join(', ')}`}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,49 @@
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { describeWithEmulator, uniqueDatasetId } from '../support/bigquery-emulator.js';
+import { bigQueryRunsForAll } from '../support/bigquery-runs.js';
+import { writeBigQueryWorkspace } from '../support/bigquery-workspace.js';
+import { runCli, sandboxEnv } from '../support/cli-harness.js';
+import { detailQueryAbove } from '../support/queries.js';
+
+// `tilehouse status` of a BigQuery target over the emulator: the run that wrote the table, from
+// the run ledger's latest published row, with its rows and the definition it recorded; a refused
+// run after it leaves the first run named, and both the refusal and status say what changed in the job since.
+const INCIDENTS = 120;
+
+describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
+  const fixture = bigQueryRunsForAll(endpoint, { incidents: INCIDENTS });
+
+  it('names the run the ledger says published the table, and after a refused run still that one, with what changed since', async () => {
+    const dataset = uniqueDatasetId('tilehouse_status');
+    const job = (above: number) => ({
+      name: 'incidents',
+      tile: SANDBOX_TILE,
+      schedule: { cron: '0 2 * * *', timezone: 'UTC' },
+      query: detailQueryAbove(above),
+      columns: { Number: { type: 'INT64' } },
+      sinks: [{ type: 'bigquery', writeMode: 'replace' }],
+    });
+    const dir = path.join(fixture.root, dataset);
+    const write = (above: number) =>
+      writeBigQueryWorkspace(dir, fixture.sandbox, [job(above)], { projectId: endpoint.projectId, dataset }, { itemsPerPage: 50 });
+    let workspace = await write(0);
+    expect((await fixture.run(workspace, ['--run-id', 'status-run-1'])).exitCode).toBe(0);
+    workspace = await write(INCIDENTS);
+    const refused = await fixture.run(workspace, ['--run-id', 'status-run-2']);
+    expect(refused.exitCode).toBe(1);
+    // The table's guard reads no run from the table itself: the ledger names it once the guard trips.
+    expect(refused.stderr).toContain(`rows (table metadata); the job's query changed since run status-run-1: filters on Number (rule empty)`);
+    const status = await runCli(['status', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: fixture.client } },
+    });
+    const table = `${endpoint.projectId}.${dataset}.incidents`;
+    const lines = status.stdout.split('\n');
+    expect(lines[1]).toMatch(
+      new RegExp(`^  bigquery ${table.replaceAll('.', '\\.')}: run status-run-1 of \\S+ \\S+ UTC, ${INCIDENTS} rows \\(the run ledger\\)`),
+    );
+    expect(lines[2]).toBe("    the job's query changed since run status-run-1: filters on Number");
+  });
+});

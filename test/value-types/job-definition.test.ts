@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { definitionChanges, describeDefinitionChanges, jobDefinitionOf, type DefinitionSource } from '../../src/value-types/job-definition.js';
+
+const job = (filterValue: string, extra: Partial<DefinitionSource> = {}): DefinitionSource => ({
+  query: {
+    items: [
+      { header: 'Number', formula: '[incident.number]', dataType: 'number', filters: [{ operator: 'gt', values: [filterValue] }] },
+      { header: 'Severity', formula: '[incident.severity_label]', dataType: 'text', filters: [] },
+    ],
+    options: { pageNumber: 0 },
+  },
+  columns: {},
+  sinks: [{ type: 'csv', path: 'out/open.csv' }],
+  ...extra,
+});
+
+describe('jobDefinitionOf', () => {
+  it('is the same for the same definition, whatever the order of its keys', () => {
+    const reordered: DefinitionSource = {
+      sinks: [{ path: 'out/open.csv', type: 'csv' }],
+      columns: {},
+      query: {
+        options: { pageNumber: 0 },
+        items: [
+          { filters: [{ values: ['0'], operator: 'gt' }], dataType: 'number', formula: '[incident.number]', header: 'Number' },
+          { filters: [], dataType: 'text', formula: '[incident.severity_label]', header: 'Severity' },
+        ],
+      },
+    };
+    expect(jobDefinitionOf(reordered)).toEqual(jobDefinitionOf(job('0')));
+    expect(jobDefinitionOf(job('0')).fingerprint).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('keeps hashes only: no filter value, formula or path appears in it', () => {
+    const text = JSON.stringify(jobDefinitionOf(job('secret-looking-value-4242')));
+    expect(text).not.toContain('secret-looking-value-4242');
+    expect(text).not.toContain('incident.number');
+    expect(text).not.toContain('out/open.csv');
+  });
+});
+
+describe('definitionChanges', () => {
+  it('names the item whose filters were edited, and nothing else', () => {
+    const changes = definitionChanges(jobDefinitionOf(job('0')), jobDefinitionOf(job('100000')));
+    expect(changes).toEqual([{ part: 'query', details: ['filters on Number'] }]);
+    expect(describeDefinitionChanges(changes, 'R1')).toBe("the job's query changed since run R1: filters on Number");
+  });
+
+  it('names an added item, changed sinks and changed column overrides, each once', () => {
+    const before = job('0');
+    const after = job('0', { sinks: [{ type: 'csv', path: 'out/other.csv' }], columns: { Number: { type: 'STRING' } } });
+    after.query = { ...after.query, items: [...after.query.items, { header: 'Owner', formula: '[incident.owner]', dataType: 'text' }] };
+    const changes = definitionChanges(jobDefinitionOf(before), jobDefinitionOf(after));
+    expect(describeDefinitionChanges(changes, 'R1')).toBe(
+      "the job's query changed since run R1: item Owner added; its column overrides changed since run R1; its sinks changed since run R1",
+    );
+  });
+
+  it('finds no change when only the fingerprint agrees, and a change it cannot place still counts', () => {
+    expect(definitionChanges(jobDefinitionOf(job('0')), jobDefinitionOf(job('0')))).toEqual([]);
+    const newer = { fingerprint: 'ffffffffffff', parts: jobDefinitionOf(job('0')).parts };
+    expect(definitionChanges(newer, jobDefinitionOf(job('0')))).toEqual([{ part: 'definition' }]);
+  });
+});
