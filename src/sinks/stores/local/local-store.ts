@@ -22,9 +22,7 @@ export const localStore: ObjectStore = {
       tempPath: tempPathFor(target, runId),
       logger: options.logger,
       ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.manifest !== undefined
-        ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), runId), runId, ...options.manifest } }
-        : {}),
+      ...(options.manifest !== undefined ? { manifest: { tempPath: tempPathFor(manifestPathOf(target), runId), runId, ...options.manifest } } : {}),
     });
   },
   storedFile: (location) => localStoredFile(location),
