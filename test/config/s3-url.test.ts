@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { environmentSchema } from '../../src/config/environment-schema.js';
 import { parseS3ObjectUrl, s3BucketNameProblem, s3UrlProblem } from '../../src/config/s3-url.js';
 import { csvFormat } from '../../src/sinks/csv/csv-format.js';
 import { FilePathTemplate } from '../../src/sinks/files/path-template.js';
@@ -55,5 +56,20 @@ describe('a path template naming S3', () => {
     ['s3:/acme-lake/a.csv', /only Cloud Storage \(gs:\/\/bucket\/object\) and S3 \(s3:\/\/bucket\/key\) URLs are supported/],
   ])('refuses the template %s at construction (path_invalid)', (text, reason) => {
     expect(() => new FilePathTemplate(csvFormat, text)).toThrow(reason);
+  });
+});
+
+describe('an environment directory naming S3', () => {
+  const environment = (directory: string) =>
+    environmentSchema.safeParse({
+      source: { baseUrl: 'https://acme.example.com', authUrl: 'https://auth.example.com', clientId: 'c', clientSecret: '${SECRET}' },
+      sinks: { csv: { directory } },
+    });
+
+  it('takes a bucket prefix and refuses a malformed attempt at one, never taking it for a local directory', () => {
+    expect(environment('s3://acme-lake/tilehouse/').success).toBe(true);
+    const refused = environment('s3:/acme-lake/tilehouse');
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.message).toMatch(/an S3 URL starts with "s3:\/\/"/);
   });
 });
