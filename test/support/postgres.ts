@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { type PostgresServer, psql } from './postgres-cluster.js';
+
+export { psql };
+
+/**
+ * The run's PostgreSQL cluster (global-setup.ts), or null when it is absent and skipping is
+ * allowed. Under CI a missing server fails (global setup already refuses to start; this catches
+ * other entry points).
+ */
+export function postgresOrSkip(): PostgresServer | null {
+  const server = inject('postgres');
+  if (server === null && process.env.CI) throw new Error("CI is set but no PostgreSQL server was started: install Debian's postgresql and pgbouncer packages.");
+  return server;
+}
+
+/** A test file's own database in the run's cluster: `name` filled in before its tests, dropped after. */
+export interface TestDatabase {
+  server: PostgresServer;
+  name: string;
+  /** A client of the test's own (the independent reader), connected straight to the server. */
+  client(): Promise<pg.Client>;
+  /** One statement's rows, read by a fresh connection of the test's own. */
+  query<T extends Record<string, unknown>>(sql: string, values?: unknown[]): Promise<T[]>;
+}
+
+export function usePostgresDatabase(server: PostgresServer): TestDatabase {
+  const database: TestDatabase = {
+    server,
+    name: '',
+    async client() {
+      const client = new pg.Client({ host: server.host, port: server.port, user: server.user, password: server.password, database: database.name });
+      await client.connect();
+      return client;
+    },
+    async query<T extends Record<string, unknown>>(sql: string, values: unknown[] = []) {
+      const client = await database.client();
+      try {
+        return (await client.query<T>(sql, values)).rows;
+      } finally {
+        await client.end();
+      }
+    },
+  };
+  beforeAll(async () => {
+    database.name = `tilehouse_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    await psql(server, 'postgres', `CREATE DATABASE ${database.name}`);
+  });
+  afterAll(async () => {
+    if (database.name !== '') await psql(server, 'postgres', `DROP DATABASE IF EXISTS ${database.name} WITH (FORCE)`);
+  });
+  return database;
+}
