@@ -3,6 +3,7 @@ import { gcsUrlProblem, looksLikeUrl } from './gcs-url.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
 import { S3_SCHEME, s3UrlProblem } from './s3-url.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
+import { postgresConnectionSchema } from './postgres-connection-schema.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -109,6 +110,7 @@ const sinkDefaultsSchema = z
       })
       .strict()
       .optional(),
+    postgres: postgresConnectionSchema.optional().describe('Where every postgres sink connects (docs/postgres.md)'),
     gcs: z
       .object({
         apiEndpoint: googleApiEndpointSchema('Cloud Storage (every gs:// target)', 'https://storage.europe-west3.rep.googleapis.com').optional(),
@@ -218,3 +220,4 @@ export const environmentSchema = z
 export type EnvironmentConfig = z.infer<typeof environmentSchema>;
 export type SourceConfig = EnvironmentConfig['source'];
 export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;
+export type PostgresDefaults = NonNullable<EnvironmentConfig['sinks']['postgres']>;

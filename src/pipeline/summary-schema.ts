@@ -96,7 +96,7 @@ export const tileSummarySchema = z
         code: z.string().describe('The stable code (docs/error-codes.md)'),
         message: z.string(),
         targetKind: z
-          .enum(['local', 'gcs', 's3', 'bigquery'])
+          .enum(['local', 'gcs', 's3', 'bigquery', 'postgres'])
           .optional()
           .describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
         format: z.enum(['csv', 'parquet']).optional().describe('A failure at a file target: its format'),

@@ -45,7 +45,7 @@ const server = postgresOrSkip();
 describe.runIf(server !== null)('the run cluster (PostgreSQL 15 and PgBouncer)', () => {
   const database = usePostgresDatabase(server!);
 
-  it("gives each test file its own database, reachable straight and through PgBouncer", async () => {
+  it('gives each test file its own database, reachable straight and through PgBouncer', async () => {
     const straight = await psql(server!, database.name, 'SELECT current_database()');
     const pooled = await psql(server!, database.name, 'SELECT current_database()', { port: server!.bouncerPort });
 

@@ -1,0 +1,81 @@
+import { pino } from 'pino';
+import { postgresConnectionSchema } from '../../../src/config/postgres-connection-schema.js';
+import { postgresSinkSchema, type PostgresSinkConfig } from '../../../src/config/postgres-sink-schema.js';
+import { PostgresSink } from '../../../src/sinks/postgres/postgres-sink.js';
+import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
+import type { Column, TypedRow } from '../../../src/transform/column.js';
+import type { ColumnType } from '../../../src/value-types/column-types.js';
+import type { PostgresServer } from '../../support/postgres-cluster.js';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export function column(name: string, type: ColumnType, header = name): Column {
+  return { name, header, type, sourceDataType: type === 'STRING' ? 'text' : 'number' };
+}
+
+export function runContext(overrides: Partial<SinkRunContext> & { columns: readonly Column[] }): SinkRunContext {
+  return {
+    jobName: 'open_incidents',
+    tileId: 'tile-42',
+    runId: `run-${Math.random().toString(36).slice(2, 10)}`,
+    startedAt: new Date('2024-03-01T12:00:00.000Z'),
+    logger: silentLogger,
+    ...overrides,
+  };
+}
+
+/** The variable the test environments name for the password (never literal, as in production). */
+export const PASSWORD_VARIABLE = 'TILEHOUSE_TEST_PG_PASSWORD';
+
+/** `sinks.postgres` for the test database, straight to the server or through PgBouncer, parsed by the real schema. */
+export function settingsFor(server: PostgresServer, database: string, overrides: Record<string, unknown> = {}, options: { bouncer?: boolean } = {}) {
+  return postgresConnectionSchema.parse({
+    host: server.host,
+    port: options.bouncer ? server.bouncerPort : server.port,
+    database,
+    user: server.user,
+    password: `\${${PASSWORD_VARIABLE}}`,
+    sslmode: 'disable',
+    ...overrides,
+  });
+}
+
+export function postgresSink(
+  server: PostgresServer,
+  database: string,
+  config: Partial<PostgresSinkConfig> = {},
+  options: { settings?: Record<string, unknown>; bouncer?: boolean; timezone?: string } = {},
+): PostgresSink {
+  return new PostgresSink({
+    config: postgresSinkSchema.parse({ type: 'postgres', ...config }),
+    settings: settingsFor(server, database, options.settings, options),
+    environmentFile: 'config/test.yaml',
+    timezone: options.timezone ?? 'UTC',
+    guard: undefined,
+    env: { [PASSWORD_VARIABLE]: server.password },
+  });
+}
+
+/** Opens a writer, writes the pages, prepares, publishes; aborts on failure as the pipeline does. */
+export async function runSink(sink: PostgresSink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkResult> {
+  const writer = await prepareSink(sink, context, pages);
+  try {
+    return await writer.publish();
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+}
+
+/** Opens a writer, writes the pages, prepares; aborts on failure. The caller publishes or aborts. */
+export async function prepareSink(sink: PostgresSink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkWriter> {
+  const writer = await sink.open(context);
+  try {
+    for (const page of pages) await writer.writeRows(page);
+    await writer.prepare();
+    return writer;
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+}
