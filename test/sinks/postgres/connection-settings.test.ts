@@ -49,7 +49,7 @@ describe('resolvePostgresConnection', () => {
     await rm(directory, { recursive: true, force: true });
   });
 
-  it("reads the password from a mounted file without its trailing newline, and defaults to verify-full", async () => {
+  it('reads the password from a mounted file without its trailing newline, and defaults to verify-full', async () => {
     const file = join(directory, 'password');
     await writeFile(file, 'from-the-file\n');
     const settings = postgresConnectionSchema.parse({ host: 'db', database: 'd', user: 'u', passwordFile: file });
@@ -78,7 +78,9 @@ describe('resolvePostgresConnection', () => {
       expect.objectContaining({ message: 'the url in DATABASE_URL password: holds no password (postgres://user:<password>@host/db)' }),
     ]);
     const fromFile = postgresConnectionSchema.parse({ host: 'h', database: 'd', user: 'u', passwordFile: join(directory, 'absent') });
-    expect(await uncheckedPostgresSecrets(fromFile, 'c.yaml', {})).toEqual([expect.objectContaining({ path: ['sinks', 'postgres', 'passwordFile'], message: 'the secret file cannot be read here (ENOENT)' })]);
+    expect(await uncheckedPostgresSecrets(fromFile, 'c.yaml', {})).toEqual([
+      expect.objectContaining({ path: ['sinks', 'postgres', 'passwordFile'], message: 'the secret file cannot be read here (ENOENT)' }),
+    ]);
   });
 });
 

@@ -23,12 +23,18 @@ describe.runIf(server !== null)('the postgres sink publishes each run exactly on
       'SELECT run_id, rows::text, job, write_mode FROM _tilehouse_runs WHERE target_table = $1 ORDER BY published_at',
       [`public.${table}`],
     );
-  const stagingTables = async () => (await database.query<{ relname: string }>("SELECT relname FROM pg_class WHERE relname LIKE '\\_tilehouse\\_stage\\_%'")).map((row) => row.relname);
+  const stagingTables = async () =>
+    (await database.query<{ relname: string }>("SELECT relname FROM pg_class WHERE relname LIKE '\\_tilehouse\\_stage\\_%'")).map((row) => row.relname);
 
   it('writes one ledger row per publish, in the publishing transaction', async () => {
     const sink = postgresSink(server!, database.name, { table: 'ledgered', writeMode: 'append' });
     await runSink(sink, runContext({ columns, runId: 'l1' }), [[[1n, 'a']]]);
-    await runSink(sink, runContext({ columns, runId: 'l2' }), [[[2n, 'b'], [3n, 'c']]]);
+    await runSink(sink, runContext({ columns, runId: 'l2' }), [
+      [
+        [2n, 'b'],
+        [3n, 'c'],
+      ],
+    ]);
 
     expect(await ledgerOf('ledgered')).toEqual([
       { run_id: 'l1', rows: '1', job: 'open_incidents', write_mode: 'append' },
@@ -40,7 +46,12 @@ describe.runIf(server !== null)('the postgres sink publishes each run exactly on
   it('publishes nothing again for a run id the ledger holds, and says the earlier publish was kept when its rows differ', async () => {
     const sink = postgresSink(server!, database.name, { table: 'rerun', writeMode: 'append' });
     await runSink(sink, runContext({ columns, runId: 'same' }), [[[1n, 'first']]]);
-    const again = await runSink(sink, runContext({ columns, runId: 'same' }), [[[1n, 'first'], [2n, 'second']]]);
+    const again = await runSink(sink, runContext({ columns, runId: 'same' }), [
+      [
+        [1n, 'first'],
+        [2n, 'second'],
+      ],
+    ]);
 
     expect(again).toMatchObject({ rows: 1, keptEarlierPublish: true, details: { adopted: true } });
     expect(await rowsOf('rerun')).toEqual([{ id: '1', title: 'first' }]);

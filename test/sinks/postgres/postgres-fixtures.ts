@@ -44,7 +44,7 @@ export function postgresSink(
   server: PostgresServer,
   database: string,
   config: Partial<PostgresSinkConfig> = {},
-  options: { settings?: Record<string, unknown>; bouncer?: boolean; timezone?: string } = {},
+  options: { settings?: Record<string, unknown>; bouncer?: boolean; timezone?: string; env?: Record<string, string> } = {},
 ): PostgresSink {
   return new PostgresSink({
     config: postgresSinkSchema.parse({ type: 'postgres', ...config }),
@@ -52,7 +52,7 @@ export function postgresSink(
     environmentFile: 'config/test.yaml',
     timezone: options.timezone ?? 'UTC',
     guard: undefined,
-    env: { [PASSWORD_VARIABLE]: server.password },
+    env: options.env ?? { [PASSWORD_VARIABLE]: server.password },
   });
 }
 

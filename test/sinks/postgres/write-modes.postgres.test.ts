@@ -14,21 +14,28 @@ async function tableText(database: string, sql: string): Promise<string[]> {
 
 const columns = [column('id', 'INT64'), column('title', 'STRING'), column('day', 'DATE'), column('share', 'NUMERIC')];
 
-describe.runIf(server !== null)('the postgres sink against PostgreSQL 15, each write mode across two runs', () => {
+const routes = [
+  { via: 'straight to the server', bouncer: false },
+  { via: 'through PgBouncer in transaction pooling', bouncer: true },
+];
+
+describe.runIf(server !== null).each(routes)('the postgres sink against PostgreSQL 15, each write mode across two runs, $via', ({ bouncer }) => {
   const database = usePostgresDatabase(server!);
 
   it('replace: the table holds exactly the second run, with the view and the grant made after the first still there', async () => {
-    const sink = postgresSink(server!, database.name, { table: 'replaced' });
+    const sink = postgresSink(server!, database.name, { table: 'replaced' }, { bouncer });
     await runSink(sink, runContext({ columns, runId: 'r1' }), [
       [
         [1n, 'one', '2024-03-01', '1.5'],
         [2n, 'two', '2024-03-02', null],
       ],
     ]);
+    // Roles are the cluster's: named after this block's database.
+    const reader = `reader_${database.name}`;
     await psql(
       server!,
       database.name,
-      'CREATE VIEW replaced_view AS SELECT id, title FROM replaced; CREATE ROLE reader_r; GRANT SELECT ON replaced TO reader_r',
+      `CREATE VIEW replaced_view AS SELECT id, title FROM replaced; CREATE ROLE ${reader}; GRANT SELECT ON replaced TO ${reader}; COMMENT ON TABLE replaced IS 'kept'`,
     );
     const result = await runSink(sink, runContext({ columns, runId: 'r2' }), [
       [[3n, '', '2024-03-03', '-0.000000001']],
@@ -42,11 +49,13 @@ describe.runIf(server !== null)('the postgres sink against PostgreSQL 15, each w
       { id: '4', title: 'tab\there\nnew "line" \\ back', day: '2024-03-04', share: '12345678901234567890123456789.123456789' },
     ]);
     expect(await tableText(database.name, 'SELECT count(*) FROM replaced_view')).toEqual(['2']);
-    expect(await tableText(database.name, "SELECT has_table_privilege('reader_r', 'replaced', 'SELECT')")).toEqual(['t']);
+    expect(
+      await tableText(database.name, `SELECT has_table_privilege('${reader}', 'replaced', 'SELECT'), obj_description('replaced'::regclass, 'pg_class')`),
+    ).toEqual(['t|kept']);
   });
 
   it('append: both runs are in the table, each row with its run id and extraction start', async () => {
-    const sink = postgresSink(server!, database.name, { table: 'appended', writeMode: 'append' });
+    const sink = postgresSink(server!, database.name, { table: 'appended', writeMode: 'append' }, { bouncer });
     await runSink(sink, runContext({ columns, runId: 'a1', startedAt: new Date('2024-03-01T00:00:00Z') }), [[[1n, 'one', '2024-03-01', '1']]]);
     await runSink(sink, runContext({ columns, runId: 'a2', startedAt: new Date('2024-03-02T00:00:00Z') }), [[[1n, 'one again', '2024-03-01', '2']]]);
 
@@ -59,7 +68,7 @@ describe.runIf(server !== null)('the postgres sink against PostgreSQL 15, each w
   });
 
   it('merge: keys the second run holds are updated, new keys inserted, others kept; unchanged rows keep the run that wrote them', async () => {
-    const sink = postgresSink(server!, database.name, { table: 'merged', writeMode: 'merge', primaryKey: ['id'], latestBy: 'day' });
+    const sink = postgresSink(server!, database.name, { table: 'merged', writeMode: 'merge', primaryKey: ['id'], latestBy: 'day' }, { bouncer });
     await runSink(sink, runContext({ columns, runId: 'm1' }), [
       [
         [1n, 'one', '2024-03-01', '1'],
@@ -86,7 +95,7 @@ describe.runIf(server !== null)('the postgres sink against PostgreSQL 15, each w
   });
 
   it('partition: the days of the second run are replaced, the other days kept', async () => {
-    const sink = postgresSink(server!, database.name, { table: 'by_day', writeMode: 'partition', partitionBy: { column: 'day' } });
+    const sink = postgresSink(server!, database.name, { table: 'by_day', writeMode: 'partition', partitionBy: { column: 'day' } }, { bouncer });
     await runSink(sink, runContext({ columns, runId: 'p1' }), [
       [
         [1n, 'a', '2024-03-01', '1'],
