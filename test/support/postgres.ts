@@ -53,3 +53,33 @@ export function usePostgresDatabase(server: PostgresServer): TestDatabase {
   });
   return database;
 }
+
+/** The variable the test workspaces name for the cluster's password (a reference, as production's). */
+export const TEST_PASSWORD_VARIABLE = 'TILEHOUSE_TEST_PG_PASSWORD';
+
+/** Adds `sinks.postgres` for a test database (password by reference) to a workspace's environment file, with `extra` top-level settings. */
+export async function addPostgresSettings(
+  configFile: string,
+  server: PostgresServer,
+  database: string,
+  settings: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<Record<string, string>> {
+  const { readFile, writeFile } = await import('node:fs/promises');
+  const { parse, stringify } = await import('yaml');
+  const environment = parse(await readFile(configFile, 'utf8')) as { sinks: Record<string, unknown> };
+  environment.sinks.postgres = {
+    host: server.host,
+    port: server.port,
+    database,
+    user: server.user,
+    password: `\${${TEST_PASSWORD_VARIABLE}}`,
+    sslmode: 'disable',
+    ...settings,
+  };
+  await writeFile(configFile, stringify({ ...environment, ...extra }));
+  // In-process runs read the sink's secrets from process.env, as production does (the source's
+  // come through the CLI's env): the test worker holds the variable, as the S3 tests' do theirs.
+  process.env[TEST_PASSWORD_VARIABLE] = server.password;
+  return { [TEST_PASSWORD_VARIABLE]: server.password };
+}
