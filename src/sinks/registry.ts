@@ -11,7 +11,7 @@ import type { RunRecorder, SinkFactoryOptions, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 import type { SinkWorkspaceChecker } from './workspace-checks.js';
 
-export type { RunRecorder, SinkKind } from './sink-kind.js';
+export type { KindSecret, RunRecorder, SinkKind } from './sink-kind.js';
 export type { SinkWorkspaceChecker, WorkspaceProblem } from './workspace-checks.js';
 export { WindowStateUnreadableError, type WindowStateReader } from './window-state.js';
 

@@ -59,6 +59,17 @@ export interface RecordedTile {
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
 export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
 
+/** One secret a kind reads: its field in the environment file, its key in the Secret, and how the config names it. */
+export interface KindSecret {
+  /** The environment file's field, e.g. `sinks.postgres.passwordFile`. */
+  field: string;
+  key: string;
+  /** `${ENV}` (the variable the pod gets from the Secret), or absent with `file`. */
+  reference?: string;
+  /** The absolute path the pod mounts the Secret's key at. */
+  file?: string;
+}
+
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
@@ -118,6 +129,12 @@ export interface SinkKind {
    * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
    */
   serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
+  /**
+   * The secrets this kind's environment settings read for the jobs given (a password by `${ENV}` or
+   * in a mounted file), each with its key in the credentials Secret: `tilehouse k8s` wires them as
+   * it wires the source's (an env var from the Secret, or the file in the Secret's one mount).
+   */
+  secrets?(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): KindSecret[];
   readonly localFiles?: {
     directory(sink: SinkConfig, environment: EnvironmentConfig, workdir: string): string | undefined;
     emptyDirWarning(directory: string, jobNames: readonly string[]): string;

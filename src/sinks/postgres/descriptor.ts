@@ -2,7 +2,7 @@ import type { PostgresDefaults } from '../../config/environment-schema.js';
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import { postgresSinkSchema, postgresTakesWindows, type PostgresSinkConfig } from '../../config/postgres-sink-schema.js';
-import type { SinkKind } from '../sink-kind.js';
+import type { KindSecret, SinkKind } from '../sink-kind.js';
 import { postgresWorkspaceChecker } from './workspace-checks.js';
 import { postgresWindowStateReaders } from './window-state.js';
 
@@ -29,6 +29,9 @@ export function postgresTargetOf(sink: PostgresSinkConfig, settings: PostgresDef
     table: sink.table ?? jobName,
   };
 }
+
+/** Its keys in the credentials Secret (kubectl create secret generic tilehouse-credentials --from-file=postgres-password=…). */
+export const POSTGRES_SECRET_KEYS = { password: 'postgres-password', url: 'postgres-url' } as const;
 
 /** The PostgreSQL sink, as the rest of tilehouse sees it. */
 export const postgresSinkKind: SinkKind = {
@@ -73,4 +76,17 @@ export const postgresSinkKind: SinkKind = {
   takesWindowsOneAtATime: (sink) => sink.type === 'postgres' && sink.writeMode === 'merge',
   // The ledger is written in every publish's own transaction: it cannot be turned off, so --resume can always read it.
   resumeRefusal: () => undefined,
+  // The password (or the url that holds one) from the credentials Secret: an env var, or a file in its mount.
+  secrets(environment, jobs) {
+    const settings = environment.sinks.postgres;
+    if (settings === undefined || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'postgres'))) return [];
+    const secrets: KindSecret[] = [];
+    if (settings.urlFile !== undefined) secrets.push({ field: 'sinks.postgres.urlFile', key: POSTGRES_SECRET_KEYS.url, file: settings.urlFile });
+    else if (settings.url !== undefined) secrets.push({ field: 'sinks.postgres.url', key: POSTGRES_SECRET_KEYS.url, reference: settings.url });
+    if (settings.passwordFile !== undefined)
+      secrets.push({ field: 'sinks.postgres.passwordFile', key: POSTGRES_SECRET_KEYS.password, file: settings.passwordFile });
+    else if (settings.password !== undefined)
+      secrets.push({ field: 'sinks.postgres.password', key: POSTGRES_SECRET_KEYS.password, reference: settings.password });
+    return secrets;
+  },
 };
