@@ -75,7 +75,13 @@ export function findPgBouncer(env: NodeJS.ProcessEnv = process.env): string | un
     if (executable(explicit)) return explicit;
     throw new Error(`PGBOUNCER_BIN=${explicit} is not an executable file`);
   }
-  return ['/usr/sbin/pgbouncer', ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((directory) => join(directory, 'pgbouncer'))].find(executable);
+  return [
+    '/usr/sbin/pgbouncer',
+    ...(env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((directory) => join(directory, 'pgbouncer')),
+  ].find(executable);
 }
 
 /** As root, the command runs as `nobody`: PostgreSQL will not run as root. */
@@ -133,7 +139,18 @@ export async function startPostgres(binDirectory: string, bouncerBinary: string 
       `-c full_page_writes=off`,
       `-c max_connections=200`,
     ].join(' ');
-    const [pgCtl, startArgs] = asServerUser(join(binDirectory, 'pg_ctl'), ['start', '-D', data, '-w', '-t', '60', '-l', join(directory, 'server.log'), '-o', settings]);
+    const [pgCtl, startArgs] = asServerUser(join(binDirectory, 'pg_ctl'), [
+      'start',
+      '-D',
+      data,
+      '-w',
+      '-t',
+      '60',
+      '-l',
+      join(directory, 'server.log'),
+      '-o',
+      settings,
+    ]);
     await run(pgCtl, startArgs, { cwd: directory });
     const version = Number((await run(join(binDirectory, 'pg_ctl'), ['--version'])).stdout.match(/(\d+)\./)?.[1] ?? 0);
     let bouncerPort = 0;
