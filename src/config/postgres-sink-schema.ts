@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { latestBySchema, mergeKeyIssues } from './merge-key-options.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
@@ -47,25 +48,12 @@ export const postgresSinkSchema = z
       .min(1)
       .optional()
       .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
-    latestBy: z
-      .string()
-      .min(1)
-      .optional()
-      .describe(
-        'writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run',
-      ),
+    latestBy: latestBySchema,
     guard: publishGuardSchema,
   })
   .strict()
   .superRefine((sink, ctx) => {
-    if (sink.writeMode === 'merge' && sink.primaryKey === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['writeMode'],
-        input: sink.writeMode,
-        message: 'writeMode: merge needs primaryKey: the columns whose values identify a row',
-      });
-    }
+    mergeKeyIssues(sink, ctx, (name) => name);
     if (sink.writeMode === 'partition' && sink.partitionBy === undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -74,11 +62,6 @@ export const postgresSinkSchema = z
         message: 'writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
       });
     }
-    for (const option of ['primaryKey', 'latestBy'] as const) {
-      if (sink[option] !== undefined && sink.writeMode !== 'merge') {
-        ctx.addIssue({ code: 'custom', path: [option], input: sink[option], message: `only with writeMode: merge (this sink's is ${sink.writeMode})` });
-      }
-    }
     if (sink.partitionBy !== undefined && sink.writeMode !== 'partition') {
       ctx.addIssue({
         code: 'custom',
@@ -86,11 +69,6 @@ export const postgresSinkSchema = z
         input: sink.partitionBy,
         message: `only with writeMode: partition (this sink's is ${sink.writeMode})`,
       });
-    }
-    const keys = new Set<string>();
-    for (const [index, name] of (sink.primaryKey ?? []).entries()) {
-      if (keys.has(name)) ctx.addIssue({ code: 'custom', path: ['primaryKey', index], input: name, message: 'listed twice' });
-      keys.add(name);
     }
   });
 
