@@ -101,7 +101,7 @@ async function handOver(path: string): Promise<void> {
  * every client goes through TCP, as a remote warehouse would), and PgBouncer in transaction
  * pooling on another. `stop()` stops both and removes the directory.
  */
-export async function startPostgres(binDirectory: string, bouncerBinary: string | undefined): Promise<RunningPostgres> {
+export async function startPostgres(binDirectory: string, bouncerBinary: string | undefined, options: { durable?: boolean } = {}): Promise<RunningPostgres> {
   const directory = await mkdtemp(join(tmpdir(), 'tilehouse-postgres-'));
   await handOver(directory);
   const data = join(directory, 'data');
@@ -133,10 +133,9 @@ export async function startPostgres(binDirectory: string, bouncerBinary: string 
       `-c listen_addresses=127.0.0.1`,
       `-c port=${port}`,
       `-c unix_socket_directories=''`,
-      // A test cluster: durability is not what is tested, speed is welcome.
-      `-c fsync=off`,
-      `-c synchronous_commit=off`,
-      `-c full_page_writes=off`,
+      // A test cluster: durability is not what is tested, speed is welcome. The benchmark's is
+      // durable (durable: true), as the local CSV file it is compared with is fsynced.
+      ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
       `-c max_connections=200`,
     ].join(' ');
     const [pgCtl, startArgs] = asServerUser(join(binDirectory, 'pg_ctl'), [

@@ -27,7 +27,7 @@ export interface PublishRequest {
   deadline?: AbortSignal;
 }
 
-type Outcome = { published: true; rows: number; details: Record<string, number> } | { published: false; rowsHeld: number };
+type Outcome = { published: true; rows: number; details: Record<string, number>; publishMs: number } | { published: false; rowsHeld: number };
 
 /**
  * The publish: one short transaction, tried again while its budget lasts when PostgreSQL ended it
@@ -77,6 +77,7 @@ async function publishOnce(request: PublishRequest): Promise<Outcome> {
   const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target });
   let committing = false;
   try {
+    const began = Date.now();
     await begin(client, { statementTimeoutMs: connection.statementTimeoutMs, lockTimeoutMs: connection.lockTimeoutMs });
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tilehouse ${plan.target}`]);
     await ensureLedger(client, plan.schema);
@@ -93,7 +94,7 @@ async function publishOnce(request: PublishRequest): Promise<Outcome> {
     await client.query(`DROP TABLE ${request.staging}`);
     committing = true;
     await client.query('COMMIT');
-    return { published: true, rows: moved.rows, details: moved.details };
+    return { published: true, rows: moved.rows, details: moved.details, publishMs: Date.now() - began };
   } catch (error) {
     if (!committing) await client.query('ROLLBACK').catch(() => undefined);
     if (committing && error !== null && typeof error === 'object') Object.assign(error, { duringCommit: true });
@@ -124,7 +125,9 @@ async function readyTable(client: pg.Client, plan: PostgresPlan): Promise<void> 
 function resultOf(request: PublishRequest, outcome: Outcome, tries: number): SinkResult {
   const { plan, sentRows } = request;
   const common = { writeMode: plan.writeMode, sentRows, ...(tries > 1 ? { tries } : {}) };
-  if (outcome.published) return { sink: 'postgres', target: plan.target, rows: outcome.rows, details: { ...common, ...outcome.details } };
+  // publishMs: the publishing transaction, BEGIN to COMMIT (what the table's lock lasted at most).
+  if (outcome.published)
+    return { sink: 'postgres', target: plan.target, rows: outcome.rows, details: { ...common, ...outcome.details, publishMs: outcome.publishMs } };
   // The ledger holds this run already: its rows are in the table, nothing was published again.
   const keptEarlier = plan.writeMode !== 'merge' && outcome.rowsHeld !== sentRows;
   return {
