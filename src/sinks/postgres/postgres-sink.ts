@@ -70,7 +70,8 @@ export class PostgresSink implements Sink {
    */
   async sweep(logger: Logger): Promise<string[]> {
     const connection = await this.resolved();
-    const { schema } = connection;
+    // The schema this sink's staging tables go to (the sink's own, else the environment's).
+    const schema = this.options.config.postgresSchema ?? connection.schema;
     const client = await connectPostgres(connection, { jobName: 'sweep', target: `${schema}.${STAGING_PREFIX}*` }, { connectTimeoutMs: 10_000 });
     const removed: string[] = [];
     try {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresOrSkip, usePostgresDatabase } from '../../support/postgres.js';
 import { type PostgresProxy, startPostgresProxy } from '../../support/postgres-proxy.js';
-import { column, postgresSink, prepareSink, runContext, runSink } from './postgres-fixtures.js';
+import { formatOwnerTag } from '../../../src/temp-owner.js';
+import { column, postgresSink, prepareSink, runContext, runSink, silentLogger } from './postgres-fixtures.js';
 
 const server = postgresOrSkip();
 const columns = [column('id', 'INT64'), column('title', 'STRING')];
@@ -117,5 +118,18 @@ describe.runIf(server !== null)('the postgres sink publishes each run exactly on
     expect(await rowsOf('cut_copy')).toEqual([{ id: '1', title: 'previous' }]);
     // The staging table was created in the COPY's transaction: the server rolled it back with it.
     await expect.poll(stagingTables).toEqual([]);
+  });
+
+  it("sweeps staging tables whose run is gone (a day old), and keeps a live run's and tables it did not make", async () => {
+    const note = (createdAt: string) => JSON.stringify({ tilehouse: 'staging', owner: formatOwnerTag(), createdAt }).replaceAll("'", "''");
+    await database.query(`CREATE TABLE _tilehouse_stage_old_1 (id bigint); COMMENT ON TABLE _tilehouse_stage_old_1 IS '${note('2020-01-01T00:00:00Z')}'`);
+    await database.query(`CREATE TABLE _tilehouse_stage_live_1 (id bigint); COMMENT ON TABLE _tilehouse_stage_live_1 IS '${note(new Date().toISOString())}'`);
+    await database.query('CREATE TABLE _tilehouse_stage_someone_elses (id bigint)');
+
+    const removed = await postgresSink(server!, database.name, { table: 'swept' }).sweep(silentLogger);
+
+    expect(removed).toEqual(['public._tilehouse_stage_old_1']);
+    expect((await stagingTables()).sort()).toEqual(['_tilehouse_stage_live_1', '_tilehouse_stage_someone_elses']);
+    await database.query('DROP TABLE _tilehouse_stage_live_1, _tilehouse_stage_someone_elses');
   });
 });
