@@ -258,4 +258,3 @@ export type ExportQuery = z.infer<typeof exportQuerySchema>;
 export type { SinkConfig } from './sink-schemas.js';
 export type { CsvSinkConfig } from './csv-sink-schema.js';
 export type { BigQuerySinkConfig } from './bigquery-sink-schema.js';
-export type { PostgresSinkConfig } from './postgres-sink-schema.js';

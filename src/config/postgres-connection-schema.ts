@@ -78,5 +78,3 @@ export const postgresConnectionSchema = z
     if ((settings.password === undefined) === (settings.passwordFile === undefined))
       ctx.addIssue({ code: 'custom', path: ['password'], input: undefined, message: 'set exactly one of password (${ENV_NAME}) or passwordFile' });
   });
-
-export type PostgresConnectionConfig = z.infer<typeof postgresConnectionSchema>;

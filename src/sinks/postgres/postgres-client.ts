@@ -7,7 +7,7 @@ import { postgresFailure, SQLSTATE, sqlstateOf } from './postgres-errors.js';
 /**
  * One connection of a run, made as PgBouncer in transaction pooling allows: no startup `options`
  * (PgBouncer refuses them), no session `SET` (every setting is `SET LOCAL` inside the transaction
- * that needs it, `inTransaction`), no named prepared statements (node-postgres sends unnamed ones
+ * that needs it, `begin`), no named prepared statements (node-postgres sends unnamed ones
  * unless a query is given a name, and none is), and advisory locks only transaction-scoped.
  */
 
@@ -110,26 +110,12 @@ export interface TransactionSettings {
   lockTimeoutMs?: number;
 }
 
-/** BEGIN with the settings; the caller COMMITs or ROLLBACKs. */
+/** BEGIN with the settings (`SET LOCAL`, gone at the transaction's end); the caller COMMITs or ROLLBACKs. */
 export async function begin(client: pg.Client, settings: TransactionSettings): Promise<void> {
   await client.query(
     `BEGIN; SET LOCAL statement_timeout = ${Math.floor(settings.statementTimeoutMs)}` +
       (settings.lockTimeoutMs === undefined ? '' : `; SET LOCAL lock_timeout = ${Math.floor(settings.lockTimeoutMs)}`),
   );
-}
-
-/** Runs `work` in one transaction with the settings: committed when it returns, rolled back when it throws. */
-export async function inTransaction<T>(client: pg.Client, settings: TransactionSettings, work: () => Promise<T>): Promise<T> {
-  await begin(client, settings);
-  let result: T;
-  try {
-    result = await work();
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
-  await client.query('COMMIT');
-  return result;
 }
 
 /** Ends a client without waiting on a server that is gone. */
