@@ -22,12 +22,18 @@ describe('postgresSinkSchema', () => {
   });
 
   it('needs primaryKey for merge and partitionBy for partition, and refuses them in other modes', () => {
-    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', writeMode: 'merge' }))).toEqual(['writeMode: writeMode: merge needs primaryKey: the columns whose values identify a row']);
+    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', writeMode: 'merge' }))).toEqual([
+      'writeMode: writeMode: merge needs primaryKey: the columns whose values identify a row',
+    ]);
     expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', writeMode: 'partition' }))).toEqual([
       'writeMode: writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
     ]);
-    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', latestBy: 'updated' }))).toEqual(["latestBy: only with writeMode: merge (this sink's is replace)"]);
-    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', partitionBy: { column: 'day' } }))).toEqual(["partitionBy: only with writeMode: partition (this sink's is replace)"]);
+    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', latestBy: 'updated' }))).toEqual([
+      "latestBy: only with writeMode: merge (this sink's is replace)",
+    ]);
+    expect(issues(postgresSinkSchema.safeParse({ type: 'postgres', partitionBy: { column: 'day' } }))).toEqual([
+      "partitionBy: only with writeMode: partition (this sink's is replace)",
+    ]);
   });
 });
 
@@ -53,7 +59,7 @@ describe('postgresConnectionSchema', () => {
     ]);
   });
 
-  it("refuses an sslmode libpq does not know", () => {
+  it('refuses an sslmode libpq does not know', () => {
     expect(issues(postgresConnectionSchema.safeParse({ ...base, password: '${P}', sslmode: 'verify' }))).toHaveLength(1);
   });
 });
