@@ -179,11 +179,17 @@ export async function resolvePostgresConnection(settings: PostgresDefaults, conf
 
 /**
  * For `tilehouse validate`, which runs where the secrets are not: each secret of `sinks.postgres`
- * that could not be resolved here, and a url that would not parse, as problems; no secret value is
- * read into a message. A readable file is taken as resolvable (`check` finds out whether it is right).
+ * that could not be resolved here (`unchecked`, as the source's), and a url that is here and would
+ * not parse (`invalid`: a mistake); no secret value is read into a message. A readable file is
+ * taken as resolvable (`check` finds out whether it is right).
  */
-export async function uncheckedPostgresSecrets(settings: PostgresDefaults, configFile: string, env: Environment = process.env): Promise<WorkspaceProblem[]> {
+export async function uncheckedPostgresSecrets(
+  settings: PostgresDefaults,
+  configFile: string,
+  env: Environment = process.env,
+): Promise<{ unchecked: WorkspaceProblem[]; invalid: WorkspaceProblem[] }> {
   const problems: WorkspaceProblem[] = [];
+  const invalid: WorkspaceProblem[] = [];
   const path = (field: string) => ['sinks', 'postgres', field];
   for (const [field, reference, file] of [
     ['url', settings.url, settings.urlFile],
@@ -205,7 +211,7 @@ export async function uncheckedPostgresSecrets(settings: PostgresDefaults, confi
       problems.push({ file: configFile, path: path(field), value: reference, message: `environment variable ${variable} is not set here` });
     } else if (field === 'url') {
       const parsed = parseDatabaseUrl(value);
-      if ('problem' in parsed) problems.push({ file: configFile, path: path(field), value: reference, message: `the url in ${variable} ${parsed.problem}` });
+      if ('problem' in parsed) invalid.push({ file: configFile, path: path(field), value: reference, message: `the url in ${variable} ${parsed.problem}` });
     }
   }
   if (settings.sslrootcert !== undefined) {
@@ -216,5 +222,5 @@ export async function uncheckedPostgresSecrets(settings: PostgresDefaults, confi
     if (code !== undefined)
       problems.push({ file: configFile, path: path('sslrootcert'), value: settings.sslrootcert, message: `the CA file cannot be read here (${code})` });
   }
-  return problems;
+  return { unchecked: problems, invalid };
 }

@@ -11,9 +11,10 @@ import { configuredTarget } from './postgres-plan.js';
 export const postgresWorkspaceChecker: WorkspaceCheckerFactory = async (environment, configFile, jobs): Promise<SinkWorkspaceChecker> => {
   const settings = environment.sinks.postgres;
   const used = jobs.some((job) => job.sinks.some((sink) => sink.type === 'postgres'));
-  const secrets = settings !== undefined && used ? await uncheckedPostgresSecrets(settings, configFile) : [];
+  const secrets = settings !== undefined && used ? await uncheckedPostgresSecrets(settings, configFile) : { unchecked: [], invalid: [] };
   return {
-    fileSystem: secrets,
+    fileSystem: secrets.invalid,
+    unchecked: secrets.unchecked,
     async target(job, index, sink, predictedColumns) {
       if (sink.type !== 'postgres') return undefined;
       const { schema, table } = configuredTarget(sink, settings?.schema ?? 'public', job.name);

@@ -71,14 +71,18 @@ describe('resolvePostgresConnection', () => {
 
   it('tells validate which secrets cannot be resolved here, reading none', async () => {
     const settings = postgresConnectionSchema.parse({ url: '${DATABASE_URL}' });
-    expect(await uncheckedPostgresSecrets(settings, 'c.yaml', {})).toEqual([
-      { file: 'c.yaml', path: ['sinks', 'postgres', 'url'], value: '${DATABASE_URL}', message: 'environment variable DATABASE_URL is not set here' },
-    ]);
-    expect(await uncheckedPostgresSecrets(settings, 'c.yaml', { DATABASE_URL: 'postgres://u@h/db' })).toEqual([
-      expect.objectContaining({ message: 'the url in DATABASE_URL password: holds no password (postgres://user:<password>@host/db)' }),
-    ]);
+    expect(await uncheckedPostgresSecrets(settings, 'c.yaml', {})).toEqual({
+      unchecked: [
+        { file: 'c.yaml', path: ['sinks', 'postgres', 'url'], value: '${DATABASE_URL}', message: 'environment variable DATABASE_URL is not set here' },
+      ],
+      invalid: [],
+    });
+    expect(await uncheckedPostgresSecrets(settings, 'c.yaml', { DATABASE_URL: 'postgres://u@h/db' })).toEqual({
+      unchecked: [],
+      invalid: [expect.objectContaining({ message: 'the url in DATABASE_URL password: holds no password (postgres://user:<password>@host/db)' })],
+    });
     const fromFile = postgresConnectionSchema.parse({ host: 'h', database: 'd', user: 'u', passwordFile: join(directory, 'absent') });
-    expect(await uncheckedPostgresSecrets(fromFile, 'c.yaml', {})).toEqual([
+    expect((await uncheckedPostgresSecrets(fromFile, 'c.yaml', {})).unchecked).toEqual([
       expect.objectContaining({ path: ['sinks', 'postgres', 'passwordFile'], message: 'the secret file cannot be read here (ENOENT)' }),
     ]);
   });
