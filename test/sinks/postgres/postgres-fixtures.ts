@@ -3,26 +3,12 @@ import { postgresConnectionSchema } from '../../../src/config/postgres-connectio
 import { postgresSinkSchema, type PostgresSinkConfig } from '../../../src/config/postgres-sink-schema.js';
 import { PostgresSink } from '../../../src/sinks/postgres/postgres-sink.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
-import type { Column, TypedRow } from '../../../src/transform/column.js';
-import type { ColumnType } from '../../../src/value-types/column-types.js';
+import type { TypedRow } from '../../../src/transform/column.js';
 import type { PostgresServer } from '../../support/postgres-cluster.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
-export function column(name: string, type: ColumnType, header = name): Column {
-  return { name, header, type, sourceDataType: type === 'STRING' ? 'text' : 'number' };
-}
-
-export function runContext(overrides: Partial<SinkRunContext> & { columns: readonly Column[] }): SinkRunContext {
-  return {
-    jobName: 'open_incidents',
-    tileId: 'tile-42',
-    runId: `run-${Math.random().toString(36).slice(2, 10)}`,
-    startedAt: new Date('2024-03-01T12:00:00.000Z'),
-    logger: silentLogger,
-    ...overrides,
-  };
-}
+export { column, runContext } from '../../support/sink-run-context.js';
 
 /** The variable the test environments name for the password (never literal, as in production). */
 export const PASSWORD_VARIABLE = 'TILEHOUSE_TEST_PG_PASSWORD';
