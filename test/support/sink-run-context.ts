@@ -1,5 +1,5 @@
-import type { SinkRunContext } from '../../src/sinks/sink.js';
-import type { Column } from '../../src/transform/column.js';
+import type { Sink, SinkRunContext, SinkWriter } from '../../src/sinks/sink.js';
+import type { Column, TypedRow } from '../../src/transform/column.js';
 import type { ColumnType } from '../../src/value-types/column-types.js';
 import { silentLogger } from './fake-sinks.js';
 
@@ -18,4 +18,17 @@ export function runContext(overrides: Partial<SinkRunContext> & { columns: reado
     logger: silentLogger,
     ...overrides,
   };
+}
+
+/** Opens a writer of any sink, writes the pages, prepares; aborts on failure. The caller publishes or aborts. */
+export async function prepareSink(sink: Pick<Sink, 'open'>, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkWriter> {
+  const writer = await sink.open(context);
+  try {
+    for (const page of pages) await writer.writeRows(page);
+    await writer.prepare();
+    return writer;
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
 }

@@ -21,7 +21,7 @@ import {
 export const silentLogger = pino({ level: 'silent' });
 
 // Shared with the postgres sink's tests.
-import { runContext } from '../../support/sink-run-context.js';
+import { prepareSink, runContext } from '../../support/sink-run-context.js';
 export { column, runContext } from '../../support/sink-run-context.js';
 
 // Retries and polling in milliseconds instead of seconds: the behaviour is the same, the suite fast.
@@ -75,17 +75,7 @@ export async function sinkHarness(client: BigQuery, dataset: string): Promise<Si
       for (const [index, rows] of runs.entries()) results.push(await run(sink, runContext({ columns, runId: `${runId}-${index + 1}` }), [rows]));
       return results;
     },
-    prepare: async (sink, context, pages) => {
-      const writer = await sink.open(context);
-      try {
-        for (const page of pages) await writer.writeRows(page);
-        await writer.prepare();
-        return writer;
-      } catch (error) {
-        await writer.abort();
-        throw error;
-      }
-    },
+    prepare: prepareSink,
     leftovers: () => readdir(tempDirectory),
     cleanup: () => rm(tempDirectory, { recursive: true, force: true }),
   };

@@ -2,13 +2,15 @@ import { pino } from 'pino';
 import { postgresConnectionSchema } from '../../../src/config/postgres-connection-schema.js';
 import { postgresSinkSchema, type PostgresSinkConfig } from '../../../src/config/postgres-sink-schema.js';
 import { PostgresSink } from '../../../src/sinks/postgres/postgres-sink.js';
-import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
+import type { SinkResult, SinkRunContext } from '../../../src/sinks/sink.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import type { PostgresServer } from '../../support/postgres-cluster.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
-export { column, runContext } from '../../support/sink-run-context.js';
+import { prepareSink } from '../../support/sink-run-context.js';
+
+export { column, prepareSink, runContext } from '../../support/sink-run-context.js';
 
 /** The variable the test environments name for the password (never literal, as in production). */
 export const PASSWORD_VARIABLE = 'TILEHOUSE_TEST_PG_PASSWORD';
@@ -47,19 +49,6 @@ export async function runSink(sink: PostgresSink, context: SinkRunContext, pages
   const writer = await prepareSink(sink, context, pages);
   try {
     return await writer.publish();
-  } catch (error) {
-    await writer.abort();
-    throw error;
-  }
-}
-
-/** Opens a writer, writes the pages, prepares; aborts on failure. The caller publishes or aborts. */
-export async function prepareSink(sink: PostgresSink, context: SinkRunContext, pages: readonly (readonly TypedRow[])[]): Promise<SinkWriter> {
-  const writer = await sink.open(context);
-  try {
-    for (const page of pages) await writer.writeRows(page);
-    await writer.prepare();
-    return writer;
   } catch (error) {
     await writer.abort();
     throw error;
