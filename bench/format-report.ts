@@ -9,6 +9,7 @@ const LABELS: Record<string, string> = {
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',
   s3: '(s3) tilehouse → s3:// (moto)',
+  postgres: '(pg) tilehouse → PostgreSQL, 2nd night',
   parquet: '(parquet) tilehouse → Parquet',
   'parquet-deployed': "(parquet') → Parquet, deployed NODE_OPTIONS",
 };
@@ -31,6 +32,9 @@ function groupTable(group: Group, transportKey: (figure: Figure) => string): str
       notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
     if (figure.storageCpuMs !== undefined)
       notes.push(`${figure.scenario === 's3' ? 'moto' : 'fake-gcs-server'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
+    if (figure.psqlCopyRowsPerSec !== undefined) notes.push(`psql \\copy of the same rows ${int(figure.psqlCopyRowsPerSec)} rows/s`);
+    if (figure.readerMaxWaitMs !== undefined) notes.push(`a reader waited at most ${fixed(figure.readerMaxWaitMs, 0)} ms`);
+    if (figure.publishMs !== undefined) notes.push(`publish transaction ${fixed(figure.publishMs / 1000, 2)} s`);
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
       group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),

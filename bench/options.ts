@@ -9,6 +9,7 @@ export const SCENARIOS = [
   'bigquery',
   'gcs',
   's3',
+  'postgres',
   'parquet',
   'parquet-deployed',
   'compressed',
@@ -71,6 +72,9 @@ Measures, against the sandbox in its own process, side by side in one run:
   gcs         (c) into a gs:// CSV directory on fake-gcs-server (loopback), when installed,
               at each concurrency (c) runs, interleaved with it
   s3          (c) into an s3:// CSV directory on moto (loopback), when installed, likewise
+  postgres    (c) into a PostgreSQL table (a durable throwaway cluster on loopback, when installed),
+              the second night measured (the first night's table in place); psql \\copy of the
+              same rows as the physical limit; a reader's longest wait during the publish
   parquet     (c) with a Parquet sink instead of CSV (same job, local file), at each concurrency
               (c) runs, right after it
   parquet-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (beside csv-deployed)

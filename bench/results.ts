@@ -118,6 +118,13 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
     put(`s3/c@${c}`, rate(key('s3', c)), rate(key('csv', c)));
     put(`rss s3/c@${c}`, figures[key('s3', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
   }
+  // The postgres sink (second night, table in place) against the local file, and the physical limit (psql \copy) against it.
+  {
+    const c = targetConcurrency;
+    put(`pg/c@${c}`, rate(key('postgres', c)), rate(key('csv', c)));
+    put(`rss pg/c@${c}`, figures[key('postgres', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
+    put(`pg/psql-copy@${c}`, rate(key('postgres', c)), figures[key('postgres', c)]?.psqlCopyRowsPerSec);
+  }
   // Issue 28: the Parquet sink against the CSV sink, same job and run: throughput, peak RSS and CPU per row.
   for (const c of new Set([concurrency, targetConcurrency])) {
     put(`parquet/c@${c}`, rate(key('parquet', c)), rate(key('csv', c)));
@@ -238,6 +245,23 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
         g?.ratios[`rss s3/c@${targetConcurrency}`],
         '<= 1.1',
         (v) => v <= 1.1,
+      ),
+    );
+  }
+  // The postgres sink against the same run into a local file, 1M rows at 50 ms; a reader's longest wait meanwhile.
+  {
+    const g = group(1_000_000, 50);
+    const c = targetConcurrency;
+    targets.push(check(`rows/s, tilehouse→PostgreSQL / →local CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`pg/c@${c}`], '>= 0.8', (v) => v >= 0.8));
+    targets.push(
+      check(`peak RSS, tilehouse→PostgreSQL / →local CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`rss pg/c@${c}`], '<= 1.15', (v) => v <= 1.15),
+    );
+    targets.push(
+      check(
+        `a reader's longest wait during the PostgreSQL replace (ms), 1M rows, 50 ms`,
+        g?.figures[key('postgres', c)]?.readerMaxWaitMs,
+        '< 1000',
+        (v) => v < 1000,
       ),
     );
   }

@@ -23,6 +23,7 @@ import {
   runTilehouseCsv,
   runTilehouseGcs,
   runTilehouseS3,
+  runTilehousePostgres,
   runTilehouseParquet,
   runTransport,
   type RunContext,
@@ -31,6 +32,7 @@ import {
 import { startEmulatorIfInstalled, type RunningEmulator } from './support/emulator.js';
 import { startFakeGcsIfInstalled, type RunningFakeGcs } from './support/fake-gcs.js';
 import { startMotoIfInstalled, type RunningMotoS3 } from './support/moto.js';
+import { startPostgresIfInstalled, type RunningPostgresBench } from './support/postgres.js';
 import { imageNodeOf, type ImageNode } from './support/image-node.js';
 import { repoRoot } from './support/repo-root.js';
 import { startSandboxProcess } from './support/sandbox-process.js';
@@ -49,6 +51,7 @@ async function runGroup(
   emulator: RunningEmulator | undefined,
   gcs: RunningFakeGcs | undefined,
   s3?: RunningMotoS3,
+  postgres?: RunningPostgresBench,
 ): Promise<Group> {
   const sandbox = await startSandboxProcess({ incidents: rows, latencyMs, itemsPerPage: options.itemsPerPage });
   const tokens = await TokenProxy.start(sandbox.url);
@@ -64,6 +67,7 @@ async function runGroup(
       ...(emulator ? { emulator } : {}),
       ...(gcs ? { gcs } : {}),
       ...(s3 ? { s3 } : {}),
+      ...(postgres ? { postgres } : {}),
     };
     const { concurrency, targetConcurrency, scenarios } = options;
     const plan: Array<[string, () => Promise<ScenarioRun>]> = [];
@@ -74,6 +78,7 @@ async function runGroup(
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
       if (scenarios.has('s3') && s3) plan.push([key('s3', c), () => runTilehouseS3(context, c)]);
+      if (scenarios.has('postgres') && postgres && c === targetConcurrency) plan.push([key('postgres', c), () => runTilehousePostgres(context, c)]);
       // Likewise (issue 28): parquet/c is the same job into a Parquet file instead of CSV.
       if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
     }
@@ -233,11 +238,14 @@ async function main(argv: string[]): Promise<void> {
   const gcs = options.scenarios.has('gcs') ? await startFakeGcsIfInstalled() : undefined;
   const s3 = options.scenarios.has('s3') ? await startMotoIfInstalled() : undefined;
   if (options.scenarios.has('s3') && s3 === undefined) progress('moto not installed (npm run setup:moto): scenario s3 skipped');
+  const postgres = options.scenarios.has('postgres') ? await startPostgresIfInstalled() : undefined;
+  if (options.scenarios.has('postgres') && postgres === undefined)
+    progress("PostgreSQL not installed (Debian's postgresql package): scenario postgres skipped");
   if (options.scenarios.has('gcs') && gcs === undefined) progress('fake-gcs-server not installed (npm run setup:fake-gcs): scenario gcs skipped');
   if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
   try {
     for (const rows of options.sizes) {
-      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, image, rows, latencyMs, emulator, gcs, s3));
+      for (const latencyMs of options.latencies) partial.groups.push(await runGroup(options, image, rows, latencyMs, emulator, gcs, s3, postgres));
       if (options.scenarios.has('compressed')) {
         for (const latencyMs of options.compressedLatencies) partial.groups.push(await runCompressedGroup(options, rows, latencyMs));
       }
@@ -246,6 +254,7 @@ async function main(argv: string[]): Promise<void> {
     await emulator?.stop();
     await gcs?.stop();
     await s3?.stop();
+    await postgres?.stop();
   }
 
   // A memory-only run judges only the memory targets: the others were not measured.

@@ -10,12 +10,13 @@ import type { ImageNode } from './support/image-node.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
 import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
 import { deleteS3Object, s3ObjectSize, type RunningMotoS3 } from './support/moto.js';
+import { countTableRows, psqlCopyRowsPerSec, type RunningPostgresBench, startReaderProbe } from './support/postgres.js';
 import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
 import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 's3' | 'parquet' | 'parquet-deployed';
+export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 's3' | 'postgres' | 'parquet' | 'parquet-deployed';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -46,6 +47,12 @@ export interface ScenarioRun {
    * object): on loopback it shares the machine's cores with tilehouse, as Cloud Storage would not.
    */
   storageCpuMs?: number;
+  /** postgres: the longest a reader of the table waited for one SELECT during the run (publish included). */
+  readerMaxWaitMs?: number;
+  /** postgres: the publishing transaction, BEGIN to COMMIT (the summary's publishMs). */
+  publishMs?: number;
+  /** postgres: rows/s of `psql \copy` loading the same rows from a CSV file, the physical limit. */
+  psqlCopyRowsPerSec?: number;
 }
 
 export interface RunContext {
@@ -60,6 +67,7 @@ export interface RunContext {
   emulator?: RunningEmulator;
   gcs?: RunningFakeGcs;
   s3?: RunningMotoS3;
+  postgres?: RunningPostgresBench;
 }
 
 const script = (name: string) => sibling(`scenarios/${name}`);
@@ -127,7 +135,14 @@ interface LogLine {
 }
 
 interface RunSummary {
-  tiles?: Array<{ status: string; rows: number; pages: number; durationMs: number; error?: { message: string } }>;
+  tiles?: Array<{
+    status: string;
+    rows: number;
+    pages: number;
+    durationMs: number;
+    error?: { message: string };
+    outputs?: Array<{ details?: { publishMs?: number } }>;
+  }>;
 }
 
 /**
@@ -270,6 +285,36 @@ export async function runTilehouseS3(context: RunContext, concurrency: number): 
     } finally {
       await deleteS3Object(s3, key).catch(() => undefined);
     }
+  });
+}
+
+/**
+ * (postgres) (c) into a PostgreSQL table: the same shipped bundle and job, `writeMode: replace`, on
+ * a durable cluster on loopback. Two nights: the first creates the table, the second (measured) is
+ * the steady state, replacing a million rows with the readers' table in place, while a reader
+ * probe times its SELECTs. Then `psql \copy` loads the same rows from a CSV file: the physical limit.
+ */
+export async function runTilehousePostgres(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  const server = context.postgres;
+  if (server === undefined) throw new Error('postgres scenario without a PostgreSQL server');
+  const sink: BenchSink = { type: 'postgres', host: server.host, port: server.port, database: server.database, user: server.user, passwordEnv: server.env };
+  return withTempDir(async (root) => {
+    await runBundle(join(root, 'first-night'), context, { what: 'tilehouse postgres, first night', concurrency, sink });
+    const probe = await startReaderProbe(server, BENCH_JOB_NAME);
+    const ran = await runBundle(join(root, 'second-night'), context, { what: 'tilehouse postgres', concurrency, sink }).catch(async (error: unknown) => {
+      await probe.stop();
+      throw error;
+    });
+    const reader = await probe.stop();
+    expectRows('tilehouse postgres: the table', await countTableRows(server, BENCH_JOB_NAME), context.incidents);
+    const figures = bundleFigures('postgres', concurrency, ran);
+    const publishMs = ran.tile.outputs?.[0]?.details?.publishMs;
+    return {
+      ...figures,
+      readerMaxWaitMs: reader.maxWaitMs,
+      ...(typeof publishMs === 'number' ? { publishMs } : {}),
+      psqlCopyRowsPerSec: await psqlCopyRowsPerSec(server, BENCH_JOB_NAME, root),
+    };
   });
 }
 

@@ -78,7 +78,8 @@ await build({
   sourcemap: true,
   // OpenTelemetry stays in node_modules too: imported only when OTEL_* variables turn it on
   // (src/telemetry/open-telemetry.ts), and the bundle test checks a run without them loads none of it.
-  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'google-auth-library', '@opentelemetry/*'],
+  // pg and pg-copy-streams too: loaded only by a postgres sink (pg's optional pg-native is never bundled).
+  external: ['@google-cloud/bigquery', '@google-cloud/storage', 'google-auth-library', '@opentelemetry/*', 'pg', 'pg-copy-streams'],
   // Some bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __tilehouseRequire } from 'node:module'; const require = __tilehouseRequire(import.meta.url);" },
   plugins: [zodEnglishOnly, undiciLazyHttp2],

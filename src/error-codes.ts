@@ -94,6 +94,19 @@ export const ERROR_CODES = {
   bigquery_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and `latestBy` does not choose between them.' },
   bigquery_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column.' },
 
+  // -- PostgreSQL (by SQLSTATE where the server says one) ----------------------------------------------
+  postgres_connection_failed: { exit: 1, retryable: true, says: 'The PostgreSQL server could not be reached or the connection broke (refused, reset, TLS, timeout) on every attempt; nothing was published.' },
+  postgres_auth_failed: { exit: 1, retryable: false, says: 'PostgreSQL refused the user or password (SQLSTATE 28P01/28000): fix the credentials or pg_hba.conf.' },
+  postgres_read_only: { exit: 1, retryable: true, says: 'The server is read-only (SQLSTATE 25006: a replica, or a primary being failed over); point the sink at the primary.' },
+  postgres_statement_failed: { exit: 1, retryable: false, says: 'PostgreSQL refused a statement of the load or publish; the message quotes its SQLSTATE and text, and nothing was published.' },
+  postgres_lock_timeout: { exit: 1, retryable: true, says: "The publish could not get the table's lock within `lockTimeoutMs` on any try of `publishBudgetMs` (a long transaction holds it); nothing was published." },
+  postgres_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract (or a type differs); nothing was loaded." },
+  postgres_column_invalid: { exit: 1, retryable: false, says: 'A column name is unusable in PostgreSQL (over 63 bytes, a lineage name), or `primaryKey`/`latestBy`/`partitionBy` names a column the tile lacks or of the wrong type.' },
+  postgres_value_invalid: { exit: 1, retryable: false, says: "A typed value PostgreSQL cannot take as it is (a NUL character in text, outside a column type's range)." },
+  postgres_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and `latestBy` does not choose between them; nothing was published.' },
+  postgres_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column; nothing was published.' },
+  postgres_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
+
   // -- runs, windows and state -----------------------------------------------------------------------
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
   partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one, or some partitions of one BigQuery table (the summary names each); run again.', formerly: ['bigquery_partially_published'] },
@@ -130,7 +143,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * summary's enum): BigQuery, or the object store a file landed in (src/sinks/stores/: a new store
  * adds its name here).
  */
-export const TARGET_KINDS = ['local', 'gcs', 's3', 'bigquery'] as const;
+export const TARGET_KINDS = ['local', 'gcs', 's3', 'bigquery', 'postgres'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /** The file formats, as an error's `format` names them. */

@@ -21,7 +21,9 @@ export type BenchSink =
   | { type: 'csv'; directory: string; s3Endpoint: string; awsEnv: Record<string, string> }
   | { type: 'bigquery'; projectId: string; dataset: string }
   /** The Parquet sink into a local file under outDir. */
-  | { type: 'parquet' };
+  | { type: 'parquet' }
+  /** A PostgreSQL table on a loopback server, the password by reference from the environment. */
+  | { type: 'postgres'; host: string; port: number; database: string; user: string; passwordEnv: Record<string, string> };
 
 /** An environment config and one job (the bench query on SANDBOX_TILE) written into `root`. */
 export async function writeBenchWorkspace(
@@ -48,6 +50,9 @@ export async function writeBenchWorkspace(
       ...(sink.type === 'parquet' ? { parquet: { directory: outDir } } : {}),
       ...('s3Endpoint' in sink ? { s3: { endpoint: sink.s3Endpoint } } : {}),
       ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
+      ...(sink.type === 'postgres'
+        ? { postgres: { host: sink.host, port: sink.port, database: sink.database, user: sink.user, password: '${BENCH_PG_PASSWORD}', sslmode: 'disable' } }
+        : {}),
     },
     tempDirectory: tempDir,
   };
@@ -57,7 +62,15 @@ export async function writeBenchWorkspace(
     name: BENCH_JOB_NAME,
     tile: endpoint.tileId,
     query: BENCH_QUERY,
-    sinks: [sink.type === 'csv' ? { type: 'csv' } : sink.type === 'parquet' ? { type: 'parquet' } : { type: 'bigquery', writeMode: 'replace' }],
+    sinks: [
+      sink.type === 'csv'
+        ? { type: 'csv' }
+        : sink.type === 'parquet'
+          ? { type: 'parquet' }
+          : sink.type === 'postgres'
+            ? { type: 'postgres', writeMode: 'replace' }
+            : { type: 'bigquery', writeMode: 'replace' },
+    ],
   };
   await writeFile(join(jobsDir, `${BENCH_JOB_NAME}.yaml`), stringify(job));
   return {
@@ -72,6 +85,7 @@ export async function writeBenchWorkspace(
       BENCH_CLIENT_SECRET: endpoint.clientSecret,
       ...('storageEmulatorHost' in sink ? { STORAGE_EMULATOR_HOST: sink.storageEmulatorHost } : {}),
       ...('awsEnv' in sink ? sink.awsEnv : {}),
+      ...('passwordEnv' in sink ? sink.passwordEnv : {}),
     },
   };
 }

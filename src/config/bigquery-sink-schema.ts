@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { latestBySchema, mergeKeyIssues } from './merge-key-options.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
@@ -46,35 +47,12 @@ export const bigquerySinkSchema = z
       .describe(
         "writeMode merge only (and required there): the output column names or headers whose values identify a row. The MERGE matches keys over the whole table; with the partition column among them, only in the run's partitions (cheaper; for a date a row keeps)",
       ),
-    latestBy: z
-      .string()
-      .min(1)
-      .optional()
-      .describe(
-        'writeMode merge only: of rows with the same primaryKey in one run, the one with the highest value of this column wins; without it such rows fail the run',
-      ),
+    latestBy: latestBySchema,
     guard: publishGuardSchema,
   })
   .strict()
   .superRefine((sink, ctx) => {
-    if (sink.writeMode === 'merge' && sink.primaryKey === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['writeMode'],
-        input: sink.writeMode,
-        message: 'writeMode: merge needs primaryKey: the columns whose values identify a row',
-      });
-    }
-    for (const option of ['primaryKey', 'latestBy'] as const) {
-      if (sink[option] !== undefined && sink.writeMode !== 'merge') {
-        ctx.addIssue({ code: 'custom', path: [option], input: sink[option], message: `only with writeMode: merge (this sink's is ${sink.writeMode})` });
-      }
-    }
-    const keys = new Set<string>();
-    for (const [index, name] of (sink.primaryKey ?? []).entries()) {
-      if (keys.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['primaryKey', index], input: name, message: 'listed twice' });
-      keys.add(name.toLowerCase());
-    }
+    mergeKeyIssues(sink, ctx, (name) => name.toLowerCase());
     // `partition` partitions by ingestion time (the run's day); partitionBy by a column of the
     // rows. A table has one partitioning, so the two cannot be combined.
     if (sink.partitionBy !== undefined && sink.writeMode === 'partition') {

@@ -3,6 +3,7 @@ import { lineageSchema } from './lineage-schema.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
 import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
+import { postgresConnectionSchema } from './postgres-connection-schema.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -108,6 +109,7 @@ const sinkDefaultsSchema = z
       })
       .strict()
       .optional(),
+    postgres: postgresConnectionSchema.optional().describe('Where every postgres sink connects (docs/postgres.md)'),
     gcs: z
       .object({
         apiEndpoint: googleApiEndpointSchema('Cloud Storage (every gs:// target)', 'https://storage.europe-west3.rep.googleapis.com').optional(),
@@ -220,3 +222,4 @@ export const environmentSchema = z
 export type EnvironmentConfig = z.infer<typeof environmentSchema>;
 export type SourceConfig = EnvironmentConfig['source'];
 export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;
+export type PostgresDefaults = NonNullable<EnvironmentConfig['sinks']['postgres']>;

@@ -11,7 +11,7 @@ import { s3Urls } from './s3-url.js';
  */
 export interface ObjectStoreUrls {
   /** The store's name: its folder under src/sinks/stores/, and an error's `targetKind` (error-codes.ts names every one). */
-  readonly name: Exclude<TargetKind, 'local' | 'bigquery'>;
+  readonly name: Exclude<TargetKind, 'local' | 'bigquery' | 'postgres'>;
   /** How its URLs start, in lowercase (`gs://`). */
   readonly scheme: string;
   /** How a message names the store and its URLs: `Cloud Storage (gs://bucket/object)`. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { bigqueryIncrementalIssues, bigquerySinkSchema } from './bigquery-sink-schema.js';
 import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
 import { parquetIncrementalIssues, parquetSinkSchema } from './parquet-sink-schema.js';
+import { postgresIncrementalIssues, postgresSinkSchema } from './postgres-sink-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
 /**
@@ -11,7 +12,7 @@ import type { SinkIssue } from './sink-issue.js';
  * here, one line per kind, and each kind's descriptor names its schema from here;
  * test/sinks/registry.test.ts checks the two list the same kinds.
  */
-export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema, parquetSinkSchema]);
+export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema, parquetSinkSchema, postgresSinkSchema]);
 
 export type SinkConfig = z.infer<typeof sinkSchema>;
 
@@ -22,6 +23,7 @@ const INCREMENTAL_RULES: { [K in SinkConfig['type']]: IncrementalRule<K> } = {
   csv: csvIncrementalIssues,
   bigquery: bigqueryIncrementalIssues,
   parquet: parquetIncrementalIssues,
+  postgres: postgresIncrementalIssues,
 };
 
 /** What an incremental job requires of a sink, by its kind. */

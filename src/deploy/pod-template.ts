@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
-import { sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
+import { type KindSecret, sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
 import {
   CONFIG_CONFIGMAP,
   CONTAINER,
@@ -50,13 +50,14 @@ interface Credentials {
 }
 
 /** Wires the Secret's keys to the config's credential fields: `${VAR}` → env, `…File` → a file mount. */
-function credentialWiring(source: SourceConfig, configFile: string): Credentials {
+function credentialWiring(source: SourceConfig, configFile: string, sinkSecrets: readonly KindSecret[] = []): Credentials {
   const wiring: Credentials = { env: [], items: [] };
   const mountFile = (field: string, file: string, key: string) => {
+    const located = field.includes('.') ? field : `source.${field}`;
     if (!path.posix.isAbsolute(file)) {
       throw ConfigError.single({
         file: configFile,
-        field: `source.${field}`,
+        field: located,
         value: JSON.stringify(file),
         message: 'must be an absolute path in the pod (the Secret is mounted there)',
       });
@@ -65,7 +66,7 @@ function credentialWiring(source: SourceConfig, configFile: string): Credentials
     if (wiring.mountPath !== undefined && wiring.mountPath !== directory) {
       throw ConfigError.single({
         file: configFile,
-        field: `source.${field}`,
+        field: located,
         value: JSON.stringify(file),
         message: `must be in the same directory as the other secret file (${wiring.mountPath}): the Secret is one mount`,
       });
@@ -82,6 +83,11 @@ function credentialWiring(source: SourceConfig, configFile: string): Credentials
   else if (source.clientId !== undefined) fromEnv(source.clientId, SECRET_KEYS.clientId);
   if (source.clientSecretFile !== undefined) mountFile('clientSecretFile', source.clientSecretFile, SECRET_KEYS.clientSecret);
   else if (source.clientSecret !== undefined) fromEnv(source.clientSecret, SECRET_KEYS.clientSecret);
+  // The sinks' own secrets (a PostgreSQL password), each kind saying which, from the same Secret.
+  for (const secret of sinkSecrets) {
+    if (secret.file !== undefined) mountFile(secret.field, secret.file, secret.key);
+    else if (secret.reference !== undefined) fromEnv(secret.reference, secret.key);
+  }
   return wiring;
 }
 
@@ -181,7 +187,11 @@ function podResources(tempStorage: string): Manifest {
 
 export function planPod(inputs: PodInputs): PodPlan {
   const { environment, configFile, jobs } = inputs;
-  const credentials = credentialWiring(environment.source, configFile);
+  const credentials = credentialWiring(
+    environment.source,
+    configFile,
+    sinkKinds.flatMap((kind) => kind.secrets?.(environment, jobs) ?? []),
+  );
   const { directories, localJobs } = writableDirectories(environment, jobs);
   const warnings = emptyDirWarnings(localJobs);
   const { mounts, volumes } = podVolumes(directories, credentials, configFile);

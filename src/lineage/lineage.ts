@@ -40,7 +40,7 @@ export interface LineageTileEnd {
   columns: ReadonlyArray<{ name: string; header: string; type: string }>;
   outputs: ReadonlyArray<{ sink: SinkKindName; target: string; rows: number; details?: Readonly<Record<string, string | number | boolean>> | undefined }>;
   /** Every writer the run opened (its sink kind and target), published or not. */
-  opened: ReadonlyArray<{ sink: SinkKindName; target: string }>;
+  opened: ReadonlyArray<{ sink: SinkKindName; target: string; dataset?: { namespace: string; name: string } }>;
   bigqueryJobIds: readonly string[];
   error?: { code: string; message: string } | undefined;
   guard?:

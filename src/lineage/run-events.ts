@@ -162,7 +162,7 @@ export class TileRunEvents {
   private outputDatasets(end: LineageTileEnd): Json[] {
     const published = end.outputs.map((output) => {
       const kind = sinkKindOf({ type: output.sink }).lineage;
-      const dataset = kind.dataset(output.target);
+      const dataset = datasetOf(end, output);
       const bytes = output.details?.bytes;
       return {
         ...dataset,
@@ -180,9 +180,7 @@ export class TileRunEvents {
       };
     });
     const named = new Set(end.outputs.map((output) => output.target));
-    const unpublished = end.opened
-      .filter((writer) => !named.has(writer.target))
-      .map((writer) => ({ ...sinkKindOf({ type: writer.sink }).lineage.dataset(writer.target) }));
+    const unpublished = end.opened.filter((writer) => !named.has(writer.target)).map((writer) => ({ ...datasetOf(end, writer) }));
     return [...published, ...unpublished];
   }
 
@@ -235,4 +233,10 @@ export class TileRunEvents {
       objectGenerations: generations,
     };
   }
+}
+
+/** A target's dataset: as its writer named it (it knows the server), else as its kind names the target. */
+function datasetOf(end: LineageTileEnd, output: { sink: LineageTileEnd['opened'][number]['sink']; target: string }): LineageDatasetName {
+  const named = end.opened.find((writer) => writer.target === output.target && writer.sink === output.sink)?.dataset;
+  return named ?? sinkKindOf({ type: output.sink }).lineage.dataset(output.target);
 }

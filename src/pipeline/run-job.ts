@@ -82,7 +82,8 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
       const writer = await sink.open(context);
       targets.push(writer.target);
       writers.push(writer);
-      if (!opened.some((known) => known.target === writer.target)) opened.push({ sink: sink.kind, target: writer.target });
+      if (!opened.some((known) => known.target === writer.target))
+        opened.push({ sink: sink.kind, target: writer.target, ...(writer.lineageDataset ? { dataset: writer.lineageDataset } : {}) });
       return writer;
     },
     sweep: (logger) => sink.sweep(logger),

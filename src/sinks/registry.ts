@@ -26,12 +26,13 @@ import { bigquerySinkKind } from './bigquery/descriptor.js';
 import { csvSinkKind } from './csv/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
 import type { GoogleCredentials } from './google/google-credentials.js';
+import { postgresSinkKind } from './postgres/descriptor.js';
 import type { Sink, SinkResult } from './sink.js';
 import type { RunRecorder, SinkFactoryOptions, SinkKind } from './sink-kind.js';
 import type { WindowStateReader } from './window-state.js';
 import type { SinkWorkspaceChecker } from './workspace-checks.js';
 
-export type { RunRecorder, SinkKind } from './sink-kind.js';
+export type { KindSecret, RunRecorder, SinkKind } from './sink-kind.js';
 export type { SinkWorkspaceChecker, WorkspaceProblem } from './workspace-checks.js';
 export { WindowStateUnreadableError, type WindowStateReader } from './window-state.js';
 
@@ -39,7 +40,7 @@ export { WindowStateUnreadableError, type WindowStateReader } from './window-sta
  * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the
  * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
  */
-export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind];
+export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind, postgresSinkKind];
 
 /** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
 export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];

@@ -58,6 +58,17 @@ export interface LineageDatasetName {
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
 export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;
 
+/** One secret a kind reads: its field in the environment file, its key in the Secret, and how the config names it. */
+export interface KindSecret {
+  /** The environment file's field, e.g. `sinks.postgres.passwordFile`. */
+  field: string;
+  key: string;
+  /** `${ENV}` (the variable the pod gets from the Secret), or absent with `file`. */
+  reference?: string;
+  /** The absolute path the pod mounts the Secret's key at. */
+  file?: string;
+}
+
 /**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
  * (`csv/descriptor.ts`, `bigquery/descriptor.ts`) and found through `registry.ts`: callers ask the
@@ -122,6 +133,12 @@ export interface SinkKind {
    * of IRSA on EKS, `eks.amazonaws.com/role-arn`); absent or undefined: none.
    */
   serviceAccountAnnotations?(sink: SinkConfig, environment: EnvironmentConfig): Record<string, string> | undefined;
+  /**
+   * The secrets this kind's environment settings read for the jobs given (a password by `${ENV}` or
+   * in a mounted file), each with its key in the credentials Secret: `tilehouse k8s` wires them as
+   * it wires the source's (an env var from the Secret, or the file in the Secret's one mount).
+   */
+  secrets?(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): KindSecret[];
   /**
    * What the kind needs on Kubernetes, for a kind that writes local files: the directory a sink
    * writes below, as the image's absolute path (`workdir` resolves a relative one), or undefined

@@ -91,6 +91,12 @@ export interface SinkResult {
 export interface SinkWriter {
   /** Where the run goes (file path or `project.dataset.table[$partition]`), for summaries. */
   readonly target: string;
+  /**
+   * The OpenLineage dataset of the target when the writer knows more of it than its target's
+   * text (a PostgreSQL table's server and database); absent: the kind names it from the target
+   * (SinkKind.lineage).
+   */
+  readonly lineageDataset?: { namespace: string; name: string };
   writeRows(rows: readonly TypedRow[]): Promise<void>;
   prepare(): Promise<void>;
   /**

@@ -28,6 +28,8 @@ export interface WorkspaceTarget {
 export interface SinkWorkspaceChecker {
   /** Problems of the environment's settings for this kind (a CSV directory that cannot be written). */
   readonly fileSystem: WorkspaceProblem[];
+  /** Secrets of this kind's environment settings that cannot be resolved here (`validate`'s "not checked" lines, as the source's); absent: none. */
+  readonly unchecked?: WorkspaceProblem[];
   /**
    * The target of one of a job's sinks of this kind (`index` in the job's sinks), or undefined
    * when it cannot be named (a bad template, reported when the sinks are built).

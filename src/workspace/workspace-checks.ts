@@ -40,6 +40,8 @@ export interface WorkspaceFindings {
    */
   columnLayout: ConfigProblem[];
   warnings: ConfigProblem[];
+  /** The sink kinds' secrets that cannot be resolved here (a PostgreSQL password's variable unset): `validate`'s "not checked" lines. */
+  sinkSecretsUnchecked: ConfigProblem[];
 }
 
 type Located = WorkspaceProblem;
@@ -80,6 +82,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
   const warnings: Located[] = [];
   const checkers = await workspaceCheckers(environment, configFile, jobs);
   for (const checker of checkers.values()) fileSystem.push(...checker.fileSystem);
+  const sinkSecretsUnchecked = [...checkers.values()].flatMap((checker) => checker.unchecked ?? []);
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
   for (const job of jobs) {
@@ -113,6 +116,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
     fileSystem: await Promise.all(fileSystem.map(located)),
     columnLayout: await Promise.all(columnLayout.map(located)),
     warnings: await Promise.all(warnings.map(located)),
+    sinkSecretsUnchecked: await Promise.all(sinkSecretsUnchecked.map(located)),
   };
 }
 
@@ -184,7 +188,8 @@ export interface ValidationFindings extends WorkspaceFindings {
 export async function validateWorkspace(workspace: Workspace, env: NodeJS.ProcessEnv, sinkOptions?: SinkFactoryOptions): Promise<ValidationFindings> {
   const unchecked = await uncheckedCredentials(workspace.environment.source, workspace.configFile, env);
   for (const job of workspace.jobs) await buildSinks(job, workspace.environment, sinkOptions);
-  return { ...(await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs)), unchecked };
+  const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
+  return { ...findings, unchecked: [...unchecked, ...findings.sinkSecretsUnchecked] };
 }
 
 export async function refuseConflictingTargets(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {

@@ -52,7 +52,7 @@ export interface StoreOptions extends StoreSeams {
 /** What tilehouse knows of a store without loading it (and its client library). */
 export interface ObjectStoreKind {
   /** The store's name: its folder, and the `targetKind` of failures at its targets. */
-  readonly name: Exclude<TargetKind, 'bigquery'>;
+  readonly name: Exclude<TargetKind, 'bigquery' | 'postgres'>;
   /**
    * Whether a path, template or directory names this store (a malformed attempt at its URL
    * included, which the configuration refuses). The registry asks the stores in turn; the local

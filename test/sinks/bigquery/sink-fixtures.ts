@@ -9,7 +9,6 @@ import { BigQuerySink } from '../../../src/sinks/bigquery/bigquery-sink.js';
 import type { JobPolling } from '../../../src/sinks/bigquery/run-job.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../../../src/sinks/sink.js';
 import type { Column, TypedRow } from '../../../src/transform/column.js';
-import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { uniqueDatasetId, type EmulatorEndpoint } from '../../support/bigquery-emulator.js';
 import {
   startEmulatorWithCopyJobs,
@@ -21,20 +20,9 @@ import {
 
 export const silentLogger = pino({ level: 'silent' });
 
-export function column(name: string, type: ColumnType): Column {
-  return { name, header: name, type, sourceDataType: type === 'STRING' ? 'text' : 'number' };
-}
-
-export function runContext(overrides: Partial<SinkRunContext> & { columns: readonly Column[] }): SinkRunContext {
-  return {
-    jobName: 'open_incidents',
-    tileId: 'tile-42',
-    runId: `run-${Math.random().toString(36).slice(2, 10)}`,
-    startedAt: new Date('2024-03-01T12:00:00.000Z'),
-    logger: silentLogger,
-    ...overrides,
-  };
-}
+// Shared with the postgres sink's tests.
+import { prepareSink, runContext } from '../../support/sink-run-context.js';
+export { column, runContext } from '../../support/sink-run-context.js';
 
 // Retries and polling in milliseconds instead of seconds: the behaviour is the same, the suite fast.
 export const FAST = {
@@ -87,17 +75,7 @@ export async function sinkHarness(client: BigQuery, dataset: string): Promise<Si
       for (const [index, rows] of runs.entries()) results.push(await run(sink, runContext({ columns, runId: `${runId}-${index + 1}` }), [rows]));
       return results;
     },
-    prepare: async (sink, context, pages) => {
-      const writer = await sink.open(context);
-      try {
-        for (const page of pages) await writer.writeRows(page);
-        await writer.prepare();
-        return writer;
-      } catch (error) {
-        await writer.abort();
-        throw error;
-      }
-    },
+    prepare: prepareSink,
     leftovers: () => readdir(tempDirectory),
     cleanup: () => rm(tempDirectory, { recursive: true, force: true }),
   };

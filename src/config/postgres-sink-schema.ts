@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { latestBySchema, mergeKeyIssues } from './merge-key-options.js';
+import { publishGuardSchema } from './publish-guard-schema.js';
+import type { SinkIssue } from './sink-issue.js';
+
+/**
+ * PostgreSQL truncates an identifier longer than NAMEDATALEN-1 (63) bytes with only a NOTICE, so
+ * two long names could silently name one table: tilehouse refuses them instead, at `validate`.
+ */
+export const POSTGRES_IDENTIFIER_MAX_BYTES = 63;
+
+/** What is wrong with a PostgreSQL identifier tilehouse will quote, or undefined. */
+export function postgresIdentifierProblem(name: string): string | undefined {
+  if (name.length === 0) return 'must not be empty';
+  if (name.includes('\u0000')) return 'must not hold a NUL character';
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > POSTGRES_IDENTIFIER_MAX_BYTES)
+    return `is ${bytes} bytes long; PostgreSQL keeps only ${POSTGRES_IDENTIFIER_MAX_BYTES} bytes of a name (NAMEDATALEN) and would cut it silently`;
+  return undefined;
+}
+
+/** A PostgreSQL identifier as a job or environment file writes it: always quoted by tilehouse, so any case and character but NUL. */
+export const postgresIdentifierSchema = z.string().superRefine((name, ctx) => {
+  const problem = postgresIdentifierProblem(name);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', input: name, message: problem });
+});
+
+/** A PostgreSQL sink in a job file (the sink itself: src/sinks/postgres/). */
+export const postgresSinkSchema = z
+  .object({
+    type: z.literal('postgres'),
+    table: postgresIdentifierSchema.optional().describe('Table name, used exactly as written (quoted); default: the job name'),
+    postgresSchema: postgresIdentifierSchema.optional().describe('Overrides the environment default schema (sinks.postgres.schema)'),
+    writeMode: z
+      .enum(['replace', 'append', 'partition', 'merge'])
+      .default('replace')
+      .describe(
+        "replace: the table is the latest run; append: rows are added; partition: the days a run covers (its window, else its rows' days) are replaced; merge: rows update the table by primaryKey",
+      ),
+    schema: z.enum(['freeze', 'add']).default('freeze').describe('freeze: any change fails; add: new nullable columns are added in the publishing transaction'),
+    partitionBy: z
+      .object({ column: z.string().min(1).describe('Output column name or header of a DATE or TIMESTAMP column') })
+      .strict()
+      .optional()
+      .describe('writeMode partition only (and required there): the column whose days a run replaces'),
+    primaryKey: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
+    latestBy: latestBySchema,
+    guard: publishGuardSchema,
+  })
+  .strict()
+  .superRefine((sink, ctx) => {
+    mergeKeyIssues(sink, ctx, (name) => name);
+    if (sink.writeMode === 'partition' && sink.partitionBy === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['writeMode'],
+        input: sink.writeMode,
+        message: 'writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
+      });
+    }
+    if (sink.partitionBy !== undefined && sink.writeMode !== 'partition') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partitionBy'],
+        input: sink.partitionBy,
+        message: `only with writeMode: partition (this sink's is ${sink.writeMode})`,
+      });
+    }
+  });
+
+export type PostgresSinkConfig = z.infer<typeof postgresSinkSchema>;
+
+/** Whether a PostgreSQL sink can take a windowed job's windows: the window's days replaced, or merged by key. */
+export function postgresTakesWindows(writeMode: PostgresSinkConfig['writeMode']): boolean {
+  return writeMode === 'partition' || writeMode === 'merge';
+}
+
+/** What an incremental job requires of a PostgreSQL sink: a write mode that takes a day exported twice as once. */
+export function postgresIncrementalIssues(sink: PostgresSinkConfig, index: number): SinkIssue[] {
+  if (postgresTakesWindows(sink.writeMode)) return [];
+  return [
+    {
+      path: ['sinks', index, 'writeMode'],
+      input: sink.writeMode,
+      message:
+        sink.writeMode === 'append'
+          ? 'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)'
+          : 'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)',
+    },
+  ];
+}

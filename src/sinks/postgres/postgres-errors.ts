@@ -1,0 +1,219 @@
+import { messageOf, TilehouseError } from '../../errors.js';
+import type { PublishOutcomeUnknown } from '../sink.js';
+
+/**
+ * The PostgreSQL failures, told apart by the SQLSTATE the server sends (PostgreSQL's Appendix A):
+ * each that an operator fixes differently has its own code; where it happened is the message's
+ * target (`schema.table`) and `targetKind: postgres`.
+ */
+
+/** The SQLSTATEs tilehouse acts on. */
+export const SQLSTATE = {
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+  lockNotAvailable: '55P03',
+  queryCanceled: '57014',
+  diskFull: '53100',
+  outOfMemory: '53200',
+  tooManyConnections: '53300',
+  readOnly: '25006',
+  insufficientPrivilege: '42501',
+  invalidPassword: '28P01',
+  invalidAuthorization: '28000',
+  adminShutdown: '57P01',
+  crashShutdown: '57P02',
+  cannotConnectNow: '57P03',
+  undefinedTable: '42P01',
+  uniqueViolation: '23505',
+} as const;
+
+/** The SQLSTATE of a server error, or undefined for a failure that is not one (a broken socket). */
+export function sqlstateOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** A transaction PostgreSQL ended so another could go on: the same transaction again may pass. */
+export function isTransactionVictim(error: unknown): boolean {
+  const state = sqlstateOf(error);
+  return state === SQLSTATE.serializationFailure || state === SQLSTATE.deadlockDetected;
+}
+
+export function isLockTimeout(error: unknown): boolean {
+  return sqlstateOf(error) === SQLSTATE.lockNotAvailable;
+}
+
+/**
+ * The connection broke or could not be made (no SQLSTATE, or the server going down): what the
+ * statement did is not known from the answer, which never came.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  const state = sqlstateOf(error);
+  if (state !== undefined)
+    return state === SQLSTATE.adminShutdown || state === SQLSTATE.crashShutdown || state === SQLSTATE.cannotConnectNow || state.startsWith('08');
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT...
+  return /Connection terminated|connection (?:was )?(?:closed|ended)|Client has encountered a connection error|timeout expired/i.test(messageOf(error));
+}
+
+/** `"<SQLSTATE> <message>"`, or the message alone: what a message quotes of a server's error. */
+function quoted(error: unknown): string {
+  const state = sqlstateOf(error);
+  return state === undefined ? messageOf(error) : `${state} ${messageOf(error)}`;
+}
+
+abstract class PostgresError extends TilehouseError {
+  override readonly targetKind = 'postgres';
+}
+
+export class PostgresConnectionError extends PostgresError {
+  readonly code = 'postgres_connection_failed';
+
+  constructor(jobName: string, where: string, error: unknown) {
+    super(`job ${jobName}: postgres ${where}: the connection failed (${quoted(error)}); nothing was published`, { cause: error });
+  }
+}
+
+export class PostgresAuthError extends PostgresError {
+  readonly code = 'postgres_auth_failed';
+
+  constructor(jobName: string, where: string, user: string, error: unknown) {
+    super(`job ${jobName}: postgres ${where}: the server refused user ${JSON.stringify(user)} (${quoted(error)}): check the password and pg_hba.conf`, {
+      cause: error,
+    });
+  }
+}
+
+export class PostgresReadOnlyError extends PostgresError {
+  readonly code = 'postgres_read_only';
+
+  constructor(jobName: string, target: string, error: unknown) {
+    super(
+      `job ${jobName}: postgres ${target}: the server is read-only (${quoted(error)}): a replica, or a primary in failover; point sinks.postgres at the primary`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+export class PostgresDiskFullError extends PostgresError {
+  readonly code = 'disk_full';
+
+  constructor(jobName: string, target: string, error: unknown) {
+    super(`job ${jobName}: postgres ${target}: the server's disk is full (${quoted(error)}); nothing was published, the table keeps its rows`, {
+      cause: error,
+    });
+  }
+}
+
+export class PostgresPermissionError extends PostgresError {
+  readonly code = 'permission_denied';
+
+  constructor(jobName: string, target: string, error: unknown, grant = 'CREATE on the schema, or INSERT, UPDATE, DELETE, SELECT on the table') {
+    super(`job ${jobName}: postgres ${target}: permission denied (${quoted(error)}): grant the run's user ${grant}`, { cause: error });
+  }
+}
+
+export class PostgresStatementError extends PostgresError {
+  readonly code = 'postgres_statement_failed';
+
+  constructor(jobName: string, target: string, step: string, error: unknown) {
+    super(`job ${jobName}: postgres ${target}: ${step} failed (${quoted(error)}); nothing was published`, { cause: error });
+  }
+}
+
+export class PostgresLockTimeoutError extends PostgresError {
+  readonly code = 'postgres_lock_timeout';
+
+  constructor(jobName: string, target: string, tries: number, budgetMs: number, error: unknown) {
+    super(
+      `job ${jobName}: postgres ${target}: the publish could not get the table's lock in ${tries} tries within ${budgetMs} ms (${quoted(error)}): a long transaction holds it (see pg_locks); nothing was published`,
+      { cause: error },
+    );
+  }
+}
+
+export class PostgresSchemaMismatchError extends PostgresError {
+  readonly code = 'postgres_schema_mismatch';
+
+  constructor(jobName: string, target: string, contract: 'freeze' | 'add', differences: readonly string[], hint: string) {
+    super(`job ${jobName}: columns no longer match table ${target} (schema: ${contract}): ${differences.join('; ')}. ${hint}`);
+  }
+}
+
+export class PostgresColumnError extends PostgresError {
+  readonly code = 'postgres_column_invalid';
+
+  constructor(jobName: string, target: string, field: string, column: string, problem: string) {
+    super(`job ${jobName}: postgres ${target}: ${field} ${JSON.stringify(column)} ${problem}`);
+  }
+}
+
+export class PostgresValueError extends PostgresError {
+  readonly code = 'postgres_value_invalid';
+
+  constructor(
+    readonly column: string,
+    readonly value: string,
+    reason: string,
+  ) {
+    super(`column ${column}: value ${value} ${reason}`);
+  }
+}
+
+export class PostgresKeyError extends PostgresError {
+  readonly code: 'postgres_duplicate_key' | 'postgres_null_key';
+
+  constructor(jobName: string, target: string, kind: 'duplicate' | 'null', key: string, keyColumns: readonly string[]) {
+    super(
+      kind === 'duplicate'
+        ? `job ${jobName}: postgres ${target}: rows of this run share the primary key (${keyColumns.join(', ')}) = ${key} and no latestBy chooses between them; nothing was published`
+        : `job ${jobName}: postgres ${target}: a row has a null in primary key column ${key}; nothing was published`,
+    );
+    this.code = kind === 'duplicate' ? 'postgres_duplicate_key' : 'postgres_null_key';
+  }
+}
+
+export class PostgresRowCountError extends PostgresError {
+  readonly code = 'postgres_row_count_mismatch';
+
+  constructor(jobName: string, target: string, sent: number, held: number) {
+    super(`job ${jobName}: postgres ${target}: the staging table holds ${held} rows, tilehouse sent ${sent}; nothing was published`);
+  }
+}
+
+/** The publish's COMMIT got no answer, and the ledger could not be read afterwards. */
+export class PostgresPublishOutcomeUnknownError extends PostgresError implements PublishOutcomeUnknown {
+  readonly code = 'publish_outcome_unknown';
+  readonly publishOutcomeUnknown = true as const;
+
+  constructor(jobName: string, target: string, runId: string, error: unknown) {
+    super(
+      `job ${jobName}: postgres ${target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (${quoted(error)}): whether run ${runId} is in the table is not known; look for it in _tilehouse_runs before running again`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The error a failed statement becomes: its own class where the SQLSTATE names a cause the operator
+ * fixes in one way (disk, replica, privilege, password), a connection failure, else the statement's.
+ */
+export function postgresFailure(error: unknown, at: { jobName: string; target: string; step: string; user?: string }): TilehouseError {
+  if (error instanceof TilehouseError) return error;
+  const state = sqlstateOf(error);
+  switch (state) {
+    case SQLSTATE.diskFull:
+      return new PostgresDiskFullError(at.jobName, at.target, error);
+    case SQLSTATE.readOnly:
+      return new PostgresReadOnlyError(at.jobName, at.target, error);
+    case SQLSTATE.insufficientPrivilege:
+      return new PostgresPermissionError(at.jobName, at.target, error);
+    case SQLSTATE.invalidPassword:
+    case SQLSTATE.invalidAuthorization:
+      return new PostgresAuthError(at.jobName, at.target, at.user ?? '', error);
+  }
+  if (isConnectionFailure(error)) return new PostgresConnectionError(at.jobName, `${at.target} (${at.step})`, error);
+  return new PostgresStatementError(at.jobName, at.target, at.step, error);
+}

@@ -1,0 +1,206 @@
+import type { Logger } from 'pino';
+import type { PostgresDefaults } from '../../config/environment-schema.js';
+import type { PostgresSinkConfig } from '../../config/postgres-sink-schema.js';
+import { isTilehouseError, messageOf } from '../../errors.js';
+import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
+import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import type { GuardCheck } from '../publish-guard.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import { type PostgresConnection, resolvePostgresConnection } from './connection-settings.js';
+import { copyRowEncoder } from './copy-encoder.js';
+import { closeQuietly, connectPostgres } from './postgres-client.js';
+import { PostgresPermissionError, PostgresReadOnlyError } from './postgres-errors.js';
+import { configuredTarget, type PostgresPlan, resolvePlan, tableColumns } from './postgres-plan.js';
+import { PostgresWriter } from './postgres-writer.js';
+import { qualifiedName, STAGING_PREFIX } from './sql-names.js';
+import { contractDecision, readTableColumns } from './table-columns.js';
+import { postgresHolding } from './target-holding.js';
+
+export interface PostgresSinkOptions {
+  config: PostgresSinkConfig;
+  settings: PostgresDefaults;
+  /** The environment file, for the errors that locate a secret. */
+  environmentFile: string;
+  /** The job's IANA zone: a TIMESTAMP partition column's days. */
+  timezone: string;
+  stopDeadlineMs?: number;
+  guard: GuardSettings | undefined;
+  /** Where `${ENV}` references are read; default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Writes each tile run into a PostgreSQL table: COPY into a staging table as pages arrive, then
+ * one short publishing transaction with the run ledger row (postgres-writer.ts, publish.ts).
+ * The connection's secrets are read on first use, so `validate` never needs them.
+ */
+export class PostgresSink implements Sink {
+  readonly kind = 'postgres' as const;
+  // A remote transaction under lock and statement timeouts is likelier to fail than a local rename: it publishes first.
+  readonly publishRank = 0;
+  private connection: Promise<PostgresConnection> | undefined;
+
+  constructor(private readonly options: PostgresSinkOptions) {}
+
+  private resolved(): Promise<PostgresConnection> {
+    this.connection ??= resolvePostgresConnection(this.options.settings, this.options.environmentFile, this.options.env);
+    return this.connection;
+  }
+
+  private planOf(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): PostgresPlan {
+    return resolvePlan(this.options.config, context, { schema: this.options.settings.schema, timezone: this.options.timezone });
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const plan = this.planOf(context);
+    return PostgresWriter.open(plan, {
+      connection: await this.resolved(),
+      context,
+      encodeRow: copyRowEncoder(plan.columns),
+      stopDeadlineMs: this.options.stopDeadlineMs ?? DEFAULT_STOP_DEADLINE_MS,
+      guard: this.options.guard,
+    });
+  }
+
+  /**
+   * Drops the staging tables of runs that are gone: their owner process provably ended (same
+   * machine), or older than a day (another machine's). A staging table outlives its run only when
+   * the process died between prepare's COMMIT and the publish.
+   */
+  async sweep(logger: Logger): Promise<string[]> {
+    const connection = await this.resolved();
+    // The schema this sink's staging tables go to (the sink's own, else the environment's).
+    const schema = this.options.config.postgresSchema ?? connection.schema;
+    const client = await connectPostgres(connection, { jobName: 'sweep', target: `${schema}.${STAGING_PREFIX}*` }, { connectTimeoutMs: 10_000 });
+    const removed: string[] = [];
+    try {
+      const found = await client.query<{ name: string; note: string | null }>(
+        `SELECT c.relname AS name, obj_description(c.oid, 'pg_class') AS note FROM pg_catalog.pg_class c
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' AND starts_with(c.relname, $2)`,
+        [schema, STAGING_PREFIX],
+      );
+      for (const { name, note } of found.rows) {
+        if (!stagingIsStale(note)) continue;
+        await client.query(`DROP TABLE IF EXISTS ${qualifiedName(schema, name)}`);
+        removed.push(`${schema}.${name}`);
+      }
+    } catch (error) {
+      logger.warn({ schema, error: messageOf(error) }, 'could not sweep PostgreSQL staging tables');
+    } finally {
+      await closeQuietly(client);
+    }
+    if (removed.length > 0) logger.info({ removed }, 'dropped PostgreSQL staging tables of runs that are gone');
+    return removed;
+  }
+
+  /** The table's columns against the tile's, under the contract. Reads only. */
+  async plan(context: SinkRunContext): Promise<SinkPlan> {
+    const { schema, table } = configuredTarget(this.options.config, this.options.settings.schema, context.jobName);
+    let plan: PostgresPlan;
+    try {
+      plan = this.planOf(context);
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { sink: 'postgres', target: `${schema}.${table}`, action: 'refuse', details: [`${error.code}: ${error.message}`] };
+    }
+    const client = await connectPostgres(await this.resolved(), { jobName: context.jobName, target: plan.target });
+    try {
+      const decision = contractDecision(await readTableColumns(client, plan.schema, plan.table), tableColumns(plan), plan.contract);
+      const mode = plan.merge ? { mode: `merge on ${plan.merge.keys.join(', ')}${plan.merge.latestBy ? `, latest by ${plan.merge.latestBy}` : ''}` } : {};
+      switch (decision.action) {
+        case 'create':
+          return {
+            sink: 'postgres',
+            target: plan.target,
+            ...mode,
+            action: 'create',
+            details: tableColumns(plan).map((column) => `+ ${column.name} ${column.postgresType}`),
+          };
+        case 'unchanged':
+          return { sink: 'postgres', target: plan.target, ...mode, action: 'unchanged', details: [] };
+        case 'add':
+          return {
+            sink: 'postgres',
+            target: plan.target,
+            ...mode,
+            action: 'change',
+            details: decision.columns.map((column) => `+ ${column.name} ${column.postgresType}`),
+          };
+        case 'mismatch':
+          return { sink: 'postgres', target: plan.target, ...mode, action: 'refuse', details: [...decision.differences, decision.hint] };
+      }
+    } finally {
+      await closeQuietly(client);
+    }
+  }
+
+  /**
+   * Connects, and says the server's version and what the run may do there: a read-only server
+   * (a replica) and each missing privilege (CREATE on the schema for a new table and the staging
+   * tables; INSERT, SELECT and, by write mode, DELETE or UPDATE on an existing table) fail here,
+   * named, before the first page is fetched. Reads only.
+   */
+  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    const connection = await this.resolved();
+    const { schema, table } = configuredTarget(this.options.config, connection.schema, context.jobName);
+    const target = `${schema}.${table}`;
+    const client = await connectPostgres(connection, { jobName: context.jobName, target });
+    try {
+      const server = await client.query<{ version: string; read_only: string; schema_exists: boolean; can_create: boolean | null; table_exists: boolean }>(
+        `SELECT current_setting('server_version') AS version, current_setting('transaction_read_only') AS read_only,
+                EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) AS schema_exists,
+                CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) THEN has_schema_privilege(quote_ident($1), 'CREATE') END AS can_create,
+                to_regclass($2) IS NOT NULL AS table_exists`,
+        [schema, qualifiedName(schema, table)],
+      );
+      const row = server.rows[0]!;
+      const where = `postgres ${connection.host}:${connection.port}/${connection.database} ${target}`;
+      if (row.read_only === 'on') throw new PostgresReadOnlyError(context.jobName, target, new Error('transaction_read_only is on'));
+      const missing: string[] = [];
+      if (!row.schema_exists) missing.push(`schema ${schema} does not exist`);
+      else if (row.can_create !== true) missing.push(`CREATE on schema ${schema} (the staging tables${row.table_exists ? '' : ' and the table'})`);
+      if (row.table_exists) {
+        const wanted = [
+          'SELECT',
+          'INSERT',
+          ...(this.options.config.writeMode === 'merge' ? ['UPDATE'] : []),
+          ...(['replace', 'partition'].includes(this.options.config.writeMode) ? ['DELETE'] : []),
+        ];
+        const granted = await client.query<{ privilege: string; granted: boolean }>(
+          'SELECT privilege, has_table_privilege($1, privilege) AS granted FROM unnest($2::text[]) AS privilege',
+          [qualifiedName(schema, table), wanted],
+        );
+        const lacking = granted.rows.filter((grant) => !grant.granted).map((grant) => grant.privilege);
+        if (lacking.length > 0) missing.push(`${lacking.join(', ')} on table ${target}`);
+      }
+      if (missing.length > 0)
+        throw new PostgresPermissionError(context.jobName, target, new Error(`user ${connection.user} lacks ${missing.join('; ')}`), missing.join('; '));
+      return `${where}: PostgreSQL ${row.version}; ${row.table_exists ? 'table exists' : 'table absent; a run creates it'}; user ${connection.user} has the privileges a ${this.options.config.writeMode} needs`;
+    } finally {
+      await closeQuietly(client);
+    }
+  }
+
+  guardCheck(context: SinkRunContext): GuardCheck {
+    return {
+      settings: this.options.guard,
+      holding: async () => postgresHolding(this.planOf(context), await this.resolved(), context, this.options.guard?.recentRuns ?? 0),
+    };
+  }
+}
+
+/** Whether a staging table's comment says its run is gone (owner process ended, or a day old). */
+function stagingIsStale(note: string | null): boolean {
+  let parsed: { owner?: unknown; createdAt?: unknown } | undefined;
+  try {
+    parsed = note === null ? undefined : (JSON.parse(note) as { owner?: unknown; createdAt?: unknown });
+  } catch {
+    parsed = undefined;
+  }
+  // Not one of ours (no note tilehouse wrote): left alone.
+  if (parsed === undefined || typeof parsed.createdAt !== 'string') return false;
+  if (Date.now() - Date.parse(parsed.createdAt) > FOREIGN_TEMP_MAX_AGE_MS) return true;
+  const owner = typeof parsed.owner === 'string' ? parseOwnerTag(parsed.owner) : undefined;
+  return owner !== undefined && ownerState(owner) === 'gone';
+}
