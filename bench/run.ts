@@ -223,6 +223,7 @@ async function main(argv: string[]): Promise<void> {
       progress,
       sinks: options.memorySinks,
       breakdown: options.memoryBreakdown,
+      ...(options.memoryCases === undefined ? {} : { cases: options.memoryCases }),
     });
   }
 
