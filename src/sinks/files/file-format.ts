@@ -50,6 +50,12 @@ export interface StoredFile {
   size(): Promise<number>;
   /** Bytes [start, end] (both inclusive, as fs and Cloud Storage ranges are); all of it by default. */
   read(range?: { start: number; end?: number }): Readable;
+  /**
+   * All its bytes, in order, through one buffer filled again for each call of `visit` (which must
+   * not keep it): a whole-file scan then holds that buffer, not the file's size in buffers waiting
+   * for a collection. Where a store has none, `read()` serves.
+   */
+  scan?(visit: (bytes: Buffer) => void): Promise<void>;
 }
 
 /** The names a format's messages and codes use: `csv` in codes and logs, `CSV` in sentences. */

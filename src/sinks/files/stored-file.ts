@@ -1,6 +1,9 @@
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import type { StoredFile } from './file-format.js';
+
+/** As a read stream's chunks: big enough that a read costs little more than its copy. */
+const SCAN_BUFFER_BYTES = 64 * 1024;
 
 /** A local file to read a format's columns from; undefined when there is none. */
 export async function localStoredFile(path: string): Promise<StoredFile | undefined> {
@@ -16,5 +19,18 @@ export async function localStoredFile(path: string): Promise<StoredFile | undefi
     size: () => Promise.resolve(size),
     // A fresh stream per read, closed when it ends or is destroyed: the caller holds no handle.
     read: (range) => createReadStream(path, range ?? {}),
+    async scan(visit) {
+      const handle = await open(path, 'r');
+      try {
+        const buffer = Buffer.allocUnsafe(SCAN_BUFFER_BYTES);
+        for (;;) {
+          const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+          if (bytesRead === 0) return;
+          visit(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+        }
+      } finally {
+        await handle.close();
+      }
+    },
   };
 }
