@@ -56,6 +56,8 @@ export interface StoredFile {
    * for a collection. Where a store has none, `read()` serves.
    */
   scan?(visit: (bytes: Buffer) => void): Promise<void>;
+  /** What changes when the file is replaced (a local file's inode, size and mtime; an object's generation or ETag). */
+  version?(): Promise<string>;
 }
 
 /** The names a format's messages and codes use: `csv` in codes and logs, `CSV` in sentences. */

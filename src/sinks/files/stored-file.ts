@@ -8,8 +8,11 @@ const SCAN_BUFFER_BYTES = 64 * 1024;
 /** A local file to read a format's columns from; undefined when there is none. */
 export async function localStoredFile(path: string): Promise<StoredFile | undefined> {
   let size: number;
+  let version: string;
   try {
-    size = (await stat(path)).size;
+    const stats = await stat(path, { bigint: true });
+    size = Number(stats.size);
+    version = `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
@@ -17,6 +20,7 @@ export async function localStoredFile(path: string): Promise<StoredFile | undefi
   return {
     location: path,
     size: () => Promise.resolve(size),
+    version: () => Promise.resolve(version),
     // A fresh stream per read, closed when it ends or is destroyed: the caller holds no handle.
     read: (range) => createReadStream(path, range ?? {}),
     async scan(visit) {

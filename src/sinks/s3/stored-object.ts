@@ -17,6 +17,7 @@ export async function s3StoredFile(client: S3Client, bucket: string, key: string
   return {
     location: `s3://${bucket}/${key}`,
     size: () => Promise.resolve(size),
+    version: () => Promise.resolve(`${head.ETag ?? ''}:${size}:${head.LastModified?.toISOString() ?? ''}`),
     read(range) {
       // A range read of the object as it was when headed: If-Match keeps a replaced object out.
       const out = new PassThrough();
