@@ -105,11 +105,13 @@ async function measureOnce(
   const sink: BenchSink =
     memoryCase.sink === 'parquet'
       ? { type: 'parquet' }
-      : memoryCase.sink === 'gcs' && target.gcs !== undefined
-        ? { type: 'csv', directory: `gs://${target.gcs.bucket}/${prefix}`, storageEmulatorHost: target.gcs.origin }
-        : memoryCase.sink === 's3' && target.s3 !== undefined
-          ? { type: 'csv', directory: `s3://${target.s3.bucket}/${prefix}`, s3Endpoint: target.s3.origin, awsEnv: target.s3.env }
-          : { type: 'csv' };
+      : memoryCase.sink === 'gzip'
+        ? { type: 'csv', gzip: true }
+        : memoryCase.sink === 'gcs' && target.gcs !== undefined
+          ? { type: 'csv', directory: `gs://${target.gcs.bucket}/${prefix}`, storageEmulatorHost: target.gcs.origin }
+          : memoryCase.sink === 's3' && target.s3 !== undefined
+            ? { type: 'csv', directory: `s3://${target.s3.bucket}/${prefix}`, s3Endpoint: target.s3.origin, awsEnv: target.s3.env }
+            : { type: 'csv' };
   const workspace = await writeBenchWorkspace(root, target.endpoint, { concurrency, itemsPerPage, sink });
   const cli = join(checkout.root, 'dist/bundle/tilehouse.js');
   const summaryFile = join(root, 'summary.json');

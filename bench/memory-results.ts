@@ -18,6 +18,7 @@ export type MemoryCaseName =
   | 'run 1M'
   | 'run 1M, telemetry on'
   | 'run 1M, Parquet'
+  | 'run 1M, gzip'
   | 'run 1M, gs://'
   | 'run 1M, s3://'
   | 'bin: run 5 rows'
@@ -43,10 +44,10 @@ export interface MemoryCase {
   viaBin?: boolean;
   /**
    * Issue 39: the 1M-row run into a local Parquet file, or into a gs:// CSV directory on
-   * fake-gcs-server (an s3:// one on moto), against the CSV run beside it (`--memory-sinks` only:
-   * each adds a 1M-row run).
+   * fake-gcs-server (an s3:// one on moto, a local gzip CSV file: issue 44), against the CSV run
+   * beside it (`--memory-sinks` only: each adds a 1M-row run).
    */
-  sink?: 'parquet' | 'gcs' | 's3';
+  sink?: 'parquet' | 'gzip' | 'gcs' | 's3';
 }
 
 /** What issue 29 measures, in this order (bare node first: the other cases are its multiples). */
@@ -64,6 +65,7 @@ export const MEMORY_CASES: readonly MemoryCase[] = [
   { name: 'bin: run 5 rows', run: { rows: 5, latencyMs: 0, concurrency: 4 }, viaBin: true },
   { name: 'bin: run 100k', run: { rows: 100_000, latencyMs: 0, concurrency: 4 }, viaBin: true },
   { name: 'run 1M, Parquet', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 'parquet' },
+  { name: 'run 1M, gzip', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 'gzip' },
   { name: 'run 1M, gs://', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 'gcs' },
   { name: 'run 1M, s3://', run: { rows: 1_000_000, latencyMs: 50, concurrency: 8 }, sink: 's3' },
 ];
@@ -180,7 +182,12 @@ export function caseFigures(samples: CheckoutMemory['samples'], firstRuns: Check
 }
 
 export function memoryReport(runs: number, measured: readonly CheckoutMemory[]): MemoryReport {
-  const checkouts = measured.map((checkout) => ({ label: checkout.label, root: checkout.root, node: checkout.node, cases: caseFigures(checkout.samples, checkout.firstRuns) }));
+  const checkouts = measured.map((checkout) => ({
+    label: checkout.label,
+    root: checkout.root,
+    node: checkout.node,
+    cases: caseFigures(checkout.samples, checkout.firstRuns),
+  }));
   const [current, baseline] = checkouts;
   if (current === undefined || baseline === undefined) return { runs, checkouts };
   const versusBaseline = current.cases.flatMap((figure) => {
@@ -262,7 +269,16 @@ export function formatMemory(report: MemoryReport): string {
   }
   const [current, baseline] = report.checkouts;
   const header = ['case', 'peak RSS MB', '× bare', 'target', 'CPU ms', 'CPU ms/1k rows', 'runs (MB)', 'first run MB'];
-  if (baseline) header.push(`${baseline.label} MB`, `${baseline.label} first run MB`, `${baseline.label} × bare`, `${baseline.label} CPU ms/1k`, 'RSS / base', 'CPU/row / base', 'paired');
+  if (baseline)
+    header.push(
+      `${baseline.label} MB`,
+      `${baseline.label} first run MB`,
+      `${baseline.label} × bare`,
+      `${baseline.label} CPU ms/1k`,
+      'RSS / base',
+      'CPU/row / base',
+      'paired',
+    );
   const rows = (current?.cases ?? []).map((figure) => {
     const memoryCase = MEMORY_CASES.find((c) => c.name === figure.name);
     const maxRatio = memoryCase?.maxRatio;
