@@ -94,7 +94,23 @@ describe('memoryReport and judgeMemory', () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
-    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '122.0', '3.05', '<= 120 MB', '1050', '10.50', '122', 'n/a', '200.0', 'n/a', '5.00', '10.00', '0.61', '1.050', '1.050']);
+    expect(row.split(/\s{2,}/)).toEqual([
+      'run 100k',
+      '122.0',
+      '3.05',
+      '<= 120 MB',
+      '1050',
+      '10.50',
+      '122',
+      'n/a',
+      '200.0',
+      'n/a',
+      '5.00',
+      '10.00',
+      '0.61',
+      '1.050',
+      '1.050',
+    ]);
   });
 
   it("prints each run case's first run, into an empty output, beside the steady state's median", () => {
