@@ -75,7 +75,8 @@ export function formatReport(report: BenchReport): string {
   if (report.coldStart) {
     const cold = report.coldStart;
     out.push(
-      `\nCold start (spawn → first token request of node ${cold.cli}, median of ${cold.runs}): ${fixed(cold.cliMedianMs, 0)} ms; ` +
+      `\nCold start (spawn → first token request of node ${cold.cli}, median of ${cold.runs}): ${fixed(cold.cliMedianMs, 0)} ms as the image starts it; ` +
+        `${fixed(cold.byHandMedianMs, 0)} ms started by hand without flags (one relaunch); ` +
         `bare node + undici + one POST: ${fixed(cold.baselineMedianMs, 0)} ms; ratio ${fixed(cold.ratio, 2)}`,
     );
   }

@@ -59,6 +59,8 @@ export interface BenchOptions {
   memorySinks: boolean;
   /** Where each memory case's memory is at its peak (heap spaces, external, file-backed). */
   memoryBreakdown: boolean;
+  /** Only these memory cases (names as the report prints them); undefined: all. */
+  memoryCases: string[] | undefined;
 }
 
 const HELP = `Usage: npm run bench -- [options]
@@ -118,6 +120,7 @@ Options:
   --memory-sinks            also 1M rows into a local Parquet file and into gs:// (fake-gcs-server)
   --memory-breakdown        sample each process every 10 ms: heap spaces, external memory and
                             file-backed pages at its highest RSS (costs the runs a little CPU)
+  --memory-cases 'A;B'      only these memory cases, by name (e.g. 'bare node;run 1M')
 `;
 
 function list(text: string, name: string): number[] {
@@ -173,6 +176,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       'peers-tilehouse-concurrency': { type: 'string' },
       'memory-sinks': { type: 'boolean', default: false },
       'memory-breakdown': { type: 'boolean', default: false },
+      'memory-cases': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -215,6 +219,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       values['peers-tilehouse-concurrency'] === undefined ? undefined : positive(values['peers-tilehouse-concurrency'], 'peers-tilehouse-concurrency'),
     memorySinks: values['memory-sinks'],
     memoryBreakdown: values['memory-breakdown'],
+    memoryCases: values['memory-cases']?.split(';').map((name) => name.trim()),
   };
 }
 

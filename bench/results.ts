@@ -49,7 +49,19 @@ export interface BenchReport {
     sequentialClient: string;
     query: string;
   };
-  coldStart?: { cli: string; runs: number; cliMedianMs: number; baselineMedianMs: number; ratio: number; cliMs: number[]; baselineMs: number[] };
+  coldStart?: {
+    cli: string;
+    runs: number;
+    /** Started as the image starts it (its node flags and NODE_OPTIONS). */
+    cliMedianMs: number;
+    /** Started by hand without flags: one relaunch more. */
+    byHandMedianMs: number;
+    baselineMedianMs: number;
+    ratio: number;
+    cliMs: number[];
+    byHandMs: number[];
+    baselineMs: number[];
+  };
   groups: Group[];
   /** Issue 29's memory part (bench/memory-footprint.ts), when it ran. */
   memory?: MemoryReport;

@@ -202,7 +202,8 @@ async function main(argv: string[]): Promise<void> {
 
   if (options.scenarios.has('cold-start')) {
     progress(`cold start: ${options.coldStartRuns} runs`);
-    const cold = await measureColdStart(options.coldStartRuns, options.coldStartCli);
+    const dockerfile = join(repoRoot(), 'Dockerfile');
+    const cold = await measureColdStart(options.coldStartRuns, imageNodeOf(await readFile(dockerfile, 'utf8'), dockerfile), options.coldStartCli);
     const cliMedianMs = median(cold.cliMs);
     const baselineMedianMs = median(cold.baselineMs);
     partial.coldStart = {
@@ -211,6 +212,7 @@ async function main(argv: string[]): Promise<void> {
       cliMedianMs,
       baselineMedianMs,
       ratio: cliMedianMs / baselineMedianMs,
+      byHandMedianMs: median(cold.byHandMs),
       ...cold,
     };
   }
@@ -228,6 +230,7 @@ async function main(argv: string[]): Promise<void> {
       progress,
       sinks: options.memorySinks,
       breakdown: options.memoryBreakdown,
+      ...(options.memoryCases === undefined ? {} : { cases: options.memoryCases }),
     });
   }
 

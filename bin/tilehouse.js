@@ -1,11 +1,15 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --liftoff-only --heap-growing-percent=200 --max-old-space-size=2048 --max-semi-space-size=8
 // The `tilehouse` command (package.json "bin"), so that `npx tilehouse` works in a checkout right
 // after `npm ci`, before any build:
 // - the shipped bundle (dist/bundle/tilehouse.js, `npm run build`) when it exists and is not older
 //   than the sources beside it: the fast path (~290 ms to the first request instead of ~1 s);
 // - else src/cli.ts through tsx (a devDependency, so a checkout only), in this same process.
 // Either way it first makes sure node runs with tilehouse's flags (src/node-flags.ts: the image's
-// node flags and NODE_OPTIONS), relaunching itself once under them when started without.
+// node flags and NODE_OPTIONS). Started as a command (`npx tilehouse`, an installed package's
+// `tilehouse`, ./bin/tilehouse.js) the line above gives them to node, in one start (`env -S`:
+// GNU coreutils 8.30+, BSD and macOS env); started as `node bin/tilehouse.js` it relaunches itself
+// once under them (V8 sizes its heap before any script runs). test/node-flags.test.ts holds the
+// line equal to src/node-flags.ts.
 // The Docker image runs the bundle directly; this file only chooses, it has no logic of its own.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';

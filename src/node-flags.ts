@@ -19,7 +19,9 @@ export const NODE_OPTIONS = '--max-old-space-size=2048 --max-semi-space-size=8';
 
 /**
  * node's own flags before the script: V8 flags NODE_OPTIONS may not carry (Node allows only a few
- * there). `v8.setFlagsFromString` at run time does not take effect.
+ * there). `v8.setFlagsFromString` at run time takes --heap-growing-percent but not the heap's
+ * sizes above (V8 sizes its heap before any script runs: a semi-space set so stays at 64 MB,
+ * measured), so a start without NODE_OPTIONS' flags relaunches either way.
  * - --liftoff-only: undici parses HTTP in WebAssembly, and V8 optimizing that module with TurboFan
  *   at the first connection cost ~20 MB of peak RSS; its baseline (Liftoff) code showed no CPU
  *   difference per row in the bench.
@@ -56,17 +58,24 @@ export interface Relaunch {
 /**
  * What relaunching this process with the flags takes, or undefined when it already runs with
  * them (a flag counts as given when its name is, whatever its value: a value of the user's own
- * wins) or has been relaunched once.
+ * wins) or has been relaunched once. bin/tilehouse.js's `#!` line gives node exactly tilehouse's
+ * flags, which would win over the same flag in the user's NODE_OPTIONS (node's rule: its command
+ * line over NODE_OPTIONS): a flag of ours whose name NODE_OPTIONS gives another value is dropped
+ * and the process relaunched, so the user's value wins there too.
  */
 export function relaunchFor(process: { execPath: string; execArgv: readonly string[]; argv: readonly string[]; env: NodeJS.ProcessEnv }): Relaunch | undefined {
   if (process.env[RELAUNCHED_ENV] !== undefined) return undefined;
-  const given = new Set([...process.execArgv, ...words(process.env.NODE_OPTIONS)].map(flagName));
+  const userOptions = new Map(words(process.env.NODE_OPTIONS).map((flag) => [flagName(flag), flag]));
+  const ours = new Set([...words(NODE_OPTIONS), ...NODE_ARGS]);
+  const overridden = (flag: string) => ours.has(flag) && userOptions.has(flagName(flag)) && userOptions.get(flagName(flag)) !== flag;
+  const execArgv = process.execArgv.filter((flag) => !overridden(flag));
+  const given = new Set([...execArgv, ...userOptions.values()].map(flagName));
   const missingOptions = words(NODE_OPTIONS).filter((flag) => !given.has(flagName(flag)));
   const missingArgs = NODE_ARGS.filter((flag) => !given.has(flagName(flag)));
-  if (missingOptions.length === 0 && missingArgs.length === 0) return undefined;
+  if (missingOptions.length === 0 && missingArgs.length === 0 && execArgv.length === process.execArgv.length) return undefined;
   const nodeOptions = [...words(process.env.NODE_OPTIONS), ...missingOptions].join(' ');
   return {
-    argv: [process.execPath, ...process.execArgv, ...missingArgs, ...process.argv.slice(1)],
+    argv: [process.execPath, ...execArgv, ...missingArgs, ...process.argv.slice(1)],
     env: { ...process.env, [RELAUNCHED_ENV]: '1', ...(nodeOptions === '' ? {} : { NODE_OPTIONS: nodeOptions }) },
   };
 }

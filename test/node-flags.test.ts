@@ -11,6 +11,8 @@ import { sandboxWorkspaceForAll } from './support/sandbox-fixture.js';
 import { itUnless, NO_PROC } from './support/skip.js';
 
 const base = { execPath: '/usr/bin/node', execArgv: [] as string[], argv: ['/usr/bin/node', '/app/tilehouse.js', 'run', '--jobs', 'j'] };
+/** What bin/tilehouse.js's `#!` line passes node: the node arguments, then NODE_OPTIONS' flags. */
+const SHEBANG_FLAGS = [...NODE_ARGS, ...NODE_OPTIONS.split(' ')];
 
 describe('relaunchFor', () => {
   it("adds the flags a process runs without: node arguments before the script, NODE_OPTIONS after the user's own", () => {
@@ -22,6 +24,23 @@ describe('relaunchFor', () => {
   it('leaves a process alone that runs with every flag, or was relaunched once', () => {
     expect(relaunchFor({ ...base, execArgv: [...NODE_ARGS], env: { NODE_OPTIONS } })).toBeUndefined();
     expect(relaunchFor({ ...base, env: { [RELAUNCHED_ENV]: '1' } })).toBeUndefined();
+  });
+
+  it("leaves alone a process bin/tilehouse.js's #! line started with every flag", () => {
+    expect(relaunchFor({ ...base, execArgv: [...SHEBANG_FLAGS], env: { PATH: '/bin' } })).toBeUndefined();
+  });
+
+  it("relaunches without the #! line's value of a flag the user's NODE_OPTIONS gives another, so the user's wins", () => {
+    const relaunch = relaunchFor({ ...base, execArgv: [...SHEBANG_FLAGS], env: { NODE_OPTIONS: '--max_semi_space_size=16' } });
+    expect(relaunch?.argv).toEqual(['/usr/bin/node', ...NODE_ARGS, '--max-old-space-size=2048', '/app/tilehouse.js', 'run', '--jobs', 'j']);
+    expect(relaunch?.env).toEqual({ NODE_OPTIONS: '--max_semi_space_size=16', [RELAUNCHED_ENV]: '1' });
+    // The same value is no override: nothing to do.
+    expect(relaunchFor({ ...base, execArgv: [...SHEBANG_FLAGS], env: { NODE_OPTIONS: '--max-semi-space-size=8' } })).toBeUndefined();
+  });
+
+  it("bin/tilehouse.js's #! line gives node exactly these flags", async () => {
+    const [line] = (await readFile('bin/tilehouse.js', 'utf8')).split('\n');
+    expect(line).toBe(`#!/usr/bin/env -S node ${SHEBANG_FLAGS.join(' ')}`);
   });
 
   it('keeps a value the user gave for one of the flags (by name, either spelling)', () => {
@@ -152,6 +171,29 @@ describe.each([
       const { argv, env } = await procOf(child.pid!);
       expect(argv.slice(1, 2)).toEqual([entry()]);
       expect(env.NODE_OPTIONS).toBeUndefined();
+      child.kill('SIGTERM');
+      expect((await exited).code).toBe(143);
+    },
+    40_000,
+  );
+});
+
+describe('bin/tilehouse.js of an installed package, started as a command', () => {
+  itUnless(NO_PROC)(
+    "started as a command (its #! line), runs under the image's flags in one start, never relaunched",
+    async () => {
+      const before = fixture.sandbox.requests.length;
+      const env = { ...plainEnv(), ...sandboxEnv(fixture.sandbox), PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+      const child = spawn(BIN, ['run', '--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir], {
+        env,
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      const exited = exitWithin(child, 30_000);
+      await untilExporting(child, before);
+      const { argv, env: seen } = await procOf(child.pid!);
+      expect(argv.slice(1, 1 + SHEBANG_FLAGS.length)).toEqual(SHEBANG_FLAGS);
+      expect(seen[RELAUNCHED_ENV]).toBeUndefined();
+      expect(seen.NODE_OPTIONS).toBeUndefined();
       child.kill('SIGTERM');
       expect((await exited).code).toBe(143);
     },

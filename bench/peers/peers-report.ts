@@ -4,10 +4,11 @@
  */
 import { median } from '../results.js';
 
-export const TOOLS = ['tilehouse', 'dlt', 'airbyte'] as const;
+/** tilehouse at its default concurrency, then at one page in flight as the peers page (issue 44), then the peers. */
+export const TOOLS = ['tilehouse', 'tilehouse-1', 'dlt', 'airbyte'] as const;
 export type Tool = (typeof TOOLS)[number];
 
-export const TOOL_LABELS: Record<Tool, string> = { tilehouse: 'tilehouse', dlt: 'dlt', airbyte: 'Airbyte CDK' };
+export const TOOL_LABELS: Record<Tool, string> = { tilehouse: 'tilehouse', 'tilehouse-1': 'tilehouse, one page at a time', dlt: 'dlt', airbyte: 'Airbyte CDK' };
 
 export interface PeerCase {
   rows: number;

@@ -139,16 +139,18 @@ async function measureCase(peerCase: PeerCase, python: string, image: ImageNode,
   const keyValue = String(Math.ceil(peerCase.rows / 2));
   let reference: CsvDigest | undefined;
   const concurrencyOf = (tool: Tool) => (tool === 'tilehouse' ? tilehouseConcurrency(peerCase.latencyMs, options.tilehouseConcurrency) : PEER_CONCURRENCY);
+  // tilehouse at one page in flight only where its default differs (`--peers-tilehouse-concurrency 1` measures it once).
+  const tools = TOOLS.filter((tool) => tool !== 'tilehouse-1' || concurrencyOf('tilehouse') !== 1);
   try {
     for (let round = 1; round <= options.runs; round++) {
       // tilehouse first in every round: its CSV is the reference the peers' rows are held to.
-      for (const tool of TOOLS) {
+      for (const tool of tools) {
         options.progress(`peers: ${peerCase.rows} rows, ${peerCase.latencyMs} ms: ${TOOL_LABELS[tool]} (run ${round}/${options.runs})`);
         const root = await mkdtemp(join(tmpdir(), `tilehouse-bench-peers-${tool}-`));
         try {
           const measured =
-            tool === 'tilehouse'
-              ? await runTilehouse(sandbox, concurrencyOf('tilehouse'), image, options.itemsPerPage, root, keyValue)
+            tool === 'tilehouse' || tool === 'tilehouse-1'
+              ? await runTilehouse(sandbox, concurrencyOf(tool), image, options.itemsPerPage, root, keyValue)
               : await runPeer(tool, python, sandbox, options.itemsPerPage, root, keyValue);
           check(tool, measured.digest, peerCase, reference, keyValue);
           if (tool === 'tilehouse') reference ??= measured.digest;

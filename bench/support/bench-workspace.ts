@@ -15,6 +15,8 @@ export interface BenchWorkspace {
 
 export type BenchSink =
   | { type: 'csv' }
+  /** The CSV sink with `gzip: true`, a local file. */
+  | { type: 'csv'; gzip: true }
   /** CSV into Cloud Storage: the CSV directory is `gs://bucket/prefix`, the server STORAGE_EMULATOR_HOST. */
   | { type: 'csv'; directory: string; storageEmulatorHost: string }
   /** CSV into S3: the CSV directory is `s3://bucket/prefix`, the server `sinks.s3.endpoint`, credentials in the environment. */
@@ -64,7 +66,7 @@ export async function writeBenchWorkspace(
     query: BENCH_QUERY,
     sinks: [
       sink.type === 'csv'
-        ? { type: 'csv' }
+        ? { type: 'csv', ...('gzip' in sink ? { gzip: true } : {}) }
         : sink.type === 'parquet'
           ? { type: 'parquet' }
           : sink.type === 'postgres'

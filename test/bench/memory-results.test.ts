@@ -5,7 +5,7 @@ const node = { nodeOptions: '--max-semi-space-size=8', nodeArgs: ['--liftoff-onl
 const s = (peakRssMb: number, cpuMs = 100) => ({ peakRssMb, cpuMs });
 
 function checkout(label: string, samples: CheckoutMemory['samples']): CheckoutMemory {
-  return { label, root: `/work/${label}`, node, samples };
+  return { label, root: `/work/${label}`, node, samples, firstRuns: {} };
 }
 
 describe('caseFigures', () => {
@@ -35,38 +35,53 @@ describe('caseFigures', () => {
 });
 
 describe('memoryReport and judgeMemory', () => {
-  const current = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(72)], 'run 100k': [s(96, 1050)], 'run 1M': [s(120, 10_600)] });
+  const current = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(84)], 'run 100k': [s(122, 1050)], 'run 1M': [s(150, 10_600)] });
   const baseline = checkout('baseline', { 'bare node': [s(40)], 'run 5 rows': [s(100)], 'run 100k': [s(200, 1000)], 'run 1M': [s(280, 10_000)] });
 
   it('compares this checkout with the baseline case by case: RSS and CPU per row', () => {
     const report = memoryReport(1, [current, baseline]);
     const versus = Object.fromEntries(report.versusBaseline!.map((v) => [v.name, v]));
-    expect(versus['run 100k']!.peakRss).toBeCloseTo(0.48, 10);
+    expect(versus['run 100k']!.peakRss).toBeCloseTo(0.61, 10);
     expect(versus['run 100k']!.cpuPerRow).toBeCloseTo(1.05, 10);
     expect(versus['run 1M']!.cpuPerRow).toBeCloseTo(1.06, 10);
     expect(versus['run 1M']!.cpuPerRowPaired).toBeCloseTo(1.06, 10);
-    expect(versus['run 5 rows']!.peakRss).toBeCloseTo(0.72, 10);
+    expect(versus['run 5 rows']!.peakRss).toBeCloseTo(0.84, 10);
     expect(versus['bare node']!.cpuPerRow).toBeUndefined();
   });
 
-  it("judges each figure against issue 39's thresholds, at the threshold met, just above it not", () => {
+  it("judges each figure against issue 44's thresholds, at the threshold met, just above it not", () => {
     const targets = judgeMemory(memoryReport(1, [current, baseline]));
     const met = Object.fromEntries(targets.map((t) => [t.target.replace(/ \(.*?\)/g, '').replace(', image flags', ''), t.met]));
     expect(met).toEqual({
-      'peak RSS / bare node, run 5 rows': false, // 1.8
-      'peak RSS MB, run 100k': false, // 96
+      'peak RSS / bare node, run 5 rows': false, // 2.1
+      'peak RSS MB, run 100k': false, // 122
       "CPU per row / baseline checkout's, run 100k": true, // 1.05 exactly
-      'peak RSS MB, run 1M': true, // 120
+      'peak RSS MB, run 100k, c=1': null, // not measured
+      "CPU per row / baseline checkout's, run 100k, c=1": null,
+      'peak RSS MB, run 1M': true, // 150
       "CPU per row / baseline checkout's, run 1M": false, // 1.06
     });
-    const atThresholds = checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(64)], 'run 100k': [s(92)], 'run 1M': [s(147.1)] });
+    const atThresholds = checkout('this', {
+      'bare node': [s(40)],
+      'run 5 rows': [s(80)],
+      'run 100k': [s(120)],
+      'run 100k, c=1': [s(113.1)],
+      'run 1M': [s(160.1)],
+    });
     const judged = Object.fromEntries(judgeMemory(memoryReport(1, [atThresholds])).map((t) => [t.target.split(' (')[0], t.met]));
-    expect(judged).toMatchObject({ 'peak RSS / bare node, run 5 rows': true, 'peak RSS MB, run 100k': true, 'peak RSS MB, run 1M': false });
+    expect(judged).toMatchObject({
+      'peak RSS / bare node, run 5 rows': true,
+      'peak RSS MB, run 100k': true,
+      'peak RSS MB, run 100k, c=1': false,
+      'peak RSS MB, run 1M': false,
+    });
   });
 
   it('reports CPU targets as not measured without a baseline, and cases that did not run as not measured', () => {
     const targets = judgeMemory(memoryReport(1, [checkout('this', { 'bare node': [s(40)], 'run 5 rows': [s(60)] })]));
     expect(targets.filter((t) => t.met === null).map((t) => t.note)).toEqual([
+      'not measured in this run',
+      'no --memory-baseline given',
       'not measured in this run',
       'no --memory-baseline given',
       'not measured in this run',
@@ -79,14 +94,39 @@ describe('memoryReport and judgeMemory', () => {
     const text = formatMemory(memoryReport(1, [current, baseline]));
     expect(text).toContain('this (/work/this): node --liftoff-only NODE_OPTIONS=--max-semi-space-size=8');
     const row = text.split('\n').find((line) => line.startsWith('run 100k'))!;
-    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '96.0', '2.40', '<= 92 MB', '1050', '10.50', '96', '200.0', '5.00', '10.00', '0.48', '1.050', '1.050']);
+    expect(row.split(/\s{2,}/)).toEqual([
+      'run 100k',
+      '122.0',
+      '3.05',
+      '<= 120 MB',
+      '1050',
+      '10.50',
+      '122',
+      'n/a',
+      '200.0',
+      'n/a',
+      '5.00',
+      '10.00',
+      '0.61',
+      '1.050',
+      '1.050',
+    ]);
   });
 
-  it("names issue 39's targets: 5 rows <= 1.6x bare node, 100k at 0 ms c=4 <= 92 MB, 1M at 50 ms c=8 <= 147 MB", () => {
+  it("prints each run case's first run, into an empty output, beside the steady state's median", () => {
+    const withFirst = { ...current, firstRuns: { 'run 100k': s(101) } };
+    const row = formatMemory(memoryReport(1, [withFirst]))
+      .split('\n')
+      .find((line) => line.startsWith('run 100k'))!;
+    expect(row.split(/\s{2,}/)).toEqual(['run 100k', '122.0', '3.05', '<= 120 MB', '1050', '10.50', '122', '101.0']);
+  });
+
+  it("names issue 44's targets: 5 rows <= 2.0x bare node, 100k <= 120 MB at c=4 and <= 113 MB at c=1, 1M at 50 ms c=8 <= 160 MB", () => {
     expect(MEMORY_CASES.filter((c) => c.maxRatio !== undefined || c.maxMb !== undefined).map((c) => [c.run, c.maxRatio ?? `${c.maxMb} MB`])).toEqual([
-      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 1.6],
-      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, '92 MB'],
-      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, '147 MB'],
+      [{ rows: 5, latencyMs: 0, concurrency: 4 }, 2.0],
+      [{ rows: 100_000, latencyMs: 0, concurrency: 4 }, '120 MB'],
+      [{ rows: 100_000, latencyMs: 0, concurrency: 1 }, '113 MB'],
+      [{ rows: 1_000_000, latencyMs: 50, concurrency: 8 }, '160 MB'],
     ]);
   });
 });

@@ -4,7 +4,7 @@ import { FileTargetUnreadableError } from '../files/file-errors.js';
 import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { encodedChunks, headerRecord } from './csv-chunks.js';
 import { CsvRecordEncoder } from './csv-record-encoder.js';
-import { countCsvRecords } from './count-records.js';
+import { countStoredCsvRecords } from './count-records.js';
 import { readCsvHeaderFrom } from './read-header.js';
 
 /**
@@ -29,9 +29,9 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
   },
   columnNames: (columns) => columns.map((column) => column.header),
   // A line-oriented format: the header is the first record, read from the start (gunzipped when the file is gzip).
-  readColumns: (file, config) => readingGzip(file, config.gzip, (input) => readCsvHeaderFrom(input, config.gzip)),
+  readColumns: (file, config) => readingGzip(file, config.gzip, () => readCsvHeaderFrom(file.read(), config.gzip)),
   // No row count in a CSV file: its records are counted, the whole file read once.
-  countRows: (file, config) => readingGzip(file, config.gzip, (input) => countCsvRecords(input, config.gzip)),
+  countRows: (file, config) => readingGzip(file, config.gzip, () => countStoredCsvRecords(file, config.gzip)),
 };
 
 /**
@@ -39,9 +39,9 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
  * cannot be read, named, not zlib's bare "incorrect header check". A failed read (a download cut
  * off) stays what it was.
  */
-async function readingGzip<T>(file: StoredFile, gzip: boolean, read: (input: ReturnType<StoredFile['read']>) => Promise<T>): Promise<T> {
+async function readingGzip<T>(file: StoredFile, gzip: boolean, read: () => Promise<T>): Promise<T> {
   try {
-    return await read(file.read());
+    return await read();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | null)?.code;
     if (gzip && typeof code === 'string' && code.startsWith('Z_'))

@@ -42,6 +42,14 @@ export interface StoredFile {
    * run id its metadata carries), for `status`.
    */
   written?(): Promise<{ at: string; runId?: string | undefined }>;
+  /**
+   * All its bytes, in order, through one buffer filled again for each call of `visit` (which must
+   * not keep it): a whole-file scan then holds that buffer, not the file's size in buffers waiting
+   * for a collection. Where a store has none, `read()` serves.
+   */
+  scan?(visit: (bytes: Buffer) => void): Promise<void>;
+  /** What changes when the file is replaced (a local file's inode, size and mtime; an object's generation or ETag). */
+  version?(): Promise<string>;
 }
 
 /** The names a format's messages and codes use: `csv` in codes and logs, `CSV` in sentences. */

@@ -33,6 +33,20 @@ describe('peerGroup', () => {
     expect(group.samples.dlt).toHaveLength(2);
   });
 
+  it('puts tilehouse at one page in flight right after its default, with ratios to the default', () => {
+    const withOne = new Map(samples).set('tilehouse-1', [sample(60_000, 2600, 120)]);
+    const both = peerGroup({ rows: 1_000_000, latencyMs: 50 }, withOne, (tool) => (tool === 'tilehouse' ? 8 : 1));
+    expect(both.figures.map((f) => [f.tool, f.concurrency])).toEqual([
+      ['tilehouse', 8],
+      ['tilehouse-1', 1],
+      ['dlt', 1],
+      ['airbyte', 1],
+    ]);
+    expect(formatPeersReport({ settings: {}, groups: [both] })).toContain(
+      '| 1M, 50 ms | tilehouse, one page at a time | 1 | 1 | 120.0 | 110.0 | 2.6 | 60.0 | 17k | 0.77 | 1.08 | 0.20 |',
+    );
+  });
+
   it('has no ratios without a tilehouse run, rather than ratios to nothing', () => {
     const alone = peerGroup({ rows: 10, latencyMs: 0 }, new Map([['dlt', [sample(1000, 500, 90)]]]), () => 1);
     expect(alone.figures[0]!.vsTilehouse.cpu).toBeNaN();

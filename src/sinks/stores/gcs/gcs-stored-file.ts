@@ -7,6 +7,7 @@ export async function gcsStoredFile(file: File): Promise<StoredFile | undefined>
   return {
     location: `gs://${file.bucket.name}/${file.name}`,
     size: async () => Number((await file.getMetadata())[0].size),
+    version: async () => String((await file.getMetadata())[0].generation),
     // validation: false, since a range (or a stream cut short after the header) has no whole-object checksum to compare.
     read: (range) => file.createReadStream({ validation: false, ...(range ?? {}) }),
     written: async () => {

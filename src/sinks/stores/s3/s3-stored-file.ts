@@ -22,6 +22,7 @@ export async function s3StoredFile(client: S3Client, bucket: string, key: string
       const runId = head.Metadata?.[RUN_ID_METADATA_KEY];
       return Promise.resolve({ at: (head.LastModified ?? new Date(0)).toISOString(), ...(runId === undefined ? {} : { runId }) });
     },
+    version: () => Promise.resolve(`${head.ETag ?? ''}:${size}:${head.LastModified?.toISOString() ?? ''}`),
     read(range) {
       // A range read of the object as it was when headed: If-Match keeps a replaced object out.
       const out = new PassThrough();
