@@ -1,7 +1,7 @@
-import { describeUnless } from '../support/skip.js';
 import { expect, it } from 'vitest';
 import { addPostgresSettings, postgresOrSkip, psql, usePostgresDatabase, postgresBlocker } from '../support/postgres.js';
 import { shippedBundleForAll } from '../support/shipped-bundle.js';
+import { describeUnless } from '../support/skip.js';
 
 const server = postgresOrSkip();
 const bundle = shippedBundleForAll('bundle-postgres');

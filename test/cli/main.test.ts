@@ -31,7 +31,7 @@ describe('main', () => {
     const result = await cli(['export']);
     expect(result).toMatchObject({ code: 2, stdout: '' });
     expect(result.stderr).toBe(
-      'tilehouse: usage_invalid:\n  unknown command "export"; commands: run, schedule, backfill, plan, probe, check, validate, init, k8s\n',
+      'tilehouse: usage_invalid:\n  unknown command "export"; commands: run, schedule, backfill, plan, status, probe, check, validate, init, k8s\n',
     );
   });
 

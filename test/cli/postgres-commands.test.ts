@@ -1,4 +1,3 @@
-import { describeUnless } from '../support/skip.js';
 // validate, check and plan of a job with a postgres sink: offline checks, then the real server.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import { refusalCode, runCli, sandboxEnv, writeWorkspace } from '../support/cli-
 import { addPostgresSettings, postgresOrSkip, psql, TEST_PASSWORD_VARIABLE, usePostgresDatabase, postgresBlocker } from '../support/postgres.js';
 import { detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { describeUnless } from '../support/skip.js';
 
 const server = postgresOrSkip();
 

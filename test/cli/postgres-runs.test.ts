@@ -1,4 +1,3 @@
-import { describeUnless } from '../support/skip.js';
 // tilehouse run and backfill into PostgreSQL through the CLI, against the sandbox and the run's
 // throwaway cluster: a stop mid-COPY, kills at seeded moments, a two-sink job whose PostgreSQL
 // publish fails, windowed jobs and --resume reading the ledger.
@@ -14,6 +13,7 @@ import { seededRandom } from '../support/gcs-kill.js';
 import { addPostgresSettings, postgresOrSkip, psql, usePostgresDatabase, postgresBlocker } from '../support/postgres.js';
 import { detailQuery, incidentDaysQuery } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { describeUnless } from '../support/skip.js';
 
 const server = postgresOrSkip();
 const STOP_DEADLINE_MS = 4_000;

@@ -1,9 +1,9 @@
-import { describeUnless } from '../../support/skip.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgresOrSkip, usePostgresDatabase, postgresBlocker } from '../../support/postgres.js';
 import { type PostgresProxy, startPostgresProxy } from '../../support/postgres-proxy.js';
 import { formatOwnerTag } from '../../../src/temp-owner.js';
 import { column, postgresSink, prepareSink, runContext, runSink, silentLogger } from './postgres-fixtures.js';
+import { describeUnless } from '../../support/skip.js';
 
 const server = postgresOrSkip();
 const columns = [column('id', 'INT64'), column('title', 'STRING')];

@@ -1,7 +1,7 @@
-import { describeUnless } from '../../support/skip.js';
 import { expect, it } from 'vitest';
 import { postgresOrSkip, psql, usePostgresDatabase, postgresBlocker } from '../../support/postgres.js';
 import { column, postgresSink, prepareSink, runContext, runSink } from './postgres-fixtures.js';
+import { describeUnless } from '../../support/skip.js';
 
 const server = postgresOrSkip();
 const columns = [column('id', 'INT64'), column('title', 'STRING')];

@@ -1,4 +1,3 @@
-import { describeUnless } from '../../support/skip.js';
 // The test harness itself: how the vitest global setup finds, starts and provides PostgreSQL and PgBouncer.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providePostgres } from '../../support/global-setup.js';
 import { postgresOrSkip, psql, usePostgresDatabase, postgresBlocker } from '../../support/postgres.js';
+import { describeUnless } from '../../support/skip.js';
 
 describe('providePostgres', () => {
   let empty: string;

@@ -1,7 +1,7 @@
-import { describeUnless } from '../../support/skip.js';
 import { describe, expect, it } from 'vitest';
 import { postgresOrSkip, psql, usePostgresDatabase, postgresBlocker } from '../../support/postgres.js';
 import { column, postgresSink, runContext, runSink } from './postgres-fixtures.js';
+import { describeUnless } from '../../support/skip.js';
 
 const server = postgresOrSkip();
 

@@ -1,0 +1,53 @@
+// A tile run into PostgreSQL with lineage on: its output dataset is named as the OpenLineage
+// naming page names a PostgreSQL table (`postgres://host:port`, `database.schema.table`), which
+// the sink's target text (`schema.table`) alone cannot give; the writer names it with its server.
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { SANDBOX_TILE } from '../../sandbox/index.js';
+import { runCli, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
+import { fileTransportEnv, lineageEventsIn } from '../support/lineage-events.js';
+import { addPostgresSettings, postgresBlocker, postgresOrSkip, usePostgresDatabase } from '../support/postgres.js';
+import { detailQuery } from '../support/queries.js';
+import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { describeUnless } from '../support/skip.js';
+
+const server = postgresOrSkip();
+
+describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () => {
+  const fixture = sandboxAndRootForAll({ incidents: 30 });
+  const database = usePostgresDatabase(server!);
+
+  async function run(name: string, sink: Record<string, unknown>) {
+    const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [{ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
+      itemsPerPage: 10,
+    });
+    const env = await addPostgresSettings(ws.configFile, server!, database.name);
+    const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+      env: { ...sandboxEnv(fixture.sandbox), ...env, ...fileTransportEnv(ws.root) },
+    });
+    return { result, events: await lineageEventsIn(ws.root) };
+  }
+
+  it('names the table postgres://host:port / database.schema.table on START and COMPLETE, with its rows', async () => {
+    const { result, events } = await run('pg_lineage', { type: 'postgres', table: 'incidents_lineage' });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(events.map((event) => event.eventType)).toEqual(['START', 'COMPLETE']);
+    const complete = events[1]!;
+    expect(complete.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.incidents_lineage` },
+    ]);
+    expect(complete.outputs[0]?.outputFacets?.outputStatistics).toMatchObject({ rowCount: 30 });
+  });
+
+  it('names the table it opened on FAIL too, when the publish is refused after the COPY (a merge key the rows share)', async () => {
+    // Severity repeats across incidents: a merge on it finds a key twice in the staging table, after the writer opened.
+    const { result, events } = await run('pg_lineage_fail', { type: 'postgres', table: 'refused_lineage', writeMode: 'merge', primaryKey: ['severity'] });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('postgres_duplicate_key');
+    const failed = events.at(-1)!;
+    expect(failed.eventType).toBe('FAIL');
+    expect(failed.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.refused_lineage` },
+    ]);
+  });
+});
