@@ -9,7 +9,8 @@ export const statusCommand: Command = {
   name: 'status',
   help: `Usage: tilehouse status [--config FILE] [--jobs DIR] [--job NAME]... [--json]
 
-For each job (or each --job), for each sink's target (the one a run now would write): the run
+For each job (or each --job), for each sink's target (the one the schedule's latest run wrote;
+a dated path names that run's day): the run
 that last published it, when that run started, its row count and where that was read (a file's
 manifest; a gs:// or s3:// object's metadata, rows counted; BigQuery's run ledger), and LATE when
 the job's schedule fired since and no run started since then wrote it. A local file without a

@@ -41,7 +41,10 @@ export async function jobStatusOf(
     jobName: job.name,
     tileId: job.tile,
     runId: '',
-    startedAt: options.now,
+    // The target the schedule's latest run wrote, not the one a run now would: a dated path
+    // (`{date}`, an incremental job's open day) names the day that run started in, and a run after
+    // midnight has not written today's yet.
+    startedAt: due ?? options.now,
     columns: [],
     logger: options.logger.child({ job: job.name }),
     ...(options.signal === undefined ? {} : { signal: options.signal }),

@@ -9,7 +9,7 @@ import type { RunSeams } from './run-context.js';
 /**
  * `status`: for each job, which run wrote each of its targets and whether the schedule expected a
  * newer one, from the targets alone (no credentials, no source request). The jobs' sinks are
- * built as a run builds them, so each target is the one a run now would write.
+ * built as a run builds them; each target is the one the schedule's latest run wrote (a run now's without a schedule).
  */
 export async function statusOfWorkspace(
   workspace: Workspace,
