@@ -10,6 +10,7 @@ import type { StoreSeams } from './stores/registry.js';
 import type { WindowStateReader } from './window-state.js';
 import type { JobDefinition } from '../value-types/job-definition.js';
 import type { WorkspaceCheckerFactory } from './workspace-checks.js';
+import type { LineageDatasetName } from './lineage-dataset-name.js';
 
 /**
  * What building a sink may be handed instead of production's defaults (the object stores' seams,
@@ -46,14 +47,7 @@ export interface RecordedTile {
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }
 
-/**
- * An OpenLineage dataset's identity, as the spec's naming page gives it for the store a target is
- * in (`bigquery` / `project.dataset.table`, `gs://bucket` / key, `file` / path...).
- */
-export interface LineageDatasetName {
-  namespace: string;
-  name: string;
-}
+export type { LineageDatasetName } from './lineage-dataset-name.js';
 
 /** Records one tile run (or backfill window) where a kind keeps its runs (BigQuery: the run ledger). */
 export type RunRecorder = (tile: RecordedTile, window?: { from: string; to: string; open?: boolean }) => Promise<void>;

@@ -3,6 +3,7 @@ import type { SinkConfig } from '../config/job-schema.js';
 import type { RetryBudget } from '../retry.js';
 import type { Column, TypedRow } from '../transform/column.js';
 import type { GuardCheck, GuardVerdict } from './publish-guard.js';
+import type { LineageDatasetName } from './lineage-dataset-name.js';
 import type { JobDefinition } from '../value-types/job-definition.js';
 
 /**
@@ -96,7 +97,7 @@ export interface SinkWriter {
    * text (a PostgreSQL table's server and database); absent: the kind names it from the target
    * (SinkKind.lineage).
    */
-  readonly lineageDataset?: { namespace: string; name: string };
+  readonly lineageDataset?: LineageDatasetName;
   writeRows(rows: readonly TypedRow[]): Promise<void>;
   prepare(): Promise<void>;
   /**

@@ -19,6 +19,7 @@ import { contractDecision, readTableColumns } from './table-columns.js';
 import { checkStaging } from './staging-checks.js';
 import { qualifiedName, quoteIdentifier, quoteLiteral, STAGING_PREFIX } from './sql-names.js';
 import { postgresHolding } from './target-holding.js';
+import type { LineageDatasetName } from '../lineage-dataset-name.js';
 
 /** Rows are sent to COPY in chunks of about this many characters: few writes, little held. */
 const CHUNK_CHARS = 64 * 1024;
@@ -133,7 +134,7 @@ export class PostgresWriter implements SinkWriter {
   }
 
   /** OpenLineage's naming of a PostgreSQL table: `postgres://host:port` / `database.schema.table`. */
-  get lineageDataset(): { namespace: string; name: string } {
+  get lineageDataset(): LineageDatasetName {
     const { host, port, database } = this.dependencies.connection;
     return { namespace: `postgres://${host}:${port}`, name: `${database}.${this.plan.schema}.${this.plan.table}` };
   }

@@ -6,6 +6,7 @@ import type { TargetKind } from '../../error-codes.js';
 import type { RetryBudget } from '../../retry.js';
 import type { Column } from '../../transform/column.js';
 import type { SinkWriter } from '../sink.js';
+import type { LineageDatasetName } from '../lineage-dataset-name.js';
 import type { HeldWindow, WindowHoldings } from '../window-state.js';
 import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
 import type { ManifestRun } from './manifest.js';
@@ -69,7 +70,7 @@ export interface ObjectStoreKind {
   /** What it takes from the environment file (`sinks.<store>`), for `load`. */
   optionsFrom(environment: EnvironmentConfig): StoreOptions;
   /** The OpenLineage dataset a target here is, as the spec's naming page names it (no client loaded). */
-  lineageDataset(location: string): StoredDatasetName;
+  lineageDataset(location: string): LineageDatasetName;
   /** The annotations its targets need on the pods' service account (`tilehouse k8s`); absent: none. */
   serviceAccountAnnotations?(): Record<string, string>;
   /** The store, its client made from `options` (or the one a seam injects); its modules are loaded here, on first use. */
@@ -132,19 +133,10 @@ export interface StoreWriterOptions {
 }
 
 /**
- * An OpenLineage dataset's name (sink-kind.ts's LineageDatasetName, written here again because the
- * sink contract imports the stores' registry: a store importing it back would close a circle).
- */
-export interface StoredDatasetName {
-  namespace: string;
-  name: string;
-}
-
-/**
  * A bucket store's object as an OpenLineage dataset, as the spec's naming page has it:
  * `<scheme>bucket` the namespace, the object's key the name.
  */
-export function bucketObjectDataset(urls: ObjectStoreUrls, location: string): StoredDatasetName {
+export function bucketObjectDataset(urls: ObjectStoreUrls, location: string): LineageDatasetName {
   const { bucket, rest } = urls.split(location) ?? { bucket: '', rest: location };
   return { namespace: `${urls.scheme}${bucket}`, name: rest };
 }
