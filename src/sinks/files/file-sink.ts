@@ -142,16 +142,26 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
    * format (CSV: every record read; Parquet: the footer's num_rows). No file: nothing held.
    */
   async holdingOf(target: string): Promise<TargetHolding> {
+    return (await this.readTarget(target)).holding;
+  }
+
+  /**
+   * What the target holds and its version (StoredFile.version), from one look at the stored file;
+   * the version is undefined when there is no file or it cannot be read (then it is read again).
+   */
+  private async readTarget(target: string): Promise<{ version: string | undefined; holding: TargetHolding }> {
     const base = { target, effect: 'replace' as const };
+    let version: string | undefined;
     try {
       const file = await this.storedFile(target);
-      if (file === undefined) return { ...base, rows: undefined, readFrom: 'no file yet' };
+      if (file === undefined) return { version, holding: { ...base, rows: undefined, readFrom: 'no file yet' } };
+      version = await file.version?.().catch(() => undefined);
       const manifest = this.options.config.manifest === true ? await this.storedManifest(target) : undefined;
       if (manifest !== undefined && typeof manifest.rows === 'number' && manifest.bytes === (await file.size()))
-        return { ...base, rows: manifest.rows, readFrom: 'its manifest', ...writtenByOf(manifest) };
-      return { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` };
+        return { version, holding: { ...base, rows: manifest.rows, readFrom: 'its manifest', ...writtenByOf(manifest) } };
+      return { version, holding: { ...base, rows: await this.format.countRows(file, this.options.config), readFrom: `the ${this.format.label} file counted` } };
     } catch (error) {
-      return { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) };
+      return { version, holding: { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) } };
     }
   }
 
@@ -206,18 +216,20 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     const target = this.targetFor(context);
     const settings = this.options.guard;
     if (settings === undefined) return { settings, holding: () => this.holdingOf(target) };
-    const atOpen = this.versionOf(target).then(async (version) => ({ version, holding: await this.holdingOf(target) }));
+    const atOpen = this.readTarget(target);
     return {
       settings,
       holding: async () => {
         const early = await atOpen;
-        return early.version !== undefined && early.version === (await this.versionOf(target)) ? early.holding : this.holdingOf(target);
+        if (early.version === undefined) return this.holdingOf(target);
+        const now = await this.readVersion(target);
+        return now === early.version ? early.holding : this.holdingOf(target);
       },
     };
   }
 
-  /** The target's version (StoredFile.version), or undefined when there is no file or it cannot be read: then it is read again. */
-  private async versionOf(target: string): Promise<string | undefined> {
+  /** The target's version now, or undefined when there is no file or it cannot be read. */
+  private async readVersion(target: string): Promise<string | undefined> {
     try {
       return await (await this.storedFile(target))?.version?.();
     } catch {
