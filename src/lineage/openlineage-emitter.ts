@@ -5,6 +5,7 @@ import { scrubSecrets } from '../secret-scrubber.js';
 import type { Lineage, LineageTileEnd, LineageTileRun, LineageTileStart } from './lineage.js';
 import type { LineageTransport } from './lineage-transport.js';
 import { TileRunEvents, type EventContext } from './run-events.js';
+import { newUuidV7 } from './run-uuid.js';
 
 /**
  * Lineage on: each tile run's events are built here and sent through one transport, one at a time
@@ -31,8 +32,9 @@ export class OpenLineageEmitter implements Lineage {
   startTile(start: LineageTileStart): LineageTileRun {
     let events: TileRunEvents;
     try {
-      events = new TileRunEvents(start, this.context);
-      this.enqueue(events.started(this.now()));
+      const at = this.now();
+      events = new TileRunEvents(start, this.context, newUuidV7(at.getTime()));
+      this.enqueue(events.started(at));
     } catch (error) {
       this.warnOnce(`lineage: no events for job ${start.job}: ${messageOf(error)}`);
       return { end: () => undefined };

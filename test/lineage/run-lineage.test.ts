@@ -62,7 +62,7 @@ const fileTransport = (workspace: Workspace) => fileTransportEnv(workspace.root)
 const eventsOf = (workspace: Workspace) => lineageEventsIn(workspace.root);
 
 describe('tilehouse run with lineage', () => {
-  it('sends START then COMPLETE for a tile, its input the tile and its outputs the CSV and Parquet files, and a retry with the same --run-id is the same run', async () => {
+  it('sends START then COMPLETE for a tile, its input the tile and its outputs the CSV and Parquet files, and a retry with the same --run-id is a run of its own', async () => {
     const workspace = await workspaceOf([]);
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
     const first = await run(workspace, fileTransport(workspace), ['--run-id', 'nightly-1']);
@@ -71,9 +71,12 @@ describe('tilehouse run with lineage', () => {
     expect(second.exitCode).toBe(0);
     const events = await eventsOf(workspace);
     expect(events.map((event) => event.eventType)).toEqual(['START', 'COMPLETE', 'START', 'COMPLETE']);
-    const [start, complete, retried] = events as [Event, Event, Event, Event];
-    expect(new Set(events.map((event) => event.run.runId)).size).toBe(1);
-    expect(retried.run.runId).toBe(start.run.runId);
+    const [start, complete, retried, retriedEnd] = events as [Event, Event, Event, Event];
+    // COMPLETE is final (the spec's run cycle): the retry's events are another run, tilehouse's run id in both.
+    expect(complete.run.runId).toBe(start.run.runId);
+    expect(retriedEnd.run.runId).toBe(retried.run.runId);
+    expect(retried.run.runId).not.toBe(start.run.runId);
+    for (const event of events) expect(event.run.facets.tilehouse).toMatchObject({ runId: 'nightly-1' });
     expect(start.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents' });
     expect(start.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE }]);
     expect(complete.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
@@ -134,6 +137,28 @@ describe('tilehouse run with lineage', () => {
     expect(String(events[1]?.run.facets.errorMessage?.message)).toMatch(/^auth_invalid_client: /);
     expect(JSON.stringify(events)).not.toContain('not-the-secret');
     expect(events[1]?.run.facets.tilehouse).toMatchObject({ status: 'failed', errorCode: 'auth_invalid_client' });
+  });
+
+  it('sends a failed try and its retry with the same --run-id as two runs, FAIL then COMPLETE, nothing after either', async () => {
+    const workspace = await workspaceOf([]);
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
+    const failed = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', 'nightly-2'], {
+      env: { ...sandboxEnv(fixture.sandbox, 'not-the-secret'), ...fileTransport(workspace) },
+    });
+    expect(failed.exitCode).toBe(1);
+    const retried = await run(workspace, fileTransport(workspace), ['--run-id', 'nightly-2']);
+    expect(retried.exitCode, retried.stderr).toBe(0);
+    // eventsOf checks the run cycle of every run id: nothing after a terminal event.
+    const events = await eventsOf(workspace);
+    expect(events.map((event) => event.eventType)).toEqual(['START', 'FAIL', 'START', 'COMPLETE']);
+    const [firstStart, fail, secondStart, complete] = events as [Event, Event, Event, Event];
+    expect(fail.run.runId).toBe(firstStart.run.runId);
+    expect(complete.run.runId).toBe(secondStart.run.runId);
+    expect(complete.run.runId).not.toBe(fail.run.runId);
+    // The retry carries no trace of the failed try's error; both name tilehouse's run.
+    expect(complete.run.facets.errorMessage).toBeUndefined();
+    expect(fail.run.facets.tilehouse).toMatchObject({ runId: 'nightly-2', status: 'failed', errorCode: 'auth_invalid_client' });
+    expect(complete.run.facets.tilehouse).toMatchObject({ runId: 'nightly-2', status: 'succeeded', rows: INCIDENTS });
   });
 
   it("sends FAIL with the guard's verdicts when the publish guard refuses a run that lost its rows", async () => {
