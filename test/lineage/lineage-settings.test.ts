@@ -62,6 +62,35 @@ describe('lineageSettingsOf', () => {
     await expect(lineageSettingsOf({ OPENLINEAGE_CONFIG: file }, undefined)).rejects.toThrow(/OPENLINEAGE_CONFIG .*openlineage-.*\.yml: transport: type: /);
   });
 
+  it('refuses a user or password in the URL wherever it is given, pointing at OPENLINEAGE_API_KEY, without showing them', async () => {
+    const file = await configFile('transport:\n  type: http\n  url: http://svc-user:file%40secret@marquez:5000\n');
+    const section = lineageSchema.parse({ transport: { type: 'http', url: 'http://svc-user:section-secret@marquez:5000' } });
+    const sources: Array<[string, NodeJS.ProcessEnv, typeof section | undefined, string]> = [
+      ['OPENLINEAGE_URL', { OPENLINEAGE_URL: 'http://svc-user:env-secret@marquez:5000' }, undefined, 'env-secret'],
+      ['OPENLINEAGE_URL', { OPENLINEAGE_URL: 'http://only-a-user@marquez:5000' }, undefined, 'only-a-user'],
+      [
+        'OPENLINEAGE__TRANSPORT__URL',
+        { OPENLINEAGE__TRANSPORT__TYPE: 'http', OPENLINEAGE__TRANSPORT__URL: 'https://u:nested-secret@marquez' },
+        undefined,
+        'nested-secret',
+      ],
+      ['OPENLINEAGE_CONFIG', { OPENLINEAGE_CONFIG: file }, undefined, 'file@secret'],
+      ['lineage.transport of the environment file', {}, section, 'section-secret'],
+    ];
+    for (const [where, env, given, secret] of sources) {
+      const error = await lineageSettingsOf(env, given).catch((caught: unknown) => caught);
+      expect(error, where).toBeInstanceOf(LineageConfigError);
+      const message = (error as Error).message;
+      expect(message).toContain(`lineage: ${where}`);
+      expect(message).toContain('OPENLINEAGE_API_KEY');
+      expect(message).not.toContain(secret);
+      expect(message).not.toContain(encodeURIComponent(secret));
+      expect(message).not.toContain('svc-user');
+    }
+    // A URL without them is taken as it is.
+    expect((await lineageSettingsOf(URL_ONLY, undefined))?.transport).toMatchObject({ type: 'http', url: 'http://127.0.0.1:5000' });
+  });
+
   it("reads the parent from OPENLINEAGE_PARENT_ID, a job name with '/' included, the root being the parent when none is given", async () => {
     const settings = await lineageSettingsOf({ ...URL_ONLY, OPENLINEAGE_PARENT_ID: `airflow/team/nightly.export/${RUN}` }, undefined);
     const parent = { namespace: 'airflow', name: 'team/nightly.export', runId: RUN };

@@ -125,6 +125,34 @@ describe('tilehouse run with lineage', () => {
     expect(await listFiles(workspace.outDir).catch(() => [])).toEqual([]);
   });
 
+  it('refuses a password in OPENLINEAGE_URL in validate and run (exit 2, lineage_config_invalid, OPENLINEAGE_API_KEY named), printing it on no line and sending nothing', async () => {
+    const workspace = await workspaceOf([]);
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
+    // A consumer that fails every send: before the refusal, its warning printed the URL with the password.
+    consumer = await startLineageConsumer({ answer: 'status', status: 503 });
+    const password = 'pw-in-the-url-7f3a';
+    const url = new URL(consumer.url);
+    url.username = 'marquez-writer';
+    url.password = password;
+    const env = { OPENLINEAGE_URL: url.toString(), OPENLINEAGE__TRANSPORT__TIMEOUT: '1' };
+    const validated = await runCli(['validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...sandboxEnv(fixture.sandbox), ...env },
+    });
+    const ran = await run(workspace, env, ['--json']);
+    for (const [command, result] of [
+      ['validate', validated],
+      ['run', ran],
+    ] as const) {
+      expect(result.exitCode, command).toBe(2);
+      const lines = [...result.stdout.split('\n'), ...result.stderr.split('\n'), ...result.logs.map((line) => JSON.stringify(line))];
+      for (const line of lines) expect(line, `${command}: ${line}`).not.toContain(password);
+      expect(`${result.stdout}${result.stderr}`, command).toContain('OPENLINEAGE_API_KEY');
+      expect(`${result.stdout}${result.stderr}`, command).toContain('lineage: OPENLINEAGE_URL: the URL carries a user or password');
+    }
+    expect(refusalCode(ran)).toBe('lineage_config_invalid');
+    expect(consumer.received).toEqual([]);
+  });
+
   it('sends FAIL with the stable code of a tile that failed', async () => {
     const workspace = await workspaceOf([]);
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
