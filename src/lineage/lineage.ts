@@ -48,7 +48,20 @@ export interface LineageTileEnd {
     | {
         tripped: boolean;
         overridden: boolean;
-        verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined; reason?: string | undefined }>;
+        verdicts: ReadonlyArray<{
+          target: string;
+          verdict: string;
+          rule?: string | undefined;
+          reason?: string | undefined;
+          /** Rows the target held (of what a publish replaces), or the recent runs' median. */
+          held?: number | undefined;
+          /** Rows this export brought. */
+          exported?: number | undefined;
+          /** The setting that lets a refused publish pass. */
+          setting?: string | undefined;
+          /** The run that wrote the target, and what changed in the job's definition since. */
+          changedSince?: { runId: string; changes: ReadonlyArray<{ part: string; details?: readonly string[] | undefined }> } | undefined;
+        }>;
       }
     | undefined;
 }

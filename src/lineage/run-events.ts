@@ -217,11 +217,23 @@ export class TileRunEvents {
             guard: {
               tripped: end.guard.tripped,
               overridden: end.guard.overridden,
-              verdicts: end.guard.verdicts.map(({ target, verdict, rule, reason }) => ({
+              // As the run summary has it: what the target held, what this export brought, what changed.
+              verdicts: end.guard.verdicts.map(({ target, verdict, rule, reason, held, exported, setting, changedSince }) => ({
                 target,
                 verdict,
                 ...(rule === undefined ? {} : { rule }),
                 ...(reason === undefined ? {} : { reason: scrubSecrets(reason) }),
+                ...(held === undefined ? {} : { held }),
+                ...(exported === undefined ? {} : { exported }),
+                ...(setting === undefined ? {} : { setting }),
+                ...(changedSince === undefined
+                  ? {}
+                  : {
+                      changedSince: {
+                        runId: changedSince.runId,
+                        changes: changedSince.changes.map(({ part, details }) => ({ part, ...(details === undefined ? {} : { details: [...details] }) })),
+                      },
+                    }),
               })),
             },
           }),

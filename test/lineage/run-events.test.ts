@@ -151,11 +151,23 @@ describe('TileRunEvents', () => {
     expect(event.run.facets.errorMessage?.message).toBe('run_stopped: stopped by SIGTERM');
   });
 
-  it("carries a tripped publish guard's verdicts", () => {
+  it("carries a tripped publish guard's verdicts as the run summary has them: rows held, rows exported, the setting, what changed", () => {
     const guard = {
       tripped: true,
       overridden: false,
-      verdicts: [{ target: 'out/a.csv', verdict: 'trip', rule: 'shrink', reason: '10 rows, 90% fewer than 100' }],
+      verdicts: [
+        {
+          target: 'out/a.csv',
+          verdict: 'trip',
+          rule: 'shrink',
+          reason: '10 rows, 90% fewer than 100',
+          held: 100,
+          exported: 10,
+          setting: 'guard.maxShrink',
+          changedSince: { runId: '20261120T213005Z-1a2b3c', changes: [{ part: 'query', details: ['filters on Severity'] }, { part: 'sinks' }] },
+        },
+        { target: 'out/b.csv', verdict: 'off', reason: 'guard: false', exported: 10 },
+      ],
     };
     const event = valid(
       new TileRunEvents(START, CONTEXT).ended(

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, refusalCode, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, refusalCode, runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 import { fileTransportEnv, lineageEventsIn, type LineageEvent as Event } from '../support/lineage-events.js';
@@ -195,7 +195,7 @@ describe('tilehouse run with lineage', () => {
     await writeFile(jobFile, stringify(detailJob(workspace)));
     expect((await run(workspace, {})).exitCode).toBe(0);
     await writeFile(jobFile, stringify(detailJob(workspace, INCIDENTS)));
-    const tripped = await run(workspace, fileTransport(workspace));
+    const tripped = await run(workspace, fileTransport(workspace), ['--json']);
     expect(tripped.exitCode).toBe(1);
     const [, fail] = await eventsOf(workspace);
     expect(fail?.eventType).toBe('FAIL');
@@ -204,10 +204,14 @@ describe('tilehouse run with lineage', () => {
       tripped: true,
       overridden: false,
       verdicts: [
-        { target: path.join(workspace.outDir, 'incidents.csv'), verdict: 'trip', rule: 'empty' },
-        { target: path.join(workspace.outDir, 'incidents.parquet'), verdict: 'trip', rule: 'empty' },
+        { target: path.join(workspace.outDir, 'incidents.csv'), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0, setting: 'guard.allowEmpty' },
+        { target: path.join(workspace.outDir, 'incidents.parquet'), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0, setting: 'guard.allowEmpty' },
       ],
     });
+    // What changed since the run that wrote the targets (the query's filter), as the summary says it.
+    const summary = summaryOf(tripped.stdout, 'run');
+    expect(summary.tiles[0]?.guard?.verdicts).toHaveLength(2);
+    expect((fail?.run.facets.tilehouse?.guard as { verdicts: unknown }).verdicts).toEqual(summary.tiles[0]?.guard?.verdicts);
     // The targets it meant to write are named, without statistics: nothing was published.
     expect(fail?.outputs).toEqual([
       { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv') },
