@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineageSchema } from '../../src/config/lineage-schema.js';
+import { postgresConnectionSchema } from '../../src/config/postgres-connection-schema.js';
 import { LineageConfigError, lineageSettingsOf } from '../../src/lineage/lineage-settings.js';
 
 const RUN = '01936f2b-4c5d-7e8f-9a0b-1c2d3e4f5a6b';
@@ -132,5 +133,31 @@ describe("the environment file's lineage section", () => {
     expect(parsed.success).toBe(false);
     expect(JSON.stringify(parsed.error?.issues)).toContain('OPENLINEAGE_API_KEY');
     expect(JSON.stringify(parsed.error?.issues)).not.toContain('literal-key');
+  });
+});
+
+describe('sinks.postgres.lineageNamespace', () => {
+  const connection = { host: 'pgbouncer', database: 'app', user: 'loader', password: '${PG_PASSWORD}' };
+
+  it('takes the server as postgres://host:port, lower-cased as a URL writes it', () => {
+    expect(postgresConnectionSchema.parse({ ...connection, lineageNamespace: 'postgres://DB.internal:5432', lineageDatabase: 'warehouse' })).toMatchObject({
+      lineageNamespace: 'postgres://db.internal:5432',
+      lineageDatabase: 'warehouse',
+    });
+  });
+
+  it.each([
+    ['postgresql://db.internal:5432', /must start with postgres:\/\//],
+    ['postgres://db.internal', /names no port/],
+    ['postgres://db.internal:5432/warehouse', /host:port only/],
+    ['postgres://db.internal:5432?sslmode=require', /host:port only/],
+    ['db.internal:5432', /must start with postgres:\/\/|must be postgres:\/\/host:port/],
+    ['postgres://admin:hunter2@db.internal:5432', /must not carry a user or password/],
+  ])('refuses %s', (value, message) => {
+    const parsed = postgresConnectionSchema.safeParse({ ...connection, lineageNamespace: value });
+    expect(parsed.success).toBe(false);
+    const issue = parsed.error?.issues.find((candidate) => candidate.path[0] === 'lineageNamespace');
+    expect(issue?.message).toMatch(message);
+    expect(issue?.message).not.toContain('hunter2');
   });
 });
