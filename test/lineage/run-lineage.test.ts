@@ -77,6 +77,9 @@ describe('tilehouse run with lineage', () => {
     expect(retriedEnd.run.runId).toBe(retried.run.runId);
     expect(retried.run.runId).not.toBe(start.run.runId);
     for (const event of events) expect(event.run.facets.tilehouse).toMatchObject({ runId: 'nightly-1' });
+    // docs/lineage.md's rule: START lists no outputs (in Marquez each would be a second, empty version of the run).
+    expect(start.outputs).toEqual([]);
+    expect(retried.outputs).toEqual([]);
     expect(start.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents' });
     expect(start.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE }]);
     expect(complete.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
