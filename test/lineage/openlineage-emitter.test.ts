@@ -8,6 +8,7 @@ import { closeLineage, openLineage } from '../../src/lineage/open-lineage.js';
 import { createLogger } from '../../src/log.js';
 import { Capture } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
+import { runCycleProblems, type LineageEvent } from '../support/lineage-events.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 
 const START: LineageTileStart = {
@@ -93,6 +94,23 @@ describe('OpenLineage over HTTP', () => {
     expect(String(warnings[0]?.msg)).toMatch(reason);
     // Closing returned though the consumer never answered the one event it got.
     expect(consumer.hanging()).toBe(mode.answer === 'never' ? 1 : 0);
+  });
+
+  it('keeps the run cycle: one terminal event per tile run however often it is ended, and a second start of the same tile run is another run', async () => {
+    consumer = await startLineageConsumer({ answer: 'ok' });
+    const logger = createLogger({ destination: new Capture(), level: 'info' });
+    const opened = await openLineage({ env: { OPENLINEAGE_URL: consumer.url }, section: undefined, logger, writeConsole: () => undefined });
+    const first = lineage().startTile(START);
+    first.end({ ...END, status: 'failed', error: { code: 'publish_guard_tripped', message: 'refused' } }, false);
+    first.end(END, false);
+    first.end(END, true);
+    const retry = lineage().startTile(START);
+    retry.end(END, false);
+    await closeLineage(opened);
+    const events = consumer.received.map((request) => request.event as unknown as LineageEvent);
+    expect(events.map((event) => event.eventType)).toEqual(['START', 'FAIL', 'START', 'COMPLETE']);
+    expect(runCycleProblems(events)).toEqual([]);
+    expect(events[2]?.run.runId).not.toBe(events[0]?.run.runId);
   });
 
   it('a consumer that refuses connections costs one warning', async () => {

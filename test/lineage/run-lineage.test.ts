@@ -7,7 +7,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, refusalCode, runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
-import { fileTransportEnv, lineageEventsIn, type LineageEvent as Event } from '../support/lineage-events.js';
+import { fileTransportEnv, lineageEventsIn, runCycleProblems, type LineageEvent as Event } from '../support/lineage-events.js';
 import { dailySeverityQuery, detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
@@ -236,6 +236,7 @@ describe('tilehouse run with lineage', () => {
     const events = consumer.received.map((request) => request.event as unknown as Event);
     expect(events.map((event) => event.eventType)).toEqual(['START', 'ABORT']);
     for (const event of events) expect(openLineageProblems(event)).toEqual([]);
+    expect(runCycleProblems(events)).toEqual([]);
     expect(String(events[1]?.run.facets.errorMessage?.message)).toMatch(/^run_stopped: /);
   });
 
