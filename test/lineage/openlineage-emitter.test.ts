@@ -152,3 +152,26 @@ describe('OpenLineage to a file and the console', () => {
     expect(consumer.received).toEqual([]);
   });
 });
+
+describe("a transport's error", () => {
+  it("prints no user or password of a URL the consumer's answer quotes, on any line, at any level", async () => {
+    // A proxy in front of the consumer that answers a redirect naming where it would send the event, credentials included.
+    consumer = await startLineageConsumer({
+      answer: 'status',
+      status: 307,
+      body: '{"error":"moved","location":"https://svc-user:proxy-pass-93@lineage.internal/api/v1/lineage"}',
+    });
+    const logs = new Capture();
+    const logger = createLogger({ destination: logs, level: 'debug' });
+    const opened = await openLineage({ env: { OPENLINEAGE_URL: consumer.url }, section: undefined, logger, writeConsole: () => undefined });
+    lineage().startTile(START).end(END, false);
+    await closeLineage(opened);
+    const lines = logs.lines().map((line) => JSON.stringify(line));
+    expect(lines.filter((line) => line.includes('HTTP 307'))).toHaveLength(4);
+    for (const line of lines) {
+      expect(line).not.toContain('proxy-pass-93');
+      expect(line).not.toContain('svc-user');
+    }
+    expect(lines.join('\n')).toContain('https://[redacted]@lineage.internal');
+  });
+});
