@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lineageSchema } from '../../src/config/lineage-schema.js';
+import { lineageSchema, type LineageConfig } from '../../src/config/lineage-schema.js';
 import { postgresConnectionSchema } from '../../src/config/postgres-connection-schema.js';
 import { LineageConfigError, lineageSettingsOf } from '../../src/lineage/lineage-settings.js';
 
@@ -65,7 +65,10 @@ describe('lineageSettingsOf', () => {
 
   it('refuses a user or password in the URL wherever it is given, pointing at OPENLINEAGE_API_KEY, without showing them', async () => {
     const file = await configFile('transport:\n  type: http\n  url: http://svc-user:file%40secret@marquez:5000\n');
-    const section = lineageSchema.parse({ transport: { type: 'http', url: 'http://svc-user:section-secret@marquez:5000' } });
+    // The section's schema refuses it already (test/cli/validate-lineage.test.ts); the settings refuse it again.
+    const raw = { transport: { type: 'http', url: 'http://svc-user:section-secret@marquez:5000' } };
+    expect(lineageSchema.safeParse(raw).success).toBe(false);
+    const section = { namespace: 'tilehouse', disabled: false, transport: { ...raw.transport, endpoint: 'api/v1/lineage', timeout: 5 } } as LineageConfig;
     const sources: Array<[string, NodeJS.ProcessEnv, typeof section | undefined, string]> = [
       ['OPENLINEAGE_URL', { OPENLINEAGE_URL: 'http://svc-user:env-secret@marquez:5000' }, undefined, 'env-secret'],
       ['OPENLINEAGE_URL', { OPENLINEAGE_URL: 'http://only-a-user@marquez:5000' }, undefined, 'only-a-user'],
