@@ -222,6 +222,12 @@ describe('the OpenLineage run of a try', () => {
     const end = valid(events.ended(AT, ended([]), false));
     expect(start.run.facets.tilehouse).toMatchObject({ runId: START.runId, status: 'started' });
     expect(start.run.facets.tilehouse).not.toHaveProperty('rows');
+    // The facet's schema tells a START's facet (run id and status) from a terminal one (all of it).
+    const raw = events.started(AT) as { run: { facets: { tilehouse: Record<string, unknown> } } };
+    expect(openLineageProblems({ ...raw, run: { ...raw.run, facets: { tilehouse: { ...raw.run.facets.tilehouse, rows: 0 } } } })).not.toEqual([]);
+    const final = events.ended(AT, ended([]), false) as { run: { facets: { tilehouse: Record<string, unknown> } } };
+    const { rows: _rows, ...withoutRows } = final.run.facets.tilehouse;
+    expect(openLineageProblems({ ...final, run: { ...final.run, facets: { tilehouse: withoutRows } } })).not.toEqual([]);
     expect(end.run.facets.tilehouse).toMatchObject({ runId: START.runId, status: 'succeeded' });
     expect(start.run.runId).toBe(end.run.runId);
   });
