@@ -28,8 +28,14 @@ export function formatProblem(problem: ConfigProblem): string {
 // The lineage transport: a refused one may hold an API key (lineage-schema.ts refuses it there).
 const SECRET_FIELDS = new Set(['source.clientSecret', 'lineage.transport', 'lineage.transport.auth', 'lineage.transport.auth.apiKey']);
 const QUOTED_ENV_REFERENCE = /^"\$\{[A-Za-z_][A-Za-z0-9_]*\}"$/;
+// A URL with user info (`scheme://user:password@host`), in any field: the password would be printed back.
+const URL_WITH_USER_INFO = /\/\/[^/\s"@]+@/;
 
 function withoutSecretValue(problem: ConfigProblem): ConfigProblem {
+  if (problem.value !== undefined && URL_WITH_USER_INFO.test(problem.value)) {
+    const { value: _credentials, ...rest } = problem;
+    return rest;
+  }
   if (!SECRET_FIELDS.has(problem.field) || problem.value === undefined || QUOTED_ENV_REFERENCE.test(problem.value)) return problem;
   const { value: _secret, ...rest } = problem;
   return rest;

@@ -77,6 +77,18 @@ export const lineageSchema = z
         message: 'an API key is a secret and is refused here (the value is not shown): set OPENLINEAGE_API_KEY, or mount an OPENLINEAGE_CONFIG file',
       });
     }
+    // A password in the URL is a secret in a ConfigMap too, and the clients disagree on using it (docs/lineage.md).
+    if (section.transport?.type === 'http' && URL.canParse(section.transport.url)) {
+      const url = new URL(section.transport.url);
+      if (url.username !== '' || url.password !== '')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['transport', 'url'],
+          input: '(not shown)',
+          message:
+            'a user or password in the URL is refused (the value is not shown): remove it and set OPENLINEAGE_API_KEY (sent as Authorization: Bearer <key>) from a Secret',
+        });
+    }
   });
 
 export type LineageConfig = z.infer<typeof lineageSchema>;

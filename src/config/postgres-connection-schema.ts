@@ -11,6 +11,28 @@ export type SslMode = (typeof SSL_MODES)[number];
 const secretReference = (example: string) => z.string().regex(ENV_REFERENCE, `must be a reference like \${${example}}; literal secrets are refused in YAML`);
 
 /**
+ * What is wrong with an OpenLineage namespace for a PostgreSQL server, or undefined. The naming
+ * spec (openlineage.io/docs/spec/naming) names a server `postgres://{host}:{port}`, nothing more:
+ * a user, a password, a database or a parameter would make another node than dbt's or Airflow's
+ * (and a password would be printed in every event).
+ */
+export function lineageNamespaceProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be postgres://host:port, the database server as other producers name it (e.g. postgres://db.internal:5432)';
+  }
+  if (url.protocol !== 'postgres:') return 'must start with postgres:// (the OpenLineage naming of a PostgreSQL server)';
+  if (url.username !== '' || url.password !== '') return 'must not carry a user or password (the value is not shown)';
+  if (url.hostname === '') return 'names no host: postgres://host:port';
+  if (url.port === '') return 'names no port: postgres://host:port, the port included (5432 when it is the default) as the naming spec writes it';
+  if ((url.pathname !== '' && url.pathname !== '/') || url.search !== '' || url.hash !== '')
+    return `must be postgres://host:port only (the database, schema and table are the dataset's name), e.g. postgres://${url.hostname}:${url.port}`;
+  return undefined;
+}
+
+/**
  * `sinks.postgres` in the environment file: where every postgres sink connects. The password (or
  * a `DATABASE_URL`-style url, which may carry one) is never literal: `${ENV}` or a mounted file, as
  * the source's client secret.
@@ -55,6 +77,23 @@ export const postgresConnectionSchema = z
       .positive()
       .default(120_000)
       .describe('How long a publish keeps trying when its lock times out or its transaction is a serialization or deadlock victim'),
+    lineageNamespace: z
+      .string()
+      .superRefine((value, ctx) => {
+        const problem = lineageNamespaceProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', input: value, message: problem });
+      })
+      .transform((value) => {
+        const url = new URL(value);
+        return `postgres://${url.hostname.toLowerCase()}:${url.port}`;
+      })
+      .optional()
+      .describe(
+        "OpenLineage: the database server's own postgres://host:port, when tilehouse connects through a pooler or proxy (PgBouncer, a cloud SQL proxy) whose address is not the one dbt or Airflow name; default: the connection's host and port",
+      ),
+    lineageDatabase: postgresIdentifierSchema
+      .optional()
+      .describe("OpenLineage: the database's own name, when the pooler's database alias differs from it; default: the connection's database"),
     guard: publishGuardSchema,
   })
   .strict()

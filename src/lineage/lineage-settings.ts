@@ -130,6 +130,22 @@ function runRefOfVariables(env: NodeJS.ProcessEnv, prefix: 'OPENLINEAGE_PARENT' 
   );
 }
 
+/**
+ * A consumer's URL with a user or password in it (`http://user:pass@marquez:5000`) is refused, its
+ * value not shown: the clients disagree on it (Python's requests turns it into Basic auth, the Java
+ * client drops it), an undici error or a log line that names the URL would print the password, and
+ * a URL is rarely kept as a secret (a ConfigMap, a pod spec). The key goes in OPENLINEAGE_API_KEY.
+ */
+function refuseCredentialsIn(where: string, url: string): void {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return;
+  fail(
+    where,
+    'the URL carries a user or password (user:password@host), which tilehouse does not send and will not print (the value is not shown): ' +
+      "remove it from the URL and give the consumer's key in OPENLINEAGE_API_KEY (sent as Authorization: Bearer <key>), from a Secret",
+  );
+}
+
 /** The settings, or undefined when lineage is off. Throws LineageConfigError for what cannot be used. */
 export async function lineageSettingsOf(env: NodeJS.ProcessEnv, section: LineageConfig | undefined): Promise<LineageSettings | undefined> {
   if (!lineageWanted(env, section)) return undefined;
@@ -153,10 +169,16 @@ export async function lineageSettingsOf(env: NodeJS.ProcessEnv, section: Lineage
     where = 'OPENLINEAGE_URL';
   }
   const nested = withNestedVariables(transport, env);
-  if (nested !== transport) where = 'OPENLINEAGE__TRANSPORT__*';
+  // Where the URL came from, for its refusal: a nested variable only when one set it (or a new type started over).
+  let urlFrom = where;
+  if (nested !== transport) {
+    where = 'OPENLINEAGE__TRANSPORT__*';
+    if (env.OPENLINEAGE__TRANSPORT__URL !== undefined || nested?.type !== transport?.type) urlFrom = 'OPENLINEAGE__TRANSPORT__URL';
+  }
   if (nested === undefined) return undefined;
   const parsed = lineageTransportSchema.safeParse(nested);
   if (!parsed.success) fail(where, issuesOf(parsed.error));
+  if (parsed.data.type === 'http') refuseCredentialsIn(urlFrom, parsed.data.url);
   const run = runRefOfVariables(env, 'OPENLINEAGE_PARENT');
   const root = runRefOfVariables(env, 'OPENLINEAGE_ROOT_PARENT');
   if (root !== undefined && run === undefined) fail('OPENLINEAGE_ROOT_PARENT_ID', 'a root is given without a parent (OPENLINEAGE_PARENT_ID)');

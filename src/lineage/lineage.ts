@@ -14,7 +14,7 @@ type SinkKindName = SinkResult['sink'];
  * without loading the rest; `lineage_config_invalid`), `open-lineage.ts` (the no-op, or the emitter
  * by a dynamic import), `openlineage-emitter.ts` (events sent in order in the background; one
  * warning; the exit's wait bounded by the transport's timeout), `run-events.ts` (the RunEvents and
- * their facets, checked against `schema/openlineage/`), `run-uuid.ts` (the run's UUIDv7, derived),
+ * their facets, checked against `schema/openlineage/`), `run-uuid.ts` (a fresh UUIDv7 for each try),
  * `lineage-transport.ts` (what a transport is, the POST they share), `transport-of.ts` (http, file,
  * console; Google's loaded only when asked for), `google-lineage-transport.ts` (Data Lineage's
  * `processOpenLineageRunEvent` with the sinks' Google credentials, its 5 MB limit).
@@ -48,7 +48,20 @@ export interface LineageTileEnd {
     | {
         tripped: boolean;
         overridden: boolean;
-        verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined; reason?: string | undefined }>;
+        verdicts: ReadonlyArray<{
+          target: string;
+          verdict: string;
+          rule?: string | undefined;
+          reason?: string | undefined;
+          /** Rows the target held (of what a publish replaces), or the recent runs' median. */
+          held?: number | undefined;
+          /** Rows this export brought. */
+          exported?: number | undefined;
+          /** The setting that lets a refused publish pass. */
+          setting?: string | undefined;
+          /** The run that wrote the target, and what changed in the job's definition since. */
+          changedSince?: { runId: string; changes: ReadonlyArray<{ part: string; details?: readonly string[] | undefined }> } | undefined;
+        }>;
       }
     | undefined;
 }

@@ -5,6 +5,16 @@ import { scrubSecrets } from '../secret-scrubber.js';
 import type { Lineage, LineageTileEnd, LineageTileRun, LineageTileStart } from './lineage.js';
 import type { LineageTransport } from './lineage-transport.js';
 import { TileRunEvents, type EventContext } from './run-events.js';
+import { newUuidV7 } from './run-uuid.js';
+
+// `scheme://user:password@`: a transport's error (undici's, a proxy's answer) may quote a URL with
+// its credentials, which no setting of tilehouse holds but a redirect or a proxy can bring.
+const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi;
+
+/** What a warning or a debug line may say of a transport's failure: secrets and a URL's user info taken out. */
+function printable(text: string): string {
+  return scrubSecrets(text).replace(USER_INFO, '$1[redacted]@');
+}
 
 /**
  * Lineage on: each tile run's events are built here and sent through one transport, one at a time
@@ -31,8 +41,9 @@ export class OpenLineageEmitter implements Lineage {
   startTile(start: LineageTileStart): LineageTileRun {
     let events: TileRunEvents;
     try {
-      events = new TileRunEvents(start, this.context);
-      this.enqueue(events.started(this.now()));
+      const at = this.now();
+      events = new TileRunEvents(start, this.context, newUuidV7(at.getTime()));
+      this.enqueue(events.started(at));
     } catch (error) {
       this.warnOnce(`lineage: no events for job ${start.job}: ${messageOf(error)}`);
       return { end: () => undefined };
@@ -70,17 +81,17 @@ export class OpenLineageEmitter implements Lineage {
       this.warnOnce(
         `lineage: an event could not be sent to ${this.transport.describe} (${reason}); the run goes on without it, later failures are logged at debug level`,
       );
-      this.logger.debug({ eventType: event.eventType, reason: scrubSecrets(reason) }, 'lineage event not sent');
+      this.logger.debug({ eventType: event.eventType, reason: printable(reason) }, 'lineage event not sent');
     }
   }
 
   private warnOnce(message: string): void {
     if (this.warned) {
-      this.logger.debug(scrubSecrets(message));
+      this.logger.debug(printable(message));
       return;
     }
     this.warned = true;
-    this.logger.warn(scrubSecrets(message));
+    this.logger.warn(printable(message));
   }
 
   /** Waits for the events in flight at most the transport's timeout, then drops the rest. */

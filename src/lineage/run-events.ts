@@ -4,7 +4,7 @@ import { sinkKindOf } from '../sinks/registry.js';
 import type { LineageDatasetName } from '../sinks/sink-kind.js';
 import type { LineageTileEnd, LineageTileStart } from './lineage.js';
 import type { LineageRunRef } from './lineage-settings.js';
-import { derivedUuidV7, instantOfRunId } from './run-uuid.js';
+import { newUuidV7 } from './run-uuid.js';
 
 /**
  * OpenLineage RunEvents of a tile run (spec 2-0-2, schema/openlineage/), made from what the
@@ -66,31 +66,27 @@ function nominalTimeOf(start: LineageTileStart, context: EventContext): { nomina
   return { nominalStartTime: new Date(from).toISOString(), ...(end === undefined ? {} : { nominalEndTime: new Date(end).toISOString() }) };
 }
 
-/**
- * The OpenLineage run id of a tile run: a UUIDv7 derived from the job's namespace and name and the
- * tile run's id, its time the nominal start (a window's, the run's) or the one in the run id, so a
- * retry with the same --run-id (and window) keeps it.
- */
-export function lineageRunIdOf(start: LineageTileStart, context: EventContext): string {
-  const nominal = nominalTimeOf(start, context);
-  const instant = nominal === undefined ? instantOfRunId(start.runId) : Date.parse(nominal.nominalStartTime);
-  return derivedUuidV7(instant, [context.namespace, start.job, start.runId]);
-}
-
 export class TileRunEvents {
   readonly runId: string;
   private readonly input: LineageDatasetName;
 
+  /**
+   * `runId`: this try's own OpenLineage run (default a fresh UUIDv7 timed now): each tile run, each
+   * window, each retry with the same --run-id, is a run of its own, since a terminal event is final.
+   */
   constructor(
     private readonly start: LineageTileStart,
     private readonly context: EventContext,
+    runId: string = newUuidV7(Date.now()),
   ) {
-    this.runId = lineageRunIdOf(start, context);
+    this.runId = runId;
     this.input = inputDatasetOf(start);
   }
 
   started(at: Date): Json {
-    return this.event('START', at, {}, [this.inputDataset()], []);
+    // tilehouse's run id on START too: a catalog groups the tries of one tilehouse run by it.
+    const tilehouse = { _producer: producerOf(this.context.version), _schemaURL: TILEHOUSE_FACET_SCHEMA, runId: this.start.runId, status: 'started' };
+    return this.event('START', at, { tilehouse }, [this.inputDataset()], []);
   }
 
   /** COMPLETE, FAIL or ABORT, inputs and outputs repeated (some consumers read only the terminal event). */
@@ -221,11 +217,23 @@ export class TileRunEvents {
             guard: {
               tripped: end.guard.tripped,
               overridden: end.guard.overridden,
-              verdicts: end.guard.verdicts.map(({ target, verdict, rule, reason }) => ({
+              // As the run summary has it: what the target held, what this export brought, what changed.
+              verdicts: end.guard.verdicts.map(({ target, verdict, rule, reason, held, exported, setting, changedSince }) => ({
                 target,
                 verdict,
                 ...(rule === undefined ? {} : { rule }),
                 ...(reason === undefined ? {} : { reason: scrubSecrets(reason) }),
+                ...(held === undefined ? {} : { held }),
+                ...(exported === undefined ? {} : { exported }),
+                ...(setting === undefined ? {} : { setting }),
+                ...(changedSince === undefined
+                  ? {}
+                  : {
+                      changedSince: {
+                        runId: changedSince.runId,
+                        changes: changedSince.changes.map(({ part, details }) => ({ part, ...(details === undefined ? {} : { details: [...details] }) })),
+                      },
+                    }),
               })),
             },
           }),

@@ -65,6 +65,17 @@ describe('tilehouse validate and lineage', () => {
     expect(result.stderr).not.toContain(key);
   });
 
+  it('refuses a user or password in the lineage: section url, naming its line and OPENLINEAGE_API_KEY, without printing them', async () => {
+    await writeEnvironment(['lineage:', '  transport:', '    type: http', '    url: http://svc-writer:section-pass-5150@marquez:5000']);
+    const result = await validate();
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/env\.yaml:\d+: lineage\.transport\.url.*a user or password in the URL is refused.*OPENLINEAGE_API_KEY/);
+    for (const line of [...result.stdout.split('\n'), ...result.stderr.split('\n')]) {
+      expect(line).not.toContain('section-pass-5150');
+      expect(line).not.toContain('svc-writer');
+    }
+  });
+
   it('refuses OPENLINEAGE_* variables a run would refuse, naming the variable', async () => {
     await writeEnvironment([]);
     const result = await validate({ OPENLINEAGE_URL: 'http://127.0.0.1:5000', OPENLINEAGE_PARENT_ID: 'airflow/nightly' });

@@ -8,6 +8,7 @@ import { closeLineage, openLineage } from '../../src/lineage/open-lineage.js';
 import { createLogger } from '../../src/log.js';
 import { Capture } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
+import { runCycleProblems, type LineageEvent } from '../support/lineage-events.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 
 const START: LineageTileStart = {
@@ -95,6 +96,23 @@ describe('OpenLineage over HTTP', () => {
     expect(consumer.hanging()).toBe(mode.answer === 'never' ? 1 : 0);
   });
 
+  it('keeps the run cycle: one terminal event per tile run however often it is ended, and a second start of the same tile run is another run', async () => {
+    consumer = await startLineageConsumer({ answer: 'ok' });
+    const logger = createLogger({ destination: new Capture(), level: 'info' });
+    const opened = await openLineage({ env: { OPENLINEAGE_URL: consumer.url }, section: undefined, logger, writeConsole: () => undefined });
+    const first = lineage().startTile(START);
+    first.end({ ...END, status: 'failed', error: { code: 'publish_guard_tripped', message: 'refused' } }, false);
+    first.end(END, false);
+    first.end(END, true);
+    const retry = lineage().startTile(START);
+    retry.end(END, false);
+    await closeLineage(opened);
+    const events = consumer.received.map((request) => request.event as unknown as LineageEvent);
+    expect(events.map((event) => event.eventType)).toEqual(['START', 'FAIL', 'START', 'COMPLETE']);
+    expect(runCycleProblems(events)).toEqual([]);
+    expect(events[2]?.run.runId).not.toBe(events[0]?.run.runId);
+  });
+
   it('a consumer that refuses connections costs one warning', async () => {
     const { warnings } = await oneTile({ OPENLINEAGE_URL: await refusingUrl(), OPENLINEAGE__TRANSPORT__TIMEOUT: '1' });
     expect(warnings).toHaveLength(1);
@@ -132,5 +150,28 @@ describe('OpenLineage to a file and the console', () => {
     const { opened } = await oneTile({ OPENLINEAGE_URL: consumer.url, OPENLINEAGE_DISABLED: 'true' });
     expect(opened.enabled).toBe(false);
     expect(consumer.received).toEqual([]);
+  });
+});
+
+describe("a transport's error", () => {
+  it("prints no user or password of a URL the consumer's answer quotes, on any line, at any level", async () => {
+    // A proxy in front of the consumer that answers a redirect naming where it would send the event, credentials included.
+    consumer = await startLineageConsumer({
+      answer: 'status',
+      status: 307,
+      body: '{"error":"moved","location":"https://svc-user:proxy-pass-93@lineage.internal/api/v1/lineage"}',
+    });
+    const logs = new Capture();
+    const logger = createLogger({ destination: logs, level: 'debug' });
+    const opened = await openLineage({ env: { OPENLINEAGE_URL: consumer.url }, section: undefined, logger, writeConsole: () => undefined });
+    lineage().startTile(START).end(END, false);
+    await closeLineage(opened);
+    const lines = logs.lines().map((line) => JSON.stringify(line));
+    expect(lines.filter((line) => line.includes('HTTP 307'))).toHaveLength(4);
+    for (const line of lines) {
+      expect(line).not.toContain('proxy-pass-93');
+      expect(line).not.toContain('svc-user');
+    }
+    expect(lines.join('\n')).toContain('https://[redacted]@lineage.internal');
   });
 });

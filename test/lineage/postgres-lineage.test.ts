@@ -17,11 +17,11 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
   const fixture = sandboxAndRootForAll({ incidents: 30 });
   const database = usePostgresDatabase(server!);
 
-  async function run(name: string, sink: Record<string, unknown>) {
+  async function run(name: string, sink: Record<string, unknown>, settings: Record<string, unknown> = {}) {
     const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [{ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
       itemsPerPage: 10,
     });
-    const env = await addPostgresSettings(ws.configFile, server!, database.name);
+    const env = await addPostgresSettings(ws.configFile, server!, database.name, settings);
     const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
       env: { ...sandboxEnv(fixture.sandbox), ...env, ...fileTransportEnv(ws.root) },
     });
@@ -49,5 +49,26 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
     expect(failed.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
       { namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.refused_lineage` },
     ]);
+  });
+
+  it("through PgBouncer names the pooler's address, and the database's own with lineageNamespace and lineageDatabase", async () => {
+    const pooled = await run('pg_lineage_pooled', { type: 'postgres', table: 'pooled_lineage' }, { port: server!.bouncerPort });
+    expect(pooled.result.exitCode, pooled.result.stderr).toBe(0);
+    expect(pooled.events.at(-1)!.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: `postgres://${server!.host}:${server!.bouncerPort}`, name: `${database.name}.public.pooled_lineage` },
+    ]);
+    const named = await run(
+      'pg_lineage_named',
+      { type: 'postgres', table: 'named_lineage' },
+      { port: server!.bouncerPort, lineageNamespace: 'postgres://DB.Internal:5432', lineageDatabase: 'warehouse' },
+    );
+    expect(named.result.exitCode, named.result.stderr).toBe(0);
+    const complete = named.events.at(-1)!;
+    expect(complete.eventType).toBe('COMPLETE');
+    // The host as a URL writes it (lower case): one node with other producers' postgres://db.internal:5432.
+    expect(complete.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.named_lineage' },
+    ]);
+    expect(complete.outputs[0]?.outputFacets?.outputStatistics).toMatchObject({ rowCount: 30 });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LineageTileEnd, LineageTileStart } from '../../src/lineage/lineage.js';
-import { lineageRunIdOf, TileRunEvents, type EventContext } from '../../src/lineage/run-events.js';
+import { TileRunEvents, type EventContext } from '../../src/lineage/run-events.js';
+import { newUuidV7 } from '../../src/lineage/run-uuid.js';
 import { registerSecret } from '../../src/secret-scrubber.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 
@@ -150,11 +151,23 @@ describe('TileRunEvents', () => {
     expect(event.run.facets.errorMessage?.message).toBe('run_stopped: stopped by SIGTERM');
   });
 
-  it("carries a tripped publish guard's verdicts", () => {
+  it("carries a tripped publish guard's verdicts as the run summary has them: rows held, rows exported, the setting, what changed", () => {
     const guard = {
       tripped: true,
       overridden: false,
-      verdicts: [{ target: 'out/a.csv', verdict: 'trip', rule: 'shrink', reason: '10 rows, 90% fewer than 100' }],
+      verdicts: [
+        {
+          target: 'out/a.csv',
+          verdict: 'trip',
+          rule: 'shrink',
+          reason: '10 rows, 90% fewer than 100',
+          held: 100,
+          exported: 10,
+          setting: 'guard.maxShrink',
+          changedSince: { runId: '20261120T213005Z-1a2b3c', changes: [{ part: 'query', details: ['filters on Severity'] }, { part: 'sinks' }] },
+        },
+        { target: 'out/b.csv', verdict: 'off', reason: 'guard: false', exported: 10 },
+      ],
     };
     const event = valid(
       new TileRunEvents(START, CONTEXT).ended(
@@ -188,25 +201,34 @@ describe('TileRunEvents', () => {
   });
 });
 
-describe('lineageRunIdOf', () => {
+describe('the OpenLineage run of a try', () => {
   const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
   const timeOf = (uuid: string) => Number.parseInt(uuid.replaceAll('-', '').slice(0, 12), 16);
 
-  it('is the same UUIDv7 for a retry with the same run id, timed by the run id', () => {
-    const first = lineageRunIdOf(START, CONTEXT);
-    expect(first).toMatch(UUID_V7);
-    expect(lineageRunIdOf({ ...START, startedAt: new Date() }, CONTEXT)).toBe(first);
-    expect(timeOf(first)).toBe(Date.parse('2026-11-21T21:30:05Z'));
-    expect(lineageRunIdOf({ ...START, runId: '20261121T213005Z-000000' }, CONTEXT)).not.toBe(first);
-    expect(lineageRunIdOf({ ...START, job: 'other' }, CONTEXT)).not.toBe(first);
+  it('is a fresh UUIDv7 timed when the try started, never the same for a retry with the same tilehouse run id', () => {
+    const first = new TileRunEvents(START, CONTEXT);
+    const retry = new TileRunEvents(START, CONTEXT);
+    expect(first.runId).toMatch(UUID_V7);
+    expect(retry.runId).toMatch(UUID_V7);
+    expect(retry.runId).not.toBe(first.runId);
+    const at = Date.parse('2026-11-22T03:00:00.123Z');
+    expect(timeOf(newUuidV7(at))).toBe(at);
+    expect(new Set(Array.from({ length: 1000 }, () => newUuidV7(at))).size).toBe(1000);
   });
 
-  it("takes the run's nominal start as its time, and stays a stable UUIDv7 for a run id with no time in it", () => {
-    const orchestrated = { ...START, runId: 'manual-retry-3' };
-    const nominal = lineageRunIdOf(orchestrated, { ...CONTEXT, nominal: { start: '2026-11-20T00:00:00Z', end: '2026-11-21T00:00:00Z' } });
-    expect(timeOf(nominal)).toBe(Date.parse('2026-11-20T00:00:00Z'));
-    const timeless = lineageRunIdOf(orchestrated, CONTEXT);
-    expect(timeless).toMatch(UUID_V7);
-    expect(lineageRunIdOf(orchestrated, CONTEXT)).toBe(timeless);
+  it("carries tilehouse's run id on START and on the terminal event, so the tries of one tilehouse run can be grouped", () => {
+    const events = new TileRunEvents(START, CONTEXT);
+    const start = valid(events.started(AT));
+    const end = valid(events.ended(AT, ended([]), false));
+    expect(start.run.facets.tilehouse).toMatchObject({ runId: START.runId, status: 'started' });
+    expect(start.run.facets.tilehouse).not.toHaveProperty('rows');
+    // The facet's schema tells a START's facet (run id and status) from a terminal one (all of it).
+    const raw = events.started(AT) as { run: { facets: { tilehouse: Record<string, unknown> } } };
+    expect(openLineageProblems({ ...raw, run: { ...raw.run, facets: { tilehouse: { ...raw.run.facets.tilehouse, rows: 0 } } } })).not.toEqual([]);
+    const final = events.ended(AT, ended([]), false) as { run: { facets: { tilehouse: Record<string, unknown> } } };
+    const { rows: _rows, ...withoutRows } = final.run.facets.tilehouse;
+    expect(openLineageProblems({ ...final, run: { ...final.run, facets: { tilehouse: withoutRows } } })).not.toEqual([]);
+    expect(end.run.facets.tilehouse).toMatchObject({ runId: START.runId, status: 'succeeded' });
+    expect(start.run.runId).toBe(end.run.runId);
   });
 });

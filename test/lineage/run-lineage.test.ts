@@ -4,10 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
-import { listFiles, refusalCode, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, refusalCode, runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
-import { fileTransportEnv, lineageEventsIn, type LineageEvent as Event } from '../support/lineage-events.js';
+import { fileTransportEnv, lineageEventsIn, runCycleProblems, type LineageEvent as Event } from '../support/lineage-events.js';
 import { dailySeverityQuery, detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
@@ -62,7 +62,7 @@ const fileTransport = (workspace: Workspace) => fileTransportEnv(workspace.root)
 const eventsOf = (workspace: Workspace) => lineageEventsIn(workspace.root);
 
 describe('tilehouse run with lineage', () => {
-  it('sends START then COMPLETE for a tile, its input the tile and its outputs the CSV and Parquet files, and a retry with the same --run-id is the same run', async () => {
+  it('sends START then COMPLETE for a tile, its input the tile and its outputs the CSV and Parquet files, and a retry with the same --run-id is a run of its own', async () => {
     const workspace = await workspaceOf([]);
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
     const first = await run(workspace, fileTransport(workspace), ['--run-id', 'nightly-1']);
@@ -71,9 +71,15 @@ describe('tilehouse run with lineage', () => {
     expect(second.exitCode).toBe(0);
     const events = await eventsOf(workspace);
     expect(events.map((event) => event.eventType)).toEqual(['START', 'COMPLETE', 'START', 'COMPLETE']);
-    const [start, complete, retried] = events as [Event, Event, Event, Event];
-    expect(new Set(events.map((event) => event.run.runId)).size).toBe(1);
-    expect(retried.run.runId).toBe(start.run.runId);
+    const [start, complete, retried, retriedEnd] = events as [Event, Event, Event, Event];
+    // COMPLETE is final (the spec's run cycle): the retry's events are another run, tilehouse's run id in both.
+    expect(complete.run.runId).toBe(start.run.runId);
+    expect(retriedEnd.run.runId).toBe(retried.run.runId);
+    expect(retried.run.runId).not.toBe(start.run.runId);
+    for (const event of events) expect(event.run.facets.tilehouse).toMatchObject({ runId: 'nightly-1' });
+    // docs/lineage.md's rule: START lists no outputs (in Marquez each would be a second, empty version of the run).
+    expect(start.outputs).toEqual([]);
+    expect(retried.outputs).toEqual([]);
     expect(start.job).toMatchObject({ namespace: 'tilehouse', name: 'incidents' });
     expect(start.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([{ namespace: new URL(fixture.sandbox.url).origin, name: SANDBOX_TILE }]);
     expect(complete.inputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
@@ -122,6 +128,34 @@ describe('tilehouse run with lineage', () => {
     expect(await listFiles(workspace.outDir).catch(() => [])).toEqual([]);
   });
 
+  it('refuses a password in OPENLINEAGE_URL in validate and run (exit 2, lineage_config_invalid, OPENLINEAGE_API_KEY named), printing it on no line and sending nothing', async () => {
+    const workspace = await workspaceOf([]);
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
+    // A consumer that fails every send: before the refusal, its warning printed the URL with the password.
+    consumer = await startLineageConsumer({ answer: 'status', status: 503 });
+    const password = 'pw-in-the-url-7f3a';
+    const url = new URL(consumer.url);
+    url.username = 'marquez-writer';
+    url.password = password;
+    const env = { OPENLINEAGE_URL: url.toString(), OPENLINEAGE__TRANSPORT__TIMEOUT: '1' };
+    const validated = await runCli(['validate', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: { ...sandboxEnv(fixture.sandbox), ...env },
+    });
+    const ran = await run(workspace, env, ['--json']);
+    for (const [command, result] of [
+      ['validate', validated],
+      ['run', ran],
+    ] as const) {
+      expect(result.exitCode, command).toBe(2);
+      const lines = [...result.stdout.split('\n'), ...result.stderr.split('\n'), ...result.logs.map((line) => JSON.stringify(line))];
+      for (const line of lines) expect(line, `${command}: ${line}`).not.toContain(password);
+      expect(`${result.stdout}${result.stderr}`, command).toContain('OPENLINEAGE_API_KEY');
+      expect(`${result.stdout}${result.stderr}`, command).toContain('lineage: OPENLINEAGE_URL: the URL carries a user or password');
+    }
+    expect(refusalCode(ran)).toBe('lineage_config_invalid');
+    expect(consumer.received).toEqual([]);
+  });
+
   it('sends FAIL with the stable code of a tile that failed', async () => {
     const workspace = await workspaceOf([]);
     await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
@@ -136,13 +170,35 @@ describe('tilehouse run with lineage', () => {
     expect(events[1]?.run.facets.tilehouse).toMatchObject({ status: 'failed', errorCode: 'auth_invalid_client' });
   });
 
+  it('sends a failed try and its retry with the same --run-id as two runs, FAIL then COMPLETE, nothing after either', async () => {
+    const workspace = await workspaceOf([]);
+    await writeFile(path.join(workspace.jobsDir, 'incidents.yaml'), stringify(detailJob(workspace)));
+    const failed = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', 'nightly-2'], {
+      env: { ...sandboxEnv(fixture.sandbox, 'not-the-secret'), ...fileTransport(workspace) },
+    });
+    expect(failed.exitCode).toBe(1);
+    const retried = await run(workspace, fileTransport(workspace), ['--run-id', 'nightly-2']);
+    expect(retried.exitCode, retried.stderr).toBe(0);
+    // eventsOf checks the run cycle of every run id: nothing after a terminal event.
+    const events = await eventsOf(workspace);
+    expect(events.map((event) => event.eventType)).toEqual(['START', 'FAIL', 'START', 'COMPLETE']);
+    const [firstStart, fail, secondStart, complete] = events as [Event, Event, Event, Event];
+    expect(fail.run.runId).toBe(firstStart.run.runId);
+    expect(complete.run.runId).toBe(secondStart.run.runId);
+    expect(complete.run.runId).not.toBe(fail.run.runId);
+    // The retry carries no trace of the failed try's error; both name tilehouse's run.
+    expect(complete.run.facets.errorMessage).toBeUndefined();
+    expect(fail.run.facets.tilehouse).toMatchObject({ runId: 'nightly-2', status: 'failed', errorCode: 'auth_invalid_client' });
+    expect(complete.run.facets.tilehouse).toMatchObject({ runId: 'nightly-2', status: 'succeeded', rows: INCIDENTS });
+  });
+
   it("sends FAIL with the guard's verdicts when the publish guard refuses a run that lost its rows", async () => {
     const workspace = await workspaceOf([]);
     const jobFile = path.join(workspace.jobsDir, 'incidents.yaml');
     await writeFile(jobFile, stringify(detailJob(workspace)));
     expect((await run(workspace, {})).exitCode).toBe(0);
     await writeFile(jobFile, stringify(detailJob(workspace, INCIDENTS)));
-    const tripped = await run(workspace, fileTransport(workspace));
+    const tripped = await run(workspace, fileTransport(workspace), ['--json']);
     expect(tripped.exitCode).toBe(1);
     const [, fail] = await eventsOf(workspace);
     expect(fail?.eventType).toBe('FAIL');
@@ -151,10 +207,14 @@ describe('tilehouse run with lineage', () => {
       tripped: true,
       overridden: false,
       verdicts: [
-        { target: path.join(workspace.outDir, 'incidents.csv'), verdict: 'trip', rule: 'empty' },
-        { target: path.join(workspace.outDir, 'incidents.parquet'), verdict: 'trip', rule: 'empty' },
+        { target: path.join(workspace.outDir, 'incidents.csv'), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0, setting: 'guard.allowEmpty' },
+        { target: path.join(workspace.outDir, 'incidents.parquet'), verdict: 'trip', rule: 'empty', held: INCIDENTS, exported: 0, setting: 'guard.allowEmpty' },
       ],
     });
+    // What changed since the run that wrote the targets (the query's filter), as the summary says it.
+    const summary = summaryOf(tripped.stdout, 'run');
+    expect(summary.tiles[0]?.guard?.verdicts).toHaveLength(2);
+    expect((fail?.run.facets.tilehouse?.guard as { verdicts: unknown }).verdicts).toEqual(summary.tiles[0]?.guard?.verdicts);
     // The targets it meant to write are named, without statistics: nothing was published.
     expect(fail?.outputs).toEqual([
       { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv') },
@@ -176,6 +236,7 @@ describe('tilehouse run with lineage', () => {
     const events = consumer.received.map((request) => request.event as unknown as Event);
     expect(events.map((event) => event.eventType)).toEqual(['START', 'ABORT']);
     for (const event of events) expect(openLineageProblems(event)).toEqual([]);
+    expect(runCycleProblems(events)).toEqual([]);
     expect(String(events[1]?.run.facets.errorMessage?.message)).toMatch(/^run_stopped: /);
   });
 

@@ -11,7 +11,7 @@ export interface ReceivedEvent {
 }
 
 /** How the consumer answers: 200 to a request with the right bearer token (401 otherwise), a status, or never. */
-export type ConsumerMode = { answer: 'ok'; apiKey?: string } | { answer: 'status'; status: number } | { answer: 'never' };
+export type ConsumerMode = { answer: 'ok'; apiKey?: string } | { answer: 'status'; status: number; body?: string } | { answer: 'never' };
 
 export interface LineageConsumer {
   /** http://127.0.0.1:PORT */
@@ -41,7 +41,7 @@ export async function startLineageConsumer(mode: ConsumerMode): Promise<LineageC
         return;
       }
       if (mode.answer === 'status') {
-        response.writeHead(mode.status, { 'content-type': 'application/json' }).end('{"error":"not taken"}');
+        response.writeHead(mode.status, { 'content-type': 'application/json' }).end(mode.body ?? '{"error":"not taken"}');
         return;
       }
       if (mode.apiKey !== undefined && request.headers.authorization !== `Bearer ${mode.apiKey}`) {

@@ -30,5 +30,26 @@ export async function lineageEventsIn(dir: string): Promise<LineageEvent[]> {
   const lines = (await readFile(path.join(dir, 'lineage.jsonl'), 'utf8')).trimEnd().split('\n');
   const events = lines.map((line) => JSON.parse(line) as LineageEvent);
   for (const event of events) expect(openLineageProblems(event), JSON.stringify(event)).toEqual([]);
+  expect(runCycleProblems(events)).toEqual([]);
   return events;
+}
+
+const TERMINAL = new Set(['COMPLETE', 'FAIL', 'ABORT']);
+
+/**
+ * What breaks the spec's run cycle (website/docs/spec/run-cycle.md) in events read in the order
+ * they were sent: for any run id, nothing after a terminal event (COMPLETE, FAIL and ABORT are
+ * final), and a START first. Empty when every run keeps it.
+ */
+export function runCycleProblems(events: readonly Pick<LineageEvent, 'eventType' | 'run'>[]): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, string[]>();
+  for (const event of events) {
+    const types = seen.get(event.run.runId) ?? [];
+    if (types.length === 0 && event.eventType !== 'START') problems.push(`run ${event.run.runId}: ${event.eventType} before START`);
+    const terminal = types.find((type) => TERMINAL.has(type));
+    if (terminal !== undefined) problems.push(`run ${event.run.runId}: ${event.eventType} after ${terminal}`);
+    seen.set(event.run.runId, [...types, event.eventType]);
+  }
+  return problems;
 }

@@ -25,6 +25,10 @@ export interface PostgresConnection {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   publishBudgetMs: number;
+  /** OpenLineage's `postgres://host:port` of the server when it is not host:port (a pooler in front). */
+  lineageNamespace?: string | undefined;
+  /** OpenLineage's database name when it is not `database` (a pooler's alias). */
+  lineageDatabase?: string | undefined;
 }
 
 /** A postgres:// URL's parts, checked once at this edge. */
@@ -141,6 +145,8 @@ export async function resolvePostgresConnection(settings: PostgresDefaults, conf
     statementTimeoutMs: settings.statementTimeoutMs,
     lockTimeoutMs: settings.lockTimeoutMs,
     publishBudgetMs: settings.publishBudgetMs,
+    lineageNamespace: settings.lineageNamespace,
+    lineageDatabase: settings.lineageDatabase,
   };
   if (settings.url !== undefined || settings.urlFile !== undefined) {
     const text = await secretFrom(configFile, 'url', settings.url, settings.urlFile, env);

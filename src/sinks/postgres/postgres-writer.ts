@@ -133,10 +133,18 @@ export class PostgresWriter implements SinkWriter {
     return this.plan.target;
   }
 
-  /** OpenLineage's naming of a PostgreSQL table: `postgres://host:port` / `database.schema.table`. */
+  /**
+   * OpenLineage's naming of a PostgreSQL table: `postgres://host:port` / `database.schema.table`,
+   * the server's own address and database when `lineageNamespace` / `lineageDatabase` say them
+   * (a PgBouncer or a proxy in front: its address would make another node than dbt's or Airflow's).
+   */
   get lineageDataset(): LineageDatasetName {
-    const { host, port, database } = this.dependencies.connection;
-    return { namespace: `postgres://${host}:${port}`, name: `${database}.${this.plan.schema}.${this.plan.table}` };
+    const { host, port, database, lineageNamespace, lineageDatabase } = this.dependencies.connection;
+    const hostPort = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    return {
+      namespace: lineageNamespace ?? `postgres://${hostPort}`,
+      name: `${lineageDatabase ?? database}.${this.plan.schema}.${this.plan.table}`,
+    };
   }
 
   leftBehind(): string[] {
