@@ -149,7 +149,7 @@ describeUnless(postgresBlocker(server))('the postgres sink under locks and failu
       targetKind: 'postgres',
     });
     await expect(sink.checkAccess({ jobName: 'open_incidents', logger: runContext({ columns }).logger })).rejects.toThrow(
-      "grant the run's user CREATE on schema public (the staging tables and the table)",
+      "grant the run's user CREATE on schema public (the staging tables, the table, the run ledger)",
     );
   });
 
