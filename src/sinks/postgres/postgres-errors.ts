@@ -262,8 +262,10 @@ export class PostgresPublishOutcomeUnknownError extends PostgresError implements
 
   constructor(jobName: string, at: { schema: string; target: string; window?: { from: string } | undefined }, runId: string, error: unknown) {
     const query = `SELECT rows, published_at FROM ${qualifiedName(at.schema, LEDGER_TABLE)} WHERE target_table = ${quoteLiteral(at.target)} AND run_id = ${quoteLiteral(runId)} AND window_from = ${quoteLiteral(at.window?.from ?? '')}`;
+    // The last try's own failure (a connect's, unwrapped: its "nothing was published" is that try's, not the run's).
+    const last = error instanceof PostgresConnectionError ? error.cause : error;
     super(
-      `job ${jobName}: postgres ${at.target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (${quoted(error)}): ` +
+      `job ${jobName}: postgres ${at.target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (last: ${quoted(last)}): ` +
         `whether run ${runId} is in the table is not known. Settle it with: ${query} (a row: published; none: not). ` +
         `Re-running with --run-id ${runId} is safe: it publishes only if that row is absent`,
       { cause: error },
