@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgresBlocker, postgresOrSkip, psql, usePostgresDatabase } from '../../support/postgres.js';
 import { type PostgresProxy, startPostgresProxy } from '../../support/postgres-proxy.js';
 import { describeUnless } from '../../support/skip.js';
+import { waitUntil } from '../../support/wait-until.js';
 import { column, postgresSink, prepareSink, runContext, runSink } from './postgres-fixtures.js';
 
 const server = postgresOrSkip();
@@ -167,5 +168,37 @@ describeUnless(postgresBlocker(server))('the postgres sink as the field breaks i
       ],
     ]);
     expect((await database.query<{ id: string }>('SELECT id::text FROM hours_between ORDER BY id')).map((row) => row.id)).toEqual(['10', '11', '2']);
+  });
+
+  it('published_at orders two publishes as they committed: one that began first and committed last is the latest', async () => {
+    const first = postgresSink(server!, database.name, { table: 'ordered_first', writeMode: 'append' });
+    const second = postgresSink(server!, database.name, { table: 'ordered_second', writeMode: 'append' });
+    await runSink(first, runContext({ columns, runId: 'setup' }), [[[0n, 'setup']]]);
+    const holder = await database.client();
+    try {
+      // The first publish begins, then waits for its target's lock, which the test holds.
+      await holder.query("SELECT pg_advisory_lock(hashtextextended('tilehouse public.ordered_first', 0))");
+      const writer = await prepareSink(first, runContext({ columns, runId: 'began-first' }), [[[1n, 'a']]]);
+      const publishing = writer.publish();
+      await waitUntil(
+        async () =>
+          (
+            await database.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tilehouse open_incidents' AND wait_event_type = 'Lock'",
+            )
+          )[0]!.n === 1,
+        'the first publish waits for its lock',
+      );
+      await runSink(second, runContext({ columns, runId: 'committed-first' }), [[[2n, 'b']]]);
+      await holder.query("SELECT pg_advisory_unlock(hashtextextended('tilehouse public.ordered_first', 0))");
+      await publishing;
+    } finally {
+      await holder.end();
+    }
+    expect(
+      (
+        await database.query<{ run_id: string }>("SELECT run_id FROM _tilehouse_runs WHERE run_id IN ('began-first', 'committed-first') ORDER BY published_at")
+      ).map((row) => row.run_id),
+    ).toEqual(['committed-first', 'began-first']);
   });
 });
