@@ -62,7 +62,7 @@ export async function publishStaging(request: PublishRequest): Promise<SinkResul
     progress.commitSent = false;
     progress.ledgerRead = false;
     try {
-      const outcome = await publishOnce(request, progress);
+      const outcome = await publishOnce(request, progress, started + connection.publishBudgetMs);
       return resultOf(request, outcome, tries);
     } catch (error) {
       // A try that read the ledger settled what every earlier try did; one whose COMMIT got no answer unsettles it again.
@@ -93,9 +93,11 @@ interface TryProgress {
   ledgerRead: boolean;
 }
 
-async function publishOnce(request: PublishRequest, progress: TryProgress): Promise<Outcome> {
+async function publishOnce(request: PublishRequest, progress: TryProgress, budgetEndsAt: number): Promise<Outcome> {
   const { plan, connection, context } = request;
-  const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target });
+  // A connect that hangs (packets dropped by a server gone) ends with the budget, not 30 s past it.
+  const connectTimeoutMs = Math.max(1_000, Math.min(30_000, budgetEndsAt - Date.now()));
+  const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target }, { connectTimeoutMs });
   try {
     const began = Date.now();
     await begin(client, { statementTimeoutMs: connection.statementTimeoutMs, lockTimeoutMs: connection.lockTimeoutMs });

@@ -1,4 +1,7 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sweepSinks } from '../../../src/pipeline/sweep-sinks.js';
 import { postgresBlocker, postgresOrSkip, psql, usePostgresDatabase } from '../../support/postgres.js';
 import { type PostgresProxy, startPostgresProxy } from '../../support/postgres-proxy.js';
 import { describeUnless } from '../../support/skip.js';
@@ -200,5 +203,26 @@ describeUnless(postgresBlocker(server))('the postgres sink as the field breaks i
         await database.query<{ run_id: string }>("SELECT run_id FROM _tilehouse_runs WHERE run_id IN ('began-first', 'committed-first') ORDER BY published_at")
       ).map((row) => row.run_id),
     ).toEqual(['committed-first', 'began-first']);
+  });
+
+  it('a sweep that cannot connect is one warning line without a stack, and the run goes on', async () => {
+    const closed = await startPostgresProxy({ host: server!.host, port: server!.port });
+    const port = closed.port;
+    await closed.stop();
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+          done();
+        },
+      }),
+    );
+    await sweepSinks([postgresSink(server!, database.name, { table: 'unreachable' }, { settings: { port } })], logger);
+
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, msg: 'could not sweep PostgreSQL staging tables', error: expect.stringContaining('ECONNREFUSED') });
+    expect(JSON.stringify(lines[0])).not.toContain('stack');
   });
 });
