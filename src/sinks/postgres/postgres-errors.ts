@@ -12,6 +12,8 @@ import { LEDGER_TABLE, qualifiedName, quoteLiteral } from './sql-names.js';
 /** The SQLSTATEs tilehouse acts on. */
 export const SQLSTATE = {
   serializationFailure: '40001',
+  integrityViolation: '40002',
+  completionUnknown: '40003',
   deadlockDetected: '40P01',
   lockNotAvailable: '55P03',
   queryCanceled: '57014',
@@ -38,10 +40,19 @@ export function sqlstateOf(error: unknown): string | undefined {
   return error instanceof pg.DatabaseError && typeof error.code === 'string' ? error.code : undefined;
 }
 
-/** A transaction PostgreSQL ended so another could go on: the same transaction again may pass. */
+/**
+ * A transaction PostgreSQL rolled back (SQLSTATE class 40: a serialization failure, a deadlock,
+ * a statement whose completion is unknown) so the same transaction again may pass; not 40002, a
+ * constraint the rows break, which they break again.
+ */
 export function isTransactionVictim(error: unknown): boolean {
   const state = sqlstateOf(error);
-  return state === SQLSTATE.serializationFailure || state === SQLSTATE.deadlockDetected;
+  return state !== undefined && state.startsWith('40') && state !== SQLSTATE.integrityViolation;
+}
+
+/** The server says it does not know whether the statement completed (40003): at COMMIT, the ledger must judge. */
+export function isCompletionUnknown(error: unknown): boolean {
+  return sqlstateOf(error) === SQLSTATE.completionUnknown;
 }
 
 export function isLockTimeout(error: unknown): boolean {

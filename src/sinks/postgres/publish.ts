@@ -6,6 +6,7 @@ import type { SinkResult, SinkRunContext } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
 import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import {
+  isCompletionUnknown,
   isConnectionFailure,
   isLockTimeout,
   isTransactionVictim,
@@ -67,7 +68,7 @@ export async function publishStaging(request: PublishRequest): Promise<SinkResul
     } catch (error) {
       // A try that read the ledger settled what every earlier try did; one whose COMMIT got no answer unsettles it again.
       if (progress.ledgerRead) outcomeUnknown = false;
-      if (progress.commitSent && isConnectionFailure(error)) outcomeUnknown = true;
+      if (progress.commitSent && (isConnectionFailure(error) || isCompletionUnknown(error))) outcomeUnknown = true;
       const retryable = isLockTimeout(error) || isTransactionVictim(error) || isConnectionFailure(error);
       const left = connection.publishBudgetMs - (Date.now() - started);
       const stopped = request.deadline?.aborted === true;

@@ -1,6 +1,13 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ConnectionLostError, isConnectionFailure, PostgresConnectionError, postgresFailure, sqlstateOf } from '../../../src/sinks/postgres/postgres-errors.js';
+import {
+  ConnectionLostError,
+  isConnectionFailure,
+  isTransactionVictim,
+  PostgresConnectionError,
+  postgresFailure,
+  sqlstateOf,
+} from '../../../src/sinks/postgres/postgres-errors.js';
 
 /** An ErrorResponse as node-postgres hands it over: its DatabaseError with the server's SQLSTATE. */
 function serverError(code: string, message: string): pg.DatabaseError {
@@ -65,5 +72,15 @@ describe('postgres failures are told apart by what they are, never by their text
     expect(postgresFailure(serverError('53100', 'could not extend file'), at)).toMatchObject({ code: 'disk_full' });
     expect(postgresFailure(serverError('28P01', 'password authentication failed'), at)).toMatchObject({ code: 'postgres_auth_failed' });
     expect(postgresFailure(serverError('22P02', 'invalid input syntax'), at)).toMatchObject({ code: 'postgres_statement_failed' });
+  });
+
+  it.each([
+    ['40001', true],
+    ['40P01', true],
+    ['40003', true],
+    ['40002', false],
+    ['23505', false],
+  ])('SQLSTATE %s is a transaction the server rolled back that may pass again: %s', (code, victim) => {
+    expect(isTransactionVictim(serverError(code, 'rolled back'))).toBe(victim);
   });
 });
