@@ -8,6 +8,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RunningPostgres, startPostgres } from '../../support/postgres-cluster.js';
+import { startPostgresProxy } from '../../support/postgres-proxy.js';
 import { postgresBlocker, postgresOrSkip } from '../../support/postgres.js';
 import { describeUnless } from '../../support/skip.js';
 import { waitUntil } from '../../support/wait-until.js';
@@ -110,6 +111,58 @@ describeUnless(postgresBlocker(shared))("the postgres sink against a server of t
     expect(await query("SELECT run_id, rows::text FROM _tilehouse_runs WHERE target_table = 'public.restarted' ORDER BY run_id")).toEqual([
       { run_id: 'across', rows: '2' },
       { run_id: 'before', rows: '1' },
+    ]);
+    expect(await query("SELECT relname FROM pg_class WHERE relname LIKE '\\_tilehouse\\_stage\\_%'")).toEqual([]);
+  });
+
+  it('a COMMIT answer lost as the server goes down: the publish waits out the restart, the ledger judges, the rows land once', async () => {
+    const { logger, lines } = recordingLogger();
+    const proxy = await startPostgresProxy({ host: cluster.host, port: cluster.port });
+    const sink = postgresSink(
+      cluster,
+      database,
+      { table: 'lost_at_restart', writeMode: 'append' },
+      { settings: { port: proxy.port, publishBudgetMs: 60_000 } },
+    );
+    try {
+      const writer = await prepareSink(sink, runContext({ columns, runId: 'at-commit', logger }), [[[1n, 'once']]]);
+      let stopping: Promise<void> | undefined;
+      proxy.rule((message) => {
+        // The publish's COMMIT reaches the server, its answer is dropped, and the server stops.
+        if (stopping === undefined && message.text === 'COMMIT') {
+          stopping = cluster.stopServer();
+          return 'cut-after';
+        }
+        return 'pass';
+      });
+      const publishing = writer.publish();
+      let settled = false;
+      publishing.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      try {
+        await waitUntil(() => stopping !== undefined, 'the COMMIT was sent');
+        await stopping;
+        await waitUntil(() => lines.filter((line) => line.msg === 'PostgreSQL publish tried again').length >= 2, 'the publish tried again twice', {
+          gaveUp: () => settled,
+        });
+      } finally {
+        await stopping?.catch(() => undefined);
+        await cluster.startServer();
+      }
+      const result = await publishing;
+
+      // The server most likely committed before it stopped (then the ledger adopts it); a shutdown
+      // faster than the COMMIT rolls it back and a later try publishes: exact either way.
+      expect(result).toMatchObject({ rows: 1, details: { writeMode: 'append', sentRows: 1 } });
+      expect(result.details?.tries).toBeGreaterThanOrEqual(3);
+    } finally {
+      await proxy.stop();
+    }
+    expect(await query('SELECT id::text, title FROM lost_at_restart')).toEqual([{ id: '1', title: 'once' }]);
+    expect(await query("SELECT run_id, rows::text FROM _tilehouse_runs WHERE target_table = 'public.lost_at_restart'")).toEqual([
+      { run_id: 'at-commit', rows: '1' },
     ]);
     expect(await query("SELECT relname FROM pg_class WHERE relname LIKE '\\_tilehouse\\_stage\\_%'")).toEqual([]);
   });
