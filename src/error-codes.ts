@@ -95,7 +95,7 @@ export const ERROR_CODES = {
   bigquery_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column.' },
 
   // -- PostgreSQL (by SQLSTATE where the server says one) ----------------------------------------------
-  postgres_connection_failed: { exit: 1, retryable: true, says: 'The PostgreSQL server could not be reached or the connection broke (refused, reset, TLS, timeout) on every attempt; nothing was published.' },
+  postgres_connection_failed: { exit: 1, retryable: true, says: 'PostgreSQL could not be reached or the connection broke (refused, reset, a restart, TLS or a certificate) within `publishBudgetMs`, before any COMMIT; nothing was published.' },
   postgres_auth_failed: { exit: 1, retryable: false, says: 'PostgreSQL refused the user or password (SQLSTATE 28P01/28000): fix the credentials or pg_hba.conf.' },
   postgres_read_only: { exit: 1, retryable: true, says: 'The server is read-only (SQLSTATE 25006: a replica, or a primary being failed over); point the sink at the primary.' },
   postgres_statement_failed: { exit: 1, retryable: false, says: 'PostgreSQL refused a statement of the load or publish; the message quotes its SQLSTATE and text, and nothing was published.' },

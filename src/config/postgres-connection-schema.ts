@@ -62,7 +62,9 @@ export const postgresConnectionSchema = z
       .int()
       .positive()
       .default(600_000)
-      .describe('SET LOCAL statement_timeout of every transaction tilehouse opens (a COPY, a publish)'),
+      .describe(
+        "SET LOCAL statement_timeout of the publishing transaction; the COPY's transaction runs without one, as long as the source's export it streams",
+      ),
     lockTimeoutMs: z
       .number()
       .int()
@@ -76,7 +78,9 @@ export const postgresConnectionSchema = z
       .int()
       .positive()
       .default(120_000)
-      .describe('How long a publish keeps trying when its lock times out or its transaction is a serialization or deadlock victim'),
+      .describe(
+        'How long a publish keeps trying when its lock times out, its transaction is a serialization or deadlock victim, or its connection is lost or refused (a server restarting)',
+      ),
     lineageNamespace: z
       .string()
       .superRefine((value, ctx) => {

@@ -49,7 +49,7 @@ export class PartiallyPublishedError extends TilehouseError {
     );
     super(
       `job ${jobName}: ${failed} failed to publish${changedInPart ? ' after changing part of it' : ''} (${causeCode}${withoutJob(jobName, messageOf(cause))}); ` +
-        `new run in: ${newRun.join(', ')}; ` +
+        (newRun.length > 0 ? `new run in: ${newRun.join(', ')}; ` : '') +
         (outcomeUnknown ? `outcome unknown for: ${failed} (the new run or the previous one); ` : '') +
         (previousRun.length > 0 ? `previous run still in: ${previousRun.join(', ')}. ` : '') +
         'A re-run replaces all of them' +
@@ -96,7 +96,9 @@ export interface PublishGuardOptions {
  * interrupted by the stop signal, so what it reports is what the targets hold: a failure at the
  * first publish is a plain failure (nothing changed), a failure after one succeeded is
  * `partially_published`, and so is a failure at any index whose error says it changed its own
- * target in part (`isPartialPublish`, e.g. some partitions of a table copied).
+ * target in part (`isPartialPublish`, e.g. some partitions of a table copied), or, with targets
+ * after it, that its outcome is unknown (`isPublishOutcomeUnknown`: it may hold the new run while
+ * they keep the previous one).
  */
 export async function publishAll(
   writers: readonly SinkWriter[],
@@ -123,7 +125,10 @@ export async function publishAll(
       const unpublished = writers.slice(index);
       await abortAll(unpublished, logger);
       const changedInPart = isPartialPublish(error);
-      if (index === 0 && !changedInPart) throw error;
+      const outcomeUnknown = !changedInPart && isPublishOutcomeUnknown(error);
+      // The first target failing is a plain failure (nothing changed), unless what it holds is not
+      // known and others follow: then the targets may disagree, a possible partial publish.
+      if (index === 0 && !changedInPart && !(outcomeUnknown && writers.length > 1)) throw error;
       return {
         outputs,
         partial: new PartiallyPublishedError(
@@ -132,7 +137,7 @@ export async function publishAll(
           unpublished.map((w) => w.target),
           error,
           changedInPart,
-          !changedInPart && isPublishOutcomeUnknown(error),
+          outcomeUnknown,
         ),
         ...(guard ? { guard } : {}),
       };

@@ -114,8 +114,18 @@ describe('publishAll', () => {
       expect(outcome.partial!.message).not.toContain('previous run still in');
     });
 
-    it("at the first publish is the sink's own failure, rethrown", async () => {
+    it('at the first publish with targets after it is a possible partial publish: it may hold the new run, they keep the previous one', async () => {
       const { writers: all } = writers([['gs://b/x.csv', { during: { publish: unknown('gs://b/x.csv') } }], ['a.csv']]);
+      const outcome = await publishAll(all, options);
+      expect(outcome.partial).toMatchObject({ published: [], unpublished: ['gs://b/x.csv', 'a.csv'], outcomeUnknown: true });
+      expect(outcome.partial!.message).toContain('failed to publish (');
+      expect(outcome.partial!.message).toContain(
+        '); outcome unknown for: gs://b/x.csv (the new run or the previous one); previous run still in: a.csv. A re-run',
+      );
+    });
+
+    it("as the only target is the sink's own failure, rethrown", async () => {
+      const { writers: all } = writers([['gs://b/x.csv', { during: { publish: unknown('gs://b/x.csv') } }]]);
       await expect(publishAll(all, options)).rejects.toMatchObject({ publishOutcomeUnknown: true });
     });
   });

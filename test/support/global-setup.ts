@@ -52,7 +52,8 @@ export async function providePostgres(
     return async () => undefined;
   }
   const running = await startPostgres(binDirectory, bouncer);
-  const { stop, ...server } = running;
+  // What the tests may reach: the address, not the shared server's stop and start (a test that restarts one starts its own).
+  const { stop, stopServer: _stopServer, startServer: _startServer, dataDirectory: _data, ...server } = running;
   project.provide('postgres', server);
   return stop;
 }

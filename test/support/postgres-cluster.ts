@@ -32,6 +32,12 @@ export interface PostgresServer {
 
 export interface RunningPostgres extends PostgresServer {
   stop(): Promise<void>;
+  /** The server alone stopped (`pg_ctl stop -m fast`: sessions ended with 57P01, open transactions rolled back), its data kept. */
+  stopServer(): Promise<void>;
+  /** The server started again on its port after stopServer. */
+  startServer(): Promise<void>;
+  /** The directory of the cluster's data (for a test's own postgresql.conf and certificates). */
+  dataDirectory: string;
 }
 
 export const POSTGRES_TEST_USER = 'tilehouse';
@@ -151,13 +157,32 @@ export async function startPostgres(binDirectory: string, bouncerBinary: string 
       settings,
     ]);
     await run(pgCtl, startArgs, { cwd: directory });
+    const [, fastStopArgs] = asServerUser(join(binDirectory, 'pg_ctl'), ['stop', '-D', data, '-m', 'fast', '-w']);
+    const stopServer = async () => {
+      await run(pgCtl, fastStopArgs);
+    };
+    const startServer = async () => {
+      await run(pgCtl, startArgs, { cwd: directory });
+    };
     const version = Number((await run(join(binDirectory, 'pg_ctl'), ['--version'])).stdout.match(/(\d+)\./)?.[1] ?? 0);
     let bouncerPort = 0;
     if (bouncerBinary !== undefined) {
       bouncerPort = await freePort();
       bouncer = await startBouncer(bouncerBinary, directory, port, bouncerPort);
     }
-    return { host: '127.0.0.1', port, bouncerPort, user: POSTGRES_TEST_USER, password: POSTGRES_TEST_PASSWORD, binDirectory, version, stop };
+    return {
+      host: '127.0.0.1',
+      port,
+      bouncerPort,
+      user: POSTGRES_TEST_USER,
+      password: POSTGRES_TEST_PASSWORD,
+      binDirectory,
+      version,
+      stop,
+      stopServer,
+      startServer,
+      dataDirectory: data,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -18,8 +18,9 @@
 // transaction), `table-columns.ts` (the table's columns from the catalogue, the schema contract),
 // `target-holding.ts` (the publish guard's read), `window-state.ts` (the windows the ledger holds,
 // for `--resume` and incremental runs), `workspace-checks.ts`, `sql-names.ts` (quoting, the type
-// map, the ledger and staging names), `postgres-errors.ts` (failures by SQLSTATE: `disk_full`,
-// `permission_denied`, `postgres_read_only`, `postgres_auth_failed`, ...)
+// map, the ledger and staging names), `postgres-errors.ts` (failures by what they are: the SQLSTATE
+// of a server's own error, Node's socket codes, a connection the client saw end; `disk_full`,
+// `permission_denied`, `postgres_read_only`, `postgres_auth_failed`, `publish_outcome_unknown`, ...)
 
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';

@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import type { PostgresConnection } from './connection-settings.js';
-import { postgresFailure, SQLSTATE, sqlstateOf } from './postgres-errors.js';
+import { TilehouseError } from '../../errors.js';
+import { ConnectionLostError, PostgresConnectionError, postgresFailure, SQLSTATE, sqlstateOf } from './postgres-errors.js';
 
 /**
  * One connection of a run, made as PgBouncer in transaction pooling allows: no startup `options`
@@ -30,7 +32,10 @@ async function tlsOptions(connection: PostgresConnection, encrypted: boolean): P
   const mode = connection.sslmode === 'require' && ca !== undefined ? 'verify-ca' : connection.sslmode;
   switch (mode) {
     case 'verify-full':
-      return { rejectUnauthorized: true, servername: connection.host, ...(ca === undefined ? {} : { ca }) };
+      // SNI takes a host name only: an IP as servername is Node's DEP0123 warning on every
+      // connection. The certificate is checked against the host either way (node-postgres sets
+      // servername itself for a name, and Node checks an IP against the socket's address).
+      return { rejectUnauthorized: true, ...(isIP(connection.host) === 0 ? { servername: connection.host } : {}), ...(ca === undefined ? {} : { ca }) };
     case 'verify-ca':
       return { rejectUnauthorized: true, checkServerIdentity: () => undefined, ...(ca === undefined ? {} : { ca }) };
     default:
@@ -61,8 +66,11 @@ async function open(connection: PostgresConnection, jobName: string, encrypted: 
     keepAlive: true,
   });
   // An error after connect (the server gone between statements) surfaces on the next query; an
-  // unhandled 'error' event would end the process instead.
-  client.on('error', () => undefined);
+  // unhandled 'error' event would end the process instead. node-postgres emits it (and 'end') when
+  // the connection ends under the client, before it fails the statements in flight: what lets
+  // settled() call their plain "Connection terminated" errors a lost connection without reading them.
+  client.on('error', () => lost.add(client));
+  client.on('end', () => lost.add(client));
   try {
     await client.connect();
   } catch (error) {
@@ -70,6 +78,18 @@ async function open(connection: PostgresConnection, jobName: string, encrypted: 
     throw error;
   }
   return client;
+}
+
+/** Clients whose connection ended under them (not by closeQuietly). */
+const lost = new WeakSet<pg.Client>();
+
+/**
+ * What a failed statement of `client` is: the server's error as it is; a client error (no
+ * SQLSTATE) on a connection that has ended, a ConnectionLostError, whatever its text says.
+ */
+export function settled(client: pg.Client | undefined, error: unknown): unknown {
+  if (error instanceof pg.DatabaseError || error instanceof TilehouseError || error instanceof ConnectionLostError) return error;
+  return client !== undefined && lost.has(client) ? new ConnectionLostError(error) : error;
 }
 
 /** What a server that takes no TLS answers (node-postgres's words), and what pg_hba says to a plain connection it refuses. */
@@ -99,7 +119,17 @@ export async function connectPostgres(
       return await open(connection, at.jobName, !first, timeout);
     }
   } catch (error) {
-    throw postgresFailure(error, { ...at, step: `connecting to ${connection.host}:${connection.port}`, user: connection.user });
+    const step = `connecting to ${connection.host}:${connection.port}`;
+    // Not a server's answer: the connection could not be made (refused, reset, timed out, TLS, a certificate).
+    // A codeless one (node-postgres's own "timeout expired", "Connection terminated unexpectedly"
+    // during the startup) is a connection that ended; a socket's or a certificate's keeps its code.
+    if (!(error instanceof pg.DatabaseError))
+      throw new PostgresConnectionError(
+        at.jobName,
+        `${at.target} (${step})`,
+        (error as { code?: unknown }).code === undefined ? new ConnectionLostError(error) : error,
+      );
+    throw postgresFailure(error, { ...at, step, user: connection.user });
   }
 }
 

@@ -1,5 +1,7 @@
+import pg from 'pg';
 import { messageOf, TilehouseError } from '../../errors.js';
 import type { PublishOutcomeUnknown } from '../sink.js';
+import { LEDGER_TABLE, qualifiedName, quoteLiteral } from './sql-names.js';
 
 /**
  * The PostgreSQL failures, told apart by the SQLSTATE the server sends (PostgreSQL's Appendix A):
@@ -10,6 +12,8 @@ import type { PublishOutcomeUnknown } from '../sink.js';
 /** The SQLSTATEs tilehouse acts on. */
 export const SQLSTATE = {
   serializationFailure: '40001',
+  integrityViolation: '40002',
+  completionUnknown: '40003',
   deadlockDetected: '40P01',
   lockNotAvailable: '55P03',
   queryCanceled: '57014',
@@ -27,16 +31,28 @@ export const SQLSTATE = {
   uniqueViolation: '23505',
 } as const;
 
-/** The SQLSTATE of a server error, or undefined for a failure that is not one (a broken socket). */
+/**
+ * The SQLSTATE of an error the server sent (node-postgres's DatabaseError, an ErrorResponse),
+ * or undefined for anything else: a Node socket error's `code` (EPIPE, ECONNRESET) is no SQLSTATE,
+ * however much it looks like one.
+ */
 export function sqlstateOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  return error instanceof pg.DatabaseError && typeof error.code === 'string' ? error.code : undefined;
 }
 
-/** A transaction PostgreSQL ended so another could go on: the same transaction again may pass. */
+/**
+ * A transaction PostgreSQL rolled back (SQLSTATE class 40: a serialization failure, a deadlock,
+ * a statement whose completion is unknown) so the same transaction again may pass; not 40002, a
+ * constraint the rows break, which they break again.
+ */
 export function isTransactionVictim(error: unknown): boolean {
   const state = sqlstateOf(error);
-  return state === SQLSTATE.serializationFailure || state === SQLSTATE.deadlockDetected;
+  return state !== undefined && state.startsWith('40') && state !== SQLSTATE.integrityViolation;
+}
+
+/** The server says it does not know whether the statement completed (40003): at COMMIT, the ledger must judge. */
+export function isCompletionUnknown(error: unknown): boolean {
+  return sqlstateOf(error) === SQLSTATE.completionUnknown;
 }
 
 export function isLockTimeout(error: unknown): boolean {
@@ -44,16 +60,71 @@ export function isLockTimeout(error: unknown): boolean {
 }
 
 /**
- * The connection broke or could not be made (no SQLSTATE, or the server going down): what the
- * statement did is not known from the answer, which never came.
+ * Node's codes for a socket that broke or could not be made and may work a moment later (a
+ * restart, a failover, a blip). A TLS or certificate failure has its own codes and is not here:
+ * trying again will not change a certificate.
+ */
+const TRANSIENT_SOCKET_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENETRESET',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs (PostgreSQL's errcodes table) that say the session, not the statement, failed, and a
+ * new connection may succeed: class 08 (connection exception), 57P01/57P02/57P03 (the server
+ * shutting down, crashed, or not yet taking connections), 53300 (too many connections).
+ */
+function isConnectionState(state: string): boolean {
+  return (
+    state.startsWith('08') ||
+    state === SQLSTATE.adminShutdown ||
+    state === SQLSTATE.crashShutdown ||
+    state === SQLSTATE.cannotConnectNow ||
+    state === SQLSTATE.tooManyConnections
+  );
+}
+
+/**
+ * A connection that broke under a statement: node-postgres reports it as a plain Error without a
+ * code ("Connection terminated unexpectedly"), which postgres-client.ts tells apart by the
+ * client's own state (it saw the connection end), never by the text.
+ */
+export class ConnectionLostError extends Error {
+  constructor(cause: unknown) {
+    super(messageOf(cause), { cause });
+    this.name = 'ConnectionLostError';
+  }
+}
+
+/** A Node socket error's code, or undefined. */
+function socketCode(error: unknown): string | undefined {
+  if (error instanceof pg.DatabaseError) return undefined;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The connection broke or could not be made, and another connection may work: a socket error
+ * of TRANSIENT_SOCKET_CODES, a connection-class SQLSTATE, a connection postgres-client.ts saw end
+ * (ConnectionLostError), or a PostgresConnectionError made of one of these. What the statement
+ * did is not known from the answer, which never came.
  */
 export function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof PostgresConnectionError) return error.transient;
+  if (error instanceof ConnectionLostError) return true;
   const state = sqlstateOf(error);
-  if (state !== undefined)
-    return state === SQLSTATE.adminShutdown || state === SQLSTATE.crashShutdown || state === SQLSTATE.cannotConnectNow || state.startsWith('08');
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT...
-  return /Connection terminated|connection (?:was )?(?:closed|ended)|Client has encountered a connection error|timeout expired/i.test(messageOf(error));
+  if (state !== undefined) return isConnectionState(state);
+  const code = socketCode(error);
+  return code !== undefined && TRANSIENT_SOCKET_CODES.has(code);
 }
 
 /** `"<SQLSTATE> <message>"`, or the message alone: what a message quotes of a server's error. */
@@ -68,9 +139,12 @@ abstract class PostgresError extends TilehouseError {
 
 export class PostgresConnectionError extends PostgresError {
   readonly code = 'postgres_connection_failed';
+  /** Another connection may work (a socket that broke, a server restarting); false for TLS and certificates. */
+  readonly transient: boolean;
 
   constructor(jobName: string, where: string, error: unknown) {
     super(`job ${jobName}: postgres ${where}: the connection failed (${quoted(error)}); nothing was published`, { cause: error });
+    this.transient = isConnectionFailure(error);
   }
 }
 
@@ -110,7 +184,12 @@ export class PostgresDiskFullError extends PostgresError {
 export class PostgresPermissionError extends PostgresError {
   readonly code = 'permission_denied';
 
-  constructor(jobName: string, target: string, error: unknown, grant = 'CREATE on the schema, or INSERT, UPDATE, DELETE, SELECT on the table') {
+  constructor(
+    jobName: string,
+    target: string,
+    error: unknown,
+    grant = 'CREATE on the schema; INSERT, UPDATE, DELETE, SELECT on the table; SELECT, INSERT on its _tilehouse_runs',
+  ) {
     super(`job ${jobName}: postgres ${target}: permission denied (${quoted(error)}): grant the run's user ${grant}`, { cause: error });
   }
 }
@@ -183,14 +262,23 @@ export class PostgresRowCountError extends PostgresError {
   }
 }
 
-/** The publish's COMMIT got no answer, and the ledger could not be read afterwards. */
+/**
+ * The publish's COMMIT was sent and got no answer, and no later try could read the run ledger
+ * within the publish budget: the server may have committed or not. The message names the run id
+ * and the query on the ledger that settles it (a row: the run's rows are in the table).
+ */
 export class PostgresPublishOutcomeUnknownError extends PostgresError implements PublishOutcomeUnknown {
   readonly code = 'publish_outcome_unknown';
   readonly publishOutcomeUnknown = true as const;
 
-  constructor(jobName: string, target: string, runId: string, error: unknown) {
+  constructor(jobName: string, at: { schema: string; target: string; window?: { from: string } | undefined }, runId: string, error: unknown) {
+    const query = `SELECT rows, published_at FROM ${qualifiedName(at.schema, LEDGER_TABLE)} WHERE target_table = ${quoteLiteral(at.target)} AND run_id = ${quoteLiteral(runId)} AND window_from = ${quoteLiteral(at.window?.from ?? '')}`;
+    // The last try's own failure (a connect's, unwrapped: its "nothing was published" is that try's, not the run's).
+    const last = error instanceof PostgresConnectionError ? error.cause : error;
     super(
-      `job ${jobName}: postgres ${target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (${quoted(error)}): whether run ${runId} is in the table is not known; look for it in _tilehouse_runs before running again`,
+      `job ${jobName}: postgres ${at.target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (last: ${quoted(last)}): ` +
+        `whether run ${runId} is in the table is not known. Settle it with: ${query} (a row: published; none: not). ` +
+        `Re-running with --run-id ${runId} is safe: it publishes only if that row is absent`,
       { cause: error },
     );
   }

@@ -13,7 +13,7 @@ import { closeQuietly, connectPostgres } from './postgres-client.js';
 import { PostgresPermissionError, PostgresReadOnlyError } from './postgres-errors.js';
 import { configuredTarget, type PostgresPlan, resolvePlan, tableColumns } from './postgres-plan.js';
 import { PostgresWriter } from './postgres-writer.js';
-import { qualifiedName, STAGING_PREFIX } from './sql-names.js';
+import { LEDGER_TABLE, qualifiedName, STAGING_PREFIX } from './sql-names.js';
 import { contractDecision, readTableColumns } from './table-columns.js';
 import { postgresHolding } from './target-holding.js';
 
@@ -72,9 +72,11 @@ export class PostgresSink implements Sink {
     const connection = await this.resolved();
     // The schema this sink's staging tables go to (the sink's own, else the environment's).
     const schema = this.options.config.postgresSchema ?? connection.schema;
-    const client = await connectPostgres(connection, { jobName: 'sweep', target: `${schema}.${STAGING_PREFIX}*` }, { connectTimeoutMs: 10_000 });
     const removed: string[] = [];
+    let client: Awaited<ReturnType<typeof connectPostgres>> | undefined;
     try {
+      // Connecting inside: a server out of reach is this one warning line, not a second with a stack from sweepSinks.
+      client = await connectPostgres(connection, { jobName: 'sweep', target: `${schema}.${STAGING_PREFIX}*` }, { connectTimeoutMs: 10_000 });
       const found = await client.query<{ name: string; note: string | null }>(
         `SELECT c.relname AS name, obj_description(c.oid, 'pg_class') AS note FROM pg_catalog.pg_class c
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' AND starts_with(c.relname, $2)`,
@@ -147,19 +149,41 @@ export class PostgresSink implements Sink {
     const target = `${schema}.${table}`;
     const client = await connectPostgres(connection, { jobName: context.jobName, target });
     try {
-      const server = await client.query<{ version: string; read_only: string; schema_exists: boolean; can_create: boolean | null; table_exists: boolean }>(
+      const server = await client.query<{
+        version: string;
+        read_only: string;
+        schema_exists: boolean;
+        can_create: boolean | null;
+        table_exists: boolean;
+        ledger_exists: boolean;
+      }>(
         `SELECT current_setting('server_version') AS version, current_setting('transaction_read_only') AS read_only,
                 EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) AS schema_exists,
-                CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) THEN has_schema_privilege(quote_ident($1), 'CREATE') END AS can_create,
-                to_regclass($2) IS NOT NULL AS table_exists`,
-        [schema, qualifiedName(schema, table)],
+                CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1) THEN has_schema_privilege($1, 'CREATE') END AS can_create,
+                to_regclass($2) IS NOT NULL AS table_exists, to_regclass($3) IS NOT NULL AS ledger_exists`,
+        // has_schema_privilege takes the schema's name as it is; to_regclass and has_table_privilege
+        // parse their text as SQL does, so a table is its quoted qualified name.
+        [schema, qualifiedName(schema, table), qualifiedName(schema, LEDGER_TABLE)],
       );
       const row = server.rows[0]!;
       const where = `postgres ${connection.host}:${connection.port}/${connection.database} ${target}`;
       if (row.read_only === 'on') throw new PostgresReadOnlyError(context.jobName, target, new Error('transaction_read_only is on'));
       const missing: string[] = [];
       if (!row.schema_exists) missing.push(`schema ${schema} does not exist`);
-      else if (row.can_create !== true) missing.push(`CREATE on schema ${schema} (the staging tables${row.table_exists ? '' : ' and the table'})`);
+      else if (row.can_create !== true)
+        missing.push(`CREATE on schema ${schema} (the staging tables${row.table_exists ? '' : ', the table'}${row.ledger_exists ? '' : ', the run ledger'})`);
+      const lacksOn = async (relation: string, wanted: readonly string[]) => {
+        const granted = await client.query<{ privilege: string; granted: boolean }>(
+          'SELECT privilege, has_table_privilege($1, privilege) AS granted FROM unnest($2::text[]) AS privilege',
+          [relation, wanted],
+        );
+        return granted.rows.filter((grant) => !grant.granted).map((grant) => grant.privilege);
+      };
+      // The run ledger, written by every publish in its transaction (absent: created, under CREATE on the schema).
+      if (row.ledger_exists) {
+        const lacking = await lacksOn(qualifiedName(schema, LEDGER_TABLE), ['SELECT', 'INSERT']);
+        if (lacking.length > 0) missing.push(`${lacking.join(', ')} on table ${schema}.${LEDGER_TABLE} (the run ledger)`);
+      }
       if (row.table_exists) {
         const wanted = [
           'SELECT',
@@ -167,11 +191,7 @@ export class PostgresSink implements Sink {
           ...(this.options.config.writeMode === 'merge' ? ['UPDATE'] : []),
           ...(['replace', 'partition'].includes(this.options.config.writeMode) ? ['DELETE'] : []),
         ];
-        const granted = await client.query<{ privilege: string; granted: boolean }>(
-          'SELECT privilege, has_table_privilege($1, privilege) AS granted FROM unnest($2::text[]) AS privilege',
-          [qualifiedName(schema, table), wanted],
-        );
-        const lacking = granted.rows.filter((grant) => !grant.granted).map((grant) => grant.privilege);
+        const lacking = await lacksOn(qualifiedName(schema, table), wanted);
         if (lacking.length > 0) missing.push(`${lacking.join(', ')} on table ${target}`);
       }
       if (missing.length > 0)

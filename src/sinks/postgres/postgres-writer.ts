@@ -11,7 +11,7 @@ import { drained } from '../stores/drained.js';
 import type { GuardCheck } from '../publish-guard.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
-import { begin, closeQuietly, connectPostgres } from './postgres-client.js';
+import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import { PostgresRowCountError, postgresFailure, PostgresSchemaMismatchError } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
 import { publishStaging } from './publish.js';
@@ -123,9 +123,10 @@ export class PostgresWriter implements SinkWriter {
       );
       return writer;
     } catch (error) {
+      const failure = postgresFailure(settled(client, error), { ...at, step });
       await client.query('ROLLBACK').catch(() => undefined);
       await closeQuietly(client);
-      throw postgresFailure(error, { ...at, step });
+      throw failure;
     }
   }
 
@@ -214,8 +215,9 @@ export class PostgresWriter implements SinkWriter {
       this.stagingCommitted = true;
       await client.query('COMMIT');
     } catch (error) {
+      const failure = this.failure(error, step);
       await client.query('ROLLBACK').catch(() => undefined);
-      throw this.failure(error, step);
+      throw failure;
     } finally {
       await closeQuietly(client);
       this.client = undefined;
@@ -276,14 +278,20 @@ export class PostgresWriter implements SinkWriter {
       this.stagingCommitted = false;
     } catch (error) {
       context.logger.warn({ staging: this.staging, error: messageOf(error) }, 'could not drop the PostgreSQL staging table; a later run sweeps it');
-      this.left.push(`PostgreSQL staging table ${this.staging} (a later run's sweep drops it)`);
+      // Whether it is still there is not known (a publish whose outcome is unknown drops it when it committed): say so.
+      this.left.push(`PostgreSQL staging table ${this.staging}, if it is still there (could not check: ${messageOf(error)}); a later run's sweep drops it`);
     } finally {
       await closeQuietly(client);
     }
   }
 
   private failure(error: unknown, step: string) {
-    return postgresFailure(error, { jobName: this.dependencies.context.jobName, target: this.plan.target, step, user: this.dependencies.connection.user });
+    return postgresFailure(settled(this.client, error), {
+      jobName: this.dependencies.context.jobName,
+      target: this.plan.target,
+      step,
+      user: this.dependencies.connection.user,
+    });
   }
 
   private expectState(expected: WriterState, operation: string): void {

@@ -31,23 +31,29 @@ function selectFromStaging(plan: PostgresPlan, source: string): { columns: strin
 }
 
 /**
- * The day range a `partition` publish replaces: the run's window, else the days its rows cover
- * (for a TIMESTAMP column, days in the job's zone), as a condition with its parameters. A run
- * without rows and without a window covers no day.
+ * The days a `partition` publish replaces, as a condition on the target `t` with its parameters:
+ * the run's window when it has one (prepare refused rows outside it), else exactly the days its
+ * rows fall on (for a TIMESTAMP column, days in the job's zone), not the range between the first
+ * and the last: a run holding 05-09 and 05-17 leaves the days between as they are. A run without
+ * rows and without a window replaces no day. Each day is a range on the column, so an index on
+ * it serves the DELETE.
  */
-function partitionRange(plan: PostgresPlan, staging: string): { where: string; values: string[] } {
-  const values: string[] = [];
-  const parameter = (value: string) => {
-    values.push(value);
-    return `$${values.length}`;
+function partitionDays(plan: PostgresPlan, staging: string): { where: string; values: string[] } {
+  const column = `t.${quoteIdentifier(plan.partition!.column)}`;
+  const timestamp = plan.partition!.type === 'TIMESTAMP';
+  const values = timestamp ? [plan.timezone] : [];
+  const bound = (day: string) => (timestamp ? `(${day})::timestamp AT TIME ZONE $1` : day);
+  if (plan.window) {
+    values.push(plan.window.from, plan.window.to);
+    const [from, to] = timestamp ? ['$2::date', '$3::date'] : ['$1::date', '$2::date'];
+    return { where: `${column} >= ${bound(from)} AND ${column} < ${bound(to)}`, values };
+  }
+  const staged = quoteIdentifier(plan.partition!.column);
+  const day = timestamp ? `(${staged} AT TIME ZONE $1)::date` : staged;
+  return {
+    where: `EXISTS (SELECT 1 FROM (SELECT DISTINCT ${day} AS day FROM ${staging}) d WHERE ${column} >= ${bound('d.day')} AND ${column} < ${bound('d.day + 1')})`,
+    values,
   };
-  const column = quoteIdentifier(plan.partition!.column);
-  const zone = plan.partition!.type === 'TIMESTAMP' ? parameter(plan.timezone) : undefined;
-  const day = zone === undefined ? column : `(${column} AT TIME ZONE ${zone})::date`;
-  const from = plan.window ? `${parameter(plan.window.from)}::date` : `(SELECT min(${day}) FROM ${staging})`;
-  const until = plan.window ? `${parameter(plan.window.to)}::date` : `(SELECT max(${day}) + 1 FROM ${staging})`;
-  if (zone === undefined) return { where: `${column} >= ${from} AND ${column} < ${until}`, values };
-  return { where: `${column} >= (${from}::timestamp AT TIME ZONE ${zone}) AND ${column} < (${until}::timestamp AT TIME ZONE ${zone})`, values };
 }
 
 export interface MovedRows {
@@ -71,8 +77,8 @@ export async function moveRows(client: pg.Client, plan: PostgresPlan, staging: s
       return { rows: inserted.rowCount ?? 0, details: {} };
     }
     case 'partition': {
-      const range = partitionRange(plan, staging);
-      const deleted = await client.query(`DELETE FROM ${plan.sqlTarget} WHERE ${range.where}`, range.values);
+      const days = partitionDays(plan, staging);
+      const deleted = await client.query(`DELETE FROM ${plan.sqlTarget} t WHERE ${days.where}`, days.values);
       const inserted = await client.query(`INSERT INTO ${plan.sqlTarget} (${insert.columns}) SELECT ${insert.values} FROM ${staging} s`);
       return { rows: inserted.rowCount ?? 0, details: { deletedRows: deleted.rowCount ?? 0 } };
     }

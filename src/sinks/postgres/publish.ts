@@ -1,13 +1,18 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { messageOf } from '../../errors.js';
+import { backoffDelay } from '../../retry.js';
 import type { SinkResult, SinkRunContext } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
-import { begin, closeQuietly, connectPostgres } from './postgres-client.js';
+import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import {
+  isCompletionUnknown,
   isConnectionFailure,
   isLockTimeout,
   isTransactionVictim,
   PostgresLockTimeoutError,
   PostgresPublishOutcomeUnknownError,
+  PostgresRowCountError,
   PostgresSchemaMismatchError,
   postgresFailure,
 } from './postgres-errors.js';
@@ -49,33 +54,51 @@ type Outcome = { published: true; rows: number; details: Record<string, number>;
 export async function publishStaging(request: PublishRequest): Promise<SinkResult> {
   const { plan, connection, context } = request;
   const started = Date.now();
+  const progress: TryProgress = { commitSent: false, ledgerRead: false };
+  /** A COMMIT was sent and its answer lost, and no later try has read the ledger since: the outcome is not known. */
+  let outcomeUnknown = false;
   let tries = 0;
   for (;;) {
     tries += 1;
+    progress.commitSent = false;
+    progress.ledgerRead = false;
     try {
-      const outcome = await publishOnce(request);
+      const outcome = await publishOnce(request, progress, started + connection.publishBudgetMs);
       return resultOf(request, outcome, tries);
     } catch (error) {
+      // A try that read the ledger settled what every earlier try did; one whose COMMIT got no answer unsettles it again.
+      if (progress.ledgerRead) outcomeUnknown = false;
+      if (progress.commitSent && (isConnectionFailure(error) || isCompletionUnknown(error))) outcomeUnknown = true;
       const retryable = isLockTimeout(error) || isTransactionVictim(error) || isConnectionFailure(error);
-      const spent = Date.now() - started;
+      const left = connection.publishBudgetMs - (Date.now() - started);
       const stopped = request.deadline?.aborted === true;
-      if (!retryable || stopped || spent >= connection.publishBudgetMs) {
+      if (!retryable || stopped || left <= 0) {
+        if (outcomeUnknown) throw new PostgresPublishOutcomeUnknownError(context.jobName, plan, context.runId, error);
         if (isLockTimeout(error)) throw new PostgresLockTimeoutError(context.jobName, plan.target, tries, connection.publishBudgetMs, error);
-        if (isConnectionFailure(error) && (error as { duringCommit?: boolean }).duringCommit === true)
-          throw new PostgresPublishOutcomeUnknownError(context.jobName, plan.target, context.runId, error);
         throw postgresFailure(error, { jobName: context.jobName, target: plan.target, step: 'the publish', user: connection.user });
       }
-      const waitMs = Math.min(2_000, 100 * 2 ** Math.min(tries, 5)) * (0.5 + Math.random() / 2);
-      context.logger.warn({ target: plan.target, tries, waitMs: Math.round(waitMs), error: (error as Error).message }, 'PostgreSQL publish tried again');
-      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      // The backoff of the one retry loop (retry.ts), bounded by a time budget rather than a count
+      // of attempts: a server restarting takes seconds, however many tries fit in them.
+      const waitMs = Math.min(left, Math.max(50, backoffDelay(tries, { baseDelayMs: 200, maxDelayMs: 2_000 })));
+      context.logger.warn({ target: plan.target, tries, waitMs, error: messageOf(error) }, 'PostgreSQL publish tried again');
+      await sleep(waitMs);
     }
   }
 }
 
-async function publishOnce(request: PublishRequest): Promise<Outcome> {
+/** How far one try got, for judging what a failed try may have done. */
+interface TryProgress {
+  /** COMMIT was sent: the server may have committed whatever the answer says. */
+  commitSent: boolean;
+  /** The ledger was read under the target's lock: what every earlier try did is known. */
+  ledgerRead: boolean;
+}
+
+async function publishOnce(request: PublishRequest, progress: TryProgress, budgetEndsAt: number): Promise<Outcome> {
   const { plan, connection, context } = request;
-  const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target });
-  let committing = false;
+  // A connect that hangs (packets dropped by a server gone) ends with the budget, not 30 s past it.
+  const connectTimeoutMs = Math.max(1_000, Math.min(30_000, budgetEndsAt - Date.now()));
+  const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target }, { connectTimeoutMs });
   try {
     const began = Date.now();
     await begin(client, { statementTimeoutMs: connection.statementTimeoutMs, lockTimeoutMs: connection.lockTimeoutMs });
@@ -83,22 +106,28 @@ async function publishOnce(request: PublishRequest): Promise<Outcome> {
     await ensureLedger(client, plan.schema);
     const entry = { target: plan.target, runId: context.runId, window: plan.window };
     const held = await publishedRows(client, plan.schema, entry);
+    progress.ledgerRead = true;
     if (held !== undefined) {
       await client.query(`DROP TABLE IF EXISTS ${request.staging}`);
       await client.query('COMMIT');
       return { published: false, rowsHeld: held };
     }
+    // The staging table as prepare committed it: a server that crashed since empties an UNLOGGED
+    // table, and publishing that would replace the table's rows with none.
+    const staged = await client.query<{ rows: string }>(`SELECT count(*)::text AS rows FROM ${request.staging}`);
+    const stagedRows = Number(staged.rows[0]?.rows ?? 0);
+    if (stagedRows !== request.sentRows) throw new PostgresRowCountError(context.jobName, plan.target, request.sentRows, stagedRows);
     await readyTable(client, plan);
     const moved = await moveRows(client, plan, request.staging, { runId: context.runId, extractedAt: context.startedAt });
     await recordPublish(client, plan.schema, { ...entry, job: context.jobName, tile: context.tileId, writeMode: plan.writeMode, rows: moved.rows });
     await client.query(`DROP TABLE ${request.staging}`);
-    committing = true;
+    progress.commitSent = true;
     await client.query('COMMIT');
     return { published: true, rows: moved.rows, details: moved.details, publishMs: Date.now() - began };
   } catch (error) {
-    if (!committing) await client.query('ROLLBACK').catch(() => undefined);
-    if (committing && error !== null && typeof error === 'object') Object.assign(error, { duringCommit: true });
-    throw error;
+    const failure = settled(client, error);
+    if (!progress.commitSent) await client.query('ROLLBACK').catch(() => undefined);
+    throw failure;
   } finally {
     await closeQuietly(client);
   }

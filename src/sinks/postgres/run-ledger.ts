@@ -62,8 +62,11 @@ export async function publishedRows(client: pg.Client, schema: string, entry: Pi
 
 export async function recordPublish(client: pg.Client, schema: string, entry: LedgerEntry): Promise<void> {
   await client.query(
-    `INSERT INTO ${ledger(schema)} (target_table, run_id, window_from, window_to, window_open, job, tile, write_mode, rows)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    // published_at: the clock at this insert, the publish's last statement but the staging table's
+    // DROP, not now() (the transaction's start): two publishes into one schema are ordered by it as
+    // they committed, the second to commit later, whichever began first.
+    `INSERT INTO ${ledger(schema)} (target_table, run_id, window_from, window_to, window_open, job, tile, write_mode, rows, published_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp())`,
     [
       entry.target,
       entry.runId,

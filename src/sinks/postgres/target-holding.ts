@@ -1,7 +1,8 @@
 import type { TargetHolding } from '../publish-guard.js';
 import type { SinkRunContext } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
-import { closeQuietly, connectPostgres } from './postgres-client.js';
+import { closeQuietly, connectPostgres, settled } from './postgres-client.js';
+import { postgresFailure } from './postgres-errors.js';
 import type { PostgresPlan } from './postgres-plan.js';
 import { recentRuns } from './run-ledger.js';
 import { quoteIdentifier } from './sql-names.js';
@@ -52,6 +53,9 @@ export async function postgresHolding(
     }
     const counted = await client.query<{ rows: string }>(`SELECT count(*)::text AS rows FROM ${plan.sqlTarget}`);
     return { target: plan.target, effect: 'replace', rows: Number(counted.rows[0]?.rows ?? 0), readFrom: 'count(*)', ...history };
+  } catch (error) {
+    // A server's refusal (42501 on the ledger: permission_denied naming it) or a lost connection, as the sink's error, never a bug's.
+    throw postgresFailure(settled(client, error), { jobName: context.jobName, target: plan.target, step: 'reading what the table holds (publish guard)' });
   } finally {
     await closeQuietly(client);
   }
