@@ -37,6 +37,8 @@ export const bigquerySinkKind: SinkKind = {
     });
   },
   runRecorder: bigqueryLedgerRecorder,
+  // BigQuery authenticates as the pod's Google identity (Workload Identity): no secret of its own.
+  secrets: () => [],
   workspaceChecker: bigqueryWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, options, logger) => bigqueryWindowStateReaders(job, environment, options, logger),
 

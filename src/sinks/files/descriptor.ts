@@ -81,6 +81,8 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       return { sink, problems };
     },
     takesWindowsOneAtATime: () => false,
+    // A store's credentials are the pod's identity (Workload Identity, IRSA) or its mounted files: none of the kind's own.
+    secrets: () => [],
     // A finished window is told by its manifest.
     resumeRefusal(job) {
       const withoutManifest = job.sinks.findIndex((sink) => ours(sink) !== undefined && ours(sink)!.manifest !== true);
