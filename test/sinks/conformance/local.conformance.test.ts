@@ -1,0 +1,5 @@
+// The conformance scenarios (scenarios.ts) for the file kinds on a local directory.
+import { localCsv, localParquet } from './file-backends.js';
+import { conformanceScenarios } from './scenarios.js';
+
+for (const backend of [localCsv, localParquet]) conformanceScenarios(backend);
