@@ -82,6 +82,8 @@ export type KindSink = Sink & Required<Pick<Sink, 'publication' | 'checkAccess' 
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
+  /** How a person names the kind (`CSV`, `BigQuery`, `PostgreSQL`): `tilehouse --help` lists every kind by it. */
+  readonly label: string;
   /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
   readonly configSchema: z.ZodType;
   /**

@@ -10,6 +10,7 @@ import { bigqueryWindowStateReaders } from './window-state.js';
 /** The BigQuery sink, as the rest of tilehouse sees it. */
 export const bigquerySinkKind: SinkKind = {
   type: 'bigquery',
+  label: 'BigQuery',
   configSchema: bigquerySinkSchema,
   async build(config, index, job, environment, options) {
     if (config.type !== 'bigquery') throw new Error(`not a BigQuery sink: ${config.type}`);

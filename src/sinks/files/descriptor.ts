@@ -42,6 +42,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
   const ours = (sink: SinkConfig): C | undefined => (sink.type === name ? (sink as unknown as C) : undefined);
   return {
     type: name,
+    label,
     configSchema: spec.configSchema,
     workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
     lineage: { dataset: (target) => storeKindOf(target).lineageDataset(target), filesPerOutput: 1 },
