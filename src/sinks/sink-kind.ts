@@ -43,6 +43,8 @@ export interface RecordedTile {
   error?: { code: string } | undefined;
   /** The fingerprint of the job's definition the run ran with. */
   definition?: JobDefinition | undefined;
+  /** When the run started, on its own clock; absent: this process's clock less the duration. */
+  startedAt?: Date | undefined;
   /** What the publish guards said of each target (see sinks/publish-guard.ts). */
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }

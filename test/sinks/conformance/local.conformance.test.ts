@@ -2,4 +2,5 @@
 import { localCsv, localParquet } from './file-backends.js';
 import { conformanceScenarios } from './scenarios.js';
 
-for (const backend of [localCsv, localParquet]) conformanceScenarios(backend);
+conformanceScenarios(localCsv);
+conformanceScenarios(localParquet);
