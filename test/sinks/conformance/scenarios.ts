@@ -3,9 +3,9 @@
 // file (`*.conformance.test.ts`) gives a `ConformanceBackend` per kind and store; this module runs
 // the nights and asks every view (`run --json`, `status`, `plan`, `check`, the lineage events)
 // what it says of the target, and each must name the run that wrote it.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { DEMO_TILES, SANDBOX_TILE } from '../../../sandbox/index.js';
 import type { CliSeams } from '../../../src/cli/command.js';
 import type { SinkConfig } from '../../../src/config/job-schema.js';
@@ -13,6 +13,9 @@ import { type CliResult, runCli, sandboxEnv, summaryOf, type Workspace, writeWor
 import { fileTransportEnv, type LineageEvent, lineageEventsIn } from '../../support/lineage-events.js';
 import { detailQueryAbove } from '../../support/queries.js';
 import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
+import { parse, stringify } from 'yaml';
+import { METRICS } from '../../../src/metrics/metric-names.js';
+import { describeWithPushgateway, samplesOf } from '../../metrics/pushgateway.js';
 
 /** One registered kind on one real backend (a store, a server reached straight or through a pooler). */
 export interface ConformanceBackend {
@@ -61,11 +64,25 @@ function jobOf(backend: ConformanceBackend, edited: boolean): Record<string, unk
 
 /** The scenarios, for one backend: each `it` builds on the one before (the nights happen in order). */
 export function conformanceScenarios(backend: ConformanceBackend): void {
-  describe(`${backend.kind}: ${backend.name}`, () => {
+  describeWithPushgateway(`${backend.kind}: ${backend.name}`, (gateway) => {
     const fixture = sandboxAndRootForAll({ incidents: 130 });
     let workspace: Workspace;
     let env: Record<string, string>;
     const seen: Record<string, CliResult> = {};
+    /** What the Pushgateway held for the job after each night's run. */
+    const metrics: Record<string, { success?: number; rows?: number; guardTripped?: number; errors: Array<{ code: string; value: number }> }> = {};
+    const metricsNow = async () => {
+      const text = await gateway.scrape();
+      const value = (name: string) => samplesOf(text, name).find((sample) => sample.labels.job === JOB)?.value;
+      return {
+        success: value(METRICS.lastRunSuccess),
+        rows: value(METRICS.rows),
+        guardTripped: value(METRICS.guardTripped),
+        errors: samplesOf(text, METRICS.lastRunError)
+          .filter((sample) => sample.labels.job === JOB)
+          .map((sample) => ({ code: sample.labels.code ?? '', value: sample.value })),
+      };
+    };
 
     const cli = (now: string, args: string[], lineageDir?: string) =>
       runCli([...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
@@ -76,9 +93,12 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
     const night = async (name: keyof typeof NIGHTS, edited: boolean) => {
       workspace = await writeWorkspace(fixture.root, fixture.sandbox, [jobOf(backend, edited)]);
       env = await backend.configure(workspace);
+      const environment = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
+      await writeFile(workspace.configFile, stringify({ ...environment, metrics: { pushgatewayUrl: gateway.url } }));
       const lineageDir = path.join(fixture.root, 'lineage', name);
       await mkdir(lineageDir, { recursive: true });
       seen[name] = await cli(NIGHTS[name].at, ['run', '--run-id', NIGHTS[name].runId, '--json'], lineageDir);
+      metrics[name] = await metricsNow();
       const morning = morningAfter(NIGHTS[name]);
       seen[`${name}:status`] = await cli(morning, ['status', '--json']);
       seen[`${name}:status-text`] = await cli(morning, ['status', '--job', JOB]);
@@ -139,6 +159,10 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       expect(complete.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.second.runId, status: 'succeeded', rows: 130 });
       expect(complete.outputs).toHaveLength(1);
       expect(complete.outputs[0]!.outputFacets?.outputStatistics).toMatchObject({ rowCount: 130 });
+
+      // The metrics of the job's latest run say what the summary says.
+      expect(metrics.second).toMatchObject({ success: 1, rows: summary.tiles[0]!.rows, guardTripped: 0 });
+      expect(metrics.second!.errors).toEqual([{ code: '', value: 0 }]);
     });
 
     it("lineage's schema facet and column lineage name the columns as the target stores them", async () => {
@@ -177,6 +201,8 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
 
       const fail = events.find((event) => event.eventType === 'FAIL')!;
       expect(fail.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.changed.runId, status: 'failed', errorCode: 'publish_guard_tripped' });
+      expect(metrics.changed).toMatchObject({ success: 0, guardTripped: 1 });
+      expect(metrics.changed!.errors).toEqual([{ code: 'publish_guard_tripped', value: 1 }]);
     });
 
     it('a failed night: the target still names the second night, status says LATE and exits 1, as for every kind', async () => {
@@ -184,6 +210,9 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       try {
         const events = await night('failed', false);
         expect(seen.failed!.exitCode).toBe(1);
+        const code = summaryOf(seen.failed!.stdout, 'run').tiles[0]!.error!.code;
+        expect(metrics.failed).toMatchObject({ success: 0, guardTripped: 0 });
+        expect(metrics.failed!.errors).toEqual([{ code, value: 1 }]);
         expect(events.find((event) => event.eventType === 'FAIL')?.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.failed.runId, status: 'failed' });
       } finally {
         fixture.sandbox.clearFaults();
