@@ -4,6 +4,7 @@ import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isEntryPoint } from './entry-point.js';
 import { isTilehouseError } from './errors.js';
+import { sinkKinds } from './sinks/registry.js';
 import { OutputStream } from './output-stream.js';
 import { DEFAULT_STOP_DEADLINE_MS } from './stop-deadline.js';
 
@@ -11,7 +12,10 @@ export { EXIT, type CliIo, type CliSeams } from './cli/command.js';
 
 function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
-  return `tilehouse — export incident-report tiles to CSV or BigQuery
+  // Every registered kind, by the name its descriptor gives: a new kind is in the help with its registry line.
+  const labels = sinkKinds.map((kind) => kind.label);
+  const kinds = labels.length > 1 ? `${labels.slice(0, -1).join(', ')} or ${labels.at(-1)}` : labels.join('');
+  return `tilehouse — export incident-report tiles to ${kinds}
 
 Usage: tilehouse <command> [options]
 

@@ -8,7 +8,7 @@
  * listed here does not compile; `docs/error-codes.md` is generated from it (`npm run docs:codes`).
  *
  * One failure has one code whatever the target: where it happened is told by the error's fields
- * (`targetKind`: local, gcs, s3, bigquery; `format`: csv, parquet), which the run summary and the
+ * (`targetKind`: one of TARGET_KINDS below; `format`: csv, parquet), which the run summary and the
  * log line carry next to the code. A code that replaced others lists them in `formerly` (alert
  * rules written for them must change; `docs/error-codes.md` has the table).
  *

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { errorCodesDocument, ERROR_CODES_DOC, renamedCodes } from '../scripts/lib/error-codes-doc.js';
 import { ConfigError } from '../src/config/config-error.js';
 import { errorReport } from '../src/errors.js';
-import { ERROR_CODES, isErrorCode, OAUTH_ERRORS, type ErrorCode } from '../src/error-codes.js';
+import { ERROR_CODES, isErrorCode, OAUTH_ERRORS, TARGET_KINDS, type ErrorCode } from '../src/error-codes.js';
 import { PartiallyPublishedError, RunStoppedError } from '../src/pipeline/publish-sinks.js';
 import { FilePathInvalidError } from '../src/sinks/files/file-errors.js';
 import { FileWriteError } from '../src/sinks/stores/store-errors.js';
@@ -137,6 +137,13 @@ describe('the error-code catalogue', () => {
     const committed = readFileSync(path.resolve(import.meta.dirname, '..', ERROR_CODES_DOC), 'utf8');
     expect(committed).toBe(errorCodesDocument());
     for (const code of catalogued) expect(committed).toContain(`| \`${code}\` |`);
+  });
+
+  it('names every target kind an error can carry, postgres among them', () => {
+    const committed = readFileSync(path.resolve(import.meta.dirname, '..', ERROR_CODES_DOC), 'utf8');
+    const line = committed.split('\n').find((text) => text.includes('`targetKind` ('))!;
+    for (const kind of TARGET_KINDS) expect(line).toContain(`\`${kind}\``);
+    expect(TARGET_KINDS).toContain('postgres');
   });
 
   it('is linked from the README and from docs/failure-behaviour.md', () => {

@@ -1,6 +1,6 @@
 // The text of docs/error-codes.md, made from the catalogue (src/error-codes.ts). Written by
 // `npm run docs:codes`; test/error-codes.test.ts fails when the committed file differs.
-import { ERROR_CODES, type ErrorCodeEntry } from '../../src/error-codes.js';
+import { ERROR_CODES, type ErrorCodeEntry, TARGET_KINDS } from '../../src/error-codes.js';
 
 export const ERROR_CODES_DOC = 'docs/error-codes.md';
 
@@ -36,7 +36,8 @@ export function errorCodesDocument(): string {
     '  by itself). "no" means something must change first: the configuration, the credentials, the',
     '  target, or tilehouse (a bug).',
     '- One failure has one code whatever the target: where it happened is in the fields next to',
-    '  the code, `targetKind` (`local`, `gcs`, `s3`, `bigquery`) and `format` (`csv`, `parquet`): in the',
+    // From the catalogue's list, so a new target kind is in the doc as soon as it is in the code (issue 51: postgres was not).
+    `  the code, \`targetKind\` (${TARGET_KINDS.map((kind) => `\`${kind}\``).join(', ')}) and \`format\` (\`csv\`, \`parquet\`): in the`,
     "  run summary's `error` and on the JSON log line. The message names the job and the target with",
     '  its format, e.g. `job incidents: parquet gs://bucket/x.parquet: …`.',
     '',

@@ -12,12 +12,13 @@ export const statusCommand: Command = {
 For each job (or each --job), for each sink's target (the one the schedule's latest run wrote;
 a dated path names that run's day): the run
 that last published it, when that run started, its row count and where that was read (a file's
-manifest; a gs:// or s3:// object's metadata, rows counted; BigQuery's run ledger), and LATE when
+manifest; a gs:// or s3:// object's metadata, rows counted; a table's run ledger: BigQuery's, or
+PostgreSQL's _tilehouse_runs), and LATE when
 the job's schedule fired since and no run started since then wrote it. A local file without a
 manifest names no run: its last change and rows are printed instead (manifest: true records the
 run). When the job's definition changed since the run that wrote a target (a manifest or ledger
 row records it), a line below says what: the query's items or filters, its column overrides,
-its sinks. Reads the targets only: no credentials, no request to the source, writes nothing.
+its sinks, its tile id, its source settings. Reads the targets only: no credentials, no request to the source, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
     KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it]

@@ -190,7 +190,7 @@ export function planPod(inputs: PodInputs): PodPlan {
   const credentials = credentialWiring(
     environment.source,
     configFile,
-    sinkKinds.flatMap((kind) => kind.secrets?.(environment, jobs) ?? []),
+    sinkKinds.flatMap((kind) => kind.secrets(environment, jobs)),
   );
   const { directories, localJobs } = writableDirectories(environment, jobs);
   const warnings = emptyDirWarnings(localJobs);

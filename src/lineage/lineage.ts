@@ -1,5 +1,5 @@
-import type { SinkResult } from '../sinks/sink.js';
 import type { LineageDatasetName } from '../sinks/lineage-dataset-name.js';
+import type { SinkResult, StoredSchema } from '../sinks/sink.js';
 
 type SinkKindName = SinkResult['sink'];
 
@@ -41,7 +41,7 @@ export interface LineageTileEnd {
   columns: ReadonlyArray<{ name: string; header: string; type: string }>;
   outputs: ReadonlyArray<{ sink: SinkKindName; target: string; rows: number; details?: Readonly<Record<string, string | number | boolean>> | undefined }>;
   /** Every writer the run opened (its sink kind and target), published or not. */
-  opened: ReadonlyArray<{ sink: SinkKindName; target: string; dataset?: LineageDatasetName }>;
+  opened: ReadonlyArray<{ sink: SinkKindName; target: string; dataset?: LineageDatasetName; schema?: StoredSchema }>;
   bigqueryJobIds: readonly string[];
   error?: { code: string; message: string } | undefined;
   guard?:

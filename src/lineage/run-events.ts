@@ -143,14 +143,14 @@ export class TileRunEvents {
       ...this.input,
       facets: {
         dataSource: facet(this.context, 'dataSource', { name: origin, uri: origin }),
-        ...(end === undefined || end.columns.length === 0 ? {} : { schema: this.schemaFacet(end, 'header') }),
+        ...(end === undefined || end.columns.length === 0 ? {} : { schema: this.schemaFacet(end) }),
       },
     };
   }
 
-  private schemaFacet(end: LineageTileEnd, by: 'name' | 'header'): Json {
+  private schemaFacet(end: LineageTileEnd): Json {
     return facet(this.context, 'schema', {
-      fields: end.columns.map((column, index) => ({ name: column[by], type: column.type, ordinal_position: index + 1 })),
+      fields: end.columns.map((column, index) => ({ name: column.header, type: column.type, ordinal_position: index + 1 })),
     });
   }
 
@@ -164,7 +164,7 @@ export class TileRunEvents {
         ...dataset,
         facets: {
           ...(URL.canParse(dataset.namespace) ? { dataSource: facet(this.context, 'dataSource', { name: dataset.namespace, uri: dataset.namespace }) } : {}),
-          ...(end.columns.length === 0 ? {} : { schema: this.schemaFacet(end, 'name'), columnLineage: this.columnLineageFacet(end) }),
+          ...this.storedFacets(end, output),
         },
         outputFacets: {
           outputStatistics: facet(this.context, 'outputStatistics', {
@@ -180,11 +180,27 @@ export class TileRunEvents {
     return [...published, ...unpublished];
   }
 
-  /** Each output column is the tile column of the same position, typed: a direct copy. */
-  private columnLineageFacet(end: LineageTileEnd): Json {
+  /**
+   * An output's schema and column lineage, with its columns as the target stores them (its sink's
+   * StoredSchema: a CSV's headers, a table's own types); a writer that does not say (a test's
+   * sink): tilehouse's names and types. A kind that cannot tell gives no schema facet.
+   */
+  private storedFacets(end: LineageTileEnd, output: { sink: LineageTileEnd['opened'][number]['sink']; target: string }): Json {
+    if (end.columns.length === 0) return {};
+    const stored = end.opened.find((writer) => writer.target === output.target && writer.sink === output.sink)?.schema;
+    if (stored !== undefined && 'unknown' in stored) return {};
+    const fields = stored?.fields ?? end.columns.map((column) => ({ name: column.name, type: column.type }));
+    return {
+      schema: facet(this.context, 'schema', { fields: fields.map((field, index) => ({ name: field.name, type: field.type, ordinal_position: index + 1 })) }),
+      columnLineage: this.columnLineageFacet(end, fields),
+    };
+  }
+
+  /** Each output column is the tile column of the same position, typed: a direct copy (the target's own columns after them have none). */
+  private columnLineageFacet(end: LineageTileEnd, stored: ReadonlyArray<{ name: string }>): Json {
     const fields: Json = {};
-    for (const column of end.columns) {
-      fields[column.name] = {
+    for (const [index, column] of end.columns.entries()) {
+      fields[stored[index]?.name ?? column.name] = {
         inputFields: [
           {
             ...this.input,

@@ -4,7 +4,7 @@ import type { LoadedJob } from '../config/load-config.js';
 import type { ClientCredentials } from '../config/secrets.js';
 import { isTilehouseError, messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Sink, SinkPlan } from '../sinks/sink.js';
+import type { AccessCheckContext, PlanAccess, Sink, SinkPlan } from '../sinks/sink.js';
 import type { RunToken } from '../source/session-token.js';
 import type { ColumnType } from '../value-types/column-types.js';
 import { toColumns } from '../transform/columns.js';
@@ -79,7 +79,11 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
       const schedule = job.schedule ? { schedule: { cron: job.schedule.cron, timezone: job.schedule.timezone } } : {};
       const window = deps.window === undefined ? {} : { window: { from: deps.window.from, to: deps.window.to } };
       const context = { jobName: job.name, tileId: job.tile, runId: newRunId(startedAt), startedAt, columns, logger, ...schedule, ...window };
-      const sinkPlan = await sink.plan(context);
+      const planned = await sink.plan(context);
+      // What `check` verifies of the target (privileges, a read-only server, the directory or
+      // bucket), asked here too: a plan that says `unchanged` where every run fails is wrong.
+      const access = await planAccessOf(sink, { jobName: job.name, logger, ...(deps.signal === undefined ? {} : { signal: deps.signal }) });
+      const sinkPlan: SinkPlan = { ...planned, ...(access.verdict === 'refused' ? { action: 'refuse' as const } : {}), access };
       // A windowed job's page 0 is the whole tile, not a window's rows: its guards are judged per window at run time.
       const guard =
         deps.window === undefined && job.incremental === undefined
@@ -92,4 +96,16 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
     plan.error = { code: isTilehouseError(error) ? error.code : 'internal_error', message: messageOf(error) };
   }
   return plan;
+}
+
+/** The sink's access check as `plan` reports it: a refusal is the error a run would fail with; a sink without a check says so. */
+async function planAccessOf(sink: Sink, context: AccessCheckContext): Promise<PlanAccess> {
+  if (sink.checkAccess === undefined) return { verdict: 'not checked', reason: `a ${sink.kind} sink without an access check` };
+  try {
+    const note = await sink.checkAccess(context);
+    return { verdict: 'checked', ...(note === undefined ? {} : { note }) };
+  } catch (error) {
+    if (!isTilehouseError(error)) throw error;
+    return { verdict: 'refused', code: error.code, message: error.message };
+  }
 }

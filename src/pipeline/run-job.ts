@@ -83,7 +83,13 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
       targets.push(writer.target);
       writers.push(writer);
       if (!opened.some((known) => known.target === writer.target))
-        opened.push({ sink: sink.kind, target: writer.target, ...(writer.lineageDataset ? { dataset: writer.lineageDataset } : {}) });
+        opened.push({
+          sink: sink.kind,
+          target: writer.target,
+          ...(writer.lineageDataset ? { dataset: writer.lineageDataset } : {}),
+          // The columns as the target stores them (a CSV's headers, a table's types): lineage's schema facet.
+          ...(sink.storedSchema ? { schema: sink.storedSchema(context) } : {}),
+        });
       return writer;
     },
     sweep: (logger) => sink.sweep(logger),

@@ -29,7 +29,7 @@ export interface RunOptions {
    * Awaited after each tile's run with its summary (metrics are pushed here); before the next
    * tile of its worker starts. It must not throw: a report that fails is the reporter's to log.
    */
-  onTileFinished?: (summary: JobRunSummary) => Promise<void>;
+  onTileFinished?: (summary: JobRunSummary, startedAt: Date) => Promise<void>;
   /** --allow-shrink: a tripped publish guard is reported, the tile publishes. */
   allowShrink?: boolean;
 }
@@ -78,7 +78,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });
-        await options.onTileFinished?.(summary);
+        await options.onTileFinished?.(summary, startedAt);
         return summary;
       },
       options.signal,

@@ -57,7 +57,7 @@ const guardVerdictSchema = z
         changes: z.array(
           z
             .object({
-              part: z.enum(['query', 'column overrides', 'sinks', 'definition']),
+              part: z.enum(['tile', 'source settings', 'query', 'column overrides', 'sinks', 'definition']),
               details: z.array(z.string()).optional().describe('What in the query, e.g. "filters on Number", "item Owner added"'),
             })
             .strict(),

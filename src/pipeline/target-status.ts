@@ -51,8 +51,14 @@ export async function jobStatusOf(
   };
   const targets: TargetStatus[] = [];
   for (const sink of sinks) {
-    const publication = await sink.publication?.(context);
-    if (publication === undefined) continue;
+    // Every registered kind answers (sink-kind.ts's KindSink); a sink that does not (a test's) is a line that says so, not no line.
+    const publication: TargetPublication = (await sink.publication?.(context)) ?? {
+      sink: sink.kind,
+      target: '(unknown target)',
+      state: 'unreadable',
+      readFrom: 'unreadable',
+      note: `a ${sink.kind} sink that does not say which run wrote its target`,
+    };
     const changes = publication.definition === undefined ? [] : definitionChanges(publication.definition, definition);
     targets.push({
       ...publication,

@@ -17,11 +17,20 @@ export function formatJobPlan(plan: JobPlan): string {
   const tripped = plan.sinks.filter((sink) => sink.guard?.verdict === 'trip');
   if (tripped.length > 0)
     lines.splice(1, 0, `  REFUSED: a run now would publish nothing: the publish guard refuses it at ${tripped.map((sink) => sink.target).join(', ')}`);
+  const refused = plan.sinks.flatMap((sink) => (sink.access?.verdict === 'refused' ? [{ target: sink.target, ...sink.access }] : []));
+  if (refused.length > 0)
+    lines.splice(1, 0, ...refused.map((refusal) => `  REFUSED: a run now would fail at ${refusal.target}: ${refusal.code}: ${refusal.message}`));
   for (const warning of plan.warnings) lines.push(`  warning: ${warning}`);
   for (const sink of plan.sinks) {
-    const action = sink.guard?.verdict === 'trip' ? `refused by the publish guard (columns ${sink.action})` : sink.action;
+    const action =
+      sink.access?.verdict === 'refused'
+        ? `refused by its access check (${sink.access.code})`
+        : sink.guard?.verdict === 'trip'
+          ? `refused by the publish guard (columns ${sink.action})`
+          : sink.action;
     lines.push(`  ${sink.sink} ${sink.target}${sink.mode === undefined ? '' : ` (${sink.mode})`}: ${action}`);
     for (const detail of sink.details) lines.push(`    ${detail}`);
+    if (sink.access?.verdict === 'not checked') lines.push(`    access: not checked: ${sink.access.reason}`);
     if (sink.guard !== undefined) lines.push(`    ${guardLine(sink.guard)}`);
   }
   const incremental = plan.incremental;

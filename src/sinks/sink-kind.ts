@@ -43,6 +43,8 @@ export interface RecordedTile {
   error?: { code: string } | undefined;
   /** The fingerprint of the job's definition the run ran with. */
   definition?: JobDefinition | undefined;
+  /** When the run started, on its own clock; absent: this process's clock less the duration. */
+  startedAt?: Date | undefined;
   /** What the publish guards said of each target (see sinks/publish-guard.ts). */
   guard?: { tripped: boolean; overridden: boolean; verdicts: ReadonlyArray<{ target: string; verdict: string; rule?: string | undefined }> } | undefined;
 }
@@ -64,6 +66,16 @@ export interface KindSecret {
 }
 
 /**
+ * The views' questions a kind's sink must answer (a kind's `build` returns one, so a kind that
+ * lacks an answer does not compile): which run wrote its target (`status`), whether a run could
+ * write it (`check`, and `plan` beside its column difference), what the target holds for the
+ * publish guard, and its columns as the target stores them (lineage). `Sink` keeps them optional
+ * for a test's own sink. Where a kind cannot tell, its answer says so in a sentence the view prints
+ * (`TargetPublication.state: 'unrecorded'`, `StoredSchema.unknown`), never nothing.
+ */
+export type KindSink = Sink & Required<Pick<Sink, 'publication' | 'checkAccess' | 'guardCheck' | 'storedSchema'>>;
+
+/**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder
  * (`csv/descriptor.ts`, `bigquery/descriptor.ts`) and found through `registry.ts`: callers ask the
  * descriptors instead of importing a kind or branching on its name. What a descriptor needs that
@@ -72,6 +84,8 @@ export interface KindSecret {
 export interface SinkKind {
   /** The `type` of the kind's sink configs in a job file. */
   readonly type: SinkConfig['type'];
+  /** How a person names the kind (`CSV`, `BigQuery`, `PostgreSQL`): `tilehouse --help` lists every kind by it. */
+  readonly label: string;
   /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
   readonly configSchema: z.ZodType;
   /**
@@ -79,7 +93,7 @@ export interface SinkKind {
    * the job's sinks, for the error that names its field). Invalid combinations are configuration
    * errors. A heavy implementation (the BigQuery client) is loaded here, on demand.
    */
-  build(sink: SinkConfig, index: number, job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions): Promise<Sink>;
+  build(sink: SinkConfig, index: number, job: LoadedJob, environment: EnvironmentConfig, options: SinkFactoryOptions): Promise<KindSink>;
   /** What the targets of the job's sinks of this kind hold, window by window, in the job's sink order. */
   windowStateReaders(
     job: LoadedJob,
@@ -131,8 +145,9 @@ export interface SinkKind {
    * The secrets this kind's environment settings read for the jobs given (a password by `${ENV}` or
    * in a mounted file), each with its key in the credentials Secret: `tilehouse k8s` wires them as
    * it wires the source's (an env var from the Secret, or the file in the Secret's one mount).
+   * Empty: the kind reads none of its own (BigQuery and the buckets use the pod's identity).
    */
-  secrets?(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): KindSecret[];
+  secrets(environment: EnvironmentConfig, jobs: readonly LoadedJob[]): KindSecret[];
   /**
    * What the kind needs on Kubernetes, for a kind that writes local files: the directory a sink
    * writes below, as the image's absolute path (`workdir` resolves a relative one), or undefined

@@ -147,6 +147,28 @@ export function isPartialPublish(error: unknown): error is PartialPublishFailure
   return typeof error === 'object' && error !== null && (error as { partialPublish?: unknown }).partialPublish === true;
 }
 
+/** One column as its target stores it: the name there, the type in the target's own terms (`bigint`, `DECIMAL(38,9)`). */
+export interface StoredField {
+  name: string;
+  type: string;
+}
+
+/**
+ * The columns a target stores for a run's columns, in the target's order (lineage's schema facet
+ * and column lineage), or the sentence that says why the kind cannot tell.
+ */
+export type StoredSchema = { fields: StoredField[] } | { unknown: string };
+
+/**
+ * Whether `plan` ran the sink's access check (what `check` verifies: privileges, a read-only
+ * server, the target's directory or bucket) and what it said: `checked`, with its note; `refused`,
+ * with the error a run would fail with; `not checked`, with why.
+ */
+export type PlanAccess =
+  | { verdict: 'checked'; note?: string }
+  | { verdict: 'refused'; code: string; message: string }
+  | { verdict: 'not checked'; reason: string };
+
 /** What a run would do to a sink's target, found without writing anything (`tilehouse plan`). */
 export interface SinkPlan {
   sink: SinkResult['sink'];
@@ -159,6 +181,8 @@ export interface SinkPlan {
   details: string[];
   /** The publish guard's verdict on a run of the tile's current rows (publish-guard.ts); absent: not judged. */
   guard?: GuardVerdict;
+  /** What `check` would say of the target, asked by `plan` too (pipeline/plan-job.ts); absent: a sink planned alone. */
+  access?: PlanAccess;
 }
 
 /**
@@ -213,6 +237,8 @@ export interface Sink {
   guardCheck?(context: SinkRunContext): GuardCheck;
   /** Which run wrote the target a run with this context would write, as the target is now (`status`). Reads, never writes. */
   publication?(context: SinkRunContext): Promise<TargetPublication>;
+  /** The columns the target stores for a run with these columns, as the target names and types them (lineage). Pure. */
+  storedSchema?(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): StoredSchema;
   /**
    * Before a backfill's first page: throws the error that refuses windows the target could not
    * keep (BigQuery: windows whose partitions the table's partition expiration has already passed),

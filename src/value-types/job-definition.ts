@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
 /**
- * A fingerprint of what a job asks for (its query, its column overrides, its sinks), carried by
+ * A fingerprint of what a job asks for (its tile, the source settings that change its rows, its
+ * query, its column overrides, its sinks), carried by
  * the run summary, the file manifests and the run ledger, so that a target can say which
  * definition wrote it and a refusal can say what changed since. Only hashes are kept: a part's
  * text (a filter's values, a bucket) is never stored, so nothing secret or sensitive leaves with it.
  *
  * `parts` names each piece that can change on its own (`query.filters:Number`, `query.item:Number`,
- * `query.options`, `columns`, `sinks`) with 8 hex digits of its SHA-256; `fingerprint` is 12 hex
+ * `query.options`, `columns`, `sinks`, `tile`, `source`) with 8 hex digits of its SHA-256; `fingerprint` is 12 hex
  * digits of them all. Two definitions compare part by part (`definitionChanges`).
  */
 export interface JobDefinition {
@@ -40,6 +41,17 @@ function digest(text: string, length: number): string {
 
 /** What a job's definition is made of, as plain values (the config layer hands them over). */
 export interface DefinitionSource {
+  /** The tile id: another tile is other rows, whatever the query says. */
+  tile?: string;
+  /**
+   * The job's settings that change which rows land or their values: the zone that datetimes
+   * without an offset are read in, what becomes of a value that does not parse, the items and the
+   * first day a windowed job filters by. Not how they are fetched (page size, concurrency, timeouts).
+   */
+  timezone?: string;
+  onInvalidValue?: string;
+  backfill?: unknown;
+  incremental?: { item?: string | undefined; bucketColumn?: string | undefined; startFrom?: string | undefined } & Record<string, unknown>;
   query: { items: ReadonlyArray<{ header: string; filters?: readonly unknown[] | undefined } & Record<string, unknown>>; options?: unknown };
   columns?: unknown;
   sinks: readonly unknown[];
@@ -58,12 +70,19 @@ export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
   parts['query.options'] = digest(canonical(source.query.options ?? {}), 8);
   parts.columns = digest(canonical(source.columns ?? {}), 8);
   parts.sinks = digest(canonical(source.sinks), 8);
+  if (source.tile !== undefined) parts.tile = digest(canonical(source.tile), 8);
+  // How many windows a run takes (lookbackDays, maxWindows) decides when rows land, not which.
+  const incremental =
+    source.incremental === undefined
+      ? undefined
+      : { item: source.incremental.item, bucketColumn: source.incremental.bucketColumn, startFrom: source.incremental.startFrom };
+  parts.source = digest(canonical({ timezone: source.timezone, onInvalidValue: source.onInvalidValue, backfill: source.backfill, incremental }), 8);
   return { fingerprint: digest(canonical(parts), 12), parts };
 }
 
 /** One part of a definition that changed: the query (with what in it), the column overrides, the sinks. */
 export interface DefinitionChange {
-  part: 'query' | 'column overrides' | 'sinks' | 'definition';
+  part: 'tile' | 'source settings' | 'query' | 'column overrides' | 'sinks' | 'definition';
   /** For the query: what in it, e.g. `filters on Number`, `item Owner added`. */
   details?: string[];
 }
@@ -84,11 +103,20 @@ export function definitionChanges(before: JobDefinition, now: JobDefinition): De
     }
   }
   if (differs('query.options')) query.push('its options');
-  const changes: DefinitionChange[] = query.length === 0 ? [] : [{ part: 'query', details: query }];
+  // A part the target's run did not record (an older tilehouse wrote it, before `tile` and
+  // `source` were parts) is not known to have changed: it is not named, nor counted below.
+  const recorded = (name: string) => before.parts[name] !== undefined;
+  const changes: DefinitionChange[] = [];
+  if (recorded('tile') && differs('tile')) changes.push({ part: 'tile' });
+  if (recorded('source') && differs('source')) changes.push({ part: 'source settings' });
+  if (query.length > 0) changes.push({ part: 'query', details: query });
   if (differs('columns')) changes.push({ part: 'column overrides' });
   if (differs('sinks')) changes.push({ part: 'sinks' });
+  if (changes.length > 0) return changes;
+  const unrecorded = Object.keys(now.parts).filter((name) => !name.startsWith(ITEM) && !name.startsWith(FILTERS) && !recorded(name));
+  if (unrecorded.length > 0 && Object.keys(before.parts).every((name) => before.parts[name] === now.parts[name])) return [];
   // Parts this version does not know (a newer tilehouse wrote the target): still a change.
-  return changes.length === 0 ? [{ part: 'definition' }] : changes;
+  return [{ part: 'definition' }];
 }
 
 /** `the job's query changed since run R: filters on Number; its sinks changed since run R`. */

@@ -30,7 +30,7 @@ export interface WorkspaceRunOptions {
 }
 
 /** After each tile's publish: the ledger row first (what the targets hold), then the metrics. */
-type TileReporter = (tile: JobRunSummary) => Promise<void>;
+type TileReporter = (tile: JobRunSummary, startedAt: Date) => Promise<void>;
 
 /**
  * What `run` and `schedule` share: a workspace's jobs with their sinks built once, the run ledger
@@ -59,7 +59,8 @@ export class WorkspaceRunner {
     const schedule = (tile: JobRunSummary) => jobs.find((job) => job.name === tile.job)?.schedule;
     const traced = telemetry();
     const reporters = [
-      ledger,
+      // The run's own start (the clock seam's, a replayed night's), not this process's clock minus the duration.
+      ledger === undefined ? undefined : (tile: JobRunSummary, startedAt: Date) => ledger({ ...tile, startedAt }),
       metrics === undefined ? undefined : async (tile: JobRunSummary) => void (await metrics.pushTileRun(tile, schedule(tile))),
       // OpenTelemetry's run metrics, when the command opened it before the runner.
       traced.enabled ? async (tile: JobRunSummary) => traced.recordRun({ ...tile, errorCode: tile.error?.code }) : undefined,
@@ -144,8 +145,8 @@ export class WorkspaceRunner {
       ...(reporters.length === 0
         ? {}
         : {
-            onTileFinished: async (tile) => {
-              for (const report of reporters) await report(tile);
+            onTileFinished: async (tile, startedAt) => {
+              for (const report of reporters) await report(tile, startedAt);
             },
           }),
     });

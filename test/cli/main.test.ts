@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { registerSecret } from '../../src/secret-scrubber.js';
+import { sinkKinds } from '../../src/sinks/registry.js';
 import { Capture } from '../support/cli-harness.js';
 
 async function cli(args: string[], stdin?: Readable): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -25,6 +26,14 @@ describe('main', () => {
   it('--version prints the version from package.json', async () => {
     const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
     expect(await cli(['--version'])).toEqual({ code: 0, stdout: `tilehouse ${version}\n`, stderr: '' });
+  });
+
+  it('--help names every registered sink kind in its first line (it said "CSV or BigQuery" after Parquet and PostgreSQL arrived)', async () => {
+    const { code, stdout } = await cli(['--help']);
+    expect(code).toBe(0);
+    const first = stdout.split('\n')[0]!;
+    for (const kind of sinkKinds) expect(first).toContain(kind.label);
+    expect(first).toBe('tilehouse — export incident-report tiles to CSV, BigQuery, Parquet or PostgreSQL');
   });
 
   it('an unknown command is usage_invalid, exit 2', async () => {

@@ -62,3 +62,34 @@ describe('definitionChanges', () => {
     expect(definitionChanges(newer, jobDefinitionOf(job('0')))).toEqual([{ part: 'definition' }]);
   });
 });
+
+describe('the fingerprint covers what decides the rows', () => {
+  it('names a changed tile id (another tile is other rows, whatever the query says)', () => {
+    const changes = definitionChanges(jobDefinitionOf(job('0', { tile: 'tile-1' })), jobDefinitionOf(job('0', { tile: 'tile-2' })));
+    expect(describeDefinitionChanges(changes, 'R1')).toBe("the job's tile changed since run R1");
+  });
+
+  it('names the source settings that change values, and not how many windows a run takes', () => {
+    const base = {
+      tile: 't',
+      timezone: 'UTC',
+      onInvalidValue: 'fail',
+      incremental: { item: 'Opened', startFrom: '2026-01-01', lookbackDays: 1, maxWindows: 31 },
+    };
+    const before = jobDefinitionOf(job('0', base));
+    expect(definitionChanges(before, jobDefinitionOf(job('0', { ...base, onInvalidValue: 'null' })))).toEqual([{ part: 'source settings' }]);
+    expect(definitionChanges(before, jobDefinitionOf(job('0', { ...base, timezone: 'Europe/Zurich' })))).toEqual([{ part: 'source settings' }]);
+    expect(definitionChanges(before, jobDefinitionOf(job('0', { ...base, incremental: { ...base.incremental, item: 'Closed' } })))).toEqual([
+      { part: 'source settings' },
+    ]);
+    expect(definitionChanges(before, jobDefinitionOf(job('0', { ...base, incremental: { ...base.incremental, lookbackDays: 3, maxWindows: 5 } })))).toEqual([]);
+  });
+
+  it('counts nothing as changed in a definition recorded before tile and source were parts', () => {
+    const now = jobDefinitionOf(job('0', { tile: 't' }));
+    const { tile: _tile, source: _source, ...older } = now.parts;
+    const recorded = { fingerprint: 'aaaaaaaaaaaa', parts: older };
+    expect(definitionChanges(recorded, now)).toEqual([]);
+    expect(definitionChanges(recorded, jobDefinitionOf(job('1', { tile: 't' })))).toEqual([{ part: 'query', details: ['filters on Number'] }]);
+  });
+});

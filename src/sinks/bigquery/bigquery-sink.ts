@@ -4,7 +4,17 @@ import { createBigQueryClient } from './bigquery-client.js';
 import type { BigQueryDefaults } from '../../config/environment-schema.js';
 import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWindow, SinkWriter, TargetPublication, WindowCheckContext } from '../sink.js';
+import type {
+  AccessCheckContext,
+  Sink,
+  SinkPlan,
+  SinkRunContext,
+  SinkWindow,
+  SinkWriter,
+  StoredSchema,
+  TargetPublication,
+  WindowCheckContext,
+} from '../sink.js';
 import { latestPublication } from './run-ledger.js';
 import { apiFailureOf, isNotFound } from './api-failure.js';
 import { datasetAccessDenied, ensureDataset } from './ensure-dataset.js';
@@ -301,6 +311,16 @@ export class BigQuerySink implements Sink {
     const plan = await this.loadPlan(context);
     const retry = { ...this.retryBase(context), ...(context.signal ? { signal: context.signal } : {}) };
     return ledgerWrittenBy(this.client, plan, context.jobName, retry);
+  }
+
+  /**
+   * The table's fields as a run creates them (loadPlan's): tilehouse's column types are BigQuery's
+   * own names, and append and merge add `_run_id` and `_extracted_at`.
+   */
+  storedSchema(context: Pick<SinkRunContext, 'columns'>): StoredSchema {
+    const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
+    if (writesLineage(this.options.config.writeMode)) fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
+    return { fields };
   }
 
   /**

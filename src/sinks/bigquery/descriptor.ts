@@ -10,6 +10,7 @@ import { bigqueryWindowStateReaders } from './window-state.js';
 /** The BigQuery sink, as the rest of tilehouse sees it. */
 export const bigquerySinkKind: SinkKind = {
   type: 'bigquery',
+  label: 'BigQuery',
   configSchema: bigquerySinkSchema,
   async build(config, index, job, environment, options) {
     if (config.type !== 'bigquery') throw new Error(`not a BigQuery sink: ${config.type}`);
@@ -37,6 +38,8 @@ export const bigquerySinkKind: SinkKind = {
     });
   },
   runRecorder: bigqueryLedgerRecorder,
+  // BigQuery authenticates as the pod's Google identity (Workload Identity): no secret of its own.
+  secrets: () => [],
   workspaceChecker: bigqueryWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, options, logger) => bigqueryWindowStateReaders(job, environment, options, logger),
 

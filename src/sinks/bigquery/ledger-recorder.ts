@@ -72,7 +72,7 @@ export async function bigqueryLedgerRecorder(
         errorCode: tile.error?.code,
         publishGuard: guardOf(tile, target.target),
         definition: tile.definition === undefined ? undefined : JSON.stringify(tile.definition),
-        startedAt: new Date(Date.now() - tile.durationMs),
+        startedAt: tile.startedAt ?? new Date(Date.now() - tile.durationMs),
         durationMs: tile.durationMs,
       };
       try {

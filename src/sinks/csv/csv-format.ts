@@ -28,6 +28,8 @@ export const csvFormat: FileFormat<CsvSinkConfig> = {
     };
   },
   columnNames: (columns) => columns.map((column) => column.header),
+  // CSV declares no types: every value is text, written as its column's type prints it (csv-chunks.ts).
+  storedType: (column) => column.type,
   // A line-oriented format: the header is the first record, read from the start (gunzipped when the file is gzip).
   readColumns: (file, config) => readingGzip(file, config.gzip, () => readCsvHeaderFrom(file.read(), config.gzip)),
   // No row count in a CSV file: its records are counted, the whole file read once.

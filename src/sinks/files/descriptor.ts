@@ -42,6 +42,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
   const ours = (sink: SinkConfig): C | undefined => (sink.type === name ? (sink as unknown as C) : undefined);
   return {
     type: name,
+    label,
     configSchema: spec.configSchema,
     workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
     lineage: { dataset: (target) => storeKindOf(target).lineageDataset(target), filesPerOutput: 1 },
@@ -81,6 +82,8 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
       return { sink, problems };
     },
     takesWindowsOneAtATime: () => false,
+    // A store's credentials are the pod's identity (Workload Identity, IRSA) or its mounted files: none of the kind's own.
+    secrets: () => [],
     // A finished window is told by its manifest.
     resumeRefusal(job) {
       const withoutManifest = job.sinks.findIndex((sink) => ours(sink) !== undefined && ours(sink)!.manifest !== true);

@@ -41,6 +41,8 @@ export interface FileFormat<C extends FileSinkConfig = FileSinkConfig> extends F
   createEncoder(columns: readonly Column[], config: C): FileEncoder;
   /** The names a file of this format declares for `columns` (CSV: the headers): what `plan` compares `readColumns` with. */
   columnNames(columns: readonly Column[]): string[];
+  /** The type a file of this format stores a column as, in the format's terms (lineage: Parquet's `DECIMAL(38,9)`). */
+  storedType(column: Column): string;
   /** The column names an existing file declares (CSV: its header record), for `plan`. */
   readColumns(file: StoredFile, config: C): Promise<string[]>;
   /** The data rows a stored file holds (CSV: its records counted; Parquet: the footer's num_rows), for the publish guard of a file without a manifest. */

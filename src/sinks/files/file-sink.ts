@@ -15,7 +15,7 @@
 
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, TargetPublication } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, StoredSchema, TargetPublication } from '../sink.js';
 import { FileTargetUnreadableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { manifestPathOf, storedManifestSchema, writtenByOf, type ManifestRun, type StoredManifest } from '../stores/manifest.js';
@@ -163,6 +163,12 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     } catch (error) {
       return { version, holding: { ...base, rows: undefined, readFrom: 'unreadable', unreadable: messageOf(error) } };
     }
+  }
+
+  /** The names the file declares (CSV: its header record as written) and each column's type in the format's terms. */
+  storedSchema(context: Pick<SinkRunContext, 'columns'>): StoredSchema {
+    const names = this.format.columnNames(context.columns);
+    return { fields: context.columns.map((column, index) => ({ name: names[index]!, type: this.format.storedType(column) })) };
   }
 
   /**

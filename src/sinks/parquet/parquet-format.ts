@@ -20,6 +20,7 @@ import type { FileFormat, StoredFile } from '../files/file-format.js';
 import { ParquetEncoder, parquetFooterLength, readParquetColumns, type ParquetCompression } from './encoder/parquet-encoder.js';
 import { ParquetFileInvalidError, ParquetSchemaError } from './encoder/parquet-errors.js';
 import { readParquetRowCount } from './encoder/parquet-footer.js';
+import { parquetTypeName } from './encoder/parquet-schema.js';
 
 /**
  * Parquet as a file format: one typed, OPTIONAL column per tile column (encoder/: types as
@@ -60,6 +61,7 @@ export const parquetFormat: FileFormat<ParquetSinkConfig> = {
     };
   },
   columnNames: (columns: readonly Column[]) => columns.map((column) => column.name),
+  storedType: (column: Column) => parquetTypeName(column.type),
   readColumns: (file) => readingFooter(file, async () => (await readFooterColumns(file)).map((column) => column.name)),
   // The footer's num_rows: two ranged reads, however large the file.
   countRows: (file) => readingFooter(file, async () => readParquetRowCount(...(await footerTail(file)))),

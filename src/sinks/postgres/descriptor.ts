@@ -35,6 +35,7 @@ export const POSTGRES_SECRET_KEYS = { password: 'postgres-password', url: 'postg
 /** The PostgreSQL sink, as the rest of tilehouse sees it. */
 export const postgresSinkKind: SinkKind = {
   type: 'postgres',
+  label: 'PostgreSQL',
   configSchema: postgresSinkSchema,
   // Every postgres writer names its dataset with its server (PostgresWriter.lineageDataset); the
   // target's `schema.table` alone cannot, so this is only what a writer that never opened leaves.

@@ -6,13 +6,14 @@ import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck } from '../publish-guard.js';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter } from '../sink.js';
+import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, StoredSchema, TargetPublication } from '../sink.js';
 import { type PostgresConnection, resolvePostgresConnection } from './connection-settings.js';
 import { copyRowEncoder } from './copy-encoder.js';
 import { closeQuietly, connectPostgres } from './postgres-client.js';
 import { PostgresPermissionError, PostgresReadOnlyError } from './postgres-errors.js';
 import { configuredTarget, type PostgresPlan, resolvePlan, tableColumns } from './postgres-plan.js';
 import { PostgresWriter } from './postgres-writer.js';
+import { latestPublish } from './run-ledger.js';
 import { LEDGER_TABLE, qualifiedName, STAGING_PREFIX } from './sql-names.js';
 import { contractDecision, readTableColumns } from './table-columns.js';
 import { postgresHolding } from './target-holding.js';
@@ -199,6 +200,61 @@ export class PostgresSink implements Sink {
       return `${where}: PostgreSQL ${row.version}; ${row.table_exists ? 'table exists' : 'table absent; a run creates it'}; user ${connection.user} has the privileges a ${this.options.config.writeMode} needs`;
     } finally {
       await closeQuietly(client);
+    }
+  }
+
+  /** The table's columns as a run creates them: the tile's, then the lineage columns, in PostgreSQL's types (`bigint`, `numeric(38,9)`). */
+  storedSchema(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): StoredSchema {
+    try {
+      return { fields: tableColumns(this.planOf(context)).map((column) => ({ name: column.name, type: column.postgresType })) };
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { unknown: `no table is written for these columns: ${error.message}` };
+    }
+  }
+
+  /**
+   * Which run wrote the table, for `status`: the run ledger's latest row for it (written in the
+   * publish's own transaction, so it names the run whose rows are there), with the definition that
+   * run recorded; a table the ledger names no run of: its rows counted, no run.
+   */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    const configured = configuredTarget(this.options.config, this.options.settings.schema, context.jobName);
+    let target = `${configured.schema}.${configured.table}`;
+    try {
+      const connection = await this.resolved();
+      const { schema, table } = configuredTarget(this.options.config, connection.schema, context.jobName);
+      target = `${schema}.${table}`;
+      const client = await connectPostgres(connection, { jobName: context.jobName, target }, { connectTimeoutMs: 10_000 });
+      try {
+        const exists = (await readTableColumns(client, schema, table)) !== undefined;
+        if (!exists) return { sink: this.kind, target, state: 'none', readFrom: 'no table yet' };
+        const run = await latestPublish(client, schema, target);
+        if (run !== undefined)
+          return {
+            sink: this.kind,
+            target,
+            state: 'written',
+            runId: run.runId,
+            at: run.at,
+            rows: run.rows,
+            ...(run.definition === undefined ? {} : { definition: run.definition }),
+            readFrom: 'the run ledger',
+          };
+        const counted = await client.query<{ rows: string }>(`SELECT count(*)::text AS rows FROM ${qualifiedName(schema, table)}`);
+        return {
+          sink: this.kind,
+          target,
+          state: 'unrecorded',
+          rows: Number(counted.rows[0]?.rows ?? 0),
+          readFrom: 'rows counted',
+          note: `no ${schema}.${LEDGER_TABLE} row names its run (a table tilehouse did not write, or emptied)`,
+        };
+      } finally {
+        await closeQuietly(client);
+      }
+    } catch (error) {
+      return { sink: this.kind, target, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
     }
   }
 

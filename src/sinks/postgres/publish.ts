@@ -119,7 +119,15 @@ async function publishOnce(request: PublishRequest, progress: TryProgress, budge
     if (stagedRows !== request.sentRows) throw new PostgresRowCountError(context.jobName, plan.target, request.sentRows, stagedRows);
     await readyTable(client, plan);
     const moved = await moveRows(client, plan, request.staging, { runId: context.runId, extractedAt: context.startedAt });
-    await recordPublish(client, plan.schema, { ...entry, job: context.jobName, tile: context.tileId, writeMode: plan.writeMode, rows: moved.rows });
+    await recordPublish(client, plan.schema, {
+      ...entry,
+      job: context.jobName,
+      tile: context.tileId,
+      writeMode: plan.writeMode,
+      rows: moved.rows,
+      startedAt: context.startedAt,
+      definition: context.definition,
+    });
     await client.query(`DROP TABLE ${request.staging}`);
     progress.commitSent = true;
     await client.query('COMMIT');

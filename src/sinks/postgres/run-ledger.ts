@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import type { SinkWindow } from '../sink.js';
 import { LEDGER_TABLE, qualifiedName } from './sql-names.js';
 
@@ -18,7 +19,20 @@ export interface LedgerEntry {
   tile: string;
   writeMode: string;
   rows: number;
+  /** When the run started (`status` judges a target late against the schedule with it). */
+  startedAt?: Date | undefined;
+  /** The fingerprint of the job's definition the run ran with, for `status`'s "changed since". */
+  definition?: JobDefinition | undefined;
 }
+
+/**
+ * Columns added to the ledger after it first shipped, each nullable (a row an older version wrote
+ * has none): added to a ledger that lacks them at the next publish, under the ledger lock.
+ */
+const LATER_COLUMNS = [
+  { name: 'run_started_at', type: 'timestamp with time zone' },
+  { name: 'definition', type: 'jsonb' },
+] as const;
 
 function ledger(schema: string): string {
   return qualifiedName(schema, LEDGER_TABLE);
@@ -32,7 +46,17 @@ async function ledgerExists(client: pg.Client, schema: string): Promise<boolean>
 /** Creates the ledger when it is not there; inside a publish, under the schema's ledger lock (two first runs at once). */
 export async function ensureLedger(client: pg.Client, schema: string): Promise<void> {
   await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tilehouse ledger ${schema}`]);
-  if (await ledgerExists(client, schema)) return;
+  if (await ledgerExists(client, schema)) {
+    // Asked first: ALTER TABLE takes the ledger's exclusive lock even when it adds nothing.
+    const present = await client.query<{ name: string }>(
+      'SELECT attname AS name FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
+      [ledger(schema)],
+    );
+    const missing = LATER_COLUMNS.filter((column) => !present.rows.some((row) => row.name === column.name));
+    if (missing.length > 0)
+      await client.query(`ALTER TABLE ${ledger(schema)} ${missing.map((column) => `ADD COLUMN IF NOT EXISTS ${column.name} ${column.type}`).join(', ')}`);
+    return;
+  }
   await client.query(
     `CREATE TABLE ${ledger(schema)} (
        target_table text NOT NULL,
@@ -45,6 +69,8 @@ export async function ensureLedger(client: pg.Client, schema: string): Promise<v
        write_mode text NOT NULL,
        rows bigint NOT NULL,
        published_at timestamp with time zone NOT NULL DEFAULT now(),
+       run_started_at timestamp with time zone,
+       definition jsonb,
        PRIMARY KEY (target_table, run_id, window_from))`,
   );
 }
@@ -65,8 +91,8 @@ export async function recordPublish(client: pg.Client, schema: string, entry: Le
     // published_at: the clock at this insert, the publish's last statement but the staging table's
     // DROP, not now() (the transaction's start): two publishes into one schema are ordered by it as
     // they committed, the second to commit later, whichever began first.
-    `INSERT INTO ${ledger(schema)} (target_table, run_id, window_from, window_to, window_open, job, tile, write_mode, rows, published_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp())`,
+    `INSERT INTO ${ledger(schema)} (target_table, run_id, window_from, window_to, window_open, job, tile, write_mode, rows, run_started_at, definition, published_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp())`,
     [
       entry.target,
       entry.runId,
@@ -77,6 +103,8 @@ export async function recordPublish(client: pg.Client, schema: string, entry: Le
       entry.tile,
       entry.writeMode,
       entry.rows,
+      entry.startedAt ?? null,
+      entry.definition === undefined ? null : JSON.stringify(entry.definition),
     ],
   );
 }
@@ -100,4 +128,29 @@ export async function ledgerWindows(client: pg.Client, schema: string, target: s
     [target],
   );
   return found.rows.map((row) => ({ from: row.window_from, to: row.window_to, open: row.window_open }));
+}
+
+/** The latest publish into a target (any window), as `status` tells it; undefined when the ledger names none. */
+export async function latestPublish(
+  client: pg.Client,
+  schema: string,
+  target: string,
+): Promise<{ runId: string; at: string; rows: number; definition?: JobDefinition } | undefined> {
+  if (!(await ledgerExists(client, schema))) return undefined;
+  // A ledger an older version created lacks the later columns until its next publish: read them only when there.
+  const later = await client.query<{ name: string }>(
+    'SELECT attname AS name FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
+    [ledger(schema)],
+  );
+  const has = (name: string) => later.rows.some((row) => row.name === name);
+  const found = await client.query<{ run_id: string; at: Date; rows: string; definition: unknown }>(
+    `SELECT run_id, ${has('run_started_at') ? 'coalesce(run_started_at, published_at)' : 'published_at'} AS at, rows::text AS rows,
+            ${has('definition') ? 'definition' : 'NULL::jsonb'} AS definition
+       FROM ${ledger(schema)} WHERE target_table = $1 ORDER BY published_at DESC LIMIT 1`,
+    [target],
+  );
+  const row = found.rows[0];
+  if (row === undefined) return undefined;
+  const definition = jobDefinitionSchema.safeParse(row.definition);
+  return { runId: row.run_id, at: row.at.toISOString(), rows: Number(row.rows), ...(definition.success ? { definition: definition.data } : {}) };
 }

@@ -4,7 +4,7 @@ import type { PostgresConnection } from './connection-settings.js';
 import { closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import { postgresFailure } from './postgres-errors.js';
 import type { PostgresPlan } from './postgres-plan.js';
-import { recentRuns } from './run-ledger.js';
+import { latestPublish, recentRuns } from './run-ledger.js';
 import { quoteIdentifier } from './sql-names.js';
 import { readTableColumns } from './table-columns.js';
 
@@ -23,7 +23,10 @@ export async function postgresHolding(
   const client = await connectPostgres(connection, { jobName: context.jobName, target: plan.target }, { connectTimeoutMs: 10_000 });
   try {
     const runs = await recentRuns(client, plan.schema, plan.target, context.jobName, recent);
-    const history = runs.length > 0 ? { recentRuns: runs } : {};
+    // The run the ledger says wrote the table, with its definition: a refusal says what changed since.
+    const latest = await latestPublish(client, plan.schema, plan.target);
+    const writtenBy = latest === undefined ? {} : { writtenBy: { runId: latest.runId, definition: latest.definition } };
+    const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...writtenBy };
     if (plan.writeMode === 'append' || plan.writeMode === 'merge')
       return { target: plan.target, effect: 'add', rows: undefined, readFrom: 'run ledger', ...history };
     const exists = (await readTableColumns(client, plan.schema, plan.table)) !== undefined;
@@ -36,6 +39,7 @@ export async function postgresHolding(
           rows: undefined,
           readFrom: 'days',
           unreadable: 'the days a run replaces are known only from its rows',
+          ...writtenBy,
         };
       const column = quoteIdentifier(plan.partition.column);
       const day = plan.partition.type === 'DATE' ? column : `(${column} AT TIME ZONE $3)::date`;

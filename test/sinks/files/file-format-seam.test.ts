@@ -56,6 +56,7 @@ const lpbFormat: FileFormat<LpbConfig> = {
   defaultPathTemplate: (_config, windowed) => (windowed ? '{name}/{date}.lpb' : '{name}.lpb'),
   wrapper: () => undefined,
   gzipped: () => false,
+  storedType: (column) => column.type,
   createEncoder(columns) {
     trace.encoders += 1;
     const failure = failFooter;

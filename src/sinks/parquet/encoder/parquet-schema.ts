@@ -31,6 +31,24 @@ export function physicalTypeOf(type: ColumnType): number {
   }
 }
 
+/** A column's type as the footer declares it, in Parquet's own terms (its logical type over its physical one). */
+export function parquetTypeName(type: ColumnType): string {
+  switch (type) {
+    case 'INT64':
+      return 'INT64';
+    case 'FLOAT64':
+      return 'DOUBLE';
+    case 'NUMERIC':
+      return `DECIMAL(${DECIMAL_PRECISION},${DECIMAL_SCALE})`;
+    case 'TIMESTAMP':
+      return 'TIMESTAMP(MICROS,true)';
+    case 'DATE':
+      return 'DATE';
+    case 'STRING':
+      return 'STRING';
+  }
+}
+
 /** The footer's schema: a root group, then one OPTIONAL leaf per column (SchemaElement structs). */
 export function writeSchema(writer: ThriftWriter, columns: readonly { name: string; type: ColumnType }[]): void {
   writer.list(2, CompactType.Struct, columns.length + 1);
