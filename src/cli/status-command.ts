@@ -1,9 +1,11 @@
 import { selectJobs } from '../config/load-config.js';
-import { formatJobStatus } from '../presentation/target-status.js';
+import { formatJobMorning } from '../presentation/morning-lines.js';
+import { morningOf } from '../workspace/morning-status.js';
 import { loadWorkspace } from '../workspace/load-workspace.js';
 import { statusOfWorkspace } from '../workspace/status-workspace.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 export const statusCommand: Command = {
   name: 'status',
@@ -47,8 +49,14 @@ schedule) or could not be read, 2 bad config or usage.
     const workspace = await loadWorkspace(values, io.env);
     const jobs = selectJobs(workspace.jobs, values.job ?? [], workspace.jobsDirectory);
     const statuses = await statusOfWorkspace(workspace, jobs, { logger, signal: io.signal, seams });
-    io.stdout.write(values.json ? `${JSON.stringify(statuses, null, 2)}\n` : statuses.map(formatJobStatus).join(''));
-    const behind = statuses.some((status) => status.targets.some((target) => target.late !== undefined || target.state === 'unreadable'));
+    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values) });
+    io.stdout.write(values.json ? `${JSON.stringify(mornings, null, 2)}\n` : mornings.map(formatJobMorning).join(''));
+    const behind = mornings.some(
+      (morning) =>
+        morning.repair !== undefined ||
+        morning.historyUnreadable !== undefined ||
+        morning.targets.some((target) => target.late !== undefined || target.state === 'unreadable'),
+    );
     return behind ? EXIT.tileFailed : EXIT.ok;
   },
 };

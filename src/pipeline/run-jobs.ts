@@ -22,6 +22,8 @@ export interface RunOptions {
   retry?: RetrySettings;
   signal?: AbortSignal;
   runId?: string;
+  /** When the run started, read once by the caller that drew `runId` from it (default: `now()`). */
+  startedAt?: Date;
   now?: () => Date;
   /** Each tile's start, pages written and end, for a progress display. */
   onProgress?: OnProgress;
@@ -47,7 +49,7 @@ export function countOutcomes(tiles: readonly JobRunSummary[]): Pick<RunSummary,
  * at the start of this run is fresh; nothing is kept across runs).
  */
 export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
-  const startedAt = (options.now ?? (() => new Date()))();
+  const startedAt = options.startedAt ?? (options.now ?? (() => new Date()))();
   // Measured on this process's clock: `now` may place the run elsewhere in time (a replayed night).
   const began = Date.now();
   const runId = options.runId ?? newRunId(startedAt);

@@ -45,20 +45,37 @@ export interface DefinitionSource {
   sinks: readonly unknown[];
 }
 
-/** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
-export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
-  const parts: Record<string, string> = {};
+/**
+ * A job's definition part by part, as plain values, under the names `parts` uses: what the run
+ * history keeps of a run (src/history/), so that `status` and the guard can say old → new. The
+ * job file's values as parsed: a secret never appears in one (credentials are `${ENV}` references
+ * or files in the environment file and the sinks' connection settings).
+ */
+export function definitionPartValues(source: DefinitionSource): Record<string, unknown> {
+  const parts: Record<string, unknown> = {};
   for (const [index, item] of source.query.items.entries()) {
     const { filters, ...rest } = item;
     // Two items with one header (legal in a query) are told apart by their place.
     const name = source.query.items.findIndex((other) => other.header === item.header) === index ? item.header : `${item.header}#${index}`;
-    parts[`${ITEM}${name}`] = digest(canonical({ ...rest, index }), 8);
-    parts[`${FILTERS}${name}`] = digest(canonical(filters ?? []), 8);
+    parts[`${ITEM}${name}`] = { ...rest, index };
+    parts[`${FILTERS}${name}`] = filters ?? [];
   }
-  parts['query.options'] = digest(canonical(source.query.options ?? {}), 8);
-  parts.columns = digest(canonical(source.columns ?? {}), 8);
-  parts.sinks = digest(canonical(source.sinks), 8);
+  parts['query.options'] = source.query.options ?? {};
+  parts.columns = source.columns ?? {};
+  parts.sinks = source.sinks;
+  return parts;
+}
+
+/** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
+export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
+  const parts: Record<string, string> = {};
+  for (const [name, value] of Object.entries(definitionPartValues(source))) parts[name] = digest(canonical(value), 8);
   return { fingerprint: digest(canonical(parts), 12), parts };
+}
+
+/** A part's value as `status` and the guard print it: canonical JSON (keys sorted), so equal values read alike. */
+export function partValueText(value: unknown): string {
+  return canonical(value);
 }
 
 /** One part of a definition that changed: the query (with what in it), the column overrides, the sinks. */

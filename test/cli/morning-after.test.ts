@@ -105,8 +105,42 @@ describe('the morning after the seeded night', () => {
       `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); LATE: the run due 2026-11-28 02:00:00 UTC has not published it`,
     );
     expect(lines[at + 1]).toBe(`    the job's query changed since run ${NIGHT_1.runId}: filters on Number`);
+    // The old values come from the run history's record of the run that wrote the target.
+    expect(lines[at + 2]).toBe(`  changed since run ${NIGHT_1.runId} (old → new):`);
+    expect(lines[at + 3]).toBe('    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]');
     // The others' definitions are the ones that wrote them: no such line.
-    expect(lines.filter((line) => line.includes('changed since'))).toHaveLength(1);
+    expect(lines.filter((line) => line.startsWith("    the job's query changed since"))).toHaveLength(1);
+    expect(lines.filter((line) => line.startsWith('  changed since'))).toHaveLength(1);
+  });
+
+  it("status leads each job with its last run's outcome, code and run id, where its time went, and the command that repairs it", () => {
+    const blocks = jobBlocks(seen.status!.stdout);
+    const steady = (text: string) => text.replace(/\d+\.\d s\b/g, 'N.N s');
+    expect(steady(blocks.incident_types![1]!)).toBe(
+      `  last run: FAILED export_api_error, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 0 pages in N.N s`,
+    );
+    expect(blocks.incident_types![2]).toMatch(/^ {4}job incident_types: page 0: export for tile .* failed with HTTP 400: invalid id/);
+    expect(blocks.incident_types).toContain(`  repair: tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incident_types`);
+    expect(blocks.incident_types).toContain(
+      '          kubectl create job -n tilehouse --from=cronjob/tilehouse-incident-types tilehouse-incident-types-$(date +%s)',
+    );
+    expect(steady(blocks.incidents_open![1]!)).toBe(
+      `  last run: REFUSED publish_guard_tripped, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 1 page in N.N s`,
+    );
+    // A refused run is not repaired by running it again: the override, only if the change is meant.
+    expect(blocks.incidents_open!.at(-1)).toMatch(
+      /^ {2}repair: tilehouse run .* --job incidents_open --allow-shrink {2}# a run again is refused again; if the change is meant/,
+    );
+    expect(steady(blocks.incidents_by_severity![1]!)).toBe(`  last run: OK, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 130 rows, 3 pages in N.N s`);
+    // The slow source: the time went on waiting for its pages (3 pages, one delayed 1.5 s), not in the sink.
+    const time = /^ {4}time: source (\d+\.\d) s, reading (\d+\.\d) s, prepare csv (\d+\.\d) s, publish csv (\d+\.\d) s$/.exec(
+      blocks.incidents_by_severity![2]!,
+    );
+    expect(time).not.toBeNull();
+    const [source, reading, prepare, publish] = time!.slice(1).map(Number) as [number, number, number, number];
+    expect(source).toBeGreaterThanOrEqual(1.5);
+    expect(source).toBeGreaterThan(reading + prepare + publish);
+    expect(blocks.incidents_by_severity!.some((line) => line.startsWith('  repair:'))).toBe(false);
   });
 
   it('the refusal names the definition change in the message, the summary line and the log', () => {
@@ -155,6 +189,17 @@ describe('the morning after the seeded night', () => {
     for (const [name, text] of Object.entries(blocks)) expect(steady(blockOf(doc, name)), name).toBe(steady(shown(text)));
   });
 });
+
+/** `status`'s lines, by job: each job's block starts with its unindented line. */
+function jobBlocks(text: string): Record<string, string[]> {
+  const blocks: Record<string, string[]> = {};
+  let current: string[] | undefined;
+  for (const line of text.trimEnd().split('\n')) {
+    if (!line.startsWith(' ')) blocks[line.split(' ')[0]!] = current = [];
+    current!.push(line);
+  }
+  return blocks;
+}
 
 const FENCE = (name: string) => new RegExp(`(<!-- seeded night: ${name} -->\\n\`\`\`text\\n)([\\s\\S]*?)(\`\`\`)`);
 

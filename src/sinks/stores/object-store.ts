@@ -104,6 +104,24 @@ export interface ObjectStore {
     targets: readonly string[],
     context: { jobName: string; template: string; timezone: string },
   ): Promise<WindowHoldings>;
+  /** Small documents kept below `root` (the run history's records, src/history/), not a target's data. */
+  documents(root: string): StoredDocuments;
+}
+
+/**
+ * Small text documents below one root, each written whole in one step (a local temp file renamed,
+ * one bucket upload) so that a reader sees the old document or the new one, never a part; each
+ * writer writes its own names, so concurrent writers never lose each other's documents. Names are
+ * `folder/name` (one level: the history keeps a folder per job).
+ */
+export interface StoredDocuments {
+  put(name: string, text: string): Promise<void>;
+  /** The names directly in `folder`, any order; none when the folder does not exist. */
+  list(folder: string): Promise<string[]>;
+  /** The document's text; undefined when there is none (removed since it was listed). */
+  get(name: string): Promise<string | undefined>;
+  /** Removes the document; none is not an error. */
+  remove(name: string): Promise<void>;
 }
 
 /** What a run's writer is given, whatever the store. */
