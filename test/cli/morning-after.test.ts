@@ -9,7 +9,7 @@ import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 /**
  * Issue 45, the seeded bad night: three scheduled tiles (02:00 UTC) publish on the first night; on
  * the second, incidents_open's filter was edited (its export is empty: the publish guard refuses
- * it), incident_types' tile was deleted at the source, and incidents_by_severity's pages are slow.
+ * it), incident_types' tile was deleted at the source and its job names another tile id, and incidents_by_severity's pages are slow.
  * The morning after, `status` names the run that wrote each target and says which two are a night
  * old; the refusal names what changed in the job; `plan` and `check` lead with it. The outputs are
  * the ones docs/operations.md shows (the last test keeps them the same; UPDATE_OPERATIONS_DOC=1
@@ -19,6 +19,7 @@ import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 const NIGHT_1 = { at: '2026-11-27T02:00:00.000Z', runId: '20261127T020000Z-5e1f0a' };
 const NIGHT_2 = { at: '2026-11-28T02:00:00.000Z', runId: '20261128T020000Z-9c3d7b' };
 const MORNING = '2026-11-28T07:30:00.000Z';
+const RENAMED_TILE = '65f0a1c2d3e4f5a6b7c8d9ff';
 const SCHEDULE = { cron: '0 2 * * *', timezone: 'UTC' };
 const DOC = path.resolve('docs/operations.md');
 /** Where the documented night's files are said to live. */
@@ -41,7 +42,14 @@ const jobs = (night: 1 | 2) => [
     query: night === 1 ? detailQueryAbove(0) : detailQueryAbove(100_000),
     sinks: [{ type: 'csv', manifest: true }],
   },
-  { name: 'incident_types', tile: DEMO_TILES.incidentTypesResolution, schedule: SCHEDULE, query: typesQuery, sinks: [{ type: 'csv', manifest: true }] },
+  {
+    name: 'incident_types',
+    // The second night's job names a tile the source does not have (its tile was rebuilt and the id pasted wrong).
+    tile: night === 1 ? DEMO_TILES.incidentTypesResolution : RENAMED_TILE,
+    schedule: SCHEDULE,
+    query: typesQuery,
+    sinks: [{ type: 'csv', manifest: true }],
+  },
   {
     name: 'incidents_by_severity',
     tile: DEMO_TILES.incidentsByMonthSeverity,
@@ -110,7 +118,8 @@ describe('the morning after the seeded night', () => {
     expect(lines[at + 3]).toBe('    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]');
     // The others' definitions are the ones that wrote them: no such line.
     expect(lines.filter((line) => line.startsWith("    the job's query changed since"))).toHaveLength(1);
-    expect(lines.filter((line) => line.startsWith('  changed since'))).toHaveLength(1);
+    // Job by job, from the history: this filter edit, and incident_types' tile id; incidents_by_severity is as it ran.
+    expect(lines.filter((line) => line.startsWith('  changed since'))).toHaveLength(2);
   });
 
   it("status leads each job with its last run's outcome, code and run id, where its time went, and the command that repairs it", () => {
@@ -120,6 +129,9 @@ describe('the morning after the seeded night', () => {
       `  last run: FAILED export_api_error, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 0 pages in N.N s`,
     );
     expect(blocks.incident_types![2]).toMatch(/^ {4}job incident_types: page 0: export for tile .* failed with HTTP 400: invalid id/);
+    // Why: the job's tile id changed since the run that wrote its target, old → new.
+    expect(blocks.incident_types).toContain(`  changed since run ${NIGHT_1.runId} (old → new):`);
+    expect(blocks.incident_types).toContain(`    tile: "${DEMO_TILES.incidentTypesResolution}" → "${RENAMED_TILE}"`);
     expect(blocks.incident_types).toContain(`  repair: tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incident_types`);
     expect(blocks.incident_types).toContain(
       '          kubectl create job -n tilehouse --from=cronjob/tilehouse-incident-types tilehouse-incident-types-$(date +%s)',
