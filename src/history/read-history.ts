@@ -1,7 +1,6 @@
 import type { StoredDocuments } from '../sinks/stores/registry.js';
 import { ownerState, parseOwnerTag } from '../temp-owner.js';
-import { HEARTBEAT_MS } from './run-history.js';
-import { runIdOfRecordName, runRecordSchema, type RunRecord } from './run-record.js';
+import { HEARTBEAT_MS, runIdOfRecordName, runRecordSchema, type RunRecord } from './run-record.js';
 
 /**
  * A "running" record whose heartbeat is older than this, written on another host (another pod),

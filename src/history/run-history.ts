@@ -5,9 +5,10 @@ import type { Logger } from '../log.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
 import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/stores/registry.js';
 import { formatOwnerTag } from '../temp-owner.js';
-import { definitionPartValues, jobDefinitionOf } from '../value-types/job-definition.js';
+import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
-import { RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
+import { HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
 
 // src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
 // document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
@@ -26,9 +27,6 @@ export interface HistoryWorkspace {
 export function openHistoryDocuments(workspace: HistoryWorkspace, seams: StoreSeams = {}): Promise<StoredDocuments> {
   return documentsAt(workspace.environment.history.location, workspace.environment, { baseDirectory: path.dirname(workspace.configFile), seams });
 }
-
-/** How often a running run rewrites its records' `heartbeatAt`: a reader on another host judges a silent one dead after STALE_AFTER_MS. */
-export const HEARTBEAT_MS = 60_000;
 
 /** What a run is started with, for its records. */
 export interface RunStart {
@@ -67,6 +65,13 @@ export class RunHistory {
     const run = new RunInProgress(this, jobs, start);
     await run.started();
     return run;
+  }
+
+  /** The definition a run of a job ran with, as its record keeps it; undefined when none is kept (or readable). */
+  async definitionOfRun(job: string, runId: string): Promise<DefinitionValues | undefined> {
+    if (this.documents === undefined) return undefined;
+    const history = await readJobHistory(this.documents, job, { newest: 0 });
+    return (await history.find(runId))?.record.definition;
   }
 
   /** @internal Writes one record whole; a failure is logged, never thrown. */

@@ -14,6 +14,9 @@ import { z } from 'zod';
  */
 export const RUN_RECORD_VERSION = 1;
 
+/** How often a running run rewrites its records' `heartbeatAt`: a reader on another host judges a silent one dead after STALE_AFTER_MS (read-history.ts). */
+export const HEARTBEAT_MS = 60_000;
+
 const targetSchema = z.object({ sink: z.string(), target: z.string(), rows: z.number() });
 
 export const runRecordSchema = z.object({

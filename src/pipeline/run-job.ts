@@ -35,7 +35,8 @@ import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
-import { jobDefinitionOf } from '../value-types/job-definition.js';
+import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { PublishGuardTrippedError } from './publish-guard-check.js';
 import { RunTimings } from './run-timings.js';
 
 export interface JobRunDependencies {
@@ -69,6 +70,12 @@ export interface JobRunDependencies {
   preflight?: () => Promise<void>;
   /** --allow-shrink (TILEHOUSE_ALLOW_SHRINK): a tripped publish guard is reported, the run publishes. */
   allowShrink?: boolean;
+  /**
+   * The definition an earlier run of the job ran with, as the run history keeps it: a refusal
+   * after an edit then says old → new. Absent, or undefined for a run it no longer keeps: the
+   * refusal names what changed only.
+   */
+  definitionOfRun?: (runId: string) => Promise<DefinitionValues | undefined>;
 }
 
 /**
@@ -202,12 +209,24 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     return summary;
   } catch (error) {
     const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
-    const summary = { ...failedSummary(job, started, stats, counters(), error, deps.signal, leftBehind), timings: timings.toRecord() };
+    const failure = await withOldValues(error, job, deps.definitionOfRun);
+    const summary = { ...failedSummary(job, started, stats, counters(), failure, deps.signal, leftBehind), timings: timings.toRecord() };
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
+}
+
+/** A refusal after an edit, told with the old values when the history keeps the run that wrote the target. */
+async function withOldValues(error: unknown, job: LoadedJob, definitionOfRun: JobRunDependencies['definitionOfRun']): Promise<unknown> {
+  if (!(error instanceof PublishGuardTrippedError) || definitionOfRun === undefined) return error;
+  const changed = error.report.verdicts.find((verdict) => verdict.changedSince !== undefined)?.changedSince;
+  if (changed === undefined) return error;
+  const before = await definitionOfRun(changed.runId).catch(() => undefined);
+  if (before === undefined) return error;
+  const changes = definitionValueChanges(before, { tile: job.tile, values: definitionPartValues(job) });
+  return changes.length === 0 ? error : new PublishGuardTrippedError(job.name, error.report, changes);
 }
 
 /** The line a run that reached its publish logs: what it published, or why it did not whole. */

@@ -12,6 +12,7 @@ import { runJob } from './run-job.js';
 import { createSourceDispatcher, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
+import type { DefinitionValues } from '../value-types/job-definition.js';
 
 export interface RunOptions {
   environment: EnvironmentConfig;
@@ -34,6 +35,8 @@ export interface RunOptions {
   onTileFinished?: (summary: JobRunSummary) => Promise<void>;
   /** --allow-shrink: a tripped publish guard is reported, the tile publishes. */
   allowShrink?: boolean;
+  /** The definition an earlier run of a job ran with (the run history's), for a refusal's old → new. */
+  definitionOfRun?: (job: string, runId: string) => Promise<DefinitionValues | undefined>;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -77,6 +80,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           signal: options.signal,
           runToken,
           ...(options.allowShrink === true ? { allowShrink: true } : {}),
+          ...(options.definitionOfRun === undefined ? {} : { definitionOfRun: (runId: string) => options.definitionOfRun!(job.name, runId) }),
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });

@@ -73,11 +73,6 @@ export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
   return { fingerprint: digest(canonical(parts), 12), parts };
 }
 
-/** A part's value as `status` and the guard print it: canonical JSON (keys sorted), so equal values read alike. */
-export function partValueText(value: unknown): string {
-  return canonical(value);
-}
-
 /** One part of a definition that changed: the query (with what in it), the column overrides, the sinks. */
 export interface DefinitionChange {
   part: 'query' | 'column overrides' | 'sinks' | 'definition';
@@ -116,4 +111,41 @@ export function describeDefinitionChanges(changes: readonly DefinitionChange[], 
       return `${subject} changed since run ${runId}${change.details === undefined ? '' : `: ${change.details.join(', ')}`}`;
     })
     .join('; ');
+}
+
+/** A job's definition as plain values: its tile id and each part (definitionPartValues), as the run history keeps it. */
+export interface DefinitionValues {
+  tile: string;
+  values: Record<string, unknown>;
+}
+
+/** One part of a job's definition that differs between two runs: its name as a person reads it, the old value and the new. */
+export interface ValueChange {
+  /** `tile`, `filters on Status`, `item Owner`, `query options`, `columns`, `sinks`. */
+  part: string;
+  /** Canonical JSON of the earlier value; absent: the part is new. */
+  old?: string;
+  /** Canonical JSON of the value now; absent: the part was removed. */
+  new?: string;
+}
+
+function partName(name: string): string {
+  if (name.startsWith(FILTERS)) return `filters on ${name.slice(FILTERS.length)}`;
+  if (name.startsWith(ITEM)) return `item ${name.slice(ITEM.length)}`;
+  if (name === 'query.options') return 'query options';
+  return name;
+}
+
+/** What changed from `before` to `now`, as old → new values: the tile id first, then each part in the fingerprint's order. */
+export function definitionValueChanges(before: DefinitionValues, now: DefinitionValues): ValueChange[] {
+  const changes: ValueChange[] = [];
+  if (before.tile !== now.tile) changes.push({ part: 'tile', old: JSON.stringify(before.tile), new: JSON.stringify(now.tile) });
+  const names = [...new Set([...Object.keys(before.values), ...Object.keys(now.values)])];
+  for (const name of names) {
+    const old = name in before.values ? canonical(before.values[name]) : undefined;
+    const value = name in now.values ? canonical(now.values[name]) : undefined;
+    if (old === value) continue;
+    changes.push({ part: partName(name), ...(old === undefined ? {} : { old }), ...(value === undefined ? {} : { new: value }) });
+  }
+  return changes;
 }

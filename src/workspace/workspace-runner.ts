@@ -193,6 +193,7 @@ export class WorkspaceRunner {
       ...(this.options.seams.now === undefined ? {} : { now: this.options.seams.now }),
       signal,
       ...extra,
+      definitionOfRun: (job, runId) => this.history.definitionOfRun(job, runId),
       onTileFinished: async (tile) => {
         for (const report of reporters) await report(tile);
       },

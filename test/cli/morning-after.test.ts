@@ -156,8 +156,13 @@ describe('the morning after the seeded night', () => {
   });
 
   it('the refusal names the definition change in the message, the summary line and the log', () => {
-    const refusal = `this export has no rows and it holds 130 rows (its manifest); the job's query changed since run ${NIGHT_1.runId}: filters on Number`;
-    expect(seen.night2!.stderr).toContain(refusal);
+    // It leads with the edit, old → new from the run history, and only then the guard and its override.
+    const refusal =
+      `FAIL incidents_open (0.0 s): publish_guard_tripped: the job changed since run ${NIGHT_1.runId}: ` +
+      'filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]; ' +
+      `the publish guard refused this export, nothing published: ${out('incidents_open')}: this export has no rows and it holds 130 rows (its manifest) (rule empty). ` +
+      'If this is meant, run it again with --allow-shrink';
+    expect(seen.night2!.stderr.replace(/\(\d+\.\d s\)/g, '(0.0 s)')).toContain(refusal);
     const logged = seen.night2!.logs.find((line) => (line.summary as { job?: string } | undefined)?.job === 'incidents_open') as
       | { summary: { guard: { verdicts: Array<{ changedSince?: unknown }> }; targets: string[]; attempted?: string[] } }
       | undefined;
