@@ -28,7 +28,9 @@ import type { ManifestRun } from './manifest.js';
  * judged by manifest, run id and size), `file-names.ts` (a run's temp names, by the house's one
  * scheme in src/write-file-atomically.ts, and file-name-safe text), `store-errors.ts` (one code per
  * failure whatever the store, the store as `targetKind`), `file-bytes.ts` (what a format hands a
- * store: an encoder's chunks, a stored file to read back). A new store is a folder here, its URL
+ * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
+ * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
+ * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */
