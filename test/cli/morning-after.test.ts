@@ -76,6 +76,7 @@ beforeAll(async () => {
   workspace = await writeWorkspace(fixture.root, night2, jobs(2));
   seen.night2 = await cli(night2, NIGHT_2.at, ['run', '--run-id', NIGHT_2.runId]);
   seen.status = await cli(night2, MORNING, ['status']);
+  seen.statusJson = await cli(night2, MORNING, ['status', '--json']);
   seen.plan = await cli(night2, MORNING, ['plan', '--job', 'incidents_open']);
   seen.check = await cli(night2, MORNING, ['check', '--job', 'incidents_open']);
   return () => night2.close();
@@ -153,6 +154,25 @@ describe('the morning after the seeded night', () => {
     expect(source).toBeGreaterThanOrEqual(1.5);
     expect(source).toBeGreaterThan(reading + prepare + publish);
     expect(blocks.incidents_by_severity!.some((line) => line.startsWith('  repair:'))).toBe(false);
+  });
+
+  it('status --json gives machines the same answers, job by job', () => {
+    const jobs = JSON.parse(seen.statusJson!.stdout) as Array<Record<string, any>>;
+    const open = jobs.find((job) => job.job === 'incidents_open')!;
+    expect(open.lastRun).toMatchObject({ runId: NIGHT_2.runId, trigger: 'run', verdict: 'refused', code: 'publish_guard_tripped', startedAt: NIGHT_2.at });
+    expect(open.changes).toEqual({
+      sinceRunId: NIGHT_1.runId,
+      values: [{ part: 'filters on Number', old: '[{"operator":"gt","values":["0"]}]', new: '[{"operator":"gt","values":["100000"]}]' }],
+    });
+    expect(open.repair.commands).toEqual([`tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incidents_open --allow-shrink`]);
+    const types = jobs.find((job) => job.job === 'incident_types')!;
+    expect(types.lastRun).toMatchObject({ verdict: 'failed', code: 'export_api_error' });
+    expect(types.changes.values).toEqual([{ part: 'tile', old: JSON.stringify(DEMO_TILES.incidentTypesResolution), new: JSON.stringify(RENAMED_TILE) }]);
+    const slow = jobs.find((job) => job.job === 'incidents_by_severity')!;
+    expect(slow.lastRun.verdict).toBe('ok');
+    expect(Object.keys(slow.lastRun.timings)).toEqual(['source', 'reading', 'prepare:csv', 'publish:csv']);
+    expect(slow.repair).toBeUndefined();
+    expect(seen.statusJson!.exitCode).toBe(1);
   });
 
   it('the refusal names the definition change in the message, the summary line and the log', () => {
