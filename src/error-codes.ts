@@ -121,6 +121,7 @@ export const ERROR_CODES = {
 
   // -- the process -----------------------------------------------------------------------------------
   probe_record_write_failed: { exit: 1, retryable: true, says: '`probe --record`: the recording could not be written after the probe ran.' },
+  history_unavailable: { exit: 1, retryable: true, says: "The run history (`history.location`) could not be written or read: a run logs it as a warning and keeps its outcome; `status` says so and exits 1." },
   summary_write_failed: { exit: 1, retryable: true, says: 'The run summary could not be written; a run that otherwise succeeded then exits 1.' },
   internal_error: { exit: 1, retryable: false, says: 'A bug in tilehouse (a writer or encoder used out of order, an unexpected throw): one line on the terminal, the stack with `--log-level debug`.', formerly: ['csv_writer_closed', 'parquet_writer_closed', 'parquet_encoder_closed', 'bigquery_sink_state'] },
 } as const satisfies Record<string, ErrorCodeEntry>;

@@ -37,7 +37,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['sinks'],
   ['lineage'],
   ['pipeline'],
-  ['metrics', 'schedule', 'deploy'],
+  ['metrics', 'schedule', 'deploy', 'history'],
   ['workspace'],
   ['presentation'],
   ['cli', 'main'],

@@ -3,6 +3,9 @@ import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { checkAccess, checkFailed } from '../workspace/check-access.js';
 import { accessCheckLine } from '../presentation/access-check.js';
 import { openOutput } from './output.js';
+import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { ATTR } from '../telemetry/telemetry.js';
+import { isTilehouseError } from '../errors.js';
 
 export const checkCommand: Command = {
   name: 'check',
@@ -44,7 +47,20 @@ refuse its run, 2 bad config or usage.
     }
     const { logger } = openOutput('check', values, io, 'warn');
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
-    const checks = await checkAccess(workspace, { logger, signal: io.signal, seams, onJob: (check) => io.stdout.write(accessCheckLine(check)) });
-    return checks.some(checkFailed) ? EXIT.tileFailed : EXIT.ok;
+    // Traced as a run is: the token and page spans of a check say how the source answers now.
+    const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'check', [ATTR.jobs]: workspace.selected.map((job) => job.name) });
+    let exitCode: number = EXIT.tileFailed;
+    try {
+      const checks = await traced.within(() =>
+        checkAccess(workspace, { logger, signal: io.signal, seams, onJob: (check) => io.stdout.write(accessCheckLine(check)) }),
+      );
+      exitCode = checks.some(checkFailed) ? EXIT.tileFailed : EXIT.ok;
+      return exitCode;
+    } catch (error) {
+      exitCode = isTilehouseError(error) ? error.exitCode : EXIT.tileFailed;
+      throw error;
+    } finally {
+      await traced.finish(exitCode);
+    }
   },
 };

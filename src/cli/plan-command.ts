@@ -4,6 +4,9 @@ import { openOutput } from './output.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { planWorkspace } from '../workspace/plan-workspace.js';
 import { workspaceFlags } from './orchestration-flags.js';
+import { openRunTelemetry } from '../telemetry/open-telemetry.js';
+import { ATTR } from '../telemetry/telemetry.js';
+import { isTilehouseError } from '../errors.js';
 
 export const planCommand: Command = {
   name: 'plan',
@@ -42,14 +45,27 @@ job's state cannot be read or its targets disagree, 2 bad config or usage.
     const output = openOutput('plan', values, io, 'warn');
     const { logger } = output;
     const workspace = await loadRunnableWorkspace(values, values.job ?? [], io.env, io);
-    const plans = await planWorkspace(workspace, workspace.selected, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) });
-    io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
-    const blocked = plans.some(
-      (plan) =>
-        plan.status === 'failed' ||
-        plan.incremental?.error !== undefined ||
-        plan.sinks.some((sink) => sink.action === 'refuse' || sink.guard?.verdict === 'trip'),
-    );
-    return blocked ? EXIT.tileFailed : EXIT.ok;
+    // Traced as a run is (a root span, page and token spans below it): "is the source still slow?" has an answer.
+    const traced = await openRunTelemetry(io.env, logger, io.signal, { [ATTR.command]: 'plan', [ATTR.jobs]: workspace.selected.map((job) => job.name) });
+    let exitCode: number = EXIT.tileFailed;
+    try {
+      const plans = await traced.within(() =>
+        planWorkspace(workspace, workspace.selected, { logger, signal: io.signal, seams, fixFlags: workspaceFlags(values) }),
+      );
+      io.stdout.write(values.json ? `${JSON.stringify(plans, null, 2)}\n` : plans.map(formatJobPlan).join('\n'));
+      const blocked = plans.some(
+        (plan) =>
+          plan.status === 'failed' ||
+          plan.incremental?.error !== undefined ||
+          plan.sinks.some((sink) => sink.action === 'refuse' || sink.guard?.verdict === 'trip'),
+      );
+      exitCode = blocked ? EXIT.tileFailed : EXIT.ok;
+      return exitCode;
+    } catch (error) {
+      exitCode = isTilehouseError(error) ? error.exitCode : EXIT.tileFailed;
+      throw error;
+    } finally {
+      await traced.finish(exitCode);
+    }
   },
 };

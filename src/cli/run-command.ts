@@ -79,8 +79,11 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       io.stdout.write(this.help);
       return EXIT.ok;
     }
-    // With telemetry on, the run id is chosen here, so the trace's resource can carry it.
-    const runId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64) ?? (telemetryWanted(io.env) ? newRunId() : undefined);
+    // With telemetry on, the run id is chosen here, so the trace's resource can carry it; the run
+    // then starts at the instant its id was drawn from (one clock reading), not after start-up.
+    const drawnAt = telemetryWanted(io.env) ? (seams.now ?? (() => new Date()))() : undefined;
+    const givenRunId = runIdOf('run', values['run-id'], io.env, RUN_ID_PATTERN, 64);
+    const runId = givenRunId ?? (drawnAt === undefined ? undefined : newRunId(drawnAt));
     const window = nominalWindowOf('run', values);
     const allowShrink = allowShrinkOf('run', values['allow-shrink'], io.env);
     const output = openOutput('run', values, io, 'info');
@@ -111,6 +114,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
           strict: values.strict === true,
           allowShrink,
           ...(runId === undefined ? {} : { runId }),
+          ...(givenRunId === undefined && drawnAt !== undefined ? { startedAt: drawnAt } : {}),
           ...(onProgress === undefined ? {} : { onProgress }),
           onJobsRun: () => output.screen?.close(),
         });

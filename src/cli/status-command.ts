@@ -1,9 +1,11 @@
 import { selectJobs } from '../config/load-config.js';
-import { formatJobStatus } from '../presentation/target-status.js';
+import { formatJobMorning } from '../presentation/morning-lines.js';
+import { morningOf } from '../workspace/morning-status.js';
 import { loadWorkspace } from '../workspace/load-workspace.js';
 import { statusOfWorkspace } from '../workspace/status-workspace.js';
 import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, type Command } from './command.js';
 import { openOutput } from './output.js';
+import { workspaceFlags } from './orchestration-flags.js';
 
 export const statusCommand: Command = {
   name: 'status',
@@ -18,11 +20,25 @@ the job's schedule fired since and no run started since then wrote it. A local f
 manifest names no run: its last change and rows are printed instead (manifest: true records the
 run). When the job's definition changed since the run that wrote a target (a manifest or ledger
 row records it), a line below says what: the query's items or filters, its column overrides,
-its sinks, its tile id, its source settings. Reads the targets only: no credentials, no request to the source, writes nothing.
+its sinks, its tile id, its source settings. Above the targets, the job's last run from the run
+history (history.location): OK, FAILED CODE, REFUSED (a publish guard), STOPPED, PARTIAL, RUNNING
+or KILLED (a run that never reached its end), its run and trace id, rows and where its time went;
+LATE when no run started since the schedule fired. Below them, what changed since the run that
+wrote them as old → new values, what a run left behind, and the commands that run the job again.
+Reads the targets and the history only: no credentials, no request to the source, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
+    last run: OUTCOME [CODE], run RUN of TIME [(trace ID)]; N rows, N pages in N s
+      [MESSAGE]
+      time: source N s, reading N s, prepare KIND N s, publish KIND N s
+    [LATE: no run has started since the schedule fired at TIME]
     KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it]
       the job's query changed since run RUN: filters on HEADER
+    changed since run RUN (old → new):
+      filters on HEADER: OLD → NEW
+    left behind: NAME, ...
+    repair: tilehouse run ... --job JOB
+            kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
 
 Options:
 ${COMMON_HELP}
@@ -36,7 +52,8 @@ Example:
   tilehouse status --config config/production.example.yaml
 
 Exit codes: 0 every target read and none late, 1 a target is late, has nothing yet (with a
-schedule) or could not be read, 2 bad config or usage.
+schedule) or could not be read, a job's last run did not publish, or the history could not be
+read, 2 bad config or usage.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('status', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
@@ -48,8 +65,14 @@ schedule) or could not be read, 2 bad config or usage.
     const workspace = await loadWorkspace(values, io.env);
     const jobs = selectJobs(workspace.jobs, values.job ?? [], workspace.jobsDirectory);
     const statuses = await statusOfWorkspace(workspace, jobs, { logger, signal: io.signal, seams });
-    io.stdout.write(values.json ? `${JSON.stringify(statuses, null, 2)}\n` : statuses.map(formatJobStatus).join(''));
-    const behind = statuses.some((status) => status.targets.some((target) => target.late !== undefined || target.state === 'unreadable'));
+    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values) });
+    io.stdout.write(values.json ? `${JSON.stringify(mornings, null, 2)}\n` : mornings.map(formatJobMorning).join(''));
+    const behind = mornings.some(
+      (morning) =>
+        morning.repair !== undefined ||
+        morning.historyUnreadable !== undefined ||
+        morning.targets.some((target) => target.late !== undefined || target.state === 'unreadable'),
+    );
     return behind ? EXIT.tileFailed : EXIT.ok;
   },
 };

@@ -189,6 +189,30 @@ const metricsSchema = z
   })
   .strict();
 
+/**
+ * Where every run leaves its record (src/history/): one place per workspace, read by `status`
+ * without the source's credentials. A local directory (relative to the environment file's) or a
+ * gs:// / s3:// prefix, written through the stores' seam with the settings of `sinks.gcs` / `sinks.s3`.
+ */
+const historySchema = z
+  .object({
+    location: z
+      .string()
+      .min(1)
+      .default('.tilehouse/history')
+      .describe(
+        "Where run records are kept: a local directory (default .tilehouse/history, relative to this file's directory), gs://bucket/prefix or s3://bucket/prefix. On Kubernetes, a bucket or a mounted volume: the pod's own file system is gone with it",
+      ),
+    keepPerJob: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(100)
+      .describe('Records kept per job, newest first (default 100); older ones are removed by the run that writes the newest'),
+  })
+  .strict();
+
 export const environmentSchema = z
   .object({
     source: sourceSchema,
@@ -197,6 +221,9 @@ export const environmentSchema = z
     lineage: lineageSchema
       .optional()
       .describe('OpenLineage run events of every tile run (docs/lineage.md); off unless a transport is set here or by OPENLINEAGE_* variables'),
+    history: historySchema
+      .default({ location: '.tilehouse/history', keepPerJob: 100 })
+      .describe('The run history every run writes and `status` reads (docs/configuration.md#history)'),
     tileConcurrency: z.number().int().min(1).max(32).default(1).describe('Tiles exported at the same time'),
     tempDirectory: z.string().min(1).optional().describe('Where temp files go; default: beside each target / OS temp'),
     stopDeadlineMs: z

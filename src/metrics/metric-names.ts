@@ -18,6 +18,7 @@ export const METRICS = {
   scheduleInterval: 'tilehouse_schedule_interval_seconds',
   lastRunError: 'tilehouse_last_run_error',
   guardTripped: 'tilehouse_last_run_publish_guard_tripped',
+  phaseSeconds: 'tilehouse_last_run_phase_seconds',
 } as const;
 
 export const HELP: Record<keyof typeof METRICS, string> = {
@@ -34,6 +35,8 @@ export const HELP: Record<keyof typeof METRICS, string> = {
   tokenFetches: "Access tokens the last run fetched for this job (0: it used the run's shared token)",
   guardTripped: '1 when a publish guard refused the last run (publish_guard_tripped: an export far smaller than its target; nothing published), else 0',
   scheduleInterval: 'Seconds between two scheduled runs of the job (from its cron), for "no success in N intervals" alerts',
+  phaseSeconds:
+    "Where the last run's time went, in seconds, by label phase: source (waiting on the token and pages), reading (decoding, typing, writing to the sinks), prepare:<kind> and publish:<kind>",
   lastRunError: 'The error code of the last run (label code) with value 1 when it failed, code="" with value 0 when it succeeded',
 };
 

@@ -28,6 +28,12 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
   // the group) leaves only the last run's code; a success clears it with code="" and 0.
   const code = succeeded ? '' : (run.error?.code ?? 'unknown');
   new Gauge({ name: METRICS.lastRunError, help: HELP.lastRunError, labelNames: ['code'], registers: [registry] }).set({ code }, succeeded ? 0 : 1);
+  // Where the time went: one series per phase of this run (a POST replaces the name's series, so a phase the last run lacked is gone).
+  const phases = Object.entries(run.timings ?? {});
+  if (phases.length > 0) {
+    const gauge = new Gauge({ name: METRICS.phaseSeconds, help: HELP.phaseSeconds, labelNames: ['phase'], registers: [registry] });
+    for (const [phase, ms] of phases) gauge.set({ phase }, ms / 1000);
+  }
   return registry;
 }
 

@@ -65,6 +65,12 @@ export interface JobRunSummary {
   error?: ErrorReport;
   /** What the publish guards said of each target (absent: no sink has one, or the run did not reach them). */
   guard?: GuardReport;
+  /**
+   * Where the time went, in milliseconds: `source` (waiting on the token and page requests),
+   * `reading` (decoding and typing the pages, writing them to the sinks), `prepare:<sink>` and
+   * `publish:<sink>` (each sink's phases, by its kind and place in the job). Absent: not measured.
+   */
+  timings?: Record<string, number>;
 }
 
 export interface RunSummary {

@@ -2,7 +2,7 @@ import { messageOf, TilehouseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardCheck, type GuardVerdict, type TargetHolding } from '../sinks/publish-guard.js';
 import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
-import type { JobDefinition } from '../value-types/job-definition.js';
+import { describeDefinitionChanges, type JobDefinition, type ValueChange } from '../value-types/job-definition.js';
 import { ATTR, EVENTS, telemetry } from '../telemetry/telemetry.js';
 
 /** What the publish guards said of a tile's targets (the run summary's `guard`). */
@@ -25,16 +25,38 @@ export class PublishGuardTrippedError extends TilehouseError {
   constructor(
     jobName: string,
     readonly report: GuardReport,
+    /** What changed since the run that wrote the target, as old → new values (the run history kept the old ones), when known. */
+    valueChanges: readonly ValueChange[] = [],
   ) {
-    const trips = report.verdicts.filter((verdict) => verdict.verdict === 'trip');
-    const settings = [...new Set(trips.map((verdict) => verdict.setting).filter((setting) => setting !== undefined))];
-    super(
-      `job ${jobName}: publish guard tripped, nothing published: ` +
-        trips.map((verdict) => `${verdict.target}: ${verdict.reason} (rule ${verdict.rule})`).join('; ') +
-        `. If this run is meant to shrink its targets, run it again with ${ALLOW_SHRINK_FLAG} (or ${ALLOW_SHRINK_ENV}=1); ` +
-        `to change the rule, set ${settings.join(' or ')} on the sink or in the environment's sinks.<kind>.guard (guard: false turns it off)`,
-    );
+    // One super call: a parameter property is assigned after it.
+    super(refusalMessage(jobName, report, valueChanges));
   }
+}
+
+/**
+ * The refusal's message: the edit first when the definition changed since the run that wrote a
+ * target (old → new when known), then each tripped target, then the override after "if this is meant".
+ */
+function refusalMessage(jobName: string, report: GuardReport, valueChanges: readonly ValueChange[]): string {
+  const trips = report.verdicts.filter((verdict) => verdict.verdict === 'trip');
+  const settings = [...new Set(trips.map((verdict) => verdict.setting).filter((setting) => setting !== undefined))];
+  const rule = `to change the rule, set ${settings.join(' or ')} on the sink or in the environment's sinks.<kind>.guard (guard: false turns it off)`;
+  const changed = trips.find((verdict) => verdict.changedSince !== undefined)?.changedSince;
+  if (changed === undefined)
+    return (
+      `job ${jobName}: publish guard tripped, nothing published: ` +
+      trips.map((verdict) => `${verdict.target}: ${verdict.reason} (rule ${verdict.rule})`).join('; ') +
+      `. If this run is meant to shrink its targets, run it again with ${ALLOW_SHRINK_FLAG} (or ${ALLOW_SHRINK_ENV}=1); ${rule}`
+    );
+  // The edit is the likeliest reason for the smaller export: said first, with its values when the history kept them.
+  const described = describeDefinitionChanges(changed.changes, changed.runId);
+  const values = valueChanges.map((change) => `${change.part}: ${change.old ?? '(none)'} → ${change.new ?? '(none)'}`).join('; ');
+  const what = values === '' ? described : `the job changed since run ${changed.runId}: ${values}`;
+  const suffix = `; ${described}`;
+  const targets = trips
+    .map((verdict) => `${verdict.target}: ${verdict.reason.endsWith(suffix) ? verdict.reason.slice(0, -suffix.length) : verdict.reason} (rule ${verdict.rule})`)
+    .join('; ');
+  return `job ${jobName}: ${what}; the publish guard refused this export, nothing published: ${targets}. If this is meant, run it again with ${ALLOW_SHRINK_FLAG} (or ${ALLOW_SHRINK_ENV}=1); ${rule}`;
 }
 
 /**

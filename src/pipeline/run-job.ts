@@ -6,7 +6,7 @@
 // `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
 // (`source-session.ts` + `source/session-token.ts`'s `RunToken`; 429s and bytes counted in a dispatcher
 // interceptor), `run-id.ts` (time-sorted run ids; a window's derived from its backfill's), `job-summary.ts`
-// (what one tile run did) and `summary-schema.ts` (the run summary's schema,
+// (what one tile run did; `run-timings.ts`, where its time went: source, reading, each sink's prepare and publish) and `summary-schema.ts` (the run summary's schema,
 // `schema/run-summary.schema.json`), `progress.ts` (the events of the live progress line),
 // `preflight-sinks.ts` (every sink's access check before the token and the first export request, once per
 // backfill), `plan-job.ts` (`plan`: page 0, each sink's difference, an incremental job's next windows), the
@@ -25,7 +25,7 @@ import type { RunToken } from '../source/session-token.js';
 import type { ExportPage, PageIdentity } from '../source/export-endpoint/index.js';
 import { reportingProgress, type OnProgress } from './progress.js';
 import { publishAll } from './publish-sinks.js';
-import { abortAll, readIntoSinks, type ReadStats } from './read-into-sinks.js';
+import { abortAll, inPublishOrder, readIntoSinks, type ReadStats } from './read-into-sinks.js';
 import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, publishedSummary } from './job-summary.js';
 import type { JobRunSummary } from './job-summary.js';
@@ -35,7 +35,9 @@ import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
-import { jobDefinitionOf } from '../value-types/job-definition.js';
+import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { PublishGuardTrippedError } from './publish-guard-check.js';
+import { RunTimings } from './run-timings.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -68,6 +70,12 @@ export interface JobRunDependencies {
   preflight?: () => Promise<void>;
   /** --allow-shrink (TILEHOUSE_ALLOW_SHRINK): a tripped publish guard is reported, the run publishes. */
   allowShrink?: boolean;
+  /**
+   * The definition an earlier run of the job ran with, as the run history keeps it: a refusal
+   * after an edit then says old → new. Absent, or undefined for a run it no longer keeps: the
+   * refusal names what changed only.
+   */
+  definitionOfRun?: (runId: string) => Promise<DefinitionValues | undefined>;
 }
 
 /**
@@ -163,6 +171,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
         });
   let stats: ReadStats | undefined;
   const definition = jobDefinitionOf(job);
+  const timings = new RunTimings();
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
     const access = { jobName: job.name, logger, createMissing: true, ...(deps.signal ? { signal: deps.signal } : {}) };
@@ -170,20 +179,22 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     const pagesOf = () => session.client.pages({ concurrency: deps.environment.source.concurrency, onPageIdentity: (identity) => (pageIdentity = identity) });
     const read = await withOneRestart(
       () =>
-        readIntoSinks(progressOf(pagesOf()), {
-          job,
-          sinks,
-          logger,
-          context: {
-            runId: deps.runId,
-            startedAt: deps.startedAt,
-            definition,
-            retryBudget: session.budget,
-            ...(deps.window ? { window: deps.window } : {}),
-            ...(deps.signal ? { signal: deps.signal } : {}),
-          },
-          ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),
-        }),
+        timings.reading(() =>
+          readIntoSinks(progressOf(timings.waitingOnSource(pagesOf())), {
+            job,
+            sinks,
+            logger,
+            context: {
+              runId: deps.runId,
+              startedAt: deps.startedAt,
+              definition,
+              retryBudget: session.budget,
+              ...(deps.window ? { window: deps.window } : {}),
+              ...(deps.signal ? { signal: deps.signal } : {}),
+            },
+            ...(deps.selectRows ? { selectRows: deps.selectRows } : {}),
+          }),
+        ),
       { jobName: job.name, logger, onRestart: () => (restarts += 1) },
     );
     stats = read.stats;
@@ -193,18 +204,35 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       throw refusal;
     }
     const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
-    const published = await publishAll(read.writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
-    const summary = publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true });
+    const writers = timings.timedWriters(
+      read.writers,
+      // The writers open in publish order: their kinds in that order.
+      inPublishOrder(deps.sinks).map((sink) => sink.kind),
+    );
+    const published = await publishAll(writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
+    const summary = { ...publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true }), timings: timings.toRecord() };
     logPublished(logger, job.name, summary);
     return summary;
   } catch (error) {
     const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
-    const summary = failedSummary(job, started, stats, counters(), error, deps.signal, leftBehind);
+    const failure = await withOldValues(error, job, deps.definitionOfRun);
+    const summary = { ...failedSummary(job, started, stats, counters(), failure, deps.signal, leftBehind), timings: timings.toRecord() };
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
+}
+
+/** A refusal after an edit, told with the old values when the history keeps the run that wrote the target. */
+async function withOldValues(error: unknown, job: LoadedJob, definitionOfRun: JobRunDependencies['definitionOfRun']): Promise<unknown> {
+  if (!(error instanceof PublishGuardTrippedError) || definitionOfRun === undefined) return error;
+  const changed = error.report.verdicts.find((verdict) => verdict.changedSince !== undefined)?.changedSince;
+  if (changed === undefined) return error;
+  const before = await definitionOfRun(changed.runId).catch(() => undefined);
+  if (before === undefined) return error;
+  const changes = definitionValueChanges(before, { tile: job.tile, values: definitionPartValues(job) });
+  return changes.length === 0 ? error : new PublishGuardTrippedError(job.name, error.report, changes);
 }
 
 /** The line a run that reached its publish logs: what it published, or why it did not whole. */

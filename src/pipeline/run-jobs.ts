@@ -12,6 +12,7 @@ import { runJob } from './run-job.js';
 import { createSourceDispatcher, type RetrySettings } from './source-session.js';
 import { sweepSinks } from './sweep-sinks.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
+import type { DefinitionValues } from '../value-types/job-definition.js';
 
 export interface RunOptions {
   environment: EnvironmentConfig;
@@ -22,6 +23,8 @@ export interface RunOptions {
   retry?: RetrySettings;
   signal?: AbortSignal;
   runId?: string;
+  /** When the run started, read once by the caller that drew `runId` from it (default: `now()`). */
+  startedAt?: Date;
   now?: () => Date;
   /** Each tile's start, pages written and end, for a progress display. */
   onProgress?: OnProgress;
@@ -32,6 +35,8 @@ export interface RunOptions {
   onTileFinished?: (summary: JobRunSummary, startedAt: Date) => Promise<void>;
   /** --allow-shrink: a tripped publish guard is reported, the tile publishes. */
   allowShrink?: boolean;
+  /** The definition an earlier run of a job ran with (the run history's), for a refusal's old → new. */
+  definitionOfRun?: (job: string, runId: string) => Promise<DefinitionValues | undefined>;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -47,7 +52,7 @@ export function countOutcomes(tiles: readonly JobRunSummary[]): Pick<RunSummary,
  * at the start of this run is fresh; nothing is kept across runs).
  */
 export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): Promise<RunSummary> {
-  const startedAt = (options.now ?? (() => new Date()))();
+  const startedAt = options.startedAt ?? (options.now ?? (() => new Date()))();
   // Measured on this process's clock: `now` may place the run elsewhere in time (a replayed night).
   const began = Date.now();
   const runId = options.runId ?? newRunId(startedAt);
@@ -75,6 +80,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           signal: options.signal,
           runToken,
           ...(options.allowShrink === true ? { allowShrink: true } : {}),
+          ...(options.definitionOfRun === undefined ? {} : { definitionOfRun: (runId: string) => options.definitionOfRun!(job.name, runId) }),
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });

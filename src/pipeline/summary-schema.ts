@@ -135,6 +135,12 @@ export const tileSummarySchema = z
       .strict()
       .optional()
       .describe('Set unless status is succeeded'),
+    timings: z
+      .record(z.string(), count)
+      .optional()
+      .describe(
+        "Where the tile's time went, in milliseconds: source (waiting on the token and page requests), reading (decoding, typing, writing to the sinks), prepare:<sink> and publish:<sink> (each sink's phases, by kind; <kind>#2 for a second of a kind)",
+      ),
     guard: z
       .object({
         tripped: z.boolean().describe('A publish guard refused the publish (error publish_guard_tripped: nothing was published), unless overridden'),

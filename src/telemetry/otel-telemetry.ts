@@ -95,6 +95,7 @@ export interface Instruments {
   throttled: Counter;
   tokenFetches: Counter;
   duration: Histogram;
+  phaseDuration: Histogram;
   lastSuccess: Gauge;
   lastRun: Gauge;
 }
@@ -284,6 +285,7 @@ export function recordRunOn(instruments: Instruments, run: RunMetrics): void {
   instruments.throttled.add(run.throttled, attributes);
   instruments.tokenFetches.add(run.tokenFetches, attributes);
   instruments.duration.record(run.durationMs / 1000, attributes);
+  for (const [phase, ms] of Object.entries(run.timings ?? {})) instruments.phaseDuration.record(ms / 1000, { ...attributes, 'tilehouse.phase': phase });
   const now = Date.now() / 1000;
   const jobOnly = defined({ [ATTR.job]: run.job, 'tilehouse.mode': run.mode });
   instruments.lastRun.record(now, jobOnly);
@@ -309,6 +311,11 @@ export function instrumentsOf(provider: MeterProvider): Instruments {
     tokenFetches: meter.createCounter('tilehouse.token_fetches', { description: 'Access tokens fetched' }),
     duration: meter.createHistogram('tilehouse.run.duration', {
       description: 'Duration of a tile run',
+      unit: 's',
+      advice: { explicitBucketBoundaries: RUN_DURATION_BUCKETS_S },
+    }),
+    phaseDuration: meter.createHistogram('tilehouse.run.phase.duration', {
+      description: "Where a tile run's time went, by tilehouse.phase: source (waiting on the token and pages), reading, prepare:<kind>, publish:<kind>",
       unit: 's',
       advice: { explicitBucketBoundaries: RUN_DURATION_BUCKETS_S },
     }),

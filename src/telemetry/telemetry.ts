@@ -129,6 +129,8 @@ export interface RunMetrics {
   errorCode?: string | undefined;
   /** `backfill` for a backfill's one run (its own group at the Pushgateway). */
   mode?: string | undefined;
+  /** Where the run's time went, in ms by phase (`source`, `reading`, `prepare:<kind>`, `publish:<kind>`; the summary's `timings`). */
+  timings?: Record<string, number> | undefined;
 }
 
 export interface Telemetry {

@@ -57,26 +57,38 @@ export interface DefinitionSource {
   sinks: readonly unknown[];
 }
 
-/** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
-export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
-  const parts: Record<string, string> = {};
+/**
+ * A job's definition part by part, as plain values, under the names `parts` uses: what the run
+ * history keeps of a run (src/history/), so that `status` and the guard can say old → new. The
+ * job file's values as parsed: a secret never appears in one (credentials are `${ENV}` references
+ * or files in the environment file and the sinks' connection settings).
+ */
+export function definitionPartValues(source: DefinitionSource): Record<string, unknown> {
+  const parts: Record<string, unknown> = {};
   for (const [index, item] of source.query.items.entries()) {
     const { filters, ...rest } = item;
     // Two items with one header (legal in a query) are told apart by their place.
     const name = source.query.items.findIndex((other) => other.header === item.header) === index ? item.header : `${item.header}#${index}`;
-    parts[`${ITEM}${name}`] = digest(canonical({ ...rest, index }), 8);
-    parts[`${FILTERS}${name}`] = digest(canonical(filters ?? []), 8);
+    parts[`${ITEM}${name}`] = { ...rest, index };
+    parts[`${FILTERS}${name}`] = filters ?? [];
   }
-  parts['query.options'] = digest(canonical(source.query.options ?? {}), 8);
-  parts.columns = digest(canonical(source.columns ?? {}), 8);
-  parts.sinks = digest(canonical(source.sinks), 8);
-  if (source.tile !== undefined) parts.tile = digest(canonical(source.tile), 8);
+  parts['query.options'] = source.query.options ?? {};
+  parts.columns = source.columns ?? {};
+  parts.sinks = source.sinks;
+  if (source.tile !== undefined) parts.tile = source.tile;
   // How many windows a run takes (lookbackDays, maxWindows) decides when rows land, not which.
   const incremental =
     source.incremental === undefined
       ? undefined
       : { item: source.incremental.item, bucketColumn: source.incremental.bucketColumn, startFrom: source.incremental.startFrom };
-  parts.source = digest(canonical({ timezone: source.timezone, onInvalidValue: source.onInvalidValue, backfill: source.backfill, incremental }), 8);
+  parts.source = { timezone: source.timezone, onInvalidValue: source.onInvalidValue, backfill: source.backfill, incremental };
+  return parts;
+}
+
+/** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
+export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
+  const parts: Record<string, string> = {};
+  for (const [name, value] of Object.entries(definitionPartValues(source))) parts[name] = digest(canonical(value), 8);
   return { fingerprint: digest(canonical(parts), 12), parts };
 }
 
@@ -127,4 +139,43 @@ export function describeDefinitionChanges(changes: readonly DefinitionChange[], 
       return `${subject} changed since run ${runId}${change.details === undefined ? '' : `: ${change.details.join(', ')}`}`;
     })
     .join('; ');
+}
+
+/** A job's definition as plain values: its tile id and each part (definitionPartValues), as the run history keeps it. */
+export interface DefinitionValues {
+  tile: string;
+  values: Record<string, unknown>;
+}
+
+/** One part of a job's definition that differs between two runs: its name as a person reads it, the old value and the new. */
+export interface ValueChange {
+  /** `tile`, `filters on Status`, `item Owner`, `query options`, `columns`, `sinks`. */
+  part: string;
+  /** Canonical JSON of the earlier value; absent: the part is new. */
+  old?: string;
+  /** Canonical JSON of the value now; absent: the part was removed. */
+  new?: string;
+}
+
+function partName(name: string): string {
+  if (name.startsWith(FILTERS)) return `filters on ${name.slice(FILTERS.length)}`;
+  if (name.startsWith(ITEM)) return `item ${name.slice(ITEM.length)}`;
+  if (name === 'query.options') return 'query options';
+  if (name === 'source') return 'source settings';
+  return name;
+}
+
+/** What changed from `before` to `now`, as old → new values: the tile id first, then each part in the fingerprint's order. */
+export function definitionValueChanges(before: DefinitionValues, now: DefinitionValues): ValueChange[] {
+  const changes: ValueChange[] = [];
+  if (before.tile !== now.tile) changes.push({ part: 'tile', old: JSON.stringify(before.tile), new: JSON.stringify(now.tile) });
+  const names = [...new Set([...Object.keys(before.values), ...Object.keys(now.values)])];
+  // The tile id is told once, above (a record holds it beside its values too).
+  for (const name of names.filter((candidate) => candidate !== 'tile')) {
+    const old = name in before.values ? canonical(before.values[name]) : undefined;
+    const value = name in now.values ? canonical(now.values[name]) : undefined;
+    if (old === value) continue;
+    changes.push({ part: partName(name), ...(old === undefined ? {} : { old }), ...(value === undefined ? {} : { new: value }) });
+  }
+  return changes;
 }

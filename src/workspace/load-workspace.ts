@@ -10,7 +10,9 @@
 // `workspace-checks.ts` (what `validate` decides without the network, `validateWorkspace`: the secrets it
 // cannot check here, each job's sinks built, targets written twice, schedules a CronJob cannot take, which is
 // why it sits above `deploy/`, page sizes, order; each kind's own checks from the sink registry; `run` refuses
-// two jobs on one target with it)
+// two jobs on one target with it), `morning-status.ts` (`status`'s job-level answers from the run history,
+// `src/history/`: the last run, LATE, old → new since the run that wrote the targets, left behind, the repair
+// commands, with the CronJob `deploy/` names)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';

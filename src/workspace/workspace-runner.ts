@@ -13,6 +13,8 @@ import type { RunnableWorkspace } from './load-workspace.js';
 import { windowRunContextOf, type RunSeams } from './run-context.js';
 import { refuseConflictingTargets } from './workspace-checks.js';
 import { telemetry } from '../telemetry/telemetry.js';
+import { RunHistory, type RunInProgress, type RunStart } from '../history/run-history.js';
+import { errorReport } from '../errors.js';
 
 export interface WorkspaceRunOptions {
   logger: Logger;
@@ -45,6 +47,7 @@ export class WorkspaceRunner {
     private readonly sinks: ReadonlyMap<string, Sink[]>,
     private readonly reporters: readonly TileReporter[],
     private readonly options: WorkspaceRunOptions,
+    private readonly history: RunHistory,
   ) {}
 
   /** Builds every job's sinks (jobs already as a run takes them: jobForRun), then the ledger recorder and the metrics pusher. */
@@ -65,7 +68,8 @@ export class WorkspaceRunner {
       // OpenTelemetry's run metrics, when the command opened it before the runner.
       traced.enabled ? async (tile: JobRunSummary) => traced.recordRun({ ...tile, errorCode: tile.error?.code }) : undefined,
     ].filter((reporter) => reporter !== undefined);
-    return new WorkspaceRunner(workspace, jobs, sinks, reporters, options);
+    const history = await RunHistory.open(workspace, logger, options.seams.sinkOptions);
+    return new WorkspaceRunner(workspace, jobs, sinks, reporters, options, history);
   }
 
   /**
@@ -74,40 +78,56 @@ export class WorkspaceRunner {
    */
   async runAll(run: {
     runId?: string;
+    /** When the run started: the instant its run id was drawn from, when the command drew one (default: now). */
+    startedAt?: Date;
     strict: boolean;
     allowShrink?: boolean;
     onProgress?: OnProgress;
     onJobsRun?: () => void;
   }): Promise<{ summary: RunSummary; reports: CatchUpReport[] }> {
     const { signal } = this.options;
+    // One clock reading for the run id's time and the run's startedAt: the same instant.
+    const startedAt = run.startedAt ?? this.now();
+    const runId = run.runId ?? newRunId(startedAt);
+    const recording = await this.history.begin(this.jobs, this.runStart(runId, startedAt, 'run'));
     let summary: RunSummary;
-    try {
-      summary = await this.runOrdinary(
-        this.jobs.filter((job) => job.incremental === undefined),
-        signal,
-        {
-          ...(run.runId === undefined ? {} : { runId: run.runId }),
-          ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }),
-          ...(run.allowShrink === true ? { allowShrink: true } : {}),
-        },
-      );
-    } finally {
-      run.onJobsRun?.();
-    }
     const reports: CatchUpReport[] = [];
-    const incrementalStarted = Date.now();
-    for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
-      if (signal?.aborted) break;
-      const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
-      summary = {
-        ...summary,
-        tiles: [...summary.tiles, ...tiles],
-        tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0),
-      };
-      reports.push(report);
+    try {
+      try {
+        summary = await this.runOrdinary(
+          this.jobs.filter((job) => job.incremental === undefined),
+          signal,
+          recording,
+          {
+            runId,
+            startedAt,
+            ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }),
+            ...(run.allowShrink === true ? { allowShrink: true } : {}),
+          },
+        );
+      } finally {
+        run.onJobsRun?.();
+      }
+      const incrementalStarted = Date.now();
+      for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
+        if (signal?.aborted) break;
+        const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
+        await recording.finish(tiles);
+        summary = {
+          ...summary,
+          tiles: [...summary.tiles, ...tiles],
+          tokenFetches: summary.tokenFetches + tiles.reduce((sum, tile) => sum + tile.tokenFetches, 0),
+        };
+        reports.push(report);
+      }
+      summary = { ...summary, durationMs: summary.durationMs + (Date.now() - incrementalStarted) };
+    } catch (error) {
+      await recording.end(this.endOf(error));
+      throw error;
     }
+    await recording.end(this.endOf(undefined));
     // The ordinary run's own duration, plus what the incremental jobs took after it.
-    summary = { ...summary, ...countOutcomes(summary.tiles), durationMs: summary.durationMs + (Date.now() - incrementalStarted) };
+    summary = { ...summary, ...countOutcomes(summary.tiles) };
     this.options.logger.info({ summary }, 'run finished');
     return { summary, reports };
   }
@@ -119,20 +139,52 @@ export class WorkspaceRunner {
    * did not succeed, else the last).
    */
   async runTick(job: LoadedJob, signal: AbortSignal): Promise<{ tile: JobRunSummary | undefined; report?: CatchUpReport }> {
-    if (job.incremental !== undefined) {
-      const { tiles, report } = await this.catchUp(job, newRunId(), signal, false);
-      return { tile: tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1), report };
+    const startedAt = this.now();
+    const runId = newRunId(startedAt);
+    const recording = await this.history.begin([job], this.runStart(runId, startedAt, 'schedule'));
+    try {
+      if (job.incremental !== undefined) {
+        const { tiles, report } = await this.catchUp(job, runId, signal, false);
+        await recording.finish(tiles);
+        await recording.end(this.endOf(undefined, signal));
+        return { tile: tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1), report };
+      }
+      const summary = await this.runOrdinary([job], signal, recording, { runId, startedAt });
+      await recording.end(this.endOf(undefined, signal));
+      return { tile: summary.tiles[0] };
+    } catch (error) {
+      await recording.end(this.endOf(error, signal));
+      throw error;
     }
-    const summary = await this.runOrdinary([job], signal, {});
-    return { tile: summary.tiles[0] };
+  }
+
+  private now(): Date {
+    return (this.options.seams.now ?? (() => new Date()))();
+  }
+
+  /** A run's start as its history records it; the trace id of the command's root span, when telemetry is on. */
+  private runStart(runId: string, startedAt: Date, trigger: RunStart['trigger']): RunStart {
+    return { runId, startedAt, trigger, traceId: telemetry().logFields().trace_id };
+  }
+
+  /** What the history records of the jobs a run never reported the end of: what threw, else the stop. */
+  private endOf(error: unknown, signal: AbortSignal | undefined = this.options.signal): { code: string; message: string } | undefined {
+    if (error !== undefined) {
+      const { code, message } = errorReport(error);
+      return { code, message };
+    }
+    return signal?.aborted ? { code: 'run_stopped', message: 'the run was stopped before this job ran' } : undefined;
   }
 
   private runOrdinary(
     jobs: readonly LoadedJob[],
     signal: AbortSignal | undefined,
-    extra: { runId?: string; onProgress?: OnProgress; allowShrink?: boolean },
+    recording: RunInProgress,
+    extra: { runId: string; startedAt: Date; onProgress?: OnProgress; allowShrink?: boolean },
   ): Promise<RunSummary> {
-    const { workspace, reporters } = this;
+    const { workspace } = this;
+    // The history's record of the job first: what the morning reads does not wait on a slow Pushgateway.
+    const reporters: TileReporter[] = [(tile) => recording.finish([tile]), ...this.reporters];
     return runJobs(jobs, {
       environment: workspace.environment,
       credentials: workspace.credentials,
@@ -142,13 +194,10 @@ export class WorkspaceRunner {
       ...(this.options.seams.now === undefined ? {} : { now: this.options.seams.now }),
       signal,
       ...extra,
-      ...(reporters.length === 0
-        ? {}
-        : {
-            onTileFinished: async (tile, startedAt) => {
-              for (const report of reporters) await report(tile, startedAt);
-            },
-          }),
+      definitionOfRun: (job, runId) => this.history.definitionOfRun(job, runId),
+      onTileFinished: async (tile, startedAt) => {
+        for (const report of reporters) await report(tile, startedAt);
+      },
     });
   }
 

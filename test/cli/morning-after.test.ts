@@ -9,7 +9,7 @@ import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 /**
  * Issue 45, the seeded bad night: three scheduled tiles (02:00 UTC) publish on the first night; on
  * the second, incidents_open's filter was edited (its export is empty: the publish guard refuses
- * it), incident_types' tile was deleted at the source, and incidents_by_severity's pages are slow.
+ * it), incident_types' tile was deleted at the source and its job names another tile id, and incidents_by_severity's pages are slow.
  * The morning after, `status` names the run that wrote each target and says which two are a night
  * old; the refusal names what changed in the job; `plan` and `check` lead with it. The outputs are
  * the ones docs/operations.md shows (the last test keeps them the same; UPDATE_OPERATIONS_DOC=1
@@ -19,6 +19,7 @@ import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 const NIGHT_1 = { at: '2026-11-27T02:00:00.000Z', runId: '20261127T020000Z-5e1f0a' };
 const NIGHT_2 = { at: '2026-11-28T02:00:00.000Z', runId: '20261128T020000Z-9c3d7b' };
 const MORNING = '2026-11-28T07:30:00.000Z';
+const RENAMED_TILE = '65f0a1c2d3e4f5a6b7c8d9ff';
 const SCHEDULE = { cron: '0 2 * * *', timezone: 'UTC' };
 const DOC = path.resolve('docs/operations.md');
 /** Where the documented night's files are said to live. */
@@ -41,7 +42,14 @@ const jobs = (night: 1 | 2) => [
     query: night === 1 ? detailQueryAbove(0) : detailQueryAbove(100_000),
     sinks: [{ type: 'csv', manifest: true }],
   },
-  { name: 'incident_types', tile: DEMO_TILES.incidentTypesResolution, schedule: SCHEDULE, query: typesQuery, sinks: [{ type: 'csv', manifest: true }] },
+  {
+    name: 'incident_types',
+    // The second night's job names a tile the source does not have (its tile was rebuilt and the id pasted wrong).
+    tile: night === 1 ? DEMO_TILES.incidentTypesResolution : RENAMED_TILE,
+    schedule: SCHEDULE,
+    query: typesQuery,
+    sinks: [{ type: 'csv', manifest: true }],
+  },
   {
     name: 'incidents_by_severity',
     tile: DEMO_TILES.incidentsByMonthSeverity,
@@ -68,6 +76,7 @@ beforeAll(async () => {
   workspace = await writeWorkspace(fixture.root, night2, jobs(2));
   seen.night2 = await cli(night2, NIGHT_2.at, ['run', '--run-id', NIGHT_2.runId]);
   seen.status = await cli(night2, MORNING, ['status']);
+  seen.statusJson = await cli(night2, MORNING, ['status', '--json']);
   seen.plan = await cli(night2, MORNING, ['plan', '--job', 'incidents_open']);
   seen.check = await cli(night2, MORNING, ['check', '--job', 'incidents_open']);
   return () => night2.close();
@@ -105,13 +114,75 @@ describe('the morning after the seeded night', () => {
       `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); LATE: the run due 2026-11-28 02:00:00 UTC has not published it`,
     );
     expect(lines[at + 1]).toBe(`    the job's query changed since run ${NIGHT_1.runId}: filters on Number`);
+    // The old values come from the run history's record of the run that wrote the target.
+    expect(lines[at + 2]).toBe(`  changed since run ${NIGHT_1.runId} (old → new):`);
+    expect(lines[at + 3]).toBe('    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]');
     // The others' definitions are the ones that wrote them: no such line.
-    expect(lines.filter((line) => line.includes('changed since'))).toHaveLength(1);
+    expect(lines.filter((line) => line.startsWith("    the job's query changed since"))).toHaveLength(1);
+    // Job by job, from the history: this filter edit, and incident_types' tile id; incidents_by_severity is as it ran.
+    expect(lines.filter((line) => line.startsWith('  changed since'))).toHaveLength(2);
+  });
+
+  it("status leads each job with its last run's outcome, code and run id, where its time went, and the command that repairs it", () => {
+    const blocks = jobBlocks(seen.status!.stdout);
+    const steady = (text: string) => text.replace(/\d+\.\d s\b/g, 'N.N s');
+    expect(steady(blocks.incident_types![1]!)).toBe(
+      `  last run: FAILED export_api_error, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 0 pages in N.N s`,
+    );
+    expect(blocks.incident_types![2]).toMatch(/^ {4}job incident_types: page 0: export for tile .* failed with HTTP 400: invalid id/);
+    // Why: the job's tile id changed since the run that wrote its target, old → new.
+    expect(blocks.incident_types).toContain(`  changed since run ${NIGHT_1.runId} (old → new):`);
+    expect(blocks.incident_types).toContain(`    tile: "${DEMO_TILES.incidentTypesResolution}" → "${RENAMED_TILE}"`);
+    expect(blocks.incident_types).toContain(`  repair: tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incident_types`);
+    expect(blocks.incident_types).toContain(
+      '          kubectl create job -n tilehouse --from=cronjob/tilehouse-incident-types tilehouse-incident-types-$(date +%s)',
+    );
+    expect(steady(blocks.incidents_open![1]!)).toBe(
+      `  last run: REFUSED publish_guard_tripped, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 1 page in N.N s`,
+    );
+    // A refused run is not repaired by running it again: the override, only if the change is meant.
+    expect(blocks.incidents_open!.at(-1)).toMatch(
+      /^ {2}repair: tilehouse run .* --job incidents_open --allow-shrink {2}# a run again is refused again; if the change is meant/,
+    );
+    expect(steady(blocks.incidents_by_severity![1]!)).toBe(`  last run: OK, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 130 rows, 3 pages in N.N s`);
+    // The slow source: the time went on waiting for its pages (3 pages, one delayed 1.5 s), not in the sink.
+    const time = /^ {4}time: source (\d+\.\d) s, reading (\d+\.\d) s, prepare csv (\d+\.\d) s, publish csv (\d+\.\d) s$/.exec(
+      blocks.incidents_by_severity![2]!,
+    );
+    expect(time).not.toBeNull();
+    const [source, reading, prepare, publish] = time!.slice(1).map(Number) as [number, number, number, number];
+    expect(source).toBeGreaterThanOrEqual(1.5);
+    expect(source).toBeGreaterThan(reading + prepare + publish);
+    expect(blocks.incidents_by_severity!.some((line) => line.startsWith('  repair:'))).toBe(false);
+  });
+
+  it('status --json gives machines the same answers, job by job', () => {
+    const jobs = JSON.parse(seen.statusJson!.stdout) as Array<Record<string, any>>;
+    const open = jobs.find((job) => job.job === 'incidents_open')!;
+    expect(open.lastRun).toMatchObject({ runId: NIGHT_2.runId, trigger: 'run', verdict: 'refused', code: 'publish_guard_tripped', startedAt: NIGHT_2.at });
+    expect(open.changes).toEqual({
+      sinceRunId: NIGHT_1.runId,
+      values: [{ part: 'filters on Number', old: '[{"operator":"gt","values":["0"]}]', new: '[{"operator":"gt","values":["100000"]}]' }],
+    });
+    expect(open.repair.commands).toEqual([`tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incidents_open --allow-shrink`]);
+    const types = jobs.find((job) => job.job === 'incident_types')!;
+    expect(types.lastRun).toMatchObject({ verdict: 'failed', code: 'export_api_error' });
+    expect(types.changes.values).toEqual([{ part: 'tile', old: JSON.stringify(DEMO_TILES.incidentTypesResolution), new: JSON.stringify(RENAMED_TILE) }]);
+    const slow = jobs.find((job) => job.job === 'incidents_by_severity')!;
+    expect(slow.lastRun.verdict).toBe('ok');
+    expect(Object.keys(slow.lastRun.timings)).toEqual(['source', 'reading', 'prepare:csv', 'publish:csv']);
+    expect(slow.repair).toBeUndefined();
+    expect(seen.statusJson!.exitCode).toBe(1);
   });
 
   it('the refusal names the definition change in the message, the summary line and the log', () => {
-    const refusal = `this export has no rows and it holds 130 rows (its manifest); the job's query changed since run ${NIGHT_1.runId}: filters on Number`;
-    expect(seen.night2!.stderr).toContain(refusal);
+    // It leads with the edit, old → new from the run history, and only then the guard and its override.
+    const refusal =
+      `FAIL incidents_open (0.0 s): publish_guard_tripped: the job changed since run ${NIGHT_1.runId}: ` +
+      'filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]; ' +
+      `the publish guard refused this export, nothing published: ${out('incidents_open')}: this export has no rows and it holds 130 rows (its manifest) (rule empty). ` +
+      'If this is meant, run it again with --allow-shrink';
+    expect(seen.night2!.stderr.replace(/\(\d+\.\d s\)/g, '(0.0 s)')).toContain(refusal);
     const logged = seen.night2!.logs.find((line) => (line.summary as { job?: string } | undefined)?.job === 'incidents_open') as
       | { summary: { guard: { verdicts: Array<{ changedSince?: unknown }> }; targets: string[]; attempted?: string[] } }
       | undefined;
@@ -155,6 +226,17 @@ describe('the morning after the seeded night', () => {
     for (const [name, text] of Object.entries(blocks)) expect(steady(blockOf(doc, name)), name).toBe(steady(shown(text)));
   });
 });
+
+/** `status`'s lines, by job: each job's block starts with its unindented line. */
+function jobBlocks(text: string): Record<string, string[]> {
+  const blocks: Record<string, string[]> = {};
+  let current: string[] | undefined;
+  for (const line of text.trimEnd().split('\n')) {
+    if (!line.startsWith(' ')) blocks[line.split(' ')[0]!] = current = [];
+    current!.push(line);
+  }
+  return blocks;
+}
 
 const FENCE = (name: string) => new RegExp(`(<!-- seeded night: ${name} -->\\n\`\`\`text\\n)([\\s\\S]*?)(\`\`\`)`);
 

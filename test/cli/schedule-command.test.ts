@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
@@ -58,5 +58,12 @@ describe('tilehouse schedule as a process', () => {
     expect((logs.match(/job every_second succeeded/g) ?? []).length).toBeGreaterThanOrEqual(3);
     expect(await readFile(path.join(ws.outDir, 'every_second.csv'), 'utf8')).toBe(await readFile(path.join(reference.outDir, 'every_second.csv'), 'utf8'));
     expect(await listFiles(ws.outDir)).toEqual(['every_second.csv']);
+    // Every tick left its record in the run history, the drained one included: none stays "running".
+    const historyDir = path.join(ws.root, '.tilehouse', 'history', 'every_second');
+    const records = await Promise.all(
+      (await readdir(historyDir)).map(async (name) => JSON.parse(await readFile(path.join(historyDir, name), 'utf8')) as { trigger: string; state: string }),
+    );
+    expect(records).toHaveLength((logs.match(/job every_second succeeded/g) ?? []).length);
+    expect(new Set(records.map((record) => `${record.trigger} ${record.state}`))).toEqual(new Set(['schedule succeeded']));
   }, 40_000);
 });

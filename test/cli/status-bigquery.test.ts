@@ -34,16 +34,23 @@ describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
     const refused = await fixture.run(workspace, ['--run-id', 'status-run-2']);
     expect(refused.exitCode).toBe(1);
     // The table's guard reads no run from the table itself: the ledger names it once the guard trips.
-    expect(refused.stderr).toContain(`rows (table metadata); the job's query changed since run status-run-1: filters on Number (rule empty)`);
+    // The refusal leads with the edit, its old values from the run history's record of status-run-1.
+    expect(refused.stderr).toContain(
+      `publish_guard_tripped: the job changed since run status-run-1: filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["${INCIDENTS}"]}]; the publish guard refused this export`,
+    );
+    expect(refused.stderr).toContain('rows (table metadata) (rule empty). If this is meant, run it again with --allow-shrink');
     const status = await runCli(['status', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
       env: sandboxEnv(fixture.sandbox),
       seams: { sinkOptions: { bigqueryClient: fixture.client } },
     });
     const table = `${endpoint.projectId}.${dataset}.incidents`;
     const lines = status.stdout.split('\n');
-    expect(lines[1]).toMatch(
+    // The job's last run (from the run history) first, then the target.
+    expect(lines[1]).toMatch(/^ {2}last run: REFUSED publish_guard_tripped, run status-run-2 of /);
+    const at = lines.findIndex((line) => line.startsWith('  bigquery '));
+    expect(lines[at]).toMatch(
       new RegExp(`^  bigquery ${table.replaceAll('.', '\\.')}: run status-run-1 of \\S+ \\S+ UTC, ${INCIDENTS} rows \\(the run ledger\\)`),
     );
-    expect(lines[2]).toBe("    the job's query changed since run status-run-1: filters on Number");
+    expect(lines[at + 1]).toBe("    the job's query changed since run status-run-1: filters on Number");
   });
 });

@@ -121,6 +121,10 @@ describeWithPushgateway('metrics of tile runs on a real Pushgateway', (gateway) 
       expect((await sample(METRICS.lastSuccess, job))?.value).toBeGreaterThanOrEqual(Math.floor(before));
       expect((await sample(METRICS.bytes, job))?.value).toBeGreaterThan(1000);
       expect((await sample(METRICS.duration, job))?.value).toBeGreaterThan(0);
+      // Where the time went, one series per phase of the run.
+      const phases = samplesOf(await gateway.scrape(), METRICS.phaseSeconds).filter((s) => s.labels.job === job);
+      expect(phases.map((s) => s.labels.phase).sort()).toEqual(['prepare:csv', 'publish:csv', 'reading', 'source']);
+      expect(phases.find((s) => s.labels.phase === 'source')!.value).toBeGreaterThan(0);
     }
     // The cron's interval goes with a scheduled job, for "no success in N intervals"; none without a schedule.
     expect((await sample(METRICS.scheduleInterval, 'steady'))?.value).toBe(900);

@@ -57,8 +57,9 @@ describe('checkPublishGuards in the trace', () => {
         attributes: expect.objectContaining({ 'tilehouse.sink.target': '/out/b.csv', 'tilehouse.guard.verdict': 'pass' }),
       },
     ]);
+    // The refusal leads with what changed; the override comes after "if this is meant".
     await expect(refused).rejects.toThrow(
-      "/out/a.csv: this export has no rows and it holds 130 rows (its manifest); the job's query changed since run R1: filters on Number",
+      "job incidents_open: the job's query changed since run R1: filters on Number; the publish guard refused this export, nothing published: /out/a.csv: this export has no rows and it holds 130 rows (its manifest) (rule empty). If this is meant, run it again with --allow-shrink",
     );
   });
 
@@ -88,7 +89,7 @@ describe('checkPublishGuards asking the run that wrote a target', () => {
   it('asks only when a verdict trips, and the refusal then says what changed since that run', async () => {
     const asked = { count: 0 };
     await expect(checkPublishGuards([asking(130, asked)], options)).rejects.toThrow(
-      "p.d.t: this export has no rows and it holds 130 rows (table metadata); the job's query changed since run R1: filters on Number (rule empty)",
+      "job incidents_open: the job's query changed since run R1: filters on Number; the publish guard refused this export, nothing published: p.d.t: this export has no rows and it holds 130 rows (table metadata) (rule empty)",
     );
     expect(asked.count).toBe(1);
     await checkPublishGuards([asking(0, asked)], options);

@@ -28,7 +28,9 @@ import type { ManifestRun } from './manifest.js';
  * judged by manifest, run id and size), `file-names.ts` (a run's temp names, by the house's one
  * scheme in src/write-file-atomically.ts, and file-name-safe text), `store-errors.ts` (one code per
  * failure whatever the store, the store as `targetKind`), `file-bytes.ts` (what a format hands a
- * store: an encoder's chunks, a stored file to read back). A new store is a folder here, its URL
+ * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
+ * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
+ * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */
@@ -104,6 +106,24 @@ export interface ObjectStore {
     targets: readonly string[],
     context: { jobName: string; template: string; timezone: string },
   ): Promise<WindowHoldings>;
+  /** Small documents kept below `root` (the run history's records, src/history/), not a target's data. */
+  documents(root: string): StoredDocuments;
+}
+
+/**
+ * Small text documents below one root, each written whole in one step (a local temp file renamed,
+ * one bucket upload) so that a reader sees the old document or the new one, never a part; each
+ * writer writes its own names, so concurrent writers never lose each other's documents. Names are
+ * `folder/name` (one level: the history keeps a folder per job).
+ */
+export interface StoredDocuments {
+  put(name: string, text: string): Promise<void>;
+  /** The names directly in `folder`, any order; none when the folder does not exist. */
+  list(folder: string): Promise<string[]>;
+  /** The document's text; undefined when there is none (removed since it was listed). */
+  get(name: string): Promise<string | undefined>;
+  /** Removes the document; none is not an error. */
+  remove(name: string): Promise<void>;
 }
 
 /** What a run's writer is given, whatever the store. */

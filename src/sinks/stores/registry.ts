@@ -1,10 +1,11 @@
+import path from 'node:path';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import { gcsStoreKind } from './gcs/index.js';
 import { localStoreKind } from './local/index.js';
-import type { ObjectStoreKind, StoreOptions } from './object-store.js';
+import type { ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments } from './object-store.js';
 import { s3StoreKind } from './s3/index.js';
 
-export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams } from './object-store.js';
+export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments } from './object-store.js';
 
 /**
  * Every store, one line each: a new store is its folder, its URL grammar in the configuration
@@ -21,4 +22,20 @@ export function storeKindOf(location: string): ObjectStoreKind {
 /** What every store takes from the environment file, for a sink that may write to any of them. */
 export function storeOptionsFrom(environment: EnvironmentConfig): StoreOptions {
   return Object.assign({}, ...storeKinds.map((kind) => kind.optionsFrom(environment))) as StoreOptions;
+}
+
+/**
+ * The documents below `location` (a local directory, gs:// or s3:// prefix), in the store that
+ * claims it, loaded with the environment's settings for it and any seams: for the run history
+ * (src/history/), which asks this instead of a URL's scheme. A relative directory on this machine
+ * is taken from `baseDirectory` (the environment file's), not from wherever the command was started.
+ */
+export async function documentsAt(
+  location: string,
+  environment: EnvironmentConfig,
+  options: { baseDirectory: string; seams?: StoreSeams },
+): Promise<StoredDocuments> {
+  const kind = storeKindOf(location);
+  const store = await kind.load({ ...kind.optionsFrom(environment), ...options.seams });
+  return store.documents(kind.onThisMachine ? path.resolve(options.baseDirectory, location) : location);
 }

@@ -1,5 +1,6 @@
 import type { Storage } from '@google-cloud/storage';
 import { parseGcsObjectUrl, splitGcsUrl } from '../../../config/gcs-url.js';
+import { gcsDocuments } from './gcs-documents.js';
 import type { ObjectStore, StoreOptions } from '../object-store.js';
 import { checkBucketWritable } from './check-bucket.js';
 import { GcsObjectWriter } from './gcs-object-writer.js';
@@ -30,5 +31,6 @@ export async function gcsStore(options: StoreOptions): Promise<ObjectStore> {
       return checkBucketWritable(storage, bucket, rest, { jobName, format: format.name }, logger);
     },
     heldWindows: (windows, targets, context) => gcsWindowsHeld(storage, windows, targets, context),
+    documents: (root) => gcsDocuments(storage, root),
   };
 }

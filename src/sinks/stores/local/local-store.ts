@@ -3,6 +3,7 @@ import { removeStaleTempFiles, tempPathFor } from '../file-names.js';
 import { manifestPathOf } from '../manifest.js';
 import type { ObjectStore } from '../object-store.js';
 import { FileTargetUnwritableError } from '../store-errors.js';
+import { localDocuments } from './local-documents.js';
 import { LocalFileWriter } from './local-file-writer.js';
 import { localStoredFile } from './local-stored-file.js';
 import { localWindowsHeld } from './local-window-state.js';
@@ -34,4 +35,5 @@ export const localStore: ObjectStore = {
     return undefined;
   },
   heldWindows: localWindowsHeld,
+  documents: localDocuments,
 };

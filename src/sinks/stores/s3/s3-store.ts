@@ -1,4 +1,5 @@
 import { parseS3ObjectUrl, splitS3Url } from '../../../config/s3-url.js';
+import { s3Documents } from './s3-documents.js';
 import type { ObjectStore, StoreOptions } from '../object-store.js';
 import { checkBucketWritable } from './check-bucket.js';
 import { createS3Client } from './s3-client.js';
@@ -33,5 +34,6 @@ export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
       return checkBucketWritable(client, bucket, rest, { jobName, format: format.name }, logger);
     },
     heldWindows: (windows, targets, context) => s3WindowsHeld(client, windows, targets, context),
+    documents: (root) => s3Documents(client, root),
   };
 }

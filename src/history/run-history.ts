@@ -1,0 +1,224 @@
+import path from 'node:path';
+import type { EnvironmentConfig } from '../config/environment-schema.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Logger } from '../log.js';
+import type { JobRunSummary } from '../pipeline/job-summary.js';
+import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/stores/registry.js';
+import { formatOwnerTag } from '../temp-owner.js';
+import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { readJobHistory } from './read-history.js';
+import { HistoryUnavailableError } from './history-errors.js';
+import { HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
+
+// src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
+// document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
+// a heartbeat, the end; retention), `read-history.ts` (the records `status` reads, and the verdict
+// on a "running" one: live, or killed), `definition-diff.ts` (what changed in a job since a run, as
+// old → new values). Where the records lie is the stores' (src/sinks/stores/registry.ts's
+// `documentsAt`): a local directory, a gs:// or s3:// prefix, asked through one interface.
+
+/** What the history is found by: the environment's `history` settings, and its file (a relative directory is its). */
+export interface HistoryWorkspace {
+  environment: EnvironmentConfig;
+  configFile: string;
+}
+
+/** The history's documents, for writing or for `status`. */
+export function openHistoryDocuments(workspace: HistoryWorkspace, seams: StoreSeams = {}): Promise<StoredDocuments> {
+  return documentsAt(workspace.environment.history.location, workspace.environment, { baseDirectory: path.dirname(workspace.configFile), seams });
+}
+
+/** What a run is started with, for its records. */
+export interface RunStart {
+  runId: string;
+  startedAt: Date;
+  trigger: RunRecord['trigger'];
+  traceId?: string | undefined;
+}
+
+/** The run history of a workspace, opened for writing: `history.location` in the environment file. */
+export class RunHistory {
+  private constructor(
+    private readonly documents: StoredDocuments | undefined,
+    private readonly location: string,
+    private readonly keepPerJob: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Opens the history's place. A place that cannot be opened (a store's client without
+   * credentials) is logged and the run goes on without records: the history serves the morning,
+   * it never fails a night's run.
+   */
+  static async open(workspace: HistoryWorkspace, logger: Logger, seams: StoreSeams = {}): Promise<RunHistory> {
+    const { location, keepPerJob } = workspace.environment.history;
+    try {
+      return new RunHistory(await openHistoryDocuments(workspace, seams), location, keepPerJob, logger);
+    } catch (error) {
+      warn(logger, new HistoryUnavailableError(location, 'opening', error));
+      return new RunHistory(undefined, location, keepPerJob, logger);
+    }
+  }
+
+  /** Writes a "running" record of each job now, and keeps their heartbeat until each is finished. */
+  async begin(jobs: readonly LoadedJob[], start: RunStart): Promise<RunInProgress> {
+    const run = new RunInProgress(this, jobs, start);
+    await run.started();
+    return run;
+  }
+
+  /** The definition a run of a job ran with, as its record keeps it; undefined when none is kept (or readable). */
+  async definitionOfRun(job: string, runId: string): Promise<DefinitionValues | undefined> {
+    if (this.documents === undefined) return undefined;
+    const history = await readJobHistory(this.documents, job, { newest: 0 });
+    return (await history.find(runId))?.record.definition;
+  }
+
+  /** @internal Writes one record whole; a failure is logged, never thrown. */
+  async write(record: RunRecord): Promise<void> {
+    if (this.documents === undefined) return;
+    try {
+      await this.documents.put(`${record.job}/${recordNameOf(record)}`, `${JSON.stringify(record, null, 2)}\n`);
+    } catch (error) {
+      warn(this.logger, new HistoryUnavailableError(this.location, `writing the record of run ${record.runId} of job ${record.job}`, error));
+    }
+  }
+
+  /** @internal Keeps the newest `keepPerJob` records of a job: names sort by start. */
+  async prune(job: string): Promise<void> {
+    if (this.documents === undefined) return;
+    const documents = this.documents;
+    try {
+      const names = (await documents.list(job)).filter((name) => name.endsWith('.json')).sort();
+      for (const name of names.slice(0, Math.max(0, names.length - this.keepPerJob))) await documents.remove(`${job}/${name}`);
+    } catch (error) {
+      warn(this.logger, new HistoryUnavailableError(this.location, `removing the oldest records of job ${job}`, error));
+    }
+  }
+}
+
+function warn(logger: Logger, error: HistoryUnavailableError): void {
+  logger.warn({ code: error.code }, `${error.message}; the run's outcome is unchanged`);
+}
+
+/** The records of one run's jobs, from "running" to their end. */
+export class RunInProgress {
+  private readonly records = new Map<string, RunRecord>();
+  /** One write at a time per job, in order: the end is never overtaken by a heartbeat. */
+  private readonly writes = new Map<string, Promise<void>>();
+  private readonly finished = new Set<string>();
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    private readonly history: RunHistory,
+    jobs: readonly LoadedJob[],
+    start: RunStart,
+  ) {
+    const at = start.startedAt.toISOString();
+    for (const job of jobs) {
+      this.records.set(job.name, {
+        version: RUN_RECORD_VERSION,
+        job: job.name,
+        tile: job.tile,
+        runId: start.runId,
+        state: 'running',
+        trigger: start.trigger,
+        startedAt: at,
+        heartbeatAt: at,
+        owner: formatOwnerTag(),
+        ...(start.traceId === undefined || start.traceId === '' ? {} : { traceId: start.traceId }),
+        targets: [],
+        definition: { fingerprint: jobDefinitionOf(job).fingerprint, tile: job.tile, values: definitionPartValues(job) },
+      });
+    }
+    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** @internal */
+  async started(): Promise<void> {
+    await Promise.all([...this.records.keys()].map((job) => this.enqueue(job)));
+  }
+
+  private enqueue(job: string): Promise<void> {
+    const next = (this.writes.get(job) ?? Promise.resolve()).then(() => this.history.write(this.records.get(job)!));
+    this.writes.set(job, next);
+    return next;
+  }
+
+  private async beat(): Promise<void> {
+    const at = new Date().toISOString();
+    for (const [job, record] of this.records) {
+      if (this.finished.has(job)) continue;
+      this.records.set(job, { ...record, heartbeatAt: at });
+      await this.enqueue(job);
+    }
+  }
+
+  /**
+   * A job's end, from its tiles (one; an incremental job's day windows, several): the first that
+   * did not succeed decides the outcome, the rows and targets are every tile's.
+   */
+  async finish(tiles: readonly JobRunSummary[]): Promise<void> {
+    const first = tiles[0];
+    if (first === undefined) return;
+    const record = this.records.get(first.job);
+    if (record === undefined || this.finished.has(first.job)) return;
+    this.finished.add(first.job);
+    const decisive = tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1)!;
+    const all = <K extends 'attempted' | 'unpublished' | 'mixed' | 'outcomeUnknown' | 'leftBehind'>(key: K) => {
+      const values = tiles.flatMap((tile) => tile[key] ?? []);
+      return values.length === 0 ? {} : { [key]: values };
+    };
+    const finishedAt = new Date();
+    this.records.set(first.job, {
+      ...record,
+      state: decisive.status,
+      heartbeatAt: finishedAt.toISOString(),
+      finishedAt: finishedAt.toISOString(),
+      durationMs: tiles.reduce((sum, tile) => sum + tile.durationMs, 0),
+      ...(decisive.error === undefined ? {} : { error: { code: decisive.error.code, message: decisive.error.message } }),
+      rows: tiles.reduce((sum, tile) => sum + tile.rows, 0),
+      pages: tiles.reduce((sum, tile) => sum + tile.pages, 0),
+      targets: tiles.flatMap((tile) => tile.outputs.map((output) => ({ sink: output.sink, target: output.target, rows: output.rows }))),
+      ...all('attempted'),
+      ...all('unpublished'),
+      ...all('mixed'),
+      ...all('outcomeUnknown'),
+      ...all('leftBehind'),
+      ...timingsOf(tiles),
+    });
+    await this.enqueue(first.job);
+    await this.history.prune(first.job);
+  }
+
+  /**
+   * The run ended (or threw) with jobs that reported no end: each is recorded failed with `error`
+   * (the stop, or what threw), so that no record of a run that ended stays "running".
+   */
+  async end(error: { code: string; message: string } | undefined): Promise<void> {
+    clearInterval(this.heartbeat);
+    const at = new Date().toISOString();
+    for (const [job, record] of this.records) {
+      if (this.finished.has(job)) continue;
+      this.finished.add(job);
+      this.records.set(job, {
+        ...record,
+        state: 'failed',
+        heartbeatAt: at,
+        finishedAt: at,
+        durationMs: Date.parse(at) - Date.parse(record.startedAt),
+        error: error ?? { code: 'run_stopped', message: `job ${job}: the run ended before this job ran` },
+      });
+      await this.enqueue(job);
+    }
+    await Promise.all(this.writes.values());
+  }
+}
+
+/** The tiles' `timings`, summed by name (an incremental job's windows add up). */
+function timingsOf(tiles: readonly JobRunSummary[]): { timings?: Record<string, number> } {
+  const sums: Record<string, number> = {};
+  for (const tile of tiles) for (const [name, ms] of Object.entries(tile.timings ?? {})) sums[name] = (sums[name] ?? 0) + ms;
+  return Object.keys(sums).length === 0 ? {} : { timings: sums };
+}

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+
+/**
+ * One run of one job as the run history keeps it: a document of its own per run
+ * (`<job>/<started>_<run id>.json`), written "running" when the run starts and replaced whole
+ * when it ends, so that concurrent runs never rewrite each other's records and a run killed
+ * between the two leaves a "running" record that its owner or its heartbeat shows dead.
+ *
+ * It holds what the morning asks and nothing secret: the outcome, its code and message, the run
+ * and trace ids, when and how long, what each target took, what the run left behind, where its
+ * time went, and the job's definition as it ran, part by part (value-types/job-definition.ts:
+ * the job file's values; credentials are never in them). Read back, it is untrusted (another
+ * version, a hand edit): this schema is its one gate.
+ */
+export const RUN_RECORD_VERSION = 1;
+
+/** How often a running run rewrites its records' `heartbeatAt`: a reader on another host judges a silent one dead after STALE_AFTER_MS (read-history.ts). */
+export const HEARTBEAT_MS = 60_000;
+
+const targetSchema = z.object({ sink: z.string(), target: z.string(), rows: z.number() });
+
+export const runRecordSchema = z.object({
+  version: z.literal(RUN_RECORD_VERSION),
+  job: z.string(),
+  tile: z.string(),
+  runId: z.string(),
+  /** `running` until the run ends; then what the run summary said of the job. */
+  state: z.enum(['running', 'succeeded', 'failed', 'partially_published']),
+  /** What started the run: a `run` (a CronJob's pod runs one), a tick of `schedule`. */
+  trigger: z.enum(['run', 'schedule']),
+  startedAt: z.string(),
+  /** The last time the running process said it was alive (written at start and every HEARTBEAT_MS). */
+  heartbeatAt: z.string(),
+  finishedAt: z.string().optional(),
+  durationMs: z.number().optional(),
+  /** The process that wrote it (src/temp-owner.ts's tag): a running record whose owner is gone was killed. */
+  owner: z.string(),
+  traceId: z.string().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  rows: z.number().optional(),
+  pages: z.number().optional(),
+  /** The targets this run published to, with their rows. */
+  targets: z.array(targetSchema).default([]),
+  /** A failed run: the targets it opened and did not publish to. */
+  attempted: z.array(z.string()).optional(),
+  /** Targets that still hold the previous run, hold neither whole, or may hold either (a partial publish). */
+  unpublished: z.array(z.string()).optional(),
+  mixed: z.array(z.string()).optional(),
+  outcomeUnknown: z.array(z.string()).optional(),
+  /** What the cleanup could not remove (staging tables, temp objects), by name. */
+  leftBehind: z.array(z.string()).optional(),
+  /** Where the time went, in milliseconds, by name (source, reading, each sink's prepare and publish). */
+  timings: z.record(z.string(), z.number()).optional(),
+  /** The job's definition as it ran: its fingerprint, and each part's value under the fingerprint's part names. */
+  definition: z.object({
+    fingerprint: z.string(),
+    tile: z.string(),
+    values: z.record(z.string(), z.unknown()),
+  }),
+});
+
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+/** `<started, compact>_<run id>.json`: names sort by start whatever a --run-id looks like. */
+export function recordNameOf(record: Pick<RunRecord, 'startedAt' | 'runId'>): string {
+  return `${record.startedAt.replace(/[-:]/g, '')}_${record.runId}.json`;
+}
+
+/** The run id a record's name carries. */
+export function runIdOfRecordName(name: string): string | undefined {
+  const match = /^[0-9T.Z]+_(.+)\.json$/.exec(name);
+  return match?.[1];
+}

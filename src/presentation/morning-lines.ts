@@ -1,0 +1,72 @@
+import { countNoun } from '../count-noun.js';
+import type { JobMorning, LastRun } from '../workspace/morning-status.js';
+import { formatJobStatus } from './target-status.js';
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** An instant as `status` prints it: `2026-11-28 02:00:00 UTC`. */
+function instant(iso: string): string {
+  return iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+}
+
+/** A value of the definition as a line holds it: long ones cut, and said to be (`--json` has them whole). */
+const VALUE_CHARS = 160;
+function shortValue(text: string | undefined): string {
+  if (text === undefined) return '(none)';
+  return text.length > VALUE_CHARS ? `${text.slice(0, VALUE_CHARS)}… (whole in --json)` : text;
+}
+
+const FIRST = ['source', 'reading'];
+
+/** `source 8.9 s, reading 0.4 s, prepare csv 0.1 s, publish csv 0.0 s`: the source and the read first, then each sink's phases as they ran. */
+export function describeTimings(timings: Record<string, number>): string {
+  const rank = (name: string) => (FIRST.includes(name) ? FIRST.indexOf(name) : FIRST.length);
+  return Object.entries(timings)
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([name, ms]) => `${name.replace(':', ' ')} ${seconds(ms)}`)
+    .join(', ');
+}
+
+function lastRunLines(run: LastRun): string[] {
+  const word = run.verdict === 'ok' ? 'OK' : run.verdict.toUpperCase();
+  const code = run.code === undefined || run.verdict === 'ok' ? '' : ` ${run.code}`;
+  const trace = run.traceId === undefined ? '' : ` (trace ${run.traceId})`;
+  const took =
+    run.verdict === 'running' || run.verdict === 'killed'
+      ? ''
+      : `; ${countNoun(run.rows ?? 0, 'row')}, ${countNoun(run.pages ?? 0, 'page')}${run.durationMs === undefined ? '' : ` in ${seconds(run.durationMs)}`}`;
+  const lines = [`  last run: ${word}${code}, run ${run.runId} of ${instant(run.startedAt)}${trace}${took}`];
+  if (run.killedBecause !== undefined)
+    lines.push(`    still "running" in the history, but ${run.killedBecause}: killed (SIGKILL, an evicted pod, a lost node)`);
+  if (run.message !== undefined && run.verdict !== 'ok') lines.push(`    ${run.message}`);
+  if (run.timings !== undefined && Object.keys(run.timings).length > 0) lines.push(`    time: ${describeTimings(run.timings)}`);
+  return lines;
+}
+
+/**
+ * `status` for one job, as a person reads it: the job line, its last run (outcome, code, run and
+ * trace id, rows, where the time went) and LATE when none ran since the schedule fired; each
+ * target (presentation/target-status.ts); what changed since the run that wrote them, old → new;
+ * what was left behind; the commands that run it again.
+ */
+export function formatJobMorning(morning: JobMorning): string {
+  const [head = '', ...targets] = formatJobStatus(morning).trimEnd().split('\n');
+  const lines = [head];
+  if (morning.historyUnreadable !== undefined)
+    lines.push(`  last run: unknown: the run history could not be read (history_unavailable): ${morning.historyUnreadable}`);
+  else if (morning.lastRun === undefined) lines.push('  last run: none recorded');
+  else lines.push(...lastRunLines(morning.lastRun));
+  if (morning.late !== undefined) lines.push(`  LATE: no run has started since the schedule fired at ${instant(morning.late.due)}`);
+  lines.push(...targets);
+  if (morning.changes !== undefined) {
+    lines.push(`  changed since run ${morning.changes.sinceRunId} (old → new):`);
+    for (const change of morning.changes.values) lines.push(`    ${change.part}: ${shortValue(change.old)} → ${shortValue(change.new)}`);
+  }
+  if (morning.leftovers !== undefined) lines.push(`  left behind: ${morning.leftovers.join(', ')}`);
+  if (morning.repair !== undefined) {
+    const [first, ...rest] = morning.repair.commands;
+    lines.push(`  repair: ${first}${morning.repair.note === undefined ? '' : `  # ${morning.repair.note}`}`);
+    for (const command of rest) lines.push(`          ${command}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

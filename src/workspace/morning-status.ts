@@ -1,0 +1,150 @@
+import type { LoadedJob } from '../config/load-config.js';
+import { cronJobName } from '../deploy/job-manifests.js';
+import { NAMESPACE } from '../deploy/deploy-settings.js';
+import { messageOf } from '../errors.js';
+import { changesSince, type ValueChange } from '../history/definition-diff.js';
+import { readJobHistory, type RunVerdict } from '../history/read-history.js';
+import { openHistoryDocuments } from '../history/run-history.js';
+import type { JobStatus } from '../pipeline/target-status.js';
+import type { StoredDocuments } from '../sinks/stores/registry.js';
+import type { Workspace } from './load-workspace.js';
+import type { RunSeams } from './run-context.js';
+
+/** The job's last run as its history keeps it. */
+export interface LastRun {
+  runId: string;
+  traceId?: string;
+  /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
+  trigger: 'run' | 'schedule';
+  verdict: RunVerdict;
+  code?: string;
+  message?: string;
+  startedAt: string;
+  durationMs?: number;
+  rows?: number;
+  pages?: number;
+  /** Where its time went (the run summary's `timings`). */
+  timings?: Record<string, number>;
+  /** A run judged killed: why ("its process … is gone", "silent since …"). */
+  killedBecause?: string;
+}
+
+/** `status`'s job-level answers, beside the per-target ones (pipeline/target-status.ts). */
+export interface JobMorning extends JobStatus {
+  /** The newest run of the job the history keeps; absent: none recorded. */
+  lastRun?: LastRun;
+  /** The schedule fired at `due` and no run of the job has started since (its last run is older, or there is none). */
+  late?: { due: string };
+  /** The history could not be read: why. */
+  historyUnreadable?: string;
+  /** What changed in the job since the run that wrote its targets, as old → new values (its record kept them). */
+  changes?: { sinceRunId: string; values: ValueChange[] };
+  /** What the last run said it left behind or left mixed: staging tables, temp objects, targets holding neither run whole. */
+  leftovers?: string[];
+  /** The commands that run the job again, when its last run did not publish (or none ran since the schedule fired). */
+  repair?: { commands: string[]; note?: string };
+}
+
+const NOT_OK: ReadonlySet<RunVerdict> = new Set(['failed', 'refused', 'stopped', 'partial', 'killed']);
+
+/**
+ * `status`'s job-level answers, from the run history (src/history/): the last run's outcome, code,
+ * run and trace id and where its time went; LATE when no run started since the schedule fired;
+ * what changed since the run that wrote the targets, as old → new values; what the last run left
+ * behind; the commands that run it again. No credentials, no request to the source.
+ */
+export async function morningOf(
+  workspace: Workspace,
+  jobs: readonly LoadedJob[],
+  statuses: readonly JobStatus[],
+  options: { seams: RunSeams; fixFlags: readonly string[] },
+): Promise<JobMorning[]> {
+  let documents: StoredDocuments | undefined;
+  let unreadable: string | undefined;
+  try {
+    documents = await openHistoryDocuments(workspace, options.seams.sinkOptions);
+  } catch (error) {
+    unreadable = messageOf(error);
+  }
+  const mornings: JobMorning[] = [];
+  for (const status of statuses) {
+    const job = jobs.find((candidate) => candidate.name === status.job)!;
+    if (documents === undefined) {
+      mornings.push({ ...status, historyUnreadable: unreadable! });
+      continue;
+    }
+    try {
+      mornings.push(await jobMorningOf(job, status, documents, options.fixFlags));
+    } catch (error) {
+      mornings.push({ ...status, historyUnreadable: messageOf(error) });
+    }
+  }
+  return mornings;
+}
+
+async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: StoredDocuments, fixFlags: readonly string[]): Promise<JobMorning> {
+  const history = await readJobHistory(documents, job.name, { newest: 1 });
+  const last = history.latest[0];
+  const morning: JobMorning = { ...status };
+  if (last !== undefined) {
+    const { record } = last;
+    morning.lastRun = {
+      runId: record.runId,
+      ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+      trigger: record.trigger,
+      verdict: last.verdict,
+      ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
+      startedAt: record.startedAt,
+      ...(record.durationMs === undefined ? {} : { durationMs: record.durationMs }),
+      ...(record.rows === undefined ? {} : { rows: record.rows }),
+      ...(record.pages === undefined ? {} : { pages: record.pages }),
+      ...(record.timings === undefined ? {} : { timings: record.timings }),
+      ...(last.killedBecause === undefined ? {} : { killedBecause: last.killedBecause }),
+    };
+    const leftovers = [
+      ...(record.leftBehind ?? []),
+      ...(record.mixed ?? []).map((target) => `${target} (holds neither run whole)`),
+      ...(record.outcomeUnknown ?? []).map((target) => `${target} (holds one of the two runs: its publish had no answer)`),
+      ...(record.unpublished ?? []).map((target) => `${target} (still holds the previous run)`),
+    ];
+    if (leftovers.length > 0) morning.leftovers = leftovers;
+  }
+  if (status.due !== undefined && (last === undefined || Date.parse(last.record.startedAt) < Date.parse(status.due))) morning.late = { due: status.due };
+  // The run that wrote the targets: the one most of them name; its record keeps the definition it ran with.
+  const writer = mostNamed(status.targets.map((target) => target.runId).filter((runId): runId is string => runId !== undefined));
+  if (writer !== undefined) {
+    const found = await history.find(writer);
+    const values = found === undefined ? [] : changesSince(found.record, job);
+    if (values.length > 0) morning.changes = { sinceRunId: writer, values };
+  }
+  if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict))) morning.repair = repairOf(job, fixFlags, last?.verdict);
+  return morning;
+}
+
+function mostNamed(runIds: readonly string[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const runId of runIds) counts.set(runId, (counts.get(runId) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+/**
+ * The job run again, here and on the cluster (the CronJob `tilehouse k8s` names). An incremental
+ * job's run catches up every day since the last one its targets hold, so the same command repairs
+ * just what is missing. A refusal is not repaired by running again: the override is the fix only
+ * if the change is meant.
+ */
+function repairOf(job: LoadedJob, fixFlags: readonly string[], verdict: RunVerdict | undefined): JobMorning['repair'] {
+  const flags = [...fixFlags, '--job', job.name].join(' ');
+  const cronJob = cronJobName(job.name);
+  const here = `tilehouse run ${flags}`;
+  const cluster = `kubectl create job -n ${NAMESPACE} --from=cronjob/${cronJob} ${cronJob}-$(date +%s)`;
+  if (verdict === 'refused')
+    return {
+      note: 'a run again is refused again; if the change is meant, publish it with --allow-shrink (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)',
+      commands: [`${here} --allow-shrink`],
+    };
+  return {
+    ...(job.incremental === undefined ? {} : { note: 'the run catches up every day since the last one its targets hold' }),
+    commands: [here, cluster],
+  };
+}
