@@ -2,7 +2,6 @@
 // own (a CSV's first line; DuckDB's parquet_schema for Parquet), a directory's mode as an ordinary
 // user (the CLI spawned as `nobody` when the tests run as root, who may write any directory).
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { CliResult } from '../../support/cli-harness.js';
@@ -13,7 +12,7 @@ import type { ConformanceBackend } from './scenarios.js';
 
 /** `check` and `plan` run as an ordinary user once the output directory is 0555. */
 async function withReadOnlyDirectory(workspace: { root: string; outDir: string; configFile: string; jobsDir: string }, env: Record<string, string>) {
-  await openToOthers(workspace.outDir, os.tmpdir());
+  await openToOthers(workspace.outDir, workspace.root);
   // The child's own temp directory (tsx caches there): this machine's /tmp may not be open to others.
   const childTemp = path.join(workspace.root, 'child-tmp');
   await mkdir(childTemp, { recursive: true });
