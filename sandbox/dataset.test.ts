@@ -75,10 +75,12 @@ describe('generateDataset', () => {
     expect(() => generateDataset({ size: 1.5, seed: 1, now: NOW })).toThrow('incidents must be an integer');
   });
 
-  it('generates one million incidents in under 5 seconds', () => {
-    const started = performance.now();
+  it('generates one million incidents in under 5 seconds of CPU', () => {
+    // CPU time, not the clock: on a busy machine the wall time is the other processes' too.
+    const started = process.cpuUsage();
     const big = generateDataset({ size: 1_000_000, seed: 42, now: NOW });
-    expect(performance.now() - started).toBeLessThan(5000);
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(5000);
     expect(big.size).toBe(1_000_000);
     expect(incidentAt(big, 999_999).number).toBe(1_000_000);
     let tagged = 0;

@@ -18,7 +18,9 @@ async function vitestOn(tests: Record<string, string>, ci: boolean): Promise<{ c
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir.path, 'node_modules'));
   const config = [
     `import base from ${JSON.stringify(path.join(ROOT, 'vitest.config.ts'))};`,
-    "export default { ...base, test: { ...base.test, include: ['*.test.ts'], globalSetup: [] } };",
+    // The main project's settings (requireAssertions, limits) at the top, without the projects.
+    'const main = base.test.projects[0].test;',
+    "export default { ...base, test: { ...base.test, ...main, projects: undefined, include: ['*.test.ts'], exclude: [], globalSetup: [] } };",
   ].join('\n');
   await writeFile(path.join(dir.path, 'vitest.config.ts'), config);
   for (const [name, text] of Object.entries(tests)) await writeFile(path.join(dir.path, name), text);

@@ -4,6 +4,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { listFiles, sandboxEnv, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, splitStderr, textOf } from '../support/child-process.js';
 import { detailCsvJob } from '../support/queries.js';
@@ -124,6 +125,9 @@ describe('tilehouse run as a process, stopped while a page never finishes', () =
         requestTimeoutMs: 120_000,
         requestDeadlineMs: 600_000,
       });
+      // The cleanup deadline far above the wait for the exit below: an exit within that wait was
+      // the stop's own doing, however busy the machine (no clock in the test).
+      await writeFile(ws.configFile, stringify({ ...(parse(await readFile(ws.configFile, 'utf8')) as object), stopDeadlineMs: 600_000 }));
       await mkdir(ws.outDir, { recursive: true });
       const target = path.join(ws.outDir, 'incident_detail.csv');
       await writeFile(target, PREVIOUS);
@@ -144,10 +148,9 @@ describe('tilehouse run as a process, stopped while a page never finishes', () =
       // The client is now inside the body of the stalled page.
       await new Promise((resolve) => setTimeout(resolve, 300));
       child.kill('SIGTERM');
-      const exit = await exitWithin(child, 30_000);
+      // Not the cleanup deadline (600 s): the body read is aborted by the stop itself.
+      const exit = await exitWithin(child, 60_000);
       expect(exit.code, await stderr).toBe(143);
-      // Not the cleanup deadline (20 s): the body read is aborted by the stop itself.
-      expect(exit.elapsedMs).toBeLessThan(5_000);
       expect(await stderr).toMatch(/FAIL incident_detail .*run_stopped: .*stopped by SIGTERM/);
       expect(await readFile(target, 'utf8')).toBe(PREVIOUS);
       expect(await listFiles(ws.outDir)).toEqual(['incident_detail.csv']);
@@ -155,5 +158,5 @@ describe('tilehouse run as a process, stopped while a page never finishes', () =
       await source.close();
       await rm(stallRoot, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -63,6 +63,7 @@ const COMMANDS: Record<string, Entry> = {
     },
   },
   'npm test': { kind: 'not runnable', reason: 'the suite this test is part of' },
+  'CI=true npm run test:under-load -- --top 10': { kind: 'not runnable', reason: 'the suite this test is part of, beside busy processes: tens of minutes' },
   'npm run demo -- validate': { kind: 'run', group: 'quick start', outcome: { exit: 0, stdout: [/^valid: config\/default\.yaml and 5 jobs in jobs/m] } },
   'npm run demo -- check': {
     kind: 'run',

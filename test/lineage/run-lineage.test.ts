@@ -1,6 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
@@ -11,6 +10,7 @@ import { fileTransportEnv, lineageEventsIn, runCycleProblems, type LineageEvent 
 import { dailySeverityQuery, detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
+import { waitUntil } from '../support/wait-until.js';
 
 // `tilehouse run` and `backfill` with lineage on, in process against the sandbox, as an operator
 // meets it: every event read back from the file transport (or a consumer on loopback) and checked
@@ -229,7 +229,7 @@ describe('tilehouse run with lineage', () => {
     fixture.sandbox.inject({ kind: 'delay', endpoint: 'export', pageNumber: 1, delayMs: 5_000 });
     const stop = new AbortController();
     const running = run(workspace, { OPENLINEAGE_URL: consumer.url }, [], { signal: stop.signal });
-    while (consumer.received.length === 0) await sleep(20);
+    await waitUntil(() => consumer!.received.length > 0, 'the START event');
     stop.abort(new Error('stopped by SIGTERM'));
     const result = await running;
     expect(result.exitCode).not.toBe(0);
@@ -316,7 +316,7 @@ describe('tilehouse schedule with lineage', () => {
       env: { ...sandboxEnv(fixture.sandbox), ...fileTransport(workspace) },
       io: { signal: stop.signal },
     });
-    while ((await completes()) < 2) await sleep(50);
+    await waitUntil(async () => (await completes()) >= 2, 'two COMPLETE events', { everyMs: 50 });
     stop.abort(new Error('stopped by SIGTERM'));
     expect((await running).exitCode).toBe(0);
     const events = await eventsOf(workspace);

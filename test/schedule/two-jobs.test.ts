@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { runJobs } from '../../src/pipeline/run-jobs.js';
@@ -12,6 +11,7 @@ import { detailQuery } from '../support/queries.js';
 import { loadForRun } from '../support/run-jobs-harness.js';
 import path from 'node:path';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const INCIDENTS = 240;
 
@@ -23,7 +23,7 @@ beforeAll(async () => {
 });
 
 describe('the scheduler with two jobs writing into one CSV directory', () => {
-  it('runs both on their crons for ~8 s with no failed run and no ENOENT, and leaves no temp file', async () => {
+  it('runs both on their crons until each has finished two runs, with no failed run and no ENOENT, and leaves no temp file', async () => {
     const jobs = [
       // Its sweep is not recursive; the other's is, so it looks into this job's files too.
       { name: 'every_second', tile: SANDBOX_TILE, query: detailQuery, schedule: { cron: '* * * * * *' }, sinks: [{ type: 'csv', path: '{name}.csv' }] },
@@ -52,7 +52,11 @@ describe('the scheduler with two jobs writing into one CSV directory', () => {
       { finished: (_job, summary) => summary && summaries.push(summary) },
     );
     scheduler.start();
-    await sleep(8_000);
+    // Until each job has finished twice, not a fixed time: on a busy machine a run takes longer
+    // than its 12 pages' 2.4 s of latency, and 8 s could hold a single run of each. Two runs of
+    // each at a few seconds apiece: the deadline only stops a scheduler that runs nothing.
+    const finished = (job: string) => summaries.filter((summary) => summary.job === job).length;
+    await waitUntil(() => finished('every_second') >= 2 && finished('every_two') >= 2, 'two finished runs of each job', { withinMs: 60_000, everyMs: 100 });
     // Generous grace: every started run finishes, so each one is judged on its own outcome.
     expect(await scheduler.stop(15_000)).toBe(true);
 
@@ -67,5 +71,5 @@ describe('the scheduler with two jobs writing into one CSV directory', () => {
     expect(files.filter((name) => path.basename(name).startsWith('.'))).toEqual([]);
     expect(files).toContain('every_second.csv');
     for (const file of files) expect((await readCsv(path.join(workspace.outDir, file))).rows).toHaveLength(INCIDENTS);
-  }, 40_000);
+  }, 90_000);
 });

@@ -93,15 +93,35 @@ describeWithGoogleRig("Google refusing a two-sink run's identity or its permissi
 
   it('fails a run whose token cannot be refreshed after the load started with google_credentials_unavailable, publishing nothing and naming what it could not remove', async () => {
     // Tokens that never outlive a request, so every request asks the metadata server, which
-    // stops answering the moment the staging load is sent.
+    // stops answering the moment the proxy sees the staging load sent: the order of events is the
+    // fakes', whatever the machine's load. The wait for a token is sized so that no token before
+    // that moment can miss it on a busy machine (a token is a loopback request, but the run's own
+    // event loop is busy with pages meanwhile: 2 s was missed at a load average of 8); after it,
+    // the run waits this long for a metadata server that answers 503, then fails.
     const server = await google.start({ tokenLifetimeSeconds: 1 });
+    let metadataRequestsBeforeLoad: number | undefined;
     rig.bigquery.setFault(({ method, path }) => {
-      if (method === 'POST' && path.startsWith('/upload/bigquery/')) server.setUnavailable(true);
+      if (method === 'POST' && path.startsWith('/upload/bigquery/') && metadataRequestsBeforeLoad === undefined) {
+        metadataRequestsBeforeLoad = server.requests.length;
+        server.setUnavailable(true);
+      }
       return false;
     });
     const run = await google.run('lost-midway', {
-      environment: { googleCredentialsWaitMs: 2_000, stopDeadlineMs: 5_000 },
+      environment: { googleCredentialsWaitMs: 15_000, stopDeadlineMs: 5_000 },
     });
+    // The scenario happened: tokens were had until the load was sent, and refused after it.
+    const tokenAnswers = (from: number, to?: number) =>
+      server.requests
+        .slice(from, to)
+        .filter((request) => request.path.endsWith('/token'))
+        .map((request) => request.status);
+    expect(metadataRequestsBeforeLoad, `the staging load was never sent: ${run.stderr}`).toBeDefined();
+    const beforeLoad = tokenAnswers(0, metadataRequestsBeforeLoad);
+    expect(beforeLoad.length).toBeGreaterThan(0);
+    expect(new Set(beforeLoad)).toEqual(new Set([200]));
+    expect(tokenAnswers(metadataRequestsBeforeLoad!)).toContain(503);
+    // Then its outcome.
     expect(run.exitCode, run.stderr).toBe(1);
     expect(run.summary?.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'google_credentials_unavailable' } });
     // Nothing published: no target table, no target object.

@@ -6,6 +6,7 @@ import { readPages } from '../../../src/source/export-endpoint/read-pages.js';
 import { SessionToken } from '../../../src/source/session-token.js';
 import { NO_TELEMETRY, telemetry, useTelemetry } from '../../../src/telemetry/telemetry.js';
 import { fastPolicy, hostileClient, HOSTILE_QUERY, hostileServersEachTest, tablePage, type Table } from '../../support/hostile-server.js';
+import { waitUntil } from '../../support/wait-until.js';
 
 const hostile = hostileServersEachTest();
 const dispatcher = hostile.dispatcher;
@@ -118,6 +119,8 @@ describe('ExportClient: a page fetched ahead of the consumer', () => {
     const page = hostileClient(source, dispatcher, { itemsPerPage: 5 })
       .fetchPage(0, undefined, whenNeeded)
       .finally(() => (settled = true));
+    // Asked at once (awaited, not assumed after 100 ms); then a moment for a wrong client to retry unasked.
+    await waitUntil(() => source.pagesAsked().length > 0, 'the first ask of page 0', { everyMs: 5 });
     await sleep(100);
     expect(source.pagesAsked()).toEqual([0]);
     expect(settled).toBe(false);
