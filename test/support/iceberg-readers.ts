@@ -53,11 +53,18 @@ export interface IcebergTableRead {
   fields: { id: number; name: string; type: string; required: boolean }[];
 }
 
+/** A table as pyiceberg is told where it is: catalog properties, the catalog's name (a SQL catalog's `catalog_name`), `ns.table`. */
+export interface PyicebergTable {
+  catalog: Record<string, string>;
+  catalogName?: string;
+  table: string;
+}
+
 type Requests = {
   avro: [{ path: string }, AvroRead];
   'parquet-fields': [{ path: string }, ParquetFieldsRead];
-  'pyiceberg-scan': [{ catalog: Record<string, string>; table: string }, ReadRows];
-  'pyiceberg-table': [{ catalog: Record<string, string>; table: string }, IcebergTableRead];
+  'pyiceberg-scan': [PyicebergTable, ReadRows];
+  'pyiceberg-table': [PyicebergTable, IcebergTableRead];
   'duckdb-scan': [{ metadata: string }, ReadRows];
 };
 

@@ -5,7 +5,7 @@ Requests, by "op":
   avro            {"path"}: an Avro object container file read by fastavro: the header's schema
                   exactly as written (JSON text), its metadata (text), every record.
   parquet-fields  {"path"}: each column of a Parquet file as pyarrow reads it: name, type, field id.
-  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "table": "ns.name"}: the table's current
+  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name"}: the table's current
                   snapshot read by pyiceberg (its own metadata, manifest and Parquet readers).
   pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
   duckdb-scan     {"metadata": location}: the table read by DuckDB 1.4.4's iceberg extension from
@@ -88,7 +88,8 @@ def parquet_fields(request):
 def load_table(request):
     from pyiceberg.catalog import load_catalog
 
-    catalog = load_catalog('tilehouse_test', **request['catalog'])
+    # A SQL catalog's name is its rows' catalog_name: the writer's name must be given.
+    catalog = load_catalog(request.get('catalogName', 'tilehouse_test'), **request['catalog'])
     return catalog.load_table(request['table'])
 
 

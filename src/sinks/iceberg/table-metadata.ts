@@ -67,3 +67,35 @@ export function snapshotOfRun(metadata: TableMetadata, runId: string): Snapshot 
   }
   return undefined;
 }
+/** A new table's metadata (format version 2, unpartitioned, unsorted), for a catalog the writer keeps itself (JDBC). */
+export function newTableMetadata(options: {
+  uuid: string;
+  location: string;
+  schema: IcebergSchema;
+  nowMs: number;
+  properties?: Record<string, string>;
+}): Record<string, unknown> {
+  return {
+    'format-version': 2,
+    'table-uuid': options.uuid,
+    location: options.location,
+    'last-sequence-number': 0,
+    'last-updated-ms': options.nowMs,
+    'last-column-id': Math.max(0, ...options.schema.fields.map((field) => field.id)),
+    'current-schema-id': options.schema['schema-id'],
+    schemas: [options.schema],
+    'default-spec-id': 0,
+    'partition-specs': [{ 'spec-id': 0, fields: [] }],
+    'last-partition-id': 999,
+    'default-sort-order-id': 0,
+    'sort-orders': [{ 'order-id': 0, fields: [] }],
+    properties: { ...options.properties },
+    'current-snapshot-id': null,
+    refs: {},
+    snapshots: [],
+    statistics: [],
+    'partition-statistics': [],
+    'snapshot-log': [],
+    'metadata-log': [],
+  };
+}

@@ -1,6 +1,6 @@
 import type { TypedRow } from '../../../src/transform/column.js';
 import type { ColumnType } from '../../../src/value-types/column-types.js';
-import { readIceberg, type ReadRows } from '../../support/iceberg-readers.js';
+import { type PyicebergTable, readIceberg, type ReadRows } from '../../support/iceberg-readers.js';
 
 /**
  * Rows for the Iceberg writer's tests (values the sandbox does not make: longs beyond 2^53,
@@ -64,9 +64,9 @@ export interface BothReadings {
 }
 
 /** The table read by pyiceberg through the catalog and by DuckDB from the metadata file the catalog names. */
-export async function readBoth(python: string, catalog: Record<string, string>, table: string): Promise<BothReadings> {
-  const pyiceberg = await readIceberg(python, 'pyiceberg-scan', { catalog, table });
-  const { metadataLocation } = await readIceberg(python, 'pyiceberg-table', { catalog, table });
+export async function readBoth(python: string, table: PyicebergTable): Promise<BothReadings> {
+  const pyiceberg = await readIceberg(python, 'pyiceberg-scan', table);
+  const { metadataLocation } = await readIceberg(python, 'pyiceberg-table', table);
   const duckdb = await readIceberg(python, 'duckdb-scan', { metadata: metadataLocation });
   return { pyiceberg, duckdb };
 }

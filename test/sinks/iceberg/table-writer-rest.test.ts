@@ -1,148 +1,27 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { IcebergCatalog, LoadedTable, NewSnapshot, TableIdentifier } from '../../../src/sinks/iceberg/catalog.js';
+import { afterAll, beforeAll } from 'vitest';
 import { openRestCatalog } from '../../../src/sinks/iceberg/rest-catalog.js';
-import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
-import { icebergPythonOrSkip, readIceberg } from '../../support/iceberg-readers.js';
+import { icebergPythonOrSkip } from '../../support/iceberg-readers.js';
 import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
 import { describeUnless, missing } from '../../support/skip.js';
-import { asText, COLUMNS, readBoth, rowsOf, sortedLines } from './iceberg-test-rows.js';
+import { type WriterContext, writerScenarios } from './writer-scenarios.js';
 
 const lib = icebergRestLibOrSkip();
-// Each reading starts Python (pyiceberg, DuckDB): seconds apiece on a loaded machine.
-const READS_TIMEOUT_MS = 240_000;
 const python = icebergPythonOrSkip();
 
 describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the Iceberg readers', python))(
   'writeIcebergRun through the REST catalog (Apache Iceberg REST server; pyiceberg and DuckDB read back)',
   () => {
-    let server: RunningIcebergRest;
-    let catalog: IcebergCatalog;
-    let pyCatalog: Record<string, string>;
+    let server: RunningIcebergRest | undefined;
+    const context = {} as WriterContext;
     beforeAll(async () => {
       server = await startIcebergRest(lib!);
-      catalog = await openRestCatalog({ uri: server.uri });
-      pyCatalog = { type: 'rest', uri: server.uri };
+      context.catalog = await openRestCatalog({ uri: server.uri });
+      context.pyCatalog = { type: 'rest', uri: server.uri };
     }, 180_000);
     afterAll(async () => {
-      await catalog?.close();
+      await context.catalog?.close();
       await server?.stop();
     });
-
-    const expectRows = async (table: string, expected: (string | null)[][], columns: string[]) => {
-      const { pyiceberg, duckdb } = await readBoth(python!, pyCatalog, table);
-      expect(pyiceberg.columns).toEqual(columns);
-      expect(duckdb.columns).toEqual(columns);
-      expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(expected));
-      expect(sortedLines(duckdb.rows)).toEqual(sortedLines(expected));
-    };
-
-    it(
-      'replace: each run is the whole table, read back exactly by pyiceberg and DuckDB; a re-run of a run id commits nothing',
-      async () => {
-        const table = { namespace: 'tiles', name: 'replaced' };
-        const first = rowsOf(0, 40);
-        const one = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [first.slice(0, 25), first.slice(25)], mode: 'replace', runId: 'run-1' });
-        expect(one).toMatchObject({ committed: true, rows: 40, tries: 1 });
-        await expectRows(
-          'tiles.replaced',
-          first.map(asText),
-          COLUMNS.map((c) => c.name),
-        );
-
-        const second = rowsOf(100, 7);
-        const two = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [second], mode: 'replace', runId: 'run-2' });
-        expect(two.committed).toBe(true);
-        await expectRows(
-          'tiles.replaced',
-          second.map(asText),
-          COLUMNS.map((c) => c.name),
-        );
-
-        const again = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(500, 3)], mode: 'replace', runId: 'run-2' });
-        expect(again).toMatchObject({ committed: false, snapshotId: two.snapshotId, rows: 0 });
-        await expectRows(
-          'tiles.replaced',
-          second.map(asText),
-          COLUMNS.map((c) => c.name),
-        );
-
-        const history = await readIceberg(python!, 'pyiceberg-table', { catalog: pyCatalog, table: 'tiles.replaced' });
-        expect(history.formatVersion).toBe(2);
-        expect(history.snapshots.map((s) => [s.id, s.parent, s.operation, s.summary['tilehouse.run-id']])).toEqual([
-          [one.snapshotId.toString(), null, 'overwrite', 'run-1'],
-          [two.snapshotId.toString(), one.snapshotId.toString(), 'overwrite', 'run-2'],
-        ]);
-        expect(history.currentSnapshotId).toBe(two.snapshotId.toString());
-        expect(history.fields).toEqual([
-          { id: 1, name: 'id', type: 'long', required: false },
-          { id: 2, name: 'amount', type: 'decimal(38, 9)', required: false },
-          { id: 3, name: 'title', type: 'string', required: false },
-          { id: 4, name: 'created', type: 'timestamptz', required: false },
-          { id: 5, name: 'day', type: 'date', required: false },
-          { id: 6, name: 'score', type: 'double', required: false },
-        ]);
-      },
-      READS_TIMEOUT_MS,
-    );
-
-    it(
-      'append: runs accumulate with their lineage columns; the snapshot chain is the ledger',
-      async () => {
-        const table = { namespace: 'tiles', name: 'appended' };
-        const a = rowsOf(0, 9);
-        const b = rowsOf(9, 4);
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [a], mode: 'append', runId: 'a-1', extractedAtMs: 1_700_000_000_123 });
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [b], mode: 'append', runId: 'a-2', extractedAtMs: 1_700_000_100_000 });
-        expect((await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [b], mode: 'append', runId: 'a-1' })).committed).toBe(false);
-        const expected = [...a.map((row) => [...asText(row), 'a-1', '1700000000123000']), ...b.map((row) => [...asText(row), 'a-2', '1700000100000000'])];
-        await expectRows('tiles.appended', expected, [...COLUMNS.map((c) => c.name), '_run_id', '_extracted_at']);
-      },
-      READS_TIMEOUT_MS,
-    );
-
-    it(
-      'a commit refused with 409 (another writer landed first) is re-read, re-applied and lands on top of it',
-      async () => {
-        const table = { namespace: 'tiles', name: 'contended' };
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 2)], mode: 'append', runId: 'base' });
-        let intruded = 0;
-        // Before the first commit reaches the server, another writer commits: the server then
-        // answers the first commit 409 (its assert-ref-snapshot-id no longer holds).
-        const contended: IcebergCatalog = {
-          ...catalog,
-          commitSnapshot: async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
-            if (intruded++ === 0) await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(50, 3)], mode: 'append', runId: 'intruder' });
-            return catalog.commitSnapshot(ident, base, snapshot);
-          },
-        };
-        const result = await writeIcebergRun({ catalog: contended, table, columns: COLUMNS, rows: [rowsOf(10, 5)], mode: 'append', runId: 'contender' });
-        expect(result).toMatchObject({ committed: true, tries: 2 });
-        const history = await readIceberg(python!, 'pyiceberg-table', { catalog: pyCatalog, table: 'tiles.contended' });
-        expect(history.snapshots.map((s) => s.summary['tilehouse.run-id'])).toEqual(['base', 'intruder', 'contender']);
-        const { pyiceberg } = await readBoth(python!, pyCatalog, 'tiles.contended');
-        expect(pyiceberg.rows.map((row) => row[6]).sort()).toEqual([...Array(2).fill('base'), ...Array(5).fill('contender'), ...Array(3).fill('intruder')]);
-      },
-      READS_TIMEOUT_MS,
-    );
-
-    it(
-      'two writers at once both land, in some order, each snapshot once',
-      async () => {
-        const table = { namespace: 'tiles', name: 'concurrent' };
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 1)], mode: 'append', runId: 'seed' });
-        const runs = await Promise.all(
-          ['left', 'right', 'third'].map((runId, index) =>
-            writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(index * 10, 4)], mode: 'append', runId }),
-          ),
-        );
-        expect(runs.every((run) => run.committed)).toBe(true);
-        const history = await readIceberg(python!, 'pyiceberg-table', { catalog: pyCatalog, table: 'tiles.concurrent' });
-        expect(history.snapshots.map((s) => s.summary['tilehouse.run-id']).sort()).toEqual(['left', 'right', 'seed', 'third']);
-        const { pyiceberg, duckdb } = await readBoth(python!, pyCatalog, 'tiles.concurrent');
-        expect(pyiceberg.rows).toHaveLength(13);
-        expect(sortedLines(duckdb.rows)).toEqual(sortedLines(pyiceberg.rows));
-      },
-      READS_TIMEOUT_MS,
-    );
+    writerScenarios(python!, () => context);
   },
 );
