@@ -66,6 +66,7 @@ type Requests = {
   'pyiceberg-scan': [PyicebergTable, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
   'duckdb-scan': [{ metadata: string }, ReadRows];
+  'pyiceberg-write': [PyicebergTable & { fields: { name: string; type: string }[]; rows: (string | null)[][] }, { snapshotId: string }];
 };
 
 /** Runs one request through the reader script; its stderr is in the error when it fails. */

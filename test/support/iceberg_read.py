@@ -8,6 +8,8 @@ Requests, by "op":
   pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name"}: the table's current
                   snapshot read by pyiceberg (its own metadata, manifest and Parquet readers).
   pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
+  pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
+                  appends the rows (text) with pyiceberg's own writer.
   duckdb-scan     {"metadata": location}: the table read by DuckDB 1.4.4's iceberg extension from
                   that metadata file (iceberg_scan), nothing of pyiceberg involved.
 
@@ -141,7 +143,41 @@ def quote(name):
     return '"' + name.replace('"', '""') + '"'
 
 
+def pyiceberg_write(request):
+    """Creates the table with pyiceberg (field ids 1..n in the given order) and appends the rows
+    (text, as this script answers them) with pyiceberg's own writer: a table another writer made."""
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DateType, DecimalType, DoubleType, LongType, NestedField, StringType, TimestamptzType
+
+    types = {
+        'long': (LongType(), int),
+        'decimal(38, 9)': (DecimalType(38, 9), decimal.Decimal),
+        'string': (StringType(), str),
+        'timestamptz': (TimestamptzType(), lambda t: datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=int(t))),
+        'date': (DateType(), datetime.date.fromisoformat),
+        'double': (DoubleType(), float),
+    }
+    fields = request['fields']
+    catalog = load_catalog(request.get('catalogName', 'tilehouse_test'), **request['catalog'])
+    try:
+        catalog.create_namespace(request['table'].split('.')[0])
+    except NamespaceAlreadyExistsError:
+        pass
+    schema = Schema(*[NestedField(index + 1, field['name'], types[field['type']][0], required=False) for index, field in enumerate(fields)])
+    table = catalog.create_table(request['table'], schema=schema)
+    columns = {}
+    for index, field in enumerate(fields):
+        convert = types[field['type']][1]
+        columns[field['name']] = [None if row[index] is None else convert(row[index]) for row in request['rows']]
+    table.append(pa.table(columns, schema=table.schema().as_arrow()))
+    return {'snapshotId': str(table.current_snapshot().snapshot_id)}
+
+
 OPS = {
+    'pyiceberg-write': pyiceberg_write,
     'avro': read_avro,
     'parquet-fields': parquet_fields,
     'pyiceberg-scan': pyiceberg_scan,

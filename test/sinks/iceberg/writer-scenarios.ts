@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import type { IcebergCatalog, LoadedTable, NewSnapshot, TableIdentifier } from '../../../src/sinks/iceberg/catalog.js';
+import { icebergTypeOf } from '../../../src/sinks/iceberg/iceberg-schema.js';
 import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
 import { readIceberg } from '../../support/iceberg-readers.js';
 import { asText, COLUMNS, readBoth, rowsOf, sortedLines } from './iceberg-test-rows.js';
@@ -142,6 +143,42 @@ export function writerScenarios(python: string, context: () => WriterContext): v
       const { pyiceberg, duckdb } = await readBoth(python, where('tiles.concurrent'));
       expect(pyiceberg.rows).toHaveLength(13);
       expect(sortedLines(duckdb.rows)).toEqual(sortedLines(pyiceberg.rows));
+    },
+    READS_TIMEOUT_MS,
+  );
+
+  it(
+    'appends onto a table pyiceberg created and wrote (its manifest list carried, its metadata kept)',
+    async () => {
+      const { catalog } = context();
+      const theirs = rowsOf(0, 5).map((row) => [...asText(row), 'pyiceberg', '1600000000000000']);
+      const fields = [
+        ...COLUMNS.map((column) => ({ name: column.name, type: icebergTypeOf(column.type) })),
+        { name: '_run_id', type: 'string' },
+        { name: '_extracted_at', type: 'timestamptz' },
+      ];
+      const written = await readIceberg(python, 'pyiceberg-write', { ...where('tiles.foreign'), fields, rows: theirs });
+      const ours = rowsOf(30, 4);
+      const run = await writeIcebergRun({
+        catalog,
+        table: { namespace: 'tiles', name: 'foreign' },
+        columns: COLUMNS,
+        rows: [ours],
+        mode: 'append',
+        runId: 'ours',
+        extractedAtMs: 1_700_000_000_000,
+      });
+      expect(run.committed).toBe(true);
+      await expectRows(
+        'tiles.foreign',
+        [...theirs, ...ours.map((row) => [...asText(row), 'ours', '1700000000000000'])],
+        fields.map((field) => field.name),
+      );
+      const history = await readIceberg(python, 'pyiceberg-table', where('tiles.foreign'));
+      expect(history.snapshots.map((s) => [s.id, s.operation])).toEqual([
+        [written.snapshotId, 'append'],
+        [run.snapshotId.toString(), 'append'],
+      ]);
     },
     READS_TIMEOUT_MS,
   );
