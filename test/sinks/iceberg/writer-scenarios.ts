@@ -1,3 +1,6 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import type { IcebergCatalog, LoadedTable, NewSnapshot, TableIdentifier } from '../../../src/sinks/iceberg/catalog.js';
 import { icebergTypeOf } from '../../../src/sinks/iceberg/iceberg-schema.js';
@@ -179,6 +182,48 @@ export function writerScenarios(python: string, context: () => WriterContext): v
         [written.snapshotId, 'append'],
         [run.snapshotId.toString(), 'append'],
       ]);
+    },
+    READS_TIMEOUT_MS,
+  );
+
+  it(
+    "a run out of commit tries fails with iceberg_commit_conflict and leaves none of its files; the table is the other writer's",
+    async () => {
+      const { catalog } = context();
+      const table = { namespace: 'tiles', name: 'budget' };
+      await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 2)], mode: 'replace', runId: 'first' });
+      const { location } = await readIceberg(python, 'pyiceberg-table', where('tiles.budget'));
+      const directory = fileURLToPath(new URL(location));
+      const files = async (folder: string) => (await readdir(join(directory, folder)).catch(() => [])).sort();
+      const before = { data: await files('data'), metadata: (await files('metadata')).filter((name) => name.endsWith('.avro')) };
+      let winners = 0;
+      const contended: IcebergCatalog = {
+        ...catalog,
+        commitSnapshot: async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
+          await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(70, 3)], mode: 'replace', runId: `winner-${++winners}` });
+          return catalog.commitSnapshot(ident, base, snapshot);
+        },
+      };
+      const failure = await writeIcebergRun({
+        catalog: contended,
+        table,
+        columns: COLUMNS,
+        rows: [rowsOf(10, 5)],
+        mode: 'replace',
+        runId: 'loser',
+        maxCommitTries: 2,
+      }).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: 'iceberg_commit_conflict', message: expect.stringMatching(/another writer committed first on each of 2 tries/) });
+      const after = { data: await files('data'), metadata: (await files('metadata')).filter((name) => name.endsWith('.avro')) };
+      // Two winners committed (one a try): two data files, and a manifest and a list each; nothing of the loser's.
+      expect(after.data.filter((name) => !before.data.includes(name)).map((name) => name.replace(/-[0-9a-f-]{36}\.parquet$/, ''))).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^winner-/), expect.stringMatching(/^winner-/)]),
+      );
+      expect(after.data.filter((name) => name.startsWith('loser'))).toEqual([]);
+      expect(after.data.length - before.data.length).toBe(2);
+      expect(after.metadata.length - before.metadata.length).toBe(4);
+      const { pyiceberg } = await readBoth(python, where('tiles.budget'));
+      expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(rowsOf(70, 3).map(asText)));
     },
     READS_TIMEOUT_MS,
   );
