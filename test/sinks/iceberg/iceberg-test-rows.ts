@@ -1,3 +1,5 @@
+import { parse } from 'csv-parse/sync';
+import { CsvRecordEncoder } from '../../../src/sinks/csv/csv-record-encoder.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import type { ColumnType } from '../../../src/value-types/column-types.js';
 import { type PyicebergTable, readIceberg, type ReadRows } from '../../support/iceberg-readers.js';
@@ -30,8 +32,39 @@ export function rowsOf(first: number, count: number): TypedRow[] {
   });
 }
 
-/** A row as the readers' text (iceberg_read.py): the expected side of every comparison. */
+/**
+ * The expected side of every comparison: the rows as the CSV sink writes them (its own record
+ * encoder, the bytes a CSV target of the same run holds), parsed back and put in the readers'
+ * text (iceberg_read.py): a quoted empty field is "", an unquoted one null; timestamps (ISO 8601
+ * with milliseconds in the CSV) as microseconds; a whole double with Python's ".0".
+ */
 export function asText(row: TypedRow): (string | null)[] {
+  return csvText([row])[0]!;
+}
+
+function csvText(rows: readonly TypedRow[]): (string | null)[][] {
+  const columns = COLUMNS.map((column) => ({ ...column, header: column.name, sourceDataType: 'text' }));
+  const csv = new CsvRecordEncoder(columns).encode(rows);
+  const records = parse(csv, {
+    cast: (value, context) => (value === '' && !context.quoting ? null : value),
+  }) as (string | null)[][];
+  return records.map((record) =>
+    record.map((field, index) => {
+      if (field === null) return null;
+      switch (COLUMNS[index]!.type) {
+        case 'TIMESTAMP':
+          return String(BigInt(Date.parse(field)) * 1000n);
+        case 'FLOAT64':
+          return /^-?\d+$/.test(field) ? `${field}.0` : field;
+        default:
+          return field;
+      }
+    }),
+  );
+}
+
+/** The same text made from the typed values directly: the CSV's reading is checked against it. */
+export function typedText(row: TypedRow): (string | null)[] {
   return row.map((value, index) => {
     if (value === null) return null;
     switch (COLUMNS[index]?.type ?? (index === COLUMNS.length ? 'STRING' : 'TIMESTAMP')) {
