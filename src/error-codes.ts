@@ -108,6 +108,10 @@ export const ERROR_CODES = {
   postgres_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
 
   // -- runs, windows and state -----------------------------------------------------------------------
+  iceberg_catalog_failed: { exit: 1, retryable: true, says: 'The Iceberg catalog refused or failed a request (an error answer of the REST catalog, a statement of the JDBC catalog); the message quotes it; nothing of the run was committed.' },
+  iceberg_commit_conflict: { exit: 1, retryable: true, says: "Other writers committed to the Iceberg table on every try of the commit's retry budget; nothing of this run was committed." },
+  iceberg_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns differ from the Iceberg table's current schema (a name or a type); nothing was committed." },
+  iceberg_metadata_invalid: { exit: 1, retryable: false, says: "The Iceberg table's metadata, manifest list or manifests could not be read as the table format specification says; nothing was committed." },
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
   partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one, or some partitions of one BigQuery table (the summary names each); run again.', formerly: ['bigquery_partially_published'] },
   run_id_already_published: { exit: 1, retryable: false, says: '`--strict`: a target already held a publish of this run id with other rows and kept it.' },

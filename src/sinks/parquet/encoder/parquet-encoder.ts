@@ -14,6 +14,8 @@ export { parquetFooterLength, readParquetColumns } from './parquet-footer.js';
 export interface ParquetColumnSpec {
   name: string;
   type: ColumnType;
+  /** The column's Parquet `field_id` (an Iceberg table's field id); none is written when absent. */
+  fieldId?: number;
 }
 
 export interface ParquetEncoderOptions {
@@ -59,7 +61,7 @@ export class ParquetEncoder {
 
   constructor(columns: readonly ParquetColumnSpec[], options: ParquetEncoderOptions = {}) {
     checkSchema(columns, options);
-    this.columns = columns.map((column) => ({ name: column.name, type: column.type }));
+    this.columns = columns.map((column) => ({ name: column.name, type: column.type, ...(column.fieldId === undefined ? {} : { fieldId: column.fieldId }) }));
     this.buffers = columns.map((column) => columnBuffer(column.name, column.type, this.tally));
     this.chunks = columns.map(() => new ColumnChunk());
     this.codec = pageCodec(options.compression ?? 'snappy');
@@ -182,6 +184,15 @@ function checkSchema(columns: readonly ParquetColumnSpec[], options: ParquetEnco
     if (column.name === '') throw new ParquetSchemaError('a column name is empty');
     if (seen.has(column.name)) throw new ParquetSchemaError(`column ${JSON.stringify(column.name)} appears twice`);
     seen.add(column.name);
+  }
+  const ids = new Set<number>();
+  for (const { name, fieldId } of columns) {
+    if (fieldId === undefined) continue;
+    // Parquet's field_id is an i32; Iceberg's ids are positive and unique within a schema.
+    if (!(Number.isInteger(fieldId) && fieldId > 0 && fieldId <= 0x7fffffff))
+      throw new ParquetSchemaError(`column ${JSON.stringify(name)} has field id ${String(fieldId)}, not a whole number from 1 to 2147483647`);
+    if (ids.has(fieldId)) throw new ParquetSchemaError(`field id ${fieldId} is given to two columns`);
+    ids.add(fieldId);
   }
   const compression = options.compression ?? 'snappy';
   if (!PARQUET_COMPRESSIONS.includes(compression)) {

@@ -49,21 +49,30 @@ export function parquetTypeName(type: ColumnType): string {
   }
 }
 
-/** The footer's schema: a root group, then one OPTIONAL leaf per column (SchemaElement structs). */
-export function writeSchema(writer: ThriftWriter, columns: readonly { name: string; type: ColumnType }[]): void {
+/**
+ * The footer's schema: a root group, then one OPTIONAL leaf per column (SchemaElement structs),
+ * each with its `field_id` (9) when the column has one: Iceberg's readers bind a data file's
+ * columns to the table's by that id, never by name, so an Iceberg data file without it reads as
+ * all nulls (or is refused) unless the table carries a name mapping.
+ */
+export function writeSchema(writer: ThriftWriter, columns: readonly { name: string; type: ColumnType; fieldId?: number }[]): void {
   writer.list(2, CompactType.Struct, columns.length + 1);
   writer.listStruct().string(4, 'schema').i32(5, columns.length).end();
   for (const column of columns) {
     writer.listStruct().i32(1, physicalTypeOf(column.type));
     if (column.type === 'NUMERIC') writer.i32(2, DECIMAL_BYTES);
     writer.i32(3, OPTIONAL).string(4, column.name);
-    writeAnnotations(writer, column.type);
+    // Thrift's compact protocol writes a struct's fields in ascending id order (it encodes deltas):
+    // converted_type, scale, precision (6-8), then field_id (9), then logicalType (10).
+    writeConvertedType(writer, column.type);
+    if (column.fieldId !== undefined) writer.i32(9, column.fieldId);
+    writeLogicalType(writer, column.type);
     writer.end();
   }
 }
 
-/** converted_type (6), scale (7), precision (8) and logicalType (10) of a leaf. */
-function writeAnnotations(writer: ThriftWriter, type: ColumnType): void {
+/** converted_type (6), scale (7) and precision (8) of a leaf. */
+function writeConvertedType(writer: ThriftWriter, type: ColumnType): void {
   switch (type) {
     case 'INT64':
     case 'FLOAT64':
@@ -71,18 +80,37 @@ function writeAnnotations(writer: ThriftWriter, type: ColumnType): void {
       return;
     case 'NUMERIC':
       writer.i32(6, ConvertedType.DECIMAL).i32(7, DECIMAL_SCALE).i32(8, DECIMAL_PRECISION);
+      return;
+    case 'TIMESTAMP':
+      writer.i32(6, ConvertedType.TIMESTAMP_MICROS);
+      return;
+    case 'DATE':
+      writer.i32(6, ConvertedType.DATE);
+      return;
+    case 'STRING':
+      writer.i32(6, ConvertedType.UTF8);
+      return;
+  }
+}
+
+/** logicalType (10) of a leaf. */
+function writeLogicalType(writer: ThriftWriter, type: ColumnType): void {
+  switch (type) {
+    case 'INT64':
+    case 'FLOAT64':
+      return;
+    case 'NUMERIC':
       writer.struct(10).struct(LogicalTypeField.DECIMAL).i32(1, DECIMAL_SCALE).i32(2, DECIMAL_PRECISION).end().end();
       return;
     case 'TIMESTAMP':
       // Logical type written too: with only the converted type DuckDB reads the column as zone-less.
-      writer.i32(6, ConvertedType.TIMESTAMP_MICROS);
       writer.struct(10).struct(LogicalTypeField.TIMESTAMP).bool(1, true).struct(2).empty(2).end().end().end();
       return;
     case 'DATE':
-      writer.i32(6, ConvertedType.DATE).struct(10).empty(LogicalTypeField.DATE).end();
+      writer.struct(10).empty(LogicalTypeField.DATE).end();
       return;
     case 'STRING':
-      writer.i32(6, ConvertedType.UTF8).struct(10).empty(LogicalTypeField.STRING).end();
+      writer.struct(10).empty(LogicalTypeField.STRING).end();
       return;
   }
 }

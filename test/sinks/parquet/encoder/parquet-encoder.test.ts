@@ -57,6 +57,39 @@ describe('ParquetEncoder read back by DuckDB', () => {
     });
   });
 
+  it("writes each column's field_id when it has one (Iceberg binds columns by it), and none when it has not", async () => {
+    const withIds = ALL_TYPES.map((column, index) => ({ ...column, fieldId: [7, 1, 2_147_483_647, 3, 40, 5][index]! }));
+    const row: TypedRow = [1n, 1.5, '-12345678901234567890123456789.123456789', 'é', -1_000_000_000_000, '1938-02-03'];
+    const { path } = writeParquet(withIds, [[row, [null, null, null, null, null, null]]]);
+    const schema = await parquetSchema(path);
+    expect(Object.fromEntries([...schema].map(([name, element]) => [name, element['field_id']]))).toEqual({
+      id: 7n,
+      score: 1n,
+      amount: 2_147_483_647n,
+      title: 3n,
+      created: 40n,
+      day: 5n,
+    });
+    // The id sits between precision and the logical type: the types and values read as before.
+    expect(Object.fromEntries(await duckTypes(path))).toEqual(Object.fromEntries(await duckTypes(writeParquet(ALL_TYPES, [[row]]).path)));
+    expect(await readBack(path, withIds)).toEqual([row, [null, null, null, null, null, null]]);
+    const plain = await parquetSchema(writeParquet(ALL_TYPES, [[row]]).path);
+    expect([...plain.values()].map((element) => element['field_id'])).toEqual([null, null, null, null, null, null]);
+  });
+
+  it('refuses a field id that is not a positive i32, or one given to two columns', () => {
+    for (const fieldId of [0, -1, 1.5, 2 ** 31]) {
+      expect(() => new ParquetEncoder([{ name: 'a', type: 'INT64', fieldId }])).toThrow(/field id .* not a whole number from 1 to 2147483647/);
+    }
+    expect(
+      () =>
+        new ParquetEncoder([
+          { name: 'a', type: 'INT64', fieldId: 3 },
+          { name: 'b', type: 'STRING', fieldId: 3 },
+        ]),
+    ).toThrow(/field id 3 is given to two columns/);
+  });
+
   it('reads back every value of each type, edges included', async () => {
     const rows: TypedRow[] = [
       [2n ** 63n - 1n, -0, '99999999999999999999999999999.999999999', '', -1009843200000, '1938-01-01'],

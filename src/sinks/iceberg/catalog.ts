@@ -1,0 +1,58 @@
+import type { IcebergSchema } from './iceberg-schema.js';
+import type { TableMetadata } from './table-metadata.js';
+
+/**
+ * What the table writer asks of an Iceberg catalog, whichever it is (the REST catalog API, the
+ * JDBC catalog's tables on PostgreSQL): one seam, so the writer never says which.
+ */
+export interface TableIdentifier {
+  namespace: string;
+  name: string;
+}
+
+export interface LoadedTable {
+  metadata: TableMetadata;
+  /** Where the catalog's current metadata file is (what a commit is conditioned on). */
+  metadataLocation: string;
+}
+
+/** A snapshot as the table metadata holds it (longs as bigint). */
+export interface NewSnapshot {
+  'snapshot-id': bigint;
+  'parent-snapshot-id'?: bigint;
+  'sequence-number': bigint;
+  'timestamp-ms': number;
+  'manifest-list': string;
+  summary: Record<string, string> & { operation: string };
+  'schema-id': number;
+}
+
+export interface IcebergCatalog {
+  /** `rest <uri>` or `jdbc <database>`: for messages. */
+  readonly description: string;
+  /** The table, or undefined when the catalog has none of that name. */
+  loadTable(table: TableIdentifier): Promise<LoadedTable | undefined>;
+  /** Creates the namespace when missing and the table (format version 2, unpartitioned); a table created meanwhile by another writer is loaded instead. */
+  createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable>;
+  /**
+   * Commits `snapshot` as the table's `main` on condition that `main` is still where `base` had
+   * it: throws CommitConflict when it is not (nothing committed), IcebergCatalogError when the
+   * catalog refused otherwise, and CommitOutcomeUnknown when the answer was lost.
+   */
+  commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable>;
+  close(): Promise<void>;
+}
+
+/** The commit was sent but its answer was lost (a cut connection, a 5xx): the table, read again, tells. */
+export class CommitOutcomeUnknown extends Error {
+  constructor(
+    readonly table: string,
+    options: { cause?: unknown },
+  ) {
+    super(`Iceberg table ${table}: the commit's answer was lost`, options);
+  }
+}
+
+export function tableName(table: TableIdentifier): string {
+  return `${table.namespace}.${table.name}`;
+}

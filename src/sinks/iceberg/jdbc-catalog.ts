@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
+import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
+import type { IcebergSchema } from './iceberg-schema.js';
+import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
+import { newTableMetadata, tableMetadataSchema } from './table-metadata.js';
+
+/**
+ * The JDBC catalog's tables on PostgreSQL, as Java's `JdbcCatalog` (schema V1) and pyiceberg's
+ * `SqlCatalog` share them: `iceberg_tables` (catalog_name, table_namespace, table_name,
+ * metadata_location, previous_metadata_location, iceberg_type) and `iceberg_namespace_properties`.
+ * The catalog holds only where the current metadata file is: this writer writes the metadata
+ * JSON itself, and a commit is one UPDATE conditioned on the previous metadata location, which
+ * matches no row when another writer committed first.
+ */
+export interface JdbcCatalogOptions {
+  /** The catalog's name: the `catalog_name` of its rows (a reader must be given the same name). */
+  catalogName: string;
+  /** Where new tables go: a `file:` URI or an absolute path; a table is `<warehouse>/<namespace>/<table>`, as Java lays it out. */
+  warehouse: string;
+  connection: pg.ClientConfig;
+}
+
+const CREATE_TABLES = [
+  `CREATE TABLE IF NOT EXISTS iceberg_tables (
+    catalog_name VARCHAR(255) NOT NULL,
+    table_namespace VARCHAR(255) NOT NULL,
+    table_name VARCHAR(255) NOT NULL,
+    metadata_location VARCHAR(1000),
+    previous_metadata_location VARCHAR(1000),
+    iceberg_type VARCHAR(5),
+    PRIMARY KEY (catalog_name, table_namespace, table_name))`,
+  `CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+    catalog_name VARCHAR(255) NOT NULL,
+    namespace VARCHAR(255) NOT NULL,
+    property_key VARCHAR(255),
+    property_value VARCHAR(1000),
+    PRIMARY KEY (catalog_name, namespace, property_key))`,
+];
+
+// Two CREATE TABLE IF NOT EXISTS at once can both pass the check: the loser's duplicate is no failure.
+const ALREADY_THERE = new Set(['23505', '42P07']);
+
+export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
+  const client = new pg.Client(options.connection);
+  const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
+  const run = async (table: string, sql: string, values: unknown[] = []) => {
+    try {
+      return await client.query(sql, values);
+    } catch (error) {
+      throw new IcebergCatalogError(table, `the JDBC catalog's statement failed: ${(error as Error).message} (${sql.split('\n')[0]})`, undefined, {
+        cause: error,
+      });
+    }
+  };
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
+  }
+  for (const statement of CREATE_TABLES) {
+    try {
+      await client.query(statement);
+    } catch (error) {
+      if (!ALREADY_THERE.has((error as { code?: string }).code ?? '')) {
+        await client.end();
+        throw new IcebergCatalogError(described, `cannot create the JDBC catalog's tables: ${(error as Error).message}`, undefined, { cause: error });
+      }
+    }
+  }
+  const warehouse = options.warehouse.startsWith('/') ? `file://${options.warehouse}` : options.warehouse;
+
+  const readMetadata = async (table: TableIdentifier, metadataLocation: string): Promise<LoadedTable> => {
+    let parsed: unknown;
+    try {
+      parsed = parseIcebergJson((await readLocation(metadataLocation)).toString('utf8'));
+    } catch (error) {
+      throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${(error as Error).message}`, { cause: error });
+    }
+    const result = tableMetadataSchema.safeParse(parsed);
+    if (!result.success) throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${result.error.message}`);
+    return { metadata: result.data, metadataLocation };
+  };
+
+  const catalog: IcebergCatalog = {
+    description: described,
+    async loadTable(table) {
+      const { rows } = await run(
+        tableName(table),
+        `SELECT metadata_location FROM iceberg_tables
+          WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)`,
+        [options.catalogName, table.namespace, table.name],
+      );
+      const location = (rows[0] as { metadata_location?: string | null } | undefined)?.metadata_location;
+      return location ? readMetadata(table, location) : undefined;
+    },
+    async createTable(table, schema: IcebergSchema) {
+      const name = tableName(table);
+      await run(
+        name,
+        `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES ($1, $2, 'exists', 'true')
+          ON CONFLICT DO NOTHING`,
+        [options.catalogName, table.namespace],
+      );
+      const location = childLocation(warehouse, `${table.namespace}/${table.name}`);
+      const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
+      const metadata = newTableMetadata({ uuid: randomUUID(), location, schema, nowMs: Date.now(), properties: { 'write.format.default': 'parquet' } });
+      await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(metadata, 2))]);
+      const inserted = await run(
+        name,
+        `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type)
+          VALUES ($1, $2, $3, $4, NULL, 'TABLE') ON CONFLICT DO NOTHING`,
+        [options.catalogName, table.namespace, table.name, metadataLocation],
+      );
+      if (inserted.rowCount === 0) {
+        // Another writer created it first: theirs is the table.
+        await removeLocation(metadataLocation);
+        const existing = await catalog.loadTable(table);
+        if (!existing) throw new IcebergCatalogError(name, 'the table was created by another writer and is gone again');
+        return existing;
+      }
+      return readMetadata(table, metadataLocation);
+    },
+    async commitSnapshot(table, base, snapshot: NewSnapshot) {
+      const name = tableName(table);
+      const previous = base.metadata;
+      const id = snapshot['snapshot-id'];
+      const next = {
+        ...previous,
+        'last-sequence-number': snapshot['sequence-number'],
+        'last-updated-ms': snapshot['timestamp-ms'],
+        'current-snapshot-id': id,
+        snapshots: [...(previous.snapshots ?? []), snapshot],
+        refs: { ...previous.refs, main: { 'snapshot-id': id, type: 'branch' } },
+        'snapshot-log': [...(previous['snapshot-log'] ?? []), { 'snapshot-id': id, 'timestamp-ms': snapshot['timestamp-ms'] }],
+        'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
+      };
+      const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
+      await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(next, 2))]);
+      let updated: pg.QueryResult;
+      try {
+        updated = await client.query(
+          `UPDATE iceberg_tables SET metadata_location = $1, previous_metadata_location = $2
+            WHERE catalog_name = $3 AND table_namespace = $4 AND table_name = $5 AND metadata_location = $2`,
+          [metadataLocation, base.metadataLocation, options.catalogName, table.namespace, table.name],
+        );
+      } catch (error) {
+        // The UPDATE may or may not have landed (the connection broke after sending it): the
+        // table, read again, tells; the file stays, as it may be the table's metadata now.
+        throw new CommitOutcomeUnknown(name, { cause: error });
+      }
+      if (updated.rowCount !== 1) {
+        await removeLocation(metadataLocation);
+        throw new CommitConflict(name);
+      }
+      return readMetadata(table, metadataLocation);
+    },
+    async close() {
+      await client.end();
+    },
+  };
+  return catalog;
+}
+
+/** The next metadata file's version number, from the current file's `NNNNN-` prefix (Java's naming). */
+function nextVersion(metadataLocation: string): string {
+  const match = /\/(\d+)-[^/]*\.metadata\.json$/.exec(metadataLocation);
+  const version = match ? Number(match[1]) + 1 : 1;
+  return String(version).padStart(5, '0');
+}

@@ -1,0 +1,196 @@
+"""The Iceberg tests' independent reader (run by test/support/iceberg-readers.ts with the venv of
+scripts/install-iceberg-py.sh): one JSON request on stdin, one JSON answer on stdout.
+
+Requests, by "op":
+  avro            {"path"}: an Avro object container file read by fastavro: the header's schema
+                  exactly as written (JSON text), its metadata (text), every record.
+  parquet-fields  {"path"}: each column of a Parquet file as pyarrow reads it: name, type, field id.
+  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name"}: the table's current
+                  snapshot read by pyiceberg (its own metadata, manifest and Parquet readers).
+  pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
+  pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
+                  appends the rows (text) with pyiceberg's own writer.
+  duckdb-scan     {"metadata": location}: the table read by DuckDB 1.4.4's iceberg extension from
+                  that metadata file (iceberg_scan), nothing of pyiceberg involved.
+
+Values come back as text, so the test compares them with the CSV sink's text of the same rows and
+no 64-bit integer passes through a JavaScript double: integers as their decimal digits, decimals
+as plain digits without trailing zeros, dates as YYYY-MM-DD, timestamps as microseconds since the epoch,
+doubles by repr (the shortest text that reads back as the same double), bytes as hex.
+"""
+
+import datetime
+import decimal
+import json
+import os
+import sys
+
+
+def text(value):
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        # Plain digits without trailing zeros, whatever the reader's scale: 2.500000000 -> 2.5, 0E-9 -> 0.
+        # (Not Decimal.normalize: it rounds to the context's 28 digits.)
+        text_ = format(value, 'f')
+        if '.' in text_:
+            text_ = text_.rstrip('0').rstrip('.')
+        return '0' if text_ in ('-0', '0') else text_
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise ValueError(f'a timestamp without a zone: {value!r}')
+        delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return str((delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, dict):
+        return {key: text(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [text(item) for item in value]
+    return str(value)
+
+
+def arrow_rows(table):
+    columns = table.column_names
+    return {'columns': columns, 'rows': [[text(row[name]) for name in columns] for row in table.to_pylist()]}
+
+
+def read_avro(request):
+    import fastavro
+
+    with open(request['path'], 'rb') as handle:
+        reader = fastavro.reader(handle)
+        # fastavro's own parse drops attributes it does not know (field-id): the header's bytes
+        # are read again as written, which is what Iceberg's readers see.
+        metadata = {key: value.decode('utf-8', 'replace') if isinstance(value, bytes) else value for key, value in reader.metadata.items()}
+        records = [text(record) for record in reader]
+    return {'schema': metadata.get('avro.schema'), 'codec': metadata.get('avro.codec', 'null'), 'metadata': metadata, 'records': records}
+
+
+def parquet_fields(request):
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(request['path'])
+    fields = []
+    for field in schema:
+        meta = field.metadata or {}
+        field_id = meta.get(b'PARQUET:field_id')
+        fields.append({'name': field.name, 'type': str(field.type), 'fieldId': None if field_id is None else int(field_id)})
+    return {'fields': fields}
+
+
+def load_table(request):
+    from pyiceberg.catalog import load_catalog
+
+    # A SQL catalog's name is its rows' catalog_name: the writer's name must be given.
+    catalog = load_catalog(request.get('catalogName', 'tilehouse_test'), **request['catalog'])
+    return catalog.load_table(request['table'])
+
+
+def pyiceberg_scan(request):
+    table = load_table(request)
+    return arrow_rows(table.scan().to_arrow())
+
+
+def pyiceberg_table(request):
+    table = load_table(request)
+    metadata = table.metadata
+    return {
+        'formatVersion': metadata.format_version,
+        'location': metadata.location,
+        'metadataLocation': table.metadata_location,
+        'currentSnapshotId': None if metadata.current_snapshot_id is None else str(metadata.current_snapshot_id),
+        'snapshots': [
+            {
+                'id': str(snapshot.snapshot_id),
+                'parent': None if snapshot.parent_snapshot_id is None else str(snapshot.parent_snapshot_id),
+                'operation': snapshot.summary.operation.value if snapshot.summary else None,
+                'summary': dict(snapshot.summary.additional_properties) if snapshot.summary else {},
+            }
+            for snapshot in metadata.snapshots
+        ],
+        'fields': [{'id': field.field_id, 'name': field.name, 'type': str(field.field_type), 'required': field.required} for field in table.schema().fields],
+    }
+
+
+def duckdb_scan(request):
+    import duckdb
+    import duckdb_ext
+
+    extensions = os.path.join(list(duckdb_ext.__path__)[0], 'extensions')
+    con = duckdb.connect(config={'extension_directory': extensions, 'autoinstall_known_extensions': False, 'autoload_known_extensions': False})
+    con.execute('LOAD iceberg')
+    con.execute("SET TimeZone = 'UTC'")
+    relation = con.sql('SELECT * FROM iceberg_scan(?)', params=[request['metadata']])
+    columns = relation.columns
+    # A zoned timestamp as microseconds in SQL: DuckDB's Python conversion of one needs pytz.
+    select = ', '.join(
+        f'epoch_us({quote(name)})' if str(kind) == 'TIMESTAMP WITH TIME ZONE' else quote(name) for name, kind in zip(columns, relation.types)
+    )
+    rows = con.sql(f'SELECT {select} FROM iceberg_scan(?)', params=[request['metadata']]).fetchall()
+    return {'columns': columns, 'rows': [[text(value) for value in row] for row in rows]}
+
+
+def quote(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def pyiceberg_write(request):
+    """Creates the table with pyiceberg (field ids 1..n in the given order) and appends the rows
+    (text, as this script answers them) with pyiceberg's own writer: a table another writer made."""
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DateType, DecimalType, DoubleType, LongType, NestedField, StringType, TimestamptzType
+
+    types = {
+        'long': (LongType(), int),
+        'decimal(38, 9)': (DecimalType(38, 9), decimal.Decimal),
+        'string': (StringType(), str),
+        'timestamptz': (TimestamptzType(), lambda t: datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=int(t))),
+        'date': (DateType(), datetime.date.fromisoformat),
+        'double': (DoubleType(), float),
+    }
+    fields = request['fields']
+    catalog = load_catalog(request.get('catalogName', 'tilehouse_test'), **request['catalog'])
+    try:
+        catalog.create_namespace(request['table'].split('.')[0])
+    except NamespaceAlreadyExistsError:
+        pass
+    schema = Schema(*[NestedField(index + 1, field['name'], types[field['type']][0], required=False) for index, field in enumerate(fields)])
+    table = catalog.create_table(request['table'], schema=schema)
+    columns = {}
+    for index, field in enumerate(fields):
+        convert = types[field['type']][1]
+        columns[field['name']] = [None if row[index] is None else convert(row[index]) for row in request['rows']]
+    table.append(pa.table(columns, schema=table.schema().as_arrow()))
+    return {'snapshotId': str(table.current_snapshot().snapshot_id)}
+
+
+OPS = {
+    'pyiceberg-write': pyiceberg_write,
+    'avro': read_avro,
+    'parquet-fields': parquet_fields,
+    'pyiceberg-scan': pyiceberg_scan,
+    'pyiceberg-table': pyiceberg_table,
+    'duckdb-scan': duckdb_scan,
+}
+
+
+def main():
+    request = json.load(sys.stdin)
+    answer = OPS[request['op']](request)
+    json.dump(answer, sys.stdout)
+
+
+if __name__ == '__main__':
+    main()
