@@ -1,4 +1,4 @@
-import type { StoredDocuments } from '../sinks/stores/registry.js';
+import type { StoredDocuments } from '../sinks/registry.js';
 import { ownerState, parseOwnerTag } from '../temp-owner.js';
 import { HEARTBEAT_MS, runIdOfRecordName, runRecordSchema, type RunRecord } from './run-record.js';
 

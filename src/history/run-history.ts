@@ -3,7 +3,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import type { JobRunSummary } from '../pipeline/job-summary.js';
-import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/stores/registry.js';
+import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/registry.js';
 import { formatOwnerTag } from '../temp-owner.js';
 import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { readJobHistory } from './read-history.js';

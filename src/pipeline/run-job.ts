@@ -160,15 +160,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
   });
   let restarts = 0;
   let pageIdentity: PageIdentity | undefined;
-  const progressOf = (pages: AsyncIterable<ExportPage>) =>
-    deps.onProgress === undefined
-      ? pages
-      : reportingProgress(pages, {
-          job: job.name,
-          itemsPerPage: deps.environment.source.itemsPerPage,
-          retries: () => session.budget.used,
-          onProgress: deps.onProgress,
-        });
+  const progressOf = (pages: AsyncIterable<ExportPage>) => withProgress(pages, job, deps, () => session.budget.used);
   let stats: ReadStats | undefined;
   const definition = jobDefinitionOf(job);
   const timings = new RunTimings();
@@ -222,6 +214,12 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
+}
+
+/** The pages, reporting progress as they come when the command shows it. */
+function withProgress(pages: AsyncIterable<ExportPage>, job: LoadedJob, deps: JobRunDependencies, retries: () => number): AsyncIterable<ExportPage> {
+  if (deps.onProgress === undefined) return pages;
+  return reportingProgress(pages, { job: job.name, itemsPerPage: deps.environment.source.itemsPerPage, retries, onProgress: deps.onProgress });
 }
 
 /** A refusal after an edit, told with the old values when the history keeps the run that wrote the target. */

@@ -6,7 +6,7 @@ import { changesSince, type ValueChange } from '../history/definition-diff.js';
 import { readJobHistory, type RunVerdict } from '../history/read-history.js';
 import { openHistoryDocuments } from '../history/run-history.js';
 import type { JobStatus } from '../pipeline/target-status.js';
-import type { StoredDocuments } from '../sinks/stores/registry.js';
+import type { StoredDocuments } from '../sinks/registry.js';
 import type { Workspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 
