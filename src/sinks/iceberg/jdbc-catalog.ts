@@ -46,15 +46,6 @@ const ALREADY_THERE = new Set(['23505', '42P07']);
 export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
   const client = new pg.Client(options.connection);
   const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
-  const run = async (table: string, sql: string, values: unknown[] = []) => {
-    try {
-      return await client.query(sql, values);
-    } catch (error) {
-      throw new IcebergCatalogError(table, `the JDBC catalog's statement failed: ${(error as Error).message} (${sql.split('\n')[0]})`, undefined, {
-        cause: error,
-      });
-    }
-  };
   try {
     await client.connect();
   } catch (error) {
@@ -71,97 +62,117 @@ export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<Iceb
     }
   }
   const warehouse = options.warehouse.startsWith('/') ? `file://${options.warehouse}` : options.warehouse;
+  return new JdbcCatalog(client, described, options.catalogName, warehouse);
+}
 
-  const readMetadata = async (table: TableIdentifier, metadataLocation: string): Promise<LoadedTable> => {
-    let parsed: unknown;
+class JdbcCatalog implements IcebergCatalog {
+  constructor(
+    private readonly client: pg.Client,
+    readonly description: string,
+    private readonly catalogName: string,
+    /** A `file:` URI: where new tables go. */
+    private readonly warehouse: string,
+  ) {}
+
+  private async run(table: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
     try {
-      parsed = parseIcebergJson((await readLocation(metadataLocation)).toString('utf8'));
+      return await this.client.query(sql, values);
     } catch (error) {
-      throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${(error as Error).message}`, { cause: error });
+      throw new IcebergCatalogError(table, `the JDBC catalog's statement failed: ${(error as Error).message} (${sql.split('\n')[0]})`, undefined, {
+        cause: error,
+      });
     }
-    const result = tableMetadataSchema.safeParse(parsed);
-    if (!result.success) throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${result.error.message}`);
-    return { metadata: result.data, metadataLocation };
-  };
+  }
 
-  const catalog: IcebergCatalog = {
-    description: described,
-    async loadTable(table) {
-      const { rows } = await run(
-        tableName(table),
-        `SELECT metadata_location FROM iceberg_tables
-          WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)`,
-        [options.catalogName, table.namespace, table.name],
+  async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
+    const { rows } = await this.run(
+      tableName(table),
+      `SELECT metadata_location FROM iceberg_tables
+        WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)`,
+      [this.catalogName, table.namespace, table.name],
+    );
+    const location = (rows[0] as { metadata_location?: string | null } | undefined)?.metadata_location;
+    return location ? readMetadata(table, location) : undefined;
+  }
+
+  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+    const name = tableName(table);
+    await this.run(
+      name,
+      `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES ($1, $2, 'exists', 'true')
+        ON CONFLICT DO NOTHING`,
+      [this.catalogName, table.namespace],
+    );
+    const location = childLocation(this.warehouse, `${table.namespace}/${table.name}`);
+    const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
+    const metadata = newTableMetadata({ uuid: randomUUID(), location, schema, nowMs: Date.now(), properties: { 'write.format.default': 'parquet' } });
+    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(metadata, 2))]);
+    const inserted = await this.run(
+      name,
+      `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type)
+        VALUES ($1, $2, $3, $4, NULL, 'TABLE') ON CONFLICT DO NOTHING`,
+      [this.catalogName, table.namespace, table.name, metadataLocation],
+    );
+    if (inserted.rowCount === 0) {
+      // Another writer created it first: theirs is the table.
+      await removeLocation(metadataLocation);
+      const existing = await this.loadTable(table);
+      if (!existing) throw new IcebergCatalogError(name, 'the table was created by another writer and is gone again');
+      return existing;
+    }
+    return readMetadata(table, metadataLocation);
+  }
+
+  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable> {
+    const name = tableName(table);
+    const previous = base.metadata;
+    const id = snapshot['snapshot-id'];
+    const next = {
+      ...previous,
+      'last-sequence-number': snapshot['sequence-number'],
+      'last-updated-ms': snapshot['timestamp-ms'],
+      'current-snapshot-id': id,
+      snapshots: [...(previous.snapshots ?? []), snapshot],
+      refs: { ...previous.refs, main: { 'snapshot-id': id, type: 'branch' } },
+      'snapshot-log': [...(previous['snapshot-log'] ?? []), { 'snapshot-id': id, 'timestamp-ms': snapshot['timestamp-ms'] }],
+      'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
+    };
+    const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
+    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(next, 2))]);
+    let updated: pg.QueryResult;
+    try {
+      updated = await this.client.query(
+        `UPDATE iceberg_tables SET metadata_location = $1, previous_metadata_location = $2
+          WHERE catalog_name = $3 AND table_namespace = $4 AND table_name = $5 AND metadata_location = $2`,
+        [metadataLocation, base.metadataLocation, this.catalogName, table.namespace, table.name],
       );
-      const location = (rows[0] as { metadata_location?: string | null } | undefined)?.metadata_location;
-      return location ? readMetadata(table, location) : undefined;
-    },
-    async createTable(table, schema: IcebergSchema) {
-      const name = tableName(table);
-      await run(
-        name,
-        `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES ($1, $2, 'exists', 'true')
-          ON CONFLICT DO NOTHING`,
-        [options.catalogName, table.namespace],
-      );
-      const location = childLocation(warehouse, `${table.namespace}/${table.name}`);
-      const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
-      const metadata = newTableMetadata({ uuid: randomUUID(), location, schema, nowMs: Date.now(), properties: { 'write.format.default': 'parquet' } });
-      await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(metadata, 2))]);
-      const inserted = await run(
-        name,
-        `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type)
-          VALUES ($1, $2, $3, $4, NULL, 'TABLE') ON CONFLICT DO NOTHING`,
-        [options.catalogName, table.namespace, table.name, metadataLocation],
-      );
-      if (inserted.rowCount === 0) {
-        // Another writer created it first: theirs is the table.
-        await removeLocation(metadataLocation);
-        const existing = await catalog.loadTable(table);
-        if (!existing) throw new IcebergCatalogError(name, 'the table was created by another writer and is gone again');
-        return existing;
-      }
-      return readMetadata(table, metadataLocation);
-    },
-    async commitSnapshot(table, base, snapshot: NewSnapshot) {
-      const name = tableName(table);
-      const previous = base.metadata;
-      const id = snapshot['snapshot-id'];
-      const next = {
-        ...previous,
-        'last-sequence-number': snapshot['sequence-number'],
-        'last-updated-ms': snapshot['timestamp-ms'],
-        'current-snapshot-id': id,
-        snapshots: [...(previous.snapshots ?? []), snapshot],
-        refs: { ...previous.refs, main: { 'snapshot-id': id, type: 'branch' } },
-        'snapshot-log': [...(previous['snapshot-log'] ?? []), { 'snapshot-id': id, 'timestamp-ms': snapshot['timestamp-ms'] }],
-        'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
-      };
-      const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
-      await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(next, 2))]);
-      let updated: pg.QueryResult;
-      try {
-        updated = await client.query(
-          `UPDATE iceberg_tables SET metadata_location = $1, previous_metadata_location = $2
-            WHERE catalog_name = $3 AND table_namespace = $4 AND table_name = $5 AND metadata_location = $2`,
-          [metadataLocation, base.metadataLocation, options.catalogName, table.namespace, table.name],
-        );
-      } catch (error) {
-        // The UPDATE may or may not have landed (the connection broke after sending it): the
-        // table, read again, tells; the file stays, as it may be the table's metadata now.
-        throw new CommitOutcomeUnknown(name, { cause: error });
-      }
-      if (updated.rowCount !== 1) {
-        await removeLocation(metadataLocation);
-        throw new CommitConflict(name);
-      }
-      return readMetadata(table, metadataLocation);
-    },
-    async close() {
-      await client.end();
-    },
-  };
-  return catalog;
+    } catch (error) {
+      // The UPDATE may or may not have landed (the connection broke after sending it): the
+      // table, read again, tells; the file stays, as it may be the table's metadata now.
+      throw new CommitOutcomeUnknown(name, { cause: error });
+    }
+    if (updated.rowCount !== 1) {
+      await removeLocation(metadataLocation);
+      throw new CommitConflict(name);
+    }
+    return readMetadata(table, metadataLocation);
+  }
+
+  async close(): Promise<void> {
+    await this.client.end();
+  }
+}
+
+async function readMetadata(table: TableIdentifier, metadataLocation: string): Promise<LoadedTable> {
+  let parsed: unknown;
+  try {
+    parsed = parseIcebergJson((await readLocation(metadataLocation)).toString('utf8'));
+  } catch (error) {
+    throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${(error as Error).message}`, { cause: error });
+  }
+  const result = tableMetadataSchema.safeParse(parsed);
+  if (!result.success) throw new IcebergMetadataInvalidError(tableName(table), `${metadataLocation}: ${result.error.message}`);
+  return { metadata: result.data, metadataLocation };
 }
 
 /** The next metadata file's version number, from the current file's `NNNNN-` prefix (Java's naming). */

@@ -24,18 +24,39 @@ const configSchema = z.looseObject({ defaults: z.record(z.string(), z.string()).
 const loadResultSchema = z.looseObject({ 'metadata-location': z.string(), metadata: tableMetadataSchema });
 
 export async function openRestCatalog(options: RestCatalogOptions): Promise<IcebergCatalog> {
-  const base = options.uri.replace(/\/+$/, '');
-  const timeoutMs = options.requestTimeoutMs ?? 30_000;
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  const connection = new RestConnection(options);
+  const query = options.warehouse === undefined ? '' : `?warehouse=${encodeURIComponent(options.warehouse)}`;
+  const configAnswer = await connection.request(connection.base, 'GET', `/v1/config${query}`);
+  if (configAnswer.status !== 200) throw connection.refusal(connection.base, 'GET', '/v1/config', configAnswer);
+  const config = configSchema.parse(JSON.parse(configAnswer.text));
+  const settings = { ...config.defaults, ...config.overrides };
+  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1');
+}
 
-  const request = async (table: string, method: string, path: string, body?: unknown) => {
+interface Answer {
+  status: number;
+  text: string;
+}
+
+/** One catalog's address, headers and bound: every request and every refusal told the same way. */
+class RestConnection {
+  readonly base: string;
+  private readonly timeoutMs: number;
+  private readonly headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+
+  constructor(options: RestCatalogOptions) {
+    this.base = options.uri.replace(/\/+$/, '');
+    this.timeoutMs = options.requestTimeoutMs ?? 30_000;
+    if (options.token !== undefined) this.headers.authorization = `Bearer ${options.token}`;
+  }
+
+  async request(table: string, method: string, path: string, body?: unknown): Promise<Answer> {
     let response: Response;
     try {
-      response = await fetch(`${base}${path}`, {
+      response = await fetch(`${this.base}${path}`, {
         method,
-        headers,
-        signal: AbortSignal.timeout(timeoutMs),
+        headers: this.headers,
+        signal: AbortSignal.timeout(this.timeoutMs),
         ...(body === undefined ? {} : { body: stringifyIcebergJson(body) }),
       });
     } catch (error) {
@@ -43,75 +64,84 @@ export async function openRestCatalog(options: RestCatalogOptions): Promise<Iceb
     }
     const text = await response.text();
     return { status: response.status, text };
-  };
-  const refusal = (table: string, method: string, path: string, answer: { status: number; text: string }) =>
-    new IcebergCatalogError(table, `the REST catalog answered ${method} ${path} with ${answer.status}: ${errorMessage(answer.text)}`, answer.status);
+  }
 
-  const query = options.warehouse === undefined ? '' : `?warehouse=${encodeURIComponent(options.warehouse)}`;
-  const configAnswer = await request(base, 'GET', `/v1/config${query}`);
-  if (configAnswer.status !== 200) throw refusal(base, 'GET', '/v1/config', configAnswer);
-  const config = configSchema.parse(JSON.parse(configAnswer.text));
-  const settings = { ...config.defaults, ...config.overrides };
-  const prefix = settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1';
-  const tablePath = (table: TableIdentifier) => `${prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables/${encodeURIComponent(table.name)}`;
+  refusal(table: string, method: string, path: string, answer: Answer): IcebergCatalogError {
+    return new IcebergCatalogError(table, `the REST catalog answered ${method} ${path} with ${answer.status}: ${errorMessage(answer.text)}`, answer.status);
+  }
+}
 
-  const loaded = (table: TableIdentifier, text: string): LoadedTable => {
-    const parsed = loadResultSchema.safeParse(parseIcebergJson(text));
-    if (!parsed.success) throw new IcebergMetadataInvalidError(tableName(table), `the REST catalog's answer is not a table: ${parsed.error.message}`);
-    return { metadata: parsed.data.metadata, metadataLocation: parsed.data['metadata-location'] };
-  };
+class RestCatalog implements IcebergCatalog {
+  readonly description: string;
 
-  const catalog: IcebergCatalog = {
-    description: `rest ${base}`,
-    async loadTable(table) {
-      const answer = await request(tableName(table), 'GET', tablePath(table));
-      if (answer.status === 404) return undefined;
-      if (answer.status !== 200) throw refusal(tableName(table), 'GET', tablePath(table), answer);
-      return loaded(table, answer.text);
-    },
-    async createTable(table, schema: IcebergSchema) {
-      const name = tableName(table);
-      const namespaces = `${prefix}/namespaces`;
-      const created = await request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
-      // 409: the namespace is there already, which is all the writer needs.
-      if (created.status !== 200 && created.status !== 409) throw refusal(name, 'POST', namespaces, created);
-      const tables = `${prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
-      const answer = await request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
-      if (answer.status === 409) {
-        const existing = await catalog.loadTable(table);
-        if (existing) return existing;
-      }
-      if (answer.status !== 200) throw refusal(name, 'POST', tables, answer);
-      return loaded(table, answer.text);
-    },
-    async commitSnapshot(table, base, snapshot: NewSnapshot) {
-      const name = tableName(table);
-      const body = {
-        identifier: { namespace: [table.namespace], name: table.name },
-        requirements: [
-          { type: 'assert-table-uuid', uuid: base.metadata['table-uuid'] },
-          { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': currentSnapshot(base.metadata)?.['snapshot-id'] ?? null },
-        ],
-        updates: [
-          { action: 'add-snapshot', snapshot },
-          { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshot['snapshot-id'] },
-        ],
-      };
-      let answer: { status: number; text: string };
-      try {
-        answer = await request(name, 'POST', tablePath(table), body);
-      } catch (error) {
-        throw new CommitOutcomeUnknown(name, { cause: error });
-      }
-      if (answer.status === 409) throw new CommitConflict(name);
-      // The specification: 500, 502, 504 (and a gateway's 5xx) leave the commit's fate unknown.
-      if (answer.status >= 500) throw new CommitOutcomeUnknown(name, { cause: refusal(name, 'POST', tablePath(table), answer) });
-      if (answer.status !== 200) throw refusal(name, 'POST', tablePath(table), answer);
-      return loaded(table, answer.text);
-    },
-    async close() {},
-  };
-  return catalog;
+  constructor(
+    private readonly connection: RestConnection,
+    /** `/v1` or `/v1/{prefix}`, as the catalog's `/v1/config` says. */
+    private readonly prefix: string,
+  ) {
+    this.description = `rest ${connection.base}`;
+  }
+
+  private tablePath(table: TableIdentifier): string {
+    return `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables/${encodeURIComponent(table.name)}`;
+  }
+
+  async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
+    const answer = await this.connection.request(tableName(table), 'GET', this.tablePath(table));
+    if (answer.status === 404) return undefined;
+    if (answer.status !== 200) throw this.connection.refusal(tableName(table), 'GET', this.tablePath(table), answer);
+    return loaded(table, answer.text);
+  }
+
+  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+    const name = tableName(table);
+    const namespaces = `${this.prefix}/namespaces`;
+    const created = await this.connection.request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
+    // 409: the namespace is there already, which is all the writer needs.
+    if (created.status !== 200 && created.status !== 409) throw this.connection.refusal(name, 'POST', namespaces, created);
+    const tables = `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
+    const answer = await this.connection.request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
+    if (answer.status === 409) {
+      const existing = await this.loadTable(table);
+      if (existing) return existing;
+    }
+    if (answer.status !== 200) throw this.connection.refusal(name, 'POST', tables, answer);
+    return loaded(table, answer.text);
+  }
+
+  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable> {
+    const name = tableName(table);
+    const body = {
+      identifier: { namespace: [table.namespace], name: table.name },
+      requirements: [
+        { type: 'assert-table-uuid', uuid: base.metadata['table-uuid'] },
+        { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': currentSnapshot(base.metadata)?.['snapshot-id'] ?? null },
+      ],
+      updates: [
+        { action: 'add-snapshot', snapshot },
+        { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshot['snapshot-id'] },
+      ],
+    };
+    let answer: Answer;
+    try {
+      answer = await this.connection.request(name, 'POST', this.tablePath(table), body);
+    } catch (error) {
+      throw new CommitOutcomeUnknown(name, { cause: error });
+    }
+    if (answer.status === 409) throw new CommitConflict(name);
+    // The specification: 500, 502, 504 (and a gateway's 5xx) leave the commit's fate unknown.
+    if (answer.status >= 500) throw new CommitOutcomeUnknown(name, { cause: this.connection.refusal(name, 'POST', this.tablePath(table), answer) });
+    if (answer.status !== 200) throw this.connection.refusal(name, 'POST', this.tablePath(table), answer);
+    return loaded(table, answer.text);
+  }
+
+  async close(): Promise<void> {}
+}
+
+function loaded(table: TableIdentifier, text: string): LoadedTable {
+  const parsed = loadResultSchema.safeParse(parseIcebergJson(text));
+  if (!parsed.success) throw new IcebergMetadataInvalidError(tableName(table), `the REST catalog's answer is not a table: ${parsed.error.message}`);
+  return { metadata: parsed.data.metadata, metadataLocation: parsed.data['metadata-location'] };
 }
 
 /** The catalog's own message from an ErrorModel answer, else the start of the body. */

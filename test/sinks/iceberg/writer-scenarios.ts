@@ -111,13 +111,10 @@ export function writerScenarios(python: string, context: () => WriterContext): v
       // Before the first commit reaches the catalog, another writer commits: the catalog then
       // refuses the first (REST: 409, its assert-ref-snapshot-id no longer holds; JDBC: the
       // UPDATE's previous metadata location matches no row).
-      const contended: IcebergCatalog = {
-        ...catalog,
-        commitSnapshot: async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
-          if (intruded++ === 0) await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(50, 3)], mode: 'append', runId: 'intruder' });
-          return catalog.commitSnapshot(ident, base, snapshot);
-        },
-      };
+      const contended = withCommit(catalog, async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
+        if (intruded++ === 0) await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(50, 3)], mode: 'append', runId: 'intruder' });
+        return catalog.commitSnapshot(ident, base, snapshot);
+      });
       const result = await writeIcebergRun({ catalog: contended, table, columns: COLUMNS, rows: [rowsOf(10, 5)], mode: 'append', runId: 'contender' });
       expect(result).toMatchObject({ committed: true, tries: 2 });
       const history = await readIceberg(python, 'pyiceberg-table', where('tiles.contended'));
@@ -197,13 +194,10 @@ export function writerScenarios(python: string, context: () => WriterContext): v
       const files = async (folder: string) => (await readdir(join(directory, folder)).catch(() => [])).sort();
       const before = { data: await files('data'), metadata: (await files('metadata')).filter((name) => name.endsWith('.avro')) };
       let winners = 0;
-      const contended: IcebergCatalog = {
-        ...catalog,
-        commitSnapshot: async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
-          await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(70, 3)], mode: 'replace', runId: `winner-${++winners}` });
-          return catalog.commitSnapshot(ident, base, snapshot);
-        },
-      };
+      const contended = withCommit(catalog, async (ident: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot) => {
+        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(70, 3)], mode: 'replace', runId: `winner-${++winners}` });
+        return catalog.commitSnapshot(ident, base, snapshot);
+      });
       const failure = await writeIcebergRun({
         catalog: contended,
         table,
@@ -227,4 +221,15 @@ export function writerScenarios(python: string, context: () => WriterContext): v
     },
     READS_TIMEOUT_MS,
   );
+}
+
+/** `catalog` with its commit replaced (a catalog is a class: its methods are not spread). */
+function withCommit(catalog: IcebergCatalog, commitSnapshot: IcebergCatalog['commitSnapshot']): IcebergCatalog {
+  return {
+    description: catalog.description,
+    loadTable: (table) => catalog.loadTable(table),
+    createTable: (table, schema) => catalog.createTable(table, schema),
+    commitSnapshot,
+    close: () => catalog.close(),
+  };
 }
