@@ -179,8 +179,9 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       const events = await night('changed', true);
       const result = seen.changed!;
       expect(result.exitCode).toBe(1);
+      // The refusal leads with the edit, old → new, from the run history's record of the second night.
       expect(result.stderr).toContain(
-        `the job's tile changed since run ${NIGHTS.second.runId}; its query changed since run ${NIGHTS.second.runId}: filters on Number`,
+        `the job changed since run ${NIGHTS.second.runId}: tile: "${SANDBOX_TILE}" → "${DEMO_TILES.incidentsByMonthSeverity}"; filters on Number: `,
       );
 
       const status = statusTarget('changed');
@@ -192,6 +193,7 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       expect(seen['changed:status-text']!.stdout).toContain(
         `    the job's tile changed since run ${NIGHTS.second.runId}; its query changed since run ${NIGHTS.second.runId}: filters on Number`,
       );
+      expect(seen['changed:status-text']!.stdout).toContain(`tile: "${SANDBOX_TILE}" → "${DEMO_TILES.incidentsByMonthSeverity}"`);
 
       expect(planSink('changed').guard?.verdict).toBe('trip');
       expect(seen['changed:plan']!.exitCode).toBe(1);
