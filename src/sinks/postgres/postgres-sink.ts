@@ -6,8 +6,18 @@ import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck } from '../publish-guard.js';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, StoredSchema, TargetPublication } from '../sink.js';
-import { type PostgresConnection, resolvePostgresConnection } from './connection-settings.js';
+import type {
+  AccessCheckContext,
+  PlannedDataset,
+  PlannedDatasetContext,
+  Sink,
+  SinkPlan,
+  SinkRunContext,
+  SinkWriter,
+  StoredSchema,
+  TargetPublication,
+} from '../sink.js';
+import { type PostgresConnection, postgresLineageDataset, resolvePostgresConnection } from './connection-settings.js';
 import { copyRowEncoder } from './copy-encoder.js';
 import { closeQuietly, connectPostgres } from './postgres-client.js';
 import { PostgresPermissionError, PostgresReadOnlyError } from './postgres-errors.js';
@@ -200,6 +210,20 @@ export class PostgresSink implements Sink {
       return `${where}: PostgreSQL ${row.version}; ${row.table_exists ? 'table exists' : 'table absent; a run creates it'}; user ${connection.user} has the privileges a ${this.options.config.writeMode} needs`;
     } finally {
       await closeQuietly(client);
+    }
+  }
+
+  /**
+   * The table a run writes, named by its server as the open writer names it (postgresLineageDataset:
+   * `lineageNamespace` / `lineageDatabase` over host:port and database). A connection whose settings
+   * do not resolve (a `${ENV}` not set) cannot be named: the run fails on that, and says why.
+   */
+  async plannedDataset(context: PlannedDatasetContext): Promise<PlannedDataset> {
+    try {
+      return postgresLineageDataset(await this.resolved(), configuredTarget(this.options.config, this.options.settings.schema, context.jobName));
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { unknown: `the connection's settings do not resolve: ${error.code}` };
     }
   }
 
