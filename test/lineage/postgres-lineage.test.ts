@@ -88,4 +88,18 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
     // Named only: no schema, no statistics (docs/lineage.md's rule for a target the try did not write).
     expect(fail.outputs).toEqual(completed);
   });
+
+  it('a password whose variable is not set (refused before any connection): FAIL still names the table by the host, port and database the settings give', async () => {
+    delete process.env.TILEHOUSE_TEST_UNSET_PG_PASSWORD;
+    const { result, events } = await run(
+      'pg_unset_password',
+      { type: 'postgres', table: 'unset_password_lineage' },
+      { password: '${TILEHOUSE_TEST_UNSET_PG_PASSWORD}' },
+    );
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('TILEHOUSE_TEST_UNSET_PG_PASSWORD is not set');
+    const fail = events.at(-1)!;
+    expect(fail.eventType).toBe('FAIL');
+    expect(fail.outputs).toEqual([{ namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.unset_password_lineage` }]);
+  });
 });

@@ -215,15 +215,25 @@ export class PostgresSink implements Sink {
 
   /**
    * The table a run writes, named by its server as the open writer names it (postgresLineageDataset:
-   * `lineageNamespace` / `lineageDatabase` over host:port and database). A connection whose settings
-   * do not resolve (a `${ENV}` not set) cannot be named: the run fails on that, and says why.
+   * `lineageNamespace` / `lineageDatabase` over host:port and database). Settings that name the
+   * server in the clear name it without reading a secret (a run refused for an unset password still
+   * names its table); a `url` holds the server inside the secret: one that does not resolve (a
+   * `${ENV}` not set) cannot be named, and the run fails on that and says why.
    */
   async plannedDataset(context: PlannedDatasetContext): Promise<PlannedDataset> {
+    const { settings } = this.options;
+    const table = configuredTarget(this.options.config, settings.schema, context.jobName);
+    const { lineageNamespace, lineageDatabase } = settings;
+    if (settings.url === undefined && settings.urlFile === undefined && settings.host !== undefined && settings.database !== undefined)
+      return postgresLineageDataset(
+        { host: settings.host, port: settings.port ?? 5432, database: settings.database, lineageNamespace, lineageDatabase },
+        table,
+      );
     try {
-      return postgresLineageDataset(await this.resolved(), configuredTarget(this.options.config, this.options.settings.schema, context.jobName));
+      return postgresLineageDataset(await this.resolved(), table);
     } catch (error) {
       if (!isTilehouseError(error)) throw error;
-      return { unknown: `the connection's settings do not resolve: ${error.code}` };
+      return { unknown: `the server is named in sinks.postgres.url, which does not resolve: ${error.code}` };
     }
   }
 
