@@ -43,6 +43,12 @@ export interface LineageTileEnd {
   /** Every writer the run opened (its sink kind and target), published or not. */
   opened: ReadonlyArray<{ sink: SinkKindName; target: string; dataset?: LineageDatasetName; schema?: StoredSchema }>;
   bigqueryJobIds: readonly string[];
+  /**
+   * A run that did not succeed: the target each of the job's sinks would write, named before it
+   * opened (Sink.plannedDataset), or why the sink cannot name it; a FAIL or ABORT names those the
+   * run did not open. Absent for a run that succeeded.
+   */
+  planned?: ReadonlyArray<{ sink: SinkKindName; dataset: LineageDatasetName } | { sink: SinkKindName; unknown: string }> | undefined;
   error?: { code: string; message: string } | undefined;
   guard?:
     | {

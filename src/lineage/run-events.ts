@@ -177,7 +177,16 @@ export class TileRunEvents {
     });
     const named = new Set(end.outputs.map((output) => output.target));
     const unpublished = end.opened.filter((writer) => !named.has(writer.target)).map((writer) => ({ ...datasetOf(end, writer) }));
-    return [...published, ...unpublished];
+    // A try that ended before opening a target still names it (a refused token, page 0 failing),
+    // so the failure is found from the dataset it did not write: named only, as an opened one.
+    const key = (dataset: LineageDatasetName) => `${dataset.namespace}\u0000${dataset.name}`;
+    const known = new Set([...published, ...unpublished].map(key));
+    const planned = (end.planned ?? []).flatMap((target) => {
+      if (!('dataset' in target) || known.has(key(target.dataset))) return [];
+      known.add(key(target.dataset));
+      return [{ namespace: target.dataset.namespace, name: target.dataset.name }];
+    });
+    return [...published, ...unpublished, ...planned];
   }
 
   /**

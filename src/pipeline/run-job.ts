@@ -32,7 +32,7 @@ import type { JobRunSummary } from './job-summary.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { preflightSinks } from './preflight-sinks.js';
 import { countNoun } from '../count-noun.js';
-import { withoutJob } from '../errors.js';
+import { messageOf, withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
 import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
@@ -106,6 +106,26 @@ function recordingWriters(sinks: readonly Sink[], targets: string[], writers: Si
 }
 
 /**
+ * The target each sink of a run that did not succeed would have written, named without opening it
+ * (lineage names those the run did not open on its FAIL or ABORT). A sink that cannot name it says
+ * why; an error naming it is only that sink's sentence: lineage never changes a run's outcome.
+ */
+async function plannedDatasets(job: LoadedJob, deps: JobRunDependencies): Promise<NonNullable<LineageTileEnd['planned']>> {
+  const context = { jobName: job.name, tileId: job.tile, runId: deps.runId, startedAt: deps.startedAt, ...(deps.window ? { window: deps.window } : {}) };
+  return Promise.all(
+    deps.sinks.map(async (sink) => {
+      if (sink.plannedDataset === undefined) return { sink: sink.kind, unknown: 'the sink names no target before it opens' };
+      try {
+        const planned = await sink.plannedDataset(context);
+        return 'unknown' in planned ? { sink: sink.kind, unknown: planned.unknown } : { sink: sink.kind, dataset: planned };
+      } catch (error) {
+        return { sink: sink.kind, unknown: messageOf(error) };
+      }
+    }),
+  );
+}
+
+/**
  * Runs one job from the run's token to published output: read every page into every sink (one
  * re-read from page 0 if the source changed underneath), then publish all sinks or none. Never
  * throws for a job's failure: it returns a failed summary, so the other jobs of the run still run.
@@ -123,7 +143,8 @@ export function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRun
       timezone: job.timezone,
     });
     const summary = await runJobUntraced(job, deps, opened);
-    lineageRun.end({ ...summary, opened }, summary.error?.code === 'run_stopped');
+    const planned = lineage().enabled && summary.status !== 'succeeded' ? await plannedDatasets(job, deps) : undefined;
+    lineageRun.end({ ...summary, opened, planned }, summary.error?.code === 'run_stopped');
     span.setAttributes({
       [ATTR.status]: summary.status,
       [ATTR.rows]: summary.rows,

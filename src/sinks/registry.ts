@@ -1,7 +1,7 @@
 // src/sinks/, module by module (ARCHITECTURE.md gives the folder one paragraph):
 // `registry.ts` (this module): every kind of sink, one line each, and the questions the rest of tilehouse
 // asks of them; nothing outside `src/sinks/` imports a kind's folder. `sink-kind.ts`: `KindSink`, what a kind's
-// built sink must answer the views (status, check and plan, the guard, lineage's stored schema), and the descriptor each
+// built sink must answer the views (status, check and plan, the guard, lineage's stored schema and the dataset a run would write, named before it opens), and the descriptor each
 // kind's folder exports as `<kind>/descriptor.ts` (its config schema, how it is built, what a windowed job
 // requires of it, which windows its targets hold, its run recorder, its workspace checks, what it needs on
 // Kubernetes); its access check is the built sink's `checkAccess`. `window-state.ts`: what a target holds,

@@ -73,7 +73,10 @@ export interface KindSecret {
  * for a test's own sink. Where a kind cannot tell, its answer says so in a sentence the view prints
  * (`TargetPublication.state: 'unrecorded'`, `StoredSchema.unknown`), never nothing.
  */
-export type KindSink = Sink & Required<Pick<Sink, 'publication' | 'checkAccess' | 'guardCheck' | 'storedSchema'>>;
+export type KindSink = Sink &
+  Required<Pick<Sink, 'publication' | 'checkAccess' | 'guardCheck' | 'storedSchema'>> &
+  // The target a run would write, named before it opens (lineage's FAIL before any writer opened).
+  Required<Pick<Sink, 'plannedDataset'>>;
 
 /**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder

@@ -237,6 +237,13 @@ export interface Sink {
   guardCheck?(context: SinkRunContext): GuardCheck;
   /** Which run wrote the target a run with this context would write, as the target is now (`status`). Reads, never writes. */
   publication?(context: SinkRunContext): Promise<TargetPublication>;
+  /**
+   * The OpenLineage dataset a run with this context would write, named as its writer names it once
+   * open, found without opening, reading or writing the target (lineage names it on a FAIL or ABORT
+   * that came before the writer opened: a refused token, a source error on page 0). `unknown`: the
+   * sink cannot name it without the network, in a sentence; the event then names none for it.
+   */
+  plannedDataset?(context: PlannedDatasetContext): Promise<PlannedDataset>;
   /** The columns the target stores for a run with these columns, as the target names and types them (lineage). Pure. */
   storedSchema?(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): StoredSchema;
   /**
@@ -246,6 +253,12 @@ export interface Sink {
    */
   checkWindows?(windows: readonly SinkWindow[], context: WindowCheckContext): Promise<void>;
 }
+
+/** What naming a run's target before it opens knows of the run (its columns are not known before page 0). */
+export type PlannedDatasetContext = Pick<SinkRunContext, 'jobName' | 'tileId' | 'runId' | 'startedAt' | 'window'>;
+
+/** A target's OpenLineage dataset before it opens, or why the sink cannot name it then. */
+export type PlannedDataset = LineageDatasetName | { unknown: string };
 
 /** What a sink's check of a backfill's windows knows of its caller. */
 export interface WindowCheckContext extends AccessCheckContext {

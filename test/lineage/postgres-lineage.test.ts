@@ -17,13 +17,13 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
   const fixture = sandboxAndRootForAll({ incidents: 30 });
   const database = usePostgresDatabase(server!);
 
-  async function run(name: string, sink: Record<string, unknown>, settings: Record<string, unknown> = {}) {
+  async function run(name: string, sink: Record<string, unknown>, settings: Record<string, unknown> = {}, secret?: string) {
     const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [{ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [sink] }], {
       itemsPerPage: 10,
     });
     const env = await addPostgresSettings(ws.configFile, server!, database.name, settings);
     const result = await runCli(['run', '--config', ws.configFile, '--jobs', ws.jobsDir], {
-      env: { ...sandboxEnv(fixture.sandbox), ...env, ...fileTransportEnv(ws.root) },
+      env: { ...sandboxEnv(fixture.sandbox, secret), ...env, ...fileTransportEnv(ws.root) },
     });
     return { result, events: await lineageEventsIn(ws.root) };
   }
@@ -70,5 +70,36 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
       { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.named_lineage' },
     ]);
     expect(complete.outputs[0]?.outputFacets?.outputStatistics).toMatchObject({ rowCount: 30 });
+  });
+
+  it('a refused token (no table opened): FAIL names the table as a successful run names it on COMPLETE, through the pooler with lineageNamespace too', async () => {
+    const settings = { port: server!.bouncerPort, lineageNamespace: `postgres://${server!.host}:${server!.port}`, lineageDatabase: 'warehouse' };
+    const sink = { type: 'postgres', table: 'refused_token_lineage' };
+    const ok = await run('pg_token_ok', sink, settings);
+    expect(ok.result.exitCode, ok.result.stderr).toBe(0);
+    const completed = ok.events.find((event) => event.eventType === 'COMPLETE')!.outputs.map(({ namespace, name }) => ({ namespace, name }));
+    expect(completed).toEqual([{ namespace: `postgres://${server!.host}:${server!.port}`, name: 'warehouse.public.refused_token_lineage' }]);
+
+    const refused = await run('pg_token_refused', sink, settings, 'not-the-secret');
+    expect(refused.result.exitCode).toBe(1);
+    const fail = refused.events.at(-1)!;
+    expect(fail.eventType).toBe('FAIL');
+    expect(fail.run.facets.tilehouse).toMatchObject({ status: 'failed', errorCode: 'auth_invalid_client' });
+    // Named only: no schema, no statistics (docs/lineage.md's rule for a target the try did not write).
+    expect(fail.outputs).toEqual(completed);
+  });
+
+  it('a password whose variable is not set (refused before any connection): FAIL still names the table by the host, port and database the settings give', async () => {
+    delete process.env.TILEHOUSE_TEST_UNSET_PG_PASSWORD;
+    const { result, events } = await run(
+      'pg_unset_password',
+      { type: 'postgres', table: 'unset_password_lineage' },
+      { password: '${TILEHOUSE_TEST_UNSET_PG_PASSWORD}' },
+    );
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('TILEHOUSE_TEST_UNSET_PG_PASSWORD is not set');
+    const fail = events.at(-1)!;
+    expect(fail.eventType).toBe('FAIL');
+    expect(fail.outputs).toEqual([{ namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.unset_password_lineage` }]);
   });
 });

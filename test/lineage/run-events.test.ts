@@ -143,6 +143,30 @@ describe('TileRunEvents', () => {
     expect(event.outputs).toEqual([{ namespace: 'bigquery', name: 'p.d.t' }]);
   });
 
+  it('fails naming the targets it did not open by their planned datasets, once each, without facets; one a kind cannot name is left out', () => {
+    const failed = {
+      ...ended([]),
+      status: 'failed' as const,
+      rows: 0,
+      columns: [],
+      opened: [{ sink: 'bigquery' as const, target: 'p.d.t$20261121' }],
+      planned: [
+        { sink: 'bigquery' as const, dataset: { namespace: 'bigquery', name: 'p.d.t' } },
+        { sink: 'postgres' as const, dataset: { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.incidents' } },
+        { sink: 'postgres' as const, unknown: "the connection's settings do not resolve: config_invalid" },
+      ],
+      error: { code: 'export_api_error', message: 'page 0 answered 500' },
+    };
+    const fail = valid(new TileRunEvents(START, CONTEXT).ended(AT, failed, false));
+    expect(fail.outputs).toEqual([
+      { namespace: 'bigquery', name: 'p.d.t' },
+      { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.incidents' },
+    ]);
+    const abort = valid(new TileRunEvents(START, CONTEXT).ended(AT, { ...failed, opened: [] }, true));
+    expect(abort.eventType).toBe('ABORT');
+    expect(abort.outputs).toEqual(fail.outputs);
+  });
+
   it('aborts a run stopped by a signal, whatever its summary says', () => {
     const event = valid(
       new TileRunEvents(START, CONTEXT).ended(AT, { ...ended([]), status: 'failed', error: { code: 'run_stopped', message: 'stopped by SIGTERM' } }, true),

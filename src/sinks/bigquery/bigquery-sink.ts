@@ -6,6 +6,8 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type {
   AccessCheckContext,
+  PlannedDataset,
+  PlannedDatasetContext,
   Sink,
   SinkPlan,
   SinkRunContext,
@@ -39,7 +41,7 @@ import type { RetryLimits } from '../../retry.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY_LIMITS, type RetryContext } from './retry.js';
 import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { DEFAULT_JOB_POLLING, type JobPolling } from './run-job.js';
-import { configuredTable, datasetName, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
+import { configuredTable, datasetName, lineageDatasetOfTable, sinkLabel, tableName, UNRESOLVED_PROJECT } from './table-name.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
 import { bigqueryHolding, ledgerWrittenBy } from './target-holding.js';
@@ -321,6 +323,21 @@ export class BigQuerySink implements Sink {
     const fields = context.columns.map((column) => ({ name: column.name, type: column.type as string }));
     if (writesLineage(this.options.config.writeMode)) fields.push(...LINEAGE_COLUMNS.map((column) => ({ name: column.name, type: column.type as string })));
     return { fields };
+  }
+
+  /**
+   * The table a run writes, as its writer's target names it (the project the environment names,
+   * else the client's, else Application Default Credentials'), without the partition a run picks.
+   */
+  async plannedDataset(context: PlannedDatasetContext): Promise<PlannedDataset> {
+    const { config, defaults } = this.options;
+    const { datasetId, tableId } = configuredTable(config, defaults, context.jobName);
+    try {
+      const projectId = defaults.projectId ?? (this.client.projectId !== UNRESOLVED_PROJECT ? this.client.projectId : await this.adcProject(context.jobName));
+      return lineageDatasetOfTable(tableName({ projectId, datasetId, tableId }));
+    } catch (error) {
+      return { unknown: `the table's project is not known: ${messageOf(error)}` };
+    }
   }
 
   /**

@@ -6,6 +6,7 @@ import type { ConfigProblem } from '../../config/config-error.js';
 import { bigqueryWorkspaceChecker } from './workspace-checks.js';
 import { bigqueryLedgerRecorder } from './ledger-recorder.js';
 import { bigqueryWindowStateReaders } from './window-state.js';
+import { lineageDatasetOfTable } from './table-name.js';
 
 /** The BigQuery sink, as the rest of tilehouse sees it. */
 export const bigquerySinkKind: SinkKind = {
@@ -60,7 +61,7 @@ export const bigquerySinkKind: SinkKind = {
   takesWindowsOneAtATime: (sink) => sink.type === 'bigquery' && sink.writeMode === 'merge',
   // The publishing job (copy, query or merge) first, then the load into the staging table.
   // A partition's target is `table$YYYYMMDD`: its dataset is the table.
-  lineage: { dataset: (target) => ({ namespace: 'bigquery', name: target.replace(/\$.*$/, '') }) },
+  lineage: { dataset: lineageDatasetOfTable },
   jobIdsOf: (result) =>
     ['jobId', 'loadJobId'].flatMap((key) => {
       const id = result.details?.[key];

@@ -1,4 +1,5 @@
 import type { BigQuerySinkConfig } from '../../config/bigquery-sink-schema.js';
+import type { LineageDatasetName } from '../lineage-dataset-name.js';
 
 /** Where a BigQuery table lives; a project that Application Default Credentials have not named yet is undefined. */
 export interface TableAddress {
@@ -43,4 +44,13 @@ export function configuredTable(
   jobName: string,
 ): TableAddress {
   return { projectId: defaults?.projectId, datasetId: sink.dataset ?? defaults?.dataset ?? '', tableId: sink.table ?? jobName };
+}
+
+/**
+ * A table's OpenLineage dataset, as the naming spec gives it (`bigquery` / `project.dataset.table`):
+ * a written target's partition decorator dropped (a partition is a version of its table, not a
+ * dataset). The kind's `lineage` and the sink's planned dataset both name it here, so they agree.
+ */
+export function lineageDatasetOfTable(target: string): LineageDatasetName {
+  return { namespace: 'bigquery', name: target.replace(/\$.*$/, '') };
 }

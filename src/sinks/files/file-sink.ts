@@ -15,7 +15,17 @@
 
 import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, StoredSchema, TargetPublication } from '../sink.js';
+import type {
+  AccessCheckContext,
+  PlannedDataset,
+  PlannedDatasetContext,
+  Sink,
+  SinkPlan,
+  SinkRunContext,
+  SinkWriter,
+  StoredSchema,
+  TargetPublication,
+} from '../sink.js';
 import { FileTargetUnreadableError } from './file-errors.js';
 import type { FileFormat, FileSinkConfig } from './file-format.js';
 import { manifestPathOf, storedManifestSchema, writtenByOf, type ManifestRun, type StoredManifest } from '../stores/manifest.js';
@@ -68,6 +78,12 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
     this.template = new FilePathTemplate(format, options.config.path ?? format.defaultPathTemplate(options.config, false));
     this.storeKind = storeKindOf(this.template.sweepScope(options.directory).root);
     this.publishRank = this.storeKind.publishRank;
+  }
+
+  /** The run's file, its path template resolved for the run's day, named by its store as the kind names a written target. */
+  async plannedDataset(context: PlannedDatasetContext): Promise<PlannedDataset> {
+    const target = this.targetFor(context);
+    return storeKindOf(target).lineageDataset(target);
   }
 
   /** The output path for a run (exposed for `validate`/dry runs and tests). */

@@ -7,6 +7,7 @@ import { SSL_MODES, type SslMode } from '../../config/postgres-connection-schema
 import { postgresIdentifierProblem } from '../../config/postgres-sink-schema.js';
 import { registerSecret } from '../../secret-scrubber.js';
 import type { WorkspaceProblem } from '../workspace-checks.js';
+import type { LineageDatasetName } from '../lineage-dataset-name.js';
 
 const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
@@ -29,6 +30,21 @@ export interface PostgresConnection {
   lineageNamespace?: string | undefined;
   /** OpenLineage's database name when it is not `database` (a pooler's alias). */
   lineageDatabase?: string | undefined;
+}
+
+/**
+ * OpenLineage's naming of a PostgreSQL table: `postgres://host:port` / `database.schema.table`,
+ * the server's own address and database when `lineageNamespace` / `lineageDatabase` say them
+ * (a PgBouncer or a proxy in front: its address would make another node than dbt's or Airflow's).
+ * The open writer and the sink's planned dataset (a run that failed before opening) both name it here.
+ */
+export function postgresLineageDataset(
+  connection: Pick<PostgresConnection, 'host' | 'port' | 'database' | 'lineageNamespace' | 'lineageDatabase'>,
+  table: { schema: string; table: string },
+): LineageDatasetName {
+  const { host, port, database, lineageNamespace, lineageDatabase } = connection;
+  const hostPort = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return { namespace: lineageNamespace ?? `postgres://${hostPort}`, name: `${lineageDatabase ?? database}.${table.schema}.${table.table}` };
 }
 
 /** A postgres:// URL's parts, checked once at this edge. */

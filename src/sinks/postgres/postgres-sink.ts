@@ -6,8 +6,18 @@ import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck } from '../publish-guard.js';
-import type { AccessCheckContext, Sink, SinkPlan, SinkRunContext, SinkWriter, StoredSchema, TargetPublication } from '../sink.js';
-import { type PostgresConnection, resolvePostgresConnection } from './connection-settings.js';
+import type {
+  AccessCheckContext,
+  PlannedDataset,
+  PlannedDatasetContext,
+  Sink,
+  SinkPlan,
+  SinkRunContext,
+  SinkWriter,
+  StoredSchema,
+  TargetPublication,
+} from '../sink.js';
+import { type PostgresConnection, postgresLineageDataset, resolvePostgresConnection } from './connection-settings.js';
 import { copyRowEncoder } from './copy-encoder.js';
 import { closeQuietly, connectPostgres } from './postgres-client.js';
 import { PostgresPermissionError, PostgresReadOnlyError } from './postgres-errors.js';
@@ -200,6 +210,30 @@ export class PostgresSink implements Sink {
       return `${where}: PostgreSQL ${row.version}; ${row.table_exists ? 'table exists' : 'table absent; a run creates it'}; user ${connection.user} has the privileges a ${this.options.config.writeMode} needs`;
     } finally {
       await closeQuietly(client);
+    }
+  }
+
+  /**
+   * The table a run writes, named by its server as the open writer names it (postgresLineageDataset:
+   * `lineageNamespace` / `lineageDatabase` over host:port and database). Settings that name the
+   * server in the clear name it without reading a secret (a run refused for an unset password still
+   * names its table); a `url` holds the server inside the secret: one that does not resolve (a
+   * `${ENV}` not set) cannot be named, and the run fails on that and says why.
+   */
+  async plannedDataset(context: PlannedDatasetContext): Promise<PlannedDataset> {
+    const { settings } = this.options;
+    const table = configuredTarget(this.options.config, settings.schema, context.jobName);
+    const { lineageNamespace, lineageDatabase } = settings;
+    if (settings.url === undefined && settings.urlFile === undefined && settings.host !== undefined && settings.database !== undefined)
+      return postgresLineageDataset(
+        { host: settings.host, port: settings.port ?? 5432, database: settings.database, lineageNamespace, lineageDatabase },
+        table,
+      );
+    try {
+      return postgresLineageDataset(await this.resolved(), table);
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { unknown: `the server is named in sinks.postgres.url, which does not resolve: ${error.code}` };
     }
   }
 

@@ -10,7 +10,7 @@ import { cleanupDeadline } from '../../stop-deadline.js';
 import { drained } from '../stores/drained.js';
 import type { GuardCheck } from '../publish-guard.js';
 import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
-import type { PostgresConnection } from './connection-settings.js';
+import { postgresLineageDataset, type PostgresConnection } from './connection-settings.js';
 import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import { PostgresRowCountError, postgresFailure, PostgresSchemaMismatchError } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
@@ -134,18 +134,9 @@ export class PostgresWriter implements SinkWriter {
     return this.plan.target;
   }
 
-  /**
-   * OpenLineage's naming of a PostgreSQL table: `postgres://host:port` / `database.schema.table`,
-   * the server's own address and database when `lineageNamespace` / `lineageDatabase` say them
-   * (a PgBouncer or a proxy in front: its address would make another node than dbt's or Airflow's).
-   */
+  /** The table's OpenLineage dataset, by its server (connection-settings.ts's postgresLineageDataset). */
   get lineageDataset(): LineageDatasetName {
-    const { host, port, database, lineageNamespace, lineageDatabase } = this.dependencies.connection;
-    const hostPort = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-    return {
-      namespace: lineageNamespace ?? `postgres://${hostPort}`,
-      name: `${lineageDatabase ?? database}.${this.plan.schema}.${this.plan.table}`,
-    };
+    return postgresLineageDataset(this.dependencies.connection, this.plan);
   }
 
   leftBehind(): string[] {

@@ -36,7 +36,10 @@ describeUnless(postgresBlocker(server))('the sink contract on PostgreSQL', () =>
     async configure(workspace: Workspace) {
       const env = await addPostgresSettings(workspace.configFile, server!, database.name);
       const config = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: { postgres: Record<string, unknown> } };
-      Object.assign(config.sinks.postgres, through === 'bouncer' ? { port: server!.bouncerPort } : { user: role, password: `\${${ROLE_PASSWORD_VARIABLE}}` });
+      // Through the pooler, lineage names the server behind it (lineageNamespace, lineageDatabase):
+      // a run that fails before it connects must name it as the open writer does (the failed night).
+      const pooled = { port: server!.bouncerPort, lineageNamespace: `postgres://127.0.0.1:${server!.port}`, lineageDatabase: 'warehouse' };
+      Object.assign(config.sinks.postgres, through === 'bouncer' ? pooled : { user: role, password: `\${${ROLE_PASSWORD_VARIABLE}}` });
       await writeFile(workspace.configFile, stringify(config));
       return { ...env, [ROLE_PASSWORD_VARIABLE]: ROLE_PASSWORD };
     },

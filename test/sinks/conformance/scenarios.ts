@@ -215,7 +215,13 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
         const code = summaryOf(seen.failed!.stdout, 'run').tiles[0]!.error!.code;
         expect(metrics.failed).toMatchObject({ success: 0, guardTripped: 0 });
         expect(metrics.failed!.errors).toEqual([{ code, value: 1 }]);
-        expect(events.find((event) => event.eventType === 'FAIL')?.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.failed.runId, status: 'failed' });
+        const fail = events.find((event) => event.eventType === 'FAIL');
+        expect(fail?.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.failed.runId, status: 'failed' });
+        // Page 0 failed, so no writer opened: the FAIL still names the target, exactly as the second
+        // night's COMPLETE named it (namespace and name), without facets (docs/lineage.md's rule).
+        const completed = secondEvents.find((event) => event.eventType === 'COMPLETE')!.outputs[0]!;
+        expect(summaryOf(seen.failed!.stdout, 'run').tiles[0]!.attempted ?? []).toEqual([]);
+        expect(fail?.outputs).toEqual([{ namespace: completed.namespace, name: completed.name }]);
       } finally {
         fixture.sandbox.clearFaults();
       }
