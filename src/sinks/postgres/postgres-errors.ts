@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { messageOf, TilehouseError } from '../../errors.js';
 import type { PublishOutcomeUnknown } from '../sink.js';
 import { LEDGER_TABLE, qualifiedName, quoteLiteral } from './sql-names.js';
@@ -32,12 +31,24 @@ export const SQLSTATE = {
 } as const;
 
 /**
- * The SQLSTATE of an error the server sent (node-postgres's DatabaseError, an ErrorResponse),
- * or undefined for anything else: a Node socket error's `code` (EPIPE, ECONNRESET) is no SQLSTATE,
- * however much it looks like one.
+ * An ErrorResponse the server sent, as node-postgres hands it over (its DatabaseError): known by
+ * the fields only a server's answer carries, its severity (PostgreSQL and PgBouncer always send
+ * one) beside a five-character SQLSTATE. Not by `instanceof pg.DatabaseError`: this module is on
+ * the path of every workspace's config check (postgres-plan.ts, through the descriptor), and a run
+ * without a postgres sink must not load the driver (test/cli/bundle-postgres.test.ts).
+ */
+function isServerError(error: unknown): error is Error & { code: string; severity: string } {
+  if (!(error instanceof Error)) return false;
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
+ * The SQLSTATE of an error the server sent, or undefined for anything else: a Node socket
+ * error's `code` (EPIPE, ECONNRESET) is no SQLSTATE, however much it looks like one.
  */
 export function sqlstateOf(error: unknown): string | undefined {
-  return error instanceof pg.DatabaseError && typeof error.code === 'string' ? error.code : undefined;
+  return isServerError(error) ? error.code : undefined;
 }
 
 /**
@@ -107,7 +118,7 @@ export class ConnectionLostError extends Error {
 
 /** A Node socket error's code, or undefined. */
 function socketCode(error: unknown): string | undefined {
-  if (error instanceof pg.DatabaseError) return undefined;
+  if (isServerError(error)) return undefined;
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }

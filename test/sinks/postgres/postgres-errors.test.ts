@@ -9,9 +9,10 @@ import {
   sqlstateOf,
 } from '../../../src/sinks/postgres/postgres-errors.js';
 
-/** An ErrorResponse as node-postgres hands it over: its DatabaseError with the server's SQLSTATE. */
+/** An ErrorResponse as node-postgres hands it over: its DatabaseError with the server's severity and SQLSTATE. */
 function serverError(code: string, message: string): pg.DatabaseError {
   const error = new pg.DatabaseError(message, message.length, 'error');
+  error.severity = 'ERROR';
   error.code = code;
   return error;
 }
