@@ -2,7 +2,6 @@
 // in the same words, "run unknown", with when the file last changed and the rows counted in it,
 // never nothing and never another run's id; and a failed night is still LATE, told by that time.
 import { readFile, utimes, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../../sandbox/index.js';
