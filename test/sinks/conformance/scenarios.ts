@@ -179,8 +179,9 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       const events = await night('changed', true);
       const result = seen.changed!;
       expect(result.exitCode).toBe(1);
+      // The refusal leads with what changed, old → new, from the run history (the run that wrote the target).
       expect(result.stderr).toContain(
-        `the job's tile changed since run ${NIGHTS.second.runId}; its query changed since run ${NIGHTS.second.runId}: filters on Number`,
+        `the job changed since run ${NIGHTS.second.runId}: tile: "${SANDBOX_TILE}" → "${DEMO_TILES.incidentsByMonthSeverity}"; filters on Number: `,
       );
 
       const status = statusTarget('changed');
