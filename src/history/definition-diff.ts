@@ -1,6 +1,7 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { definitionPartValues, definitionValueChanges, type ValueChange } from '../value-types/job-definition.js';
 import type { RunRecord } from './run-record.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 export type { ValueChange } from '../value-types/job-definition.js';
 
@@ -9,5 +10,5 @@ export type { ValueChange } from '../value-types/job-definition.js';
  * then each part of the definition in the fingerprint's order); empty when nothing did.
  */
 export function changesSince(record: Pick<RunRecord, 'definition'>, job: LoadedJob): ValueChange[] {
-  return definitionValueChanges(record.definition, { tile: job.tile, values: definitionPartValues(job) });
+  return definitionValueChanges(record.definition, { tile: job.tile, values: definitionPartValues(definitionSourceOf(job)) });
 }

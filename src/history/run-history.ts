@@ -9,6 +9,7 @@ import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '..
 import { readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
 import { HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 // src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
 // document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
@@ -116,6 +117,7 @@ export class RunInProgress {
   ) {
     const at = start.startedAt.toISOString();
     for (const job of jobs) {
+      const source = definitionSourceOf(job);
       this.records.set(job.name, {
         version: RUN_RECORD_VERSION,
         job: job.name,
@@ -128,7 +130,7 @@ export class RunInProgress {
         owner: formatOwnerTag(),
         ...(start.traceId === undefined || start.traceId === '' ? {} : { traceId: start.traceId }),
         targets: [],
-        definition: { fingerprint: jobDefinitionOf(job).fingerprint, tile: job.tile, values: definitionPartValues(job) },
+        definition: { fingerprint: jobDefinitionOf(source).fingerprint, tile: job.tile, values: definitionPartValues(source) },
       });
     }
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);

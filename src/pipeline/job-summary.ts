@@ -1,6 +1,6 @@
 import type { LoadedJob } from '../config/load-config.js';
 import { errorReport, TilehouseError, type ErrorReport } from '../errors.js';
-import { jobIdsOf } from '../sinks/registry.js';
+import { definitionSourceOf, jobIdsOf } from '../sinks/registry.js';
 import { isPublishOutcomeUnknown, type SinkResult } from '../sinks/sink.js';
 import type { PageIdentity } from '../source/export-endpoint/index.js';
 import type { ColumnType } from '../value-types/column-types.js';
@@ -113,7 +113,7 @@ function baseSummary(
     rowsDropped: stats?.rowsDropped ?? 0,
     pages: stats?.pages ?? 0,
     targets: [...targets],
-    definition: jobDefinitionOf(job),
+    definition: jobDefinitionOf(definitionSourceOf(job)),
     durationMs: Date.now() - started,
     columns: (stats?.columns ?? []).map(({ name, header, type }) => ({ name, header, type })),
     warnings: stats?.warnings ?? [],

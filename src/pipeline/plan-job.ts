@@ -14,6 +14,7 @@ import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
 import { guardVerdictOf } from './publish-guard-check.js';
 import { jobDefinitionOf } from '../value-types/job-definition.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 export interface JobPlan {
   job: string;
@@ -87,7 +88,7 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
       // A windowed job's page 0 is the whole tile, not a window's rows: its guards are judged per window at run time.
       const guard =
         deps.window === undefined && job.incremental === undefined
-          ? await guardVerdictOf(sink, context, page.navigation.totalRows, jobDefinitionOf(job))
+          ? await guardVerdictOf(sink, context, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)))
           : undefined;
       plan.sinks.push(guard === undefined ? sinkPlan : { ...sinkPlan, guard });
     }

@@ -38,6 +38,7 @@ import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
 import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { PublishGuardTrippedError } from './publish-guard-check.js';
 import { RunTimings } from './run-timings.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 export interface JobRunDependencies {
   environment: EnvironmentConfig;
@@ -183,7 +184,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
   let pageIdentity: PageIdentity | undefined;
   const progressOf = (pages: AsyncIterable<ExportPage>) => withProgress(pages, job, deps, () => session.budget.used);
   let stats: ReadStats | undefined;
-  const definition = jobDefinitionOf(job);
+  const definition = jobDefinitionOf(definitionSourceOf(job));
   const timings = new RunTimings();
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
@@ -250,7 +251,7 @@ async function withOldValues(error: unknown, job: LoadedJob, definitionOfRun: Jo
   if (changed === undefined) return error;
   const before = await definitionOfRun(changed.runId).catch(() => undefined);
   if (before === undefined) return error;
-  const changes = definitionValueChanges(before, { tile: job.tile, values: definitionPartValues(job) });
+  const changes = definitionValueChanges(before, { tile: job.tile, values: definitionPartValues(definitionSourceOf(job)) });
   return changes.length === 0 ? error : new PublishGuardTrippedError(job.name, error.report, changes);
 }
 

@@ -3,6 +3,7 @@ import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
 import type { Sink, TargetPublication } from '../sinks/sink.js';
 import { definitionChanges, jobDefinitionOf, type DefinitionChange } from '../value-types/job-definition.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 /** One target of a job as `status` tells it: who wrote it, and whether that is as recent as the schedule asks. */
 export interface TargetStatus extends TargetPublication {
@@ -36,7 +37,7 @@ export async function jobStatusOf(
   options: { now: Date; logger: Logger; signal?: AbortSignal | undefined },
 ): Promise<JobStatus> {
   const due = job.schedule === undefined ? undefined : new Cron(job.schedule.cron, { timezone: job.schedule.timezone }).previousRuns(1, options.now)[0];
-  const definition = jobDefinitionOf(job);
+  const definition = jobDefinitionOf(definitionSourceOf(job));
   const context = {
     jobName: job.name,
     tileId: job.tile,

@@ -7,7 +7,8 @@
 // Kubernetes); its access check is the built sink's `checkAccess`. `window-state.ts`: what a target holds,
 // window by window, closed or still open when exported (each kind's reader in its folder: `files/` asks the
 // file's store, `bigquery/window-state.ts` the run ledger). The run recorders of every kind as one
-// (`runRecorderFor`); the warehouse jobs a result names (`jobIdsOf`, the summary's `bigqueryJobIds`).
+// (`runRecorderFor`); the warehouse jobs a result names (`jobIdsOf`, the summary's `bigqueryJobIds`); a job's
+// definition as the fingerprint takes it, each sink's deciding settings only (`definitionSourceOf`).
 // `workspace-checks.ts`: what a kind checks without the network. `sink.ts`: the `Sink` (stream rows, then
 // `prepare` / `publish`, two phases, or `abort`; `publishRank`, `sweep`, a writer's `guard`), and the rules
 // every kind's guard shares, `publish-guard.ts` (`judgeGuard`: empty, shrink, recent runs). `build-sinks.ts`:
@@ -23,6 +24,7 @@ import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { SinkConfig } from '../config/job-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import type { Logger } from '../log.js';
+import type { DefinitionSource, SinkDefinition } from '../value-types/job-definition.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
 import { csvSinkKind } from './csv/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
@@ -73,6 +75,21 @@ export function jobIdsOf(outputs: readonly SinkResult[]): string[] {
     for (const id of sinkKindOf({ type: output.sink }).jobIdsOf?.(output) ?? []) if (!ids.includes(id)) ids.push(id);
   }
   return ids;
+}
+
+/**
+ * A job's definition as the fingerprint and the run history take it (value-types/job-definition.ts):
+ * each sink as its kind's `type` and the settings its kind says decide what lands, so that a guard's
+ * threshold or another setting that only changes how a run is checked is not "its sinks changed".
+ */
+export function definitionSourceOf(job: LoadedJob): DefinitionSource {
+  const sinks = job.sinks.map((sink): SinkDefinition => {
+    const config = sink as unknown as Record<string, unknown>;
+    const settings: Record<string, unknown> = {};
+    for (const name of sinkKindOf(sink).definitionSettings.decides) if (name !== 'type' && config[name] !== undefined) settings[name] = config[name];
+    return { type: sink.type, settings };
+  });
+  return { ...job, sinks };
 }
 
 /** The window-state readers of every sink of a job, kind by kind. */

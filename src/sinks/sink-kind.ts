@@ -92,6 +92,14 @@ export interface SinkKind {
   /** Its sinks' config schema in a job file (config/<kind>-sink-schema.ts; the job schema's union is config/sink-schemas.ts). */
   readonly configSchema: z.ZodType;
   /**
+   * Which settings of its sinks' config the job's definition depends on (`decides`: where and how
+   * the rows land, e.g. a path, a table, a write mode, a key) and which it does not (`decidesNot`:
+   * how a run is checked or the table laid out, e.g. a guard's thresholds): the fingerprint's and
+   * the run history's `sinks` part holds only the first, so a changed threshold is not "its sinks
+   * changed". Every key of `configSchema` is in exactly one list (test/sinks/conformance/registry.test.ts).
+   */
+  readonly definitionSettings: { readonly decides: readonly string[]; readonly decidesNot: readonly string[] };
+  /**
    * The sink a job's config asks for, the environment's defaults merged (`index`: its place in
    * the job's sinks, for the error that names its field). Invalid combinations are configuration
    * errors. A heavy implementation (the BigQuery client) is loaded here, on demand.

@@ -39,7 +39,18 @@ function digest(text: string, length: number): string {
   return createHash('sha256').update(text).digest('hex').slice(0, length);
 }
 
-/** What a job's definition is made of, as plain values (the config layer hands them over). */
+/**
+ * One sink as the definition sees it: its kind and the settings of its config that decide what
+ * lands (the kind names them: `definitionSettings` in src/sinks/sink-kind.ts), not those that only
+ * change how it is written or checked (a guard's thresholds), so a changed threshold is not "its
+ * sinks changed". A job's sink configs are not this shape: they pass through the kinds first.
+ */
+export interface SinkDefinition {
+  type: string;
+  settings: Record<string, unknown>;
+}
+
+/** What a job's definition is made of, as plain values (the config layer hands them over, its sinks through their kinds). */
 export interface DefinitionSource {
   /** The tile id: another tile is other rows, whatever the query says. */
   tile?: string;
@@ -54,7 +65,7 @@ export interface DefinitionSource {
   incremental?: { item?: string | undefined; bucketColumn?: string | undefined; startFrom?: string | undefined } & Record<string, unknown>;
   query: { items: ReadonlyArray<{ header: string; filters?: readonly unknown[] | undefined } & Record<string, unknown>>; options?: unknown };
   columns?: unknown;
-  sinks: readonly unknown[];
+  sinks: readonly SinkDefinition[];
 }
 
 /**
@@ -118,15 +129,21 @@ export function definitionChanges(before: JobDefinition, now: JobDefinition): De
   // A part the target's run did not record (an older tilehouse wrote it, before `tile` and
   // `source` were parts) is not known to have changed: it is not named, nor counted below.
   const recorded = (name: string) => before.parts[name] !== undefined;
+  // tilehouse 0.1.0 hashed every setting of the sinks (a guard's thresholds too); since then the
+  // part is each sink's settings that decide what lands, and `tile` is recorded beside it, so a
+  // target whose run recorded no `tile` holds a `sinks` of the old meaning: not compared, as an
+  // unrecorded part is not (else every target an upgrade finds would say its sinks changed).
+  const sinksComparable = recorded('tile') || now.parts.tile === undefined;
   const changes: DefinitionChange[] = [];
   if (recorded('tile') && differs('tile')) changes.push({ part: 'tile' });
   if (recorded('source') && differs('source')) changes.push({ part: 'source settings' });
   if (query.length > 0) changes.push({ part: 'query', details: query });
   if (differs('columns')) changes.push({ part: 'column overrides' });
-  if (differs('sinks')) changes.push({ part: 'sinks' });
+  if (sinksComparable && differs('sinks')) changes.push({ part: 'sinks' });
   if (changes.length > 0) return changes;
   const unrecorded = Object.keys(now.parts).filter((name) => !name.startsWith(ITEM) && !name.startsWith(FILTERS) && !recorded(name));
-  if (unrecorded.length > 0 && Object.keys(before.parts).every((name) => before.parts[name] === now.parts[name])) return [];
+  const same = (name: string) => before.parts[name] === now.parts[name] || (name === 'sinks' && !sinksComparable);
+  if (unrecorded.length > 0 && Object.keys(before.parts).every(same)) return [];
   // Parts this version does not know (a newer tilehouse wrote the target): still a change.
   return [{ part: 'definition' }];
 }

@@ -9,6 +9,7 @@ import type { GuardVerdict } from '../sinks/publish-guard.js';
 import { jobDefinitionOf } from '../value-types/job-definition.js';
 import type { RunnableWorkspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
+import { definitionSourceOf } from '../sinks/registry.js';
 
 /**
  * A connection test should answer within seconds: one retry per request (a blip is forgiven, a
@@ -60,7 +61,7 @@ export async function checkAccess(
           // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
           const guard =
             job.incremental === undefined && columns !== undefined
-              ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows, jobDefinitionOf(job))
+              ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)))
               : undefined;
           if (guard !== undefined) guards.push(guard);
         }

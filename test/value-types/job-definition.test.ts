@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { definitionChanges, describeDefinitionChanges, jobDefinitionOf, type DefinitionSource } from '../../src/value-types/job-definition.js';
 
@@ -10,14 +11,14 @@ const job = (filterValue: string, extra: Partial<DefinitionSource> = {}): Defini
     options: { pageNumber: 0 },
   },
   columns: {},
-  sinks: [{ type: 'csv', path: 'out/open.csv' }],
+  sinks: [{ type: 'csv', settings: { path: 'out/open.csv' } }],
   ...extra,
 });
 
 describe('jobDefinitionOf', () => {
   it('is the same for the same definition, whatever the order of its keys', () => {
     const reordered: DefinitionSource = {
-      sinks: [{ path: 'out/open.csv', type: 'csv' }],
+      sinks: [{ settings: { path: 'out/open.csv' }, type: 'csv' }],
       columns: {},
       query: {
         options: { pageNumber: 0 },
@@ -48,7 +49,7 @@ describe('definitionChanges', () => {
 
   it('names an added item, changed sinks and changed column overrides, each once', () => {
     const before = job('0');
-    const after = job('0', { sinks: [{ type: 'csv', path: 'out/other.csv' }], columns: { Number: { type: 'STRING' } } });
+    const after = job('0', { sinks: [{ type: 'csv', settings: { path: 'out/other.csv' } }], columns: { Number: { type: 'STRING' } } });
     after.query = { ...after.query, items: [...after.query.items, { header: 'Owner', formula: '[incident.owner]', dataType: 'text' }] };
     const changes = definitionChanges(jobDefinitionOf(before), jobDefinitionOf(after));
     expect(describeDefinitionChanges(changes, 'R1')).toBe(
@@ -91,5 +92,18 @@ describe('the fingerprint covers what decides the rows', () => {
     const recorded = { fingerprint: 'aaaaaaaaaaaa', parts: older };
     expect(definitionChanges(recorded, now)).toEqual([]);
     expect(definitionChanges(recorded, jobDefinitionOf(job('1', { tile: 't' })))).toEqual([{ part: 'query', details: ['filters on Number'] }]);
+  });
+
+  it("does not count the sinks of a target 0.1.0 wrote (every setting hashed, the guard's too) as changed", () => {
+    const now = jobDefinitionOf(job('0', { tile: 't' }));
+    const { tile: _tile, source: _source, ...older } = now.parts;
+    // 0.1.0's part: its sink configs whole, hashed as this version hashes a part (canonical JSON, 8 hex digits).
+    const legacySinks = createHash('sha256').update('[{"guard":{"maxShrink":0.9},"path":"out/open.csv","type":"csv"}]').digest('hex').slice(0, 8);
+    const recorded = { fingerprint: 'aaaaaaaaaaaa', parts: { ...older, sinks: legacySinks } };
+    expect(definitionChanges(recorded, now)).toEqual([]);
+    expect(definitionChanges(recorded, jobDefinitionOf(job('1', { tile: 't' })))).toEqual([{ part: 'query', details: ['filters on Number'] }]);
+    // Once both runs recorded the tile, the sinks compare again.
+    const other = jobDefinitionOf(job('0', { tile: 't', sinks: [{ type: 'csv', settings: { path: 'out/other.csv' } }] }));
+    expect(definitionChanges(now, other)).toEqual([{ part: 'sinks' }]);
   });
 });

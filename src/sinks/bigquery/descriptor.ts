@@ -13,6 +13,12 @@ export const bigquerySinkKind: SinkKind = {
   type: 'bigquery',
   label: 'BigQuery',
   configSchema: bigquerySinkSchema,
+  // Which table, which rows it keeps (mode, key, partitions and their expiry, new columns or not);
+  // not the guard, nor how the table is clustered or must be queried (its rows are the same).
+  definitionSettings: {
+    decides: ['type', 'table', 'dataset', 'writeMode', 'schema', 'partitionBy', 'partitionExpirationDays', 'primaryKey', 'latestBy'],
+    decidesNot: ['guard', 'clusterBy', 'requirePartitionFilter'],
+  },
   async build(config, index, job, environment, options) {
     if (config.type !== 'bigquery') throw new Error(`not a BigQuery sink: ${config.type}`);
     const defaults = environment.sinks.bigquery;

@@ -8,6 +8,8 @@ import { CsvSink } from './csv-sink.js';
 export const csvSinkKind: SinkKind = fileSinkKind<CsvSinkConfig>({
   format: csvFormat,
   configSchema: csvSinkSchema,
+  // Where the file lands and its bytes; the guard only decides whether a run may publish.
+  definitionSettings: { decides: ['type', 'path', 'gzip', 'manifest', 'writeMode'], decidesNot: ['guard'] },
   directory: (environment) => environment.sinks.csv.directory,
   guardDefaults: (environment) => environment.sinks.csv.guard,
   createSink: (options) => new CsvSink(options),

@@ -19,6 +19,8 @@ export interface FileSinkKindSpec<C extends FileSinkConfig> {
   format: FileFormat<C>;
   /** Its sinks' config schema (config/<kind>-sink-schema.ts). */
   configSchema: z.ZodType;
+  /** Which of its settings decide what lands (SinkKind's `definitionSettings`). */
+  definitionSettings: SinkKind['definitionSettings'];
   /** The environment's directory for the kind, `sinks.<kind>.directory`: where relative paths go. */
   directory(environment: EnvironmentConfig): string;
   /** The environment's publish guard for the kind, `sinks.<kind>.guard`. */
@@ -44,6 +46,7 @@ export function fileSinkKind<C extends FileSinkConfig>(spec: FileSinkKindSpec<C>
     type: name,
     label,
     configSchema: spec.configSchema,
+    definitionSettings: spec.definitionSettings,
     workspaceChecker: fileWorkspaceChecker(format as unknown as FileFormat, spec.directory),
     lineage: { dataset: (target) => storeKindOf(target).lineageDataset(target), filesPerOutput: 1 },
     async build(sink, index, job, environment, options) {

@@ -8,6 +8,8 @@ import { parquetFormat } from './parquet-format.js';
 export const parquetSinkKind: SinkKind = fileSinkKind<ParquetSinkConfig>({
   format: parquetFormat,
   configSchema: parquetSinkSchema,
+  // Where the file lands and its bytes (the codec); the guard only decides whether a run may publish.
+  definitionSettings: { decides: ['type', 'path', 'compression', 'gzip', 'manifest', 'writeMode'], decidesNot: ['guard'] },
   directory: (environment) => environment.sinks.parquet.directory,
   guardDefaults: (environment) => environment.sinks.parquet.guard,
   createSink: (options) => new FileSink(parquetFormat, options),

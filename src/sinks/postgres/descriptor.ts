@@ -37,6 +37,11 @@ export const postgresSinkKind: SinkKind = {
   type: 'postgres',
   label: 'PostgreSQL',
   configSchema: postgresSinkSchema,
+  // Which table and which rows it keeps (mode, key, the days replaced, new columns or not); not the guard.
+  definitionSettings: {
+    decides: ['type', 'table', 'postgresSchema', 'writeMode', 'schema', 'partitionBy', 'primaryKey', 'latestBy'],
+    decidesNot: ['guard'],
+  },
   // Every postgres writer names its dataset with its server (PostgresWriter.lineageDataset); the
   // target's `schema.table` alone cannot, so this is only what a writer that never opened leaves.
   lineage: { dataset: (target) => ({ namespace: 'postgres', name: target }) },

@@ -153,6 +153,7 @@ const kind = (directory: string, storage?: FileSinkOptionsStorage) =>
   fileSinkKind<LpbConfig>({
     format: lpbFormat,
     configSchema: undefined as never,
+    definitionSettings: { decides: ['type', 'path'], decidesNot: [] },
     directory: () => directory,
     guardDefaults: () => undefined,
     createSink: (options) => new FileSink(lpbFormat, { ...options, ...(storage ? { storageClient: storage } : {}) }),

@@ -1,0 +1,108 @@
+// The file kinds without a manifest (issue 51): a local file names no run, so every view says so
+// in the same words, "run unknown", with when the file last changed and the rows counted in it,
+// never nothing and never another run's id; and a failed night is still LATE, told by that time.
+import { readFile, utimes, writeFile } from 'node:fs/promises';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { SANDBOX_TILE } from '../../../sandbox/index.js';
+import { type CliResult, runCli, sandboxEnv, summaryOf, type Workspace, writeWorkspace } from '../../support/cli-harness.js';
+import { detailQueryAbove } from '../../support/queries.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
+import { SCHEDULE } from './scenarios.js';
+
+const NIGHTS = {
+  first: { at: '2026-11-27T02:00:00.000Z', runId: '20261127T020000Z-d0f001' },
+  second: { at: '2026-11-28T02:00:00.000Z', runId: '20261128T020000Z-d0f002' },
+  failed: { at: '2026-11-29T02:00:00.000Z', runId: '20261129T020000Z-d0f003' },
+} as const;
+const KINDS = ['csv', 'parquet'] as const;
+const jobName = (kind: string) => `unrecorded_${kind}`;
+
+describe('a file without a manifest names no run, and every view says so', () => {
+  const fixture = sandboxAndRootForAll({ incidents: 130 });
+  let workspace: Workspace;
+  const seen: Record<string, CliResult> = {};
+  const targets: Record<string, string> = {};
+  const cli = (now: string, args: string[]) =>
+    runCli([...args, '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(fixture.sandbox), seams: { now: () => new Date(now) } });
+  /** The file's modification time as a night's run would have left it (the test's clock is the seams', not the machine's). */
+  const minuteAfter = (iso: string) => new Date(Date.parse(iso) + 60_000);
+  const morningAfter = (iso: string) => new Date(Date.parse(iso) + 5.5 * 3_600_000).toISOString();
+
+  beforeAll(async () => {
+    const jobs = KINDS.map((kind) => ({ name: jobName(kind), tile: SANDBOX_TILE, schedule: SCHEDULE, query: detailQueryAbove(0), sinks: [{ type: kind }] }));
+    workspace = await writeWorkspace(fixture.root, fixture.sandbox, jobs);
+    const config = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: Record<string, unknown> };
+    config.sinks.parquet = { directory: workspace.outDir };
+    await writeFile(workspace.configFile, stringify(config));
+    for (const name of ['first', 'second'] as const) {
+      seen[name] = await cli(NIGHTS[name].at, ['run', '--run-id', NIGHTS[name].runId, '--json']);
+      for (const output of summaryOf(seen[name].stdout, 'run').tiles.flatMap((tile) => tile.outputs)) {
+        targets[output.sink] = output.target;
+        await utimes(output.target, minuteAfter(NIGHTS[name].at), minuteAfter(NIGHTS[name].at));
+      }
+    }
+    seen.status = await cli(morningAfter(NIGHTS.second.at), ['status', '--json']);
+    seen['status-text'] = await cli(morningAfter(NIGHTS.second.at), ['status']);
+    fixture.sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Number.POSITIVE_INFINITY });
+    try {
+      seen.failed = await cli(NIGHTS.failed.at, ['run', '--run-id', NIGHTS.failed.runId, '--json']);
+    } finally {
+      fixture.sandbox.clearFaults();
+    }
+    seen['failed:status'] = await cli(morningAfter(NIGHTS.failed.at), ['status', '--json']);
+    seen['failed:status-text'] = await cli(morningAfter(NIGHTS.failed.at), ['status']);
+  }, 120_000);
+
+  const statusOf = (result: CliResult, kind: string) => {
+    const statuses = JSON.parse(result.stdout) as Array<{ job: string; targets: Array<Record<string, unknown>> }>;
+    const status = statuses.find((candidate) => candidate.job === jobName(kind))!;
+    expect(status.targets).toHaveLength(1);
+    return status.targets[0]!;
+  };
+
+  it('status --json: unrecorded, no run id, the rows the run wrote counted in the file, the time it last changed', () => {
+    expect(seen.second!.exitCode, seen.second!.stderr).toBe(0);
+    const summary = summaryOf(seen.second!.stdout, 'run');
+    for (const kind of KINDS) {
+      const output = summary.tiles.flatMap((tile) => tile.outputs).find((candidate) => candidate.sink === kind)!;
+      expect(output.rows).toBe(130);
+      const target = statusOf(seen.status!, kind);
+      expect(target).toMatchObject({
+        sink: kind,
+        target: output.target,
+        state: 'unrecorded',
+        rows: output.rows,
+        at: minuteAfter(NIGHTS.second.at).toISOString(),
+      });
+      expect(target.runId).toBeUndefined();
+      expect(target.late).toBeUndefined();
+      expect(target.note).toBe('no manifest names its run (manifest: true records it)');
+    }
+  });
+
+  it('status, as a person reads it: "run unknown, last changed …, 130 rows", and why', () => {
+    for (const kind of KINDS) {
+      expect(seen['status-text']!.stdout).toContain(
+        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it)\n`,
+      );
+    }
+    // The last run is the history's to tell (its own line); no target line names a run it cannot know wrote it.
+    const targetLines = seen['status-text']!.stdout.split('\n').filter((line) => KINDS.some((kind) => line.startsWith(`  ${kind} `)));
+    expect(targetLines).toHaveLength(KINDS.length);
+    for (const line of targetLines) expect(line).not.toMatch(/: run \d{8}T/);
+  });
+
+  it('a failed night: the file still says run unknown as of the second night, and status says LATE by its time and exits 1', () => {
+    expect(seen.failed!.exitCode).toBe(1);
+    for (const kind of KINDS) {
+      const target = statusOf(seen['failed:status']!, kind);
+      expect(target).toMatchObject({ state: 'unrecorded', rows: 130, at: minuteAfter(NIGHTS.second.at).toISOString(), late: { due: NIGHTS.failed.at } });
+      expect(seen['failed:status-text']!.stdout).toContain(
+        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it); LATE: the run due 2026-11-29 02:00:00 UTC has not published it\n`,
+      );
+    }
+    expect(seen['failed:status']!.exitCode).toBe(1);
+    expect(seen['failed:status-text']!.exitCode).toBe(1);
+  });
+});
