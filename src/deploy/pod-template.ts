@@ -3,6 +3,7 @@ import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { type KindSecret, sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
+import { storeKindOf } from '../sinks/stores/registry.js';
 import {
   CONFIG_CONFIGMAP,
   CONTAINER,
@@ -146,7 +147,7 @@ function emptyDirWarnings(localJobs: Map<SinkKind, Map<string, string[]>>): stri
  */
 function historyWarnings(environment: EnvironmentConfig, configFile: string, directories: readonly string[]): string[] {
   const { location } = environment.history;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) return [];
+  if (!storeKindOf(location).onThisMachine) return [];
   const inPod = path.posix.resolve(IMAGE_PATHS.configDirectory, location);
   const where = [IMAGE_PATHS.configDirectory, IMAGE_PATHS.jobsDirectory].some((mount) => isWithin(inPod, mount))
     ? 'on the read-only ConfigMap mount: every run logs history_unavailable and keeps no record'
