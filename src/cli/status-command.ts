@@ -32,7 +32,7 @@ Reads the targets and the history only: no credentials, no request to the source
       [MESSAGE]
       time: source N s, reading N s, prepare KIND N s, publish KIND N s
     [LATE: no run has started since the schedule fired at TIME]
-    KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it]
+    KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it | ; NOT PUBLISHED: the run due TIME, run RUN, OUTCOME CODE]
       the job's query changed since run RUN: filters on HEADER
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW

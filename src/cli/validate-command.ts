@@ -41,7 +41,8 @@ Checks everything that can be known without the network; runs nothing, writes no
   and the OPENLINEAGE_CONFIG file (docs/lineage.md).
 Warnings (exit 0 unless --strict): a schedule that \`tilehouse schedule\` runs but a Kubernetes
 CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPage that differs
-from source.itemsPerPage (the environment's value is used).
+from source.itemsPerPage (the environment's value is used), a local history.location that cannot
+be written here (runs would keep no record for \`tilehouse status\`).
 
 Each problem is one line: file:line: field = value: problem.
 

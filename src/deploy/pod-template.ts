@@ -3,6 +3,7 @@ import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { type KindSecret, sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
+import { storeKindOf } from '../sinks/stores/registry.js';
 import {
   CONFIG_CONFIGMAP,
   CONTAINER,
@@ -136,6 +137,29 @@ function emptyDirWarnings(localJobs: Map<SinkKind, Map<string, string[]>>): stri
   return sinkKinds.flatMap((kind) => [...(localJobs.get(kind) ?? [])].map(([directory, names]) => kind.localFiles!.emptyDirWarning(directory, names)));
 }
 
+/**
+ * A local `history.location` keeps nothing in a pod: relative, it lies beside the environment file
+ * on the read-only ConfigMap mount; absolute, on the read-only root file system, or in an emptyDir
+ * (/tmp, an output directory) gone with the pod. Each run would log `history_unavailable` (or write
+ * records nobody reads) and `status` would have no night to show, so say it where the manifests are
+ * made, with the setting to change. A volume mounted there by one's own overlay is the exception the
+ * warning names.
+ */
+function historyWarnings(environment: EnvironmentConfig, configFile: string, directories: readonly string[]): string[] {
+  const { location } = environment.history;
+  if (!storeKindOf(location).onThisMachine) return [];
+  const inPod = path.posix.resolve(IMAGE_PATHS.configDirectory, location);
+  const where = [IMAGE_PATHS.configDirectory, IMAGE_PATHS.jobsDirectory].some((mount) => isWithin(inPod, mount))
+    ? 'on the read-only ConfigMap mount: every run logs history_unavailable and keeps no record'
+    : [IMAGE_PATHS.tempDirectory, ...directories].some((mount) => isWithin(inPod, mount))
+      ? 'in an emptyDir, gone with the pod: no later run or status reads the records'
+      : "on the container's read-only root file system: every run logs history_unavailable and keeps no record";
+  return [
+    `history.location in ${path.basename(configFile)} is the local directory ${location}, in the pod ${inPod}, ${where}; ` +
+      'set history.location to gs://bucket/prefix or s3://bucket/prefix (or mount a persistent volume there in your own overlay)',
+  ];
+}
+
 /** The pod's volumes and the container's mounts: /tmp, the two ConfigMaps, the output directories, the secret files. */
 function podVolumes(directories: string[], credentials: Credentials, configFile: string): { mounts: Manifest[]; volumes: Manifest[] } {
   const mounts: Manifest[] = [
@@ -193,7 +217,7 @@ export function planPod(inputs: PodInputs): PodPlan {
     sinkKinds.flatMap((kind) => kind.secrets(environment, jobs)),
   );
   const { directories, localJobs } = writableDirectories(environment, jobs);
-  const warnings = emptyDirWarnings(localJobs);
+  const warnings = [...emptyDirWarnings(localJobs), ...historyWarnings(environment, configFile, directories)];
   const { mounts, volumes } = podVolumes(directories, credentials, configFile);
 
   const env: Manifest[] = [

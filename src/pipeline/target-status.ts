@@ -12,7 +12,15 @@ export interface TargetStatus extends TargetPublication {
    * run started since: the run of `due` has not published here (failed, refused, not run, or still
    * running). Absent: on time, no schedule, or not known (unreadable).
    */
-  late?: { due: string };
+  late?: {
+    due: string;
+    /**
+     * The job's run since `due` that did not publish here, from the run history (`status` fills it
+     * in: src/workspace/morning-status.ts): the target line then names it, as the job's `last run:`
+     * line does, instead of calling a run that happened and failed "late".
+     */
+    notPublishedBy?: { runId: string; verdict: string; code?: string };
+  };
   /** What changed in the job's definition since the run that wrote the target (when it recorded one). */
   changedSince?: DefinitionChange[];
 }

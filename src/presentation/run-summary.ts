@@ -1,6 +1,7 @@
 import { countNoun } from '../count-noun.js';
 import { withoutJob } from '../errors.js';
 import type { RunSummary, JobRunSummary } from '../pipeline/job-summary.js';
+import { describeTimings } from './morning-lines.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -66,6 +67,8 @@ export function formatRunSummary(summary: RunSummary): string {
     const mark = tile.status === 'succeeded' ? 'ok  ' : tile.status === 'failed' ? 'FAIL' : 'PART';
     const detail = tile.status === 'succeeded' ? describeOutputs(tile) : failureText(tile.job, tile.error);
     lines.push(`  ${mark} ${tile.job} (${seconds(tile.durationMs)}): ${detail}`);
+    // Where the tile's time went, as `status` tells it the morning after: waiting on the source or in a sink.
+    if (tile.timings !== undefined && Object.keys(tile.timings).length > 0) lines.push(`       time: ${describeTimings(tile.timings)}`);
     for (const line of detailLines(tile)) lines.push(`       ${line}`);
   }
   return `${lines.join('\n')}\n`;

@@ -22,6 +22,14 @@ function heldBy(target: TargetStatus): string {
   }
 }
 
+/** Why a target is behind its schedule: the run due that did not publish it, when the history names one. */
+function lateNote(late: NonNullable<TargetStatus['late']>): string {
+  const by = late.notPublishedBy;
+  if (by === undefined) return `LATE: the run due ${instant(late.due)} has not published it`;
+  const outcome = `${by.verdict.toUpperCase()}${by.code === undefined ? '' : ` ${by.code}`}`;
+  return `NOT PUBLISHED: the run due ${instant(late.due)}, run ${by.runId}, ${outcome}`;
+}
+
 /**
  * `status` as a person reads it: per job, its schedule and when it was last due; per target, the
  * run that wrote it, when, its rows and where that was read; LATE when the run due has not
@@ -32,7 +40,7 @@ export function formatJobStatus(status: JobStatus): string {
     status.schedule === undefined ? 'no schedule' : `schedule ${status.schedule.cron} ${status.schedule.timezone}, last due ${instant(status.due!)}`;
   const lines = [`${status.job} (tile ${status.tile}; ${schedule})`];
   for (const target of status.targets) {
-    const late = target.late === undefined ? '' : `; LATE: the run due ${instant(target.late.due)} has not published it`;
+    const late = target.late === undefined ? '' : `; ${lateNote(target.late)}`;
     lines.push(`  ${target.sink} ${target.target}: ${heldBy(target)}${late}`);
     if (target.changedSince !== undefined && target.runId !== undefined) lines.push(`    ${describeDefinitionChanges(target.changedSince, target.runId)}`);
   }

@@ -110,6 +110,12 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
     if (leftovers.length > 0) morning.leftovers = leftovers;
   }
   if (status.due !== undefined && (last === undefined || Date.parse(last.record.startedAt) < Date.parse(status.due))) morning.late = { due: status.due };
+  // A target the due run did not publish, when that run happened: the target says which run and how
+  // it ended (the job's `last run:` line), not LATE as if none had started.
+  if (last !== undefined && morning.late === undefined && last.verdict !== 'ok') {
+    const by = { runId: last.record.runId, verdict: last.verdict, ...(last.record.error === undefined ? {} : { code: last.record.error.code }) };
+    morning.targets = status.targets.map((target) => (target.late === undefined ? target : { ...target, late: { ...target.late, notPublishedBy: by } }));
+  }
   // The run that wrote the targets: the one most of them name; its record keeps the definition it ran with.
   const writer = mostNamed(status.targets.map((target) => target.runId).filter((runId): runId is string => runId !== undefined));
   if (writer !== undefined) {

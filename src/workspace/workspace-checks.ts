@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ConfigProblem } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
@@ -12,6 +13,8 @@ import { buildSinks, type SinkFactoryOptions } from '../sinks/build-sinks.js';
 import { uncheckedCredentials } from '../config/secrets.js';
 import type { Workspace } from './load-workspace.js';
 import { countNoun } from '../count-noun.js';
+import { storeKindOf } from '../sinks/stores/registry.js';
+import { unwritableReason } from '../sinks/writable-directory.js';
 
 /**
  * Checks across files that need no network, beyond what each file's schema can say:
@@ -111,6 +114,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
     for (const checker of checkers.values()) errors.push(...checker.jobErrors(job));
     warnings.push(...scheduleWarnings(job), ...pageSizeWarnings(job, environment, configFile), ...unorderedQueryWarnings(job));
   }
+  warnings.push(...(await historyWarnings(environment, configFile)));
   return {
     errors: await Promise.all(errors.map(located)),
     fileSystem: await Promise.all(fileSystem.map(located)),
@@ -118,6 +122,25 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
     warnings: await Promise.all(warnings.map(located)),
     sinkSecretsUnchecked: await Promise.all(sinkSecretsUnchecked.map(located)),
   };
+}
+
+/**
+ * A local history directory no run can write here. A warning, not an error: a run without its
+ * record still exports (it logs history_unavailable), but `status` then has no night to show.
+ */
+async function historyWarnings(environment: EnvironmentConfig, configFile: string): Promise<Located[]> {
+  const { location } = environment.history;
+  if (!storeKindOf(location).onThisMachine) return [];
+  const reason = await unwritableReason(path.resolve(path.dirname(configFile), location));
+  if (reason === undefined) return [];
+  return [
+    {
+      file: configFile,
+      path: ['history', 'location'],
+      value: location,
+      message: `${reason}: every run would log history_unavailable and keep no record for tilehouse status; make it writable or set gs://bucket/prefix or s3://bucket/prefix`,
+    },
+  ];
 }
 
 /** A schedule `tilehouse schedule` runs but a Kubernetes CronJob cannot take. */

@@ -96,13 +96,16 @@ describe('the morning after the seeded night', () => {
   it('status names the run that wrote each target, its time and rows, and says the two the second night did not replace are a night old', () => {
     const lines = seen.status!.stdout.split('\n');
     expect(lines).toContain(
-      `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); LATE: the run due 2026-11-28 02:00:00 UTC has not published it`,
+      `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, REFUSED publish_guard_tripped`,
     );
     expect(lines).toContain(
-      `  csv ${out('incident_types')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 4 rows (its manifest); LATE: the run due 2026-11-28 02:00:00 UTC has not published it`,
+      `  csv ${out('incident_types')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 4 rows (its manifest); NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, FAILED export_api_error`,
     );
     expect(lines).toContain(`  csv ${out('incidents_by_severity')}: run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC, 130 rows (its manifest)`);
-    expect(lines.filter((line) => line.includes('LATE'))).toHaveLength(2);
+    // The two runs happened and did not publish: the target lines say how they ended, as each job's
+    // last-run line does, not LATE (which says no run has started since the schedule fired).
+    expect(lines.filter((line) => line.includes('NOT PUBLISHED'))).toHaveLength(2);
+    expect(lines.filter((line) => line.includes('LATE'))).toHaveLength(0);
     expect(lines).toContain('incidents_open (tile sandbox-tile; schedule 0 2 * * * UTC, last due 2026-11-28 02:00:00 UTC)');
     // A late target is the command's failure: a morning check can alert on it.
     expect(seen.status!.exitCode).toBe(1);
@@ -111,7 +114,7 @@ describe('the morning after the seeded night', () => {
   it('status says what changed in the refused job since the run that wrote its target', () => {
     const lines = seen.status!.stdout.split('\n');
     const at = lines.indexOf(
-      `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); LATE: the run due 2026-11-28 02:00:00 UTC has not published it`,
+      `  csv ${out('incidents_open')}: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (its manifest); NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, REFUSED publish_guard_tripped`,
     );
     expect(lines[at + 1]).toBe(`    the job's query changed since run ${NIGHT_1.runId}: filters on Number`);
     // The old values come from the run history's record of the run that wrote the target.

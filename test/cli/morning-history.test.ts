@@ -57,9 +57,30 @@ describeUnless(postgresBlocker(server))('the morning after a night with Parquet 
     expect(pg[2]).toBe(
       `    job open_pg: postgres public.open_incidents: permission denied (user ${role} lacks INSERT on table public.open_incidents): grant the run's user INSERT on table public.open_incidents`,
     );
-    // The repair: just this job, here and on the cluster.
-    expect(pg).toContain(`  repair: tilehouse run --config ${ws.configFile} --jobs ${ws.jobsDir} --job open_pg`);
-    expect(pg).toContain('          kubectl create job -n tilehouse --from=cronjob/tilehouse-open-pg tilehouse-open-pg-$(date +%s)');
+    // What the table holds, and which run wrote it: night 1's rows, its ledger row, nothing of night 2;
+    // the target line names the run that did not publish it as the job's last-run line does (not LATE:
+    // that run did start).
+    expect((await psql(server!, database.name, 'SELECT count(*) FROM open_incidents')).trim()).toBe('130');
+    expect((await psql(server!, database.name, 'SELECT target_table, run_id, rows FROM _tilehouse_runs ORDER BY run_id')).trim()).toBe(
+      `public.open_incidents|${NIGHT_1.runId}|130`,
+    );
+    expect(pg.slice(3)).toEqual([
+      `  postgres public.open_incidents: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (the run ledger); ` +
+        `NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, FAILED permission_denied`,
+      // The repair: just this job, here and on the cluster.
+      `  repair: tilehouse run --config ${ws.configFile} --jobs ${ws.jobsDir} --job open_pg`,
+      '          kubectl create job -n tilehouse --from=cronjob/tilehouse-open-pg tilehouse-open-pg-$(date +%s)',
+    ]);
+    // --json says the same of the target.
+    const json = JSON.parse((await cli(MORNING, ['status', '--json'])).stdout) as Array<{ job: string; targets: unknown[] }>;
+    expect(json.find((entry) => entry.job === 'open_pg')!.targets).toEqual([
+      expect.objectContaining({
+        sink: 'postgres',
+        runId: NIGHT_1.runId,
+        rows: 130,
+        late: { due: NIGHT_2.at, notPublishedBy: { runId: NIGHT_2.runId, verdict: 'failed', code: 'permission_denied' } },
+      }),
+    ]);
 
     const parquet = blocks.open_parquet!;
     expect(parquet[1]).toMatch(new RegExp(`^ {2}last run: OK, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 130 rows, 3 pages in \\d+\\.\\d s$`));

@@ -53,6 +53,8 @@ describe('tilehouse run output', () => {
     expect(result.stderr.split('\n')).toEqual([
       expect.stringMatching(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s$/),
       expect.stringMatching(/^ {2}ok {3}detail \([\d.]+ s\): 120 rows, 3 pages → .*detail\.csv$/),
+      // Where its time went (as status tells it the morning after).
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s, prepare csv [\d.]+ s, publish csv [\d.]+ s$/),
       '',
     ]);
     expect(result.logs.map((line) => line.msg)).toEqual(['run starting', 'job detail succeeded: 120 rows in 3 pages', 'run finished']);

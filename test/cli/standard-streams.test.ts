@@ -92,6 +92,7 @@ describe('tilehouse run with a closed standard stream', () => {
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 1 succeeded, 0 failed in [\d.]+ s$/),
       expect.stringMatching(/^ {2}ok {3}incident_detail \([\d.]+ s\): 600 rows, 30 pages → /),
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s, prepare csv [\d.]+ s, publish csv [\d.]+ s$/),
       '',
     ]);
     expect((await readCsv(target())).rows).toHaveLength(INCIDENTS);

@@ -81,7 +81,10 @@ describe('tilehouse run on a terminal', () => {
       ...TILES.map((tile) => expect.stringMatching(new RegExp(`^${time} INFO  job ${tile} succeeded: 400 rows in 20 pages$`))),
       expect.stringMatching(new RegExp(`^${time} INFO  run finished$`)),
       expect.stringMatching(/^run \S+: 3 succeeded, 0 failed in [\d.]+ s$/),
-      ...TILES.map((tile) => expect.stringMatching(new RegExp(`^ {2}ok {3}${tile} \\([\\d.]+ s\\): 400 rows, 20 pages → .*${tile}\\.csv$`))),
+      ...TILES.flatMap((tile) => [
+        expect.stringMatching(new RegExp(`^ {2}ok {3}${tile} \\([\\d.]+ s\\): 400 rows, 20 pages → .*${tile}\\.csv$`)),
+        expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s, prepare csv [\d.]+ s, publish csv [\d.]+ s$/),
+      ]),
     ]);
   }, 70_000);
 });

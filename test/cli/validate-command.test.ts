@@ -341,12 +341,33 @@ describe('tilehouse validate', () => {
     await writeJob('a');
     await mkdir(outDir);
     await chmod(outDir, 0o555);
+    // nobody may not write the temp directory either: the history (its own test) goes to a bucket here.
+    await writeFile(configFile, `${environmentText(outDir)}history:\n  location: gs://acme/history\n`);
     await openToOthers(temp.path, temp.path);
     const result = await spawnCli(['validate', '--config', configFile, '--jobs', jobsDir], { env: ENV, timeoutMs: 30_000, spawn: UNPRIVILEGED });
     expect(result.code).toBe(2);
     expect(problemsOf(result.stderr)).toEqual([
       `${configFile}:9: sinks.csv.directory = ${JSON.stringify(outDir)}: CSV files cannot be written there: ${outDir} is not writable (EACCES)`,
     ]);
+  });
+
+  it('warns when the history cannot be written here (exit 0, exit 2 with --strict): runs would keep no record for status', async () => {
+    await writeJob('a');
+    await writeFile(configFile, `${environmentText(outDir)}history:\n  location: state/history\n`);
+    await writeFile(path.join(temp.path, 'state'), 'not a directory');
+    const history = path.join(temp.path, 'state', 'history');
+    const warning =
+      `${configFile}:11: history.location = "state/history": ${path.join(temp.path, 'state')} is a file, so ${history} cannot be created: ` +
+      'every run would log history_unavailable and keep no record for tilehouse status; make it writable or set gs://bucket/prefix or s3://bucket/prefix';
+    const lenient = await validate();
+    expect(lenient).toMatchObject({
+      exitCode: 0,
+      stderr: `warning: ${warning}\n`,
+      stdout: `valid: ${configFile} and 1 job in ${jobsDir}: a (1 warning above)\n`,
+    });
+    const strict = await validate('--strict');
+    expect(strict.exitCode).toBe(2);
+    expect(problemsOf(strict.stderr)).toEqual([warning]);
   });
 
   it('refuses two jobs writing the same CSV path', async () => {

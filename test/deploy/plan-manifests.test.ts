@@ -36,7 +36,9 @@ async function inputs(jobs: Obj[], environment: Obj = {}): Promise<PlanInputs> {
   await mkdir(jobsDir, { recursive: true });
   for (const entry of jobs) await writeFile(path.join(jobsDir, `${entry.name}.yaml`), stringify(entry));
   const configFile = path.join(temp.path, 'prod.yaml');
-  await writeFile(configFile, stringify({ source: SOURCE, sinks: { bigquery: { dataset: 'reports' } }, ...environment }));
+  // A bucket for the history, as a cluster needs (the local default warns: see its own test).
+  const history = { location: 'gs://acme-history/tilehouse' };
+  await writeFile(configFile, stringify({ source: SOURCE, sinks: { bigquery: { dataset: 'reports' } }, history, ...environment }));
   return {
     jobs: await loadJobs(jobsDir),
     environment: await loadEnvironment(configFile),
@@ -234,6 +236,39 @@ describe('planManifests', () => {
     const spec = pod(objectsIn(result, 'cronjobs.yaml')[0]!);
     expect(spec.volumes.filter((volume: Obj) => volume.emptyDir).map((volume: Obj) => volume.name)).toEqual(['tmp']);
     expect(result.warnings).toEqual([]);
+  });
+
+  it('warns that a local history.location keeps nothing in the pod, naming where it lands and the setting to change', async () => {
+    const mountOf = (spec: Obj, file: string): Obj =>
+      spec.containers[0].volumeMounts
+        .filter((mount: Obj) => file === mount.mountPath || file.startsWith(`${mount.mountPath}/`))
+        .sort((a: Obj, b: Obj) => b.mountPath.length - a.mountPath.length)[0];
+    const volumeOf = (spec: Obj, mount: Obj): Obj => spec.volumes.find((volume: Obj) => volume.name === mount.name);
+
+    // The default: beside the environment file, which in the pod is the config ConfigMap.
+    const byDefault = await plan([job('a')], { history: { location: '.tilehouse/history' } });
+    expect(byDefault.warnings).toEqual([
+      'history.location in prod.yaml is the local directory .tilehouse/history, in the pod /etc/tilehouse/config/.tilehouse/history, ' +
+        'on the read-only ConfigMap mount: every run logs history_unavailable and keeps no record; ' +
+        'set history.location to gs://bucket/prefix or s3://bucket/prefix (or mount a persistent volume there in your own overlay)',
+    ]);
+    // The generated pod agrees: the config file's directory is a read-only ConfigMap volume.
+    const spec = pod(objectsIn(byDefault, 'cronjobs.yaml')[0]!);
+    const configDirectory = path.posix.dirname(spec.containers[0].env.find((entry: Obj) => entry.name === 'TILEHOUSE_CONFIG').value);
+    const mount = mountOf(spec, path.posix.join(configDirectory, '.tilehouse/history'));
+    expect(mount.readOnly).toBe(true);
+    expect(volumeOf(spec, mount).configMap).toEqual({ name: 'tilehouse-config' });
+
+    // Below /tmp: writable, but an emptyDir, gone with the pod.
+    const inTmp = await plan([job('a')], { history: { location: '/tmp/history' } });
+    expect(inTmp.warnings).toEqual([expect.stringContaining('in the pod /tmp/history, in an emptyDir, gone with the pod')]);
+    expect(volumeOf(pod(objectsIn(inTmp, 'cronjobs.yaml')[0]!), mountOf(pod(objectsIn(inTmp, 'cronjobs.yaml')[0]!), '/tmp/history')).emptyDir).toBeDefined();
+    // Elsewhere: no volume at all, the read-only root file system.
+    const elsewhere = await plan([job('a')], { history: { location: '/var/lib/tilehouse/history' } });
+    expect(mountOf(pod(objectsIn(elsewhere, 'cronjobs.yaml')[0]!), '/var/lib/tilehouse/history')).toBeUndefined();
+    expect(elsewhere.warnings).toEqual([expect.stringContaining("on the container's read-only root file system")]);
+    // A bucket: nothing to say.
+    for (const location of ['gs://acme/history', 's3://acme/history']) expect((await plan([job('a')], { history: { location } })).warnings).toEqual([]);
   });
 
   it('points TILEHOUSE_CONFIG at the config file in the ConfigMap', async () => {

@@ -25,6 +25,20 @@ const run = (tiles: JobRunSummary[]): RunSummary =>
   ({ runId: 'r1', startedAt: '2026-11-23T00:00:00.000Z', durationMs: 1500, tiles, succeeded: 0, failed: 0, partiallyPublished: 1 }) as RunSummary;
 
 describe('formatRunSummary', () => {
+  it("gives each tile one time line, the source and the read first, then each sink's phases, as status does; none without timings", () => {
+    const timings = { 'prepare:csv': 120, 'publish:csv': 40, reading: 400, source: 8_900, 'prepare:postgres': 300, 'publish:postgres': 1_250 };
+    const text = formatRunSummary(
+      run([tile({ job: 'slow', timings }), tile({ job: 'failed', status: 'failed', error: { code: 'export_api_error', message: 'job failed: HTTP 500' } })]),
+    );
+    expect(text.split('\n')).toEqual([
+      'run r1: 0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED in 1.5 s',
+      '  ok   slow (1.2 s): 10 rows, 1 page → ',
+      '       time: source 8.9 s, reading 0.4 s, prepare csv 0.1 s, publish csv 0.0 s, prepare postgres 0.3 s, publish postgres 1.3 s',
+      '  FAIL failed (1.2 s): export_api_error: HTTP 500',
+      '',
+    ]);
+  });
+
   it('says which targets hold the new run, which the previous one, and which neither whole', () => {
     const text = formatRunSummary(
       run([

@@ -209,10 +209,11 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
 
     it('a failed night: the target still names the second night, status says LATE and exits 1, as for every kind', async () => {
       fixture.sandbox.inject({ kind: 'server-error', endpoint: 'export', status: 500, times: Number.POSITIVE_INFINITY });
+      let code: string | undefined;
       try {
         const events = await night('failed', false);
         expect(seen.failed!.exitCode).toBe(1);
-        const code = summaryOf(seen.failed!.stdout, 'run').tiles[0]!.error!.code;
+        code = summaryOf(seen.failed!.stdout, 'run').tiles[0]!.error!.code;
         expect(metrics.failed).toMatchObject({ success: 0, guardTripped: 0 });
         expect(metrics.failed!.errors).toEqual([{ code, value: 1 }]);
         const fail = events.find((event) => event.eventType === 'FAIL');
@@ -227,10 +228,11 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       }
       const status = statusTarget('failed');
       expect(status).toMatchObject({ target, state: 'written', runId: NIGHTS.second.runId });
-      expect(status.late).toEqual({ due: NIGHTS.failed.at });
+      // The run history names the run due that failed (src/workspace/morning-status.ts).
+      expect(status.late).toEqual({ due: NIGHTS.failed.at, notPublishedBy: { runId: NIGHTS.failed.runId, verdict: 'failed', code } });
       expect(seen['failed:status']!.exitCode).toBe(1);
       expect(seen['failed:status-text']!.exitCode).toBe(1);
-      expect(seen['failed:status-text']!.stdout).toContain('LATE: the run due 2026-11-30 02:00:00 UTC has not published it');
+      expect(seen['failed:status-text']!.stdout).toContain(`NOT PUBLISHED: the run due 2026-11-30 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED ${code}`);
     });
 
     const lose = backend.losePermission;
