@@ -3,7 +3,7 @@ import { ConfigError } from '../config/config-error.js';
 import { ENV_REFERENCE, type EnvironmentConfig, type SourceConfig } from '../config/environment-schema.js';
 import type { LoadedJob } from '../config/load-config.js';
 import { type KindSecret, sinkKindOf, sinkKinds, type SinkKind } from '../sinks/registry.js';
-import { storeKindOf } from '../sinks/stores/registry.js';
+import { storeKindOf } from '../sinks/registry.js';
 import {
   CONFIG_CONFIGMAP,
   CONTAINER,

@@ -40,7 +40,7 @@ export type { SinkWorkspaceChecker, WorkspaceProblem } from './workspace-checks.
 export { WindowStateUnreadableError, type WindowStateReader } from './window-state.js';
 // Documents kept beside the targets (the run history's records), where a store keeps them: asked
 // through the sinks' registry, as everything outside src/sinks/ asks, never of a store's folder.
-export { documentsAt, type StoredDocuments, type StoreSeams } from './stores/registry.js';
+export { documentsAt, storeKindOf, type StoredDocuments, type StoreSeams } from './stores/registry.js';
 
 /**
  * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the

@@ -13,7 +13,7 @@ import { buildSinks, type SinkFactoryOptions } from '../sinks/build-sinks.js';
 import { uncheckedCredentials } from '../config/secrets.js';
 import type { Workspace } from './load-workspace.js';
 import { countNoun } from '../count-noun.js';
-import { storeKindOf } from '../sinks/stores/registry.js';
+import { storeKindOf } from '../sinks/registry.js';
 import { unwritableReason } from '../sinks/writable-directory.js';
 
 /**
