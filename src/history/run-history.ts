@@ -189,6 +189,7 @@ export class RunInProgress {
       ...all('outcomeUnknown'),
       ...all('leftBehind'),
       ...timingsOf(tiles),
+      ...lineageOf(tiles),
     });
     await this.enqueue(first.job);
     await this.history.prune(first.job);
@@ -216,6 +217,13 @@ export class RunInProgress {
     }
     await Promise.all(this.writes.values());
   }
+}
+
+/** The tiles' OpenLineage runs, in the order they ran, under the job their events name (one per job). */
+function lineageOf(tiles: readonly JobRunSummary[]): { lineage?: NonNullable<RunRecord['lineage']> } {
+  const refs = tiles.flatMap((tile) => (tile.lineage === undefined ? [] : [tile.lineage]));
+  const first = refs[0];
+  return first === undefined ? {} : { lineage: { namespace: first.namespace, job: first.job, runIds: refs.map((ref) => ref.runId) } };
 }
 
 /** The tiles' `timings`, summed by name (an incremental job's windows add up). */

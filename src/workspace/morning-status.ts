@@ -14,6 +14,8 @@ import type { RunSeams } from './run-context.js';
 export interface LastRun {
   runId: string;
   traceId?: string;
+  /** Lineage on: the OpenLineage job and its tries' run ids (the history's record). */
+  lineage?: { namespace: string; job: string; runIds: string[] };
   /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
   trigger: 'run' | 'schedule';
   verdict: RunVerdict;
@@ -91,6 +93,7 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
     morning.lastRun = {
       runId: record.runId,
       ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+      ...(record.lineage === undefined ? {} : { lineage: record.lineage }),
       trigger: record.trigger,
       verdict: last.verdict,
       ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
