@@ -38,7 +38,7 @@ Reads the targets and the history only: no credentials, no request to the source
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW
     left behind: NAME, ...
-    repair: tilehouse run ... --job JOB
+    repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
 
 Options:

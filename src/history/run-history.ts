@@ -161,7 +161,7 @@ export class RunInProgress {
    * A job's end, from its tiles (one; an incremental job's day windows, several): the first that
    * did not succeed decides the outcome, the rows and targets are every tile's.
    */
-  async finish(tiles: readonly JobRunSummary[]): Promise<void> {
+  async finish(tiles: readonly JobRunSummary[], windows?: { failed: ReadonlyArray<{ from: string; to: string }> }): Promise<void> {
     const first = tiles[0];
     if (first === undefined) return;
     const record = this.records.get(first.job);
@@ -190,6 +190,7 @@ export class RunInProgress {
       ...all('leftBehind'),
       ...timingsOf(tiles),
       ...lineageOf(tiles),
+      ...(windows === undefined || windows.failed.length === 0 ? {} : { failedWindows: windows.failed.map(({ from, to }) => ({ from, to })) }),
     });
     await this.enqueue(first.job);
     await this.history.prune(first.job);

@@ -49,6 +49,8 @@ export const runRecordSchema = z.object({
   unpublished: z.array(z.string()).optional(),
   mixed: z.array(z.string()).optional(),
   outcomeUnknown: z.array(z.string()).optional(),
+  /** An incremental job's run: the day windows (`to` exclusive) that did not succeed, oldest first, for the repair command. */
+  failedWindows: z.array(z.object({ from: z.string(), to: z.string() })).optional(),
   /** What the cleanup could not remove (staging tables, temp objects), by name. */
   leftBehind: z.array(z.string()).optional(),
   /** Where the time went, in milliseconds, by name (source, reading, each sink's prepare and publish). */
