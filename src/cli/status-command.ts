@@ -22,13 +22,14 @@ run). When the job's definition changed since the run that wrote a target (a man
 row records it), a line below says what: the query's items or filters, its column overrides,
 its sinks, its tile id, its source settings. Above the targets, the job's last run from the run
 history (history.location): OK, FAILED CODE, REFUSED (a publish guard), STOPPED, PARTIAL, RUNNING
-or KILLED (a run that never reached its end), its run and trace id, rows and where its time went;
+or KILLED (a run that never reached its end), its run and trace id (and with lineage on, the OpenLineage namespace, job and each try's run
+id), rows and where its time went;
 LATE when no run started since the schedule fired. Below them, what changed since the run that
 wrote them as old → new values, what a run left behind, and the commands that run the job again.
 Reads the targets and the history only: no credentials, no request to the source, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
-    last run: OUTCOME [CODE], run RUN of TIME [(trace ID)]; N rows, N pages in N s
+    last run: OUTCOME [CODE], run RUN of TIME [(trace ID; lineage NAMESPACE JOB run RUNID)]; N rows, N pages in N s
       [MESSAGE]
       time: source N s, reading N s, prepare KIND N s, publish KIND N s
     [LATE: no run has started since the schedule fired at TIME]
@@ -37,7 +38,7 @@ Reads the targets and the history only: no credentials, no request to the source
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW
     left behind: NAME, ...
-    repair: tilehouse run ... --job JOB
+    repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
 
 Options:

@@ -161,7 +161,7 @@ export class RunInProgress {
    * A job's end, from its tiles (one; an incremental job's day windows, several): the first that
    * did not succeed decides the outcome, the rows and targets are every tile's.
    */
-  async finish(tiles: readonly JobRunSummary[]): Promise<void> {
+  async finish(tiles: readonly JobRunSummary[], windows?: { failed: ReadonlyArray<{ from: string; to: string }> }): Promise<void> {
     const first = tiles[0];
     if (first === undefined) return;
     const record = this.records.get(first.job);
@@ -189,6 +189,8 @@ export class RunInProgress {
       ...all('outcomeUnknown'),
       ...all('leftBehind'),
       ...timingsOf(tiles),
+      ...lineageOf(tiles),
+      ...(windows === undefined || windows.failed.length === 0 ? {} : { failedWindows: windows.failed.map(({ from, to }) => ({ from, to })) }),
     });
     await this.enqueue(first.job);
     await this.history.prune(first.job);
@@ -216,6 +218,13 @@ export class RunInProgress {
     }
     await Promise.all(this.writes.values());
   }
+}
+
+/** The tiles' OpenLineage runs, in the order they ran, under the job their events name (one per job). */
+function lineageOf(tiles: readonly JobRunSummary[]): { lineage?: NonNullable<RunRecord['lineage']> } {
+  const refs = tiles.flatMap((tile) => (tile.lineage === undefined ? [] : [tile.lineage]));
+  const first = refs[0];
+  return first === undefined ? {} : { lineage: { namespace: first.namespace, job: first.job, runIds: refs.map((ref) => ref.runId) } };
 }
 
 /** The tiles' `timings`, summed by name (an incremental job's windows add up). */

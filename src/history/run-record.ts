@@ -36,6 +36,8 @@ export const runRecordSchema = z.object({
   /** The process that wrote it (src/temp-owner.ts's tag): a running record whose owner is gone was killed. */
   owner: z.string(),
   traceId: z.string().optional(),
+  /** Lineage on: the OpenLineage job its events name and the run id of each try (one per tile run: an incremental job's windows, several), to find them in a catalog. */
+  lineage: z.object({ namespace: z.string(), job: z.string(), runIds: z.array(z.string()) }).optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   rows: z.number().optional(),
   pages: z.number().optional(),
@@ -47,6 +49,8 @@ export const runRecordSchema = z.object({
   unpublished: z.array(z.string()).optional(),
   mixed: z.array(z.string()).optional(),
   outcomeUnknown: z.array(z.string()).optional(),
+  /** An incremental job's run: the day windows (`to` exclusive) that did not succeed, oldest first, for the repair command. */
+  failedWindows: z.array(z.object({ from: z.string(), to: z.string() })).optional(),
   /** What the cleanup could not remove (staging tables, temp objects), by name. */
   leftBehind: z.array(z.string()).optional(),
   /** Where the time went, in milliseconds, by name (source, reading, each sink's prepare and publish). */

@@ -72,8 +72,17 @@ export interface LineageTileEnd {
     | undefined;
 }
 
+/** Where a catalog finds a try: its OpenLineage run id, under the job (namespace and name) its events name. */
+export interface LineageRunRef {
+  namespace: string;
+  job: string;
+  runId: string;
+}
+
 /** One tile run as an OpenLineage run: START sent when it began, one terminal event when it ends. */
 export interface LineageTileRun {
+  /** The try's OpenLineage run (the runId of its START and terminal event); absent when lineage is off. */
+  readonly ref?: LineageRunRef | undefined;
   /** COMPLETE, FAIL, or ABORT when `stopped` (SIGTERM, SIGINT). Sent in the background; never throws. */
   end(result: LineageTileEnd, stopped: boolean): void;
 }

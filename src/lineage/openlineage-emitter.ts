@@ -50,6 +50,7 @@ export class OpenLineageEmitter implements Lineage {
     }
     let ended = false;
     return {
+      ref: { namespace: this.context.namespace, job: start.job, runId: events.runId },
       end: (result: LineageTileEnd, stopped: boolean) => {
         if (ended) return;
         ended = true;

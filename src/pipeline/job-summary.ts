@@ -38,6 +38,8 @@ export interface JobRunSummary {
   attempted?: string[];
   /** The fingerprint of the job's definition this run ran with (query, columns, sinks; hashes only). */
   definition?: JobDefinition;
+  /** Lineage on: the OpenLineage run of this try and its job, for finding it in a catalog. */
+  lineage?: { namespace: string; job: string; runId: string };
   /** BigQuery jobs that made the run visible (copy or query) and loaded it, in that order per sink. */
   bigqueryJobIds: string[];
   /** Targets that still hold the previous run after a partial publish. */

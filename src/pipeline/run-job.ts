@@ -143,7 +143,8 @@ export function runJob(job: LoadedJob, deps: JobRunDependencies): Promise<JobRun
       window: deps.window,
       timezone: job.timezone,
     });
-    const summary = await runJobUntraced(job, deps, opened);
+    const untraced = await runJobUntraced(job, deps, opened);
+    const summary: JobRunSummary = lineageRun.ref === undefined ? untraced : { ...untraced, lineage: { ...lineageRun.ref } };
     const planned = lineage().enabled && summary.status !== 'succeeded' ? await plannedDatasets(job, deps) : undefined;
     lineageRun.end({ ...summary, opened, planned }, summary.error?.code === 'run_stopped');
     span.setAttributes({

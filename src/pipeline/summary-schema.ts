@@ -101,6 +101,13 @@ export const tileSummarySchema = z
     definition: definitionSchema
       .optional()
       .describe("The fingerprint of the job's definition this run ran with (query, column overrides, sinks), compared with a target's to say what changed"),
+    lineage: z
+      .object({ namespace: z.string(), job: z.string(), runId: z.string() })
+      .strict()
+      .optional()
+      .describe(
+        "Lineage on: this try's OpenLineage run (the runId of its START and terminal event) and the job its events name; a retry with the same run id is a run of its own",
+      ),
     bigqueryJobIds: z.array(z.string()).describe('BigQuery jobs of the published run: the publishing job, then the load'),
     unpublished: z.array(z.string()).optional().describe('Targets still holding the previous run after a partial publish'),
     mixed: z.array(z.string()).optional().describe('Targets a failed publish changed in part (some partitions new): neither run is whole there'),

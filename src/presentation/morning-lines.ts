@@ -30,7 +30,11 @@ export function describeTimings(timings: Record<string, number>): string {
 function lastRunLines(run: LastRun): string[] {
   const word = run.verdict === 'ok' ? 'OK' : run.verdict.toUpperCase();
   const code = run.code === undefined || run.verdict === 'ok' ? '' : ` ${run.code}`;
-  const trace = run.traceId === undefined ? '' : ` (trace ${run.traceId})`;
+  const ids = [
+    ...(run.traceId === undefined ? [] : [`trace ${run.traceId}`]),
+    ...(run.lineage === undefined ? [] : [`lineage ${run.lineage.namespace} ${run.lineage.job} run ${run.lineage.runIds.join(', ')}`]),
+  ];
+  const trace = ids.length === 0 ? '' : ` (${ids.join('; ')})`;
   const took =
     run.verdict === 'running' || run.verdict === 'killed'
       ? ''

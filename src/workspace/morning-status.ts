@@ -14,6 +14,8 @@ import type { RunSeams } from './run-context.js';
 export interface LastRun {
   runId: string;
   traceId?: string;
+  /** Lineage on: the OpenLineage job and its tries' run ids (the history's record). */
+  lineage?: { namespace: string; job: string; runIds: string[] };
   /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
   trigger: 'run' | 'schedule';
   verdict: RunVerdict;
@@ -91,6 +93,7 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
     morning.lastRun = {
       runId: record.runId,
       ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+      ...(record.lineage === undefined ? {} : { lineage: record.lineage }),
       trigger: record.trigger,
       verdict: last.verdict,
       ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
@@ -123,7 +126,8 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
     const values = found === undefined ? [] : changesSince(found.record, job);
     if (values.length > 0) morning.changes = { sinceRunId: writer, values };
   }
-  if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict))) morning.repair = repairOf(job, fixFlags, last?.verdict);
+  if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict)))
+    morning.repair = repairOf(job, fixFlags, last?.verdict, last?.record.failedWindows);
   return morning;
 }
 
@@ -139,7 +143,12 @@ function mostNamed(runIds: readonly string[]): string | undefined {
  * just what is missing. A refusal is not repaired by running again: the override is the fix only
  * if the change is meant.
  */
-function repairOf(job: LoadedJob, fixFlags: readonly string[], verdict: RunVerdict | undefined): JobMorning['repair'] {
+function repairOf(
+  job: LoadedJob,
+  fixFlags: readonly string[],
+  verdict: RunVerdict | undefined,
+  failedWindows: ReadonlyArray<{ from: string; to: string }> | undefined,
+): JobMorning['repair'] {
   const flags = [...fixFlags, '--job', job.name].join(' ');
   const cronJob = cronJobName(job.name);
   const here = `tilehouse run ${flags}`;
@@ -149,8 +158,26 @@ function repairOf(job: LoadedJob, fixFlags: readonly string[], verdict: RunVerdi
       note: 'a run again is refused again; if the change is meant, publish it with --allow-shrink (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)',
       commands: [`${here} --allow-shrink`],
     };
+  // The day windows the last run failed, each run of adjacent days as one backfill: just what is
+  // missing, and --resume skips a day a sink shows done (another run may have published it since).
+  if (job.incremental !== undefined && failedWindows !== undefined && failedWindows.length > 0)
+    return {
+      note: 'the day windows the last run failed; --resume skips those every sink shows done',
+      commands: [...contiguous(failedWindows).map((range) => `tilehouse backfill ${flags} --from ${range.from} --to ${range.to} --resume`), cluster],
+    };
   return {
     ...(job.incremental === undefined ? {} : { note: 'the run catches up every day since the last one its targets hold' }),
     commands: [here, cluster],
   };
+}
+
+/** Windows, oldest first, with adjacent ones joined: `[07-01, 07-02) [07-02, 07-03)` is `[07-01, 07-03)`. */
+function contiguous(windows: ReadonlyArray<{ from: string; to: string }>): Array<{ from: string; to: string }> {
+  const ranges: Array<{ from: string; to: string }> = [];
+  for (const window of [...windows].sort((a, b) => a.from.localeCompare(b.from))) {
+    const last = ranges.at(-1);
+    if (last !== undefined && last.to === window.from) last.to = window.to;
+    else ranges.push({ from: window.from, to: window.to });
+  }
+  return ranges;
 }

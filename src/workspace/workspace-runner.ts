@@ -112,7 +112,7 @@ export class WorkspaceRunner {
       for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
         if (signal?.aborted) break;
         const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
-        await recording.finish(tiles);
+        await recording.finish(tiles, { failed: report.failed });
         summary = {
           ...summary,
           tiles: [...summary.tiles, ...tiles],
@@ -145,7 +145,7 @@ export class WorkspaceRunner {
     try {
       if (job.incremental !== undefined) {
         const { tiles, report } = await this.catchUp(job, runId, signal, false);
-        await recording.finish(tiles);
+        await recording.finish(tiles, { failed: report.failed });
         await recording.end(this.endOf(undefined, signal));
         return { tile: tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1), report };
       }
