@@ -73,6 +73,8 @@ describeWithFakeGcs('tilehouse run to gs:// stopped while Cloud Storage does not
       expect.stringMatching(
         /^ {2}FAIL incident_detail \([\d.]+ s\): run_stopped: stopped by SIGTERM before publishing; every target still holds its previous run$/,
       ),
+      // Where its time went; a stop after the writer opened has a prepare too.
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s(, prepare csv [\d.]+ s)?$/),
       ...leftBehind.map((left) => `       left behind: ${left}`),
     ]);
     for (const log of logs)

@@ -61,6 +61,7 @@ describe('tilehouse run as a process', () => {
       `tilehouse: ${signal} received; stopping cleanly within 20 s (send again to exit at once)`,
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL incident_detail \\([\\d.]+ s\\): \\w+: .*stopped by ${signal}`)),
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s$/),
       '',
     ]);
     expect(result.code).toBe(code);

@@ -137,6 +137,7 @@ describe('secrets echoed by the source', () => {
     expect(text).toEqual([
       expect.stringMatching(/^run \S+: 0 succeeded, 1 failed in [\d.]+ s$/),
       expect.stringMatching(new RegExp(`^  FAIL echoed \\([\\d.]+ s\\): auth_invalid_client: token request refused \\(HTTP 401\\): ${escape(echoed)}$`)),
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s$/),
       '',
     ]);
     expect(logs.map((line) => line.msg)).toEqual(['run starting', `job echoed failed: token request refused (HTTP 401): ${echoed}`, 'run finished']);
@@ -161,6 +162,7 @@ describe('secrets echoed by the source', () => {
       expect.stringMatching(
         /^ {2}FAIL echoed \([\d.]+ s\): export_api_error: page 0: export for tile sandbox-tile \(sent as query item tileId\) failed with HTTP 400: token \[redacted\] may not export tile sandbox-tile; check the job's tile and source\.tileParam$/,
       ),
+      expect.stringMatching(/^ {7}time: source [\d.]+ s, reading [\d.]+ s$/),
       '',
     ]);
     expect(logs.map((line) => line.msg)).toEqual([

@@ -126,7 +126,8 @@ describeUnless(postgresBlocker(server))("issue 51's seeded night: every sink, ev
     expect(statusJson.find((job) => job.job === 'status_pg')!.targets).toMatchObject([{ sink: 'postgres', runId: NIGHT_1.runId }]);
     const pgStatus = await cli(MORNING, ['status', '--job', 'status_pg']);
     expect(pgStatus.exitCode, pgStatus.stdout).toBe(1);
-    expect(pgStatus.stdout).toContain('LATE: the run due 2026-11-28 02:00:00 UTC has not published it');
+    // The night's run started and failed (the run history has it): not LATE, which means no run started.
+    expect(pgStatus.stdout).toContain(`NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, FAILED permission_denied`);
     expect((await cli(MORNING, ['status', '--help'])).stdout).toContain('_tilehouse_runs');
 
     // (2) plan refuses as check does: the role lost CREATE.
