@@ -36,6 +36,7 @@ export function icebergSparkOrSkip(env: NodeJS.ProcessEnv = process.env, project
   if (existsSync(join(home, '.install.sha256'))) {
     const jars = readdirSync(join(home, 'jars'))
       .filter((name) => name.endsWith('.jar'))
+      .sort()
       .map((name) => join(home, 'jars', name));
     return { python: join(home, 'venv', 'bin', 'python'), jars };
   }
