@@ -3,6 +3,7 @@ import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSn
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
+import { childLocation } from './table-files.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
@@ -18,6 +19,13 @@ export interface RestCatalogOptions {
   token?: string;
   /** Each request's bound. */
   requestTimeoutMs?: number;
+  /**
+   * Where new tables go (`<location>/<namespace>/<table>`, a `file:`, `gs://` or `s3://` location),
+   * sent as the create's `location`; absent, the catalog places them in its warehouse.
+   */
+  location?: string;
+  /** Properties new tables are created with, beside `format-version` (`write.metadata.path`, for one). */
+  tableProperties?: Record<string, string>;
 }
 
 const configSchema = z.looseObject({ defaults: z.record(z.string(), z.string()).optional(), overrides: z.record(z.string(), z.string()).optional() });
@@ -30,7 +38,7 @@ export async function openRestCatalog(options: RestCatalogOptions): Promise<Iceb
   if (configAnswer.status !== 200) throw connection.refusal(connection.base, 'GET', '/v1/config', configAnswer);
   const config = configSchema.parse(JSON.parse(configAnswer.text));
   const settings = { ...config.defaults, ...config.overrides };
-  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1');
+  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1', options);
 }
 
 interface Answer {
@@ -78,6 +86,7 @@ class RestCatalog implements IcebergCatalog {
     private readonly connection: RestConnection,
     /** `/v1` or `/v1/{prefix}`, as the catalog's `/v1/config` says. */
     private readonly prefix: string,
+    private readonly options: Pick<RestCatalogOptions, 'location' | 'tableProperties'>,
   ) {
     this.description = `rest ${connection.base}`;
   }
@@ -100,7 +109,12 @@ class RestCatalog implements IcebergCatalog {
     // 409: the namespace is there already, which is all the writer needs.
     if (created.status !== 200 && created.status !== 409) throw this.connection.refusal(name, 'POST', namespaces, created);
     const tables = `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
-    const answer = await this.connection.request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
+    const answer = await this.connection.request(name, 'POST', tables, {
+      name: table.name,
+      schema,
+      ...(this.options.location === undefined ? {} : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
+      properties: { ...this.options.tableProperties, 'format-version': '2' },
+    });
     if (answer.status === 409) {
       const existing = await this.loadTable(table);
       if (existing) return existing;
