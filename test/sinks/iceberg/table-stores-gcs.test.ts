@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openJdbcCatalog } from '../../../src/sinks/iceberg/jdbc-catalog.js';
-import { withTableFileStores } from '../../../src/sinks/iceberg/local-files.js';
+import { withTableFileStores, writeNewFile } from '../../../src/sinks/iceberg/local-files.js';
 import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
 import type { StoreOptions } from '../../../src/sinks/stores/registry.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
@@ -105,5 +105,18 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
       },
       READS_TIMEOUT_MS,
     );
+
+    it('writeNewFile: an upload that landed but was answered 403 is deleted again by the store itself', async () => {
+      const bucket = await gcs.newBucket('iceberg-file');
+      faults.fail({ on: 'finalize', fault: { kind: 'answer-instead', status: 403 }, nth: 1 });
+      await expect(writeNewFile(`gs://${bucket}/t/data/one.parquet`, [Buffer.from('a whole file')], stores)).rejects.toMatchObject({
+        code: 'permission_denied',
+        target: `gs://${bucket}/t/data/one.parquet`,
+      });
+      expect(faults.pending).toBe(0);
+      expect(await objectNames(bucket)).toEqual([]);
+      expect(await writeNewFile(`gs://${bucket}/t/data/two.parquet`, [Buffer.from('a whole '), Buffer.from('file')], stores)).toBe(12);
+      expect(await objectNames(bucket)).toEqual(['t/data/two.parquet']);
+    });
   });
 });
