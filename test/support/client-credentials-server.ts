@@ -19,7 +19,12 @@ export interface ClientCredentialsServer {
   close(): Promise<void>;
 }
 
-export async function startClientCredentialsServer(options: { upstream: string; book: TokenBook; clientId: string; clientSecret: string }): Promise<ClientCredentialsServer> {
+export async function startClientCredentialsServer(options: {
+  upstream: string;
+  book: TokenBook;
+  clientId: string;
+  clientSecret: string;
+}): Promise<ClientCredentialsServer> {
   const target = new URL(options.upstream);
   const state = { lifetimeSeconds: 3600 };
   const grants: ClientCredentialsServer['grants'] = [];
@@ -40,14 +45,24 @@ export async function startClientCredentialsServer(options: { upstream: string; 
           return;
         }
         const issued = options.book.issue('iceberg-oauth', state.lifetimeSeconds);
-        response.end(JSON.stringify({ access_token: issued.token, token_type: 'bearer', expires_in: state.lifetimeSeconds, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' }));
+        response.end(
+          JSON.stringify({
+            access_token: issued.token,
+            token_type: 'bearer',
+            expires_in: state.lifetimeSeconds,
+            issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+          }),
+        );
       });
       return;
     }
-    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
+    const forwarded = request(
+      { host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
     forwarded.on('error', () => response.destroy());
     incoming.pipe(forwarded);
   });

@@ -44,7 +44,11 @@ export class IcebergCatalogAuthError extends TilehouseError {
   }
 }
 
-const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), token_type: z.string().optional(), expires_in: z.coerce.number().positive().optional() });
+const tokenAnswerSchema = z.looseObject({
+  access_token: z.string().min(1),
+  token_type: z.string().optional(),
+  expires_in: z.coerce.number().positive().optional(),
+});
 const oauthErrorSchema = z.looseObject({ error: z.string(), error_description: z.string().optional() });
 
 // A token is replaced this long before it expires (a tenth of its life when that is shorter), so a
@@ -86,7 +90,12 @@ export class RestAuthorization {
 
   private async obtain(auth: Extract<RestCatalogAuth, { type: 'oauth2' }>): Promise<{ value: string; refreshAt: number }> {
     const endpoint = auth.serverUri ?? `${this.catalog}/v1/oauth/tokens`;
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: auth.clientId, client_secret: auth.clientSecret, scope: auth.scope ?? DEFAULT_OAUTH2_SCOPE });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: auth.clientId,
+      client_secret: auth.clientSecret,
+      scope: auth.scope ?? DEFAULT_OAUTH2_SCOPE,
+    });
     let response: Response;
     try {
       response = await fetch(endpoint, {
@@ -105,10 +114,13 @@ export class RestAuthorization {
     } catch {
       body = undefined;
     }
-    if (response.status >= 500) throw new IcebergCatalogError(this.catalog, `the OAuth2 token endpoint ${endpoint} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
+    if (response.status >= 500)
+      throw new IcebergCatalogError(this.catalog, `the OAuth2 token endpoint ${endpoint} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
     if (response.status !== 200) {
       const refusal = oauthErrorSchema.safeParse(body);
-      const detail = refusal.success ? `${refusal.data.error}${refusal.data.error_description ? `: ${refusal.data.error_description}` : ''}` : text.slice(0, 300);
+      const detail = refusal.success
+        ? `${refusal.data.error}${refusal.data.error_description ? `: ${refusal.data.error_description}` : ''}`
+        : text.slice(0, 300);
       throw new IcebergCatalogAuthError(
         this.catalog,
         `the OAuth2 token endpoint ${endpoint} refused client ${JSON.stringify(auth.clientId)} (${response.status} ${detail}); check the client id and secret, and the scope ${JSON.stringify(auth.scope ?? DEFAULT_OAUTH2_SCOPE)}`,

@@ -26,7 +26,7 @@ export function withTableFileStores<T>(options: StoreOptions, body: () => Promis
 }
 
 /** A `file:` URI or absolute path as the path on this machine. */
-export function localPathOf(location: string): string {
+function localPathOf(location: string): string {
   if (location.startsWith('/')) return location;
   if (!location.startsWith('file:')) throw new Error(`${location}: not a file: location`);
   return fileURLToPath(new URL(location));

@@ -47,7 +47,14 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
         const requestsBefore = proxy.requests.length;
         const catalog = await openRestCatalog({ uri: front.origin, auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } });
         const rows = rowsOf(0, 8);
-        const result = await writeIcebergRun({ catalog, table: { namespace: 'auth', name: 'oauth' }, columns: COLUMNS, rows: [rows], mode: 'replace', runId: 'oauth-1' });
+        const result = await writeIcebergRun({
+          catalog,
+          table: { namespace: 'auth', name: 'oauth' },
+          columns: COLUMNS,
+          rows: [rows],
+          mode: 'replace',
+          runId: 'oauth-1',
+        });
         expect(result.committed).toBe(true);
         expect(front.grants.slice(grantsBefore)).toEqual([
           {
@@ -71,7 +78,11 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       let clock = 1_000_000;
       front.lifetimeSeconds = 100;
       const grantsBefore = front.grants.length;
-      const catalog = await openRestCatalog({ uri: front.origin, auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }, now: () => clock });
+      const catalog = await openRestCatalog({
+        uri: front.origin,
+        auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET },
+        now: () => clock,
+      });
       const table = { namespace: 'auth', name: 'refreshed' };
       await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 2)], mode: 'replace', runId: 'refresh-1' });
       expect(front.grants.length - grantsBefore).toBe(1);
@@ -98,7 +109,9 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
 
     it('a wrong client secret fails with iceberg_catalog_auth_failed naming the catalog and the client, never the secret', async () => {
       const wrong = 'not-the-polaris-secret-42';
-      const failure = await openRestCatalog({ uri: front.origin, auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: wrong } }).catch((error: unknown) => error);
+      const failure = await openRestCatalog({ uri: front.origin, auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: wrong } }).catch(
+        (error: unknown) => error,
+      );
       expect(failure).toMatchObject({ code: 'iceberg_catalog_auth_failed', catalog: front.origin, status: 401 });
       const message = (failure as Error).message;
       expect(message).toContain(`${front.origin}/v1/oauth/tokens`);
@@ -111,7 +124,14 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
     it('a bearer token is sent as it is; one the catalog refuses fails with iceberg_catalog_auth_failed, without the token, and is not retried', async () => {
       const issued = book.issue('given', 3600).token;
       const catalog = await openRestCatalog({ uri: front.origin, auth: { type: 'bearer', token: issued } });
-      await writeIcebergRun({ catalog, table: { namespace: 'auth', name: 'bearer' }, columns: COLUMNS, rows: [rowsOf(0, 1)], mode: 'replace', runId: 'bearer-1' });
+      await writeIcebergRun({
+        catalog,
+        table: { namespace: 'auth', name: 'bearer' },
+        columns: COLUMNS,
+        rows: [rowsOf(0, 1)],
+        mode: 'replace',
+        runId: 'bearer-1',
+      });
       expect(proxy.requests.at(-1)).toMatchObject({ token: issued, verdict: 'valid' });
 
       const grantsBefore = front.grants.length;

@@ -29,7 +29,10 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
     let stores: StoreOptions;
     beforeAll(async () => {
       faults = await startGcsFaultProxy(gcs.origin);
-      stores = { storageClient: await fakeGcsClient(faults.origin), gcsWrite: { limits: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 }, requestTimeoutMs: 5_000 } };
+      stores = {
+        storageClient: await fakeGcsClient(faults.origin),
+        gcsWrite: { limits: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 }, requestTimeoutMs: 5_000 },
+      };
     });
     afterAll(async () => {
       await faults?.close();
@@ -65,7 +68,9 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
           const first = rowsOf(0, 20);
           const second = rowsOf(40, 6);
           await withTableFileStores(stores, () => writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [first], mode: 'replace', runId: 'gcs-1' }));
-          const two = await withTableFileStores(stores, () => writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [second], mode: 'replace', runId: 'gcs-2' }));
+          const two = await withTableFileStores(stores, () =>
+            writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [second], mode: 'replace', runId: 'gcs-2' }),
+          );
           expect(two.metadataLocation).toMatch(new RegExp(`^gs://${bucket}/warehouse/tiles/on_gcs/metadata/00002-`));
           const read = await readIceberg(python!, 'pyiceberg-scan', pyTable(bucket, 'tiles.on_gcs'));
           expect(sortedLines(read.rows)).toEqual(sortedLines(second.map(asText)));
@@ -94,7 +99,10 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
           faults.fail({ on: 'finalize', fault: { kind: 'answer-instead', status: 403 }, nth: 1 });
           await expect(
             withTableFileStores(stores, () => writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(10, 3)], mode: 'replace', runId: 'failed' })),
-          ).rejects.toMatchObject({ code: 'permission_denied', target: expect.stringMatching(new RegExp(`^gs://${bucket}/warehouse/tiles/faulted/data/failed-.*\\.parquet$`)) });
+          ).rejects.toMatchObject({
+            code: 'permission_denied',
+            target: expect.stringMatching(new RegExp(`^gs://${bucket}/warehouse/tiles/faulted/data/failed-.*\\.parquet$`)),
+          });
           expect(faults.pending).toBe(0);
           expect(await objectNames(bucket)).toEqual(before);
           const read = await readIceberg(python!, 'pyiceberg-scan', pyTable(bucket, 'tiles.faulted'));

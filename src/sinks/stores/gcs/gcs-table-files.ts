@@ -43,7 +43,12 @@ export function gcsTableFiles(storage: Storage, settings: GcsWriteSettings = {})
         await pipeline(Readable.from(pieces, { objectMode: false }), upload);
         return upload.finished!.size;
       } catch (error) {
-        if (upload.mayHaveCreated) await storage.bucket(bucket).file(object).delete({ ignoreNotFound: true }).catch(() => undefined);
+        if (upload.mayHaveCreated)
+          await storage
+            .bucket(bucket)
+            .file(object)
+            .delete({ ignoreNotFound: true })
+            .catch(() => undefined);
         throw gcsFailure(error, { target: location, bucket, operation: 'writing the file', permission: 'storage.objects.create' });
       }
     },
