@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openRestCatalog } from '../../../src/sinks/iceberg/rest-catalog.js';
 import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
@@ -10,6 +13,43 @@ import { describeUnless, missing } from '../../support/skip.js';
 import { asText, COLUMNS, readBoth, rowsOf, sortedLines } from './iceberg-test-rows.js';
 
 const lib = icebergRestLibOrSkip();
+
+/**
+ * A catalog whose `/v1/config` answers a `prefix` for one warehouse (as Polaris answers the
+ * catalog's name): `/v1/<prefix>/…` is forwarded as `/v1/…` to the server, which has no prefix.
+ */
+async function startPrefixProxy(upstream: string, warehouse: string, prefix: string): Promise<{ origin: string; paths: string[]; close(): Promise<void> }> {
+  const target = new URL(upstream);
+  const paths: string[] = [];
+  const server: Server = createServer((incoming, response) => {
+    const url = incoming.url ?? '/';
+    paths.push(`${incoming.method} ${url}`);
+    if (url.startsWith('/v1/config')) {
+      const asked = new URL(url, 'http://proxy').searchParams.get('warehouse');
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ defaults: {}, overrides: asked === warehouse ? { prefix } : {} }));
+      incoming.resume();
+      return;
+    }
+    const path = url.replace(`/v1/${prefix}/`, '/v1/');
+    const forwarded = request({ host: target.hostname, port: target.port, method: incoming.method, path, headers: incoming.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    forwarded.on('error', () => response.destroy());
+    incoming.pipe(forwarded);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    paths,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 const python = icebergPythonOrSkip();
 
 const CLIENT_ID = 'tilehouse-loader';
@@ -143,6 +183,34 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       expect(`${(failure as Error).message}\n${(failure as Error).stack}`).not.toContain(unknown);
       expect(proxy.requests.length - requestsBefore).toBe(1);
       expect(front.grants.length).toBe(grantsBefore);
+    });
+
+    it('takes its token from another endpoint (oauth2-server-uri), and puts the prefix /v1/config answers for the warehouse before every path', async () => {
+      const prefixed = await startPrefixProxy(proxy.origin, 'lake', 'lake-7');
+      try {
+        const grantsBefore = front.grants.length;
+        const requestsBefore = proxy.requests.length;
+        const catalog = await openRestCatalog({
+          uri: prefixed.origin,
+          warehouse: 'lake',
+          auth: { type: 'oauth2', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scope: 'catalog', serverUri: `${front.origin}/v1/oauth/tokens` },
+        });
+        await writeIcebergRun({
+          catalog,
+          table: { namespace: 'auth', name: 'prefixed' },
+          columns: COLUMNS,
+          rows: [rowsOf(0, 3)],
+          mode: 'replace',
+          runId: 'prefix-1',
+        });
+        expect(front.grants.slice(grantsBefore).map((grant) => grant.fields.scope)).toEqual(['catalog']);
+        expect(prefixed.paths[0]).toBe('GET /v1/config?warehouse=lake');
+        expect(prefixed.paths.slice(1).length).toBeGreaterThan(2);
+        expect(prefixed.paths.slice(1).every((path) => path.split(' ')[1]!.startsWith('/v1/lake-7/namespaces'))).toBe(true);
+        expect(proxy.requests.slice(requestsBefore).every((request) => request.verdict === 'valid')).toBe(true);
+      } finally {
+        await prefixed.close();
+      }
     });
   },
 );
