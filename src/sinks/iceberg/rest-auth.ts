@@ -58,6 +58,8 @@ const REFRESH_MARGIN_MS = 60_000;
 /** One catalog's credentials: the header each request carries, a token asked for when there is none or it is about to expire. */
 export class RestAuthorization {
   private token: { value: string; refreshAt: number } | undefined;
+  /** The token request under way: requests that need a token meanwhile wait for this one. */
+  private obtaining: Promise<{ value: string; refreshAt: number }> | undefined;
   /** Tokens obtained (for the tests and the summary). */
   tokensObtained = 0;
 
@@ -84,7 +86,12 @@ export class RestAuthorization {
   async header(): Promise<string | undefined> {
     if (this.auth === undefined) return undefined;
     if (this.auth.type === 'bearer') return `Bearer ${this.auth.token}`;
-    if (this.token === undefined || this.now() >= this.token.refreshAt) this.token = await this.obtain(this.auth);
+    if (this.token === undefined || this.now() >= this.token.refreshAt) {
+      this.obtaining ??= this.obtain(this.auth).finally(() => {
+        this.obtaining = undefined;
+      });
+      this.token = await this.obtaining;
+    }
     return `Bearer ${this.token.value}`;
   }
 

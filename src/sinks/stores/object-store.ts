@@ -30,7 +30,8 @@ import type { ManifestRun } from './manifest.js';
  * failure whatever the store, the store as `targetKind`), `file-bytes.ts` (what a format hands a
  * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
  * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
- * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`). A new store is a folder here, its URL
+ * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`), and writes a table format's files (`tableFiles`: each
+ * new, visible only whole; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */
