@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openJdbcCatalog } from '../../../src/sinks/iceberg/jdbc-catalog.js';
 import { withTableFileStores, writeNewFile } from '../../../src/sinks/iceberg/local-files.js';
@@ -78,6 +79,40 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
           expect(names.filter((name) => name.endsWith('.parquet'))).toHaveLength(2);
           expect(names.filter((name) => name.endsWith('.metadata.json'))).toHaveLength(3);
           expect(names.every((name) => name.startsWith('warehouse/tiles/on_gcs/'))).toBe(true);
+        } finally {
+          await catalog.close();
+        }
+      },
+      READS_TIMEOUT_MS,
+    );
+
+    it(
+      'a data file of many 2 MiB chunks is streamed in one resumable upload and read back whole',
+      async () => {
+        const bucket = await gcs.newBucket('iceberg-chunks');
+        const catalog = await openJdbc(bucket);
+        try {
+          const chunksBefore = faults.seen.filter((line) => line.startsWith('chunk ')).length;
+          const rows = Array.from({ length: 12_000 }, (_, index) => [
+            `k${index}`,
+            Array.from({ length: 12 }, (_, part) => createHash('sha512').update(`${index}-${part}`).digest('base64')).join(''),
+          ]);
+          await withTableFileStores(stores, () =>
+            writeIcebergRun({
+              catalog,
+              table: { namespace: 'tiles', name: 'large' },
+              columns: [
+                { name: 'key', type: 'STRING' },
+                { name: 'text', type: 'STRING' },
+              ],
+              rows: [rows.slice(0, 6_000), rows.slice(6_000)],
+              mode: 'replace',
+              runId: 'large-1',
+            }),
+          );
+          expect(faults.seen.filter((line) => line.startsWith('chunk ')).length - chunksBefore).toBeGreaterThan(2);
+          const read = await readIceberg(python!, 'pyiceberg-scan', pyTable(bucket, 'tiles.large'));
+          expect(sortedLines(read.rows)).toEqual(sortedLines(rows));
         } finally {
           await catalog.close();
         }
