@@ -31,11 +31,12 @@ log "installing pyiceberg, duckdb and its iceberg extension into $venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
-"$venv/bin/python" - <<'PY' || fail 'installed, but the readers do not import, or the iceberg extension does not load'
+"$venv/bin/python" - <<'PY' || fail 'installed, but the readers do not import, or the iceberg or httpfs extension does not load'
 import duckdb, duckdb_ext, os, pyiceberg, fastavro  # noqa: F401
 ext = os.path.join(list(duckdb_ext.__path__)[0], 'extensions')  # a namespace package: no __file__
 con = duckdb.connect(config={'extension_directory': ext, 'autoinstall_known_extensions': False})
 con.execute('LOAD iceberg')
+con.execute('LOAD httpfs')  # s3:// tables (test/sinks/iceberg/table-stores.test.ts)
 PY
 printf '%s\n' "$want" > "$stamp"
 log "installed: $("$venv/bin/python" -c 'import pyiceberg, duckdb; print("pyiceberg", pyiceberg.__version__, "duckdb", duckdb.__version__)') in $venv"

@@ -109,6 +109,7 @@ export const ERROR_CODES = {
 
   // -- runs, windows and state -----------------------------------------------------------------------
   iceberg_catalog_failed: { exit: 1, retryable: true, says: 'The Iceberg catalog refused or failed a request (an error answer of the REST catalog, a statement of the JDBC catalog); the message quotes it; nothing of the run was committed.' },
+  iceberg_catalog_auth_failed: { exit: 1, retryable: false, says: "The Iceberg REST catalog or its OAuth2 token endpoint refused the credentials; the message names the catalog, never the secret; nothing was committed." },
   iceberg_commit_conflict: { exit: 1, retryable: true, says: "Other writers committed to the Iceberg table on every try of the commit's retry budget; nothing of this run was committed." },
   iceberg_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns differ from the Iceberg table's current schema (a name or a type); nothing was committed." },
   iceberg_metadata_invalid: { exit: 1, retryable: false, says: "The Iceberg table's metadata, manifest list or manifests could not be read as the table format specification says; nothing was committed." },

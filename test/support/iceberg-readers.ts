@@ -65,7 +65,7 @@ type Requests = {
   'parquet-fields': [{ path: string }, ParquetFieldsRead];
   'pyiceberg-scan': [PyicebergTable, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
-  'duckdb-scan': [{ metadata: string }, ReadRows];
+  'duckdb-scan': [{ metadata: string; s3?: { endpoint: string; region: string; keyId: string; secret: string } }, ReadRows];
   'pyiceberg-write': [PyicebergTable & { fields: { name: string; type: string }[]; rows: (string | null)[][] }, { snapshotId: string }];
 };
 

@@ -10,8 +10,10 @@ Requests, by "op":
   pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
   pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
                   appends the rows (text) with pyiceberg's own writer.
-  duckdb-scan     {"metadata": location}: the table read by DuckDB 1.4.4's iceberg extension from
-                  that metadata file (iceberg_scan), nothing of pyiceberg involved.
+  duckdb-scan     {"metadata": location, "s3"?: {endpoint, region, keyId, secret}}: the table read by
+                  DuckDB 1.4.4's iceberg extension from that metadata file (iceberg_scan), nothing of
+                  pyiceberg involved; with "s3", its httpfs extension reads s3:// through a secret
+                  for that endpoint (path style, plain http).
 
 Values come back as text, so the test compares them with the CSV sink's text of the same rows and
 no 64-bit integer passes through a JavaScript double: integers as their decimal digits, decimals
@@ -125,10 +127,21 @@ def duckdb_scan(request):
     import duckdb
     import duckdb_ext
 
-    extensions = os.path.join(list(duckdb_ext.__path__)[0], 'extensions')
+    # duckdb_ext is a namespace package: the folder that holds the iceberg wheel's files.
+    extensions = next(os.path.join(folder, 'extensions') for folder in duckdb_ext.__path__ if os.path.exists(extension_file_in(folder, 'iceberg')))
     con = duckdb.connect(config={'extension_directory': extensions, 'autoinstall_known_extensions': False, 'autoload_known_extensions': False})
     con.execute('LOAD iceberg')
     con.execute("SET TimeZone = 'UTC'")
+    s3 = request.get('s3')
+    if s3 is not None:
+        # duckdb_ext is a namespace package: the httpfs wheel's files may lie in another of its folders.
+        con.execute(f"LOAD '{extension_file('httpfs')}'")
+        endpoint = s3['endpoint'].split('://', 1)
+        con.execute(
+            'CREATE SECRET tilehouse_s3 (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE ?, USE_SSL ?)'.replace('?', '{}').format(
+                *[sql_text(value) for value in (s3['keyId'], s3['secret'], s3['region'], endpoint[1], 'path')], 'true' if endpoint[0] == 'https' else 'false'
+            )
+        )
     relation = con.sql('SELECT * FROM iceberg_scan(?)', params=[request['metadata']])
     columns = relation.columns
     # A zoned timestamp as microseconds in SQL: DuckDB's Python conversion of one needs pytz.
@@ -137,6 +150,24 @@ def duckdb_scan(request):
     )
     rows = con.sql(f'SELECT {select} FROM iceberg_scan(?)', params=[request['metadata']]).fetchall()
     return {'columns': columns, 'rows': [[text(value) for value in row] for row in rows]}
+
+
+def extension_file(name):
+    import duckdb_ext
+
+    for folder in duckdb_ext.__path__:
+        candidate = extension_file_in(folder, name)
+        if os.path.exists(candidate):
+            return candidate
+    raise FileNotFoundError(f'the DuckDB extension {name} is not installed (duckdb-ext-{name} in scripts/iceberg-py/requirements.txt)')
+
+
+def extension_file_in(folder, name):
+    return os.path.join(folder, 'extensions', 'v1.4.4', 'linux_amd64', f'{name}.duckdb_extension')
+
+
+def sql_text(value):
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def quote(name):

@@ -3,21 +3,36 @@ import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSn
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
+import { IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
+import { childLocation } from './table-files.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
  * The Iceberg REST catalog API (the specification's OpenAPI document, `rest-catalog-open-api.yaml`):
  * `GET /v1/config` for the warehouse's prefix, namespaces, load and create table, and the commit
  * (`POST …/tables/{table}`) with requirements, which the server applies atomically or refuses with
- * 409. Tested against Apache Iceberg's own REST server.
+ * 409. Tested against Apache Iceberg's own REST server. Credentials: a bearer token or OAuth2
+ * client credentials (rest-auth.ts); the warehouse is sent to `/v1/config`, whose `prefix` then
+ * goes before every other path.
  */
 export interface RestCatalogOptions {
   uri: string;
   warehouse?: string;
-  /** A bearer token (Polaris, Unity and Snowflake Open Catalog take one). */
+  /** A bearer token (Polaris, Unity and Snowflake Open Catalog take one); the same as `auth: { type: 'bearer', token }`. */
   token?: string;
+  /** A bearer token or OAuth2 client credentials (rest-auth.ts). */
+  auth?: RestCatalogAuth;
+  /** The clock that says when an OAuth2 token is due for renewal (tests move it). */
+  now?: () => number;
   /** Each request's bound. */
   requestTimeoutMs?: number;
+  /**
+   * Where new tables go (`<location>/<namespace>/<table>`, a `file:`, `gs://` or `s3://` location),
+   * sent as the create's `location`; absent, the catalog places them in its warehouse.
+   */
+  location?: string;
+  /** Properties new tables are created with, beside `format-version` (`write.metadata.path`, for one). */
+  tableProperties?: Record<string, string>;
 }
 
 const configSchema = z.looseObject({ defaults: z.record(z.string(), z.string()).optional(), overrides: z.record(z.string(), z.string()).optional() });
@@ -30,7 +45,7 @@ export async function openRestCatalog(options: RestCatalogOptions): Promise<Iceb
   if (configAnswer.status !== 200) throw connection.refusal(connection.base, 'GET', '/v1/config', configAnswer);
   const config = configSchema.parse(JSON.parse(configAnswer.text));
   const settings = { ...config.defaults, ...config.overrides };
-  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1');
+  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1', options);
 }
 
 interface Answer {
@@ -42,20 +57,39 @@ interface Answer {
 class RestConnection {
   readonly base: string;
   private readonly timeoutMs: number;
-  private readonly headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  private readonly authorization: RestAuthorization;
 
   constructor(options: RestCatalogOptions) {
     this.base = options.uri.replace(/\/+$/, '');
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
-    if (options.token !== undefined) this.headers.authorization = `Bearer ${options.token}`;
+    const auth = options.auth ?? (options.token === undefined ? undefined : { type: 'bearer' as const, token: options.token });
+    this.authorization = new RestAuthorization(this.base, auth, this.timeoutMs, options.now);
   }
 
+  /** One request with the catalog's credentials; a 401 or 403 throws IcebergCatalogAuthError (after one more try with a new OAuth2 token). */
   async request(table: string, method: string, path: string, body?: unknown): Promise<Answer> {
+    let answer = await this.send(table, method, path, body);
+    if (answer.status === 401 && this.authorization.renewable) {
+      // A token revoked or expired early: one more try with a new one.
+      this.authorization.invalidate();
+      answer = await this.send(table, method, path, body);
+    }
+    if (answer.status === 401 || answer.status === 403)
+      throw new IcebergCatalogAuthError(
+        this.base,
+        `${method} ${path} was refused (${answer.status}): ${errorMessage(answer.text)}; ${answer.status === 401 ? 'the catalog does not accept the credentials' : 'the principal lacks the permission'}`,
+        answer.status,
+      );
+    return answer;
+  }
+
+  private async send(table: string, method: string, path: string, body?: unknown): Promise<Answer> {
+    const authorization = await this.authorization.header();
     let response: Response;
     try {
       response = await fetch(`${this.base}${path}`, {
         method,
-        headers: this.headers,
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...(authorization === undefined ? {} : { authorization }) },
         signal: AbortSignal.timeout(this.timeoutMs),
         ...(body === undefined ? {} : { body: stringifyIcebergJson(body) }),
       });
@@ -78,6 +112,7 @@ class RestCatalog implements IcebergCatalog {
     private readonly connection: RestConnection,
     /** `/v1` or `/v1/{prefix}`, as the catalog's `/v1/config` says. */
     private readonly prefix: string,
+    private readonly options: Pick<RestCatalogOptions, 'location' | 'tableProperties'>,
   ) {
     this.description = `rest ${connection.base}`;
   }
@@ -100,7 +135,12 @@ class RestCatalog implements IcebergCatalog {
     // 409: the namespace is there already, which is all the writer needs.
     if (created.status !== 200 && created.status !== 409) throw this.connection.refusal(name, 'POST', namespaces, created);
     const tables = `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
-    const answer = await this.connection.request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
+    const answer = await this.connection.request(name, 'POST', tables, {
+      name: table.name,
+      schema,
+      ...(this.options.location === undefined ? {} : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
+      properties: { ...this.options.tableProperties, 'format-version': '2' },
+    });
     if (answer.status === 409) {
       const existing = await this.loadTable(table);
       if (existing) return existing;
@@ -126,6 +166,8 @@ class RestCatalog implements IcebergCatalog {
     try {
       answer = await this.connection.request(name, 'POST', this.tablePath(table), body);
     } catch (error) {
+      // Refused before it was applied; a token request that failed sent no commit either.
+      if (error instanceof IcebergCatalogAuthError) throw error;
       throw new CommitOutcomeUnknown(name, { cause: error });
     }
     if (answer.status === 409) throw new CommitConflict(name);

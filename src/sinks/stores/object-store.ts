@@ -30,7 +30,8 @@ import type { ManifestRun } from './manifest.js';
  * failure whatever the store, the store as `targetKind`), `file-bytes.ts` (what a format hands a
  * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
  * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
- * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`). A new store is a folder here, its URL
+ * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`), and writes a table format's files (`tableFiles`: each
+ * new, visible only whole; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */
@@ -108,6 +109,27 @@ export interface ObjectStore {
   ): Promise<WindowHoldings>;
   /** Small documents kept below `root` (the run history's records, src/history/), not a target's data. */
   documents(root: string): StoredDocuments;
+  /** Files a table format names once each (Iceberg's data files, manifests, metadata), by location. */
+  readonly tableFiles: TableFiles;
+}
+
+/**
+ * Files written once under a fresh name and never replaced (a table format's data files, manifests
+ * and metadata: a table's commit is what makes them part of it, not their names). Locations are
+ * paths or URLs the store claims.
+ */
+export interface TableFiles {
+  /**
+   * Streams `pieces` to a new file at `location` and answers its size in bytes. Readers see the file
+   * only once it is whole (a local temp file linked into place, an S3 multipart upload completed,
+   * a Cloud Storage resumable upload finalized); on any failure nothing stays at `location` (an
+   * unfinished upload is aborted). A file already at `location` is refused, never replaced.
+   */
+  writeNew(location: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<number>;
+  /** The whole file; a missing one throws (a table's file that is gone is an error, never "empty"). */
+  read(location: string): Promise<Buffer>;
+  /** Removes the file; none is not an error. */
+  remove(location: string): Promise<void>;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { ObjectStore, StoreOptions } from '../object-store.js';
 import { checkBucketWritable } from './check-bucket.js';
 import { GcsObjectWriter } from './gcs-object-writer.js';
 import { gcsStoredFile } from './gcs-stored-file.js';
+import { gcsTableFiles } from './gcs-table-files.js';
 import { gcsWindowsHeld } from './gcs-window-state.js';
 import { createStorageClient } from './storage-client.js';
 import { removeStaleTempObjects } from './temp-objects.js';
@@ -32,5 +33,6 @@ export async function gcsStore(options: StoreOptions): Promise<ObjectStore> {
     },
     heldWindows: (windows, targets, context) => gcsWindowsHeld(storage, windows, targets, context),
     documents: (root) => gcsDocuments(storage, root),
+    tableFiles: gcsTableFiles(storage, options.gcsWrite),
   };
 }

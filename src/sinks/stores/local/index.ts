@@ -3,7 +3,7 @@ import type { ObjectStoreKind } from '../object-store.js';
 
 /**
  * The local file system as a store: a target is a path, written to a temp file beside it and
- * renamed into place (local-file-writer.ts); its manifest is checked by sha256. Last in the
+ * renamed into place (local-file-writer.ts); its manifest is checked by sha256. A table format's files: local-table-files.ts. Last in the
  * registry: it claims every location no bucket store does.
  */
 export const localStoreKind: ObjectStoreKind = {

@@ -5,6 +5,7 @@ import type { ObjectStore } from '../object-store.js';
 import { FileTargetUnwritableError } from '../store-errors.js';
 import { localDocuments } from './local-documents.js';
 import { LocalFileWriter } from './local-file-writer.js';
+import { localTableFiles } from './local-table-files.js';
 import { localStoredFile } from './local-stored-file.js';
 import { localWindowsHeld } from './local-window-state.js';
 
@@ -36,4 +37,5 @@ export const localStore: ObjectStore = {
   },
   heldWindows: localWindowsHeld,
   documents: localDocuments,
+  tableFiles: localTableFiles,
 };

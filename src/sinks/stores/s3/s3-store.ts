@@ -5,6 +5,7 @@ import { checkBucketWritable } from './check-bucket.js';
 import { createS3Client } from './s3-client.js';
 import { S3ObjectWriter } from './s3-object-writer.js';
 import { s3StoredFile } from './s3-stored-file.js';
+import { s3TableFiles } from './s3-table-files.js';
 import { s3WindowsHeld } from './s3-window-state.js';
 import { removeStaleTempKeys } from './temp-keys.js';
 
@@ -35,5 +36,6 @@ export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
     },
     heldWindows: (windows, targets, context) => s3WindowsHeld(client, windows, targets, context),
     documents: (root) => s3Documents(client, root),
+    tableFiles: s3TableFiles(client, { s3Write: options.s3Write, requestTimeoutMs: options.s3?.requestTimeoutMs }),
   };
 }

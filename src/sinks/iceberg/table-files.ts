@@ -1,0 +1,73 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { fileURLToPath } from 'node:url';
+import { type ObjectStore, type StoreOptions, storeKindOf } from '../stores/registry.js';
+
+/**
+ * Where a table's files are, through the stores' seam (src/sinks/stores/): a location is a `file:`
+ * URI or an absolute path (the local store), `gs://bucket/…` (Cloud Storage) or `s3://bucket/…`
+ * (S3), and the store that claims it writes, reads and removes it (`ObjectStore.tableFiles`). A file's
+ * location is the table's plus a relative path, kept in the table's own spelling (the REST server
+ * answers `file:/…`, one slash; pyiceberg and Java write `file:///…`; S3 is `s3://`, never `s3a://`)
+ * so every reader resolves it alike.
+ *
+ * Each file is new (a fresh name) and is visible only once whole; a failed write leaves nothing.
+ * The stores are loaded with the options of the innermost `withTableFileStores` around the call (the
+ * environment's `sinks.s3`/`sinks.gcs` settings, a test's clients), else with an explicit `stores`
+ * argument, else with the defaults (the AWS credential chain, Application Default Credentials or
+ * STORAGE_EMULATOR_HOST), each store loaded once per options object.
+ */
+const scoped = new AsyncLocalStorage<StoreOptions>();
+const DEFAULT_OPTIONS: StoreOptions = {};
+const loaded = new WeakMap<StoreOptions, Map<string, Promise<ObjectStore>>>();
+
+/** Runs `body` with the table files' stores loaded from `options` (every location function called within it, however deep). */
+export function withTableFileStores<T>(options: StoreOptions, body: () => Promise<T>): Promise<T> {
+  return scoped.run(options, body);
+}
+
+/** A `file:` URI or absolute path as the path on this machine. */
+function localPathOf(location: string): string {
+  if (location.startsWith('/')) return location;
+  if (!location.startsWith('file:')) throw new Error(`${location}: not a file: location`);
+  return fileURLToPath(new URL(location));
+}
+
+export function childLocation(location: string, relative: string): string {
+  return `${location.replace(/\/+$/, '')}/${relative}`;
+}
+
+/** Streams `pieces` to a new file at `location` (visible only whole; nothing left on failure; an existing file refused) and answers its size. */
+export async function writeNewFile(location: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, stores?: StoreOptions): Promise<number> {
+  const { files, path } = await filesAt(location, stores);
+  return files.writeNew(path, pieces);
+}
+
+/** The whole file at `location`; a missing file throws. */
+export async function readLocation(location: string, stores?: StoreOptions): Promise<Buffer> {
+  const { files, path } = await filesAt(location, stores);
+  return files.read(path);
+}
+
+/** Removes the file at `location`; none is not an error. */
+export async function removeLocation(location: string, stores?: StoreOptions): Promise<void> {
+  const { files, path } = await filesAt(location, stores);
+  await files.remove(path);
+}
+
+async function filesAt(location: string, stores: StoreOptions | undefined): Promise<{ files: ObjectStore['tableFiles']; path: string }> {
+  const kind = storeKindOf(location);
+  const options = stores ?? scoped.getStore() ?? DEFAULT_OPTIONS;
+  let byKind = loaded.get(options);
+  if (!byKind) {
+    byKind = new Map();
+    loaded.set(options, byKind);
+  }
+  let store = byKind.get(kind.name);
+  if (!store) {
+    store = kind.load(options);
+    byKind.set(kind.name, store);
+    // A store that failed to load (no credentials yet) is tried again by the next call.
+    store.catch(() => byKind.delete(kind.name));
+  }
+  return { files: (await store).tableFiles, path: kind.onThisMachine ? localPathOf(location) : location };
+}
