@@ -1,5 +1,5 @@
-import { mkdir, open, readFile, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -45,4 +45,30 @@ export function readLocation(location: string): Promise<Buffer> {
 
 export async function removeLocation(location: string): Promise<void> {
   await rm(localPathOf(location), { force: true });
+}
+
+/** A file under a location, as housekeeping sees it: its local path and when it was last written. */
+export interface ListedFile {
+  path: string;
+  modifiedMs: number;
+}
+
+/** Every file under `location` (recursively); none when the folder does not exist. */
+export async function listLocation(location: string): Promise<ListedFile[]> {
+  const root = localPathOf(location);
+  let entries: string[];
+  try {
+    entries = await readdir(root, { recursive: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const files: ListedFile[] = [];
+  for (const entry of entries) {
+    const path = join(root, entry);
+    // Gone meanwhile (another writer's cleanup): not there to list.
+    const info = await stat(path).catch(() => undefined);
+    if (info?.isFile()) files.push({ path, modifiedMs: info.mtimeMs });
+  }
+  return files;
 }
