@@ -100,7 +100,9 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
       const table = { namespace: 'year', name: 'kept' };
       const { loaded, figures, metadataBytesAt } = await simulateYear(catalog, table, DEFAULT_HOUSEKEEPING, start);
       const baseline = await simulateYear(catalog, { namespace: 'year', name: 'unkept' }, HOUSEKEEPING_OFF, start);
-      console.info(`${catalog.description.split(' ')[0]} simulated year of nightly replaces: with housekeeping ${JSON.stringify(figures)}; without ${JSON.stringify(baseline.figures)}; bytes ratio ${(figures.bytes / baseline.figures.bytes).toFixed(4)}`);
+      console.info(
+        `${catalog.description.split(' ')[0]} simulated year of nightly replaces: with housekeeping ${JSON.stringify(figures)}; without ${JSON.stringify(baseline.figures)}; bytes ratio ${(figures.bytes / baseline.figures.bytes).toFixed(4)}`,
+      );
 
       expect(figures.snapshots).toBe(DEFAULT_HOUSEKEEPING.keepSnapshots);
       expect(baseline.figures.snapshots).toBe(NIGHTS);
@@ -118,15 +120,21 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
       expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(last));
       expect(sortedLines(duckdb.rows)).toEqual(sortedLines(last));
       const history = await readIceberg(python, 'pyiceberg-table', where('year.kept'));
-      expect(history.snapshots.map((s) => s.summary['tilehouse.run-id'])).toEqual(
-        Array.from({ length: 10 }, (_, index) => `night-${NIGHTS - 10 + index}`),
-      );
+      expect(history.snapshots.map((s) => s.summary['tilehouse.run-id'])).toEqual(Array.from({ length: 10 }, (_, index) => `night-${NIGHTS - 10 + index}`));
       const oldest = history.snapshots[0]!;
       const travelled = await readIceberg(python, 'pyiceberg-scan', { ...where('year.kept'), snapshotId: oldest.id });
       expect(sortedLines(travelled.rows)).toEqual(sortedLines(rowsOf((NIGHTS - 10) * 3, 3).map(asText)));
 
       // A re-run of a kept night's run id commits nothing.
-      const again = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 1)], mode: 'replace', runId: `night-${NIGHTS - 3}`, now: () => start + NIGHTS * DAY_MS });
+      const again = await writeIcebergRun({
+        catalog,
+        table,
+        columns: COLUMNS,
+        rows: [rowsOf(0, 1)],
+        mode: 'replace',
+        runId: `night-${NIGHTS - 3}`,
+        now: () => start + NIGHTS * DAY_MS,
+      });
       expect(again.committed).toBe(false);
     },
     20 * 60_000,
@@ -165,7 +173,16 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
         const table = { namespace: 'killed', name: pause.replace('-', '_') };
         const now = Date.now();
         const policy = { keepSnapshots: 1, maxSnapshotAgeDays: 0 };
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 4)], mode: 'replace', runId: 'before', housekeeping: policy, now: () => now });
+        await writeIcebergRun({
+          catalog,
+          table,
+          columns: COLUMNS,
+          rows: [rowsOf(0, 4)],
+          mode: 'replace',
+          runId: 'before',
+          housekeeping: policy,
+          now: () => now,
+        });
         await killWriterAt({ catalog: context().childCatalog, table, runId: 'killed', first: 40, count: 6, pause });
         const landed = pause === 'committed';
         const expected = (landed ? rowsOf(40, 6) : rowsOf(0, 4)).map(asText);
@@ -176,11 +193,29 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
         expect(left.length).toBeGreaterThan(0);
 
         // The next run, within the safety age: what the killed run left may be in flight, so it stays.
-        await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(80, 2)], mode: 'replace', runId: 'next', housekeeping: policy, now: () => now + HOUR_MS });
+        await writeIcebergRun({
+          catalog,
+          table,
+          columns: COLUMNS,
+          rows: [rowsOf(80, 2)],
+          mode: 'replace',
+          runId: 'next',
+          housekeeping: policy,
+          now: () => now + HOUR_MS,
+        });
         expect(await unreferencedFiles(catalog, table)).toEqual(expect.arrayContaining(left));
         // A run past the safety age (an injected clock): every file left is gone, the table whole.
         const later = now + (DEFAULT_HOUSEKEEPING.orphanMinAgeHours + 1) * HOUR_MS;
-        const after = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(90, 3)], mode: 'replace', runId: 'later', housekeeping: policy, now: () => later });
+        const after = await writeIcebergRun({
+          catalog,
+          table,
+          columns: COLUMNS,
+          rows: [rowsOf(90, 3)],
+          mode: 'replace',
+          runId: 'later',
+          housekeeping: policy,
+          now: () => later,
+        });
         expect(after.housekeeping?.deletedFiles).toEqual(expect.arrayContaining(left));
         expect(await unreferencedFiles(catalog, table)).toEqual([]);
         const reread = await readBoth(python, where(`killed.${table.name}`));
