@@ -40,6 +40,7 @@ export async function removeUnreferencedFiles(options: {
   before: LoadedTable;
   after: LoadedTable;
   policy: IcebergHousekeepingPolicy;
+  /** Now on the clock of the files' modification times. */
   nowMs: number;
 }): Promise<HousekeepingReport> {
   const { before, after, policy, nowMs } = options;

@@ -38,7 +38,10 @@ export interface IcebergRunOptions {
   maxCommitTries?: number;
   /** Snapshot expiry and file cleanup (expire-snapshots.ts); DEFAULT_HOUSEKEEPING's values where not given. */
   housekeeping?: Partial<IcebergHousekeepingPolicy>;
+  /** The clock of snapshot times and their expiry (a catalog refuses a snapshot ahead of its own clock). */
   now?: () => number;
+  /** The clock a leftover file's age is read against (its modification time is the file system's): Date.now. */
+  filesNow?: () => number;
 }
 
 export interface IcebergRunResult {
@@ -110,7 +113,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
       try {
         const committed = await commitWithExpiry(catalog, table, base, snapshot, policy, now());
         written.length = 0;
-        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: now() });
+        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: (options.filesNow ?? Date.now)() });
         return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: committed.metadataLocation, housekeeping };
       } catch (error) {
         if (!(error instanceof CommitConflict) && !(error instanceof CommitOutcomeUnknown)) throw error;
@@ -119,7 +122,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
         // A lost answer to a commit that landed: the table holds this very snapshot.
         if (reread.metadata.snapshots?.some((candidate) => candidate['snapshot-id'] === snapshotId)) {
           written.length = 0;
-          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: now() });
+          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: (options.filesNow ?? Date.now)() });
           return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: reread.metadataLocation, housekeeping };
         }
         // Another process committed this run id meanwhile: it is published once, by it.

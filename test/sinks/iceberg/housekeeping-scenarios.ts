@@ -146,7 +146,7 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
       const { catalog } = context();
       const table = { namespace: 'sweep', name: 'aged' };
       const now = Date.now();
-      await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 2)], mode: 'replace', runId: 'one', now: () => now });
+      await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 2)], mode: 'replace', runId: 'one' });
       const location = (await catalog.loadTable(table))!.metadata.location;
       const root = localPathOf(location);
       const fresh = [join(root, 'data', 'in-flight.parquet'), join(root, 'metadata', 'in-flight-m0.avro')];
@@ -154,7 +154,15 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
       for (const path of [...fresh, ...old]) await writeFile(path, 'x');
       const fourDaysAgo = new Date(now - 4 * DAY_MS);
       for (const path of old) await utimes(path, fourDaysAgo, fourDaysAgo);
-      const two = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(5, 2)], mode: 'replace', runId: 'two', now: () => now + HOUR_MS });
+      const two = await writeIcebergRun({
+        catalog,
+        table,
+        columns: COLUMNS,
+        rows: [rowsOf(5, 2)],
+        mode: 'replace',
+        runId: 'two',
+        filesNow: () => now + HOUR_MS,
+      });
       expect(two.housekeeping?.deletedFiles).toEqual(expect.arrayContaining(old));
       const left = await unreferencedFiles(catalog, table);
       expect(left.sort()).toEqual([...fresh].sort());
@@ -181,7 +189,6 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
           mode: 'replace',
           runId: 'before',
           housekeeping: policy,
-          now: () => now,
         });
         await killWriterAt({ catalog: context().childCatalog, table, runId: 'killed', first: 40, count: 6, pause });
         const landed = pause === 'committed';
@@ -201,10 +208,11 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
           mode: 'replace',
           runId: 'next',
           housekeeping: policy,
-          now: () => now + HOUR_MS,
+          filesNow: () => now + HOUR_MS,
         });
         expect(await unreferencedFiles(catalog, table)).toEqual(expect.arrayContaining(left));
-        // A run past the safety age (an injected clock): every file left is gone, the table whole.
+        // A run past the safety age (an injected clock for the files' ages; the catalog's own
+        // clock refuses a snapshot from its future): every file left is gone, the table whole.
         const later = now + (DEFAULT_HOUSEKEEPING.orphanMinAgeHours + 1) * HOUR_MS;
         const after = await writeIcebergRun({
           catalog,
@@ -214,7 +222,7 @@ export function housekeepingScenarios(python: string, context: () => Housekeepin
           mode: 'replace',
           runId: 'later',
           housekeeping: policy,
-          now: () => later,
+          filesNow: () => later,
         });
         expect(after.housekeeping?.deletedFiles).toEqual(expect.arrayContaining(left));
         expect(await unreferencedFiles(catalog, table)).toEqual([]);
