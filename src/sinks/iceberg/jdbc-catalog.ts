@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import {
-  type CommitHousekeeping,
-  type IcebergCatalog,
-  CommitOutcomeUnknown,
-  type LoadedTable,
-  type NewSnapshot,
-  type TableIdentifier,
-  tableName,
-} from './catalog.js';
+import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import type { CommitHousekeeping } from './catalog.js';
 import { withHousekeeping } from './expire-snapshots.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
@@ -136,21 +129,18 @@ class JdbcCatalog implements IcebergCatalog {
     const name = tableName(table);
     const previous = base.metadata;
     const id = snapshot['snapshot-id'];
-    const next = withHousekeeping(
-      {
-        ...previous,
-        'last-sequence-number': snapshot['sequence-number'],
-        'last-updated-ms': snapshot['timestamp-ms'],
-        'current-snapshot-id': id,
-        snapshots: [...(previous.snapshots ?? []), snapshot],
-        refs: { ...previous.refs, main: { 'snapshot-id': id, type: 'branch' } },
-        'snapshot-log': [...(previous['snapshot-log'] ?? []), { 'snapshot-id': id, 'timestamp-ms': snapshot['timestamp-ms'] }],
-        'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
-      },
-      housekeeping,
-    );
+    const next = {
+      ...previous,
+      'last-sequence-number': snapshot['sequence-number'],
+      'last-updated-ms': snapshot['timestamp-ms'],
+      'current-snapshot-id': id,
+      snapshots: [...(previous.snapshots ?? []), snapshot],
+      refs: { ...previous.refs, main: { 'snapshot-id': id, type: 'branch' } },
+      'snapshot-log': [...(previous['snapshot-log'] ?? []), { 'snapshot-id': id, 'timestamp-ms': snapshot['timestamp-ms'] }],
+      'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
+    };
     const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
-    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(next, 2))]);
+    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(withHousekeeping(next, housekeeping), 2))]);
     let updated: pg.QueryResult;
     try {
       updated = await this.client.query(

@@ -1,13 +1,6 @@
 import { z } from 'zod';
-import {
-  type CommitHousekeeping,
-  type IcebergCatalog,
-  CommitOutcomeUnknown,
-  type LoadedTable,
-  type NewSnapshot,
-  type TableIdentifier,
-  tableName,
-} from './catalog.js';
+import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import type { CommitHousekeeping } from './catalog.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';

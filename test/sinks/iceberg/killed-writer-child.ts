@@ -7,7 +7,8 @@ import type { RestCatalogOptions } from '../../../src/sinks/iceberg/rest-catalog
  * A child process that runs one `writeIcebergRun` and stops dead at a chosen moment, printing
  * `paused` so the test (killed-writer.ts) can SIGKILL it there: `data-file` (the data file written
  * and fsynced, the manifest not begun), `manifest-list` (every file written, the commit not sent),
- * `committed` (the commit landed, its cleanup not run). Argument: one JSON request.
+ * `commit-sent` (the commit started and not awaited: the kill races it, so it may or may not land),
+`committed` (the commit landed, its cleanup not run). Argument: one JSON request.
  */
 export interface KilledWriterRequest {
   catalog: { kind: 'rest'; options: RestCatalogOptions } | { kind: 'jdbc'; options: JdbcCatalogOptions };
@@ -15,7 +16,7 @@ export interface KilledWriterRequest {
   runId: string;
   first: number;
   count: number;
-  pause: 'data-file' | 'manifest-list' | 'committed';
+  pause: 'data-file' | 'manifest-list' | 'commit-sent' | 'committed';
 }
 
 const request = JSON.parse(process.argv[2]!) as KilledWriterRequest;
@@ -47,6 +48,10 @@ await writeIcebergRun({
     createTable: (table, schema) => catalog.createTable(table, schema),
     commitSnapshot: async (table, base, snapshot, housekeeping) => {
       if (request.pause === 'manifest-list') await hang();
+      if (request.pause === 'commit-sent') {
+        void catalog.commitSnapshot(table, base, snapshot, housekeeping).catch(() => {});
+        await hang();
+      }
       const committed = await catalog.commitSnapshot(table, base, snapshot, housekeeping);
       if (request.pause === 'committed') await hang();
       return committed;
