@@ -63,7 +63,7 @@ export interface PyicebergTable {
 type Requests = {
   avro: [{ path: string }, AvroRead];
   'parquet-fields': [{ path: string }, ParquetFieldsRead];
-  'pyiceberg-scan': [PyicebergTable, ReadRows];
+  'pyiceberg-scan': [PyicebergTable & { snapshotId?: string }, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
   'duckdb-scan': [{ metadata: string; s3?: { endpoint: string; region: string; keyId: string; secret: string } }, ReadRows];
   'pyiceberg-write': [PyicebergTable & { fields: { name: string; type: string }[]; rows: (string | null)[][] }, { snapshotId: string }];

@@ -5,8 +5,8 @@ Requests, by "op":
   avro            {"path"}: an Avro object container file read by fastavro: the header's schema
                   exactly as written (JSON text), its metadata (text), every record.
   parquet-fields  {"path"}: each column of a Parquet file as pyarrow reads it: name, type, field id.
-  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name"}: the table's current
-                  snapshot read by pyiceberg (its own metadata, manifest and Parquet readers).
+  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name", "snapshotId"?}: the table's current
+                  snapshot (or that snapshot: time travel) read by pyiceberg (its own metadata, manifest and Parquet readers).
   pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
   pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
                   appends the rows (text) with pyiceberg's own writer.
@@ -99,7 +99,9 @@ def load_table(request):
 
 def pyiceberg_scan(request):
     table = load_table(request)
-    return arrow_rows(table.scan().to_arrow())
+    snapshot = request.get('snapshotId')
+    scan = table.scan() if snapshot is None else table.scan(snapshot_id=int(snapshot))
+    return arrow_rows(scan.to_arrow())
 
 
 def pyiceberg_table(request):

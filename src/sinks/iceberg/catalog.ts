@@ -27,6 +27,14 @@ export interface NewSnapshot {
   'schema-id': number;
 }
 
+/** What a run's commit carries beside its snapshot (expire-snapshots.ts): applied in the same commit, or not at all. */
+export interface CommitHousekeeping {
+  /** Snapshots the commit removes (REST `remove-snapshots`). */
+  removeSnapshotIds: readonly bigint[];
+  /** Table properties the commit sets (REST `set-properties`). */
+  setProperties: Readonly<Record<string, string>>;
+}
+
 export interface IcebergCatalog {
   /** `rest <uri>` or `jdbc <database>`: for messages. */
   readonly description: string;
@@ -37,9 +45,10 @@ export interface IcebergCatalog {
   /**
    * Commits `snapshot` as the table's `main` on condition that `main` is still where `base` had
    * it: throws CommitConflict when it is not (nothing committed), IcebergCatalogError when the
-   * catalog refused otherwise, and CommitOutcomeUnknown when the answer was lost.
+   * catalog refused otherwise, and CommitOutcomeUnknown when the answer was lost. `housekeeping`
+   * (snapshots expired, properties set) lands in the same commit.
    */
-  commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable>;
+  commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot, housekeeping?: CommitHousekeeping): Promise<LoadedTable>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import type { CommitHousekeeping } from './catalog.js';
+import { withHousekeeping } from './expire-snapshots.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
@@ -123,7 +125,7 @@ class JdbcCatalog implements IcebergCatalog {
     return readMetadata(table, metadataLocation);
   }
 
-  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable> {
+  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot, housekeeping?: CommitHousekeeping): Promise<LoadedTable> {
     const name = tableName(table);
     const previous = base.metadata;
     const id = snapshot['snapshot-id'];
@@ -138,7 +140,7 @@ class JdbcCatalog implements IcebergCatalog {
       'metadata-log': [...(previous['metadata-log'] ?? []), { 'metadata-file': base.metadataLocation, 'timestamp-ms': previous['last-updated-ms'] }],
     };
     const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
-    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(next, 2))]);
+    await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(withHousekeeping(next, housekeeping), 2))]);
     let updated: pg.QueryResult;
     try {
       updated = await this.client.query(

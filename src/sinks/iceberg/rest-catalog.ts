@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import type { CommitHousekeeping } from './catalog.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
@@ -149,8 +150,10 @@ class RestCatalog implements IcebergCatalog {
     return loaded(table, answer.text);
   }
 
-  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot): Promise<LoadedTable> {
+  async commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot, housekeeping?: CommitHousekeeping): Promise<LoadedTable> {
     const name = tableName(table);
+    const removed = housekeeping?.removeSnapshotIds ?? [];
+    const properties = housekeeping?.setProperties ?? {};
     const body = {
       identifier: { namespace: [table.namespace], name: table.name },
       requirements: [
@@ -160,6 +163,8 @@ class RestCatalog implements IcebergCatalog {
       updates: [
         { action: 'add-snapshot', snapshot },
         { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshot['snapshot-id'] },
+        ...(removed.length === 0 ? [] : [{ action: 'remove-snapshots', 'snapshot-ids': removed }]),
+        ...(Object.keys(properties).length === 0 ? [] : [{ action: 'set-properties', updates: properties }]),
       ],
     };
     let answer: Answer;

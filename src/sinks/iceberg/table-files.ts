@@ -25,8 +25,8 @@ export function withTableFileStores<T>(options: StoreOptions, body: () => Promis
   return scoped.run(options, body);
 }
 
-/** A `file:` URI or absolute path as the path on this machine. */
-function localPathOf(location: string): string {
+/** A `file:` URI or absolute path as the path on this machine (housekeeping lists local tables only, yet). */
+export function localPathOf(location: string): string {
   if (location.startsWith('/')) return location;
   if (!location.startsWith('file:')) throw new Error(`${location}: not a file: location`);
   return fileURLToPath(new URL(location));

@@ -4,9 +4,11 @@ import type { TypedRow } from '../../transform/column.js';
 import { ParquetEncoder } from '../parquet/encoder/parquet-encoder.js';
 import { CommitOutcomeUnknown, type IcebergCatalog, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
 import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { commitWithExpiry, housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
 import { columnTypeOfIceberg, newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type AddedDataFile, manifestFile, manifestList, manifestListEntry, readManifestList } from './manifests.js';
+import { type HousekeepingReport, removeUnreferencedFiles } from './orphan-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun, type TableMetadata } from './table-metadata.js';
 
 /**
@@ -34,7 +36,12 @@ export interface IcebergRunOptions {
   /** The instant of the run's extraction, for `_extracted_at` (append). */
   extractedAtMs?: number;
   maxCommitTries?: number;
+  /** Snapshot expiry and file cleanup (expire-snapshots.ts); DEFAULT_HOUSEKEEPING's values where not given. */
+  housekeeping?: Partial<IcebergHousekeepingPolicy>;
+  /** The clock of snapshot times and their expiry (a catalog refuses a snapshot ahead of its own clock). */
   now?: () => number;
+  /** The clock a leftover file's age is read against (its modification time is the file system's): Date.now. */
+  filesNow?: () => number;
 }
 
 export interface IcebergRunResult {
@@ -46,6 +53,8 @@ export interface IcebergRunResult {
   /** Commits sent (conflicts included). */
   tries: number;
   metadataLocation: string;
+  /** What the commit expired and the files deleted after it (absent when nothing was committed). */
+  housekeeping?: HousekeepingReport;
 }
 
 /** The lineage columns an append adds, as the BigQuery and PostgreSQL sinks name them. */
@@ -60,6 +69,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
   const { catalog, table, mode, runId } = options;
   const name = tableName(table);
   const now = options.now ?? Date.now;
+  const policy = housekeepingPolicy(options.housekeeping);
   const columns = mode === 'append' ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
   let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, newIcebergSchema(columns)));
   const done = snapshotOfRun(base.metadata, runId);
@@ -101,8 +111,10 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
         'schema-id': base.metadata['current-schema-id'],
       };
       try {
-        const committed = await catalog.commitSnapshot(table, base, snapshot);
-        return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: committed.metadataLocation };
+        const committed = await commitWithExpiry(catalog, table, base, snapshot, policy, now());
+        written.length = 0;
+        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: (options.filesNow ?? Date.now)() });
+        return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: committed.metadataLocation, housekeeping };
       } catch (error) {
         if (!(error instanceof CommitConflict) && !(error instanceof CommitOutcomeUnknown)) throw error;
         const reread = await catalog.loadTable(table);
@@ -110,7 +122,8 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
         // A lost answer to a commit that landed: the table holds this very snapshot.
         if (reread.metadata.snapshots?.some((candidate) => candidate['snapshot-id'] === snapshotId)) {
           written.length = 0;
-          return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: reread.metadataLocation };
+          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: (options.filesNow ?? Date.now)() });
+          return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: reread.metadataLocation, housekeeping };
         }
         // Another process committed this run id meanwhile: it is published once, by it.
         const other = snapshotOfRun(reread.metadata, runId);

@@ -1,0 +1,137 @@
+import { basename, dirname, join } from 'node:path';
+import { readAvroContainer } from './avro/avro-reader.js';
+import type { LoadedTable } from './catalog.js';
+import { DELETE_AFTER_COMMIT, type IcebergHousekeepingPolicy, propertiesOf } from './expire-snapshots.js';
+import { childLocation, listLocation, localPathOf, readLocation, removeLocation } from './local-files.js';
+import { readManifestList } from './manifests.js';
+
+/**
+ * The files of a table that nothing references any more, deleted after a run's commit is known to
+ * have landed (never before: until then the table may still be the one that references them).
+ *
+ * Referenced is what the committed metadata reaches: its own file, the files of its metadata log,
+ * statistics files, and for every kept snapshot its manifest list, the manifests listed there and
+ * every file those manifests name. Two kinds of files go:
+ * - dropped by the commit: referenced by the table the commit was based on and no longer by the
+ *   table it made (the expired snapshots' lists, manifests and data files no kept snapshot shares;
+ *   the metadata files trimmed from the log, when `write.metadata.delete-after-commit.enabled`).
+ *   They were part of a committed table, so no writer has them in flight: deleted at once.
+ * - orphans: a file under the table's `data/` or `metadata/` that the committed metadata does not
+ *   reference, left by a run that failed, was refused or was killed before it could clean up. Such
+ *   a file may also be another writer's, written and not yet committed: it is deleted only when
+ *   its last write is older than `orphanMinAgeHours` (72 h by default), longer than any run.
+ * Hadoop's checksum files (`.name.crc`, written by a Java catalog on a local warehouse) go with
+ * the file they check. When any referenced file cannot be read, nothing is deleted: the set of
+ * what is referenced would be incomplete.
+ */
+export interface HousekeepingReport {
+  /** Snapshots the commit removed. */
+  expiredSnapshots: number;
+  /** Files deleted (local paths). */
+  deletedFiles: string[];
+  /** What could not be done, one line each: left for the next run. */
+  failures: string[];
+}
+
+type ReadCache = Map<string, string[]>;
+
+/** Deletes what `after`'s commit dropped from `before`, and the orphans old enough; run only once `after` is known committed. */
+export async function removeUnreferencedFiles(options: {
+  before: LoadedTable;
+  after: LoadedTable;
+  policy: IcebergHousekeepingPolicy;
+  /** Now on the clock of the files' modification times. */
+  nowMs: number;
+}): Promise<HousekeepingReport> {
+  const { before, after, policy, nowMs } = options;
+  const kept = new Set((after.metadata.snapshots ?? []).map((snapshot) => snapshot['snapshot-id']));
+  const report: HousekeepingReport = {
+    expiredSnapshots: (before.metadata.snapshots ?? []).filter((snapshot) => !kept.has(snapshot['snapshot-id'])).length,
+    deletedFiles: [],
+    failures: [],
+  };
+  const cache: ReadCache = new Map();
+  let referenced: References;
+  let previously: References;
+  try {
+    referenced = await referencesOf(after, cache);
+    previously = await referencesOf(before, cache);
+  } catch (error) {
+    report.failures.push(`the table's files were not tidied: ${(error as Error).message}`);
+    return report;
+  }
+  const deleteMetadata = propertiesOf(after.metadata)[DELETE_AFTER_COMMIT] === 'true';
+  const dropped = [...previously.files].filter((path) => !referenced.files.has(path) && (deleteMetadata || !previously.metadataFiles.has(path)));
+  const orphanBefore = nowMs - policy.orphanMinAgeHours * 3_600_000;
+  const orphans: string[] = [];
+  if (Number.isFinite(orphanBefore)) {
+    const listed = [
+      ...(await listLocation(childLocation(after.metadata.location, 'data')).catch(listFailed(report))),
+      ...(await listLocation(childLocation(after.metadata.location, 'metadata')).catch(listFailed(report))),
+    ];
+    for (const file of listed) {
+      if (referenced.files.has(checkedFileOf(file.path))) continue;
+      if (file.modifiedMs <= orphanBefore) orphans.push(file.path);
+    }
+  }
+  for (const path of new Set([...dropped, ...orphans])) {
+    try {
+      await removeLocation(path);
+      await removeLocation(join(dirname(path), `.${basename(path)}.crc`));
+      report.deletedFiles.push(path);
+    } catch (error) {
+      report.failures.push(`${path} was not deleted: ${(error as Error).message}`);
+    }
+  }
+  return report;
+}
+
+const listFailed = (report: HousekeepingReport) => (error: unknown) => {
+  report.failures.push(`orphan files were not looked for: ${(error as Error).message}`);
+  return [];
+};
+
+/** `.name.crc` is Hadoop's checksum of `name` beside it: referenced when `name` is. */
+function checkedFileOf(path: string): string {
+  const match = /^\.(.+)\.crc$/.exec(basename(path));
+  return match ? join(dirname(path), match[1]!) : path;
+}
+
+interface References {
+  /** Every file the metadata reaches, as local paths. */
+  files: Set<string>;
+  /** Of those, the metadata files (the current one and its log). */
+  metadataFiles: Set<string>;
+}
+
+/** Every file `table`'s metadata references, as local paths. */
+export async function referencesOf(table: LoadedTable, cache: ReadCache = new Map()): Promise<References> {
+  const { metadata } = table;
+  const metadataFiles = new Set([table.metadataLocation, ...(metadata['metadata-log'] ?? []).map((entry) => entry['metadata-file'])].map(localPathOf));
+  const files = new Set(metadataFiles);
+  const loose = metadata as { statistics?: { 'statistics-path'?: string }[]; 'partition-statistics'?: { 'statistics-path'?: string }[] };
+  for (const entry of [...(loose.statistics ?? []), ...(loose['partition-statistics'] ?? [])])
+    if (typeof entry['statistics-path'] === 'string') files.add(localPathOf(entry['statistics-path']));
+  for (const snapshot of metadata.snapshots ?? []) {
+    const list = snapshot['manifest-list'];
+    files.add(localPathOf(list));
+    for (const manifest of await readCached(cache, list, (bytes) => readManifestList(bytes, list).map((entry) => String(entry.manifest_path)))) {
+      files.add(localPathOf(manifest));
+      for (const dataFile of await readCached(cache, manifest, (bytes) => filesOfManifest(bytes, manifest))) files.add(localPathOf(dataFile));
+    }
+  }
+  return { files, metadataFiles };
+}
+
+async function readCached(cache: ReadCache, location: string, parse: (bytes: Buffer) => string[]): Promise<string[]> {
+  const known = cache.get(location);
+  if (known) return known;
+  const paths = parse(await readLocation(location));
+  cache.set(location, paths);
+  return paths;
+}
+
+/** The data (and delete) files a manifest names, whatever each entry's status. */
+function filesOfManifest(bytes: Buffer, source: string): string[] {
+  return readAvroContainer(bytes, source).records.map((record) => String((record as { data_file: { file_path: string } }).data_file.file_path));
+}
