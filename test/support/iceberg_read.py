@@ -5,9 +5,9 @@ Requests, by "op":
   avro            {"path"}: an Avro object container file read by fastavro: the header's schema
                   exactly as written (JSON text), its metadata (text), every record.
   parquet-fields  {"path"}: each column of a Parquet file as pyarrow reads it: name, type, field id.
-  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name"}: the table's current
-                  snapshot read by pyiceberg (its own metadata, manifest and Parquet readers).
-  pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
+  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name", "filter"?}: the table's current
+                  snapshot read by pyiceberg (its own metadata, manifest and Parquet readers), filtered by a row filter.
+  pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary), the schema's fields, the partition spec's fields.
   pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
                   appends the rows (text) with pyiceberg's own writer.
   duckdb-scan     {"metadata": location}: the table read by DuckDB 1.4.4's iceberg extension from
@@ -97,6 +97,9 @@ def load_table(request):
 
 def pyiceberg_scan(request):
     table = load_table(request)
+    # An optional row filter (pyiceberg's expression text), which prunes by the partition spec.
+    if 'filter' in request:
+        return arrow_rows(table.scan(row_filter=request['filter']).to_arrow())
     return arrow_rows(table.scan().to_arrow())
 
 
@@ -118,6 +121,9 @@ def pyiceberg_table(request):
             for snapshot in metadata.snapshots
         ],
         'fields': [{'id': field.field_id, 'name': field.name, 'type': str(field.field_type), 'required': field.required} for field in table.schema().fields],
+        'partitionSpec': [
+            {'sourceId': field.source_id, 'fieldId': field.field_id, 'name': field.name, 'transform': str(field.transform)} for field in table.spec().fields
+        ],
     }
 
 

@@ -3,6 +3,7 @@ import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSn
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
+import type { PartitionSpec } from './partition-spec.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
@@ -93,14 +94,19 @@ class RestCatalog implements IcebergCatalog {
     return loaded(table, answer.text);
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable> {
     const name = tableName(table);
     const namespaces = `${this.prefix}/namespaces`;
     const created = await this.connection.request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
     // 409: the namespace is there already, which is all the writer needs.
     if (created.status !== 200 && created.status !== 409) throw this.connection.refusal(name, 'POST', namespaces, created);
     const tables = `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
-    const answer = await this.connection.request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
+    const answer = await this.connection.request(name, 'POST', tables, {
+      name: table.name,
+      schema,
+      ...(partitionSpec ? { 'partition-spec': partitionSpec } : {}),
+      properties: { 'format-version': '2' },
+    });
     if (answer.status === 409) {
       const existing = await this.loadTable(table);
       if (existing) return existing;
