@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import type { IcebergCatalog, LoadedTable, NewSnapshot, TableIdentifier } from '../../../src/sinks/iceberg/catalog.js';
 import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
+import { icebergTypeOf } from '../../../src/sinks/iceberg/iceberg-schema.js';
 import type { TypedRow } from '../../../src/transform/column.js';
 import { readIceberg } from '../../support/iceberg-readers.js';
 import { asText, COLUMNS, readBoth, rowsOf, sortedLines } from './iceberg-test-rows.js';
@@ -274,6 +275,39 @@ export function writerModeScenarios(python: string, context: () => WriterContext
           ...withLineage(keyed([1, 20], 'intruder'), 'intruder', 2_000),
           ...withLineage(keyed([0, 3, 21], 'contender'), 'contender', 3_000),
         ],
+        LINEAGE_NAMES,
+      );
+    },
+    READS_TIMEOUT_MS,
+  );
+
+  it(
+    "merge onto a table pyiceberg created and wrote: its Parquet files (pyarrow's dictionary pages, zstd) are read back and rewritten",
+    async () => {
+      const { catalog } = context();
+      const fields = [
+        ...COLUMNS.map((column) => ({ name: column.name, type: icebergTypeOf(column.type) })),
+        { name: '_run_id', type: 'string' },
+        { name: '_extracted_at', type: 'timestamptz' },
+      ];
+      // Repeated titles and days make pyarrow write dictionary pages.
+      const theirs = keyed([0, 1, 2, 3, 4, 5, 6, 7], 'pyiceberg');
+      await readIceberg(python, 'pyiceberg-write', { ...where('tiles.foreign_merge'), fields, rows: withLineage(theirs, 'pyiceberg', 1_600_000_000_000) });
+      const ours = keyed([1, 5, 40], 'ours');
+      const run = await writeIcebergRun({
+        catalog,
+        table: { namespace: 'tiles', name: 'foreign_merge' },
+        columns: COLUMNS,
+        rows: [ours],
+        mode: 'merge',
+        mergeKey: ['id'],
+        runId: 'ours',
+        extractedAtMs: 1_700_000_000_000,
+      });
+      expect(run.committed).toBe(true);
+      await expectRows(
+        'tiles.foreign_merge',
+        [...withLineage(keyed([0, 2, 3, 4, 6, 7], 'pyiceberg'), 'pyiceberg', 1_600_000_000_000), ...withLineage(ours, 'ours', 1_700_000_000_000)],
         LINEAGE_NAMES,
       );
     },
