@@ -67,6 +67,10 @@ type Requests = {
   'pyiceberg-scan': [PyicebergTable & { filter?: string }, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
   'duckdb-scan': [{ metadata: string }, ReadRows];
+  'pyarrow-write': [
+    { path: string; fields: { name: string; type: string; fieldId: number }[]; rows: (string | null)[][]; options: Record<string, unknown> },
+    { rowGroups: number; encodings: string[] },
+  ];
   'pyiceberg-write': [PyicebergTable & { fields: { name: string; type: string }[]; rows: (string | null)[][] }, { snapshotId: string }];
 };
 

@@ -14,7 +14,7 @@ import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type LiveDataFile, type ParentManifest, readParentManifests, rewriteManifest } from './manifest-reading.js';
 import { type AddedDataFile, type ManifestListEntry, manifestFile, manifestList, manifestListEntry } from './manifests.js';
 import { mergeKeyColumns, rewriteWithoutKeys, writeMergeFile } from './merge-rewrite.js';
-import { type DayLayout, dayBound, dayLayoutOf, daySpecOf, type PartitionSpec, replacedDays } from './partition-spec.js';
+import { type DayLayout, dayBound, dayLayoutOf, daySpecOf, type PartitionSpec, refusePartitioned, replacedDays } from './partition-spec.js';
 import { fieldIdsOf, newSnapshotId } from './table-fields.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
 import type { IcebergRunOptions, IcebergRunResult } from './table-writer.js';
@@ -63,7 +63,7 @@ export async function writeOverwritingRun(options: IcebergRunOptions, columns: C
   const fieldIds = fieldIdsOf(name, base.metadata, columns);
   const specs = columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! }));
   const layout = partition ? dayLayoutOf(name, base.metadata, columns, partition) : undefined;
-  if (!layout) unpartitioned(name, base.metadata);
+  if (!layout) refusePartitioned(name, base.metadata, mode);
 
   const snapshotId = newSnapshotId();
   const written: string[] = [];
@@ -258,16 +258,6 @@ async function snapshotOn(
     'schema-id': base.metadata['current-schema-id'],
   };
   return { snapshot, tryFiles, added };
-}
-
-/** A merge writes into an unpartitioned table only: a partitioned one would need the run's rows split by partition. */
-function unpartitioned(name: string, metadata: Parameters<typeof currentSchema>[0]): void {
-  const spec = metadata['partition-specs']?.find((candidate) => candidate['spec-id'] === (metadata['default-spec-id'] ?? 0));
-  if (spec && spec.fields.length > 0)
-    throw new IcebergPartitionMismatchError(
-      name,
-      `the table is partitioned (${spec.fields.map((field) => field.name).join(', ')}); writeMode merge writes an unpartitioned table`,
-    );
 }
 
 /** The manifest list's summary of the day field over the files a manifest adds (bounds as 4-byte days). */

@@ -137,3 +137,16 @@ export function dayBound(day: number): Buffer {
   bytes.writeInt32LE(day, 0);
   return bytes;
 }
+
+/**
+ * The other modes write unpartitioned manifests (`merge` would also have to split its rows by
+ * partition): a partitioned table is refused, never given a manifest that contradicts its spec.
+ */
+export function refusePartitioned(name: string, metadata: TableMetadata, mode: string): void {
+  const spec = metadata['partition-specs']?.find((candidate) => candidate['spec-id'] === (metadata['default-spec-id'] ?? 0));
+  if (spec && spec.fields.length > 0)
+    throw new IcebergPartitionMismatchError(
+      name,
+      `the table is partitioned by ${describeSpec(spec, metadata)}; writeMode ${mode} writes only an unpartitioned table`,
+    );
+}

@@ -8,7 +8,7 @@ import { newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type AddedDataFile, manifestFile, manifestList, manifestListEntry, readManifestList } from './manifests.js';
 import { writeOverwritingRun } from './overwrite-run.js';
-import type { DayPartitionOptions } from './partition-spec.js';
+import { type DayPartitionOptions, refusePartitioned } from './partition-spec.js';
 import { fieldIdsOf, newSnapshotId } from './table-fields.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
 
@@ -37,7 +37,7 @@ export interface IcebergRunOptions {
   rows: AsyncIterable<readonly TypedRow[]> | Iterable<readonly TypedRow[]>;
   mode: IcebergWriteMode;
   runId: string;
-  /** The instant of the run's extraction, for `_extracted_at` (append). */
+  /** The instant of the run's extraction, for `_extracted_at` (append, merge). */
   extractedAtMs?: number;
   /** `partition`: the DATE or TIMESTAMP column the table is partitioned by day on, and the run's window. */
   partition?: DayPartitionOptions;
@@ -76,6 +76,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
   let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, newIcebergSchema(columns)));
   const done = snapshotOfRun(base.metadata, runId);
   if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
+  refusePartitioned(name, base.metadata, mode);
   const fieldIds = fieldIdsOf(name, base.metadata, columns);
 
   const location = base.metadata.location;

@@ -106,7 +106,7 @@ export function writerModeScenarios(python: string, context: () => WriterContext
   );
 
   it(
-    'partition: a null day is refused naming the column, and nothing is committed or left behind',
+    'partition: a null day is refused naming the column, as is another mode on the partitioned table; nothing is committed or left behind',
     async () => {
       const { catalog } = context();
       const table = { namespace: 'tiles', name: 'null_day' };
@@ -124,6 +124,16 @@ export function writerModeScenarios(python: string, context: () => WriterContext
         runId: 'n-2',
       }).catch((error: unknown) => error);
       expect(failure).toMatchObject({ code: 'iceberg_value_invalid', message: expect.stringMatching(/^column day: value null has no day/) });
+      // The other modes would write unpartitioned manifests into it: refused before any file.
+      for (const mode of ['replace', 'append', 'merge'] as const) {
+        const refused = await writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(0, 1)], mode, mergeKey: ['id'], runId: `other-${mode}` }).catch(
+          (error: unknown) => error,
+        );
+        expect(refused).toMatchObject({
+          code: 'iceberg_partition_mismatch',
+          message: expect.stringContaining(`partitioned by day(day); writeMode ${mode} writes only an unpartitioned table`),
+        });
+      }
       expect(await filesOf('tiles.null_day')).toEqual(before);
       const history = await readIceberg(python, 'pyiceberg-table', where('tiles.null_day'));
       expect(history.snapshots.map((s) => s.summary['tilehouse.run-id'])).toEqual(['n-1']);

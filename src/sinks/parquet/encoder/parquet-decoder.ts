@@ -271,6 +271,8 @@ function hybrid(bytes: Uint8Array, width: number, count: number): number[] {
       for (let index = 0; index < run && out.length < count; index++) out.push(value);
     } else {
       const values = (header >>> 1) * 8;
+      // Corrupt bytes must fail, not loop over a run they cannot hold.
+      if (position + (values * width) / 8 > bytes.length) throw new RangeError('a bit-packed run runs past the end');
       let bit = 0;
       for (let index = 0; index < values; index++) {
         let value = 0;
