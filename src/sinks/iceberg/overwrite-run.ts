@@ -60,10 +60,11 @@ export async function writeOverwritingRun(options: IcebergRunOptions, columns: C
   let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, schema, partition ? daySpecOf(schema, partition.column) : undefined));
   const done = snapshotOfRun(base.metadata, runId);
   if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
-  const fieldIds = fieldIdsOf(name, base.metadata, columns);
-  const specs = columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! }));
+  // The table's layout first: a partitioned table is the reason a merge cannot write it, whatever its columns.
   const layout = partition ? dayLayoutOf(name, base.metadata, columns, partition) : undefined;
   if (!layout) refusePartitioned(name, base.metadata, mode);
+  const fieldIds = fieldIdsOf(name, base.metadata, columns);
+  const specs = columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! }));
 
   const snapshotId = newSnapshotId();
   const written: string[] = [];
