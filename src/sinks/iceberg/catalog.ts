@@ -1,5 +1,5 @@
 import type { IcebergSchema } from './iceberg-schema.js';
-import type { PartitionSpec } from './partition-spec.js';
+import type { PartitionSpec } from './table-metadata.js';
 import type { TableMetadata } from './table-metadata.js';
 
 /**

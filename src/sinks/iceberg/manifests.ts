@@ -4,7 +4,8 @@ import { readAvroContainer } from './avro/avro-reader.js';
 import type { AvroRecord, AvroSchema } from './avro/avro-schema.js';
 import { stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
-import { type PartitionSpec, partitionRecordSchema } from './partition-spec.js';
+import { partitionRecordSchema } from './partition-spec.js';
+import type { PartitionSpec } from './table-metadata.js';
 
 /**
  * Iceberg's manifests and manifest lists (the specification's "Manifests" and "Manifest Lists",

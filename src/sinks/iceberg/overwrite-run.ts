@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ColumnType } from '../../value-types/column-types.js';
-import { CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, tableName } from './catalog.js';
+import { CommitOutcomeUnknown, type IcebergCatalog, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import type { TypedRow } from '../../transform/column.js';
 import { writeDayFiles } from './day-files.js';
 import {
   CommitConflict,
@@ -14,10 +15,9 @@ import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type LiveDataFile, type ParentManifest, readParentManifests, rewriteManifest } from './manifest-reading.js';
 import { type AddedDataFile, type ManifestListEntry, manifestFile, manifestList, manifestListEntry } from './manifests.js';
 import { mergeKeyColumns, rewriteWithoutKeys, writeMergeFile } from './merge-rewrite.js';
-import { type DayLayout, dayBound, dayLayoutOf, daySpecOf, type PartitionSpec, refusePartitioned, replacedDays } from './partition-spec.js';
+import { type DayLayout, type DayPartitionOptions, dayBound, dayLayoutOf, daySpecOf, refusePartitioned, replacedDays } from './partition-spec.js';
 import { fieldIdsOf, newSnapshotId } from './table-fields.js';
-import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
-import type { IcebergRunOptions, IcebergRunResult } from './table-writer.js';
+import { currentSchema, currentSnapshot, type PartitionSpec, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
 
 /**
  * The write modes that overwrite part of a table, as one `overwrite` snapshot each:
@@ -36,6 +36,30 @@ import type { IcebergRunOptions, IcebergRunResult } from './table-writer.js';
 const DEFAULT_COMMIT_TRIES = 10;
 
 type Columns = readonly { name: string; type: ColumnType }[];
+
+/** table-writer.ts's options and result, for these two modes (its types are not imported back). */
+export interface OverwriteRunOptions {
+  catalog: IcebergCatalog;
+  table: TableIdentifier;
+  /** The tile's columns (without the lineage columns). */
+  columns: Columns;
+  rows: AsyncIterable<readonly TypedRow[]> | Iterable<readonly TypedRow[]>;
+  mode: 'partition' | 'merge';
+  runId: string;
+  extractedAtMs?: number;
+  partition?: DayPartitionOptions;
+  mergeKey?: readonly string[];
+  maxCommitTries?: number;
+  now?: () => number;
+}
+
+interface OverwriteRunResult {
+  committed: boolean;
+  snapshotId: bigint;
+  rows: number;
+  tries: number;
+  metadataLocation: string;
+}
 type FileSpecs = readonly { name: string; type: ColumnType; fieldId: number }[];
 
 /** What a mode overwrites: its own files, and on each parent which of the parent's files go and which files replace them. */
@@ -50,7 +74,7 @@ interface Overwrite {
   committed(added: readonly AddedDataFile[]): Promise<void>;
 }
 
-export async function writeOverwritingRun(options: IcebergRunOptions, columns: Columns): Promise<IcebergRunResult> {
+export async function writeOverwritingRun(options: OverwriteRunOptions, columns: Columns): Promise<OverwriteRunResult> {
   const { catalog, table, mode, runId } = options;
   const name = tableName(table);
   const now = options.now ?? Date.now;
@@ -106,7 +130,7 @@ export async function writeOverwritingRun(options: IcebergRunOptions, columns: C
 
 /** `partition`: a file per day of the run's rows; the parent's files of the days replaced go. */
 async function dayOverwrite(
-  options: IcebergRunOptions,
+  options: OverwriteRunOptions,
   name: string,
   location: string,
   layout: DayLayout,
@@ -135,7 +159,7 @@ async function dayOverwrite(
 
 /** `merge`: the run's rows in one file; the parent's files holding its keys rewritten without them (each rewrite kept for later tries). */
 async function mergeOverwrite(
-  options: IcebergRunOptions,
+  options: OverwriteRunOptions,
   name: string,
   location: string,
   specs: FileSpecs,

@@ -4,7 +4,7 @@ import type { ColumnType } from '../../value-types/column-types.js';
 import type { AvroRecord } from './avro/avro-schema.js';
 import { IcebergPartitionMismatchError, IcebergValueError } from './iceberg-errors.js';
 import type { IcebergSchema } from './iceberg-schema.js';
-import { currentSchema, type TableMetadata } from './table-metadata.js';
+import { currentSchema, type PartitionField, type PartitionSpec, type TableMetadata } from './table-metadata.js';
 
 /**
  * `writeMode: partition`'s table layout: one `day` partition field on a DATE or TIMESTAMP column
@@ -19,19 +19,6 @@ export interface DayPartitionOptions {
    * as the PostgreSQL sink's window): a row outside it is refused.
    */
   window?: { from: string; to: string };
-}
-
-/** A partition field as table metadata and manifests carry it. */
-export interface PartitionField {
-  'source-id': number;
-  'field-id': number;
-  name: string;
-  transform: string;
-}
-
-export interface PartitionSpec {
-  'spec-id': number;
-  fields: PartitionField[];
 }
 
 export const FIRST_PARTITION_FIELD_ID = 1000;

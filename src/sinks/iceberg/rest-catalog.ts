@@ -3,7 +3,7 @@ import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSn
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
-import type { PartitionSpec } from './partition-spec.js';
+import type { PartitionSpec } from './table-metadata.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**

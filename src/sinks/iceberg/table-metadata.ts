@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { IcebergSchema } from './iceberg-schema.js';
-import type { PartitionSpec } from './partition-spec.js';
 
 /**
  * The parts of an Iceberg table's metadata (format version 2) the writer reads, checked at the
@@ -46,6 +45,19 @@ export const tableMetadataSchema = z.looseObject({
   'snapshot-log': z.array(z.looseObject({ 'snapshot-id': long, 'timestamp-ms': long })).optional(),
   'metadata-log': z.array(z.looseObject({ 'metadata-file': z.string(), 'timestamp-ms': long })).optional(),
 });
+
+/** A partition field as table metadata and manifests carry it (partition-spec.ts makes and reads them). */
+export interface PartitionField {
+  'source-id': number;
+  'field-id': number;
+  name: string;
+  transform: string;
+}
+
+export interface PartitionSpec {
+  'spec-id': number;
+  fields: PartitionField[];
+}
 
 export type TableMetadata = z.infer<typeof tableMetadataSchema>;
 export type Snapshot = z.infer<typeof snapshotSchema>;

@@ -72,7 +72,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
   const now = options.now ?? Date.now;
   const lineage = mode === 'append' || mode === 'merge';
   const columns = lineage ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
-  if (mode === 'partition' || mode === 'merge') return writeOverwritingRun(options, columns);
+  if (mode === 'partition' || mode === 'merge') return writeOverwritingRun({ ...options, mode }, columns);
   let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, newIcebergSchema(columns)));
   const done = snapshotOfRun(base.metadata, runId);
   if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
