@@ -51,6 +51,7 @@ export interface IcebergTableRead {
   currentSnapshotId: string | null;
   snapshots: { id: string; parent: string | null; operation: string | null; summary: Record<string, string> }[];
   fields: { id: number; name: string; type: string; required: boolean }[];
+  partitionSpec: { sourceId: number; fieldId: number; name: string; transform: string }[];
 }
 
 /** A table as pyiceberg is told where it is: catalog properties, the catalog's name (a SQL catalog's `catalog_name`), `ns.table`. */
@@ -63,9 +64,13 @@ export interface PyicebergTable {
 type Requests = {
   avro: [{ path: string }, AvroRead];
   'parquet-fields': [{ path: string }, ParquetFieldsRead];
-  'pyiceberg-scan': [PyicebergTable & { snapshotId?: string }, ReadRows];
+  'pyiceberg-scan': [PyicebergTable & { snapshotId?: string; filter?: string }, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
   'duckdb-scan': [{ metadata: string; s3?: { endpoint: string; region: string; keyId: string; secret: string } }, ReadRows];
+  'pyarrow-write': [
+    { path: string; fields: { name: string; type: string; fieldId: number }[]; rows: (string | null)[][]; options: Record<string, unknown> },
+    { rowGroups: number; encodings: string[] },
+  ];
   'pyiceberg-write': [PyicebergTable & { fields: { name: string; type: string }[]; rows: (string | null)[][] }, { snapshotId: string }];
 };
 

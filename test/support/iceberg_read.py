@@ -5,11 +5,14 @@ Requests, by "op":
   avro            {"path"}: an Avro object container file read by fastavro: the header's schema
                   exactly as written (JSON text), its metadata (text), every record.
   parquet-fields  {"path"}: each column of a Parquet file as pyarrow reads it: name, type, field id.
-  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name", "snapshotId"?}: the table's current
-                  snapshot (or that snapshot: time travel) read by pyiceberg (its own metadata, manifest and Parquet readers).
-  pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary) and the schema's fields.
+  pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name", "snapshotId"?, "filter"?}: the table's current
+                  snapshot (or that snapshot: time travel) read by pyiceberg (its own metadata, manifest and Parquet readers),
+                  filtered by a row filter when one is given.
+  pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary), the schema's fields, the partition spec's fields.
   pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
                   appends the rows (text) with pyiceberg's own writer.
+  pyarrow-write   {"path", "fields": [{name, type, fieldId}], "rows", "options"}: a Parquet file written by pyarrow
+                  alone with those pq.write_table options; answers its row groups and encodings.
   duckdb-scan     {"metadata": location, "s3"?: {endpoint, region, keyId, secret}}: the table read by
                   DuckDB 1.4.4's iceberg extension from that metadata file (iceberg_scan), nothing of
                   pyiceberg involved; with "s3", its httpfs extension reads s3:// through a secret
@@ -100,7 +103,9 @@ def load_table(request):
 def pyiceberg_scan(request):
     table = load_table(request)
     snapshot = request.get('snapshotId')
-    scan = table.scan() if snapshot is None else table.scan(snapshot_id=int(snapshot))
+    # An optional row filter (pyiceberg's expression text), which prunes by the partition spec.
+    options = {} if 'filter' not in request else {'row_filter': request['filter']}
+    scan = table.scan(**options) if snapshot is None else table.scan(snapshot_id=int(snapshot), **options)
     return arrow_rows(scan.to_arrow())
 
 
@@ -122,6 +127,9 @@ def pyiceberg_table(request):
             for snapshot in metadata.snapshots
         ],
         'fields': [{'id': field.field_id, 'name': field.name, 'type': str(field.field_type), 'required': field.required} for field in table.schema().fields],
+        'partitionSpec': [
+            {'sourceId': field.source_id, 'fieldId': field.field_id, 'name': field.name, 'transform': str(field.transform)} for field in table.spec().fields
+        ],
     }
 
 
@@ -209,7 +217,38 @@ def pyiceberg_write(request):
     return {'snapshotId': str(table.current_snapshot().snapshot_id)}
 
 
+def pyarrow_write(request):
+    """A Parquet file written by pyarrow alone (no pyiceberg): the rows (text) in the given Iceberg
+    types, each column with its PARQUET:field_id, with pyarrow's own options (codec, dictionary,
+    data page version and size, row group size), for a reader of Parquet files to be checked on."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {
+        'long': (pa.int64(), int),
+        'decimal(38, 9)': (pa.decimal128(38, 9), decimal.Decimal),
+        'string': (pa.string(), str),
+        'timestamptz': (
+            pa.timestamp('us', tz='UTC'),
+            lambda t: datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=int(t)),
+        ),
+        'date': (pa.date32(), datetime.date.fromisoformat),
+        'double': (pa.float64(), float),
+    }
+    fields = request['fields']
+    schema = pa.schema(
+        [pa.field(field['name'], types[field['type']][0], nullable=True, metadata={b'PARQUET:field_id': str(field['fieldId']).encode()}) for field in fields]
+    )
+    columns = [[None if row[index] is None else types[field['type']][1](row[index]) for row in request['rows']] for index, field in enumerate(fields)]
+    table = pa.Table.from_arrays([pa.array(column, type=schema.field(index).type) for index, column in enumerate(columns)], schema=schema)
+    pq.write_table(table, request['path'], **request['options'])
+    metadata = pq.ParquetFile(request['path']).metadata
+    chunks = [metadata.row_group(group).column(index) for group in range(metadata.num_row_groups) for index in range(metadata.num_columns)]
+    return {'rowGroups': metadata.num_row_groups, 'encodings': sorted({encoding for chunk in chunks for encoding in chunk.encodings})}
+
+
 OPS = {
+    'pyarrow-write': pyarrow_write,
     'pyiceberg-write': pyiceberg_write,
     'avro': read_avro,
     'parquet-fields': parquet_fields,

@@ -1,4 +1,5 @@
 import type { IcebergSchema } from './iceberg-schema.js';
+import type { PartitionSpec } from './table-metadata.js';
 import type { TableMetadata } from './table-metadata.js';
 
 /**
@@ -40,8 +41,11 @@ export interface IcebergCatalog {
   readonly description: string;
   /** The table, or undefined when the catalog has none of that name. */
   loadTable(table: TableIdentifier): Promise<LoadedTable | undefined>;
-  /** Creates the namespace when missing and the table (format version 2, unpartitioned); a table created meanwhile by another writer is loaded instead. */
-  createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable>;
+  /**
+   * Creates the namespace when missing and the table (format version 2, unpartitioned unless a
+   * spec is given); a table created meanwhile by another writer is loaded instead.
+   */
+  createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable>;
   /**
    * Commits `snapshot` as the table's `main` on condition that `main` is still where `base` had
    * it: throws CommitConflict when it is not (nothing committed), IcebergCatalogError when the

@@ -60,3 +60,56 @@ export class CommitConflict extends Error {
     super(`Iceberg table ${table}: the commit's requirements no longer hold`);
   }
 }
+
+/** `writeMode: partition` on a table not partitioned by day on the job's column (`iceberg_partition_mismatch`). */
+export class IcebergPartitionMismatchError extends TilehouseError {
+  readonly code = 'iceberg_partition_mismatch';
+
+  constructor(
+    readonly table: string,
+    readonly reason: string,
+  ) {
+    super(`Iceberg table ${table}: ${reason}; nothing was committed`);
+  }
+}
+
+/** A partition column's value no day partition can hold (`iceberg_value_invalid`), as the PostgreSQL sink's `postgres_value_invalid`. */
+export class IcebergValueError extends TilehouseError {
+  readonly code = 'iceberg_value_invalid';
+
+  constructor(
+    readonly column: string,
+    readonly value: string,
+    reason: string,
+  ) {
+    super(`column ${column}: value ${value} ${reason}; nothing was committed`);
+  }
+}
+
+/** `writeMode: merge`: a run's rows share a key, or one has a null in a key column (`iceberg_duplicate_key`, `iceberg_null_key`). */
+export class IcebergKeyError extends TilehouseError {
+  readonly code: 'iceberg_duplicate_key' | 'iceberg_null_key';
+
+  constructor(table: string, kind: 'duplicate' | 'null', key: string, keyColumns: readonly string[]) {
+    super(
+      kind === 'duplicate'
+        ? `Iceberg table ${table}: rows of this run share the primary key (${keyColumns.join(', ')}) = ${key}; nothing was committed`
+        : `Iceberg table ${table}: a row has a null in primary key column ${key}; nothing was committed`,
+    );
+    this.code = kind === 'duplicate' ? 'iceberg_duplicate_key' : 'iceberg_null_key';
+  }
+}
+
+/** A data file a merge must rewrite could not be read back (`iceberg_data_file_unreadable`). */
+export class IcebergDataFileUnreadableError extends TilehouseError {
+  readonly code = 'iceberg_data_file_unreadable';
+
+  constructor(
+    readonly table: string,
+    readonly file: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Iceberg table ${table}: data file ${file} cannot be read back to rewrite it: ${reason}; nothing was committed`, options);
+  }
+}

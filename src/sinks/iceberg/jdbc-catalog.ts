@@ -6,6 +6,7 @@ import { withHousekeeping } from './expire-snapshots.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
+import type { PartitionSpec } from './table-metadata.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
 import { newTableMetadata, tableMetadataSchema } from './table-metadata.js';
 
@@ -97,7 +98,7 @@ class JdbcCatalog implements IcebergCatalog {
     return location ? readMetadata(table, location) : undefined;
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable> {
     const name = tableName(table);
     await this.run(
       name,
@@ -107,7 +108,14 @@ class JdbcCatalog implements IcebergCatalog {
     );
     const location = childLocation(this.warehouse, `${table.namespace}/${table.name}`);
     const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
-    const metadata = newTableMetadata({ uuid: randomUUID(), location, schema, nowMs: Date.now(), properties: { 'write.format.default': 'parquet' } });
+    const metadata = newTableMetadata({
+      uuid: randomUUID(),
+      location,
+      schema,
+      nowMs: Date.now(),
+      properties: { 'write.format.default': 'parquet' },
+      ...(partitionSpec ? { partitionSpec } : {}),
+    });
     await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(metadata, 2))]);
     const inserted = await this.run(
       name,

@@ -4,6 +4,8 @@ import { readAvroContainer } from './avro/avro-reader.js';
 import type { AvroRecord, AvroSchema } from './avro/avro-schema.js';
 import { stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
+import { partitionRecordSchema } from './partition-spec.js';
+import type { PartitionSpec } from './table-metadata.js';
 
 /**
  * Iceberg's manifests and manifest lists (the specification's "Manifests" and "Manifest Lists",
@@ -12,6 +14,27 @@ import type { IcebergSchema } from './iceberg-schema.js';
  */
 
 const optional = (type: AvroSchema): AvroSchema => ['null', type];
+
+const UNPARTITIONED: PartitionSpec = { 'spec-id': 0, fields: [] };
+
+/** The manifest entry's schema for a spec: `data_file.partition` is the spec's own record. */
+function manifestEntrySchema(spec: PartitionSpec): AvroRecord {
+  if (spec.fields.length === 0) return MANIFEST_ENTRY;
+  return {
+    ...MANIFEST_ENTRY,
+    fields: MANIFEST_ENTRY.fields.map((field) =>
+      field.name === 'data_file'
+        ? {
+            ...field,
+            type: {
+              ...DATA_FILE,
+              fields: DATA_FILE.fields.map((inner) => (inner.name === 'partition' ? { ...inner, type: partitionRecordSchema(spec) } : inner)),
+            },
+          }
+        : field,
+    ),
+  };
+}
 
 const DATA_FILE: AvroRecord = {
   type: 'record',
@@ -87,10 +110,13 @@ export interface AddedDataFile {
   path: string;
   recordCount: bigint;
   sizeInBytes: bigint;
+  /** Its partition tuple, by partition field name (a partitioned table's). */
+  partition?: Record<string, AvroValue>;
 }
 
 /** A manifest of files one snapshot adds (status ADDED; sequence numbers inherited from the manifest list). */
-export function manifestFile(options: { schema: IcebergSchema; snapshotId: bigint; files: readonly AddedDataFile[] }): Buffer {
+export function manifestFile(options: { schema: IcebergSchema; snapshotId: bigint; files: readonly AddedDataFile[]; spec?: PartitionSpec }): Buffer {
+  const spec = options.spec ?? UNPARTITIONED;
   const entries: AvroValue[] = options.files.map((file) => ({
     status: 1,
     snapshot_id: options.snapshotId,
@@ -100,7 +126,7 @@ export function manifestFile(options: { schema: IcebergSchema; snapshotId: bigin
       content: 0,
       file_path: file.path,
       file_format: 'PARQUET',
-      partition: {},
+      partition: file.partition ?? {},
       record_count: file.recordCount,
       file_size_in_bytes: file.sizeInBytes,
       key_metadata: null,
@@ -108,12 +134,12 @@ export function manifestFile(options: { schema: IcebergSchema; snapshotId: bigin
       sort_order_id: null,
     },
   }));
-  return avroContainerFile(MANIFEST_ENTRY, entries, {
+  return avroContainerFile(manifestEntrySchema(spec), entries, {
     metadata: {
       schema: stringifyIcebergJson(options.schema),
       'schema-id': String(options.schema['schema-id']),
-      'partition-spec': '[]',
-      'partition-spec-id': '0',
+      'partition-spec': JSON.stringify(spec.fields),
+      'partition-spec-id': String(spec['spec-id']),
       'format-version': '2',
       content: 'data',
     },
@@ -130,11 +156,14 @@ export function manifestListEntry(options: {
   snapshotId: bigint;
   sequenceNumber: bigint;
   files: readonly AddedDataFile[];
+  /** A partitioned manifest's spec id and field summaries (partition-spec.ts). */
+  specId?: number;
+  partitions?: ManifestListEntry[];
 }): ManifestListEntry {
   return {
     manifest_path: options.path,
     manifest_length: BigInt(options.length),
-    partition_spec_id: 0,
+    partition_spec_id: options.specId ?? 0,
     content: 0,
     sequence_number: options.sequenceNumber,
     min_sequence_number: options.sequenceNumber,
@@ -145,7 +174,7 @@ export function manifestListEntry(options: {
     added_rows_count: options.files.reduce((sum, file) => sum + file.recordCount, 0n),
     existing_rows_count: 0n,
     deleted_rows_count: 0n,
-    partitions: [],
+    partitions: options.partitions ?? [],
     key_metadata: null,
   };
 }

@@ -6,6 +6,7 @@ import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
 import { IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
 import { childLocation } from './table-files.js';
+import type { PartitionSpec } from './table-metadata.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
@@ -129,7 +130,7 @@ class RestCatalog implements IcebergCatalog {
     return loaded(table, answer.text);
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable> {
     const name = tableName(table);
     const namespaces = `${this.prefix}/namespaces`;
     const created = await this.connection.request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
@@ -140,6 +141,7 @@ class RestCatalog implements IcebergCatalog {
       name: table.name,
       schema,
       ...(this.options.location === undefined ? {} : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
+      ...(partitionSpec ? { 'partition-spec': partitionSpec } : {}),
       properties: { ...this.options.tableProperties, 'format-version': '2' },
     });
     if (answer.status === 409) {

@@ -31,11 +31,33 @@ export const tableMetadataSchema = z.looseObject({
   'current-schema-id': z.number().int(),
   schemas: z.array(schemaSchema),
   'current-snapshot-id': long.nullish(),
+  'default-spec-id': z.number().int().optional(),
+  'partition-specs': z
+    .array(
+      z.looseObject({
+        'spec-id': z.number().int(),
+        fields: z.array(z.looseObject({ 'source-id': z.number().int(), 'field-id': z.number().int(), name: z.string(), transform: z.string() })),
+      }),
+    )
+    .optional(),
   snapshots: z.array(snapshotSchema).optional(),
   refs: z.record(z.string(), z.looseObject({ 'snapshot-id': long, type: z.string() })).optional(),
   'snapshot-log': z.array(z.looseObject({ 'snapshot-id': long, 'timestamp-ms': long })).optional(),
   'metadata-log': z.array(z.looseObject({ 'metadata-file': z.string(), 'timestamp-ms': long })).optional(),
 });
+
+/** A partition field as table metadata and manifests carry it (partition-spec.ts makes and reads them). */
+export interface PartitionField {
+  'source-id': number;
+  'field-id': number;
+  name: string;
+  transform: string;
+}
+
+export interface PartitionSpec {
+  'spec-id': number;
+  fields: PartitionField[];
+}
 
 export type TableMetadata = z.infer<typeof tableMetadataSchema>;
 export type Snapshot = z.infer<typeof snapshotSchema>;
@@ -67,14 +89,16 @@ export function snapshotOfRun(metadata: TableMetadata, runId: string): Snapshot 
   }
   return undefined;
 }
-/** A new table's metadata (format version 2, unpartitioned, unsorted), for a catalog the writer keeps itself (JDBC). */
+/** A new table's metadata (format version 2, unsorted, unpartitioned unless a spec is given), for a catalog the writer keeps itself (JDBC). */
 export function newTableMetadata(options: {
   uuid: string;
   location: string;
   schema: IcebergSchema;
   nowMs: number;
   properties?: Record<string, string>;
+  partitionSpec?: PartitionSpec;
 }): Record<string, unknown> {
+  const spec = options.partitionSpec ?? { 'spec-id': 0, fields: [] };
   return {
     'format-version': 2,
     'table-uuid': options.uuid,
@@ -85,8 +109,8 @@ export function newTableMetadata(options: {
     'current-schema-id': options.schema['schema-id'],
     schemas: [options.schema],
     'default-spec-id': 0,
-    'partition-specs': [{ 'spec-id': 0, fields: [] }],
-    'last-partition-id': 999,
+    'partition-specs': [spec],
+    'last-partition-id': Math.max(999, ...spec.fields.map((field) => field['field-id'])),
     'default-sort-order-id': 0,
     'sort-orders': [{ 'order-id': 0, fields: [] }],
     properties: { ...options.properties },

@@ -1,15 +1,18 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { ColumnType } from '../../value-types/column-types.js';
 import type { TypedRow } from '../../transform/column.js';
 import { ParquetEncoder } from '../parquet/encoder/parquet-encoder.js';
 import { CommitOutcomeUnknown, type IcebergCatalog, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
-import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { commitWithExpiry, housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
-import { columnTypeOfIceberg, newIcebergSchema } from './iceberg-schema.js';
+import { newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type AddedDataFile, manifestFile, manifestList, manifestListEntry, readManifestList } from './manifests.js';
 import { type HousekeepingReport, removeUnreferencedFiles } from './orphan-files.js';
-import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun, type TableMetadata } from './table-metadata.js';
+import { writeOverwritingRun } from './overwrite-run.js';
+import { type DayPartitionOptions, refusePartitioned } from './partition-spec.js';
+import { fieldIdsOf, newSnapshotId } from './table-fields.js';
+import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
 
 /**
  * One run into an Iceberg table: the rows as one Parquet data file (each column with its field
@@ -22,8 +25,11 @@ import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, snapshotOfRun, type
  * its id on the snapshots `main` reaches commits nothing. A conflict (another writer's snapshot
  * landed first) re-reads the table, checks the run id again, and rebuilds the manifest list on the
  * new parent, within `maxCommitTries`; a lost answer is judged by reading the table.
+ *
+ * `partition` and `merge` overwrite part of the table (overwrite-run.ts): the days the run covers,
+ * or the files holding its keys, recomputed on each parent a commit is tried on.
  */
-export type IcebergWriteMode = 'replace' | 'append';
+export type IcebergWriteMode = 'replace' | 'append' | 'partition' | 'merge';
 
 export interface IcebergRunOptions {
   catalog: IcebergCatalog;
@@ -33,8 +39,12 @@ export interface IcebergRunOptions {
   rows: AsyncIterable<readonly TypedRow[]> | Iterable<readonly TypedRow[]>;
   mode: IcebergWriteMode;
   runId: string;
-  /** The instant of the run's extraction, for `_extracted_at` (append). */
+  /** The instant of the run's extraction, for `_extracted_at` (append, merge). */
   extractedAtMs?: number;
+  /** `partition`: the DATE or TIMESTAMP column the table is partitioned by day on, and the run's window. */
+  partition?: DayPartitionOptions;
+  /** `merge`: the key columns (one row per key in a run, none null). */
+  mergeKey?: readonly string[];
   maxCommitTries?: number;
   /** Snapshot expiry and file cleanup (expire-snapshots.ts); DEFAULT_HOUSEKEEPING's values where not given. */
   housekeeping?: Partial<IcebergHousekeepingPolicy>;
@@ -70,10 +80,13 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
   const name = tableName(table);
   const now = options.now ?? Date.now;
   const policy = housekeepingPolicy(options.housekeeping);
-  const columns = mode === 'append' ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
+  const lineage = mode === 'append' || mode === 'merge';
+  const columns = lineage ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
+  if (mode === 'partition' || mode === 'merge') return writeOverwritingRun({ ...options, mode }, columns);
   let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, newIcebergSchema(columns)));
   const done = snapshotOfRun(base.metadata, runId);
   if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
+  refusePartitioned(name, base.metadata, mode);
   const fieldIds = fieldIdsOf(name, base.metadata, columns);
 
   const location = base.metadata.location;
@@ -149,30 +162,6 @@ async function* encodeRows(encoder: ParquetEncoder, rows: IcebergRunOptions['row
   yield* encoder.finish();
 }
 
-/** Each column's field id in the table's current schema; a name or type the schema lacks is refused. */
-function fieldIdsOf(name: string, metadata: TableMetadata, columns: readonly { name: string; type: ColumnType }[]): number[] {
-  const schema = currentSchema(metadata);
-  const byName = new Map(schema.fields.map((field) => [field.name, field]));
-  const ids = columns.map((column) => {
-    const field = byName.get(column.name);
-    if (!field)
-      throw new IcebergSchemaMismatchError(
-        name,
-        `column ${JSON.stringify(column.name)} is not in the table (fields: ${schema.fields.map((f) => f.name).join(', ')})`,
-      );
-    const type = typeof field.type === 'string' ? columnTypeOfIceberg(field.type) : undefined;
-    if (type !== column.type)
-      throw new IcebergSchemaMismatchError(
-        name,
-        `column ${JSON.stringify(column.name)} is ${column.type} in the tile but ${JSON.stringify(field.type)} in the table`,
-      );
-    return field.id;
-  });
-  const extra = schema.fields.filter((field) => !columns.some((column) => column.name === field.name));
-  if (extra.length > 0) throw new IcebergSchemaMismatchError(name, `the table has fields the tile lacks: ${extra.map((field) => field.name).join(', ')}`);
-  return ids;
-}
-
 function summaryOf(mode: IcebergWriteMode, runId: string, file: AddedDataFile, parent: Record<string, string> | undefined): NewSnapshot['summary'] {
   const parentRecords = BigInt(parent?.['total-records'] ?? '0');
   const parentFiles = BigInt(parent?.['total-data-files'] ?? '0');
@@ -201,10 +190,4 @@ function summaryOf(mode: IcebergWriteMode, runId: string, file: AddedDataFile, p
     'total-position-deletes': '0',
     'total-equality-deletes': '0',
   };
-}
-
-/** A random positive 63-bit id, as Java's writers choose them. */
-function newSnapshotId(): bigint {
-  const id = BigInt.asUintN(63, randomBytes(8).readBigUInt64BE());
-  return id === 0n ? 1n : id;
 }

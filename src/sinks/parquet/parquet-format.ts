@@ -9,7 +9,9 @@
 // `column-chunk.ts` data pages V1 of ~1 MiB compressed as they are cut by `page-codecs.ts` (`snappy.ts`, our
 // own; gzip/zstd from `node:zlib`), `byte-sink.ts` one reused buffer, row groups flushed at 32 MiB buffered;
 // `parquet-schema.ts` the physical and logical types; `thrift-compact.ts` + `parquet-footer.ts` the footer,
-// written and read back for `plan` (`readParquetColumns`); `parquet-errors.ts`, the `parquet_*` errors);
+// written and read back for `plan` (`readParquetColumns`); `parquet-decoder.ts` a flat file's rows read back (this
+// encoder's and pyarrow's: dictionary pages, data pages V2; `snappy.ts` has the uncompressor) for an Iceberg merge;
+// `parquet-errors.ts`, the `parquet_*` errors);
 // tested against DuckDB, never against its own reader alone
 
 import { buffer } from 'node:stream/consumers';

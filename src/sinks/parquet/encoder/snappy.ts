@@ -1,6 +1,6 @@
 /**
  * Snappy's block format (https://github.com/google/snappy/blob/main/format_description.txt), the
- * compressor only: the uncompressed length as a varint, then literals and back-references
+ * compressor (and, at the end, the reader an Iceberg merge needs): the uncompressed length as a varint, then literals and back-references
  * ("copies"). Like the reference compressor, the input is cut into 64 KiB fragments, each matched
  * greedily against a hash table of 4-byte sequences seen earlier in that fragment, so offsets fit
  * two bytes; after a run of misses the search skips ahead faster, so incompressible input costs
@@ -102,4 +102,58 @@ function writeCopies(offset: number, length: number, out: Uint8Array, o: number)
     length -= piece;
   }
   return o;
+}
+
+/**
+ * Snappy's raw format read back (the varint length, then literals and copies with 1, 2 or 4 byte
+ * offsets), for pages another writer compressed with it; `size` is the page header's uncompressed size.
+ */
+export function snappyUncompress(input: Uint8Array, size: number): Uint8Array {
+  let position = 0;
+  let length = 0;
+  for (let shift = 0; ; shift += 7) {
+    const byte = input[position++]!;
+    length += (byte & 0x7f) * 2 ** shift;
+    if ((byte & 0x80) === 0) break;
+  }
+  if (length !== size) throw new RangeError(`snappy data of ${length} bytes where the page says ${size}`);
+  const out = new Uint8Array(length);
+  let written = 0;
+  while (position < input.length) {
+    const tag = input[position++]!;
+    const kind = tag & 3;
+    if (kind === 0) {
+      let literal = tag >>> 2;
+      if (literal >= 60) {
+        const bytes = literal - 59;
+        literal = 0;
+        for (let index = 0; index < bytes; index++) literal |= input[position++]! << (8 * index);
+      }
+      literal += 1;
+      if (position + literal > input.length || written + literal > length) throw new RangeError('a snappy literal runs past the end');
+      out.set(input.subarray(position, position + literal), written);
+      position += literal;
+      written += literal;
+      continue;
+    }
+    let copy: number;
+    let offset: number;
+    if (kind === 1) {
+      copy = ((tag >>> 2) & 7) + 4;
+      offset = ((tag >>> 5) << 8) | input[position++]!;
+    } else if (kind === 2) {
+      copy = (tag >>> 2) + 1;
+      offset = input[position]! | (input[position + 1]! << 8);
+      position += 2;
+    } else {
+      copy = (tag >>> 2) + 1;
+      offset = (input[position]! | (input[position + 1]! << 8) | (input[position + 2]! << 16) | (input[position + 3]! << 24)) >>> 0;
+      position += 4;
+    }
+    if (offset === 0 || offset > written || written + copy > length) throw new RangeError('a snappy copy reaches outside the output');
+    // Byte by byte: a copy may overlap what it writes (a run).
+    for (let index = 0; index < copy; index++, written++) out[written] = out[written - offset]!;
+  }
+  if (written !== length) throw new RangeError(`snappy data ends after ${written} of ${length} bytes`);
+  return out;
 }
