@@ -27,6 +27,7 @@ import type { Logger } from '../log.js';
 import type { DefinitionSource, SinkDefinition } from '../value-types/job-definition.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
 import { csvSinkKind } from './csv/descriptor.js';
+import { icebergSinkKind } from './iceberg/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
 import type { GoogleCredentials } from './google/google-credentials.js';
 import { postgresSinkKind } from './postgres/descriptor.js';
@@ -46,7 +47,7 @@ export { documentsAt, storeKindOf, type StoredDocuments, type StoreSeams } from 
  * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the
  * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
  */
-export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind, postgresSinkKind];
+export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind, postgresSinkKind, icebergSinkKind];
 
 /** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
 export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];

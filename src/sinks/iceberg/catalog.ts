@@ -30,10 +30,16 @@ export interface NewSnapshot {
 export interface IcebergCatalog {
   /** `rest <uri>` or `jdbc <database>`: for messages. */
   readonly description: string;
+  /** Whether the catalog has the namespace (a run creates it with its table when it has not). */
+  namespaceExists(namespace: string): Promise<boolean>;
   /** The table, or undefined when the catalog has none of that name. */
   loadTable(table: TableIdentifier): Promise<LoadedTable | undefined>;
-  /** Creates the namespace when missing and the table (format version 2, unpartitioned); a table created meanwhile by another writer is loaded instead. */
-  createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable>;
+  /**
+   * Creates the namespace when missing and the table (format version 2, unpartitioned) at
+   * `location` (absent: where the catalog puts it); a table created meanwhile by another writer
+   * is loaded instead.
+   */
+  createTable(table: TableIdentifier, schema: IcebergSchema, location?: string): Promise<LoadedTable>;
   /**
    * Commits `snapshot` as the table's `main` on condition that `main` is still where `base` had
    * it: throws CommitConflict when it is not (nothing committed), IcebergCatalogError when the

@@ -21,6 +21,8 @@ export interface JdbcCatalogOptions {
   /** Where new tables go: a `file:` URI or an absolute path; a table is `<warehouse>/<namespace>/<table>`, as Java lays it out. */
   warehouse: string;
   connection: pg.ClientConfig;
+  /** Connects instead of `new pg.Client(connection)` (the sink's connection, with libpq's sslmode meanings); its failure is the catalog's. */
+  connect?: () => Promise<pg.Client>;
 }
 
 const CREATE_TABLES = [
@@ -44,10 +46,14 @@ const CREATE_TABLES = [
 const ALREADY_THERE = new Set(['23505', '42P07']);
 
 export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
-  const client = new pg.Client(options.connection);
   const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
+  let client: pg.Client;
   try {
-    await client.connect();
+    if (options.connect) client = await options.connect();
+    else {
+      client = new pg.Client(options.connection);
+      await client.connect();
+    }
   } catch (error) {
     throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
   }
@@ -84,6 +90,17 @@ class JdbcCatalog implements IcebergCatalog {
     }
   }
 
+  async namespaceExists(namespace: string): Promise<boolean> {
+    // A namespace is a property row, or only the tables in it (Java's JdbcCatalog counts both).
+    const { rows } = await this.run(
+      namespace,
+      `SELECT EXISTS (SELECT 1 FROM iceberg_namespace_properties WHERE catalog_name = $1 AND namespace = $2)
+           OR EXISTS (SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2) AS found`,
+      [this.catalogName, namespace],
+    );
+    return (rows[0] as { found: boolean }).found;
+  }
+
   async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
     const { rows } = await this.run(
       tableName(table),
@@ -95,7 +112,7 @@ class JdbcCatalog implements IcebergCatalog {
     return location ? readMetadata(table, location) : undefined;
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, at?: string): Promise<LoadedTable> {
     const name = tableName(table);
     await this.run(
       name,
@@ -103,7 +120,7 @@ class JdbcCatalog implements IcebergCatalog {
         ON CONFLICT DO NOTHING`,
       [this.catalogName, table.namespace],
     );
-    const location = childLocation(this.warehouse, `${table.namespace}/${table.name}`);
+    const location = at ?? childLocation(this.warehouse, `${table.namespace}/${table.name}`);
     const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
     const metadata = newTableMetadata({ uuid: randomUUID(), location, schema, nowMs: Date.now(), properties: { 'write.format.default': 'parquet' } });
     await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(metadata, 2))]);

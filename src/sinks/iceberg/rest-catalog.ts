@@ -86,6 +86,14 @@ class RestCatalog implements IcebergCatalog {
     return `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables/${encodeURIComponent(table.name)}`;
   }
 
+  async namespaceExists(namespace: string): Promise<boolean> {
+    const path = `${this.prefix}/namespaces/${encodeURIComponent(namespace)}`;
+    const answer = await this.connection.request(namespace, 'GET', path);
+    if (answer.status === 404) return false;
+    if (answer.status !== 200) throw this.connection.refusal(namespace, 'GET', path, answer);
+    return true;
+  }
+
   async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
     const answer = await this.connection.request(tableName(table), 'GET', this.tablePath(table));
     if (answer.status === 404) return undefined;
@@ -93,14 +101,19 @@ class RestCatalog implements IcebergCatalog {
     return loaded(table, answer.text);
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, location?: string): Promise<LoadedTable> {
     const name = tableName(table);
     const namespaces = `${this.prefix}/namespaces`;
     const created = await this.connection.request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
     // 409: the namespace is there already, which is all the writer needs.
     if (created.status !== 200 && created.status !== 409) throw this.connection.refusal(name, 'POST', namespaces, created);
     const tables = `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables`;
-    const answer = await this.connection.request(name, 'POST', tables, { name: table.name, schema, properties: { 'format-version': '2' } });
+    const answer = await this.connection.request(name, 'POST', tables, {
+      name: table.name,
+      schema,
+      ...(location === undefined ? {} : { location }),
+      properties: { 'format-version': '2' },
+    });
     if (answer.status === 409) {
       const existing = await this.loadTable(table);
       if (existing) return existing;
