@@ -110,4 +110,3 @@ export const icebergEnvironmentSchema = z
   .strict();
 
 export type IcebergDefaults = z.infer<typeof icebergEnvironmentSchema>;
-export type IcebergCatalogSettings = IcebergDefaults['catalog'];

@@ -22,7 +22,11 @@ describeUnless(postgresBlocker(server))('the shipped bundle with an iceberg sink
   afterAll(() => rm(warehouse, { recursive: true, force: true }));
 
   async function runBundled(name: string, sinks: Array<Record<string, unknown>>, configure?: (configFile: string) => Promise<void>) {
-    const run = await bundle.runRecorded(name, sinks, configure === undefined ? {} : { configure, env: { ...process.env, [TEST_PASSWORD_VARIABLE]: server!.password } });
+    const run = await bundle.runRecorded(
+      name,
+      sinks,
+      configure === undefined ? {} : { configure, env: { ...process.env, [TEST_PASSWORD_VARIABLE]: server!.password } },
+    );
     const urls = run.loaded.split('\n').filter(Boolean);
     const chunks = urls.filter((url) => url.startsWith('file:') && url.includes(`/.tmp/${path.basename(bundle.dir)}/`));
     const maps = await Promise.all(chunks.map(async (url) => JSON.parse(await readFile(new URL(`${url}.map`), 'utf8')) as { sources: string[] }));

@@ -4,6 +4,7 @@ import type { IcebergSinkConfig } from '../../config/iceberg-sink-schema.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
 import type { LineageDatasetName } from '../lineage-dataset-name.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
 import type {
@@ -33,7 +34,21 @@ export const SUMMARY_KEYS = {
   windowFrom: 'tilehouse.window-from',
   windowTo: 'tilehouse.window-to',
   windowOpen: 'tilehouse.window-open',
+  /** The job's definition the run ran with (JSON), for the guard's and status's "changed since". */
+  definition: 'tilehouse.definition',
 } as const;
+
+/** The definition a snapshot recorded, or undefined (none, or not one tilehouse can read). */
+function definitionOf(snapshot: Snapshot | undefined): JobDefinition | undefined {
+  const text = snapshot?.summary[SUMMARY_KEYS.definition];
+  if (text === undefined) return undefined;
+  try {
+    const parsed = jobDefinitionSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface IcebergSinkOptions {
   config: IcebergSinkConfig;
@@ -103,6 +118,7 @@ export class IcebergSink implements Sink {
         newTableLocation: newTableLocation(this.options.settings, this.table),
         summary: {
           [SUMMARY_KEYS.startedAt]: context.startedAt.toISOString(),
+          ...(context.definition ? { [SUMMARY_KEYS.definition]: JSON.stringify(context.definition) } : {}),
           ...(context.window
             ? {
                 [SUMMARY_KEYS.windowFrom]: context.window.from,
@@ -208,6 +224,7 @@ export class IcebergSink implements Sink {
           readFrom: 'table metadata',
           note: `its current snapshot ${snapshot['snapshot-id']} was not committed by tilehouse (no ${RUN_ID_SUMMARY_KEY} in its summary)`,
         };
+      const definition = definitionOf(snapshot);
       return {
         sink: this.kind,
         target: this.target,
@@ -215,6 +232,7 @@ export class IcebergSink implements Sink {
         runId,
         at,
         ...(Number.isFinite(rows) ? { rows } : {}),
+        ...(definition === undefined ? {} : { definition }),
         readFrom: 'the snapshot summary',
       };
     } catch (error) {
@@ -249,7 +267,9 @@ export function icebergHolding(target: string, mode: IcebergSinkConfig['writeMod
     .map((snapshot) => Number(snapshot.summary['added-records'] ?? Number.NaN))
     .filter((rows) => Number.isFinite(rows));
   const runId = current?.summary[RUN_ID_SUMMARY_KEY];
-  const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...(runId === undefined ? {} : { writtenBy: { runId } }) };
+  const definition = definitionOf(current);
+  const writtenBy = runId === undefined ? {} : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
+  const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...writtenBy };
   if (mode === 'append') return { target, effect: 'add', rows: undefined, readFrom, ...history };
   if (!current) return { target, effect: 'replace', rows: undefined, readFrom, ...history };
   const total = current.summary['total-records'];

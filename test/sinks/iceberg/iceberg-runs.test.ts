@@ -138,9 +138,15 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
               const job = (above: number) => ({
                 name: `nightly_${catalog.name}_${mode}`,
                 tile: SANDBOX_TILE,
-                query: { ...typedQuery, items: typedQuery.items.map((item, i) => (i === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item)) },
+                query: {
+                  ...typedQuery,
+                  items: typedQuery.items.map((item, i) => (i === 0 ? { ...item, filters: [{ operator: 'gt', values: [String(above)] }] } : item)),
+                },
                 columns: COLUMN_TYPES,
-                sinks: [{ type: 'csv', path: '{name}-{runId}.csv' }, { type: 'iceberg', table, writeMode: mode }],
+                sinks: [
+                  { type: 'csv', path: '{name}-{runId}.csv' },
+                  { type: 'iceberg', table, writeMode: mode },
+                ],
               });
               const ws = await writeWorkspace(path.join(fixture.root, `${catalog.name}-${mode}`), fixture.sandbox, [job(0)]);
               const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
@@ -166,7 +172,10 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
                 expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(expected));
                 expect(sortedLines(duckdb.rows)).toEqual(sortedLines(expected));
               };
-              const lineageOf = (tile: { runId: string }, startedAt: string) => ({ runId: tile.runId, extractedAtMicros: String(BigInt(Date.parse(startedAt)) * 1000n) });
+              const lineageOf = (tile: { runId: string }, startedAt: string) => ({
+                runId: tile.runId,
+                extractedAtMicros: String(BigInt(Date.parse(startedAt)) * 1000n),
+              });
 
               const first = await run('night-1');
               // The iceberg commit publishes first (a remote commit is likelier to fail than a local rename).
@@ -192,7 +201,9 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
               const secondCsv = csvAsReaderText(await csvOf('night-2'), mode === 'append' ? lineageOf(second, second.startedAt) : undefined);
               await expectTable(mode === 'replace' ? secondCsv : [...firstCsv, ...secondCsv]);
               const history = await readIceberg(python!, 'pyiceberg-table', catalog.reader(table));
-              expect(history.snapshots.map((snapshot) => [snapshot.operation, snapshot.summary['tilehouse.run-id'], snapshot.summary['total-records']])).toEqual([
+              expect(
+                history.snapshots.map((snapshot) => [snapshot.operation, snapshot.summary['tilehouse.run-id'], snapshot.summary['total-records']]),
+              ).toEqual([
                 [mode === 'replace' ? 'overwrite' : 'append', 'night-1', '60'],
                 [mode === 'replace' ? 'overwrite' : 'append', 'night-2', mode === 'replace' ? '40' : '100'],
               ]);
