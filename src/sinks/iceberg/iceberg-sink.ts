@@ -57,6 +57,8 @@ export interface IcebergSinkOptions {
   environmentFile: string;
   guard: GuardSettings | undefined;
   env?: Readonly<Record<string, string | undefined>>;
+  /** Opens the catalog instead of `sinks.iceberg.catalog` (a test's catalog with faults). */
+  openCatalog?: (at: { jobName: string; target: string }) => Promise<IcebergCatalog>;
 }
 
 /**
@@ -78,6 +80,7 @@ export class IcebergSink implements Sink {
   }
 
   private catalog(jobName: string): Promise<IcebergCatalog> {
+    if (this.options.openCatalog) return this.options.openCatalog({ jobName, target: this.target });
     return openConfiguredCatalog(this.options.settings, this.options.environmentFile, { jobName, target: this.target }, this.options.env);
   }
 
