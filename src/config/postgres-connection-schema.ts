@@ -32,11 +32,6 @@ export function lineageNamespaceProblem(value: string): string | undefined {
   return undefined;
 }
 
-/**
- * `sinks.postgres` in the environment file: where every postgres sink connects. The password (or
- * a `DATABASE_URL`-style url, which may carry one) is never literal: `${ENV}` or a mounted file, as
- * the source's client secret.
- */
 /** Where a PostgreSQL connection goes and who it is: `sinks.postgres`'s, and the JDBC catalog's of `sinks.iceberg` (one resolution for both). */
 export const postgresConnectionFields = {
   url: secretReference('DATABASE_URL')
@@ -82,6 +77,11 @@ export function postgresConnectionIssues(settings: ConnectionFields, ctx: z.Refi
     ctx.addIssue({ code: 'custom', path: ['password'], input: undefined, message: 'set exactly one of password (${ENV_NAME}) or passwordFile' });
 }
 
+/**
+ * `sinks.postgres` in the environment file: where every postgres sink connects. The password (or
+ * a `DATABASE_URL`-style url, which may carry one) is never literal: `${ENV}` or a mounted file, as
+ * the source's client secret.
+ */
 export const postgresConnectionSchema = z
   .object({
     ...postgresConnectionFields,

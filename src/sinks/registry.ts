@@ -16,7 +16,7 @@
 // `owned-temp-files.ts`: the sweep of temp files named after their owner process (`src/temp-owner.ts`).
 // `file-system-failure.ts` (disk_full, permission_denied, target_is_directory), `writable-directory.ts`
 // (whether files can be written below a directory), `timestamp-text.ts` (a TIMESTAMP as ISO text, a day's
-// prefix cached, for the CSV encoder). The kinds: `csv/`, `parquet/`, `bigquery/`; `files/` is what the
+// prefix cached, for the CSV encoder). The kinds: `csv/`, `parquet/`, `bigquery/`, `postgres/`, `iceberg/`; `files/` is what the
 // file kinds share, `stores/` where their files land, `google/` the Google identity BigQuery and Cloud
 // Storage share.
 
