@@ -154,7 +154,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * summary's enum): BigQuery, or the object store a file landed in (src/sinks/stores/: a new store
  * adds its name here).
  */
-export const TARGET_KINDS = ['local', 'gcs', 's3', 'bigquery', 'postgres'] as const;
+export const TARGET_KINDS = ['local', 'gcs', 's3', 'bigquery', 'postgres', 'iceberg'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /** The file formats, as an error's `format` names them. */

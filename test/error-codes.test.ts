@@ -91,7 +91,7 @@ describe('the error-code catalogue', () => {
   });
 
   it('has one code per failure whatever the target: no code is named by a target kind or a file format', () => {
-    const fileKinds = sinkKinds.map((kind) => kind.type).filter((type) => type !== 'bigquery' && type !== 'postgres');
+    const fileKinds = sinkKinds.map((kind) => kind.type).filter((type) => type !== 'bigquery' && type !== 'postgres' && type !== 'iceberg');
     expect(fileKinds.sort()).toEqual(['csv', 'parquet']);
     for (const failure of [
       'path_invalid',
@@ -104,7 +104,8 @@ describe('the error-code catalogue', () => {
       'publish_outcome_unknown',
     ]) {
       expect(isErrorCode(failure), failure).toBe(true);
-      for (const prefix of [...fileKinds, 'gcs', 's3', 'bigquery', 'postgres']) expect(isErrorCode(`${prefix}_${failure}`), `${prefix}_${failure}`).toBe(false);
+      for (const prefix of [...fileKinds, 'gcs', 's3', 'bigquery', 'postgres', 'iceberg'])
+        expect(isErrorCode(`${prefix}_${failure}`), `${prefix}_${failure}`).toBe(false);
     }
   });
 

@@ -3,6 +3,7 @@ import { lineageSchema } from './lineage-schema.js';
 import { googleApiEndpointSchema } from './google-api-endpoint.js';
 import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
+import { icebergEnvironmentSchema } from './iceberg-sink-schema.js';
 import { postgresConnectionSchema } from './postgres-connection-schema.js';
 
 /**
@@ -110,6 +111,7 @@ const sinkDefaultsSchema = z
       .strict()
       .optional(),
     postgres: postgresConnectionSchema.optional().describe('Where every postgres sink connects (docs/postgres.md)'),
+    iceberg: icebergEnvironmentSchema.optional().describe('The catalog every iceberg sink commits through, and where new tables go (docs/iceberg.md)'),
     gcs: z
       .object({
         apiEndpoint: googleApiEndpointSchema('Cloud Storage (every gs:// target)', 'https://storage.europe-west3.rep.googleapis.com').optional(),
@@ -250,3 +252,4 @@ export type EnvironmentConfig = z.infer<typeof environmentSchema>;
 export type SourceConfig = EnvironmentConfig['source'];
 export type BigQueryDefaults = NonNullable<EnvironmentConfig['sinks']['bigquery']>;
 export type PostgresDefaults = NonNullable<EnvironmentConfig['sinks']['postgres']>;
+export type { IcebergDefaults } from './iceberg-sink-schema.js';

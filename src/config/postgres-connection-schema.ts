@@ -32,6 +32,51 @@ export function lineageNamespaceProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** Where a PostgreSQL connection goes and who it is: `sinks.postgres`'s, and the JDBC catalog's of `sinks.iceberg` (one resolution for both). */
+export const postgresConnectionFields = {
+  url: secretReference('DATABASE_URL')
+    .optional()
+    .describe(
+      '${ENV_NAME} holding a postgres:// URL (user, password, host, port, database, sslmode, sslrootcert); instead of host/port/database/user/password',
+    ),
+  urlFile: z.string().min(1).optional().describe('File holding a postgres:// URL'),
+  host: z.string().min(1).optional().describe('Server host name or address'),
+  port: z.number().int().min(1).max(65_535).optional().describe('Default 5432'),
+  database: postgresIdentifierSchema.optional(),
+  user: z.string().min(1).optional().describe('Role name, literal or ${ENV_NAME}'),
+  password: secretReference('TILEHOUSE_POSTGRES_PASSWORD').optional().describe('${ENV_NAME} holding the password'),
+  passwordFile: z.string().min(1).optional().describe('File holding the password (a Kubernetes Secret mount)'),
+  sslmode: z
+    .enum(SSL_MODES)
+    .optional()
+    .describe("As libpq: disable, allow, prefer, require (encrypted, not verified), verify-ca, verify-full (default: the url's, else verify-full)"),
+  sslrootcert: z.string().min(1).optional().describe("File of the CA certificates the server certificate is verified against; default: Node's CA store"),
+};
+
+type ConnectionFields = z.infer<z.ZodObject<typeof postgresConnectionFields>>;
+
+/** The connection fields' rules: a url or the separate fields, one password source. */
+export function postgresConnectionIssues(settings: ConnectionFields, ctx: z.RefinementCtx): void {
+  const fromUrl = settings.url !== undefined || settings.urlFile !== undefined;
+  if (settings.url !== undefined && settings.urlFile !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['url'], input: settings.url, message: 'set one of url or urlFile' });
+  for (const field of ['host', 'port', 'database', 'user', 'password', 'passwordFile'] as const) {
+    if (fromUrl && settings[field] !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: [field],
+        input: field.startsWith('password') ? '(not shown)' : settings[field],
+        message: 'the url already says it: set either the url or the separate fields',
+      });
+  }
+  if (fromUrl) return;
+  for (const field of ['host', 'database', 'user'] as const) {
+    if (settings[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], input: undefined, message: `required (or a url that names it)` });
+  }
+  if ((settings.password === undefined) === (settings.passwordFile === undefined))
+    ctx.addIssue({ code: 'custom', path: ['password'], input: undefined, message: 'set exactly one of password (${ENV_NAME}) or passwordFile' });
+}
+
 /**
  * `sinks.postgres` in the environment file: where every postgres sink connects. The password (or
  * a `DATABASE_URL`-style url, which may carry one) is never literal: `${ENV}` or a mounted file, as
@@ -39,24 +84,8 @@ export function lineageNamespaceProblem(value: string): string | undefined {
  */
 export const postgresConnectionSchema = z
   .object({
-    url: secretReference('DATABASE_URL')
-      .optional()
-      .describe(
-        '${ENV_NAME} holding a postgres:// URL (user, password, host, port, database, sslmode, sslrootcert); instead of host/port/database/user/password',
-      ),
-    urlFile: z.string().min(1).optional().describe('File holding a postgres:// URL'),
-    host: z.string().min(1).optional().describe('Server host name or address'),
-    port: z.number().int().min(1).max(65_535).optional().describe('Default 5432'),
-    database: postgresIdentifierSchema.optional(),
-    user: z.string().min(1).optional().describe('Role name, literal or ${ENV_NAME}'),
-    password: secretReference('TILEHOUSE_POSTGRES_PASSWORD').optional().describe('${ENV_NAME} holding the password'),
-    passwordFile: z.string().min(1).optional().describe('File holding the password (a Kubernetes Secret mount)'),
+    ...postgresConnectionFields,
     schema: postgresIdentifierSchema.default('public').describe('Schema of the tables, staging tables and _tilehouse_runs; default public'),
-    sslmode: z
-      .enum(SSL_MODES)
-      .optional()
-      .describe("As libpq: disable, allow, prefer, require (encrypted, not verified), verify-ca, verify-full (default: the url's, else verify-full)"),
-    sslrootcert: z.string().min(1).optional().describe("File of the CA certificates the server certificate is verified against; default: Node's CA store"),
     statementTimeoutMs: z
       .number()
       .int()
@@ -101,23 +130,4 @@ export const postgresConnectionSchema = z
     guard: publishGuardSchema,
   })
   .strict()
-  .superRefine((settings, ctx) => {
-    const fromUrl = settings.url !== undefined || settings.urlFile !== undefined;
-    if (settings.url !== undefined && settings.urlFile !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['url'], input: settings.url, message: 'set one of url or urlFile' });
-    for (const field of ['host', 'port', 'database', 'user', 'password', 'passwordFile'] as const) {
-      if (fromUrl && settings[field] !== undefined)
-        ctx.addIssue({
-          code: 'custom',
-          path: [field],
-          input: field.startsWith('password') ? '(not shown)' : settings[field],
-          message: 'the url already says it: set either the url or the separate fields',
-        });
-    }
-    if (fromUrl) return;
-    for (const field of ['host', 'database', 'user'] as const) {
-      if (settings[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], input: undefined, message: `required (or a url that names it)` });
-    }
-    if ((settings.password === undefined) === (settings.passwordFile === undefined))
-      ctx.addIssue({ code: 'custom', path: ['password'], input: undefined, message: 'set exactly one of password (${ENV_NAME}) or passwordFile' });
-  });
+  .superRefine(postgresConnectionIssues);

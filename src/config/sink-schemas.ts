@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { bigqueryIncrementalIssues, bigquerySinkSchema } from './bigquery-sink-schema.js';
+import { icebergIncrementalIssues, icebergSinkSchema } from './iceberg-sink-schema.js';
 import { csvIncrementalIssues, csvSinkSchema } from './csv-sink-schema.js';
 import { parquetIncrementalIssues, parquetSinkSchema } from './parquet-sink-schema.js';
 import { postgresIncrementalIssues, postgresSinkSchema } from './postgres-sink-schema.js';
@@ -12,7 +13,7 @@ import type { SinkIssue } from './sink-issue.js';
  * here, one line per kind, and each kind's descriptor names its schema from here;
  * test/sinks/registry.test.ts checks the two list the same kinds.
  */
-export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema, parquetSinkSchema, postgresSinkSchema]);
+export const sinkSchema = z.discriminatedUnion('type', [csvSinkSchema, bigquerySinkSchema, parquetSinkSchema, postgresSinkSchema, icebergSinkSchema]);
 
 export type SinkConfig = z.infer<typeof sinkSchema>;
 
@@ -24,6 +25,7 @@ const INCREMENTAL_RULES: { [K in SinkConfig['type']]: IncrementalRule<K> } = {
   bigquery: bigqueryIncrementalIssues,
   parquet: parquetIncrementalIssues,
   postgres: postgresIncrementalIssues,
+  iceberg: icebergIncrementalIssues,
 };
 
 /** What an incremental job requires of a sink, by its kind. */

@@ -16,7 +16,7 @@
 // `owned-temp-files.ts`: the sweep of temp files named after their owner process (`src/temp-owner.ts`).
 // `file-system-failure.ts` (disk_full, permission_denied, target_is_directory), `writable-directory.ts`
 // (whether files can be written below a directory), `timestamp-text.ts` (a TIMESTAMP as ISO text, a day's
-// prefix cached, for the CSV encoder). The kinds: `csv/`, `parquet/`, `bigquery/`; `files/` is what the
+// prefix cached, for the CSV encoder). The kinds: `csv/`, `parquet/`, `bigquery/`, `postgres/`, `iceberg/`; `files/` is what the
 // file kinds share, `stores/` where their files land, `google/` the Google identity BigQuery and Cloud
 // Storage share.
 
@@ -27,6 +27,7 @@ import type { Logger } from '../log.js';
 import type { DefinitionSource, SinkDefinition } from '../value-types/job-definition.js';
 import { bigquerySinkKind } from './bigquery/descriptor.js';
 import { csvSinkKind } from './csv/descriptor.js';
+import { icebergSinkKind } from './iceberg/descriptor.js';
 import { parquetSinkKind } from './parquet/descriptor.js';
 import type { GoogleCredentials } from './google/google-credentials.js';
 import { postgresSinkKind } from './postgres/descriptor.js';
@@ -46,7 +47,7 @@ export { documentsAt, storeKindOf, type StoredDocuments, type StoreSeams } from 
  * Every kind of sink, one line each: a new kind is its folder plus a line here. The order is the
  * order callers list the kinds' targets in (CSV targets before BigQuery tables, as before).
  */
-export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind, postgresSinkKind];
+export const sinkKinds: readonly SinkKind[] = [csvSinkKind, bigquerySinkKind, parquetSinkKind, postgresSinkKind, icebergSinkKind];
 
 /** The kinds' `type`s, in registry order (the run summary's `sink` enum). */
 export const sinkTypes = sinkKinds.map((kind) => kind.type) as [SinkConfig['type'], ...SinkConfig['type'][]];

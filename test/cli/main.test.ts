@@ -33,7 +33,7 @@ describe('main', () => {
     expect(code).toBe(0);
     const first = stdout.split('\n')[0]!;
     for (const kind of sinkKinds) expect(first).toContain(kind.label);
-    expect(first).toBe('tilehouse — export incident-report tiles to CSV, BigQuery, Parquet or PostgreSQL');
+    expect(first).toBe('tilehouse — export incident-report tiles to CSV, BigQuery, Parquet, PostgreSQL or Iceberg');
   });
 
   it('an unknown command is usage_invalid, exit 2', async () => {

@@ -11,8 +11,8 @@ const environment = (runLedger?: boolean): EnvironmentConfig =>
 const windowed = (sink: object, index = 0) => sinkKindOf(sink as SinkConfig).forWindows(sink as SinkConfig, index, jobWith(sink));
 
 describe('the sink registry', () => {
-  it('lists each kind once, CSV before BigQuery, then Parquet and PostgreSQL', () => {
-    expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery', 'parquet', 'postgres']);
+  it('lists each kind once, CSV before BigQuery, then Parquet, PostgreSQL and Iceberg', () => {
+    expect(sinkKinds.map((kind) => kind.type)).toEqual(['csv', 'bigquery', 'parquet', 'postgres', 'iceberg']);
   });
 
   it("names, for each kind, the config schema the job schema's sink union holds, in the same order", () => {

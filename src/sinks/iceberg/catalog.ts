@@ -6,6 +6,12 @@ import type { TableMetadata } from './table-metadata.js';
  * What the table writer asks of an Iceberg catalog, whichever it is (the REST catalog API, the
  * JDBC catalog's tables on PostgreSQL): one seam, so the writer never says which.
  */
+/** A new table's layout: a partition spec (none: unpartitioned) and its location (none: where the catalog puts it). */
+export interface NewTableOptions {
+  partitionSpec?: PartitionSpec;
+  location?: string;
+}
+
 export interface TableIdentifier {
   namespace: string;
   name: string;
@@ -39,13 +45,16 @@ export interface CommitHousekeeping {
 export interface IcebergCatalog {
   /** `rest <uri>` or `jdbc <database>`: for messages. */
   readonly description: string;
+  /** Whether the catalog has the namespace (a run creates it with its table when it has not). */
+  namespaceExists(namespace: string): Promise<boolean>;
   /** The table, or undefined when the catalog has none of that name. */
   loadTable(table: TableIdentifier): Promise<LoadedTable | undefined>;
   /**
    * Creates the namespace when missing and the table (format version 2, unpartitioned unless a
-   * spec is given); a table created meanwhile by another writer is loaded instead.
+   * spec is given) at `location` (absent: where the catalog puts it); a table created meanwhile by
+   * another writer is loaded instead.
    */
-  createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable>;
+  createTable(table: TableIdentifier, schema: IcebergSchema, options?: NewTableOptions): Promise<LoadedTable>;
   /**
    * Commits `snapshot` as the table's `main` on condition that `main` is still where `base` had
    * it: throws CommitConflict when it is not (nothing committed), IcebergCatalogError when the

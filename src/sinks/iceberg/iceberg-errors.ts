@@ -1,8 +1,10 @@
 import { TilehouseError } from '../../errors.js';
+import type { PublishOutcomeUnknown } from '../sink.js';
 
 /** The catalog answered with an error, or could not be asked (`iceberg_catalog_failed`). */
 export class IcebergCatalogError extends TilehouseError {
   readonly code = 'iceberg_catalog_failed';
+  override readonly targetKind = 'iceberg' as const;
 
   constructor(
     readonly table: string,
@@ -17,6 +19,7 @@ export class IcebergCatalogError extends TilehouseError {
 /** Every try of the commit found another writer's snapshot first (`iceberg_commit_conflict`). */
 export class IcebergCommitConflictError extends TilehouseError {
   readonly code = 'iceberg_commit_conflict';
+  override readonly targetKind = 'iceberg' as const;
 
   constructor(
     readonly table: string,
@@ -29,6 +32,7 @@ export class IcebergCommitConflictError extends TilehouseError {
 /** The tile's columns do not match the table's schema (`iceberg_schema_mismatch`). */
 export class IcebergSchemaMismatchError extends TilehouseError {
   readonly code = 'iceberg_schema_mismatch';
+  override readonly targetKind = 'iceberg' as const;
 
   constructor(
     readonly table: string,
@@ -41,6 +45,7 @@ export class IcebergSchemaMismatchError extends TilehouseError {
 /** The table's metadata or manifest list cannot be read (`iceberg_metadata_invalid`). */
 export class IcebergMetadataInvalidError extends TilehouseError {
   readonly code = 'iceberg_metadata_invalid';
+  override readonly targetKind = 'iceberg' as const;
 
   constructor(
     readonly table: string,
@@ -111,5 +116,25 @@ export class IcebergDataFileUnreadableError extends TilehouseError {
     options?: { cause?: unknown },
   ) {
     super(`Iceberg table ${table}: data file ${file} cannot be read back to rewrite it: ${reason}; nothing was committed`, options);
+  }
+}
+
+/**
+ * The commit was sent, its answer was lost, and the table could not be read afterwards: whether the
+ * run's snapshot is the table's is not known. A re-run with the same run id is safe: it finds its
+ * snapshot (`tilehouse.run-id` in the summary) and commits nothing, or commits once.
+ */
+export class IcebergPublishOutcomeUnknownError extends TilehouseError implements PublishOutcomeUnknown {
+  readonly code = 'publish_outcome_unknown';
+  override readonly targetKind = 'iceberg' as const;
+  readonly publishOutcomeUnknown = true as const;
+
+  constructor(jobName: string, table: string, runId: string, error: unknown) {
+    super(
+      `job ${jobName}: iceberg ${table}: the commit got no answer and the table could not be read afterwards (last: ${(error as Error).message}): ` +
+        `whether run ${runId} is in the table is not known. Its snapshots tell: a snapshot whose summary has tilehouse.run-id ${runId} is the run's. ` +
+        `Re-running with --run-id ${runId} is safe: it commits only if no snapshot has that run id`,
+      { cause: error },
+    );
   }
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
-import type { CommitHousekeeping } from './catalog.js';
+import type { CommitHousekeeping, NewTableOptions } from './catalog.js';
 import { withHousekeeping } from './expire-snapshots.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
-import type { PartitionSpec } from './table-metadata.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
 import { newTableMetadata, tableMetadataSchema } from './table-metadata.js';
 
@@ -24,6 +23,8 @@ export interface JdbcCatalogOptions {
   /** Where new tables go: a `file:` URI or an absolute path; a table is `<warehouse>/<namespace>/<table>`, as Java lays it out. */
   warehouse: string;
   connection: pg.ClientConfig;
+  /** Connects instead of `new pg.Client(connection)` (the sink's connection, with libpq's sslmode meanings); its failure is the catalog's. */
+  connect?: () => Promise<pg.Client>;
 }
 
 const CREATE_TABLES = [
@@ -47,10 +48,14 @@ const CREATE_TABLES = [
 const ALREADY_THERE = new Set(['23505', '42P07']);
 
 export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
-  const client = new pg.Client(options.connection);
   const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
+  let client: pg.Client;
   try {
-    await client.connect();
+    if (options.connect) client = await options.connect();
+    else {
+      client = new pg.Client(options.connection);
+      await client.connect();
+    }
   } catch (error) {
     throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
   }
@@ -87,6 +92,17 @@ class JdbcCatalog implements IcebergCatalog {
     }
   }
 
+  async namespaceExists(namespace: string): Promise<boolean> {
+    // A namespace is a property row, or only the tables in it (Java's JdbcCatalog counts both).
+    const { rows } = await this.run(
+      namespace,
+      `SELECT EXISTS (SELECT 1 FROM iceberg_namespace_properties WHERE catalog_name = $1 AND namespace = $2)
+           OR EXISTS (SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2) AS found`,
+      [this.catalogName, namespace],
+    );
+    return (rows[0] as { found: boolean }).found;
+  }
+
   async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
     const { rows } = await this.run(
       tableName(table),
@@ -98,7 +114,7 @@ class JdbcCatalog implements IcebergCatalog {
     return location ? readMetadata(table, location) : undefined;
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, { partitionSpec, location: at }: NewTableOptions = {}): Promise<LoadedTable> {
     const name = tableName(table);
     await this.run(
       name,
@@ -106,7 +122,7 @@ class JdbcCatalog implements IcebergCatalog {
         ON CONFLICT DO NOTHING`,
       [this.catalogName, table.namespace],
     );
-    const location = childLocation(this.warehouse, `${table.namespace}/${table.name}`);
+    const location = at ?? childLocation(this.warehouse, `${table.namespace}/${table.name}`);
     const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
     const metadata = newTableMetadata({
       uuid: randomUUID(),

@@ -87,7 +87,8 @@ export async function writeOverwritingRun(options: OverwriteRunOptions, columns:
   const partition = mode === 'partition' ? options.partition : undefined;
   if (mode === 'partition' && !partition) throw new IcebergPartitionMismatchError(name, 'writeMode partition needs a partition column');
   const schema = newIcebergSchema(columns);
-  let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, schema, partition ? daySpecOf(schema, partition.column) : undefined));
+  let base =
+    (await catalog.loadTable(table)) ?? (await catalog.createTable(table, schema, partition ? { partitionSpec: daySpecOf(schema, partition.column) } : {}));
   const done = snapshotOfRun(base.metadata, runId);
   if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
   // The table's layout first: a partitioned table is the reason a merge cannot write it, whatever its columns.

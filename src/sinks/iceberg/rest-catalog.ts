@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
-import type { CommitHousekeeping } from './catalog.js';
+import type { CommitHousekeeping, NewTableOptions } from './catalog.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
 import { IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
 import { childLocation } from './table-files.js';
-import type { PartitionSpec } from './table-metadata.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
@@ -123,6 +122,14 @@ class RestCatalog implements IcebergCatalog {
     return `${this.prefix}/namespaces/${encodeURIComponent(table.namespace)}/tables/${encodeURIComponent(table.name)}`;
   }
 
+  async namespaceExists(namespace: string): Promise<boolean> {
+    const path = `${this.prefix}/namespaces/${encodeURIComponent(namespace)}`;
+    const answer = await this.connection.request(namespace, 'GET', path);
+    if (answer.status === 404) return false;
+    if (answer.status !== 200) throw this.connection.refusal(namespace, 'GET', path, answer);
+    return true;
+  }
+
   async loadTable(table: TableIdentifier): Promise<LoadedTable | undefined> {
     const answer = await this.connection.request(tableName(table), 'GET', this.tablePath(table));
     if (answer.status === 404) return undefined;
@@ -130,7 +137,7 @@ class RestCatalog implements IcebergCatalog {
     return loaded(table, answer.text);
   }
 
-  async createTable(table: TableIdentifier, schema: IcebergSchema, partitionSpec?: PartitionSpec): Promise<LoadedTable> {
+  async createTable(table: TableIdentifier, schema: IcebergSchema, { partitionSpec, location }: NewTableOptions = {}): Promise<LoadedTable> {
     const name = tableName(table);
     const namespaces = `${this.prefix}/namespaces`;
     const created = await this.connection.request(name, 'POST', namespaces, { namespace: [table.namespace], properties: {} });
@@ -140,7 +147,11 @@ class RestCatalog implements IcebergCatalog {
     const answer = await this.connection.request(name, 'POST', tables, {
       name: table.name,
       schema,
-      ...(this.options.location === undefined ? {} : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
+      ...(location !== undefined
+        ? { location }
+        : this.options.location === undefined
+          ? {}
+          : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
       ...(partitionSpec ? { 'partition-spec': partitionSpec } : {}),
       properties: { ...this.options.tableProperties, 'format-version': '2' },
     });

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ColumnType } from '../../value-types/column-types.js';
 import type { TypedRow } from '../../transform/column.js';
 import { ParquetEncoder } from '../parquet/encoder/parquet-encoder.js';
-import { CommitOutcomeUnknown, type IcebergCatalog, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
-import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError } from './iceberg-errors.js';
+import { CommitOutcomeUnknown, type IcebergCatalog, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
+import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { commitWithExpiry, housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
 import { newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
@@ -52,6 +52,8 @@ export interface IcebergRunOptions {
   now?: () => number;
   /** The clock a leftover file's age is read against (its modification time is the file system's): Date.now. */
   filesNow?: () => number;
+  /** More of the run in the snapshot's summary (`tilehouse.*` keys: the window, when the run started). */
+  summary?: Record<string, string>;
 }
 
 export interface IcebergRunResult {
@@ -75,43 +77,147 @@ export const LINEAGE_COLUMNS = [
 
 const DEFAULT_COMMIT_TRIES = 10;
 
+/** What a run's phases need: the options of writeIcebergRun but its rows, which come by `writeRows`. */
+export type IcebergRunStart = Omit<IcebergRunOptions, 'rows'> & {
+  /**
+   * Where a table the catalog lacks is created, and created only by the commit (a failed run leaves
+   * no empty table behind); absent: the catalog picks the location and the table is created as
+   * the run opens.
+   */
+  newTableLocation?: string;
+};
+
+/** One run in phases: open, `writeRows` (streamed into the data file), `stage` (the manifest), `commit`, or `discard`. */
 export async function writeIcebergRun(options: IcebergRunOptions): Promise<IcebergRunResult> {
-  const { catalog, table, mode, runId } = options;
-  const name = tableName(table);
-  const now = options.now ?? Date.now;
-  const policy = housekeepingPolicy(options.housekeeping);
-  const lineage = mode === 'append' || mode === 'merge';
-  const columns = lineage ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
-  if (mode === 'partition' || mode === 'merge') return writeOverwritingRun({ ...options, mode }, columns);
-  let base = (await catalog.loadTable(table)) ?? (await catalog.createTable(table, newIcebergSchema(columns)));
-  const done = snapshotOfRun(base.metadata, runId);
-  if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
-  refusePartitioned(name, base.metadata, mode);
-  const fieldIds = fieldIdsOf(name, base.metadata, columns);
-
-  const location = base.metadata.location;
-  const snapshotId = newSnapshotId();
-  const written: string[] = [];
+  if (options.mode === 'partition' || options.mode === 'merge') return writeOverwritingRun({ ...options, mode: options.mode }, columnsOf(options));
+  const run = await IcebergRun.open(options);
+  if (run.done) return run.done;
   try {
-    const dataPath = childLocation(location, `data/${runId.replaceAll(/[^\w.-]/g, '_')}-${randomUUID()}.parquet`);
-    const extractedAt = options.extractedAtMs ?? now();
-    const encoder = new ParquetEncoder(columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! })));
-    written.push(dataPath);
-    const size = await writeNewFile(dataPath, encodeRows(encoder, options.rows, mode === 'append' ? [runId, extractedAt] : []));
-    const dataFile: AddedDataFile = { path: dataPath, recordCount: BigInt(encoder.rowCount), sizeInBytes: BigInt(size) };
-    const manifestPath = childLocation(location, `metadata/${randomUUID()}-m0.avro`);
-    const manifestBytes = manifestFile({ schema: currentSchema(base.metadata), snapshotId, files: [dataFile] });
-    written.push(manifestPath);
-    await writeNewFile(manifestPath, [manifestBytes]);
+    for await (const batch of options.rows) await run.writeRows(batch);
+    await run.stage();
+    return await run.commit();
+  } catch (error) {
+    await run.discard();
+    throw error;
+  }
+}
 
-    const maxTries = options.maxCommitTries ?? DEFAULT_COMMIT_TRIES;
+/**
+ * A run's files as they are written: the data file streams while rows arrive (`writeRows` waits
+ * for the file to take each batch), the manifest follows it (`stage`), and nothing the table
+ * references exists before `commit`, whose optimistic loop is writeIcebergRun's. `discard`
+ * removes what the run wrote unless a commit may have landed (its answer lost and never settled).
+ */
+export class IcebergRun {
+  private readonly written: string[] = [];
+  private readonly snapshotId = newSnapshotId();
+  private readonly pieces = new PieceChannel();
+  private writing: Promise<number> | undefined;
+  private dataFile: AddedDataFile | undefined;
+  private manifest: { path: string; bytes: Uint8Array } | undefined;
+  /** A commit was sent and what became of it is not known: the files may be the table's now. */
+  private mayBeCommitted = false;
+  private readonly name: string;
+  private readonly columns: { name: string; type: ColumnType }[];
+  private readonly policy: IcebergHousekeepingPolicy;
+
+  private constructor(
+    private readonly options: IcebergRunStart,
+    /** The table as the run opened it; undefined: the catalog has none yet (the commit creates it). */
+    private base: LoadedTable | undefined,
+    /** The run's snapshot when the table already holds it: nothing is written. */
+    readonly done: IcebergRunResult | undefined,
+    /** The table's location (or the one the commit creates it at). */
+    readonly location: string,
+    private readonly fieldIds: number[],
+    private readonly encoder: ParquetEncoder,
+  ) {
+    this.name = tableName(options.table);
+    this.columns = columnsOf(options);
+    this.policy = housekeepingPolicy(options.housekeeping);
+  }
+
+  static async open(options: IcebergRunStart): Promise<IcebergRun> {
+    const { catalog, table, runId } = options;
+    const name = tableName(table);
+    const columns = columnsOf(options);
+    const schema = newIcebergSchema(columns);
+    let base = await catalog.loadTable(table);
+    if (!base && options.newTableLocation === undefined) base = await catalog.createTable(table, schema);
+    const done = base && snapshotOfRun(base.metadata, runId);
+    // replace and append write unpartitioned manifests: a day-partitioned table is partition's.
+    if (base && !done) refusePartitioned(name, base.metadata, options.mode);
+    const result = done ? { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base!.metadataLocation } : undefined;
+    // A new table's field ids are 1..n in column order, as every catalog assigns them to a fresh schema.
+    const fieldIds = base ? fieldIdsOf(name, base.metadata, columns) : schema.fields.map((field) => field.id);
+    const encoder = new ParquetEncoder(columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! })));
+    const location = base ? base.metadata.location : options.newTableLocation!;
+    return new IcebergRun(options, base, result, location, fieldIds, encoder);
+  }
+
+  /** Where the data file goes; its writing starts with the first batch. */
+  private startWriting(): void {
+    if (this.writing !== undefined) return;
+    const dataPath = childLocation(this.location, `data/${this.options.runId.replaceAll(/[^\w.-]/g, '_')}-${randomUUID()}.parquet`);
+    this.written.push(dataPath);
+    this.writing = writeNewFile(dataPath, this.pieces);
+    // Its failure is the next writeRows' or stage's; never an unhandled rejection meanwhile.
+    this.writing.catch(() => undefined);
+  }
+
+  private lineage(): readonly (string | number)[] {
+    if (this.options.mode !== 'append') return [];
+    return [this.options.runId, this.options.extractedAtMs ?? (this.options.now ?? Date.now)()];
+  }
+
+  async writeRows(batch: readonly TypedRow[]): Promise<void> {
+    this.startWriting();
+    const lineage = this.lineage();
+    const pieces = this.encoder.addRows(lineage.length === 0 ? batch : batch.map((row) => [...row, ...lineage]));
+    await Promise.race([this.pieces.push(pieces), this.writing!.then(() => undefined)]);
+  }
+
+  /** Closes the data file and writes its manifest: everything but the commit. Returns the run's rows. */
+  async stage(): Promise<number> {
+    this.startWriting();
+    await Promise.race([this.pieces.push(this.encoder.finish()), this.writing!.then(() => undefined)]);
+    this.pieces.end();
+    const size = await this.writing!;
+    const dataFile: AddedDataFile = { path: this.written[0]!, recordCount: BigInt(this.encoder.rowCount), sizeInBytes: BigInt(size) };
+    const manifestPath = childLocation(this.location, `metadata/${randomUUID()}-m0.avro`);
+    const schema = this.base ? currentSchema(this.base.metadata) : newIcebergSchema(this.columns);
+    const bytes = manifestFile({ schema, snapshotId: this.snapshotId, files: [dataFile] });
+    this.written.push(manifestPath);
+    await writeNewFile(manifestPath, [bytes]);
+    this.dataFile = dataFile;
+    this.manifest = { path: manifestPath, bytes };
+    return this.encoder.rowCount;
+  }
+
+  /** The one catalog commit (after `stage`), with its optimistic retries; creates the table first when the catalog has none. */
+  async commit(): Promise<IcebergRunResult> {
+    const { catalog, table, mode, runId } = this.options;
+    const { name } = this;
+    const dataFile = this.dataFile;
+    const manifest = this.manifest;
+    if (!dataFile || !manifest) throw new Error(`Iceberg table ${name}: commit before stage`);
+    const now = this.options.now ?? Date.now;
+    let base =
+      this.base ??
+      (await catalog.loadTable(table)) ??
+      (await catalog.createTable(table, newIcebergSchema(this.columns), { location: this.options.newTableLocation }));
+    const already = snapshotOfRun(base.metadata, runId);
+    if (already) return { committed: false, snapshotId: already['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
+    this.checkFieldIds(base);
+    const { snapshotId } = this;
+    const maxTries = this.options.maxCommitTries ?? DEFAULT_COMMIT_TRIES;
     for (let tries = 1; tries <= maxTries; tries++) {
       const parent = currentSnapshot(base.metadata);
       const sequenceNumber = (base.metadata['last-sequence-number'] ?? 0n) + 1n;
-      const own = manifestListEntry({ path: manifestPath, length: manifestBytes.length, snapshotId, sequenceNumber, files: [dataFile] });
+      const own = manifestListEntry({ path: manifest.path, length: manifest.bytes.length, snapshotId, sequenceNumber, files: [dataFile] });
       const carried = mode === 'append' && parent ? readManifestList(await readLocation(parent['manifest-list']), parent['manifest-list']) : [];
-      const listPath = childLocation(location, `metadata/snap-${snapshotId}-${tries}-${randomUUID()}.avro`);
-      written.push(listPath);
+      const listPath = childLocation(this.location, `metadata/snap-${snapshotId}-${tries}-${randomUUID()}.avro`);
+      this.written.push(listPath);
       await writeNewFile(listPath, [manifestList({ snapshotId, parentSnapshotId: parent?.['snapshot-id'], sequenceNumber, entries: [...carried, own] })]);
       const snapshot: NewSnapshot = {
         'snapshot-id': snapshotId,
@@ -120,46 +226,142 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
         // Never before the parent: readers order the snapshot log by time.
         'timestamp-ms': Math.max(now(), parent ? Number(parent['timestamp-ms']) + 1 : 0),
         'manifest-list': listPath,
-        summary: summaryOf(mode, runId, dataFile, parent?.summary),
+        summary: { ...summaryOf(mode, runId, dataFile, parent?.summary), ...this.options.summary },
         'schema-id': base.metadata['current-schema-id'],
       };
       try {
-        const committed = await commitWithExpiry(catalog, table, base, snapshot, policy, now());
-        written.length = 0;
-        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: (options.filesNow ?? Date.now)() });
+        const committed = await commitWithExpiry(catalog, table, base, snapshot, this.policy, now());
+        this.written.length = 0;
+        const housekeeping = await removeUnreferencedFiles({
+          before: base,
+          after: committed,
+          policy: this.policy,
+          nowMs: (this.options.filesNow ?? Date.now)(),
+        });
         return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: committed.metadataLocation, housekeeping };
       } catch (error) {
         if (!(error instanceof CommitConflict) && !(error instanceof CommitOutcomeUnknown)) throw error;
+        if (error instanceof CommitOutcomeUnknown) this.mayBeCommitted = true;
         const reread = await catalog.loadTable(table);
         if (!reread) throw new IcebergMetadataInvalidError(name, 'the table is gone from the catalog', { cause: error });
         // A lost answer to a commit that landed: the table holds this very snapshot.
         if (reread.metadata.snapshots?.some((candidate) => candidate['snapshot-id'] === snapshotId)) {
-          written.length = 0;
-          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: (options.filesNow ?? Date.now)() });
+          this.written.length = 0;
+          const housekeeping = await removeUnreferencedFiles({
+            before: base,
+            after: reread,
+            policy: this.policy,
+            nowMs: (this.options.filesNow ?? Date.now)(),
+          });
           return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: reread.metadataLocation, housekeeping };
         }
+        // The table, read again, does not hold it: whatever was lost did not land.
+        this.mayBeCommitted = false;
         // Another process committed this run id meanwhile: it is published once, by it.
         const other = snapshotOfRun(reread.metadata, runId);
         if (other) return { committed: false, snapshotId: other['snapshot-id'], rows: 0, tries, metadataLocation: reread.metadataLocation };
-        fieldIdsOf(name, reread.metadata, columns);
-        await removeLocation(written.pop()!);
+        this.checkFieldIds(reread);
+        await removeLocation(this.written.pop()!);
         base = reread;
       }
     }
     throw new IcebergCommitConflictError(name, maxTries);
-  } catch (error) {
-    // Nothing of this run is referenced by the table: its files go with it.
-    await Promise.allSettled(written.map((path) => removeLocation(path)));
-    throw error;
+  }
+
+  /** The field ids the data file carries must be the table's (another writer may have created it meanwhile). */
+  private checkFieldIds(loaded: LoadedTable): void {
+    const ids = fieldIdsOf(this.name, loaded.metadata, this.columns);
+    if (ids.some((id, index) => id !== this.fieldIds[index]))
+      throw new IcebergSchemaMismatchError(
+        this.name,
+        `the table's field ids (${ids.join(', ')}) are not the ones this run's data file carries (${this.fieldIds.join(', ')})`,
+      );
+  }
+
+  /**
+   * Removes what the run wrote, unless a commit's answer was lost and never settled (the files
+   * may be the table's now: the run's re-run finds its snapshot or not). Idempotent.
+   */
+  async discard(): Promise<void> {
+    this.pieces.fail(new Error('the run was discarded'));
+    await this.writing?.catch(() => undefined);
+    if (this.mayBeCommitted) return;
+    const paths = this.written.splice(0);
+    await Promise.allSettled(paths.map((path) => removeLocation(path)));
+  }
+
+  /** A commit was sent and the table could not tell whether it landed (after `commit` threw). */
+  get outcomeUnknown(): boolean {
+    return this.mayBeCommitted;
+  }
+
+  /** The files the run wrote and still owns (for a report of what an abort could not remove). */
+  files(): readonly string[] {
+    return this.written;
   }
 }
 
-async function* encodeRows(encoder: ParquetEncoder, rows: IcebergRunOptions['rows'], lineage: readonly (string | number)[]): AsyncGenerator<Uint8Array> {
-  for await (const batch of rows) {
-    const pieces = encoder.addRows(lineage.length === 0 ? batch : batch.map((row) => [...row, ...lineage]));
-    yield* pieces;
+/** The table's columns: the tile's, and the lineage columns for the modes that keep rows of earlier runs (append, merge). */
+function columnsOf(options: Pick<IcebergRunStart, 'mode' | 'columns'>): { name: string; type: ColumnType }[] {
+  return options.mode === 'append' || options.mode === 'merge' ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
+}
+
+/**
+ * The data file's bytes handed from `writeRows` (the producer) to the file being written (the
+ * consumer, writeNewFile): a push resolves once the file took every piece, so at most one batch
+ * is held in memory; `fail` ends the file with an error (writeNewFile then removes it).
+ */
+class PieceChannel implements AsyncIterable<Uint8Array> {
+  private queue: Uint8Array[] = [];
+  private ended = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+  private drained: (() => void) | undefined;
+
+  push(pieces: readonly Uint8Array[]): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (pieces.length === 0) return Promise.resolve();
+    this.queue.push(...pieces);
+    const taken = new Promise<void>((resolve) => {
+      this.drained = resolve;
+    });
+    this.signal();
+    return taken;
   }
-  yield* encoder.finish();
+
+  end(): void {
+    this.ended = true;
+    this.signal();
+  }
+
+  fail(error: Error): void {
+    this.failure ??= error;
+    this.signal();
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      const piece = this.queue.shift();
+      if (piece !== undefined) {
+        yield piece;
+        continue;
+      }
+      const drained = this.drained;
+      this.drained = undefined;
+      drained?.();
+      if (this.ended) return;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    }
+  }
 }
 
 function summaryOf(mode: IcebergWriteMode, runId: string, file: AddedDataFile, parent: Record<string, string> | undefined): NewSnapshot['summary'] {

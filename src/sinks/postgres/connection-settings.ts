@@ -102,9 +102,14 @@ export function parseDatabaseUrl(text: string): { parts: UrlParts } | { problem:
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
-const FIELD = (name: string) => `sinks.postgres.${name}`;
-
-async function secretFrom(configFile: string, field: string, reference: string | undefined, filePath: string | undefined, env: Environment): Promise<string> {
+async function secretFrom(
+  configFile: string,
+  section: string,
+  field: string,
+  reference: string | undefined,
+  filePath: string | undefined,
+  env: Environment,
+): Promise<string> {
   if (filePath !== undefined) {
     try {
       // A Kubernetes Secret mount often ends with a newline that is not part of the secret.
@@ -115,7 +120,7 @@ async function secretFrom(configFile: string, field: string, reference: string |
     } catch (error) {
       throw ConfigError.single({
         file: configFile,
-        field: FIELD(`${field}File`),
+        field: `${section}.${field}File`,
         value: JSON.stringify(filePath),
         message: `cannot read the secret file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
       });
@@ -125,14 +130,14 @@ async function secretFrom(configFile: string, field: string, reference: string |
   if (variable === undefined)
     throw ConfigError.single({
       file: configFile,
-      field: FIELD(field),
+      field: `${section}.${field}`,
       message: 'a literal secret is refused (the value is not shown); use ${ENV_NAME} or a file',
     });
   const value = env[variable];
   if (value === undefined || value === '')
     throw ConfigError.single({
       file: configFile,
-      field: FIELD(field),
+      field: `${section}.${field}`,
       value: JSON.stringify(reference),
       message: `environment variable ${variable} is not set`,
     });
@@ -141,12 +146,17 @@ async function secretFrom(configFile: string, field: string, reference: string |
 }
 
 /** A user given literally or as `${ENV}` (user names are not secret). */
-function userFrom(configFile: string, user: string, env: Environment): string {
+function userFrom(configFile: string, section: string, user: string, env: Environment): string {
   const variable = ENV_REFERENCE.exec(user)?.[1];
   if (variable === undefined) return user;
   const value = env[variable];
   if (value === undefined || value === '')
-    throw ConfigError.single({ file: configFile, field: FIELD('user'), value: JSON.stringify(user), message: `environment variable ${variable} is not set` });
+    throw ConfigError.single({
+      file: configFile,
+      field: `${section}.user`,
+      value: JSON.stringify(user),
+      message: `environment variable ${variable} is not set`,
+    });
   return value;
 }
 
@@ -155,7 +165,13 @@ function userFrom(configFile: string, user: string, env: Environment): string {
  * registered with the secret scrubber so no log line carries it). A URL's sslmode is its own
  * unless the section sets one; libpq's default would be `prefer`, tilehouse's is `verify-full`.
  */
-export async function resolvePostgresConnection(settings: PostgresDefaults, configFile: string, env: Environment = process.env): Promise<PostgresConnection> {
+export async function resolvePostgresConnection(
+  settings: PostgresDefaults,
+  configFile: string,
+  env: Environment = process.env,
+  /** Where the settings are in the environment file, for the errors (the JDBC catalog's: `sinks.iceberg.catalog`). */
+  section = 'sinks.postgres',
+): Promise<PostgresConnection> {
   const common = {
     schema: settings.schema,
     statementTimeoutMs: settings.statementTimeoutMs,
@@ -165,12 +181,12 @@ export async function resolvePostgresConnection(settings: PostgresDefaults, conf
     lineageDatabase: settings.lineageDatabase,
   };
   if (settings.url !== undefined || settings.urlFile !== undefined) {
-    const text = await secretFrom(configFile, 'url', settings.url, settings.urlFile, env);
+    const text = await secretFrom(configFile, section, 'url', settings.url, settings.urlFile, env);
     const parsed = parseDatabaseUrl(text);
     if ('problem' in parsed) {
       throw ConfigError.single({
         file: configFile,
-        field: FIELD(settings.urlFile !== undefined ? 'urlFile' : 'url'),
+        field: `${section}.${settings.urlFile !== undefined ? 'urlFile' : 'url'}`,
         message: `the url ${parsed.problem} (the url is not shown: it holds the password)`,
       });
     }
@@ -192,8 +208,8 @@ export async function resolvePostgresConnection(settings: PostgresDefaults, conf
     host: settings.host!,
     port: settings.port ?? 5432,
     database: settings.database!,
-    user: userFrom(configFile, settings.user!, env),
-    password: await secretFrom(configFile, 'password', settings.password, settings.passwordFile, env),
+    user: userFrom(configFile, section, settings.user!, env),
+    password: await secretFrom(configFile, section, 'password', settings.password, settings.passwordFile, env),
     sslmode: settings.sslmode ?? 'verify-full',
     sslrootcert: settings.sslrootcert,
   };
@@ -206,13 +222,15 @@ export async function resolvePostgresConnection(settings: PostgresDefaults, conf
  * taken as resolvable (`check` finds out whether it is right).
  */
 export async function uncheckedPostgresSecrets(
-  settings: PostgresDefaults,
+  settings: Pick<PostgresDefaults, 'url' | 'urlFile' | 'password' | 'passwordFile' | 'sslrootcert'>,
   configFile: string,
   env: Environment = process.env,
+  /** Where the settings are in the environment file (the JDBC catalog's: `['sinks', 'iceberg', 'catalog']`). */
+  section: readonly string[] = ['sinks', 'postgres'],
 ): Promise<{ unchecked: WorkspaceProblem[]; invalid: WorkspaceProblem[] }> {
   const problems: WorkspaceProblem[] = [];
   const invalid: WorkspaceProblem[] = [];
-  const path = (field: string) => ['sinks', 'postgres', field];
+  const path = (field: string) => [...section, field];
   for (const [field, reference, file] of [
     ['url', settings.url, settings.urlFile],
     ['password', settings.password, settings.passwordFile],

@@ -15,6 +15,7 @@ const CONFORMANCE_FILES: Record<SinkConfig['type'], string[]> = {
   parquet: ['local.conformance.test.ts', 'objects.conformance.test.ts'],
   bigquery: ['bigquery.conformance.test.ts'],
   postgres: ['postgres.conformance.test.ts'],
+  iceberg: ['iceberg.conformance.test.ts'],
 };
 
 describe('the conformance suite', () => {
@@ -41,6 +42,7 @@ const SAMPLES: Record<SinkConfig['type'], { sink: Record<string, unknown>; decid
   parquet: { sink: { type: 'parquet', path: 'out/{name}.parquet' }, decides: ['compression', 'zstd'] },
   bigquery: { sink: { type: 'bigquery', table: 'incidents' }, decides: ['table', 'incidents_v2'] },
   postgres: { sink: { type: 'postgres', table: 'incident_status', writeMode: 'merge', primaryKey: ['number'] }, decides: ['primaryKey', ['number', 'type']] },
+  iceberg: { sink: { type: 'iceberg', table: 'tiles.incidents' }, decides: ['writeMode', 'append'] },
 };
 
 /** A job with one sink, as the workspace loads it (the sink parsed by its kind's schema, defaults filled in). */

@@ -45,7 +45,8 @@ await writeIcebergRun({
   catalog: {
     description: catalog.description,
     loadTable: (table) => catalog.loadTable(table),
-    createTable: (table, schema) => catalog.createTable(table, schema),
+    createTable: (table, schema, options) => catalog.createTable(table, schema, options),
+    namespaceExists: (namespace) => catalog.namespaceExists(namespace),
     commitSnapshot: async (table, base, snapshot, housekeeping) => {
       if (request.pause === 'manifest-list') await hang();
       if (request.pause === 'commit-sent') {

@@ -373,7 +373,8 @@ function withCommit(
   return {
     description: catalog.description,
     loadTable: (table) => catalog.loadTable(table),
-    createTable: (table, schema, spec) => catalog.createTable(table, schema, spec),
+    createTable: (table, schema, options) => catalog.createTable(table, schema, options),
+    namespaceExists: (namespace) => catalog.namespaceExists(namespace),
     commitSnapshot,
     close: () => catalog.close(),
   };

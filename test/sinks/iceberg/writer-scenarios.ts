@@ -227,8 +227,9 @@ export function writerScenarios(python: string, context: () => WriterContext): v
 function withCommit(catalog: IcebergCatalog, commitSnapshot: IcebergCatalog['commitSnapshot']): IcebergCatalog {
   return {
     description: catalog.description,
+    namespaceExists: (namespace) => catalog.namespaceExists(namespace),
     loadTable: (table) => catalog.loadTable(table),
-    createTable: (table, schema) => catalog.createTable(table, schema),
+    createTable: (table, schema, location) => catalog.createTable(table, schema, location),
     commitSnapshot,
     close: () => catalog.close(),
   };

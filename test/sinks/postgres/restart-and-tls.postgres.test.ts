@@ -95,9 +95,16 @@ describeUnless(postgresBlocker(shared))("the postgres sink against a server of t
       // Down until the publish has found it gone and been refused on reconnecting; then up again.
       // The barrier is the refusal itself, not a count of tries: on a loaded machine a reconnect
       // can still reach the server while it shuts down (57P03) before one finds the port closed.
-      await waitUntil(() => triedAgain(lines).slice(1).some((error) => error.includes('ECONNREFUSED')), 'a try after the first refused (ECONNREFUSED)', {
-        gaveUp: () => settled,
-      });
+      await waitUntil(
+        () =>
+          triedAgain(lines)
+            .slice(1)
+            .some((error) => error.includes('ECONNREFUSED')),
+        'a try after the first refused (ECONNREFUSED)',
+        {
+          gaveUp: () => settled,
+        },
+      );
     } finally {
       // Up again whatever happened: the next test needs the server.
       await cluster.startServer();

@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { postgresConnectionFields, postgresConnectionIssues } from './postgres-connection-schema.js';
+import { publishGuardSchema } from './publish-guard-schema.js';
+import type { SinkIssue } from './sink-issue.js';
+
+/**
+ * An Iceberg table in a job file (the sink itself: src/sinks/iceberg/) and `sinks.iceberg` in the
+ * environment file: the catalog every iceberg sink commits through and where new tables go.
+ */
+
+/** A namespace or table name: one level, letters, digits and `_` (every catalog and reader takes it unquoted). */
+const ICEBERG_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const icebergSinkSchema = z
+  .object({
+    type: z.literal('iceberg'),
+    table: z
+      .string()
+      .refine((value) => value.split('.').length === 2 && value.split('.').every((part) => ICEBERG_NAME.test(part)), {
+        message: 'must be <namespace>.<table>, each of letters, digits and _ (e.g. tiles.incidents)',
+      })
+      .describe('The table as <namespace>.<table> in the catalog of sinks.iceberg; created on the first run'),
+    // partition and merge come with the table writer's modes; replace and append are what it writes today.
+    writeMode: z
+      .enum(['replace', 'append'])
+      .default('replace')
+      .describe(
+        'replace: each run is the whole table (an overwrite snapshot); append: each run adds its rows with the lineage columns _run_id and _extracted_at',
+      ),
+    guard: publishGuardSchema,
+  })
+  .strict();
+
+export type IcebergSinkConfig = z.infer<typeof icebergSinkSchema>;
+
+/** What an incremental job requires of an Iceberg sink: a mode that takes a day exported twice as once, which replace and append are not. */
+export function icebergIncrementalIssues(sink: IcebergSinkConfig, index: number): SinkIssue[] {
+  return [
+    {
+      path: ['sinks', index, 'writeMode'],
+      input: sink.writeMode,
+      message:
+        sink.writeMode === 'append'
+          ? 'an incremental job may export a day again, and append would add its rows twice: an iceberg sink takes no incremental job yet'
+          : 'an incremental job exports one day per window, and replace would leave only the last day in the table: an iceberg sink takes no incremental job yet',
+    },
+  ];
+}
+
+const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+const secretReference = (example: string) => z.string().regex(ENV_REFERENCE, `must be a reference like \${${example}}; literal secrets are refused in YAML`);
+
+const restCatalogSchema = z
+  .object({
+    type: z.literal('rest'),
+    uri: z.url({ protocol: /^https?$/ }).describe("The REST catalog's base URI (the one before /v1/config), e.g. https://polaris.example.internal/api/catalog"),
+    warehouse: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('The warehouse the catalog is asked for (GET /v1/config?warehouse=…): Polaris and Snowflake Open Catalog name the catalog here'),
+    token: secretReference('TILEHOUSE_ICEBERG_TOKEN').optional().describe('${ENV_NAME} holding a bearer token'),
+    tokenFile: z.string().min(1).optional().describe('File holding a bearer token (a Kubernetes Secret mount)'),
+    requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for each request to the catalog'),
+  })
+  .strict()
+  .superRefine((catalog, ctx) => {
+    if (catalog.token !== undefined && catalog.tokenFile !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['token'], input: catalog.token, message: 'set one of token or tokenFile' });
+  });
+
+const jdbcCatalogSchema = z
+  .object({
+    type: z.literal('jdbc'),
+    catalogName: z.string().min(1).max(255).describe("The catalog's name: the catalog_name of its rows in iceberg_tables (readers are given the same name)"),
+    ...postgresConnectionFields,
+  })
+  .strict()
+  .superRefine(postgresConnectionIssues);
+
+/** An absolute local directory or a file: URI (gs:// and s3:// come with the stores' seam). */
+function locationProblem(location: string): string | undefined {
+  if (location.startsWith('/')) return undefined;
+  if (location.startsWith('file:')) {
+    try {
+      new URL(location);
+      return undefined;
+    } catch {
+      return 'is not a file: URI';
+    }
+  }
+  return 'must be an absolute directory or a file: URI (e.g. /var/lib/tilehouse/warehouse or file:///var/lib/tilehouse/warehouse)';
+}
+
+export const icebergEnvironmentSchema = z
+  .object({
+    catalog: z
+      .discriminatedUnion('type', [restCatalogSchema, jdbcCatalogSchema])
+      .describe('Where every iceberg sink commits: a REST catalog or the JDBC catalog on PostgreSQL'),
+    location: z
+      .string()
+      .superRefine((value, ctx) => {
+        const problem = locationProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', input: value, message: problem });
+      })
+      .describe('The warehouse root: a new table <namespace>.<table> is created at <location>/<namespace>/<table>'),
+    guard: publishGuardSchema,
+  })
+  .strict();
+
+export type IcebergDefaults = z.infer<typeof icebergEnvironmentSchema>;

@@ -1,0 +1,85 @@
+// src/sinks/iceberg/, module by module (ARCHITECTURE.md gives the folder one paragraph): the Iceberg
+// sink, its catalogs loaded on demand (the JDBC catalog with pg) only when a job has one:
+// `descriptor.ts` (this module: what the registry knows of it), `iceberg-names.ts` (the table's
+// identifier, a new table's location, the OpenLineage dataset, the catalog's description: pure),
+// `catalog-settings.ts` (`sinks.iceberg.catalog` opened: the REST token from `${ENV}` or a file, the
+// JDBC catalog's connection resolved as sinks.postgres's), `iceberg-sink.ts` (`IcebergSink`: open,
+// plan, `checkAccess`, status's publication, the guard's holding from the snapshot summaries; the
+// writer: rows streamed into the data file, prepare = the manifest, publish = the one commit),
+// `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by
+// `tilehouse.run-id`; `writeIcebergRun`), `catalog.ts` (the seam both catalogs implement),
+// `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
+// table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
+// land), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
+// `iceberg-errors.ts`.
+
+import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
+import { icebergSinkSchema } from '../../config/iceberg-sink-schema.js';
+import { guardSettingsOf } from '../../config/publish-guard-schema.js';
+import type { KindSecret, SinkKind } from '../sink-kind.js';
+import { icebergWindowStateReaders } from './window-state.js';
+import { icebergWorkspaceChecker } from './workspace-checks.js';
+
+/** Its keys in the credentials Secret (kubectl create secret generic tilehouse-credentials --from-file=iceberg-token=…). */
+export const ICEBERG_SECRET_KEYS = { token: 'iceberg-token', password: 'iceberg-catalog-password', url: 'iceberg-catalog-url' } as const;
+
+/** The Iceberg sink, as the rest of tilehouse sees it. */
+export const icebergSinkKind: SinkKind = {
+  type: 'iceberg',
+  label: 'Iceberg',
+  configSchema: icebergSinkSchema,
+  // Which table and how a run lands in it; not the guard.
+  definitionSettings: { decides: ['type', 'table', 'writeMode'], decidesNot: ['guard'] },
+  // Every open writer names its dataset by the table's location (IcebergWriter.lineageDataset); the
+  // catalog's `namespace.table` alone cannot, so this is only what a writer that never opened leaves.
+  lineage: { dataset: (target) => ({ namespace: 'iceberg', name: target }) },
+  async build(config, index, job, environment) {
+    if (config.type !== 'iceberg') throw new Error(`not an Iceberg sink: ${config.type}`);
+    const settings = environment.sinks.iceberg;
+    if (settings === undefined) {
+      throw ConfigError.single({
+        file: job.file,
+        field: `sinks[${index}]`,
+        message: 'an iceberg sink needs sinks.iceberg in the environment file (catalog, location)',
+      });
+    }
+    // Loaded on demand: the catalogs (and pg, for the JDBC one) are only for runs that write Iceberg.
+    const { IcebergSink } = await import('./iceberg-sink.js');
+    return new IcebergSink({ config, settings, environmentFile: 'the environment file', guard: guardSettingsOf(config.guard, settings.guard) });
+  },
+  workspaceChecker: icebergWorkspaceChecker,
+  windowStateReaders: (job, _sinks, environment, _options, logger) => icebergWindowStateReaders(job, environment, logger),
+  forWindows(sink, index, job) {
+    const problems: ConfigProblem[] = [];
+    if (sink.type === 'iceberg') {
+      problems.push({
+        file: job.file,
+        field: `sinks[${index}].writeMode`,
+        value: JSON.stringify(sink.writeMode),
+        message: "a backfill writes each window's days, which neither replace nor append does: an iceberg sink takes no windowed job yet",
+      });
+    }
+    return { sink, problems };
+  },
+  takesWindowsOneAtATime: () => false,
+  // The snapshots' summaries are the ledger: every commit carries the run id and its window.
+  resumeRefusal: () => undefined,
+  // The REST token, or the JDBC catalog's password (or url), from the credentials Secret: an env var, or a file in its mount.
+  secrets(environment, jobs) {
+    const settings = environment.sinks.iceberg;
+    if (settings === undefined || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'iceberg'))) return [];
+    const { catalog } = settings;
+    const field = (name: string) => `sinks.iceberg.catalog.${name}`;
+    const secrets: KindSecret[] = [];
+    if (catalog.type === 'rest') {
+      if (catalog.tokenFile !== undefined) secrets.push({ field: field('tokenFile'), key: ICEBERG_SECRET_KEYS.token, file: catalog.tokenFile });
+      else if (catalog.token !== undefined) secrets.push({ field: field('token'), key: ICEBERG_SECRET_KEYS.token, reference: catalog.token });
+      return secrets;
+    }
+    if (catalog.urlFile !== undefined) secrets.push({ field: field('urlFile'), key: ICEBERG_SECRET_KEYS.url, file: catalog.urlFile });
+    else if (catalog.url !== undefined) secrets.push({ field: field('url'), key: ICEBERG_SECRET_KEYS.url, reference: catalog.url });
+    if (catalog.passwordFile !== undefined) secrets.push({ field: field('passwordFile'), key: ICEBERG_SECRET_KEYS.password, file: catalog.passwordFile });
+    else if (catalog.password !== undefined) secrets.push({ field: field('password'), key: ICEBERG_SECRET_KEYS.password, reference: catalog.password });
+    return secrets;
+  },
+};

@@ -1,0 +1,376 @@
+import { randomUUID } from 'node:crypto';
+import type { IcebergDefaults } from '../../config/environment-schema.js';
+import type { IcebergSinkConfig } from '../../config/iceberg-sink-schema.js';
+import type { GuardSettings } from '../../config/publish-guard-schema.js';
+import { isTilehouseError, messageOf } from '../../errors.js';
+import type { TypedRow } from '../../transform/column.js';
+import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
+import type { LineageDatasetName } from '../lineage-dataset-name.js';
+import type { GuardCheck, TargetHolding } from '../publish-guard.js';
+import type {
+  AccessCheckContext,
+  PlannedDataset,
+  PlannedDatasetContext,
+  Sink,
+  SinkPlan,
+  SinkResult,
+  SinkRunContext,
+  SinkWriter,
+  StoredSchema,
+  TargetPublication,
+} from '../sink.js';
+import { type IcebergCatalog, type LoadedTable, type TableIdentifier, tableName } from './catalog.js';
+import { openConfiguredCatalog } from './catalog-settings.js';
+import { IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
+import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
+import { childLocation, removeLocation, writeNewFile } from './local-files.js';
+import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
+import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
+
+/** The summary keys beside the run id: when the run started, and its window (a backfill's, an incremental run's). */
+export const SUMMARY_KEYS = {
+  startedAt: 'tilehouse.started-at',
+  windowFrom: 'tilehouse.window-from',
+  windowTo: 'tilehouse.window-to',
+  windowOpen: 'tilehouse.window-open',
+  /** The job's definition the run ran with (JSON), for the guard's and status's "changed since". */
+  definition: 'tilehouse.definition',
+} as const;
+
+/** The definition a snapshot recorded, or undefined (none, or not one tilehouse can read). */
+function definitionOf(snapshot: Snapshot | undefined): JobDefinition | undefined {
+  const text = snapshot?.summary[SUMMARY_KEYS.definition];
+  if (text === undefined) return undefined;
+  try {
+    const parsed = jobDefinitionSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface IcebergSinkOptions {
+  config: IcebergSinkConfig;
+  settings: IcebergDefaults;
+  /** The environment file, for the errors that locate a secret. */
+  environmentFile: string;
+  guard: GuardSettings | undefined;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Opens the catalog instead of `sinks.iceberg.catalog` (a test's catalog with faults). */
+  openCatalog?: (at: { jobName: string; target: string }) => Promise<IcebergCatalog>;
+}
+
+/**
+ * Writes each tile run into an Iceberg table through its catalog: the data file streams while the
+ * run reads, `prepare` writes its manifest, `publish` is the one catalog commit (table-writer.ts's
+ * IcebergRun), exactly once by the run id in the snapshot's summary. Every view's answer is read
+ * from the table's metadata (its snapshots' summaries), never from its data.
+ */
+export class IcebergSink implements Sink {
+  readonly kind = 'iceberg' as const;
+  // A remote catalog commit is likelier to fail than a local rename: it publishes first.
+  readonly publishRank = 0;
+  private readonly table: TableIdentifier;
+  readonly target: string;
+
+  constructor(private readonly options: IcebergSinkOptions) {
+    this.table = tableIdentifierOf(options.config.table);
+    this.target = tableName(this.table);
+  }
+
+  private catalog(jobName: string): Promise<IcebergCatalog> {
+    if (this.options.openCatalog) return this.options.openCatalog({ jobName, target: this.target });
+    return openConfiguredCatalog(this.options.settings, this.options.environmentFile, { jobName, target: this.target }, this.options.env);
+  }
+
+  /** The table as the catalog has it now (undefined: none yet), the catalog closed after. */
+  private async loaded(jobName: string): Promise<LoadedTable | undefined> {
+    const catalog = await this.catalog(jobName);
+    try {
+      return await catalog.loadTable(this.table);
+    } finally {
+      await catalog.close();
+    }
+  }
+
+  private columnsOf(context: Pick<SinkRunContext, 'jobName' | 'columns'>): { name: string; type: (typeof context.columns)[number]['type'] }[] {
+    const columns = context.columns.map((column) => ({ name: column.name, type: column.type }));
+    if (this.options.config.writeMode === 'append') {
+      const clash = columns.find((column) => LINEAGE_COLUMNS.some((own) => own.name === column.name));
+      if (clash)
+        throw new IcebergSchemaMismatchError(
+          this.target,
+          `column ${clash.name} is a lineage column writeMode append adds itself; rename it in the job's columns`,
+        );
+    }
+    return columns;
+  }
+
+  async open(context: SinkRunContext): Promise<SinkWriter> {
+    const columns = this.columnsOf(context);
+    const catalog = await this.catalog(context.jobName);
+    try {
+      const run = await IcebergRun.open({
+        catalog,
+        table: this.table,
+        columns,
+        mode: this.options.config.writeMode,
+        runId: context.runId,
+        extractedAtMs: context.startedAt.getTime(),
+        newTableLocation: newTableLocation(this.options.settings, this.table),
+        summary: {
+          [SUMMARY_KEYS.startedAt]: context.startedAt.toISOString(),
+          ...(context.definition ? { [SUMMARY_KEYS.definition]: JSON.stringify(context.definition) } : {}),
+          ...(context.window
+            ? {
+                [SUMMARY_KEYS.windowFrom]: context.window.from,
+                [SUMMARY_KEYS.windowTo]: context.window.to,
+                [SUMMARY_KEYS.windowOpen]: String(context.window.open === true),
+              }
+            : {}),
+        },
+      });
+      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog));
+    } catch (error) {
+      await catalog.close();
+      throw error;
+    }
+  }
+
+  /** A killed run's files are not swept yet (they are unreferenced: no reader sees them). */
+  async sweep(): Promise<string[]> {
+    return [];
+  }
+
+  /** The table's schema against the tile's columns. Reads only. */
+  async plan(context: SinkRunContext): Promise<SinkPlan> {
+    const mode = this.options.config.writeMode === 'append' ? { mode: 'append' } : {};
+    let columns: ReturnType<IcebergSink['columnsOf']>;
+    try {
+      columns = [...this.columnsOf(context), ...(this.options.config.writeMode === 'append' ? LINEAGE_COLUMNS : [])];
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { sink: this.kind, target: this.target, ...mode, action: 'refuse', details: [`${error.code}: ${error.message}`] };
+    }
+    const loaded = await this.loaded(context.jobName);
+    if (!loaded)
+      return {
+        sink: this.kind,
+        target: this.target,
+        ...mode,
+        action: 'create',
+        details: columns.map((column) => `+ ${column.name} ${icebergTypeOf(column.type)}`),
+      };
+    const differences = schemaDifferences(loaded.metadata, columns);
+    if (differences.length === 0) return { sink: this.kind, target: this.target, ...mode, action: 'unchanged', details: [] };
+    return { sink: this.kind, target: this.target, ...mode, action: 'refuse', details: differences };
+  }
+
+  /**
+   * The catalog answers, the namespace is there (or a run creates it with the table), and the
+   * table's location (a new table's: the warehouse root) takes a file: one written and removed.
+   */
+  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    const catalog = await this.catalog(context.jobName);
+    try {
+      const loaded = await catalog.loadTable(this.table);
+      const namespace = loaded ? true : await catalog.namespaceExists(this.table.namespace);
+      const where = loaded
+        ? childLocation(loaded.metadata.location, 'metadata')
+        : newTableLocation(this.options.settings, this.table).replace(/\/[^/]+\/[^/]+$/, '');
+      const probe = childLocation(where, `.tilehouse-access-${randomUUID()}`);
+      await writeNewFile(probe, [Buffer.from('tilehouse check\n')]);
+      await removeLocation(probe);
+      const table = loaded
+        ? `table exists at ${loaded.metadata.location}`
+        : `table absent; a run creates it at ${newTableLocation(this.options.settings, this.table)}${namespace ? '' : ` with namespace ${this.table.namespace}`}`;
+      return `iceberg ${catalog.description} ${this.target}: ${table}; ${where} is writable`;
+    } finally {
+      await catalog.close();
+    }
+  }
+
+  /** The table's location as a new table's would be (no network: an existing table's may differ; the writer names that one). */
+  async plannedDataset(_context: PlannedDatasetContext): Promise<PlannedDataset> {
+    return icebergLineageDataset(newTableLocation(this.options.settings, this.table));
+  }
+
+  storedSchema(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): StoredSchema {
+    try {
+      const columns = [...this.columnsOf(context), ...(this.options.config.writeMode === 'append' ? LINEAGE_COLUMNS : [])];
+      return { fields: columns.map((column) => ({ name: column.name, type: icebergTypeOf(column.type) })) };
+    } catch (error) {
+      if (!isTilehouseError(error)) throw error;
+      return { unknown: `no table is written for these columns: ${error.message}` };
+    }
+  }
+
+  /** The current snapshot's run, time and rows, from the table's metadata: no data read. */
+  async publication(context: SinkRunContext): Promise<TargetPublication> {
+    try {
+      const loaded = await this.loaded(context.jobName);
+      if (!loaded) return { sink: this.kind, target: this.target, state: 'none', readFrom: 'no table yet' };
+      const snapshot = currentSnapshot(loaded.metadata);
+      if (!snapshot)
+        return { sink: this.kind, target: this.target, state: 'unrecorded', rows: 0, readFrom: 'table metadata', note: 'the table has no snapshot yet' };
+      const rows = Number(snapshot.summary['total-records'] ?? Number.NaN);
+      const runId = snapshot.summary[RUN_ID_SUMMARY_KEY];
+      const at = snapshot.summary[SUMMARY_KEYS.startedAt] ?? new Date(Number(snapshot['timestamp-ms'])).toISOString();
+      if (runId === undefined)
+        return {
+          sink: this.kind,
+          target: this.target,
+          state: 'unrecorded',
+          at,
+          ...(Number.isFinite(rows) ? { rows } : {}),
+          readFrom: 'table metadata',
+          note: `its current snapshot ${snapshot['snapshot-id']} was not committed by tilehouse (no ${RUN_ID_SUMMARY_KEY} in its summary)`,
+        };
+      const definition = definitionOf(snapshot);
+      return {
+        sink: this.kind,
+        target: this.target,
+        state: 'written',
+        runId,
+        at,
+        ...(Number.isFinite(rows) ? { rows } : {}),
+        ...(definition === undefined ? {} : { definition }),
+        readFrom: 'the snapshot summary',
+      };
+    } catch (error) {
+      return { sink: this.kind, target: this.target, state: 'unreadable', readFrom: 'unreadable', note: messageOf(error) };
+    }
+  }
+
+  guardCheck(context: SinkRunContext): GuardCheck {
+    return this.guardOf(context, undefined);
+  }
+
+  private guardOf(context: Pick<SinkRunContext, 'jobName'>, open: IcebergCatalog | undefined): GuardCheck {
+    return {
+      settings: this.options.guard,
+      holding: async () => {
+        const loaded = open ? await open.loadTable(this.table) : await this.loaded(context.jobName);
+        return icebergHolding(this.target, this.options.config.writeMode, loaded?.metadata, this.options.guard?.recentRuns ?? 0);
+      },
+    };
+  }
+}
+
+/** What the table holds for the publish guard, from its snapshots' summaries (`total-records`, `added-records`): no data read. */
+export function icebergHolding(target: string, mode: IcebergSinkConfig['writeMode'], metadata: TableMetadata | undefined, recent: number): TargetHolding {
+  const readFrom = 'snapshot summary';
+  if (!metadata) return { target, effect: mode === 'append' ? 'add' : 'replace', rows: undefined, readFrom };
+  const chain = snapshotChain(metadata);
+  const current = chain[0];
+  const runs = chain
+    .filter((snapshot) => snapshot.summary[RUN_ID_SUMMARY_KEY] !== undefined && snapshot.summary[SUMMARY_KEYS.windowOpen] !== 'true')
+    .slice(0, recent)
+    .map((snapshot) => Number(snapshot.summary['added-records'] ?? Number.NaN))
+    .filter((rows) => Number.isFinite(rows));
+  const runId = current?.summary[RUN_ID_SUMMARY_KEY];
+  const definition = definitionOf(current);
+  const writtenBy = runId === undefined ? {} : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
+  const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...writtenBy };
+  if (mode === 'append') return { target, effect: 'add', rows: undefined, readFrom, ...history };
+  if (!current) return { target, effect: 'replace', rows: undefined, readFrom, ...history };
+  const total = current.summary['total-records'];
+  if (total === undefined)
+    return { target, effect: 'replace', rows: undefined, readFrom, unreadable: 'its current snapshot has no total-records in its summary', ...history };
+  return { target, effect: 'replace', rows: Number(total), readFrom, ...history };
+}
+
+/** The snapshots `main` reaches, newest first. */
+export function snapshotChain(metadata: TableMetadata): Snapshot[] {
+  const byId = new Map((metadata.snapshots ?? []).map((snapshot) => [snapshot['snapshot-id'], snapshot]));
+  const chain: Snapshot[] = [];
+  for (let snapshot = currentSnapshot(metadata); snapshot !== undefined; ) {
+    chain.push(snapshot);
+    const parent = snapshot['parent-snapshot-id'];
+    snapshot = parent === undefined || parent === null ? undefined : byId.get(parent);
+  }
+  return chain;
+}
+
+/** How the table's current schema differs from the columns a run writes (empty: none). */
+function schemaDifferences(metadata: TableMetadata, columns: readonly { name: string; type: string }[]): string[] {
+  const fields = currentSchema(metadata).fields;
+  const differences: string[] = [];
+  for (const column of columns) {
+    const field = fields.find((candidate) => candidate.name === column.name);
+    if (!field) differences.push(`+ ${column.name} ${icebergTypeOf(column.type as never)} (not in the table)`);
+    else if (typeof field.type !== 'string' || columnTypeOfIceberg(field.type) !== column.type)
+      differences.push(`~ ${column.name}: ${JSON.stringify(field.type)} in the table, ${icebergTypeOf(column.type as never)} from the tile`);
+  }
+  for (const field of fields) if (!columns.some((column) => column.name === field.name)) differences.push(`- ${field.name} (the tile has no such column)`);
+  return differences;
+}
+
+/** One run's writer: rows into the run's data file as they arrive, the manifest in prepare, the commit in publish. */
+class IcebergWriter implements SinkWriter {
+  readonly lineageDataset: LineageDatasetName;
+  private rows = 0;
+  private closed = false;
+
+  constructor(
+    readonly target: string,
+    private readonly catalog: IcebergCatalog,
+    private readonly run: IcebergRun,
+    private readonly context: SinkRunContext,
+    readonly guard: GuardCheck,
+  ) {
+    this.lineageDataset = icebergLineageDataset(run.location);
+  }
+
+  async writeRows(rows: readonly TypedRow[]): Promise<void> {
+    this.rows += rows.length;
+    // The table holds this run already: its rows are counted, not written.
+    if (this.run.done) return;
+    await this.run.writeRows(rows);
+  }
+
+  async prepare(): Promise<void> {
+    if (this.run.done) return;
+    await this.run.stage();
+  }
+
+  async publish(): Promise<SinkResult> {
+    try {
+      const result = this.run.done ?? (await this.run.commit());
+      const details = { snapshotId: result.snapshotId.toString(), tries: result.tries, catalog: this.catalog.description };
+      if (result.committed) return { sink: 'iceberg', target: this.target, rows: result.rows, details };
+      // An earlier run of this run id committed: the table keeps that snapshot.
+      const loaded = await this.catalog.loadTable(tableIdentifierOf(this.target));
+      const earlier = loaded?.metadata.snapshots?.find((snapshot) => snapshot['snapshot-id'] === result.snapshotId);
+      const rows = Number(earlier?.summary['added-records'] ?? this.rows);
+      return {
+        sink: 'iceberg',
+        target: this.target,
+        rows,
+        details: { ...details, adopted: true },
+        ...(rows === this.rows ? {} : { keptEarlierPublish: true }),
+      };
+    } catch (error) {
+      if (this.run.outcomeUnknown) throw new IcebergPublishOutcomeUnknownError(this.context.jobName, this.target, this.context.runId, error);
+      throw error;
+    } finally {
+      await this.close();
+    }
+  }
+
+  async abort(): Promise<void> {
+    await this.run.discard();
+    await this.close();
+  }
+
+  leftBehind(): string[] {
+    return this.run.outcomeUnknown ? [] : [...this.run.files()];
+  }
+
+  private async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.catalog.close();
+  }
+}
