@@ -60,12 +60,12 @@ describe('environmentDifferences', () => {
 });
 
 describe('the sink kinds an imported job is offered', () => {
-  it('are every kind of the job schema, Parquet and PostgreSQL included, named in the job file written', () => {
-    expect(sinkKindNames()).toEqual(['csv', 'bigquery', 'parquet', 'postgres']);
+  it('are every kind of the job schema, Parquet, PostgreSQL and Iceberg included, named in the job file written', () => {
+    expect(sinkKindNames()).toEqual(['csv', 'bigquery', 'parquet', 'postgres', 'iceberg']);
     expect(PLACEHOLDER_SINK).toBe('csv');
     const text = renderImportedJob(request, 'severity');
     expect(text).toContain('  - type: csv ');
-    expect(text).toContain('use another kind: csv, bigquery, parquet, postgres');
+    expect(text).toContain('use another kind: csv, bigquery, parquet, postgres, iceberg');
   });
 });
 
