@@ -26,10 +26,11 @@ const hang = (): Promise<never> => {
 };
 
 if (request.pause === 'data-file') {
-  // The writer opens the manifest right after the data file is fsynced and closed.
+  // The writer opens the manifest right after the data file is fsynced and linked into place
+  // (a table's local files are written under a temp name beside them: `.<name>.tilehouse-….tmp`).
   const open = fsPromises.open;
   fsPromises.open = (async (...args: Parameters<typeof open>) => {
-    if (String(args[0]).endsWith('-m0.avro')) await hang();
+    if (String(args[0]).includes('-m0.avro')) await hang();
     return open(...args);
   }) as typeof open;
   syncBuiltinESMExports();
