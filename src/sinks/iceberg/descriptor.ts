@@ -14,7 +14,7 @@
 // `iceberg-errors.ts`.
 
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
-import { icebergSinkSchema } from '../../config/iceberg-sink-schema.js';
+import { icebergSinkSchema, icebergTakesWindows } from '../../config/iceberg-sink-schema.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import type { KindSecret, SinkKind } from '../sink-kind.js';
 import { icebergWindowStateReaders } from './window-state.js';
@@ -28,8 +28,8 @@ export const icebergSinkKind: SinkKind = {
   type: 'iceberg',
   label: 'Iceberg',
   configSchema: icebergSinkSchema,
-  // Which table and how a run lands in it; not the guard.
-  definitionSettings: { decides: ['type', 'table', 'writeMode'], decidesNot: ['guard'] },
+  // Which table and which rows it keeps (mode, the days replaced, the key); not the guard.
+  definitionSettings: { decides: ['type', 'table', 'writeMode', 'partitionBy', 'primaryKey', 'latestBy'], decidesNot: ['guard'] },
   // Every open writer names its dataset by the table's location (IcebergWriter.lineageDataset); the
   // catalog's `namespace.table` alone cannot, so this is only what a writer that never opened leaves.
   lineage: { dataset: (target) => ({ namespace: 'iceberg', name: target }) },
@@ -51,18 +51,19 @@ export const icebergSinkKind: SinkKind = {
   windowStateReaders: (job, _sinks, environment, _options, logger) => icebergWindowStateReaders(job, environment, logger),
   forWindows(sink, index, job) {
     const problems: ConfigProblem[] = [];
-    if (sink.type === 'iceberg') {
+    if (sink.type === 'iceberg' && !icebergTakesWindows(sink.writeMode)) {
       problems.push({
         file: job.file,
         field: `sinks[${index}].writeMode`,
         value: JSON.stringify(sink.writeMode),
-        message: "a backfill writes each window's days, which neither replace nor append does: an iceberg sink takes no windowed job yet",
+        message: "a backfill replaces each window's days, or merges each window by key: use writeMode: partition or merge",
       });
     }
     return { sink, problems };
   },
-  takesWindowsOneAtATime: () => false,
-  // The snapshots' summaries are the ledger: every commit carries the run id and its window.
+  // Each window is one commit on the table's main: merges one at a time, so a key two windows hold ends with the later window's values.
+  takesWindowsOneAtATime: (sink) => sink.type === 'iceberg' && sink.writeMode === 'merge',
+  // The snapshots' summaries are the ledger: every commit carries the run id and its window (what expiry has removed, --resume no longer sees).
   resumeRefusal: () => undefined,
   // The REST token, or the JDBC catalog's password (or url), from the credentials Secret: an env var, or a file in its mount.
   secrets(environment, jobs) {
