@@ -28,7 +28,7 @@ export const icebergSinkSchema = z
         "replace: each run is the whole table (an overwrite snapshot); append: each run adds its rows with the lineage columns _run_id and _extracted_at; partition: the table is partitioned by day on partitionBy.column and a run replaces the days it covers (its window's every day, else its rows' days); merge: rows update the table by primaryKey (copy-on-write, with the lineage columns)",
       ),
     partitionBy: z
-      .object({ column: z.string().min(1).describe('Output column name or header of a DATE or TIMESTAMP column (a TIMESTAMP\'s days are UTC days)') })
+      .object({ column: z.string().min(1).describe("Output column name or header of a DATE or TIMESTAMP column (a TIMESTAMP's days are UTC days)") })
       .strict()
       .optional()
       .describe('writeMode partition only (and required there): the column whose days a run replaces'),
@@ -59,7 +59,12 @@ export const icebergSinkSchema = z
         message: 'writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
       });
     if (sink.partitionBy !== undefined && sink.writeMode !== 'partition')
-      ctx.addIssue({ code: 'custom', path: ['partitionBy'], input: sink.partitionBy, message: `only with writeMode: partition (this sink's is ${sink.writeMode})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partitionBy'],
+        input: sink.partitionBy,
+        message: `only with writeMode: partition (this sink's is ${sink.writeMode})`,
+      });
   });
 
 export type IcebergSinkConfig = z.infer<typeof icebergSinkSchema>;

@@ -58,9 +58,16 @@ describe('the iceberg kind and windows', () => {
       },
     ]);
     expect(icebergSinkKind.takesWindowsOneAtATime({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'] } as never)).toBe(true);
-    expect(icebergSinkKind.takesWindowsOneAtATime({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } } as never)).toBe(false);
-    expect(icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } }), 0)).toEqual([]);
-    expect(icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a' }), 1)[0]).toMatchObject({ path: ['sinks', 1, 'writeMode'], input: 'replace' });
+    expect(icebergSinkKind.takesWindowsOneAtATime({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } } as never)).toBe(
+      false,
+    );
+    expect(
+      icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } }), 0),
+    ).toEqual([]);
+    expect(icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a' }), 1)[0]).toMatchObject({
+      path: ['sinks', 1, 'writeMode'],
+      input: 'replace',
+    });
   });
 });
 

@@ -125,7 +125,13 @@ export class IcebergSink implements Sink {
     if (config.writeMode === 'partition' && config.partitionBy !== undefined) {
       const column = named('partitionBy.column', config.partitionBy.column);
       if (column.type !== 'DATE' && column.type !== 'TIMESTAMP')
-        throw new IcebergColumnError(context.jobName, this.target, 'partitionBy.column', config.partitionBy.column, `is ${column.type}; a partition column is DATE or TIMESTAMP`);
+        throw new IcebergColumnError(
+          context.jobName,
+          this.target,
+          'partitionBy.column',
+          config.partitionBy.column,
+          `is ${column.type}; a partition column is DATE or TIMESTAMP`,
+        );
       // A window's every day is replaced, those it has no rows for too.
       return { partition: { column: column.name, ...(context.window ? { window: { from: context.window.from, to: context.window.to } } : {}) } };
     }

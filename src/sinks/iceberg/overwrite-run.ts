@@ -143,7 +143,15 @@ export class OverwriteRun {
     if (!base && options.newTableLocation === undefined) base = await catalog.createTable(table, schema, partitionSpec ? { partitionSpec } : {});
     const done = base && snapshotOfRun(base.metadata, runId);
     if (base && done)
-      return new OverwriteRun(options, columns, base, { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation }, base.metadata.location, undefined, []);
+      return new OverwriteRun(
+        options,
+        columns,
+        base,
+        { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation },
+        base.metadata.location,
+        undefined,
+        [],
+      );
     // A table the commit creates is checked as the one it will be: the run's schema, day(column).
     const metadata = base?.metadata ?? newTableMetadata(options.newTableLocation!, schema, partitionSpec);
     // The table's layout first: a partitioned table is the reason a merge cannot write it, whatever its columns.
@@ -181,7 +189,9 @@ export class OverwriteRun {
     const now = this.options.now ?? Date.now;
     const { layout, name, location, specs, written } = this;
     const options = { ...this.options, rows };
-    this.overwrite = layout ? await dayOverwrite(options, name, location, layout, specs, written) : await mergeOverwrite(options, name, location, specs, now, written);
+    this.overwrite = layout
+      ? await dayOverwrite(options, name, location, layout, specs, written)
+      : await mergeOverwrite(options, name, location, specs, now, written);
     return Number(this.overwrite.own.reduce((sum, file) => sum + file.recordCount, 0n));
   }
 

@@ -266,7 +266,9 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             expect(failedDays).toHaveLength(1);
             const landed = days.filter((day) => !failedDays.includes(day));
             const windowsOf = async () =>
-              (await readIceberg(python!, 'pyiceberg-table', catalog.reader(table))).snapshots.map((snapshot) => snapshot.summary['tilehouse.window-from']).sort();
+              (await readIceberg(python!, 'pyiceberg-table', catalog.reader(table))).snapshots
+                .map((snapshot) => snapshot.summary['tilehouse.window-from'])
+                .sort();
             expect(await windowsOf()).toEqual(landed);
 
             const resumed = await backfill(['--run-id', 'second', '--resume']);
