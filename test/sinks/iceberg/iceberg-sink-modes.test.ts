@@ -287,6 +287,49 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
           },
           READS_TIMEOUT_MS,
         );
+
+        it(
+          'an incremental job merges day by day into the table; the next run exports again only what the snapshot summaries do not hold as done',
+          async () => {
+            const table = `modes_${catalog.name}.daily`;
+            const job = {
+              name: `daily_${catalog.name}`,
+              tile: SANDBOX_TILE,
+              query: incidentDaysQuery,
+              columns: { Number: { type: 'INT64' }, Day: { type: 'DATE' } },
+              incremental: { item: 'day', bucketColumn: 'Day', startFrom: '2026-07-02', lookbackDays: 0 },
+              sinks: [
+                { type: 'csv', path: 'daily/{date}.csv', manifest: true },
+                { type: 'iceberg', table, writeMode: 'merge', primaryKey: ['Number'] },
+              ],
+            };
+            const { ws, cli } = await workspace(catalog, 'incremental', [job]);
+            const snapshotsOf = async () =>
+              (await readIceberg(python!, 'pyiceberg-table', catalog.reader(table))).snapshots.map((snapshot) => snapshot.summary['tilehouse.window-from']);
+            const csvUnion = async () => {
+              const files = (await readdir(path.join(ws.outDir, 'daily'))).filter((file) => file.endsWith('.csv')).sort();
+              return (await Promise.all(files.map(async (file) => csvRows(await readFile(path.join(ws.outDir, 'daily', file), 'utf8'))))).flat();
+            };
+            const first = await cli(['run', '--run-id', 'inc-1', '--json']);
+            expect(first.exitCode, first.stderr).toBe(0);
+            const afterFirst = await snapshotsOf();
+            expect(afterFirst.slice(0, 3)).toEqual(['2026-07-02', '2026-07-03', '2026-07-04']);
+            const rowsOf = async () => (await readBoth(python!, catalog.reader(table))).pyiceberg.rows.map((row) => row.slice(0, 3));
+            expect(sortedLines(await rowsOf())).toEqual(sortedLines(await csvUnion()));
+
+            const second = await cli(['run', '--run-id', 'inc-2', '--json']);
+            expect(second.exitCode, second.stderr).toBe(0);
+            const afterSecond = await snapshotsOf();
+            // The ended days are done: only the day still open when the first run exported it is merged again.
+            expect(afterSecond.slice(0, afterFirst.length)).toEqual(afterFirst);
+            expect(afterSecond.slice(afterFirst.length).every((day) => day !== undefined && day > '2026-07-04')).toBe(true);
+            const { pyiceberg, duckdb } = await readBoth(python!, catalog.reader(table));
+            const expected = await csvUnion();
+            expect(sortedLines(pyiceberg.rows.map((row) => row.slice(0, 3)))).toEqual(sortedLines(expected));
+            expect(sortedLines(duckdb.rows.map((row) => row.slice(0, 3)))).toEqual(sortedLines(expected));
+          },
+          READS_TIMEOUT_MS,
+        );
       });
     }
   },
