@@ -7,7 +7,9 @@
 // plan, `checkAccess`, status's publication, the guard's holding from the snapshot summaries; the
 // writer: rows streamed into the data file, prepare = the manifest, publish = the one commit),
 // `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by
-// `tilehouse.run-id`; `writeIcebergRun`), `catalog.ts` (the seam both catalogs implement),
+// `tilehouse.run-id`; `writeIcebergRun`), `overwrite-run.ts` (`OverwriteRun`: partition and merge in
+// the same phases, their files written as rows stream by, what the parent loses computed in the
+// commit loop), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
 // `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
 // table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
 // land), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
