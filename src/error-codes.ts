@@ -112,6 +112,7 @@ export const ERROR_CODES = {
   iceberg_catalog_auth_failed: { exit: 1, retryable: false, says: "The Iceberg REST catalog or its OAuth2 token endpoint refused the credentials; the message names the catalog, never the secret; nothing was committed." },
   iceberg_commit_conflict: { exit: 1, retryable: true, says: "Other writers committed to the Iceberg table on every try of the commit's retry budget; nothing of this run was committed." },
   iceberg_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns differ from the Iceberg table's current schema (a name or a type); nothing was committed." },
+  iceberg_column_invalid: { exit: 1, retryable: false, says: "An iceberg sink's `partitionBy` or `primaryKey` names a column the tile lacks or of the wrong type (a partition column is DATE or TIMESTAMP, a key column not FLOAT64); nothing was written." },
   iceberg_metadata_invalid: { exit: 1, retryable: false, says: "The Iceberg table's metadata, manifest list or manifests could not be read as the table format specification says; nothing was committed." },
   iceberg_partition_mismatch: { exit: 1, retryable: false, says: "`writeMode: partition`: the Iceberg table is not partitioned by day on the job's partition column (or the column is not a DATE or TIMESTAMP); nothing was committed." },
   iceberg_value_invalid: { exit: 1, retryable: false, says: "`writeMode: partition`: a row's partition value has no day (null) or lies outside the run's window; nothing was committed." },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EnvironmentConfig } from '../../src/config/environment-schema.js';
 import type { LoadedJob } from '../../src/config/load-config.js';
-import { icebergEnvironmentSchema, icebergSinkSchema } from '../../src/config/iceberg-sink-schema.js';
+import { icebergEnvironmentSchema, icebergIncrementalIssues, icebergSinkSchema } from '../../src/config/iceberg-sink-schema.js';
 import { icebergSinkKind } from '../../src/sinks/iceberg/descriptor.js';
 import { openConfiguredCatalog } from '../../src/sinks/iceberg/catalog-settings.js';
 import { ConfigError } from '../../src/config/config-error.js';
@@ -10,14 +10,64 @@ const issues = (result: { success: boolean; error?: { issues: Array<{ path: Prop
   (result.error?.issues ?? []).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
 
 describe('icebergSinkSchema', () => {
-  it('takes <namespace>.<table> and replace or append, replace by default', () => {
+  it('takes <namespace>.<table> and a write mode, replace by default', () => {
     expect(icebergSinkSchema.parse({ type: 'iceberg', table: 'tiles.incidents' })).toEqual({ type: 'iceberg', table: 'tiles.incidents', writeMode: 'replace' });
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 'incidents' }))).toEqual([
       'table: must be <namespace>.<table>, each of letters, digits and _ (e.g. tiles.incidents)',
     ]);
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 'a.b.c' }))).toHaveLength(1);
-    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 'tiles.incidents', writeMode: 'merge' }))[0]).toMatch(/^writeMode: /);
-    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 'tiles.incidents', partitionBy: { column: 'Day' } }))[0]).toMatch(/partitionBy/);
+  });
+
+  it("takes partition with partitionBy and merge with primaryKey, with the PostgreSQL sink's rules, and refuses latestBy", () => {
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' } }))).toEqual([]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['Number', 'Day'] }))).toEqual([]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge' }))).toEqual([
+      'writeMode: writeMode: merge needs primaryKey: the columns whose values identify a row',
+    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition' }))).toEqual([
+      'writeMode: writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
+    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', partitionBy: { column: 'Day' } }))).toEqual([
+      "partitionBy: only with writeMode: partition (this sink's is replace)",
+    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'append', primaryKey: ['n'] }))).toEqual([
+      "primaryKey: only with writeMode: merge (this sink's is append)",
+    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n', 'n'] }))).toEqual([
+      'primaryKey.1: listed twice',
+    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'], latestBy: 'updated' }))).toEqual([
+      'latestBy: an iceberg sink refuses a run whose rows share a primaryKey instead of choosing one of them: remove latestBy',
+    ]);
+  });
+});
+
+describe('the iceberg kind and windows', () => {
+  const jobWith = (sink: Record<string, unknown>) => ({ name: 'daily', file: 'jobs/daily.yaml', sinks: [sink] }) as unknown as LoadedJob;
+  const windowed = (sink: Record<string, unknown>) => icebergSinkKind.forWindows(sink as never, 0, jobWith(sink));
+
+  it('takes partition and merge for windowed jobs, merges one window at a time, and refuses replace and append naming file, field and value', () => {
+    expect(windowed({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' } }).problems).toEqual([]);
+    expect(windowed({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'] }).problems).toEqual([]);
+    expect(windowed({ type: 'iceberg', table: 't.a', writeMode: 'append' }).problems).toEqual([
+      {
+        file: 'jobs/daily.yaml',
+        field: 'sinks[0].writeMode',
+        value: '"append"',
+        message: "a backfill replaces each window's days, or merges each window by key: use writeMode: partition or merge",
+      },
+    ]);
+    expect(icebergSinkKind.takesWindowsOneAtATime({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'] } as never)).toBe(true);
+    expect(icebergSinkKind.takesWindowsOneAtATime({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } } as never)).toBe(
+      false,
+    );
+    expect(
+      icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'd' } }), 0),
+    ).toEqual([]);
+    expect(icebergIncrementalIssues(icebergSinkSchema.parse({ type: 'iceberg', table: 't.a' }), 1)[0]).toMatchObject({
+      path: ['sinks', 1, 'writeMode'],
+      input: 'replace',
+    });
   });
 });
 

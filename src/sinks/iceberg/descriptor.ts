@@ -7,14 +7,16 @@
 // plan, `checkAccess`, status's publication, the guard's holding from the snapshot summaries; the
 // writer: rows streamed into the data file, prepare = the manifest, publish = the one commit),
 // `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by
-// `tilehouse.run-id`; `writeIcebergRun`), `catalog.ts` (the seam both catalogs implement),
+// `tilehouse.run-id`; `writeIcebergRun`), `overwrite-run.ts` (`OverwriteRun`: partition and merge in
+// the same phases, their files written as rows stream by, what the parent loses computed in the
+// commit loop), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
 // `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
 // table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
 // land), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
 // `iceberg-errors.ts`.
 
 import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
-import { icebergSinkSchema } from '../../config/iceberg-sink-schema.js';
+import { icebergSinkSchema, icebergTakesWindows } from '../../config/iceberg-sink-schema.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import type { KindSecret, SinkKind } from '../sink-kind.js';
 import { icebergWindowStateReaders } from './window-state.js';
@@ -28,8 +30,8 @@ export const icebergSinkKind: SinkKind = {
   type: 'iceberg',
   label: 'Iceberg',
   configSchema: icebergSinkSchema,
-  // Which table and how a run lands in it; not the guard.
-  definitionSettings: { decides: ['type', 'table', 'writeMode'], decidesNot: ['guard'] },
+  // Which table and which rows it keeps (mode, the days replaced, the key); not the guard.
+  definitionSettings: { decides: ['type', 'table', 'writeMode', 'partitionBy', 'primaryKey', 'latestBy'], decidesNot: ['guard'] },
   // Every open writer names its dataset by the table's location (IcebergWriter.lineageDataset); the
   // catalog's `namespace.table` alone cannot, so this is only what a writer that never opened leaves.
   lineage: { dataset: (target) => ({ namespace: 'iceberg', name: target }) },
@@ -51,18 +53,19 @@ export const icebergSinkKind: SinkKind = {
   windowStateReaders: (job, _sinks, environment, _options, logger) => icebergWindowStateReaders(job, environment, logger),
   forWindows(sink, index, job) {
     const problems: ConfigProblem[] = [];
-    if (sink.type === 'iceberg') {
+    if (sink.type === 'iceberg' && !icebergTakesWindows(sink.writeMode)) {
       problems.push({
         file: job.file,
         field: `sinks[${index}].writeMode`,
         value: JSON.stringify(sink.writeMode),
-        message: "a backfill writes each window's days, which neither replace nor append does: an iceberg sink takes no windowed job yet",
+        message: "a backfill replaces each window's days, or merges each window by key: use writeMode: partition or merge",
       });
     }
     return { sink, problems };
   },
-  takesWindowsOneAtATime: () => false,
-  // The snapshots' summaries are the ledger: every commit carries the run id and its window.
+  // Each window is one commit on the table's main: merges one at a time, so a key two windows hold ends with the later window's values.
+  takesWindowsOneAtATime: (sink) => sink.type === 'iceberg' && sink.writeMode === 'merge',
+  // The snapshots' summaries are the ledger: every commit carries the run id and its window (what expiry has removed, --resume no longer sees).
   resumeRefusal: () => undefined,
   // The REST token, or the JDBC catalog's password (or url), from the credentials Secret: an env var, or a file in its mount.
   secrets(environment, jobs) {

@@ -29,6 +29,16 @@ export class IcebergCommitConflictError extends TilehouseError {
   }
 }
 
+/** The sink's partitionBy or primaryKey names no fit column of the tile (`iceberg_column_invalid`). */
+export class IcebergColumnError extends TilehouseError {
+  readonly code = 'iceberg_column_invalid';
+  override readonly targetKind = 'iceberg' as const;
+
+  constructor(jobName: string, table: string, field: string, column: string, problem: string) {
+    super(`job ${jobName}: iceberg ${table}: ${field} ${JSON.stringify(column)} ${problem}`);
+  }
+}
+
 /** The tile's columns do not match the table's schema (`iceberg_schema_mismatch`). */
 export class IcebergSchemaMismatchError extends TilehouseError {
   readonly code = 'iceberg_schema_mismatch';

@@ -21,11 +21,13 @@ import type {
 } from '../sink.js';
 import { type IcebergCatalog, type LoadedTable, type TableIdentifier, tableName } from './catalog.js';
 import { openConfiguredCatalog } from './catalog-settings.js';
-import { IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
 import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
+import { OverwriteRun } from './overwrite-run.js';
+import type { DayPartitionOptions } from './partition-spec.js';
 import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
 
 /** The summary keys beside the run id: when the run started, and its window (a backfill's, an incremental run's). */
@@ -94,28 +96,66 @@ export class IcebergSink implements Sink {
     }
   }
 
+  /** Whether the table carries the lineage columns (the modes that keep rows of earlier runs). */
+  private get lineage(): boolean {
+    return this.options.config.writeMode === 'append' || this.options.config.writeMode === 'merge';
+  }
+
   private columnsOf(context: Pick<SinkRunContext, 'jobName' | 'columns'>): { name: string; type: (typeof context.columns)[number]['type'] }[] {
     const columns = context.columns.map((column) => ({ name: column.name, type: column.type }));
-    if (this.options.config.writeMode === 'append') {
+    if (this.lineage) {
       const clash = columns.find((column) => LINEAGE_COLUMNS.some((own) => own.name === column.name));
       if (clash)
         throw new IcebergSchemaMismatchError(
           this.target,
-          `column ${clash.name} is a lineage column writeMode append adds itself; rename it in the job's columns`,
+          `column ${clash.name} is a lineage column writeMode ${this.options.config.writeMode} adds itself; rename it in the job's columns`,
         );
     }
     return columns;
   }
 
+  /** `partitionBy` and `primaryKey` as the tile's output names (the config may name a header), each checked. */
+  private modeOptions(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): { partition?: DayPartitionOptions; mergeKey?: string[] } {
+    const { config } = this.options;
+    const named = (field: string, reference: string) => {
+      const found = context.columns.find((column) => column.name === reference) ?? context.columns.find((column) => column.header === reference);
+      if (found === undefined) throw new IcebergColumnError(context.jobName, this.target, field, reference, 'is not a column of the tile');
+      return found;
+    };
+    if (config.writeMode === 'partition' && config.partitionBy !== undefined) {
+      const column = named('partitionBy.column', config.partitionBy.column);
+      if (column.type !== 'DATE' && column.type !== 'TIMESTAMP')
+        throw new IcebergColumnError(
+          context.jobName,
+          this.target,
+          'partitionBy.column',
+          config.partitionBy.column,
+          `is ${column.type}; a partition column is DATE or TIMESTAMP`,
+        );
+      // A window's every day is replaced, those it has no rows for too.
+      return { partition: { column: column.name, ...(context.window ? { window: { from: context.window.from, to: context.window.to } } : {}) } };
+    }
+    if (config.writeMode === 'merge' && config.primaryKey !== undefined)
+      return {
+        mergeKey: config.primaryKey.map((reference, index) => {
+          const column = named(`primaryKey[${index}]`, reference);
+          if (column.type === 'FLOAT64')
+            throw new IcebergColumnError(context.jobName, this.target, `primaryKey[${index}]`, reference, 'is FLOAT64, which cannot identify a row exactly');
+          return column.name;
+        }),
+      };
+    return {};
+  }
+
   async open(context: SinkRunContext): Promise<SinkWriter> {
     const columns = this.columnsOf(context);
+    const modeOptions = this.modeOptions(context);
     const catalog = await this.catalog(context.jobName);
     try {
-      const run = await IcebergRun.open({
+      const start = {
         catalog,
         table: this.table,
         columns,
-        mode: this.options.config.writeMode,
         runId: context.runId,
         extractedAtMs: context.startedAt.getTime(),
         newTableLocation: newTableLocation(this.options.settings, this.table),
@@ -130,7 +170,13 @@ export class IcebergSink implements Sink {
               }
             : {}),
         },
-      });
+        ...modeOptions,
+      };
+      const { writeMode } = this.options.config;
+      const run: PhasedRun =
+        writeMode === 'partition' || writeMode === 'merge'
+          ? await OverwriteRun.open({ ...start, mode: writeMode }, this.lineage ? [...columns, ...LINEAGE_COLUMNS] : columns)
+          : await IcebergRun.open({ ...start, mode: writeMode });
       return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog));
     } catch (error) {
       await catalog.close();
@@ -145,10 +191,11 @@ export class IcebergSink implements Sink {
 
   /** The table's schema against the tile's columns. Reads only. */
   async plan(context: SinkRunContext): Promise<SinkPlan> {
-    const mode = this.options.config.writeMode === 'append' ? { mode: 'append' } : {};
+    const mode = this.options.config.writeMode === 'replace' ? {} : { mode: this.options.config.writeMode };
     let columns: ReturnType<IcebergSink['columnsOf']>;
     try {
-      columns = [...this.columnsOf(context), ...(this.options.config.writeMode === 'append' ? LINEAGE_COLUMNS : [])];
+      this.modeOptions(context);
+      columns = [...this.columnsOf(context), ...(this.lineage ? LINEAGE_COLUMNS : [])];
     } catch (error) {
       if (!isTilehouseError(error)) throw error;
       return { sink: this.kind, target: this.target, ...mode, action: 'refuse', details: [`${error.code}: ${error.message}`] };
@@ -198,7 +245,8 @@ export class IcebergSink implements Sink {
 
   storedSchema(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): StoredSchema {
     try {
-      const columns = [...this.columnsOf(context), ...(this.options.config.writeMode === 'append' ? LINEAGE_COLUMNS : [])];
+      this.modeOptions(context);
+      const columns = [...this.columnsOf(context), ...(this.lineage ? LINEAGE_COLUMNS : [])];
       return { fields: columns.map((column) => ({ name: column.name, type: icebergTypeOf(column.type) })) };
     } catch (error) {
       if (!isTilehouseError(error)) throw error;
@@ -273,8 +321,11 @@ export function icebergHolding(target: string, mode: IcebergSinkConfig['writeMod
   const definition = definitionOf(current);
   const writtenBy = runId === undefined ? {} : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
   const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...writtenBy };
-  if (mode === 'append') return { target, effect: 'add', rows: undefined, readFrom, ...history };
+  if (mode === 'append' || mode === 'merge') return { target, effect: 'add', rows: undefined, readFrom, ...history };
   if (!current) return { target, effect: 'replace', rows: undefined, readFrom, ...history };
+  // The days a run replaces are known only from its rows (a window's rows are in its manifests' partitions, not summed yet).
+  if (mode === 'partition')
+    return { target, effect: 'replace', rows: undefined, readFrom: 'days', unreadable: 'the days a run replaces are known only from its rows', ...writtenBy };
   const total = current.summary['total-records'];
   if (total === undefined)
     return { target, effect: 'replace', rows: undefined, readFrom, unreadable: 'its current snapshot has no total-records in its summary', ...history };
@@ -307,6 +358,14 @@ function schemaDifferences(metadata: TableMetadata, columns: readonly { name: st
   return differences;
 }
 
+type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: number };
+
+/** IcebergRun (replace, append) and OverwriteRun (partition, merge), as the writer drives them. */
+type PhasedRun = Pick<IcebergRun, 'location' | 'writeRows' | 'stage' | 'discard' | 'outcomeUnknown' | 'files'> & {
+  readonly done: RunResult | undefined;
+  commit(): Promise<RunResult>;
+};
+
 /** One run's writer: rows into the run's data file as they arrive, the manifest in prepare, the commit in publish. */
 class IcebergWriter implements SinkWriter {
   readonly lineageDataset: LineageDatasetName;
@@ -316,7 +375,7 @@ class IcebergWriter implements SinkWriter {
   constructor(
     readonly target: string,
     private readonly catalog: IcebergCatalog,
-    private readonly run: IcebergRun,
+    private readonly run: PhasedRun,
     private readonly context: SinkRunContext,
     readonly guard: GuardCheck,
   ) {

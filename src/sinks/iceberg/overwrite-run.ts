@@ -3,6 +3,7 @@ import type { ColumnType } from '../../value-types/column-types.js';
 import { CommitOutcomeUnknown, type IcebergCatalog, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
 import type { TypedRow } from '../../transform/column.js';
 import { writeDayFiles } from './day-files.js';
+import { HandoffChannel } from './handoff-channel.js';
 import { commitWithExpiry, housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
 import {
   CommitConflict,
@@ -10,8 +11,9 @@ import {
   IcebergDataFileUnreadableError,
   IcebergMetadataInvalidError,
   IcebergPartitionMismatchError,
+  IcebergSchemaMismatchError,
 } from './iceberg-errors.js';
-import { newIcebergSchema } from './iceberg-schema.js';
+import { type IcebergSchema, newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import { type LiveDataFile, type ParentManifest, readParentManifests, rewriteManifest } from './manifest-reading.js';
 import { type AddedDataFile, type ManifestListEntry, manifestFile, manifestList, manifestListEntry } from './manifests.js';
@@ -19,7 +21,7 @@ import { type HousekeepingReport, removeUnreferencedFiles } from './orphan-files
 import { mergeKeyColumns, rewriteWithoutKeys, writeMergeFile } from './merge-rewrite.js';
 import { type DayLayout, type DayPartitionOptions, dayBound, dayLayoutOf, daySpecOf, refusePartitioned, replacedDays } from './partition-spec.js';
 import { fieldIdsOf, newSnapshotId } from './table-fields.js';
-import { currentSchema, currentSnapshot, type PartitionSpec, RUN_ID_SUMMARY_KEY, snapshotOfRun } from './table-metadata.js';
+import { currentSchema, currentSnapshot, type PartitionSpec, RUN_ID_SUMMARY_KEY, snapshotOfRun, type TableMetadata } from './table-metadata.js';
 
 /**
  * The write modes that overwrite part of a table, as one `overwrite` snapshot each:
@@ -55,6 +57,8 @@ export interface OverwriteRunOptions {
   housekeeping?: Partial<IcebergHousekeepingPolicy>;
   now?: () => number;
   filesNow?: () => number;
+  /** More of the run in the snapshot's summary (`tilehouse.*` keys: the window, when the run started, the definition). */
+  summary?: Record<string, string>;
 }
 
 interface OverwriteRunResult {
@@ -80,63 +84,212 @@ interface Overwrite {
 }
 
 export async function writeOverwritingRun(options: OverwriteRunOptions, columns: Columns): Promise<OverwriteRunResult> {
-  const { catalog, table, mode, runId } = options;
-  const name = tableName(table);
-  const now = options.now ?? Date.now;
-  const policy = housekeepingPolicy(options.housekeeping);
-  const partition = mode === 'partition' ? options.partition : undefined;
-  if (mode === 'partition' && !partition) throw new IcebergPartitionMismatchError(name, 'writeMode partition needs a partition column');
-  const schema = newIcebergSchema(columns);
-  let base =
-    (await catalog.loadTable(table)) ?? (await catalog.createTable(table, schema, partition ? { partitionSpec: daySpecOf(schema, partition.column) } : {}));
-  const done = snapshotOfRun(base.metadata, runId);
-  if (done) return { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
-  // The table's layout first: a partitioned table is the reason a merge cannot write it, whatever its columns.
-  const layout = partition ? dayLayoutOf(name, base.metadata, columns, partition) : undefined;
-  if (!layout) refusePartitioned(name, base.metadata, mode);
-  const fieldIds = fieldIdsOf(name, base.metadata, columns);
-  const specs = columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! }));
-
-  const snapshotId = newSnapshotId();
-  const written: string[] = [];
+  const run = await OverwriteRun.open(options, columns);
+  if (run.done) return run.done;
   try {
-    const overwrite = layout
-      ? await dayOverwrite(options, name, base.metadata.location, layout, specs, written)
-      : await mergeOverwrite(options, name, base.metadata.location, specs, now, written);
+    await run.writeFiles(options.rows);
+    return await run.commit();
+  } catch (error) {
+    await run.discard();
+    throw error;
+  }
+}
+
+/** What a run's phases need: the options of writeOverwritingRun but its rows, which `stage` takes. */
+export type OverwriteRunStart = Omit<OverwriteRunOptions, 'rows'> & {
+  /** Where a table the catalog lacks is created, and created only by the commit; absent: created as the run opens. */
+  newTableLocation?: string;
+};
+
+/**
+ * One run of these modes in phases, as table-writer.ts's IcebergRun: `open` (the table's layout
+ * checked), `stage` (the day files or the merge file written as the rows stream by; a merge's keys
+ * checked), `commit` (the optimistic loop: what the parent loses is computed on each parent tried,
+ * a merge's rewrites of the parent's files with it), or `discard` (the run's files removed unless
+ * a commit's answer was lost and never settled).
+ */
+export class OverwriteRun {
+  private readonly written: string[] = [];
+  private readonly snapshotId = newSnapshotId();
+  private overwrite: Overwrite | undefined;
+  private mayBeCommitted = false;
+  private readonly batches = new HandoffChannel<readonly TypedRow[]>();
+  private staging: Promise<number> | undefined;
+  private readonly name: string;
+  private readonly policy: IcebergHousekeepingPolicy;
+
+  private constructor(
+    private readonly options: OverwriteRunStart,
+    private readonly columns: Columns,
+    /** The table as the run opened it; undefined: the catalog has none yet (the commit creates it). */
+    private base: LoadedTable | undefined,
+    readonly done: OverwriteRunResult | undefined,
+    readonly location: string,
+    private readonly layout: DayLayout | undefined,
+    private readonly specs: FileSpecs,
+  ) {
+    this.name = tableName(options.table);
+    this.policy = housekeepingPolicy(options.housekeeping);
+  }
+
+  static async open(options: OverwriteRunStart, columns: Columns): Promise<OverwriteRun> {
+    const { catalog, table, mode, runId } = options;
+    const name = tableName(table);
+    const partition = mode === 'partition' ? options.partition : undefined;
+    if (mode === 'partition' && !partition) throw new IcebergPartitionMismatchError(name, 'writeMode partition needs a partition column');
+    const schema = newIcebergSchema(columns);
+    const partitionSpec = partition ? daySpecOf(schema, partition.column) : undefined;
+    let base = await catalog.loadTable(table);
+    if (!base && options.newTableLocation === undefined) base = await catalog.createTable(table, schema, partitionSpec ? { partitionSpec } : {});
+    const done = base && snapshotOfRun(base.metadata, runId);
+    if (base && done)
+      return new OverwriteRun(
+        options,
+        columns,
+        base,
+        { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation },
+        base.metadata.location,
+        undefined,
+        [],
+      );
+    // A table the commit creates is checked as the one it will be: the run's schema, day(column).
+    const metadata = base?.metadata ?? newTableMetadata(options.newTableLocation!, schema, partitionSpec);
+    // The table's layout first: a partitioned table is the reason a merge cannot write it, whatever its columns.
+    const layout = partition ? dayLayoutOf(name, metadata, columns, partition) : undefined;
+    if (!layout) refusePartitioned(name, metadata, mode);
+    const fieldIds = fieldIdsOf(name, metadata, columns);
+    const specs = columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! }));
+    return new OverwriteRun(options, columns, base, undefined, metadata.location, layout, specs);
+  }
+
+  /** A sink's rows as they arrive (`writeRows` waits for the run's files to take each batch), then `stage`. */
+  async writeRows(batch: readonly TypedRow[]): Promise<void> {
+    const staging = this.startStaging();
+    await Promise.race([this.batches.push([batch]), staging.then(() => undefined)]);
+  }
+
+  /** Ends the rows `writeRows` handed over and waits for the run's files: everything but the commit. Returns the run's rows. */
+  async stage(): Promise<number> {
+    const staging = this.startStaging();
+    this.batches.end();
+    return staging;
+  }
+
+  private startStaging(): Promise<number> {
+    if (this.staging === undefined) {
+      this.staging = this.writeFiles(this.batches);
+      // Its failure is the next writeRows' or stage's; never an unhandled rejection meanwhile.
+      this.staging.catch(() => undefined);
+    }
+    return this.staging;
+  }
+
+  /** Writes the run's own files as `rows` stream by (the merge's keys checked): everything but the commit. Returns the run's rows. */
+  async writeFiles(rows: AsyncIterable<readonly TypedRow[]> | Iterable<readonly TypedRow[]>): Promise<number> {
+    const now = this.options.now ?? Date.now;
+    const { layout, name, location, specs, written } = this;
+    const options = { ...this.options, rows };
+    this.overwrite = layout
+      ? await dayOverwrite(options, name, location, layout, specs, written)
+      : await mergeOverwrite(options, name, location, specs, now, written);
+    return Number(this.overwrite.own.reduce((sum, file) => sum + file.recordCount, 0n));
+  }
+
+  /** The one catalog commit (after `stage`), with its optimistic retries; creates the table first when the catalog has none. */
+  async commit(): Promise<OverwriteRunResult> {
+    const { catalog, table, runId } = this.options;
+    const { name, columns, policy, snapshotId, written } = this;
+    const overwrite = this.overwrite;
+    if (!overwrite) throw new Error(`Iceberg table ${name}: commit before stage`);
+    const now = this.options.now ?? Date.now;
+    const partitionSpec = this.layout?.spec;
+    let base =
+      this.base ??
+      (await catalog.loadTable(table)) ??
+      (await catalog.createTable(table, newIcebergSchema(columns), { location: this.options.newTableLocation, ...(partitionSpec ? { partitionSpec } : {}) }));
+    const already = snapshotOfRun(base.metadata, runId);
+    if (already) return { committed: false, snapshotId: already['snapshot-id'], rows: 0, tries: 0, metadataLocation: base.metadataLocation };
+    this.checkTable(base);
     const rows = Number(overwrite.own.reduce((sum, file) => sum + file.recordCount, 0n));
-    const maxTries = options.maxCommitTries ?? DEFAULT_COMMIT_TRIES;
+    const maxTries = this.options.maxCommitTries ?? DEFAULT_COMMIT_TRIES;
     for (let tries = 1; tries <= maxTries; tries++) {
-      const { snapshot, tryFiles, added } = await snapshotOn(name, base, overwrite, { snapshotId, runId, tries, now });
+      const { snapshot, tryFiles, added } = await snapshotOn(name, base, overwrite, { snapshotId, runId, tries, now, summary: this.options.summary });
+      written.push(...tryFiles);
       try {
         const committed = await commitWithExpiry(catalog, table, base, snapshot, policy, now());
         // Referenced by the table now: never deleted as this run's own, whatever follows.
         written.length = 0;
         await overwrite.committed(added);
-        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: (options.filesNow ?? Date.now)() });
+        const housekeeping = await removeUnreferencedFiles({ before: base, after: committed, policy, nowMs: (this.options.filesNow ?? Date.now)() });
         return { committed: true, snapshotId, rows, tries, metadataLocation: committed.metadataLocation, housekeeping };
       } catch (error) {
         if (!(error instanceof CommitConflict) && !(error instanceof CommitOutcomeUnknown)) throw error;
+        if (error instanceof CommitOutcomeUnknown) this.mayBeCommitted = true;
         const reread = await catalog.loadTable(table);
         if (!reread) throw new IcebergMetadataInvalidError(name, 'the table is gone from the catalog', { cause: error });
         if (reread.metadata.snapshots?.some((candidate) => candidate['snapshot-id'] === snapshotId)) {
           written.length = 0;
           await overwrite.committed(added);
-          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: (options.filesNow ?? Date.now)() });
+          const housekeeping = await removeUnreferencedFiles({ before: base, after: reread, policy, nowMs: (this.options.filesNow ?? Date.now)() });
           return { committed: true, snapshotId, rows, tries, metadataLocation: reread.metadataLocation, housekeeping };
         }
+        // The table, read again, does not hold it: whatever was lost did not land.
+        this.mayBeCommitted = false;
         const other = snapshotOfRun(reread.metadata, runId);
         if (other) return { committed: false, snapshotId: other['snapshot-id'], rows: 0, tries, metadataLocation: reread.metadataLocation };
-        fieldIdsOf(name, reread.metadata, columns);
+        this.checkTable(reread);
+        const tried = new Set(tryFiles);
         await Promise.all(tryFiles.map((path) => removeLocation(path)));
+        this.written.splice(0, this.written.length, ...written.filter((path) => !tried.has(path)));
         base = reread;
       }
     }
     throw new IcebergCommitConflictError(name, maxTries);
-  } catch (error) {
-    // Nothing of this run is referenced by the table: its files go with it.
-    await Promise.allSettled(written.map((path) => removeLocation(path)));
-    throw error;
   }
+
+  /** The table a commit is tried on must still be the one the run's files were written for (another writer may have created it meanwhile). */
+  private checkTable(loaded: LoadedTable): void {
+    const ids = fieldIdsOf(this.name, loaded.metadata, this.columns);
+    if (ids.some((id, index) => id !== this.specs[index]!.fieldId))
+      throw new IcebergSchemaMismatchError(
+        this.name,
+        `the table's field ids (${ids.join(', ')}) are not the ones this run's data files carry (${this.specs.map((spec) => spec.fieldId).join(', ')})`,
+      );
+    if (this.layout) dayLayoutOf(this.name, loaded.metadata, this.columns, this.options.partition!);
+    else refusePartitioned(this.name, loaded.metadata, this.options.mode);
+  }
+
+  /** Removes what the run wrote, unless a commit's answer was lost and never settled. Idempotent. */
+  async discard(): Promise<void> {
+    this.batches.fail(new Error('the run was discarded'));
+    await this.staging?.catch(() => undefined);
+    if (this.mayBeCommitted) return;
+    const paths = this.written.splice(0);
+    await Promise.allSettled(paths.map((path) => removeLocation(path)));
+  }
+
+  get outcomeUnknown(): boolean {
+    return this.mayBeCommitted;
+  }
+
+  files(): readonly string[] {
+    return this.written;
+  }
+}
+
+/** The metadata of the table a first run's commit creates, for checking the run against before it exists. */
+function newTableMetadata(location: string, schema: IcebergSchema, spec: PartitionSpec | undefined): TableMetadata {
+  return {
+    'format-version': 2,
+    'table-uuid': '',
+    location,
+    'last-updated-ms': 0n,
+    'last-column-id': Math.max(0, ...schema.fields.map((field) => field.id)),
+    'current-schema-id': schema['schema-id'],
+    schemas: [schema],
+    'default-spec-id': 0,
+    'partition-specs': [spec ?? { 'spec-id': 0, fields: [] }],
+  } as TableMetadata;
 }
 
 /** `partition`: a file per day of the run's rows; the parent's files of the days replaced go. */
@@ -225,7 +378,7 @@ async function snapshotOn(
   name: string,
   base: LoadedTable,
   overwrite: Overwrite,
-  context: { snapshotId: bigint; runId: string; tries: number; now: () => number },
+  context: { snapshotId: bigint; runId: string; tries: number; now: () => number; summary: Record<string, string> | undefined },
 ): Promise<{ snapshot: NewSnapshot; tryFiles: string[]; added: AddedDataFile[] }> {
   const { snapshotId } = context;
   const location = base.metadata.location;
@@ -290,6 +443,7 @@ async function snapshotOn(
       'total-delete-files': parent?.summary['total-delete-files'] ?? '0',
       'total-position-deletes': parent?.summary['total-position-deletes'] ?? '0',
       'total-equality-deletes': parent?.summary['total-equality-deletes'] ?? '0',
+      ...context.summary,
     },
     'schema-id': base.metadata['current-schema-id'],
   };

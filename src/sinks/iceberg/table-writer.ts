@@ -4,6 +4,7 @@ import type { TypedRow } from '../../transform/column.js';
 import { ParquetEncoder } from '../parquet/encoder/parquet-encoder.js';
 import { CommitOutcomeUnknown, type IcebergCatalog, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
 import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { HandoffChannel } from './handoff-channel.js';
 import { commitWithExpiry, housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
 import { newIcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
@@ -111,7 +112,7 @@ export async function writeIcebergRun(options: IcebergRunOptions): Promise<Icebe
 export class IcebergRun {
   private readonly written: string[] = [];
   private readonly snapshotId = newSnapshotId();
-  private readonly pieces = new PieceChannel();
+  private readonly pieces = new HandoffChannel<Uint8Array>();
   private writing: Promise<number> | undefined;
   private dataFile: AddedDataFile | undefined;
   private manifest: { path: string; bytes: Uint8Array } | undefined;
@@ -304,64 +305,6 @@ export class IcebergRun {
 /** The table's columns: the tile's, and the lineage columns for the modes that keep rows of earlier runs (append, merge). */
 function columnsOf(options: Pick<IcebergRunStart, 'mode' | 'columns'>): { name: string; type: ColumnType }[] {
   return options.mode === 'append' || options.mode === 'merge' ? [...options.columns, ...LINEAGE_COLUMNS] : [...options.columns];
-}
-
-/**
- * The data file's bytes handed from `writeRows` (the producer) to the file being written (the
- * consumer, writeNewFile): a push resolves once the file took every piece, so at most one batch
- * is held in memory; `fail` ends the file with an error (writeNewFile then removes it).
- */
-class PieceChannel implements AsyncIterable<Uint8Array> {
-  private queue: Uint8Array[] = [];
-  private ended = false;
-  private failure: Error | undefined;
-  private wake: (() => void) | undefined;
-  private drained: (() => void) | undefined;
-
-  push(pieces: readonly Uint8Array[]): Promise<void> {
-    if (this.failure) return Promise.reject(this.failure);
-    if (pieces.length === 0) return Promise.resolve();
-    this.queue.push(...pieces);
-    const taken = new Promise<void>((resolve) => {
-      this.drained = resolve;
-    });
-    this.signal();
-    return taken;
-  }
-
-  end(): void {
-    this.ended = true;
-    this.signal();
-  }
-
-  fail(error: Error): void {
-    this.failure ??= error;
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    for (;;) {
-      if (this.failure) throw this.failure;
-      const piece = this.queue.shift();
-      if (piece !== undefined) {
-        yield piece;
-        continue;
-      }
-      const drained = this.drained;
-      this.drained = undefined;
-      drained?.();
-      if (this.ended) return;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
 }
 
 function summaryOf(mode: IcebergWriteMode, runId: string, file: AddedDataFile, parent: Record<string, string> | undefined): NewSnapshot['summary'] {

@@ -42,7 +42,7 @@ const SAMPLES: Record<SinkConfig['type'], { sink: Record<string, unknown>; decid
   parquet: { sink: { type: 'parquet', path: 'out/{name}.parquet' }, decides: ['compression', 'zstd'] },
   bigquery: { sink: { type: 'bigquery', table: 'incidents' }, decides: ['table', 'incidents_v2'] },
   postgres: { sink: { type: 'postgres', table: 'incident_status', writeMode: 'merge', primaryKey: ['number'] }, decides: ['primaryKey', ['number', 'type']] },
-  iceberg: { sink: { type: 'iceberg', table: 'tiles.incidents' }, decides: ['writeMode', 'append'] },
+  iceberg: { sink: { type: 'iceberg', table: 'tiles.incidents', writeMode: 'merge', primaryKey: ['number'] }, decides: ['primaryKey', ['number', 'type']] },
 };
 
 /** A job with one sink, as the workspace loads it (the sink parsed by its kind's schema, defaults filled in). */
