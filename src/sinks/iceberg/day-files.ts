@@ -1,24 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, rm } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { TypedRow } from '../../transform/column.js';
 import { formatCivilDate } from '../../value-types/civil-date.js';
 import { ParquetEncoder, type ParquetColumnSpec } from '../parquet/encoder/parquet-encoder.js';
-import { childLocation, localPathOf } from './local-files.js';
+import { HandoffChannel } from './handoff-channel.js';
+import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import type { AddedDataFile } from './manifests.js';
 import { type DayLayout, dayOfRow } from './partition-spec.js';
 
 /**
  * `writeMode: partition`'s data files: one Parquet file per day the run has rows for, under
- * `data/<field>=<day>/` (Java's layout), each written as its rows stream by, so a run over many
- * days holds one encoder's row group per day in memory, not the run.
+ * `data/<field>=<day>/` (Java's layout), each written as its rows stream by through the table's
+ * store (a local file, or an object on gs:// or s3://), so a run over many days holds one
+ * encoder's row group per day in memory, not the run (and on S3 one part buffer per day).
  */
 interface DayFile {
   location: string;
   encoder: ParquetEncoder;
-  handle: FileHandle;
-  size: number;
+  pieces: HandoffChannel<Uint8Array>;
+  /** The file being written: its size once the pieces end. */
+  writing: Promise<number>;
 }
 
 export async function writeDayFiles(options: {
@@ -41,17 +41,17 @@ export async function writeDayFiles(options: {
       `data/${layout.field.name}=${formatCivilDate(day)}/${options.runId.replaceAll(/[^\w.-]/g, '_')}-${randomUUID()}.parquet`,
     );
     options.written.push(location);
-    const path = localPathOf(location);
-    await mkdir(dirname(path), { recursive: true });
-    const file = { location, encoder: new ParquetEncoder(options.columns), handle: await open(path, 'wx'), size: 0 };
+    const pieces = new HandoffChannel<Uint8Array>();
+    const writing = writeNewFile(location, pieces);
+    // Its failure is the next write's or the finish's; never an unhandled rejection meanwhile.
+    writing.catch(() => undefined);
+    const file = { location, encoder: new ParquetEncoder(options.columns), pieces, writing };
     byDay.set(day, file);
     return file;
   };
+  // Each push waits until the file took the pieces, or fails with the file's own failure.
   const write = async (file: DayFile, pieces: Uint8Array[]) => {
-    for (const piece of pieces) {
-      await file.handle.write(piece);
-      file.size += piece.length;
-    }
+    await Promise.race([file.pieces.push(pieces), file.writing.then(() => undefined)]);
   };
   try {
     for await (const batch of options.rows) {
@@ -70,16 +70,17 @@ export async function writeDayFiles(options: {
     const files: AddedDataFile[] = [];
     for (const [day, file] of [...byDay].sort(([a], [b]) => a - b)) {
       await write(file, file.encoder.finish());
-      await file.handle.sync();
-      await file.handle.close();
-      files.push({ path: file.location, recordCount: BigInt(file.encoder.rowCount), sizeInBytes: BigInt(file.size), partition: { [layout.field.name]: day } });
+      file.pieces.end();
+      const size = await file.writing;
+      files.push({ path: file.location, recordCount: BigInt(file.encoder.rowCount), sizeInBytes: BigInt(size), partition: { [layout.field.name]: day } });
     }
     return { files, days: new Set(byDay.keys()) };
   } catch (error) {
     await Promise.allSettled(
       [...byDay.values()].map(async (file) => {
-        await file.handle.close();
-        await rm(localPathOf(file.location), { force: true });
+        file.pieces.fail(error instanceof Error ? error : new Error(String(error)));
+        await file.writing.catch(() => undefined);
+        await removeLocation(file.location);
       }),
     );
     throw error;
