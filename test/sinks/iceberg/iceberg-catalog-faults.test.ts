@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { exitWithin, spawnCli } from '../../support/child-process.js';
 import { runCli, sandboxEnv, summaryOf } from '../../support/cli-harness.js';
 import { icebergPythonOrSkip, type PyicebergTable } from '../../support/iceberg-readers.js';
 import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
@@ -46,8 +47,8 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
     });
 
     /** A workspace of one job into `ns.name` through the REST proxy (requestTimeoutMs 4 s) or the JDBC proxy. */
-    async function setUp(name: string, catalog: 'rest' | 'jdbc', mode: 'replace' | 'append' = 'replace') {
-      const table = `faults_${catalog}.${name}`;
+    async function setUp(name: string, catalog: 'rest' | 'jdbc', mode: 'replace' | 'append' = 'replace', options: { table?: string; above?: number } = {}) {
+      const table = `faults_${catalog}.${options.table ?? name}`;
       const job = `job_${name}`;
       const settings =
         catalog === 'rest'
@@ -62,9 +63,9 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
               password: `\${${TEST_PASSWORD_VARIABLE}}`,
               sslmode: 'disable',
             };
-      const ws = await icebergWorkspace(path.join(fixture.root, name), fixture.sandbox, [faultJob(job, table, mode)], {
+      const ws = await icebergWorkspace(path.join(fixture.root, name), fixture.sandbox, [faultJob(job, table, mode, options.above)], {
         catalog: settings,
-        location: path.join(warehouse, name),
+        location: path.join(warehouse, options.table ?? name),
       });
       const env = { ...sandboxEnv(fixture.sandbox), [TEST_PASSWORD_VARIABLE]: server!.password };
       // The catalog's password reference is resolved from the process's environment.
@@ -84,7 +85,19 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
         const result = await runCli(['run', '--run-id', runId, '--json', '--config', ws.configFile, '--jobs', ws.jobsDir], { env });
         return { ...result, summary: summaryOf(result.stdout, 'run') };
       };
-      return { ws, job, table, reader, run };
+      const spawned = async (runId: string) => {
+        const child = spawnCli(['run', '--run-id', runId, '--json', '--config', ws.configFile, '--jobs', ws.jobsDir], {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const out: Buffer[] = [];
+        const err: Buffer[] = [];
+        child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
+        child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
+        const exit = await exitWithin(child, 120_000);
+        return { exitCode: exit.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+      };
+      return { ws, job, table, reader, run, spawned };
     }
 
     it(
@@ -206,5 +219,44 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       },
       TEST_MS,
     );
+
+    for (const catalog of ['rest', 'jdbc'] as const)
+      for (const mode of ['replace', 'append'] as const)
+        it(
+          `${catalog}, ${mode}: two runs at once into one table (two processes, different run ids) both land in some order, or one refuses cleanly; the readers agree`,
+          async () => {
+            const name = `twice_${mode}`;
+            const a = await setUp(`${name}_a`, catalog, mode, { table: name, above: 0 });
+            const b = await setUp(`${name}_b`, catalog, mode, { table: name, above: 10 });
+            // The REST proxy holds the first commit until the second arrives: both are tried on one parent.
+            if (catalog === 'rest') proxy.barrier = 2;
+            const commitsBefore = proxy.commits;
+            const [first, second] = await Promise.all([a.spawned(`${name}-a`), b.spawned(`${name}-b`)]);
+            proxy.barrier = 0;
+            const results = [first, second];
+            for (const result of results) {
+              if (result.exitCode !== 0) {
+                expect(result.exitCode, result.stderr).toBe(1);
+                expect(result.stderr).toContain('iceberg_commit_conflict');
+              }
+            }
+            const landed = [
+              ...(first.exitCode === 0 ? [{ runId: `${name}-a`, side: a }] : []),
+              ...(second.exitCode === 0 ? [{ runId: `${name}-b`, side: b }] : []),
+            ];
+            expect(landed.length, 'at least one run lands').toBeGreaterThan(0);
+            const state = await tableState(python!, a.reader);
+            expect([...state.runIds].sort()).toEqual(landed.map((run) => run.runId).sort());
+            const csvs = new Map<string, (string | null)[][]>();
+            for (const run of landed) csvs.set(run.runId, await csvRows(run.side.ws, run.side.job, run.runId, mode === 'append'));
+            if (mode === 'append') expect(state.rows).toEqual(sortedLines([...csvs.values()].flat()));
+            else expect(state.rows).toEqual(sortedLines(csvs.get(state.runIds.at(-1)!)!));
+            if (catalog === 'rest') {
+              expect(landed, 'both held commits land').toHaveLength(2);
+              expect(proxy.commits - commitsBefore, 'the two held commits collided: the loser re-applied once').toBe(3);
+            }
+          },
+          TEST_MS,
+        );
   },
 );

@@ -86,13 +86,16 @@ export interface RestCommitProxy {
   readonly forwarded: number;
   /** After `cut`: every request is cut until this is set false. */
   unreachable: boolean;
+  /** Commits are held until this many wait, then all go on at once (two writers' commits on one parent); 0: none held. */
+  barrier: number;
   close(): Promise<void>;
 }
 
 /** A proxy of the tests' own in front of the Apache Iceberg REST server that misbehaves on commits only. */
 export async function startRestCommitProxy(upstream: string): Promise<RestCommitProxy> {
   const target = new URL(upstream);
-  const state = { faults: [] as CommitFault[], commits: 0, forwarded: 0, unreachable: false };
+  const state = { faults: [] as CommitFault[], commits: 0, forwarded: 0, unreachable: false, barrier: 0 };
+  let waiting: (() => void)[] = [];
   const sockets = new Set<Socket>();
   const forward = (incoming: IncomingMessage, body: Buffer) =>
     new Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
@@ -118,6 +121,15 @@ export async function startRestCommitProxy(upstream: string): Promise<RestCommit
     const isCommit = incoming.method === 'POST' && /\/namespaces\/[^/]+\/tables\/[^/]+$/.test(incoming.url ?? '');
     const fault = isCommit ? (state.faults.shift() ?? 'pass') : 'pass';
     if (isCommit) state.commits++;
+    if (isCommit && state.barrier > 0) {
+      const held = new Promise<void>((resolve) => waiting.push(resolve));
+      if (waiting.length >= state.barrier) {
+        state.barrier = 0;
+        for (const release of waiting) release();
+        waiting = [];
+      }
+      await held;
+    }
     if (fault === 'conflict') {
       response
         .writeHead(409, { 'content-type': 'application/json' })
@@ -164,6 +176,12 @@ export async function startRestCommitProxy(upstream: string): Promise<RestCommit
     },
     set unreachable(value: boolean) {
       state.unreachable = value;
+    },
+    get barrier() {
+      return state.barrier;
+    },
+    set barrier(value: number) {
+      state.barrier = value;
     },
     close: () =>
       new Promise<void>((resolve) => {
