@@ -73,9 +73,10 @@ export async function tableState(python: string, table: PyicebergTable): Promise
  * What the proxy does to the next commit (a POST to a table's path): `conflict` answers 409 unsent
  * (another writer won), `lost-503` forwards it and answers 503 (the server applied it), `cut` forwards
  * it, cuts the connection and refuses every later connection (the catalog unreachable), `stall`
- * forwards it and holds the answer until the writer gave up on it.
+ * forwards it and holds the answer until the writer gave up on it, `drop` holds it unsent. `onCommit`
+ * hears of a `stall` once the server applied the commit, of a `drop` before it is sent (a test kills its writer there).
  */
-export type CommitFault = 'pass' | 'conflict' | 'lost-503' | 'cut' | 'stall';
+export type CommitFault = 'pass' | 'conflict' | 'lost-503' | 'cut' | 'stall' | 'drop';
 
 export interface RestCommitProxy {
   origin: string;
@@ -86,6 +87,8 @@ export interface RestCommitProxy {
   readonly forwarded: number;
   /** After `cut`: every request is cut until this is set false. */
   unreachable: boolean;
+  /** Called when a `stall`ed commit was applied or a `drop`ped one arrived. */
+  onCommit: ((fault: CommitFault) => void) | undefined;
   /** Commits are held until this many wait, then all go on at once (two writers' commits on one parent); 0: none held. */
   barrier: number;
   close(): Promise<void>;
@@ -94,7 +97,14 @@ export interface RestCommitProxy {
 /** A proxy of the tests' own in front of the Apache Iceberg REST server that misbehaves on commits only. */
 export async function startRestCommitProxy(upstream: string): Promise<RestCommitProxy> {
   const target = new URL(upstream);
-  const state = { faults: [] as CommitFault[], commits: 0, forwarded: 0, unreachable: false, barrier: 0 };
+  const state = {
+    faults: [] as CommitFault[],
+    commits: 0,
+    forwarded: 0,
+    unreachable: false,
+    barrier: 0,
+    onCommit: undefined as ((fault: CommitFault) => void) | undefined,
+  };
   let waiting: (() => void)[] = [];
   const sockets = new Set<Socket>();
   const forward = (incoming: IncomingMessage, body: Buffer) =>
@@ -136,6 +146,11 @@ export async function startRestCommitProxy(upstream: string): Promise<RestCommit
         .end(JSON.stringify({ error: { message: 'Requirement failed: branch main has changed', type: 'CommitFailedException', code: 409 } }));
       return;
     }
+    if (fault === 'drop') {
+      // Never sent: the writer waits until it is killed or gives up.
+      state.onCommit?.(fault);
+      return;
+    }
     const answer = await forward(incoming, body);
     if (isCommit) state.forwarded++;
     if (fault === 'lost-503') {
@@ -149,6 +164,7 @@ export async function startRestCommitProxy(upstream: string): Promise<RestCommit
     }
     if (fault === 'stall') {
       // Never answered: the writer's request timeout ends the wait; the socket closes with the proxy.
+      state.onCommit?.(fault);
       return;
     }
     const { 'transfer-encoding': _chunked, 'content-length': _length, ...headers } = answer.headers;
@@ -176,6 +192,12 @@ export async function startRestCommitProxy(upstream: string): Promise<RestCommit
     },
     set unreachable(value: boolean) {
       state.unreachable = value;
+    },
+    get onCommit() {
+      return state.onCommit;
+    },
+    set onCommit(value: ((fault: CommitFault) => void) | undefined) {
+      state.onCommit = value;
     },
     get barrier() {
       return state.barrier;
