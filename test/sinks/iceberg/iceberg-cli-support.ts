@@ -22,7 +22,14 @@ export function faultJob(name: string, table: string, mode: 'replace' | 'append'
     tile: SANDBOX_TILE,
     query: {
       items: [
-        { header: 'Number', formula: '[incident.number]', dataType: 'number', order: 'asc', orderSequence: 0, filters: [{ operator: 'gt', values: [String(above)] }] },
+        {
+          header: 'Number',
+          formula: '[incident.number]',
+          dataType: 'number',
+          order: 'asc',
+          orderSequence: 0,
+          filters: [{ operator: 'gt', values: [String(above)] }],
+        },
         { header: 'Description', formula: '[incident.description]', dataType: 'text', filters: [] },
       ],
       options: { pageNumber: 0, itemsPerPage: 50, ignoreRepeatedRows: false },

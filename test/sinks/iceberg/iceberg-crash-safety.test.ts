@@ -179,7 +179,10 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             const rerun = await runCli(args(runId), { env });
             expect(rerun.exitCode, rerun.stderr).toBe(0);
             const night = sortedLines(await csvRows(ws, job, runId, lineage));
-            expected = mode === 'append' ? sortedLines([...previous.map((line) => JSON.parse(line) as (string | null)[]), ...night.map((line) => JSON.parse(line) as (string | null)[])]) : night;
+            expected =
+              mode === 'append'
+                ? sortedLines([...previous.map((line) => JSON.parse(line) as (string | null)[]), ...night.map((line) => JSON.parse(line) as (string | null)[])])
+                : night;
             if (afterKill.rows.length === previous.length && afterKill.rows.every((line, index) => line === previous[index])) {
               expect(afterKill.runIds, `kill ${kill}: the previous snapshot is the current one`).not.toContain(runId);
               seen.previous += 1;
@@ -190,7 +193,10 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             }
             const afterRerun = await readTable(reader, `the re-run of kill ${kill}`);
             expect(afterRerun.rows, `the re-run of kill ${kill} (${moment.phase}) is exact`).toEqual(expected);
-            expect(afterRerun.runIds.filter((id) => id === runId), 'one snapshot of the run id').toHaveLength(1);
+            expect(
+              afterRerun.runIds.filter((id) => id === runId),
+              'one snapshot of the run id',
+            ).toHaveLength(1);
           }
           // The seeded moments hit both outcomes, and runs killed after their data file began left it (unreferenced) for later.
           expect(seen.previous).toBeGreaterThan(0);
