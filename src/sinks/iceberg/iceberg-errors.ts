@@ -142,8 +142,8 @@ export class IcebergPublishOutcomeUnknownError extends TilehouseError implements
 
 /**
  * A file of the table (data file, manifest, manifest list, metadata) could not be written on the
- * local file system: `disk_full`, `permission_denied` or `target_is_directory` when it is one of
- * those, `write_failed` otherwise. The message names the file; nothing of the run was committed.
+ * local file system for a reason a user fixes: `disk_full`, `permission_denied` or
+ * `target_is_directory`. The message names the file; nothing of the run was committed.
  */
 export class IcebergFileWriteError extends TilehouseError {
   readonly code: FileSystemFailureCode | 'write_failed';

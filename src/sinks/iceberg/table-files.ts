@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import { isTilehouseError } from '../../errors.js';
+import { fileSystemFailureCode } from '../file-system-failure.js';
 import { type ObjectStore, type StoreOptions, storeKindOf } from '../stores/registry.js';
 import { IcebergFileWriteError } from './iceberg-errors.js';
 
@@ -44,8 +45,8 @@ export async function writeNewFile(location: string, pieces: AsyncIterable<Uint8
   try {
     return await files.writeNew(path, pieces);
   } catch (error) {
-    // The stores' own failures are coded already; a local file system's errno is coded here.
-    if (isTilehouseError(error) || (error as NodeJS.ErrnoException | null)?.code === undefined) throw error;
+    // The stores' own failures are coded already; a full disk or a refused folder is coded here (an existing file stays EEXIST for its callers).
+    if (isTilehouseError(error) || fileSystemFailureCode(error, 'write_failed') === 'write_failed') throw error;
     throw new IcebergFileWriteError(location, error);
   }
 }
