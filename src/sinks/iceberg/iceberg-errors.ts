@@ -1,4 +1,5 @@
 import { TilehouseError } from '../../errors.js';
+import { type FileSystemFailureCode, fileSystemFailureCode, fileSystemFailureHint } from '../file-system-failure.js';
 import type { PublishOutcomeUnknown } from '../sink.js';
 
 /** The catalog answered with an error, or could not be asked (`iceberg_catalog_failed`). */
@@ -146,5 +147,28 @@ export class IcebergPublishOutcomeUnknownError extends TilehouseError implements
         `Re-running with --run-id ${runId} is safe: it commits only if no snapshot has that run id`,
       { cause: error },
     );
+  }
+}
+
+/**
+ * A file of the table (data file, manifest, manifest list, metadata) could not be written on the
+ * local file system for a reason a user fixes: `disk_full`, `permission_denied` or
+ * `target_is_directory`. The message names the file; nothing of the run was committed.
+ */
+export class IcebergFileWriteError extends TilehouseError {
+  readonly code: FileSystemFailureCode | 'write_failed';
+  override readonly targetKind = 'iceberg' as const;
+
+  constructor(
+    readonly location: string,
+    cause: unknown,
+  ) {
+    const code = fileSystemFailureCode(cause, 'write_failed');
+    const hint = fileSystemFailureHint(code);
+    super(
+      `Iceberg table file ${location}: writing it failed: ${cause instanceof Error ? cause.message : String(cause)}${hint ? ` (${hint})` : ''}; nothing of this run was committed`,
+      { cause },
+    );
+    this.code = code;
   }
 }

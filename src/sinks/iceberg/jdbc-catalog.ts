@@ -49,16 +49,17 @@ const ALREADY_THERE = new Set(['23505', '42P07']);
 
 export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
   const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
-  let client: pg.Client;
-  try {
-    if (options.connect) client = await options.connect();
-    else {
-      client = new pg.Client(options.connection);
+  const connect = async (): Promise<pg.Client> => {
+    try {
+      if (options.connect) return await options.connect();
+      const client = new pg.Client(options.connection);
       await client.connect();
+      return client;
+    } catch (error) {
+      throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
     }
-  } catch (error) {
-    throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
-  }
+  };
+  const client = await connect();
   for (const statement of CREATE_TABLES) {
     try {
       await client.query(statement);
@@ -70,22 +71,49 @@ export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<Iceb
     }
   }
   const warehouse = options.warehouse.startsWith('/') ? `file://${options.warehouse}` : options.warehouse;
-  return new JdbcCatalog(client, described, options.catalogName, warehouse);
+  return new JdbcCatalog(client, connect, described, options.catalogName, warehouse);
 }
 
 class JdbcCatalog implements IcebergCatalog {
+  /** The connection broke (a commit's answer lost with it): the next statement connects again, so the table can be read to judge the commit. */
+  private broken = false;
+
   constructor(
-    private readonly client: pg.Client,
+    private client: pg.Client,
+    private readonly connect: () => Promise<pg.Client>,
     readonly description: string,
     private readonly catalogName: string,
     /** A `file:` URI: where new tables go. */
     private readonly warehouse: string,
-  ) {}
+  ) {
+    this.watch(client);
+  }
+
+  /** The open connection, a new one after the last broke. */
+  private async connection(): Promise<pg.Client> {
+    if (this.broken) {
+      const old = this.client;
+      this.client = await this.connect();
+      this.watch(this.client);
+      this.broken = false;
+      await old.end().catch(() => undefined);
+    }
+    return this.client;
+  }
+
+  private watch(client: pg.Client): void {
+    // A connection that breaks between statements is an 'error' event: never an uncaught one.
+    client.on('error', () => {
+      if (client === this.client) this.broken = true;
+    });
+  }
 
   private async run(table: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+    const client = await this.connection();
     try {
-      return await this.client.query(sql, values);
+      return await client.query(sql, values);
     } catch (error) {
+      if (isConnectionLost(error)) this.broken = true;
       throw new IcebergCatalogError(table, `the JDBC catalog's statement failed: ${(error as Error).message} (${sql.split('\n')[0]})`, undefined, {
         cause: error,
       });
@@ -166,8 +194,9 @@ class JdbcCatalog implements IcebergCatalog {
     const metadataLocation = childLocation(previous.location, `metadata/${nextVersion(base.metadataLocation)}-${randomUUID()}.metadata.json`);
     await writeNewFile(metadataLocation, [Buffer.from(stringifyIcebergJson(withHousekeeping(next, housekeeping), 2))]);
     let updated: pg.QueryResult;
+    const client = await this.connection();
     try {
-      updated = await this.client.query(
+      updated = await client.query(
         `UPDATE iceberg_tables SET metadata_location = $1, previous_metadata_location = $2
           WHERE catalog_name = $3 AND table_namespace = $4 AND table_name = $5 AND metadata_location = $2`,
         [metadataLocation, base.metadataLocation, this.catalogName, table.namespace, table.name],
@@ -175,6 +204,7 @@ class JdbcCatalog implements IcebergCatalog {
     } catch (error) {
       // The UPDATE may or may not have landed (the connection broke after sending it): the
       // table, read again, tells; the file stays, as it may be the table's metadata now.
+      if (isConnectionLost(error)) this.broken = true;
       throw new CommitOutcomeUnknown(name, { cause: error });
     }
     if (updated.rowCount !== 1) {
@@ -185,8 +215,15 @@ class JdbcCatalog implements IcebergCatalog {
   }
 
   async close(): Promise<void> {
-    await this.client.end();
+    await this.client.end().catch((error: unknown) => {
+      if (!this.broken) throw error;
+    });
   }
+}
+
+/** A statement failed without the server's answer (no SQLSTATE): the connection is gone, not the statement refused. */
+function isConnectionLost(error: unknown): boolean {
+  return !(error instanceof pg.DatabaseError);
 }
 
 async function readMetadata(table: TableIdentifier, metadataLocation: string): Promise<LoadedTable> {

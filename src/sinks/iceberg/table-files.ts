@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
+import { isTilehouseError } from '../../errors.js';
+import { fileSystemFailureCode } from '../file-system-failure.js';
 import { type ObjectStore, type StoreOptions, storeKindOf } from '../stores/registry.js';
+import { IcebergFileWriteError } from './iceberg-errors.js';
 
 /**
  * Where a table's files are, through the stores' seam (src/sinks/stores/): a location is a `file:`
@@ -39,7 +42,13 @@ export function childLocation(location: string, relative: string): string {
 /** Streams `pieces` to a new file at `location` (visible only whole; nothing left on failure; an existing file refused) and answers its size. */
 export async function writeNewFile(location: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, stores?: StoreOptions): Promise<number> {
   const { files, path } = await filesAt(location, stores);
-  return files.writeNew(path, pieces);
+  try {
+    return await files.writeNew(path, pieces);
+  } catch (error) {
+    // The stores' own failures are coded already; a full disk or a refused folder is coded here (an existing file stays EEXIST for its callers).
+    if (isTilehouseError(error) || fileSystemFailureCode(error, 'write_failed') === 'write_failed') throw error;
+    throw new IcebergFileWriteError(location, error);
+  }
 }
 
 /** The whole file at `location`; a missing file throws. */
