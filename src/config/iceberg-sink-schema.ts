@@ -145,6 +145,37 @@ function locationProblem(location: string): string | undefined {
   return `must be an absolute directory, a file: URI, or a prefix in ${supportedUrls()} (e.g. /var/lib/tilehouse/warehouse or s3://bucket/warehouse)`;
 }
 
+/**
+ * How the writer keeps a table tidy (src/sinks/iceberg/expire-snapshots.ts, orphan-files.ts): every
+ * value optional, the writer's defaults where absent. None changes what a run's snapshot holds.
+ */
+const icebergHousekeepingSchema = z
+  .object({
+    keepSnapshots: z
+      .number()
+      .int()
+      .min(1, 'must be at least 1 (the current snapshot)')
+      .optional()
+      .describe("The newest snapshots of the table's main branch always kept (time travel, and the run ids a re-run is recognised by). Default 10"),
+    maxSnapshotAgeDays: z.number().min(0).optional().describe('Snapshots younger than this many days are kept whatever their number. Default 5'),
+    previousMetadataVersions: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("Previous metadata files kept in the table's metadata log (write.metadata.previous-versions-max). Default 10"),
+    orphanMinAgeHours: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        "A file in the table's data/ or metadata/ that nothing references (a failed or killed run's) is deleted once older than this many hours: longer than any run. Default 72",
+      ),
+  })
+  .strict();
+
+export type IcebergHousekeepingSettings = z.infer<typeof icebergHousekeepingSchema>;
+
 export const icebergEnvironmentSchema = z
   .object({
     catalog: z
@@ -158,6 +189,11 @@ export const icebergEnvironmentSchema = z
       })
       .describe(
         'The warehouse root, a local directory or a bucket prefix (gs://bucket/prefix, s3://bucket/prefix, with sinks.gcs / sinks.s3 settings as the file sinks): a new table <namespace>.<table> is created at <location>/<namespace>/<table>',
+      ),
+    housekeeping: icebergHousekeepingSchema
+      .optional()
+      .describe(
+        'Snapshot expiry and the cleanup of unreferenced files after each commit (keepSnapshots, maxSnapshotAgeDays, previousMetadataVersions, orphanMinAgeHours)',
       ),
     guard: publishGuardSchema,
   })

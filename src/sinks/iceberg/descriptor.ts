@@ -2,8 +2,8 @@
 // sink, its catalogs loaded on demand (the JDBC catalog with pg) only when a job has one:
 // `descriptor.ts` (this module: what the registry knows of it), `iceberg-names.ts` (the table's
 // identifier, a new table's location, the OpenLineage dataset, the catalog's description: pure),
-// `catalog-settings.ts` (`sinks.iceberg.catalog` opened: the REST token from `${ENV}` or a file, the
-// JDBC catalog's connection resolved as sinks.postgres's), `iceberg-sink.ts` (`IcebergSink`: open,
+// `catalog-settings.ts` (`sinks.iceberg.catalog` opened: the REST token or OAuth2 client secret from
+// `${ENV}` or a file, the JDBC catalog's connection resolved as sinks.postgres's), `iceberg-sink.ts` (`IcebergSink`: open,
 // plan, `checkAccess`, status's publication, the guard's holding from the snapshot summaries; the
 // writer: rows streamed into the data file, prepare = the manifest, publish = the one commit),
 // `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by

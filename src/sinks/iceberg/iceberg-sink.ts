@@ -27,6 +27,8 @@ import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
 import type { StoreOptions } from '../stores/registry.js';
 import { childLocation, removeLocation, withTableFileStores, writeNewFile } from './local-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
+import type { IcebergHousekeepingPolicy } from './expire-snapshots.js';
+import type { HousekeepingReport } from './orphan-files.js';
 import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
 
 /** The summary keys beside the run id: when the run started, and its window (a backfill's, an incremental run's). */
@@ -137,6 +139,7 @@ export class IcebergSink implements Sink {
         columns,
         mode: this.options.config.writeMode,
         runId: context.runId,
+        housekeeping: housekeepingOf(this.options.settings),
         extractedAtMs: context.startedAt.getTime(),
         newTableLocation: newTableLocation(this.options.settings, this.table),
         summary: {
@@ -369,7 +372,8 @@ class IcebergWriter implements SinkWriter {
     try {
       const result = this.run.done ?? (await this.run.commit());
       const details = { snapshotId: result.snapshotId.toString(), tries: result.tries, catalog: this.catalog.description };
-      if (result.committed) return { sink: 'iceberg', target: this.target, rows: result.rows, details };
+      if (result.committed)
+        return { sink: 'iceberg', target: this.target, rows: result.rows, ...housekeepingReported(this.target, details, result.housekeeping) };
       // An earlier run of this run id committed: the table keeps that snapshot.
       const loaded = await this.catalog.loadTable(tableIdentifierOf(this.target));
       const earlier = loaded?.metadata.snapshots?.find((snapshot) => snapshot['snapshot-id'] === result.snapshotId);
@@ -403,4 +407,26 @@ class IcebergWriter implements SinkWriter {
     this.closed = true;
     await this.catalog.close();
   }
+}
+
+/** `sinks.iceberg.housekeeping`'s values that are set: the writer takes its defaults for the others. */
+function housekeepingOf(settings: IcebergDefaults): Partial<IcebergHousekeepingPolicy> {
+  return Object.fromEntries(Object.entries(settings.housekeeping ?? {}).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * What the commit's housekeeping did, for the run's result: the snapshots it expired and the files it
+ * deleted as details, and what it could not do as warnings (left for the next run, never a failure:
+ * the run's snapshot is committed).
+ */
+function housekeepingReported(
+  target: string,
+  details: NonNullable<SinkResult['details']>,
+  report: HousekeepingReport | undefined,
+): Pick<SinkResult, 'details' | 'warnings'> {
+  if (report === undefined) return { details };
+  return {
+    details: { ...details, expiredSnapshots: report.expiredSnapshots, deletedFiles: report.deletedFiles.length },
+    ...(report.failures.length === 0 ? {} : { warnings: report.failures.map((failure) => `iceberg ${target}: housekeeping left behind: ${failure}`) }),
+  };
 }
