@@ -174,8 +174,6 @@ const icebergHousekeepingSchema = z
   })
   .strict();
 
-export type IcebergHousekeepingSettings = z.infer<typeof icebergHousekeepingSchema>;
-
 export const icebergEnvironmentSchema = z
   .object({
     catalog: z

@@ -161,7 +161,11 @@ export class IcebergSink implements Sink {
     }
   }
 
-  /** A killed run's files are not swept yet (they are unreferenced: no reader sees them). */
+  /**
+   * Nothing: a killed run's files are unreferenced (no reader sees them), and the first commit after
+   * they are older than `housekeeping.orphanMinAgeHours` deletes them (orphan-files.ts), a writer
+   * still running its files never taken.
+   */
   async sweep(): Promise<string[]> {
     return [];
   }
