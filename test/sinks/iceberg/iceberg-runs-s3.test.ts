@@ -2,7 +2,8 @@
 // proxy), configured as a user configures it: `sinks.iceberg.location: s3://bucket/warehouse` and
 // `sinks.s3.endpoint`, the credentials from the AWS chain. Through the JDBC catalog on the suite's
 // PostgreSQL and Apache Iceberg's REST server, pyiceberg and DuckDB read back exactly the rows of the
-// CSV the same run wrote; `check` writes and removes its probe in the bucket; `status` names the run.
+// CSV the same run wrote; housekeeping deletes an expired snapshot's objects; `check` writes and
+// removes its probe in the bucket; `status` names the run.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -117,7 +118,12 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
               const ws = await writeWorkspace(path.join(fixture.root, `s3-${catalog.name}`), fixture.sandbox, [job(0)]);
               const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
               environment.sinks.s3 = { endpoint: s3.endpoint, region: TEST_AWS_ENV.AWS_REGION };
-              environment.sinks.iceberg = { catalog: catalog.settings(), location: `s3://${bucket}/warehouse` };
+              // One snapshot kept: the second night's commit expires the first, whose files are deleted from the bucket.
+              environment.sinks.iceberg = {
+                catalog: catalog.settings(),
+                location: `s3://${bucket}/warehouse`,
+                housekeeping: { keepSnapshots: 1, maxSnapshotAgeDays: 0 },
+              };
               await writeFile(ws.configFile, stringify(environment));
               const env = { ...sandboxEnv(fixture.sandbox), ...catalog.env() };
               for (const [name, value] of Object.entries(catalog.env())) process.env[name] = value;
@@ -149,11 +155,21 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
 
               await writeFile(path.join(ws.jobsDir, `${job(0).name}.yaml`), stringify(job(20)));
               const second = await run('night-2');
-              expect(second.outputs.find((output) => output.sink === 'iceberg')).toMatchObject({ target: table, rows: 40 });
+              // The first night's manifest list, manifest and data file go with its snapshot; nothing is left behind.
+              expect(second.outputs.find((output) => output.sink === 'iceberg')).toMatchObject({
+                target: table,
+                rows: 40,
+                details: { expiredSnapshots: 1, deletedFiles: 3 },
+              });
+              expect(second.warnings).toEqual([]);
               await expectTable(await csvOf('night-2'));
+              expect((await readIceberg(python!, 'pyiceberg-table', reader)).snapshots.map((snapshot) => snapshot.summary['tilehouse.run-id'])).toEqual([
+                'night-2',
+              ]);
               const keys = await keysOf(s3.client, bucket);
               expect(keys.every((key) => key.startsWith(`warehouse/s3_${catalog.name}/incidents/`))).toBe(true);
-              expect(keys.filter((key) => key.endsWith('.parquet'))).toHaveLength(2);
+              expect(keys.filter((key) => key.endsWith('.parquet'))).toHaveLength(1);
+              expect(keys.filter((key) => key.endsWith('.avro'))).toHaveLength(2);
 
               const check = await cli(['check']);
               expect(check.exitCode, check.stderr).toBe(0);
