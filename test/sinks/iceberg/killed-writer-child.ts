@@ -26,10 +26,11 @@ const hang = (): Promise<never> => {
 };
 
 if (request.pause === 'data-file') {
-  // The writer opens the manifest right after the data file is fsynced and closed.
+  // The writer opens the manifest right after the data file is fsynced and closed: the manifest's
+  // temp file beside it (`.<name>-m0.avro.tilehouse-….tmp`, linked into place once whole) is opened first.
   const open = fsPromises.open;
   fsPromises.open = (async (...args: Parameters<typeof open>) => {
-    if (String(args[0]).endsWith('-m0.avro')) await hang();
+    if (/-m0\.avro(\.tilehouse-[^/]*\.tmp)?$/.test(String(args[0]))) await hang();
     return open(...args);
   }) as typeof open;
   syncBuiltinESMExports();
