@@ -24,10 +24,13 @@ import { openConfiguredCatalog } from './catalog-settings.js';
 import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
-import { childLocation, removeLocation, writeNewFile } from './local-files.js';
+import type { StoreOptions } from '../stores/registry.js';
+import { childLocation, removeLocation, withTableFileStores, writeNewFile } from './local-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
 import { OverwriteRun } from './overwrite-run.js';
 import type { DayPartitionOptions } from './partition-spec.js';
+import type { IcebergHousekeepingPolicy } from './expire-snapshots.js';
+import type { HousekeepingReport } from './orphan-files.js';
 import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
 
 /** The summary keys beside the run id: when the run started, and its window (a backfill's, an incremental run's). */
@@ -59,6 +62,11 @@ export interface IcebergSinkOptions {
   environmentFile: string;
   guard: GuardSettings | undefined;
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The stores the table's files go through (a gs:// or s3:// location): the environment's
+   * `sinks.gcs` / `sinks.s3` settings and a test's seams, as a file sink's (storeOptionsFrom).
+   */
+  stores?: StoreOptions;
   /** Opens the catalog instead of `sinks.iceberg.catalog` (a test's catalog with faults). */
   openCatalog?: (at: { jobName: string; target: string }) => Promise<IcebergCatalog>;
 }
@@ -75,10 +83,18 @@ export class IcebergSink implements Sink {
   readonly publishRank = 0;
   private readonly table: TableIdentifier;
   readonly target: string;
+  /** One options object for the sink's life: table-files.ts loads each store once per object. */
+  private readonly stores: StoreOptions;
 
   constructor(private readonly options: IcebergSinkOptions) {
     this.table = tableIdentifierOf(options.config.table);
     this.target = tableName(this.table);
+    this.stores = options.stores ?? {};
+  }
+
+  /** Runs `body` with the table's files in the configured stores (the JDBC catalog's metadata too). */
+  private inStores<T>(body: () => Promise<T>): Promise<T> {
+    return withTableFileStores(this.stores, body);
   }
 
   private catalog(jobName: string): Promise<IcebergCatalog> {
@@ -87,13 +103,15 @@ export class IcebergSink implements Sink {
   }
 
   /** The table as the catalog has it now (undefined: none yet), the catalog closed after. */
-  private async loaded(jobName: string): Promise<LoadedTable | undefined> {
-    const catalog = await this.catalog(jobName);
-    try {
-      return await catalog.loadTable(this.table);
-    } finally {
-      await catalog.close();
-    }
+  private loaded(jobName: string): Promise<LoadedTable | undefined> {
+    return this.inStores(async () => {
+      const catalog = await this.catalog(jobName);
+      try {
+        return await catalog.loadTable(this.table);
+      } finally {
+        await catalog.close();
+      }
+    });
   }
 
   /** Whether the table carries the lineage columns (the modes that keep rows of earlier runs). */
@@ -147,7 +165,11 @@ export class IcebergSink implements Sink {
     return {};
   }
 
-  async open(context: SinkRunContext): Promise<SinkWriter> {
+  open(context: SinkRunContext): Promise<SinkWriter> {
+    return this.inStores(() => this.opened(context));
+  }
+
+  private async opened(context: SinkRunContext): Promise<SinkWriter> {
     const columns = this.columnsOf(context);
     const modeOptions = this.modeOptions(context);
     const catalog = await this.catalog(context.jobName);
@@ -157,6 +179,7 @@ export class IcebergSink implements Sink {
         table: this.table,
         columns,
         runId: context.runId,
+        housekeeping: housekeepingOf(this.options.settings),
         extractedAtMs: context.startedAt.getTime(),
         newTableLocation: newTableLocation(this.options.settings, this.table),
         summary: {
@@ -177,14 +200,18 @@ export class IcebergSink implements Sink {
         writeMode === 'partition' || writeMode === 'merge'
           ? await OverwriteRun.open({ ...start, mode: writeMode }, this.lineage ? [...columns, ...LINEAGE_COLUMNS] : columns)
           : await IcebergRun.open({ ...start, mode: writeMode });
-      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog));
+      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog), (body) => this.inStores(body));
     } catch (error) {
       await catalog.close();
       throw error;
     }
   }
 
-  /** A killed run's files are not swept yet (they are unreferenced: no reader sees them). */
+  /**
+   * Nothing: a killed run's files are unreferenced (no reader sees them), and the first commit after
+   * they are older than `housekeeping.orphanMinAgeHours` deletes them (orphan-files.ts), a writer
+   * still running its files never taken.
+   */
   async sweep(): Promise<string[]> {
     return [];
   }
@@ -218,7 +245,11 @@ export class IcebergSink implements Sink {
    * The catalog answers, the namespace is there (or a run creates it with the table), and the
    * table's location (a new table's: the warehouse root) takes a file: one written and removed.
    */
-  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+  checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    return this.inStores(() => this.accessChecked(context));
+  }
+
+  private async accessChecked(context: AccessCheckContext): Promise<string | undefined> {
     const catalog = await this.catalog(context.jobName);
     try {
       const loaded = await catalog.loadTable(this.table);
@@ -299,7 +330,7 @@ export class IcebergSink implements Sink {
     return {
       settings: this.options.guard,
       holding: async () => {
-        const loaded = open ? await open.loadTable(this.table) : await this.loaded(context.jobName);
+        const loaded = open ? await this.inStores(() => open.loadTable(this.table)) : await this.loaded(context.jobName);
         return icebergHolding(this.target, this.options.config.writeMode, loaded?.metadata, this.options.guard?.recentRuns ?? 0);
       },
     };
@@ -358,7 +389,7 @@ function schemaDifferences(metadata: TableMetadata, columns: readonly { name: st
   return differences;
 }
 
-type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: number };
+type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: number; housekeeping?: HousekeepingReport };
 
 /** IcebergRun (replace, append) and OverwriteRun (partition, merge), as the writer drives them. */
 type PhasedRun = Pick<IcebergRun, 'location' | 'writeRows' | 'stage' | 'discard' | 'outcomeUnknown' | 'files'> & {
@@ -378,6 +409,8 @@ class IcebergWriter implements SinkWriter {
     private readonly run: PhasedRun,
     private readonly context: SinkRunContext,
     readonly guard: GuardCheck,
+    /** Runs a step with the table's files in the sink's stores. */
+    private readonly inStores: <T>(body: () => Promise<T>) => Promise<T>,
   ) {
     this.lineageDataset = icebergLineageDataset(run.location);
   }
@@ -386,19 +419,24 @@ class IcebergWriter implements SinkWriter {
     this.rows += rows.length;
     // The table holds this run already: its rows are counted, not written.
     if (this.run.done) return;
-    await this.run.writeRows(rows);
+    await this.inStores(() => this.run.writeRows(rows));
   }
 
   async prepare(): Promise<void> {
     if (this.run.done) return;
-    await this.run.stage();
+    await this.inStores(() => this.run.stage());
   }
 
-  async publish(): Promise<SinkResult> {
+  publish(): Promise<SinkResult> {
+    return this.inStores(() => this.published());
+  }
+
+  private async published(): Promise<SinkResult> {
     try {
       const result = this.run.done ?? (await this.run.commit());
       const details = { snapshotId: result.snapshotId.toString(), tries: result.tries, catalog: this.catalog.description };
-      if (result.committed) return { sink: 'iceberg', target: this.target, rows: result.rows, details };
+      if (result.committed)
+        return { sink: 'iceberg', target: this.target, rows: result.rows, ...housekeepingReported(this.target, details, result.housekeeping) };
       // An earlier run of this run id committed: the table keeps that snapshot.
       const loaded = await this.catalog.loadTable(tableIdentifierOf(this.target));
       const earlier = loaded?.metadata.snapshots?.find((snapshot) => snapshot['snapshot-id'] === result.snapshotId);
@@ -419,7 +457,7 @@ class IcebergWriter implements SinkWriter {
   }
 
   async abort(): Promise<void> {
-    await this.run.discard();
+    await this.inStores(() => this.run.discard());
     await this.close();
   }
 
@@ -432,4 +470,26 @@ class IcebergWriter implements SinkWriter {
     this.closed = true;
     await this.catalog.close();
   }
+}
+
+/** `sinks.iceberg.housekeeping`'s values that are set: the writer takes its defaults for the others. */
+function housekeepingOf(settings: IcebergDefaults): Partial<IcebergHousekeepingPolicy> {
+  return Object.fromEntries(Object.entries(settings.housekeeping ?? {}).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * What the commit's housekeeping did, for the run's result: the snapshots it expired and the files it
+ * deleted as details, and what it could not do as warnings (left for the next run, never a failure:
+ * the run's snapshot is committed).
+ */
+function housekeepingReported(
+  target: string,
+  details: NonNullable<SinkResult['details']>,
+  report: HousekeepingReport | undefined,
+): Pick<SinkResult, 'details' | 'warnings'> {
+  if (report === undefined) return { details };
+  return {
+    details: { ...details, expiredSnapshots: report.expiredSnapshots, deletedFiles: report.deletedFiles.length },
+    ...(report.failures.length === 0 ? {} : { warnings: report.failures.map((failure) => `iceberg ${target}: housekeeping left behind: ${failure}`) }),
+  };
 }

@@ -4,7 +4,7 @@ import { localPathOf } from './table-files.js';
 
 // The table's files were local only here first; they go through the stores' seam now (table-files.ts),
 // and these names stay for the modules that import them.
-export { childLocation, localPathOf, readLocation, removeLocation, withTableFileStores, writeNewFile } from './table-files.js';
+export { childLocation, fileKeyOf, isLocalLocation, localPathOf, readLocation, removeLocation, withTableFileStores, writeNewFile } from './table-files.js';
 
 /** A file under a location, as housekeeping sees it: its local path and when it was last written. */
 export interface ListedFile {
@@ -14,7 +14,7 @@ export interface ListedFile {
 
 /**
  * Every file under `location` (recursively); none when the folder does not exist. Local tables
- * only: a gs:// or s3:// location throws, and housekeeping reports it and deletes nothing.
+ * only: a gs:// or s3:// location throws, and housekeeping looks for orphans in local tables only.
  */
 export async function listLocation(location: string): Promise<ListedFile[]> {
   const root = localPathOf(location);

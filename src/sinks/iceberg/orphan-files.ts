@@ -2,7 +2,7 @@ import { basename, dirname, join } from 'node:path';
 import { readAvroContainer } from './avro/avro-reader.js';
 import type { LoadedTable } from './catalog.js';
 import { DELETE_AFTER_COMMIT, type IcebergHousekeepingPolicy, propertiesOf } from './expire-snapshots.js';
-import { childLocation, listLocation, localPathOf, readLocation, removeLocation } from './local-files.js';
+import { childLocation, fileKeyOf, isLocalLocation, listLocation, readLocation, removeLocation } from './local-files.js';
 import { readManifestList } from './manifests.js';
 
 /**
@@ -27,7 +27,7 @@ import { readManifestList } from './manifests.js';
 export interface HousekeepingReport {
   /** Snapshots the commit removed. */
   expiredSnapshots: number;
-  /** Files deleted (local paths). */
+  /** Files deleted (local paths; a bucket's as URLs). */
   deletedFiles: string[];
   /** What could not be done, one line each: left for the next run. */
   failures: string[];
@@ -64,7 +64,8 @@ export async function removeUnreferencedFiles(options: {
   const dropped = [...previously.files].filter((path) => !referenced.files.has(path) && (deleteMetadata || !previously.metadataFiles.has(path)));
   const orphanBefore = nowMs - policy.orphanMinAgeHours * 3_600_000;
   const orphans: string[] = [];
-  if (Number.isFinite(orphanBefore)) {
+  // Orphans are looked for in local tables only (listing a bucket's prefix is not in the stores' seam yet).
+  if (Number.isFinite(orphanBefore) && isLocalLocation(after.metadata.location)) {
     const listed = [
       ...(await listLocation(childLocation(after.metadata.location, 'data')).catch(listFailed(report))),
       ...(await listLocation(childLocation(after.metadata.location, 'metadata')).catch(listFailed(report))),
@@ -77,7 +78,7 @@ export async function removeUnreferencedFiles(options: {
   for (const path of new Set([...dropped, ...orphans])) {
     try {
       await removeLocation(path);
-      await removeLocation(join(dirname(path), `.${basename(path)}.crc`));
+      if (isLocalLocation(path)) await removeLocation(join(dirname(path), `.${basename(path)}.crc`));
       report.deletedFiles.push(path);
     } catch (error) {
       report.failures.push(`${path} was not deleted: ${(error as Error).message}`);
@@ -98,26 +99,26 @@ function checkedFileOf(path: string): string {
 }
 
 interface References {
-  /** Every file the metadata reaches, as local paths. */
+  /** Every file the metadata reaches, as local paths (a bucket's as URLs). */
   files: Set<string>;
   /** Of those, the metadata files (the current one and its log). */
   metadataFiles: Set<string>;
 }
 
-/** Every file `table`'s metadata references, as local paths. */
+/** Every file `table`'s metadata references, as local paths (a bucket's as URLs). */
 export async function referencesOf(table: LoadedTable, cache: ReadCache = new Map()): Promise<References> {
   const { metadata } = table;
-  const metadataFiles = new Set([table.metadataLocation, ...(metadata['metadata-log'] ?? []).map((entry) => entry['metadata-file'])].map(localPathOf));
+  const metadataFiles = new Set([table.metadataLocation, ...(metadata['metadata-log'] ?? []).map((entry) => entry['metadata-file'])].map(fileKeyOf));
   const files = new Set(metadataFiles);
   const loose = metadata as { statistics?: { 'statistics-path'?: string }[]; 'partition-statistics'?: { 'statistics-path'?: string }[] };
   for (const entry of [...(loose.statistics ?? []), ...(loose['partition-statistics'] ?? [])])
-    if (typeof entry['statistics-path'] === 'string') files.add(localPathOf(entry['statistics-path']));
+    if (typeof entry['statistics-path'] === 'string') files.add(fileKeyOf(entry['statistics-path']));
   for (const snapshot of metadata.snapshots ?? []) {
     const list = snapshot['manifest-list'];
-    files.add(localPathOf(list));
+    files.add(fileKeyOf(list));
     for (const manifest of await readCached(cache, list, (bytes) => readManifestList(bytes, list).map((entry) => String(entry.manifest_path)))) {
-      files.add(localPathOf(manifest));
-      for (const dataFile of await readCached(cache, manifest, (bytes) => filesOfManifest(bytes, manifest))) files.add(localPathOf(dataFile));
+      files.add(fileKeyOf(manifest));
+      for (const dataFile of await readCached(cache, manifest, (bytes) => filesOfManifest(bytes, manifest))) files.add(fileKeyOf(dataFile));
     }
   }
   return { files, metadataFiles };

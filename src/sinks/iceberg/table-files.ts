@@ -35,6 +35,16 @@ export function localPathOf(location: string): string {
   return fileURLToPath(new URL(location));
 }
 
+/** Whether `location` is on this machine (a path or `file:` URI) rather than in a bucket. */
+export function isLocalLocation(location: string): boolean {
+  return storeKindOf(location).onThisMachine;
+}
+
+/** One spelling per file, to compare locations by: a local one as its path, a bucket's as is. */
+export function fileKeyOf(location: string): string {
+  return isLocalLocation(location) ? localPathOf(location) : location;
+}
+
 export function childLocation(location: string, relative: string): string {
   return `${location.replace(/\/+$/, '')}/${relative}`;
 }
