@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { postgresConnectionFields, postgresConnectionIssues } from './postgres-connection-schema.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
@@ -51,6 +52,30 @@ const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 const secretReference = (example: string) => z.string().regex(ENV_REFERENCE, `must be a reference like \${${example}}; literal secrets are refused in YAML`);
 
+/** OAuth2 client credentials (Apache Polaris, Snowflake Open Catalog): the secret only by reference or in a file. */
+const oauth2AuthSchema = z
+  .object({
+    type: z.literal('oauth2'),
+    clientId: z.string().min(1).describe("The principal's client id (not a secret)"),
+    clientSecret: secretReference('TILEHOUSE_ICEBERG_CLIENT_SECRET').optional().describe('${ENV_NAME} holding the client secret'),
+    clientSecretFile: z.string().min(1).optional().describe('File holding the client secret (a Kubernetes Secret mount)'),
+    scope: z.string().min(1).optional().describe('The scope asked for; default PRINCIPAL_ROLE:ALL (all roles of a Polaris principal)'),
+    serverUri: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe("The token endpoint; default <uri>/v1/oauth/tokens (the REST specification's), or an identity provider's"),
+  })
+  .strict()
+  .superRefine((auth, ctx) => {
+    if ((auth.clientSecret === undefined) === (auth.clientSecretFile === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['clientSecret'],
+        input: auth.clientSecret,
+        message: 'set exactly one of clientSecret (${ENV_NAME}) or clientSecretFile',
+      });
+  });
+
 const restCatalogSchema = z
   .object({
     type: z.literal('rest'),
@@ -62,12 +87,31 @@ const restCatalogSchema = z
       .describe('The warehouse the catalog is asked for (GET /v1/config?warehouse=…): Polaris and Snowflake Open Catalog name the catalog here'),
     token: secretReference('TILEHOUSE_ICEBERG_TOKEN').optional().describe('${ENV_NAME} holding a bearer token'),
     tokenFile: z.string().min(1).optional().describe('File holding a bearer token (a Kubernetes Secret mount)'),
+    auth: z
+      .discriminatedUnion('type', [oauth2AuthSchema])
+      .optional()
+      .describe(
+        "OAuth2 client credentials, exchanged for a token at the catalog's token endpoint and renewed before it expires (instead of token / tokenFile)",
+      ),
     requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for each request to the catalog'),
+    tableProperties: z
+      .record(z.string().min(1), z.string())
+      .optional()
+      .describe(
+        'Properties of the tables a run creates through this catalog, beside format-version (e.g. write.metadata.path, for a catalog server that writes its metadata files elsewhere than the location)',
+      ),
   })
   .strict()
   .superRefine((catalog, ctx) => {
     if (catalog.token !== undefined && catalog.tokenFile !== undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], input: catalog.token, message: 'set one of token or tokenFile' });
+    if (catalog.auth !== undefined && (catalog.token !== undefined || catalog.tokenFile !== undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth'],
+        input: catalog.auth.type,
+        message: `set one of auth or ${catalog.token !== undefined ? 'token' : 'tokenFile'}: the catalog takes one kind of credentials`,
+      });
   });
 
 const jdbcCatalogSchema = z
@@ -79,7 +123,10 @@ const jdbcCatalogSchema = z
   .strict()
   .superRefine(postgresConnectionIssues);
 
-/** An absolute local directory or a file: URI (gs:// and s3:// come with the stores' seam). */
+/**
+ * An absolute local directory, a file: URI, or a bucket's prefix in the stores' URL grammar
+ * (`gs://bucket/prefix`, `s3://bucket/prefix`: config/object-store-urls.ts, as a file sink's directory).
+ */
 function locationProblem(location: string): string | undefined {
   if (location.startsWith('/')) return undefined;
   if (location.startsWith('file:')) {
@@ -90,7 +137,12 @@ function locationProblem(location: string): string | undefined {
       return 'is not a file: URI';
     }
   }
-  return 'must be an absolute directory or a file: URI (e.g. /var/lib/tilehouse/warehouse or file:///var/lib/tilehouse/warehouse)';
+  if (looksLikeUrl(location)) {
+    const urls = objectStoreUrlsOf(location);
+    if (urls === undefined) return `must be an absolute directory, a file: URI, or a prefix in ${supportedUrls()}, written in lowercase`;
+    return urls.urlProblem(location, { object: 'optional' });
+  }
+  return `must be an absolute directory, a file: URI, or a prefix in ${supportedUrls()} (e.g. /var/lib/tilehouse/warehouse or s3://bucket/warehouse)`;
 }
 
 export const icebergEnvironmentSchema = z
@@ -104,7 +156,9 @@ export const icebergEnvironmentSchema = z
         const problem = locationProblem(value);
         if (problem !== undefined) ctx.addIssue({ code: 'custom', input: value, message: problem });
       })
-      .describe('The warehouse root: a new table <namespace>.<table> is created at <location>/<namespace>/<table>'),
+      .describe(
+        'The warehouse root, a local directory or a bucket prefix (gs://bucket/prefix, s3://bucket/prefix, with sinks.gcs / sinks.s3 settings as the file sinks): a new table <namespace>.<table> is created at <location>/<namespace>/<table>',
+      ),
     guard: publishGuardSchema,
   })
   .strict();

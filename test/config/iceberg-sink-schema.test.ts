@@ -29,11 +29,29 @@ describe('icebergEnvironmentSchema', () => {
       'catalog.token: must be a reference like ${TILEHOUSE_ICEBERG_TOKEN}; literal secrets are refused in YAML',
     ]);
     expect(issues(icebergEnvironmentSchema.safeParse({ catalog: { type: 'rest', uri: 'https://cat.example' }, location: 'warehouse' }))).toEqual([
-      'location: must be an absolute directory or a file: URI (e.g. /var/lib/tilehouse/warehouse or file:///var/lib/tilehouse/warehouse)',
+      'location: must be an absolute directory, a file: URI, or a prefix in Cloud Storage (gs://bucket/object) and S3 (s3://bucket/key) (e.g. /var/lib/tilehouse/warehouse or s3://bucket/warehouse)',
     ]);
     expect(
       issues(icebergEnvironmentSchema.safeParse({ catalog: { type: 'rest', uri: 'https://cat.example', token: '${T}', tokenFile: '/t' }, location })),
     ).toEqual(['catalog.token: set one of token or tokenFile']);
+  });
+
+  it("takes a bucket's prefix in the stores' URL grammar as the location, and refuses a malformed one by the store's rule", () => {
+    const catalog = { type: 'rest', uri: 'https://cat.example' };
+    for (const good of ['gs://lake-bucket/warehouse', 's3://lake-bucket/warehouse', 's3://lake-bucket', 's3://lake-bucket/warehouse/'])
+      expect(issues(icebergEnvironmentSchema.safeParse({ catalog, location: good })), good).toEqual([]);
+    expect(issues(icebergEnvironmentSchema.safeParse({ catalog, location: 's3://Lake_Bucket/warehouse' }))).toEqual([
+      'location: bucket name "Lake_Bucket" must use lowercase letters, digits, "-" and "." and start and end with a letter or digit',
+    ]);
+    expect(issues(icebergEnvironmentSchema.safeParse({ catalog, location: 's3://lake-bucket/a//b' }))).toEqual([
+      'location: empty path segments ("//" or a leading "/") are not allowed',
+    ]);
+    expect(issues(icebergEnvironmentSchema.safeParse({ catalog, location: 'S3://lake-bucket/warehouse' }))[0]).toMatch(
+      /^location: an S3 URL starts with "s3:\/\/"/,
+    );
+    expect(issues(icebergEnvironmentSchema.safeParse({ catalog, location: 'abfss://lake@acct.dfs.core.windows.net/w' }))).toEqual([
+      'location: must be an absolute directory, a file: URI, or a prefix in Cloud Storage (gs://bucket/object) and S3 (s3://bucket/key), written in lowercase',
+    ]);
   });
 
   it("takes the JDBC catalog's connection as sinks.postgres takes one", () => {

@@ -18,13 +18,17 @@ const SOURCE = {
 const QUERY = { items: [{ header: 'Type', formula: '[incident.type]', dataType: 'text', grouped: true, filters: [] }], options: {} };
 const temp = tempDirEachTest();
 
-async function podOf(catalog: Obj): Promise<Obj> {
+async function podOf(catalog: Obj, location = '/var/lib/tilehouse/warehouse'): Promise<Obj> {
+  return (await planOf(catalog, location)).pod;
+}
+
+async function planOf(catalog: Obj, location: string): Promise<{ pod: Obj; warnings: string[]; serviceAccount: string }> {
   const jobsDir = path.join(temp.path, 'jobs');
   await mkdir(jobsDir, { recursive: true });
   const sinks = [{ type: 'iceberg', table: 'tiles.daily' }];
   await writeFile(path.join(jobsDir, 'daily.yaml'), stringify({ name: 'daily', tile: 't', schedule: { cron: '0 6 * * *' }, query: QUERY, sinks }));
   const configFile = path.join(temp.path, 'prod.yaml');
-  await writeFile(configFile, stringify({ source: SOURCE, sinks: { iceberg: { catalog, location: '/var/lib/tilehouse/warehouse' } } }));
+  await writeFile(configFile, stringify({ source: SOURCE, sinks: { iceberg: { catalog, location }, s3: { region: 'eu-west-1' } } }));
   const plan = await planManifests({
     jobs: await loadJobs(jobsDir),
     environment: await loadEnvironment(configFile),
@@ -36,8 +40,11 @@ async function podOf(catalog: Obj): Promise<Obj> {
   const cronJob = parseAllDocuments(file.text)
     .map((document) => document.toJS() as Obj | null)
     .find((object) => object?.kind === 'CronJob')!;
-  return cronJob.spec.jobTemplate.spec.template.spec;
+  const serviceAccount = plan.files.find((candidate) => path.basename(candidate.file) === 'serviceaccount.yaml')?.text ?? '';
+  return { pod: cronJob.spec.jobTemplate.spec.template.spec, warnings: plan.warnings, serviceAccount };
 }
+
+const REST = { type: 'rest', uri: 'https://polaris.example.internal/api/catalog', token: '${ICEBERG_TOKEN}' };
 
 describe('tilehouse k8s with an iceberg sink', () => {
   it("gives a ${VAR} REST token the variable from the Secret's iceberg-token key", async () => {
@@ -60,6 +67,28 @@ describe('tilehouse k8s with an iceberg sink', () => {
     expect(pod.volumes.find((volume: Obj) => volume.name === 'credentials').secret.items).toEqual([
       { key: 'client-secret', path: 'client-secret' },
       { key: 'iceberg-catalog-password', path: 'iceberg-catalog-password' },
+    ]);
+  });
+
+  for (const location of ['s3://lake-bucket/warehouse', 'gs://lake-bucket/warehouse']) {
+    it(`mounts no volume for a warehouse at ${location} and warns of none`, async () => {
+      const { pod, warnings, serviceAccount } = await planOf(REST, location);
+      expect(pod.volumes.map((volume: Obj) => volume.name)).toEqual(['tmp', 'config', 'jobs', 'credentials']);
+      expect(warnings.filter((warning) => /iceberg/i.test(warning))).toEqual([]);
+      // An s3:// warehouse is written with the pod's IAM role (IRSA), as an s3:// file sink's objects are.
+      if (location.startsWith('s3://')) expect(serviceAccount).toContain('eks.amazonaws.com/role-arn');
+      else expect(serviceAccount).not.toContain('eks.amazonaws.com/role-arn');
+    });
+  }
+
+  it('mounts an emptyDir at a local warehouse and warns that the tables go with the pod, naming the setting', async () => {
+    const { pod, warnings } = await planOf(REST, 'file:///var/lib/tilehouse/warehouse');
+    const output = pod.containers[0].volumeMounts.find((mount: Obj) => mount.mountPath === '/var/lib/tilehouse/warehouse');
+    expect(output).toBeDefined();
+    expect(pod.volumes.find((volume: Obj) => volume.name === output.name).emptyDir).toBeDefined();
+    expect(warnings.filter((warning) => warning.includes('Iceberg'))).toEqual([
+      'daily write Iceberg tables under /var/lib/tilehouse/warehouse (sinks.iceberg.location): in the pod that is an emptyDir, deleted with the pod, ' +
+        'while the catalog keeps naming its files; set sinks.iceberg.location to gs://bucket/prefix or s3://bucket/prefix (or patch the volume to a PersistentVolumeClaim: k8s/README.md)',
     ]);
   });
 });

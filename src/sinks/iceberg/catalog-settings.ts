@@ -6,12 +6,13 @@ import { resolvePostgresConnection } from '../postgres/connection-settings.js';
 import { connectPostgres } from '../postgres/postgres-client.js';
 import type { IcebergCatalog } from './catalog.js';
 import { openJdbcCatalog } from './jdbc-catalog.js';
+import type { RestCatalogAuth } from './rest-auth.js';
 import { openRestCatalog } from './rest-catalog.js';
 import { warehouseUri } from './iceberg-names.js';
 
 /**
- * `sinks.iceberg.catalog` opened: the REST catalog with its bearer token (`${ENV}` or a mounted
- * file, registered with the scrubber), or the JDBC catalog on PostgreSQL, connected as the
+ * `sinks.iceberg.catalog` opened: the REST catalog with its bearer token or its OAuth2 client
+ * secret (each `${ENV}` or a mounted file, registered with the scrubber), or the JDBC catalog on PostgreSQL, connected as the
  * postgres sink connects (sinks.postgres's resolution and libpq's sslmode meanings).
  */
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -20,42 +21,79 @@ const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 const SECTION = 'sinks.iceberg.catalog';
 
-/** The REST catalog's token, or undefined when none is set. */
-async function restToken(settings: Extract<IcebergDefaults['catalog'], { type: 'rest' }>, configFile: string, env: Environment): Promise<string | undefined> {
-  if (settings.tokenFile !== undefined) {
+/** A secret of `sinks.iceberg.catalog` from the file or the `${ENV}` reference given (the field names whichever is set), registered with the scrubber; undefined when neither is. */
+async function secretOf(
+  given: { file: string | undefined; reference: string | undefined },
+  fields: { file: string; reference: string; what: string },
+  configFile: string,
+  env: Environment,
+): Promise<string | undefined> {
+  if (given.file !== undefined) {
     let value: string;
     try {
-      value = (await readFile(settings.tokenFile, 'utf8')).replace(/\r?\n$/, '');
+      value = (await readFile(given.file, 'utf8')).replace(/\r?\n$/, '');
     } catch (error) {
       throw ConfigError.single({
         file: configFile,
-        field: `${SECTION}.tokenFile`,
-        value: JSON.stringify(settings.tokenFile),
-        message: `cannot read the token file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        field: `${SECTION}.${fields.file}`,
+        value: JSON.stringify(given.file),
+        message: `cannot read the ${fields.what} file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
       });
     }
     if (value === '')
       throw ConfigError.single({
         file: configFile,
-        field: `${SECTION}.tokenFile`,
-        value: JSON.stringify(settings.tokenFile),
-        message: 'the token file is empty',
+        field: `${SECTION}.${fields.file}`,
+        value: JSON.stringify(given.file),
+        message: `the ${fields.what} file is empty`,
       });
     registerSecret(value, { permanent: true });
     return value;
   }
-  if (settings.token === undefined) return undefined;
-  const variable = ENV_REFERENCE.exec(settings.token)?.[1];
+  if (given.reference === undefined) return undefined;
+  const variable = ENV_REFERENCE.exec(given.reference)?.[1];
   const value = variable === undefined ? undefined : env[variable];
   if (value === undefined || value === '')
     throw ConfigError.single({
       file: configFile,
-      field: `${SECTION}.token`,
-      value: JSON.stringify(settings.token),
+      field: `${SECTION}.${fields.reference}`,
+      value: JSON.stringify(given.reference),
       message: `environment variable ${variable} is not set`,
     });
   registerSecret(value, { permanent: true });
   return value;
+}
+
+/** How the REST catalog is authenticated: OAuth2 client credentials (`auth`), a bearer token (`token` / `tokenFile`), or none. */
+async function restAuth(
+  settings: Extract<IcebergDefaults['catalog'], { type: 'rest' }>,
+  configFile: string,
+  env: Environment,
+): Promise<RestCatalogAuth | undefined> {
+  const { auth } = settings;
+  if (auth !== undefined) {
+    const clientSecret = await secretOf(
+      { file: auth.clientSecretFile, reference: auth.clientSecret },
+      { file: 'auth.clientSecretFile', reference: 'auth.clientSecret', what: 'client secret' },
+      configFile,
+      env,
+    );
+    return {
+      type: 'oauth2',
+      clientId: auth.clientId,
+      // The schema requires one of the two.
+      clientSecret: clientSecret!,
+      ...(auth.scope === undefined ? {} : { scope: auth.scope }),
+      ...(auth.serverUri === undefined ? {} : { serverUri: auth.serverUri }),
+    };
+  }
+  const token = await secretOf(
+    { file: settings.tokenFile, reference: settings.token },
+    { file: 'tokenFile', reference: 'token', what: 'token' },
+    configFile,
+    env,
+  );
+  return token === undefined ? undefined : { type: 'bearer', token };
 }
 
 /** The JDBC catalog's connection as the postgres sink resolves one (the settings it does not use filled with theirs). */
@@ -72,12 +110,13 @@ export async function openConfiguredCatalog(
 ): Promise<IcebergCatalog> {
   const { catalog } = settings;
   if (catalog.type === 'rest') {
-    const token = await restToken(catalog, configFile, env);
+    const auth = await restAuth(catalog, configFile, env);
     return openRestCatalog({
       uri: catalog.uri,
       requestTimeoutMs: catalog.requestTimeoutMs,
       ...(catalog.warehouse === undefined ? {} : { warehouse: catalog.warehouse }),
-      ...(token === undefined ? {} : { token }),
+      ...(catalog.tableProperties === undefined ? {} : { tableProperties: catalog.tableProperties }),
+      ...(auth === undefined ? {} : { auth }),
     });
   }
   const connection = await resolvePostgresConnection(asPostgresSettings(catalog), configFile, env, SECTION);

@@ -17,11 +17,19 @@ import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import { icebergSinkSchema } from '../../config/iceberg-sink-schema.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import type { KindSecret, SinkKind } from '../sink-kind.js';
+import { storeKindOf, storeOptionsFrom } from '../stores/registry.js';
+import { warehouseUri } from './iceberg-names.js';
+import { localPathOf } from './table-files.js';
 import { icebergWindowStateReaders } from './window-state.js';
 import { icebergWorkspaceChecker } from './workspace-checks.js';
 
 /** Its keys in the credentials Secret (kubectl create secret generic tilehouse-credentials --from-file=iceberg-token=…). */
-export const ICEBERG_SECRET_KEYS = { token: 'iceberg-token', password: 'iceberg-catalog-password', url: 'iceberg-catalog-url' } as const;
+export const ICEBERG_SECRET_KEYS = {
+  token: 'iceberg-token',
+  clientSecret: 'iceberg-client-secret',
+  password: 'iceberg-catalog-password',
+  url: 'iceberg-catalog-url',
+} as const;
 
 /** The Iceberg sink, as the rest of tilehouse sees it. */
 export const icebergSinkKind: SinkKind = {
@@ -33,7 +41,7 @@ export const icebergSinkKind: SinkKind = {
   // Every open writer names its dataset by the table's location (IcebergWriter.lineageDataset); the
   // catalog's `namespace.table` alone cannot, so this is only what a writer that never opened leaves.
   lineage: { dataset: (target) => ({ namespace: 'iceberg', name: target }) },
-  async build(config, index, job, environment) {
+  async build(config, index, job, environment, options) {
     if (config.type !== 'iceberg') throw new Error(`not an Iceberg sink: ${config.type}`);
     const settings = environment.sinks.iceberg;
     if (settings === undefined) {
@@ -45,10 +53,18 @@ export const icebergSinkKind: SinkKind = {
     }
     // Loaded on demand: the catalogs (and pg, for the JDBC one) are only for runs that write Iceberg.
     const { IcebergSink } = await import('./iceberg-sink.js');
-    return new IcebergSink({ config, settings, environmentFile: 'the environment file', guard: guardSettingsOf(config.guard, settings.guard) });
+    return new IcebergSink({
+      config,
+      settings,
+      environmentFile: 'the environment file',
+      guard: guardSettingsOf(config.guard, settings.guard),
+      // A gs:// or s3:// location's files go through the stores as a file sink's do: sinks.gcs / sinks.s3, and a test's seams over them.
+      stores: { ...storeOptionsFrom(environment), ...options },
+    });
   },
   workspaceChecker: icebergWorkspaceChecker,
-  windowStateReaders: (job, _sinks, environment, _options, logger) => icebergWindowStateReaders(job, environment, logger),
+  windowStateReaders: (job, _sinks, environment, options, logger) =>
+    icebergWindowStateReaders(job, environment, { ...storeOptionsFrom(environment), ...options }, logger),
   forWindows(sink, index, job) {
     const problems: ConfigProblem[] = [];
     if (sink.type === 'iceberg') {
@@ -62,9 +78,27 @@ export const icebergSinkKind: SinkKind = {
     return { sink, problems };
   },
   takesWindowsOneAtATime: () => false,
+  // What the store of the warehouse needs on the pods' service account (s3://: the IRSA role).
+  serviceAccountAnnotations(sink, environment) {
+    const settings = environment.sinks.iceberg;
+    if (sink.type !== 'iceberg' || settings === undefined) return undefined;
+    return storeKindOf(settings.location).serviceAccountAnnotations?.();
+  },
+  // A warehouse in a bucket needs no volume; a local one is an emptyDir in the pod, gone with it
+  // while the catalog still names its files: warned about where the manifests are made.
+  localFiles: {
+    directory(sink, environment) {
+      const settings = environment.sinks.iceberg;
+      if (sink.type !== 'iceberg' || settings === undefined || !storeKindOf(settings.location).onThisMachine) return undefined;
+      return localPathOf(warehouseUri(settings.location));
+    },
+    emptyDirWarning: (directory, jobNames) =>
+      `${jobNames.join(', ')} write Iceberg tables under ${directory} (sinks.iceberg.location): in the pod that is an emptyDir, deleted with the pod, ` +
+      'while the catalog keeps naming its files; set sinks.iceberg.location to gs://bucket/prefix or s3://bucket/prefix (or patch the volume to a PersistentVolumeClaim: k8s/README.md)',
+  },
   // The snapshots' summaries are the ledger: every commit carries the run id and its window.
   resumeRefusal: () => undefined,
-  // The REST token, or the JDBC catalog's password (or url), from the credentials Secret: an env var, or a file in its mount.
+  // The REST token or OAuth2 client secret, or the JDBC catalog's password (or url), from the credentials Secret: an env var, or a file in its mount.
   secrets(environment, jobs) {
     const settings = environment.sinks.iceberg;
     if (settings === undefined || !jobs.some((job) => job.sinks.some((sink) => sink.type === 'iceberg'))) return [];
@@ -72,6 +106,11 @@ export const icebergSinkKind: SinkKind = {
     const field = (name: string) => `sinks.iceberg.catalog.${name}`;
     const secrets: KindSecret[] = [];
     if (catalog.type === 'rest') {
+      const { auth } = catalog;
+      if (auth?.clientSecretFile !== undefined)
+        secrets.push({ field: field('auth.clientSecretFile'), key: ICEBERG_SECRET_KEYS.clientSecret, file: auth.clientSecretFile });
+      else if (auth?.clientSecret !== undefined)
+        secrets.push({ field: field('auth.clientSecret'), key: ICEBERG_SECRET_KEYS.clientSecret, reference: auth.clientSecret });
       if (catalog.tokenFile !== undefined) secrets.push({ field: field('tokenFile'), key: ICEBERG_SECRET_KEYS.token, file: catalog.tokenFile });
       else if (catalog.token !== undefined) secrets.push({ field: field('token'), key: ICEBERG_SECRET_KEYS.token, reference: catalog.token });
       return secrets;

@@ -24,7 +24,8 @@ import { openConfiguredCatalog } from './catalog-settings.js';
 import { IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
-import { childLocation, removeLocation, writeNewFile } from './local-files.js';
+import type { StoreOptions } from '../stores/registry.js';
+import { childLocation, removeLocation, withTableFileStores, writeNewFile } from './local-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
 import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
 
@@ -57,6 +58,11 @@ export interface IcebergSinkOptions {
   environmentFile: string;
   guard: GuardSettings | undefined;
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The stores the table's files go through (a gs:// or s3:// location): the environment's
+   * `sinks.gcs` / `sinks.s3` settings and a test's seams, as a file sink's (storeOptionsFrom).
+   */
+  stores?: StoreOptions;
   /** Opens the catalog instead of `sinks.iceberg.catalog` (a test's catalog with faults). */
   openCatalog?: (at: { jobName: string; target: string }) => Promise<IcebergCatalog>;
 }
@@ -73,10 +79,18 @@ export class IcebergSink implements Sink {
   readonly publishRank = 0;
   private readonly table: TableIdentifier;
   readonly target: string;
+  /** One options object for the sink's life: table-files.ts loads each store once per object. */
+  private readonly stores: StoreOptions;
 
   constructor(private readonly options: IcebergSinkOptions) {
     this.table = tableIdentifierOf(options.config.table);
     this.target = tableName(this.table);
+    this.stores = options.stores ?? {};
+  }
+
+  /** Runs `body` with the table's files in the configured stores (the JDBC catalog's metadata too). */
+  private inStores<T>(body: () => Promise<T>): Promise<T> {
+    return withTableFileStores(this.stores, body);
   }
 
   private catalog(jobName: string): Promise<IcebergCatalog> {
@@ -85,13 +99,15 @@ export class IcebergSink implements Sink {
   }
 
   /** The table as the catalog has it now (undefined: none yet), the catalog closed after. */
-  private async loaded(jobName: string): Promise<LoadedTable | undefined> {
-    const catalog = await this.catalog(jobName);
-    try {
-      return await catalog.loadTable(this.table);
-    } finally {
-      await catalog.close();
-    }
+  private loaded(jobName: string): Promise<LoadedTable | undefined> {
+    return this.inStores(async () => {
+      const catalog = await this.catalog(jobName);
+      try {
+        return await catalog.loadTable(this.table);
+      } finally {
+        await catalog.close();
+      }
+    });
   }
 
   private columnsOf(context: Pick<SinkRunContext, 'jobName' | 'columns'>): { name: string; type: (typeof context.columns)[number]['type'] }[] {
@@ -107,7 +123,11 @@ export class IcebergSink implements Sink {
     return columns;
   }
 
-  async open(context: SinkRunContext): Promise<SinkWriter> {
+  open(context: SinkRunContext): Promise<SinkWriter> {
+    return this.inStores(() => this.opened(context));
+  }
+
+  private async opened(context: SinkRunContext): Promise<SinkWriter> {
     const columns = this.columnsOf(context);
     const catalog = await this.catalog(context.jobName);
     try {
@@ -131,7 +151,7 @@ export class IcebergSink implements Sink {
             : {}),
         },
       });
-      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog));
+      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog), (body) => this.inStores(body));
     } catch (error) {
       await catalog.close();
       throw error;
@@ -171,7 +191,11 @@ export class IcebergSink implements Sink {
    * The catalog answers, the namespace is there (or a run creates it with the table), and the
    * table's location (a new table's: the warehouse root) takes a file: one written and removed.
    */
-  async checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+  checkAccess(context: AccessCheckContext): Promise<string | undefined> {
+    return this.inStores(() => this.accessChecked(context));
+  }
+
+  private async accessChecked(context: AccessCheckContext): Promise<string | undefined> {
     const catalog = await this.catalog(context.jobName);
     try {
       const loaded = await catalog.loadTable(this.table);
@@ -251,7 +275,7 @@ export class IcebergSink implements Sink {
     return {
       settings: this.options.guard,
       holding: async () => {
-        const loaded = open ? await open.loadTable(this.table) : await this.loaded(context.jobName);
+        const loaded = open ? await this.inStores(() => open.loadTable(this.table)) : await this.loaded(context.jobName);
         return icebergHolding(this.target, this.options.config.writeMode, loaded?.metadata, this.options.guard?.recentRuns ?? 0);
       },
     };
@@ -319,6 +343,8 @@ class IcebergWriter implements SinkWriter {
     private readonly run: IcebergRun,
     private readonly context: SinkRunContext,
     readonly guard: GuardCheck,
+    /** Runs a step with the table's files in the sink's stores. */
+    private readonly inStores: <T>(body: () => Promise<T>) => Promise<T>,
   ) {
     this.lineageDataset = icebergLineageDataset(run.location);
   }
@@ -327,15 +353,19 @@ class IcebergWriter implements SinkWriter {
     this.rows += rows.length;
     // The table holds this run already: its rows are counted, not written.
     if (this.run.done) return;
-    await this.run.writeRows(rows);
+    await this.inStores(() => this.run.writeRows(rows));
   }
 
   async prepare(): Promise<void> {
     if (this.run.done) return;
-    await this.run.stage();
+    await this.inStores(() => this.run.stage());
   }
 
-  async publish(): Promise<SinkResult> {
+  publish(): Promise<SinkResult> {
+    return this.inStores(() => this.published());
+  }
+
+  private async published(): Promise<SinkResult> {
     try {
       const result = this.run.done ?? (await this.run.commit());
       const details = { snapshotId: result.snapshotId.toString(), tries: result.tries, catalog: this.catalog.description };
@@ -360,7 +390,7 @@ class IcebergWriter implements SinkWriter {
   }
 
   async abort(): Promise<void> {
-    await this.run.discard();
+    await this.inStores(() => this.run.discard());
     await this.close();
   }
 

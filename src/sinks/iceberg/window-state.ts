@@ -1,6 +1,7 @@
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
 import type { LoadedJob } from '../../config/load-config.js';
 import type { Logger } from '../../log.js';
+import type { StoreOptions } from '../stores/registry.js';
 import { holdings, type WindowStateReader, WindowStateUnreadableError } from '../window-state.js';
 import { tableIdentifierOf } from './iceberg-names.js';
 
@@ -9,12 +10,18 @@ import { tableIdentifierOf } from './iceberg-names.js';
  * record (`tilehouse.window-from` / `-to` / `-open` beside `tilehouse.run-id` in each summary
  * `main` reaches): the table's own history is the ledger. Loaded on demand, with the catalog.
  */
-export async function icebergWindowStateReaders(job: LoadedJob, environment: EnvironmentConfig, logger: Logger): Promise<WindowStateReader[]> {
+export async function icebergWindowStateReaders(
+  job: LoadedJob,
+  environment: EnvironmentConfig,
+  stores: StoreOptions,
+  logger: Logger,
+): Promise<WindowStateReader[]> {
   const sinks = job.sinks.filter((sink) => sink.type === 'iceberg');
   const settings = environment.sinks.iceberg;
   if (sinks.length === 0 || settings === undefined) return [];
   const { openConfiguredCatalog } = await import('./catalog-settings.js');
   const { snapshotChain, SUMMARY_KEYS } = await import('./iceberg-sink.js');
+  const { withTableFileStores } = await import('./table-files.js');
   return sinks.map((sink) => {
     const target = sink.table;
     return {
@@ -23,7 +30,8 @@ export async function icebergWindowStateReaders(job: LoadedJob, environment: Env
         try {
           const catalog = await openConfiguredCatalog(settings, 'the environment file', { jobName: job.name, target });
           try {
-            const loaded = await catalog.loadTable(tableIdentifierOf(target));
+            // The JDBC catalog reads the table's metadata file from its location (a bucket's: the stores').
+            const loaded = await withTableFileStores(stores, () => catalog.loadTable(tableIdentifierOf(target)));
             const held = holdings();
             if (!loaded) return held;
             // Newest first: the latest commit of a window decides (open if it was exported before its day ended).

@@ -8,7 +8,7 @@ const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 /**
  * The iceberg sink's checks without the network: the catalog's secrets resolvable here (the REST
- * token's variable set or file readable; the JDBC catalog's as sinks.postgres's), a job's iceberg
+ * token's or OAuth2 client secret's variable set or file readable; the JDBC catalog's as sinks.postgres's), a job's iceberg
  * sink without `sinks.iceberg`, and its target named by catalog and table.
  */
 export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environment, configFile, jobs): Promise<SinkWorkspaceChecker> => {
@@ -22,27 +22,26 @@ export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environme
       const found = await uncheckedPostgresSecrets(catalog, configFile, process.env, ['sinks', 'iceberg', 'catalog']);
       unchecked.push(...found.unchecked);
       invalid.push(...found.invalid);
-    } else if (catalog.tokenFile !== undefined) {
-      const code = await access(catalog.tokenFile, constants.R_OK).then(
-        () => undefined,
-        (error: NodeJS.ErrnoException) => error.code ?? error.message,
-      );
-      if (code !== undefined)
-        unchecked.push({
-          file: configFile,
-          path: ['sinks', 'iceberg', 'catalog', 'tokenFile'],
-          value: catalog.tokenFile,
-          message: `the token file cannot be read here (${code})`,
-        });
-    } else if (catalog.token !== undefined) {
-      const variable = ENV_REFERENCE.exec(catalog.token)?.[1];
-      if (variable !== undefined && !process.env[variable])
-        unchecked.push({
-          file: configFile,
-          path: ['sinks', 'iceberg', 'catalog', 'token'],
-          value: catalog.token,
-          message: `environment variable ${variable} is not set here`,
-        });
+    } else {
+      const field =
+        catalog.auth === undefined
+          ? { file: 'tokenFile', reference: 'token', what: 'token' }
+          : { file: 'clientSecretFile', reference: 'clientSecret', what: 'client secret' };
+      const file = catalog.auth === undefined ? catalog.tokenFile : catalog.auth.clientSecretFile;
+      const reference = catalog.auth === undefined ? catalog.token : catalog.auth.clientSecret;
+      const path = ['sinks', 'iceberg', 'catalog', ...(catalog.auth === undefined ? [] : ['auth'])];
+      if (file !== undefined) {
+        const code = await access(file, constants.R_OK).then(
+          () => undefined,
+          (error: NodeJS.ErrnoException) => error.code ?? error.message,
+        );
+        if (code !== undefined)
+          unchecked.push({ file: configFile, path: [...path, field.file], value: file, message: `the ${field.what} file cannot be read here (${code})` });
+      } else if (reference !== undefined) {
+        const variable = ENV_REFERENCE.exec(reference)?.[1];
+        if (variable !== undefined && !process.env[variable])
+          unchecked.push({ file: configFile, path: [...path, field.reference], value: reference, message: `environment variable ${variable} is not set here` });
+      }
     }
   }
   return {

@@ -96,10 +96,14 @@ export interface BothReadings {
   duckdb: ReadRows;
 }
 
-/** The table read by pyiceberg through the catalog and by DuckDB from the metadata file the catalog names. */
-export async function readBoth(python: string, table: PyicebergTable): Promise<BothReadings> {
+/** The table read by pyiceberg through the catalog and by DuckDB from the metadata file the catalog names (`s3`: DuckDB's httpfs settings for a table on s3://). */
+export async function readBoth(
+  python: string,
+  table: PyicebergTable,
+  s3?: { endpoint: string; region: string; keyId: string; secret: string },
+): Promise<BothReadings> {
   const pyiceberg = await readIceberg(python, 'pyiceberg-scan', table);
   const { metadataLocation } = await readIceberg(python, 'pyiceberg-table', table);
-  const duckdb = await readIceberg(python, 'duckdb-scan', { metadata: metadataLocation });
+  const duckdb = await readIceberg(python, 'duckdb-scan', { metadata: metadataLocation, ...(s3 ? { s3 } : {}) });
   return { pyiceberg, duckdb };
 }
