@@ -12,6 +12,9 @@ const LABELS: Record<string, string> = {
   postgres: '(pg) tilehouse → PostgreSQL, 2nd night',
   parquet: '(parquet) tilehouse → Parquet',
   'parquet-deployed': "(parquet') → Parquet, deployed NODE_OPTIONS",
+  'parquet-s3': '(parquet-s3) → Parquet in s3:// (moto)',
+  iceberg: '(iceberg) → Iceberg, JDBC catalog, 2nd night',
+  'iceberg-s3': '(iceberg-s3) → Iceberg in s3:// (moto), 2nd night',
 };
 
 const int = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -31,10 +34,19 @@ function groupTable(group: Group, transportKey: (figure: Figure) => string): str
     if (figure.extractMs !== undefined && figure.loadMs !== undefined)
       notes.push(`extract ${fixed(figure.extractMs / 1000, 2)} s + emulator load ${fixed(figure.loadMs / 1000, 2)} s`);
     if (figure.storageCpuMs !== undefined)
-      notes.push(`${figure.scenario === 's3' ? 'moto' : 'fake-gcs-server'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
+      notes.push(`${figure.scenario === 'gcs' ? 'fake-gcs-server' : 'moto'} CPU ${fixed((figure.storageCpuMs * 1000) / figure.rows, 2)} ms/1k rows`);
     if (figure.psqlCopyRowsPerSec !== undefined) notes.push(`psql \\copy of the same rows ${int(figure.psqlCopyRowsPerSec)} rows/s`);
     if (figure.readerMaxWaitMs !== undefined) notes.push(`a reader waited at most ${fixed(figure.readerMaxWaitMs, 0)} ms`);
     if (figure.publishMs !== undefined) notes.push(`publish transaction ${fixed(figure.publishMs / 1000, 2)} s`);
+    if (figure.scenario.startsWith('iceberg') || figure.scenario.startsWith('parquet')) {
+      const phases = [
+        figure.sinkPrepareMs === undefined ? undefined : `prepare ${fixed(figure.sinkPrepareMs / 1000, 2)} s`,
+        figure.sinkPublishMs === undefined
+          ? undefined
+          : `${figure.scenario.startsWith('iceberg') ? 'commit' : 'publish'} ${fixed(figure.sinkPublishMs / 1000, 2)} s`,
+      ].filter((part) => part !== undefined);
+      if (phases.length > 0) notes.push(phases.join(', '));
+    }
     if (figure.runMsRuns.length > 1) notes.push(`median of ${figure.runMsRuns.length}`);
     return [
       group.compressed ? `${LABELS[figure.scenario] ?? figure.scenario}, source ${name.split(' ').at(-1)}` : (LABELS[figure.scenario] ?? figure.scenario),

@@ -12,6 +12,9 @@ export const SCENARIOS = [
   'postgres',
   'parquet',
   'parquet-deployed',
+  'parquet-s3',
+  'iceberg',
+  'iceberg-s3',
   'compressed',
   'cold-start',
   'memory',
@@ -80,6 +83,12 @@ Measures, against the sandbox in its own process, side by side in one run:
   parquet     (c) with a Parquet sink instead of CSV (same job, local file), at each concurrency
               (c) runs, right after it
   parquet-deployed  the same with NODE_OPTIONS as the Kubernetes manifests set it (beside csv-deployed)
+  parquet-s3  the Parquet sink into an s3:// directory on moto (loopback), when installed, at the
+              target concurrency: the store iceberg-s3 is compared with
+  iceberg     an Iceberg table (replace) through the JDBC catalog on the bench's PostgreSQL, its
+              location a local directory, the second night measured (last night's snapshot in
+              place); the table's total-records checked; beside parquet at the target concurrency
+  iceberg-s3  the same with the table's location an s3:// prefix on moto, beside parquet-s3
   compressed  (c) at the target concurrency against a sandbox that gzips its answers (as real
               services do) and against one that does not, both behind a link of --bandwidth-mbps
   cold-start  process start -> first token request of the compiled CLI, vs bare node

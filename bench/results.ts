@@ -143,6 +143,19 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
     put(`rss parquet/c@${c}`, figures[key('parquet', c)]?.peakRssMb, figures[key('csv', c)]?.peakRssMb);
     put(`cpu parquet/c@${c}`, cpuPerRow(key('parquet', c)), cpuPerRow(key('csv', c)));
   }
+  // Issue 55: the Iceberg sink (second night) against the Parquet sink on the same store: local, and s3:// on moto.
+  {
+    const c = targetConcurrency;
+    for (const [iceberg, parquet] of [
+      ['iceberg', 'parquet'],
+      ['iceberg-s3', 'parquet-s3'],
+    ] as const) {
+      put(`${iceberg}/${parquet}@${c}`, rate(key(iceberg, c)), rate(key(parquet, c)));
+      put(`rss ${iceberg}/${parquet}@${c}`, figures[key(iceberg, c)]?.peakRssMb, figures[key(parquet, c)]?.peakRssMb);
+      put(`cpu ${iceberg}/${parquet}@${c}`, cpuPerRow(key(iceberg, c)), cpuPerRow(key(parquet, c)));
+    }
+    put(`parquet-s3/parquet@${c}`, rate(key('parquet-s3', c)), rate(key('parquet', c)));
+  }
   put(`rss parquet/c deployed@${concurrency}`, figures[key('parquet-deployed', concurrency)]?.peakRssMb, figures[key('csv-deployed', concurrency)]?.peakRssMb);
   return ratios;
 }
@@ -282,6 +295,32 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
     const g = group(1_000_000, 50);
     targets.push(check(`rows/s, tilehouse→Parquet / →CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`parquet/c@${c}`], '>= 0.8', (v) => v >= 0.8));
     targets.push(check(`peak RSS, tilehouse→Parquet / →CSV, 1M rows, 50 ms, concurrency ${c}`, g?.ratios[`rss parquet/c@${c}`], '<= 1.3', (v) => v <= 1.3));
+  }
+  // Issue 55: the Iceberg sink (steady state: last night's snapshot in place) against the Parquet sink on the same store, 1M rows at 50 ms.
+  {
+    const g = group(1_000_000, 50);
+    const c = targetConcurrency;
+    for (const [iceberg, parquet, store] of [
+      ['iceberg', 'parquet', 'local'],
+      ['iceberg-s3', 'parquet-s3', 's3:// (moto)'],
+    ] as const) {
+      targets.push(
+        check(
+          `rows/s, tilehouse→Iceberg / →Parquet, ${store}, 1M rows, 50 ms, concurrency ${c}`,
+          g?.ratios[`${iceberg}/${parquet}@${c}`],
+          '>= 0.9',
+          (v) => v >= 0.9,
+        ),
+      );
+      targets.push(
+        check(
+          `peak RSS, tilehouse→Iceberg / →Parquet, ${store}, 1M rows, 50 ms, concurrency ${c}`,
+          g?.ratios[`rss ${iceberg}/${parquet}@${c}`],
+          '<= 1.15',
+          (v) => v <= 1.15,
+        ),
+      );
+    }
   }
   targets.push(check('cold start, median (ms)', report.coldStart?.cliMedianMs, '<= 300', (v) => v <= 300));
   return targets;

@@ -25,6 +25,8 @@ import {
   runTilehouseS3,
   runTilehousePostgres,
   runTilehouseParquet,
+  runTilehouseParquetS3,
+  runTilehouseIceberg,
   runTransport,
   type RunContext,
   type ScenarioRun,
@@ -81,6 +83,13 @@ async function runGroup(
       if (scenarios.has('postgres') && postgres && c === targetConcurrency) plan.push([key('postgres', c), () => runTilehousePostgres(context, c)]);
       // Likewise (issue 28): parquet/c is the same job into a Parquet file instead of CSV.
       if (scenarios.has('parquet')) plan.push([key('parquet', c), () => runTilehouseParquet(context, c)]);
+      // Issue 55: Iceberg (JDBC catalog, second night measured) right after Parquet on the same
+      // store, local then s3:// (moto), at the target concurrency as postgres.
+      if (c === targetConcurrency) {
+        if (scenarios.has('iceberg') && postgres) plan.push([key('iceberg', c), () => runTilehouseIceberg(context, c, 'local')]);
+        if (scenarios.has('parquet-s3') && s3) plan.push([key('parquet-s3', c), () => runTilehouseParquetS3(context, c)]);
+        if (scenarios.has('iceberg-s3') && s3 && postgres) plan.push([key('iceberg-s3', c), () => runTilehouseIceberg(context, c, 's3')]);
+      }
     }
     if (scenarios.has('csv-deployed')) plan.push([key('csv-deployed', concurrency), () => runTilehouseCsv(context, concurrency, image)]);
     if (scenarios.has('parquet-deployed')) plan.push([key('parquet-deployed', concurrency), () => runTilehouseParquet(context, concurrency, image)]);
@@ -239,11 +248,13 @@ async function main(argv: string[]): Promise<void> {
   if (groupScenarios.length === 0) options.sizes = [];
   const emulator = options.scenarios.has('bigquery') ? await startEmulatorIfInstalled() : undefined;
   const gcs = options.scenarios.has('gcs') ? await startFakeGcsIfInstalled() : undefined;
-  const s3 = options.scenarios.has('s3') ? await startMotoIfInstalled() : undefined;
-  if (options.scenarios.has('s3') && s3 === undefined) progress('moto not installed (npm run setup:moto): scenario s3 skipped');
-  const postgres = options.scenarios.has('postgres') ? await startPostgresIfInstalled() : undefined;
-  if (options.scenarios.has('postgres') && postgres === undefined)
-    progress("PostgreSQL not installed (Debian's postgresql package): scenario postgres skipped");
+  const onS3 = (['s3', 'parquet-s3', 'iceberg-s3'] as const).filter((name) => options.scenarios.has(name));
+  const s3 = onS3.length > 0 ? await startMotoIfInstalled() : undefined;
+  if (onS3.length > 0 && s3 === undefined) progress(`moto not installed (npm run setup:moto): ${onS3.join(', ')} skipped`);
+  // The Iceberg scenarios' JDBC catalog lives on the same PostgreSQL.
+  const onPostgres = (['postgres', 'iceberg', 'iceberg-s3'] as const).filter((name) => options.scenarios.has(name));
+  const postgres = onPostgres.length > 0 ? await startPostgresIfInstalled() : undefined;
+  if (onPostgres.length > 0 && postgres === undefined) progress(`PostgreSQL not installed (Debian's postgresql package): ${onPostgres.join(', ')} skipped`);
   if (options.scenarios.has('gcs') && gcs === undefined) progress('fake-gcs-server not installed (npm run setup:fake-gcs): scenario gcs skipped');
   if (options.scenarios.has('bigquery') && emulator === undefined) progress('BigQuery emulator not installed (npm run setup:emulator): scenario (d) skipped');
   try {

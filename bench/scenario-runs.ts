@@ -1,3 +1,4 @@
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,14 +10,28 @@ import { writeBenchWorkspace, type BenchSink } from './support/bench-workspace.j
 import type { ImageNode } from './support/image-node.js';
 import { countRows, dropDataset, type RunningEmulator } from './support/emulator.js';
 import { deleteObject, objectSize, type RunningFakeGcs } from './support/fake-gcs.js';
-import { deleteS3Object, s3ObjectSize, type RunningMotoS3 } from './support/moto.js';
+import { dropIcebergCatalogRow, icebergTotalRecords } from './support/iceberg-table.js';
+import { deleteS3Object, deleteS3Prefix, s3ObjectSize, type RunningMotoS3 } from './support/moto.js';
 import { countTableRows, psqlCopyRowsPerSec, type RunningPostgresBench, startReaderProbe } from './support/postgres.js';
 import { processCpuMs, resultLine, runMeasured, type MeasuredRun } from './support/measured-child.js';
 import { sibling } from './support/repo-root.js';
 import type { SourceEndpoint } from './support/source-requests.js';
 import type { TokenProxy } from './support/token-proxy.js';
 
-export type ScenarioKind = 'transport' | 'sequential' | 'csv' | 'csv-deployed' | 'bigquery' | 'gcs' | 's3' | 'postgres' | 'parquet' | 'parquet-deployed';
+export type ScenarioKind =
+  | 'transport'
+  | 'sequential'
+  | 'csv'
+  | 'csv-deployed'
+  | 'bigquery'
+  | 'gcs'
+  | 's3'
+  | 'postgres'
+  | 'parquet'
+  | 'parquet-deployed'
+  | 'parquet-s3'
+  | 'iceberg'
+  | 'iceberg-s3';
 
 /** One measured run of one scenario. */
 export interface ScenarioRun {
@@ -53,6 +68,16 @@ export interface ScenarioRun {
   publishMs?: number;
   /** postgres: rows/s of `psql \copy` loading the same rows from a CSV file, the physical limit. */
   psqlCopyRowsPerSec?: number;
+  /**
+   * The sink's two phases from the run summary's timings (`prepare:<kind>`, `publish:<kind>`):
+   * Parquet's prepare closes the file and its publish renames or copies it into place; Iceberg's
+   * prepare closes the data file and writes its manifest, its publish is the commit (manifest
+   * list, the catalog's UPDATE of the metadata location, snapshot expiry and file cleanup).
+   */
+  sinkPrepareMs?: number;
+  sinkPublishMs?: number;
+  /** tilehouse: the run summary's timings whole (source, reading, each sink's phases), for the JSON report. */
+  timings?: Record<string, number>;
 }
 
 export interface RunContext {
@@ -142,6 +167,7 @@ interface RunSummary {
     durationMs: number;
     error?: { message: string };
     outputs?: Array<{ details?: { publishMs?: number } }>;
+    timings?: Record<string, number>;
   }>;
 }
 
@@ -204,6 +230,10 @@ async function runBundle(
 
 /** The figures of one bundle run. */
 function bundleFigures(scenario: ScenarioKind, concurrency: number, { run, tile, storageCpuMs }: BundleRun): ScenarioRun {
+  // The job has one sink: its phases are the one prepare:<kind> and publish:<kind> of the timings.
+  const phase = (name: 'prepare' | 'publish') => Object.entries(tile.timings ?? {}).find(([key]) => key.startsWith(`${name}:`))?.[1];
+  const sinkPrepareMs = phase('prepare');
+  const sinkPublishMs = phase('publish');
   return {
     scenario,
     concurrency,
@@ -212,6 +242,9 @@ function bundleFigures(scenario: ScenarioKind, concurrency: number, { run, tile,
     ...times(run),
     tileMs: tile.durationMs,
     ...(storageCpuMs === undefined ? {} : { storageCpuMs }),
+    ...(sinkPrepareMs === undefined ? {} : { sinkPrepareMs }),
+    ...(sinkPublishMs === undefined ? {} : { sinkPublishMs }),
+    ...(tile.timings === undefined ? {} : { timings: tile.timings }),
   };
 }
 
@@ -239,6 +272,75 @@ export async function runTilehouseParquet(context: RunContext, concurrency: numb
     if (bytes.subarray(-4).toString('latin1') !== 'PAR1')
       throw new Error(`tilehouse parquet: ${BENCH_JOB_NAME}.parquet does not end with PAR1 after a successful run`);
     return bundleFigures(image === undefined ? 'parquet' : 'parquet-deployed', concurrency, ran);
+  });
+}
+
+/**
+ * (parquet-s3) the Parquet sink into S3: the same shipped bundle and job, its Parquet directory an
+ * `s3://` prefix on moto (loopback), `sinks.s3.endpoint` set, credentials from the environment; the
+ * object is checked to be Parquet (its trailing magic) after the run. The store iceberg-s3 writes to.
+ */
+export async function runTilehouseParquetS3(context: RunContext, concurrency: number): Promise<ScenarioRun> {
+  const s3 = context.s3;
+  if (s3 === undefined) throw new Error('parquet-s3 scenario without moto');
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const key = `${prefix}/${BENCH_JOB_NAME}.parquet`;
+  return withTempDir(async (root) => {
+    const sink: BenchSink = { type: 'parquet', directory: `s3://${s3.bucket}/${prefix}`, s3Endpoint: s3.origin, awsEnv: s3.env };
+    try {
+      const ran = await runBundle(root, context, { what: 'tilehouse parquet-s3', concurrency, sink, storagePid: s3.pid });
+      // The whole object (moto answers a ranged GET with the whole object's Content-MD5, which the SDK refuses).
+      const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+      const bytes = Buffer.from((await object.Body?.transformToByteArray()) ?? []);
+      if (bytes.subarray(-4).toString('latin1') !== 'PAR1')
+        throw new Error(`tilehouse parquet-s3: s3://${s3.bucket}/${key} is missing or does not end with PAR1 after a successful run`);
+      return bundleFigures('parquet-s3', concurrency, ran);
+    } finally {
+      await deleteS3Prefix(s3, prefix).catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * (iceberg, iceberg-s3) the Iceberg sink, `writeMode: replace`, through the JDBC catalog on the
+ * bench's PostgreSQL (no Java), the table's location a local directory or (`store: 's3'`) an
+ * `s3://` prefix on moto. Two nights, as the postgres scenario: the first creates the table, the
+ * second (measured) is the steady state, committing a snapshot over last night's. After it the
+ * table must hold exactly the run's rows: `total-records` of the current snapshot in the metadata
+ * file the catalog's `iceberg_tables` row points at (no data read).
+ */
+export async function runTilehouseIceberg(context: RunContext, concurrency: number, store: 'local' | 's3'): Promise<ScenarioRun> {
+  const server = context.postgres;
+  if (server === undefined) throw new Error('iceberg scenario without a PostgreSQL server');
+  const s3 = store === 's3' ? context.s3 : undefined;
+  if (store === 's3' && s3 === undefined) throw new Error('iceberg-s3 scenario without moto');
+  const scenario: ScenarioKind = store === 's3' ? 'iceberg-s3' : 'iceberg';
+  const suffix = randomUUID().replaceAll('-', '').slice(0, 8);
+  const table = { catalogName: 'tilehouse_bench', namespace: 'bench', name: `incidents_${suffix}` };
+  const prefix = `bench-${suffix}`;
+  return withTempDir(async (root) => {
+    const sink: BenchSink = {
+      type: 'iceberg',
+      table: `${table.namespace}.${table.name}`,
+      catalogName: table.catalogName,
+      host: server.host,
+      port: server.port,
+      database: server.database,
+      user: server.user,
+      passwordEnv: server.env,
+      ...(s3 ? { location: `s3://${s3.bucket}/${prefix}`, s3Endpoint: s3.origin, awsEnv: s3.env } : { location: join(root, 'warehouse') }),
+    };
+    const storage = s3 ? { storagePid: s3.pid } : {};
+    try {
+      await runBundle(join(root, 'first-night'), context, { what: `tilehouse ${scenario}, first night`, concurrency, sink, ...storage });
+      const ran = await runBundle(join(root, 'second-night'), context, { what: `tilehouse ${scenario}`, concurrency, sink, ...storage });
+      const held = await icebergTotalRecords(server, table, s3);
+      expectRows(`tilehouse ${scenario}: the table's current snapshot (total-records)`, held ?? Number.NaN, context.incidents);
+      return bundleFigures(scenario, concurrency, ran);
+    } finally {
+      await dropIcebergCatalogRow(server, table).catch(() => undefined);
+      if (s3) await deleteS3Prefix(s3, prefix).catch(() => undefined);
+    }
   });
 }
 

@@ -24,6 +24,26 @@ export type BenchSink =
   | { type: 'bigquery'; projectId: string; dataset: string }
   /** The Parquet sink into a local file under outDir. */
   | { type: 'parquet' }
+  /** The Parquet sink into S3: the Parquet directory is `s3://bucket/prefix`, the server `sinks.s3.endpoint`, credentials in the environment. */
+  | { type: 'parquet'; directory: string; s3Endpoint: string; awsEnv: Record<string, string> }
+  /**
+   * An Iceberg table `table` (namespace.table, replace) in the JDBC catalog `catalogName` on a
+   * loopback PostgreSQL (the password by reference), new tables under `location`: a local
+   * directory, or `s3://bucket/prefix` with the server `sinks.s3.endpoint` and credentials in the environment.
+   */
+  | {
+      type: 'iceberg';
+      table: string;
+      catalogName: string;
+      host: string;
+      port: number;
+      database: string;
+      user: string;
+      passwordEnv: Record<string, string>;
+      location: string;
+      s3Endpoint?: string;
+      awsEnv?: Record<string, string>;
+    }
   /** A PostgreSQL table on a loopback server, the password by reference from the environment. */
   | { type: 'postgres'; host: string; port: number; database: string; user: string; passwordEnv: Record<string, string> };
 
@@ -48,12 +68,29 @@ export async function writeBenchWorkspace(
       concurrency: settings.concurrency,
     },
     sinks: {
-      csv: { directory: 'directory' in sink ? sink.directory : outDir },
-      ...(sink.type === 'parquet' ? { parquet: { directory: outDir } } : {}),
-      ...('s3Endpoint' in sink ? { s3: { endpoint: sink.s3Endpoint } } : {}),
+      csv: { directory: sink.type === 'csv' && 'directory' in sink ? sink.directory : outDir },
+      ...(sink.type === 'parquet' ? { parquet: { directory: 'directory' in sink ? sink.directory : outDir } } : {}),
+      ...('s3Endpoint' in sink && sink.s3Endpoint !== undefined ? { s3: { endpoint: sink.s3Endpoint } } : {}),
       ...(sink.type === 'bigquery' ? { bigquery: { projectId: sink.projectId, dataset: sink.dataset, location: 'US' } } : {}),
       ...(sink.type === 'postgres'
         ? { postgres: { host: sink.host, port: sink.port, database: sink.database, user: sink.user, password: '${BENCH_PG_PASSWORD}', sslmode: 'disable' } }
+        : {}),
+      ...(sink.type === 'iceberg'
+        ? {
+            iceberg: {
+              catalog: {
+                type: 'jdbc',
+                catalogName: sink.catalogName,
+                host: sink.host,
+                port: sink.port,
+                database: sink.database,
+                user: sink.user,
+                password: '${BENCH_PG_PASSWORD}',
+                sslmode: 'disable',
+              },
+              location: sink.location,
+            },
+          }
         : {}),
     },
     tempDirectory: tempDir,
@@ -71,7 +108,9 @@ export async function writeBenchWorkspace(
           ? { type: 'parquet' }
           : sink.type === 'postgres'
             ? { type: 'postgres', writeMode: 'replace' }
-            : { type: 'bigquery', writeMode: 'replace' },
+            : sink.type === 'iceberg'
+              ? { type: 'iceberg', table: sink.table, writeMode: 'replace' }
+              : { type: 'bigquery', writeMode: 'replace' },
     ],
   };
   await writeFile(join(jobsDir, `${BENCH_JOB_NAME}.yaml`), stringify(job));
@@ -86,7 +125,7 @@ export async function writeBenchWorkspace(
       BENCH_CLIENT_ID: endpoint.clientId,
       BENCH_CLIENT_SECRET: endpoint.clientSecret,
       ...('storageEmulatorHost' in sink ? { STORAGE_EMULATOR_HOST: sink.storageEmulatorHost } : {}),
-      ...('awsEnv' in sink ? sink.awsEnv : {}),
+      ...('awsEnv' in sink && sink.awsEnv !== undefined ? sink.awsEnv : {}),
       ...('passwordEnv' in sink ? sink.passwordEnv : {}),
     },
   };

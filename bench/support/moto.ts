@@ -1,4 +1,4 @@
-import { CreateBucketCommand, DeleteObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import { findMotoBinary, startMoto } from '../../test/support/moto-process.js';
 import { repoRoot } from './repo-root.js';
@@ -56,4 +56,14 @@ export async function s3ObjectSize(s3: RunningMotoS3, key: string): Promise<numb
 
 export async function deleteS3Object(s3: RunningMotoS3, key: string): Promise<void> {
   await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+}
+
+/** Every object under `prefix/` removed (a scenario's table files or output), a thousand keys a request. */
+export async function deleteS3Prefix(s3: RunningMotoS3, prefix: string): Promise<void> {
+  for (;;) {
+    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `${prefix}/` }));
+    const keys = (listed.Contents ?? []).flatMap((object) => (object.Key === undefined ? [] : [{ Key: object.Key }]));
+    if (keys.length === 0) return;
+    await s3.client.send(new DeleteObjectsCommand({ Bucket: s3.bucket, Delete: { Objects: keys } }));
+  }
 }

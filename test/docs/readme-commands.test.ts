@@ -303,6 +303,7 @@ const COMMANDS: Record<string, Entry> = {
   'npm run bench -- --memory': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory --memory-baseline ../main-baseline': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 100000,1000000 --latencies 50 --scenarios csv,parquet': { kind: 'not runnable', reason: BENCH },
+  'npm run bench -- --sizes 1000000 --latencies 50 --scenarios parquet,iceberg,parquet-s3,iceberg-s3': { kind: 'not runnable', reason: BENCH },
   'bash bench/peers/setup.sh': {
     kind: 'not runnable',
     reason: "installs dlt, Airbyte's CDK and ~100 other Python packages from PyPI into .tools/peers-venv: bench-only, and no test needs it",
