@@ -18,8 +18,9 @@ import { windowProgressText } from '../presentation/progress-text.js';
 import { rerunCommands, windowLines } from '../presentation/window-lines.js';
 import { openRunTelemetry } from '../telemetry/open-telemetry.js';
 import { closeLineage, openLineage } from '../lineage/open-lineage.js';
-import { ATTR, failureOf, type SpanFailure } from '../telemetry/telemetry.js';
-import { isTilehouseError } from '../errors.js';
+import { ATTR, failureOf, telemetry, type SpanFailure } from '../telemetry/telemetry.js';
+import { errorReport, isTilehouseError } from '../errors.js';
+import { RunHistory, type RunInProgress } from '../history/run-history.js';
 import { countNoun } from '../count-noun.js';
 
 const STEPS: readonly WindowStep[] = ['day', 'week', 'month'];
@@ -107,15 +108,33 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       'tilehouse.backfill.shard_count': shard?.count,
     });
     const context = windowRunContextOf(workspace, logger, io.signal, seams);
+    // The backfill in the run history, beside the nights' runs: `status` shows it (a backfill is no
+    // night's run: it does not answer LATE), and finds the definition of the run that wrote a target.
+    const history = await RunHistory.open(workspace, logger, seams.sinkOptions);
     const range = { from: values.from!, to: values.to!, step, resume: values.resume === true, ...(shard === undefined ? {} : { shard }) };
     const strict = values.strict === true;
     const progress = { onProgress: (done: WindowProgress) => screen?.set('backfill', windowProgressText(done)), onWindowsRun: () => screen?.close() };
     // Whatever throws from here on (the windows, the report, the summary file), the root span ends
     // and telemetry is uninstalled: finish() runs in `finally`, with the code the command exits with.
     let finished: { exitCode: number; failure?: SpanFailure } = { exitCode: EXIT.tileFailed };
+    let recording: RunInProgress | undefined;
+    let failure: { code: string; message: string } | undefined;
     try {
       const [selected, ran] = await traced.within(async () => {
+        recording = await history.begin([job], {
+          runId,
+          startedAt: (seams.now ?? (() => new Date()))(),
+          trigger: 'backfill',
+          traceId: telemetry().logFields().trace_id,
+        });
         const chosen = await selectBackfillWindows(job, sinks, range, context);
+        await recording.describeBackfill(job.name, {
+          from: range.from,
+          to: range.to,
+          step,
+          windows: chosen.windows.length,
+          ...(shard === undefined ? {} : { shard }),
+        });
         // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
         await preflightWindows(sinks, chosen.windows, {
           jobName: job.name,
@@ -127,6 +146,12 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
       const { summary } = ran;
+      await recording?.finishWindows(
+        job.name,
+        summary.windows.map((result) => result.summary),
+        summary.failed,
+        ran.durationMs,
+      );
       const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);
       const exitCode = await reportSummary(summaryTarget, document, code, io);
       const failedWindow = summary.windows.find((result) => result.summary.error !== undefined)?.summary.error;
@@ -134,8 +159,11 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       return exitCode;
     } catch (error) {
       finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
+      const { code, message } = errorReport(error);
+      failure = { code, message };
       throw error;
     } finally {
+      await recording?.end(failure ?? (io.signal?.aborted ? { code: 'run_stopped', message: 'the backfill was stopped before its windows ran' } : undefined));
       await closeLineage(lineage);
       await traced.finish(finished.exitCode, finished.failure);
     }

@@ -55,8 +55,15 @@ export interface JobHistory {
   find(runId: string): Promise<JudgedRun | undefined>;
 }
 
-/** Reads a job's history: its `newest` records, judged; older ones on request. A record that does not parse is skipped. */
-export async function readJobHistory(documents: StoredDocuments, job: string, options: { newest: number; now?: number }): Promise<JobHistory> {
+/**
+ * Reads a job's history: its `newest` records (those `where` accepts, when given), judged; older
+ * ones on request. A record that does not parse is skipped.
+ */
+export async function readJobHistory(
+  documents: StoredDocuments,
+  job: string,
+  options: { newest: number; now?: number; where?: (record: RunRecord) => boolean },
+): Promise<JobHistory> {
   const names = (await documents.list(job))
     .filter((name) => runIdOfRecordName(name) !== undefined)
     .sort()
@@ -77,7 +84,7 @@ export async function readJobHistory(documents: StoredDocuments, job: string, op
   for (const name of names) {
     if (latest.length >= options.newest) break;
     const judged = await read(name);
-    if (judged !== undefined) latest.push(judged);
+    if (judged !== undefined && (options.where?.(judged.record) ?? true)) latest.push(judged);
   }
   return {
     latest,

@@ -35,6 +35,8 @@ export interface RunStart {
   startedAt: Date;
   trigger: RunRecord['trigger'];
   traceId?: string | undefined;
+  /** A backfill's range, step and windows, as its record keeps them. */
+  backfill?: RunRecord['backfill'];
 }
 
 /** The run history of a workspace, opened for writing: `history.location` in the environment file. */
@@ -125,6 +127,7 @@ export class RunInProgress {
         runId: start.runId,
         state: 'running',
         trigger: start.trigger,
+        ...(start.backfill === undefined ? {} : { backfill: start.backfill }),
         startedAt: at,
         heartbeatAt: at,
         owner: formatOwnerTag(),
@@ -164,22 +167,47 @@ export class RunInProgress {
   async finish(tiles: readonly JobRunSummary[], windows?: { failed: ReadonlyArray<{ from: string; to: string }> }): Promise<void> {
     const first = tiles[0];
     if (first === undefined) return;
-    const record = this.records.get(first.job);
-    if (record === undefined || this.finished.has(first.job)) return;
-    this.finished.add(first.job);
-    const decisive = tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1)!;
+    await this.finishJob(first.job, tiles, windows);
+  }
+
+  /**
+   * A job's day windows ended: none ran (a `--resume` that found every window done) is a success of
+   * no rows. `durationMs`: the batch's own, when windows ran side by side (their sum would overstate it).
+   */
+  async finishWindows(job: string, tiles: readonly JobRunSummary[], failed: ReadonlyArray<{ from: string; to: string }>, durationMs?: number): Promise<void> {
+    await this.finishJob(job, tiles, { failed }, durationMs);
+  }
+
+  /** A backfill's range and windows, once it has chosen them (its record is written "running" before). */
+  async describeBackfill(job: string, backfill: NonNullable<RunRecord['backfill']>): Promise<void> {
+    const record = this.records.get(job);
+    if (record === undefined || this.finished.has(job)) return;
+    this.records.set(job, { ...record, backfill });
+    await this.enqueue(job);
+  }
+
+  private async finishJob(
+    job: string,
+    tiles: readonly JobRunSummary[],
+    windows: { failed: ReadonlyArray<{ from: string; to: string }> } | undefined,
+    durationMs = tiles.reduce((sum, tile) => sum + tile.durationMs, 0),
+  ) {
+    const record = this.records.get(job);
+    if (record === undefined || this.finished.has(job)) return;
+    this.finished.add(job);
+    const decisive = tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1);
     const all = <K extends 'attempted' | 'unpublished' | 'mixed' | 'outcomeUnknown' | 'leftBehind'>(key: K) => {
       const values = tiles.flatMap((tile) => tile[key] ?? []);
       return values.length === 0 ? {} : { [key]: values };
     };
     const finishedAt = new Date();
-    this.records.set(first.job, {
+    this.records.set(job, {
       ...record,
-      state: decisive.status,
+      state: decisive?.status ?? 'succeeded',
       heartbeatAt: finishedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
-      durationMs: tiles.reduce((sum, tile) => sum + tile.durationMs, 0),
-      ...(decisive.error === undefined ? {} : { error: { code: decisive.error.code, message: decisive.error.message } }),
+      durationMs,
+      ...(decisive?.error === undefined ? {} : { error: { code: decisive.error.code, message: decisive.error.message } }),
       rows: tiles.reduce((sum, tile) => sum + tile.rows, 0),
       pages: tiles.reduce((sum, tile) => sum + tile.pages, 0),
       targets: tiles.flatMap((tile) => tile.outputs.map((output) => ({ sink: output.sink, target: output.target, rows: output.rows }))),
@@ -192,8 +220,8 @@ export class RunInProgress {
       ...lineageOf(tiles),
       ...(windows === undefined || windows.failed.length === 0 ? {} : { failedWindows: windows.failed.map(({ from, to }) => ({ from, to })) }),
     });
-    await this.enqueue(first.job);
-    await this.history.prune(first.job);
+    await this.enqueue(job);
+    await this.history.prune(job);
   }
 
   /**

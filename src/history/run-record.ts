@@ -26,8 +26,18 @@ export const runRecordSchema = z.object({
   runId: z.string(),
   /** `running` until the run ends; then what the run summary said of the job. */
   state: z.enum(['running', 'succeeded', 'failed', 'partially_published']),
-  /** What started the run: a `run` (a CronJob's pod runs one), a tick of `schedule`. */
-  trigger: z.enum(['run', 'schedule']),
+  /** What started the run: a `run` (a CronJob's pod runs one), a tick of `schedule`, a `backfill` (by hand, or a shard of an Indexed Job). */
+  trigger: z.enum(['run', 'schedule', 'backfill']),
+  /** A backfill: the range it was asked for, its step, how many windows this process ran (its shard's, when sharded). */
+  backfill: z
+    .object({
+      from: z.string(),
+      to: z.string(),
+      step: z.string(),
+      windows: z.number(),
+      shard: z.object({ index: z.number(), count: z.number() }).optional(),
+    })
+    .optional(),
   startedAt: z.string(),
   /** The last time the running process said it was alive (written at start and every HEARTBEAT_MS). */
   heartbeatAt: z.string(),

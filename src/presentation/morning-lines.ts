@@ -1,5 +1,5 @@
 import { countNoun } from '../count-noun.js';
-import type { JobMorning, LastRun } from '../workspace/morning-status.js';
+import type { JobMorning, LastBackfill, LastRun } from '../workspace/morning-status.js';
 import { formatJobStatus } from './target-status.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -47,9 +47,33 @@ function lastRunLines(run: LastRun): string[] {
   return lines;
 }
 
+function lastBackfillLines(backfill: LastBackfill): string[] {
+  const word = backfill.verdict === 'ok' ? 'OK' : backfill.verdict.toUpperCase();
+  const code = backfill.code === undefined || backfill.verdict === 'ok' ? '' : ` ${backfill.code}`;
+  const shard = backfill.shard === undefined ? '' : `, shard ${backfill.shard.index} of ${backfill.shard.count}`;
+  const trace = backfill.traceId === undefined ? '' : ` (trace ${backfill.traceId})`;
+  const failed = backfill.failedWindows?.length ?? 0;
+  const took =
+    backfill.verdict === 'running' || backfill.verdict === 'killed'
+      ? ''
+      : `; ${backfill.windows - failed} of ${countNoun(backfill.windows, 'window')} succeeded, ${countNoun(backfill.rows ?? 0, 'row')}${backfill.durationMs === undefined ? '' : ` in ${seconds(backfill.durationMs)}`}`;
+  const lines = [
+    `  last backfill: ${word}${code}, run ${backfill.runId} of ${instant(backfill.startedAt)}, ${backfill.from}..${backfill.to} by ${backfill.step}${shard}${trace}${took}`,
+  ];
+  if (backfill.killedBecause !== undefined) lines.push(`    still "running" in the history, but ${backfill.killedBecause}: killed`);
+  if (backfill.message !== undefined && backfill.verdict !== 'ok') lines.push(`    ${backfill.message}`);
+  const [first, ...rest] = backfill.rerun ?? [];
+  if (first !== undefined) {
+    lines.push(`    re-run: ${first}`);
+    for (const command of rest) lines.push(`            ${command}`);
+  }
+  return lines;
+}
+
 /**
  * `status` for one job, as a person reads it: the job line, its last run (outcome, code, run and
- * trace id, rows, where the time went) and LATE when none ran since the schedule fired; each
+ * trace id, rows, where the time went), a backfill newer than it (its range, windows, the re-run of
+ * the failed ones) and LATE when none ran since the schedule fired; each
  * target (presentation/target-status.ts); what changed since the run that wrote them, old → new;
  * what was left behind; the commands that run it again.
  */
@@ -60,6 +84,7 @@ export function formatJobMorning(morning: JobMorning): string {
     lines.push(`  last run: unknown: the run history could not be read (history_unavailable): ${morning.historyUnreadable}`);
   else if (morning.lastRun === undefined) lines.push('  last run: none recorded');
   else lines.push(...lastRunLines(morning.lastRun));
+  if (morning.lastBackfill !== undefined) lines.push(...lastBackfillLines(morning.lastBackfill));
   if (morning.late !== undefined) lines.push(`  LATE: no run has started since the schedule fired at ${instant(morning.late.due)}`);
   lines.push(...targets);
   if (morning.changes !== undefined) {

@@ -3,7 +3,7 @@ import { cronJobName } from '../deploy/job-manifests.js';
 import { NAMESPACE } from '../deploy/deploy-settings.js';
 import { messageOf } from '../errors.js';
 import { changesSince, type ValueChange } from '../history/definition-diff.js';
-import { readJobHistory, type RunVerdict } from '../history/read-history.js';
+import { readJobHistory, type JudgedRun, type RunVerdict } from '../history/read-history.js';
 import { openHistoryDocuments } from '../history/run-history.js';
 import type { JobStatus } from '../pipeline/target-status.js';
 import type { StoredDocuments } from '../sinks/registry.js';
@@ -31,10 +31,34 @@ export interface LastRun {
   killedBecause?: string;
 }
 
+/** A backfill of the job newer than its last run, as its history keeps it. */
+export interface LastBackfill {
+  runId: string;
+  traceId?: string;
+  verdict: RunVerdict;
+  code?: string;
+  message?: string;
+  startedAt: string;
+  durationMs?: number;
+  rows?: number;
+  /** The range asked for (`to` exclusive), the step, the windows this process ran, its shard. */
+  from: string;
+  to: string;
+  step: string;
+  windows: number;
+  shard?: { index: number; count: number };
+  /** The day windows that did not succeed, oldest first; and the commands that run just those again. */
+  failedWindows?: Array<{ from: string; to: string }>;
+  rerun?: string[];
+  killedBecause?: string;
+}
+
 /** `status`'s job-level answers, beside the per-target ones (pipeline/target-status.ts). */
 export interface JobMorning extends JobStatus {
-  /** The newest run of the job the history keeps; absent: none recorded. */
+  /** The newest run of the job the history keeps (a run or a schedule's tick; a backfill is not one); absent: none recorded. */
   lastRun?: LastRun;
+  /** A backfill started after the last run (a backfill is no night's run: it neither answers LATE nor asks for a repair of the job). */
+  lastBackfill?: LastBackfill;
   /** The schedule fired at `due` and no run of the job has started since (its last run is older, or there is none). */
   late?: { due: string };
   /** The history could not be read: why. */
@@ -85,16 +109,22 @@ export async function morningOf(
 }
 
 async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: StoredDocuments, fixFlags: readonly string[]): Promise<JobMorning> {
-  const history = await readJobHistory(documents, job.name, { newest: 1 });
+  // The night's runs decide LATE and the repair; a backfill (by hand, for past days) is shown beside
+  // them when it is newer, never taken for the run the schedule was due.
+  const history = await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger !== 'backfill' });
   const last = history.latest[0];
+  const backfill = (await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger === 'backfill' })).latest[0];
   const morning: JobMorning = { ...status };
+  if (backfill !== undefined && (last === undefined || backfill.record.startedAt > last.record.startedAt))
+    morning.lastBackfill = lastBackfillOf(backfill, job, fixFlags);
   if (last !== undefined) {
     const { record } = last;
     morning.lastRun = {
       runId: record.runId,
       ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
       ...(record.lineage === undefined ? {} : { lineage: record.lineage }),
-      trigger: record.trigger,
+      // Never `backfill`: read where the trigger is not one.
+      trigger: record.trigger === 'schedule' ? 'schedule' : 'run',
       verdict: last.verdict,
       ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
       startedAt: record.startedAt,
@@ -129,6 +159,35 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict)))
     morning.repair = repairOf(job, fixFlags, last?.verdict, last?.record.failedWindows);
   return morning;
+}
+
+function lastBackfillOf({ record, verdict, killedBecause }: JudgedRun, job: LoadedJob, fixFlags: readonly string[]): LastBackfill {
+  const range = record.backfill ?? { from: '?', to: '?', step: 'day', windows: 0 };
+  const failed = record.failedWindows ?? [];
+  return {
+    runId: record.runId,
+    ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+    verdict,
+    ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
+    startedAt: record.startedAt,
+    ...(record.durationMs === undefined ? {} : { durationMs: record.durationMs }),
+    ...(record.rows === undefined ? {} : { rows: record.rows }),
+    from: range.from,
+    to: range.to,
+    step: range.step,
+    windows: range.windows,
+    ...(range.shard === undefined ? {} : { shard: range.shard }),
+    ...(failed.length === 0
+      ? {}
+      : {
+          failedWindows: failed,
+          // The commands the backfill itself printed for them (presentation/window-lines.ts's rerunCommands).
+          rerun: contiguous(failed).map((window) =>
+            ['tilehouse backfill', '--job', job.name, '--from', window.from, '--to', window.to, '--step', range.step, ...fixFlags].join(' '),
+          ),
+        }),
+    ...(killedBecause === undefined ? {} : { killedBecause }),
+  };
 }
 
 function mostNamed(runIds: readonly string[]): string | undefined {
