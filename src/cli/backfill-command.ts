@@ -9,9 +9,11 @@ import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { BACKFILL_RUN_ID_PATTERN, newRunId } from '../pipeline/run-id.js';
 import { backfillSummaryDocument } from '../pipeline/summary-schema.js';
 import { ALLOW_SHRINK_HELP, allowShrinkOf, runIdOf, shardOf, workspaceFlags } from './orchestration-flags.js';
-import { runWindowBatch, type WindowProgress } from '../pipeline/windows/window-batch.js';
+import { runWindowBatch, type WindowProgress, type WindowRunContext } from '../pipeline/windows/window-batch.js';
 import { jobForWindows, sinkTakingWindowsOneAtATime } from '../pipeline/windows/windowed-job.js';
-import { selectBackfillWindows } from '../pipeline/windows/backfill-selection.js';
+import { selectBackfillWindows, type BackfillRange } from '../pipeline/windows/backfill-selection.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Sink } from '../sinks/sink.js';
 import { preflightWindows } from '../pipeline/preflight-sinks.js';
 import { windowRunContextOf } from '../workspace/run-context.js';
 import { windowProgressText } from '../presentation/progress-text.js';
@@ -127,22 +129,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
           trigger: 'backfill',
           traceId: telemetry().logFields().trace_id,
         });
-        const chosen = await selectBackfillWindows(job, sinks, range, context);
-        await recording.describeBackfill(job.name, {
-          from: range.from,
-          to: range.to,
-          step,
-          windows: chosen.windows.length,
-          ...(shard === undefined ? {} : { shard }),
-        });
-        // Windows a target would not keep (past a BigQuery table's partition expiration) are refused before the first page.
-        await preflightWindows(sinks, chosen.windows, {
-          jobName: job.name,
-          logger,
-          strict,
-          windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined),
-          ...(io.signal === undefined ? {} : { signal: io.signal }),
-        });
+        const chosen = await chooseWindows(job, sinks, range, context, { strict, recording, ...(io.signal === undefined ? {} : { signal: io.signal }) });
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;
       });
       const { summary } = ran;
@@ -169,6 +156,36 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
     }
   },
 };
+
+/**
+ * The windows the backfill runs (its share, less those `--resume` finds done), written into its
+ * history record, then checked: windows a target would not keep (past a BigQuery table's partition
+ * expiration) are refused before the first page.
+ */
+async function chooseWindows(
+  job: LoadedJob,
+  sinks: readonly Sink[],
+  range: BackfillRange,
+  context: WindowRunContext,
+  options: { strict: boolean; recording: RunInProgress; signal?: AbortSignal },
+) {
+  const chosen = await selectBackfillWindows(job, sinks, range, context);
+  await options.recording.describeBackfill(job.name, {
+    from: range.from,
+    to: range.to,
+    step: range.step,
+    windows: chosen.windows.length,
+    ...(range.shard === undefined ? {} : { shard: range.shard }),
+  });
+  await preflightWindows(sinks, chosen.windows, {
+    jobName: job.name,
+    logger: context.logger,
+    strict: options.strict,
+    windowColumns: [job.backfill?.item, job.backfill?.bucketColumn].filter((name) => name !== undefined),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  return chosen;
+}
 
 const BACKFILL_OPTIONS = {
   job: { type: 'string', short: 't', multiple: true },
