@@ -2,8 +2,8 @@
 // same run, through each catalog (Apache Iceberg's REST server; the JDBC catalog on the suite's
 // PostgreSQL): Spark, pyiceberg and DuckDB each read back exactly the rows the CSVs say the table
 // holds, with the same types, and Spark sees the day partitioning. One Spark session (one JVM)
-// serves the whole file. Measured at a load average of 2-4 on the 2-core machine: the file 185 s,
-// its beforeAll about 30 s, the first test 75 s (Spark's first scans), the others 21-26 s.
+// serves the whole file. Measured on the 2-core machine: at a load average of 21-27 the file took
+// 218 s, its first test 95 s (Spark's first scans), the others 17-41 s; at a load of 2-4, 185 s.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,7 @@ const LINEAGE = {
 };
 
 const DAY = EXPECTED_COLUMNS.indexOf('day');
+const CREATED = EXPECTED_COLUMNS.indexOf('created');
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => String(from + index));
 
 /**
@@ -213,9 +214,18 @@ describeUnless(
   for (const catalog of catalogs) {
     describe(`through the ${catalog.name} catalog`, () => {
       it(
-        'partition: the second night replaces exactly the days its rows fall on and adds its new days; days only the first night had survive; Spark sees days(day)',
+        'partition on a DATE and on a TIMESTAMP column: the second night replaces exactly the days its rows fall on and adds its new days; days only the first night had survive; Spark sees days(column)',
         async () => {
-          const table = `spark_${catalog.name}.by_day`;
+          // The same rows into two tables: one partitioned by Day (a date), one by Created (a timestamptz, its UTC day).
+          const tables = [
+            { table: `spark_${catalog.name}.by_day`, column: 'Day', field: 'day', dayOf: (row: (string | null)[]) => row[DAY]! },
+            {
+              table: `spark_${catalog.name}.by_created`,
+              column: 'Created',
+              field: 'created',
+              dayOf: (row: (string | null)[]) => new Date(Number(BigInt(row[CREATED]!) / 1000n)).toISOString().slice(0, 10),
+            },
+          ];
           const { night } = await workspace(catalog, 'partition', (which) => ({
             name: `by_day_${catalog.name}`,
             tile: SANDBOX_TILE,
@@ -224,7 +234,7 @@ describeUnless(
             columns: COLUMN_TYPES,
             sinks: [
               { type: 'csv', path: '{name}-{runId}.csv' },
-              { type: 'iceberg', table, writeMode: 'partition', partitionBy: { column: 'Day' } },
+              ...tables.map(({ table, column }) => ({ type: 'iceberg', table, writeMode: 'partition', partitionBy: { column } })),
             ],
           }));
 
@@ -232,30 +242,32 @@ describeUnless(
           expect(first).toHaveLength(60);
           const second = await night(2, false);
           expect(second).toHaveLength(60);
-          const firstDays = new Set(first.map((row) => row[DAY]));
-          const covered = new Set(second.map((row) => row[DAY]));
-          const kept = first.filter((row) => !covered.has(row[DAY]));
-          // The scenario has every case: days only the first night had, first-night rows on a replaced day the second night did not export, days new with the second night.
-          expect(kept.length).toBeGreaterThan(0);
-          expect(first.filter((row) => covered.has(row[DAY]) && Number(row[0]) < 41).length).toBeGreaterThan(0);
-          expect([...covered].filter((day) => !firstDays.has(day)).length).toBeGreaterThan(0);
-          const expected = [...kept, ...second];
-          const described = await expectAllRead(catalog, table, expected, false);
-          expect(described.partitionSpec.map((field) => [field.name, field.transform])).toEqual([['day_day', 'day']]);
+          for (const { table, field, dayOf } of tables) {
+            const firstDays = new Set(first.map(dayOf));
+            const covered = new Set(second.map(dayOf));
+            const kept = first.filter((row) => !covered.has(dayOf(row)));
+            // The scenario has every case: days only the first night had, first-night rows on a replaced day the second night did not export, days new with the second night.
+            expect(kept.length).toBeGreaterThan(0);
+            expect(first.filter((row) => covered.has(dayOf(row)) && Number(row[0]) < 41).length).toBeGreaterThan(0);
+            expect([...covered].filter((day) => !firstDays.has(day)).length).toBeGreaterThan(0);
+            const expected = [...kept, ...second];
+            const described = await expectAllRead(catalog, table, expected, false);
+            expect(described.partitionSpec.map((spec) => [spec.name, spec.transform])).toEqual([[`${field}_day`, 'day']]);
 
-          // Spark's view of the partitioning: the spec, DESCRIBE's words, and the day of each file its scan plans.
-          const perDay = new Map<string, number>();
-          for (const row of expected) perDay.set(row[DAY]!, (perDay.get(row[DAY]!) ?? 0) + 1);
-          const wanted = [...perDay].map(([day, count]) => [day, String(count)]).sort();
-          const seen = await session!.partitions(`${catalog.sparkName}.${table}`, { metadataTable: catalog.metadataTables });
-          expect(seen.spec).toEqual([{ name: 'day_day', transform: 'day', source: 'day', fieldId: 1000 }]);
-          expect(seen.partitioning).toEqual(['days(day)']);
-          // One file per day: the first night's for the days it alone had, the second night's for the others.
-          expect(seen.files.map((file) => [file.partition.replace(/^day_day=/, ''), file.records]).sort()).toEqual(wanted);
-          if (catalog.metadataTables)
-            expect(seen.rows?.map(([partition, records, files]) => [partition[0], records, files]).sort()).toEqual(
-              wanted.map(([day, count]) => [day, count, '1']),
-            );
+            // Spark's view of the partitioning: the spec, DESCRIBE's words, and the day of each file its scan plans.
+            const perDay = new Map<string, number>();
+            for (const row of expected) perDay.set(dayOf(row), (perDay.get(dayOf(row)) ?? 0) + 1);
+            const wanted = [...perDay].map(([day, count]) => [day, String(count)]).sort();
+            const seen = await session!.partitions(`${catalog.sparkName}.${table}`, { metadataTable: catalog.metadataTables });
+            expect(seen.spec).toEqual([{ name: `${field}_day`, transform: 'day', source: field, fieldId: 1000 }]);
+            expect(seen.partitioning).toEqual([`days(${field})`]);
+            // One file per day: the first night's for the days it alone had, the second night's for the others.
+            expect(seen.files.map((file) => [file.partition.replace(`${field}_day=`, ''), file.records]).sort()).toEqual(wanted);
+            if (catalog.metadataTables)
+              expect(seen.rows?.map(([partition, records, files]) => [partition[0], records, files]).sort()).toEqual(
+                wanted.map(([day, count]) => [day, count, '1']),
+              );
+          }
         },
         TEST_TIMEOUT_MS,
       );
