@@ -29,6 +29,8 @@ export function icebergPythonOrSkip(env: NodeJS.ProcessEnv = process.env, projec
 /** What the readers give back for a table: column names and rows of text (null for a null). */
 export interface ReadRows {
   columns: string[];
+  /** Each column's type as the reader holds it (pyarrow's for pyiceberg, DuckDB's SQL types); absent where a reader does not say. */
+  types?: string[];
   rows: (string | null)[][];
 }
 

@@ -61,11 +61,25 @@ export interface SparkSnapshots {
   history: string[];
 }
 
+/** How Spark sees a table's partitioning (iceberg_spark.py's `partitions`). */
+export interface SparkPartitions {
+  /** The current spec's fields, from Iceberg's Java table in Spark's session. */
+  spec: { name: string; transform: string; source: string; fieldId: number }[];
+  /** DESCRIBE TABLE's `# Partitioning` lines, in Spark's words (`days(day)`). */
+  partitioning: string[];
+  /** Each data file of the current snapshot as Spark's scan plans it: its partition as the spec's path text (`day_day=2026-06-01`), its record count. */
+  files: { partition: string; records: string }[];
+  /** With `metadataTable`: the `partitions` metadata table's partition (its fields' values), record_count, file_count. */
+  rows?: [(string | null)[], string, string][];
+}
+
 export interface IcebergSpark {
   /** Registers an Iceberg catalog (SparkCatalog) under `name`; a JDBC catalog's name must be its catalog_name. */
   addCatalog(name: string, properties: Record<string, string>): Promise<void>;
   /** `catalog.ns.table`'s current snapshot as Spark reads it, and its COUNT(*) (from the manifests' record counts). */
-  read(table: string): Promise<ReadRows & { count: number }>;
+  read(table: string): Promise<ReadRows & { count: number; types: string[] }>;
+  /** The table's partition spec, DESCRIBE's partitioning, its files' partitions and (with `metadataTable`) its `partitions` metadata table. */
+  partitions(table: string, options?: { metadataTable?: boolean }): Promise<SparkPartitions>;
   /** Creates the table (format version 2) and appends `rows` (text) when there are any; the snapshot id, or null for none. */
   create(table: string, fields: readonly SparkField[], rows: readonly (readonly (string | null)[])[]): Promise<string | null>;
   /** Appends `rows` (text, in the table's column order) with Spark's writer; the new snapshot id. */
@@ -137,7 +151,8 @@ export async function startIcebergSpark(install: IcebergSparkInstall): Promise<I
     addCatalog: async (name, properties) => {
       await ask('catalog', { name, properties });
     },
-    read: (table) => ask<ReadRows & { count: number }>('read', { table }),
+    read: (table) => ask<ReadRows & { count: number; types: string[] }>('read', { table }),
+    partitions: (table, options = {}) => ask<SparkPartitions>('partitions', { table, metadataTable: options.metadataTable === true }),
     create: async (table, fields, rows) => (await ask<{ snapshotId: string | null }>('create', { table, fields, rows })).snapshotId,
     append: async (table, rows) => (await ask<{ snapshotId: string }>('append', { table, rows })).snapshotId,
     snapshots: (table) => ask<SparkSnapshots>('snapshots', { table }),

@@ -18,6 +18,9 @@ Requests, by "op":
                   pyiceberg involved; with "s3", its httpfs extension reads s3:// through a secret
                   for that endpoint (path style, plain http).
 
+A scan's answer also names each column's type as that reader holds it ("types": pyarrow's for
+pyiceberg, DuckDB's SQL types for DuckDB).
+
 Values come back as text, so the test compares them with the CSV sink's text of the same rows and
 no 64-bit integer passes through a JavaScript double: integers as their decimal digits, decimals
 as plain digits without trailing zeros, dates as YYYY-MM-DD, timestamps as microseconds since the epoch,
@@ -65,7 +68,8 @@ def text(value):
 
 def arrow_rows(table):
     columns = table.column_names
-    return {'columns': columns, 'rows': [[text(row[name]) for name in columns] for row in table.to_pylist()]}
+    types = [str(field.type) for field in table.schema]
+    return {'columns': columns, 'types': types, 'rows': [[text(row[name]) for name in columns] for row in table.to_pylist()]}
 
 
 def read_avro(request):
@@ -159,7 +163,7 @@ def duckdb_scan(request):
         f'epoch_us({quote(name)})' if str(kind) == 'TIMESTAMP WITH TIME ZONE' else quote(name) for name, kind in zip(columns, relation.types)
     )
     rows = con.sql(f'SELECT {select} FROM iceberg_scan(?)', params=[request['metadata']]).fetchall()
-    return {'columns': columns, 'rows': [[text(value) for value in row] for row in rows]}
+    return {'columns': columns, 'types': [str(kind) for kind in relation.types], 'rows': [[text(value) for value in row] for row in rows]}
 
 
 def extension_file(name):

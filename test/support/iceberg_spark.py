@@ -15,8 +15,16 @@ Requests, by "op":
             under that name with those properties (type rest / jdbc, uri, warehouse, ...). For a
             JDBC catalog the name must be the catalog_name of its rows.
   read      {"table": "catalog.ns.name"}: the table's current snapshot, read by Spark (Iceberg's
-            Java readers): {"columns", "rows"}, values as text by iceberg_read.py's rules, and
+            Java readers): {"columns", "rows"}, values as text by iceberg_read.py's rules,
+            {"types"}: each column's Spark SQL type (bigint, decimal(38,9), timestamp, ...), and
             {"count"}: Spark's COUNT(*), which it answers from the data files' record counts.
+  partitions {"table", "metadataTable"?}: how Spark sees the table's partitioning: {"spec": the
+            current spec's fields [{name, transform, source, fieldId}] from Iceberg's Java table,
+            "partitioning": DESCRIBE TABLE's "# Partitioning" lines (Spark's own words, e.g.
+            days(day)), "files": each data file of the current snapshot as Spark's scan plans it
+            [{partition: the spec's path text, records}]}, and with "metadataTable" true, "rows":
+            SELECT partition, record_count, file_count FROM the table's `partitions` metadata table
+            (not through the REST test server: see iceberg_table).
   create    {"table", "fields": [{name, type}], "rows"}: creates the table (format version 2, the
             namespace too) and, when rows are given, appends them (text, as answered): {"snapshotId"}.
   append    {"table", "rows"}: appends rows (text, in the table's column order): {"snapshotId"}.
@@ -98,7 +106,42 @@ def read(spark, request):
     rows = frame.selectExpr(*selected).collect()
     # COUNT(*) is answered from the manifests' record counts (Iceberg's aggregate push-down), not by reading the rows.
     count = spark.sql(f'SELECT COUNT(*) FROM {identifier(request["table"])}').collect()[0][0]
-    return {'columns': columns, 'rows': [[text(value) for value in row] for row in rows], 'count': count}
+    types = [field.dataType.simpleString() for field in frame.schema.fields]
+    return {'columns': columns, 'types': types, 'rows': [[text(value) for value in row] for row in rows], 'count': count}
+
+
+def partitions(spark, request):
+    name = request['table']
+    table = iceberg_table(spark, name)
+    spec = table.spec()
+    schema = table.schema()
+    fields = [
+        {'name': field.name(), 'transform': str(field.transform()), 'source': schema.findColumnName(field.sourceId()), 'fieldId': field.fieldId()}
+        for field in spec.fields()
+    ]
+    # DESCRIBE TABLE lists a v2 table's partitioning after its columns: '# Partitioning', then 'Part 0' | 'days(day)'.
+    described = [(row[0], row[1]) for row in spark.sql(f'DESCRIBE TABLE {identifier(name)}').collect()]
+    heading = next((index for index, (column, _) in enumerate(described) if column == '# Partitioning'), None)
+    partitioning = []
+    if heading is not None:
+        for column, kind in described[heading + 1 :]:
+            if not column.startswith('Part '):
+                break
+            partitioning.append(kind)
+    files = []
+    tasks = table.newScan().planFiles()
+    try:
+        iterator = tasks.iterator()
+        while iterator.hasNext():
+            data_file = iterator.next().file()
+            files.append({'partition': spec.partitionToPath(data_file.partition()), 'records': str(data_file.recordCount())})
+    finally:
+        tasks.close()
+    answer = {'spec': fields, 'partitioning': partitioning, 'files': files}
+    if request.get('metadataTable'):
+        rows = spark.sql(f'SELECT partition, record_count, file_count FROM {identifier(name + ".partitions")}').collect()
+        answer['rows'] = [[text(value) for value in row] for row in rows]
+    return answer
 
 
 def append_rows(spark, table, rows):
@@ -179,7 +222,7 @@ def failure(error):
     return f'{type(error).__name__}: {str(error)[:4000]}\n{where}'
 
 
-OPS = {'catalog': add_catalog, 'read': read, 'create': create, 'append': append, 'snapshots': snapshots}
+OPS = {'catalog': add_catalog, 'read': read, 'partitions': partitions, 'create': create, 'append': append, 'snapshots': snapshots}
 
 
 def main():
