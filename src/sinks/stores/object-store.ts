@@ -130,6 +130,28 @@ export interface TableFiles {
   read(location: string): Promise<Buffer>;
   /** Removes the file; none is not an error. */
   remove(location: string): Promise<void>;
+  /**
+   * Every file below the folder `location` (at any depth), each as its location in the store's
+   * spelling (a local path, `gs://bucket/object`, `s3://bucket/key`) with when it was last written,
+   * on the store's clock; none when nothing is there. A bucket's listing is read page by page
+   * (its write settings' `listPageSize`, else the service's 1000) to the last.
+   */
+  list(location: string): Promise<ListedTableFile[]>;
+  /**
+   * Ends the unfinished uploads below the folder `location` begun at or before `startedAtMs` (the
+   * store's clock) and names them: S3's multipart uploads, whose parts are kept, and billed, until
+   * aborted. Stores whose unfinished writes are files (local temp files, which `list` shows) or
+   * expire by themselves (Cloud Storage's resumable sessions, after a week) end none.
+   */
+  abortUnfinished(location: string, startedAtMs: number): Promise<string[]>;
+}
+
+/** A table format's file as a listing shows it. */
+export interface ListedTableFile {
+  /** A local path, `gs://bucket/object`, `s3://bucket/key`. */
+  location: string;
+  /** When it was last written, on the store's clock (a bucket's: its server's). */
+  modifiedMs: number;
 }
 
 /**
