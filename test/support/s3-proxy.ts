@@ -15,6 +15,10 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
  * destination key, so two copies through the proxy cannot both pass it, as S3 would not let them.
  * (moto also ignores `If-Match` on CompleteMultipartUpload; tilehouse sends none.)
  *
+ * moto 5.2.5 answers every ListMultipartUploads with one constant `Initiated` (2010-11-10), so an
+ * upload begun a moment ago looks years old; S3 answers when the upload began. The proxy notes
+ * when each CreateMultipartUpload it passed on was answered and puts that time in the listing.
+ *
  * Faults, one-shot: an S3 error status it did not act on (503 SlowDown, 500 InternalError), a reset
  * connection, and an answer lost after the request was performed.
  */
@@ -95,6 +99,7 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   const rules: Array<S3FaultRule & { count: number; left: number }> = [];
   const sockets = new Set<Socket>();
   const locks = new Map<string, Promise<void>>();
+  const initiated = new Map<string, Date>();
   let holdMs = 0;
   let copies = 0;
   let inFlight = 0;
@@ -191,8 +196,17 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       if (answer.refused) return answerError(response, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
       const headers = { ...answer.headers };
       delete headers['transfer-encoding'];
+      let sent = answer.body;
+      if (kind === 'create-multipart' && answer.status === 200) {
+        const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(answer.body.toString('utf8'))?.[1];
+        if (uploadId !== undefined) initiated.set(uploadId, new Date());
+      }
+      if (kind === 'list' && new URL(url, 'http://proxy').searchParams.has('uploads') && answer.status === 200) {
+        sent = Buffer.from(withRealInitiated(answer.body.toString('utf8'), initiated));
+        delete headers['content-length'];
+      }
       response.writeHead(answer.status, headers);
-      response.end(answer.body);
+      response.end(sent);
     })()
       .catch((error: unknown) => {
         if (!response.headersSent) answerError(response, 502, 'ProxyError', String(error));
@@ -237,4 +251,13 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       reader.destroy();
     },
   };
+}
+
+/** A ListMultipartUploads answer with each upload's `Initiated` the time the proxy saw it begin (moto's is a constant). */
+function withRealInitiated(xml: string, initiated: ReadonlyMap<string, Date>): string {
+  return xml.replaceAll(/<Upload>[\s\S]*?<\/Upload>/g, (upload) => {
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(upload)?.[1];
+    const when = uploadId === undefined ? undefined : initiated.get(uploadId);
+    return when === undefined ? upload : upload.replace(/<Initiated>[^<]*<\/Initiated>/, `<Initiated>${when.toISOString()}</Initiated>`);
+  });
 }
