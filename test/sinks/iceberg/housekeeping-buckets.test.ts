@@ -56,6 +56,8 @@ interface BucketUnderTest {
   duckdb?(): { endpoint: string; region: string; keyId: string; secret: string };
   /** S3: an unfinished multipart upload begun now (as a writer killed mid-upload leaves), its URL and when the store says it began. */
   unfinishedUpload?(bucket: string, key: string): Promise<{ url: string; initiatedMs: number }>;
+  /** Makes the store refuse (403) the next listing of the bucket's objects. */
+  refuseListing(bucket: string): void;
   /** S3: the keys of the bucket's unfinished multipart uploads. */
   uploads?(bucket: string): Promise<string[]>;
 }
@@ -194,6 +196,43 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
       READS_TIMEOUT_MS,
     );
 
+    it(
+      'a listing the store refuses is a line of the run’s housekeeping failures, never a failed run; the next run lists again and tidies',
+      async () => {
+        const bucket = await store().newBucket();
+        const warehouse = `${store().scheme}${bucket}/warehouse`;
+        const catalog = await openJdbcCatalog(jdbcOptions(warehouse));
+        const table = { namespace: 'orphans', name: 'refused' };
+        const run = (runId: string, first: number, filesNow: number): Promise<IcebergRunResult> =>
+          withTableFileStores(store().stores(), () =>
+            writeIcebergRun({ catalog, table, columns: COLUMNS, rows: [rowsOf(first, 3)], mode: 'replace', runId, filesNow: () => filesNow }),
+          );
+        try {
+          await run('one', 0, Date.now());
+          const orphan = `warehouse/orphans/refused/data/left-behind-${randomUUID()}.parquet`;
+          await store().put(bucket, orphan, 'left by a run that failed');
+          // Every object so far is older than the cutoff of this clock.
+          const past = Date.now() + CUTOFF_MS + HOUR_MS;
+          store().refuseListing(bucket);
+          const two = await run('two', 10, past);
+          expect(two.committed).toBe(true);
+          expect(two.housekeeping?.deletedFiles).toEqual([]);
+          expect(two.housekeeping?.failures).toEqual([expect.stringMatching(/^orphan files were not looked for: .*(403|denied|not allowed)/i)]);
+          expect((await unreferenced(catalog, table, bucket)).left.map((object) => object.url)).toEqual([`${store().scheme}${bucket}/${orphan}`]);
+          await readRows(bucket, 'orphans.refused', rowsOf(10, 3));
+
+          const three = await run('three', 20, past);
+          expect(three.housekeeping?.failures).toEqual([]);
+          expect(three.housekeeping?.deletedFiles).toEqual([`${store().scheme}${bucket}/${orphan}`]);
+          expect((await unreferenced(catalog, table, bucket)).left).toEqual([]);
+          await readRows(bucket, 'orphans.refused', rowsOf(20, 3));
+        } finally {
+          await catalog.close();
+        }
+      },
+      READS_TIMEOUT_MS,
+    );
+
     it('a table folder of more objects than one page is listed whole, page by page, and nothing beside it', async () => {
       const bucket = await store().newBucket();
       const names = Array.from({ length: 2 * PAGE + 1 }, (_, index) => `t/data/file-${index}.parquet`);
@@ -252,6 +291,9 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
         const initiated = listed.Uploads?.find((entry) => entry.UploadId === UploadId)?.Initiated;
         return { url: `s3://${bucket}/${key}`, initiatedMs: initiated!.getTime() };
       },
+      refuseListing(bucket) {
+        s3.proxy.fail({ on: 'list', fault: { kind: 'status', status: 403, code: 'AccessDenied' }, urlContains: `/${bucket}/?list-type=2` });
+      },
       async uploads(bucket) {
         return (await keysOf(s3.client, bucket)).filter((key) => key.endsWith(' (upload)')).map((key) => key.slice(0, -' (upload)'.length));
       },
@@ -288,6 +330,9 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
           (line) => line.startsWith(`other GET /storage/v1/b/${bucket}/o?`) && new URL(line.split(' ')[2]!, 'http://proxy').searchParams.get('prefix') === prefix,
         );
         return { all: lines.length, later: lines.filter((line) => line.includes('pageToken=')).length };
+      },
+      refuseListing(bucket) {
+        faults.fail({ on: 'other', fault: { kind: 'status', status: 403 }, urlContains: `/storage/v1/b/${bucket}/o?` });
       },
       pyCatalog: () => ({
         'gcs.service.host': gcs.origin,
