@@ -31,7 +31,7 @@ import type { ManifestRun } from './manifest.js';
  * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
  * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
  * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`), and writes a table format's files (`tableFiles`: each
- * new, visible only whole; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
+ * new, visible only whole; listed with their times for housekeeping, S3's unfinished uploads ended; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */

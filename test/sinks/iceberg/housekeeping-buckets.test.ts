@@ -7,13 +7,7 @@
 // read the table exactly before and after. The file ages are the store's own (each object's time
 // on its server); only the run's clock for them is injected (`filesNow`), never a sleep.
 import { randomUUID } from 'node:crypto';
-import {
-  CreateMultipartUploadCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  UploadPartCommand,
-} from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IcebergCatalog, TableIdentifier } from '../../../src/sinks/iceberg/catalog.js';
 import { DEFAULT_HOUSEKEEPING } from '../../../src/sinks/iceberg/expire-snapshots.js';
@@ -282,7 +276,12 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
         's3.secret-access-key': TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY,
         's3.region': TEST_AWS_ENV.AWS_REGION,
       }),
-      duckdb: () => ({ endpoint: s3.serverOrigin, region: TEST_AWS_ENV.AWS_REGION, keyId: TEST_AWS_ENV.AWS_ACCESS_KEY_ID, secret: TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY }),
+      duckdb: () => ({
+        endpoint: s3.serverOrigin,
+        region: TEST_AWS_ENV.AWS_REGION,
+        keyId: TEST_AWS_ENV.AWS_ACCESS_KEY_ID,
+        secret: TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY,
+      }),
       async unfinishedUpload(bucket, key) {
         // Through the proxy, which tells when it began (moto answers a constant date).
         const { UploadId } = await s3.sinkClient.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
@@ -327,7 +326,8 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
       },
       listRequests(bucket, prefix) {
         const lines = faults.seen.filter(
-          (line) => line.startsWith(`other GET /storage/v1/b/${bucket}/o?`) && new URL(line.split(' ')[2]!, 'http://proxy').searchParams.get('prefix') === prefix,
+          (line) =>
+            line.startsWith(`other GET /storage/v1/b/${bucket}/o?`) && new URL(line.split(' ')[2]!, 'http://proxy').searchParams.get('prefix') === prefix,
         );
         return { all: lines.length, later: lines.filter((line) => line.includes('pageToken=')).length };
       },

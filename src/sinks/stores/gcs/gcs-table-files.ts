@@ -71,32 +71,35 @@ export function gcsTableFiles(storage: Storage, settings: GcsWriteSettings = {})
         throw gcsFailure(error, { target: location, bucket, operation: 'removing the file', permission: 'storage.objects.delete' });
       }
     },
-    async list(location) {
-      const { bucket, rest } = splitGcsUrl(location)!;
-      const prefix = `${rest.replace(/\/+$/, '')}/`;
-      const files: ListedTableFile[] = [];
-      let pageToken: string | undefined;
-      try {
-        do {
-          const [page, next] = await storage.bucket(bucket).getFiles({
-            prefix,
-            autoPaginate: false,
-            ...(settings.listPageSize !== undefined ? { maxResults: settings.listPageSize } : {}),
-            ...(pageToken !== undefined ? { pageToken } : {}),
-          });
-          for (const file of page) {
-            // `updated` moves with a metadata change as well as a write: the later of the two, never too old.
-            const modifiedMs = Date.parse(String(file.metadata.updated ?? file.metadata.timeCreated ?? ''));
-            files.push({ location: `gs://${bucket}/${file.name}`, modifiedMs: Number.isNaN(modifiedMs) ? Number.POSITIVE_INFINITY : modifiedMs });
-          }
-          pageToken = (next as { pageToken?: string } | null | undefined)?.pageToken;
-        } while (pageToken !== undefined);
-      } catch (error) {
-        throw gcsFailure(error, { target: location, bucket, operation: 'listing the files', permission: 'storage.objects.list', notFoundIsBucket: true });
-      }
-      return files;
-    },
+    list: (location) => listObjects(storage, location, settings.listPageSize),
     // A resumable session holds no object, and Cloud Storage ends it a week after it began.
     abortUnfinished: async () => [],
   };
+}
+
+/** Every object below the folder `location`, read page by page (`pageSize` objects each, else the service's 1000). */
+async function listObjects(storage: Storage, location: string, pageSize: number | undefined): Promise<ListedTableFile[]> {
+  const { bucket, rest } = splitGcsUrl(location)!;
+  const prefix = `${rest.replace(/\/+$/, '')}/`;
+  const files: ListedTableFile[] = [];
+  let pageToken: string | undefined;
+  try {
+    do {
+      const [page, next] = await storage.bucket(bucket).getFiles({
+        prefix,
+        autoPaginate: false,
+        ...(pageSize !== undefined ? { maxResults: pageSize } : {}),
+        ...(pageToken !== undefined ? { pageToken } : {}),
+      });
+      for (const file of page) {
+        // `updated` moves with a metadata change as well as a write: the later of the two, never too old.
+        const modifiedMs = Date.parse(String(file.metadata.updated ?? file.metadata.timeCreated ?? ''));
+        files.push({ location: `gs://${bucket}/${file.name}`, modifiedMs: Number.isNaN(modifiedMs) ? Number.POSITIVE_INFINITY : modifiedMs });
+      }
+      pageToken = (next as { pageToken?: string } | null | undefined)?.pageToken;
+    } while (pageToken !== undefined);
+  } catch (error) {
+    throw gcsFailure(error, { target: location, bucket, operation: 'listing the files', permission: 'storage.objects.list', notFoundIsBucket: true });
+  }
+  return files;
 }

@@ -81,80 +81,89 @@ export function s3TableFiles(client: S3Client, settings: { s3Write?: S3WriteSett
         throw s3Failure(error, { target: location, bucket, operation: 'removing the file', action: 's3:DeleteObject' });
       }
     },
-    async list(location) {
-      const { bucket, prefix } = folderOf(location);
-      const through = requests();
-      const files: ListedTableFile[] = [];
-      let token: string | undefined;
-      try {
-        do {
-          const page: ListObjectsV2CommandOutput = await through.send(
-            'ListObjectsV2',
-            new ListObjectsV2Command({
-              Bucket: bucket,
-              Prefix: prefix,
-              ...(settings.s3Write?.listPageSize !== undefined ? { MaxKeys: settings.s3Write.listPageSize } : {}),
-              ...(token !== undefined ? { ContinuationToken: token } : {}),
-            }),
-          );
-          for (const object of page.Contents ?? [])
-            if (object.Key !== undefined)
-              files.push({ location: `s3://${bucket}/${object.Key}`, modifiedMs: object.LastModified?.getTime() ?? Number.POSITIVE_INFINITY });
-          token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-        } while (token !== undefined);
-      } catch (error) {
-        throw s3Failure(error, { target: location, bucket, operation: 'listing the files', action: 's3:ListBucket', notFoundIsBucket: true });
-      }
-      return files;
-    },
-    async abortUnfinished(location, startedAtMs) {
-      const { bucket, prefix } = folderOf(location);
-      const through = requests();
-      const old: { key: string; uploadId: string }[] = [];
-      try {
-        let keyMarker: string | undefined;
-        let uploadIdMarker: string | undefined;
-        for (;;) {
-          const page: ListMultipartUploadsCommandOutput = await through.send(
-            'ListMultipartUploads',
-            new ListMultipartUploadsCommand({
-              Bucket: bucket,
-              Prefix: prefix,
-              ...(settings.s3Write?.listPageSize !== undefined ? { MaxUploads: settings.s3Write.listPageSize } : {}),
-              ...(keyMarker !== undefined ? { KeyMarker: keyMarker } : {}),
-              ...(uploadIdMarker !== undefined ? { UploadIdMarker: uploadIdMarker } : {}),
-            }),
-          );
-          for (const upload of page.Uploads ?? [])
-            if (upload.Key !== undefined && upload.UploadId !== undefined && (upload.Initiated?.getTime() ?? Number.POSITIVE_INFINITY) <= startedAtMs)
-              old.push({ key: upload.Key, uploadId: upload.UploadId });
-          if (page.IsTruncated !== true) break;
-          keyMarker = page.NextKeyMarker;
-          uploadIdMarker = page.NextUploadIdMarker;
-        }
-      } catch (error) {
-        throw s3Failure(error, {
-          target: location,
-          bucket,
-          operation: 'listing the unfinished multipart uploads',
-          action: 's3:ListBucketMultipartUploads',
-          notFoundIsBucket: true,
-        });
-      }
-      const aborted: string[] = [];
-      for (const { key, uploadId } of old) {
-        try {
-          await through.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
-        } catch (error) {
-          // Completed or aborted meanwhile: nothing left to end.
-          if (s3CodeOf(error) === 'NoSuchUpload') continue;
-          throw s3Failure(error, { target: `s3://${bucket}/${key}`, bucket, operation: 'aborting an unfinished multipart upload', action: 's3:AbortMultipartUpload' });
-        }
-        aborted.push(`s3://${bucket}/${key}`);
-      }
-      return aborted;
-    },
+    list: (location) => listKeys(requests(), location, settings.s3Write?.listPageSize),
+    abortUnfinished: (location, startedAtMs) => abortUploadsBegunBy(requests(), location, startedAtMs, settings.s3Write?.listPageSize),
   };
+}
+
+/** Every key below the folder `location`, read page by page (`pageSize` keys each, else S3's 1000). */
+async function listKeys(through: S3Requests, location: string, pageSize: number | undefined): Promise<ListedTableFile[]> {
+  const { bucket, prefix } = folderOf(location);
+  const files: ListedTableFile[] = [];
+  let token: string | undefined;
+  try {
+    do {
+      const page: ListObjectsV2CommandOutput = await through.send(
+        'ListObjectsV2',
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(pageSize !== undefined ? { MaxKeys: pageSize } : {}),
+          ...(token !== undefined ? { ContinuationToken: token } : {}),
+        }),
+      );
+      for (const object of page.Contents ?? [])
+        if (object.Key !== undefined)
+          files.push({ location: `s3://${bucket}/${object.Key}`, modifiedMs: object.LastModified?.getTime() ?? Number.POSITIVE_INFINITY });
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+  } catch (error) {
+    throw s3Failure(error, { target: location, bucket, operation: 'listing the files', action: 's3:ListBucket', notFoundIsBucket: true });
+  }
+  return files;
+}
+
+/** Aborts the multipart uploads below the folder `location` begun at or before `startedAtMs`, and names them. */
+async function abortUploadsBegunBy(through: S3Requests, location: string, startedAtMs: number, pageSize: number | undefined): Promise<string[]> {
+  const { bucket, prefix } = folderOf(location);
+  const old: { key: string; uploadId: string }[] = [];
+  try {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      const page: ListMultipartUploadsCommandOutput = await through.send(
+        'ListMultipartUploads',
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(pageSize !== undefined ? { MaxUploads: pageSize } : {}),
+          ...(keyMarker !== undefined ? { KeyMarker: keyMarker } : {}),
+          ...(uploadIdMarker !== undefined ? { UploadIdMarker: uploadIdMarker } : {}),
+        }),
+      );
+      for (const upload of page.Uploads ?? [])
+        if (upload.Key !== undefined && upload.UploadId !== undefined && (upload.Initiated?.getTime() ?? Number.POSITIVE_INFINITY) <= startedAtMs)
+          old.push({ key: upload.Key, uploadId: upload.UploadId });
+      if (page.IsTruncated !== true) break;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  } catch (error) {
+    throw s3Failure(error, {
+      target: location,
+      bucket,
+      operation: 'listing the unfinished multipart uploads',
+      action: 's3:ListBucketMultipartUploads',
+      notFoundIsBucket: true,
+    });
+  }
+  const aborted: string[] = [];
+  for (const { key, uploadId } of old) {
+    try {
+      await through.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
+    } catch (error) {
+      // Completed or aborted meanwhile: nothing left to end.
+      if (s3CodeOf(error) === 'NoSuchUpload') continue;
+      throw s3Failure(error, {
+        target: `s3://${bucket}/${key}`,
+        bucket,
+        operation: 'aborting an unfinished multipart upload',
+        action: 's3:AbortMultipartUpload',
+      });
+    }
+    aborted.push(`s3://${bucket}/${key}`);
+  }
+  return aborted;
 }
 
 /** The bucket and the key prefix of a folder location (`s3://bucket/a/b` → `a/b/`: never `a/b2/…`). */
