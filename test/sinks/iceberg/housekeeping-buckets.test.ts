@@ -13,7 +13,7 @@ import type { IcebergCatalog, TableIdentifier } from '../../../src/sinks/iceberg
 import { DEFAULT_HOUSEKEEPING } from '../../../src/sinks/iceberg/expire-snapshots.js';
 import { openJdbcCatalog } from '../../../src/sinks/iceberg/jdbc-catalog.js';
 import { referencesOf } from '../../../src/sinks/iceberg/orphan-files.js';
-import { listLocation, withTableFileStores } from '../../../src/sinks/iceberg/table-files.js';
+import { abortUnfinishedUploads, listLocation, withTableFileStores } from '../../../src/sinks/iceberg/table-files.js';
 import { type IcebergRunResult, writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
 import type { StoreOptions } from '../../../src/sinks/stores/registry.js';
 import { describeWithFakeGcs, fakeGcsClient } from '../../support/fake-gcs-server.js';
@@ -298,6 +298,23 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
       },
     };
     scenarios(() => store);
+  });
+
+  describeWithS3('s3:// unfinished uploads', (s3) => {
+    it('more unfinished multipart uploads than one page are all looked at, and only those begun by the cutoff are aborted', async () => {
+      const bucket = await s3.newBucket('uploads');
+      const keys = Array.from({ length: 2 * PAGE + 1 }, (_, index) => `t/data/part-${index}.parquet`);
+      for (const key of [...keys, 't/data-other/not-mine.parquet']) await s3.sinkClient.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+      const stores = { s3Client: s3.sinkClient, s3Write: { listPageSize: PAGE } };
+      const pages = () => s3.proxy.seen.filter((line) => line.startsWith(`list GET /${bucket}/?`) && line.includes('uploads')).length;
+      // All began after this cutoff: none is taken.
+      expect(await abortUnfinishedUploads(`s3://${bucket}/t`, Date.now() - HOUR_MS, stores)).toEqual([]);
+      expect(pages()).toBe(3);
+      const aborted = await abortUnfinishedUploads(`s3://${bucket}/t/data`, Date.now() + HOUR_MS, stores);
+      expect([...aborted].sort()).toEqual(keys.map((key) => `s3://${bucket}/${key}`).sort());
+      expect(pages()).toBe(6);
+      expect(await keysOf(s3.client, bucket)).toEqual(['t/data-other/not-mine.parquet (upload)']);
+    });
   });
 
   describeWithFakeGcs('gs:// tables', (gcs) => {
