@@ -15,6 +15,12 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
  * destination key, so two copies through the proxy cannot both pass it, as S3 would not let them.
  * (moto also ignores `If-Match` on CompleteMultipartUpload; tilehouse sends none.)
  *
+ * moto 5.2.5 answers every ListMultipartUploads with one constant `Initiated` (2010-11-10), so an
+ * upload begun a moment ago looks years old; S3 answers when the upload began. The proxy notes
+ * when each CreateMultipartUpload it passed on was answered and puts that time in the listing. moto
+ * also answers every upload in one page whatever `max-uploads` asks; the proxy pages the answer as S3
+ * does (by key, then upload id, after `key-marker` / `upload-id-marker`).
+ *
  * Faults, one-shot: an S3 error status it did not act on (503 SlowDown, 500 InternalError), a reset
  * connection, and an answer lost after the request was performed.
  */
@@ -95,6 +101,7 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   const rules: Array<S3FaultRule & { count: number; left: number }> = [];
   const sockets = new Set<Socket>();
   const locks = new Map<string, Promise<void>>();
+  const initiated = new Map<string, Date>();
   let holdMs = 0;
   let copies = 0;
   let inFlight = 0;
@@ -191,8 +198,18 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       if (answer.refused) return answerError(response, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
       const headers = { ...answer.headers };
       delete headers['transfer-encoding'];
+      let sent = answer.body;
+      if (kind === 'create-multipart' && answer.status === 200) {
+        const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(answer.body.toString('utf8'))?.[1];
+        if (uploadId !== undefined) initiated.set(uploadId, new Date());
+      }
+      if (kind === 'list' && new URL(url, 'http://proxy').searchParams.has('uploads') && answer.status === 200) {
+        const query = new URL(url, 'http://proxy').searchParams;
+        sent = Buffer.from(pagedUploads(withRealInitiated(answer.body.toString('utf8'), initiated), query));
+        delete headers['content-length'];
+      }
       response.writeHead(answer.status, headers);
-      response.end(answer.body);
+      response.end(sent);
     })()
       .catch((error: unknown) => {
         if (!response.headersSent) answerError(response, 502, 'ProxyError', String(error));
@@ -237,4 +254,37 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       reader.destroy();
     },
   };
+}
+
+/** A ListMultipartUploads answer with each upload's `Initiated` the time the proxy saw it begin (moto's is a constant). */
+function withRealInitiated(xml: string, initiated: ReadonlyMap<string, Date>): string {
+  return xml.replaceAll(/<Upload>[\s\S]*?<\/Upload>/g, (upload) => {
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(upload)?.[1];
+    const when = uploadId === undefined ? undefined : initiated.get(uploadId);
+    return when === undefined ? upload : upload.replace(/<Initiated>[^<]*<\/Initiated>/, `<Initiated>${when.toISOString()}</Initiated>`);
+  });
+}
+
+/** A ListMultipartUploads answer cut to the page `query` asks for (`max-uploads` after the markers), as S3 pages it. */
+function pagedUploads(xml: string, query: URLSearchParams): string {
+  const max = Number(query.get('max-uploads') ?? '1000');
+  const keyMarker = query.get('key-marker') ?? '';
+  const uploadIdMarker = query.get('upload-id-marker') ?? '';
+  const field = (upload: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(upload)?.[1] ?? '';
+  const uploads = [...xml.matchAll(/<Upload>[\s\S]*?<\/Upload>/g)]
+    .map((match) => match[0])
+    .map((upload) => ({ upload, key: field(upload, 'Key'), id: field(upload, 'UploadId') }))
+    .sort((a, b) => (a.key === b.key ? (a.id < b.id ? -1 : 1) : a.key < b.key ? -1 : 1))
+    .filter(({ key, id }) => keyMarker === '' || key > keyMarker || (key === keyMarker && uploadIdMarker !== '' && id > uploadIdMarker));
+  const page = uploads.slice(0, max);
+  const last = page.at(-1);
+  const truncated = uploads.length > page.length && last !== undefined;
+  const first = xml.search(/<Upload>/);
+  const end = xml.lastIndexOf('</Upload>');
+  const head = (first < 0 ? xml.slice(0, xml.lastIndexOf('</ListMultipartUploadsResult>')) : xml.slice(0, first)).replace(
+    /<IsTruncated>[^<]*<\/IsTruncated>/,
+    `<IsTruncated>${truncated}</IsTruncated>${truncated ? `<NextKeyMarker>${last.key}</NextKeyMarker><NextUploadIdMarker>${last.id}</NextUploadIdMarker>` : ''}`,
+  );
+  const tail = first < 0 ? xml.slice(xml.lastIndexOf('</ListMultipartUploadsResult>')) : xml.slice(end + '</Upload>'.length);
+  return `${head}${page.map(({ upload }) => upload).join('')}${tail}`;
 }

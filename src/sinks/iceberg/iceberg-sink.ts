@@ -478,8 +478,8 @@ function housekeepingOf(settings: IcebergDefaults): Partial<IcebergHousekeepingP
 }
 
 /**
- * What the commit's housekeeping did, for the run's result: the snapshots it expired and the files it
- * deleted as details, and what it could not do as warnings (left for the next run, never a failure:
+ * What the commit's housekeeping did, for the run's result: the snapshots it expired, the files it
+ * deleted and the unfinished uploads it aborted (when any) as details, and what it could not do as warnings (left for the next run, never a failure:
  * the run's snapshot is committed).
  */
 function housekeepingReported(
@@ -489,7 +489,12 @@ function housekeepingReported(
 ): Pick<SinkResult, 'details' | 'warnings'> {
   if (report === undefined) return { details };
   return {
-    details: { ...details, expiredSnapshots: report.expiredSnapshots, deletedFiles: report.deletedFiles.length },
+    details: {
+      ...details,
+      expiredSnapshots: report.expiredSnapshots,
+      deletedFiles: report.deletedFiles.length,
+      ...(report.abortedUploads.length > 0 ? { abortedUploads: report.abortedUploads.length } : {}),
+    },
     ...(report.failures.length === 0 ? {} : { warnings: report.failures.map((failure) => `iceberg ${target}: housekeeping left behind: ${failure}`) }),
   };
 }

@@ -2,7 +2,7 @@ import { basename, dirname, join } from 'node:path';
 import { readAvroContainer } from './avro/avro-reader.js';
 import type { LoadedTable } from './catalog.js';
 import { DELETE_AFTER_COMMIT, type IcebergHousekeepingPolicy, propertiesOf } from './expire-snapshots.js';
-import { childLocation, fileKeyOf, isLocalLocation, listLocation, readLocation, removeLocation } from './local-files.js';
+import { abortUnfinishedUploads, childLocation, fileKeyOf, isLocalLocation, listLocation, readLocation, removeLocation } from './table-files.js';
 import { readManifestList } from './manifests.js';
 
 /**
@@ -19,7 +19,14 @@ import { readManifestList } from './manifests.js';
  * - orphans: a file under the table's `data/` or `metadata/` that the committed metadata does not
  *   reference, left by a run that failed, was refused or was killed before it could clean up. Such
  *   a file may also be another writer's, written and not yet committed: it is deleted only when
- *   its last write is older than `orphanMinAgeHours` (72 h by default), longer than any run.
+ *   its last write is older than `orphanMinAgeHours` (72 h by default), longer than any run. The
+ *   folders are listed through the table's store (ObjectStore.tableFiles.list), whatever its kind:
+ *   a local directory, a gs:// or an s3:// prefix, each file's age by its store's clock.
+ * - unfinished uploads under the table's location begun before the same cutoff: an S3 multipart
+ *   upload a killed run left (a large file goes straight to its final key), whose parts are kept
+ *   and billed until aborted; Cloud Storage ends a resumable session itself, a local temp file is
+ *   a listed file.
+ * A listing that fails is a failure line of the report (the next run tries again), never the run's.
  * Hadoop's checksum files (`.name.crc`, written by a Java catalog on a local warehouse) go with
  * the file they check. When any referenced file cannot be read, nothing is deleted: the set of
  * what is referenced would be incomplete.
@@ -29,6 +36,8 @@ export interface HousekeepingReport {
   expiredSnapshots: number;
   /** Files deleted (local paths; a bucket's as URLs). */
   deletedFiles: string[];
+  /** Unfinished uploads aborted (S3 multipart uploads), as the URL each would have written. */
+  abortedUploads: string[];
   /** What could not be done, one line each: left for the next run. */
   failures: string[];
 }
@@ -48,6 +57,7 @@ export async function removeUnreferencedFiles(options: {
   const report: HousekeepingReport = {
     expiredSnapshots: (before.metadata.snapshots ?? []).filter((snapshot) => !kept.has(snapshot['snapshot-id'])).length,
     deletedFiles: [],
+    abortedUploads: [],
     failures: [],
   };
   const cache: ReadCache = new Map();
@@ -64,15 +74,18 @@ export async function removeUnreferencedFiles(options: {
   const dropped = [...previously.files].filter((path) => !referenced.files.has(path) && (deleteMetadata || !previously.metadataFiles.has(path)));
   const orphanBefore = nowMs - policy.orphanMinAgeHours * 3_600_000;
   const orphans: string[] = [];
-  // Orphans are looked for in local tables only (listing a bucket's prefix is not in the stores' seam yet).
-  if (Number.isFinite(orphanBefore) && isLocalLocation(after.metadata.location)) {
-    const listed = [
-      ...(await listLocation(childLocation(after.metadata.location, 'data')).catch(listFailed(report))),
-      ...(await listLocation(childLocation(after.metadata.location, 'metadata')).catch(listFailed(report))),
-    ];
-    for (const file of listed) {
-      if (referenced.files.has(checkedFileOf(file.path))) continue;
-      if (file.modifiedMs <= orphanBefore) orphans.push(file.path);
+  if (Number.isFinite(orphanBefore)) {
+    const { location } = after.metadata;
+    for (const folder of ['data', 'metadata']) {
+      for (const file of await listLocation(childLocation(location, folder)).catch(listFailed(report))) {
+        if (referenced.files.has(checkedFileOf(file.location))) continue;
+        if (file.modifiedMs <= orphanBefore) orphans.push(file.location);
+      }
+    }
+    try {
+      report.abortedUploads.push(...(await abortUnfinishedUploads(location, orphanBefore)));
+    } catch (error) {
+      report.failures.push(`unfinished uploads were not looked for: ${(error as Error).message}`);
     }
   }
   for (const path of new Set([...dropped, ...orphans])) {
@@ -92,8 +105,9 @@ const listFailed = (report: HousekeepingReport) => (error: unknown) => {
   return [];
 };
 
-/** `.name.crc` is Hadoop's checksum of `name` beside it: referenced when `name` is. */
+/** `.name.crc` is Hadoop's checksum of `name` beside it (on a local warehouse): referenced when `name` is. */
 function checkedFileOf(path: string): string {
+  if (!isLocalLocation(path)) return path;
   const match = /^\.(.+)\.crc$/.exec(basename(path));
   return match ? join(dirname(path), match[1]!) : path;
 }

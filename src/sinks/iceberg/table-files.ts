@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import { isTilehouseError } from '../../errors.js';
 import { fileSystemFailureCode } from '../file-system-failure.js';
+import type { ListedTableFile } from '../stores/object-store.js';
 import { type ObjectStore, type StoreOptions, storeKindOf } from '../stores/registry.js';
 import { IcebergFileWriteError } from './iceberg-errors.js';
 
@@ -28,7 +29,7 @@ export function withTableFileStores<T>(options: StoreOptions, body: () => Promis
   return scoped.run(options, body);
 }
 
-/** A `file:` URI or absolute path as the path on this machine (housekeeping lists local tables only, yet). */
+/** A `file:` URI or absolute path as the path on this machine. */
 export function localPathOf(location: string): string {
   if (location.startsWith('/')) return location;
   if (!location.startsWith('file:')) throw new Error(`${location}: not a file: location`);
@@ -40,9 +41,14 @@ export function isLocalLocation(location: string): boolean {
   return storeKindOf(location).onThisMachine;
 }
 
-/** One spelling per file, to compare locations by: a local one as its path, a bucket's as is. */
+/**
+ * One spelling per file, to compare locations by: a local one as its path, a bucket's as is, but
+ * Hadoop's `s3a://` and `s3n://` as `s3://` (a table Spark wrote names its files so; housekeeping
+ * must see them as the same objects it lists, or it would take them for orphans).
+ */
 export function fileKeyOf(location: string): string {
-  return isLocalLocation(location) ? localPathOf(location) : location;
+  const bucketed = location.replace(/^s3[an]:\/\//, 's3://');
+  return isLocalLocation(bucketed) ? localPathOf(bucketed) : bucketed;
 }
 
 export function childLocation(location: string, relative: string): string {
@@ -71,6 +77,21 @@ export async function readLocation(location: string, stores?: StoreOptions): Pro
 export async function removeLocation(location: string, stores?: StoreOptions): Promise<void> {
   const { files, path } = await filesAt(location, stores);
   await files.remove(path);
+}
+
+/**
+ * Every file below the folder `location`, each with when it was last written on its store's clock
+ * (a local file as its path, a bucket's as its URL: `fileKeyOf`'s spelling); none when nothing is there.
+ */
+export async function listLocation(location: string, stores?: StoreOptions): Promise<ListedTableFile[]> {
+  const { files, path } = await filesAt(location, stores);
+  return files.list(path);
+}
+
+/** Ends the unfinished uploads below the folder `location` begun at or before `startedAtMs` (S3's multipart uploads) and names them. */
+export async function abortUnfinishedUploads(location: string, startedAtMs: number, stores?: StoreOptions): Promise<string[]> {
+  const { files, path } = await filesAt(location, stores);
+  return files.abortUnfinished(path, startedAtMs);
 }
 
 async function filesAt(location: string, stores: StoreOptions | undefined): Promise<{ files: ObjectStore['tableFiles']; path: string }> {

@@ -31,7 +31,7 @@ import type { ManifestRun } from './manifest.js';
  * store: an encoder's chunks, a stored file to read back). Beside a target's files, each store keeps
  * small documents whole (`documents`: the run history's records, src/history/; `local/local-documents.ts`,
  * `gcs/gcs-documents.ts`, `s3/s3-documents.ts`), and writes a table format's files (`tableFiles`: each
- * new, visible only whole; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
+ * new, visible only whole; listed with their times for housekeeping, S3's unfinished uploads ended; `local/local-table-files.ts`, `gcs/gcs-table-files.ts`, `s3/s3-table-files.ts`). A new store is a folder here, its URL
  * grammar in config/object-store-urls.ts, its name in error-codes.ts's TARGET_KINDS, and one line
  * in registry.ts.
  */
@@ -130,6 +130,28 @@ export interface TableFiles {
   read(location: string): Promise<Buffer>;
   /** Removes the file; none is not an error. */
   remove(location: string): Promise<void>;
+  /**
+   * Every file below the folder `location` (at any depth), each as its location in the store's
+   * spelling (a local path, `gs://bucket/object`, `s3://bucket/key`) with when it was last written,
+   * on the store's clock; none when nothing is there. A bucket's listing is read page by page
+   * (its write settings' `listPageSize`, else the service's 1000) to the last.
+   */
+  list(location: string): Promise<ListedTableFile[]>;
+  /**
+   * Ends the unfinished uploads below the folder `location` begun at or before `startedAtMs` (the
+   * store's clock) and names them: S3's multipart uploads, whose parts are kept, and billed, until
+   * aborted. Stores whose unfinished writes are files (local temp files, which `list` shows) or
+   * expire by themselves (Cloud Storage's resumable sessions, after a week) end none.
+   */
+  abortUnfinished(location: string, startedAtMs: number): Promise<string[]>;
+}
+
+/** A table format's file as a listing shows it. */
+export interface ListedTableFile {
+  /** A local path, `gs://bucket/object`, `s3://bucket/key`. */
+  location: string;
+  /** When it was last written, on the store's clock (a bucket's: its server's). */
+  modifiedMs: number;
 }
 
 /**

@@ -17,6 +17,8 @@ export interface KilledWriterRequest {
   first: number;
   count: number;
   pause: 'data-file' | 'manifest-list' | 'commit-sent' | 'committed';
+  /** A table in a bucket: the store's endpoint (S3, its credentials from the AWS chain) or fake-gcs-server's origin. */
+  stores?: { s3Endpoint: string } | { gcsOrigin: string };
 }
 
 const request = JSON.parse(process.argv[2]!) as KilledWriterRequest;
@@ -42,30 +44,43 @@ const catalog =
   request.catalog.kind === 'rest'
     ? await (await import('../../../src/sinks/iceberg/rest-catalog.js')).openRestCatalog(request.catalog.options)
     : await (await import('../../../src/sinks/iceberg/jdbc-catalog.js')).openJdbcCatalog(request.catalog.options);
-await writeIcebergRun({
-  catalog: {
-    description: catalog.description,
-    loadTable: (table) => catalog.loadTable(table),
-    createTable: (table, schema, options) => catalog.createTable(table, schema, options),
-    namespaceExists: (namespace) => catalog.namespaceExists(namespace),
-    commitSnapshot: async (table, base, snapshot, housekeeping) => {
-      if (request.pause === 'manifest-list') await hang();
-      if (request.pause === 'commit-sent') {
-        void catalog.commitSnapshot(table, base, snapshot, housekeeping).catch(() => {});
-        await hang();
-      }
-      const committed = await catalog.commitSnapshot(table, base, snapshot, housekeeping);
-      if (request.pause === 'committed') await hang();
-      return committed;
+const { withTableFileStores } = await import('../../../src/sinks/iceberg/table-files.js');
+const stores =
+  request.stores === undefined
+    ? {}
+    : 's3Endpoint' in request.stores
+      ? { s3Client: await (await import('../../../src/sinks/stores/s3/s3-client.js')).createS3Client({ endpoint: request.stores.s3Endpoint }) }
+      : {
+          storageClient: await (await import('../../../src/sinks/stores/gcs/storage-client.js')).createStorageClient({
+            STORAGE_EMULATOR_HOST: request.stores.gcsOrigin,
+          }),
+        };
+await withTableFileStores(stores, () =>
+  writeIcebergRun({
+    catalog: {
+      description: catalog.description,
+      loadTable: (table) => catalog.loadTable(table),
+      createTable: (table, schema, options) => catalog.createTable(table, schema, options),
+      namespaceExists: (namespace) => catalog.namespaceExists(namespace),
+      commitSnapshot: async (table, base, snapshot, housekeeping) => {
+        if (request.pause === 'manifest-list') await hang();
+        if (request.pause === 'commit-sent') {
+          void catalog.commitSnapshot(table, base, snapshot, housekeeping).catch(() => {});
+          await hang();
+        }
+        const committed = await catalog.commitSnapshot(table, base, snapshot, housekeeping);
+        if (request.pause === 'committed') await hang();
+        return committed;
+      },
+      close: () => catalog.close(),
     },
-    close: () => catalog.close(),
-  },
-  table: request.table,
-  columns: COLUMNS,
-  rows: [rowsOf(request.first, request.count)],
-  mode: 'replace',
-  runId: request.runId,
-  housekeeping: { keepSnapshots: 1, maxSnapshotAgeDays: 0 },
-});
+    table: request.table,
+    columns: COLUMNS,
+    rows: [rowsOf(request.first, request.count)],
+    mode: 'replace',
+    runId: request.runId,
+    housekeeping: { keepSnapshots: 1, maxSnapshotAgeDays: 0 },
+  }),
+);
 process.stdout.write('finished\n');
 await catalog.close();

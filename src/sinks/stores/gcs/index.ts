@@ -11,7 +11,7 @@
 // client's endpoints); `gcs-errors.ts`; `temp-objects.ts` (owner metadata, the sweep of temp objects by the
 // temp-file rule); `gcs-stored-file.ts` (range reads for a format); `gcs-window-state.ts` (a window held: the
 // manifest describes the object); `gcs-table-files.ts` (a table format's files: each a resumable upload straight to
-// its fresh name, deleted again when its upload may have landed but failed). `gs://` URLs are checked by src/config/gcs-url.ts.
+// its fresh name, deleted again when its upload may have landed but failed; listed page by page). `gs://` URLs are checked by src/config/gcs-url.ts.
 
 import type { Storage } from '@google-cloud/storage';
 import { gcsUrls } from '../../../config/gcs-url.js';

@@ -22,6 +22,8 @@ export interface GcsWriteSettings {
   budget?: RetryBudget;
   requestTimeoutMs?: number;
   chunkBytes?: number;
+  /** Objects per page of a table's listing (the service's default, 1000, without it). */
+  listPageSize?: number;
 }
 
 interface ObjectPublishOptions {

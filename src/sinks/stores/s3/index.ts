@@ -10,7 +10,8 @@
 // (the preflight); `temp-keys.ts` (owner metadata; the sweep of temp objects and incomplete multipart
 // uploads by the temp-file rule); `s3-stored-file.ts` (range reads for a format); `s3-window-state.ts` (a
 // window held: the manifest describes the object); `s3-table-files.ts` (a table format's files: each one PutObject or
-// multipart upload straight to its fresh key, aborted or deleted on failure). `s3://` URLs are checked by src/config/s3-url.ts.
+// multipart upload straight to its fresh key, aborted or deleted on failure; listed by ListObjectsV2 page by page, and
+// unfinished multipart uploads begun before a cutoff aborted). `s3://` URLs are checked by src/config/s3-url.ts.
 
 import type { S3Client } from '@aws-sdk/client-s3';
 import { s3Urls } from '../../../config/s3-url.js';

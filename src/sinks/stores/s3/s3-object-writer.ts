@@ -21,6 +21,8 @@ export interface S3WriteSettings {
   requestTimeoutMs?: number;
   /** Multipart part size (at least S3's 5 MiB). */
   partBytes?: number;
+  /** Keys (and multipart uploads) per page of a table's listing (S3's default, 1000, without it). */
+  listPageSize?: number;
 }
 
 export interface S3ObjectWriterOptions extends ObjectWriterBaseOptions {
