@@ -76,7 +76,8 @@ export interface IcebergSinkOptions {
  * Writes each tile run into an Iceberg table through its catalog: the data file streams while the
  * run reads, `prepare` writes its manifest, `publish` is the one catalog commit (table-writer.ts's
  * IcebergRun), exactly once by the run id in the snapshot's summary. Every view's answer is read
- * from the table's metadata (its snapshots' summaries), never from its data.
+ * from the table's metadata (its snapshots' summaries; a partition run's guard, its manifests),
+ * never from its data files.
  */
 export class IcebergSink implements Sink {
   readonly kind = 'iceberg' as const;
