@@ -185,6 +185,12 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             const afterFirst = await tableState(python!, reader);
             expect(afterFirst.rows).toEqual(sortedLines(newer));
             expect(afterFirst.runIds).toEqual(['night-1']);
+            // plan reads page 0 only: which days a run replaces is known from its rows, so plan does not judge it (a run does).
+            const plan = await cli(['plan', '--job', name]);
+            expect(plan.exitCode, plan.stderr).toBe(0);
+            expect(plan.stdout.split('\n')).toContain(
+              '    guard: not judged: what it holds could not be read (the days a run replaces are known only from its rows); not judged',
+            );
 
             // Night 2: one incident of each of the two fullest days: far below what those days hold, held, nothing committed.
             const filesBefore = await filesUnder(location);
