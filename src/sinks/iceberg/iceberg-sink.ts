@@ -424,8 +424,8 @@ async function partitionHolding(
   const writer = chain.find((snapshot) => held.addedBy.has(snapshot['snapshot-id']));
   const runId = writer?.summary[RUN_ID_SUMMARY_KEY];
   const definition = definitionOf(writer);
-  const days = runId === undefined ? known : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
-  return { target, effect: 'replace', rows: held.rows, readFrom, ...(history.recentRuns ? { recentRuns: history.recentRuns } : {}), ...days };
+  const wroteThem = runId === undefined ? known : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
+  return { target, effect: 'replace', rows: held.rows, readFrom, ...(history.recentRuns ? { recentRuns: history.recentRuns } : {}), ...wroteThem };
 }
 
 /** The snapshots `main` reaches, newest first. */
