@@ -6,6 +6,7 @@
 // `${ENV}` or a file, the JDBC catalog's connection resolved as sinks.postgres's), `iceberg-sink.ts` (`IcebergSink`: open,
 // plan, `checkAccess`, status's publication, the guard's holding from the snapshot summaries; the
 // writer: rows streamed into the data file, prepare = the manifest, publish = the one commit),
+// `days-held.ts` (a `partition` run's guard: the rows of the days it replaces, from the manifests),
 // `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by
 // `tilehouse.run-id`; `writeIcebergRun`), `overwrite-run.ts` (`OverwriteRun`: partition and merge in
 // the same phases, their files written as rows stream by, what the parent loses computed in the

@@ -22,6 +22,7 @@ import type {
 import { type IcebergCatalog, type LoadedTable, type TableIdentifier, tableName } from './catalog.js';
 import { openConfiguredCatalog } from './catalog-settings.js';
 import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
+import { daysOfWindow, daysShown, rowsInDays } from './days-held.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
 import type { StoreOptions } from '../stores/registry.js';
@@ -75,7 +76,8 @@ export interface IcebergSinkOptions {
  * Writes each tile run into an Iceberg table through its catalog: the data file streams while the
  * run reads, `prepare` writes its manifest, `publish` is the one catalog commit (table-writer.ts's
  * IcebergRun), exactly once by the run id in the snapshot's summary. Every view's answer is read
- * from the table's metadata (its snapshots' summaries), never from its data.
+ * from the table's metadata (its snapshots' summaries; a partition run's guard, its manifests),
+ * never from its data files.
  */
 export class IcebergSink implements Sink {
   readonly kind = 'iceberg' as const;
@@ -200,7 +202,14 @@ export class IcebergSink implements Sink {
         writeMode === 'partition' || writeMode === 'merge'
           ? await OverwriteRun.open({ ...start, mode: writeMode }, this.lineage ? [...columns, ...LINEAGE_COLUMNS] : columns)
           : await IcebergRun.open({ ...start, mode: writeMode });
-      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog), (body) => this.inStores(body));
+      const replaced = (): ReplacedDays => {
+        if (run.done) return { committed: run.done.snapshotId };
+        const days = run.replacedDays;
+        // The pipeline asks after prepare, when the run's days are known: before it is a bug.
+        if (days === undefined) throw new Error(`Iceberg table ${this.target}: the publish guard was asked before prepare`);
+        return { days };
+      };
+      return new IcebergWriter(this.target, catalog, run, context, this.guardOf(context, catalog, replaced), (body) => this.inStores(body));
     } catch (error) {
       await catalog.close();
       throw error;
@@ -323,22 +332,48 @@ export class IcebergSink implements Sink {
   }
 
   guardCheck(context: SinkRunContext): GuardCheck {
-    return this.guardOf(context, undefined);
+    // No run yet: a partition run's days are its window's when it has one, else known only from its rows.
+    const window = context.window;
+    return this.guardOf(context, undefined, () =>
+      window ? { days: daysOfWindow(window) } : { unknown: 'the days a run replaces are known only from its rows' },
+    );
   }
 
-  private guardOf(context: Pick<SinkRunContext, 'jobName'>, open: IcebergCatalog | undefined): GuardCheck {
+  private guardOf(context: Pick<SinkRunContext, 'jobName'>, open: IcebergCatalog | undefined, replaced: () => ReplacedDays): GuardCheck {
+    const { writeMode } = this.options.config;
     return {
       settings: this.options.guard,
-      holding: async () => {
-        const loaded = open ? await this.inStores(() => open.loadTable(this.table)) : await this.loaded(context.jobName);
-        return icebergHolding(this.target, this.options.config.writeMode, loaded?.metadata, this.options.guard?.recentRuns ?? 0);
-      },
+      holding: () =>
+        // The JDBC catalog's metadata and the manifests are read through the table's stores.
+        this.inStores(async () => {
+          const loaded = open ? await open.loadTable(this.table) : await this.loaded(context.jobName);
+          const recent = this.options.guard?.recentRuns ?? 0;
+          return icebergHolding(this.target, writeMode, loaded?.metadata, recent, writeMode === 'partition' ? replaced() : undefined);
+        }),
     };
   }
 }
 
-/** What the table holds for the publish guard, from its snapshots' summaries (`total-records`, `added-records`): no data read. */
-export function icebergHolding(target: string, mode: IcebergSinkConfig['writeMode'], metadata: TableMetadata | undefined, recent: number): TargetHolding {
+/**
+ * The days a `partition` publish replaces, as the guard is told them: the run's (after its prepare),
+ * why they are not known (no run, no window), or the snapshot an earlier run of this run id
+ * committed (the publish commits nothing, so replaces nothing).
+ */
+export type ReplacedDays = { days: ReadonlySet<number> } | { unknown: string } | { committed: bigint };
+
+/**
+ * What the table holds for the publish guard, from its metadata: no data file read. `replace`: the
+ * current snapshot's `total-records`; `partition`: the rows of exactly the days the run replaces,
+ * summed from the current snapshot's manifests (days-held.ts); `append`, `merge`: nothing removed.
+ * The history rule's recent runs are the `added-records` of tilehouse's snapshots.
+ */
+export async function icebergHolding(
+  target: string,
+  mode: IcebergSinkConfig['writeMode'],
+  metadata: TableMetadata | undefined,
+  recent: number,
+  replaced?: ReplacedDays,
+): Promise<TargetHolding> {
   const readFrom = 'snapshot summary';
   if (!metadata) return { target, effect: mode === 'append' ? 'add' : 'replace', rows: undefined, readFrom };
   const chain = snapshotChain(metadata);
@@ -354,13 +389,43 @@ export function icebergHolding(target: string, mode: IcebergSinkConfig['writeMod
   const history = { ...(runs.length > 0 ? { recentRuns: runs } : {}), ...writtenBy };
   if (mode === 'append' || mode === 'merge') return { target, effect: 'add', rows: undefined, readFrom, ...history };
   if (!current) return { target, effect: 'replace', rows: undefined, readFrom, ...history };
-  // The days a run replaces are known only from its rows (a window's rows are in its manifests' partitions, not summed yet).
-  if (mode === 'partition')
-    return { target, effect: 'replace', rows: undefined, readFrom: 'days', unreadable: 'the days a run replaces are known only from its rows', ...writtenBy };
+  if (mode === 'partition') return partitionHolding(target, metadata, chain, replaced, history);
   const total = current.summary['total-records'];
   if (total === undefined)
     return { target, effect: 'replace', rows: undefined, readFrom, unreadable: 'its current snapshot has no total-records in its summary', ...history };
   return { target, effect: 'replace', rows: Number(total), readFrom, ...history };
+}
+
+async function partitionHolding(
+  target: string,
+  metadata: TableMetadata,
+  chain: readonly Snapshot[],
+  replaced: ReplacedDays | undefined,
+  history: Pick<TargetHolding, 'recentRuns' | 'writtenBy'>,
+): Promise<TargetHolding> {
+  const { writtenBy } = history;
+  const known = writtenBy === undefined ? {} : { writtenBy };
+  if (replaced === undefined || 'unknown' in replaced)
+    return {
+      target,
+      effect: 'replace',
+      rows: undefined,
+      readFrom: 'days',
+      unreadable: replaced?.unknown ?? 'the days a run replaces are known only from its rows',
+      ...known,
+    };
+  // The table holds this run id's snapshot already: the publish commits nothing, so it removes nothing.
+  if ('committed' in replaced) return { target, effect: 'add', rows: undefined, readFrom: `snapshot ${replaced.committed} of this run id`, ...known };
+  if (replaced.days.size === 0) return { target, effect: 'replace', rows: 0, readFrom: 'no day replaced', ...history };
+  const readFrom = `manifest record counts of ${daysShown(replaced.days)}`;
+  const held = await rowsInDays(target, metadata, replaced.days);
+  if ('unreadable' in held) return { target, effect: 'replace', rows: undefined, readFrom, unreadable: held.unreadable, ...known };
+  // What changed is told against the newest run that wrote these days (another window's run changed nothing of them).
+  const writer = chain.find((snapshot) => held.addedBy.has(snapshot['snapshot-id']));
+  const runId = writer?.summary[RUN_ID_SUMMARY_KEY];
+  const definition = definitionOf(writer);
+  const wroteThem = runId === undefined ? known : { writtenBy: { runId, ...(definition === undefined ? {} : { definition }) } };
+  return { target, effect: 'replace', rows: held.rows, readFrom, ...(history.recentRuns ? { recentRuns: history.recentRuns } : {}), ...wroteThem };
 }
 
 /** The snapshots `main` reaches, newest first. */
@@ -394,6 +459,8 @@ type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: 
 /** IcebergRun (replace, append) and OverwriteRun (partition, merge), as the writer drives them. */
 type PhasedRun = Pick<IcebergRun, 'location' | 'writeRows' | 'stage' | 'discard' | 'outcomeUnknown' | 'files'> & {
   readonly done: RunResult | undefined;
+  /** `partition`, after `stage`: the days the run replaces. */
+  readonly replacedDays?: ReadonlySet<number> | undefined;
   commit(): Promise<RunResult>;
 };
 

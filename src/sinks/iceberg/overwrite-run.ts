@@ -75,6 +75,8 @@ type FileSpecs = readonly { name: string; type: ColumnType; fieldId: number }[];
 interface Overwrite {
   own: AddedDataFile[];
   spec: PartitionSpec | undefined;
+  /** `partition`: the days the run replaces (its rows' days, its window's every day). */
+  days?: ReadonlySet<number>;
   onParent(
     data: readonly ParentManifest[],
     deletes: readonly ManifestListEntry[],
@@ -272,6 +274,11 @@ export class OverwriteRun {
     return this.mayBeCommitted;
   }
 
+  /** After `stage`, the days a `partition` run replaces (the publish guard's question); undefined before, and for a merge. */
+  get replacedDays(): ReadonlySet<number> | undefined {
+    return this.overwrite?.days;
+  }
+
   files(): readonly string[] {
     return this.written;
   }
@@ -308,6 +315,7 @@ async function dayOverwrite(
   return {
     own: days.files,
     spec: layout.spec,
+    days: replaced,
     async onParent(data) {
       const foreign = data.find((manifest) => manifest.listEntry.partition_spec_id !== layout.spec['spec-id']);
       if (foreign)
