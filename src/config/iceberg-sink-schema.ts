@@ -44,14 +44,6 @@ export const icebergSinkSchema = z
   .strict()
   .superRefine((sink, ctx) => {
     mergeKeyIssues(sink, ctx, (name) => name);
-    // A run's rows sharing a key refuse it: choosing the latest of them is the PostgreSQL and BigQuery sinks' alone so far.
-    if (sink.latestBy !== undefined && sink.writeMode === 'merge')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['latestBy'],
-        input: sink.latestBy,
-        message: 'an iceberg sink refuses a run whose rows share a primaryKey instead of choosing one of them: remove latestBy',
-      });
     if (sink.writeMode === 'partition' && sink.partitionBy === undefined)
       ctx.addIssue({
         code: 'custom',
