@@ -39,9 +39,9 @@ describe('icebergSinkSchema', () => {
       'primaryKey.1: listed twice',
     ]);
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'], latestBy: 'updated' }))).toEqual([]);
-    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' }, latestBy: 'u' }))).toEqual([
-      "latestBy: only with writeMode: merge (this sink's is partition)",
-    ]);
+    expect(
+      issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' }, latestBy: 'u' })),
+    ).toEqual(["latestBy: only with writeMode: merge (this sink's is partition)"]);
   });
 });
 

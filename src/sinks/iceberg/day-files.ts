@@ -73,7 +73,10 @@ export async function writeDayFiles(options: {
       await write(file, file.encoder.finish());
       file.pieces.end();
       const size = await file.writing;
-      files.push({ path: file.location, recordCount: BigInt(file.encoder.rowCount), sizeInBytes: BigInt(size),
+      files.push({
+        path: file.location,
+        recordCount: BigInt(file.encoder.rowCount),
+        sizeInBytes: BigInt(size),
         partition: { [layout.field.name]: day },
         metrics: file.encoder.metrics(),
       });

@@ -12,7 +12,8 @@
 // commit loop), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
 // `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
 // table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
-// land), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
+// land), `column-metrics.ts` and `data-file-encoder.ts` (every data file's column bounds for its
+// manifest entry), `merge-key-bounds.ts` (the files a merge leaves unread), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
 // `iceberg-errors.ts`.
 
 import { ConfigError } from '../../config/config-error.js';

@@ -108,7 +108,10 @@ export class IcebergKeyError extends TilehouseError {
 
   /** `latestBy`: the column the rows sharing a key also tie on (a null ties with a null), so it cannot choose. */
   constructor(table: string, kind: 'duplicate' | 'null', key: string, keyColumns: readonly string[], latestBy?: string) {
-    const remedy = latestBy === undefined ? 'set latestBy to the column whose highest value wins, or fix the source' : `they also have the same ${latestBy}, so latestBy cannot choose one`;
+    const remedy =
+      latestBy === undefined
+        ? 'set latestBy to the column whose highest value wins, or fix the source'
+        : `they also have the same ${latestBy}, so latestBy cannot choose one`;
     super(
       kind === 'duplicate'
         ? `Iceberg table ${table}: rows of this run share the primary key (${keyColumns.join(', ')}) = ${key}; ${remedy}; nothing was committed`

@@ -102,58 +102,54 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
     });
 
     describe('three data files appended', () => {
-      it(
-        'every filter (=, >=, <=) on every value of every column reads exactly the rows it selects, in pyiceberg and in DuckDB',
-        async () => {
-          for (const [index, rows] of FILES.entries())
-            await writeIcebergRun({
-              catalog: catalog!,
-              table: { namespace: 'bounds', name: 'edges' },
-              columns: COLUMNS,
-              rows: [rows],
-              mode: 'append',
-              runId: `run-${index}`,
-              extractedAtMs: EXTRACTED_AT_MS + index,
-            });
-          const expected = FILES.flatMap((rows, index) => rows.map((row) => typedText([...row, `run-${index}`, EXTRACTED_AT_MS + index])));
-          const { pyiceberg, duckdb } = await readBoth(python!, reader);
-          expect(pyiceberg.columns).toEqual(NAMES);
-          expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(expected));
-          expect(sortedLines(duckdb.rows)).toEqual(sortedLines(expected));
-
-          // The writer wrote bounds for every column of every file (else nothing here would be pruned).
-          const { metadataLocation } = await readIceberg(python!, 'pyiceberg-table', reader);
-          const manifests = await manifestEntries(metadataLocation);
-          expect(manifests).toHaveLength(3);
-          for (const entry of manifests) expect(Object.keys(entry.lower_bounds).length).toBe(NAMES.length);
-
-          const filters: ScanFilter[] = [];
-          const selected: (string | null)[][][] = [];
-          NAMES.forEach((column, index) => {
-            const values = [...new Set(expected.map((row) => row[index]).filter((value): value is string => value !== null))];
-            for (const value of values)
-              for (const op of ['=', '>=', '<='] as const) {
-                filters.push({ column, op, value });
-                selected.push(
-                  expected.filter((row) => {
-                    const cell = row[index];
-                    if (cell === null || cell === undefined) return false;
-                    const order = compareText(TYPES[index]!, cell, value);
-                    return op === '=' ? order === 0 : op === '>=' ? order >= 0 : order <= 0;
-                  }),
-                );
-              }
+      it('every filter (=, >=, <=) on every value of every column reads exactly the rows it selects, in pyiceberg and in DuckDB', async () => {
+        for (const [index, rows] of FILES.entries())
+          await writeIcebergRun({
+            catalog: catalog!,
+            table: { namespace: 'bounds', name: 'edges' },
+            columns: COLUMNS,
+            rows: [rows],
+            mode: 'append',
+            runId: `run-${index}`,
+            extractedAtMs: EXTRACTED_AT_MS + index,
           });
-          const check = (reader: string, results: ReadRows[]) =>
-            results.forEach((result, index) => {
-              const filter = filters[index]!;
-              expect(sortedLines(result.rows), `${reader}: ${filter.column} ${filter.op} ${JSON.stringify(filter.value)}`).toEqual(sortedLines(selected[index]!));
-            });
-          check('pyiceberg', (await readIceberg(python!, 'pyiceberg-filtered', { ...reader, filters })).results);
-          check('DuckDB', (await readIceberg(python!, 'duckdb-filtered', { metadata: metadataLocation, filters })).results);
-        },
-        600_000,
-      );
+        const expected = FILES.flatMap((rows, index) => rows.map((row) => typedText([...row, `run-${index}`, EXTRACTED_AT_MS + index])));
+        const { pyiceberg, duckdb } = await readBoth(python!, reader);
+        expect(pyiceberg.columns).toEqual(NAMES);
+        expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(expected));
+        expect(sortedLines(duckdb.rows)).toEqual(sortedLines(expected));
+
+        // The writer wrote bounds for every column of every file (else nothing here would be pruned).
+        const { metadataLocation } = await readIceberg(python!, 'pyiceberg-table', reader);
+        const manifests = await manifestEntries(metadataLocation);
+        expect(manifests).toHaveLength(3);
+        for (const entry of manifests) expect(Object.keys(entry.lower_bounds).length).toBe(NAMES.length);
+
+        const filters: ScanFilter[] = [];
+        const selected: (string | null)[][][] = [];
+        NAMES.forEach((column, index) => {
+          const values = [...new Set(expected.map((row) => row[index]).filter((value): value is string => value !== null))];
+          for (const value of values)
+            for (const op of ['=', '>=', '<='] as const) {
+              filters.push({ column, op, value });
+              selected.push(
+                expected.filter((row) => {
+                  const cell = row[index];
+                  if (cell === null || cell === undefined) return false;
+                  const order = compareText(TYPES[index]!, cell, value);
+                  return op === '=' ? order === 0 : op === '>=' ? order >= 0 : order <= 0;
+                }),
+              );
+            }
+        });
+        const check = (reader: string, results: ReadRows[]) =>
+          results.forEach((result, index) => {
+            const filter = filters[index]!;
+            expect(sortedLines(result.rows), `${reader}: ${filter.column} ${filter.op} ${JSON.stringify(filter.value)}`).toEqual(sortedLines(selected[index]!));
+          });
+        check('pyiceberg', (await readIceberg(python!, 'pyiceberg-filtered', { ...reader, filters })).results);
+        check('DuckDB', (await readIceberg(python!, 'duckdb-filtered', { metadata: metadataLocation, filters })).results);
+      }, 600_000);
     });
 
     /** The data files' manifest entries of the table's current snapshot, as fastavro reads them (bounds as hex, by field id). */
@@ -167,7 +163,9 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
       const entries = [];
       for (const manifest of list.records as { manifest_path: string }[]) {
         const read = await readIceberg(python!, 'avro', { path: localPath(manifest.manifest_path) });
-        for (const record of read.records as { data_file: { lower_bounds: { key: string; value: string }[]; upper_bounds: { key: string; value: string }[] } }[])
+        for (const record of read.records as {
+          data_file: { lower_bounds: { key: string; value: string }[]; upper_bounds: { key: string; value: string }[] };
+        }[])
           entries.push({
             lower_bounds: Object.fromEntries(record.data_file.lower_bounds.map((pair) => [pair.key, pair.value])),
             upper_bounds: Object.fromEntries(record.data_file.upper_bounds.map((pair) => [pair.key, pair.value])),

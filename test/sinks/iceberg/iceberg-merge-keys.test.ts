@@ -5,7 +5,7 @@
 // pyiceberg and DuckDB read back exactly the rows the CSVs say the table holds.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { runCli, sandboxEnv, summaryOf, writeWorkspace } from '../../support/cli-harness.js';
@@ -57,7 +57,12 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
     });
 
     /** A workspace of one job (a CSV sink and `iceberg`) whose sinks.iceberg is `iceberg`; its cli, and the job file to rewrite between nights. */
-    async function workspace(name: string, job: (numbers: string[]) => Record<string, unknown>, iceberg: Record<string, unknown>, s3?: Record<string, unknown>) {
+    async function workspace(
+      name: string,
+      job: (numbers: string[]) => Record<string, unknown>,
+      iceberg: Record<string, unknown>,
+      s3?: Record<string, unknown>,
+    ) {
       const ws = await writeWorkspace(path.join(fixture.root, name), fixture.sandbox, [job([])], { concurrency: 1 });
       const environment = parse(await readFile(ws.configFile, 'utf8')) as { sinks: Record<string, unknown> };
       environment.sinks.iceberg = iceberg;
@@ -103,7 +108,10 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
             { type: 'iceberg', table, writeMode: 'merge', primaryKey: ['Description'], latestBy: 'Number' },
           ],
         });
-        const { night } = await workspace('latest', job, { catalog: catalogSettings('tilehouse_latest'), location: path.join(fixture.root, 'latest-warehouse') });
+        const { night } = await workspace('latest', job, {
+          catalog: catalogSettings('tilehouse_latest'),
+          location: path.join(fixture.root, 'latest-warehouse'),
+        });
         const reader = readerOf('tilehouse_latest', table);
         /** Of rows sharing a description, the one with the highest Number. */
         const latest = (rows: (string | null)[][]) => {

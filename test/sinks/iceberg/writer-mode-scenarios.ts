@@ -344,7 +344,8 @@ export function writerModeScenarios(python: string, context: () => WriterContext
       }).catch((error: unknown) => error);
       expect(duplicate).toMatchObject({
         code: 'iceberg_duplicate_key',
-        message: 'Iceberg table tiles.merged_refused: rows of this run share the primary key (id, day) = (9007199254740995, 2024-02-29); set latestBy to the column whose highest value wins, or fix the source; nothing was committed',
+        message:
+          'Iceberg table tiles.merged_refused: rows of this run share the primary key (id, day) = (9007199254740995, 2024-02-29); set latestBy to the column whose highest value wins, or fix the source; nothing was committed',
       });
       const nullKey = keyed([3], 'null').map((row) => row.map((value, index) => (index === DAY ? null : value)));
       const refused = await writeIcebergRun({
@@ -394,7 +395,10 @@ export function writerModeScenarios(python: string, context: () => WriterContext
       ];
       for (const [index, rows] of ties.entries()) {
         const refused = await writeIcebergRun({ ...options, rows: [rows], runId: `tie-${index}` }).catch((error: unknown) => error);
-        expect(refused).toMatchObject({ code: 'iceberg_duplicate_key', message: expect.stringContaining('they also have the same amount, so latestBy cannot choose one') });
+        expect(refused).toMatchObject({
+          code: 'iceberg_duplicate_key',
+          message: expect.stringContaining('they also have the same amount, so latestBy cannot choose one'),
+        });
       }
       expect(await filesOf('tiles.merged_latest')).toEqual(before);
       await expectRows('tiles.merged_latest', expected, LINEAGE_NAMES);
