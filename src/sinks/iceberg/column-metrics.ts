@@ -24,6 +24,9 @@ export interface DataFileMetrics {
   upperBounds: Map<number, Buffer>;
 }
 
+/** A UTF-16 unit at or above U+D800: a surrogate, or U+E000..U+FFFF (where UTF-16 order and code point order part). */
+const HIGH_UNITS = /[\uD800-\uFFFF]/;
+
 /** How many code points of a string bound are kept (Java's and pyiceberg's default `truncate(16)`). */
 export const STRING_BOUND_CODE_POINTS = 16;
 
@@ -51,23 +54,73 @@ export class ColumnMetrics {
     const tracked = this.tracked;
     for (let column = 0; column < tracked.length; column++) {
       const state = tracked[column]!;
-      const compare = COMPARES[state.type];
-      let { min, max, nulls } = state;
-      for (const row of rows) {
-        const value = row[column] ?? null;
-        if (value === null) {
-          nulls++;
-          continue;
-        }
-        if (state.type === 'FLOAT64' && Number.isNaN(value)) continue;
-        if (min === null || compare(value, min) < 0) min = value;
-        if (max === null || compare(value, max) > 0) max = value;
-      }
-      state.min = min;
-      state.max = max;
-      state.nulls = nulls;
+      // One loop per order, each comparing its own values natively where that is the type's order (the file's every value passes here).
+      if (state.type === 'STRING') this.addStrings(state, rows, column);
+      else if (state.type === 'NUMERIC') this.addOrdered(state, rows, column, compareDecimalText as (a: TypedValue, b: TypedValue) => number);
+      else this.addNative(state, rows, column);
       state.values += rows.length;
     }
+  }
+
+  /** INT64 (bigint), FLOAT64 and TIMESTAMP (numbers, NaN skipped), DATE (YYYY-MM-DD): JavaScript's < is their order. */
+  private addNative(state: Tracked, rows: readonly TypedRow[], column: number): void {
+    let { min, max, nulls } = state;
+    for (const row of rows) {
+      const value = row[column] ?? null;
+      if (value === null) {
+        nulls++;
+        continue;
+      }
+      if (value !== value) continue; // NaN
+      // min <= max: a value below min is not above max.
+      if (min === null || max === null) min = max = value;
+      else if (value < min) min = value;
+      else if (value > max) max = value;
+    }
+    Object.assign(state, { min, max, nulls });
+  }
+
+  /** Strings: UTF-16 order is code point order unless a surrogate meets U+E000..U+FFFF, so only strings holding either are compared slowly. */
+  private addStrings(state: Tracked, rows: readonly TypedRow[], column: number): void {
+    let { min, max, nulls } = state;
+    let minHigh = typeof min === 'string' && HIGH_UNITS.test(min);
+    let maxHigh = typeof max === 'string' && HIGH_UNITS.test(max);
+    for (const row of rows) {
+      const value = row[column] ?? null;
+      if (value === null) {
+        nulls++;
+        continue;
+      }
+      const text = value as string;
+      const high = HIGH_UNITS.test(text);
+      if (min === null || max === null) {
+        min = max = text;
+        minHigh = maxHigh = high;
+      } else if (high || minHigh ? compareCodePoints(text, min as string) < 0 : text < (min as string)) {
+        min = text;
+        minHigh = high;
+      } else if (high || maxHigh ? compareCodePoints(text, max as string) > 0 : text > (max as string)) {
+        max = text;
+        maxHigh = high;
+      }
+    }
+    Object.assign(state, { min, max, nulls });
+  }
+
+  private addOrdered(state: Tracked, rows: readonly TypedRow[], column: number, compare: (a: TypedValue, b: TypedValue) => number): void {
+    let { min, max, nulls } = state;
+    for (const row of rows) {
+      const value = row[column] ?? null;
+      if (value === null) {
+        nulls++;
+        continue;
+      }
+      if (value === min || value === max) continue;
+      if (min === null || max === null) min = max = value;
+      else if (compare(value, min) < 0) min = value;
+      else if (compare(value, max) > 0) max = value;
+    }
+    Object.assign(state, { min, max, nulls });
   }
 
   metrics(): DataFileMetrics {
@@ -102,31 +155,46 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** Two canonical decimal texts ("-12.5", "0.25", never an exponent) by value. */
+/** Two canonical decimal texts ("-12.5", "0.25", never an exponent) by value, without allocating. */
 export function compareDecimalText(a: string, b: string): number {
   if (a === b) return 0;
-  const negativeA = a.startsWith('-');
-  const negativeB = b.startsWith('-');
-  const magnitude = compareMagnitude(negativeA ? a.slice(1) : a, negativeB ? b.slice(1) : b);
-  if (negativeA !== negativeB) return magnitude === 0 && isZero(a) && isZero(b) ? 0 : negativeA ? -1 : 1;
+  const negativeA = a.charCodeAt(0) === 45;
+  const negativeB = b.charCodeAt(0) === 45;
+  if (negativeA !== negativeB) return isZero(a) && isZero(b) ? 0 : negativeA ? -1 : 1;
+  const magnitude = compareMagnitude(a, negativeA ? 1 : 0, b, negativeB ? 1 : 0);
   return negativeA ? -magnitude : magnitude;
 }
 
 function isZero(text: string): boolean {
-  return /^-?0*(\.0*)?$/.test(text);
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code !== 48 && code !== 45 && code !== 46) return false;
+  }
+  return true;
 }
 
-function compareMagnitude(a: string, b: string): number {
-  const [wholeA = '', fractionA = ''] = a.split('.');
-  const [wholeB = '', fractionB = ''] = b.split('.');
-  const intA = wholeA.replace(/^0+/, '');
-  const intB = wholeB.replace(/^0+/, '');
-  if (intA.length !== intB.length) return intA.length - intB.length;
-  if (intA !== intB) return intA < intB ? -1 : 1;
-  const width = Math.max(fractionA.length, fractionB.length);
-  const fa = fractionA.padEnd(width, '0');
-  const fb = fractionB.padEnd(width, '0');
-  return fa === fb ? 0 : fa < fb ? -1 : 1;
+/** The digits of `a` from `i` and of `b` from `j` as non-negative decimals. */
+function compareMagnitude(a: string, i: number, b: string, j: number): number {
+  let dotA = a.indexOf('.', i);
+  let dotB = b.indexOf('.', j);
+  if (dotA < 0) dotA = a.length;
+  if (dotB < 0) dotB = b.length;
+  // Leading zeros say nothing of the size.
+  while (i < dotA - 1 && a.charCodeAt(i) === 48) i++;
+  while (j < dotB - 1 && b.charCodeAt(j) === 48) j++;
+  if (dotA - i !== dotB - j) return dotA - i - (dotB - j);
+  for (let k = 0; k < dotA - i; k++) {
+    const difference = a.charCodeAt(i + k) - b.charCodeAt(j + k);
+    if (difference !== 0) return difference;
+  }
+  const fractionA = Math.max(0, a.length - dotA - 1);
+  const fractionB = Math.max(0, b.length - dotB - 1);
+  for (let k = 0; k < Math.max(fractionA, fractionB); k++) {
+    const x = k < fractionA ? a.charCodeAt(dotA + 1 + k) : 48;
+    const y = k < fractionB ? b.charCodeAt(dotB + 1 + k) : 48;
+    if (x !== y) return x - y;
+  }
+  return 0;
 }
 
 /** The order of a column type's non-null values: the one a filter's readers use, and latestBy's. */

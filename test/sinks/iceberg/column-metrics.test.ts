@@ -120,6 +120,47 @@ describe('ColumnMetrics', () => {
     expect(decimalOfBytes(upperBounds.get(5)!)).toBe(10_000_000_000n);
   });
 
+  it('bounds each column by the least and greatest of its values in the type’s order, whatever the batches (property)', () => {
+    const decimalText = fc.tuple(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), fc.integer({ min: 0, max: 9 })).map(([unscaled, scale]) => {
+      const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+      const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`.replace(/\.?0+$/, '');
+      return unscaled < 0n && /[1-9]/.test(text) ? `-${text}` : text;
+    });
+    const row = fc.tuple(
+      fc.option(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n })),
+      fc.option(decimalText),
+      fc.option(fc.string({ unit: 'grapheme', maxLength: 20 })),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.array(row, { maxLength: 8 }), { maxLength: 4 }), (batches) => {
+        const metrics = new ColumnMetrics([
+          { type: 'INT64', fieldId: 1 },
+          { type: 'NUMERIC', fieldId: 2 },
+          { type: 'STRING', fieldId: 3 },
+        ]);
+        for (const batch of batches) metrics.add(batch.map((values) => [...values]));
+        const { lowerBounds, upperBounds } = metrics.metrics();
+        const rows = batches.flat();
+        const orders = [
+          (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
+          (a: string, b: string) => {
+            const x = unscaledDecimal(a);
+            const y = unscaledDecimal(b);
+            return x < y ? -1 : x > y ? 1 : 0;
+          },
+          (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')),
+        ] as const;
+        const types = ['INT64', 'NUMERIC', 'STRING'] as const;
+        types.forEach((type, index) => {
+          const values = rows.map((values) => values[index]).filter((value) => value !== null) as never[];
+          const sorted = [...values].sort(orders[index] as (a: never, b: never) => number);
+          expect(hex(lowerBounds.get(index + 1))).toBe(sorted.length === 0 ? undefined : hex(boundOf(type, sorted[0]!, 'lower')));
+          expect(hex(upperBounds.get(index + 1))).toBe(sorted.length === 0 ? undefined : hex(boundOf(type, sorted.at(-1)!, 'upper')));
+        });
+      }),
+    );
+  });
+
   it('writes no bounds for a column of nulls only', () => {
     const metrics = new ColumnMetrics([{ type: 'DATE', fieldId: 4 }]);
     metrics.add([[null], [null]]);
