@@ -116,7 +116,7 @@ export const ERROR_CODES = {
   iceberg_metadata_invalid: { exit: 1, retryable: false, says: "The Iceberg table's metadata, manifest list or manifests could not be read as the table format specification says; nothing was committed." },
   iceberg_partition_mismatch: { exit: 1, retryable: false, says: "`writeMode: partition`: the Iceberg table is not partitioned by day on the job's partition column (or the column is not a DATE or TIMESTAMP); nothing was committed." },
   iceberg_value_invalid: { exit: 1, retryable: false, says: "`writeMode: partition`: a row's partition value has no day (null) or lies outside the run's window; nothing was committed." },
-  iceberg_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key; nothing was committed.' },
+  iceberg_duplicate_key: { exit: 1, retryable: false, says: '`writeMode: merge`: rows of one run share a primary key and no `latestBy` chooses between them (or they tie on it too); nothing was committed.' },
   iceberg_null_key: { exit: 1, retryable: false, says: '`writeMode: merge`: a row has a null in a primary key column; nothing was committed.' },
   iceberg_data_file_unreadable: { exit: 1, retryable: false, says: "`writeMode: merge`: a data file of the Iceberg table that may hold the run's keys could not be read back to rewrite it (a layout this reader does not read, delete files); nothing was committed." },
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },

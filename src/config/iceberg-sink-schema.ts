@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { latestBySchema, mergeKeyIssues } from './merge-key-options.js';
+import { keyedIncrementalIssues, keyedWriteFields, keyedWriteIssues } from './merge-key-options.js';
 import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-urls.js';
 import { postgresConnectionFields, postgresConnectionIssues } from './postgres-connection-schema.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
@@ -28,67 +28,16 @@ export const icebergSinkSchema = z
       .describe(
         "replace: each run is the whole table (an overwrite snapshot); append: each run adds its rows with the lineage columns _run_id and _extracted_at; partition: the table is partitioned by day on partitionBy.column and a run replaces the days it covers (its window's every day, else its rows' days); merge: rows update the table by primaryKey (copy-on-write, with the lineage columns)",
       ),
-    partitionBy: z
-      .object({ column: z.string().min(1).describe("Output column name or header of a DATE or TIMESTAMP column (a TIMESTAMP's days are UTC days)") })
-      .strict()
-      .optional()
-      .describe('writeMode partition only (and required there): the column whose days a run replaces'),
-    primaryKey: z
-      .array(z.string().min(1))
-      .min(1)
-      .optional()
-      .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
-    latestBy: latestBySchema,
+    ...keyedWriteFields("Output column name or header of a DATE or TIMESTAMP column (a TIMESTAMP's days are UTC days)"),
     guard: publishGuardSchema,
   })
   .strict()
-  .superRefine((sink, ctx) => {
-    mergeKeyIssues(sink, ctx, (name) => name);
-    // A run's rows sharing a key refuse it: choosing the latest of them is the PostgreSQL and BigQuery sinks' alone so far.
-    if (sink.latestBy !== undefined && sink.writeMode === 'merge')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['latestBy'],
-        input: sink.latestBy,
-        message: 'an iceberg sink refuses a run whose rows share a primaryKey instead of choosing one of them: remove latestBy',
-      });
-    if (sink.writeMode === 'partition' && sink.partitionBy === undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['writeMode'],
-        input: sink.writeMode,
-        message: 'writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
-      });
-    if (sink.partitionBy !== undefined && sink.writeMode !== 'partition')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['partitionBy'],
-        input: sink.partitionBy,
-        message: `only with writeMode: partition (this sink's is ${sink.writeMode})`,
-      });
-  });
+  .superRefine((sink, ctx) => keyedWriteIssues(sink, ctx, (name) => name));
 
 export type IcebergSinkConfig = z.infer<typeof icebergSinkSchema>;
 
-/** Whether an Iceberg sink can take a windowed job's windows: the window's days replaced, or merged by key. */
-export function icebergTakesWindows(writeMode: IcebergSinkConfig['writeMode']): boolean {
-  return writeMode === 'partition' || writeMode === 'merge';
-}
-
 /** What an incremental job requires of an Iceberg sink: a write mode that takes a day exported twice as once. */
-export function icebergIncrementalIssues(sink: IcebergSinkConfig, index: number): SinkIssue[] {
-  if (icebergTakesWindows(sink.writeMode)) return [];
-  return [
-    {
-      path: ['sinks', index, 'writeMode'],
-      input: sink.writeMode,
-      message:
-        sink.writeMode === 'append'
-          ? 'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)'
-          : 'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)',
-    },
-  ];
-}
+export const icebergIncrementalIssues: (sink: IcebergSinkConfig, index: number) => SinkIssue[] = keyedIncrementalIssues;
 
 const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 

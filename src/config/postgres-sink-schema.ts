@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { latestBySchema, mergeKeyIssues } from './merge-key-options.js';
+import { keyedIncrementalIssues, keyedWriteFields, keyedWriteIssues } from './merge-key-options.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
 
@@ -38,58 +38,13 @@ export const postgresSinkSchema = z
         "replace: the table is the latest run; append: rows are added; partition: the days a run covers (its window, else its rows' days) are replaced; merge: rows update the table by primaryKey",
       ),
     schema: z.enum(['freeze', 'add']).default('freeze').describe('freeze: any change fails; add: new nullable columns are added in the publishing transaction'),
-    partitionBy: z
-      .object({ column: z.string().min(1).describe('Output column name or header of a DATE or TIMESTAMP column') })
-      .strict()
-      .optional()
-      .describe('writeMode partition only (and required there): the column whose days a run replaces'),
-    primaryKey: z
-      .array(z.string().min(1))
-      .min(1)
-      .optional()
-      .describe('writeMode merge only (and required there): the output column names or headers whose values identify a row'),
-    latestBy: latestBySchema,
+    ...keyedWriteFields('Output column name or header of a DATE or TIMESTAMP column'),
     guard: publishGuardSchema,
   })
   .strict()
-  .superRefine((sink, ctx) => {
-    mergeKeyIssues(sink, ctx, (name) => name);
-    if (sink.writeMode === 'partition' && sink.partitionBy === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['writeMode'],
-        input: sink.writeMode,
-        message: 'writeMode: partition needs partitionBy.column: the DATE or TIMESTAMP column whose days a run replaces',
-      });
-    }
-    if (sink.partitionBy !== undefined && sink.writeMode !== 'partition') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['partitionBy'],
-        input: sink.partitionBy,
-        message: `only with writeMode: partition (this sink's is ${sink.writeMode})`,
-      });
-    }
-  });
+  .superRefine((sink, ctx) => keyedWriteIssues(sink, ctx, (name) => name));
 
 export type PostgresSinkConfig = z.infer<typeof postgresSinkSchema>;
 
-/** Whether a PostgreSQL sink can take a windowed job's windows: the window's days replaced, or merged by key. */
-export function postgresTakesWindows(writeMode: PostgresSinkConfig['writeMode']): boolean {
-  return writeMode === 'partition' || writeMode === 'merge';
-}
-
 /** What an incremental job requires of a PostgreSQL sink: a write mode that takes a day exported twice as once. */
-export function postgresIncrementalIssues(sink: PostgresSinkConfig, index: number): SinkIssue[] {
-  if (postgresTakesWindows(sink.writeMode)) return [];
-  return [
-    {
-      path: ['sinks', index, 'writeMode'],
-      input: sink.writeMode,
-      message:
-        sink.writeMode === 'append'
-          ? 'an incremental job may export a day again (lookbackDays, a re-run after a failed day), and append would add its rows twice: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)'
-          : 'an incremental job exports one day per window, and replace would leave only the last day in the table: use writeMode: partition (the day replaced) or merge (rows updated by primaryKey)',
-    },
-  ];
-}
+export const postgresIncrementalIssues: (sink: PostgresSinkConfig, index: number) => SinkIssue[] = keyedIncrementalIssues;

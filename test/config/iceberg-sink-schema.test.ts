@@ -20,7 +20,7 @@ describe('icebergSinkSchema', () => {
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 'a.b.c' }))).toHaveLength(1);
   });
 
-  it("takes partition with partitionBy and merge with primaryKey, with the PostgreSQL sink's rules, and refuses latestBy", () => {
+  it("takes partition with partitionBy and merge with primaryKey, with the PostgreSQL sink's rules, latestBy with merge only", () => {
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' } }))).toEqual([]);
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['Number', 'Day'] }))).toEqual([]);
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge' }))).toEqual([
@@ -38,9 +38,10 @@ describe('icebergSinkSchema', () => {
     expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n', 'n'] }))).toEqual([
       'primaryKey.1: listed twice',
     ]);
-    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'], latestBy: 'updated' }))).toEqual([
-      'latestBy: an iceberg sink refuses a run whose rows share a primaryKey instead of choosing one of them: remove latestBy',
-    ]);
+    expect(issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'merge', primaryKey: ['n'], latestBy: 'updated' }))).toEqual([]);
+    expect(
+      issues(icebergSinkSchema.safeParse({ type: 'iceberg', table: 't.a', writeMode: 'partition', partitionBy: { column: 'Day' }, latestBy: 'u' })),
+    ).toEqual(["latestBy: only with writeMode: merge (this sink's is partition)"]);
   });
 });
 

@@ -56,6 +56,13 @@ export interface IcebergTableRead {
   partitionSpec: { sourceId: number; fieldId: number; name: string; transform: string }[];
 }
 
+/** A filter on one column, its value as the readers' text (a timestamp in microseconds), compared in the column's type. */
+export interface ScanFilter {
+  column: string;
+  op: '=' | '>=' | '<=';
+  value: string;
+}
+
 /** A table as pyiceberg is told where it is: catalog properties, the catalog's name (a SQL catalog's `catalog_name`), `ns.table`. */
 export interface PyicebergTable {
   catalog: Record<string, string>;
@@ -68,6 +75,8 @@ type Requests = {
   'parquet-fields': [{ path: string }, ParquetFieldsRead];
   'pyiceberg-scan': [PyicebergTable & { snapshotId?: string; filter?: string }, ReadRows];
   'pyiceberg-table': [PyicebergTable, IcebergTableRead];
+  'pyiceberg-filtered': [PyicebergTable & { filters: ScanFilter[] }, { results: ReadRows[] }];
+  'duckdb-filtered': [{ metadata: string; filters: ScanFilter[] }, { results: ReadRows[] }];
   'duckdb-scan': [{ metadata: string; s3?: { endpoint: string; region: string; keyId: string; secret: string } }, ReadRows];
   'pyarrow-write': [
     { path: string; fields: { name: string; type: string; fieldId: number }[]; rows: (string | null)[][]; options: Record<string, unknown> },

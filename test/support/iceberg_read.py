@@ -8,6 +8,9 @@ Requests, by "op":
   pyiceberg-scan  {"catalog": {...pyiceberg properties}, "catalogName"?, "table": "ns.name", "snapshotId"?, "filter"?}: the table's current
                   snapshot (or that snapshot: time travel) read by pyiceberg (its own metadata, manifest and Parquet readers),
                   filtered by a row filter when one is given.
+  pyiceberg-filtered {"catalog", "catalogName"?, "table", "filters": [{"column", "op": "=" | ">=" | "<=", "value": text}]}: the table
+                  read once per filter by pyiceberg, each a row filter of the column's own type (its literal made
+                  from the text by the field's type), so the manifests' bounds prune as for any user's filter.
   pyiceberg-table {"catalog", "table"}: its snapshots (id, parent, summary), the schema's fields, the partition spec's fields.
   pyiceberg-write {"catalog", "table", "fields": [{name, type}], "rows"}: creates the table and
                   appends the rows (text) with pyiceberg's own writer.
@@ -17,6 +20,8 @@ Requests, by "op":
                   DuckDB 1.4.4's iceberg extension from that metadata file (iceberg_scan), nothing of
                   pyiceberg involved; with "s3", its httpfs extension reads s3:// through a secret
                   for that endpoint (path style, plain http).
+  duckdb-filtered {"metadata", "filters"}: the table read by DuckDB once per filter, each a WHERE on the
+                  column compared with the value cast to the column's type (the extension prunes files by bounds).
 
 A scan's answer also names each column's type as that reader holds it ("types": pyarrow's for
 pyiceberg, DuckDB's SQL types for DuckDB).
@@ -113,6 +118,49 @@ def pyiceberg_scan(request):
     return arrow_rows(scan.to_arrow())
 
 
+def pyiceberg_filtered(request):
+    from pyiceberg.expressions import EqualTo, GreaterThanOrEqual, LessThanOrEqual
+    from pyiceberg.types import DecimalType, DoubleType, LongType
+
+    table = load_table(request)
+    fields = {field.name: field.field_type for field in table.schema().fields}
+    operators = {'=': EqualTo, '>=': GreaterThanOrEqual, '<=': LessThanOrEqual}
+    results = []
+    for item in request['filters']:
+        kind = fields[item['column']]
+        value = item['value']
+        # A date as its ISO text and a timestamp as its microseconds bind to the field's type; the others by Python value.
+        if isinstance(kind, LongType) or str(kind) == 'timestamptz':
+            value = int(value)
+        elif isinstance(kind, DecimalType):
+            # pyiceberg binds a decimal literal of the field's own scale only.
+            with decimal.localcontext() as context:
+                context.prec = 80
+                value = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-kind.scale))
+        elif isinstance(kind, DoubleType):
+            value = float(value)
+        results.append(arrow_rows(table.scan(row_filter=operators[item['op']](item['column'], value)).to_arrow()))
+    return {'results': results}
+
+
+def duckdb_filtered(request):
+    con = duckdb_connection(request)
+    relation = con.sql('SELECT * FROM iceberg_scan(?)', params=[request['metadata']])
+    columns = relation.columns
+    kinds = {name: str(kind) for name, kind in zip(columns, relation.types)}
+    select = ', '.join(f'epoch_us({quote(name)})' if kinds[name] == 'TIMESTAMP WITH TIME ZONE' else quote(name) for name in columns)
+    results = []
+    for item in request['filters']:
+        kind = kinds[item['column']]
+        if item['op'] not in ('=', '>=', '<='):
+            raise ValueError(item['op'])
+        value = 'make_timestamp(CAST(? AS BIGINT))::TIMESTAMPTZ' if kind == 'TIMESTAMP WITH TIME ZONE' else f'CAST(? AS {kind})'
+        sql = f"SELECT {select} FROM iceberg_scan(?) WHERE {quote(item['column'])} {item['op']} {value}"
+        rows = con.sql(sql, params=[request['metadata'], item['value']]).fetchall()
+        results.append({'columns': columns, 'rows': [[text(value) for value in row] for row in rows]})
+    return {'results': results}
+
+
 def pyiceberg_table(request):
     table = load_table(request)
     metadata = table.metadata
@@ -138,6 +186,18 @@ def pyiceberg_table(request):
 
 
 def duckdb_scan(request):
+    con = duckdb_connection(request)
+    relation = con.sql('SELECT * FROM iceberg_scan(?)', params=[request['metadata']])
+    columns = relation.columns
+    # A zoned timestamp as microseconds in SQL: DuckDB's Python conversion of one needs pytz.
+    select = ', '.join(
+        f'epoch_us({quote(name)})' if str(kind) == 'TIMESTAMP WITH TIME ZONE' else quote(name) for name, kind in zip(columns, relation.types)
+    )
+    rows = con.sql(f'SELECT {select} FROM iceberg_scan(?)', params=[request['metadata']]).fetchall()
+    return {'columns': columns, 'types': [str(kind) for kind in relation.types], 'rows': [[text(value) for value in row] for row in rows]}
+
+
+def duckdb_connection(request):
     import duckdb
     import duckdb_ext
 
@@ -156,14 +216,7 @@ def duckdb_scan(request):
                 *[sql_text(value) for value in (s3['keyId'], s3['secret'], s3['region'], endpoint[1], 'path')], 'true' if endpoint[0] == 'https' else 'false'
             )
         )
-    relation = con.sql('SELECT * FROM iceberg_scan(?)', params=[request['metadata']])
-    columns = relation.columns
-    # A zoned timestamp as microseconds in SQL: DuckDB's Python conversion of one needs pytz.
-    select = ', '.join(
-        f'epoch_us({quote(name)})' if str(kind) == 'TIMESTAMP WITH TIME ZONE' else quote(name) for name, kind in zip(columns, relation.types)
-    )
-    rows = con.sql(f'SELECT {select} FROM iceberg_scan(?)', params=[request['metadata']]).fetchall()
-    return {'columns': columns, 'types': [str(kind) for kind in relation.types], 'rows': [[text(value) for value in row] for row in rows]}
+    return con
 
 
 def extension_file(name):
@@ -258,6 +311,8 @@ OPS = {
     'parquet-fields': parquet_fields,
     'pyiceberg-scan': pyiceberg_scan,
     'pyiceberg-table': pyiceberg_table,
+    'pyiceberg-filtered': pyiceberg_filtered,
+    'duckdb-filtered': duckdb_filtered,
     'duckdb-scan': duckdb_scan,
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TypedRow } from '../../transform/column.js';
 import { formatCivilDate } from '../../value-types/civil-date.js';
-import { ParquetEncoder, type ParquetColumnSpec } from '../parquet/encoder/parquet-encoder.js';
+import type { ParquetColumnSpec } from '../parquet/encoder/parquet-encoder.js';
+import { DataFileEncoder } from './data-file-encoder.js';
 import { HandoffChannel } from './handoff-channel.js';
 import { childLocation, removeLocation, writeNewFile } from './local-files.js';
 import type { AddedDataFile } from './manifests.js';
@@ -15,7 +16,7 @@ import { type DayLayout, dayOfRow } from './partition-spec.js';
  */
 interface DayFile {
   location: string;
-  encoder: ParquetEncoder;
+  encoder: DataFileEncoder;
   pieces: HandoffChannel<Uint8Array>;
   /** The file being written: its size once the pieces end. */
   writing: Promise<number>;
@@ -26,7 +27,7 @@ export async function writeDayFiles(options: {
   runId: string;
   layout: DayLayout;
   column: string;
-  columns: readonly ParquetColumnSpec[];
+  columns: readonly (ParquetColumnSpec & { fieldId: number })[];
   rows: AsyncIterable<readonly TypedRow[]> | Iterable<readonly TypedRow[]>;
   /** Every file's location is pushed here before its first byte, so a failure removes it. */
   written: string[];
@@ -45,7 +46,7 @@ export async function writeDayFiles(options: {
     const writing = writeNewFile(location, pieces);
     // Its failure is the next write's or the finish's; never an unhandled rejection meanwhile.
     writing.catch(() => undefined);
-    const file = { location, encoder: new ParquetEncoder(options.columns), pieces, writing };
+    const file = { location, encoder: new DataFileEncoder(options.columns), pieces, writing };
     byDay.set(day, file);
     return file;
   };
@@ -72,7 +73,13 @@ export async function writeDayFiles(options: {
       await write(file, file.encoder.finish());
       file.pieces.end();
       const size = await file.writing;
-      files.push({ path: file.location, recordCount: BigInt(file.encoder.rowCount), sizeInBytes: BigInt(size), partition: { [layout.field.name]: day } });
+      files.push({
+        path: file.location,
+        recordCount: BigInt(file.encoder.rowCount),
+        sizeInBytes: BigInt(size),
+        partition: { [layout.field.name]: day },
+        metrics: file.encoder.metrics(),
+      });
     }
     return { files, days: new Set(byDay.keys()) };
   } catch (error) {

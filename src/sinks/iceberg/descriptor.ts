@@ -13,11 +13,13 @@
 // commit loop), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
 // `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
 // table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
-// land), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
+// land), `column-metrics.ts` and `data-file-encoder.ts` (every data file's column bounds for its
+// manifest entry), `merge-key-bounds.ts` (the files a merge leaves unread), `window-state.ts` (the windows the snapshots record), `workspace-checks.ts`,
 // `iceberg-errors.ts`.
 
-import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
-import { icebergSinkSchema, icebergTakesWindows } from '../../config/iceberg-sink-schema.js';
+import { ConfigError } from '../../config/config-error.js';
+import { keyedWindowsProblems } from '../../config/merge-key-options.js';
+import { icebergSinkSchema } from '../../config/iceberg-sink-schema.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
 import type { KindSecret, SinkKind } from '../sink-kind.js';
 import { storeKindOf, storeOptionsFrom } from '../stores/registry.js';
@@ -69,16 +71,7 @@ export const icebergSinkKind: SinkKind = {
   windowStateReaders: (job, _sinks, environment, options, logger) =>
     icebergWindowStateReaders(job, environment, { ...storeOptionsFrom(environment), ...options }, logger),
   forWindows(sink, index, job) {
-    const problems: ConfigProblem[] = [];
-    if (sink.type === 'iceberg' && !icebergTakesWindows(sink.writeMode)) {
-      problems.push({
-        file: job.file,
-        field: `sinks[${index}].writeMode`,
-        value: JSON.stringify(sink.writeMode),
-        message: "a backfill replaces each window's days, or merges each window by key: use writeMode: partition or merge",
-      });
-    }
-    return { sink, problems };
+    return { sink, problems: sink.type === 'iceberg' ? keyedWindowsProblems(sink, index, job.file) : [] };
   },
   // Each window is one commit on the table's main: merges one at a time, so a key two windows hold ends with the later window's values.
   takesWindowsOneAtATime: (sink) => sink.type === 'iceberg' && sink.writeMode === 'merge',

@@ -106,10 +106,15 @@ export class IcebergValueError extends TilehouseError {
 export class IcebergKeyError extends TilehouseError {
   readonly code: 'iceberg_duplicate_key' | 'iceberg_null_key';
 
-  constructor(table: string, kind: 'duplicate' | 'null', key: string, keyColumns: readonly string[]) {
+  /** `latestBy`: the column the rows sharing a key also tie on (a null ties with a null), so it cannot choose. */
+  constructor(table: string, kind: 'duplicate' | 'null', key: string, keyColumns: readonly string[], latestBy?: string) {
+    const remedy =
+      latestBy === undefined
+        ? 'set latestBy to the column whose highest value wins, or fix the source'
+        : `they also have the same ${latestBy}, so latestBy cannot choose one`;
     super(
       kind === 'duplicate'
-        ? `Iceberg table ${table}: rows of this run share the primary key (${keyColumns.join(', ')}) = ${key}; nothing was committed`
+        ? `Iceberg table ${table}: rows of this run share the primary key (${keyColumns.join(', ')}) = ${key}; ${remedy}; nothing was committed`
         : `Iceberg table ${table}: a row has a null in primary key column ${key}; nothing was committed`,
     );
     this.code = kind === 'duplicate' ? 'iceberg_duplicate_key' : 'iceberg_null_key';

@@ -134,8 +134,12 @@ export class IcebergSink implements Sink {
     return columns;
   }
 
-  /** `partitionBy` and `primaryKey` as the tile's output names (the config may name a header), each checked. */
-  private modeOptions(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): { partition?: DayPartitionOptions; mergeKey?: string[] } {
+  /** `partitionBy`, `primaryKey` and `latestBy` as the tile's output names (the config may name a header), each checked. */
+  private modeOptions(context: Pick<SinkRunContext, 'jobName' | 'columns' | 'window'>): {
+    partition?: DayPartitionOptions;
+    mergeKey?: string[];
+    latestBy?: string;
+  } {
     const { config } = this.options;
     const named = (field: string, reference: string) => {
       const found = context.columns.find((column) => column.name === reference) ?? context.columns.find((column) => column.header === reference);
@@ -163,6 +167,8 @@ export class IcebergSink implements Sink {
             throw new IcebergColumnError(context.jobName, this.target, `primaryKey[${index}]`, reference, 'is FLOAT64, which cannot identify a row exactly');
           return column.name;
         }),
+        // Any column's values order its rows (PostgreSQL's and BigQuery's latestBy take any type too).
+        ...(config.latestBy === undefined ? {} : { latestBy: named('latestBy', config.latestBy).name }),
       };
     return {};
   }

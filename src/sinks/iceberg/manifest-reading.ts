@@ -25,6 +25,9 @@ export interface LiveDataFile {
   sizeInBytes: bigint;
   /** `data_file.partition` as the manifest holds it, by partition field name. */
   partition: Record<string, AvroValue>;
+  /** `lower_bounds` and `upper_bounds` by field id (single-value serialization), when the writer of the entry wrote them. */
+  lowerBounds: ReadonlyMap<number, Uint8Array>;
+  upperBounds: ReadonlyMap<number, Uint8Array>;
 }
 
 export interface ParentManifest {
@@ -69,10 +72,24 @@ async function readManifest(table: string, listEntry: ManifestListEntry): Promis
         recordCount: BigInt(dataFile.record_count as bigint),
         sizeInBytes: BigInt(dataFile.file_size_in_bytes as bigint),
         partition: (dataFile.partition ?? {}) as Record<string, AvroValue>,
+        lowerBounds: boundsOf(dataFile.lower_bounds),
+        upperBounds: boundsOf(dataFile.upper_bounds),
       },
     });
   }
   return { listEntry, schema, metadata, entries };
+}
+
+/** A bounds map as Iceberg's Avro holds it (an array of key/value records); empty when absent or of another shape. */
+function boundsOf(value: AvroValue | undefined): Map<number, Uint8Array> {
+  const bounds = new Map<number, Uint8Array>();
+  if (!Array.isArray(value)) return bounds;
+  for (const entry of value) {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry) || entry instanceof Uint8Array || entry instanceof Map) continue;
+    const { key, value: bound } = entry as Record<string, AvroValue>;
+    if (typeof key === 'number' && bound instanceof Uint8Array) bounds.set(key, bound);
+  }
+  return bounds;
 }
 
 /** What a rewrite removed from the table: the files and their rows and bytes (for the snapshot summary). */

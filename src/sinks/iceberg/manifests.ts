@@ -2,6 +2,7 @@ import { avroContainerFile } from './avro/avro-container.js';
 import type { AvroValue } from './avro/avro-encoder.js';
 import { readAvroContainer } from './avro/avro-reader.js';
 import type { AvroRecord, AvroSchema } from './avro/avro-schema.js';
+import type { DataFileMetrics } from './column-metrics.js';
 import { stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
 import { partitionRecordSchema } from './partition-spec.js';
@@ -36,6 +37,28 @@ function manifestEntrySchema(spec: PartitionSpec): AvroRecord {
   };
 }
 
+/** A map keyed by field id, as Iceberg writes one in Avro: an array of key/value records (logicalType map), each part with its field id. */
+function fieldIdMap(name: string, keyId: number, value: 'long' | 'bytes', valueId: number): AvroSchema {
+  return {
+    type: 'array',
+    items: {
+      type: 'record',
+      name,
+      fields: [
+        { name: 'key', type: 'int', 'field-id': keyId },
+        { name: 'value', type: value, 'field-id': valueId },
+      ],
+    },
+    logicalType: 'map',
+  } as AvroSchema;
+}
+
+/** A metrics map as the Avro array of key/value records. */
+function mapEntries<V extends bigint | Buffer>(map: ReadonlyMap<number, V> | undefined): AvroValue {
+  if (map === undefined) return null;
+  return [...map].sort(([a], [b]) => a - b).map(([key, value]) => ({ key, value }));
+}
+
 const DATA_FILE: AvroRecord = {
   type: 'record',
   name: 'r2',
@@ -46,6 +69,34 @@ const DATA_FILE: AvroRecord = {
     { name: 'partition', type: { type: 'record', name: 'r102', fields: [] }, 'field-id': 102, doc: 'Partition data tuple, schema based on the partition spec' },
     { name: 'record_count', type: 'long', 'field-id': 103, doc: 'Number of records in the file' },
     { name: 'file_size_in_bytes', type: 'long', 'field-id': 104, doc: 'Total file size in bytes' },
+    {
+      name: 'value_counts',
+      type: optional(fieldIdMap('k119_v120', 119, 'long', 120)),
+      default: null,
+      'field-id': 109,
+      doc: 'Map of column id to total count, including null and NaN',
+    },
+    {
+      name: 'null_value_counts',
+      type: optional(fieldIdMap('k121_v122', 121, 'long', 122)),
+      default: null,
+      'field-id': 110,
+      doc: 'Map of column id to null value count',
+    },
+    {
+      name: 'lower_bounds',
+      type: optional(fieldIdMap('k126_v127', 126, 'bytes', 127)),
+      default: null,
+      'field-id': 125,
+      doc: 'Map of column id to lower bound',
+    },
+    {
+      name: 'upper_bounds',
+      type: optional(fieldIdMap('k129_v130', 129, 'bytes', 130)),
+      default: null,
+      'field-id': 128,
+      doc: 'Map of column id to upper bound',
+    },
     { name: 'key_metadata', type: optional('bytes'), default: null, 'field-id': 131, doc: 'Encryption key metadata blob' },
     { name: 'split_offsets', type: optional({ type: 'array', items: 'long', 'element-id': 133 }), default: null, 'field-id': 132, doc: 'Splittable offsets' },
     { name: 'sort_order_id', type: optional('int'), default: null, 'field-id': 140, doc: 'Sort order ID' },
@@ -112,6 +163,8 @@ export interface AddedDataFile {
   sizeInBytes: bigint;
   /** Its partition tuple, by partition field name (a partitioned table's). */
   partition?: Record<string, AvroValue>;
+  /** Its columns' counts and bounds (column-metrics.ts); absent: the entry has none. */
+  metrics?: DataFileMetrics;
 }
 
 /** A manifest of files one snapshot adds (status ADDED; sequence numbers inherited from the manifest list). */
@@ -129,6 +182,10 @@ export function manifestFile(options: { schema: IcebergSchema; snapshotId: bigin
       partition: file.partition ?? {},
       record_count: file.recordCount,
       file_size_in_bytes: file.sizeInBytes,
+      value_counts: mapEntries(file.metrics?.valueCounts),
+      null_value_counts: mapEntries(file.metrics?.nullValueCounts),
+      lower_bounds: mapEntries(file.metrics?.lowerBounds),
+      upper_bounds: mapEntries(file.metrics?.upperBounds),
       key_metadata: null,
       split_offsets: null,
       sort_order_id: null,

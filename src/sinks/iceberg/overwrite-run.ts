@@ -53,6 +53,8 @@ export interface OverwriteRunOptions {
   extractedAtMs?: number;
   partition?: DayPartitionOptions;
   mergeKey?: readonly string[];
+  /** `merge`: of the run's rows sharing a key, the one with the highest value of this column stays. */
+  latestBy?: string;
   maxCommitTries?: number;
   housekeeping?: Partial<IcebergHousekeepingPolicy>;
   now?: () => number;
@@ -339,9 +341,10 @@ async function mergeOverwrite(
   written: string[],
 ): Promise<Overwrite> {
   const { runId } = options;
-  const key = mergeKeyColumns(name, options.columns, options.mergeKey);
+  const key = mergeKeyColumns(name, options.columns, options.mergeKey, options.latestBy);
   const lineage = [runId, options.extractedAtMs ?? now()];
   const merged = await writeMergeFile({ table: name, tableLocation: location, runId, key, columns: specs, rows: options.rows, lineage, written });
+  const keyFieldIds = key.indexes.map((index) => specs[index]!.fieldId);
   const rewrites = new Map<string, AddedDataFile | 'removed' | undefined>();
   return {
     own: [merged.file],
@@ -357,6 +360,8 @@ async function mergeOverwrite(
       const added = [merged.file];
       for (const manifest of data)
         for (const { file } of manifest.entries) {
+          // A file whose bounds exclude the run's keys holds none of them: kept unread.
+          if (!rewrites.has(file.path) && !merged.values.mayBeIn(file, keyFieldIds)) rewrites.set(file.path, undefined);
           if (!rewrites.has(file.path))
             rewrites.set(
               file.path,

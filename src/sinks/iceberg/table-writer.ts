@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ColumnType } from '../../value-types/column-types.js';
 import type { TypedRow } from '../../transform/column.js';
-import { ParquetEncoder } from '../parquet/encoder/parquet-encoder.js';
+import { DataFileEncoder } from './data-file-encoder.js';
 import { CommitOutcomeUnknown, type IcebergCatalog, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
 import { CommitConflict, IcebergCommitConflictError, IcebergMetadataInvalidError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { HandoffChannel } from './handoff-channel.js';
@@ -46,6 +46,8 @@ export interface IcebergRunOptions {
   partition?: DayPartitionOptions;
   /** `merge`: the key columns (one row per key in a run, none null). */
   mergeKey?: readonly string[];
+  /** `merge`: of the run's rows sharing a key, the one with the highest value of this column stays. */
+  latestBy?: string;
   maxCommitTries?: number;
   /** Snapshot expiry and file cleanup (expire-snapshots.ts); DEFAULT_HOUSEKEEPING's values where not given. */
   housekeeping?: Partial<IcebergHousekeepingPolicy>;
@@ -131,7 +133,7 @@ export class IcebergRun {
     /** The table's location (or the one the commit creates it at). */
     readonly location: string,
     private readonly fieldIds: number[],
-    private readonly encoder: ParquetEncoder,
+    private readonly encoder: DataFileEncoder,
   ) {
     this.name = tableName(options.table);
     this.columns = columnsOf(options);
@@ -151,7 +153,7 @@ export class IcebergRun {
     const result = done ? { committed: false, snapshotId: done['snapshot-id'], rows: 0, tries: 0, metadataLocation: base!.metadataLocation } : undefined;
     // A new table's field ids are 1..n in column order, as every catalog assigns them to a fresh schema.
     const fieldIds = base ? fieldIdsOf(name, base.metadata, columns) : schema.fields.map((field) => field.id);
-    const encoder = new ParquetEncoder(columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! })));
+    const encoder = new DataFileEncoder(columns.map((column, index) => ({ name: column.name, type: column.type, fieldId: fieldIds[index]! })));
     const location = base ? base.metadata.location : options.newTableLocation!;
     return new IcebergRun(options, base, result, location, fieldIds, encoder);
   }
@@ -184,7 +186,12 @@ export class IcebergRun {
     await Promise.race([this.pieces.push(this.encoder.finish()), this.writing!.then(() => undefined)]);
     this.pieces.end();
     const size = await this.writing!;
-    const dataFile: AddedDataFile = { path: this.written[0]!, recordCount: BigInt(this.encoder.rowCount), sizeInBytes: BigInt(size) };
+    const dataFile: AddedDataFile = {
+      path: this.written[0]!,
+      recordCount: BigInt(this.encoder.rowCount),
+      sizeInBytes: BigInt(size),
+      metrics: this.encoder.metrics(),
+    };
     const manifestPath = childLocation(this.location, `metadata/${randomUUID()}-m0.avro`);
     const schema = this.base ? currentSchema(this.base.metadata) : newIcebergSchema(this.columns);
     const bytes = manifestFile({ schema, snapshotId: this.snapshotId, files: [dataFile] });

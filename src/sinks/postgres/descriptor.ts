@@ -22,9 +22,10 @@
 // of a server's own error, Node's socket codes, a connection the client saw end; `disk_full`,
 // `permission_denied`, `postgres_read_only`, `postgres_auth_failed`, `publish_outcome_unknown`, ...)
 
-import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
+import { ConfigError } from '../../config/config-error.js';
+import { keyedWindowsProblems } from '../../config/merge-key-options.js';
 import { guardSettingsOf } from '../../config/publish-guard-schema.js';
-import { postgresSinkSchema, postgresTakesWindows } from '../../config/postgres-sink-schema.js';
+import { postgresSinkSchema } from '../../config/postgres-sink-schema.js';
 import type { KindSecret, SinkKind } from '../sink-kind.js';
 import { postgresWorkspaceChecker } from './workspace-checks.js';
 import { postgresWindowStateReaders } from './window-state.js';
@@ -69,16 +70,7 @@ export const postgresSinkKind: SinkKind = {
   workspaceChecker: postgresWorkspaceChecker,
   windowStateReaders: (job, _sinks, environment, _options, logger) => postgresWindowStateReaders(job, environment, logger),
   forWindows(sink, index, job) {
-    const problems: ConfigProblem[] = [];
-    if (sink.type === 'postgres' && !postgresTakesWindows(sink.writeMode)) {
-      problems.push({
-        file: job.file,
-        field: `sinks[${index}].writeMode`,
-        value: JSON.stringify(sink.writeMode),
-        message: "a backfill replaces each window's days, or merges each window by key: use writeMode: partition or merge",
-      });
-    }
-    return { sink, problems };
+    return { sink, problems: sink.type === 'postgres' ? keyedWindowsProblems(sink, index, job.file) : [] };
   },
   // Two merges into one table serialize on its lock anyway, and a key two windows hold must end with the later window's values.
   takesWindowsOneAtATime: (sink) => sink.type === 'postgres' && sink.writeMode === 'merge',

@@ -344,7 +344,8 @@ export function writerModeScenarios(python: string, context: () => WriterContext
       }).catch((error: unknown) => error);
       expect(duplicate).toMatchObject({
         code: 'iceberg_duplicate_key',
-        message: 'Iceberg table tiles.merged_refused: rows of this run share the primary key (id, day) = (9007199254740995, 2024-02-29); nothing was committed',
+        message:
+          'Iceberg table tiles.merged_refused: rows of this run share the primary key (id, day) = (9007199254740995, 2024-02-29); set latestBy to the column whose highest value wins, or fix the source; nothing was committed',
       });
       const nullKey = keyed([3], 'null').map((row) => row.map((value, index) => (index === DAY ? null : value)));
       const refused = await writeIcebergRun({
@@ -360,6 +361,47 @@ export function writerModeScenarios(python: string, context: () => WriterContext
       expect(await filesOf('tiles.merged_refused')).toEqual(before);
       const history = await readIceberg(python, 'pyiceberg-table', where('tiles.merged_refused'));
       expect(history.snapshots.map((s) => s.summary['tilehouse.run-id'])).toEqual(['base']);
+    },
+    READS_TIMEOUT_MS,
+  );
+
+  it(
+    "merge with latestBy: of a run's rows sharing a key the highest value wins (by value, any value above null); a tie, nulls too, refuses the run",
+    async () => {
+      const { catalog } = context();
+      const table = { namespace: 'tiles', name: 'merged_latest' };
+      const options = { catalog, table, columns: COLUMNS, mode: 'merge' as const, mergeKey: ['id'], latestBy: 'amount' };
+      const AMOUNT = COLUMNS.findIndex((column) => column.name === 'amount');
+      const row = (index: number, amount: string | null, title: string) =>
+        keyed([index], title)[0]!.map((value, column) => (column === AMOUNT ? amount : value));
+      const base = keyed([0, 1, 2], 'base');
+      await writeIcebergRun({ ...options, rows: [base], runId: 'lb-1', extractedAtMs: 1_700_000_000_000 });
+
+      // 10 beats 9 (not as text); -5 beats null; a key whose one row has a null stays; -1.25 beats -1.5 that comes after it.
+      const run = [row(0, '9', 'nine'), row(1, null, 'null first'), row(6, '-1.25', 'wins'), row(0, '10', 'ten'), row(1, '-5', 'minus five')];
+      const later = [row(5, null, 'alone'), row(6, '-1.5', 'loses')];
+      const two = await writeIcebergRun({ ...options, rows: [run, later], runId: 'lb-2', extractedAtMs: 1_700_000_100_000 });
+      expect(two).toMatchObject({ committed: true, rows: 4 });
+      const winners = [row(0, '10', 'ten'), row(1, '-5', 'minus five'), row(5, null, 'alone'), row(6, '-1.25', 'wins')];
+      const expected = [...withLineage(base.slice(2), 'lb-1', 1_700_000_000_000), ...withLineage(winners, 'lb-2', 1_700_000_100_000)];
+      await expectRows('tiles.merged_latest', expected, LINEAGE_NAMES);
+
+      const before = await filesOf('tiles.merged_latest');
+      // The same value twice (1.0 and 1.00), two nulls, or a tie below the highest (5, 5, 7): as PostgreSQL's GROUP BY (key, latestBy) and BigQuery's refuse them.
+      const ties = [
+        [row(7, '1.0', 'a'), row(7, '1.00', 'b')],
+        [row(8, null, 'a'), row(3, '1', 'other key'), row(8, null, 'b')],
+        [row(9, '5', 'a'), row(9, '7', 'b'), row(9, '5', 'c')],
+      ];
+      for (const [index, rows] of ties.entries()) {
+        const refused = await writeIcebergRun({ ...options, rows: [rows], runId: `tie-${index}` }).catch((error: unknown) => error);
+        expect(refused).toMatchObject({
+          code: 'iceberg_duplicate_key',
+          message: expect.stringContaining('they also have the same amount, so latestBy cannot choose one'),
+        });
+      }
+      expect(await filesOf('tiles.merged_latest')).toEqual(before);
+      await expectRows('tiles.merged_latest', expected, LINEAGE_NAMES);
     },
     READS_TIMEOUT_MS,
   );
