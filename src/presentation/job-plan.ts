@@ -67,6 +67,7 @@ export function guardLine(verdict: GuardVerdict): string {
     case 'off':
       return 'guard: off (guard: false)';
     case 'unknown':
-      return `guard: not judged: ${verdict.reason}`;
+      // The reason ends "; not judged" where it stands alone (a run's log); here the line begins with it.
+      return `guard: not judged: ${verdict.reason.replace(/; not judged$/, '')}`;
   }
 }

@@ -189,7 +189,7 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             const plan = await cli(['plan', '--job', name]);
             expect(plan.exitCode, plan.stderr).toBe(0);
             expect(plan.stdout.split('\n')).toContain(
-              '    guard: not judged: what it holds could not be read (the days a run replaces are known only from its rows); not judged',
+              '    guard: not judged: what it holds could not be read (the days a run replaces are known only from its rows)',
             );
 
             // Night 2: one incident of each of the two fullest days: far below what those days hold, held, nothing committed.
