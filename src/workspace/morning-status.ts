@@ -10,37 +10,33 @@ import type { StoredDocuments } from '../sinks/registry.js';
 import type { Workspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 
-/** The job's last run as its history keeps it. */
-export interface LastRun {
+/** How a run recorded in the history went, as `status` tells it (a night's run or a backfill). */
+interface RecordedOutcome {
   runId: string;
   traceId?: string;
-  /** Lineage on: the OpenLineage job and its tries' run ids (the history's record). */
-  lineage?: { namespace: string; job: string; runIds: string[] };
-  /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
-  trigger: 'run' | 'schedule';
   verdict: RunVerdict;
   code?: string;
   message?: string;
   startedAt: string;
   durationMs?: number;
   rows?: number;
-  pages?: number;
-  /** Where its time went (the run summary's `timings`). */
-  timings?: Record<string, number>;
   /** A run judged killed: why ("its process … is gone", "silent since …"). */
   killedBecause?: string;
 }
 
+/** The job's last run as its history keeps it. */
+export interface LastRun extends RecordedOutcome {
+  /** Lineage on: the OpenLineage job and its tries' run ids (the history's record). */
+  lineage?: { namespace: string; job: string; runIds: string[] };
+  /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
+  trigger: 'run' | 'schedule';
+  pages?: number;
+  /** Where its time went (the run summary's `timings`). */
+  timings?: Record<string, number>;
+}
+
 /** A backfill of the job newer than its last run, as its history keeps it. */
-export interface LastBackfill {
-  runId: string;
-  traceId?: string;
-  verdict: RunVerdict;
-  code?: string;
-  message?: string;
-  startedAt: string;
-  durationMs?: number;
-  rows?: number;
+export interface LastBackfill extends RecordedOutcome {
   /** The range asked for (`to` exclusive), the step, the windows this process ran, its shard. */
   from: string;
   to: string;
@@ -50,7 +46,6 @@ export interface LastBackfill {
   /** The day windows that did not succeed, oldest first; and the commands that run just those again. */
   failedWindows?: Array<{ from: string; to: string }>;
   rerun?: string[];
-  killedBecause?: string;
 }
 
 /** `status`'s job-level answers, beside the per-target ones (pipeline/target-status.ts). */
@@ -120,19 +115,12 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   if (last !== undefined) {
     const { record } = last;
     morning.lastRun = {
-      runId: record.runId,
-      ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+      ...outcomeOf(last),
       ...(record.lineage === undefined ? {} : { lineage: record.lineage }),
       // Never `backfill`: read where the trigger is not one.
       trigger: record.trigger === 'schedule' ? 'schedule' : 'run',
-      verdict: last.verdict,
-      ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
-      startedAt: record.startedAt,
-      ...(record.durationMs === undefined ? {} : { durationMs: record.durationMs }),
-      ...(record.rows === undefined ? {} : { rows: record.rows }),
       ...(record.pages === undefined ? {} : { pages: record.pages }),
       ...(record.timings === undefined ? {} : { timings: record.timings }),
-      ...(last.killedBecause === undefined ? {} : { killedBecause: last.killedBecause }),
     };
     const leftovers = [
       ...(record.leftBehind ?? []),
@@ -161,9 +149,7 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   return morning;
 }
 
-function lastBackfillOf({ record, verdict, killedBecause }: JudgedRun, job: LoadedJob, fixFlags: readonly string[]): LastBackfill {
-  const range = record.backfill ?? { from: '?', to: '?', step: 'day', windows: 0 };
-  const failed = record.failedWindows ?? [];
+function outcomeOf({ record, verdict, killedBecause }: JudgedRun): RecordedOutcome {
   return {
     runId: record.runId,
     ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
@@ -172,6 +158,16 @@ function lastBackfillOf({ record, verdict, killedBecause }: JudgedRun, job: Load
     startedAt: record.startedAt,
     ...(record.durationMs === undefined ? {} : { durationMs: record.durationMs }),
     ...(record.rows === undefined ? {} : { rows: record.rows }),
+    ...(killedBecause === undefined ? {} : { killedBecause }),
+  };
+}
+
+function lastBackfillOf(judged: JudgedRun, job: LoadedJob, fixFlags: readonly string[]): LastBackfill {
+  const { record } = judged;
+  const range = record.backfill ?? { from: '?', to: '?', step: 'day', windows: 0 };
+  const failed = record.failedWindows ?? [];
+  return {
+    ...outcomeOf(judged),
     from: range.from,
     to: range.to,
     step: range.step,
@@ -186,7 +182,6 @@ function lastBackfillOf({ record, verdict, killedBecause }: JudgedRun, job: Load
             ['tilehouse backfill', '--job', job.name, '--from', window.from, '--to', window.to, '--step', range.step, ...fixFlags].join(' '),
           ),
         }),
-    ...(killedBecause === undefined ? {} : { killedBecause }),
   };
 }
 
