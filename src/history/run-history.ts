@@ -35,8 +35,6 @@ export interface RunStart {
   startedAt: Date;
   trigger: RunRecord['trigger'];
   traceId?: string | undefined;
-  /** A backfill's range, step and windows, as its record keeps them. */
-  backfill?: RunRecord['backfill'];
 }
 
 /** The run history of a workspace, opened for writing: `history.location` in the environment file. */
@@ -127,7 +125,6 @@ export class RunInProgress {
         runId: start.runId,
         state: 'running',
         trigger: start.trigger,
-        ...(start.backfill === undefined ? {} : { backfill: start.backfill }),
         startedAt: at,
         heartbeatAt: at,
         owner: formatOwnerTag(),
