@@ -16,6 +16,7 @@ import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { describeUnless, missing } from '../../support/skip.js';
 import { COLUMN_TYPES, csvAsReaderText, EXPECTED_COLUMNS, typedQuery } from './iceberg-run-job.js';
 import { readBoth, sortedLines } from './iceberg-test-rows.js';
+import { jdbcCatalogSettings, sqlCatalogTable } from '../../support/iceberg-jdbc-catalog.js';
 
 const python = icebergPythonOrSkip();
 const server = postgresOrSkip();
@@ -36,25 +37,9 @@ describeUnless(postgresBlocker(server) ?? missing('the Iceberg readers', python)
   () => {
     const fixture = sandboxAndRootForAll({ incidents: 60 });
     const database = usePostgresDatabase(server!);
-    const catalogSettings = (catalogName: string) => ({
-      type: 'jdbc',
-      catalogName,
-      host: server!.host,
-      port: server!.port,
-      database: database.name,
-      user: server!.user,
-      password: `\${${TEST_PASSWORD_VARIABLE}}`,
-      sslmode: 'disable',
-    });
-    const readerOf = (catalogName: string, table: string, extra: Record<string, string> = {}): PyicebergTable => ({
-      catalog: {
-        type: 'sql',
-        uri: `postgresql+psycopg2://${encodeURIComponent(server!.user)}:${encodeURIComponent(server!.password)}@${server!.host}:${server!.port}/${database.name}`,
-        ...extra,
-      },
-      catalogName,
-      table,
-    });
+    const catalogSettings = (catalogName: string) => jdbcCatalogSettings(server!, database.name, catalogName);
+    const readerOf = (catalogName: string, table: string, extra: Record<string, string> = {}): PyicebergTable =>
+      sqlCatalogTable(server!, database.name, catalogName, table, extra);
 
     /** A workspace of one job (a CSV sink and `iceberg`) whose sinks.iceberg is `iceberg`; its cli, and the job file to rewrite between nights. */
     async function workspace(

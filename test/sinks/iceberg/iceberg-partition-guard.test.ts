@@ -20,6 +20,7 @@ import { describeUnless, missing } from '../../support/skip.js';
 import { startSourceProxy } from '../../support/source-proxy.js';
 import { tableState } from './iceberg-cli-support.js';
 import { sortedLines } from './iceberg-test-rows.js';
+import { jdbcCatalogSettings, sqlCatalogTable } from '../../support/iceberg-jdbc-catalog.js';
 
 const lib = icebergRestLibOrSkip();
 const python = icebergPythonOrSkip();
@@ -77,24 +78,8 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       },
       {
         name: 'jdbc',
-        settings: () => ({
-          type: 'jdbc',
-          catalogName: 'tilehouse_partition_guard',
-          host: server!.host,
-          port: server!.port,
-          database: database.name,
-          user: server!.user,
-          password: `\${${TEST_PASSWORD_VARIABLE}}`,
-          sslmode: 'disable',
-        }),
-        reader: (table) => ({
-          catalog: {
-            type: 'sql',
-            uri: `postgresql+psycopg2://${encodeURIComponent(server!.user)}:${encodeURIComponent(server!.password)}@${server!.host}:${server!.port}/${database.name}`,
-          },
-          catalogName: 'tilehouse_partition_guard',
-          table,
-        }),
+        settings: () => jdbcCatalogSettings(server!, database.name, 'tilehouse_partition_guard'),
+        reader: (table) => sqlCatalogTable(server!, database.name, 'tilehouse_partition_guard', table),
         env: () => ({ [TEST_PASSWORD_VARIABLE]: server!.password }),
       },
     ];

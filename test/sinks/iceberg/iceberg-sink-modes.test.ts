@@ -16,6 +16,7 @@ import { incidentDaysQuery } from '../../support/queries.js';
 import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { describeUnless, missing } from '../../support/skip.js';
 import { readBoth, sortedLines } from './iceberg-test-rows.js';
+import { jdbcCatalogSettings, sqlCatalogTable } from '../../support/iceberg-jdbc-catalog.js';
 
 const lib = icebergRestLibOrSkip();
 const python = icebergPythonOrSkip();
@@ -74,24 +75,8 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       },
       {
         name: 'jdbc',
-        settings: () => ({
-          type: 'jdbc',
-          catalogName: 'tilehouse_modes',
-          host: server!.host,
-          port: server!.port,
-          database: database.name,
-          user: server!.user,
-          password: `\${${TEST_PASSWORD_VARIABLE}}`,
-          sslmode: 'disable',
-        }),
-        reader: (table) => ({
-          catalog: {
-            type: 'sql',
-            uri: `postgresql+psycopg2://${encodeURIComponent(server!.user)}:${encodeURIComponent(server!.password)}@${server!.host}:${server!.port}/${database.name}`,
-          },
-          catalogName: 'tilehouse_modes',
-          table,
-        }),
+        settings: () => jdbcCatalogSettings(server!, database.name, 'tilehouse_modes'),
+        reader: (table) => sqlCatalogTable(server!, database.name, 'tilehouse_modes', table),
         env: () => ({ [TEST_PASSWORD_VARIABLE]: server!.password }),
       },
     ];

@@ -19,6 +19,7 @@ import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { describeUnless, missing } from '../../support/skip.js';
 import { COLUMN_TYPES, csvAsReaderText, EXPECTED_COLUMNS } from './iceberg-run-job.js';
 import { readBoth, sortedLines } from './iceberg-test-rows.js';
+import { jdbcCatalogSettings, sqlCatalogTable } from '../../support/iceberg-jdbc-catalog.js';
 
 const server = postgresOrSkip();
 const python = icebergPythonOrSkip();
@@ -108,25 +109,9 @@ describeUnless(
     },
     {
       name: 'jdbc',
-      settings: () => ({
-        type: 'jdbc',
-        catalogName: jdbcCatalogName,
-        host: server!.host,
-        port: server!.port,
-        database: database.name,
-        user: server!.user,
-        password: `\${${TEST_PASSWORD_VARIABLE}}`,
-        sslmode: 'disable',
-      }),
+      settings: () => jdbcCatalogSettings(server!, database.name, jdbcCatalogName),
       env: () => ({ [TEST_PASSWORD_VARIABLE]: server!.password }),
-      reader: (table) => ({
-        catalog: {
-          type: 'sql',
-          uri: `postgresql+psycopg2://${encodeURIComponent(server!.user)}:${encodeURIComponent(server!.password)}@${server!.host}:${server!.port}/${database.name}`,
-        },
-        catalogName: jdbcCatalogName,
-        table,
-      }),
+      reader: (table) => sqlCatalogTable(server!, database.name, jdbcCatalogName, table),
       sparkName: jdbcCatalogName,
       metadataTables: true,
     },
