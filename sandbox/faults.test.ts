@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from './index.js';
 import { exportPage, fetchToken, item, postJson, tokenBody } from './test-client.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { waitUntil } from '../test/support/wait-until.js';
 
 const QUERY = { items: [item('Number', '[incident.number]', 'number'), item('Type', '[incident.type]', 'text')] };
@@ -84,6 +85,28 @@ describe('fault injection', () => {
     const slow = await page();
     expect(slow.status).toBe(200);
     expect(Date.now() - slowStart).toBeGreaterThanOrEqual(140);
+  });
+
+  it('spends no answer fault on a request whose client gave up during its delay', async () => {
+    // The answer of a request nobody waits for reaches nobody: the single-use header-mismatch
+    // injected while it was held back belongs to the next request that gets an answer.
+    sandbox.inject({ kind: 'delay', endpoint: 'export', delayMs: 200 });
+    const giveUp = new AbortController();
+    const abandoned = fetch(`${sandbox.url}/api/v1/topics/incident/execute?tileId=sandbox-tile`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ ...QUERY, options: { ...PAGE, pageNumber: 0 } }),
+      signal: giveUp.signal,
+    });
+    await waitUntil(() => sandbox.requests.some((request) => request.endpoint === 'export'), 'the export request is being delayed');
+    giveUp.abort();
+    await expect(abandoned).rejects.toThrow(/aborted/i);
+    sandbox.inject({ kind: 'header-mismatch', headers: ['Type', 'Number'] });
+    // Not a guess at speed: both timers run in this process, and the delay's (200 ms, started
+    // first) fires before this one (250 ms, started later), its request's handling running in between.
+    await sleep(250);
+    expect(sandbox.requests.find((request) => request.endpoint === 'export')).toMatchObject({ faults: ['delay'], status: null, respondedAt: null });
+    expect((await page(0)).json.result.headers).toEqual(['Type', 'Number']);
   });
 
   it('resets the connection without a response', async () => {

@@ -262,6 +262,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         break;
     }
     if (endpoint === 'export' && latencyMs > 0) await sleep(latencyMs, undefined, { signal: lifetime.signal });
+    // A client that gave up while the answer was held back gets none: issuing a token or spending
+    // a single-use answer fault (a header-mismatch, a token-expiry) on it would take that fault
+    // from the next request, at a moment only the machine's load decides.
+    if (res.destroyed || req.socket.destroyed) return;
 
     const answer =
       endpoint === 'token'
