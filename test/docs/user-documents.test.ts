@@ -25,6 +25,14 @@ describe("the users' documents", () => {
     expect(mentions).toEqual([]);
   });
 
+  it("are each listed in README.md's Reference table, which names no document that is not there", async () => {
+    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    const reference = readme.slice(readme.indexOf('\n## Reference\n'), readme.indexOf('\n## ', readme.indexOf('\n## Reference\n') + 1));
+    const listed = [...reference.matchAll(/^\| \[(docs\/[^\]]+\.md)\]\(\1\) \|/gm)].map((match) => match[1]);
+    const docs = (await userDocuments()).filter((file) => file.startsWith('docs/'));
+    expect([...listed].sort()).toEqual(docs);
+  });
+
   it('are read for mentions the way a reader would see them', () => {
     expect(trackerMentions('x.md', 'a\nbefore issue 29 it was slower\nIssue #28’s targets\nissues 3 and 4')).toEqual([
       'x.md:2: before issue 29 it was slower',
