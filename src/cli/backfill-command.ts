@@ -128,6 +128,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
           startedAt: (seams.now ?? (() => new Date()))(),
           trigger: 'backfill',
           traceId: telemetry().logFields().trace_id,
+          shard,
         });
         const chosen = await chooseWindows(job, sinks, range, context, { strict, recording, ...(io.signal === undefined ? {} : { signal: io.signal }) });
         return [chosen, await runWindowBatch({ job, sinks, windows: chosen.windows, runId, concurrency, strict, allowShrink, ...progress }, context)] as const;

@@ -1,6 +1,6 @@
 import type { StoredDocuments } from '../sinks/registry.js';
 import { ownerState, parseOwnerTag } from '../temp-owner.js';
-import { HEARTBEAT_MS, runIdOfRecordName, runRecordSchema, type RunRecord } from './run-record.js';
+import { type BackfillShard, HEARTBEAT_MS, runIdOfRecordName, runRecordSchema, type RunRecord, shardOfRecordName } from './run-record.js';
 
 /**
  * A "running" record whose heartbeat is older than this, written on another host (another pod),
@@ -20,6 +20,8 @@ export interface JudgedRun {
   verdict: RunVerdict;
   /** Why a "running" record is judged killed: its process is gone, or it has been silent since a time. */
   killedBecause?: string;
+  /** A backfill shard's record: which shard, as its name says. */
+  shard?: BackfillShard;
 }
 
 /** The verdict on one record, at `now` on this machine's clock (the heartbeat's). */
@@ -53,6 +55,8 @@ export interface JobHistory {
   latest: JudgedRun[];
   /** The record of a run id, when the history still keeps it. */
   find(runId: string): Promise<JudgedRun | undefined>;
+  /** Every record of a run id, newest first: a backfill's shards (and their pods' retries) each keep one. */
+  findAll(runId: string): Promise<JudgedRun[]>;
 }
 
 /**
@@ -78,7 +82,9 @@ export async function readJobHistory(
       return undefined;
     }
     const record = runRecordSchema.safeParse(parsed);
-    return record.success ? judgeRun(record.data, options.now) : undefined;
+    if (!record.success) return undefined;
+    const shard = shardOfRecordName(name) ?? record.data.backfill?.shard;
+    return { ...judgeRun(record.data, options.now), ...(shard === undefined ? {} : { shard }) };
   };
   const latest: JudgedRun[] = [];
   for (const name of names) {
@@ -93,6 +99,10 @@ export async function readJobHistory(
       if (kept !== undefined) return kept;
       const name = names.find((candidate) => runIdOfRecordName(candidate) === runId);
       return name === undefined ? undefined : read(name);
+    },
+    async findAll(runId) {
+      const found = await Promise.all(names.filter((name) => runIdOfRecordName(name) === runId).map(read));
+      return found.filter((judged) => judged !== undefined);
     },
   };
 }

@@ -8,7 +8,7 @@ import { formatOwnerTag } from '../temp-owner.js';
 import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
-import { HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
+import { type BackfillShard, HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
 import { definitionSourceOf } from '../sinks/registry.js';
 
 // src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
@@ -35,6 +35,8 @@ export interface RunStart {
   startedAt: Date;
   trigger: RunRecord['trigger'];
   traceId?: string | undefined;
+  /** A backfill's shard (an Indexed Job's pod): its record is named apart from its sibling shards'. */
+  shard?: BackfillShard | undefined;
 }
 
 /** The run history of a workspace, opened for writing: `history.location` in the environment file. */
@@ -75,11 +77,11 @@ export class RunHistory {
     return (await history.find(runId))?.record.definition;
   }
 
-  /** @internal Writes one record whole; a failure is logged, never thrown. */
-  async write(record: RunRecord): Promise<void> {
+  /** @internal Writes one record whole under its name (recordNameOf); a failure is logged, never thrown. */
+  async write(record: RunRecord, name: string): Promise<void> {
     if (this.documents === undefined) return;
     try {
-      await this.documents.put(`${record.job}/${recordNameOf(record)}`, `${JSON.stringify(record, null, 2)}\n`);
+      await this.documents.put(`${record.job}/${name}`, `${JSON.stringify(record, null, 2)}\n`);
     } catch (error) {
       warn(this.logger, new HistoryUnavailableError(this.location, `writing the record of run ${record.runId} of job ${record.job}`, error));
     }
@@ -105,6 +107,8 @@ function warn(logger: Logger, error: HistoryUnavailableError): void {
 /** The records of one run's jobs, from "running" to their end. */
 export class RunInProgress {
   private readonly records = new Map<string, RunRecord>();
+  /** The records' name in each job's folder, fixed at the start: every later write replaces the same document. */
+  private readonly name: string;
   /** One write at a time per job, in order: the end is never overtaken by a heartbeat. */
   private readonly writes = new Map<string, Promise<void>>();
   private readonly finished = new Set<string>();
@@ -116,6 +120,7 @@ export class RunInProgress {
     start: RunStart,
   ) {
     const at = start.startedAt.toISOString();
+    this.name = recordNameOf({ startedAt: at, runId: start.runId, shard: start.shard });
     for (const job of jobs) {
       const source = definitionSourceOf(job);
       this.records.set(job.name, {
@@ -143,7 +148,7 @@ export class RunInProgress {
   }
 
   private enqueue(job: string): Promise<void> {
-    const next = (this.writes.get(job) ?? Promise.resolve()).then(() => this.history.write(this.records.get(job)!));
+    const next = (this.writes.get(job) ?? Promise.resolve()).then(() => this.history.write(this.records.get(job)!, this.name));
     this.writes.set(job, next);
     return next;
   }

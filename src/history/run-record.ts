@@ -75,13 +75,31 @@ export const runRecordSchema = z.object({
 
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
-/** `<started, compact>_<run id>.json`: names sort by start whatever a --run-id looks like. */
-export function recordNameOf(record: Pick<RunRecord, 'startedAt' | 'runId'>): string {
-  return `${record.startedAt.replace(/[-:]/g, '')}_${record.runId}.json`;
+/** A shard of a backfill run as an Indexed Job's pods run it: its index (0-based) of how many. */
+export interface BackfillShard {
+  index: number;
+  count: number;
 }
+
+/**
+ * `<started, compact>_<run id>.json`: names sort by start whatever a --run-id looks like. A shard's
+ * record ends `~shard-<index>-of-<count>`: the pods of an Indexed Job share the run id (the Job's
+ * name) and start together, and one record must not overwrite another's. `~` is no run id's.
+ */
+export function recordNameOf(record: { startedAt: string; runId: string; shard?: BackfillShard | undefined }): string {
+  const shard = record.shard === undefined ? '' : `~shard-${record.shard.index}-of-${record.shard.count}`;
+  return `${record.startedAt.replace(/[-:]/g, '')}_${record.runId}${shard}.json`;
+}
+
+const RECORD_NAME = /^[0-9T.Z]+_(.+?)(?:~shard-(\d+)-of-(\d+))?\.json$/;
 
 /** The run id a record's name carries. */
 export function runIdOfRecordName(name: string): string | undefined {
-  const match = /^[0-9T.Z]+_(.+)\.json$/.exec(name);
-  return match?.[1];
+  return RECORD_NAME.exec(name)?.[1];
+}
+
+/** The backfill shard a record's name carries: known from its first write, before its range is. */
+export function shardOfRecordName(name: string): BackfillShard | undefined {
+  const match = RECORD_NAME.exec(name);
+  return match?.[2] === undefined ? undefined : { index: Number(match[2]), count: Number(match[3]) };
 }

@@ -47,10 +47,18 @@ function lastRunLines(run: LastRun): string[] {
   return lines;
 }
 
+/** `, 4 shards` when every shard has a record; else which have, and which have none. */
+function shardsText({ count, recorded }: NonNullable<LastBackfill['shards']>): string {
+  const missing = Array.from({ length: count }, (_, index) => index).filter((index) => !recorded.includes(index));
+  if (missing.length === 0) return `, ${countNoun(count, 'shard')}`;
+  const plural = (indexes: readonly number[]) => (indexes.length === 1 ? 'shard' : 'shards');
+  return `, ${plural(recorded)} ${recorded.join(', ')} of ${count} (no record of ${plural(missing)} ${missing.join(', ')})`;
+}
+
 function lastBackfillLines(backfill: LastBackfill): string[] {
   const word = backfill.verdict === 'ok' ? 'OK' : backfill.verdict.toUpperCase();
   const code = backfill.code === undefined || backfill.verdict === 'ok' ? '' : ` ${backfill.code}`;
-  const shard = backfill.shard === undefined ? '' : `, shard ${backfill.shard.index} of ${backfill.shard.count}`;
+  const shard = backfill.shards === undefined ? '' : shardsText(backfill.shards);
   const trace = backfill.traceId === undefined ? '' : ` (trace ${backfill.traceId})`;
   const failed = backfill.failedWindows?.length ?? 0;
   const took =

@@ -3,7 +3,7 @@ import { cronJobName } from '../deploy/job-manifests.js';
 import { NAMESPACE } from '../deploy/deploy-settings.js';
 import { messageOf } from '../errors.js';
 import { changesSince, type ValueChange } from '../history/definition-diff.js';
-import { readJobHistory, type JudgedRun, type RunVerdict } from '../history/read-history.js';
+import { type JobHistory, readJobHistory, type JudgedRun, type RunVerdict } from '../history/read-history.js';
 import { openHistoryDocuments } from '../history/run-history.js';
 import type { JobStatus } from '../pipeline/target-status.js';
 import type { StoredDocuments } from '../sinks/registry.js';
@@ -35,14 +35,18 @@ export interface LastRun extends RecordedOutcome {
   timings?: Record<string, number>;
 }
 
-/** A backfill of the job newer than its last run, as its history keeps it. */
+/**
+ * A backfill of the job newer than its last run, as its history keeps it: a sharded one (an
+ * Indexed Job's pods, one run id) from every shard's record, the worst outcome first.
+ */
 export interface LastBackfill extends RecordedOutcome {
-  /** The range asked for (`to` exclusive), the step, the windows this process ran, its shard. */
+  /** The range asked for (`to` exclusive), the step, the windows its shards ran. */
   from: string;
   to: string;
   step: string;
   windows: number;
-  shard?: { index: number; count: number };
+  /** A sharded backfill: how many shards, and those the history has a record of. */
+  shards?: { count: number; recorded: number[] };
   /** The day windows that did not succeed, oldest first; and the commands that run just those again. */
   failedWindows?: Array<{ from: string; to: string }>;
   rerun?: string[];
@@ -108,10 +112,11 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   // them when it is newer, never taken for the run the schedule was due.
   const history = await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger !== 'backfill' });
   const last = history.latest[0];
-  const backfill = (await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger === 'backfill' })).latest[0];
+  const backfills = await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger === 'backfill' });
+  const backfill = backfills.latest[0];
   const morning: JobMorning = { ...status };
   if (backfill !== undefined && (last === undefined || backfill.record.startedAt > last.record.startedAt))
-    morning.lastBackfill = lastBackfillOf(backfill, job, fixFlags);
+    morning.lastBackfill = lastBackfillOf(await shardRecordsOf(backfill, backfills), job, fixFlags);
   if (last !== undefined) {
     const { record } = last;
     morning.lastRun = {
@@ -162,17 +167,46 @@ function outcomeOf({ record, verdict, killedBecause }: JudgedRun): RecordedOutco
   };
 }
 
-function lastBackfillOf(judged: JudgedRun, job: LoadedJob, fixFlags: readonly string[]): LastBackfill {
-  const { record } = judged;
-  const range = record.backfill ?? { from: '?', to: '?', step: 'day', windows: 0 };
-  const failed = record.failedWindows ?? [];
+/** The outcome that speaks for a sharded backfill: the first of these any shard had, else ok. */
+const SHARD_OUTCOME_ORDER: readonly RunVerdict[] = ['partial', 'killed', 'failed', 'refused', 'stopped', 'running'];
+
+/**
+ * The records of the newest backfill's run: the newest of each shard (a pod retried by its Job
+ * writes another), by shard index; an unsharded backfill's one record.
+ */
+async function shardRecordsOf(newest: JudgedRun, history: JobHistory): Promise<JudgedRun[]> {
+  const newestPerShard = new Map<number, JudgedRun>();
+  for (const judged of await history.findAll(newest.record.runId)) {
+    if (judged.record.trigger !== 'backfill') continue;
+    const index = judged.shard?.index ?? -1;
+    if (!newestPerShard.has(index)) newestPerShard.set(index, judged);
+  }
+  const shards = [...newestPerShard.entries()].sort(([a], [b]) => a - b).map(([, judged]) => judged);
+  return shards.length === 0 ? [newest] : shards;
+}
+
+function lastBackfillOf(shards: readonly JudgedRun[], job: LoadedJob, fixFlags: readonly string[]): LastBackfill {
+  const decisive =
+    SHARD_OUTCOME_ORDER.map((verdict) => shards.find((judged) => judged.verdict === verdict)).find((judged) => judged !== undefined) ?? shards[0]!;
+  const ranges = shards.flatMap(({ record }) => (record.backfill === undefined ? [] : [record.backfill]));
+  const range = ranges[0] ?? { from: '?', to: '?', step: 'day', windows: 0 };
+  const count = shards.find((judged) => judged.shard !== undefined)?.shard?.count;
+  const failed = shards.flatMap(({ record }) => record.failedWindows ?? []).sort((a, b) => a.from.localeCompare(b.from));
+  const durations = shards.map(({ record }) => record.durationMs);
+  const rows = shards.flatMap(({ record }) => (record.rows === undefined ? [] : [record.rows]));
+  // The decisive shard's outcome; the time and rows are every shard's.
+  const { durationMs: _decisiveDuration, rows: _decisiveRows, ...outcome } = outcomeOf(decisive);
   return {
-    ...outcomeOf(judged),
+    ...outcome,
+    startedAt: shards.map(({ record }) => record.startedAt).sort()[0]!,
+    // Shards run side by side: the backfill took as long as its longest shard.
+    ...(durations.every((ms) => ms !== undefined) ? { durationMs: Math.max(...durations) } : {}),
+    ...(rows.length === 0 ? {} : { rows: rows.reduce((sum, value) => sum + value, 0) }),
     from: range.from,
     to: range.to,
     step: range.step,
-    windows: range.windows,
-    ...(range.shard === undefined ? {} : { shard: range.shard }),
+    windows: ranges.reduce((sum, described) => sum + described.windows, 0),
+    ...(count === undefined ? {} : { shards: { count, recorded: shards.flatMap((judged) => (judged.shard === undefined ? [] : [judged.shard.index])) } }),
     ...(failed.length === 0
       ? {}
       : {

@@ -122,6 +122,79 @@ describe('a backfill in the run history and in status', () => {
     expect(third.some((line) => line.startsWith('    re-run: '))).toBe(false);
   });
 
+  it("keeps a record per shard of an Indexed Job's backfill, two started in the same millisecond too, and status judges the backfill by all of them", async () => {
+    const ws = await writeWorkspace(path.join(fixture.root, 'shards'), fixture.sandbox, [job]);
+    const env = sandboxEnv(fixture.sandbox);
+    const flags = ['--config', ws.configFile, '--jobs', ws.jobsDir];
+    // Every pod of an Indexed Job runs under the Job's name, and pods start together: the same
+    // run id, and here the same millisecond.
+    const shard = (runId: string, index: number) =>
+      runCli(
+        [
+          'backfill',
+          '--job',
+          'daily',
+          '--from',
+          '2026-06-25',
+          '--to',
+          '2026-06-29',
+          '--run-id',
+          runId,
+          '--shard-index',
+          String(index),
+          '--shard-count',
+          '2',
+          ...flags,
+        ],
+        { env, seams: { now: () => new Date(BACKFILL_OK.at) } },
+      );
+    // Shard 0 (06-25, 06-26) fails both its windows; shard 1 (06-27, 06-28) succeeds, after it.
+    fixture.sandbox.inject({ kind: 'malformed-json', endpoint: 'export', pageNumber: 0, times: Number.POSITIVE_INFINITY });
+    const failed = await shard('bf-indexed', 0);
+    fixture.sandbox.clearFaults();
+    expect(failed.exitCode).toBe(1);
+    const passed = await shard('bf-indexed', 1);
+    expect(passed.exitCode, passed.stderr).toBe(0);
+
+    const records = (await readdir(path.join(ws.root, '.tilehouse', 'history', 'daily'))).filter((name) => name.includes('bf-indexed'));
+    expect(records.sort()).toEqual(['20260703T030000.000Z_bf-indexed~shard-0-of-2.json', '20260703T030000.000Z_bf-indexed~shard-1-of-2.json']);
+
+    const status = async () => jobBlock((await runCli(['status', ...flags], { env, seams: { now: () => new Date(MORNING) } })).stdout, 'daily');
+    const rerun = `tilehouse backfill --job daily --from 2026-06-25 --to 2026-06-27 --step day ${flags.join(' ')}`;
+    const lines = await status();
+    const at = lines.findIndex((line) => line.startsWith('  last backfill: '));
+    // The failed shard decides the outcome, though the one that succeeded ended last.
+    expect(lines[at]).toMatch(
+      /^ {2}last backfill: FAILED export_response_invalid, run bf-indexed of 2026-07-03 03:00:00 UTC, 2026-06-25\.\.2026-06-29 by day, 2 shards; 2 of 4 windows succeeded, \d+ rows in \d+\.\d s$/,
+    );
+    expect(failed.stderr).toContain(lines[at + 1]!.trim());
+    expect(lines[at + 2]).toBe(`    re-run: ${rerun}`);
+    const json = JSON.parse((await runCli(['status', '--json', ...flags], { env, seams: { now: () => new Date(MORNING) } })).stdout) as Array<
+      Record<string, unknown>
+    >;
+    expect(json[0]!.lastBackfill).toMatchObject({
+      runId: 'bf-indexed',
+      verdict: 'failed',
+      windows: 4,
+      shards: { count: 2, recorded: [0, 1] },
+      failedWindows: [
+        { from: '2026-06-25', to: '2026-06-26' },
+        { from: '2026-06-26', to: '2026-06-27' },
+      ],
+      rerun: [rerun],
+    });
+
+    // A backfill of which one shard has no record (not started yet, or its pod never ran) says so.
+    const later = await runCli(
+      ['backfill', '--job', 'daily', '--from', '2026-06-25', '--to', '2026-06-29', '--run-id', 'bf-half', '--shard-index', '1', '--shard-count', '2', ...flags],
+      { env, seams: { now: () => new Date(BACKFILL_BAD.at) } },
+    );
+    expect(later.exitCode, later.stderr).toBe(0);
+    expect((await status()).find((line) => line.startsWith('  last backfill: '))).toMatch(
+      /^ {2}last backfill: OK, run bf-half of 2026-07-03 04:00:00 UTC, 2026-06-25\.\.2026-06-29 by day, shard 1 of 2 \(no record of shard 0\); 2 of 2 windows succeeded, \d+ rows in \d+\.\d s$/,
+    );
+  });
+
   it('records a --resume that finds every window done as a success of no rows, not as a run that never ran', async () => {
     const ws = await writeWorkspace(path.join(fixture.root, 'resume'), fixture.sandbox, [{ ...job, sinks: [{ type: 'csv', manifest: true }] }]);
     const env = sandboxEnv(fixture.sandbox);

@@ -87,6 +87,39 @@ function historyBody(place: Place): void {
     expect((await read.find('20261203T020000Z-bbbbb3'))?.record.trigger).toBe('schedule');
   });
 
+  it("keeps a record per shard of an Indexed Job's backfill (one run id, one start) and reads them all back with their shards", async () => {
+    const workspace = await place.workspace(100);
+    // A run id may hold dots and the word shard: only the name's own suffix is a shard.
+    const runId = 'backfill.shard-3-of-9';
+    const startedAt = new Date('2026-12-01T03:00:00Z');
+    await Promise.all(
+      [0, 1, 2].map(async (index) => {
+        const history = await RunHistory.open(workspace, logger, place.seams());
+        const run = await history.begin([job()], { runId, startedAt, trigger: 'backfill', shard: { index, count: 3 } });
+        await run.finish([jobRunSummary({ job: 'incident_detail', runId, rows: index })]);
+        await run.end(undefined);
+      }),
+    );
+    const unsharded = await (await RunHistory.open(workspace, logger, place.seams())).begin([job()], { runId, startedAt, trigger: 'backfill' });
+    await unsharded.end({ code: 'run_stopped', message: 'stopped by SIGTERM' });
+    const documents = await openHistoryDocuments(workspace, place.seams());
+    expect((await documents.list('incident_detail')).sort()).toEqual([
+      `20261201T030000.000Z_${runId}.json`,
+      `20261201T030000.000Z_${runId}~shard-0-of-3.json`,
+      `20261201T030000.000Z_${runId}~shard-1-of-3.json`,
+      `20261201T030000.000Z_${runId}~shard-2-of-3.json`,
+    ]);
+    const all = await (await readJobHistory(documents, 'incident_detail', { newest: 0 })).findAll(runId);
+    const byShard = all.map((judged) => ({ shard: judged.shard, rows: judged.record.rows, verdict: judged.verdict }));
+    byShard.sort((a, b) => (a.shard?.index ?? -1) - (b.shard?.index ?? -1));
+    expect(byShard).toEqual([
+      { shard: undefined, rows: undefined, verdict: 'stopped' },
+      { shard: { index: 0, count: 3 }, rows: 0, verdict: 'ok' },
+      { shard: { index: 1, count: 3 }, rows: 1, verdict: 'ok' },
+      { shard: { index: 2, count: 3 }, rows: 2, verdict: 'ok' },
+    ]);
+  });
+
   it('replaces the "running" record of a run by its end; jobs the run never reached end as stopped', async () => {
     const workspace = await place.workspace(100);
     const history = await RunHistory.open(workspace, logger, place.seams());
