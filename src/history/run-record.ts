@@ -2,9 +2,10 @@ import { z } from 'zod';
 
 /**
  * One run of one job as the run history keeps it: a document of its own per run
- * (`<job>/<started>_<run id>.json`), written "running" when the run starts and replaced whole
- * when it ends, so that concurrent runs never rewrite each other's records and a run killed
- * between the two leaves a "running" record that its owner or its heartbeat shows dead.
+ * (`<job>/<started>_<run id>.json`, a backfill shard's `…~shard-<i>-of-<n>.json`: recordNameOf),
+ * written "running" when the run starts and replaced whole when it ends, so that concurrent runs
+ * never rewrite each other's records and a run killed between the two leaves a "running" record
+ * that its owner or its heartbeat shows dead.
  *
  * It holds what the morning asks and nothing secret: the outcome, its code and message, the run
  * and trace ids, when and how long, what each target took, what the run left behind, where its
