@@ -128,7 +128,7 @@ describe('a backfill in the run history and in status', () => {
     const flags = ['--config', ws.configFile, '--jobs', ws.jobsDir];
     // Every pod of an Indexed Job runs under the Job's name, and pods start together: the same
     // run id, and here the same millisecond.
-    const shard = (runId: string, index: number) =>
+    const shard = (runId: string, index: number, at = BACKFILL_OK.at) =>
       runCli(
         [
           'backfill',
@@ -146,7 +146,7 @@ describe('a backfill in the run history and in status', () => {
           '2',
           ...flags,
         ],
-        { env, seams: { now: () => new Date(BACKFILL_OK.at) } },
+        { env, seams: { now: () => new Date(at) } },
       );
     // Shard 0 (06-25, 06-26) fails both its windows; shard 1 (06-27, 06-28) succeeds, after it.
     fixture.sandbox.inject({ kind: 'malformed-json', endpoint: 'export', pageNumber: 0, times: Number.POSITIVE_INFINITY });
@@ -185,10 +185,7 @@ describe('a backfill in the run history and in status', () => {
     });
 
     // A backfill of which one shard has no record (not started yet, or its pod never ran) says so.
-    const later = await runCli(
-      ['backfill', '--job', 'daily', '--from', '2026-06-25', '--to', '2026-06-29', '--run-id', 'bf-half', '--shard-index', '1', '--shard-count', '2', ...flags],
-      { env, seams: { now: () => new Date(BACKFILL_BAD.at) } },
-    );
+    const later = await shard('bf-half', 1, BACKFILL_BAD.at);
     expect(later.exitCode, later.stderr).toBe(0);
     expect((await status()).find((line) => line.startsWith('  last backfill: '))).toMatch(
       /^ {2}last backfill: OK, run bf-half of 2026-07-03 04:00:00 UTC, 2026-06-25\.\.2026-06-29 by day, shard 1 of 2 \(no record of shard 0\); 2 of 2 windows succeeded, \d+ rows in \d+\.\d s$/,
