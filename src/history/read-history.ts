@@ -72,7 +72,7 @@ export async function readJobHistory(
     .filter((name) => runIdOfRecordName(name) !== undefined)
     .sort()
     .reverse();
-  const read = async (name: string): Promise<JudgedRun | undefined> => {
+  const readDocument = async (name: string): Promise<JudgedRun | undefined> => {
     const text = await documents.get(`${job}/${name}`);
     if (text === undefined) return undefined;
     let parsed: unknown;
@@ -85,6 +85,12 @@ export async function readJobHistory(
     if (!record.success) return undefined;
     const shard = shardOfRecordName(name) ?? record.data.backfill?.shard;
     return { ...judgeRun(record.data, options.now), ...(shard === undefined ? {} : { shard }) };
+  };
+  // Each document is fetched once: `findAll` reads the newest records again (a bucket's GET each).
+  const reads = new Map<string, Promise<JudgedRun | undefined>>();
+  const read = (name: string): Promise<JudgedRun | undefined> => {
+    if (!reads.has(name)) reads.set(name, readDocument(name));
+    return reads.get(name)!;
   };
   const latest: JudgedRun[] = [];
   for (const name of names) {
