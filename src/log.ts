@@ -1,5 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { scrubSecrets } from './secret-scrubber.js';
+import { excerpt, scrubSecrets } from './secret-scrubber.js';
 
 export type { Logger } from 'pino';
 
@@ -57,7 +57,7 @@ function clock(time: unknown): string {
 }
 
 function shownValue(value: unknown): string | undefined {
-  if (typeof value === 'string') return value.length > MAX_FIELD_CHARS ? `${value.slice(0, MAX_FIELD_CHARS)}…` : value;
+  if (typeof value === 'string') return excerpt(value, MAX_FIELD_CHARS);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value) && value.every((item) => typeof item === 'string' || typeof item === 'number')) return shownValue(value.join(','));
   return undefined;

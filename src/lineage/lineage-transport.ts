@@ -1,3 +1,4 @@
+import { collapsedExcerpt } from '../secret-scrubber.js';
 import { Agent, request } from '../source/undici-parts.js';
 
 /** One way events leave the process. `send` settles when the event is delivered, rejects when not. */
@@ -28,6 +29,6 @@ export async function postJson(dispatcher: Agent, url: string, body: Buffer, hea
   const answer = await request(url, { dispatcher, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal });
   const text = await answer.body.text();
   if (answer.statusCode < 200 || answer.statusCode > 299) {
-    throw new LineageDeliveryError(`HTTP ${answer.statusCode}${text === '' ? '' : `: ${text.replace(/\s+/g, ' ').slice(0, 200)}`}`);
+    throw new LineageDeliveryError(`HTTP ${answer.statusCode}${text === '' ? '' : `: ${collapsedExcerpt(text, 200)}`}`);
   }
 }

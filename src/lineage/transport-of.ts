@@ -8,7 +8,8 @@ import { agent, postJson, type LineageTransport, type TransportDependencies } fr
 function httpTransport(config: Extract<LineageTransportConfig, { type: 'http' }>): LineageTransport {
   const url = new URL(config.endpoint.replace(/^\/+/, ''), config.url.endsWith('/') ? config.url : `${config.url}/`).toString();
   const apiKey = config.auth?.apiKey;
-  if (apiKey !== undefined) registerSecret(apiKey);
+  // Kept for the process's life like every registered value (it was once a "recent" value, evicted by tokens).
+  if (apiKey !== undefined) registerSecret(apiKey, { permanent: true });
   const timeoutMs = config.timeout * 1000;
   const dispatcher = agent(timeoutMs);
   return {

@@ -14,6 +14,7 @@ import type { Dispatcher } from 'undici';
 import type { JsonBodyParse, JsonBytesOptions } from './json-body.js';
 import { type BodyProblem, readBody } from './response-body.js';
 import { request } from './undici-parts.js';
+import { excerpt as scrubbedExcerpt } from '../secret-scrubber.js';
 
 /**
  * Used when the configuration sets no overall deadline. Two minutes is far above any page the
@@ -140,16 +141,14 @@ export function isTransientNetworkError(error: unknown): error is Error {
 
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
+const NOT_PRINTABLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\uFFFD]+/gu;
+
 /**
  * A short, single-line excerpt of a body for error messages (HTML error pages can be huge).
  * Only printable text: control characters, U+FFFD and unassigned or private-use code points
  * (what binary read as text turns into) become one "·" per run, so a log line never carries raw bytes.
+ * Secrets are scrubbed before anything is cut or collapsed (see secret-scrubber.ts's `excerpt`).
  */
 export function excerpt(text: string, max = 160): string {
-  const flat = text
-    .slice(0, max * 4)
-    .replace(/\s+/g, ' ')
-    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\uFFFD]+/gu, '·')
-    .trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  return scrubbedExcerpt(text, max, { collapse: true, tidy: (flat) => flat.replace(NOT_PRINTABLE, '·') });
 }

@@ -20,7 +20,7 @@ import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { registerSecret } from '../secret-scrubber.js';
+import { registerCredentialHeader } from '../secret-scrubber.js';
 import type { OtelSettings } from './otel-settings.js';
 import {
   ATTR,
@@ -114,8 +114,8 @@ export class OtelTelemetry implements Telemetry {
 
   constructor(private readonly options: OtelTelemetryOptions) {
     const { settings, env } = options;
-    for (const signal of [settings.traces, settings.metrics])
-      for (const value of Object.values(signal?.headers ?? {})) registerSecret(value, { permanent: true });
+    // `Authorization=Bearer x`: the token alone is what an echo quotes.
+    for (const signal of [settings.traces, settings.metrics]) for (const value of Object.values(signal?.headers ?? {})) registerCredentialHeader(value);
     const k8s: Record<string, string> = {};
     for (const [name, key] of K8S_ENV) if (env[name]) k8s[key] = env[name];
     // Ours first, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (envDetector), which win.

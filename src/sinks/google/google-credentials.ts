@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuthClient, GoogleAuth } from 'google-auth-library';
 import { messageOf } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { registerSecret } from '../../secret-scrubber.js';
+import { excerpt, registerSecret, scrubSecrets } from '../../secret-scrubber.js';
 import { GoogleCredentialsRejectedError, GoogleCredentialsUnavailableError, googleCredentialsFailureIn } from './credential-errors.js';
 
 /**
@@ -347,11 +347,14 @@ function describeFailure(error: unknown): string {
   if (error instanceof AttemptTimedOut) return error.message;
   const status = statusOf(error);
   const codes = errorCodes(error).filter((code) => /^[A-Z_]+$/.test(code));
-  const text = messageOf(error)
-    // @google-cloud/common sends a request WITHOUT credentials when an auth error says this.
-    .replace(/Could not load the default credentials[^.]*\.?/gi, 'no Application Default Credentials were found.')
-    .split('\n')[0]!
-    .slice(0, 300);
+  // Scrubbed before the first line is taken: a secret spread over lines is whole only here.
+  const text = excerpt(
+    scrubSecrets(messageOf(error))
+      // @google-cloud/common sends a request WITHOUT credentials when an auth error says this.
+      .replace(/Could not load the default credentials[^.]*\.?/gi, 'no Application Default Credentials were found.')
+      .split('\n')[0]!,
+    300,
+  );
   return [text, status === undefined ? undefined : `HTTP ${status}`, codes.length > 0 ? codes[0] : undefined].filter(Boolean).join(' ');
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TilehouseError } from '../../errors.js';
-import { registerSecret } from '../../secret-scrubber.js';
+import { excerpt, registerSecret } from '../../secret-scrubber.js';
 import { IcebergCatalogError } from './iceberg-errors.js';
 
 /**
@@ -122,12 +122,12 @@ export class RestAuthorization {
       body = undefined;
     }
     if (response.status >= 500)
-      throw new IcebergCatalogError(this.catalog, `the OAuth2 token endpoint ${endpoint} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
+      throw new IcebergCatalogError(this.catalog, `the OAuth2 token endpoint ${endpoint} answered ${response.status}: ${excerpt(text, 300)}`, response.status);
     if (response.status !== 200) {
       const refusal = oauthErrorSchema.safeParse(body);
       const detail = refusal.success
         ? `${refusal.data.error}${refusal.data.error_description ? `: ${refusal.data.error_description}` : ''}`
-        : text.slice(0, 300);
+        : excerpt(text, 300);
       throw new IcebergCatalogAuthError(
         this.catalog,
         `the OAuth2 token endpoint ${endpoint} refused client ${JSON.stringify(auth.clientId)} (${response.status} ${detail}); check the client id and secret, and the scope ${JSON.stringify(auth.scope ?? DEFAULT_OAUTH2_SCOPE)}`,

@@ -6,6 +6,7 @@ import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
 import { IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
 import { childLocation } from './table-files.js';
+import { excerpt } from '../../secret-scrubber.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
 
 /**
@@ -212,5 +213,5 @@ function errorMessage(text: string): string {
   } catch {
     // not JSON
   }
-  return text.slice(0, 300);
+  return excerpt(text, 300);
 }

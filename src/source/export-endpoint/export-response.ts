@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ExactNumber } from '../../value-types/exact-number.js';
 import { countNoun } from '../../count-noun.js';
+import { excerpt } from '../../secret-scrubber.js';
 
 /** The spec's Export result, validated at the edge; extra members are allowed (spec: "minimum returned"). */
 const navigationSchema = z
@@ -60,7 +61,7 @@ function refusalOf(body: Record<string, unknown>): PageParse {
   const { error } = body;
   const message = typeof error === 'string' ? error : isRecord(error) && typeof error.message === 'string' ? error.message : undefined;
   if (message === undefined || message.trim() === '') {
-    return { ok: false, problem: `ok: false without an error message${error === undefined ? '' : ` (error: ${JSON.stringify(error).slice(0, 160)})`}` };
+    return { ok: false, problem: `ok: false without an error message${error === undefined ? '' : ` (error: ${excerpt(JSON.stringify(error), 160)})`}` };
   }
   return { ok: false, problem: `ok: false: ${message}`, serviceMessage: message };
 }

@@ -2,6 +2,7 @@ import type { Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { withRetries, RetryBudget, type RetryLimits } from '../../../retry.js';
+import { excerpt } from '../../../secret-scrubber.js';
 import { unauthorizedVerdict } from '../../google/google-credentials.js';
 
 /**
@@ -140,7 +141,7 @@ export class GcsHttp {
 
   /** A failed answer as an error (Cloud Storage's own message when its body has one). */
   failure(method: string, url: string, answer: GcsAnswer): GcsHttpError {
-    let message = answer.text.slice(0, 300);
+    let message = excerpt(answer.text, 300);
     try {
       message = (JSON.parse(answer.text) as { error?: { message?: string } }).error?.message ?? message;
     } catch {
