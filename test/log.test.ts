@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger, humanLogLine } from '../src/log.js';
+import { registerSecret } from '../src/secret-scrubber.js';
 import { Capture } from './support/cli-harness.js';
 
 describe('createLogger', () => {
@@ -24,6 +25,13 @@ describe('createLogger', () => {
 
 describe('humanLogLine', () => {
   const at = new Date(2026, 0, 2, 3, 4, 5).getTime();
+
+  it('cuts a long field before a secret, never through it (issue 61)', () => {
+    registerSecret('field-secret-abcdef');
+    const reason = `${'r'.repeat(75)}field-secret-abcdef and more`;
+    const line = humanLogLine(JSON.stringify({ level: 40, time: at, msg: 'retrying', reason }));
+    expect(line).toBe(`03:04:05 WARN  retrying reason=${'r'.repeat(75)}…\n`);
+  });
 
   it('is one line: time, level, job, message, scalar fields; objects left to the JSON logs', () => {
     const json = JSON.stringify({

@@ -4,6 +4,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { excerpt, isTransientNetworkError, postJson, RequestDeadlineError } from '../../src/source/http.js';
 import { parseJsonBody } from '../../src/source/json-body.js';
+import { registerSecret } from '../../src/secret-scrubber.js';
 import { ExactNumber } from '../../src/value-types/exact-number.js';
 import { startHostileServer } from '../support/hostile-server.js';
 
@@ -97,6 +98,24 @@ describe('excerpt', () => {
     expect(excerpt('<h1>Bad\r\n\tGateway</h1>')).toBe('<h1>Bad Gateway</h1>');
     expect(excerpt('ok\u0000\u0001\u001b[31m\uFFFD\uFFFDend')).toBe('ok·[31m·end');
     expect(excerpt('x'.repeat(200))).toBe(`${'x'.repeat(160)}…`);
+  });
+
+  // Issue 61: the excerpt is scrubbed before it is cut or collapsed.
+  const secret = 'http-excerpt-secret 1234';
+  registerSecret(secret);
+
+  it('never shows the first characters of a secret the cut at 160 would split', () => {
+    const shown = excerpt(`${'x'.repeat(155)}${secret} tail`);
+    expect(shown).toBe(`${'x'.repeat(155)}…`);
+  });
+
+  it('scrubs a secret spread over lines before joining them into one', () => {
+    registerSecret('multi\n  line\r\n\tsecret');
+    expect(excerpt('<pre>\nmulti\n  line\r\n\tsecret\n</pre>')).toBe('<pre> [redacted] </pre>');
+  });
+
+  it('redacts the start of a secret at the end of a body the server cut short', () => {
+    expect(excerpt(`{"error":"no such client: ${secret.slice(0, 10)}`)).toBe('{"error":"no such client: [redacted]');
   });
 });
 
