@@ -45,10 +45,20 @@ describe('fetchToken in a long-running worker', () => {
       'config/worker.yaml',
       { WORKER_SECRET: CLIENT_SECRET },
     );
-    await transportOf({ type: 'http', url: 'http://127.0.0.1:9', endpoint: 'api/v1/lineage', timeout: 1, compression: 'none', auth: { type: 'api_key', apiKey: LINEAGE_KEY } } as never, {
-      writeConsole: () => undefined,
-      env: {},
-    });
+    await transportOf(
+      {
+        type: 'http',
+        url: 'http://127.0.0.1:9',
+        endpoint: 'api/v1/lineage',
+        timeout: 1,
+        compression: 'none',
+        auth: { type: 'api_key', apiKey: LINEAGE_KEY },
+      } as never,
+      {
+        writeConsole: () => undefined,
+        env: {},
+      },
+    );
     const issued: string[] = [];
     const echo = () => [CLIENT_SECRET, LINEAGE_KEY, issued[0]!].flatMap(echoesOf).join(' | ');
     const answers: Array<() => HostileAnswer> = [
@@ -68,7 +78,8 @@ describe('fetchToken in a long-running worker', () => {
     });
     const request = tokenRequest(server, hostile.dispatcher, { clientSecret, jobName: 'worker' });
     const got: string[] = [];
-    for (let batch = 0; batch < TOKENS / 30; batch++) got.push(...(await Promise.all(Array.from({ length: 30 }, () => fetchToken(request)))).map((token) => token.accessToken));
+    for (let batch = 0; batch < TOKENS / 30; batch++)
+      got.push(...(await Promise.all(Array.from({ length: 30 }, () => fetchToken(request)))).map((token) => token.accessToken));
     expect(new Set(got).size).toBe(TOKENS);
 
     const captured: string[] = [];
@@ -76,7 +87,13 @@ describe('fetchToken in a long-running worker', () => {
     const jsonLog = createLogger({ destination: stderr });
     const humanLog = createLogger({ destination: stderr, human: true });
     const failures: Error[] = [];
-    for (let i = 0; i < answers.length; i++) failures.push(await fetchToken(request).then(() => new Error('expected a refusal'), (error: Error) => error));
+    for (let i = 0; i < answers.length; i++)
+      failures.push(
+        await fetchToken(request).then(
+          () => new Error('expected a refusal'),
+          (error: Error) => error,
+        ),
+      );
     for (const failure of failures) {
       jsonLog.error({ err: failure, reason: failure.message }, failure.message);
       humanLog.error({ reason: failure.message }, failure.message);
