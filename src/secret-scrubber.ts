@@ -279,7 +279,9 @@ function matchAt(text: string, windowAt: number, anchor: Anchor, edges: boolean,
   if (cutBefore && cutAfter) return; // the text lies inside one form: ends are guarded, not middles
   const from = cutBefore ? -start : 0;
   const to = cutAfter ? text.length - start : form.text.length;
-  if (!sameFrom(text, start, form, from, to)) return;
+  // The last character first: tokens of one issuer share a long start (a JWT's header), and a
+  // window there hits another token's form, which would otherwise be compared up to where they part.
+  if (!sameFrom(text, start, form, to - 1, to) || !sameFrom(text, start, form, from, to)) return;
   const span = [Math.max(0, start), Math.min(text.length, end)];
   spans.push(form.base64 ? widenedBase64(text, span[0]!, span[1]!) : span);
 }
