@@ -145,7 +145,7 @@ function base64Cores(value: string): string[] {
 }
 
 /** Characters that every URL, JSON and HTML encoder leaves as they are: a typical token is its only literal form. */
-const PLAIN = /^[A-Za-z0-9._~-]*$/;
+const PLAIN = /^[A-Za-z0-9._-]*$/;
 
 /** Every form of `value` this module matches literally (`\u` escapes are undone before matching: `unescapedView`). */
 function formsOf(value: string): Form[] {

@@ -172,6 +172,11 @@ describe('scrubSecrets: every form of a registered value', () => {
     expect(decoded).not.toContain(secret.slice(0, 4));
   });
 
+  it('redacts a secret of URL-safe characters in the form encoding, which escapes its tilde', () => {
+    registerSecret('tilde~secret-01');
+    expect(scrubSecrets(new URLSearchParams({ client_secret: 'tilde~secret-01' }).toString())).toBe(`client_secret=${REDACTED}`);
+  });
+
   it('redacts a secret holding whitespace when a server collapsed it to one line', () => {
     const secret = 'multi  line\n\tsecret value';
     registerSecret(secret);
