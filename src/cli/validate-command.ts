@@ -70,7 +70,14 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
       ...findings.warnings,
       ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` })),
     ];
-    const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem, ...(await lineageProblems(io.env, workspace.environment.lineage))];
+    const otelRefusals = otelSettingsOf(io.env).refusals.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` }));
+    const errors = [
+      ...findings.errors,
+      ...findings.columnLayout,
+      ...findings.fileSystem,
+      ...(await lineageProblems(io.env, workspace.environment.lineage)),
+      ...otelRefusals,
+    ];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);

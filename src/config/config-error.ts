@@ -19,11 +19,19 @@ export interface ConfigProblem {
 /**
  * The last key of a field path names a secret (Airflow's masker judges fields by the same words):
  * `sinks.postgres.password`, `source.clientSecret`, `sinks.iceberg.catalog.token`,
- * `lineage.transport.auth.apiKey`, a postgres `url` / `urlFile` (a DATABASE_URL holds the password),
- * and their `...File` siblings (a secret pasted into the file field instead is still a secret).
+ * `lineage.transport.auth.apiKey`, a postgres `url` (a DATABASE_URL holds the password).
  * Every schema's problems pass through here, so a new secret field is covered by its name alone.
+ * Their `...File` siblings name where a secret is, not the secret (Kubernetes shows a Secret by
+ * its reference too), and `tilehouse k8s` must say which path it refuses: see `isPath`.
  */
 const SECRET_KEY = /(pass(word|wd|phrase)?|secret|token|api[-_]?key|^key|private[-_]?key|access[-_]?key([-_]?id)?|credentials?|dsn|cookie|^url|^auth)(file)?$/i;
+const FILE_KEY = /file$/i;
+/**
+ * A `...File` field's value that is a path as people write one (`/var/run/secrets/pg/password`,
+ * `./secret.txt`, `secret.txt`), not a secret pasted into the file field by mistake: only such a
+ * value of a file field is shown.
+ */
+const PATH_LIKE = /^((\.{0,2}|~)\/[^\s"]*|[\w-]+(\.[A-Za-z0-9]{1,5})+)"$/;
 // A key of a map or list value, as JSON writes it (`"password":`), that names a secret below it.
 const SECRET_KEY_IN_JSON = /"[^"]*(pass(word|wd)?|secret|token|api[-_]?key|key|credentials?|dsn|cookie|url|auth)(file)?":/i;
 
@@ -54,7 +62,12 @@ const URL_CREDENTIALS = /\/\/[^/\s"]*@|[?&;](pass(word|wd)?|secret|token|api[-_]
 export function shownValue(problem: Pick<ConfigProblem, 'field' | 'value'>): string | undefined {
   const { value } = problem;
   if (value === undefined) return undefined;
-  if (isSecretField(problem.field)) return QUOTED_ENV_REFERENCE.test(value) ? value : undefined;
+  if (isSecretField(problem.field)) {
+    const isFileField = FILE_KEY.test(problem.field);
+    return QUOTED_ENV_REFERENCE.test(value) || (isFileField && value.startsWith('"') && PATH_LIKE.test(value.slice(1)) && !URL_CREDENTIALS.test(value))
+      ? value
+      : undefined;
+  }
   if ((value.startsWith('{') || value.startsWith('[')) && SECRET_KEY_IN_JSON.test(value)) return undefined;
   if (URL_CREDENTIALS.test(value)) return undefined;
   return value;

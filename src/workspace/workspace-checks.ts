@@ -85,6 +85,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
   const warnings: Located[] = [];
   const checkers = await workspaceCheckers(environment, configFile, jobs);
   for (const checker of checkers.values()) fileSystem.push(...checker.fileSystem);
+  for (const checker of checkers.values()) errors.push(...(checker.invalid ?? []));
   const sinkSecretsUnchecked = [...checkers.values()].flatMap((checker) => checker.unchecked ?? []);
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();
@@ -213,6 +214,18 @@ export async function validateWorkspace(workspace: Workspace, env: NodeJS.Proces
   for (const job of workspace.jobs) await buildSinks(job, workspace.environment, sinkOptions);
   const findings = await checkWorkspace(workspace.environment, workspace.configFile, workspace.jobs);
   return { ...findings, unchecked: [...unchecked, ...findings.sinkSecretsUnchecked] };
+}
+
+/**
+ * For every command that connects (`run`, `check`, `plan`, `backfill`, `schedule`, `probe`): the
+ * settings of the jobs' sink kinds that no run can use (a DATABASE_URL that does not parse) refuse
+ * the command before any job starts, config_invalid and exit 2, as `validate` does; never a
+ * tile's failure (exit 1) found half-way through a run.
+ */
+export async function refuseUnusableSinkSettings(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
+  const checkers = await workspaceCheckers(environment, configFile, jobs);
+  const invalid = [...checkers.values()].flatMap((checker) => checker.invalid ?? []);
+  if (invalid.length > 0) throw new ConfigError(await Promise.all(invalid.map(located)));
 }
 
 export async function refuseConflictingTargets(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
