@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { LineCounter, parseDocument, isNode, visit, type Document, type ErrorCode } from 'yaml';
+import { LineCounter, parseDocument, isMap, isNode, isScalar, visit, type Document, type ErrorCode } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from './config-error.js';
 
@@ -109,6 +109,19 @@ function documentValue(document: Document, file: string, lineCounter: LineCounte
   }
 }
 
+/**
+ * The key of the field at `path` (`auth:` of `lineage.transport.auth`), when its parent is a map:
+ * a map or list value starts on the line after its key, and the problem is the key's.
+ */
+function keyNodeAt(document: Document, path: readonly PropertyKey[]): unknown {
+  if (path.length === 0) return undefined;
+  const parent = path.length === 1 ? document.contents : document.getIn(path.slice(0, -1), true);
+  if (!isMap(parent)) return undefined;
+  const last = path.at(-1);
+  const pair = parent.items.find((item) => (isScalar(item.key) ? item.key.value : item.key) === last);
+  return pair?.key;
+}
+
 interface ParsedYaml {
   document: Document;
   lineCounter: LineCounter;
@@ -149,7 +162,7 @@ export function parseYamlText<S extends z.ZodType>(text: string, file: string, s
     // An unrecognized key is reported on its parent; point at the key itself.
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
     const path = keys.length === 1 ? [...issue.path, keys[0]!] : issue.path;
-    const node = document.getIn(path, true);
+    const node = keyNodeAt(document, path) ?? document.getIn(path, true);
     const range = isNode(node) ? node.range : undefined;
     const parent = range === undefined ? document.getIn(issue.path, true) : undefined;
     const located = range ?? (isNode(parent) ? parent.range : undefined);

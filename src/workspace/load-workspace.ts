@@ -18,7 +18,7 @@ import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';
 import { resolveCredentials, type ClientCredentials } from '../config/secrets.js';
-import { refuseUnusableSinkSettings } from './workspace-checks.js';
+import { refuseUnusableSinkSettings } from './unusable-sink-settings.js';
 
 export interface Workspace {
   environment: EnvironmentConfig;

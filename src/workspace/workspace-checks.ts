@@ -216,18 +216,6 @@ export async function validateWorkspace(workspace: Workspace, env: NodeJS.Proces
   return { ...findings, unchecked: [...unchecked, ...findings.sinkSecretsUnchecked] };
 }
 
-/**
- * For every command that connects (`run`, `check`, `plan`, `backfill`, `schedule`, `probe`): the
- * settings of the jobs' sink kinds that no run can use (a DATABASE_URL that does not parse) refuse
- * the command before any job starts, config_invalid and exit 2, as `validate` does; never a
- * tile's failure (exit 1) found half-way through a run.
- */
-export async function refuseUnusableSinkSettings(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
-  const checkers = await workspaceCheckers(environment, configFile, jobs);
-  const invalid = [...checkers.values()].flatMap((checker) => checker.invalid ?? []);
-  if (invalid.length > 0) throw new ConfigError(await Promise.all(invalid.map(located)));
-}
-
 export async function refuseConflictingTargets(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
   const { errors } = await checkWorkspace(environment, configFile, jobs);
   if (errors.length > 0) throw new ConfigError(errors);

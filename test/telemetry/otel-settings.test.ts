@@ -9,7 +9,7 @@ const ENDPOINT = 'http://127.0.0.1:4318';
 
 describe('otelSettingsOf', () => {
   it('is off with no OTEL variable (and then nothing of OpenTelemetry is loaded)', () => {
-    expect(otelSettingsOf({})).toEqual({ temporality: 'delta', warnings: [] });
+    expect(otelSettingsOf({})).toEqual({ temporality: 'delta', warnings: [], refusals: [] });
     expect(telemetryWanted({ OTEL_SERVICE_NAME: 'x', TRACEPARENT: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })).toBe(false);
   });
 
