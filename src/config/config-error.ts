@@ -45,7 +45,7 @@ const SECRET_SECTIONS = new Set(['source', 'sinks', 'sinks.postgres', 'sinks.ice
  */
 export function isSecretField(field: string): boolean {
   const keys = field.replace(/\[\d+\]/g, '').split('.');
-  return SECRET_KEY.test(keys.at(-1) ?? '') || keys.some((key) => /^auth$/i.test(key)) || SECRET_SECTIONS.has(keys.join('.'));
+  return SECRET_KEY.test(keys.at(-1) ?? '') || keys.some((key) => /^auth$/i.test(key)) || SECRET_SECTIONS.has(field);
 }
 
 // `${ENV_NAME}`, quoted as JSON: the one value of a secret field that is safe to print (it names a variable).
