@@ -36,7 +36,7 @@ const PATH_LIKE = /^((\.{0,2}|~)\/[^\s"]*|[\w-]+(\.[A-Za-z0-9]{1,5})+)"$/;
 const SECRET_KEY_IN_JSON = /"[^"]*(pass(word|wd)?|secret|token|api[-_]?key|key|credentials?|dsn|cookie|url|auth)(file)?":/i;
 
 // The sections that hold secrets: a value of the wrong type there (a string, a list) may be one.
-const SECRET_SECTIONS = new Set(['source', 'sinks', 'sinks.postgres', 'sinks.iceberg', 'sinks.iceberg.catalog', 'lineage', 'lineage.transport']);
+const SECRET_SECTIONS = new Set(['source', 'sinks.postgres', 'sinks.iceberg', 'sinks.iceberg.catalog', 'lineage', 'lineage.transport']);
 
 /**
  * Whether a problem on `field` may never show its value, decided by the field's name alone: its
