@@ -450,11 +450,27 @@ describe('init: a pasted request it cannot read is refused by part and place, ne
   const BODY = JSON.stringify({ items: [{ header: 'Severity', formula: '[incident.severity_label]', dataType: 'text' }], options: { itemsPerPage: 50 } });
   const REQUESTS: Array<[string, (secret: string) => string, RegExp]> = [
     ['a header line where the URL goes', (secret) => `X-Api-Key: ${secret}\n${BODY}\n`, /request\.txt: url: /],
-    ['a body that is not JSON, a key in it', (secret) => `${URL}\n{"apiKey": "${secret}", "items": [}\n`, /request\.txt: body: not JSON \(.*; the body is not shown\)/],
+    [
+      'a body that is not JSON, a key in it',
+      (secret) => `${URL}\n{"apiKey": "${secret}", "items": [}\n`,
+      /request\.txt: body: not JSON \(.*; the body is not shown\)/,
+    ],
     ['a body cut short after a key', (secret) => `${URL}\n{"apiKey": "${secret}"\n`, /request\.txt: body: not JSON \(.*; the body is not shown\)/],
-    ['a header given to -X', (secret) => `curl -X 'X-Api-Key: ${secret}' '${URL}' --data-raw '${BODY}'\n`, /request\.txt: method: the export endpoint takes POST/],
-    ['an option glued to its header', (secret) => `curl '--headerX-Api-Key: ${secret}' '${URL}' --data-raw '${BODY}'\n`, /unknown curl option --headerX-Api-Key…/],
-    ['a content type that is a key', (secret) => `curl -H 'content-type: ${secret}' '${URL}' --data-raw '${BODY}'\n`, /content-type header: the export endpoint takes application\/json \(the value is not shown\)/],
+    [
+      'a header given to -X',
+      (secret) => `curl -X 'X-Api-Key: ${secret}' '${URL}' --data-raw '${BODY}'\n`,
+      /request\.txt: method: the export endpoint takes POST/,
+    ],
+    [
+      'an option glued to its header',
+      (secret) => `curl '--headerX-Api-Key: ${secret}' '${URL}' --data-raw '${BODY}'\n`,
+      /unknown curl option --headerX-Api-Key…/,
+    ],
+    [
+      'a content type that is a key',
+      (secret) => `curl -H 'content-type: ${secret}' '${URL}' --data-raw '${BODY}'\n`,
+      /content-type header: the export endpoint takes application\/json \(the value is not shown\)/,
+    ],
     ['a header without a colon', (secret) => `curl -H 'X-Api-Key ${secret}' '${URL}' --data-raw '${BODY}'\n`, /curl option -H needs "Name: value"/],
   ];
   it.each(REQUESTS)('%s: config_invalid, exit 2, nothing of it printed', async (_, request, message) => {
