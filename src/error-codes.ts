@@ -18,7 +18,7 @@
 // biome-ignore format: one line per code, so that adding one is adding a line
 export const ERROR_CODES = {
   // -- configuration and usage ---------------------------------------------------------------------
-  config_invalid: { exit: 2, retryable: false, says: 'An environment or job file is invalid; the message names the file, line, field and value.' },
+  config_invalid: { exit: 2, retryable: false, says: 'An environment or job file is invalid; the message names the file, line, field and value (never a secret\'s).' },
   usage_invalid: { exit: 2, retryable: false, says: 'The command line is wrong (an unknown flag, a missing value, flags that exclude each other); nothing ran.' },
   column_override_invalid: { exit: 2, retryable: false, says: "The job's `columns` section names a header the tile does not have, or a type its dataType cannot be read as." },
   backfill_resume_unsupported: { exit: 2, retryable: false, says: '`backfill --resume` for a job whose targets cannot tell a finished window (a file sink without `manifest: true`, the run ledger off).' },

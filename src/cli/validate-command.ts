@@ -44,7 +44,8 @@ CronJob cannot take (6 fields with seconds, L/W/#), and query.options.itemsPerPa
 from source.itemsPerPage (the environment's value is used), a local history.location that cannot
 be written here (runs would keep no record for \`tilehouse status\`).
 
-Each problem is one line: file:line: field = value: problem.
+Each problem is one line: file:line: field = value: problem (the value never for a secret's
+field, a URL's credentials or a YAML syntax mistake: see docs/configuration.md).
 
 Options:
 ${COMMON_HELP}
@@ -54,7 +55,8 @@ ${COMMON_HELP}
 Example:
   tilehouse validate --config config/production.example.yaml --jobs jobs --strict
 
-Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field and value).
+Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field and, unless it may
+be a secret, value).
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('validate', args, { strict: { type: 'boolean' } });
@@ -70,7 +72,14 @@ Exit codes: 0 valid, 2 invalid (every problem is listed with file, line, field a
       ...findings.warnings,
       ...otelSettingsOf(io.env).warnings.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` })),
     ];
-    const errors = [...findings.errors, ...findings.columnLayout, ...findings.fileSystem, ...(await lineageProblems(io.env, workspace.environment.lineage))];
+    const otelRefusals = otelSettingsOf(io.env).refusals.map((message) => ({ file: '(environment)', field: '', message: `telemetry: ${message}` }));
+    const errors = [
+      ...findings.errors,
+      ...findings.columnLayout,
+      ...findings.fileSystem,
+      ...(await lineageProblems(io.env, workspace.environment.lineage)),
+      ...otelRefusals,
+    ];
     const strict = values.strict === true;
     if (strict && warnings.length > 0) throw new ConfigError([...errors, ...warnings]);
     for (const warning of warnings) io.stderr.write(`warning: ${formatProblem(warning)}\n`);

@@ -5,6 +5,7 @@ import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-u
 import { publishGuardSchema } from './publish-guard-schema.js';
 import { icebergEnvironmentSchema } from './iceberg-sink-schema.js';
 import { postgresConnectionSchema } from './postgres-connection-schema.js';
+import { refusingUrlPassword } from './url-credentials.js';
 
 /**
  * The schema of `config/*.yaml`: settings shared by every tile of one environment.
@@ -18,8 +19,14 @@ const envReference = z.string().regex(ENV_REFERENCE, 'must be a reference like $
 
 const sourceSchema = z
   .object({
-    baseUrl: z.url().describe('The tenant host, e.g. https://acme.example-incidents.com'),
-    authUrl: z.url().describe('The token issuer; POST {authUrl}/oauth/token'),
+    baseUrl: z
+      .url()
+      .superRefine(refusingUrlPassword('the client secret goes in source.clientSecret (${ENV_NAME}) or source.clientSecretFile'))
+      .describe('The tenant host, e.g. https://acme.example-incidents.com'),
+    authUrl: z
+      .url()
+      .superRefine(refusingUrlPassword('the client secret goes in source.clientSecret (${ENV_NAME}) or source.clientSecretFile'))
+      .describe('The token issuer; POST {authUrl}/oauth/token'),
     audience: z.string().min(1).optional().describe('Token audience; default: the host of baseUrl'),
     clientId: z.string().min(1).optional().describe('Client id, literal or ${ENV_NAME}'),
     clientIdFile: z.string().min(1).optional().describe('File holding the client id'),
@@ -128,6 +135,11 @@ const sinkDefaultsSchema = z
           .describe("The buckets' region; default: from the AWS chain (AWS_REGION, the shared config file), else us-east-1"),
         endpoint: z
           .url({ protocol: /^https?$/ })
+          .superRefine(
+            refusingUrlPassword(
+              'S3 credentials come from the AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from a Secret, a web identity, EKS Pod Identity)',
+            ),
+          )
           .optional()
           .describe(
             'An S3-compatible store (MinIO, Cloudflare R2, Ceph...): its origin, e.g. https://minio.example.internal:9000; default: Amazon S3. Credentials never go here: they come from the AWS chain',
@@ -176,7 +188,13 @@ const PROMETHEUS_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 const metricsSchema = z
   .object({
-    pushgatewayUrl: z.url().optional().describe("Prometheus Pushgateway to push each tile run's metrics to (grouping key: job); none: no metrics are pushed"),
+    pushgatewayUrl: z
+      .url()
+      .superRefine(
+        refusingUrlPassword('tilehouse sends no credentials to a Pushgateway: reach one that requires them through a proxy or sidecar that adds them'),
+      )
+      .optional()
+      .describe("Prometheus Pushgateway to push each tile run's metrics to (grouping key: job); none: no metrics are pushed"),
     timeoutMs: z.number().int().positive().default(5000).describe('Limit for one push; a failed push is logged and never fails the run'),
     labels: z
       .record(

@@ -4,6 +4,7 @@ import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-u
 import { postgresConnectionFields, postgresConnectionIssues } from './postgres-connection-schema.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
+import { refusingUrlPassword } from './url-credentials.js';
 
 /**
  * An Iceberg table in a job file (the sink itself: src/sinks/iceberg/) and `sinks.iceberg` in the
@@ -53,6 +54,7 @@ const oauth2AuthSchema = z
     scope: z.string().min(1).optional().describe('The scope asked for; default PRINCIPAL_ROLE:ALL (all roles of a Polaris principal)'),
     serverUri: z
       .url({ protocol: /^https?$/ })
+      .superRefine(refusingUrlPassword('the client secret goes in auth.clientSecret (${ENV_NAME}) or auth.clientSecretFile'))
       .optional()
       .describe("The token endpoint; default <uri>/v1/oauth/tokens (the REST specification's), or an identity provider's"),
   })
@@ -70,7 +72,10 @@ const oauth2AuthSchema = z
 const restCatalogSchema = z
   .object({
     type: z.literal('rest'),
-    uri: z.url({ protocol: /^https?$/ }).describe("The REST catalog's base URI (the one before /v1/config), e.g. https://polaris.example.internal/api/catalog"),
+    uri: z
+      .url({ protocol: /^https?$/ })
+      .superRefine(refusingUrlPassword('credentials go in sinks.iceberg.catalog.token / tokenFile (a bearer token) or auth (OAuth2 client credentials)'))
+      .describe("The REST catalog's base URI (the one before /v1/config), e.g. https://polaris.example.internal/api/catalog"),
     warehouse: z
       .string()
       .min(1)

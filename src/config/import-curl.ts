@@ -134,8 +134,11 @@ function expandShortCluster(word: string): string[] | undefined {
 }
 
 function describeOption(word: string): string {
-  // `--header=Authorization: …` is not curl syntax, but never echo what follows the name.
-  return word.replace(/=.*$/s, '=…');
+  // `--header=Authorization: …` is not curl syntax, but never echo what follows the name: an
+  // option glued to its value (`--headerX-Api-Key: …`) is cut at the first character no option holds.
+  const name = /^--?[A-Za-z0-9][A-Za-z0-9.-]{0,30}/.exec(word)?.[0] ?? word.slice(0, 2);
+  if (name.length === word.length) return name;
+  return word[name.length] === '=' ? `${name}=…` : `${name}…`;
 }
 
 /** Applies one option that takes a value (`word` is how the command spelled it) to the request. */

@@ -86,6 +86,20 @@ function echo(value: string): string {
   return JSON.stringify(redacted.length > MAX_ECHO ? `${redacted.slice(0, MAX_ECHO)}…` : redacted);
 }
 
+/**
+ * Where JSON.parse stopped in `text`, as `line L column C`, from the position its message gives
+ * (`… at position 12 …`), never from the text it quotes; `at the end` when it ran out.
+ */
+export function jsonErrorPlace(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  const position = /\bposition (\d+)/.exec(message)?.[1];
+  if (position === undefined) return /end of (JSON|data) input/i.test(message) ? 'it ends too early' : 'it cannot be read as JSON';
+  const before = text.slice(0, Number(position));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return `a mistake at line ${line} column ${column} of the body`;
+}
+
 function isCurl(text: string): boolean {
   return /^\s*(?:\$\s+)?curl(?:\.exe)?(?:\s|$)/.test(text);
 }
@@ -252,12 +266,15 @@ function readTile(
 /** The export endpoint takes POST with a JSON body: a method or content type that says otherwise is a problem. */
 function checkMethodAndContentType(raw: RawRequest, source: string, problems: ConfigProblem[]): void {
   if (raw.method !== undefined && raw.method.toUpperCase() !== 'POST') {
-    problems.push({ file: source, field: 'method', value: echo(raw.method), message: 'the export endpoint takes POST' });
+    // A method is shown only when it is one (a word of letters): `-X 'X-Api-Key: …'` is a header misplaced, its value a secret.
+    const method = /^[A-Za-z]{1,16}$/.test(raw.method) ? { value: echo(raw.method) } : {};
+    problems.push({ file: source, field: 'method', ...method, message: 'the export endpoint takes POST' });
   }
 
   const contentType = raw.headers.findLast((header) => header.name.toLowerCase() === 'content-type');
   if (contentType !== undefined && !/^application\/json\b/i.test(contentType.value)) {
-    problems.push({ file: source, field: 'content-type header', value: echo(contentType.value), message: 'the export endpoint takes application/json' });
+    // A header's value is never echoed: the importer cannot tell a misplaced key from a content type.
+    problems.push({ file: source, field: 'content-type header', message: 'the export endpoint takes application/json (the value is not shown)' });
   }
 }
 
@@ -276,7 +293,8 @@ function readQuery(raw: RawRequest, source: string, problems: ConfigProblem[]): 
   try {
     json = JSON.parse(raw.body);
   } catch (error) {
-    problems.push({ file: source, field: 'body', value: echo(raw.body), message: `not JSON (${(error as Error).message})` });
+    // JSON.parse's message quotes the text around the mistake (a key in the body): only its place is told.
+    problems.push({ file: source, field: 'body', message: `not JSON (${jsonErrorPlace(raw.body, error)}; the body is not shown)` });
   }
   if (json === undefined) return {};
   const result = exportQuerySchema.safeParse(json);

@@ -78,7 +78,7 @@ function readAnsiC(text: string, start: number): { value: string; end: number } 
       if (control !== undefined) value += String.fromCharCode(control.toUpperCase().charCodeAt(0) ^ 0x40);
       else {
         const code = parseInt(octal ?? hex ?? u4 ?? u8!, octal !== undefined ? 8 : 16);
-        if (code > 0x10ffff) throw new ShellWordsError(`$'…' escape \\${whole} is not a Unicode code point`, lineAt(text, i));
+        if (code > 0x10ffff) throw new ShellWordsError("a $'…' escape is beyond the Unicode code points (the text is not shown)", lineAt(text, i));
         value += String.fromCodePoint(code);
       }
       i += 1 + whole.length;

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { ConfigError } from '../config/config-error.js';
+import { yamlValueOf } from '../config/read-yaml.js';
 import { lineageTransportSchema, type LineageConfig, type LineageTransportConfig } from '../config/lineage-schema.js';
 import { TilehouseError } from '../errors.js';
 
@@ -59,9 +60,11 @@ async function configFileOf(file: string): Promise<z.infer<typeof fileSchema>> {
   }
   let document: unknown;
   try {
-    document = parseYaml(text) ?? {};
+    // The parser's own message quotes the text (an API key, a URL's password): the place is told instead.
+    document = yamlValueOf(text, file) ?? {};
   } catch (error) {
-    fail(`OPENLINEAGE_CONFIG ${file}`, `is not YAML (${(error as Error).message.split('\n')[0]})`);
+    if (!(error instanceof ConfigError)) throw error;
+    fail(`OPENLINEAGE_CONFIG ${file}`, `is not YAML (${error.problems.map((problem) => `line ${problem.line ?? '?'}: ${problem.message}`).join('; ')})`);
   }
   const parsed = fileSchema.safeParse(document);
   if (!parsed.success) fail(`OPENLINEAGE_CONFIG ${file}`, issuesOf(parsed.error));

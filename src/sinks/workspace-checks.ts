@@ -28,6 +28,12 @@ export interface WorkspaceTarget {
 export interface SinkWorkspaceChecker {
   /** Problems of the environment's settings for this kind (a CSV directory that cannot be written). */
   readonly fileSystem: WorkspaceProblem[];
+  /**
+   * Settings of this kind no run can use, found without the network (a DATABASE_URL whose value
+   * does not parse): `validate` lists them, and `run`, `check`, `plan` refuse with them before
+   * any job starts (config_invalid, exit 2), as for a mistake in the file; absent: none.
+   */
+  readonly invalid?: WorkspaceProblem[];
   /** Secrets of this kind's environment settings that cannot be resolved here (`validate`'s "not checked" lines, as the source's); absent: none. */
   readonly unchecked?: WorkspaceProblem[];
   /**

@@ -13,6 +13,8 @@ import { EVENTS, NO_TELEMETRY, useTelemetry, type Attributes, type RunSpan, type
 export async function openTelemetry(env: NodeJS.ProcessEnv, logger: Logger, resource: Attributes): Promise<Telemetry> {
   const settings = otelSettingsOf(env);
   for (const warning of settings.warnings) logger.warn(`telemetry: ${warning}`);
+  // `tilehouse validate` refuses these; a run goes on without the signal rather than send the password.
+  for (const refusal of settings.refusals) logger.warn(`telemetry: ${refusal}; nothing is exported there`);
   if (settings.traces === undefined && settings.metrics === undefined) return NO_TELEMETRY;
   const { OtelTelemetry } = await import('./otel-telemetry.js');
   const opened = new OtelTelemetry({ settings, env, logger, version: packageJson.version, resource });

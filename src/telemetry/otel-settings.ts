@@ -8,6 +8,8 @@
  * Off unless an OTLP endpoint is given: a run that sets no OTEL_* variable loads nothing.
  */
 
+import { registerSecret } from '../secret-scrubber.js';
+
 export type Signal = 'traces' | 'metrics';
 
 export interface SignalSettings {
@@ -26,12 +28,20 @@ export interface OtelSettings {
   temporality: 'delta' | 'cumulative' | 'lowmemory';
   /** What the variables asked for that this build cannot do (one warning each, once the logger exists). */
   warnings: string[];
+  /**
+   * What the variables give that must not be used: an endpoint with a password in it
+   * (`https://user:password@collector`). The signal is not exported (a run warns), and
+   * `tilehouse validate` refuses it as config_invalid. Each names the variable, never its value.
+   */
+  refusals: string[];
 }
 
 /** The spec's default for OTEL_EXPORTER_OTLP_TIMEOUT. */
 export const DEFAULT_EXPORT_TIMEOUT_MS = 10_000;
 
 const SUFFIX: Record<Signal, string> = { traces: 'TRACES', metrics: 'METRICS' };
+
+const SECRET_HEADER = /auth|key|token|secret|pass|cookie|credential|signature/i;
 
 function nonEmpty(value: string | undefined): string | undefined {
   const trimmed = value?.trim();
@@ -77,7 +87,22 @@ function exportersOf(env: NodeJS.ProcessEnv, signal: Signal): string[] {
     .filter((name) => name !== '');
 }
 
-function signalSettings(env: NodeJS.ProcessEnv, signal: Signal, warnings: string[]): SignalSettings | undefined {
+/**
+ * A collector's credential belongs in a header from a Secret: a password in the endpoint's URL
+ * would be printed by every export error that names where it went.
+ */
+function endpointPasswordRefusal(env: NodeJS.ProcessEnv, signal: Signal): string | undefined {
+  for (const name of [`OTEL_EXPORTER_OTLP_${SUFFIX[signal]}_ENDPOINT`, 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
+    const value = nonEmpty(env[name]);
+    if (value === undefined) continue;
+    if (URL.canParse(value) && new URL(value).password !== '')
+      return `${name}: a password in the URL (user:password@host) is refused (the value is not shown): remove it and give the collector's credential as a header in OTEL_EXPORTER_OTLP_HEADERS (e.g. Authorization=Basic%20…), from a Secret`;
+    return undefined; // the signal's own endpoint, when set, is the one used
+  }
+  return undefined;
+}
+
+function signalSettings(env: NodeJS.ProcessEnv, signal: Signal, warnings: string[], refusals: string[]): SignalSettings | undefined {
   const exporters = exportersOf(env, signal);
   if (exporters.includes('none')) return undefined;
   for (const name of exporters.filter((candidate) => candidate !== 'otlp')) {
@@ -94,27 +119,35 @@ function signalSettings(env: NodeJS.ProcessEnv, signal: Signal, warnings: string
     );
     return undefined;
   }
+  const refusal = endpointPasswordRefusal(env, signal);
+  if (refusal !== undefined) {
+    if (!refusals.includes(refusal)) refusals.push(refusal);
+    return undefined;
+  }
   // The spec's per-signal endpoint is used as is; the general one gets the signal's path appended.
   const url = specific ?? `${general!.replace(/\/+$/, '')}/v1/${signal}`;
-  try {
-    new URL(url);
-  } catch {
-    warnings.push(`the OTLP ${signal} endpoint ${JSON.stringify(url)} is not a URL; no ${signal} are exported`);
+  if (!URL.canParse(url)) {
+    // Not quoted: a mistyped URL may still hold a credential.
+    const variable = specific === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : `OTEL_EXPORTER_OTLP_${SUFFIX[signal]}_ENDPOINT`;
+    warnings.push(`the OTLP ${signal} endpoint (${variable}) is not a URL (the value is not shown); no ${signal} are exported`);
     return undefined;
   }
   const headers = { ...parseKeyValueList(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseKeyValueList(env[`OTEL_EXPORTER_OTLP_${SUFFIX[signal]}_HEADERS`]) };
+  // A header whose name says credential (Authorization=Basic …, an API key) is masked wherever it is echoed.
+  for (const [name, value] of Object.entries(headers)) if (SECRET_HEADER.test(name)) registerSecret(value, { permanent: true });
   return { url, timeoutMs: timeoutOf(env, signal, warnings), headers };
 }
 
 /** What the environment asks for; neither signal when OTEL_SDK_DISABLED is true or no endpoint is set. */
 export function otelSettingsOf(env: NodeJS.ProcessEnv): OtelSettings {
   const warnings: string[] = [];
+  const refusals: string[] = [];
   const preference = (nonEmpty(env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE) ?? 'delta').toLowerCase();
   const temporality = preference === 'cumulative' || preference === 'lowmemory' ? preference : 'delta';
-  if (nonEmpty(env.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return { temporality, warnings };
-  const traces = signalSettings(env, 'traces', warnings);
-  const metrics = signalSettings(env, 'metrics', warnings);
-  return { ...(traces === undefined ? {} : { traces }), ...(metrics === undefined ? {} : { metrics }), temporality, warnings };
+  if (nonEmpty(env.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return { temporality, warnings, refusals };
+  const traces = signalSettings(env, 'traces', warnings, refusals);
+  const metrics = signalSettings(env, 'metrics', warnings, refusals);
+  return { ...(traces === undefined ? {} : { traces }), ...(metrics === undefined ? {} : { metrics }), temporality, warnings, refusals };
 }
 
 /** Whether this environment turns telemetry on at all (cheap: no OpenTelemetry module is loaded to answer). */

@@ -18,6 +18,7 @@ import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
 import { loadEnvironment, loadJobs, selectJobs, type LoadedJob } from '../config/load-config.js';
 import { resolveCredentials, type ClientCredentials } from '../config/secrets.js';
+import { refuseUnusableSinkSettings } from './unusable-sink-settings.js';
 
 export interface Workspace {
   environment: EnvironmentConfig;
@@ -69,6 +70,7 @@ export async function loadRunnableWorkspace(
   const workspace = await loadWorkspace(values, env);
   io?.setStopDeadline?.(workspace.environment.stopDeadlineMs);
   const selected = selectJobs(workspace.jobs, tiles, workspace.jobsDirectory);
+  await refuseUnusableSinkSettings(workspace.environment, workspace.configFile, selected);
   const credentials = await resolveCredentials(workspace.environment.source, workspace.configFile, env);
   return { ...workspace, selected, credentials };
 }

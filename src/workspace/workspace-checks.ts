@@ -85,6 +85,7 @@ export async function checkWorkspace(environment: EnvironmentConfig, configFile:
   const warnings: Located[] = [];
   const checkers = await workspaceCheckers(environment, configFile, jobs);
   for (const checker of checkers.values()) fileSystem.push(...checker.fileSystem);
+  for (const checker of checkers.values()) errors.push(...(checker.invalid ?? []));
   const sinkSecretsUnchecked = [...checkers.values()].flatMap((checker) => checker.unchecked ?? []);
 
   const targets = new Map<string, { job: LoadedJob; index: number }>();

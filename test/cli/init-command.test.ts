@@ -173,7 +173,7 @@ describe('tilehouse init --from-request', () => {
   const malformed: Array<[string, string, RegExp]> = [
     ['no URL', JSON.stringify(BODY), /url: no URL/],
     ['no body', `curl -X POST '${URL_TILE_ID}' -H 'Authorization: Bearer ${TOKEN}'`, /body: no body/],
-    ['a body that is not JSON', `${URL_TILE_ID}\n{"items": [`, /body = .*: not JSON/],
+    ['a body that is not JSON', `${URL_TILE_ID}\n{"items": [`, /body: not JSON \(.*; the body is not shown\)/],
     ['a body that is not an export query', `${URL_TILE_ID}\n{"rows": []}`, /body\.items: not an export query/],
     ['no tile id in the query string', `${URL_TILE_ID.replace(/\?.*/, '')}\n${JSON.stringify(BODY)}`, /no tile id in the query string/],
     [

@@ -85,7 +85,7 @@ describe('tilehouse validate: incremental', () => {
     {
       case: 'no datetime item named anywhere',
       edit: (lines: string[]) => lines.splice(21, 2),
-      problem: 'F:22: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)',
+      problem: 'F:21: incremental = {"startFrom":"2026-06-01"}: name the datetime query item the day windows filter: incremental.item (or backfill.item)',
     },
     {
       case: 'an item that is not a datetime',

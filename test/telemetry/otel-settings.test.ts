@@ -4,12 +4,13 @@ import { runCli, writeWorkspace, refusalCode } from '../support/cli-harness.js';
 import { detailQuery } from '../support/queries.js';
 import { otelSettingsOf, parseKeyValueList, telemetryWanted } from '../../src/telemetry/otel-settings.js';
 import { tempDirEachTest } from '../support/temp-dir-hooks.js';
+import { REDACTED, scrubSecrets } from '../../src/secret-scrubber.js';
 
 const ENDPOINT = 'http://127.0.0.1:4318';
 
 describe('otelSettingsOf', () => {
   it('is off with no OTEL variable (and then nothing of OpenTelemetry is loaded)', () => {
-    expect(otelSettingsOf({})).toEqual({ temporality: 'delta', warnings: [] });
+    expect(otelSettingsOf({})).toEqual({ temporality: 'delta', warnings: [], refusals: [] });
     expect(telemetryWanted({ OTEL_SERVICE_NAME: 'x', TRACEPARENT: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })).toBe(false);
   });
 
@@ -95,5 +96,30 @@ describe('tilehouse validate and the OTEL variables', () => {
     const strict = await runCli([...args, '--strict'], { env: grpc });
     expect(strict.exitCode).toBe(2);
     expect(refusalCode(strict)).toBe('config_invalid');
+  });
+});
+
+describe('otelSettingsOf and credentials', () => {
+  it('refuses an endpoint with a password by its variable, never its value, and exports nothing there', () => {
+    const settings = otelSettingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:S3cr3t-otlp-Zq9@otel.internal:4318' });
+    expect(settings.traces).toBeUndefined();
+    expect(settings.metrics).toBeUndefined();
+    expect(settings.refusals).toHaveLength(1);
+    expect(settings.refusals[0]).toMatch(/^OTEL_EXPORTER_OTLP_ENDPOINT: a password in the URL \(user:password@host\) is refused/);
+    expect(JSON.stringify(settings)).not.toContain('S3cr3t');
+  });
+
+  it('takes an endpoint with a user and no password', () => {
+    expect(otelSettingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector@otel.internal:4318' }).traces?.url).toBe(
+      'https://collector@otel.internal:4318/v1/traces',
+    );
+  });
+
+  it('masks the value of a credential header wherever it is printed, and not an ordinary one', () => {
+    otelSettingsOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Basic%20b3RscC1zZWNyZXQtdmFsdWU,x-tenant=acme-tenant-name',
+    });
+    expect(scrubSecrets('sent Basic b3RscC1zZWNyZXQtdmFsdWU to acme-tenant-name')).toBe(`sent ${REDACTED} to acme-tenant-name`);
   });
 });

@@ -45,7 +45,8 @@ export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environme
     }
   }
   return {
-    fileSystem: invalid,
+    fileSystem: [],
+    invalid,
     unchecked,
     async target(_job, _index, sink) {
       if (sink.type !== 'iceberg') return undefined;

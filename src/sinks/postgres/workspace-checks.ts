@@ -13,7 +13,8 @@ export const postgresWorkspaceChecker: WorkspaceCheckerFactory = async (environm
   const used = jobs.some((job) => job.sinks.some((sink) => sink.type === 'postgres'));
   const secrets = settings !== undefined && used ? await uncheckedPostgresSecrets(settings, configFile) : { unchecked: [], invalid: [] };
   return {
-    fileSystem: secrets.invalid,
+    fileSystem: [],
+    invalid: secrets.invalid,
     unchecked: secrets.unchecked,
     async target(job, index, sink, predictedColumns) {
       if (sink.type !== 'postgres') return undefined;
