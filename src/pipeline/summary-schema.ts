@@ -136,6 +136,10 @@ export const tileSummarySchema = z
       .object({
         code: z.string().describe('The stable code (docs/error-codes.md)'),
         message: z.string(),
+        retryable: z
+          .boolean()
+          .optional()
+          .describe("The catalogue's word on the code (docs/error-codes.md): whether the same command, run again unchanged, may pass"),
         targetKind: z.enum(TARGET_KINDS).optional().describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
         format: z.enum(['csv', 'parquet']).optional().describe('A failure at a file target: its format'),
       })
