@@ -23,7 +23,11 @@ const dailyJob = {
   backfill: { item: 'day', bucketColumn: 'Day' },
 };
 // Windows are relative to the sandbox's "now", the real clock here.
-const fixture = sandboxWorkspaceForAll({ incidents: 200, now: new Date() }, [detailCsvJob, dailyJob, { ...detailCsvJob, name: 'wrong_tile', tile: 'no-such-tile' }], { itemsPerPage: 50 });
+const fixture = sandboxWorkspaceForAll(
+  { incidents: 200, now: new Date() },
+  [detailCsvJob, dailyJob, { ...detailCsvJob, name: 'wrong_tile', tile: 'no-such-tile' }],
+  { itemsPerPage: 50 },
+);
 afterEach(() => fixture.sandbox.clearFaults());
 
 const flags = () => ['--config', fixture.workspace.configFile, '--jobs', fixture.workspace.jobsDir];
@@ -52,7 +56,9 @@ describe('a source answering 5xx on every attempt', () => {
     // Retried as far as the policy allowed (cli-harness's FAST_RETRY: 5 attempts), not refused at once.
     expect(tile.retries).toBe(4);
     expect(result.stderr).toContain(`  FAIL incident_detail (`);
-    expect(result.stderr).toMatch(new RegExp(`FAIL incident_detail \\([\\d.]+ s\\): source_server_error: page 0: the server failed with HTTP ${status}: down for ${status}\\n`));
+    expect(result.stderr).toMatch(
+      new RegExp(`FAIL incident_detail \\([\\d.]+ s\\): source_server_error: page 0: the server failed with HTTP ${status}: down for ${status}\\n`),
+    );
     expect(result.stderr).not.toContain('export_api_error');
 
     // The same document in a summary file.
@@ -99,7 +105,9 @@ describe('a source answering 5xx on every attempt', () => {
     }
     const rerun = `tilehouse backfill --job daily_severity --from ${from} --to ${to} --step day ${flags().join(' ')}`;
     expect(summary.rerun).toEqual([rerun]);
-    expect(result.stderr).toContain(`  ${from}..${dayFromToday(-3)}: FAILED source_server_error: job daily_severity: page 0: the server failed with HTTP 500: warehouse down\n`);
+    expect(result.stderr).toContain(
+      `  ${from}..${dayFromToday(-3)}: FAILED source_server_error: job daily_severity: page 0: the server failed with HTTP 500: warehouse down\n`,
+    );
     expect(result.stderr).toContain(`failed windows: 2; re-run only them with:\n  ${rerun}\n`);
 
     // The server recovered: the printed command passes, as "retryable" promised.

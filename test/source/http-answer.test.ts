@@ -58,7 +58,7 @@ describe('classifyAnswer', () => {
     expect(classifyAnswer(answer(401), context()).kind).toBe('fail');
   });
 
-  it.each([400, 403, 404, 409])('fails at once on HTTP %i, with the endpoint\'s own refusal', (status) => {
+  it.each([400, 403, 404, 409])("fails at once on HTTP %i, with the endpoint's own refusal", (status) => {
     expect(classifyAnswer(answer(status), context())).toMatchObject({ kind: 'fail', error: { message: `status ${status}` } });
   });
 
@@ -69,7 +69,7 @@ describe('classifyAnswer', () => {
     [504, 'retry'],
     [501, 'fail'],
     [505, 'fail'],
-  ] as const)('calls HTTP %i a server error (source_server_error), never the endpoint\'s refusal, quoting its message (%s)', (status, kind) => {
+  ] as const)("calls HTTP %i a server error (source_server_error), never the endpoint's refusal, quoting its message (%s)", (status, kind) => {
     const verdict = classifyAnswer(answer(status, '{"error":"server_error"}'), context());
     expect(verdict.kind).toBe(kind);
     const error = verdict.kind === 'ok' ? undefined : verdict.error;

@@ -65,7 +65,11 @@ describe('fetchToken', () => {
   });
 
   it.each([
-    { what: 'an OAuth error object', answer: { status: 500, json: { error: 'server_error', error_description: 'issuer database down' } }, says: 'server_error — issuer database down' },
+    {
+      what: 'an OAuth error object',
+      answer: { status: 500, json: { error: 'server_error', error_description: 'issuer database down' } },
+      says: 'server_error — issuer database down',
+    },
     { what: 'an HTML page', answer: { status: 502, body: '<html>bad gateway</html>' }, says: '<html>bad gateway</html>' },
   ])('calls a 5xx on every attempt a server error (source_server_error), never a refusal, even with $what', async ({ answer, says }) => {
     const source = await issuer(() => answer);
