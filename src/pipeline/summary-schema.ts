@@ -173,7 +173,12 @@ const nominalWindowSchema = z
 
 const common = {
   schemaVersion: z.literal(SUMMARY_SCHEMA_VERSION),
-  exitCode: z.number().int().describe('The exit code of the process: 0 ok, 1 failed, 3 partially published'),
+  exitCode: z
+    .number()
+    .int()
+    .describe(
+      'The exit code of the process, always: 0 ok, 1 failed, 3 partially published, 143 / 130 stopped by SIGTERM / SIGINT before the summary was written (whatever its tiles did)',
+    ),
   runId: z.string(),
   window: nominalWindowSchema,
   startedAt: z.iso.datetime(),
