@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli, textOf, type Exit } from '../support/child-process.js';
+import { startLineageConsumer } from '../support/lineage-consumer.js';
 import { addPostgresSettings, postgresBlocker, postgresOrSkip, psql, usePostgresDatabase } from '../support/postgres.js';
 import { dailySeverityQuery, detailCsvJob, detailQuery } from '../support/queries.js';
 import { sandboxAndRootForAll, sandboxWorkspaceForAll } from '../support/sandbox-fixture.js';
@@ -40,17 +41,19 @@ interface Ended {
 async function runChild(
   args: string[],
   env: NodeJS.ProcessEnv,
-  stop?: { signal: NodeJS.Signals; ready: () => boolean | Promise<boolean>; afterSignal?: () => Promise<void> },
+  stop?: { signal: NodeJS.Signals; ready: (printed: { stdout: string }) => boolean | Promise<boolean>; afterSignal?: () => Promise<void> },
 ): Promise<Ended> {
   const child = spawnCli(args, { env: { ...process.env, ...env, CI: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let seen = '';
+  const printed = { stdout: '' };
   child.stderr!.on('data', (chunk: Buffer) => (seen += chunk.toString()));
+  child.stdout!.on('data', (chunk: Buffer) => (printed.stdout += chunk.toString()));
   const stdout = textOf(child.stdout);
   const stderr = textOf(child.stderr);
   const exited = exitWithin(child, 90_000);
   if (stop !== undefined) {
     const until = Date.now() + 30_000;
-    while (!(await stop.ready())) {
+    while (!(await stop.ready(printed))) {
       if (Date.now() > until || child.exitCode !== null) {
         child.kill('SIGKILL');
         throw new Error(`the moment to stop never came: ${seen}`);
@@ -130,6 +133,29 @@ describe('the summary states the exit code of the process', () => {
     );
     expect(ended.exit.code, ended.stderr).toBe(code);
     expect(summaryOf(await readFile(file, 'utf8'), 'backfill').exitCode).toBe(code);
+  });
+
+  it('a SIGTERM after the summary was written changes nothing: the process exits with the code the summary stated', async () => {
+    // After its summary, a run waits (at most the transport's timeout) for its lineage events to
+    // leave; a consumer that never answers holds it there, and the stop comes then.
+    const consumer = await startLineageConsumer({ answer: 'never' });
+    try {
+      const ended = await runChild(
+        ['run', '--job', 'incident_detail', '--json', ...flags()],
+        { ...env(), OPENLINEAGE_URL: consumer.url },
+        {
+          signal: 'SIGTERM',
+          ready: ({ stdout }) => stdout.endsWith('}\n'),
+        },
+      );
+      expect(ended.stderr).toContain('SIGTERM received');
+      const summary = summaryOf(ended.stdout, 'run');
+      expect(summary.tiles[0]!.status).toBe('succeeded');
+      expect(summary.exitCode).toBe(0);
+      expect(ended.exit.code).toBe(0);
+    } finally {
+      await consumer.close();
+    }
   });
 
   it('bad usage: exits 2 and prints no summary (nothing ran)', async () => {
