@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import packageJson from '../package.json' with { type: 'json' };
-import { EXIT, UsageError, type CliIo, type CliSeams } from './cli/command.js';
+import { signalExitCode, StopSignal, UsageError, EXIT, type CliIo, type CliSeams } from './cli/command.js';
 import { COMMANDS } from './cli/commands.js';
 import { isEntryPoint } from './entry-point.js';
 import { isTilehouseError } from './errors.js';
@@ -100,7 +100,9 @@ export async function main(argv: string[], callerIo: CliIo, seams: CliSeams = {}
 /**
  * SIGTERM (Kubernetes stopping the pod) and SIGINT (Ctrl-C) abort the run: in-flight requests are
  * cancelled, sinks remove their temp files, nothing partial is published, and the exit code says
- * which signal it was (128 + signal number, as a shell would report). A second signal exits at once.
+ * which signal it was (128 + signal number, as a shell would report), in the run summary too: a
+ * command settles its code as it writes its summary (settleExit), and a stop that comes after
+ * that changes it no more. A second signal exits at once.
  *
  * The cleanup runs under the environment's `stopDeadlineMs` (DEFAULT_STOP_DEADLINE_MS before a
  * command has read it): the sinks stop waiting shortly before it (stop-deadline.ts) so the summary
@@ -115,10 +117,13 @@ export async function runAsProcess(): Promise<void> {
   // below must not turn an EPIPE (stderr's reader is gone) into an uncaught exception that skips
   // the clean stop.
   const stderr = new OutputStream(process.stderr);
-  let received: NodeJS.Signals | undefined;
+  let received: StopSignal['signal'] | undefined;
+  // The code a command's summary stated (settleExit): once there is one, it is the exit code, so the
+  // summary and the process agree even when a stop comes after it was written.
+  let settled: number | undefined;
   let stopDeadlineMs = DEFAULT_STOP_DEADLINE_MS;
-  const exitCodeOf = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
-  const onSignal = (signal: NodeJS.Signals) => {
+  const exitCodeOf = (signal: StopSignal['signal']) => settled ?? signalExitCode(signal);
+  const onSignal = (signal: StopSignal['signal']) => {
     if (received !== undefined) process.exit(exitCodeOf(signal));
     received = signal;
     stderr.write(`tilehouse: ${signal} received; stopping cleanly within ${stopDeadlineMs / 1000} s (send again to exit at once)\n`);
@@ -126,7 +131,7 @@ export async function runAsProcess(): Promise<void> {
       stderr.write(`tilehouse: the cleanup did not finish within ${stopDeadlineMs / 1000} s (stopDeadlineMs); exiting\n`);
       process.exit(exitCodeOf(signal));
     }, stopDeadlineMs).unref();
-    controller.abort(new Error(`stopped by ${signal}`));
+    controller.abort(new StopSignal(signal));
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
@@ -141,9 +146,15 @@ export async function runAsProcess(): Promise<void> {
     setStopDeadline: (ms) => {
       stopDeadlineMs = ms;
     },
+    settleExit: (code) => {
+      settled ??= received === undefined ? code : signalExitCode(received);
+      return settled;
+    },
   };
   const code = await main(process.argv.slice(2), io);
-  if (received !== undefined) process.exit(exitCodeOf(received));
+  // Stopped: exit now (a request nobody waits for must not keep the process alive), with the code
+  // the summary stated when there is one (a summary that could not be written: main's), else the signal's.
+  if (received !== undefined) process.exit(settled === undefined ? signalExitCode(received) : code);
   process.exitCode = code;
 }
 

@@ -35,12 +35,13 @@ export const ERROR_CODES = {
   auth_unauthorized_client: { exit: 1, retryable: false, says: 'The client may not use the client-credentials grant at this issuer.' },
   auth_unsupported_grant_type: { exit: 1, retryable: false, says: 'The token issuer does not offer the client-credentials grant.' },
   auth_refused: { exit: 1, retryable: false, says: "The token issuer refused with an OAuth error outside RFC 6749's list; the message quotes it." },
-  auth_response_invalid: { exit: 1, retryable: true, says: 'The token endpoint answered something that is not a token (an HTML page, a 5xx, bad JSON).' },
+  auth_response_invalid: { exit: 1, retryable: true, says: 'The token endpoint answered something that is not a token (an HTML page, bad JSON, a 4xx without an OAuth error).' },
 
   // -- the source ------------------------------------------------------------------------------------
   source_redirect: { exit: 1, retryable: false, says: 'The source answered with a redirect, which is never followed (it would carry the token elsewhere): set `source.baseUrl` / `source.authUrl`.' },
   source_unreachable: { exit: 1, retryable: true, says: 'The network failed on every attempt the retry policy allowed.' },
   source_deadline_exceeded: { exit: 1, retryable: true, says: 'A request got no complete answer within `requestDeadlineMs` on every attempt.' },
+  source_server_error: { exit: 1, retryable: true, says: 'The export or token endpoint answered 5xx on every attempt the retry policy allowed (a 501 or 505: at once): the server failed, the request was not refused.' },
   source_retry_after_too_long: { exit: 1, retryable: true, says: 'The source asked to wait longer (`Retry-After`) than this job waits; run again later.' },
   source_clock_unknown: { exit: 1, retryable: true, says: "The token answer had no usable `Date` header, so the source's today is unknown (or set `source.clock: local`)." },
   export_api_error: { exit: 1, retryable: false, says: "The export endpoint refused the query (a 4xx other than 401/429, or `ok: false`); the service's message is quoted." },

@@ -24,27 +24,33 @@ export abstract class TilehouseError extends Error {
   }
 }
 
-/** What the run summary and the log line say of a failure: its code, message, and where it happened when known. */
+/** What the run summary and the log line say of a failure: its code, message, whether a re-run may pass, and where it happened when known. */
 export interface ErrorReport {
   /** One of the catalogue's codes (a string here: a summary read back may hold a code of another version). */
   code: string;
   message: string;
+  /**
+   * Whether the same command, run again unchanged, may pass: the catalogue's word on the code (an
+   * orchestrator's retry rule keys on it); absent in a summary of a version that did not say.
+   */
+  retryable?: boolean;
   targetKind?: TargetKind;
   format?: FileFormatName;
 }
 
 /**
- * The report of anything thrown: a TilehouseError's code and place, `internal_error` for anything
+ * The report of anything thrown: a TilehouseError's code, the catalogue's `retryable` for it, and its place, `internal_error` for anything
  * else. Given the job, its message names it (`job <name>: …`) also when what threw could not know
  * it (a value encoder, a page's shape, a stop's deadline), so a run summary read on its own says
  * which job failed.
  */
 export function errorReport(error: unknown, jobName?: string): ErrorReport {
   const message = jobName === undefined ? messageOf(error) : namingJob(jobName, messageOf(error));
-  if (!(error instanceof TilehouseError)) return { code: 'internal_error', message };
+  if (!(error instanceof TilehouseError)) return { code: 'internal_error', message, retryable: ERROR_CODES.internal_error.retryable };
   return {
     code: error.code,
     message,
+    retryable: ERROR_CODES[error.code].retryable,
     ...(error.targetKind === undefined ? {} : { targetKind: error.targetKind }),
     ...(error.format === undefined ? {} : { format: error.format }),
   };

@@ -174,7 +174,8 @@ describe('an error takes its code and exit code from the catalogue', () => {
     expect(other.message).toMatch(/^job j: parquet \/d\/x\.parquet: /);
     const csv = new FileWriteError(csvFormat, 'j', '/d/x.csv', 'writing', new Error('EIO'));
     expect([csv.code, csv.format, csv.targetKind]).toEqual(['write_failed', 'csv', 'local']);
-    expect(errorReport(new Error('boom'))).toEqual({ code: 'internal_error', message: 'boom' });
+    expect(errorReport(new Error('boom'))).toEqual({ code: 'internal_error', message: 'boom', retryable: false });
+    expect(errorReport(other)).toMatchObject({ retryable: true });
   });
 
   it("keeps auth_<error> for RFC 6749's errors, whatever their case, and says auth_refused for any other", () => {

@@ -2,7 +2,7 @@ import type { WindowStep } from '../pipeline/windows/date-windows.js';
 import { isCalendarDate } from '../value-types/civil-date.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { backfillItemIndex, type BackfillSummary } from '../pipeline/windows/run-windows.js';
-import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type CliIo, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, settleExitCode, stopExitCode, UsageError, type CliIo, type Command } from './command.js';
 import { openOutput, SUMMARY_HELP, summaryTargetOf } from './output.js';
 import { reportSummary } from './report-summary.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
@@ -74,7 +74,8 @@ Example:
   tilehouse backfill --job daily_incidents_by_severity --from 2026-06-01 --to 2026-07-01 --step week
 
 Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are printed),
-2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT.
+2 bad config or usage, 3 a window was partially published, 143 / 130 stopped by SIGTERM / SIGINT
+(the summary's exitCode is always the exit code).
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('backfill', args, BACKFILL_OPTIONS);
@@ -146,7 +147,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       finished = { exitCode, ...(failedWindow === undefined ? {} : { failure: failureOf(failedWindow) }) };
       return exitCode;
     } catch (error) {
-      finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
+      finished = { exitCode: stopExitCode(io) ?? (isTilehouseError(error) ? error.exitCode : EXIT.tileFailed), failure: failureOf(error) };
       const { code, message } = errorReport(error);
       failure = { code, message };
       throw error;
@@ -245,7 +246,8 @@ function backfillReport(
     ...windowLines(summary, rerun),
   ];
   io.stderr.write(`${lines.join('\n')}\n`);
-  const code = windowsExitCode(summary);
+  // Settled as the summary states it: a stop before now makes it the signal's, whatever the windows did.
+  const code = settleExitCode(io, windowsExitCode(summary));
   const document = backfillSummaryDocument({
     summary,
     exitCode: code,

@@ -25,6 +25,42 @@ export interface CliIo {
    * long after a stop whatever is still pending (see runAsProcess).
    */
   setStopDeadline?(ms: number): void;
+  /**
+   * Settles the process's exit code when a command decides it (as its summary is written, which
+   * states it): answers `code`, or the signal's code (130, 143) when a stop came first; a stop
+   * after that no longer changes it (see runAsProcess). Absent (a test calling main): settleExitCode
+   * reads a stop from `signal`'s reason.
+   */
+  settleExit?(code: number): number;
+}
+
+/** The reason `signal` is aborted with when SIGTERM or SIGINT stops the process (runAsProcess). */
+export class StopSignal extends Error {
+  constructor(readonly signal: 'SIGTERM' | 'SIGINT') {
+    super(`stopped by ${signal}`);
+    this.name = 'StopSignal';
+  }
+}
+
+/** 128 + the signal's number, as a shell reports a process a signal ended. */
+export function signalExitCode(signal: StopSignal['signal']): number {
+  return signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm;
+}
+
+/** The exit code a stop by a signal gives the process, when `io`'s signal was aborted by one. */
+export function stopExitCode(io: Pick<CliIo, 'signal'>): number | undefined {
+  const reason: unknown = io.signal?.aborted === true ? io.signal.reason : undefined;
+  return reason instanceof StopSignal ? signalExitCode(reason.signal) : undefined;
+}
+
+/**
+ * The exit code a command states in its summary and exits with, settled: `code` (0, 1, 3), or
+ * 143 / 130 once SIGTERM / SIGINT stopped the run, whatever the tiles did (a publish already under
+ * way when the stop came ends, and the tile succeeds, but the process still exits as stopped).
+ * So the summary's `exitCode` is always the process's exit status.
+ */
+export function settleExitCode(io: CliIo, code: number): number {
+  return io.settleExit?.(code) ?? stopExitCode(io) ?? code;
 }
 
 /**

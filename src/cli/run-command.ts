@@ -3,7 +3,7 @@ import type { RunSummary } from '../pipeline/job-summary.js';
 import { RUN_ID_PATTERN } from '../pipeline/run-id.js';
 import { runSummaryDocument } from '../pipeline/summary-schema.js';
 import { ALLOW_SHRINK_HELP, allowShrinkOf, nominalWindowOf, ORCHESTRATION_HELP, runIdOf, workspaceFlags } from './orchestration-flags.js';
-import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, UsageError, type Command } from './command.js';
+import { COMMON_HELP, EXIT, logHelp, parseCommandArgs, settleExitCode, stopExitCode, UsageError, type Command } from './command.js';
 import { loadRunnableWorkspace } from '../workspace/load-workspace.js';
 import { WorkspaceRunner } from '../workspace/workspace-runner.js';
 import { jobForRun } from '../pipeline/windows/windowed-job.js';
@@ -62,7 +62,8 @@ Example:
 
 Exit codes: 0 every tile succeeded, 1 at least one tile failed (the others still ran),
 2 bad config or usage (nothing ran), 3 a tile's sinks were partially published (the summary
-names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no partial output).
+names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no partial output;
+a publish already under way ends first). The summary's exitCode is always the exit code.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('run', args, {
@@ -119,7 +120,8 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
           onJobsRun: () => output.screen?.close(),
         });
       });
-      const code = exitCodeOf(summary);
+      // Settled as the summary states it: a stop before now makes it the signal's, whatever the tiles did.
+      const code = settleExitCode(io, exitCodeOf(summary));
       traced.setAttributes({
         [ATTR.runId]: summary.runId,
         'tilehouse.tiles.succeeded': summary.succeeded,
@@ -132,7 +134,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
       finished = { exitCode, failure: runFailureOf(summary) };
       return exitCode;
     } catch (error) {
-      finished = { exitCode: isTilehouseError(error) ? error.exitCode : EXIT.tileFailed, failure: failureOf(error) };
+      finished = { exitCode: stopExitCode(io) ?? (isTilehouseError(error) ? error.exitCode : EXIT.tileFailed), failure: failureOf(error) };
       throw error;
     } finally {
       // After the summary is out: a collector or a lineage consumer that does not answer delays only

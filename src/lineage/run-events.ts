@@ -137,12 +137,21 @@ export class TileRunEvents {
     });
   }
 
+  /**
+   * Every dataset of every event carries its source, the input's and every output's, published or
+   * named only: Marquez gives a dataset the source of the first event that names it, for good (a
+   * table whose first event was a FAIL without it stayed under `default`), and so does any catalog
+   * that reads the source once.
+   */
+  private dataSource(namespace: string): Json {
+    return { dataSource: facet(this.context, 'dataSource', dataSourceOf(namespace)) };
+  }
+
   private inputDataset(end?: LineageTileEnd): Json {
-    const origin = this.input.namespace;
     return {
       ...this.input,
       facets: {
-        dataSource: facet(this.context, 'dataSource', { name: origin, uri: origin }),
+        ...this.dataSource(this.input.namespace),
         ...(end === undefined || end.columns.length === 0 ? {} : { schema: this.schemaFacet(end) }),
       },
     };
@@ -154,7 +163,7 @@ export class TileRunEvents {
     });
   }
 
-  /** The targets that hold this run, then the ones it opened and did not publish to (named, without statistics). */
+  /** The targets that hold this run, then the ones it opened and did not publish to (named, with their source only). */
   private outputDatasets(end: LineageTileEnd): Json[] {
     const published = end.outputs.map((output) => {
       const kind = sinkKindOf({ type: output.sink }).lineage;
@@ -162,10 +171,7 @@ export class TileRunEvents {
       const bytes = output.details?.bytes;
       return {
         ...dataset,
-        facets: {
-          ...(URL.canParse(dataset.namespace) ? { dataSource: facet(this.context, 'dataSource', { name: dataset.namespace, uri: dataset.namespace }) } : {}),
-          ...this.storedFacets(end, output),
-        },
+        facets: { ...this.dataSource(dataset.namespace), ...this.storedFacets(end, output) },
         outputFacets: {
           outputStatistics: facet(this.context, 'outputStatistics', {
             rowCount: output.rows,
@@ -176,17 +182,22 @@ export class TileRunEvents {
       };
     });
     const named = new Set(end.outputs.map((output) => output.target));
-    const unpublished = end.opened.filter((writer) => !named.has(writer.target)).map((writer) => ({ ...datasetOf(end, writer) }));
+    const unpublished = end.opened.filter((writer) => !named.has(writer.target)).map((writer) => this.namedOnly(datasetOf(end, writer)));
     // A try that ended before opening a target still names it (a refused token, page 0 failing),
     // so the failure is found from the dataset it did not write: named only, as an opened one.
-    const key = (dataset: LineageDatasetName) => `${dataset.namespace}\u0000${dataset.name}`;
+    const key = (dataset: Json) => `${String(dataset.namespace)}\u0000${String(dataset.name)}`;
     const known = new Set([...published, ...unpublished].map(key));
     const planned = (end.planned ?? []).flatMap((target) => {
-      if (!('dataset' in target) || known.has(key(target.dataset))) return [];
-      known.add(key(target.dataset));
-      return [{ namespace: target.dataset.namespace, name: target.dataset.name }];
+      if (!('dataset' in target) || known.has(key({ ...target.dataset }))) return [];
+      known.add(key({ ...target.dataset }));
+      return [this.namedOnly(target.dataset)];
     });
     return [...published, ...unpublished, ...planned];
+  }
+
+  /** A target the try did not publish to: its name and its source, nothing that would read as data (docs/lineage.md). */
+  private namedOnly(dataset: LineageDatasetName): Json {
+    return { namespace: dataset.namespace, name: dataset.name, facets: this.dataSource(dataset.namespace) };
   }
 
   /**
@@ -266,6 +277,19 @@ export class TileRunEvents {
       objectGenerations: generations,
     };
   }
+}
+
+/**
+ * A dataset's source (DatasourceDatasetFacet): named by its namespace, as the OpenLineage
+ * integrations name it (dbt, Spark: name and uri the namespace), so every producer writing to one
+ * store gives a catalog one source. The uri is the namespace when that is an absolute URI (the
+ * tenant's origin, `postgres://host:port`, `gs://bucket`, `s3://bucket`); a namespace the naming
+ * spec makes a bare scheme (`bigquery`, `file`) is given as that scheme's root, `bigquery:///`,
+ * `file:///`: the facet's schema wants a URI (`format: uri`, which needs a scheme and a colon),
+ * and Marquez reads the uri of every source it stores.
+ */
+function dataSourceOf(namespace: string): { name: string; uri: string } {
+  return { name: namespace, uri: /^[a-z][a-z0-9+.-]*:/i.test(namespace) ? namespace : `${namespace}:///` };
 }
 
 /** A target's dataset: as its writer named it (it knows the server), else as its kind names the target. */

@@ -136,6 +136,10 @@ export const tileSummarySchema = z
       .object({
         code: z.string().describe('The stable code (docs/error-codes.md)'),
         message: z.string(),
+        retryable: z
+          .boolean()
+          .optional()
+          .describe("The catalogue's word on the code (docs/error-codes.md): whether the same command, run again unchanged, may pass"),
         targetKind: z.enum(TARGET_KINDS).optional().describe("A failure at a sink's target: the target's kind (one code serves every kind)"),
         format: z.enum(['csv', 'parquet']).optional().describe('A failure at a file target: its format'),
       })
@@ -169,7 +173,12 @@ const nominalWindowSchema = z
 
 const common = {
   schemaVersion: z.literal(SUMMARY_SCHEMA_VERSION),
-  exitCode: z.number().int().describe('The exit code of the process: 0 ok, 1 failed, 3 partially published'),
+  exitCode: z
+    .number()
+    .int()
+    .describe(
+      'The exit code of the process, always: 0 ok, 1 failed, 3 partially published, 143 / 130 stopped by SIGTERM / SIGINT before the summary was written (whatever its tiles did)',
+    ),
   runId: z.string(),
   window: nominalWindowSchema,
   startedAt: z.iso.datetime(),

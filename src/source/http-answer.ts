@@ -1,7 +1,7 @@
 import { excerpt, isTransientNetworkError, RequestDeadlineError, RETRYABLE_STATUSES, type HttpAnswer } from './http.js';
 import { parseJsonBody } from './json-body.js';
 import { parseRetryAfter, RetryableFailure } from './retry-policy.js';
-import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceTransportError } from './source-errors.js';
+import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceServerError, SourceTransportError } from './source-errors.js';
 
 /**
  * What to do with one request attempt, decided in one place for the token and the export client:
@@ -28,7 +28,8 @@ export interface AnswerContext {
   what: string;
   /**
    * The error for a non-2xx answer, and the service's own words for it (quoted when the answer
-   * is refused for its Retry-After); `body` is the answer's JSON when it has any.
+   * is refused for its Retry-After, and in the SourceServerError that a 5xx is, whatever this
+   * error would have been); `body` is the answer's JSON when it has any.
    */
   statusError(answer: HttpAnswer, body: unknown): { error: Error; detail: string };
   /** The error for a 2xx answer whose body is not usable JSON. */
@@ -85,7 +86,11 @@ export function classifyAnswer(outcome: HttpOutcome, context: AnswerContext): An
     };
   }
   const parsed = answer.undecodable ? undefined : parseJsonBody(answer.text);
-  const { error, detail } = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
+  const stated = context.statusError(answer, parsed?.ok ? parsed.value : undefined);
+  const { detail } = stated;
+  // A 5xx is the server failing, whichever endpoint and whatever its body says (an Error object,
+  // an OAuth error): a code of its own, retryable, never the endpoint's refusal of the request.
+  const error = answer.status >= 500 && answer.status < 600 ? new SourceServerError(context.jobName, context.what, answer.status, detail) : stated.error;
   if (answer.status === 401 && context.reauthOn401) return { kind: 'reauth', error };
   if (!RETRYABLE_STATUSES.has(answer.status)) return { kind: 'fail', error };
 

@@ -23,7 +23,7 @@ export class AuthError extends TilehouseError {
   }
 }
 
-/** The token issuer answered something that is not a token (HTML error page, 5xx, bad JSON…). */
+/** The token issuer answered something that is not a token (an HTML page, bad JSON, a 4xx without an OAuth error…). */
 export class TokenResponseError extends TilehouseError {
   readonly code = 'auth_response_invalid';
   constructor(jobName: string, detail: string) {
@@ -49,6 +49,25 @@ export class SourceRedirectError extends TilehouseError {
         'tilehouse does not follow redirects, because the request carries a bearer token (or the client secret) that would go to another host; ' +
         'if the service moved, set source.baseUrl (or source.authUrl) to the new address',
     );
+  }
+}
+
+/**
+ * The server failed (HTTP 5xx) on the last attempt the retry policy allowed, at the export or the
+ * token endpoint alike. Not the endpoint's refusal (`export_api_error`, `auth_*`: a 4xx, the same
+ * request refused again on every run): a server error says nothing of the request, and a later run
+ * may pass (a backfill window's re-run command is worth running). `detail` is the answer's own
+ * message (an Error object's, an OAuth error's, or an excerpt of the body).
+ */
+export class SourceServerError extends TilehouseError {
+  readonly code = 'source_server_error';
+  constructor(
+    readonly jobName: string,
+    what: string,
+    readonly status: number,
+    detail: string,
+  ) {
+    super(`job ${jobName}: ${what}: the server failed with HTTP ${status}: ${detail}`);
   }
 }
 

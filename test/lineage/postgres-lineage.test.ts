@@ -77,15 +77,24 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
     const sink = { type: 'postgres', table: 'refused_token_lineage' };
     const ok = await run('pg_token_ok', sink, settings);
     expect(ok.result.exitCode, ok.result.stderr).toBe(0);
-    const completed = ok.events.find((event) => event.eventType === 'COMPLETE')!.outputs.map(({ namespace, name }) => ({ namespace, name }));
-    expect(completed).toEqual([{ namespace: `postgres://${server!.host}:${server!.port}`, name: 'warehouse.public.refused_token_lineage' }]);
+    const completed = ok.events
+      .find((event) => event.eventType === 'COMPLETE')!
+      .outputs.map(({ namespace, name, facets }) => ({ namespace, name, facets: { dataSource: facets?.dataSource } }));
+    const serverNamespace = `postgres://${server!.host}:${server!.port}`;
+    expect(completed).toEqual([
+      {
+        namespace: serverNamespace,
+        name: 'warehouse.public.refused_token_lineage',
+        facets: { dataSource: expect.objectContaining({ name: serverNamespace, uri: serverNamespace }) },
+      },
+    ]);
 
     const refused = await run('pg_token_refused', sink, settings, 'not-the-secret');
     expect(refused.result.exitCode).toBe(1);
     const fail = refused.events.at(-1)!;
     expect(fail.eventType).toBe('FAIL');
     expect(fail.run.facets.tilehouse).toMatchObject({ status: 'failed', errorCode: 'auth_invalid_client' });
-    // Named only: no schema, no statistics (docs/lineage.md's rule for a target the try did not write).
+    // Named with its source only: no schema, no statistics (docs/lineage.md's rule for a target the try did not write).
     expect(fail.outputs).toEqual(completed);
   });
 
@@ -100,6 +109,13 @@ describeUnless(postgresBlocker(server))('lineage of a run into PostgreSQL', () =
     expect(result.stderr).toContain('TILEHOUSE_TEST_UNSET_PG_PASSWORD is not set');
     const fail = events.at(-1)!;
     expect(fail.eventType).toBe('FAIL');
-    expect(fail.outputs).toEqual([{ namespace: `postgres://${server!.host}:${server!.port}`, name: `${database.name}.public.unset_password_lineage` }]);
+    const namespace = `postgres://${server!.host}:${server!.port}`;
+    expect(fail.outputs).toEqual([
+      {
+        namespace,
+        name: `${database.name}.public.unset_password_lineage`,
+        facets: { dataSource: expect.objectContaining({ name: namespace, uri: namespace }) },
+      },
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { LineageTileEnd, LineageTileStart } from '../../src/lineage/lineage.js';
 import { TileRunEvents, type EventContext } from '../../src/lineage/run-events.js';
 import { newUuidV7 } from '../../src/lineage/run-uuid.js';
+import { sinkTypes } from '../../src/sinks/registry.js';
 import { registerSecret } from '../../src/secret-scrubber.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
 
@@ -45,6 +46,17 @@ function valid(event: Record<string, unknown>): Event {
   expect(openLineageProblems(event)).toEqual([]);
   return event as unknown as Event;
 }
+
+/** The spec's DatasourceDatasetFacet of a source, as every dataset of every event carries it. */
+const dataSource = (name: string, uri: string) => ({
+  _producer: 'https://tilehouse.dev/releases/0.1.0',
+  _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/DatasourceDatasetFacet.json#/$defs/DatasourceDatasetFacet',
+  name,
+  uri,
+});
+
+/** An output a FAIL or ABORT names without having published to it: its name and its source, nothing else. */
+const namedOnly = (namespace: string, name: string, uri: string) => ({ namespace, name, facets: { dataSource: dataSource(namespace, uri) } });
 
 describe('TileRunEvents', () => {
   it('starts a tile run with the tile at its tenant as the input and the job in its namespace', () => {
@@ -140,10 +152,10 @@ describe('TileRunEvents', () => {
     expect(event.run.facets.errorMessage).toMatchObject({ programmingLanguage: 'TypeScript' });
     expect(event.run.facets.errorMessage?.message).toMatch(/^bigquery_job_failed: job incidents_daily: refused with token /);
     expect(JSON.stringify(event)).not.toContain('s3cr3t-token-value');
-    expect(event.outputs).toEqual([{ namespace: 'bigquery', name: 'p.d.t' }]);
+    expect(event.outputs).toEqual([namedOnly('bigquery', 'p.d.t', 'bigquery:///')]);
   });
 
-  it('fails naming the targets it did not open by their planned datasets, once each, without facets; one a kind cannot name is left out', () => {
+  it('fails naming the targets it did not open by their planned datasets, once each, with their source only; one a kind cannot name is left out', () => {
     const failed = {
       ...ended([]),
       status: 'failed' as const,
@@ -159,8 +171,8 @@ describe('TileRunEvents', () => {
     };
     const fail = valid(new TileRunEvents(START, CONTEXT).ended(AT, failed, false));
     expect(fail.outputs).toEqual([
-      { namespace: 'bigquery', name: 'p.d.t' },
-      { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.incidents' },
+      namedOnly('bigquery', 'p.d.t', 'bigquery:///'),
+      namedOnly('postgres://db.internal:5432', 'warehouse.public.incidents', 'postgres://db.internal:5432'),
     ]);
     const abort = valid(new TileRunEvents(START, CONTEXT).ended(AT, { ...failed, opened: [] }, true));
     expect(abort.eventType).toBe('ABORT');
@@ -221,6 +233,142 @@ describe('TileRunEvents', () => {
       run: { runId: parent.run.runId },
       job: { namespace: 'airflow', name: 'nightly.export' },
       root: { run: { runId: parent.root.runId }, job: { namespace: 'airflow', name: 'nightly' } },
+    });
+  });
+});
+
+// Marquez gives a dataset the source of the first event that names it, for good: an output named
+// without its dataSource (a FAIL's, an ABORT's) left a table under `default` forever (issue 62).
+// So every dataset of every event kind carries it, for every registered kind, with the name a
+// catalog shares with the other producers of that store (the namespace) and a URI the facet's
+// schema takes (format: uri).
+describe('every dataset of every event names its source, for every registered kind', () => {
+  type Kind = (typeof sinkTypes)[number];
+  /** Each kind's targets: as its kind names them (no writer's dataset), and as an open writer names them (a server, a table's location). */
+  const TARGETS: Array<{ sink: Kind; target: string; dataset?: { namespace: string; name: string }; namespace: string; uri: string }> = [
+    { sink: 'csv', target: '/srv/out/incidents.csv', namespace: 'file', uri: 'file:///' },
+    { sink: 'csv', target: 'gs://acme-exports/daily/incidents.csv', namespace: 'gs://acme-exports', uri: 'gs://acme-exports' },
+    { sink: 'csv', target: 's3://acme-lake/daily/incidents.csv', namespace: 's3://acme-lake', uri: 's3://acme-lake' },
+    { sink: 'parquet', target: '/srv/out/incidents.parquet', namespace: 'file', uri: 'file:///' },
+    { sink: 'parquet', target: 's3://acme-lake/tiles/incidents.parquet', namespace: 's3://acme-lake', uri: 's3://acme-lake' },
+    { sink: 'bigquery', target: 'acme-prod.analytics.incidents$20261121', namespace: 'bigquery', uri: 'bigquery:///' },
+    {
+      sink: 'postgres',
+      target: 'warehouse.public.incidents',
+      dataset: { namespace: 'postgres://db.internal:5432', name: 'warehouse.public.incidents' },
+      namespace: 'postgres://db.internal:5432',
+      uri: 'postgres://db.internal:5432',
+    },
+    { sink: 'postgres', target: 'public.incidents', namespace: 'postgres', uri: 'postgres:///' },
+    {
+      sink: 'iceberg',
+      target: 'analytics.incidents',
+      dataset: { namespace: 'gs://acme-lake', name: 'warehouse/analytics/incidents' },
+      namespace: 'gs://acme-lake',
+      uri: 'gs://acme-lake',
+    },
+    {
+      sink: 'iceberg',
+      target: 'analytics.incidents',
+      dataset: { namespace: 'file', name: '/srv/warehouse/analytics/incidents' },
+      namespace: 'file',
+      uri: 'file:///',
+    },
+    { sink: 'iceberg', target: 'analytics.incidents', namespace: 'iceberg', uri: 'iceberg:///' },
+  ];
+
+  it('covers every registered kind', () => {
+    expect([...new Set(TARGETS.map((target) => target.sink))].sort()).toEqual([...sinkTypes].sort());
+  });
+
+  const writerOf = ({ sink, target, dataset }: (typeof TARGETS)[number]) => ({ sink, target, ...(dataset === undefined ? {} : { dataset }) });
+  const outputOf = ({ sink, target }: (typeof TARGETS)[number]) => ({ sink, target, rows: 150 });
+  const failed = { status: 'failed' as const, rows: 0, error: { code: 'source_server_error', message: 'page 0: the server failed with HTTP 500' } };
+  /** Each event kind tilehouse sends for a tile run, with the targets as that event has them. RUNNING is never sent (docs/lineage.md). */
+  const EVENTS: Array<{
+    event: string;
+    type: string;
+    make: (events: TileRunEvents, kind: (typeof TARGETS)[number]) => Record<string, unknown>;
+    outputs: number;
+  }> = [
+    { event: 'START', type: 'START', make: (events) => events.started(AT), outputs: 0 },
+    {
+      event: 'COMPLETE (published)',
+      type: 'COMPLETE',
+      make: (events, kind) => events.ended(AT, { ...ended([outputOf(kind)]), opened: [writerOf(kind)] }, false),
+      outputs: 1,
+    },
+    {
+      event: 'FAIL (opened, nothing published: a guard, a publish refused)',
+      type: 'FAIL',
+      make: (events, kind) => events.ended(AT, { ...ended([]), ...failed, opened: [writerOf(kind)] }, false),
+      outputs: 1,
+    },
+    {
+      event: 'FAIL (never opened: page 0 failed, the target as planned)',
+      type: 'FAIL',
+      make: (events, kind) =>
+        events.ended(
+          AT,
+          {
+            ...ended([]),
+            ...failed,
+            columns: [],
+            opened: [],
+            planned: [{ sink: kind.sink, dataset: kind.dataset ?? { namespace: kind.namespace, name: kind.target } }],
+          },
+          false,
+        ),
+      outputs: 1,
+    },
+    {
+      event: 'FAIL (partially published: this target and a CSV that failed)',
+      type: 'FAIL',
+      make: (events, kind) =>
+        events.ended(
+          AT,
+          {
+            ...ended([outputOf(kind)]),
+            status: 'partially_published',
+            opened: [writerOf(kind), { sink: 'csv', target: '/srv/out/beside.csv' }],
+            error: { code: 'partially_published', message: 'one of two' },
+          },
+          false,
+        ),
+      outputs: 2,
+    },
+    {
+      event: 'ABORT (stopped with the target opened)',
+      type: 'ABORT',
+      make: (events, kind) => events.ended(AT, { ...ended([]), ...failed, opened: [writerOf(kind)] }, true),
+      outputs: 1,
+    },
+    {
+      event: 'ABORT (stopped before the target opened)',
+      type: 'ABORT',
+      make: (events, kind) =>
+        events.ended(
+          AT,
+          { ...ended([]), ...failed, opened: [], planned: [{ sink: kind.sink, dataset: kind.dataset ?? { namespace: kind.namespace, name: kind.target } }] },
+          true,
+        ),
+      outputs: 1,
+    },
+  ];
+
+  describe.each(EVENTS)('$event', ({ type, make, outputs }) => {
+    it.each(TARGETS)('$sink $target: the input and each output carry dataSource, valid against the spec', (kind) => {
+      const event = valid(make(new TileRunEvents(START, CONTEXT), kind));
+      expect(event.eventType).toBe(type);
+      expect(event.inputs.map((input) => input.facets?.dataSource)).toEqual([
+        dataSource('https://acme.example-incidents.com', 'https://acme.example-incidents.com'),
+      ]);
+      expect(event.outputs).toHaveLength(outputs);
+      if (outputs === 0) return;
+      expect(event.outputs[0]).toMatchObject({ namespace: kind.namespace });
+      expect(event.outputs[0]!.facets?.dataSource).toEqual(dataSource(kind.namespace, kind.uri));
+      // The partial publish's other target, the local CSV it opened and did not publish to.
+      expect(event.outputs.slice(1).map((output) => output.facets)).toEqual(outputs === 2 ? [{ dataSource: dataSource('file', 'file:///') }] : []);
     });
   });
 });

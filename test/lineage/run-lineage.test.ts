@@ -6,7 +6,7 @@ import { SANDBOX_TILE } from '../../sandbox/index.js';
 import { listFiles, refusalCode, runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { refusingUrl, startLineageConsumer, type LineageConsumer } from '../support/lineage-consumer.js';
 import { openLineageProblems } from '../support/openlineage-schemas.js';
-import { fileTransportEnv, lineageEventsIn, runCycleProblems, type LineageEvent as Event } from '../support/lineage-events.js';
+import { fileTransportEnv, lineageEventsIn, runCycleProblems, sourceProblems, type LineageEvent as Event } from '../support/lineage-events.js';
 import { dailySeverityQuery, detailQueryAbove } from '../support/queries.js';
 import { sandboxAndRootForAll } from '../support/sandbox-fixture.js';
 import { dayFromToday } from '../support/window-oracle.js';
@@ -215,10 +215,11 @@ describe('tilehouse run with lineage', () => {
     const summary = summaryOf(tripped.stdout, 'run');
     expect(summary.tiles[0]?.guard?.verdicts).toHaveLength(2);
     expect((fail?.run.facets.tilehouse?.guard as { verdicts: unknown }).verdicts).toEqual(summary.tiles[0]?.guard?.verdicts);
-    // The targets it meant to write are named, without statistics: nothing was published.
+    // The targets it meant to write are named with their source, without statistics: nothing was published.
+    const file = { dataSource: expect.objectContaining({ name: 'file', uri: 'file:///' }) };
     expect(fail?.outputs).toEqual([
-      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv') },
-      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.parquet') },
+      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv'), facets: file },
+      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.parquet'), facets: file },
     ]);
   });
 
@@ -238,6 +239,12 @@ describe('tilehouse run with lineage', () => {
     for (const event of events) expect(openLineageProblems(event)).toEqual([]);
     expect(runCycleProblems(events)).toEqual([]);
     expect(String(events[1]?.run.facets.errorMessage?.message)).toMatch(/^run_stopped: /);
+    // The ABORT names both targets it opened, each with its source (Marquez keeps the first one it sees).
+    expect(events[1]!.outputs.map(({ namespace, name }) => ({ namespace, name }))).toEqual([
+      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.csv') },
+      { namespace: 'file', name: path.join(workspace.outDir, 'incidents.parquet') },
+    ]);
+    expect(events.flatMap(sourceProblems)).toEqual([]);
   });
 
   describe.each([

@@ -107,7 +107,7 @@ describe('a run meeting a lasting fault', () => {
     {
       name: '503 on every try of a middle page',
       rule: { endpoint: 'export', pageNumber: MIDDLE_PAGE, kind: 'server-error', status: 503, times: Infinity },
-      says: /export_api_error: page 5: export failed with HTTP 503/,
+      says: /source_server_error: page 5: the server failed with HTTP 503/,
     },
     {
       name: 'connection resets on every token request',

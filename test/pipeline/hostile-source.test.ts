@@ -140,7 +140,11 @@ describe('a run against a source that refuses politely', () => {
   it('quotes the service message of an HTTP 200 with ok: false: exit 1, no CSV', async () => {
     const { summary, exitCode, outDir } = await run({ page: () => ({ json: { ok: false, error: { status: 403, message: 'tile t-1 is private' } } }) });
     expect(exitCode).toBe(1);
-    expect(summary.tiles[0]!.error).toEqual({ code: 'export_api_error', message: 'job hostile: page 0: export failed with HTTP 200: tile t-1 is private' });
+    expect(summary.tiles[0]!.error).toEqual({
+      code: 'export_api_error',
+      message: 'job hostile: page 0: export failed with HTTP 200: tile t-1 is private',
+      retryable: false,
+    });
     expect(await readdir(outDir)).toEqual([]);
   });
 

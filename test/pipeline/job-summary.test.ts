@@ -49,6 +49,7 @@ describe('publishedSummary of a target that kept an earlier publish of the run i
     expect(summary.status).toBe('failed');
     expect(summary.error).toEqual({
       code: 'run_id_already_published',
+      retryable: false,
       message:
         "job daily: run id nightly-1 was already published to p.ops.daily with other rows, which it keeps; this run's rows were not published there. Re-run with a new --run-id to publish the current data",
     });
@@ -82,7 +83,7 @@ describe('a gs:// publish whose outcome is unknown', () => {
     const stop = new AbortController();
     stop.abort(new Error('stopped by SIGTERM'));
     const summary = failedSummary(job, Date.now(), stats, counters, unknown, stop.signal);
-    expect(summary.error).toEqual({ code: 'publish_outcome_unknown', message: `job daily: ${unknown.message}`, targetKind: 'gcs' });
+    expect(summary.error).toEqual({ code: 'publish_outcome_unknown', message: `job daily: ${unknown.message}`, retryable: true, targetKind: 'gcs' });
   });
 });
 
@@ -109,6 +110,7 @@ describe('a failed tile names its job, whatever raised the error', () => {
     expect(failedSummary(job, Date.now(), stats, counters, error).error).toEqual({
       code: 'write_failed',
       message: 'job daily: load file /tmp/x.ndjson: writing it failed: EIO',
+      retryable: true,
       targetKind: 'bigquery',
     });
   });
@@ -118,6 +120,7 @@ describe('a failed tile names its job, whatever raised the error', () => {
     expect(failedSummary(job, Date.now(), stats, counters, named).error).toEqual({
       code: 'write_failed',
       message: 'job daily: csv gs://b/x.csv: rewriting failed',
+      retryable: true,
       targetKind: 'gcs',
       format: 'csv',
     });
@@ -132,6 +135,7 @@ describe('an error quoting another of the same job names the job once', () => {
     const partial = new PartiallyPublishedError('daily', [kept], ['/out/daily.csv'], cause);
     expect(publishedSummary(job, Date.now(), stats, counters, { outputs: [kept], partial }).error).toEqual({
       code: 'partially_published',
+      retryable: true,
       message:
         'job daily: /out/daily.csv failed to publish (write_failed: csv /out/daily.csv: renaming the temp file failed: EIO); new run in: p.ops.daily; ' +
         'previous run still in: /out/daily.csv. A re-run replaces all of them (append: re-run with the same --run-id so the rows are not appended twice)',
@@ -142,6 +146,7 @@ describe('an error quoting another of the same job names the job once', () => {
     const read = (page: number) => new ExportPageMismatchError('daily', page, 'totalRows', 'was 160, now 161', true);
     expect(failedSummary(job, Date.now(), stats, counters, new ExportInconsistentError('daily', read(2), read(0))).error).toEqual({
       code: 'export_inconsistent',
+      retryable: true,
       message:
         'job daily: export inconsistent twice; first read: page 2: check "totalRows" failed: was 160, now 161; re-read from page 0: page 0: check "totalRows" failed: was 160, now 161',
     });

@@ -112,7 +112,7 @@ describe('a malformed API response', () => {
       name: 'a token endpoint answering an HTML 502 every time',
       token: { status: 502, body: '<html>bad gateway</html>', contentType: 'text/html' },
       page: () => json(exportPage([])),
-      says: /auth_response_invalid: .*HTTP 502: <html>bad gateway/,
+      says: /source_server_error: .*token request: the server failed with HTTP 502: <html>bad gateway/,
     },
   ];
 

@@ -116,7 +116,7 @@ describe('the run summary against its schema', () => {
       const summary = JSON.parse(result.stdout) as { tiles: Array<{ status: string; error?: { code: string } }> };
       await expectValid(summary);
       expect(summary).toMatchObject({ exitCode: 1, failed: 1, succeeded: 0 });
-      expect(summary.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'export_api_error' } });
+      expect(summary.tiles[0]).toMatchObject({ status: 'failed', error: { code: 'source_server_error', retryable: true } });
     } finally {
       fixture.sandbox.clearFaults();
     }

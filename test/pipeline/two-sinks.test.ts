@@ -2,7 +2,7 @@ import { mkdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, vi } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { listFiles, runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { listFiles, runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { readCsv } from '../support/csv-read.js';
 import { detailQuery } from '../support/queries.js';
 import { HookedSink, loadForRun, PublishFailsSink, runLoaded } from '../support/run-jobs-harness.js';
@@ -163,6 +163,10 @@ describe('tilehouse run with two CSV sinks', () => {
     renameFailsOnto.basename = 'b.csv';
     const result = await run();
     expect(result.exitCode).toBe(3);
+    // The summary states the exit code (a process exits with what main returns when no signal came).
+    const stated = await runCli(['run', '--json', '--config', workspace.configFile, '--jobs', workspace.jobsDir], { env: sandboxEnv(sandbox) });
+    expect(stated.exitCode).toBe(3);
+    expect(summaryOf(stated.stdout, 'run').exitCode).toBe(3);
     expect(result.stderr).toMatch(/0 succeeded, 0 failed, 1 PARTIALLY PUBLISHED/);
     expect(result.stderr).toMatch(
       new RegExp(

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RequestDeadlineError, type HttpAnswer } from '../../src/source/http.js';
 import { classifyAnswer, settle, type AnswerContext } from '../../src/source/http-answer.js';
 import { RetryableFailure } from '../../src/source/retry-policy.js';
-import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceTransportError } from '../../src/source/source-errors.js';
+import { SourceDeadlineError, SourceRedirectError, SourceRetryAfterError, SourceServerError, SourceTransportError } from '../../src/source/source-errors.js';
 
 const context = (overrides: Partial<AnswerContext> = {}): AnswerContext => ({
   jobName: 'j',
@@ -58,8 +58,26 @@ describe('classifyAnswer', () => {
     expect(classifyAnswer(answer(401), context()).kind).toBe('fail');
   });
 
-  it.each([400, 403, 404, 409, 501])('fails at once on HTTP %i', (status) => {
+  it.each([400, 403, 404, 409])("fails at once on HTTP %i, with the endpoint's own refusal", (status) => {
     expect(classifyAnswer(answer(status), context())).toMatchObject({ kind: 'fail', error: { message: `status ${status}` } });
+  });
+
+  it.each([
+    [500, 'retry'],
+    [502, 'retry'],
+    [503, 'retry'],
+    [504, 'retry'],
+    [501, 'fail'],
+    [505, 'fail'],
+  ] as const)("calls HTTP %i a server error (source_server_error), never the endpoint's refusal, quoting its message (%s)", (status, kind) => {
+    const verdict = classifyAnswer(answer(status, '{"error":"server_error"}'), context());
+    expect(verdict.kind).toBe(kind);
+    const error = verdict.kind === 'ok' ? undefined : verdict.error;
+    expect(error).toBeInstanceOf(SourceServerError);
+    expect(error).toMatchObject({ code: 'source_server_error', status });
+    expect(error?.message).toBe(`job j: page 4: the server failed with HTTP ${status}: busy`);
+    // What survives the retries: the last attempt's error, thrown by settle once no attempt is left.
+    if (verdict.kind === 'retry') expect(() => settle(verdict)).toThrow(expect.objectContaining({ final: error }));
   });
 
   it.each([301, 302, 303, 307, 308])('fails at once on a redirect (HTTP %i), saying where it points and why it is not followed', (status) => {

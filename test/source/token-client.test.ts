@@ -64,6 +64,22 @@ describe('fetchToken', () => {
     expect((await fetchToken(tokenRequest(source, dispatcher))).accessToken).toBe('zipped');
   });
 
+  it.each([
+    {
+      what: 'an OAuth error object',
+      answer: { status: 500, json: { error: 'server_error', error_description: 'issuer database down' } },
+      says: 'server_error — issuer database down',
+    },
+    { what: 'an HTML page', answer: { status: 502, body: '<html>bad gateway</html>' }, says: '<html>bad gateway</html>' },
+  ])('calls a 5xx on every attempt a server error (source_server_error), never a refusal, even with $what', async ({ answer, says }) => {
+    const source = await issuer(() => answer);
+    const error = await failureOf(fetchToken(tokenRequest(source, dispatcher)));
+    expect(error).toMatchObject({ code: 'source_server_error', status: answer.status });
+    expect(error.message).toBe(`job hostile: token request: the server failed with HTTP ${answer.status}: ${says}`);
+    // Retried as far as the policy allows (fastPolicy: 3 attempts), unlike a refusal.
+    expect(source.requests).toHaveLength(3);
+  });
+
   it('retries a 503 and takes the token sent next', async () => {
     const source = await issuer((index) =>
       index === 0 ? { status: 503, body: '<html>busy</html>' } : { json: { access_token: 'second', token_type: 'Bearer' } },

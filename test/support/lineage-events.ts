@@ -31,7 +31,22 @@ export async function lineageEventsIn(dir: string): Promise<LineageEvent[]> {
   const events = lines.map((line) => JSON.parse(line) as LineageEvent);
   for (const event of events) expect(openLineageProblems(event), JSON.stringify(event)).toEqual([]);
   expect(runCycleProblems(events)).toEqual([]);
+  expect(events.flatMap(sourceProblems)).toEqual([]);
   return events;
+}
+
+/**
+ * Every dataset of an event (inputs and outputs, of every event type) without its `dataSource`, or
+ * with one that is not its namespace's (name: the namespace; uri: the namespace, or a bare scheme's
+ * root `<scheme>:///`). Marquez keeps the source of the first event that names a dataset, for good.
+ */
+export function sourceProblems(event: Pick<LineageEvent, 'eventType' | 'inputs' | 'outputs'>): string[] {
+  return [...event.inputs, ...event.outputs].flatMap((dataset) => {
+    const source = dataset.facets?.dataSource;
+    const uri = /^[a-z][a-z0-9+.-]*:/i.test(dataset.namespace) ? dataset.namespace : `${dataset.namespace}:///`;
+    if (source?.name === dataset.namespace && source.uri === uri) return [];
+    return [`${event.eventType} ${dataset.namespace} ${dataset.name}: dataSource ${JSON.stringify(source)}, not { name: ${dataset.namespace}, uri: ${uri} }`];
+  });
 }
 
 const TERMINAL = new Set(['COMPLETE', 'FAIL', 'ABORT']);

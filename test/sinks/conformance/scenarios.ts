@@ -203,6 +203,9 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
 
       const fail = events.find((event) => event.eventType === 'FAIL')!;
       expect(fail.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.changed.runId, status: 'failed', errorCode: 'publish_guard_tripped' });
+      // The refused target, opened and not published: named with the source the COMPLETE gave it, nothing else.
+      const completed = secondEvents.find((event) => event.eventType === 'COMPLETE')!.outputs[0]!;
+      expect(fail.outputs).toEqual([{ namespace: completed.namespace, name: completed.name, facets: { dataSource: completed.facets!.dataSource } }]);
       expect(metrics.changed).toMatchObject({ success: 0, guardTripped: 1 });
       expect(metrics.changed!.errors).toEqual([{ code: 'publish_guard_tripped', value: 1 }]);
     });
@@ -219,10 +222,12 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
         const fail = events.find((event) => event.eventType === 'FAIL');
         expect(fail?.run.facets.tilehouse).toMatchObject({ runId: NIGHTS.failed.runId, status: 'failed' });
         // Page 0 failed, so no writer opened: the FAIL still names the target, exactly as the second
-        // night's COMPLETE named it (namespace and name), without facets (docs/lineage.md's rule).
+        // night's COMPLETE named it (namespace, name and source: Marquez keeps the source of the
+        // first event that names a dataset), with no other facet (docs/lineage.md's rule).
         const completed = secondEvents.find((event) => event.eventType === 'COMPLETE')!.outputs[0]!;
         expect(summaryOf(seen.failed!.stdout, 'run').tiles[0]!.attempted ?? []).toEqual([]);
-        expect(fail?.outputs).toEqual([{ namespace: completed.namespace, name: completed.name }]);
+        expect(completed.facets?.dataSource).toMatchObject({ name: completed.namespace });
+        expect(fail?.outputs).toEqual([{ namespace: completed.namespace, name: completed.name, facets: { dataSource: completed.facets!.dataSource } }]);
       } finally {
         fixture.sandbox.clearFaults();
       }

@@ -99,7 +99,7 @@ describe('a file without a manifest names no run, and every view says so', () =>
       const target = statusOf(seen['failed:status']!, kind);
       expect(target).toMatchObject({ state: 'unrecorded', rows: 130, at: minuteAfter(NIGHTS.second.at).toISOString(), late: { due: NIGHTS.failed.at } });
       expect(seen['failed:status-text']!.stdout).toContain(
-        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it); NOT PUBLISHED: the run due 2026-11-29 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED export_api_error\n`,
+        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it); NOT PUBLISHED: the run due 2026-11-29 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED source_server_error\n`,
       );
     }
     expect(seen['failed:status']!.exitCode).toBe(1);
