@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { messageOf } from '../../errors.js';
 import { backoffDelay } from '../../retry.js';
 import type { SinkResult, SinkRunContext } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
@@ -14,6 +13,7 @@ import {
   PostgresPublishOutcomeUnknownError,
   PostgresRowCountError,
   PostgresSchemaMismatchError,
+  failureText,
   postgresFailure,
 } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
@@ -80,7 +80,9 @@ export async function publishStaging(request: PublishRequest): Promise<SinkResul
       // The backoff of the one retry loop (retry.ts), bounded by a time budget rather than a count
       // of attempts: a server restarting takes seconds, however many tries fit in them.
       const waitMs = Math.min(left, Math.max(50, backoffDelay(tries, { baseDelayMs: 200, maxDelayMs: 2_000 })));
-      context.logger.warn({ target: plan.target, tries, waitMs, error: messageOf(error) }, 'PostgreSQL publish tried again');
+      // What is known of the publish after this try, and the try's own failure without an outcome of its own.
+      const published = outcomeUnknown ? 'unknown: a COMMIT got no answer; the next try reads the run ledger' : 'no';
+      context.logger.warn({ target: plan.target, tries, waitMs, published, error: failureText(error) }, 'PostgreSQL publish tried again');
       await sleep(waitMs);
     }
   }
