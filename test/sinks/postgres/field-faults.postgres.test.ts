@@ -93,6 +93,35 @@ describeUnless(postgresBlocker(server))('the postgres sink as the field breaks i
     expect(await stagingTables()).toEqual([]);
   });
 
+  it('a lost COMMIT answer, then a try that reads the ledger holding the run and loses its own COMMIT\'s answer too: adopted, never "nothing was published"', async () => {
+    const sink = postgresSink(
+      server!,
+      database.name,
+      { table: 'held_then_lost', writeMode: 'append' },
+      { settings: { port: proxy.port, publishBudgetMs: 1_500 } },
+    );
+    const { logger, lines } = capturedLogger();
+    const writer = await prepareSink(sink, runContext({ columns, runId: 'held-lost', logger }), [[[3n, 'held']]]);
+    const cutAt: number[] = [];
+    proxy.rule((message) => {
+      // The publish's COMMIT, and the next try's (after its ledger read found the run): each reaches the server, its answer does not come back ...
+      if (cutAt.length < 2 && message.text === 'COMMIT' && !cutAt.includes(message.connection)) {
+        cutAt.push(message.connection);
+        return 'cut-after';
+      }
+      // ... and every connection after the second is cut at its first message.
+      return cutAt.length === 2 && message.connection > cutAt[1]! ? 'cut-before' : 'pass';
+    });
+    try {
+      await expect(writer.publish()).resolves.toMatchObject({ rows: 1, details: { adopted: true, tries: 2 } });
+    } finally {
+      proxy.rule(() => 'pass');
+    }
+    expect(cutAt).toHaveLength(2);
+    expect(lines.map((line) => JSON.stringify(line)).filter((line) => line.includes('nothing was published'))).toEqual([]);
+    expect(await database.query('SELECT id::text, title FROM held_then_lost')).toEqual([{ id: '3', title: 'held' }]);
+  });
+
   it("a connection cut before the publish's COMMIT was sent: the retry line says not published (known), and the next try publishes", async () => {
     const sink = postgresSink(server!, database.name, { table: 'cut_before_commit', writeMode: 'append' }, { settings: { port: proxy.port } });
     const { logger, lines } = capturedLogger();
