@@ -58,7 +58,7 @@ export const ERROR_CODES = {
 
   // -- a sink's target, whatever its kind (local, gs://, s3://, BigQuery): the kind and format are fields --
   disk_full: { exit: 1, retryable: true, says: 'The volume a file goes to is full; free space there.' },
-  permission_denied: { exit: 1, retryable: false, says: "The run's user or identity may not write the target (a directory's mode, a bucket's or dataset's IAM); the message names what to grant.", formerly: ['gcs_permission_denied', 's3_permission_denied', 'bigquery_permission_denied'] },
+  permission_denied: { exit: 1, retryable: false, says: "The run's user or identity may not write the target (a directory's mode, IAM, a PostgreSQL or Iceberg JDBC catalog table's grants); the message names what to grant.", formerly: ['gcs_permission_denied', 's3_permission_denied', 'bigquery_permission_denied'] },
   target_is_directory: { exit: 1, retryable: false, says: 'A directory stands where the output file should be (locally, or objects below `<target>/` in a bucket); remove it or change the path.', formerly: ['gcs_target_is_directory', 's3_target_is_directory'] },
   target_unwritable: { exit: 1, retryable: false, says: "A file sink's directory cannot hold files (a regular file stands in its path); found before anything was fetched.", formerly: ['csv_target_unwritable', 'parquet_target_unwritable'] },
   bucket_not_found: { exit: 1, retryable: false, says: 'The bucket does not exist (a typo, or another project, account or region these credentials cannot see).', formerly: ['gcs_bucket_not_found', 's3_bucket_not_found'] },
@@ -109,8 +109,8 @@ export const ERROR_CODES = {
   postgres_row_count_mismatch: { exit: 1, retryable: true, says: 'The staging table holds another number of rows than tilehouse sent; nothing was published.' },
 
   // -- runs, windows and state -----------------------------------------------------------------------
-  iceberg_catalog_failed: { exit: 1, retryable: true, says: 'The Iceberg catalog refused or failed a request (an error answer of the REST catalog, a statement of the JDBC catalog); the message quotes it; nothing of the run was committed.' },
-  iceberg_catalog_auth_failed: { exit: 1, retryable: false, says: "The Iceberg REST catalog or its OAuth2 token endpoint refused the credentials; the message names the catalog, never the secret; nothing was committed." },
+  iceberg_catalog_failed: { exit: 1, retryable: true, says: "The Iceberg catalog failed a request (a REST error answer, a JDBC statement, its database out of reach) for a cause other than privileges or credentials; nothing was committed." },
+  iceberg_catalog_auth_failed: { exit: 1, retryable: false, says: "The Iceberg REST catalog, its OAuth2 token endpoint or the JDBC catalog's PostgreSQL (28P01/28000) refused the credentials; nothing was committed." },
   iceberg_commit_conflict: { exit: 1, retryable: true, says: "Other writers committed to the Iceberg table on every try of the commit's retry budget; nothing of this run was committed." },
   iceberg_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns differ from the Iceberg table's current schema (a name or a type); nothing was committed." },
   iceberg_column_invalid: { exit: 1, retryable: false, says: "An iceberg sink's `partitionBy` or `primaryKey` names a column the tile lacks or of the wrong type (a partition column is DATE or TIMESTAMP, a key column not FLOAT64); nothing was written." },

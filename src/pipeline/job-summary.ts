@@ -131,14 +131,16 @@ export function publishedSummary(
   stats: ReadStats,
   counters: SessionCounters,
   published: PublishOutcome,
-  options: { strict?: boolean } = {},
+  options: { strict?: boolean; leftBehind?: readonly string[] } = {},
 ): JobRunSummary {
+  const leftBehind = options.leftBehind ?? [];
   const summary: JobRunSummary = {
     ...baseSummary(job, started, stats, counters),
     status: 'succeeded',
     outputs: published.outputs,
     bigqueryJobIds: jobIdsOf(published.outputs),
     ...(published.guard ? { guard: published.guard } : {}),
+    ...(leftBehind.length > 0 ? { leftBehind: [...leftBehind] } : {}),
   };
   summary.warnings = [...summary.warnings, ...published.outputs.flatMap((output) => output.warnings ?? [])];
   // An overridden guard published what it would have refused: said on the run's warning: lines too.

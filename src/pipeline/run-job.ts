@@ -225,11 +225,16 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       inPublishOrder(deps.sinks).map((sink) => sink.kind),
     );
     const published = await publishAll(writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
-    const summary = { ...publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true }), timings: timings.toRecord() };
+    // A partial publish aborted the sinks after the one that failed: what their cleanup could not remove is named too.
+    const leftBehind = published.partial === undefined ? [] : leftBehindBy(opened);
+    const summary = {
+      ...publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true, leftBehind }),
+      timings: timings.toRecord(),
+    };
     logPublished(logger, job.name, summary);
     return summary;
   } catch (error) {
-    const leftBehind = [...new Set(opened.flatMap((writer) => writer.leftBehind?.() ?? []))];
+    const leftBehind = leftBehindBy(opened);
     const failure = await withOldValues(error, job, deps.definitionOfRun);
     const summary = { ...failedSummary(job, started, stats, counters(), failure, deps.signal, leftBehind), timings: timings.toRecord() };
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
@@ -237,6 +242,11 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
+}
+
+/** What the writers' cleanup could not remove, each thing once. */
+function leftBehindBy(writers: readonly SinkWriter[]): string[] {
+  return [...new Set(writers.flatMap((writer) => writer.leftBehind?.() ?? []))];
 }
 
 /** The pages, reporting progress as they come when the command shows it. */

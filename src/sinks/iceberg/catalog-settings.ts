@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../../config/config-error.js';
+import { TilehouseError } from '../../errors.js';
 import type { IcebergDefaults, PostgresDefaults } from '../../config/environment-schema.js';
 import { registerSecret } from '../../secret-scrubber.js';
 import { resolvePostgresConnection } from '../postgres/connection-settings.js';
@@ -124,6 +125,11 @@ export async function openConfiguredCatalog(
     catalogName: catalog.catalogName,
     warehouse: warehouseUri(settings.location),
     connection: { host: connection.host, port: connection.port, database: connection.database, user: connection.user },
-    connect: () => connectPostgres(connection, at),
+    // The catalog judges the server's answer itself (by SQLSTATE): the driver's error, without the
+    // sink's wording (a connection error's "nothing was published" is not the catalog's to say).
+    connect: () =>
+      connectPostgres(connection, at).catch((error: unknown) => {
+        throw error instanceof TilehouseError && error.cause !== undefined ? error.cause : error;
+      }),
   });
 }

@@ -62,6 +62,12 @@ export interface IcebergCatalog {
    * (snapshots expired, properties set) lands in the same commit.
    */
   commitSnapshot(table: TableIdentifier, base: LoadedTable, snapshot: NewSnapshot, housekeeping?: CommitHousekeeping): Promise<LoadedTable>;
+  /**
+   * For `check` and `plan`, where the catalog can tell without writing: the privileges a run needs
+   * on the catalog's own tables (JDBC), a note when they are all there; throws the error a run
+   * would fail with when one is missing. Absent: the catalog answers only by trying (REST).
+   */
+  checkPrivileges?(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -70,6 +76,8 @@ export class CommitOutcomeUnknown extends Error {
   constructor(
     readonly table: string,
     options: { cause?: unknown },
+    /** The metadata file the commit would make current, when the writer wrote it (JDBC): no table's once the table, read again, lacks the snapshot. */
+    readonly metadataLocation?: string,
   ) {
     super(`Iceberg table ${table}: the commit's answer was lost`, options);
   }

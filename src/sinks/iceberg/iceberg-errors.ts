@@ -17,6 +17,55 @@ export class IcebergCatalogError extends TilehouseError {
   }
 }
 
+/**
+ * The JDBC catalog's database refused the catalog's user a privilege on a catalog table (SQLSTATE
+ * 42501): `permission_denied`, at once (another try is refused again), naming the table and
+ * privilege to grant. `outcome` is what is known of the run when a statement of it was refused.
+ */
+export class IcebergCatalogPermissionError extends TilehouseError {
+  readonly code = 'permission_denied';
+  override readonly targetKind = 'iceberg' as const;
+
+  constructor(
+    /** `table ns.t (jdbc …)` for a run's statement, the catalog's description for `check`. */
+    where: string,
+    readonly user: string,
+    /** The privileges the user lacks, each on its catalog table: `UPDATE on iceberg_tables`. */
+    readonly missing: readonly CatalogPrivilege[],
+    detail: string,
+    outcome?: string,
+  ) {
+    const lacks = missing.map(({ privilege, table }) => `${privilege} on ${table}`).join(', ');
+    const grants = missing.map(({ privilege, table }) => `GRANT ${privilege} ON ${table} TO ${quoteRole(user)}`).join('; ');
+    super(`Iceberg ${where}: user ${JSON.stringify(user)} lacks ${lacks} (${detail}): ${grants}${outcome === undefined ? '' : `; ${outcome}`}`);
+  }
+}
+
+/** A privilege on one of the JDBC catalog's own tables. */
+export interface CatalogPrivilege {
+  privilege: 'SELECT' | 'INSERT' | 'UPDATE';
+  table: 'iceberg_tables' | 'iceberg_namespace_properties';
+}
+
+/** A role name as SQL writes it (double quotes doubled). */
+function quoteRole(user: string): string {
+  return `"${user.replaceAll('"', '""')}"`;
+}
+
+/** The JDBC catalog's database refused the user or password (SQLSTATE 28P01/28000): `iceberg_catalog_auth_failed`, not tried again. */
+export class IcebergJdbcAuthError extends TilehouseError {
+  readonly code = 'iceberg_catalog_auth_failed';
+  override readonly targetKind = 'iceberg' as const;
+
+  constructor(
+    catalog: string,
+    readonly user: string,
+    detail: string,
+  ) {
+    super(`Iceberg ${catalog}: the database refused user ${JSON.stringify(user)} (${detail}): check the catalog's password and pg_hba.conf`);
+  }
+}
+
 /** Every try of the commit found another writer's snapshot first (`iceberg_commit_conflict`). */
 export class IcebergCommitConflictError extends TilehouseError {
   readonly code = 'iceberg_commit_conflict';

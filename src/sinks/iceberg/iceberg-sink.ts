@@ -267,6 +267,8 @@ export class IcebergSink implements Sink {
   private async accessChecked(context: AccessCheckContext): Promise<string | undefined> {
     const catalog = await this.catalog(context.jobName);
     try {
+      // The catalog's own privileges first: a run without them writes its files and then fails its commit.
+      const privileges = await catalog.checkPrivileges?.();
       const loaded = await catalog.loadTable(this.table);
       const namespace = loaded ? true : await catalog.namespaceExists(this.table.namespace);
       const where = loaded
@@ -278,7 +280,7 @@ export class IcebergSink implements Sink {
       const table = loaded
         ? `table exists at ${loaded.metadata.location}`
         : `table absent; a run creates it at ${newTableLocation(this.options.settings, this.table)}${namespace ? '' : ` with namespace ${this.table.namespace}`}`;
-      return `iceberg ${catalog.description} ${this.target}: ${table}; ${where} is writable`;
+      return `iceberg ${catalog.description} ${this.target}: ${table}; ${where} is writable${privileges === undefined ? '' : `; ${privileges}`}`;
     } finally {
       await catalog.close();
     }

@@ -3,7 +3,15 @@ import pg from 'pg';
 import { type IcebergCatalog, CommitOutcomeUnknown, type LoadedTable, type NewSnapshot, type TableIdentifier, tableName } from './catalog.js';
 import type { CommitHousekeeping, NewTableOptions } from './catalog.js';
 import { withHousekeeping } from './expire-snapshots.js';
-import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
+import type { TilehouseError } from '../../errors.js';
+import {
+  type CatalogPrivilege,
+  CommitConflict,
+  IcebergCatalogError,
+  IcebergCatalogPermissionError,
+  IcebergJdbcAuthError,
+  IcebergMetadataInvalidError,
+} from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
 import { childLocation, readLocation, removeLocation, writeNewFile } from './local-files.js';
@@ -47,8 +55,52 @@ const CREATE_TABLES = [
 // Two CREATE TABLE IF NOT EXISTS at once can both pass the check: the loser's duplicate is no failure.
 const ALREADY_THERE = new Set(['23505', '42P07']);
 
+/** PostgreSQL's SQLSTATEs the catalog's errors are told apart by (Appendix A). */
+const INSUFFICIENT_PRIVILEGE = '42501';
+const AUTH_REFUSED = new Set(['28P01', '28000']);
+/** The server says it does not know whether the statement completed, or that the session, not the statement, failed. */
+const OUTCOME_UNKNOWN = (state: string) => state === '40003' || state.startsWith('08') || state.startsWith('57P');
+
+/** What a run needs of the catalog's own tables: it reads and creates tables and namespaces, and commits by UPDATE. */
+const PRIVILEGES_NEEDED: readonly CatalogPrivilege[] = [
+  { privilege: 'SELECT', table: 'iceberg_tables' },
+  { privilege: 'INSERT', table: 'iceberg_tables' },
+  { privilege: 'UPDATE', table: 'iceberg_tables' },
+  { privilege: 'SELECT', table: 'iceberg_namespace_properties' },
+  { privilege: 'INSERT', table: 'iceberg_namespace_properties' },
+];
+
+/** The SQLSTATE of a server's answer; undefined for anything else (no answer came: the connection failed). */
+function sqlstateOf(error: unknown): string | undefined {
+  return error instanceof pg.DatabaseError ? error.code : undefined;
+}
+
+/**
+ * A refusal by the catalog's database as the error that names what to fix: 42501 the privilege
+ * (`permission_denied`), 28P01/28000 the credentials (`iceberg_catalog_auth_failed`), neither
+ * tried again; anything else `iceberg_catalog_failed`, quoting it. `needs`: what the statement
+ * needed, narrowed to the table the server names.
+ */
+function catalogFailure(
+  at: { where: string; description: string; user: string },
+  error: unknown,
+  what: string,
+  needs: readonly CatalogPrivilege[],
+  outcome?: string,
+): TilehouseError {
+  const state = sqlstateOf(error);
+  const message = (error as Error).message;
+  if (state === INSUFFICIENT_PRIVILEGE) {
+    const named = needs.filter(({ table }) => message.includes(table));
+    return new IcebergCatalogPermissionError(at.where, at.user, named.length > 0 ? named : needs, `${state} ${message}`, outcome);
+  }
+  if (state !== undefined && AUTH_REFUSED.has(state)) return new IcebergJdbcAuthError(at.description, at.user, `${state} ${message}`);
+  return new IcebergCatalogError(at.where, `${what}: ${state === undefined ? '' : `${state} `}${message}`, undefined, { cause: error });
+}
+
 export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<IcebergCatalog> {
   const described = `jdbc ${options.connection.host ?? ''}:${options.connection.port ?? ''}/${options.connection.database ?? ''} catalog ${options.catalogName}`;
+  const at = { where: described, description: described, user: options.connection.user ?? '' };
   const connect = async (): Promise<pg.Client> => {
     try {
       if (options.connect) return await options.connect();
@@ -56,22 +108,27 @@ export async function openJdbcCatalog(options: JdbcCatalogOptions): Promise<Iceb
       await client.connect();
       return client;
     } catch (error) {
-      throw new IcebergCatalogError(described, `cannot connect to the JDBC catalog's database: ${(error as Error).message}`, undefined, { cause: error });
+      throw catalogFailure(at, error, "cannot connect to the JDBC catalog's database", PRIVILEGES_NEEDED);
     }
   };
   const client = await connect();
-  for (const statement of CREATE_TABLES) {
+  // Made when missing; a user without CREATE on the schema uses the tables an administrator made.
+  const present = await client
+    .query<{ present: boolean }>("SELECT to_regclass('iceberg_tables') IS NOT NULL AND to_regclass('iceberg_namespace_properties') IS NOT NULL AS present")
+    .then(({ rows }) => rows[0]?.present === true)
+    .catch(() => false);
+  for (const statement of present ? [] : CREATE_TABLES) {
     try {
       await client.query(statement);
     } catch (error) {
       if (!ALREADY_THERE.has((error as { code?: string }).code ?? '')) {
         await client.end();
-        throw new IcebergCatalogError(described, `cannot create the JDBC catalog's tables: ${(error as Error).message}`, undefined, { cause: error });
+        throw catalogFailure(at, error, "cannot create the JDBC catalog's tables", PRIVILEGES_NEEDED);
       }
     }
   }
   const warehouse = options.warehouse.startsWith('/') ? `file://${options.warehouse}` : options.warehouse;
-  return new JdbcCatalog(client, connect, described, options.catalogName, warehouse);
+  return new JdbcCatalog(client, connect, described, options.catalogName, warehouse, at.user);
 }
 
 class JdbcCatalog implements IcebergCatalog {
@@ -85,6 +142,8 @@ class JdbcCatalog implements IcebergCatalog {
     private readonly catalogName: string,
     /** A `file:` URI: where new tables go. */
     private readonly warehouse: string,
+    /** The database user the catalog connects as, named by a refusal. */
+    private readonly user: string,
   ) {
     this.watch(client);
   }
@@ -108,16 +167,35 @@ class JdbcCatalog implements IcebergCatalog {
     });
   }
 
-  private async run(table: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  /** Where a failure of a statement about `table` happened, for its message. */
+  private at(table: string) {
+    return { where: `table ${table} (${this.description})`, description: this.description, user: this.user };
+  }
+
+  private async run(table: string, sql: string, values: unknown[], needs: readonly CatalogPrivilege[]): Promise<pg.QueryResult> {
     const client = await this.connection();
     try {
       return await client.query(sql, values);
     } catch (error) {
       if (isConnectionLost(error)) this.broken = true;
-      throw new IcebergCatalogError(table, `the JDBC catalog's statement failed: ${(error as Error).message} (${sql.split('\n')[0]})`, undefined, {
-        cause: error,
-      });
+      throw catalogFailure(this.at(table), error, `the JDBC catalog's statement failed (${sql.split('\n')[0]})`, needs);
     }
+  }
+
+  async checkPrivileges(): Promise<string> {
+    const { rows } = await this.run(
+      this.description,
+      `SELECT needed.t AS "table", needed.p AS privilege, has_table_privilege(needed.t, needed.p) AS granted
+         FROM unnest($1::text[], $2::text[]) AS needed(t, p)`,
+      [PRIVILEGES_NEEDED.map(({ table }) => table), PRIVILEGES_NEEDED.map(({ privilege }) => privilege)],
+      [],
+    );
+    const granted = new Set(
+      (rows as { table: string; privilege: string; granted: boolean }[]).filter((row) => row.granted).map((row) => `${row.privilege} ${row.table}`),
+    );
+    const missing = PRIVILEGES_NEEDED.filter(({ privilege, table }) => !granted.has(`${privilege} ${table}`));
+    if (missing.length > 0) throw new IcebergCatalogPermissionError(this.description, this.user, missing, 'has_table_privilege');
+    return `user ${JSON.stringify(this.user)} has SELECT, INSERT, UPDATE on iceberg_tables and SELECT, INSERT on iceberg_namespace_properties`;
   }
 
   async namespaceExists(namespace: string): Promise<boolean> {
@@ -127,6 +205,10 @@ class JdbcCatalog implements IcebergCatalog {
       `SELECT EXISTS (SELECT 1 FROM iceberg_namespace_properties WHERE catalog_name = $1 AND namespace = $2)
            OR EXISTS (SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2) AS found`,
       [this.catalogName, namespace],
+      [
+        { privilege: 'SELECT', table: 'iceberg_namespace_properties' },
+        { privilege: 'SELECT', table: 'iceberg_tables' },
+      ],
     );
     return (rows[0] as { found: boolean }).found;
   }
@@ -137,6 +219,7 @@ class JdbcCatalog implements IcebergCatalog {
       `SELECT metadata_location FROM iceberg_tables
         WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)`,
       [this.catalogName, table.namespace, table.name],
+      [{ privilege: 'SELECT', table: 'iceberg_tables' }],
     );
     const location = (rows[0] as { metadata_location?: string | null } | undefined)?.metadata_location;
     return location ? readMetadata(table, location) : undefined;
@@ -149,6 +232,10 @@ class JdbcCatalog implements IcebergCatalog {
       `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES ($1, $2, 'exists', 'true')
         ON CONFLICT DO NOTHING`,
       [this.catalogName, table.namespace],
+      [
+        { privilege: 'INSERT', table: 'iceberg_namespace_properties' },
+        { privilege: 'SELECT', table: 'iceberg_namespace_properties' },
+      ],
     );
     const location = at ?? childLocation(this.warehouse, `${table.namespace}/${table.name}`);
     const metadataLocation = childLocation(location, `metadata/00000-${randomUUID()}.metadata.json`);
@@ -166,6 +253,10 @@ class JdbcCatalog implements IcebergCatalog {
       `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type)
         VALUES ($1, $2, $3, $4, NULL, 'TABLE') ON CONFLICT DO NOTHING`,
       [this.catalogName, table.namespace, table.name, metadataLocation],
+      [
+        { privilege: 'INSERT', table: 'iceberg_tables' },
+        { privilege: 'SELECT', table: 'iceberg_tables' },
+      ],
     );
     if (inserted.rowCount === 0) {
       // Another writer created it first: theirs is the table.
@@ -202,10 +293,24 @@ class JdbcCatalog implements IcebergCatalog {
         [metadataLocation, base.metadataLocation, this.catalogName, table.namespace, table.name],
       );
     } catch (error) {
-      // The UPDATE may or may not have landed (the connection broke after sending it): the
-      // table, read again, tells; the file stays, as it may be the table's metadata now.
-      if (isConnectionLost(error)) this.broken = true;
-      throw new CommitOutcomeUnknown(name, { cause: error });
+      const state = sqlstateOf(error);
+      if (state === undefined || OUTCOME_UNKNOWN(state)) {
+        // The UPDATE may or may not have landed (the connection broke after sending it): the
+        // table, read again, tells; the file stays until then, as it may be the table's metadata now.
+        if (isConnectionLost(error)) this.broken = true;
+        throw new CommitOutcomeUnknown(name, { cause: error }, metadataLocation);
+      }
+      // The server refused the UPDATE: it did not land, and its metadata file is no table's.
+      await removeLocation(metadataLocation);
+      // A transaction PostgreSQL rolled back to let another go on: tried again as a conflict is.
+      if (state.startsWith('40')) throw new CommitConflict(name);
+      throw catalogFailure(
+        this.at(name),
+        error,
+        "the JDBC catalog's commit (UPDATE iceberg_tables) failed",
+        [{ privilege: 'UPDATE', table: 'iceberg_tables' }],
+        'nothing of this run was committed',
+      );
     }
     if (updated.rowCount !== 1) {
       await removeLocation(metadataLocation);

@@ -263,8 +263,10 @@ export class IcebergRun {
           });
           return { committed: true, snapshotId, rows: Number(dataFile.recordCount), tries, metadataLocation: reread.metadataLocation, housekeeping };
         }
-        // The table, read again, does not hold it: whatever was lost did not land.
+        // The table, read again, does not hold it: whatever was lost did not land, and the metadata
+        // file the lost commit would have made current (JDBC's) is no table's.
         this.mayBeCommitted = false;
+        if (error instanceof CommitOutcomeUnknown && error.metadataLocation !== undefined) await removeLocation(error.metadataLocation);
         // Another process committed this run id meanwhile: it is published once, by it.
         const other = snapshotOfRun(reread.metadata, runId);
         if (other) return { committed: false, snapshotId: other['snapshot-id'], rows: 0, tries, metadataLocation: reread.metadataLocation };

@@ -152,11 +152,24 @@ export class PostgresConnectionError extends PostgresError {
   readonly code = 'postgres_connection_failed';
   /** Another connection may work (a socket that broke, a server restarting); false for TLS and certificates. */
   readonly transient: boolean;
+  /** What failed, without the outcome: a line that embeds it (a retry, a left-behind) says what it knows of the publish itself. */
+  readonly reason: string;
 
   constructor(jobName: string, where: string, error: unknown) {
-    super(`job ${jobName}: postgres ${where}: the connection failed (${quoted(error)}); nothing was published`, { cause: error });
+    const reason = `the connection failed (${quoted(error)})`;
+    super(`job ${jobName}: postgres ${where}: ${reason}; nothing was published`, { cause: error });
     this.transient = isConnectionFailure(error);
+    this.reason = reason;
   }
+}
+
+/**
+ * A failure's own text for a line that states the outcome itself (a retry's log line, a left-behind
+ * line): a connection error's "nothing was published" is true of the run only where it ends it,
+ * never of a try that follows a COMMIT whose answer was lost.
+ */
+export function failureText(error: unknown): string {
+  return error instanceof PostgresConnectionError ? error.reason : quoted(error);
 }
 
 export class PostgresAuthError extends PostgresError {
@@ -284,10 +297,8 @@ export class PostgresPublishOutcomeUnknownError extends PostgresError implements
 
   constructor(jobName: string, at: { schema: string; target: string; window?: { from: string } | undefined }, runId: string, error: unknown) {
     const query = `SELECT rows, published_at FROM ${qualifiedName(at.schema, LEDGER_TABLE)} WHERE target_table = ${quoteLiteral(at.target)} AND run_id = ${quoteLiteral(runId)} AND window_from = ${quoteLiteral(at.window?.from ?? '')}`;
-    // The last try's own failure (a connect's, unwrapped: its "nothing was published" is that try's, not the run's).
-    const last = error instanceof PostgresConnectionError ? error.cause : error;
     super(
-      `job ${jobName}: postgres ${at.target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (last: ${quoted(last)}): ` +
+      `job ${jobName}: postgres ${at.target}: the publish's COMMIT got no answer and the run ledger could not be read afterwards (last: ${failureText(error)}): ` +
         `whether run ${runId} is in the table is not known. Settle it with: ${query} (a row: published; none: not). ` +
         `Re-running with --run-id ${runId} is safe: it publishes only if that row is absent`,
       { cause: error },

@@ -3,16 +3,15 @@ import { once } from 'node:events';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
-import { messageOf } from '../../errors.js';
 import { formatOwnerTag } from '../../temp-owner.js';
 import type { TypedRow } from '../../transform/column.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
 import { drained } from '../stores/drained.js';
 import type { GuardCheck } from '../publish-guard.js';
-import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
+import { isPublishOutcomeUnknown, type SinkResult, type SinkRunContext, type SinkWriter } from '../sink.js';
 import { postgresLineageDataset, type PostgresConnection } from './connection-settings.js';
 import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
-import { PostgresRowCountError, postgresFailure, PostgresSchemaMismatchError } from './postgres-errors.js';
+import { failureText, PostgresRowCountError, postgresFailure, PostgresSchemaMismatchError } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
 import { publishStaging } from './publish.js';
 import { contractDecision, readTableColumns } from './table-columns.js';
@@ -66,6 +65,8 @@ export class PostgresWriter implements SinkWriter {
   private stagingCommitted = false;
   private inFlight: Promise<unknown> | undefined;
   private readonly left: string[] = [];
+  /** The publish failed without knowing whether its COMMIT landed. */
+  private outcomeUnknown = false;
   private readonly deadline: AbortSignal | undefined;
 
   private constructor(
@@ -235,6 +236,7 @@ export class PostgresWriter implements SinkWriter {
       return result;
     } catch (error) {
       this.state = 'failed';
+      this.outcomeUnknown = isPublishOutcomeUnknown(error);
       throw error;
     }
   }
@@ -268,9 +270,16 @@ export class PostgresWriter implements SinkWriter {
       await client.query(`DROP TABLE IF EXISTS ${this.staging}`);
       this.stagingCommitted = false;
     } catch (error) {
-      context.logger.warn({ staging: this.staging, error: messageOf(error) }, 'could not drop the PostgreSQL staging table; a later run sweeps it');
-      // Whether it is still there is not known (a publish whose outcome is unknown drops it when it committed): say so.
-      this.left.push(`PostgreSQL staging table ${this.staging}, if it is still there (could not check: ${messageOf(error)}); a later run's sweep drops it`);
+      const reason = failureText(error);
+      context.logger.warn({ staging: this.staging, error: reason }, 'could not drop the PostgreSQL staging table; a later run sweeps it');
+      // A publish that committed dropped it in its transaction: after one whose outcome is unknown,
+      // whether it is there is as unknown as the publish, and said so; otherwise prepare committed
+      // it and nothing dropped it since.
+      this.left.push(
+        this.outcomeUnknown
+          ? `PostgreSQL staging table ${this.staging}: not checked (${reason}); it is there only if the publish did not commit; a later run's sweep drops it`
+          : `PostgreSQL staging table ${this.staging}: still there (dropping it failed: ${reason}); a later run's sweep drops it`,
+      );
     } finally {
       await closeQuietly(client);
     }

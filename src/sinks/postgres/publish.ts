@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { messageOf } from '../../errors.js';
 import { backoffDelay } from '../../retry.js';
 import type { SinkResult, SinkRunContext } from '../sink.js';
 import type { PostgresConnection } from './connection-settings.js';
@@ -14,6 +13,7 @@ import {
   PostgresPublishOutcomeUnknownError,
   PostgresRowCountError,
   PostgresSchemaMismatchError,
+  failureText,
   postgresFailure,
 } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
@@ -54,7 +54,7 @@ type Outcome = { published: true; rows: number; details: Record<string, number>;
 export async function publishStaging(request: PublishRequest): Promise<SinkResult> {
   const { plan, connection, context } = request;
   const started = Date.now();
-  const progress: TryProgress = { commitSent: false, ledgerRead: false };
+  const progress: TryProgress = { commitSent: false, ledgerRead: false, held: undefined };
   /** A COMMIT was sent and its answer lost, and no later try has read the ledger since: the outcome is not known. */
   let outcomeUnknown = false;
   let tries = 0;
@@ -62,10 +62,20 @@ export async function publishStaging(request: PublishRequest): Promise<SinkResul
     tries += 1;
     progress.commitSent = false;
     progress.ledgerRead = false;
+    progress.held = undefined;
     try {
       const outcome = await publishOnce(request, progress, started + connection.publishBudgetMs);
       return resultOf(request, outcome, tries);
     } catch (error) {
+      // The ledger, read under the target's lock, held this run: its rows are in the table, whatever
+      // became of this try's DROP of the staging table and its COMMIT (a later run's sweep drops it).
+      if (progress.held !== undefined) {
+        context.logger.warn(
+          { target: plan.target, staging: request.staging, error: failureText(error) },
+          'PostgreSQL publish: the run ledger holds this run; its staging table may be left for a later sweep',
+        );
+        return resultOf(request, { published: false, rowsHeld: progress.held }, tries);
+      }
       // A try that read the ledger settled what every earlier try did; one whose COMMIT got no answer unsettles it again.
       if (progress.ledgerRead) outcomeUnknown = false;
       if (progress.commitSent && (isConnectionFailure(error) || isCompletionUnknown(error))) outcomeUnknown = true;
@@ -80,7 +90,9 @@ export async function publishStaging(request: PublishRequest): Promise<SinkResul
       // The backoff of the one retry loop (retry.ts), bounded by a time budget rather than a count
       // of attempts: a server restarting takes seconds, however many tries fit in them.
       const waitMs = Math.min(left, Math.max(50, backoffDelay(tries, { baseDelayMs: 200, maxDelayMs: 2_000 })));
-      context.logger.warn({ target: plan.target, tries, waitMs, error: messageOf(error) }, 'PostgreSQL publish tried again');
+      // What is known of the publish after this try, and the try's own failure without an outcome of its own.
+      const published = outcomeUnknown ? 'unknown: a COMMIT got no answer; the next try reads the run ledger' : 'no';
+      context.logger.warn({ target: plan.target, tries, waitMs, published, error: failureText(error) }, 'PostgreSQL publish tried again');
       await sleep(waitMs);
     }
   }
@@ -92,6 +104,8 @@ interface TryProgress {
   commitSent: boolean;
   /** The ledger was read under the target's lock: what every earlier try did is known. */
   ledgerRead: boolean;
+  /** The rows the ledger says this run published (an earlier try, or an earlier run of the run id); undefined: not published. */
+  held: number | undefined;
 }
 
 async function publishOnce(request: PublishRequest, progress: TryProgress, budgetEndsAt: number): Promise<Outcome> {
@@ -107,6 +121,7 @@ async function publishOnce(request: PublishRequest, progress: TryProgress, budge
     const entry = { target: plan.target, runId: context.runId, window: plan.window };
     const held = await publishedRows(client, plan.schema, entry);
     progress.ledgerRead = true;
+    progress.held = held;
     if (held !== undefined) {
       await client.query(`DROP TABLE IF EXISTS ${request.staging}`);
       await client.query('COMMIT');

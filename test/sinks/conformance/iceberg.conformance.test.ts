@@ -1,26 +1,37 @@
 // The conformance scenarios (scenarios.ts) for the iceberg kind, on each catalog: Apache Iceberg's
 // own REST server, and the JDBC catalog on the suite's PostgreSQL. The table's columns are read
-// back by pyiceberg, an independent reader.
+// back by pyiceberg, an independent reader. The JDBC catalog's lost permission is a role of the
+// test's own (the cluster's user is a superuser, whose privileges cannot be taken away) without
+// UPDATE on iceberg_tables.
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { parse, stringify } from 'yaml';
-import type { Workspace } from '../../support/cli-harness.js';
+import { runCli, type Workspace } from '../../support/cli-harness.js';
 import { icebergPythonOrSkip, type PyicebergTable, readIceberg } from '../../support/iceberg-readers.js';
 import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
-import { postgresBlocker, postgresOrSkip, TEST_PASSWORD_VARIABLE, usePostgresDatabase } from '../../support/postgres.js';
+import { postgresBlocker, postgresOrSkip, psql, TEST_PASSWORD_VARIABLE, usePostgresDatabase } from '../../support/postgres.js';
 import { describeUnless, missing } from '../../support/skip.js';
 import { type ConformanceBackend, conformanceScenarios } from './scenarios.js';
 
 const lib = icebergRestLibOrSkip();
 const python = icebergPythonOrSkip();
 const server = postgresOrSkip();
+const ROLE_PASSWORD = 'conformance-catalog-role-password';
+const ROLE_PASSWORD_VARIABLE = 'TILEHOUSE_CONFORMANCE_CATALOG_PASSWORD';
 
 describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the Iceberg readers', python) ?? postgresBlocker(server))(
   'the sink contract on Iceberg tables',
   () => {
     const database = usePostgresDatabase(server!);
+    // Roles are the cluster's, not the database's: one per test file run, made by the test that uses it.
+    const role = `catalog_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    let roleMade = false;
+    afterAll(async () => {
+      if (roleMade) await psql(server!, database.name, `DROP OWNED BY ${role} CASCADE; DROP ROLE ${role}`);
+    });
     let rest: RunningIcebergRest | undefined;
     let warehouse = '';
     beforeAll(async () => {
@@ -74,12 +85,29 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
           const described = await readIceberg(python!, 'pyiceberg-table', reader());
           return described.fields.map((field) => ({ name: field.name, type: field.type }));
         },
-        losePermission: {
-          cannot:
-            catalog === 'rest'
-              ? "Apache Iceberg's REST test server has no permission model (every request is allowed)"
-              : "the JDBC catalog's check does not read the role's grants on iceberg_tables yet, and the warehouse directory's mode does not bind the tests' root user",
-        },
+        losePermission:
+          catalog === 'rest'
+            ? { cannot: "Apache Iceberg's REST test server has no permission model (every request is allowed)" }
+            : async (workspace, env) => {
+                // The catalog's user becomes a role with every privilege a run needs but UPDATE on iceberg_tables.
+                await psql(
+                  server!,
+                  database.name,
+                  `CREATE ROLE ${role} LOGIN PASSWORD '${ROLE_PASSWORD}';
+                   GRANT SELECT, INSERT, UPDATE ON iceberg_tables, iceberg_namespace_properties TO ${role};
+                   REVOKE UPDATE ON iceberg_tables FROM ${role}`,
+                );
+                roleMade = true;
+                const environment = parse(await readFile(workspace.configFile, 'utf8')) as { sinks: { iceberg: { catalog: Record<string, unknown> } } };
+                Object.assign(environment.sinks.iceberg.catalog, { user: role, password: `\${${ROLE_PASSWORD_VARIABLE}}` });
+                await writeFile(workspace.configFile, stringify(environment));
+                process.env[ROLE_PASSWORD_VARIABLE] = ROLE_PASSWORD;
+                const as = (command: string) =>
+                  runCli([command, '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+                    env: { ...env, [ROLE_PASSWORD_VARIABLE]: ROLE_PASSWORD },
+                  });
+                return { check: await as('check'), plan: await as('plan') };
+              },
       };
     };
 

@@ -9,6 +9,21 @@ import { waitUntil } from '../../support/wait-until.js';
 import { column, postgresSink, prepareSink, runContext, runSink } from './postgres-fixtures.js';
 
 const server = postgresOrSkip();
+
+/** A pino logger whose JSON lines the test reads. */
+function capturedLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    }),
+  );
+  return { logger, lines };
+}
 const columns = [column('id', 'INT64'), column('title', 'STRING')];
 
 describeUnless(postgresBlocker(server))('the postgres sink as the field breaks it (PostgreSQL 15)', () => {
@@ -25,14 +40,15 @@ describeUnless(postgresBlocker(server))('the postgres sink as the field breaks i
   const stagingTables = async () =>
     (await database.query<{ relname: string }>("SELECT relname FROM pg_class WHERE relname LIKE '\\_tilehouse\\_stage\\_%'")).map((row) => row.relname);
 
-  it('a COMMIT whose answer is lost, then no connection within the budget: publish_outcome_unknown with the query that settles it, never "nothing was published"', async () => {
+  it('a COMMIT whose answer is lost, then no connection within the budget: publish_outcome_unknown with the query that settles it; no line says "nothing was published"', async () => {
     const sink = postgresSink(
       server!,
       database.name,
       { table: 'unknown_outcome', writeMode: 'append' },
       { settings: { port: proxy.port, publishBudgetMs: 1_500 } },
     );
-    const writer = await prepareSink(sink, runContext({ columns, runId: 'lost-answer' }), [[[1n, 'once']]]);
+    const { logger, lines } = capturedLogger();
+    const writer = await prepareSink(sink, runContext({ columns, runId: 'lost-answer', logger }), [[[1n, 'once']]]);
     let cutAt: number | undefined;
     proxy.rule((message) => {
       // The publish's COMMIT reaches the server, its answer does not come back ...
@@ -55,14 +71,79 @@ describeUnless(postgresBlocker(server))('the postgres sink as the field breaks i
       expect(await database.query(settle.replace('rows, published_at', 'rows::text'))).toEqual([{ rows: '1' }]);
       // Whether the staging table is left cannot be checked with the server out of reach: said so, not claimed.
       await writer.abort();
-      expect(writer.leftBehind?.()).toEqual([
-        expect.stringMatching(/^PostgreSQL staging table "public"\."_tilehouse_stage_\w+", if it is still there \(could not check: /),
+      const left = writer.leftBehind?.() ?? [];
+      expect(left).toEqual([
+        expect.stringMatching(
+          /^PostgreSQL staging table "public"\."_tilehouse_stage_\w+": not checked \(the connection failed \(.+\)\); it is there only if the publish did not commit; a later run's sweep drops it$/,
+        ),
       ]);
+      // Every try after the lost answer: what is known (unknown), never the try's own "nothing was published".
+      const retries = lines.filter((line) => line.msg === 'PostgreSQL publish tried again');
+      expect(retries.length).toBeGreaterThan(0);
+      for (const retry of retries) {
+        expect(retry).toMatchObject({ published: 'unknown: a COMMIT got no answer; the next try reads the run ledger', error: expect.any(String) });
+      }
+      const written = [...lines.map((line) => JSON.stringify(line)), ...left, error.message];
+      expect(written.filter((line) => line.includes('nothing was published'))).toEqual([]);
     } finally {
       proxy.rule(() => 'pass');
     }
+    // What psql shows: the rows and the ledger row in, the staging table gone (the committed publish dropped it).
     expect(await database.query('SELECT id::text, title FROM unknown_outcome')).toEqual([{ id: '1', title: 'once' }]);
     expect(await stagingTables()).toEqual([]);
+  });
+
+  it('a lost COMMIT answer, then a try that reads the ledger holding the run and loses its own COMMIT\'s answer too: adopted, never "nothing was published"', async () => {
+    const sink = postgresSink(
+      server!,
+      database.name,
+      { table: 'held_then_lost', writeMode: 'append' },
+      { settings: { port: proxy.port, publishBudgetMs: 1_500 } },
+    );
+    const { logger, lines } = capturedLogger();
+    const writer = await prepareSink(sink, runContext({ columns, runId: 'held-lost', logger }), [[[3n, 'held']]]);
+    const cutAt: number[] = [];
+    proxy.rule((message) => {
+      // The publish's COMMIT, and the next try's (after its ledger read found the run): each reaches the server, its answer does not come back ...
+      if (cutAt.length < 2 && message.text === 'COMMIT' && !cutAt.includes(message.connection)) {
+        cutAt.push(message.connection);
+        return 'cut-after';
+      }
+      // ... and every connection after the second is cut at its first message.
+      return cutAt.length === 2 && message.connection > cutAt[1]! ? 'cut-before' : 'pass';
+    });
+    try {
+      await expect(writer.publish()).resolves.toMatchObject({ rows: 1, details: { adopted: true, tries: 2 } });
+    } finally {
+      proxy.rule(() => 'pass');
+    }
+    expect(cutAt).toHaveLength(2);
+    expect(lines.map((line) => JSON.stringify(line)).filter((line) => line.includes('nothing was published'))).toEqual([]);
+    expect(await database.query('SELECT id::text, title FROM held_then_lost')).toEqual([{ id: '3', title: 'held' }]);
+  });
+
+  it("a connection cut before the publish's COMMIT was sent: the retry line says not published (known), and the next try publishes", async () => {
+    const sink = postgresSink(server!, database.name, { table: 'cut_before_commit', writeMode: 'append' }, { settings: { port: proxy.port } });
+    const { logger, lines } = capturedLogger();
+    const writer = await prepareSink(sink, runContext({ columns, runId: 'cut-before', logger }), [[[2n, 'twice tried']]]);
+    let cut = false;
+    proxy.rule((message) => {
+      // The publish's lock on the target, its first statement after BEGIN.
+      if (!cut && message.type === 'P' && message.body.includes('pg_advisory_xact_lock')) {
+        cut = true;
+        return 'cut-before';
+      }
+      return 'pass';
+    });
+    try {
+      await expect(writer.publish()).resolves.toMatchObject({ rows: 1, details: { tries: 2 } });
+    } finally {
+      proxy.rule(() => 'pass');
+    }
+    expect(lines.filter((line) => line.msg === 'PostgreSQL publish tried again')).toEqual([
+      expect.objectContaining({ tries: 1, published: 'no', error: 'Connection terminated unexpectedly' }),
+    ]);
+    expect(await database.query('SELECT id::text, title FROM cut_before_commit')).toEqual([{ id: '2', title: 'twice tried' }]);
   });
 
   it('check names the run ledger a role may not write, and the run fails permission_denied naming it, not internal_error', async () => {

@@ -44,6 +44,7 @@ export interface LocalFileWriterOptions {
 export class LocalFileWriter extends FileStreamWriter {
   private bytes = 0;
   private manifest: PreparedManifest | undefined;
+  private readonly left: string[] = [];
 
   private constructor(
     private readonly options: LocalFileWriterOptions,
@@ -177,15 +178,27 @@ export class LocalFileWriter extends FileStreamWriter {
     }
   }
 
+  /** What an abort could not remove (a directory turned read-only under the run): each temp file still there, named. */
+  leftBehind(): string[] {
+    return [...this.left];
+  }
+
   protected async discardOutput(): Promise<void> {
     this.file.destroy();
     if (!this.file.closed) await once(this.file, 'close').catch(() => undefined);
-    try {
-      await rm(this.options.tempPath, { force: true });
-      await this.manifest?.discard();
-    } catch (error) {
-      throw new FileWriteError(this.format, this.options.jobName, this.options.target, `removing ${this.options.tempPath}`, error);
+    const temps: [string, () => Promise<void>][] = [[this.options.tempPath, () => rm(this.options.tempPath, { force: true })]];
+    const { manifest } = this;
+    if (manifest !== undefined && this.options.manifest !== undefined) temps.push([this.options.manifest.tempPath, () => manifest.discard()]);
+    let first: FileWriteError | undefined;
+    for (const [tempPath, remove] of temps) {
+      try {
+        await remove();
+      } catch (error) {
+        this.left.push(`temp file ${tempPath}: still there (removing it failed: ${(error as Error).message}); a later run's sweep removes it once it can`);
+        first ??= new FileWriteError(this.format, this.options.jobName, this.options.target, `removing ${tempPath}`, error);
+      }
     }
+    if (first !== undefined) throw first;
   }
 
   protected writeError(cause: unknown): FileWriteError {
