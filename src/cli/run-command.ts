@@ -114,6 +114,7 @@ names which hold the new run; re-run), 143 / 130 stopped by SIGTERM / SIGINT (no
           strict: values.strict === true,
           allowShrink,
           ...(runId === undefined ? {} : { runId }),
+          ...(givenRunId === undefined ? {} : { runIdGiven: true }),
           ...(givenRunId === undefined && drawnAt !== undefined ? { startedAt: drawnAt } : {}),
           ...(onProgress === undefined ? {} : { onProgress }),
           onJobsRun: () => output.screen?.close(),

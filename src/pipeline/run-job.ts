@@ -37,6 +37,7 @@ import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
 import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { PublishGuardTrippedError } from './publish-guard-check.js';
+import type { EarlierTries } from './run-id-held.js';
 import { RunTimings } from './run-timings.js';
 import { definitionSourceOf } from '../sinks/registry.js';
 
@@ -77,6 +78,13 @@ export interface JobRunDependencies {
    * refusal names what changed only.
    */
   definitionOfRun?: (runId: string) => Promise<DefinitionValues | undefined>;
+  /**
+   * A run id given to the run (`--run-id`, `TILEHOUSE_RUN_ID`: a retried pod's): what the run
+   * history says of earlier tries of it, read before this try began its record; the targets are
+   * then asked whether they hold it before any publishes (run-id-held.ts). Absent: the run drew
+   * its id, which no target can hold.
+   */
+  earlierTries?: () => Promise<EarlierTries>;
 }
 
 /**
@@ -219,12 +227,11 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       throw refusal;
     }
     const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
-    const writers = timings.timedWriters(
-      read.writers,
-      // The writers open in publish order: their kinds in that order.
-      inPublishOrder(deps.sinks).map((sink) => sink.kind),
-    );
-    const published = await publishAll(writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
+    // The writers open in publish order: their kinds in that order.
+    const kinds = inPublishOrder(deps.sinks).map((sink) => sink.kind);
+    const writers = timings.timedWriters(read.writers, kinds);
+    const runHeld = { runId: deps.runId, exportedRows: stats.rows, kinds, earlier: await deps.earlierTries?.() };
+    const published = await publishAll(writers, { jobName: job.name, logger, guard, runHeld, ...(deps.signal ? { signal: deps.signal } : {}) });
     const summary = { ...publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true }), timings: timings.toRecord() };
     logPublished(logger, job.name, summary);
     return summary;
