@@ -122,38 +122,43 @@ export async function publishAll(
 ): Promise<PublishOutcome> {
   const { logger } = options;
   let guard: GuardReport | undefined;
+  /** Targets that already hold this run id (an earlier try's publish): each adopts, nothing is committed there. */
+  let adopted: SinkResult[] = [];
+  let publishing = writers;
   try {
     for (const writer of writers) await prepareTraced(writer);
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
-    // Before the guards: a run every target holds already publishes nothing, so no guard need judge it.
+    // Before the guards: a target that holds the run id already takes nothing, so no guard need judge it.
     if (options.runHeld !== undefined) {
       const decision = await decideRunHeld(writers, { jobName: options.jobName, ...options.runHeld });
-      if (!decision.publish) {
-        await abortAll(writers, logger);
-        for (const output of decision.outputs) logger.info({ target: output.target, rows: output.rows }, 'this run id is already published there; adopted, nothing committed');
-        return { outputs: decision.outputs };
-      }
+      adopted = decision.adopted;
+      const adopting = writers.filter((_, index) => decision.adopted.some((output) => output.target === writers[index]!.target));
+      publishing = writers.filter((writer) => !adopting.includes(writer));
+      await abortAll(adopting, logger);
+      for (const output of adopted) logger.info({ target: output.target, rows: output.rows }, 'this run id is already published there; adopted, nothing committed');
     }
     // Every sink prepared, none published: a guard that trips here leaves every target as it was.
-    if (options.guard !== undefined) guard = await checkPublishGuards(writers, { jobName: options.jobName, logger, ...options.guard });
+    if (options.guard !== undefined && publishing.length > 0)
+      guard = await checkPublishGuards(publishing, { jobName: options.jobName, logger, ...options.guard });
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
   } catch (error) {
     await abortAll(writers, logger);
     throw error;
   }
-  const outputs: SinkResult[] = [];
-  for (const [index, writer] of writers.entries()) {
+  // The adopted targets hold this run id already: a failure of the first publish after them is a partial publish too.
+  const outputs: SinkResult[] = [...adopted];
+  for (const [index, writer] of publishing.entries()) {
     try {
       outputs.push(await publishTraced(writer));
       logger.debug({ target: writer.target }, 'published');
     } catch (error) {
-      const unpublished = writers.slice(index);
+      const unpublished = publishing.slice(index);
       await abortAll(unpublished, logger);
       const changedInPart = isPartialPublish(error);
       const outcomeUnknown = !changedInPart && isPublishOutcomeUnknown(error);
       // The first target failing is a plain failure (nothing changed), unless what it holds is not
       // known and others follow: then the targets may disagree, a possible partial publish.
-      if (index === 0 && !changedInPart && !(outcomeUnknown && writers.length > 1)) throw error;
+      if (outputs.length === 0 && !changedInPart && !(outcomeUnknown && publishing.length > 1)) throw error;
       return {
         outputs,
         partial: new PartiallyPublishedError(
@@ -168,5 +173,7 @@ export async function publishAll(
       };
     }
   }
-  return { outputs, ...(guard ? { guard } : {}) };
+  // In publish order, adopted or published.
+  const order = (output: SinkResult) => writers.findIndex((writer) => writer.target === output.target);
+  return { outputs: outputs.sort((a, b) => order(a) - order(b)), ...(guard ? { guard } : {}) };
 }

@@ -24,10 +24,9 @@ export type EarlierTries =
 type Answer = RunHeld & { sink: SinkResult['sink'] };
 
 /**
- * A re-run with a run id some target may already hold, where tilehouse cannot make every target
- * hold one answer for it: a target cannot tell whether it holds the run (a file no manifest
- * describes, that the run history does not settle), or one target holds it and another does not.
- * Nothing was published. Not retryable: a retry with the same run id meets the same targets.
+ * A re-run with a run id some target may already hold, where a target cannot tell whether it holds
+ * the run (a file no manifest describes, that the run history does not settle): publishing there
+ * could put a second answer under the run id, adopting could keep another run's. Nothing was published. Not retryable: a retry with the same run id meets the same targets.
  */
 export class RunIdUnverifiedError extends TilehouseError {
   readonly code = 'run_id_unverified';
@@ -37,14 +36,16 @@ export class RunIdUnverifiedError extends TilehouseError {
     const holdsSome = answers.some((answer) => answer.held === 'yes');
     super(
       `job ${jobName}: run id ${runId} may already be published, and its targets cannot be shown to hold one answer for it: ${said.join('; ')}. ` +
-        `Nothing was published${holdsSome ? ': publishing the current data where the run is not would leave two answers under one run id' : ''}. ` +
+        `Nothing was published${holdsSome ? ': publishing the current data where a target cannot tell could leave two answers under one run id' : ''}. ` +
         'Re-run with a new --run-id to publish the current data to every target (a file sink with manifest: true can tell next time)',
     );
   }
 }
 
-/** What the targets said, decided for the whole tile: publish, or adopt everywhere (nothing committed). */
-export type RunHeldDecision = { publish: true } | { publish: false; outputs: SinkResult[] };
+/** What the targets said, decided for the whole tile: the targets that adopt (nothing committed there); the others publish. */
+export interface RunHeldDecision {
+  adopted: SinkResult[];
+}
 
 /**
  * One answer per run id across a tile's targets, asked after every sink prepared and before any
@@ -52,11 +53,13 @@ export type RunHeldDecision = { publish: true } | { publish: false; outputs: Sin
  * id (SinkWriter.heldRun); where a target cannot tell, the run history's record of the run id
  * decides (a finished try named the target: it does; no try may have published it: it does not).
  *
- * - no target holds it: the run publishes;
+ * - no target holds it: the run publishes everywhere;
  * - every target holds it: every sink adopts, nothing is committed anywhere, each output says
  *   `adopted` with the rows that publish wrote (and `keptEarlierPublish` when they are not this run's);
- * - otherwise (a target cannot tell, or the run is in some targets and not in others):
- *   RunIdUnverifiedError, nothing published.
+ * - some hold it and the others know they do not (a partial publish re-run with its run id, as
+ *   exit 3 asks): those that hold it adopt, the others publish, and the partial publish converges;
+ * - a target cannot tell: RunIdUnverifiedError, nothing published, so no target takes an answer
+ *   that may differ from the one another holds under the run id.
  *
  * `earlier` absent: the run drew its run id itself, so no target can hold it and none is asked.
  */
@@ -65,7 +68,7 @@ export async function decideRunHeld(
   options: { jobName: string; runId: string; exportedRows: number; kinds: readonly SinkResult['sink'][]; earlier: EarlierTries | undefined },
 ): Promise<RunHeldDecision> {
   const { earlier } = options;
-  if (earlier === undefined) return { publish: true };
+  if (earlier === undefined) return { adopted: [] };
   const answers = await Promise.all(
     writers.map(async (writer, index): Promise<Answer> => {
       const sink = options.kinds[index]!;
@@ -73,9 +76,8 @@ export async function decideRunHeld(
       return settledByHistory({ ...said, sink }, options.runId, earlier);
     }),
   );
-  if (answers.every((answer) => answer.held === 'no')) return { publish: true };
-  if (!answers.every((answer) => answer.held === 'yes')) throw new RunIdUnverifiedError(options.jobName, options.runId, answers);
-  return { publish: false, outputs: answers.map((answer) => adoptedResult(answer, options.runId, options.exportedRows)) };
+  if (answers.some((answer) => answer.held === 'unknown')) throw new RunIdUnverifiedError(options.jobName, options.runId, answers);
+  return { adopted: answers.flatMap((answer) => (answer.held === 'yes' ? [adoptedResult(answer, options.runId, options.exportedRows)] : [])) };
 }
 
 /** A target's answer, with the run history's word where the target could not tell, or where it says the run published there. */

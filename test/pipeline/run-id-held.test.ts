@@ -99,7 +99,7 @@ describeUnless(postgresBlocker(server))('a retry of a run id after the source ch
       'job mixed_unverified: run id r-mixed-2 may already be published, and its targets cannot be shown to hold one answer for it: ' +
         'public.mixed_unverified holds it (the run ledger); ' +
         `${csv} cannot tell (no manifest describes the file; the run history has a try of run r-mixed-2 that ended without saying what it published (killed, or still running)). ` +
-        'Nothing was published: publishing the current data where the run is not would leave two answers under one run id. ' +
+        'Nothing was published: publishing the current data where a target cannot tell could leave two answers under one run id. ' +
         'Re-run with a new --run-id to publish the current data to every target (a file sink with manifest: true can tell next time)',
     );
     expect(await fileContents(csv)).toBe(fileBefore);
