@@ -125,7 +125,7 @@ export const ERROR_CODES = {
   run_id_unverified: {
     exit: 1,
     retryable: false,
-    says: 'A re-run with a `--run-id` some target may already hold, whose targets cannot be shown to hold one answer for it (a file no manifest or run history record settles, or the run in some targets and not others); nothing was published. A new `--run-id` publishes the current data.',
+    says: 'A re-run with a `--run-id` that a target cannot tell whether it holds (a file no manifest or run history record settles); nothing was published.',
   },
   run_stopped: { exit: 'signal', retryable: true, says: 'SIGTERM, SIGINT or the scheduler ended the run before it published; nothing partial was published.' },
   stop_deadline_passed: { exit: 'signal', retryable: true, says: 'The cleanup after a stop ran out of `stopDeadlineMs`; what was still pending was abandoned.' },

@@ -135,7 +135,8 @@ export async function publishAll(
       const adopting = writers.filter((_, index) => decision.adopted.some((output) => output.target === writers[index]!.target));
       publishing = writers.filter((writer) => !adopting.includes(writer));
       await abortAll(adopting, logger);
-      for (const output of adopted) logger.info({ target: output.target, rows: output.rows }, 'this run id is already published there; adopted, nothing committed');
+      for (const output of adopted)
+        logger.info({ target: output.target, rows: output.rows }, 'this run id is already published there; adopted, nothing committed');
     }
     // Every sink prepared, none published: a guard that trips here leaves every target as it was.
     if (options.guard !== undefined && publishing.length > 0)

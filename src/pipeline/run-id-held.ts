@@ -32,7 +32,9 @@ export class RunIdUnverifiedError extends TilehouseError {
   readonly code = 'run_id_unverified';
 
   constructor(jobName: string, runId: string, answers: readonly Answer[]) {
-    const said = answers.map((answer) => `${answer.target} ${answer.held === 'yes' ? 'holds it' : answer.held === 'no' ? 'does not hold it' : 'cannot tell'} (${answer.readFrom})`);
+    const said = answers.map(
+      (answer) => `${answer.target} ${answer.held === 'yes' ? 'holds it' : answer.held === 'no' ? 'does not hold it' : 'cannot tell'} (${answer.readFrom})`,
+    );
     const holdsSome = answers.some((answer) => answer.held === 'yes');
     super(
       `job ${jobName}: run id ${runId} may already be published, and its targets cannot be shown to hold one answer for it: ${said.join('; ')}. ` +
@@ -83,15 +85,21 @@ export async function decideRunHeld(
 /** A target's answer, with the run history's word where the target could not tell, or where it says the run published there. */
 function settledByHistory(answer: Answer, runId: string, earlier: EarlierTries): Answer {
   if (answer.held === 'yes' || !earlier.readable) {
-    return answer.held === 'unknown' && !earlier.readable ? { ...answer, readFrom: `${answer.readFrom}; the run history could not be read: ${earlier.reason}` } : answer;
+    return answer.held === 'unknown' && !earlier.readable
+      ? { ...answer, readFrom: `${answer.readFrom}; the run history could not be read: ${earlier.reason}` }
+      : answer;
   }
   const recorded = earlier.published.get(answer.target);
   // A try of this run id published here, and a later run may have replaced it since: the run id was published here all the same.
-  if (recorded !== undefined) return { sink: answer.sink, target: answer.target, held: 'yes', rows: recorded, readFrom: `the run history's record of run ${runId}` };
+  if (recorded !== undefined)
+    return { sink: answer.sink, target: answer.target, held: 'yes', rows: recorded, readFrom: `the run history's record of run ${runId}` };
   if (answer.held === 'no') return answer;
   const unsettled = earlier.unsettled === 'every target' || earlier.unsettled.includes(answer.target);
   return unsettled
-    ? { ...answer, readFrom: `${answer.readFrom}; the run history has a try of run ${runId} that ended without saying what it published (killed, or still running)` }
+    ? {
+        ...answer,
+        readFrom: `${answer.readFrom}; the run history has a try of run ${runId} that ended without saying what it published (killed, or still running)`,
+      }
     : { sink: answer.sink, target: answer.target, held: 'no', readFrom: `${answer.readFrom}; the run history: no try of run ${runId} published it` };
 }
 
@@ -104,7 +112,13 @@ function adoptedResult(answer: Extract<Answer, { held: 'yes' }>, runId: string, 
     rows: answer.rows ?? exportedRows,
     adopted: true,
     ...(kept ? { keptEarlierPublish: true } : {}),
-    details: { ...answer.details, adopted: true, heldFrom: answer.readFrom, ...(answer.rows === undefined ? { rowsFrom: 'this run (the earlier publish not counted)' } : {}) },
+    details: {
+      ...answer.details,
+      adopted: true,
+      heldFrom: answer.readFrom,
+      sentRows: exportedRows,
+      ...(answer.rows === undefined ? { rowsFrom: 'this run (the earlier publish not counted)' } : {}),
+    },
     ...(kept
       ? {
           warnings: [

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { SANDBOX_TILE, type Sandbox } from '../../sandbox/index.js';
 import { runCli, sandboxEnv, summaryOf, writeWorkspace } from '../support/cli-harness.js';
 import { exitWithin, spawnCli } from '../support/child-process.js';
@@ -120,7 +120,9 @@ describeUnless(postgresBlocker(server))('a retry of a run id after the source ch
     const refused = await tryRun(changed.sandbox, job, 'r-lone', RETRY);
     expect(refused.result.exitCode).toBe(1);
     expect(refused.tile.error).toMatchObject({ code: 'run_id_unverified' });
-    expect(refused.tile.error!.message).toContain(`${csv} cannot tell (no manifest describes the file; the run history has a try of run r-lone that ended without saying`);
+    expect(refused.tile.error!.message).toContain(
+      `${csv} cannot tell (no manifest describes the file; the run history has a try of run r-lone that ended without saying`,
+    );
     expect(refused.tile.error!.message).toContain('. Nothing was published. Re-run with a new --run-id');
     expect(await fileContents(csv)).toBe(before);
 
@@ -173,7 +175,9 @@ describeUnless(postgresBlocker(server))('a retry of a run id after the source ch
     });
     expect(retry.exitCode, retry.stderr).toBe(0);
     const tile = summaryOf(retry.stdout, 'run').tiles[0]!;
-    expect(tile.outputs).toEqual([expect.objectContaining({ target, rows: 130, adopted: true, details: expect.objectContaining({ heldFrom: 'its manifest' }) })]);
+    expect(tile.outputs).toEqual([
+      expect.objectContaining({ target, rows: 130, adopted: true, details: expect.objectContaining({ heldFrom: 'its manifest' }) }),
+    ]);
     expect(await fileContents(target)).toBe(before);
   }, 240_000);
 });

@@ -167,7 +167,17 @@ export class BigQueryWriter implements SinkWriter {
     const retry: RetryContext = { ...this.dependencies.retry, ...(context.signal ? { signal: context.signal } : {}) };
     const base = { sink: 'bigquery' as const, target: this.target };
     for (const stage of stages) {
-      const ran = await ranJobOf({ client, projectId: this.plan.projectId, stage, identity: this.plan.identity, location: prepared.location, jobName: context.jobName, target: this.target, retry, polling });
+      const ran = await ranJobOf({
+        client,
+        projectId: this.plan.projectId,
+        stage,
+        identity: this.plan.identity,
+        location: prepared.location,
+        jobName: context.jobName,
+        target: this.target,
+        retry,
+        polling,
+      });
       if (ran === undefined) continue;
       const statistics = ran.metadata.statistics as { copy?: { copiedRows?: string }; query?: { dmlStats?: { insertedRowCount?: string } } } | undefined;
       const reported = statistics?.copy?.copiedRows ?? statistics?.query?.dmlStats?.insertedRowCount;

@@ -241,7 +241,13 @@ export async function ranJobOf(request: Omit<JobRequest, 'insert'>): Promise<{ j
   const lookup = { ...request, insert: () => Promise.reject(new Error('a lookup inserts no job')) };
   for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
     const jobId = jobIdFor(request.identity, request.stage, attempt);
-    const metadata = await lookUpJob(lookup, jobId, request.location, `looking up job ${jobId} for ${request.target} (did an earlier try of this run id publish?)`, 'undefined');
+    const metadata = await lookUpJob(
+      lookup,
+      jobId,
+      request.location,
+      `looking up job ${jobId} for ${request.target} (did an earlier try of this run id publish?)`,
+      'undefined',
+    );
     if (metadata === undefined) return undefined;
     if (!metadata.status?.errorResult) return { jobId, metadata };
   }

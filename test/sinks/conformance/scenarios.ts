@@ -275,7 +275,14 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       expect(retry.result.exitCode, retry.result.stderr).toBe(0);
       expect(retry.tile).toMatchObject({ status: 'succeeded', rows: 145 });
       expect(retry.tile!.outputs).toEqual([
-        expect.objectContaining({ sink: backend.kind, target, rows: 130, adopted: true, keptEarlierPublish: true, details: expect.objectContaining({ adopted: true }) }),
+        expect.objectContaining({
+          sink: backend.kind,
+          target,
+          rows: 130,
+          adopted: true,
+          keptEarlierPublish: true,
+          details: expect.objectContaining({ adopted: true }),
+        }),
       ]);
       expect(await backend.contents(target)).toBe(held);
       expect(retry.result.stderr).toContain(`ok   conformance (`);
