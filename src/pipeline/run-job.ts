@@ -2,8 +2,9 @@
 // run one job (`run-job.ts`: `sweep-sinks.ts` (temp artefacts of dead runs) → `read-into-sinks.ts` (pages into
 // every sink, the columns fixed on page 0) → `restart-on-drift.ts` (one re-read when the source changed under
 // it) → `publish-sinks.ts` (the publish protocol across sinks; `partially_published`, exit 3), with
-// `publish-guard-check.ts` between its phases (every sink's publish guard judged before any publishes;
-// `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
+// `run-id-held.ts` (a given run id: every target asked whether it holds it, the run history settling one that
+// cannot tell; all adopt, or `run_id_unverified`) and `publish-guard-check.ts` between its phases (every sink's
+// publish guard judged before any publishes; `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
 // (`source-session.ts` + `source/session-token.ts`'s `RunToken`; 429s and bytes counted in a dispatcher
 // interceptor), `run-id.ts` (time-sorted run ids; a window's derived from its backfill's), `job-summary.ts`
 // (what one tile run did; `run-timings.ts`, where its time went: source, reading, each sink's prepare and publish) and `summary-schema.ts` (the run summary's schema,
