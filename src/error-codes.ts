@@ -123,6 +123,11 @@ export const ERROR_CODES = {
   publish_guard_tripped: { exit: 1, retryable: false, says: 'A publish guard refused an export empty or far smaller than its target (or recent runs); nothing was published. `--allow-shrink` / `TILEHOUSE_ALLOW_SHRINK=1` publishes it.' },
   partially_published: { exit: 3, retryable: true, says: 'Some sinks hold the new run and others the previous one, or some partitions of one BigQuery table (the summary names each); run again.', formerly: ['bigquery_partially_published'] },
   run_id_already_published: { exit: 1, retryable: false, says: '`--strict`: a target already held a publish of this run id with other rows and kept it.' },
+  run_id_unverified: {
+    exit: 1,
+    retryable: false,
+    says: 'A re-run with a `--run-id` that a target cannot tell whether it holds (a file no manifest or run history record settles); nothing was published.',
+  },
   run_stopped: { exit: 'signal', retryable: true, says: 'SIGTERM, SIGINT or the scheduler ended the run before it published; nothing partial was published.' },
   stop_deadline_passed: { exit: 'signal', retryable: true, says: 'The cleanup after a stop ran out of `stopDeadlineMs`; what was still pending was abandoned.' },
   incremental_state_unreadable: { exit: 1, retryable: true, says: "A target's state (the run ledger, a manifest) could not be read, so nothing was run on a guess." },

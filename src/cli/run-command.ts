@@ -51,8 +51,9 @@ ${COMMON_HELP}
                        (backfill_window_empty, nothing published) instead of a warning: line
 ${ALLOW_SHRINK_HELP}
 ${ORCHESTRATION_HELP}
-                       Re-running a partially published run with its --run-id does not append
-                       its rows to a BigQuery table twice.
+                       A run id publishes once: re-run with it, a target that holds it adopts
+                       (nothing committed), a partially published run converges, and a target
+                       that cannot tell refuses the run (run_id_unverified, docs/failure-behaviour.md).
 ${SUMMARY_HELP}
 ${logHelp('info')}
   -h, --help           show this help
@@ -115,6 +116,7 @@ a publish already under way ends first). The summary's exitCode is always the ex
           strict: values.strict === true,
           allowShrink,
           ...(runId === undefined ? {} : { runId }),
+          ...(givenRunId === undefined ? {} : { runIdGiven: true }),
           ...(givenRunId === undefined && drawnAt !== undefined ? { startedAt: drawnAt } : {}),
           ...(onProgress === undefined ? {} : { onProgress }),
           onJobsRun: () => output.screen?.close(),

@@ -10,6 +10,8 @@ import { readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
 import { type BackfillShard, HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
 import { definitionSourceOf } from '../sinks/registry.js';
+import type { EarlierTries } from '../pipeline/run-id-held.js';
+import { messageOf } from '../errors.js';
 
 // src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
 // document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
@@ -75,6 +77,30 @@ export class RunHistory {
     if (this.documents === undefined) return undefined;
     const history = await readJobHistory(this.documents, job, { newest: 0 });
     return (await history.find(runId))?.record.definition;
+  }
+
+  /**
+   * What the history says of earlier tries of a run id of a job (pipeline/run-id-held.ts): the
+   * targets a finished try published, and whether a try ended without saying (a "running" record:
+   * killed, or still running). Read before this try writes its own record, which may have the
+   * same name (a retry at the same instant) and would hide the earlier one.
+   */
+  async earlierTries(job: string, runId: string): Promise<EarlierTries> {
+    if (this.documents === undefined) return { readable: false, reason: `${this.location} could not be opened` };
+    try {
+      const tries = await (await readJobHistory(this.documents, job, { newest: 0 })).findAll(runId);
+      const published = new Map<string, number>();
+      const unsettled: string[] = [];
+      let unended = false;
+      for (const { record } of tries) {
+        for (const target of record.targets) published.set(target.target, target.rows);
+        unsettled.push(...(record.outcomeUnknown ?? []));
+        if (record.state === 'running') unended = true;
+      }
+      return { readable: true, published, unsettled: unended ? 'every target' : unsettled };
+    } catch (error) {
+      return { readable: false, reason: `${this.location}: ${messageOf(error)}` };
+    }
   }
 
   /** @internal Writes one record whole under its name (recordNameOf); a failure is logged, never thrown. */

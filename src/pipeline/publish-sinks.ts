@@ -5,6 +5,7 @@ import { abortAll } from './read-into-sinks.js';
 import type { JobDefinition } from '../value-types/job-definition.js';
 import { checkPublishGuards, type GuardReport } from './publish-guard-check.js';
 import { ATTR, SPANS, telemetry, type Attributes } from '../telemetry/telemetry.js';
+import { decideRunHeld, type EarlierTries } from './run-id-held.js';
 
 /** A sink's result details (job ids, object generation, file) as `tilehouse.sink.<detail>` attributes. */
 function detailAttributes(result: SinkResult): Attributes {
@@ -69,6 +70,7 @@ export class RunStoppedError extends TilehouseError {
 }
 
 export interface PublishOutcome {
+  /** The targets that hold this run: each `adopted` when an earlier try of the run id had published there (nothing committed). */
   outputs: SinkResult[];
   /** Set when some sinks published and another failed to, or one changed its target in part. */
   partial?: PartiallyPublishedError;
@@ -88,10 +90,24 @@ export interface PublishGuardOptions {
   definition?: JobDefinition;
 }
 
+/** What asking the targets for the run id needs (see decideRunHeld). */
+export interface RunHeldOptions {
+  runId: string;
+  /** Rows of this export, to say whether an adopted publish wrote others. */
+  exportedRows: number;
+  /** The writers' kinds, in the writers' order. */
+  kinds: readonly SinkResult['sink'][];
+  /** The run history's word on earlier tries of the run id; absent: the run drew its id, no target can hold it. */
+  earlier: EarlierTries | undefined;
+}
+
 /**
  * The two-phase publish across a run's sinks (writers in publish order). Phase 1 prepares every
  * sink; any failure there, or a stop signal before phase 2, aborts them all and publishes
- * nothing (the error is rethrown). Between the phases the publish guards of every sink are judged
+ * nothing (the error is rethrown). Then every target is asked whether it holds the run id already
+ * (decideRunHeld): when every one does, every sink adopts and nothing is committed anywhere (the
+ * writers are aborted, their staging removed); when only some do, or one cannot tell, nothing is
+ * published (run_id_unverified). Between the phases the publish guards of every sink are judged
  * (checkPublishGuards): one that trips refuses the whole tile the same way. Phase 2 publishes one sink after the other and is not
  * interrupted by the stop signal, so what it reports is what the targets hold: a failure at the
  * first publish is a plain failure (nothing changed), a failure after one succeeded is
@@ -102,33 +118,48 @@ export interface PublishGuardOptions {
  */
 export async function publishAll(
   writers: readonly SinkWriter[],
-  options: { jobName: string; logger: Logger; signal?: AbortSignal; guard?: PublishGuardOptions },
+  options: { jobName: string; logger: Logger; signal?: AbortSignal; guard?: PublishGuardOptions; runHeld?: RunHeldOptions },
 ): Promise<PublishOutcome> {
   const { logger } = options;
   let guard: GuardReport | undefined;
+  /** Targets that already hold this run id (an earlier try's publish): each adopts, nothing is committed there. */
+  let adopted: SinkResult[] = [];
+  let publishing = writers;
   try {
     for (const writer of writers) await prepareTraced(writer);
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
+    // Before the guards: a target that holds the run id already takes nothing, so no guard need judge it.
+    if (options.runHeld !== undefined) {
+      const decision = await decideRunHeld(writers, { jobName: options.jobName, ...options.runHeld });
+      adopted = decision.adopted;
+      const adopting = writers.filter((_, index) => decision.adopted.some((output) => output.target === writers[index]!.target));
+      publishing = writers.filter((writer) => !adopting.includes(writer));
+      await abortAll(adopting, logger);
+      for (const output of adopted)
+        logger.info({ target: output.target, rows: output.rows }, 'this run id is already published there; adopted, nothing committed');
+    }
     // Every sink prepared, none published: a guard that trips here leaves every target as it was.
-    if (options.guard !== undefined) guard = await checkPublishGuards(writers, { jobName: options.jobName, logger, ...options.guard });
+    if (options.guard !== undefined && publishing.length > 0)
+      guard = await checkPublishGuards(publishing, { jobName: options.jobName, logger, ...options.guard });
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
   } catch (error) {
     await abortAll(writers, logger);
     throw error;
   }
-  const outputs: SinkResult[] = [];
-  for (const [index, writer] of writers.entries()) {
+  // The adopted targets hold this run id already: a failure of the first publish after them is a partial publish too.
+  const outputs: SinkResult[] = [...adopted];
+  for (const [index, writer] of publishing.entries()) {
     try {
       outputs.push(await publishTraced(writer));
       logger.debug({ target: writer.target }, 'published');
     } catch (error) {
-      const unpublished = writers.slice(index);
+      const unpublished = publishing.slice(index);
       await abortAll(unpublished, logger);
       const changedInPart = isPartialPublish(error);
       const outcomeUnknown = !changedInPart && isPublishOutcomeUnknown(error);
       // The first target failing is a plain failure (nothing changed), unless what it holds is not
       // known and others follow: then the targets may disagree, a possible partial publish.
-      if (index === 0 && !changedInPart && !(outcomeUnknown && writers.length > 1)) throw error;
+      if (outputs.length === 0 && !changedInPart && !(outcomeUnknown && publishing.length > 1)) throw error;
       return {
         outputs,
         partial: new PartiallyPublishedError(
@@ -143,5 +174,7 @@ export async function publishAll(
       };
     }
   }
-  return { outputs, ...(guard ? { guard } : {}) };
+  // In publish order, adopted or published.
+  const order = (output: SinkResult) => writers.findIndex((writer) => writer.target === output.target);
+  return { outputs: outputs.sort((a, b) => order(a) - order(b)), ...(guard ? { guard } : {}) };
 }

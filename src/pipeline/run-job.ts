@@ -2,8 +2,9 @@
 // run one job (`run-job.ts`: `sweep-sinks.ts` (temp artefacts of dead runs) → `read-into-sinks.ts` (pages into
 // every sink, the columns fixed on page 0) → `restart-on-drift.ts` (one re-read when the source changed under
 // it) → `publish-sinks.ts` (the publish protocol across sinks; `partially_published`, exit 3), with
-// `publish-guard-check.ts` between its phases (every sink's publish guard judged before any publishes;
-// `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
+// `run-id-held.ts` (a given run id: every target asked whether it holds it, the run history settling one that
+// cannot tell; all adopt, or `run_id_unverified`) and `publish-guard-check.ts` between its phases (every sink's
+// publish guard judged before any publishes; `publish_guard_tripped`)), run many (`run-jobs.ts`, with `src/map-with-concurrency.ts`), one token per run
 // (`source-session.ts` + `source/session-token.ts`'s `RunToken`; 429s and bytes counted in a dispatcher
 // interceptor), `run-id.ts` (time-sorted run ids; a window's derived from its backfill's), `job-summary.ts`
 // (what one tile run did; `run-timings.ts`, where its time went: source, reading, each sink's prepare and publish) and `summary-schema.ts` (the run summary's schema,
@@ -37,6 +38,7 @@ import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
 import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { PublishGuardTrippedError } from './publish-guard-check.js';
+import type { EarlierTries } from './run-id-held.js';
 import { RunTimings } from './run-timings.js';
 import { definitionSourceOf } from '../sinks/registry.js';
 
@@ -77,6 +79,13 @@ export interface JobRunDependencies {
    * refusal names what changed only.
    */
   definitionOfRun?: (runId: string) => Promise<DefinitionValues | undefined>;
+  /**
+   * A run id given to the run (`--run-id`, `TILEHOUSE_RUN_ID`: a retried pod's): what the run
+   * history says of earlier tries of it, read before this try began its record; the targets are
+   * then asked whether they hold it before any publishes (run-id-held.ts). Absent: the run drew
+   * its id, which no target can hold.
+   */
+  earlierTries?: () => Promise<EarlierTries>;
 }
 
 /**
@@ -219,12 +228,11 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       throw refusal;
     }
     const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
-    const writers = timings.timedWriters(
-      read.writers,
-      // The writers open in publish order: their kinds in that order.
-      inPublishOrder(deps.sinks).map((sink) => sink.kind),
-    );
-    const published = await publishAll(writers, { jobName: job.name, logger, guard, ...(deps.signal ? { signal: deps.signal } : {}) });
+    // The writers open in publish order: their kinds in that order.
+    const kinds = inPublishOrder(deps.sinks).map((sink) => sink.kind);
+    const writers = timings.timedWriters(read.writers, kinds);
+    const runHeld = { runId: deps.runId, exportedRows: stats.rows, kinds, earlier: await deps.earlierTries?.() };
+    const published = await publishAll(writers, { jobName: job.name, logger, guard, runHeld, ...(deps.signal ? { signal: deps.signal } : {}) });
     // A partial publish aborted the sinks after the one that failed: what their cleanup could not remove is named too.
     const leftBehind = published.partial === undefined ? [] : leftBehindBy(opened);
     const summary = {

@@ -13,6 +13,7 @@ import { createSourceDispatcher, type RetrySettings } from './source-session.js'
 import { sweepSinks } from './sweep-sinks.js';
 import type { RunSummary, JobRunSummary } from './job-summary.js';
 import type { DefinitionValues } from '../value-types/job-definition.js';
+import type { EarlierTries } from './run-id-held.js';
 
 export interface RunOptions {
   environment: EnvironmentConfig;
@@ -37,6 +38,8 @@ export interface RunOptions {
   allowShrink?: boolean;
   /** The definition an earlier run of a job ran with (the run history's), for a refusal's old → new. */
   definitionOfRun?: (job: string, runId: string) => Promise<DefinitionValues | undefined>;
+  /** A run id given to the run: what the run history says of its earlier tries, per job (JobRunDependencies.earlierTries). */
+  earlierTries?: (job: string) => Promise<EarlierTries>;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -82,6 +85,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           ...(options.allowShrink === true ? { allowShrink: true } : {}),
           ...(options.definitionOfRun === undefined ? {} : { definitionOfRun: (runId: string) => options.definitionOfRun!(job.name, runId) }),
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+          ...(options.earlierTries === undefined ? {} : { earlierTries: () => options.earlierTries!(job.name) }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });
         await options.onTileFinished?.(summary, startedAt);

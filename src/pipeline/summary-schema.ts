@@ -33,6 +33,12 @@ const sinkResultSchema = z
       .boolean()
       .optional()
       .describe('The target already held a publish of this run id with other rows and kept it: this run published nothing there'),
+    adopted: z
+      .boolean()
+      .optional()
+      .describe(
+        'Nothing committed here: the target already held a publish of this run id (an earlier try of a --run-id), which it keeps; `rows` is what that publish wrote. A re-run adopts in every target or publishes in none',
+      ),
     expiredRows: count
       .optional()
       .describe("Rows of this publish in partitions past the table's partition expiration: BigQuery drops them at once, and `rows` does not count them"),

@@ -38,12 +38,19 @@ function detailLines(tile: JobRunSummary): string[] {
 /**
  * `N rows, P pages → targets`; a target that holds another count than was read (an earlier
  * publish of the same run id kept, a MERGE that deduplicated) says its own: a count on a line
- * is what the target took, never only what was read.
+ * is what the target took, never only what was read. A target that adopted an earlier try's
+ * publish of the run id says that nothing was committed there, and the rows that try wrote.
  */
 export function describeOutputs(tile: Pick<JobRunSummary, 'rows' | 'pages' | 'outputs'>, options: { pages?: boolean } = {}): string {
-  const targets = tile.outputs.map((output) => (output.rows === tile.rows ? output.target : `${output.target} (${countNoun(output.rows, 'row')} published)`));
+  const targets = tile.outputs.map((output) =>
+    output.adopted === true
+      ? `${output.target} (adopted: nothing committed, ${countNoun(output.rows, 'row')} of the earlier publish)`
+      : output.rows === tile.rows
+        ? output.target
+        : `${output.target} (${countNoun(output.rows, 'row')} published)`,
+  );
   const count = countNoun(tile.rows, 'row');
-  const read = tile.outputs.every((output) => output.rows === tile.rows) ? count : `${count} read`;
+  const read = tile.outputs.every((output) => output.rows === tile.rows && output.adopted !== true) ? count : `${count} read`;
   return options.pages === false ? `${read} → ${targets.join(', ')}` : `${read}, ${countNoun(tile.pages, 'page')} → ${targets.join(', ')}`;
 }
 

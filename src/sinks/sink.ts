@@ -68,6 +68,11 @@ export interface SinkResult {
    */
   keptEarlierPublish?: boolean;
   /**
+   * This run committed nothing here: the target already held a publish of this run id (an
+   * earlier try's), and kept it. `rows` is what that publish wrote, when the target says.
+   */
+  adopted?: boolean;
+  /**
    * Rows of this publish that fell in partitions the target's partition expiration had already
    * passed: BigQuery drops them at once, so `rows` does not count them. With a `warning:` line.
    */
@@ -116,7 +121,25 @@ export interface SinkWriter {
    * any sink of the tile publishes; absent: the writer has none (a test's sink).
    */
   readonly guard?: GuardCheck;
+  /**
+   * Whether the target already holds a publish of this run's id (an earlier try's), asked after
+   * every sink prepared and before any publishes (pipeline/run-id-held.ts): one answer per run id
+   * across the tile's targets. Reads, never writes. Absent: the writer cannot hold an earlier try
+   * (a test's sink), as `no`.
+   */
+  heldRun?(): Promise<RunHeld>;
 }
+
+/**
+ * What a target says of a run id before the run publishes (SinkWriter.heldRun). `yes`: a publish
+ * of it is there, or was (its ledger, its snapshot, its manifest), with the rows it wrote when
+ * known; `no`: none is; `unknown`: the target cannot tell (a file no manifest describes), and the
+ * run history may (pipeline/run-id-held.ts). `readFrom` says where the answer was read.
+ */
+export type RunHeld =
+  | { held: 'yes'; sink: SinkResult['sink']; target: string; rows?: number; readFrom: string; details?: SinkResult['details'] }
+  | { held: 'no'; sink: SinkResult['sink']; target: string; readFrom: string }
+  | { held: 'unknown'; sink: SinkResult['sink']; target: string; readFrom: string };
 
 /**
  * A publish error that says its target changed in part before it failed: a sink whose publish is

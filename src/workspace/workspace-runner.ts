@@ -15,6 +15,7 @@ import { refuseConflictingTargets } from './workspace-checks.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { RunHistory, type RunInProgress, type RunStart } from '../history/run-history.js';
 import { errorReport } from '../errors.js';
+import type { EarlierTries } from '../pipeline/run-id-held.js';
 
 export interface WorkspaceRunOptions {
   logger: Logger;
@@ -78,6 +79,8 @@ export class WorkspaceRunner {
    */
   async runAll(run: {
     runId?: string;
+    /** `runId` came from the caller (--run-id, TILEHOUSE_RUN_ID: a retried pod's), not drawn for this run: an earlier try may have published it. */
+    runIdGiven?: boolean;
     /** When the run started: the instant its run id was drawn from, when the command drew one (default: now). */
     startedAt?: Date;
     strict: boolean;
@@ -89,6 +92,8 @@ export class WorkspaceRunner {
     // One clock reading for the run id's time and the run's startedAt: the same instant.
     const startedAt = run.startedAt ?? this.now();
     const runId = run.runId ?? newRunId(startedAt);
+    // A run id given (a retried pod's) may be an earlier try's: what the history says of it, before this try's record is written.
+    const earlier = run.runIdGiven === true ? await this.earlierTriesOf(runId) : undefined;
     const recording = await this.history.begin(this.jobs, this.runStart(runId, startedAt, 'run'));
     let summary: RunSummary;
     const reports: CatchUpReport[] = [];
@@ -103,6 +108,7 @@ export class WorkspaceRunner {
             startedAt,
             ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }),
             ...(run.allowShrink === true ? { allowShrink: true } : {}),
+            ...(earlier === undefined ? {} : { earlierTries: (job: string) => Promise.resolve(earlier.get(job)!) }),
           },
         );
       } finally {
@@ -158,6 +164,12 @@ export class WorkspaceRunner {
     }
   }
 
+  /** The history's word on earlier tries of a run id, for every job of this runner. */
+  private async earlierTriesOf(runId: string): Promise<ReadonlyMap<string, EarlierTries>> {
+    const jobs = this.jobs.filter((job) => job.incremental === undefined);
+    return new Map(await Promise.all(jobs.map(async (job) => [job.name, await this.history.earlierTries(job.name, runId)] as const)));
+  }
+
   private now(): Date {
     return (this.options.seams.now ?? (() => new Date()))();
   }
@@ -180,7 +192,7 @@ export class WorkspaceRunner {
     jobs: readonly LoadedJob[],
     signal: AbortSignal | undefined,
     recording: RunInProgress,
-    extra: { runId: string; startedAt: Date; onProgress?: OnProgress; allowShrink?: boolean },
+    extra: { runId: string; startedAt: Date; onProgress?: OnProgress; allowShrink?: boolean; earlierTries?: (job: string) => Promise<EarlierTries> },
   ): Promise<RunSummary> {
     const { workspace } = this;
     // The history's record of the job first: what the morning reads does not wait on a slow Pushgateway.

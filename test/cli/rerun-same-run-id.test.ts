@@ -1,9 +1,10 @@
 // A summary says what the target holds (issue 26, item 8). A second run with the same --run-id
-// over changed source data meets the first run's publish job under its id (409) and adopts it:
-// BigQuery does not run a job id twice. The chosen behaviour: a run id publishes once. The
+// over changed source data finds the first run's publish job under its id (looked up after
+// prepare, before any sink publishes: issue 62) and adopts it: a run id publishes once. The
 // earlier publish is kept, the summary counts what the target holds (the adopted job's own
-// statistics, else the target), and says with a `warning:` line that this run's rows were not
-// published (a coded failure under --strict, see test/pipeline/job-summary.test.ts).
+// statistics, else the target), says `adopted: nothing committed`, and says with a `warning:`
+// line that this run's rows were not published (a coded failure under --strict, see
+// test/pipeline/job-summary.test.ts).
 //
 // The emulator answers a reused job id with 500 and keeps no copy or truncate-data jobs at all:
 // the copy-job proxy (startEmulatorWithCopyJobs) carries those out and answers a reused id 409,
@@ -56,16 +57,18 @@ describeWithEmulator('a re-run with the same --run-id over changed data', (endpo
     const held = await readTable(bigquery.client, { projectId: endpoint.projectId, dataset, table: TABLE }, 'number');
     expect(held).toHaveLength(120);
     expect(second.tile.rows).toBe(160);
+    const jobId = String(first.tile.outputs[0]!.details!.jobId);
     expect(second.tile.outputs[0]).toMatchObject({
       rows: held.length,
+      adopted: true,
       keptEarlierPublish: true,
-      details: { adopted: true, rowsFrom: 'target', sentRows: 160, jobId: first.tile.outputs[0]!.details!.jobId as string },
+      details: { adopted: true, heldFrom: `its publish job ${jobId}`, sentRows: 160, jobId },
     });
     const target = `${endpoint.projectId}.${dataset}.${TABLE}`;
-    const warning = `${target}: run id nightly-1 was already published there by job ${String(first.tile.outputs[0]!.details!.jobId)} with 120 rows; this run's 160 rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`;
+    const warning = `${target}: run id nightly-1 was already published there with 120 rows (its publish job ${jobId}); this run's 160 rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)`;
     expect(second.tile.warnings).toEqual([warning]);
-    // The person reading stderr sees the count the table holds, and the warning.
-    expect(second.stderr).toContain(`160 rows read, 4 pages → ${target} (120 rows published)`);
+    // The person reading stderr sees the count the table holds, that nothing was committed, and the warning.
+    expect(second.stderr).toContain(`160 rows read, 4 pages → ${target} (adopted: nothing committed, 120 rows of the earlier publish)`);
     expect(second.stderr).toContain(`warning: ${warning}`);
     // The ledger holds one row per run id, target and status (its insert's job id is derived from
     // them, so the re-run's insert is adopted too), and it counts what was published.

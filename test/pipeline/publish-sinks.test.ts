@@ -168,3 +168,110 @@ describe('publishAll', () => {
     expect(await publishAll([], options)).toEqual({ outputs: [] });
   });
 });
+
+describe('publishAll: one answer per run id (a run id given, its targets asked after prepare and before any publish)', () => {
+  const given = (kinds: number) => ({
+    runId: 'r1',
+    exportedRows: 145,
+    kinds: Array.from({ length: kinds }, () => 'csv' as const),
+    earlier: { readable: true as const, published: new Map<string, number>(), unsettled: [] as string[] },
+  });
+
+  it('every target holds it: nothing is published, every writer is aborted, each output says adopted with the rows it holds', async () => {
+    const { log, writers: all } = writers([
+      ['bq', { held: { held: 'yes', rows: 130 } }],
+      ['a.csv', { held: { held: 'yes', rows: 145 } }],
+    ]);
+    const outcome = await publishAll(all, { ...options, runHeld: given(2) });
+    expect(log).toEqual(['prepare bq', 'prepare a.csv', 'heldRun bq', 'heldRun a.csv', 'abort bq', 'abort a.csv']);
+    expect(outcome.outputs).toEqual([
+      {
+        sink: 'csv',
+        target: 'bq',
+        rows: 130,
+        adopted: true,
+        keptEarlierPublish: true,
+        details: { adopted: true, heldFrom: 'the test', sentRows: 145 },
+        warnings: [
+          "bq: run id r1 was already published there with 130 rows (the test); this run's 145 rows were not published (a run id publishes once; re-run with a new --run-id to publish the current data)",
+        ],
+      },
+      { sink: 'csv', target: 'a.csv', rows: 145, adopted: true, details: { adopted: true, heldFrom: 'the test', sentRows: 145 } },
+    ]);
+  });
+
+  it('some hold it and the others know they do not (a partial publish re-run): those adopt, the others publish, in publish order', async () => {
+    const { log, writers: all } = writers([
+      ['bq', { held: { held: 'yes', rows: 145 } }],
+      ['a.csv', { held: { held: 'no' } }],
+    ]);
+    const outcome = await publishAll(all, { ...options, runHeld: given(2) });
+    expect(log).toEqual(['prepare bq', 'prepare a.csv', 'heldRun bq', 'heldRun a.csv', 'abort bq', 'publish a.csv']);
+    expect(outcome.outputs.map((output) => [output.target, output.adopted === true])).toEqual([
+      ['bq', true],
+      ['a.csv', false],
+    ]);
+    expect(outcome.partial).toBeUndefined();
+  });
+
+  it('a repair whose publish fails is partially_published: the adopted target holds the run, the failed one the previous', async () => {
+    const { writers: all } = writers([
+      ['bq', { held: { held: 'yes', rows: 145 } }],
+      ['a.csv', { held: { held: 'no' }, failIn: ['publish'] }],
+    ]);
+    const outcome = await publishAll(all, { ...options, runHeld: given(2) });
+    expect(outcome.partial).toMatchObject({ code: 'partially_published', unpublished: ['a.csv'] });
+    expect(outcome.outputs).toEqual([expect.objectContaining({ target: 'bq', adopted: true })]);
+  });
+
+  it('a target that cannot tell while another holds the run: run_id_unverified, every writer aborted, nothing published', async () => {
+    const { log, writers: all } = writers([
+      ['bq', { held: { held: 'yes', rows: 130 } }],
+      ['a.csv', { held: { held: 'unknown' } }],
+    ]);
+    // The run history has a try of the run id that never said what it published (killed after its publish).
+    const killed = { readable: true as const, published: new Map<string, number>(), unsettled: 'every target' as const };
+    await expect(publishAll(all, { ...options, runHeld: { ...given(2), earlier: killed } })).rejects.toMatchObject({
+      code: 'run_id_unverified',
+      message:
+        'job weekly: run id r1 may already be published, and its targets cannot be shown to hold one answer for it: bq holds it (the test); ' +
+        'a.csv cannot tell (the test; the run history has a try of run r1 that ended without saying what it published (killed, or still running)). ' +
+        'Nothing was published: publishing the current data where a target cannot tell could leave two answers under one run id. ' +
+        'Re-run with a new --run-id to publish the current data to every target (a file sink with manifest: true can tell next time)',
+    });
+    expect(log.filter((line) => line.startsWith('publish'))).toEqual([]);
+    expect(log.filter((line) => line.startsWith('abort'))).toEqual(['abort bq', 'abort a.csv']);
+  });
+
+  it('a target that cannot tell is settled by the run history: a finished try that published it, or no try that may have', async () => {
+    const { writers: named } = writers([
+      ['bq', { held: { held: 'yes', rows: 130 } }],
+      ['a.csv', { held: { held: 'unknown' } }],
+    ]);
+    const history = { readable: true as const, published: new Map([['a.csv', 130]]), unsettled: [] };
+    const adopted = await publishAll(named, { ...options, runHeld: { ...given(2), earlier: history } });
+    expect(adopted.outputs).toEqual([
+      expect.objectContaining({ target: 'bq', adopted: true }),
+      expect.objectContaining({
+        target: 'a.csv',
+        adopted: true,
+        rows: 130,
+        details: { adopted: true, heldFrom: "the run history's record of run r1", sentRows: 145 },
+      }),
+    ]);
+    const { log, writers: unnamed } = writers([['a.csv', { held: { held: 'unknown' } }]]);
+    const published = await publishAll(unnamed, { ...options, runHeld: given(1) });
+    expect(published.outputs).toEqual([{ sink: 'csv', target: 'a.csv', rows: 0 }]);
+    expect(log).toContain('publish a.csv');
+    const { writers: unreadable } = writers([['a.csv', { held: { held: 'unknown' } }]]);
+    await expect(publishAll(unreadable, { ...options, runHeld: { ...given(1), earlier: { readable: false, reason: 'gs://b/h: 403' } } })).rejects.toMatchObject(
+      { code: 'run_id_unverified', message: expect.stringContaining('a.csv cannot tell (the test; the run history could not be read: gs://b/h: 403)') },
+    );
+  });
+
+  it('a run id the run drew itself (no word from the history): no target is asked', async () => {
+    const { log, writers: all } = writers([['a.csv', { held: { held: 'yes', rows: 1 } }]]);
+    await publishAll(all, { ...options, runHeld: { ...given(1), earlier: undefined } });
+    expect(log).toEqual(['prepare a.csv', 'publish a.csv']);
+  });
+});

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Sink, SinkResult, SinkRunContext, SinkWriter } from '../../src/sinks/sink.js';
+import type { RunHeld, Sink, SinkResult, SinkRunContext, SinkWriter } from '../../src/sinks/sink.js';
 import type { TypedRow } from '../../src/transform/column.js';
 
 export const silentLogger = pino({ level: 'silent' });
@@ -11,6 +11,8 @@ export interface FakeWriterOptions {
   failIn?: Phase[];
   /** Runs inside the phase before it settles (e.g. to abort a signal mid-publish). */
   during?: Partial<Record<Phase, () => void | Promise<void>>>;
+  /** What the writer says when asked whether its target holds the run id (`heldRun`, logged); absent: it has no `heldRun`. */
+  held?: { held: RunHeld['held']; rows?: number };
 }
 
 /** A writer that records every call (into a log shared by the writers of one test) and fails on request. */
@@ -42,6 +44,14 @@ export class FakeWriter implements SinkWriter {
   }
   abort(): Promise<void> {
     return this.step('abort');
+  }
+  get heldRun(): (() => Promise<RunHeld>) | undefined {
+    const held = this.options.held;
+    if (held === undefined) return undefined;
+    return async () => {
+      this.log.push(`heldRun ${this.target}`);
+      return { sink: 'csv', target: this.target, readFrom: 'the test', ...held } as RunHeld;
+    };
   }
 }
 

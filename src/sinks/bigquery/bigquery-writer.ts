@@ -1,7 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import { messageOf } from '../../errors.js';
 import type { TypedRow } from '../../transform/column.js';
-import type { SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
+import type { RunHeld, SinkResult, SinkRunContext, SinkWriter } from '../sink.js';
 import type { BigQueryPlan } from './bigquery-plan.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
 import { BigQueryJobTimeoutError, BigQueryPublishOutcomeUnknownError, BigQueryPartitionValueError, BigQuerySinkStateError } from './bigquery-errors.js';
@@ -9,13 +9,13 @@ import { inspectTarget, type TargetInspection } from './inspect-target.js';
 import { stagingTableId } from './job-id.js';
 import type { NdjsonFile } from './ndjson-file.js';
 import { readyTarget } from './ready-target.js';
-import { cancelJob, type JobOutcome, type JobPolling } from './run-job.js';
+import { cancelJob, ranJobOf, type JobOutcome, type JobPolling } from './run-job.js';
 import { schemaActionLabel } from './schema-contract.js';
 import { loadIntoStaging } from './staging-load.js';
 import { settleStagingKeys } from './check-staging-keys.js';
 import { firstKeptDay, partitionExpired, rangeOfDays, rangeOfPartitionIds, stagingRangeQuery, type PartitionRange } from './partition-range.js';
 import { publishJobs } from './publish-strategies.js';
-import { reconcilePublishedRows, rowCountWarnings } from './row-count-check.js';
+import { countPublished, reconcilePublishedRows, rowCountWarnings } from './row-count-check.js';
 import { withRetry, type RetryContext } from './retry.js';
 import { createStagingTable, deleteStagingTable, type StagingTable } from './staging-table.js';
 import { partitionIdOf, stagingTableOptions, type TableLayout } from './table-layout.js';
@@ -150,6 +150,52 @@ export class BigQueryWriter implements SinkWriter {
 
   get target(): string {
     return tableName({ ...this.plan, tableId: this.plan.destinationTableId });
+  }
+
+  /**
+   * Whether a publish job of this run id ran (its job ids are the run's: job-id.ts), looked up by
+   * id after prepare: the copy or query, or each partition's copy under `partitionBy`. Any one
+   * that ran means an earlier try published here.
+   */
+  async heldRun(): Promise<RunHeld> {
+    const prepared = this.prepared;
+    if (prepared === undefined)
+      throw new BigQuerySinkStateError(`job ${this.dependencies.context.jobName}: whether ${this.target} holds the run was asked before prepare`);
+    const { client, context, polling } = this.dependencies;
+    const partitionCopies = this.plan.layout.partition && this.plan.writeMode === 'replace' && !this.plan.merge;
+    const stages = partitionCopies ? [...this.partitions.keys()].sort().map((id) => `publish_${id}` as const) : (['publish'] as const);
+    const retry: RetryContext = { ...this.dependencies.retry, ...(context.signal ? { signal: context.signal } : {}) };
+    const base = { sink: 'bigquery' as const, target: this.target };
+    for (const stage of stages) {
+      const ran = await ranJobOf({
+        client,
+        projectId: this.plan.projectId,
+        stage,
+        identity: this.plan.identity,
+        location: prepared.location,
+        jobName: context.jobName,
+        target: this.target,
+        retry,
+        polling,
+      });
+      if (ran === undefined) continue;
+      const statistics = ran.metadata.statistics as { copy?: { copiedRows?: string }; query?: { dmlStats?: { insertedRowCount?: string } } } | undefined;
+      const reported = statistics?.copy?.copiedRows ?? statistics?.query?.dmlStats?.insertedRowCount;
+      // A job that says no count (a truncating query; the emulator's jobs) is counted at the target, as an adopted publish is.
+      const by = this.plan.merge ? 'merge query' : partitionCopies ? 'partition copies' : 'copy';
+      const counted =
+        reported !== undefined && stages.length === 1
+          ? Number(reported)
+          : await countPublished({ client, plan: this.plan, context, target: this.target, retry }, by, prepared.range);
+      return {
+        ...base,
+        held: 'yes',
+        ...(counted === undefined ? {} : { rows: counted }),
+        readFrom: `its publish job ${ran.jobId}`,
+        details: { jobId: ran.jobId },
+      };
+    }
+    return { ...base, held: 'no', readFrom: 'its publish job ids' };
   }
 
   async writeRows(rows: readonly TypedRow[]): Promise<void> {
@@ -399,6 +445,7 @@ export class BigQueryWriter implements SinkWriter {
       target: this.target,
       rows,
       ...(keptEarlier ? { keptEarlierPublish: true } : {}),
+      ...(adopted ? { adopted: true } : {}),
       ...(expiredRows > 0 ? { expiredRows } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
       details: {
@@ -421,7 +468,7 @@ export class BigQueryWriter implements SinkWriter {
         ...(plan.layout.partition ? { partitions: [...this.partitions.keys()].sort().join(',') } : {}),
         ...(prepared.range ? { partitionRange: `${prepared.range.from}..${prepared.range.until}` } : {}),
         ...(prepared.partitioning?.expirationMs !== undefined ? { partitionExpirationDays: prepared.partitioning.expirationMs / MS_PER_DAY } : {}),
-        ...(published.jobs.some((job) => job.adopted) ? { adopted: true } : {}),
+        ...(adopted ? { adopted: true } : {}),
         ...(stagingGone ? {} : { stagingLeft: tableName({ ...plan, tableId: staging.tableId }) }),
         ...merged,
       },

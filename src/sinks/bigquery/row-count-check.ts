@@ -13,7 +13,7 @@ import { tableName } from './table-name.js';
 
 const MS_PER_DAY = 86_400_000;
 
-interface CountRequest {
+export interface CountRequest {
   client: BigQuery;
   plan: BigQueryPlan;
   context: SinkRunContext;
@@ -113,7 +113,7 @@ export function rowCountWarnings(
  * COUNT query (on a whole table answered from metadata, free). Undefined for a partition
  * publish, whose copy jobs report copiedRows anyway, or when the count cannot be read.
  */
-async function countPublished(request: CountRequest, by: PublishedBy, range: PartitionRange | undefined): Promise<number | undefined> {
+export async function countPublished(request: CountRequest, by: PublishedBy, range: PartitionRange | undefined): Promise<number | undefined> {
   const { client, plan, context, retry } = request;
   const table = quoteIdentifier(tableName(plan));
   const byRunId = plan.writeMode === 'append' || plan.writeMode === 'merge';

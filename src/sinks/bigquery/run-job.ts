@@ -232,6 +232,28 @@ async function lookUpJob(
   }
 }
 
+/**
+ * The job of a run's stage that ran, looked up by its ids without inserting one (attempt 1, then
+ * the next while the one before failed): undefined when BigQuery has no job of these ids that did
+ * not fail. One still running counts as run: an earlier try's publish is under way.
+ */
+export async function ranJobOf(request: Omit<JobRequest, 'insert'>): Promise<{ jobId: string; metadata: JobMetadata } | undefined> {
+  const lookup = { ...request, insert: () => Promise.reject(new Error('a lookup inserts no job')) };
+  for (let attempt = 1; attempt <= request.polling.jobAttempts; attempt++) {
+    const jobId = jobIdFor(request.identity, request.stage, attempt);
+    const metadata = await lookUpJob(
+      lookup,
+      jobId,
+      request.location,
+      `looking up job ${jobId} for ${request.target} (did an earlier try of this run id publish?)`,
+      'undefined',
+    );
+    if (metadata === undefined) return undefined;
+    if (!metadata.status?.errorResult) return { jobId, metadata };
+  }
+  return undefined;
+}
+
 function getJob(request: JobRequest, jobId: string, location: string | undefined): Promise<JobMetadata> {
   return lookUpJob(request, jobId, location, `looking up job ${jobId} for ${request.target}`);
 }

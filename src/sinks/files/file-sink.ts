@@ -19,6 +19,7 @@ import type {
   AccessCheckContext,
   PlannedDataset,
   PlannedDatasetContext,
+  RunHeld,
   Sink,
   SinkPlan,
   SinkRunContext,
@@ -228,6 +229,31 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   }
 
   /**
+   * Whether the target holds a publish of `runId` (SinkWriter.heldRun): its manifest when one
+   * describes the file (whether or not this sink writes manifests now), else what the store
+   * records of the object (gs:// and s3:// objects carry their run id); a local file no manifest
+   * describes cannot tell (the run history may). No file: no publish of any run is there.
+   */
+  async heldRunAt(target: string, runId: string): Promise<RunHeld> {
+    const base = { sink: this.kind, target };
+    try {
+      const file = await this.storedFile(target);
+      if (file === undefined) return { ...base, held: 'no', readFrom: 'no file' };
+      const manifest = await this.storedManifest(target);
+      if (manifest?.runId !== undefined && manifest.bytes === (await file.size())) {
+        if (manifest.runId !== runId) return { ...base, held: 'no', readFrom: `its manifest (run ${manifest.runId})` };
+        return { ...base, held: 'yes', ...(manifest.rows === undefined ? {} : { rows: manifest.rows }), readFrom: 'its manifest' };
+      }
+      const written = await file.written?.();
+      if (written?.runId === undefined) return { ...base, held: 'unknown', readFrom: 'no manifest describes the file' };
+      if (written.runId !== runId) return { ...base, held: 'no', readFrom: `object metadata (run ${written.runId})` };
+      return { ...base, held: 'yes', rows: await this.format.countRows(file, this.options.config), readFrom: 'object metadata; rows counted' };
+    } catch (error) {
+      return { ...base, held: 'unknown', readFrom: `unreadable: ${messageOf(error)}` };
+    }
+  }
+
+  /**
    * The guard of a writer: what its target holds is read when the writer opens, while the run's
    * heap is small and its pages are still coming (issue 44: counting last night's file after the
    * pages, at the run's highest, added ~45 MB to its peak; gzip and gs:// or s3:// reads leave a
@@ -298,7 +324,7 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
       ...(config.manifest === true ? { manifest: manifestRunOf(context) } : {}),
       ...(context.retryBudget ? { retryBudget: context.retryBudget } : {}),
     });
-    return withGuard(writer, this.guardCheck(context));
+    return withGuard(writer, this.guardCheck(context), () => this.heldRunAt(target, context.runId));
   }
 }
 

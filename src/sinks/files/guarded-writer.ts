@@ -1,8 +1,8 @@
 import type { GuardCheck } from '../publish-guard.js';
-import type { SinkWriter } from '../sink.js';
+import type { RunHeld, SinkWriter } from '../sink.js';
 
-/** A writer with a guard: the writer's own methods, and `guard` reading its target after prepare. */
-export function withGuard(writer: SinkWriter, guard: GuardCheck): SinkWriter {
+/** A writer with a guard: the writer's own methods, `guard` reading its target after prepare, and `heldRun` whether it holds the run id already. */
+export function withGuard(writer: SinkWriter, guard: GuardCheck, heldRun: () => Promise<RunHeld>): SinkWriter {
   return {
     get target() {
       return writer.target;
@@ -13,5 +13,6 @@ export function withGuard(writer: SinkWriter, guard: GuardCheck): SinkWriter {
     abort: () => writer.abort(),
     ...(writer.leftBehind ? { leftBehind: () => writer.leftBehind!() } : {}),
     guard,
+    heldRun,
   };
 }

@@ -11,6 +11,7 @@ import type {
   AccessCheckContext,
   PlannedDataset,
   PlannedDatasetContext,
+  RunHeld,
   Sink,
   SinkPlan,
   SinkResult,
@@ -27,7 +28,7 @@ import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './ic
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
 import type { StoreOptions } from '../stores/registry.js';
 import { childLocation, removeLocation, withTableFileStores, writeNewFile } from './local-files.js';
-import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, type TableMetadata } from './table-metadata.js';
+import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, snapshotOfRun, type TableMetadata } from './table-metadata.js';
 import { OverwriteRun } from './overwrite-run.js';
 import type { DayPartitionOptions } from './partition-spec.js';
 import type { IcebergHousekeepingPolicy } from './expire-snapshots.js';
@@ -506,6 +507,16 @@ class IcebergWriter implements SinkWriter {
     return this.inStores(() => this.published());
   }
 
+  /** Whether a snapshot of the table (as its catalog has it now) carries this run id: the snapshots the housekeeping keeps tell. */
+  async heldRun(): Promise<RunHeld> {
+    const base = { sink: 'iceberg' as const, target: this.target };
+    const loaded = await this.catalog.loadTable(tableIdentifierOf(this.target));
+    const snapshot = loaded === undefined ? undefined : snapshotOfRun(loaded.metadata, this.context.runId);
+    if (snapshot === undefined) return { ...base, held: 'no', readFrom: 'its snapshots' };
+    const rows = snapshot.summary['added-records'];
+    return { ...base, held: 'yes', ...(rows === undefined ? {} : { rows: Number(rows) }), readFrom: `its snapshot ${snapshot['snapshot-id']}` };
+  }
+
   private async published(): Promise<SinkResult> {
     try {
       const result = this.run.done ?? (await this.run.commit());
@@ -520,6 +531,7 @@ class IcebergWriter implements SinkWriter {
         sink: 'iceberg',
         target: this.target,
         rows,
+        adopted: true,
         details: { ...details, adopted: true },
         ...(rows === this.rows ? {} : { keptEarlierPublish: true }),
       };

@@ -8,12 +8,13 @@ import type { TypedRow } from '../../transform/column.js';
 import { cleanupDeadline } from '../../stop-deadline.js';
 import { drained } from '../stores/drained.js';
 import type { GuardCheck } from '../publish-guard.js';
-import { isPublishOutcomeUnknown, type SinkResult, type SinkRunContext, type SinkWriter } from '../sink.js';
+import { isPublishOutcomeUnknown, type RunHeld, type SinkResult, type SinkRunContext, type SinkWriter } from '../sink.js';
 import { postgresLineageDataset, type PostgresConnection } from './connection-settings.js';
 import { begin, closeQuietly, connectPostgres, settled } from './postgres-client.js';
 import { failureText, PostgresRowCountError, postgresFailure, PostgresSchemaMismatchError } from './postgres-errors.js';
 import { type PostgresPlan, tableColumns } from './postgres-plan.js';
 import { publishStaging } from './publish.js';
+import { publishedRows } from './run-ledger.js';
 import { contractDecision, readTableColumns } from './table-columns.js';
 import { checkStaging } from './staging-checks.js';
 import { qualifiedName, quoteIdentifier, quoteLiteral, STAGING_PREFIX } from './sql-names.js';
@@ -238,6 +239,25 @@ export class PostgresWriter implements SinkWriter {
       this.state = 'failed';
       this.outcomeUnknown = isPublishOutcomeUnknown(error);
       throw error;
+    }
+  }
+
+  /**
+   * Whether the run ledger has a row of this run id (and window) for the table, read on a
+   * connection of its own without the publish's lock: publish reads it again under the lock, so a
+   * try that commits meanwhile is still adopted there.
+   */
+  async heldRun(): Promise<RunHeld> {
+    const { connection, context } = this.dependencies;
+    const base = { sink: 'postgres' as const, target: this.plan.target };
+    const client = await connectPostgres(connection, { jobName: context.jobName, target: this.plan.target }, { connectTimeoutMs: 30_000 });
+    try {
+      const rows = await publishedRows(client, this.plan.schema, { target: this.plan.target, runId: context.runId, window: this.plan.window });
+      return rows === undefined ? { ...base, held: 'no', readFrom: 'the run ledger' } : { ...base, held: 'yes', rows, readFrom: 'the run ledger' };
+    } catch (error) {
+      throw postgresFailure(error, { jobName: context.jobName, target: this.plan.target, step: 'reading the run ledger', user: connection.user });
+    } finally {
+      await closeQuietly(client);
     }
   }
 

@@ -187,6 +187,7 @@ function resultOf(request: PublishRequest, outcome: Outcome, tries: number): Sin
     target: plan.target,
     rows: outcome.rowsHeld,
     ...(keptEarlier ? { keptEarlierPublish: true } : {}),
+    adopted: true,
     details: { ...common, adopted: true },
   };
 }

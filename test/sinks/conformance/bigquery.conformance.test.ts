@@ -28,6 +28,10 @@ describeWithEmulator('the sink contract on BigQuery', (endpoint) => {
       const [metadata] = await proxy.client.dataset(datasetId!).table(tableId!).getMetadata();
       return (metadata.schema.fields as Array<{ name: string; type: string }>).map(({ name, type }) => ({ name, type }));
     },
+    async contents(target) {
+      const [rows] = await proxy.client.query({ query: `SELECT * FROM \`${target}\` ORDER BY number` });
+      return JSON.stringify(rows);
+    },
     losePermission: { cannot: 'the BigQuery emulator has no IAM: every identity may do everything' },
   };
   conformanceScenarios(backend);

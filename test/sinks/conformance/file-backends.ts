@@ -1,6 +1,7 @@
 // The file kinds' conformance backends on a local directory: a file's columns read back on their
 // own (a CSV's first line; DuckDB's parquet_schema for Parquet), a directory's mode as an ordinary
 // user (the CLI spawned as `nobody` when the tests run as root, who may write any directory).
+import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -9,6 +10,12 @@ import { spawnCli } from '../../support/spawn-cli.js';
 import { openToOthers, UNPRIVILEGED } from '../../support/unprivileged.js';
 import { leafSchema } from '../parquet/parquet-test-support.js';
 import type { ConformanceBackend } from './scenarios.js';
+
+/** A file's bytes as one text: their SHA-256 and length. */
+export async function fileContents(target: string): Promise<string> {
+  const bytes = await readFile(target);
+  return `${bytes.length} bytes, sha256 ${createHash('sha256').update(bytes).digest('hex')}`;
+}
 
 /** `check` and `plan` run as an ordinary user once the output directory is 0555. */
 async function withReadOnlyDirectory(workspace: { root: string; outDir: string; configFile: string; jobsDir: string }, env: Record<string, string>) {
@@ -44,6 +51,7 @@ export const localCsv: ConformanceBackend = {
     return header.split(',').map((name) => ({ name }));
   },
   losePermission: withReadOnlyDirectory,
+  contents: fileContents,
 };
 
 export const localParquet: ConformanceBackend = {
@@ -60,4 +68,5 @@ export const localParquet: ConformanceBackend = {
     return [...(await leafSchema(target)).keys()].map((name) => ({ name }));
   },
   losePermission: withReadOnlyDirectory,
+  contents: fileContents,
 };

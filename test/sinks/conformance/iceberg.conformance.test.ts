@@ -85,6 +85,11 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
           const described = await readIceberg(python!, 'pyiceberg-table', reader());
           return described.fields.map((field) => ({ name: field.name, type: field.type }));
         },
+        async contents() {
+          const scanned = await readIceberg(python!, 'pyiceberg-scan', reader());
+          const number = scanned.columns.indexOf('number');
+          return JSON.stringify({ columns: scanned.columns, rows: [...scanned.rows].sort((a, b) => Number(a[number]) - Number(b[number])) });
+        },
         losePermission:
           catalog === 'rest'
             ? { cannot: "Apache Iceberg's REST test server has no permission model (every request is allowed)" }

@@ -1,5 +1,6 @@
 // The conformance scenarios (scenarios.ts) for the file kinds on the object stores: gs://
 // (fake-gcs-server behind the precondition proxy) and s3:// (moto), as object-stores.ts gives them.
+import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describeWithObjectStores, type TestObjectStore } from '../../support/object-stores.js';
@@ -42,6 +43,10 @@ function objectBackend(store: TestObjectStore, kind: 'csv' | 'parquet'): Conform
       const copy = path.join(root, 'stored.parquet');
       await writeFile(copy, bytes);
       return [...(await leafSchema(copy)).keys()].map((name) => ({ name }));
+    },
+    async contents(target) {
+      const bytes = await store.bytes(await bucketOnce(), target.slice(`${store.scheme}://${await bucketOnce()}/`.length));
+      return `${bytes.length} bytes, sha256 ${createHash('sha256').update(bytes).digest('hex')}`;
     },
     losePermission: {
       cannot:

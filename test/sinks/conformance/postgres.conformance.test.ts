@@ -51,6 +51,10 @@ describeUnless(postgresBlocker(server))('the sink contract on PostgreSQL', () =>
       );
       return columns.map(({ name, type }) => ({ name, type }));
     },
+    async contents() {
+      const rows = await database.query<Record<string, unknown>>(`SELECT * FROM public.${table} ORDER BY number`);
+      return JSON.stringify(rows);
+    },
     losePermission:
       through === 'bouncer'
         ? { cannot: "PgBouncer's auth file knows only the cluster's user, a superuser, whose privileges cannot be revoked; the direct backend shows it" }

@@ -3,7 +3,7 @@
 // file (`*.conformance.test.ts`) gives a `ConformanceBackend` per kind and store; this module runs
 // the nights and asks every view (`run --json`, `status`, `plan`, `check`, the lineage events)
 // what it says of the target, and each must name the run that wrote it.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { DEMO_TILES, SANDBOX_TILE } from '../../../sandbox/index.js';
@@ -12,7 +12,8 @@ import type { SinkConfig } from '../../../src/config/job-schema.js';
 import { type CliResult, runCli, sandboxEnv, summaryOf, type Workspace, writeWorkspace } from '../../support/cli-harness.js';
 import { fileTransportEnv, type LineageEvent, lineageEventsIn } from '../../support/lineage-events.js';
 import { detailQueryAbove } from '../../support/queries.js';
-import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
+import { sandboxAndRootForAll, sandboxForAll } from '../../support/sandbox-fixture.js';
+import type { Sandbox } from '../../../sandbox/index.js';
 import { parse, stringify } from 'yaml';
 import { METRICS } from '../../../src/metrics/metric-names.js';
 import { describeWithPushgateway, samplesOf } from '../../metrics/pushgateway.js';
@@ -38,6 +39,11 @@ export interface ConformanceBackend {
    * runs `check` and `plan` as that user; or why the backend cannot show it.
    */
   losePermission: ((workspace: Workspace, env: Record<string, string>) => Promise<{ check: CliResult; plan: CliResult }>) | { cannot: string };
+  /**
+   * What the target holds, read by the test on its own, as one text that differs when the data
+   * does: a file's bytes (their SHA-256), a table's rows in key order.
+   */
+  contents(target: string): Promise<string>;
 }
 
 export const SCHEDULE = { cron: '0 2 * * *', timezone: 'UTC' };
@@ -46,7 +52,11 @@ const NIGHTS = {
   second: { at: '2026-11-28T02:00:00.000Z', runId: '20261128T020000Z-c0f002' },
   changed: { at: '2026-11-29T02:00:00.000Z', runId: '20261129T020000Z-c0f003' },
   failed: { at: '2026-11-30T02:00:00.000Z', runId: '20261130T020000Z-c0f004' },
+  retried: { at: '2026-12-01T02:00:00.000Z', runId: '20261201T020000Z-c0f005' },
+  killed: { at: '2026-12-02T02:00:00.000Z', runId: '20261202T020000Z-c0f006' },
 } as const;
+/** A retry of a run id (a Job's pod retried): ten minutes after its first try. */
+const tenMinutesAfter = (night: { at: string }) => new Date(Date.parse(night.at) + 10 * 60_000).toISOString();
 const morningAfter = (night: { at: string }) => new Date(Date.parse(night.at) + 5.5 * 3_600_000).toISOString();
 
 const JOB = 'conformance';
@@ -66,6 +76,8 @@ function jobOf(backend: ConformanceBackend, edited: boolean): Record<string, unk
 export function conformanceScenarios(backend: ConformanceBackend): void {
   describeWithPushgateway(`${backend.kind}: ${backend.name}`, (gateway) => {
     const fixture = sandboxAndRootForAll({ incidents: 130 });
+    // The source after its answer changed between two tries of one run id: 145 incidents, not 130.
+    const changedSource = sandboxForAll({ incidents: 145 });
     let workspace: Workspace;
     let env: Record<string, string>;
     const seen: Record<string, CliResult> = {};
@@ -90,11 +102,26 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
         seams: { now: () => new Date(now), ...backend.seams?.() },
       });
 
-    const night = async (name: keyof typeof NIGHTS, edited: boolean) => {
-      workspace = await writeWorkspace(fixture.root, fixture.sandbox, [jobOf(backend, edited)]);
+    /** The workspace as a night has it, its source `sandbox`; the variables the CLI needs for it. */
+    const workspaceOn = async (sandbox: Sandbox, edited: boolean) => {
+      workspace = await writeWorkspace(fixture.root, sandbox, [jobOf(backend, edited)]);
       env = await backend.configure(workspace);
       const environment = parse(await readFile(workspace.configFile, 'utf8')) as Record<string, unknown>;
       await writeFile(workspace.configFile, stringify({ ...environment, metrics: { pushgatewayUrl: gateway.url } }));
+    };
+
+    /** One try of a run id at `now` against `sandbox`: the run's result, its summary's one tile. */
+    const tryRun = async (sandbox: Sandbox, runId: string, now: string) => {
+      await workspaceOn(sandbox, false);
+      const result = await runCli(['run', '--run-id', runId, '--json', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+        env: { ...sandboxEnv(sandbox), ...env },
+        seams: { now: () => new Date(now), ...backend.seams?.() },
+      });
+      return { result, tile: result.exitCode === 0 || result.exitCode === 1 ? summaryOf(result.stdout, 'run').tiles[0] : undefined };
+    };
+
+    const night = async (name: keyof typeof NIGHTS, edited: boolean) => {
+      await workspaceOn(fixture.sandbox, edited);
       const lineageDir = path.join(fixture.root, 'lineage', name);
       await mkdir(lineageDir, { recursive: true });
       seen[name] = await cli(NIGHTS[name].at, ['run', '--run-id', NIGHTS[name].runId, '--json'], lineageDir);
@@ -238,6 +265,54 @@ export function conformanceScenarios(backend: ConformanceBackend): void {
       expect(seen['failed:status']!.exitCode).toBe(1);
       expect(seen['failed:status-text']!.exitCode).toBe(1);
       expect(seen['failed:status-text']!.stdout).toContain(`NOT PUBLISHED: the run due 2026-11-30 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED ${code}`);
+    });
+
+    it("a retry with the same run id after the source's answer changed: the target keeps the first try's answer, and the run says adopted, nothing committed", async () => {
+      const first = await tryRun(fixture.sandbox, NIGHTS.retried.runId, NIGHTS.retried.at);
+      expect(first.result.exitCode, first.result.stderr).toBe(0);
+      // The target of every night (read here too, so the test runs alone under -t).
+      const target = first.tile!.outputs[0]!.target;
+      expect(first.tile!.outputs[0]).toMatchObject({ rows: 130 });
+      expect(first.tile!.outputs[0]!.adopted).toBeUndefined();
+      const held = await backend.contents(target);
+
+      const retry = await tryRun(changedSource.sandbox, NIGHTS.retried.runId, tenMinutesAfter(NIGHTS.retried));
+      expect(retry.result.exitCode, retry.result.stderr).toBe(0);
+      expect(retry.tile).toMatchObject({ status: 'succeeded', rows: 145 });
+      expect(retry.tile!.outputs).toEqual([
+        expect.objectContaining({
+          sink: backend.kind,
+          target,
+          rows: 130,
+          adopted: true,
+          keptEarlierPublish: true,
+          details: expect.objectContaining({ adopted: true }),
+        }),
+      ]);
+      expect(await backend.contents(target)).toBe(held);
+      expect(retry.result.stderr).toContain(`ok   conformance (`);
+      expect(retry.result.stderr).toContain(`): 145 rows read, 3 pages → ${target} (adopted: nothing committed, 130 rows of the earlier publish)\n`);
+      expect(retry.result.stderr).toContain(`warning: ${target}: run id ${NIGHTS.retried.runId} was already published there`);
+    });
+
+    it('a first try killed after its publish (its run history record still "running", naming no target): the retry adopts what it published', async () => {
+      const first = await tryRun(fixture.sandbox, NIGHTS.killed.runId, NIGHTS.killed.at);
+      expect(first.result.exitCode, first.result.stderr).toBe(0);
+      const target = first.tile!.outputs[0]!.target;
+      const held = await backend.contents(target);
+      // What SIGKILL right after the publish leaves in the history: the record written at the try's
+      // start, "running", no target, its process gone (this process's pid with another start time).
+      const folder = path.join(fixture.root, '.tilehouse', 'history', JOB);
+      const name = (await readdir(folder)).find((candidate) => candidate.includes(NIGHTS.killed.runId))!;
+      const record = JSON.parse(await readFile(path.join(folder, name), 'utf8')) as Record<string, unknown>;
+      const owner = String(record.owner).replace(/\+[^+]+$/, '+gone0');
+      const { finishedAt: _finished, durationMs: _duration, rows: _rows, pages: _pages, timings: _timings, lineage: _lineage, ...started } = record;
+      await writeFile(path.join(folder, name), JSON.stringify({ ...started, state: 'running', owner, heartbeatAt: record.startedAt, targets: [] }));
+
+      const retry = await tryRun(changedSource.sandbox, NIGHTS.killed.runId, tenMinutesAfter(NIGHTS.killed));
+      expect(retry.result.exitCode, retry.result.stderr).toBe(0);
+      expect(retry.tile!.outputs).toEqual([expect.objectContaining({ target, rows: 130, adopted: true, keptEarlierPublish: true })]);
+      expect(await backend.contents(target)).toBe(held);
     });
 
     const lose = backend.losePermission;
