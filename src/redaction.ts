@@ -29,7 +29,8 @@ const AUTH_SCHEME = /\b(Bearer|Basic)(\s+|\+|%20)(?=[A-Za-z]*[0-9\-._~+/])[A-Za-
  * After an `Authorization` header's name, the scheme's whole value whatever its letters (`Basic
  * dXNlcjpwYXNz`) and however a page escaped it (`&amp;`, `\u0026`): a credential has no space.
  */
-const AUTH_HEADER = /\b(authorization(?:\\*"|&quot;)?\s*[:=]\s*(?:\\*"|&quot;)?\s*(?:Bearer|Basic)\s+)(?!\[redacted\](?:[\s"'<>]|\\(?!u[0-9a-fA-F]{4})|$))(?:[^\s"'<>\\]|\\u[0-9a-fA-F]{4})+/gi;
+const AUTH_HEADER =
+  /\b(authorization(?:\\*"|&quot;)?\s*[:=]\s*(?:\\*"|&quot;)?\s*(?:Bearer|Basic)\s+)(?!\[redacted\](?:[\s"'<>]|\\(?!u[0-9a-fA-F]{4})|$))(?:[^\s"'<>\\]|\\u[0-9a-fA-F]{4})+/gi;
 
 /** The names a credential goes by in a form, a query, a header or a JSON key. */
 const SECRET_NAMES =
@@ -46,13 +47,11 @@ const FORM_PAIR = new RegExp(`(?<![A-Za-z_])((?:${SECRET_NAMES})(?:=|%3D))[^&\\s
 const QUOTE = '(?:\\\\*"|&quot;|&#34;|\\\\u0022)';
 
 /** `"name": "value"` in JSON, however it is quoted (QUOTE): the value up to its closing quote. */
-const JSON_PAIR = new RegExp(
-  `(${QUOTE}(?:${SECRET_NAMES})${QUOTE}\\s*:\\s*${QUOTE})(?:(?!&quot;|&#34;|\\\\u0022)(?:[^"\\\\]|\\\\[^"\\\\]))+`,
-  'gi',
-);
+const JSON_PAIR = new RegExp(`(${QUOTE}(?:${SECRET_NAMES})${QUOTE}\\s*:\\s*${QUOTE})(?:(?!&quot;|&#34;|\\\\u0022)(?:[^"\\\\]|\\\\[^"\\\\]))+`, 'gi');
 
 /** A header line as a server echoes it: `X-Api-Key: …`, `Authorization: <scheme> …` (the scheme's value is AUTH_SCHEME's). */
-const HEADER_LINE = /\b((?:x-api-key|api-key|x-auth-token|authorization)\s*:\s*)(?!Bearer\b|Basic\b|\[redacted\])(?=[A-Za-z]*[^A-Za-z\s"'<>,;\\])[^\s"'<>,;\\]{6,}/gi;
+const HEADER_LINE =
+  /\b((?:x-api-key|api-key|x-auth-token|authorization)\s*:\s*)(?!Bearer\b|Basic\b|\[redacted\])(?=[A-Za-z]*[^A-Za-z\s"'<>,;\\])[^\s"'<>,;\\]{6,}/gi;
 
 /** `scheme://user:password@`: the whole user info (the user may be a key id). */
 const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:"'<>\\]+:[^\s/@"'<>\\]+@/gi;

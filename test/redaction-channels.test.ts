@@ -21,13 +21,17 @@ const WORD_WRITERS: Readonly<Record<string, string>> = {
   'src/lineage/transport-of.ts': 'the lineage file, HTTP and console transports: each event serialized by redactedJson',
   'src/lineage/google-lineage-transport.ts': 'Google Data Lineage: each event serialized by redactedJson',
   'src/lineage/lineage-transport.ts': 'posts the bytes its transports made (redactedJson) to the lineage consumer',
-  'src/telemetry/otel-telemetry.ts': 'OpenTelemetry: every span, event and resource attribute and metric label passes `defined` (redactText), every span status `fail` (redactText)',
+  'src/telemetry/otel-telemetry.ts':
+    'OpenTelemetry: every span, event and resource attribute and metric label passes `defined` (redactText), every span status `fail` (redactText)',
   'src/metrics/tile-run-registry.ts': 'the Pushgateway: the grouping labels and the label values redacted',
 };
 
 /** The writers of something else, with what they carry: never words tilehouse made from an answer. */
 const OTHER_WRITERS: ReadonlyArray<readonly [prefix: string, why: string]> = [
-  ['src/source/', 'requests to the incident API: its credentials to the issuer that gave them, the query; what comes back is words the errors carry (redacted where errorReport makes them)'],
+  [
+    'src/source/',
+    'requests to the incident API: its credentials to the issuer that gave them, the query; what comes back is words the errors carry (redacted where errorReport makes them)',
+  ],
   ['src/pipeline/source-session.ts', 'the source’s connection pool (an undici Agent): requests only'],
   ['src/sinks/stores/local/local-file-writer.ts', 'a file sink’s data file: rows, not words'],
   ['src/sinks/bigquery/', 'BigQuery: rows (the NDJSON load file), tables, jobs and the run ledger’s facts (run id, fingerprint, counts); no message'],
@@ -49,10 +53,12 @@ function sourceFiles(directory: string): string[] {
 }
 
 /** Packages whose use sends or writes: telemetry, metrics, object stores, databases, HTTP, sockets. */
-const SENDING_PACKAGE = /^(@opentelemetry\/|prom-client$|undici(\/|$)|@google-cloud\/|@aws-sdk\/|pg(-copy-streams)?$|google-auth-library$|node:(https?|net|tls|dgram)$)/;
+const SENDING_PACKAGE =
+  /^(@opentelemetry\/|prom-client$|undici(\/|$)|@google-cloud\/|@aws-sdk\/|pg(-copy-streams)?$|google-auth-library$|node:(https?|net|tls|dgram)$)/;
 
 /** Calls that write: a file, stdout or stderr, the console, fetch. */
-const WRITING_CALL = /\b(writeFile|appendFile|createWriteStream|writeFileSync|appendFileSync|writeSync)\b|process\.(stdout|stderr)\.write|\bconsole\.\w+|\bfetch\(/g;
+const WRITING_CALL =
+  /\b(writeFile|appendFile|createWriteStream|writeFileSync|appendFileSync|writeSync)\b|process\.(stdout|stderr)\.write|\bconsole\.\w+|\bfetch\(/g;
 
 /** The outward primitives a module uses, read from its code (comments and type-only imports left out). */
 export function outwardPrimitives(fileName: string, text: string): string[] {
@@ -118,6 +124,9 @@ describe('the channels by which words leave the process (issue 61)', () => {
   it('finds a primitive where one is, and none in a comment or a type-only import', () => {
     expect(outwardPrimitives('a.ts', "import { appendFile } from 'node:fs/promises';\nawait appendFile('x', 'y');")).toEqual(['appendFile']);
     expect(outwardPrimitives('a.ts', "// process.stdout.write('x')\nimport type { Span } from '@opentelemetry/api';\nconst x = 1;")).toEqual([]);
-    expect(outwardPrimitives('a.ts', "import { trace } from '@opentelemetry/api';\nconsole.error('x');")).toEqual(['console.error', 'import @opentelemetry/api']);
+    expect(outwardPrimitives('a.ts', "import { trace } from '@opentelemetry/api';\nconsole.error('x');")).toEqual([
+      'console.error',
+      'import @opentelemetry/api',
+    ]);
   });
 });

@@ -137,7 +137,9 @@ describe('tilehouse probe', () => {
       expect(result.stderr).not.toContain('internal_error');
       expect(result.stderr).not.toContain('not extensible');
       expect(result.exitCode).toBe(1);
-      expect(result.stderr.split('\n').at(-2)).toBe('  the source failed: export_api_error: job detail: page 1: export failed with HTTP 503: service unavailable');
+      expect(result.stderr.split('\n').at(-2)).toBe(
+        '  the source failed: export_api_error: job detail: page 1: export failed with HTTP 503: service unavailable',
+      );
     } finally {
       sandbox.clearFaults();
     }

@@ -89,12 +89,18 @@ function answerEchoing(response: ServerResponse, role: Role, form: Form, echoed:
       json(401, errorDocument(role, echoed));
       return;
     case 'header':
-      json(401, { error: 'unauthorized' }, { 'www-authenticate': `Bearer error="invalid_token", error_description="${echoed.replace(/"/g, "'")}"`, 'x-echo': echoed });
+      json(
+        401,
+        { error: 'unauthorized' },
+        { 'www-authenticate': `Bearer error="invalid_token", error_description="${echoed.replace(/"/g, "'")}"`, 'x-echo': echoed },
+      );
       return;
     case 'redirect':
       // To the JSON form of the same role, carrying the client secret in its query (a misconfigured gateway).
       response
-        .writeHead(307, { location: `${base}/json_body/redirected?client_secret=${encodeURIComponent(CLIENT_SECRET.value)}&echo=${encodeURIComponent(echoed)}` })
+        .writeHead(307, {
+          location: `${base}/json_body/redirected?client_secret=${encodeURIComponent(CLIENT_SECRET.value)}&echo=${encodeURIComponent(echoed)}`,
+        })
         .end();
       return;
     case 'html':
@@ -124,7 +130,9 @@ async function startEchoServer(): Promise<EchoServer> {
       if (prefix === 'ok' && url.pathname.endsWith('/oauth/token')) {
         const token = seeded('at');
         issued.push(token);
-        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token.value, token_type: 'Bearer', expires_in: 3600 }));
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ access_token: token.value, token_type: 'Bearer', expires_in: 3600 }));
         return;
       }
       // What a redirect lands on: the JSON echo of everything it was given, query included.
@@ -134,8 +142,10 @@ async function startEchoServer(): Promise<EchoServer> {
         return;
       }
       if (prefix === 't' && FORMS.includes(form)) answerEchoing(response, 'token', form, body, `${origin}/t`);
-      else if (prefix === 'x' && FORMS.includes(form)) answerEchoing(response, 'export', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/x`);
-      else if (prefix === 'i' && FORMS.includes(form)) answerEchoing(response, 'iceberg', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/i`);
+      else if (prefix === 'x' && FORMS.includes(form))
+        answerEchoing(response, 'export', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/x`);
+      else if (prefix === 'i' && FORMS.includes(form))
+        answerEchoing(response, 'iceberg', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/i`);
       else response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
     })();
   });
@@ -222,7 +232,13 @@ let history: string;
 let allJobs: string;
 
 beforeAll(async () => {
-  [echo, sandbox, consumer, otlp, root] = await Promise.all([startEchoServer(), startSandbox({ incidents: 30 }), startRawConsumer(), startOtlp(), makeTempDir()]);
+  [echo, sandbox, consumer, otlp, root] = await Promise.all([
+    startEchoServer(),
+    startSandbox({ incidents: 30 }),
+    startRawConsumer(),
+    startOtlp(),
+    makeTempDir(),
+  ]);
   history = path.join(root, 'history');
   allJobs = path.join(root, 'all-jobs');
   await mkdir(allJobs, { recursive: true });
@@ -273,7 +289,10 @@ async function runCase(role: Role, form: Form): Promise<{ a: ChildResult; b: Chi
       source: { ...source, clientId: '${MX_CLIENT_ID}', clientSecret: '${MX_CLIENT_SECRET}', requestTimeoutMs: 3000 },
       sinks: {
         csv: { directory: out },
-        iceberg: { catalog: { type: 'rest', uri: `${echo.url}/i/${form}`, token: '${MX_ICEBERG_TOKEN}', requestTimeoutMs: 3000 }, location: path.join(dir, 'warehouse') },
+        iceberg: {
+          catalog: { type: 'rest', uri: `${echo.url}/i/${form}`, token: '${MX_ICEBERG_TOKEN}', requestTimeoutMs: 3000 },
+          location: path.join(dir, 'warehouse'),
+        },
       },
       history: { location: history },
     }),
@@ -309,7 +328,8 @@ async function runCase(role: Role, form: Form): Promise<{ a: ChildResult; b: Chi
   channels.set(`${role}/${form} run 2 stdout (--json)`, b.stdout);
   channels.set(`${role}/${form} run 2 stderr`, b.stderr);
   channels.set(`${role}/${form} lineage file`, await readFile(path.join(lineage, 'lineage.jsonl'), 'utf8').catch(() => '(none)'));
-  for (const { file, text } of await filesUnder(out)) if (file.endsWith('.manifest.json')) channels.set(`${role}/${form} manifest ${path.basename(file)}`, text);
+  for (const { file, text } of await filesUnder(out))
+    if (file.endsWith('.manifest.json')) channels.set(`${role}/${form} manifest ${path.basename(file)}`, text);
   return { a, b, dir };
 }
 
