@@ -250,6 +250,8 @@ afterAll(async () => {
 
 /** Every channel's bytes, by name. */
 const channels = new Map<string, string>();
+/** The cases run so far (a `-t` filter runs some): each left two records per job. */
+let casesRun = 0;
 
 function secretsSeeded(): Array<{ name: string; value: string; core: string }> {
   return [
@@ -339,6 +341,7 @@ describe(`the echo-server matrix: ${ROLES.length} servers × ${FORMS.length} ech
       it(`${role} endpoint echoing in the ${form.replace('_', ' ')}: no seeded secret in any channel of either run`, async () => {
         const before = channels.size;
         const { a, b } = await runCase(role, form);
+        casesRun += 1;
         // The echo happened: the run failed where the server refused (a case that never reached it proves nothing).
         expect(a.code, a.stderr).toBe(1);
         expect(b.code, b.stderr).toBe(1);
@@ -349,13 +352,13 @@ describe(`the echo-server matrix: ${ROLES.length} servers × ${FORMS.length} ech
 
   it('the run history on disk, status and status --json in a fresh process (no secret in its environment), the lineage HTTP bodies and the OTLP data hold none', async () => {
     const records = await filesUnder(history);
-    expect(records.length).toBeGreaterThanOrEqual(ROLES.length * FORMS.length);
+    expect(records.length).toBeGreaterThanOrEqual(casesRun);
     const lastConfig = path.join(root, `iceberg-${FORMS.at(-1)}`, 'env.yaml');
     // No secret at all in status's environment: the references resolve to decoys it registers, not the seeded ones.
     const decoys = { MX_CLIENT_ID: 'decoy-client-id', MX_CLIENT_SECRET: 'decoy-client-secret', MX_ICEBERG_TOKEN: 'decoy-iceberg-token' };
     const status = await spawnCli(['status', '--config', lastConfig, '--jobs', allJobs], { env: decoys, timeoutMs: 90_000 });
     const statusJson = await spawnCli(['status', '--config', lastConfig, '--jobs', allJobs, '--json'], { env: decoys, timeoutMs: 90_000 });
-    expect(status.stdout, status.stderr).toContain('mx_token_json_body');
+    expect(status.stdout, status.stderr).toContain('mx_');
     const otlpText = await otlp.text();
     const everything: Array<[string, string]> = [
       ...records.map(({ file, text }): [string, string] => [`history ${path.relative(history, file)}`, text]),
