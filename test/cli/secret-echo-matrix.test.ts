@@ -252,6 +252,8 @@ afterAll(async () => {
 const channels = new Map<string, string>();
 /** The cases run so far (a `-t` filter runs some): each left two records per job. */
 let casesRun = 0;
+/** The environment file of the last case: `status` reads the shared history through it (every case's has the same sinks). */
+let lastConfig = '';
 
 function secretsSeeded(): Array<{ name: string; value: string; core: string }> {
   return [
@@ -285,6 +287,7 @@ async function runCase(role: Role, form: Form): Promise<{ a: ChildResult; b: Chi
         ? { baseUrl: `${echo.url}/x/${form}`, authUrl: `${echo.url}/ok` }
         : { baseUrl: sandbox.url, authUrl: sandbox.url };
   const config = path.join(dir, 'env.yaml');
+  lastConfig = config;
   await writeFile(
     config,
     stringify({
@@ -353,7 +356,6 @@ describe(`the echo-server matrix: ${ROLES.length} servers × ${FORMS.length} ech
   it('the run history on disk, status and status --json in a fresh process (no secret in its environment), the lineage HTTP bodies and the OTLP data hold none', async () => {
     const records = await filesUnder(history);
     expect(records.length).toBeGreaterThanOrEqual(casesRun);
-    const lastConfig = path.join(root, `iceberg-${FORMS.at(-1)}`, 'env.yaml');
     // No secret at all in status's environment: the references resolve to decoys it registers, not the seeded ones.
     const decoys = { MX_CLIENT_ID: 'decoy-client-id', MX_CLIENT_SECRET: 'decoy-client-secret', MX_ICEBERG_TOKEN: 'decoy-iceberg-token' };
     const status = await spawnCli(['status', '--config', lastConfig, '--jobs', allJobs], { env: decoys, timeoutMs: 90_000 });
