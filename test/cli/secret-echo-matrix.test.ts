@@ -7,6 +7,8 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_TILE, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { startFakeMetadataServer, type FakeMetadataServer } from '../support/fake-metadata-server.js';
+import { TokenBook } from '../support/google-token-book.js';
 import { otelcolBinaryOrSkip, startCollector, type RunningCollector } from '../support/otel-collector.js';
 import { detailQuery } from '../support/queries.js';
 import { spawnCli, type ChildResult } from '../support/spawn-cli.js';
@@ -15,7 +17,8 @@ import { makeTempDir } from '../support/temp-dir.js';
 /**
  * Issue 61, the echo-server matrix: servers that echo what they received, one way each, standing
  * in for the token endpoint (the request's JSON with its client_secret), the export endpoint (the
- * `Authorization: Bearer <token>` it was sent) and an Iceberg REST catalog (its bearer token); each
+ * `Authorization: Bearer <token>` it was sent), an Iceberg REST catalog (its bearer token) and a
+ * Google API (Cloud Storage, the access token a pod's metadata server issued); each
  * case a real `tilehouse run` (twice: `--summary-json FILE` with the lineage file transport, then
  * `--json` with the lineage HTTP transport and its API key), all of them traced to an OTLP
  * collector, and, afterwards, `tilehouse status` (text and --json) in a fresh process given no
@@ -25,7 +28,7 @@ import { makeTempDir } from '../support/temp-dir.js';
 
 const FORMS = ['status_line', 'json_body', 'header', 'redirect', 'html', 'go_json'] as const;
 type Form = (typeof FORMS)[number];
-const ROLES = ['token', 'export', 'iceberg'] as const;
+const ROLES = ['token', 'export', 'iceberg', 'google'] as const;
 type Role = (typeof ROLES)[number];
 
 /** A secret with the characters every encoding changes (`& < > + / =`) around a distinctive core. */
@@ -75,6 +78,7 @@ function errorDocument(role: Role, echoed: string): unknown {
   const said = `rejected; the request was: ${echoed}`;
   if (role === 'token') return { error: 'invalid_client', error_description: said };
   if (role === 'export') return { error: { status: 401, message: said } };
+  if (role === 'google') return { error: { code: 401, message: said, errors: [{ message: said, domain: 'global', reason: 'authError' }] } };
   return { error: { message: said, type: 'NotAuthorizedException', code: 401 } };
 }
 
@@ -114,6 +118,12 @@ function answerEchoing(response: ServerResponse, role: Role, form: Form, echoed:
   }
 }
 
+/** Cloud Storage's JSON API (`/storage/v1/b/<bucket>/…`, `/upload/storage/v1/b/<bucket>/…`): the form the bucket names. */
+function googleForm(pathname: string): Form | undefined {
+  const form = /\/b\/mx-echo-([a-z-]+)/.exec(pathname)?.[1]?.replace('-', '_') as Form | undefined;
+  return form !== undefined && FORMS.includes(form) ? form : undefined;
+}
+
 interface EchoServer {
   url: string;
   close(): Promise<void>;
@@ -137,7 +147,7 @@ async function startEchoServer(): Promise<EchoServer> {
       }
       // What a redirect lands on: the JSON echo of everything it was given, query included.
       if (form === 'json_body' && url.pathname.endsWith('/redirected')) {
-        const role: Role = prefix === 't' ? 'token' : prefix === 'x' ? 'export' : 'iceberg';
+        const role: Role = prefix === 't' ? 'token' : prefix === 'x' ? 'export' : prefix === 'g' ? 'google' : 'iceberg';
         answerEchoing(response, role, 'json_body', `${url.search} ${request.headers.authorization ?? ''} ${body}`, `${origin}/${prefix}`);
         return;
       }
@@ -146,6 +156,8 @@ async function startEchoServer(): Promise<EchoServer> {
         answerEchoing(response, 'export', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/x`);
       else if (prefix === 'i' && FORMS.includes(form))
         answerEchoing(response, 'iceberg', form, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/i`);
+      else if (googleForm(url.pathname) !== undefined)
+        answerEchoing(response, 'google', googleForm(url.pathname)!, `Authorization: ${request.headers.authorization ?? ''}`, `${origin}/g`);
       else response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
     })();
   });
@@ -224,6 +236,9 @@ async function filesUnder(directory: string): Promise<Array<{ file: string; text
 // ---- the matrix ---------------------------------------------------------------------------------
 
 let echo: EchoServer;
+/** Google's credentials (the metadata server of a pod), for the Google API role: its tokens are secrets too. */
+const book = new TokenBook();
+let metadata: FakeMetadataServer;
 let sandbox: Sandbox;
 let consumer: Awaited<ReturnType<typeof startRawConsumer>>;
 let otlp: Awaited<ReturnType<typeof startOtlp>>;
@@ -232,19 +247,20 @@ let history: string;
 let allJobs: string;
 
 beforeAll(async () => {
-  [echo, sandbox, consumer, otlp, root] = await Promise.all([
+  [echo, sandbox, consumer, otlp, root, metadata] = await Promise.all([
     startEchoServer(),
     startSandbox({ incidents: 30 }),
     startRawConsumer(),
     startOtlp(),
     makeTempDir(),
+    startFakeMetadataServer({ book }),
   ]);
   history = path.join(root, 'history');
   allJobs = path.join(root, 'all-jobs');
   await mkdir(allJobs, { recursive: true });
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([echo?.close(), sandbox?.close(), consumer?.close(), otlp?.close()]);
+  await Promise.all([echo?.close(), sandbox?.close(), consumer?.close(), otlp?.close(), metadata?.close()]);
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
@@ -261,6 +277,7 @@ function secretsSeeded(): Array<{ name: string; value: string; core: string }> {
     { name: 'iceberg token', ...ICEBERG_TOKEN },
     { name: 'lineage API key', ...LINEAGE_KEY },
     ...issued.map((token, index) => ({ name: `access token ${index}`, ...token })),
+    ...book.issued.map(({ token }, index) => ({ name: `Google access token ${index}`, value: token, core: token.replace(/^ya29\.test-/, '') })),
   ];
 }
 
@@ -286,14 +303,19 @@ async function runCase(role: Role, form: Form): Promise<{ a: ChildResult; b: Chi
       : role === 'export'
         ? { baseUrl: `${echo.url}/x/${form}`, authUrl: `${echo.url}/ok` }
         : { baseUrl: sandbox.url, authUrl: sandbox.url };
+  // The Google API role: Cloud Storage at the echo server, the token from the pod's metadata server.
+  const google = role === 'google';
   const config = path.join(dir, 'env.yaml');
-  lastConfig = config;
+  // A Google role's csv sink writes to gs://: status would need Google's credentials to look at it.
+  if (role !== 'google') lastConfig = config;
   await writeFile(
     config,
     stringify({
       source: { ...source, clientId: '${MX_CLIENT_ID}', clientSecret: '${MX_CLIENT_SECRET}', requestTimeoutMs: 3000 },
       sinks: {
-        csv: { directory: out },
+        // The bucket names the echo form (an endpoint is an origin only).
+        csv: { directory: google ? `gs://mx-echo-${form.replace('_', '-')}/exports` : out },
+        ...(google ? { gcs: { apiEndpoint: echo.url } } : {}),
         iceberg: {
           catalog: { type: 'rest', uri: `${echo.url}/i/${form}`, token: '${MX_ICEBERG_TOKEN}', requestTimeoutMs: 3000 },
           location: path.join(dir, 'warehouse'),
@@ -313,7 +335,8 @@ async function runCase(role: Role, form: Form): Promise<{ a: ChildResult; b: Chi
     await writeFile(path.join(allJobs, `${job.name}.yaml`), stringify(job));
   }
   const env = {
-    ...(role === 'iceberg' ? sandboxSecretEnv() : { MX_CLIENT_ID: CLIENT_ID, MX_CLIENT_SECRET: CLIENT_SECRET.value }),
+    ...(role === 'iceberg' || google ? sandboxSecretEnv() : { MX_CLIENT_ID: CLIENT_ID, MX_CLIENT_SECRET: CLIENT_SECRET.value }),
+    ...(google ? { GCE_METADATA_HOST: metadata.host, CLOUDSDK_CONFIG: path.join(dir, 'gcloud'), GOOGLE_APPLICATION_CREDENTIALS: '' } : {}),
     MX_ICEBERG_TOKEN: ICEBERG_TOKEN.value,
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -349,6 +372,11 @@ describe(`the echo-server matrix: ${ROLES.length} servers × ${FORMS.length} ech
         expect(a.code, a.stderr).toBe(1);
         expect(b.code, b.stderr).toBe(1);
         expect(JSON.parse(b.stdout).tiles.find((tile: { job: string }) => tile.job === `mx_${role}_${form}`).status).toBe('failed');
+        // The echo reached the words: where the form puts it in a body tilehouse quotes, the message holds it, redacted.
+        // (Cloud Storage's client quotes no HTML page.)
+        const quoted = form !== 'status_line' && form !== 'header' && !(role === 'google' && form === 'html');
+        if (quoted) expect(channels.get(`${role}/${form} --summary-json file`)).toContain('[redacted]');
+        if (role === 'google') expect(book.issued.length).toBeGreaterThan(0);
         const leaks = [...channels].slice(before).flatMap(([channel, bytes]) => leaksIn(channel, bytes));
         expect(leaks).toEqual([]);
       }, 150_000);
