@@ -372,13 +372,13 @@ describe(`the echo-server matrix: ${ROLES.length} servers × ${FORMS.length} ech
         expect(a.code, a.stderr).toBe(1);
         expect(b.code, b.stderr).toBe(1);
         expect(JSON.parse(b.stdout).tiles.find((tile: { job: string }) => tile.job === `mx_${role}_${form}`).status).toBe('failed');
+        const leaks = [...channels].slice(before).flatMap(([channel, bytes]) => leaksIn(channel, bytes));
+        expect(leaks).toEqual([]);
         // The echo reached the words: where the form puts it in a body tilehouse quotes, the message holds it, redacted.
         // (Cloud Storage's client quotes no HTML page.)
         const quoted = form !== 'status_line' && form !== 'header' && !(role === 'google' && form === 'html');
         if (quoted) expect(channels.get(`${role}/${form} --summary-json file`)).toContain('[redacted]');
         if (role === 'google') expect(book.issued.length).toBeGreaterThan(0);
-        const leaks = [...channels].slice(before).flatMap(([channel, bytes]) => leaksIn(channel, bytes));
-        expect(leaks).toEqual([]);
       }, 150_000);
 
   it('the run history on disk, status and status --json in a fresh process (no secret in its environment), the lineage HTTP bodies and the OTLP data hold none', async () => {
