@@ -1,4 +1,5 @@
 import { ERROR_CODES, type ErrorCode, type FileFormatName, type TargetKind } from './error-codes.js';
+import { redactText } from './redaction.js';
 
 /**
  * Every error tilehouse raises on purpose carries a stable machine `code` (for alerts, tests and
@@ -45,7 +46,8 @@ export interface ErrorReport {
  * which job failed.
  */
 export function errorReport(error: unknown, jobName?: string): ErrorReport {
-  const message = jobName === undefined ? messageOf(error) : namingJob(jobName, messageOf(error));
+  // Redacted where it is made: the summary, the run history, the span's status and the lineage event all carry it (issue 61).
+  const message = redactText(jobName === undefined ? messageOf(error) : namingJob(jobName, messageOf(error)));
   if (!(error instanceof TilehouseError)) return { code: 'internal_error', message, retryable: ERROR_CODES.internal_error.retryable };
   return {
     code: error.code,

@@ -1,5 +1,6 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { excerpt, scrubSecrets } from './secret-scrubber.js';
+import { redactText } from './redaction.js';
+import { excerpt } from './secret-scrubber.js';
 
 export type { Logger } from 'pino';
 
@@ -106,7 +107,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     // Every line, at every level and to any destination, is scrubbed of secret values. pino hands
     // over one whole line per write, so a secret is never split across two calls.
-    hooks: { streamWrite: scrubSecrets },
+    hooks: { streamWrite: redactText },
     ...(options.mixin === undefined ? {} : { mixin: options.mixin }),
   };
   const destination = options.destination ?? pino.destination({ fd: 2, sync: true });

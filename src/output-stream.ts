@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Writable } from 'node:stream';
-import { scrubSecrets } from './secret-scrubber.js';
+import { redactText } from './redaction.js';
 
 /** A Node writable (process.stdout, a test capture) or any pino destination. */
 interface Target {
@@ -15,7 +15,7 @@ interface Target {
  * Everything tilehouse writes to stdout, stderr and the log destination goes through one of
  * these (the CLI wraps them in `main`).
  *
- * - Every chunk is scrubbed of registered secrets (see secret-scrubber.ts). Chunks are scrubbed
+ * - Every chunk passes the one redaction step (redaction.ts: registered secrets, credential shapes). Chunks are scrubbed
  *   one by one, never joined: every writer in tilehouse hands over whole messages (pino one line
  *   per write, the CLI one message per write), and joining would hold back a progress line
  *   (`\r…` without a newline) until the next write. A secret split across two writes is
@@ -57,7 +57,7 @@ export class OutputStream extends Writable {
           ? chunk
           : this.#decoder.write(typeof chunk === 'string' ? Buffer.from(chunk, encoding as BufferEncoding) : chunk);
       try {
-        if (text !== '') this.target.write(scrubSecrets(text));
+        if (text !== '') this.target.write(redactText(text));
       } catch {
         this.#failed = true;
       }

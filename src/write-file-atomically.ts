@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { formatOwnerTag, OWNER_TAG_PATTERN } from './temp-owner.js';
+import { redactText } from './redaction.js';
 
 /**
  * The one way tilehouse replaces a file so that a reader never sees half of it: the bytes go to a
@@ -103,7 +104,9 @@ export class PreparedFile {
       // `wx`: a temp name that exists belongs to another writer; never write into its file.
       handle = await open(tempPath, 'wx', options.mode ?? 0o666);
       created = true;
-      await handle.writeFile(data);
+      // Text is words (a summary, a record, a manifest, a job file, k8s manifests): it passes the one
+      // redaction step (issue 61). Bytes are the caller's own and pass as they are.
+      await handle.writeFile(typeof data === 'string' ? redactText(data) : data);
       await handle.sync();
       await handle.close();
       handle = undefined;

@@ -21,6 +21,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
     'temp-owner',
     'write-file-atomically',
     'secret-scrubber',
+    'redaction',
     'count-noun',
     'stop-deadline',
     'retry',

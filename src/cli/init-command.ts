@@ -1,5 +1,6 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { redactText } from '../redaction.js';
 import { writeFileAtomically } from '../write-file-atomically.js';
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
@@ -54,7 +55,8 @@ async function writeJobFile(file: string, text: string, force: boolean): Promise
   await mkdir(path.dirname(file), { recursive: true });
   if (!force) {
     try {
-      await writeFile(file, text, { flag: 'wx' });
+      // Redacted as the atomic write redacts (src/redaction.ts): the one step for every file of words.
+      await writeFile(file, redactText(text), { flag: 'wx' });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw refuseOverwrite(file);
       throw error;

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { redactedJson } from '../redaction.js';
 import { writeFileAtomically } from '../write-file-atomically.js';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger, type LogLevel } from '../log.js';
 import type { OnProgress } from '../pipeline/progress.js';
@@ -71,7 +72,9 @@ export function openOutput(command: string, values: LogFlags, io: CliIo, fallbac
     : undefined;
   const destination = io.logDestination ?? { write: (line: string) => (screen === undefined ? stderr.write(line) : screen.write(line)) };
   // With tracing on, a line written inside a span carries its trace_id and span_id (off: no mixin at all).
-  const mixin = telemetryWanted(io.env) ? () => telemetry().logFields() : undefined;
+  // A fresh object each line: pino merges the line's own fields into what the mixin returns, and a
+  // shared (frozen) one ended a probe's retry warning as internal_error (issue 61).
+  const mixin = telemetryWanted(io.env) ? () => ({ ...telemetry().logFields() }) : undefined;
   const logger = createLogger({ level, destination, human: interactive, ...(mixin === undefined ? {} : { mixin }) });
   const note = (text: string) => (screen === undefined ? stderr.write(text) : screen.write(text));
   return { logger, level, interactive, screen, note };
@@ -152,7 +155,7 @@ export async function summaryTargetOf(command: string, values: SummaryFlags, env
 /** Writes the summary: one line on stdout, or a file replaced atomically (temp file, then rename). */
 export async function writeSummary(target: SummaryTarget, summary: object, io: CliIo): Promise<void> {
   if (target === undefined) return;
-  const text = `${JSON.stringify(summary)}\n`;
+  const text = `${redactedJson(summary)}\n`;
   if (target === '-') {
     io.stdout.write(text);
     return;

@@ -6,6 +6,7 @@ import type { JobRunSummary } from '../pipeline/job-summary.js';
 import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/registry.js';
 import { formatOwnerTag } from '../temp-owner.js';
 import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { redactedJson } from '../redaction.js';
 import { readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
 import { type BackfillShard, HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
@@ -107,7 +108,8 @@ export class RunHistory {
   async write(record: RunRecord, name: string): Promise<void> {
     if (this.documents === undefined) return;
     try {
-      await this.documents.put(`${record.job}/${name}`, `${JSON.stringify(record, null, 2)}\n`);
+      // Redacted as written: the reader is another process (the morning's `status`) that never registered the secret.
+      await this.documents.put(`${record.job}/${name}`, `${redactedJson(record, 2)}\n`);
     } catch (error) {
       warn(this.logger, new HistoryUnavailableError(this.location, `writing the record of run ${record.runId} of job ${record.job}`, error));
     }

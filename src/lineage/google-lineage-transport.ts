@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { LineageTransportConfig } from '../config/lineage-schema.js';
 import { sinksGoogleCredentials } from '../sinks/registry.js';
 import type { Agent } from '../source/undici-parts.js';
+import { redactedJson } from '../redaction.js';
 import { LineageDeliveryError, postJson, type LineageTransport } from './lineage-transport.js';
 
 /** Google's limit on one processOpenLineageRunEvent request (Data Lineage quotas: 5 MB a message). */
@@ -26,11 +27,11 @@ function withoutDatasetFacet(event: Record<string, unknown>, facet: string): Rec
 /** The body within Google's limit: as is, else without the per-column facets; undefined when still too large. */
 export function googleLineageBody(event: Record<string, unknown>): Buffer | undefined {
   let current = event;
-  let body = Buffer.from(JSON.stringify(current));
+  let body = Buffer.from(redactedJson(current));
   for (const facet of SHEDDABLE_FACETS) {
     if (body.length <= GOOGLE_LINEAGE_MAX_BYTES) return body;
     current = withoutDatasetFacet(current, facet);
-    body = Buffer.from(JSON.stringify(current));
+    body = Buffer.from(redactedJson(current));
   }
   return body.length <= GOOGLE_LINEAGE_MAX_BYTES ? body : undefined;
 }

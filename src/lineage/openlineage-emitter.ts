@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import { scrubSecrets } from '../secret-scrubber.js';
+import { redactJson, redactText } from '../redaction.js';
 import type { Lineage, LineageTileEnd, LineageTileRun, LineageTileStart } from './lineage.js';
 import type { LineageTransport } from './lineage-transport.js';
 import { TileRunEvents, type EventContext } from './run-events.js';
@@ -13,7 +13,7 @@ const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi;
 
 /** What a warning or a debug line may say of a transport's failure: secrets and a URL's user info taken out. */
 function printable(text: string): string {
-  return scrubSecrets(text).replace(USER_INFO, '$1[redacted]@');
+  return redactText(text).replace(USER_INFO, '$1[redacted]@');
 }
 
 /**
@@ -74,7 +74,8 @@ export class OpenLineageEmitter implements Lineage {
     }
     const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(this.transport.timeoutMs)]);
     try {
-      await this.transport.send(event, signal);
+      // Every transport is handed the event redacted (src/redaction.ts): its error message, its facets' texts.
+      await this.transport.send(redactJson(event), signal);
       this.sent += 1;
     } catch (error) {
       this.failed += 1;

@@ -1,6 +1,7 @@
 import { appendFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import type { LineageTransportConfig } from '../config/lineage-schema.js';
+import { redactedJson } from '../redaction.js';
 import { registerSecret } from '../secret-scrubber.js';
 import { agent, postJson, type LineageTransport, type TransportDependencies } from './lineage-transport.js';
 
@@ -16,7 +17,7 @@ function httpTransport(config: Extract<LineageTransportConfig, { type: 'http' }>
     describe: url,
     timeoutMs,
     send: (event, signal) => {
-      const json = Buffer.from(JSON.stringify(event));
+      const json = Buffer.from(redactedJson(event));
       const gzip = config.compression === 'gzip';
       const headers: Record<string, string> = {
         ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
@@ -33,7 +34,7 @@ function fileTransport(config: Extract<LineageTransportConfig, { type: 'file' }>
   return {
     describe: config.log_file_path,
     timeoutMs: 5_000,
-    send: (event) => appendFile(config.log_file_path, `${JSON.stringify(event)}\n`),
+    send: (event) => appendFile(config.log_file_path, `${redactedJson(event)}\n`),
     close: async () => undefined,
   };
 }
@@ -42,7 +43,7 @@ function consoleTransport(dependencies: TransportDependencies): LineageTransport
   return {
     describe: 'the console (stderr)',
     timeoutMs: 5_000,
-    send: async (event) => dependencies.writeConsole(`${JSON.stringify(event)}\n`),
+    send: async (event) => dependencies.writeConsole(`${redactedJson(event)}\n`),
     close: async () => undefined,
   };
 }

@@ -1,4 +1,5 @@
 import { Gauge, Pushgateway, Registry } from 'prom-client';
+import { redactText } from '../redaction.js';
 import { HELP, METRICS, type TileRunMetrics } from './metric-names.js';
 
 // prom-client's side of a push; push-metrics.ts imports this module only when it pushes.
@@ -26,13 +27,13 @@ export function tileRunRegistry(run: TileRunMetrics, finishedAtMs: number, inter
   if (intervalSeconds !== undefined) set('scheduleInterval', intervalSeconds);
   // Failures by code: one series per push, so a POST (which replaces every series of a name in
   // the group) leaves only the last run's code; a success clears it with code="" and 0.
-  const code = succeeded ? '' : (run.error?.code ?? 'unknown');
+  const code = succeeded ? '' : redactText(run.error?.code ?? 'unknown');
   new Gauge({ name: METRICS.lastRunError, help: HELP.lastRunError, labelNames: ['code'], registers: [registry] }).set({ code }, succeeded ? 0 : 1);
   // Where the time went: one series per phase of this run (a POST replaces the name's series, so a phase the last run lacked is gone).
   const phases = Object.entries(run.timings ?? {});
   if (phases.length > 0) {
     const gauge = new Gauge({ name: METRICS.phaseSeconds, help: HELP.phaseSeconds, labelNames: ['phase'], registers: [registry] });
-    for (const [phase, ms] of phases) gauge.set({ phase }, ms / 1000);
+    for (const [phase, ms] of phases) gauge.set({ phase: redactText(phase) }, ms / 1000);
   }
   return registry;
 }
@@ -45,5 +46,7 @@ export async function pushAdd(
   jobName: string,
   groupings: Record<string, string>,
 ): Promise<void> {
-  await new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry).pushAdd({ jobName, groupings });
+  // The grouping labels are the URL's path and the label values the body's: both redacted (src/redaction.ts).
+  const redacted = Object.fromEntries(Object.entries(groupings).map(([name, value]) => [name, redactText(value)]));
+  await new Pushgateway(pushgatewayUrl, { timeout: timeoutMs }, registry).pushAdd({ jobName: redactText(jobName), groupings: redacted });
 }

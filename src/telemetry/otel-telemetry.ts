@@ -20,6 +20,7 @@ import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
+import { redactText } from '../redaction.js';
 import { registerCredentialHeader } from '../secret-scrubber.js';
 import type { OtelSettings } from './otel-settings.js';
 import {
@@ -61,11 +62,20 @@ const K8S_ENV: ReadonlyArray<readonly [string, string]> = [
   ['JOB_COMPLETION_INDEX', 'k8s.job.completion_index'],
 ];
 
+/**
+ * The attributes as they leave for the collector: undefined ones dropped, every text redacted
+ * (src/redaction.ts). Every span attribute, event attribute, resource attribute and metric label
+ * passes here: this is telemetry's side of the one redaction boundary.
+ */
 function defined(attributes: Attributes): Record<string, string | number | boolean | string[]> {
   const out: Record<string, string | number | boolean | string[]> = {};
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined) continue;
-    out[key] = Array.isArray(value) ? [...(value as readonly string[])] : (value as string | number | boolean);
+    out[redactText(key)] = Array.isArray(value)
+      ? (value as readonly string[]).map((item) => redactText(String(item)))
+      : typeof value === 'string'
+        ? redactText(value)
+        : (value as number | boolean);
   }
   return out;
 }
@@ -79,8 +89,8 @@ class Handle implements SpanHandle {
     this.span.addEvent(name, attributes === undefined ? undefined : defined(attributes));
   }
   fail(failure: SpanFailure): void {
-    this.span.setAttribute(ATTR.errorType, failure.code);
-    this.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failure.code}: ${failure.message}` });
+    this.span.setAttribute(ATTR.errorType, redactText(failure.code));
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message: redactText(`${failure.code}: ${failure.message}`) });
   }
 }
 

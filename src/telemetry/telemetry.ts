@@ -1,5 +1,5 @@
 import { isTilehouseError, messageOf } from '../errors.js';
-import { scrubSecrets } from '../secret-scrubber.js';
+import { redactText } from '../redaction.js';
 
 /**
  * The one small interface the pipeline reports to, on the seams the code already has: a
@@ -89,9 +89,9 @@ export interface SpanFailure {
 export function failureOf(error: unknown): SpanFailure {
   if (typeof error === 'object' && error !== null && !(error instanceof Error) && 'code' in error && 'message' in error) {
     const { code, message } = error as SpanFailure;
-    return { code: String(code), message: scrubSecrets(String(message)) };
+    return { code: String(code), message: redactText(String(message)) };
   }
-  return { code: isTilehouseError(error) ? error.code : 'internal_error', message: scrubSecrets(messageOf(error)) };
+  return { code: isTilehouseError(error) ? error.code : 'internal_error', message: redactText(messageOf(error)) };
 }
 
 export interface SpanHandle {
@@ -150,7 +150,6 @@ export interface Telemetry {
 }
 
 const NO_SPAN: SpanHandle = { setAttributes: () => undefined, addEvent: () => undefined, fail: () => undefined };
-const NO_FIELDS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /** Telemetry off: every seam runs its work as it would without it. */
 export const NO_TELEMETRY: Telemetry = {
@@ -159,7 +158,8 @@ export const NO_TELEMETRY: Telemetry = {
   current: () => NO_SPAN,
   startRun: () => ({ ...NO_SPAN, within: (fn) => fn(), end: () => undefined }),
   recordRun: () => undefined,
-  logFields: () => NO_FIELDS,
+  // A new object each call: a caller (pino's mixin) may add to it.
+  logFields: () => ({}),
   shutdown: async () => undefined,
 };
 

@@ -127,6 +127,24 @@ describe('tilehouse probe', () => {
     }
   });
 
+  it('a failing page with OTEL_EXPORTER_OTLP_ENDPOINT set: the source failure, never internal_error (issue 61)', async () => {
+    // The log lines' mixin (trace_id/span_id) once returned one frozen object, and pino merges each
+    // line's fields into it: the retry warning's `page` ended the probe as internal_error.
+    sandbox.inject({ kind: 'server-error', endpoint: 'export', pageNumber: 1, status: 503, times: Infinity });
+    try {
+      const env = { ...sandboxEnv(sandbox), OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_METRICS_EXPORTER: 'none' };
+      const result = await probe(['--job', 'detail', '--pages', '3', '--record', path.join(root, 'traced.json')], workspace, env);
+      expect(result.stderr).not.toContain('internal_error');
+      expect(result.stderr).not.toContain('not extensible');
+      expect(result.exitCode).toBe(1);
+      expect(result.stderr.split('\n').at(-2)).toBe(
+        '  the source failed: export_api_error: job detail: page 1: export failed with HTTP 503: service unavailable',
+      );
+    } finally {
+      sandbox.clearFaults();
+    }
+  });
+
   it('refuses bad usage with exit 2 before any request', async () => {
     const before = sandbox.requests.length;
     const cases = [

@@ -128,6 +128,8 @@ export interface RunningCollector {
   endpoint: string;
   /** Everything received so far. */
   received(): Promise<{ spans: ReceivedSpan[]; points: ReceivedPoint[]; bytes: number; lines: number }>;
+  /** The file exporter's output as written (OTLP/JSON lines): every byte the collector received, for a search. */
+  raw(): Promise<string>;
   /** Waits (up to `timeoutMs`) until `done` holds for what was received: the exporter writes a second or so later. */
   until<T>(done: (received: { spans: ReceivedSpan[]; points: ReceivedPoint[] }) => T | undefined, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
@@ -188,6 +190,7 @@ export async function startCollector(binary: string): Promise<RunningCollector> 
   return {
     endpoint,
     received,
+    raw: () => readFile(output, 'utf8').catch(() => ''),
     async until(done, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
@@ -216,6 +219,7 @@ export function describeWithCollector(title: string, body: (collector: RunningCo
         return running!.endpoint;
       },
       received: () => running!.received(),
+      raw: () => running!.raw(),
       until: (done, timeoutMs) => running!.until(done, timeoutMs),
       stop: async () => running?.stop(),
     };

@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import type { Column } from '../../transform/column.js';
 import { jobDefinitionSchema, type JobDefinition } from '../../value-types/job-definition.js';
+import { redactedJson } from '../../redaction.js';
 import { PreparedFile } from '../../write-file-atomically.js';
 import { FileWriteError } from './store-errors.js';
 import type { FormatNames } from './file-bytes.js';
@@ -133,8 +134,9 @@ export function buildManifest(inputs: Omit<ManifestInputs, 'dataPath' | 'tempPat
   };
 }
 
+/** The manifest as stored, redacted (src/redaction.ts): its columns' headers are the API's words. */
 export function manifestText(manifest: FileManifest): string {
-  return `${JSON.stringify(manifest, null, 2)}\n`;
+  return `${redactedJson(manifest, 2)}\n`;
 }
 
 /** A manifest written to its temp file, ready to be published after the data file. */

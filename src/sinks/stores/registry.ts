@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { EnvironmentConfig } from '../../config/environment-schema.js';
+import { redactText } from '../../redaction.js';
 import { gcsStoreKind } from './gcs/index.js';
 import { localStoreKind } from './local/index.js';
 import type { ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments } from './object-store.js';
@@ -37,5 +38,8 @@ export async function documentsAt(
 ): Promise<StoredDocuments> {
   const kind = storeKindOf(location);
   const store = await kind.load({ ...kind.optionsFrom(environment), ...options.seams });
-  return store.documents(kind.onThisMachine ? path.resolve(options.baseDirectory, location) : location);
+  const documents = store.documents(kind.onThisMachine ? path.resolve(options.baseDirectory, location) : location);
+  // Every store's documents (the run history) are redacted as they are put, whatever the store:
+  // they are read back by another process that never registered the secret (src/redaction.ts).
+  return { ...documents, put: (name, text) => documents.put(name, redactText(text)) };
 }
