@@ -5,6 +5,7 @@ const LABELS: Record<string, string> = {
   transport: '(a) transport limit',
   sequential: '(b) sequential client',
   csv: '(c) tilehouse → CSV',
+  'csv-baseline': '(c) of the --baseline checkout',
   'csv-deployed': "(c') → CSV, image's node flags",
   bigquery: '(d) tilehouse → BigQuery emu',
   gcs: '(gcs) tilehouse → gs:// (fake)',

@@ -50,6 +50,11 @@ export interface BenchOptions {
   memoryRuns: number;
   /** A second checkout (built) whose bundle the memory part measures too, as the baseline. */
   memoryBaseline: string | undefined;
+  /**
+   * A second checkout (built) whose bundle runs the csv scenario too, right after this one's at
+   * each concurrency (scenario csv-baseline): both heads' c/a from one run.
+   */
+  baseline: string | undefined;
   /** `--peers`: tilehouse beside dlt and Airbyte's CDK (bench/peers/), nothing else. */
   peers: boolean;
   /** Runs of each tool in each peers' case (medians kept). */
@@ -115,6 +120,9 @@ Options:
   --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/bundle/tilehouse.js)
   --sequential-max-pages N  stop the sequential client after N pages and extrapolate (default: all pages)
   --cpu-prof DIR            write a .cpuprofile of every tilehouse CSV run into DIR
+  --baseline DIR            a second checkout, built (npm run build): its bundle runs the csv
+                            scenario too, right after this one's at each concurrency
+                            (csv-baseline), so both heads' c/a come from one run
   --memory                  the memory part only (same as --scenarios memory), ~1-2 min
   --memory-runs N           runs of each memory case, median kept (default 3; 1 with --quick)
   --memory-baseline DIR     a second checkout, built (npm run build), measured alongside under
@@ -179,6 +187,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       memory: { type: 'boolean', default: false },
       'memory-runs': { type: 'string' },
       'memory-baseline': { type: 'string' },
+      baseline: { type: 'string' },
       peers: { type: 'boolean', default: false },
       'peers-runs': { type: 'string', default: '3' },
       'peers-cases': { type: 'string', default: '100000@0,1000000@50' },
@@ -221,6 +230,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     out: values.out,
     memoryRuns: positive(values['memory-runs'] ?? (values.quick ? '1' : '3'), 'memory-runs'),
     memoryBaseline: values['memory-baseline'],
+    baseline: values.baseline,
     peers: values.peers,
     peersRuns: positive(values['peers-runs'], 'peers-runs'),
     peersCases: peerCases(values['peers-cases']),

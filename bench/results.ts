@@ -104,6 +104,9 @@ export function groupRatios(figures: Record<string, Figure>, concurrency: number
   };
   for (const c of new Set([concurrency, targetConcurrency])) {
     put(`c/a@${c}`, rate(key('csv', c)), rate(key('transport', c)));
+    // --baseline: the other checkout's (c) against the same transport loop, and the two heads' rows/s.
+    put(`baseline c/a@${c}`, rate(key('csv-baseline', c)), rate(key('transport', c)));
+    put(`c/baseline@${c}`, rate(key('csv', c)), rate(key('csv-baseline', c)));
     put(`c/b@${c}`, rate(key('csv', c)), rate(key('sequential', 1)));
     put(`a/b@${c}`, rate(key('transport', c)), rate(key('sequential', 1)));
     // The same with each process's start-up counted in.

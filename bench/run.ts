@@ -18,6 +18,7 @@ import { formatPeersReport } from './peers/peers-report.js';
 import { runPeers } from './peers/run-peers.js';
 import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
 import {
+  runBaselineCsv,
   runSequential,
   runTilehouseBigQuery,
   runTilehouseCsv,
@@ -77,6 +78,9 @@ async function runGroup(
     for (const c of concurrencies) {
       if (scenarios.has('transport')) plan.push([key('transport', c), () => runTransport(context, c)]);
       if (scenarios.has('csv')) plan.push([key('csv', c), () => runTilehouseCsv(context, c)]);
+      // Right after (c), the same job run by the --baseline checkout's bundle.
+      const { baseline } = options;
+      if (scenarios.has('csv') && baseline !== undefined) plan.push([key('csv-baseline', c), () => runBaselineCsv(context, c, baseline)]);
       // Right after (c) at the same concurrency, in the same rounds: gcs/c compares like with like.
       if (scenarios.has('gcs') && gcs) plan.push([key('gcs', c), () => runTilehouseGcs(context, c)]);
       if (scenarios.has('s3') && s3) plan.push([key('s3', c), () => runTilehouseS3(context, c)]);
@@ -167,6 +171,11 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (!existsSync(join(repoRoot(), 'dist/bundle/tilehouse.js'))) throw new Error('dist/bundle/tilehouse.js is missing: run `npm run bench` (it builds first)');
+  if (options.baseline !== undefined) {
+    options.baseline = resolve(options.baseline);
+    if (!existsSync(join(options.baseline, 'dist/bundle/tilehouse.js')))
+      throw new Error(`${join(options.baseline, 'dist/bundle/tilehouse.js')} is missing: build that checkout first (npm run build)`);
+  }
   if (options.peers) {
     const peers = await runPeers({
       runs: options.peersRuns,

@@ -22,6 +22,7 @@ export type ScenarioKind =
   | 'transport'
   | 'sequential'
   | 'csv'
+  | 'csv-baseline'
   | 'csv-deployed'
   | 'bigquery'
   | 'gcs'
@@ -209,12 +210,12 @@ interface BundleRun {
 async function runBundle(
   root: string,
   context: RunContext,
-  options: { what: string; concurrency: number; sink: BenchSink; image?: ImageNode; nodeArgs?: string[]; storagePid?: number },
+  options: { what: string; concurrency: number; sink: BenchSink; image?: ImageNode; nodeArgs?: string[]; storagePid?: number; cli?: string },
 ): Promise<BundleRun> {
   const { concurrency, image, storagePid } = options;
   const workspace = await writeBenchWorkspace(root, context.endpoint, { concurrency, itemsPerPage: context.itemsPerPage, sink: options.sink });
   const summaryFile = join(root, 'summary.json');
-  const args = [...(options.nodeArgs ?? []), ...(image?.nodeArgs ?? []), 'dist/bundle/tilehouse.js', 'run'];
+  const args = [...(options.nodeArgs ?? []), ...(image?.nodeArgs ?? []), options.cli ?? 'dist/bundle/tilehouse.js', 'run'];
   const env = image?.nodeOptions === undefined ? workspace.env : { ...workspace.env, NODE_OPTIONS: image.nodeOptions };
   const storageCpuBefore = storagePid === undefined ? 0 : await processCpuMs(storagePid);
   const run = await runMeasured(
@@ -257,6 +258,20 @@ export async function runTilehouseCsv(context: RunContext, concurrency: number, 
     const nodeArgs = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', context.cpuProfDir] : [];
     const ran = await runBundle(root, context, { what: 'tilehouse csv', concurrency, sink: { type: 'csv' }, nodeArgs, ...(image ? { image } : {}) });
     return bundleFigures(image === undefined ? 'csv' : 'csv-deployed', concurrency, ran);
+  });
+}
+
+/**
+ * (c) of another checkout (`--baseline DIR`, built): its shipped bundle, on the same job, source
+ * and node as (c), so a head and an older commit are compared within one run.
+ */
+export async function runBaselineCsv(context: RunContext, concurrency: number, checkout: string): Promise<ScenarioRun> {
+  return withTempDir(async (root) => {
+    // Its profiles apart from this checkout's (node makes the directory).
+    const nodeArgs = context.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', join(context.cpuProfDir, 'baseline')] : [];
+    const cli = join(checkout, 'dist/bundle/tilehouse.js');
+    const ran = await runBundle(root, context, { what: `baseline ${checkout} csv`, concurrency, sink: { type: 'csv' }, nodeArgs, cli });
+    return bundleFigures('csv-baseline', concurrency, ran);
   });
 }
 

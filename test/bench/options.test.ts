@@ -62,3 +62,13 @@ describe('parseBenchOptions: the peers part', () => {
     expect(() => parse(['--peers', '--scenarios', 'csv'])).toThrow(/--peers runs the peers part only/);
   });
 });
+
+describe('parseBenchOptions: a second checkout beside (c)', () => {
+  it('is off unless --baseline names a checkout, and leaves --memory-baseline to the memory part', () => {
+    expect(parse([]).baseline).toBeUndefined();
+    const options = parse(['--sizes', '1000000', '--latencies', '50', '--scenarios', 'transport,csv', '--baseline', '/tmp/base-519d1ad']);
+    expect(options.baseline).toBe('/tmp/base-519d1ad');
+    expect(options.memoryBaseline).toBeUndefined();
+    expect(parse(['--memory', '--memory-baseline', '/a']).baseline).toBeUndefined();
+  });
+});

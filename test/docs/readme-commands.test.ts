@@ -302,6 +302,10 @@ const COMMANDS: Record<string, Entry> = {
   'npm run bench -- --sizes 1000000 --latencies 50 --scenarios csv,gcs': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --memory --memory-baseline ../main-baseline': { kind: 'not runnable', reason: BENCH },
+  'npm run bench -- --sizes 1000000 --latencies 50 --scenarios transport,csv --concurrency 8 --baseline ../main-baseline': {
+    kind: 'not runnable',
+    reason: BENCH,
+  },
   'npm run bench -- --sizes 100000,1000000 --latencies 50 --scenarios csv,parquet': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 1000000 --latencies 50 --scenarios parquet,iceberg,parquet-s3,iceberg-s3': { kind: 'not runnable', reason: BENCH },
   'bash bench/peers/setup.sh': {
