@@ -138,7 +138,7 @@ describe('tilehouse probe', () => {
       expect(result.stderr).not.toContain('not extensible');
       expect(result.exitCode).toBe(1);
       expect(result.stderr.split('\n').at(-2)).toBe(
-        '  the source failed: export_api_error: job detail: page 1: export failed with HTTP 503: service unavailable',
+        '  the source failed: source_server_error: job detail: page 1: the server failed with HTTP 503: service unavailable',
       );
     } finally {
       sandbox.clearFaults();
