@@ -160,7 +160,7 @@ describe('runCatchUp', () => {
       expect.objectContaining({
         status: 'failed',
         runId: 'run-1',
-        error: { code: 'incremental_state_unreadable', message: "job daily: cannot read t's state: EIO" },
+        error: { code: 'incremental_state_unreadable', message: "job daily: cannot read t's state: EIO", retryable: true },
       }),
     ]);
     expect(report).toMatchObject({
