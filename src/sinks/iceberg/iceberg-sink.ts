@@ -510,7 +510,8 @@ class IcebergWriter implements SinkWriter {
   /** Whether a snapshot of the table (as its catalog has it now) carries this run id: the snapshots the housekeeping keeps tell. */
   async heldRun(): Promise<RunHeld> {
     const base = { sink: 'iceberg' as const, target: this.target };
-    const loaded = await this.catalog.loadTable(tableIdentifierOf(this.target));
+    // In the sink's stores, as every other read: loading a table reads its metadata file, and an s3:// one needs the sink's endpoint.
+    const loaded = await this.inStores(() => this.catalog.loadTable(tableIdentifierOf(this.target)));
     const snapshot = loaded === undefined ? undefined : snapshotOfRun(loaded.metadata, this.context.runId);
     if (snapshot === undefined) return { ...base, held: 'no', readFrom: 'its snapshots' };
     const rows = snapshot.summary['added-records'];
