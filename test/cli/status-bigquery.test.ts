@@ -51,6 +51,9 @@ describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
     expect(lines[at]).toMatch(
       new RegExp(`^  bigquery ${table.replaceAll('.', '\\.')}: run status-run-1 of \\S+ \\S+ UTC, ${INCIDENTS} rows \\(the run ledger\\)`),
     );
-    expect(lines[at + 1]).toBe("    the job's query changed since run status-run-1: filters on Number");
+    // What changed is said once, by the block of the run that wrote the table, old → new.
+    expect(lines[at + 1]).toBe('  changed since run status-run-1 (old → new):');
+    expect(lines[at + 2]).toBe(`    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["${INCIDENTS}"]}]`);
+    expect(lines.filter((line) => /^ {4}the job's \w+ changed since run/.test(line))).toEqual([]);
   });
 });
