@@ -15,7 +15,8 @@ For each job (or each --job), for each sink's target (the one the schedule's lat
 a dated path names that run's day): the run
 that last published it, when that run started, its row count and where that was read (a file's
 manifest; a gs:// or s3:// object's metadata, rows counted; a table's run ledger: BigQuery's, or
-PostgreSQL's _tilehouse_runs), and LATE when
+PostgreSQL's _tilehouse_runs; a table appended or merged into: its rows counted, or BigQuery's
+table metadata, beside what that run wrote), and LATE when
 the job's schedule fired since and no run started since then wrote it. A local file without a
 manifest names no run: its last change and rows are printed instead (manifest: true records the
 run). When the job's definition changed since the run that wrote a target (a manifest or ledger
