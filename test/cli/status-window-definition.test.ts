@@ -1,8 +1,8 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { runCli, sandboxEnv, writeWorkspace, type Workspace } from '../support/cli-harness.js';
+import { runCli, sandboxEnv, summaryOf, writeWorkspace, type Workspace } from '../support/cli-harness.js';
 import { daySandboxesForAll } from '../support/day-sandboxes.js';
 import { dailyCsvBackfillJob, dailyManifestJob, dailySeverityQuery } from '../support/queries.js';
 
@@ -46,8 +46,18 @@ describe("status of a windowed job's targets compares the job's definition, not 
     const sandbox = await days.at('2026-07-03');
     const job = dailyManifestJob({ startFrom: '2026-07-01' });
     const workspace = await writeWorkspace(path.join(days.root, 'incremental'), sandbox, [job]);
-    const run = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', 'nightly-0703'], { env: sandboxEnv(sandbox) });
+    const run = await runCli(['run', '--config', workspace.configFile, '--jobs', workspace.jobsDir, '--run-id', 'nightly-0703', '--json'], {
+      env: sandboxEnv(sandbox),
+    });
     expect(run.exitCode, run.stderr).toBe(0);
+    // Every window's run, in the summary (what a BigQuery ledger row records) as in its manifest,
+    // carries the one definition of the job: three windows, three rw filters, one fingerprint.
+    const tiles = summaryOf(run.stdout, 'run').tiles;
+    expect(tiles.map((tile) => tile.runId)).toEqual(['nightly-0703-20260701', 'nightly-0703-20260702', 'nightly-0703-20260703']);
+    const manifest = JSON.parse(await readFile(path.join(workspace.outDir, 'daily', '2026-07-01.csv.manifest.json'), 'utf8')) as {
+      definition: { fingerprint: string };
+    };
+    expect(new Set(tiles.map((tile) => tile.definition?.fingerprint))).toEqual(new Set([manifest.definition.fingerprint]));
 
     const unchanged = await status(workspace, sandboxEnv(sandbox));
     expect(unchanged.targets.map((target) => [path.basename(target.target), target.runId])).toEqual([['2026-07-03.csv', 'nightly-0703-20260703']]);
