@@ -10,7 +10,7 @@ import { indexedBackfillJob } from '../deploy/job-manifests.js';
 import { kustomizationImage } from '../deploy/plan-manifests.js';
 import { planPod } from '../deploy/pod-template.js';
 import { renderYamlDocuments } from '../deploy/render-yaml.js';
-import { jobForBackfill } from '../pipeline/windows/windowed-job.js';
+import { jobForWindows } from '../pipeline/windows/windowed-job.js';
 import { backfillItemIndex } from '../pipeline/windows/run-windows.js';
 import { loadWorkspace, type Workspace } from '../workspace/load-workspace.js';
 import { countNoun } from '../count-noun.js';
@@ -82,7 +82,8 @@ async function printBackfillJob(name: string, values: K8sFlags, workspace: Works
   // More pods than windows would leave some with nothing to do.
   const completions = wholeFlag(values, 'completions', Math.min(windows, 64), windows);
   const parallelism = wholeFlag(values, 'parallelism', Math.min(2, completions), completions);
-  const backfillJob = jobForBackfill(job);
+  // As `tilehouse backfill` takes it (the pods run that command): an incremental job windowed by its incremental item.
+  const backfillJob = jobForWindows(job);
   backfillItemIndex(backfillJob);
   const pod = planPod({
     environment: workspace.environment,

@@ -15,12 +15,14 @@ For each job (or each --job), for each sink's target (the one the schedule's lat
 a dated path names that run's day): the run
 that last published it, when that run started, its row count and where that was read (a file's
 manifest; a gs:// or s3:// object's metadata, rows counted; a table's run ledger: BigQuery's, or
-PostgreSQL's _tilehouse_runs), and LATE when
+PostgreSQL's _tilehouse_runs; a table appended or merged into: its rows counted, or BigQuery's
+table metadata, beside what that run wrote), and LATE when
 the job's schedule fired since and no run started since then wrote it. A local file without a
 manifest names no run: its last change and rows are printed instead (manifest: true records the
 run). When the job's definition changed since the run that wrote a target (a manifest or ledger
-row records it), a line below says what: the query's items or filters, its column overrides,
-its sinks, its tile id, its source settings. Above the targets, the job's last run from the run
+row records it), the block "changed since run RUN (old → new)" says what, once per job: the
+query's items or filters, its column overrides, its sinks, its tile id, its source settings (a
+target another run wrote, or one whose run the history no longer keeps, gets a line of its own). Above the targets, the job's last run from the run
 history (history.location): OK, FAILED CODE, REFUSED (a publish guard), STOPPED, PARTIAL, RUNNING
 or KILLED (a run that never reached its end), its run and trace id (and with lineage on, the OpenLineage namespace, job and each try's run
 id), rows and where its time went;
@@ -34,7 +36,7 @@ Reads the targets and the history only: no credentials, no request to the source
       time: source N s, reading N s, prepare KIND N s, publish KIND N s
     [LATE: no run has started since the schedule fired at TIME]
     KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it | ; NOT PUBLISHED: the run due TIME, run RUN, OUTCOME CODE]
-      the job's query changed since run RUN: filters on HEADER
+      [the job's query changed since run RUN2: filters on HEADER   (a target another run wrote)]
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW
     left behind: NAME, ...

@@ -54,6 +54,13 @@ export interface JobRunDependencies {
   signal?: AbortSignal;
   window?: SinkWindow;
   /**
+   * The job whose definition the run records and compares (targets, ledger, summary, the guard's
+   * "changed since"); default: the job run. A window's run passes the job before its window's
+   * filter replaced the date item's: that filter moves with the window and the clock (rw is
+   * relative to now), so recorded it would read as an edit of the job file that never happened.
+   */
+  definedBy?: LoadedJob;
+  /**
    * Backfills keep only the rows of their window. Called once with page 0's headers; returns the
    * predicate applied to every raw row before typing (dropped rows are counted, never typed).
    */
@@ -194,7 +201,8 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
   let pageIdentity: PageIdentity | undefined;
   const progressOf = (pages: AsyncIterable<ExportPage>) => withProgress(pages, job, deps, () => session.budget.used);
   let stats: ReadStats | undefined;
-  const definition = jobDefinitionOf(definitionSourceOf(job));
+  const definedBy = deps.definedBy ?? job;
+  const definition = jobDefinitionOf(definitionSourceOf(definedBy));
   const timings = new RunTimings();
   try {
     // Before the token and the first export request: a target that cannot be written fails here.
@@ -237,14 +245,15 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     const leftBehind = published.partial === undefined ? [] : leftBehindBy(opened);
     const summary = {
       ...publishedSummary(job, started, stats, counters(), published, { strict: deps.strict === true, leftBehind }),
+      definition,
       timings: timings.toRecord(),
     };
     logPublished(logger, job.name, summary);
     return summary;
   } catch (error) {
     const leftBehind = leftBehindBy(opened);
-    const failure = await withOldValues(error, job, deps.definitionOfRun);
-    const summary = { ...failedSummary(job, started, stats, counters(), failure, deps.signal, leftBehind), timings: timings.toRecord() };
+    const failure = await withOldValues(error, definedBy, deps.definitionOfRun);
+    const summary = { ...failedSummary(job, started, stats, counters(), failure, deps.signal, leftBehind), definition, timings: timings.toRecord() };
     // internal_error is a bug in tilehouse: its stack belongs in the debug log, not on a terminal.
     if (summary.error?.code === 'internal_error') logger.debug({ err: error }, 'internal error');
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);

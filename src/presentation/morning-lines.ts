@@ -1,6 +1,7 @@
 import { countNoun } from '../count-noun.js';
 import type { JobMorning, LastBackfill, LastRun } from '../workspace/morning-status.js';
 import { formatJobStatus } from './target-status.js';
+import type { TargetStatus } from '../pipeline/target-status.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -86,7 +87,13 @@ function lastBackfillLines(backfill: LastBackfill): string[] {
  * what was left behind; the commands that run it again.
  */
 export function formatJobMorning(morning: JobMorning): string {
-  const [head = '', ...targets] = formatJobStatus(morning).trimEnd().split('\n');
+  // A definition change is said once: where the block below gives the old → new values since a run,
+  // a target that run wrote does not repeat it as a line of its own (--json keeps both).
+  const told = morning.changes?.sinceRunId;
+  const shown = morning.targets.map((target) => (told !== undefined && target.runId === told ? withoutChangedSince(target) : target));
+  const [head = '', ...targets] = formatJobStatus({ ...morning, targets: shown })
+    .trimEnd()
+    .split('\n');
   const lines = [head];
   if (morning.historyUnreadable !== undefined)
     lines.push(`  last run: unknown: the run history could not be read (history_unavailable): ${morning.historyUnreadable}`);
@@ -106,4 +113,9 @@ export function formatJobMorning(morning: JobMorning): string {
     for (const command of rest) lines.push(`          ${command}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+function withoutChangedSince(target: TargetStatus): TargetStatus {
+  const { changedSince: _told, ...rest } = target;
+  return rest;
 }

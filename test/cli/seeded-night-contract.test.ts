@@ -139,9 +139,11 @@ describeUnless(postgresBlocker(server))("issue 51's seeded night: every sink, ev
     expect(plan.stdout).toContain(`REFUSED: a run now would fail at ${pgTarget}: permission_denied: `);
     expect(plan.stdout).not.toContain(': unchanged');
 
-    // (3) A changed tile id and an edited filter are each a "changed since" line above the file the old definition wrote.
-    expect(status.stdout).toContain(`    the job's tile changed since run ${NIGHT_2.runId}`);
-    expect(status.stdout).toContain(`    the job's query changed since run ${NIGHT_1.runId}: filters on Number`);
+    // (3) A changed tile id and an edited filter are each told once, by the job's "changed since
+    // run R (old → new)" block below the target R wrote (not by a target line as well).
+    expect(status.stdout).toContain(`  changed since run ${NIGHT_2.runId} (old → new):\n    tile: "${SANDBOX_TILE}" → "${DEMO_TILES.incidentTypesResolution}"`);
+    expect(status.stdout).toContain(`  changed since run ${NIGHT_1.runId} (old → new):\n    filters on Number: [] → [{"operator":"gt","values":["100000"]}]`);
+    expect(status.stdout).not.toMatch(/^ {4}the job's \w+ changed since run/m);
     const parquetBlock = status.stdout.slice(status.stdout.indexOf('open_parquet ('), status.stdout.indexOf('\n', status.stdout.indexOf('  parquet ')));
     expect(parquetBlock).toContain(
       `  parquet ${targetOf('parquet', 'open_parquet')}: run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC, 130 rows (its manifest)`,

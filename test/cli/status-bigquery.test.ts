@@ -51,6 +51,43 @@ describeWithEmulator('tilehouse status of a BigQuery target', (endpoint) => {
     expect(lines[at]).toMatch(
       new RegExp(`^  bigquery ${table.replaceAll('.', '\\.')}: run status-run-1 of \\S+ \\S+ UTC, ${INCIDENTS} rows \\(the run ledger\\)`),
     );
-    expect(lines[at + 1]).toBe("    the job's query changed since run status-run-1: filters on Number");
+    // What changed is said once, by the block of the run that wrote the table, old → new.
+    expect(lines[at + 1]).toBe('  changed since run status-run-1 (old → new):');
+    expect(lines[at + 2]).toBe(`    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["${INCIDENTS}"]}]`);
+    expect(lines.filter((line) => /^ {4}the job's \w+ changed since run/.test(line))).toEqual([]);
+  });
+
+  it('an append: the rows the table holds (its metadata), beside what the last run published (the run ledger)', async () => {
+    const dataset = uniqueDatasetId('tilehouse_status_append');
+    const job = {
+      name: 'appended',
+      tile: SANDBOX_TILE,
+      query: detailQueryAbove(0),
+      columns: { Number: { type: 'INT64' } },
+      sinks: [{ type: 'bigquery', writeMode: 'append' }],
+    };
+    const workspace = await writeBigQueryWorkspace(
+      path.join(fixture.root, dataset),
+      fixture.sandbox,
+      [job],
+      { projectId: endpoint.projectId, dataset },
+      { itemsPerPage: 50 },
+    );
+    for (const runId of ['append-run-1', 'append-run-2']) expect((await fixture.run(workspace, ['--run-id', runId])).exitCode).toBe(0);
+    const [ledger] = await fixture.client.query({
+      query: `SELECT run_id, row_count FROM \`${endpoint.projectId}.${dataset}._tilehouse_runs\` ORDER BY recorded_at`,
+    });
+    const status = await runCli(['status', '--config', workspace.configFile, '--jobs', workspace.jobsDir], {
+      env: sandboxEnv(fixture.sandbox),
+      seams: { sinkOptions: { bigqueryClient: fixture.client } },
+    });
+    expect(status.exitCode, status.stdout + status.stderr).toBe(0);
+    const second = (ledger as Array<{ run_id: string; row_count: number }>).find((row) => row.run_id === 'append-run-2')!;
+    const [held] = await fixture.client.query({ query: `SELECT COUNT(*) AS n FROM \`${endpoint.projectId}.${dataset}.appended\`` });
+    expect(Number((held as Array<{ n: number }>)[0]!.n)).toBe(2 * INCIDENTS);
+    expect(Number(second.row_count)).toBe(INCIDENTS);
+    expect(status.stdout.split('\n').filter((line) => line.startsWith('  bigquery '))).toEqual([
+      `  bigquery ${endpoint.projectId}.${dataset}.appended: run append-run-2 of ${status.stdout.match(/run append-run-2 of (\S+ \S+ UTC)/)![1]}, ${2 * INCIDENTS} rows (table metadata; the run ledger: that run published ${INCIDENTS} rows)`,
+    ]);
   });
 });

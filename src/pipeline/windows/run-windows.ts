@@ -205,6 +205,8 @@ async function runWindowUntraced(window: DateWindow, { job, itemIndex, runId, se
   const span = { startMs: parseTimestamp(window.from, job.timezone) as number, endMs: parseTimestamp(window.to, job.timezone) as number };
   const windowJob: LoadedJob = { ...job, query: queryForWindow(job.query, itemIndex, span, startedOn) };
   const summary = await runJob(windowJob, {
+    // The window's rw filter is the window's, not the job's: the targets record the job's definition.
+    definedBy: job,
     environment: options.environment,
     credentials: options.credentials,
     dispatcher: session.dispatcher,

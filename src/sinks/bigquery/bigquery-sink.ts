@@ -27,6 +27,7 @@ import { BigQueryColumnConflictError, BigQueryProjectUnknownError, BigQueryReque
 import { firstKeptDay, partitionExpired } from './partition-range.js';
 import { lendLoggerToGoogleCredentials, runsAsNote } from '../google/google-credentials.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
+import { countNoun } from '../../count-noun.js';
 import { jobLabels } from './job-labels.js';
 import { describeLayout, reconcileLayout, resolveTableLayout, type TableLayout, type TableMetadataLike } from './table-layout.js';
 import { describeTableOperations } from './table-operations.js';
@@ -357,16 +358,24 @@ export class BigQuerySink implements Sink {
       const run = defaults.runLedger === false ? undefined : await latestPublication(this.client, dataset, context.jobName, tableId, retry);
       if (run !== undefined) {
         const { definition } = run;
-        return {
+        const written = {
           sink: this.kind,
           target,
           state: 'written',
           runId: run.runId,
           at: run.startedAt,
-          rows: run.rows,
           ...(definition === undefined ? {} : { definition }),
-          readFrom: 'the run ledger',
-        };
+        } as const;
+        // Only a whole-table replace's ledger row counts what the table holds; an append's, a
+        // merge's (its inserted rows), a partition's count what that run published: the table's
+        // own metadata says what it holds.
+        if (config.writeMode === 'replace' && config.partitionBy === undefined) return { ...written, rows: run.rows, readFrom: 'the run ledger' };
+        const held = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
+        const numRows = (held?.metadata as { numRows?: unknown } | undefined)?.numRows;
+        const published = `the run ledger: that run published ${countNoun(run.rows, 'row')}`;
+        return numRows === undefined || numRows === null
+          ? { ...written, readFrom: published }
+          : { ...written, rows: Number(numRows), readFrom: `table metadata; ${published}` };
       }
       const table = await readTable(this.client, { projectId, datasetId, tableId, jobName: context.jobName }, retry);
       if (table === undefined) return { sink: this.kind, target, state: 'none', readFrom: 'no table yet' };

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { PostgresDefaults } from '../../config/environment-schema.js';
 import type { PostgresSinkConfig } from '../../config/postgres-sink-schema.js';
+import { countNoun } from '../../count-noun.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
@@ -39,6 +40,20 @@ export interface PostgresSinkOptions {
   guard: GuardSettings | undefined;
   /** Where `${ENV}` references are read; default process.env. */
   env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** What a ledger row's `rows` counted, by the run's write mode: `merged 0 changed rows`, `appended 120 rows`. */
+function ledgerRowsSaid(writeMode: string, rows: number): string {
+  switch (writeMode) {
+    case 'merge':
+      return `merged ${countNoun(rows, 'changed row')}`;
+    case 'append':
+      return `appended ${countNoun(rows, 'row')}`;
+    case 'partition':
+      return `wrote ${countNoun(rows, 'row')} into the days it replaced`;
+    default:
+      return `wrote ${countNoun(rows, 'row')} (${writeMode})`;
+  }
 }
 
 /**
@@ -250,7 +265,8 @@ export class PostgresSink implements Sink {
   /**
    * Which run wrote the table, for `status`: the run ledger's latest row for it (written in the
    * publish's own transaction, so it names the run whose rows are there), with the definition that
-   * run recorded; a table the ledger names no run of: its rows counted, no run.
+   * run recorded; a table the ledger names no run of: its rows counted, no run. The rows are what
+   * the table holds: the ledger's for a replace, else counted (the ledger's are what that run moved).
    */
   async publication(context: SinkRunContext): Promise<TargetPublication> {
     const configured = configuredTarget(this.options.config, this.options.settings.schema, context.jobName);
@@ -264,23 +280,27 @@ export class PostgresSink implements Sink {
         const exists = (await readTableColumns(client, schema, table)) !== undefined;
         if (!exists) return { sink: this.kind, target, state: 'none', readFrom: 'no table yet' };
         const run = await latestPublish(client, schema, target);
-        if (run !== undefined)
-          return {
+        const countRows = async () =>
+          Number((await client.query<{ rows: string }>(`SELECT count(*)::text AS rows FROM ${qualifiedName(schema, table)}`)).rows[0]?.rows ?? 0);
+        if (run !== undefined) {
+          const written = {
             sink: this.kind,
             target,
             state: 'written',
             runId: run.runId,
             at: run.at,
-            rows: run.rows,
             ...(run.definition === undefined ? {} : { definition: run.definition }),
-            readFrom: 'the run ledger',
-          };
-        const counted = await client.query<{ rows: string }>(`SELECT count(*)::text AS rows FROM ${qualifiedName(schema, table)}`);
+          } as const;
+          // A replace's ledger row counts what the table then held; any other mode's counts what the
+          // run moved (a merge's changed rows, an append's, a window's days): not what the table holds.
+          if (run.writeMode === 'replace') return { ...written, rows: run.rows, readFrom: 'the run ledger' };
+          return { ...written, rows: await countRows(), readFrom: `rows counted; the run ledger: that run ${ledgerRowsSaid(run.writeMode, run.rows)}` };
+        }
         return {
           sink: this.kind,
           target,
           state: 'unrecorded',
-          rows: Number(counted.rows[0]?.rows ?? 0),
+          rows: await countRows(),
           readFrom: 'rows counted',
           note: `no ${schema}.${LEDGER_TABLE} row names its run (a table tilehouse did not write, or emptied)`,
         };

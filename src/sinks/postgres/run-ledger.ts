@@ -135,7 +135,7 @@ export async function latestPublish(
   client: pg.Client,
   schema: string,
   target: string,
-): Promise<{ runId: string; at: string; rows: number; definition?: JobDefinition } | undefined> {
+): Promise<{ runId: string; at: string; rows: number; writeMode: string; definition?: JobDefinition } | undefined> {
   if (!(await ledgerExists(client, schema))) return undefined;
   // A ledger an older version created lacks the later columns until its next publish: read them only when there.
   const later = await client.query<{ name: string }>(
@@ -143,8 +143,8 @@ export async function latestPublish(
     [ledger(schema)],
   );
   const has = (name: string) => later.rows.some((row) => row.name === name);
-  const found = await client.query<{ run_id: string; at: Date; rows: string; definition: unknown }>(
-    `SELECT run_id, ${has('run_started_at') ? 'coalesce(run_started_at, published_at)' : 'published_at'} AS at, rows::text AS rows,
+  const found = await client.query<{ run_id: string; at: Date; rows: string; write_mode: string; definition: unknown }>(
+    `SELECT run_id, ${has('run_started_at') ? 'coalesce(run_started_at, published_at)' : 'published_at'} AS at, rows::text AS rows, write_mode,
             ${has('definition') ? 'definition' : 'NULL::jsonb'} AS definition
        FROM ${ledger(schema)} WHERE target_table = $1 ORDER BY published_at DESC LIMIT 1`,
     [target],
@@ -152,5 +152,11 @@ export async function latestPublish(
   const row = found.rows[0];
   if (row === undefined) return undefined;
   const definition = jobDefinitionSchema.safeParse(row.definition);
-  return { runId: row.run_id, at: row.at.toISOString(), rows: Number(row.rows), ...(definition.success ? { definition: definition.data } : {}) };
+  return {
+    runId: row.run_id,
+    at: row.at.toISOString(),
+    rows: Number(row.rows),
+    writeMode: row.write_mode,
+    ...(definition.success ? { definition: definition.data } : {}),
+  };
 }
