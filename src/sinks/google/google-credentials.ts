@@ -345,6 +345,13 @@ function errorCodes(error: unknown, depth = 0): string[] {
 /** A library failure for a message: its text, with the phrase the client libraries act on replaced. */
 function describeFailure(error: unknown): string {
   if (error instanceof AttemptTimedOut) return error.message;
+  const syntax = jsonSyntaxErrorIn(error);
+  if (syntax !== undefined) {
+    // Node's JSON.parse quotes the text around where it stopped (`..."ate_key": MIIEvQ"...`): in a
+    // key file that is the private key. Told by its place alone, as config mistakes are (issue 61).
+    const place = /\(line \d+ column \d+\)/.exec(syntax.message)?.[0];
+    return `the file is not valid JSON${place === undefined ? '' : ` ${place}`}`;
+  }
   const status = statusOf(error);
   const codes = errorCodes(error).filter((code) => /^[A-Z_]+$/.test(code));
   // Scrubbed before the first line is taken: a secret spread over lines is whole only here.
@@ -356,6 +363,13 @@ function describeFailure(error: unknown): string {
     300,
   );
   return [text, status === undefined ? undefined : `HTTP ${status}`, codes.length > 0 ? codes[0] : undefined].filter(Boolean).join(' ');
+}
+
+/** A JSON parser's error in `error` or its causes (google-auth-library wraps the key file's). */
+function jsonSyntaxErrorIn(error: unknown): SyntaxError | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1)
+    if (current instanceof SyntaxError) return current;
+  return undefined;
 }
 
 /** The attempt, or a rejection when the deadline passes first (the library's requests take no signal, and on GCP no timeout). */

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GoogleCredentialsRejectedError, GoogleCredentialsUnavailableError, googleCredentialsFailureIn } from '../../../src/sinks/google/credential-errors.js';
@@ -135,6 +135,22 @@ describe('GoogleCredentials without any credentials', () => {
     expect((error as Error).message).toContain(file);
     // At once: not after the 10 s wait, which would say "within 10000 ms (googleCredentialsWaitMs; N tries)".
     expect((error as Error).message).not.toMatch(/googleCredentialsWaitMs/);
+  });
+  it('reports a key file that is not JSON by its place, never quoting its text (issue 61: the parser quotes the private key)', async () => {
+    for (const name of NAMES) delete process.env[name];
+    const privateKey = 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC-PrivKeyZq9Xw7';
+    const file = path.join(temp.path, 'broken-key.json');
+    // The key's quotes lost: Node's JSON.parse quotes the text around where it stopped (`..."ate_key": MIIEvQIBAD"...`).
+    await writeFile(file, `{\n  "type": "service_account",\n  "private_key": ${privateKey},\n  "client_email": "x@y.iam.gserviceaccount.com"\n}\n`);
+    process.env.GOOGLE_APPLICATION_CREDENTIALS = file;
+    const credentials = new GoogleCredentials({ waitMs: 10_000 });
+    const error = await credentials.requestHeaders().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GoogleCredentialsUnavailableError);
+    const message = (error as Error).message;
+    expect(message).toContain(file);
+    expect(message).toMatch(/: the file is not valid JSON$/);
+    for (let start = 0; start + 6 <= privateKey.length; start += 1) expect(message).not.toContain(privateKey.slice(start, start + 6));
+    expect(message).not.toContain('client_email');
   });
 });
 
