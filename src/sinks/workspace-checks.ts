@@ -34,6 +34,11 @@ export interface SinkWorkspaceChecker {
    * any job starts (config_invalid, exit 2), as for a mistake in the file; absent: none.
    */
   readonly invalid?: WorkspaceProblem[];
+  /**
+   * Like `invalid`, for the commands that connect only (never `validate`, which holds no secret):
+   * settings found unusable by reading a secret file (a url file whose URL does not parse).
+   */
+  readonly invalidWhenConnecting?: () => Promise<WorkspaceProblem[]>;
   /** Secrets of this kind's environment settings that cannot be resolved here (`validate`'s "not checked" lines, as the source's); absent: none. */
   readonly unchecked?: WorkspaceProblem[];
   /**

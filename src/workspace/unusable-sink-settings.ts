@@ -12,7 +12,10 @@ import { workspaceCheckers } from '../sinks/registry.js';
  */
 export async function refuseUnusableSinkSettings(environment: EnvironmentConfig, configFile: string, jobs: readonly LoadedJob[]): Promise<void> {
   const checkers = await workspaceCheckers(environment, configFile, jobs);
-  const invalid = [...checkers.values()].flatMap((checker) => checker.invalid ?? []);
+  const invalid = [
+    ...[...checkers.values()].flatMap((checker) => checker.invalid ?? []),
+    ...(await Promise.all([...checkers.values()].map((checker) => checker.invalidWhenConnecting?.() ?? []))).flat(),
+  ];
   if (invalid.length === 0) return;
   const problems = await Promise.all(
     invalid.map(async (problem): Promise<ConfigProblem> => {

@@ -422,6 +422,11 @@ describe('a password in the user info of a URL setting that is not a secret', ()
   });
 });
 
+const BAD_URLS_FOR_FILES: Array<[string, (secret: string) => string]> = [
+  ['a port out of range', (secret) => `postgresql://loader:${secret}@db.internal:99999999/analytics`],
+  ['no scheme', (secret) => `loader:${secret} db.internal/analytics`],
+];
+
 describe('a DATABASE_URL that does not parse', () => {
   const BAD_URLS: Array<[string, (secret: string) => string]> = [
     ['a port out of range', (secret) => `postgresql://loader:${secret}@db.internal:99999999/analytics`],
@@ -440,6 +445,31 @@ describe('a DATABASE_URL that does not parse', () => {
       expectNoSecret(result, secret);
       expect([name, result.exitCode, refusalCode(result)]).toEqual([name, 2, 'config_invalid']);
       expect(result.stderr).toContain(`${configFile}:${lineOfKey(text, 'url')}: sinks.postgres.url = "\${DATABASE_URL}": the url in DATABASE_URL `);
+      expect(result.logs.filter((line) => line.job !== undefined)).toEqual([]);
+    }
+  });
+});
+
+describe('a url file whose URL does not parse', () => {
+  it.each(BAD_URLS_FOR_FILES)('%s: config_invalid with exit 2 on check, plan and run, before any job starts; validate reads no secret file', async (_, url) => {
+    const secret = distinctiveSecret();
+    const urlFile = path.join(temp.path, 'database-url');
+    await writeFile(urlFile, `${url(secret)}\n`);
+    const text = environmentText(['  postgres:', `    urlFile: ${urlFile}`]);
+    await writeFile(configFile, text);
+    await writePostgresJob();
+    for (const name of COMMANDS) {
+      const result = await command(name);
+      expectNoSecret(result, secret);
+      if (name === 'validate') {
+        // validate runs where the secrets are not, and never holds one: a readable file passes.
+        expect([name, result.exitCode]).toEqual([name, 0]);
+        continue;
+      }
+      expect([name, result.exitCode, refusalCode(result)]).toEqual([name, 2, 'config_invalid']);
+      expect(result.stderr).toContain(
+        `${configFile}:${lineOfKey(text, 'urlFile')}: sinks.postgres.urlFile = ${JSON.stringify(urlFile)}: the url in this file `,
+      );
       expect(result.logs.filter((line) => line.job !== undefined)).toEqual([]);
     }
   });

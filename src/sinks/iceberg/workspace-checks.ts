@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } from '../workspace-checks.js';
-import { uncheckedPostgresSecrets } from '../postgres/connection-settings.js';
+import { uncheckedPostgresSecrets, unparsableUrlFile } from '../postgres/connection-settings.js';
 import { catalogDescription } from './iceberg-names.js';
 
 const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
@@ -47,6 +47,8 @@ export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environme
   return {
     fileSystem: [],
     invalid,
+    invalidWhenConnecting: async () =>
+      settings !== undefined && used && settings.catalog.type === 'jdbc' ? await unparsableUrlFile(settings.catalog, configFile, ['sinks', 'iceberg', 'catalog']) : [],
     unchecked,
     async target(_job, _index, sink) {
       if (sink.type !== 'iceberg') return undefined;

@@ -221,6 +221,29 @@ export async function resolvePostgresConnection(
  * not parse (`invalid`: a mistake); no secret value is read into a message. A readable file is
  * taken as resolvable (`check` finds out whether it is right).
  */
+/**
+ * For the commands that connect (SinkWorkspaceChecker.invalidWhenConnecting): a `urlFile` whose URL
+ * does not parse, found before any job starts (config_invalid, exit 2) rather than as each job's
+ * failure. The file's text is registered as a secret and never shown; an unreadable or empty file
+ * is left to the run, which names it.
+ */
+export async function unparsableUrlFile(
+  settings: Pick<PostgresDefaults, 'urlFile'>,
+  configFile: string,
+  section: readonly string[] = ['sinks', 'postgres'],
+): Promise<WorkspaceProblem[]> {
+  if (settings.urlFile === undefined) return [];
+  const text = await readFile(settings.urlFile, 'utf8').then(
+    (content) => content.replace(/\r?\n$/, ''),
+    () => '',
+  );
+  if (text === '') return [];
+  registerSecret(text, { permanent: true });
+  const parsed = parseDatabaseUrl(text);
+  if (!('problem' in parsed)) return [];
+  return [{ file: configFile, path: [...section, 'urlFile'], value: settings.urlFile, message: `the url in this file ${parsed.problem}` }];
+}
+
 export async function uncheckedPostgresSecrets(
   settings: Pick<PostgresDefaults, 'url' | 'urlFile' | 'password' | 'passwordFile' | 'sslrootcert'>,
   configFile: string,

@@ -1,6 +1,6 @@
 import { postgresIdentifierProblem } from '../../config/postgres-sink-schema.js';
 import type { SinkWorkspaceChecker, WorkspaceCheckerFactory, WorkspaceProblem } from '../workspace-checks.js';
-import { uncheckedPostgresSecrets } from './connection-settings.js';
+import { uncheckedPostgresSecrets, unparsableUrlFile } from './connection-settings.js';
 import { configuredTarget } from './postgres-plan.js';
 
 /**
@@ -15,6 +15,7 @@ export const postgresWorkspaceChecker: WorkspaceCheckerFactory = async (environm
   return {
     fileSystem: [],
     invalid: secrets.invalid,
+    invalidWhenConnecting: async () => (settings !== undefined && used ? await unparsableUrlFile(settings, configFile) : []),
     unchecked: secrets.unchecked,
     async target(job, index, sink, predictedColumns) {
       if (sink.type !== 'postgres') return undefined;
