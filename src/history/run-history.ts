@@ -7,7 +7,7 @@ import { documentsAt, type StoredDocuments, type StoreSeams } from '../sinks/reg
 import { formatOwnerTag } from '../temp-owner.js';
 import { definitionPartValues, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
 import { redactedJson } from '../redaction.js';
-import { readJobHistory } from './read-history.js';
+import { judgeRun, readJobHistory } from './read-history.js';
 import { HistoryUnavailableError } from './history-errors.js';
 import { type BackfillShard, HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, type RunRecord } from './run-record.js';
 import { definitionSourceOf } from '../sinks/registry.js';
@@ -96,7 +96,9 @@ export class RunHistory {
       for (const { record } of tries) {
         for (const target of record.targets) published.set(target.target, target.rows);
         unsettled.push(...(record.outcomeUnknown ?? []));
-        if (record.state === 'running') unended = true;
+        // A try still running, or killed once it had begun to publish, may hold any target; one
+        // killed before (no publishingAt) published nothing.
+        if (record.state === 'running' && (record.publishingAt !== undefined || judgeRun(record).verdict !== 'killed')) unended = true;
       }
       return { readable: true, published, unsettled: unended ? 'every target' : unsettled };
     } catch (error) {
@@ -206,6 +208,17 @@ export class RunInProgress {
    */
   async finishWindows(job: string, tiles: readonly JobRunSummary[], failed: ReadonlyArray<{ from: string; to: string }>, durationMs?: number): Promise<void> {
     await this.finishJob(job, tiles, { failed }, durationMs);
+  }
+
+  /**
+   * A job's run is about to change its first target: the record says so (and is written) before
+   * any publish, so a retry of a killed try knows whether that try could have published.
+   */
+  async publishing(job: string): Promise<void> {
+    const record = this.records.get(job);
+    if (record === undefined || this.finished.has(job) || record.publishingAt !== undefined) return;
+    this.records.set(job, { ...record, publishingAt: new Date().toISOString() });
+    await this.enqueue(job);
   }
 
   /** A backfill's range and windows, once it has chosen them (its record is written "running" before). */

@@ -42,6 +42,12 @@ export const runRecordSchema = z.object({
   startedAt: z.string(),
   /** The last time the running process said it was alive (written at start and every HEARTBEAT_MS). */
   heartbeatAt: z.string(),
+  /**
+   * When the run began to publish (phase 2: every sink prepared, the guards passed), written before
+   * the first target changed; only for a run id given by the caller, which a retried pod reuses.
+   * A killed try without it never published: its retry need not ask what it left.
+   */
+  publishingAt: z.string().optional(),
   finishedAt: z.string().optional(),
   durationMs: z.number().optional(),
   /** The process that wrote it (src/temp-owner.ts's tag): a running record whose owner is gone was killed. */

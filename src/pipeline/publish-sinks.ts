@@ -118,7 +118,15 @@ export interface RunHeldOptions {
  */
 export async function publishAll(
   writers: readonly SinkWriter[],
-  options: { jobName: string; logger: Logger; signal?: AbortSignal; guard?: PublishGuardOptions; runHeld?: RunHeldOptions },
+  options: {
+    jobName: string;
+    logger: Logger;
+    signal?: AbortSignal;
+    guard?: PublishGuardOptions;
+    runHeld?: RunHeldOptions;
+    /** Awaited before the first publish (not when every target adopted): the run history's "publishing" mark. */
+    onPublishing?: () => Promise<void>;
+  },
 ): Promise<PublishOutcome> {
   const { logger } = options;
   let guard: GuardReport | undefined;
@@ -142,6 +150,7 @@ export async function publishAll(
     if (options.guard !== undefined && publishing.length > 0)
       guard = await checkPublishGuards(publishing, { jobName: options.jobName, logger, ...options.guard });
     if (options.signal?.aborted) throw new RunStoppedError(options.jobName, options.signal.reason);
+    if (publishing.length > 0) await options.onPublishing?.();
   } catch (error) {
     await abortAll(writers, logger);
     throw error;

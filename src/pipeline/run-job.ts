@@ -93,6 +93,11 @@ export interface JobRunDependencies {
    * its id, which no target can hold.
    */
   earlierTries?: () => Promise<EarlierTries>;
+  /**
+   * Awaited once every sink prepared and the guards passed, before the first target changes (the
+   * run history records that the run began to publish, for a retry of a killed try to read).
+   */
+  onPublishing?: () => Promise<void>;
 }
 
 /**
@@ -240,7 +245,14 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     const kinds = inPublishOrder(deps.sinks).map((sink) => sink.kind);
     const writers = timings.timedWriters(read.writers, kinds);
     const runHeld = { runId: deps.runId, exportedRows: stats.rows, kinds, earlier: await deps.earlierTries?.() };
-    const published = await publishAll(writers, { jobName: job.name, logger, guard, runHeld, ...(deps.signal ? { signal: deps.signal } : {}) });
+    const published = await publishAll(writers, {
+      jobName: job.name,
+      logger,
+      guard,
+      runHeld,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+      ...(deps.onPublishing ? { onPublishing: deps.onPublishing } : {}),
+    });
     // A partial publish aborted the sinks after the one that failed: what their cleanup could not remove is named too.
     const leftBehind = published.partial === undefined ? [] : leftBehindBy(opened);
     const summary = {

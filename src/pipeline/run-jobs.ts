@@ -40,6 +40,8 @@ export interface RunOptions {
   definitionOfRun?: (job: string, runId: string) => Promise<DefinitionValues | undefined>;
   /** A run id given to the run: what the run history says of its earlier tries, per job (JobRunDependencies.earlierTries). */
   earlierTries?: (job: string) => Promise<EarlierTries>;
+  /** Awaited when a job's tile is about to change its first target (JobRunDependencies.onPublishing). */
+  onPublishing?: (job: string) => Promise<void>;
 }
 
 /** Counts of a run's tiles by outcome. */
@@ -86,6 +88,7 @@ export async function runJobs(jobs: readonly LoadedJob[], options: RunOptions): 
           ...(options.definitionOfRun === undefined ? {} : { definitionOfRun: (runId: string) => options.definitionOfRun!(job.name, runId) }),
           ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
           ...(options.earlierTries === undefined ? {} : { earlierTries: () => options.earlierTries!(job.name) }),
+          ...(options.onPublishing === undefined ? {} : { onPublishing: () => options.onPublishing!(job.name) }),
         });
         options.onProgress?.({ job: job.name, phase: 'finished' });
         await options.onTileFinished?.(summary, startedAt);

@@ -108,7 +108,9 @@ export class WorkspaceRunner {
             startedAt,
             ...(run.onProgress === undefined ? {} : { onProgress: run.onProgress }),
             ...(run.allowShrink === true ? { allowShrink: true } : {}),
-            ...(earlier === undefined ? {} : { earlierTries: (job: string) => Promise.resolve(earlier.get(job)!) }),
+            ...(earlier === undefined
+              ? {}
+              : { earlierTries: (job: string) => Promise.resolve(earlier.get(job)!), onPublishing: (job: string) => recording.publishing(job) }),
           },
         );
       } finally {
@@ -192,7 +194,14 @@ export class WorkspaceRunner {
     jobs: readonly LoadedJob[],
     signal: AbortSignal | undefined,
     recording: RunInProgress,
-    extra: { runId: string; startedAt: Date; onProgress?: OnProgress; allowShrink?: boolean; earlierTries?: (job: string) => Promise<EarlierTries> },
+    extra: {
+      runId: string;
+      startedAt: Date;
+      onProgress?: OnProgress;
+      allowShrink?: boolean;
+      earlierTries?: (job: string) => Promise<EarlierTries>;
+      onPublishing?: (job: string) => Promise<void>;
+    },
   ): Promise<RunSummary> {
     const { workspace } = this;
     // The history's record of the job first: what the morning reads does not wait on a slow Pushgateway.

@@ -43,13 +43,23 @@ describeUnless(postgresBlocker(server))('a retry of a run id after the source ch
   const tableRows = async (table: string) => JSON.stringify(await database.query(`SELECT * FROM public.${table} ORDER BY number`));
   const historyOf = (root: string, job: string) => path.join(root, '.tilehouse', 'history', job);
 
-  /** What SIGKILL right after the publish leaves of a try in the run history: its start's record, "running", naming no target, its process gone. */
-  const asKilled = async (folder: string, runId: string) => {
+  /**
+   * What SIGKILL leaves of a try in the run history: its record "running", naming no target. Right
+   * after its publish (the default) the record says it had begun to publish (`publishingAt`, kept
+   * from the finished record); `beforePublish`: killed mid-read, no `publishingAt`. `alive`: the
+   * try's process is still there (a pod the Job controller replaced while it runs), else gone.
+   */
+  const asKilled = async (folder: string, runId: string, { beforePublish = false, alive = false } = {}) => {
     const name = (await readdir(folder)).find((candidate) => candidate.includes(runId))!;
     const record = JSON.parse(await readFile(path.join(folder, name), 'utf8')) as Record<string, unknown>;
-    const { finishedAt: _f, durationMs: _d, rows: _r, pages: _p, timings: _t, ...started } = record;
-    const owner = String(record.owner).replace(/\+[^+]+$/, '+gone0');
-    await writeFile(path.join(folder, name), JSON.stringify({ ...started, state: 'running', owner, heartbeatAt: record.startedAt, targets: [] }));
+    if (record.state !== 'running') expect(record.publishingAt, 'a try of a given run id marks its record before it publishes').toEqual(expect.any(String));
+    const { finishedAt: _f, durationMs: _d, rows: _r, pages: _p, timings: _t, publishingAt, ...started } = record;
+    const owner = alive ? String(record.owner) : String(record.owner).replace(/\+[^+]+$/, '+gone0');
+    const heartbeatAt = alive ? new Date().toISOString() : record.startedAt;
+    await writeFile(
+      path.join(folder, name),
+      JSON.stringify({ ...started, ...(beforePublish ? {} : { publishingAt }), state: 'running', owner, heartbeatAt, targets: [] }),
+    );
   };
 
   const mixedJob = (name: string) => ({ name, tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'postgres', table: name }, { type: 'csv' }] });
@@ -132,6 +142,30 @@ describeUnless(postgresBlocker(server))('a retry of a run id after the source ch
     expect(fresh.result.exitCode, fresh.result.stderr).toBe(0);
     expect(fresh.tile.outputs).toEqual([expect.objectContaining({ target: csv, rows: 145 })]);
     expect(fresh.tile.outputs[0]!.adopted).toBeUndefined();
+    expect(await fileContents(csv)).not.toBe(before);
+  });
+
+  it('a lone CSV without a manifest: a try killed before it began to publish (mid-read) published nothing, so its retry publishes; one still running refuses', async () => {
+    const job = { name: 'mid_read_csv', tile: SANDBOX_TILE, query: detailQuery, sinks: [{ type: 'csv' }] };
+    const first = await tryRun(fixture.sandbox, job, 'r-mid', FIRST_TRY);
+    expect(first.result.exitCode, first.result.stderr).toBe(0);
+    const csv = first.tile.outputs[0]!.target;
+    const before = await fileContents(csv);
+    const folder = historyOf(first.workspace.root, job.name);
+
+    // Its process alive (its heartbeat fresh): it may still publish, so the retry cannot tell.
+    await asKilled(folder, 'r-mid', { beforePublish: true, alive: true });
+    const running = await tryRun(changed.sandbox, job, 'r-mid', RETRY);
+    expect(running.result.exitCode).toBe(1);
+    expect(running.tile.error).toMatchObject({ code: 'run_id_unverified' });
+    expect(await fileContents(csv)).toBe(before);
+
+    // Its process gone before it began to publish: the file is not that try's, and the retry publishes the current answer.
+    await asKilled(folder, 'r-mid', { beforePublish: true });
+    const retry = await tryRun(changed.sandbox, job, 'r-mid', RETRY);
+    expect(retry.result.exitCode, retry.result.stderr).toBe(0);
+    expect(retry.tile.outputs).toEqual([expect.objectContaining({ target: csv, rows: 145 })]);
+    expect(retry.tile.outputs[0]!.adopted).toBeUndefined();
     expect(await fileContents(csv)).not.toBe(before);
   });
 

@@ -48,7 +48,9 @@ export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environme
     fileSystem: [],
     invalid,
     invalidWhenConnecting: async () =>
-      settings !== undefined && used && settings.catalog.type === 'jdbc' ? await unparsableUrlFile(settings.catalog, configFile, ['sinks', 'iceberg', 'catalog']) : [],
+      settings !== undefined && used && settings.catalog.type === 'jdbc'
+        ? await unparsableUrlFile(settings.catalog, configFile, ['sinks', 'iceberg', 'catalog'])
+        : [],
     unchecked,
     async target(_job, _index, sink) {
       if (sink.type !== 'iceberg') return undefined;
