@@ -25,7 +25,7 @@ import type { Sink, SinkRunContext, SinkWindow, SinkWriter } from '../sinks/sink
 import type { RunToken } from '../source/session-token.js';
 import type { ExportPage, PageIdentity } from '../source/export-endpoint/index.js';
 import { reportingProgress, type OnProgress } from './progress.js';
-import { publishAll } from './publish-sinks.js';
+import { publishAll, type PublishOutcome } from './publish-sinks.js';
 import { abortAll, inPublishOrder, readIntoSinks, type ReadStats } from './read-into-sinks.js';
 import { withOneRestart } from './restart-on-drift.js';
 import { failedSummary, publishedSummary } from './job-summary.js';
@@ -36,7 +36,7 @@ import { countNoun } from '../count-noun.js';
 import { messageOf, withoutJob } from '../errors.js';
 import { ATTR, SPANS, telemetry } from '../telemetry/telemetry.js';
 import { lineage, type LineageTileEnd } from '../lineage/lineage.js';
-import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues } from '../value-types/job-definition.js';
+import { definitionPartValues, definitionValueChanges, jobDefinitionOf, type DefinitionValues, type JobDefinition } from '../value-types/job-definition.js';
 import { PublishGuardTrippedError } from './publish-guard-check.js';
 import type { EarlierTries } from './run-id-held.js';
 import { RunTimings } from './run-timings.js';
@@ -240,19 +240,7 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
       await abortAll(read.writers, logger);
       throw refusal;
     }
-    const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition };
-    // The writers open in publish order: their kinds in that order.
-    const kinds = inPublishOrder(deps.sinks).map((sink) => sink.kind);
-    const writers = timings.timedWriters(read.writers, kinds);
-    const runHeld = { runId: deps.runId, exportedRows: stats.rows, kinds, earlier: await deps.earlierTries?.() };
-    const published = await publishAll(writers, {
-      jobName: job.name,
-      logger,
-      guard,
-      runHeld,
-      ...(deps.signal ? { signal: deps.signal } : {}),
-      ...(deps.onPublishing ? { onPublishing: deps.onPublishing } : {}),
-    });
+    const published = await publishRead(job, deps, { writers: read.writers, stats, definition, timings, logger });
     // A partial publish aborted the sinks after the one that failed: what their cleanup could not remove is named too.
     const leftBehind = published.partial === undefined ? [] : leftBehindBy(opened);
     const summary = {
@@ -271,6 +259,28 @@ async function runJobUntraced(job: LoadedJob, deps: JobRunDependencies, openedWr
     logger.error({ summary, ...failureFields(summary) }, `job ${job.name} failed: ${withoutJob(job.name, summary.error?.message ?? '')}`);
     return summary;
   }
+}
+
+/** Phase 2 of a tile run, once its rows are read: the guards, the run id asked of every target, the publish across the sinks. */
+async function publishRead(
+  job: LoadedJob,
+  deps: JobRunDependencies,
+  read: { writers: readonly SinkWriter[]; stats: ReadStats; definition: JobDefinition; timings: RunTimings; logger: Logger },
+): Promise<PublishOutcome> {
+  const { stats } = read;
+  const guard = { exportedRows: stats.rows, openWindow: deps.window?.open === true, allowShrink: deps.allowShrink === true, definition: read.definition };
+  // The writers open in publish order: their kinds in that order.
+  const kinds = inPublishOrder(deps.sinks).map((sink) => sink.kind);
+  const writers = read.timings.timedWriters(read.writers, kinds);
+  const runHeld = { runId: deps.runId, exportedRows: stats.rows, kinds, earlier: await deps.earlierTries?.() };
+  return publishAll(writers, {
+    jobName: job.name,
+    logger: read.logger,
+    guard,
+    runHeld,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    ...(deps.onPublishing ? { onPublishing: deps.onPublishing } : {}),
+  });
 }
 
 /** What the writers' cleanup could not remove, each thing once. */
