@@ -33,6 +33,12 @@ export interface BenchOptions {
   itemsPerPage: number;
   /** Runs per scenario for sizes up to 100k (the median counts); larger sizes run once. */
   repeat: number;
+  /**
+   * `--rounds N`: every size runs each scenario N times (the 100k cap of repeat lifted), and with
+   * --baseline the two checkouts' csv runs swap places each round, so neither is always the one
+   * right after the transport loop (issue 62: that place cost as much as the gap measured).
+   */
+  rounds: number | undefined;
   coldStartRuns: number;
   /** The CLI entry whose cold start is measured (default dist/bundle/tilehouse.js). */
   coldStartCli: string;
@@ -116,6 +122,8 @@ Options:
   --target-concurrency N    concurrency for c/b at latency > 0 (default 8)
   --items-per-page N        page size (default 1000)
   --repeat N                runs per scenario for sizes <= 100k, median kept (default 3)
+  --rounds N                runs per scenario at every size, median kept; with --baseline the
+                            two checkouts' csv runs alternate which goes first each round
   --cold-start-runs N       (default 9)
   --cold-start-cli FILE     the CLI entry whose cold start is measured (default dist/bundle/tilehouse.js)
   --sequential-max-pages N  stop the sequential client after N pages and extrapolate (default: all pages)
@@ -179,6 +187,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       'target-concurrency': { type: 'string', default: '8' },
       'items-per-page': { type: 'string', default: '1000' },
       repeat: { type: 'string' },
+      rounds: { type: 'string' },
       'cold-start-runs': { type: 'string' },
       'cold-start-cli': { type: 'string', default: 'dist/bundle/tilehouse.js' },
       'sequential-max-pages': { type: 'string', default: '0' },
@@ -221,6 +230,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     targetConcurrency: positive(values['target-concurrency'], 'target-concurrency'),
     itemsPerPage,
     repeat: positive(values.repeat ?? (values.quick ? '1' : '3'), 'repeat'),
+    rounds: values.rounds === undefined ? undefined : positive(values.rounds, 'rounds'),
     coldStartRuns: positive(values['cold-start-runs'] ?? (values.quick ? '3' : '9'), 'cold-start-runs'),
     coldStartCli: values['cold-start-cli'],
     sequentialMaxPages: list(values['sequential-max-pages'], 'sequential-max-pages')[0] ?? 0,

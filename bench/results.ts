@@ -9,6 +9,8 @@ export interface Figure extends ScenarioRun {
   wallRowsPerSec: number;
   /** Run times (token → exit) of every run, in run order. */
   runMsRuns: number[];
+  /** Each run's CPU (ms), in the order run: with --rounds, round by round beside runMsRuns. */
+  cpuMsRuns: number[];
 }
 
 export interface Group {
@@ -92,6 +94,7 @@ export function toFigure(runs: readonly ScenarioRun[]): Figure {
     rowsPerSec: closest.rows / (runMs / 1000),
     wallRowsPerSec: closest.rows / (wallMs / 1000),
     runMsRuns: runs.map((run) => run.runMs),
+    cpuMsRuns: runs.map((run) => run.cpuMs),
   };
 }
 
@@ -327,4 +330,23 @@ export function judge(report: Omit<BenchReport, 'targets'>): Target[] {
   }
   targets.push(check('cold start, median (ms)', report.coldStart?.cliMedianMs, '<= 300', (v) => v <= 300));
   return targets;
+}
+
+/**
+ * The plan in the order of one round: with `--rounds`, each even round runs the baseline
+ * checkout's csv before this one's at the same concurrency, so the place right after the transport
+ * loop (which ran slower in four of five rounds either way round) falls on both heads alike.
+ */
+export function roundOrder<T>(plan: ReadonlyArray<readonly [string, T]>, round: number): Array<readonly [string, T]> {
+  const order = [...plan];
+  if (round % 2 === 1) return order;
+  for (let i = 0; i + 1 < order.length; i++) {
+    const [name] = order[i]!;
+    const [next] = order[i + 1]!;
+    if (name.startsWith('csv@') && next === name.replace('csv@', 'csv-baseline@')) {
+      [order[i], order[i + 1]] = [order[i + 1]!, order[i]!];
+      i++;
+    }
+  }
+  return order;
 }

@@ -16,7 +16,7 @@ import { measureMemory } from './memory-footprint.js';
 import { BENCH_HELP, parseBenchOptions, type BenchOptions } from './options.js';
 import { formatPeersReport } from './peers/peers-report.js';
 import { runPeers } from './peers/run-peers.js';
-import { compressedRatios, groupRatios, judge, key, median, toFigure, type BenchReport, type Group } from './results.js';
+import { compressedRatios, groupRatios, judge, key, median, roundOrder, toFigure, type BenchReport, type Group } from './results.js';
 import {
   runBaselineCsv,
   runSequential,
@@ -101,10 +101,10 @@ async function runGroup(
     if (scenarios.has('bigquery') && emulator) plan.push([key('bigquery', concurrency), () => runTilehouseBigQuery(context, concurrency)]);
 
     const runs = new Map<string, ScenarioRun[]>();
-    const repeat = rows <= REPEATED_UP_TO ? options.repeat : 1;
+    const repeat = options.rounds ?? (rows <= REPEATED_UP_TO ? options.repeat : 1);
     // Interleaved (a, c, b, ... then again), so a slow minute of a noisy machine hits all alike.
     for (let round = 1; round <= repeat; round++) {
-      for (const [name, run] of plan) {
+      for (const [name, run] of roundOrder(plan, round)) {
         progress(`${rows} rows, ${latencyMs} ms: ${name}${repeat > 1 ? ` (run ${round}/${repeat})` : ''}`);
         const result = await run();
         runs.set(name, [...(runs.get(name) ?? []), result]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatReport } from '../../bench/format-report.js';
-import { groupRatios, toFigure, type BenchReport } from '../../bench/results.js';
+import { groupRatios, roundOrder, toFigure, type BenchReport } from '../../bench/results.js';
 import type { ScenarioKind, ScenarioRun } from '../../bench/scenario-runs.js';
 
 const run = (scenario: ScenarioKind, runMs: number): ScenarioRun => ({
@@ -60,5 +60,21 @@ describe('bench --baseline: a second checkout beside (c) in the same run', () =>
     const text = formatReport(report);
     expect(text).toMatch(/^\(c\) of the --baseline checkout +8 .* 113,636 .* 0\.91 *$/m);
     expect(text).toContain('baseline c/a@8 0.91, c/baseline@8 0.88');
+  });
+});
+
+describe('bench --rounds with --baseline: the two checkouts take turns right after the transport loop', () => {
+  const plan = ['transport@4', 'csv@4', 'csv-baseline@4', 'transport@8', 'csv@8', 'csv-baseline@8', 'parquet@8'].map((name) => [name, name] as const);
+  const names = (round: number) => roundOrder(plan, round).map(([name]) => name);
+
+  it('runs this checkout first in odd rounds and the baseline first in even ones, at every concurrency', () => {
+    expect(names(1)).toEqual(['transport@4', 'csv@4', 'csv-baseline@4', 'transport@8', 'csv@8', 'csv-baseline@8', 'parquet@8']);
+    expect(names(2)).toEqual(['transport@4', 'csv-baseline@4', 'csv@4', 'transport@8', 'csv-baseline@8', 'csv@8', 'parquet@8']);
+    expect(names(3)).toEqual(names(1));
+  });
+
+  it('leaves a plan without a baseline as it is', () => {
+    const alone = plan.filter(([name]) => !name.startsWith('csv-baseline'));
+    expect(roundOrder(alone, 2)).toEqual(alone);
   });
 });

@@ -72,3 +72,11 @@ describe('parseBenchOptions: a second checkout beside (c)', () => {
     expect(parse(['--memory', '--memory-baseline', '/a']).baseline).toBeUndefined();
   });
 });
+
+describe('parseBenchOptions: --rounds', () => {
+  it('is unset by default (sizes above 100k run once) and a whole number of rounds when given', () => {
+    expect(parse([]).rounds).toBeUndefined();
+    expect(parse(['--rounds', '10']).rounds).toBe(10);
+    expect(() => parse(['--rounds', '0'])).toThrow(/--rounds must be at least 1/);
+  });
+});
