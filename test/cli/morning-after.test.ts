@@ -147,14 +147,19 @@ describe('the morning after the seeded night', () => {
       /^ {2}repair: tilehouse run .* --job incidents_open --allow-shrink {2}# a run again is refused again; if the change is meant/,
     );
     expect(steady(blocks.incidents_by_severity![1]!)).toBe(`  last run: OK, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 130 rows, 3 pages in N.N s`);
-    // The slow source: the time went on waiting for its pages (3 pages, one delayed 1.5 s), not in the sink.
-    const time = /^ {4}time: source (\d+\.\d) s, reading (\d+\.\d) s, prepare csv (\d+\.\d) s, publish csv (\d+\.\d) s$/.exec(
+    // The slow source: the time went on waiting for its pages (3 pages, one delayed 1.5 s), not in
+    // the sink; far off the first night's (issue 63's baseline).
+    const time = /^ {4}time: source (\d+\.\d) s \(usually (\d+\.\d) s\), reading (\d+\.\d) s, prepare csv (\d+\.\d) s, publish csv (\d+\.\d) s$/.exec(
       blocks.incidents_by_severity![2]!,
     );
     expect(time).not.toBeNull();
-    const [source, reading, prepare, publish] = time!.slice(1).map(Number) as [number, number, number, number];
+    const [source, usually, reading, prepare, publish] = time!.slice(1).map(Number) as [number, number, number, number, number];
     expect(source).toBeGreaterThanOrEqual(1.5);
     expect(source).toBeGreaterThan(reading + prepare + publish);
+    expect(source - usually).toBeGreaterThanOrEqual(1);
+    expect(steady(blocks.incidents_by_severity![3]!)).toBe('    usually: 130 rows in N.N s (median of 1 earlier successful run); FAR OFF: N.N s, source N.N s');
+    // The refused night read no rows where the first read 130.
+    expect(steady(blocks.incidents_open![4]!)).toBe('    usually: 130 rows in N.N s (median of 1 earlier successful run); FAR OFF: 0 rows');
     expect(blocks.incidents_by_severity!.some((line) => line.startsWith('  repair:'))).toBe(false);
   });
 
@@ -173,6 +178,8 @@ describe('the morning after the seeded night', () => {
     const slow = jobs.find((job) => job.job === 'incidents_by_severity')!;
     expect(slow.lastRun.verdict).toBe('ok');
     expect(Object.keys(slow.lastRun.timings)).toEqual(['source', 'reading', 'prepare:csv', 'publish:csv']);
+    expect(slow.lastRun.baseline).toMatchObject({ runs: 1, rows: 130 });
+    expect(slow.lastRun.baseline.farOff.map((far: { measure: string }) => far.measure)).toEqual(['durationMs', 'timings.source']);
     expect(slow.repair).toBeUndefined();
     expect(seen.statusJson!.exitCode).toBe(1);
   });
