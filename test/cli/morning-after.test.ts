@@ -157,7 +157,9 @@ describe('the morning after the seeded night', () => {
     expect(source).toBeGreaterThanOrEqual(1.5);
     expect(source).toBeGreaterThan(reading + prepare + publish);
     expect(source - usually).toBeGreaterThanOrEqual(1);
-    expect(steady(blocks.incidents_by_severity![3]!)).toBe('    usually: 130 rows in N.N s (median of 1 earlier successful run); FAR OFF: N.N s, source N.N s');
+    expect(steady(blocks.incidents_by_severity![3]!)).toMatch(
+      /^ {4}usually: 130 rows in N\.N s \(median of 1 earlier successful run\); FAR OFF: (N\.N s, )?source N\.N s$/,
+    );
     // The refused night read no rows where the first read 130.
     expect(steady(blocks.incidents_open![4]!)).toBe('    usually: 130 rows in N.N s (median of 1 earlier successful run); FAR OFF: 0 rows');
     expect(blocks.incidents_by_severity!.some((line) => line.startsWith('  repair:'))).toBe(false);
@@ -179,7 +181,8 @@ describe('the morning after the seeded night', () => {
     expect(slow.lastRun.verdict).toBe('ok');
     expect(Object.keys(slow.lastRun.timings)).toEqual(['source', 'reading', 'prepare:csv', 'publish:csv']);
     expect(slow.lastRun.baseline).toMatchObject({ runs: 1, rows: 130 });
-    expect(slow.lastRun.baseline.farOff.map((far: { measure: string }) => far.measure)).toEqual(['durationMs', 'timings.source']);
+    // The source is far off the first night's; the whole run too, unless that night's cold start was slow.
+    expect(slow.lastRun.baseline.farOff.map((far: { measure: string }) => far.measure)).toContain('timings.source');
     expect(slow.repair).toBeUndefined();
     expect(seen.statusJson!.exitCode).toBe(1);
   });
@@ -230,8 +233,10 @@ describe('the morning after the seeded night', () => {
       for (const [name, text] of Object.entries(blocks)) doc = replaceBlock(doc, name, shown(text));
       await writeFile(DOC, doc);
     }
-    // Durations differ from run to run: the figures the document shows are one night's.
-    const steady = (text: string) => text.replace(/\d+\.\d s\b/g, 'N.N s');
+    // Durations differ from run to run: the figures the document shows are one night's. Whether the
+    // second night's whole run is far off the first's depends on that first night's cold start (its
+    // modules loaded on a busy machine): the source is, and the document shows one night's verdict.
+    const steady = (text: string) => text.replace(/\d+\.\d s\b/g, 'N.N s').replace(/FAR OFF: N\.N s, /g, 'FAR OFF: ');
     for (const [name, text] of Object.entries(blocks)) expect(steady(blockOf(doc, name)), name).toBe(steady(shown(text)));
   });
 });

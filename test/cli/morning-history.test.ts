@@ -92,7 +92,9 @@ describeUnless(postgresBlocker(server))('the morning after a night with Parquet 
     expect(time, parquet.join('\n')).not.toBeNull();
     expect(Number(time![1])).toBeGreaterThanOrEqual(1.5);
     expect(Number(time![1]) - Number(time![2])).toBeGreaterThanOrEqual(1);
-    expect(parquet[3]).toMatch(/^ {4}usually: 130 rows in \d+\.\d s \(median of 1 earlier successful run\); FAR OFF: \d+\.\d s, source \d+\.\d s$/);
+    // The source is far off; whether the whole run is depends on how long the first night's cold
+    // start took (its Parquet modules loaded on a busy machine), so that part is not asserted.
+    expect(parquet[3]).toMatch(/^ {4}usually: 130 rows in \d+\.\d s \(median of 1 earlier successful run\); FAR OFF: (\d+\.\d s, )?source \d+\.\d s$/);
     expect(parquet).toContain(
       `  parquet ${path.join(ws.outDir, 'open_parquet.parquet')}: run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC, 130 rows (its manifest)`,
     );
