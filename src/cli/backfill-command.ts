@@ -138,7 +138,7 @@ Exit codes: 0 every window succeeded, 1 a window failed (the re-run commands are
       await recording?.finishWindows(
         job.name,
         summary.windows.map((result) => result.summary),
-        summary.failed,
+        { failed: summary.failed, ran: summary.windows.map((result) => result.window) },
         ran.durationMs,
       );
       const { document, code } = backfillReport(ran, selected, { job: job.name, step, shard, values }, io);

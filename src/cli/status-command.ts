@@ -17,28 +17,37 @@ that last published it, when that run started, its row count and where that was 
 manifest; a gs:// or s3:// object's metadata, rows counted; a table's run ledger: BigQuery's, or
 PostgreSQL's _tilehouse_runs; a table appended or merged into: its rows counted, or BigQuery's
 table metadata, beside what that run wrote), and LATE when
-the job's schedule fired since and no run started since then wrote it. A local file without a
-manifest names no run: its last change and rows are printed instead (manifest: true records the
-run). When the job's definition changed since the run that wrote a target (a manifest or ledger
-row records it), the block "changed since run RUN (old → new)" says what, once per job: the
+the job's schedule fired since and no run started since then wrote it. The run is the one the
+run history says published the target last (a manifest, an object's metadata or a ledger row
+confirms it): a local file without a manifest is named by the history, its rows counted ("run
+unknown" only when the history keeps no run that wrote it, or the file changed since); a day
+window's target names its run and window (WINDOW). When the job's definition changed since the
+run that wrote a target (its record in the history keeps the definition it ran with), the block
+"changed since run RUN (old → new)" says what, once per job: the
 query's items or filters, its column overrides, its sinks, its tile id, its source settings (a
 target another run wrote, or one whose run the history no longer keeps, gets a line of its own). Above the targets, the job's last run from the run
 history (history.location): OK, FAILED CODE, REFUSED (a publish guard), STOPPED, PARTIAL, RUNNING
 or KILLED (a run that never reached its end), its run and trace id (and with lineage on, the OpenLineage namespace, job and each try's run
-id), rows and where its time went;
-LATE when no run started since the schedule fired. Below them, what changed since the run that
-wrote them as old → new values, what a run left behind, and the commands that run the job again.
+id), rows and where its time went, beside the median of the job's last 7 successful runs before it
+("usually:"; FAR OFF when rows are more than 50 % off it, or a time 3 times it or a third of it,
+and at least 1 s away); LATE when no run started since the schedule fired. Below them, what
+changed since the run that wrote them as old → new values, every failed day window no later run
+filled ("hole:", with the backfill that fills it), what a run left behind, and the commands that
+run the job again.
 Reads the targets and the history only: no credentials, no request to the source, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
     last run: OUTCOME [CODE], run RUN of TIME [(trace ID; lineage NAMESPACE JOB run RUNID)]; N rows, N pages in N s
       [MESSAGE]
-      time: source N s, reading N s, prepare KIND N s, publish KIND N s
+      time: source N s [(usually N s)], reading N s, prepare KIND N s, publish KIND N s
+      usually: N rows in N s (median of N earlier successful runs)[; FAR OFF: N rows, N s, source N s]
     [LATE: no run has started since the schedule fired at TIME]
-    KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it | ; NOT PUBLISHED: the run due TIME, run RUN, OUTCOME CODE]
+    KIND TARGET: run RUN [(window DAY..DAY)] of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it | ; NOT PUBLISHED: the run due TIME, run RUN, OUTCOME CODE]
       [the job's query changed since run RUN2: filters on HEADER   (a target another run wrote)]
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW
+    hole: DAY..DAY, failed in [backfill ]run RUN of TIME (CODE); no run since filled it
+      re-run: tilehouse backfill --job JOB --from DAY --to DAY --step STEP ...
     left behind: NAME, ...
     repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
@@ -55,8 +64,8 @@ Example:
   tilehouse status --config config/production.example.yaml
 
 Exit codes: 0 every target read and none late, 1 a target is late, has nothing yet (with a
-schedule) or could not be read, a job's last run did not publish, or the history could not be
-read, 2 bad config or usage.
+schedule) or could not be read, a job's last run did not publish, a failed window is a hole, or
+the history could not be read, 2 bad config or usage.
 `,
   async run(args, io, seams) {
     const { values } = parseCommandArgs('status', args, { job: { type: 'string', short: 't', multiple: true }, json: { type: 'boolean' } });
@@ -74,6 +83,7 @@ read, 2 bad config or usage.
       (morning) =>
         morning.repair !== undefined ||
         morning.historyUnreadable !== undefined ||
+        morning.holes !== undefined ||
         morning.targets.some((target) => target.late !== undefined || target.state === 'unreadable'),
     );
     return behind ? EXIT.tileFailed : EXIT.ok;

@@ -1,3 +1,4 @@
+import { mapWithConcurrency } from '../map-with-concurrency.js';
 import type { StoredDocuments } from '../sinks/registry.js';
 import { ownerState, parseOwnerTag } from '../temp-owner.js';
 import { type BackfillShard, HEARTBEAT_MS, runIdOfRecordName, runRecordSchema, type RunRecord, shardOfRecordName } from './run-record.js';
@@ -57,7 +58,12 @@ export interface JobHistory {
   find(runId: string): Promise<JudgedRun | undefined>;
   /** Every record of a run id, newest first: a backfill's shards (and their pods' retries) each keep one. */
   findAll(runId: string): Promise<JudgedRun[]>;
+  /** Every record the history keeps of the job, newest first (read HISTORY_READS at a time; each document once). */
+  all(): Promise<JudgedRun[]>;
 }
+
+/** Documents read at once by `all`: a bucket's GETs side by side, few enough for any store. */
+const HISTORY_READS = 8;
 
 /**
  * Reads a job's history: its `newest` records (those `where` accepts, when given), judged; older
@@ -108,6 +114,10 @@ export async function readJobHistory(
     },
     async findAll(runId) {
       const found = await Promise.all(names.filter((name) => runIdOfRecordName(name) === runId).map(read));
+      return found.filter((judged) => judged !== undefined);
+    },
+    async all() {
+      const found = await mapWithConcurrency(names, HISTORY_READS, read);
       return found.filter((judged) => judged !== undefined);
     },
   };

@@ -18,7 +18,10 @@ import { messageOf } from '../errors.js';
 // document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
 // a heartbeat, the end; retention), `read-history.ts` (the records `status` reads, and the verdict
 // on a "running" one: live, or killed), `definition-diff.ts` (what changed in a job since a run, as
-// old → new values). Where the records lie is the stores' (src/sinks/stores/registry.ts's
+// old → new values), `target-publishers.ts` (which record published a target, a window's run id
+// resolved to its run's record and window), `window-holes.ts` (failed day windows no later run
+// filled), `run-baseline.ts` (a run beside the median of the job's earlier successful runs, and
+// what is far off it). Where the records lie is the stores' (src/sinks/stores/registry.ts's
 // `documentsAt`): a local directory, a gs:// or s3:// prefix, asked through one interface.
 
 /** What the history is found by: the environment's `history` settings, and its file (a relative directory is its). */
@@ -194,9 +197,10 @@ export class RunInProgress {
 
   /**
    * A job's end, from its tiles (one; an incremental job's day windows, several): the first that
-   * did not succeed decides the outcome, the rows and targets are every tile's.
+   * did not succeed decides the outcome, the rows and targets are every tile's. `windows.ran`: the
+   * day windows the tiles ran, in the tiles' order.
    */
-  async finish(tiles: readonly JobRunSummary[], windows?: { failed: ReadonlyArray<{ from: string; to: string }> }): Promise<void> {
+  async finish(tiles: readonly JobRunSummary[], windows?: RunWindows): Promise<void> {
     const first = tiles[0];
     if (first === undefined) return;
     await this.finishJob(first.job, tiles, windows);
@@ -206,8 +210,8 @@ export class RunInProgress {
    * A job's day windows ended: none ran (a `--resume` that found every window done) is a success of
    * no rows. `durationMs`: the batch's own, when windows ran side by side (their sum would overstate it).
    */
-  async finishWindows(job: string, tiles: readonly JobRunSummary[], failed: ReadonlyArray<{ from: string; to: string }>, durationMs?: number): Promise<void> {
-    await this.finishJob(job, tiles, { failed }, durationMs);
+  async finishWindows(job: string, tiles: readonly JobRunSummary[], windows: RunWindows, durationMs?: number): Promise<void> {
+    await this.finishJob(job, tiles, windows, durationMs);
   }
 
   /**
@@ -232,7 +236,7 @@ export class RunInProgress {
   private async finishJob(
     job: string,
     tiles: readonly JobRunSummary[],
-    windows: { failed: ReadonlyArray<{ from: string; to: string }> } | undefined,
+    windows: RunWindows | undefined,
     durationMs = tiles.reduce((sum, tile) => sum + tile.durationMs, 0),
   ) {
     const record = this.records.get(job);
@@ -253,7 +257,7 @@ export class RunInProgress {
       ...(decisive?.error === undefined ? {} : { error: { code: decisive.error.code, message: decisive.error.message } }),
       rows: tiles.reduce((sum, tile) => sum + tile.rows, 0),
       pages: tiles.reduce((sum, tile) => sum + tile.pages, 0),
-      targets: tiles.flatMap((tile) => tile.outputs.map((output) => ({ sink: output.sink, target: output.target, rows: output.rows }))),
+      targets: targetsOf(tiles, windows?.ran),
       ...all('attempted'),
       ...all('unpublished'),
       ...all('mixed'),
@@ -261,6 +265,7 @@ export class RunInProgress {
       ...all('leftBehind'),
       ...timingsOf(tiles),
       ...lineageOf(tiles),
+      ...(windows?.ran === undefined || windows.ran.length === 0 ? {} : { windows: windows.ran.map(({ from, to }) => ({ from, to })) }),
       ...(windows === undefined || windows.failed.length === 0 ? {} : { failedWindows: windows.failed.map(({ from, to }) => ({ from, to })) }),
     });
     await this.enqueue(job);
@@ -289,6 +294,30 @@ export class RunInProgress {
     }
     await Promise.all(this.writes.values());
   }
+}
+
+/** The day windows of a run: those it ran (in its tiles' order, when it knows them) and those that did not succeed. */
+export interface RunWindows {
+  failed: ReadonlyArray<{ from: string; to: string }>;
+  ran?: ReadonlyArray<{ from: string; to: string }>;
+}
+
+/**
+ * What the tiles published, each target with the day window that wrote it when the tiles are the
+ * windows (one tile each): `status` resolves a target naming a window's run id (`<id>-YYYYMMDD`)
+ * to this record and window, and tells which failed windows a later run filled.
+ */
+function targetsOf(tiles: readonly JobRunSummary[], ran: RunWindows['ran']): RunRecord['targets'] {
+  const windowOf = (index: number) => (ran !== undefined && ran.length === tiles.length ? ran[index] : undefined);
+  return tiles.flatMap((tile, index) => {
+    const window = windowOf(index);
+    return tile.outputs.map((output) => ({
+      sink: output.sink,
+      target: output.target,
+      rows: output.rows,
+      ...(window === undefined ? {} : { window: { from: window.from, to: window.to } }),
+    }));
+  });
 }
 
 /** The tiles' OpenLineage runs, in the order they ran, under the job their events name (one per job). */

@@ -18,7 +18,10 @@ export const RUN_RECORD_VERSION = 1;
 /** How often a running run rewrites its records' `heartbeatAt`: a reader on another host judges a silent one dead after STALE_AFTER_MS (read-history.ts). */
 export const HEARTBEAT_MS = 60_000;
 
-const targetSchema = z.object({ sink: z.string(), target: z.string(), rows: z.number() });
+const windowSchema = z.object({ from: z.string(), to: z.string() });
+
+/** A target a run published to; a day window's (a backfill's, an incremental run's) names its window (`to` exclusive). */
+const targetSchema = z.object({ sink: z.string(), target: z.string(), rows: z.number(), window: windowSchema.optional() });
 
 export const runRecordSchema = z.object({
   version: z.literal(RUN_RECORD_VERSION),
@@ -66,8 +69,10 @@ export const runRecordSchema = z.object({
   unpublished: z.array(z.string()).optional(),
   mixed: z.array(z.string()).optional(),
   outcomeUnknown: z.array(z.string()).optional(),
-  /** An incremental job's run: the day windows (`to` exclusive) that did not succeed, oldest first, for the repair command. */
-  failedWindows: z.array(z.object({ from: z.string(), to: z.string() })).optional(),
+  /** A run of day windows (a backfill's, an incremental job's): every window it ran (`to` exclusive), oldest first; `failedWindows` says which did not succeed. */
+  windows: z.array(windowSchema).optional(),
+  /** An incremental job's run or a backfill: the day windows (`to` exclusive) that did not succeed, oldest first, for the repair command. */
+  failedWindows: z.array(windowSchema).optional(),
   /** What the cleanup could not remove (staging tables, temp objects), by name. */
   leftBehind: z.array(z.string()).optional(),
   /** Where the time went, in milliseconds, by name (source, reading, each sink's prepare and publish). */

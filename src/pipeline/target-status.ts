@@ -23,6 +23,13 @@ export interface TargetStatus extends TargetPublication {
   };
   /** What changed in the job's definition since the run that wrote the target (when it recorded one). */
   changedSince?: DefinitionChange[];
+  /**
+   * A day window's run wrote it (a backfill's, an incremental run's): `runId` is that run's, this
+   * its window (`to` exclusive), and `windowRunId` the id the target names (`<runId>-YYYYMMDD`).
+   * Filled in by `status` from the run history (src/workspace/morning-history.ts).
+   */
+  window?: { from: string; to: string };
+  windowRunId?: string;
 }
 
 export interface JobStatus {
@@ -85,7 +92,7 @@ export async function jobStatusOf(
 }
 
 /** A target is late when the schedule's latest time passed and no run started since wrote it (no target at all is late too). */
-function isLate(publication: TargetPublication, due: Date): boolean {
+export function isLate(publication: Pick<TargetPublication, 'state' | 'at'>, due: Date): boolean {
   if (publication.state === 'none') return true;
   if (publication.state === 'unreadable' || publication.at === undefined) return false;
   return Date.parse(publication.at) < due.getTime();

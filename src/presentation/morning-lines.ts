@@ -1,6 +1,7 @@
 import { countNoun } from '../count-noun.js';
 import type { JobMorning, LastBackfill, LastRun } from '../workspace/morning-status.js';
 import { formatJobStatus } from './target-status.js';
+import { baselineLine, holeLines, usualOfFarPhases } from './morning-history-lines.js';
 import type { TargetStatus } from '../pipeline/target-status.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -19,12 +20,15 @@ function shortValue(text: string | undefined): string {
 
 const FIRST = ['source', 'reading'];
 
-/** `source 8.9 s, reading 0.4 s, prepare csv 0.1 s, publish csv 0.0 s`: the source and the read first, then each sink's phases as they ran. */
-export function describeTimings(timings: Record<string, number>): string {
+/**
+ * `source 8.9 s, reading 0.4 s, prepare csv 0.1 s, publish csv 0.0 s`: the source and the read
+ * first, then each sink's phases as they ran; a phase far off the job's usual says it (`usual`).
+ */
+export function describeTimings(timings: Record<string, number>, usual: Record<string, number> = {}): string {
   const rank = (name: string) => (FIRST.includes(name) ? FIRST.indexOf(name) : FIRST.length);
   return Object.entries(timings)
     .sort(([a], [b]) => rank(a) - rank(b))
-    .map(([name, ms]) => `${name.replace(':', ' ')} ${seconds(ms)}`)
+    .map(([name, ms]) => `${name.replace(':', ' ')} ${seconds(ms)}${usual[name] === undefined ? '' : ` (usually ${seconds(usual[name])})`}`)
     .join(', ');
 }
 
@@ -44,7 +48,8 @@ function lastRunLines(run: LastRun): string[] {
   if (run.killedBecause !== undefined)
     lines.push(`    still "running" in the history, but ${run.killedBecause}: killed (SIGKILL, an evicted pod, a lost node)`);
   if (run.message !== undefined && run.verdict !== 'ok') lines.push(`    ${run.message}`);
-  if (run.timings !== undefined && Object.keys(run.timings).length > 0) lines.push(`    time: ${describeTimings(run.timings)}`);
+  if (run.timings !== undefined && Object.keys(run.timings).length > 0) lines.push(`    time: ${describeTimings(run.timings, usualOfFarPhases(run.baseline))}`);
+  if (run.baseline !== undefined) lines.push(baselineLine(run.baseline));
   return lines;
 }
 
@@ -71,20 +76,17 @@ function lastBackfillLines(backfill: LastBackfill): string[] {
   ];
   if (backfill.killedBecause !== undefined) lines.push(`    still "running" in the history, but ${backfill.killedBecause}: killed`);
   if (backfill.message !== undefined && backfill.verdict !== 'ok') lines.push(`    ${backfill.message}`);
-  const [first, ...rest] = backfill.rerun ?? [];
-  if (first !== undefined) {
-    lines.push(`    re-run: ${first}`);
-    for (const command of rest) lines.push(`            ${command}`);
-  }
+  // Its failed windows are re-run from the `hole:` lines, which leave out those a later run filled.
   return lines;
 }
 
 /**
  * `status` for one job, as a person reads it: the job line, its last run (outcome, code, run and
- * trace id, rows, where the time went), a backfill newer than it (its range, windows, the re-run of
- * the failed ones) and LATE when none ran since the schedule fired; each
+ * trace id, rows, where the time went, beside the job's usual), a backfill newer than it (its
+ * range, windows) and LATE when none ran since the schedule fired; each
  * target (presentation/target-status.ts); what changed since the run that wrote them, old → new;
- * what was left behind; the commands that run it again.
+ * the failed windows no run filled since, with their re-run; what was left behind; the commands
+ * that run it again.
  */
 export function formatJobMorning(morning: JobMorning): string {
   // A definition change is said once: where the block below gives the old → new values since a run,
@@ -106,6 +108,7 @@ export function formatJobMorning(morning: JobMorning): string {
     lines.push(`  changed since run ${morning.changes.sinceRunId} (old → new):`);
     for (const change of morning.changes.values) lines.push(`    ${change.part}: ${shortValue(change.old)} → ${shortValue(change.new)}`);
   }
+  if (morning.holes !== undefined) lines.push(...holeLines(morning.holes));
   if (morning.leftovers !== undefined) lines.push(`  left behind: ${morning.leftovers.join(', ')}`);
   if (morning.repair !== undefined) {
     const [first, ...rest] = morning.repair.commands;

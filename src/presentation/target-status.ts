@@ -11,8 +11,10 @@ function heldBy(target: TargetStatus): string {
   const rows = target.rows === undefined ? '' : `, ${countNoun(target.rows, 'row')}`;
   const at = target.at === undefined ? '' : instant(target.at);
   switch (target.state) {
-    case 'written':
-      return `run ${target.runId}${at === '' ? '' : ` of ${at}`}${rows} (${target.readFrom})`;
+    case 'written': {
+      const window = target.window === undefined ? '' : ` (window ${target.window.from}..${target.window.to})`;
+      return `run ${target.runId}${window}${at === '' ? '' : ` of ${at}`}${rows} (${target.readFrom})`;
+    }
     case 'unrecorded':
       return `run unknown${at === '' ? '' : `, last changed ${at}`}${rows} (${target.readFrom}): ${target.note}`;
     case 'none':

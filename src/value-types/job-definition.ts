@@ -98,8 +98,13 @@ export function definitionPartValues(source: DefinitionSource): Record<string, u
 
 /** The fingerprint of a job's definition; an item is named by its header (the name a person edits). */
 export function jobDefinitionOf(source: DefinitionSource): JobDefinition {
+  return definitionOfValues(definitionPartValues(source));
+}
+
+/** The fingerprint of a definition's part values (definitionPartValues), as a run's record keeps them: the same as the run's. */
+export function definitionOfValues(values: Record<string, unknown>): JobDefinition {
   const parts: Record<string, string> = {};
-  for (const [name, value] of Object.entries(definitionPartValues(source))) parts[name] = digest(canonical(value), 8);
+  for (const [name, value] of Object.entries(values)) parts[name] = digest(canonical(value), 8);
   return { fingerprint: digest(canonical(parts), 12), parts };
 }
 

@@ -12,7 +12,9 @@
 // why it sits above `deploy/`, page sizes, order; each kind's own checks from the sink registry; `run` refuses
 // two jobs on one target with it), `morning-status.ts` (`status`'s job-level answers from the run history,
 // `src/history/`: the last run, LATE, old → new since the run that wrote the targets, left behind, the repair
-// commands, with the CronJob `deploy/` names)
+// commands, with the CronJob `deploy/` names), `morning-history.ts` (the history as the source of truth of
+// `status`: the run that published each target, a window's target told as its run's window, what changed
+// since from that run's record, the failed windows no later run filled with the backfill that fills each)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';

@@ -2,13 +2,15 @@ import type { LoadedJob } from '../config/load-config.js';
 import { cronJobName } from '../deploy/job-manifests.js';
 import { NAMESPACE } from '../deploy/deploy-settings.js';
 import { messageOf } from '../errors.js';
-import { changesSince, type ValueChange } from '../history/definition-diff.js';
+import type { ValueChange } from '../history/definition-diff.js';
+import { baselineOf, type RunBaseline } from '../history/run-baseline.js';
 import { type JobHistory, readJobHistory, type JudgedRun, type RunVerdict } from '../history/read-history.js';
 import { openHistoryDocuments } from '../history/run-history.js';
 import type { JobStatus } from '../pipeline/target-status.js';
 import type { StoredDocuments } from '../sinks/registry.js';
 import type { Workspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
+import { changesSinceWriter, jobHolesOf, targetsFromHistory, type JobHole } from './morning-history.js';
 
 /** How a run recorded in the history went, as `status` tells it (a night's run or a backfill). */
 interface RecordedOutcome {
@@ -33,6 +35,8 @@ export interface LastRun extends RecordedOutcome {
   pages?: number;
   /** Where its time went (the run summary's `timings`). */
   timings?: Record<string, number>;
+  /** Its rows and time beside the median of the job's last successful runs, and what is far off (history/run-baseline.ts). */
+  baseline?: RunBaseline;
 }
 
 /**
@@ -68,6 +72,8 @@ export interface JobMorning extends JobStatus {
   leftovers?: string[];
   /** The commands that run the job again, when its last run did not publish (or none ran since the schedule fired). */
   repair?: { commands: string[]; note?: string };
+  /** Failed day windows no later run filled, whatever ran since, each with the backfill that fills it (morning-history.ts). */
+  holes?: JobHole[];
 }
 
 const NOT_OK: ReadonlySet<RunVerdict> = new Set(['failed', 'refused', 'stopped', 'partial', 'killed']);
@@ -114,7 +120,10 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   const last = history.latest[0];
   const backfills = await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger === 'backfill' });
   const backfill = backfills.latest[0];
-  const morning: JobMorning = { ...status };
+  const records = await history.all();
+  const morning: JobMorning = { ...status, targets: targetsFromHistory(job, status.targets, records, status.due) };
+  const holes = jobHolesOf(job, records, fixFlags);
+  if (holes.length > 0) morning.holes = holes;
   if (backfill !== undefined && (last === undefined || backfill.record.startedAt > last.record.startedAt))
     morning.lastBackfill = lastBackfillOf(await shardRecordsOf(backfill, backfills), job, fixFlags);
   if (last !== undefined) {
@@ -127,6 +136,8 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
       ...(record.pages === undefined ? {} : { pages: record.pages }),
       ...(record.timings === undefined ? {} : { timings: record.timings }),
     };
+    const baseline = baselineOf(last, records);
+    if (baseline !== undefined) morning.lastRun.baseline = baseline;
     const leftovers = [
       ...(record.leftBehind ?? []),
       ...(record.mixed ?? []).map((target) => `${target} (holds neither run whole)`),
@@ -140,15 +151,11 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   // it ended (the job's `last run:` line), not LATE as if none had started.
   if (last !== undefined && morning.late === undefined && last.verdict !== 'ok') {
     const by = { runId: last.record.runId, verdict: last.verdict, ...(last.record.error === undefined ? {} : { code: last.record.error.code }) };
-    morning.targets = status.targets.map((target) => (target.late === undefined ? target : { ...target, late: { ...target.late, notPublishedBy: by } }));
+    morning.targets = morning.targets.map((target) => (target.late === undefined ? target : { ...target, late: { ...target.late, notPublishedBy: by } }));
   }
   // The run that wrote the targets: the one most of them name; its record keeps the definition it ran with.
-  const writer = mostNamed(status.targets.map((target) => target.runId).filter((runId): runId is string => runId !== undefined));
-  if (writer !== undefined) {
-    const found = await history.find(writer);
-    const values = found === undefined ? [] : changesSince(found.record, job);
-    if (values.length > 0) morning.changes = { sinceRunId: writer, values };
-  }
+  const changes = changesSinceWriter(job, morning.targets, records);
+  if (changes !== undefined) morning.changes = changes;
   if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict)))
     morning.repair = repairOf(job, fixFlags, last?.verdict, last?.record.failedWindows);
   return morning;
@@ -217,12 +224,6 @@ function lastBackfillOf(shards: readonly JudgedRun[], job: LoadedJob, fixFlags: 
           ),
         }),
   };
-}
-
-function mostNamed(runIds: readonly string[]): string | undefined {
-  const counts = new Map<string, number>();
-  for (const runId of runIds) counts.set(runId, (counts.get(runId) ?? 0) + 1);
-  return [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
 }
 
 /**

@@ -120,7 +120,7 @@ export class WorkspaceRunner {
       for (const job of this.jobs.filter((candidate) => candidate.incremental !== undefined)) {
         if (signal?.aborted) break;
         const { tiles, report } = await this.catchUp(job, summary.runId, signal, run.strict, run.allowShrink === true);
-        await recording.finish(tiles, { failed: report.failed });
+        await recording.finish(tiles, { failed: report.failed, ran: report.windows });
         summary = {
           ...summary,
           tiles: [...summary.tiles, ...tiles],
@@ -153,7 +153,7 @@ export class WorkspaceRunner {
     try {
       if (job.incremental !== undefined) {
         const { tiles, report } = await this.catchUp(job, runId, signal, false);
-        await recording.finish(tiles, { failed: report.failed });
+        await recording.finish(tiles, { failed: report.failed, ran: report.windows });
         await recording.end(this.endOf(undefined, signal));
         return { tile: tiles.find((tile) => tile.status !== 'succeeded') ?? tiles.at(-1), report };
       }

@@ -80,8 +80,12 @@ describe('a backfill in the run history and in status', () => {
     const code = 'export_response_invalid';
     expect(backfillLines[1]).toMatch(/^ {4}\S/);
     expect(bad.stderr).toContain(backfillLines[1]!.trim());
-    expect(backfillLines[2]).toBe(`    re-run: ${rerun}`);
-    expect(backfillLines[3]).toBe('  LATE: no run has started since the schedule fired at 2026-07-03 02:00:00 UTC');
+    expect(backfillLines[2]).toBe('  LATE: no run has started since the schedule fired at 2026-07-03 02:00:00 UTC');
+    // Its failed windows are the job's holes: listed once, with the command the backfill printed.
+    expect(second.filter((line) => line.startsWith('  hole: ') || line.startsWith('    re-run: '))).toEqual([
+      `  hole: 2026-06-25..2026-06-28, failed in backfill run ${BACKFILL_BAD.runId} of 2026-07-03 04:00:00 UTC (export_response_invalid); no run since filled it`,
+      `    re-run: ${rerun}`,
+    ]);
 
     // --json says the same.
     const json = JSON.parse((await cli(MORNING, ['status', '--json'])).stdout) as Array<Record<string, unknown>>;
@@ -168,7 +172,10 @@ describe('a backfill in the run history and in status', () => {
       /^ {2}last backfill: FAILED export_response_invalid, run bf-indexed of 2026-07-03 03:00:00 UTC, 2026-06-25\.\.2026-06-29 by day, 2 shards; 2 of 4 windows succeeded, \d+ rows in \d+\.\d s$/,
     );
     expect(failed.stderr).toContain(lines[at + 1]!.trim());
-    expect(lines[at + 2]).toBe(`    re-run: ${rerun}`);
+    expect(lines.filter((line) => line.startsWith('  hole: ') || line.startsWith('    re-run: '))).toEqual([
+      '  hole: 2026-06-25..2026-06-27, failed in backfill run bf-indexed of 2026-07-03 03:00:00 UTC (export_response_invalid); no run since filled it',
+      `    re-run: ${rerun}`,
+    ]);
     const json = JSON.parse((await runCli(['status', '--json', ...flags], { env, seams: { now: () => new Date(MORNING) } })).stdout) as Array<
       Record<string, unknown>
     >;

@@ -24,7 +24,9 @@ const status = async (workspace: Workspace, sandboxEnvironment: Record<string, s
     env: sandboxEnvironment,
     seams: { now: () => new Date(NOW) },
   });
-  const [morning] = JSON.parse(json.stdout) as Array<{ targets: Array<{ target: string; runId?: string; changedSince?: unknown }> }>;
+  const [morning] = JSON.parse(json.stdout) as Array<{
+    targets: Array<{ target: string; runId?: string; windowRunId?: string; window?: unknown; changedSince?: unknown }>;
+  }>;
   return { lines: result.stdout.split('\n'), targets: morning!.targets };
 };
 
@@ -60,7 +62,13 @@ describe("status of a windowed job's targets compares the job's definition, not 
     expect(new Set(tiles.map((tile) => tile.definition?.fingerprint))).toEqual(new Set([manifest.definition.fingerprint]));
 
     const unchanged = await status(workspace, sandboxEnv(sandbox));
-    expect(unchanged.targets.map((target) => [path.basename(target.target), target.runId])).toEqual([['2026-07-03.csv', 'nightly-0703-20260703']]);
+    // The window's run id, which no record carries, is told as the incremental run's, and its window (the run history's record).
+    expect(unchanged.targets.map((target) => [path.basename(target.target), target.runId, target.windowRunId, target.window])).toEqual([
+      ['2026-07-03.csv', 'nightly-0703', 'nightly-0703-20260703', { from: '2026-07-03', to: '2026-07-04' }],
+    ]);
+    expect(unchanged.lines.find((line) => line.startsWith('  csv '))).toMatch(
+      /^ {2}csv \S+\/daily\/2026-07-03\.csv: run nightly-0703 \(window 2026-07-03\.\.2026-07-04\) of 2026-\d\d-\d\d \d\d:\d\d:\d\d UTC, \d+ rows? \(its manifest\)$/,
+    );
     expect(unchanged.targets[0]!.changedSince).toBeUndefined();
     expect(unchanged.lines.filter((line) => /changed since/.test(line))).toEqual([]);
 
@@ -96,7 +104,13 @@ describe("status of a windowed job's targets compares the job's definition, not 
     expect(backfill.exitCode, backfill.stderr).toBe(0);
 
     const unchanged = await status(workspace, sandboxEnv(sandbox));
-    expect(unchanged.targets.map((target) => [path.basename(target.target), target.runId])).toEqual([['2026-07-03.csv', 'fill-07-20260703']]);
+    // The window's run id is told as the backfill's run id and its window.
+    expect(unchanged.targets.map((target) => [path.basename(target.target), target.runId, target.windowRunId, target.window])).toEqual([
+      ['2026-07-03.csv', 'fill-07', 'fill-07-20260703', { from: '2026-07-03', to: '2026-07-04' }],
+    ]);
+    expect(unchanged.lines.find((line) => line.startsWith('  csv '))).toMatch(
+      /^ {2}csv \S+\/daily\/2026-07-03\.csv: run fill-07 \(window 2026-07-03\.\.2026-07-04\) of 2026-\d\d-\d\d \d\d:\d\d:\d\d UTC, \d+ rows? \(its manifest\)$/,
+    );
     expect(unchanged.targets[0]!.changedSince).toBeUndefined();
     expect(unchanged.lines.filter((line) => /changed since/.test(line))).toEqual([]);
 

@@ -1,6 +1,7 @@
-// The file kinds without a manifest (issue 51): a local file names no run, so every view says so
-// in the same words, "run unknown", with when the file last changed and the rows counted in it,
-// never nothing and never another run's id; and a failed night is still LATE, told by that time.
+// The file kinds without a manifest (issues 51, 63): a local file names no run, so every view
+// names it from the run history (the run that published it last, when the file last changed
+// within that run), with the rows counted in the file, never nothing and never another run's id;
+// and a failed night is still NOT PUBLISHED, told by that run's start.
 import { readFile, utimes, writeFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -18,7 +19,7 @@ const NIGHTS = {
 const KINDS = ['csv', 'parquet'] as const;
 const jobName = (kind: string) => `unrecorded_${kind}`;
 
-describe('a file without a manifest names no run, and every view says so', () => {
+describe('a file without a manifest is named by the run history, and every view says so', () => {
   const fixture = sandboxAndRootForAll({ incidents: 130 });
   let workspace: Workspace;
   const seen: Record<string, CliResult> = {};
@@ -61,45 +62,42 @@ describe('a file without a manifest names no run, and every view says so', () =>
     return status.targets[0]!;
   };
 
-  it('status --json: unrecorded, no run id, the rows the run wrote counted in the file, the time it last changed', () => {
+  it('status --json: the run the history says wrote it, when that run started, the rows counted in the file', () => {
     expect(seen.second!.exitCode, seen.second!.stderr).toBe(0);
     const summary = summaryOf(seen.second!.stdout, 'run');
     for (const kind of KINDS) {
       const output = summary.tiles.flatMap((tile) => tile.outputs).find((candidate) => candidate.sink === kind)!;
       expect(output.rows).toBe(130);
       const target = statusOf(seen.status!, kind);
-      expect(target).toMatchObject({
+      expect(target).toEqual({
         sink: kind,
         target: output.target,
-        state: 'unrecorded',
+        state: 'written',
+        runId: NIGHTS.second.runId,
         rows: output.rows,
-        at: minuteAfter(NIGHTS.second.at).toISOString(),
+        at: NIGHTS.second.at,
+        readFrom: 'the run history; file modified; rows counted',
       });
-      expect(target.runId).toBeUndefined();
-      expect(target.late).toBeUndefined();
-      expect(target.note).toBe('no manifest names its run (manifest: true records it)');
     }
   });
 
-  it('status, as a person reads it: "run unknown, last changed …, 130 rows", and why', () => {
+  it('status, as a person reads it: "run R of …, 130 rows (the run history; …)"', () => {
     for (const kind of KINDS) {
       expect(seen['status-text']!.stdout).toContain(
-        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it)\n`,
+        `  ${kind} ${targets[kind]}: run ${NIGHTS.second.runId} of 2026-11-28 02:00:00 UTC, 130 rows (the run history; file modified; rows counted)\n`,
       );
     }
-    // The last run is the history's to tell (its own line); no target line names a run it cannot know wrote it.
     const targetLines = seen['status-text']!.stdout.split('\n').filter((line) => KINDS.some((kind) => line.startsWith(`  ${kind} `)));
     expect(targetLines).toHaveLength(KINDS.length);
-    for (const line of targetLines) expect(line).not.toMatch(/: run \d{8}T/);
   });
 
-  it('a failed night: the file still says run unknown as of the second night, and status says the due run did not publish it and exits 1', () => {
+  it("a failed night: the file is still the second night's, and status says the due run did not publish it and exits 1", () => {
     expect(seen.failed!.exitCode).toBe(1);
     for (const kind of KINDS) {
       const target = statusOf(seen['failed:status']!, kind);
-      expect(target).toMatchObject({ state: 'unrecorded', rows: 130, at: minuteAfter(NIGHTS.second.at).toISOString(), late: { due: NIGHTS.failed.at } });
+      expect(target).toMatchObject({ state: 'written', runId: NIGHTS.second.runId, rows: 130, at: NIGHTS.second.at, late: { due: NIGHTS.failed.at } });
       expect(seen['failed:status-text']!.stdout).toContain(
-        `  ${kind} ${targets[kind]}: run unknown, last changed 2026-11-28 02:01:00 UTC, 130 rows (file modified; rows counted): no manifest names its run (manifest: true records it); NOT PUBLISHED: the run due 2026-11-29 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED source_server_error\n`,
+        `  ${kind} ${targets[kind]}: run ${NIGHTS.second.runId} of 2026-11-28 02:00:00 UTC, 130 rows (the run history; file modified; rows counted); NOT PUBLISHED: the run due 2026-11-29 02:00:00 UTC, run ${NIGHTS.failed.runId}, FAILED source_server_error\n`,
       );
     }
     expect(seen['failed:status']!.exitCode).toBe(1);
