@@ -12,7 +12,8 @@
 // why it sits above `deploy/`, page sizes, order; each kind's own checks from the sink registry; `run` refuses
 // two jobs on one target with it), `morning-status.ts` (`status`'s job-level answers from the run history,
 // `src/history/`: the last run, LATE, old → new since the run that wrote the targets, left behind, the repair
-// commands, with the CronJob `deploy/` names)
+// commands, with the CronJob `deploy/` names), `repairs.ts` (the repair that fixes first: an edit the guard
+// refused to undo, a tile id the source refuses, each by the job file's line; the override only if meant)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
