@@ -26,7 +26,8 @@ interface ExportRefusal {
   tile?: string;
 }
 
-const REFUSAL = /page \d+: export(?: for tile (\S+) \(sent as query item \S+\))? failed with HTTP (4\d\d): (.*?)(?:; check the job's tile and source\.tileParam)?$/s;
+const REFUSAL =
+  /page \d+: export(?: for tile (\S+) \(sent as query item \S+\))? failed with HTTP (4\d\d): (.*?)(?:; check the job's tile and source\.tileParam)?$/s;
 
 /**
  * An ExportApiError's message read back (a run's record keeps a failure as its code and message
