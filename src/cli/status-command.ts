@@ -51,6 +51,11 @@ Reads the targets and the history only: no credentials, no request to the source
     left behind: NAME, ...
     repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
+    repair: undo the edit since run RUN, then run the job again:   (a refusal after an edit; fix the job's tile id: one the source refuses)
+              FILE:LINE: PART is NEW; set it back to OLD
+            tilehouse run ... --job JOB
+            kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
+            if the change is meant: tilehouse run ... --job JOB --allow-shrink
 
 Options:
 ${COMMON_HELP}

@@ -198,3 +198,22 @@ export async function lineOf(file: string, path: readonly PropertyKey[]): Promis
   }
   return undefined;
 }
+
+/**
+ * The 1-based line of the field at `path` in a YAML file: its key's line when its parent is a map
+ * (`filters:` of `query.items[0].filters`, whose block value starts on the next line), else its
+ * value's; undefined when the file cannot be read or has no such field. For a repair that names
+ * the line of a value to change back.
+ */
+export async function fieldLineOf(file: string, path: readonly PropertyKey[]): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  const node = keyNodeAt(document, path) ?? document.getIn(path, true);
+  return isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : undefined;
+}

@@ -12,7 +12,7 @@ import type { DateWindow } from './windows/date-windows.js';
 import type { WindowClock } from './windows/window-session.js';
 import { newRunId } from './run-id.js';
 import { openSourceSession, type RetrySettings } from './source-session.js';
-import { guardVerdictOf } from './publish-guard-check.js';
+import { guardVerdictOf, wholeExportOf } from './publish-guard-check.js';
 import { jobDefinitionOf } from '../value-types/job-definition.js';
 import { definitionSourceOf } from '../sinks/registry.js';
 
@@ -75,6 +75,8 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
     plan.columns = columns.map(({ name, header, type, sourceDataType }) => ({ name, header, type, sourceDataType }));
     plan.warnings = warnings;
     const startedAt = new Date();
+    // A tile of one page: its every row, for a guard that judges what a run replaces from them.
+    const whole = deps.window === undefined && job.incremental === undefined ? wholeExportOf(job, page, columns) : undefined;
     for (const sink of deps.sinks) {
       // The schedule lets a sink count a day's runs (BigQuery's per-table daily operations).
       const schedule = job.schedule ? { schedule: { cron: job.schedule.cron, timezone: job.schedule.timezone } } : {};
@@ -88,7 +90,7 @@ export async function planJob(job: LoadedJob, deps: PlanDependencies): Promise<J
       // A windowed job's page 0 is the whole tile, not a window's rows: its guards are judged per window at run time.
       const guard =
         deps.window === undefined && job.incremental === undefined
-          ? await guardVerdictOf(sink, context, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)))
+          ? await guardVerdictOf(sink, context, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)), whole)
           : undefined;
       plan.sinks.push(guard === undefined ? sinkPlan : { ...sinkPlan, guard });
     }

@@ -4,6 +4,9 @@ import { ALLOW_SHRINK_ENV, ALLOW_SHRINK_FLAG, judgeGuard, type GuardCheck, type 
 import type { Sink, SinkRunContext, SinkWriter } from '../sinks/sink.js';
 import { describeDefinitionChanges, type JobDefinition, type ValueChange } from '../value-types/job-definition.js';
 import { ATTR, EVENTS, telemetry } from '../telemetry/telemetry.js';
+import type { LoadedJob } from '../config/load-config.js';
+import type { Column, TypedRow } from '../transform/column.js';
+import { toTypedRows } from '../transform/typed-rows.js';
 
 /** What the publish guards said of a tile's targets (the run summary's `guard`). */
 export interface GuardReport {
@@ -158,13 +161,45 @@ function traceVerdicts(verdicts: readonly GuardVerdict[], allowShrink: boolean):
  * and `check`: the tile's totalRows of page 0). Undefined when the sink has no guard. Reads, never
  * writes; a target that cannot be read is `unknown`, as at run time.
  */
-export async function guardVerdictOf(sink: Sink, context: SinkRunContext, exportedRows: number, definition?: JobDefinition): Promise<GuardVerdict | undefined> {
-  const check = sink.guardCheck?.(context);
+export async function guardVerdictOf(
+  sink: Sink,
+  context: SinkRunContext,
+  exportedRows: number,
+  definition?: JobDefinition,
+  exported?: { rows: readonly TypedRow[] },
+): Promise<GuardVerdict | undefined> {
+  const check = sink.guardCheck?.(context, exported);
   if (check === undefined) return undefined;
   if (check.settings === undefined) return judgeGuard(undefined, { target: '', effect: 'replace', rows: undefined, readFrom: '' }, exportedRows);
   try {
     return await judgeExplained(check, await check.holding(), exportedRows, { definition }, context.logger);
   } catch (error) {
     return { target: '', verdict: 'unknown', exported: exportedRows, reason: `what the target holds could not be read (${messageOf(error)})` };
+  }
+}
+
+/**
+ * Every row a run now would export, typed as the run types them, when page 0 holds them all
+ * (`plan` and `check` read no other page): what a guard that compares only what a run replaces
+ * (an Iceberg table's days) needs. Undefined when more pages follow, or when a value would fail
+ * the run before any guard is asked.
+ */
+export function wholeExportOf(
+  job: Pick<LoadedJob, 'name' | 'timezone' | 'onInvalidValue'>,
+  page: { rows: readonly (readonly unknown[])[]; navigation: { totalRows: number } },
+  columns: readonly Column[],
+): { rows: TypedRow[] } | undefined {
+  if (page.rows.length !== page.navigation.totalRows) return undefined;
+  try {
+    const typed = toTypedRows(page.rows, columns, {
+      timezone: job.timezone,
+      onInvalidValue: job.onInvalidValue,
+      jobName: job.name,
+      pageNumber: 0,
+      firstRowIndex: 0,
+    });
+    return { rows: typed.rows };
+  } catch {
+    return undefined;
   }
 }

@@ -61,7 +61,8 @@ export function formatJobPlan(plan: JobPlan): string {
 export function guardLine(verdict: GuardVerdict): string {
   switch (verdict.verdict) {
     case 'trip':
-      return `guard: a run now would be refused (${verdict.rule}): ${verdict.reason}; ${verdict.setting} or --allow-shrink lets it publish`;
+      // The reason ends with the job's edit when there was one: undoing it comes before the override.
+      return `guard: a run now would be refused (${verdict.rule}): ${verdict.reason}; ${verdict.changedSince === undefined ? '' : 'undo that edit, or if it is meant, '}${verdict.setting} or --allow-shrink lets it publish`;
     case 'pass':
       return `guard: passes: ${verdict.reason}`;
     case 'off':

@@ -3,19 +3,13 @@ import type { JobMorning, LastBackfill, LastRun } from '../workspace/morning-sta
 import { formatJobStatus } from './target-status.js';
 import { baselineLine, holeLines, usualOfFarPhases } from './morning-history-lines.js';
 import type { TargetStatus } from '../pipeline/target-status.js';
+import { repairLines, shortValue } from './repair-lines.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** An instant as `status` prints it: `2026-11-28 02:00:00 UTC`. */
 function instant(iso: string): string {
   return iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
-}
-
-/** A value of the definition as a line holds it: long ones cut, and said to be (`--json` has them whole). */
-const VALUE_CHARS = 160;
-function shortValue(text: string | undefined): string {
-  if (text === undefined) return '(none)';
-  return text.length > VALUE_CHARS ? `${text.slice(0, VALUE_CHARS)}… (whole in --json)` : text;
 }
 
 const FIRST = ['source', 'reading'];
@@ -110,11 +104,7 @@ export function formatJobMorning(morning: JobMorning): string {
   }
   if (morning.holes !== undefined) lines.push(...holeLines(morning.holes));
   if (morning.leftovers !== undefined) lines.push(`  left behind: ${morning.leftovers.join(', ')}`);
-  if (morning.repair !== undefined) {
-    const [first, ...rest] = morning.repair.commands;
-    lines.push(`  repair: ${first}${morning.repair.note === undefined ? '' : `  # ${morning.repair.note}`}`);
-    for (const command of rest) lines.push(`          ${command}`);
-  }
+  if (morning.repair !== undefined) lines.push(...repairLines(morning.repair));
   return `${lines.join('\n')}\n`;
 }
 

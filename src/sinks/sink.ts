@@ -255,9 +255,11 @@ export interface Sink {
   checkAccess?(context: AccessCheckContext): Promise<string | undefined>;
   /**
    * The publish guard of the target a run with this context would write, as it is now (for `plan`
-   * and `check`; the count of a whole run is the caller's). Reads, never writes.
+   * and `check`; the count of a whole run is the caller's). Reads, never writes. `exported`: every
+   * row a run now would write, when the caller has them all (a tile of one page): a kind whose
+   * guard compares only what a run replaces (an Iceberg table's days) judges it from them.
    */
-  guardCheck?(context: SinkRunContext): GuardCheck;
+  guardCheck?(context: SinkRunContext, exported?: { rows: readonly TypedRow[] }): GuardCheck;
   /** Which run wrote the target a run with this context would write, as the target is now (`status`). Reads, never writes. */
   publication?(context: SinkRunContext): Promise<TargetPublication>;
   /**

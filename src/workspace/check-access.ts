@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import { createSourceDispatcher, openSourceSession, type RetrySettings } from '../pipeline/source-session.js';
 import { buildSinks } from '../sinks/build-sinks.js';
 import { RunToken } from '../source/session-token.js';
-import { guardVerdictOf } from '../pipeline/publish-guard-check.js';
+import { guardVerdictOf, wholeExportOf } from '../pipeline/publish-guard-check.js';
 import { toColumns } from '../transform/columns.js';
 import type { GuardVerdict } from '../sinks/publish-guard.js';
 import { jobDefinitionOf } from '../value-types/job-definition.js';
@@ -54,6 +54,8 @@ export async function checkAccess(
         const guards: GuardVerdict[] = [];
         // A column override the page refuses is the run's failure to report, not check's: then no guard is judged.
         const columns = columnsOrUndefined(() => toColumns(page.headers, page.dataTypes, job.columns).columns);
+        // A tile of one page: its every row, for a guard that judges what a run replaces from them.
+        const whole = columns === undefined || job.incremental !== undefined ? undefined : wholeExportOf(job, page, columns);
         const context = { jobName: job.name, tileId: job.tile, runId: 'check', startedAt: new Date(), logger, ...(signal === undefined ? {} : { signal }) };
         for (const sink of await buildSinks(job, workspace.environment, seams.sinkOptions)) {
           const note = await sink.checkAccess?.({ jobName: job.name, logger, ...(signal === undefined ? {} : { signal }) });
@@ -61,7 +63,7 @@ export async function checkAccess(
           // A windowed job's page 0 is the whole tile, not a window: its guards are judged per window when it runs.
           const guard =
             job.incremental === undefined && columns !== undefined
-              ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)))
+              ? await guardVerdictOf(sink, { ...context, columns }, page.navigation.totalRows, jobDefinitionOf(definitionSourceOf(job)), whole)
               : undefined;
           if (guard !== undefined) guards.push(guard);
         }

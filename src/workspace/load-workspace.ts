@@ -14,7 +14,9 @@
 // `src/history/`: the last run, LATE, old → new since the run that wrote the targets, left behind, the repair
 // commands, with the CronJob `deploy/` names), `morning-history.ts` (the history as the source of truth of
 // `status`: the run that published each target, a window's target told as its run's window, what changed
-// since from that run's record, the failed windows no later run filled with the backfill that fills each)
+// since from that run's record, the failed windows no later run filled with the backfill that fills each),
+// `repairs.ts` (the repair that fixes first: an edit the guard
+// refused to undo, a tile id the source refuses, each by the job file's line; the override only if meant)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';

@@ -1,6 +1,4 @@
 import type { LoadedJob } from '../config/load-config.js';
-import { cronJobName } from '../deploy/job-manifests.js';
-import { NAMESPACE } from '../deploy/deploy-settings.js';
 import { messageOf } from '../errors.js';
 import type { ValueChange } from '../history/definition-diff.js';
 import { baselineOf, type RunBaseline } from '../history/run-baseline.js';
@@ -11,6 +9,7 @@ import type { StoredDocuments } from '../sinks/registry.js';
 import type { Workspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 import { changesSinceWriter, jobHolesOf, targetsFromHistory, type JobHole } from './morning-history.js';
+import { clusterRerunOf, type Repair, repairFixingFirst } from './repairs.js';
 
 /** How a run recorded in the history went, as `status` tells it (a night's run or a backfill). */
 interface RecordedOutcome {
@@ -70,8 +69,8 @@ export interface JobMorning extends JobStatus {
   changes?: { sinceRunId: string; values: ValueChange[] };
   /** What the last run said it left behind or left mixed: staging tables, temp objects, targets holding neither run whole. */
   leftovers?: string[];
-  /** The commands that run the job again, when its last run did not publish (or none ran since the schedule fired). */
-  repair?: { commands: string[]; note?: string };
+  /** The commands that run the job again, when its last run did not publish (or none ran since the schedule fired); what to fix first (repairs.ts). */
+  repair?: Repair;
   /** Failed day windows no later run filled, whatever ran since, each with the backfill that fills it (morning-history.ts). */
   holes?: JobHole[];
 }
@@ -158,6 +157,8 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
   if (changes !== undefined) morning.changes = changes;
   if (morning.late !== undefined || (last !== undefined && NOT_OK.has(last.verdict)))
     morning.repair = repairOf(job, fixFlags, last?.verdict, last?.record.failedWindows);
+  if (morning.repair !== undefined && last !== undefined)
+    morning.repair = await repairFixingFirst(job, morning.repair, { last, changes: morning.changes, documents, fixFlags });
   return morning;
 }
 
@@ -239,9 +240,8 @@ function repairOf(
   failedWindows: ReadonlyArray<{ from: string; to: string }> | undefined,
 ): JobMorning['repair'] {
   const flags = [...fixFlags, '--job', job.name].join(' ');
-  const cronJob = cronJobName(job.name);
   const here = `tilehouse run ${flags}`;
-  const cluster = `kubectl create job -n ${NAMESPACE} --from=cronjob/${cronJob} ${cronJob}-$(date +%s)`;
+  const cluster = clusterRerunOf(job);
   if (verdict === 'refused')
     return {
       note: 'a run again is refused again; if the change is meant, publish it with --allow-shrink (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)',

@@ -125,7 +125,7 @@ describe('the morning after the seeded night', () => {
     expect(lines.filter((line) => line.startsWith('  changed since'))).toHaveLength(2);
   });
 
-  it("status leads each job with its last run's outcome, code and run id, where its time went, and the command that repairs it", () => {
+  it("status leads each job with its last run's outcome, code and run id, where its time went, and the command that repairs it", async () => {
     const blocks = jobBlocks(seen.status!.stdout);
     const steady = (text: string) => text.replace(/\d+\.\d s\b/g, 'N.N s');
     expect(steady(blocks.incident_types![1]!)).toBe(
@@ -135,17 +135,28 @@ describe('the morning after the seeded night', () => {
     // Why: the job's tile id changed since the run that wrote its target, old → new.
     expect(blocks.incident_types).toContain(`  changed since run ${NIGHT_1.runId} (old → new):`);
     expect(blocks.incident_types).toContain(`    tile: "${DEMO_TILES.incidentTypesResolution}" → "${RENAMED_TILE}"`);
-    expect(blocks.incident_types).toContain(`  repair: tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incident_types`);
-    expect(blocks.incident_types).toContain(
+    // A plain run would fail again: the repair names the tile id to fix, where it is, and the one the target's run used.
+    const flags = `--config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
+    const typesFile = path.join(workspace.jobsDir, 'incident_types.yaml');
+    expect(blocks.incident_types!.slice(blocks.incident_types!.findIndex((line) => line.startsWith('  repair:')))).toEqual([
+      "  repair: fix the job's tile id, then run the job again:",
+      `            ${typesFile}:${await lineOfText(typesFile, `tile: ${RENAMED_TILE}`)}: tile "${RENAMED_TILE}": the source refuses it (HTTP 400: invalid id); run ${NIGHT_1.runId} published with tile "${DEMO_TILES.incidentTypesResolution}"`,
+      `          tilehouse run ${flags} --job incident_types`,
       '          kubectl create job -n tilehouse --from=cronjob/tilehouse-incident-types tilehouse-incident-types-$(date +%s)',
-    );
+    ]);
     expect(steady(blocks.incidents_open![1]!)).toBe(
       `  last run: REFUSED publish_guard_tripped, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 0 rows, 1 page in N.N s`,
     );
-    // A refused run is not repaired by running it again: the override, only if the change is meant.
-    expect(blocks.incidents_open!.at(-1)).toMatch(
-      /^ {2}repair: tilehouse run .* --job incidents_open --allow-shrink {2}# a run again is refused again; if the change is meant/,
-    );
+    // A refused run is not repaired by running it again, nor by the override (it would publish the
+    // empty export over 130 rows): the edit to undo comes first, by file and line; the override only if the change is meant.
+    const openFile = path.join(workspace.jobsDir, 'incidents_open.yaml');
+    expect(blocks.incidents_open!.slice(-5)).toEqual([
+      `  repair: undo the edit since run ${NIGHT_1.runId}, then run the job again:`,
+      `            ${openFile}:${await lineOfText(openFile, '      filters:')}: filters on Number is [{"operator":"gt","values":["100000"]}]; set it back to [{"operator":"gt","values":["0"]}]`,
+      `          tilehouse run ${flags} --job incidents_open`,
+      '          kubectl create job -n tilehouse --from=cronjob/tilehouse-incidents-open tilehouse-incidents-open-$(date +%s)',
+      `          if the change is meant: tilehouse run ${flags} --job incidents_open --allow-shrink  # publishes the smaller export over what the targets hold (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)`,
+    ]);
     expect(steady(blocks.incidents_by_severity![1]!)).toBe(`  last run: OK, run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC; 130 rows, 3 pages in N.N s`);
     // The slow source: the time went on waiting for its pages (3 pages, one delayed 1.5 s), not in
     // the sink; far off the first night's (issue 63's baseline).
@@ -173,7 +184,28 @@ describe('the morning after the seeded night', () => {
       sinceRunId: NIGHT_1.runId,
       values: [{ part: 'filters on Number', old: '[{"operator":"gt","values":["0"]}]', new: '[{"operator":"gt","values":["100000"]}]' }],
     });
-    expect(open.repair.commands).toEqual([`tilehouse run --config ${workspace.configFile} --jobs ${workspace.jobsDir} --job incidents_open --allow-shrink`]);
+    const flags = `--config ${workspace.configFile} --jobs ${workspace.jobsDir}`;
+    expect(open.repair).toEqual({
+      fixFirst: [
+        {
+          kind: 'undo',
+          part: 'filters on Number',
+          file: path.join(workspace.jobsDir, 'incidents_open.yaml'),
+          line: expect.any(Number),
+          now: '[{"operator":"gt","values":["100000"]}]',
+          was: '[{"operator":"gt","values":["0"]}]',
+          sinceRunId: NIGHT_1.runId,
+        },
+      ],
+      commands: [
+        `tilehouse run ${flags} --job incidents_open`,
+        'kubectl create job -n tilehouse --from=cronjob/tilehouse-incidents-open tilehouse-incidents-open-$(date +%s)',
+      ],
+      ifMeant: {
+        command: `tilehouse run ${flags} --job incidents_open --allow-shrink`,
+        note: 'publishes the smaller export over what the targets hold (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)',
+      },
+    });
     const types = jobs.find((job) => job.job === 'incident_types')!;
     expect(types.lastRun).toMatchObject({ verdict: 'failed', code: 'export_api_error' });
     expect(types.changes.values).toEqual([{ part: 'tile', old: JSON.stringify(DEMO_TILES.incidentTypesResolution), new: JSON.stringify(RENAMED_TILE) }]);
@@ -240,6 +272,13 @@ describe('the morning after the seeded night', () => {
     for (const [name, text] of Object.entries(blocks)) expect(steady(blockOf(doc, name)), name).toBe(steady(shown(text)));
   });
 });
+
+/** The 1-based line of a file that is exactly `text`. */
+async function lineOfText(file: string, text: string): Promise<number> {
+  const index = (await readFile(file, 'utf8')).split('\n').indexOf(text);
+  if (index < 0) throw new Error(`${file} has no line ${JSON.stringify(text)}`);
+  return index + 1;
+}
 
 /** `status`'s lines, by job: each job's block starts with its unindented line. */
 function jobBlocks(text: string): Record<string, string[]> {

@@ -1,5 +1,7 @@
 import { dayNumberOfCalendarDate, formatCivilDate } from '../../value-types/civil-date.js';
+import type { TypedRow } from '../../transform/column.js';
 import { readParentManifests } from './manifest-reading.js';
+import { dayOfRow } from './partition-spec.js';
 import { currentSnapshot, type PartitionSpec, type TableMetadata } from './table-metadata.js';
 
 /**
@@ -52,5 +54,16 @@ export function daysOfWindow(window: { from: string; to: string }): Set<number> 
   const to = dayNumberOfCalendarDate(window.to);
   const days = new Set<number>();
   if (from !== undefined && to !== undefined) for (let day = from; day < to; day++) days.add(day);
+  return days;
+}
+
+/**
+ * The days a `partition` run of exactly these rows would replace (no window): each row's day of
+ * the partition column, as the run's day files take it. For `plan` and `check`, which have every
+ * row of a one-page tile; a row the run would refuse (no day) throws as the run would.
+ */
+export function daysOfRows(rows: readonly TypedRow[], partition: { column: string; index: number; type: 'DATE' | 'TIMESTAMP' }): Set<number> {
+  const days = new Set<number>();
+  for (const row of rows) days.add(dayOfRow({ type: partition.type, window: undefined }, partition.column, row[partition.index] ?? null));
   return days;
 }

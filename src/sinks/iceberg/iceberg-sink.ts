@@ -23,7 +23,7 @@ import type {
 import { type IcebergCatalog, type LoadedTable, type TableIdentifier, tableName } from './catalog.js';
 import { openConfiguredCatalog } from './catalog-settings.js';
 import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
-import { daysOfWindow, daysShown, rowsInDays } from './days-held.js';
+import { daysOfRows, daysOfWindow, daysShown, rowsInDays } from './days-held.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
 import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
 import type { StoreOptions } from '../stores/registry.js';
@@ -340,12 +340,25 @@ export class IcebergSink implements Sink {
     }
   }
 
-  guardCheck(context: SinkRunContext): GuardCheck {
-    // No run yet: a partition run's days are its window's when it has one, else known only from its rows.
+  guardCheck(context: SinkRunContext, exported?: { rows: readonly TypedRow[] }): GuardCheck {
+    // No run yet: a partition run's days are its window's when it has one, else its rows', known
+    // when the caller has every row a run would write (a tile of one page), as the run knows them.
     const window = context.window;
-    return this.guardOf(context, undefined, () =>
-      window ? { days: daysOfWindow(window) } : { unknown: 'the days a run replaces are known only from its rows' },
-    );
+    return this.guardOf(context, undefined, () => {
+      if (window) return { days: daysOfWindow(window) };
+      if (exported === undefined) return { unknown: 'the days a run replaces are known only from its rows' };
+      try {
+        const column = this.modeOptions(context).partition?.column;
+        const index = context.columns.findIndex((candidate) => candidate.name === column);
+        // modeOptions found the column and checked its type.
+        const type = context.columns[index]?.type as 'DATE' | 'TIMESTAMP' | undefined;
+        if (column === undefined || type === undefined) return { unknown: 'the days a run replaces are known only from its rows' };
+        return { days: daysOfRows(exported.rows, { column, index, type }) };
+      } catch (error) {
+        if (!isTilehouseError(error)) throw error;
+        return { unknown: `a run would refuse its rows: ${error.message}` };
+      }
+    });
   }
 
   private guardOf(context: Pick<SinkRunContext, 'jobName'>, open: IcebergCatalog | undefined, replaced: () => ReplacedDays): GuardCheck {

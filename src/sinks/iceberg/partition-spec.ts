@@ -84,7 +84,7 @@ function describeSpec(spec: PartitionSpec | undefined, metadata: TableMetadata):
  * The day of a row (days since 1970-01-01). A null has no day, so a later run could never replace
  * it: refused, as the PostgreSQL sink refuses it; so is a day outside the run's window.
  */
-export function dayOfRow(layout: DayLayout, column: string, value: TypedValue): number {
+export function dayOfRow(layout: Pick<DayLayout, 'type' | 'window'>, column: string, value: TypedValue): number {
   if (value === null) throw new IcebergValueError(column, 'null', 'has no day, so writeMode: partition could not replace it on a later run');
   const day = layout.type === 'DATE' ? dayNumberOfCalendarDate(String(value)) : Math.floor(Number(value) / MS_PER_DAY);
   if (day === undefined || !Number.isSafeInteger(day)) throw new IcebergValueError(column, String(value), 'is not a day');

@@ -19,6 +19,27 @@ export class ExportApiError extends TilehouseError {
   }
 }
 
+/** The export endpoint's refusal as ExportApiError tells it: the HTTP status, the service's message, and the tile a 400 names. */
+interface ExportRefusal {
+  status: number;
+  apiMessage: string;
+  tile?: string;
+}
+
+const REFUSAL =
+  /page \d+: export(?: for tile (\S+) \(sent as query item \S+\))? failed with HTTP (4\d\d): (.*?)(?:; check the job's tile and source\.tileParam)?$/s;
+
+/**
+ * An ExportApiError's message read back (a run's record keeps a failure as its code and message
+ * only): a 4xx the source answered, with the tile the request named; undefined for any other
+ * message. This module writes that message, so it alone reads it back.
+ */
+export function exportRefusalOf(message: string): ExportRefusal | undefined {
+  const match = REFUSAL.exec(message);
+  if (match === null) return undefined;
+  return { status: Number(match[2]), apiMessage: match[3]!, ...(match[1] === undefined ? {} : { tile: match[1] }) };
+}
+
 /** A page body that is not JSON or not the spec's Export result shape. */
 export class ExportResponseError extends TilehouseError {
   readonly code: ErrorCode = 'export_response_invalid';
