@@ -82,7 +82,12 @@ describe('status with the default settings: the run history names the run', () =
       // Said once: the block, from the history's record of the run that wrote the file; no target line repeats it.
       `  changed since run ${NIGHT_1.runId} (old → new):`,
       '    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]',
-      `  repair: tilehouse run ${flags.join(' ')} --job open_csv --allow-shrink  # a run again is refused again; if the change is meant, publish it with --allow-shrink (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)`,
+      // The repair fixes first (repairs.ts), from the change the history told: the edit to undo at its line.
+      `  repair: undo the edit since run ${NIGHT_1.runId}, then run the job again:`,
+      `            ${ws.jobsDir}/open_csv.yaml:13: filters on Number is [{"operator":"gt","values":["100000"]}]; set it back to [{"operator":"gt","values":["0"]}]`,
+      `          tilehouse run ${flags.join(' ')} --job open_csv`,
+      '          kubectl create job -n tilehouse --from=cronjob/tilehouse-open-csv tilehouse-open-csv-$(date +%s)',
+      `          if the change is meant: tilehouse run ${flags.join(' ')} --job open_csv --allow-shrink  # publishes the smaller export over what the targets hold (TILEHOUSE_ALLOW_SHRINK=1 on the cluster)`,
     ]);
     expect(morning.stdout.split('\n').filter((line) => line.includes('changed since'))).toHaveLength(1);
     expect(jobBlock(morning.stdout, 'open_parquet').at(-1)).toBe(
