@@ -27,19 +27,27 @@ history (history.location): OK, FAILED CODE, REFUSED (a publish guard), STOPPED,
 or KILLED (a run that never reached its end), its run and trace id (and with lineage on, the OpenLineage namespace, job and each try's run
 id), rows and where its time went;
 LATE when no run started since the schedule fired. Below them, what changed since the run that
-wrote them as old → new values, what a run left behind, and the commands that run the job again.
-Reads the targets and the history only: no credentials, no request to the source, writes nothing.
+wrote them as old → new values, what a run left behind (after a last run that did not end well:
+what it named, and what lies where each sink writes, found by looking), each with how it goes
+away, and the commands that run the job again.
+Reads the targets, where they are written and the history only: no credentials of the source, no
+request to it, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
     last run: OUTCOME [CODE], run RUN of TIME [(trace ID; lineage NAMESPACE JOB run RUNID)]; N rows, N pages in N s
       [MESSAGE]
+      [no trace: it was killed before the collector accepted a span of it]
+      [lineage: RUNID closed with FAIL by run RUN2 at TIME]
       time: source N s, reading N s, prepare KIND N s, publish KIND N s
     [LATE: no run has started since the schedule fired at TIME]
     KIND TARGET: run RUN of TIME, N rows (where it was read)[; LATE: the run due TIME has not published it | ; NOT PUBLISHED: the run due TIME, run RUN, OUTCOME CODE]
       [the job's query changed since run RUN2: filters on HEADER   (a target another run wrote)]
     changed since run RUN (old → new):
       filters on HEADER: OLD → NEW
-    left behind: NAME, ...
+    left behind:
+      WHAT   (what the run named at its end; a killed run's record and open lineage run; what looking found)
+        goes: HOW IT GOES AWAY
+      not checked: KIND PLACE: WHY
     repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
 
@@ -68,7 +76,7 @@ read, 2 bad config or usage.
     const workspace = await loadWorkspace(values, io.env);
     const jobs = selectJobs(workspace.jobs, values.job ?? [], workspace.jobsDirectory);
     const statuses = await statusOfWorkspace(workspace, jobs, { logger, signal: io.signal, seams });
-    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values) });
+    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values), logger });
     io.stdout.write(values.json ? `${JSON.stringify(mornings, null, 2)}\n` : mornings.map(formatJobMorning).join(''));
     const behind = mornings.some(
       (morning) =>

@@ -2,6 +2,7 @@ import { countNoun } from '../count-noun.js';
 import type { JobMorning, LastBackfill, LastRun } from '../workspace/morning-status.js';
 import { formatJobStatus } from './target-status.js';
 import type { TargetStatus } from '../pipeline/target-status.js';
+import { killedRunLines, leftBehindLines } from './left-behind-lines.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -43,6 +44,7 @@ function lastRunLines(run: LastRun): string[] {
   const lines = [`  last run: ${word}${code}, run ${run.runId} of ${instant(run.startedAt)}${trace}${took}`];
   if (run.killedBecause !== undefined)
     lines.push(`    still "running" in the history, but ${run.killedBecause}: killed (SIGKILL, an evicted pod, a lost node)`);
+  lines.push(...killedRunLines(run));
   if (run.message !== undefined && run.verdict !== 'ok') lines.push(`    ${run.message}`);
   if (run.timings !== undefined && Object.keys(run.timings).length > 0) lines.push(`    time: ${describeTimings(run.timings)}`);
   return lines;
@@ -106,7 +108,7 @@ export function formatJobMorning(morning: JobMorning): string {
     lines.push(`  changed since run ${morning.changes.sinceRunId} (old → new):`);
     for (const change of morning.changes.values) lines.push(`    ${change.part}: ${shortValue(change.old)} → ${shortValue(change.new)}`);
   }
-  if (morning.leftovers !== undefined) lines.push(`  left behind: ${morning.leftovers.join(', ')}`);
+  lines.push(...leftBehindLines(morning));
   if (morning.repair !== undefined) {
     const [first, ...rest] = morning.repair.commands;
     lines.push(`  repair: ${first}${morning.repair.note === undefined ? '' : `  # ${morning.repair.note}`}`);

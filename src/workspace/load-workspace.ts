@@ -12,7 +12,8 @@
 // why it sits above `deploy/`, page sizes, order; each kind's own checks from the sink registry; `run` refuses
 // two jobs on one target with it), `morning-status.ts` (`status`'s job-level answers from the run history,
 // `src/history/`: the last run, LATE, old → new since the run that wrote the targets, left behind, the repair
-// commands, with the CronJob `deploy/` names)
+// commands, with the CronJob `deploy/` names), `left-behind.ts` (what a last run that did not end well left:
+// a killed run's record and open lineage runs, and what each sink finds where it writes, with how each goes)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';
