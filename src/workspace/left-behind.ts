@@ -36,7 +36,7 @@ export function traceOf(record: RunRecord, verdict: RunVerdict): { traceId?: str
   return { traceId: record.traceId };
 }
 
-/** The job's last run (not a backfill) did not end well: what it left, by its record and by looking. */
+/** The job's last run, or a backfill newer than it, did not end well: what it left, by its record and by looking. */
 export async function leftBehindOf(
   workspace: Workspace,
   job: LoadedJob,
@@ -44,11 +44,16 @@ export async function leftBehindOf(
   options: { seams: RunSeams; logger: Logger },
 ): Promise<LeftBehind | undefined> {
   const last = (await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger !== 'backfill' })).latest[0];
-  if (last === undefined || !LOOKED_AFTER.has(last.verdict)) return undefined;
+  // A backfill newer than the last run (`status`'s `last backfill:`) is looked after too.
+  const backfill = (await readJobHistory(documents, job.name, { newest: 1, where: (record) => record.trigger === 'backfill' })).latest[0];
+  const shown = [last, backfill !== undefined && (last === undefined || backfill.record.startedAt > last.record.startedAt) ? backfill : undefined].filter(
+    (judged): judged is JudgedRun => judged !== undefined && LOOKED_AFTER.has(judged.verdict),
+  );
+  if (shown.length === 0) return undefined;
   const { location, keepPerJob } = workspace.environment.history;
   // A relative directory is the environment file's, as the history opens it (run-history.ts): said whole.
   const place = location.includes('://') || path.isAbsolute(location) ? location : path.resolve(path.dirname(workspace.configFile), location);
-  const items = last.verdict === 'killed' ? killedRunsOwn(last, { location: place, keepPerJob }) : [];
+  const items = shown.flatMap((judged) => (judged.verdict === 'killed' ? killedRunsOwn(judged, { location: place, keepPerJob }) : []));
   const unchecked: LeftBehind['unchecked'] = [];
   let sinks: Sink[];
   try {
@@ -67,7 +72,7 @@ export async function leftBehindOf(
     }
     const survey = await sink.leftovers({ jobName: job.name, logger: options.logger });
     // What the run's record already names (its `left behind:` line) is not said twice.
-    const named = last.record.leftBehind ?? [];
+    const named = last?.record.leftBehind ?? [];
     if ('unchecked' in survey) unchecked.push({ sink: sink.kind, where: survey.where, reason: survey.unchecked });
     else items.push(...survey.found.filter((found) => !named.some((text) => text.includes(found.what)) && !items.some((known) => known.what === found.what)));
   }

@@ -10,7 +10,7 @@ import { runCli, sandboxEnv, summaryOf } from '../support/cli-harness.js';
 import { exitWithin, spawnCli } from '../support/child-process.js';
 import { fileTransportEnv, lineageEventsIn, type LineageEvent } from '../support/lineage-events.js';
 import { otlpReceiverForAll } from '../support/otlp-receiver.js';
-import { detailCsvJob } from '../support/queries.js';
+import { dailyCsvBackfillJob, detailCsvJob } from '../support/queries.js';
 import { sandboxWorkspaceForAll, type SandboxWorkspace } from '../support/sandbox-fixture.js';
 import { waitUntil } from '../support/wait-until.js';
 
@@ -176,5 +176,63 @@ describe('a run killed after a span of it was exported', () => {
     const lines = status.stdout.split('\n');
     expect(lines[1]).toMatch(new RegExp(`^ {2}last run: KILLED, run ${record.runId} of .+ UTC \\(trace ${record.traceId}\\)$`));
     expect(lines[3]).not.toContain('no trace');
+  }, 120_000);
+});
+
+describe('a backfill killed mid-window', () => {
+  const fixture = sandboxWorkspaceForAll({ incidents: 600 }, [dailyCsvBackfillJob], SOURCE);
+
+  it('status lists its record and open lineage run beside `last backfill: KILLED`; the next run of the job closes the run with FAIL', async () => {
+    const { workspace } = fixture;
+    const env = { ...sandboxEnv(fixture.sandbox), ...fileTransportEnv(workspace.root) };
+    const flags = ['--config', workspace.configFile, '--jobs', workspace.jobsDir];
+    const day = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+    const next = new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10);
+    const dir = path.join(workspace.root, '.tilehouse', 'history', dailyCsvBackfillJob.name);
+    const running = async () => {
+      const names = (await readdir(dir).catch(() => [] as string[])).filter((name) => name.endsWith('.json'));
+      const records = await Promise.all(names.map(async (name) => JSON.parse(await readFile(path.join(dir, name), 'utf8')) as RecordJson));
+      return records.find((record) => record.state === 'running' && (record.lineage?.runIds.length ?? 0) === 1);
+    };
+    // Page 0 of the window never comes in time: the backfill has sent its window's START and waits.
+    fixture.sandbox.inject({ kind: 'delay', endpoint: 'export', pageNumber: 0, delayMs: 120_000, times: Number.POSITIVE_INFINITY });
+    const child = spawnCli(['backfill', ...flags, '--job', dailyCsvBackfillJob.name, '--from', day, '--to', next], {
+      env: { ...process.env, ...env, CI: '' },
+      stdio: 'ignore',
+    });
+    const exited = exitWithin(child, 90_000);
+    try {
+      await waitUntil(async () => (await running()) !== undefined, "the backfill's running record naming its window's lineage run", {
+        gaveUp: () => child.exitCode !== null,
+        withinMs: 60_000,
+      });
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+      fixture.sandbox.clearFaults();
+    }
+    const killed = (await running())!;
+    const lineageRunId = killed.lineage!.runIds[0]!;
+
+    const status = await runCli(['status', ...flags], { env: sandboxEnv(fixture.sandbox) });
+    const lines = status.stdout.split('\n');
+    expect(lines.find((line) => line.startsWith('  last backfill: '))).toMatch(new RegExp(`^ {2}last backfill: KILLED, run ${killed.runId} of `));
+    const block = lines.slice(
+      lines.indexOf('  left behind:'),
+      lines.findIndex((line) => line.startsWith('  repair: ')),
+    );
+    expect(block.slice(0, 5)).toEqual([
+      '  left behind:',
+      expect.stringMatching(new RegExp(`^ {4}its record ${dir}/.+_${killed.runId}\\.json, still "running"$`)),
+      expect.stringMatching(/^ {6}goes: kept as the history's account of the kill/),
+      `    OpenLineage run ${lineageRunId} of tilehouse ${dailyCsvBackfillJob.name}, open (its START has no end: a catalog shows it running)`,
+      '      goes: the next run of the job with lineage on closes it with a FAIL of its own',
+    ]);
+
+    const run = await runCli(['run', ...flags, '--json'], { env });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const [fail, ...more] = closingFails(await lineageEventsIn(workspace.root), lineageRunId);
+    expect(more).toEqual([]);
+    expect(fail!.run.facets.tilehouse).toMatchObject({ runId: killed.runId, status: 'killed', closedBy: summaryOf(run.stdout, 'run').runId });
   }, 120_000);
 });
