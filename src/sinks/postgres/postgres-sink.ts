@@ -147,7 +147,7 @@ export class PostgresSink implements Sink {
         const qualified = qualifiedName(schema, name);
         return goes === undefined
           ? []
-          : [{ what: `PostgreSQL staging table ${schema}.${name}`, goes: `${goes} (or by hand: psql -c 'DROP TABLE ${qualified}')` }];
+          : [{ what: `PostgreSQL staging table ${schema}.${name}`, goes: `${goes}; or by hand, in the database: DROP TABLE ${qualified};` }];
       });
       return { where: `schema ${schema}`, found: left };
     } catch (error) {
