@@ -32,13 +32,17 @@ id), rows and where its time went, beside the median of the job's last 7 success
 ("usually:"; FAR OFF when rows are more than 50 % off it, or a time 3 times it or a third of it,
 and at least 1 s away); LATE when no run started since the schedule fired. Below them, what
 changed since the run that wrote them as old → new values, every failed day window no later run
-filled ("hole:", with the backfill that fills it), what a run left behind, and the commands that
-run the job again.
-Reads the targets and the history only: no credentials, no request to the source, writes nothing.
+filled ("hole:", with the backfill that fills it), what a run left behind (after a last run that
+did not end well: what it named, and what lies where each sink writes, found by looking), each with
+how it goes away, and the commands that run the job again.
+Reads the targets, where they are written and the history only: no credentials of the source, no
+request to it, writes nothing.
 
   JOB (tile TILE; schedule CRON ZONE, last due TIME)
     last run: OUTCOME [CODE], run RUN of TIME [(trace ID; lineage NAMESPACE JOB run RUNID)]; N rows, N pages in N s
       [MESSAGE]
+      [no trace: it was killed before the collector accepted a span of it]
+      [lineage: RUNID closed with FAIL by run RUN2 at TIME]
       time: source N s [(usually N s)], reading N s, prepare KIND N s, publish KIND N s
       usually: N rows in N s (median of N earlier successful runs)[; FAR OFF: N rows, N s, source N s]
     [LATE: no run has started since the schedule fired at TIME]
@@ -48,7 +52,10 @@ Reads the targets and the history only: no credentials, no request to the source
       filters on HEADER: OLD → NEW
     hole: DAY..DAY, failed in [backfill ]run RUN of TIME (CODE); no run since filled it
       re-run: tilehouse backfill --job JOB --from DAY --to DAY --step STEP ...
-    left behind: NAME, ...
+    left behind:
+      WHAT   (what the run named at its end; a killed run's record and open lineage run; what looking found)
+        goes: HOW IT GOES AWAY
+      not checked: KIND PLACE: WHY
     repair: tilehouse run ... --job JOB   (an incremental job's failed days: tilehouse backfill ... --job JOB --from DAY --to DAY --resume)
             kubectl create job -n tilehouse --from=cronjob/CRONJOB CRONJOB-$(date +%s)
     repair: undo the edit since run RUN, then run the job again:   (a refusal after an edit; fix the job's tile id: one the source refuses)
@@ -82,7 +89,7 @@ the history could not be read, 2 bad config or usage.
     const workspace = await loadWorkspace(values, io.env);
     const jobs = selectJobs(workspace.jobs, values.job ?? [], workspace.jobsDirectory);
     const statuses = await statusOfWorkspace(workspace, jobs, { logger, signal: io.signal, seams });
-    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values) });
+    const mornings = await morningOf(workspace, jobs, statuses, { seams, fixFlags: workspaceFlags(values), logger });
     io.stdout.write(values.json ? `${JSON.stringify(mornings, null, 2)}\n` : mornings.map(formatJobMorning).join(''));
     const behind = mornings.some(
       (morning) =>

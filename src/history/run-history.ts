@@ -13,11 +13,15 @@ import { type BackfillShard, HEARTBEAT_MS, RUN_RECORD_VERSION, recordNameOf, typ
 import { definitionSourceOf } from '../sinks/registry.js';
 import type { EarlierTries } from '../pipeline/run-id-held.js';
 import { messageOf } from '../errors.js';
+import { onLineageStartSent, type LineageStartSent } from '../lineage/lineage.js';
+import { telemetry } from '../telemetry/telemetry.js';
+import { closeKilledLineage } from './killed-runs.js';
 
 // src/history/, module by module: `run-record.ts` (one run of one job as kept: its schema and its
 // document's name), `run-history.ts` (this module: the records a run writes, "running" at its start,
 // a heartbeat, the end; retention), `read-history.ts` (the records `status` reads, and the verdict
-// on a "running" one: live, or killed), `definition-diff.ts` (what changed in a job since a run, as
+// on a "running" one: live, or killed), `killed-runs.ts` (a killed try's open lineage runs, closed by
+// the next run of its job with a FAIL, once), `definition-diff.ts` (what changed in a job since a run, as
 // old → new values), `target-publishers.ts` (which record published a target, a window's run id
 // resolved to its run's record and window), `window-holes.ts` (failed day windows no later run
 // filled), `run-baseline.ts` (a run beside the median of the job's earlier successful runs, and
@@ -52,6 +56,8 @@ export class RunHistory {
     private readonly location: string,
     private readonly keepPerJob: number,
     private readonly logger: Logger,
+    /** The tenant, the input a killed try's closing FAIL names. */
+    private readonly sourceUrl: string,
   ) {}
 
   /**
@@ -62,10 +68,10 @@ export class RunHistory {
   static async open(workspace: HistoryWorkspace, logger: Logger, seams: StoreSeams = {}): Promise<RunHistory> {
     const { location, keepPerJob } = workspace.environment.history;
     try {
-      return new RunHistory(await openHistoryDocuments(workspace, seams), location, keepPerJob, logger);
+      return new RunHistory(await openHistoryDocuments(workspace, seams), location, keepPerJob, logger, workspace.environment.source.baseUrl);
     } catch (error) {
       warn(logger, new HistoryUnavailableError(location, 'opening', error));
-      return new RunHistory(undefined, location, keepPerJob, logger);
+      return new RunHistory(undefined, location, keepPerJob, logger, workspace.environment.source.baseUrl);
     }
   }
 
@@ -73,7 +79,21 @@ export class RunHistory {
   async begin(jobs: readonly LoadedJob[], start: RunStart): Promise<RunInProgress> {
     const run = new RunInProgress(this, jobs, start);
     await run.started();
+    // Beside the run, awaited by its end: a killed try's open lineage runs are closed by this one.
+    run.alongside(Promise.all(jobs.map((job) => this.closeKilledLineage(job, start.runId))));
     return run;
+  }
+
+  /** killed-runs.ts: the job's killed tries' open lineage runs, each closed with a FAIL; logged, never thrown. */
+  private async closeKilledLineage(job: LoadedJob, byRunId: string): Promise<void> {
+    if (this.documents === undefined) return;
+    try {
+      const closed = await closeKilledLineage(this.documents, job, { sourceUrl: this.sourceUrl, byRunId, write: (record, name) => this.write(record, name) });
+      if (closed.length > 0)
+        this.logger.info({ job: job.name, lineageRunIds: closed }, `closed the open lineage run of a killed run of job ${job.name} with FAIL`);
+    } catch (error) {
+      warn(this.logger, new HistoryUnavailableError(this.location, `looking for killed runs of job ${job.name} whose lineage is open`, error));
+    }
   }
 
   /** The definition a run of a job ran with, as its record keeps it; undefined when none is kept (or readable). */
@@ -146,6 +166,10 @@ export class RunInProgress {
   private readonly writes = new Map<string, Promise<void>>();
   private readonly finished = new Set<string>();
   private readonly heartbeat: NodeJS.Timeout;
+  /** Work beside the run (closing a killed try's lineage), awaited by `end`. */
+  private readonly beside: Promise<unknown>[] = [];
+  private readonly unsubscribe: Array<() => void>;
+  private readonly runId: string;
 
   constructor(
     private readonly history: RunHistory,
@@ -166,13 +190,47 @@ export class RunInProgress {
         startedAt: at,
         heartbeatAt: at,
         owner: formatOwnerTag(),
-        ...(start.traceId === undefined || start.traceId === '' ? {} : { traceId: start.traceId }),
+        ...(start.traceId === undefined || start.traceId === '' ? {} : { traceId: start.traceId, spansExportedAt: null }),
         targets: [],
         definition: { fingerprint: jobDefinitionOf(source).fingerprint, tile: job.tile, values: definitionPartValues(source) },
       });
     }
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.runId = start.runId;
+    const traceId = start.traceId;
+    this.unsubscribe = [
+      onLineageStartSent((sent) => this.lineageStarted(sent)),
+      ...(traceId === undefined || traceId === '' ? [] : [telemetry().onSpansExported((traceIds) => traceIds.has(traceId) && this.spansExported())]),
+    ];
+  }
+
+  /** @internal RunHistory.begin's: work beside the run that its end waits for. */
+  alongside(work: Promise<unknown>): void {
+    this.beside.push(work);
+  }
+
+  /**
+   * A START of one of this run's tiles (a window's run id is derived from the run's) was accepted:
+   * its OpenLineage run id is recorded at once, so a try killed before its end names the run it left open.
+   */
+  private lineageStarted(sent: LineageStartSent): void {
+    const record = this.records.get(sent.job);
+    if (record === undefined || this.finished.has(sent.job)) return;
+    if (sent.runId !== this.runId && !sent.runId.startsWith(`${this.runId}-`)) return;
+    const runIds = [...(record.lineage?.runIds ?? []), sent.ref.runId];
+    this.records.set(sent.job, { ...record, lineage: { namespace: sent.ref.namespace, job: sent.ref.job, runIds } });
+    void this.enqueue(sent.job);
+  }
+
+  /** The collector accepted a span of this run's trace: the first time is written at once, later ones with the heartbeat. */
+  private spansExported(): void {
+    const at = new Date().toISOString();
+    for (const [job, record] of this.records) {
+      if (this.finished.has(job)) continue;
+      this.records.set(job, { ...record, spansExportedAt: at });
+      if (record.spansExportedAt === null) void this.enqueue(job);
+    }
   }
 
   /** @internal */
@@ -278,6 +336,8 @@ export class RunInProgress {
    */
   async end(error: { code: string; message: string } | undefined): Promise<void> {
     clearInterval(this.heartbeat);
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
+    await Promise.allSettled(this.beside);
     const at = new Date().toISOString();
     for (const [job, record] of this.records) {
       if (this.finished.has(job)) continue;

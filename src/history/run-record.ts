@@ -56,8 +56,17 @@ export const runRecordSchema = z.object({
   /** The process that wrote it (src/temp-owner.ts's tag): a running record whose owner is gone was killed. */
   owner: z.string(),
   traceId: z.string().optional(),
+  /**
+   * Telemetry on (a trace id recorded): when the collector last accepted a span of the run's trace,
+   * as of this record's last write (the first acceptance is written at once, later ones with the
+   * heartbeat); null: none yet, so a run killed then has no span to find. Absent on a record of a
+   * version that did not keep it: unknown.
+   */
+  spansExportedAt: z.string().nullable().optional(),
   /** Lineage on: the OpenLineage job its events name and the run id of each try (one per tile run: an incremental job's windows, several), to find them in a catalog. */
   lineage: z.object({ namespace: z.string(), job: z.string(), runIds: z.array(z.string()) }).optional(),
+  /** A killed run's lineage runs, left open, closed by a later run of the job with a FAIL of its own (history/killed-runs.ts): once. */
+  lineageClosed: z.object({ eventType: z.literal('FAIL'), at: z.string(), byRunId: z.string(), runIds: z.array(z.string()) }).optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   rows: z.number().optional(),
   pages: z.number().optional(),

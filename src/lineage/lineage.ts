@@ -87,10 +87,33 @@ export interface LineageTileRun {
   end(result: LineageTileEnd, stopped: boolean): void;
 }
 
+/**
+ * A try whose process ended between its START and its terminal event (SIGKILL, an evicted pod: the
+ * run history judged it killed), as a later run of the same job closes it (docs/lineage.md).
+ */
+export interface AbandonedTileRun {
+  job: string;
+  tile: string;
+  /** The tilehouse run id of the killed try (a window's own). */
+  runId: string;
+  /** The OpenLineage run its START opened, which this closes. */
+  lineageRunId: string;
+  sourceUrl: string;
+  /** Why it is known to be dead, for the error message facet: "its process (pid … on …) is gone". */
+  killedBecause: string;
+  /** The tilehouse run id of the run that closes it. */
+  closedBy: string;
+}
+
 export interface Lineage {
   readonly enabled: boolean;
   /** Sends START for a tile run (in the background) and returns the run to end. */
   startTile(start: LineageTileStart): LineageTileRun;
+  /**
+   * Sends FAIL for a killed try's open run, after what is in flight; resolves true once the
+   * transport accepted it, false when it did not (or lineage is off). Never throws.
+   */
+  closeAbandoned(run: AbandonedTileRun): Promise<boolean>;
   /** Waits for the events in flight within a bounded time (the transport's timeout); never throws. */
   shutdown(): Promise<void>;
 }
@@ -101,8 +124,39 @@ const NO_RUN: LineageTileRun = { end: () => undefined };
 export const NO_LINEAGE: Lineage = {
   enabled: false,
   startTile: () => NO_RUN,
+  closeAbandoned: async () => false,
   shutdown: async () => undefined,
 };
+
+/** A START the transport accepted: which tile run (its job and tilehouse run id) opened which OpenLineage run. */
+export interface LineageStartSent {
+  job: string;
+  runId: string;
+  ref: LineageRunRef;
+}
+
+const startsSent = new Set<(sent: LineageStartSent) => void>();
+
+/**
+ * Calls `listener` for every START a transport accepts: the run history keeps each try's
+ * OpenLineage run id in its "running" record from then on, so a try killed before its terminal
+ * event leaves a record naming the run it left open. Returns the unsubscribe.
+ */
+export function onLineageStartSent(listener: (sent: LineageStartSent) => void): () => void {
+  startsSent.add(listener);
+  return () => startsSent.delete(listener);
+}
+
+/** @internal The emitter's: a START was accepted. */
+export function lineageStartSent(sent: LineageStartSent): void {
+  for (const listener of startsSent) {
+    try {
+      listener(sent);
+    } catch {
+      // The history's bookkeeping never fails an event.
+    }
+  }
+}
 
 // Process-wide, as telemetry is: the seam is deep in the pipeline (each tile and window run), and
 // threading an emitter through every runner would put lineage into the logic it observes.

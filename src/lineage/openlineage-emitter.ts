@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { redactJson, redactText } from '../redaction.js';
-import type { Lineage, LineageTileEnd, LineageTileRun, LineageTileStart } from './lineage.js';
+import { type AbandonedTileRun, type Lineage, lineageStartSent, type LineageTileEnd, type LineageTileRun, type LineageTileStart } from './lineage.js';
 import type { LineageTransport } from './lineage-transport.js';
 import { TileRunEvents, type EventContext } from './run-events.js';
 import { newUuidV7 } from './run-uuid.js';
@@ -43,7 +43,8 @@ export class OpenLineageEmitter implements Lineage {
     try {
       const at = this.now();
       events = new TileRunEvents(start, this.context, newUuidV7(at.getTime()));
-      this.enqueue(events.started(at));
+      const ref = { namespace: this.context.namespace, job: start.job, runId: events.runId };
+      this.enqueue(events.started(at), () => lineageStartSent({ job: start.job, runId: start.runId, ref }));
     } catch (error) {
       this.warnOnce(`lineage: no events for job ${start.job}: ${messageOf(error)}`);
       return { end: () => undefined };
@@ -63,11 +64,29 @@ export class OpenLineageEmitter implements Lineage {
     };
   }
 
-  private enqueue(event: Record<string, unknown>): void {
-    this.chain = this.chain.then(() => this.deliver(event));
+  async closeAbandoned(run: AbandonedTileRun): Promise<boolean> {
+    let event: Record<string, unknown>;
+    try {
+      // The killed try's own job and run: never this run's parent or nominal time, which are not its.
+      const context = { ...this.context, parent: undefined, nominal: undefined };
+      const start = { job: run.job, tile: run.tile, runId: run.runId, sourceUrl: run.sourceUrl, startedAt: this.now(), timezone: 'UTC' };
+      event = new TileRunEvents(start, context, run.lineageRunId).abandoned(this.now(), run);
+    } catch (error) {
+      this.warnOnce(`lineage: the open run ${run.lineageRunId} of job ${run.job} was not closed: ${messageOf(error)}`);
+      return false;
+    }
+    let accepted = false;
+    this.enqueue(event, () => (accepted = true));
+    await this.chain;
+    return accepted;
   }
 
-  private async deliver(event: Record<string, unknown>): Promise<void> {
+  /** `onSent`: after the transport accepted the event. */
+  private enqueue(event: Record<string, unknown>, onSent?: () => void): void {
+    this.chain = this.chain.then(() => this.deliver(event, onSent));
+  }
+
+  private async deliver(event: Record<string, unknown>, onSent?: () => void): Promise<void> {
     if (this.stop.signal.aborted) {
       this.failed += 1;
       return;
@@ -77,6 +96,7 @@ export class OpenLineageEmitter implements Lineage {
       // Every transport is handed the event redacted (src/redaction.ts): its error message, its facets' texts.
       await this.transport.send(redactJson(event), signal);
       this.sent += 1;
+      onSent?.();
     } catch (error) {
       this.failed += 1;
       const reason = signal.aborted ? `no answer within ${this.transport.timeoutMs / 1000} s` : messageOf(error);

@@ -2,7 +2,7 @@ import { scrubSecrets } from '../secret-scrubber.js';
 import { zoneClock } from '../transform/values/zone-clock.js';
 import { sinkKindOf } from '../sinks/registry.js';
 import type { LineageDatasetName } from '../sinks/sink-kind.js';
-import type { LineageTileEnd, LineageTileStart } from './lineage.js';
+import type { AbandonedTileRun, LineageTileEnd, LineageTileStart } from './lineage.js';
 import type { LineageRunRef } from './lineage-settings.js';
 import { newUuidV7 } from './run-uuid.js';
 
@@ -100,6 +100,27 @@ export class TileRunEvents {
       });
     }
     return this.event(type, at, runFacets, [this.inputDataset(end)], this.outputDatasets(end));
+  }
+
+  /**
+   * FAIL for a try killed between its START and its end, sent by a later run of the job: the
+   * error message says so and who closed it; no rows or outputs, which the record cannot know.
+   * FAIL rather than ABORT: nobody asked it to stop (ABORT is a SIGTERM's), and a catalog
+   * alerting on failed runs must see it.
+   */
+  abandoned(at: Date, run: Pick<AbandonedTileRun, 'killedBecause' | 'closedBy'>): Json {
+    const tilehouse = {
+      _producer: producerOf(this.context.version),
+      _schemaURL: TILEHOUSE_FACET_SCHEMA,
+      runId: this.start.runId,
+      status: 'killed',
+      closedBy: run.closedBy,
+    };
+    const errorMessage = facet(this.context, 'errorMessage', {
+      message: scrubSecrets(`killed: still "running" in the run history, but ${run.killedBecause}; closed by tilehouse run ${run.closedBy} of the job`),
+      programmingLanguage: 'TypeScript',
+    });
+    return this.event('FAIL', at, { tilehouse, errorMessage }, [this.inputDataset()], []);
   }
 
   private event(type: EventType, at: Date, runFacets: Json, inputs: Json[], outputs: Json[]): Json {

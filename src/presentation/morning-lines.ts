@@ -4,6 +4,7 @@ import { formatJobStatus } from './target-status.js';
 import { baselineLine, holeLines, usualOfFarPhases } from './morning-history-lines.js';
 import type { TargetStatus } from '../pipeline/target-status.js';
 import { repairLines, shortValue } from './repair-lines.js';
+import { killedRunLines, leftBehindLines } from './left-behind-lines.js';
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -41,6 +42,7 @@ function lastRunLines(run: LastRun): string[] {
   const lines = [`  last run: ${word}${code}, run ${run.runId} of ${instant(run.startedAt)}${trace}${took}`];
   if (run.killedBecause !== undefined)
     lines.push(`    still "running" in the history, but ${run.killedBecause}: killed (SIGKILL, an evicted pod, a lost node)`);
+  lines.push(...killedRunLines(run));
   if (run.message !== undefined && run.verdict !== 'ok') lines.push(`    ${run.message}`);
   if (run.timings !== undefined && Object.keys(run.timings).length > 0) lines.push(`    time: ${describeTimings(run.timings, usualOfFarPhases(run.baseline))}`);
   if (run.baseline !== undefined) lines.push(baselineLine(run.baseline));
@@ -103,7 +105,7 @@ export function formatJobMorning(morning: JobMorning): string {
     for (const change of morning.changes.values) lines.push(`    ${change.part}: ${shortValue(change.old)} → ${shortValue(change.new)}`);
   }
   if (morning.holes !== undefined) lines.push(...holeLines(morning.holes));
-  if (morning.leftovers !== undefined) lines.push(`  left behind: ${morning.leftovers.join(', ')}`);
+  lines.push(...leftBehindLines(morning));
   if (morning.repair !== undefined) lines.push(...repairLines(morning.repair));
   return `${lines.join('\n')}\n`;
 }

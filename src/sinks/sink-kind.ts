@@ -76,7 +76,9 @@ export interface KindSecret {
 export type KindSink = Sink &
   Required<Pick<Sink, 'publication' | 'checkAccess' | 'guardCheck' | 'storedSchema'>> &
   // The target a run would write, named before it opens (lineage's FAIL before any writer opened).
-  Required<Pick<Sink, 'plannedDataset'>>;
+  Required<Pick<Sink, 'plannedDataset'>> &
+  // What runs left where it writes, with how each goes (`status` after a run that did not end well).
+  Required<Pick<Sink, 'leftovers'>>;
 
 /**
  * Everything the rest of tilehouse asks of one kind of sink, given by the kind's folder

@@ -229,6 +229,17 @@ export interface TargetPublication {
   note?: string;
 }
 
+/** Something a run left where a sink writes, found by looking (`status`), and how it goes away. */
+export interface Leftover {
+  /** What and where: `temp file /out/.x.csv.tilehouse-….tmp`, `PostgreSQL staging table public._tilehouse_stage_…`. */
+  what: string;
+  /** How it goes away: the next run's sweep, a table's housekeeping, a command. */
+  goes: string;
+}
+
+/** What looking where a sink writes found (`where`: the directory, prefix, schema or table looked in), or why it could not look. */
+export type LeftoverSurvey = { where: string; found: Leftover[] } | { where: string; unchecked: string };
+
 export interface Sink {
   readonly kind: SinkResult['sink'];
   /**
@@ -243,6 +254,13 @@ export interface Sink {
    * artefacts of a live run, this process's included.
    */
   sweep(logger: Logger): Promise<string[]>;
+  /**
+   * What runs left where this sink writes, found by looking and named with how each goes away:
+   * what `sweep` removes (now, or once old enough), a table's files no snapshot references. For
+   * `status`, after a run that did not end well. Reads, never writes; never throws (a look that
+   * fails is `unchecked`, with why). Absent: the kind does not look (`status` says so).
+   */
+  leftovers?(context: { jobName: string; logger: Logger }): Promise<LeftoverSurvey>;
   /** Compares the columns a run would write with what the target holds now. Reads, never writes. */
   plan(context: SinkRunContext): Promise<SinkPlan>;
   /**

@@ -121,6 +121,7 @@ export class OtelTelemetry implements Telemetry {
   private readonly shutdownBoundMs: number;
   private warned = false;
   private closed: Promise<void> | undefined;
+  private readonly exportListeners = new Set<(traceIds: ReadonlySet<string>) => void>();
 
   constructor(private readonly options: OtelTelemetryOptions) {
     const { settings, env } = options;
@@ -144,7 +145,7 @@ export class OtelTelemetry implements Telemetry {
     this.shutdownBoundMs = Math.max(settings.traces?.timeoutMs ?? 0, settings.metrics?.timeoutMs ?? 0) + 500;
     if (settings.traces !== undefined) {
       const exporter = new OTLPTraceExporter({ url: settings.traces.url, headers: settings.traces.headers, timeoutMillis: settings.traces.timeoutMs });
-      this.watch(exporter, settings.traces.url);
+      this.watch(exporter, settings.traces.url, (spans) => this.exported(spans as ReadonlyArray<{ spanContext(): { traceId: string } }>));
       // Batched: a million-row run has a thousand page spans. The queue holds a long run's spans
       // between the 5 s exports; a span ended right before shutdown is flushed by it (a
       // SimpleSpanProcessor could drop it: opentelemetry-js#5602).
@@ -177,14 +178,37 @@ export class OtelTelemetry implements Telemetry {
     }
   }
 
-  /** The first export that fails logs one warning; the run's outcome never depends on it. */
-  private watch(exporter: { export(items: never, done: (result: ExportResult) => void): void }, url: string): void {
+  /** The first export that fails logs one warning; the run's outcome never depends on it. `accepted`: told of each export that succeeded. */
+  private watch(
+    exporter: { export(items: never, done: (result: ExportResult) => void): void },
+    url: string,
+    accepted?: (items: readonly unknown[]) => void,
+  ): void {
     const original = exporter.export.bind(exporter);
     (exporter as { export: (items: never, done: (result: ExportResult) => void) => void }).export = (items, done) =>
       original(items, (result) => {
         if (result.code !== ExportResultCode.SUCCESS) this.warnOnce(`telemetry export to ${url} failed: ${messageOf(result.error ?? 'no detail')}`);
+        else accepted?.(items as readonly unknown[]);
         done(result);
       });
+  }
+
+  /** The collector accepted these spans: their traces are told to the listeners (a listener that throws is its own problem, never the export's). */
+  private exported(spans: ReadonlyArray<{ spanContext(): { traceId: string } }>): void {
+    if (this.exportListeners.size === 0 || spans.length === 0) return;
+    const traceIds = new Set(spans.map((span) => span.spanContext().traceId));
+    for (const listener of this.exportListeners) {
+      try {
+        listener(traceIds);
+      } catch {
+        // The history's bookkeeping: an export is never failed by it.
+      }
+    }
+  }
+
+  onSpansExported(listener: (traceIds: ReadonlySet<string>) => void): () => void {
+    this.exportListeners.add(listener);
+    return () => this.exportListeners.delete(listener);
   }
 
   private warnOnce(message: string): void {

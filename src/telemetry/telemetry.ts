@@ -145,6 +145,12 @@ export interface Telemetry {
   recordRun(run: RunMetrics): void;
   /** `trace_id` and `span_id` of the current span, for a log line; empty outside a span or when off. */
   logFields(): Record<string, string>;
+  /**
+   * Calls `listener` with the trace ids of the spans each export the collector accepted carried:
+   * the run history notes that its run's trace holds spans (a run killed before its first export
+   * holds none). Returns the unsubscribe.
+   */
+  onSpansExported(listener: (traceIds: ReadonlySet<string>) => void): () => void;
   /** Sends what is left (spans, the metrics' one collection) within a bounded time; never throws. */
   shutdown(): Promise<void>;
 }
@@ -160,6 +166,7 @@ export const NO_TELEMETRY: Telemetry = {
   recordRun: () => undefined,
   // A new object each call: a caller (pino's mixin) may add to it.
   logFields: () => ({}),
+  onSpansExported: () => () => undefined,
   shutdown: async () => undefined,
 };
 

@@ -16,7 +16,9 @@
 // `status`: the run that published each target, a window's target told as its run's window, what changed
 // since from that run's record, the failed windows no later run filled with the backfill that fills each),
 // `repairs.ts` (the repair that fixes first: an edit the guard
-// refused to undo, a tile id the source refuses, each by the job file's line; the override only if meant)
+// refused to undo, a tile id the source refuses, each by the job file's line; the override only if meant),
+// `left-behind.ts` (what a last run that did not end well left:
+// a killed run's record and open lineage runs, and what each sink finds where it writes, with how each goes)
 
 import { ConfigError } from '../config/config-error.js';
 import type { EnvironmentConfig } from '../config/environment-schema.js';

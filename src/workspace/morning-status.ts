@@ -10,6 +10,8 @@ import type { Workspace } from './load-workspace.js';
 import type { RunSeams } from './run-context.js';
 import { changesSinceWriter, jobHolesOf, targetsFromHistory, type JobHole } from './morning-history.js';
 import { clusterRerunOf, type Repair, repairFixingFirst } from './repairs.js';
+import type { Logger } from '../log.js';
+import { type LeftBehind, leftBehindOf, traceOf } from './left-behind.js';
 
 /** How a run recorded in the history went, as `status` tells it (a night's run or a backfill). */
 interface RecordedOutcome {
@@ -23,12 +25,16 @@ interface RecordedOutcome {
   rows?: number;
   /** A run judged killed: why ("its process … is gone", "silent since …"). */
   killedBecause?: string;
+  /** Killed before the collector accepted a span of its trace: no trace id is given, as none would find anything. */
+  noSpansExported?: true;
 }
 
 /** The job's last run as its history keeps it. */
 export interface LastRun extends RecordedOutcome {
   /** Lineage on: the OpenLineage job and its tries' run ids (the history's record). */
   lineage?: { namespace: string; job: string; runIds: string[] };
+  /** Killed: the FAIL a later run of the job sent to close its open lineage runs (history/killed-runs.ts). */
+  lineageClosed?: { eventType: 'FAIL'; at: string; byRunId: string; runIds: string[] };
   /** What started it: a `run` (a CronJob's pod), a tick of `schedule`. */
   trigger: 'run' | 'schedule';
   pages?: number;
@@ -69,6 +75,8 @@ export interface JobMorning extends JobStatus {
   changes?: { sinceRunId: string; values: ValueChange[] };
   /** What the last run said it left behind or left mixed: staging tables, temp objects, targets holding neither run whole. */
   leftovers?: string[];
+  /** What a last run that did not end well left, beyond its record's names: a killed run's own, and what looking where each sink writes found (left-behind.ts). */
+  leftBehind?: LeftBehind;
   /** The commands that run the job again, when its last run did not publish (or none ran since the schedule fired); what to fix first (repairs.ts). */
   repair?: Repair;
   /** Failed day windows no later run filled, whatever ran since, each with the backfill that fills it (morning-history.ts). */
@@ -87,7 +95,7 @@ export async function morningOf(
   workspace: Workspace,
   jobs: readonly LoadedJob[],
   statuses: readonly JobStatus[],
-  options: { seams: RunSeams; fixFlags: readonly string[] },
+  options: { seams: RunSeams; fixFlags: readonly string[]; logger: Logger },
 ): Promise<JobMorning[]> {
   let documents: StoredDocuments | undefined;
   let unreadable: string | undefined;
@@ -104,7 +112,9 @@ export async function morningOf(
       continue;
     }
     try {
-      mornings.push(await jobMorningOf(job, status, documents, options.fixFlags));
+      const morning = await jobMorningOf(job, status, documents, options.fixFlags);
+      const leftBehind = await leftBehindOf(workspace, job, documents, options);
+      mornings.push(leftBehind === undefined ? morning : { ...morning, leftBehind });
     } catch (error) {
       mornings.push({ ...status, historyUnreadable: messageOf(error) });
     }
@@ -130,6 +140,7 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
     morning.lastRun = {
       ...outcomeOf(last),
       ...(record.lineage === undefined ? {} : { lineage: record.lineage }),
+      ...(record.lineageClosed === undefined ? {} : { lineageClosed: record.lineageClosed }),
       // Never `backfill`: read where the trigger is not one.
       trigger: record.trigger === 'schedule' ? 'schedule' : 'run',
       ...(record.pages === undefined ? {} : { pages: record.pages }),
@@ -165,7 +176,7 @@ async function jobMorningOf(job: LoadedJob, status: JobStatus, documents: Stored
 function outcomeOf({ record, verdict, killedBecause }: JudgedRun): RecordedOutcome {
   return {
     runId: record.runId,
-    ...(record.traceId === undefined ? {} : { traceId: record.traceId }),
+    ...traceOf(record, verdict),
     verdict,
     ...(record.error === undefined ? {} : { code: record.error.code, message: record.error.message }),
     startedAt: record.startedAt,

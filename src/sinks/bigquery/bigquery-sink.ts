@@ -6,6 +6,7 @@ import type { BigQuerySinkConfig } from '../../config/job-schema.js';
 import type { Logger } from 'pino';
 import type {
   AccessCheckContext,
+  LeftoverSurvey,
   PlannedDataset,
   PlannedDatasetContext,
   Sink,
@@ -36,7 +37,7 @@ import { BigQueryWriter } from './bigquery-writer.js';
 import { rowEncoder } from './encode-row.js';
 import { isLineageColumn, LINEAGE_COLUMNS } from './lineage.js';
 import { resolveMergeKey } from './merge-key.js';
-import { NdjsonFile, removeStaleLoadFiles } from './ndjson-file.js';
+import { NdjsonFile, removeStaleLoadFiles, strayLoadFiles } from './ndjson-file.js';
 import { partitionDate, partitionDecorator } from './partition-date.js';
 import type { RetryLimits } from '../../retry.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY_LIMITS, type RetryContext } from './retry.js';
@@ -102,6 +103,20 @@ export class BigQuerySink implements Sink {
     const removed = await removeStaleLoadFiles(this.options.tempDirectory ?? tmpdir());
     if (removed.length > 0) logger.info({ removed }, 'removed BigQuery load files of runs that are gone');
     return removed;
+  }
+
+  /**
+   * The load files of runs that are not alive (`status`). Staging tables are not looked for, as
+   * the sweep does not: each expires a day after its run made it, and listing datasets needs
+   * rights a run does not otherwise use; what a run could not delete, its record names.
+   */
+  async leftovers(): Promise<LeftoverSurvey> {
+    const directory = this.options.tempDirectory ?? tmpdir();
+    try {
+      return { where: directory, found: await strayLoadFiles(directory) };
+    } catch (error) {
+      return { where: directory, unchecked: messageOf(error) };
+    }
   }
 
   /**

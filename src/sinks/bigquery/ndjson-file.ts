@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { TilehouseError } from '../../errors.js';
 import { fileSystemFailureCode, fileSystemFailureHint, type FileSystemFailureCode } from '../file-system-failure.js';
-import { removeOwnedTempFiles } from '../owned-temp-files.js';
+import { howStrayTempGoes, removeOwnedTempFiles, strayTempFiles } from '../owned-temp-files.js';
+import type { Leftover } from '../sink.js';
 import { formatOwnerTag, OWNER_TAG_PATTERN } from '../../temp-owner.js';
 
 // Lines are gathered into chunks of about this size before each write: far fewer write calls than
@@ -26,6 +27,15 @@ function loadFileOwnerTag(name: string): string | null | undefined {
 /** Deletes load files of dead runs in `directory` (see removeOwnedTempFiles). */
 export function removeStaleLoadFiles(directory: string): Promise<string[]> {
   return removeOwnedTempFiles(directory, { ownerTagOf: loadFileOwnerTag });
+}
+
+/** The load files of runs that are not alive in `directory`, with how each goes (`status`); reads only. */
+export async function strayLoadFiles(directory: string): Promise<Leftover[]> {
+  const now = Date.now();
+  return (await strayTempFiles(directory, { ownerTagOf: loadFileOwnerTag })).map((stray) => ({
+    what: `BigQuery load file ${stray.location}`,
+    goes: howStrayTempGoes(stray, now),
+  }));
 }
 
 /**

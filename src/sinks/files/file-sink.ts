@@ -17,6 +17,7 @@ import { text } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import type {
   AccessCheckContext,
+  LeftoverSurvey,
   PlannedDataset,
   PlannedDatasetContext,
   RunHeld,
@@ -110,6 +111,17 @@ export class FileSink<C extends FileSinkConfig = FileSinkConfig> implements Sink
   async sweep(logger: Logger): Promise<string[]> {
     const { root, recursive } = this.template.sweepScope(this.options.directory);
     return (await this.store()).sweep(root, { recursive, logger });
+  }
+
+  /** What a sweep would remove where this sink's template puts files, found without removing (`status`). */
+  async leftovers({ logger }: { logger: Logger }): Promise<LeftoverSurvey> {
+    const { root, recursive } = this.template.sweepScope(this.options.directory);
+    const where = recursive ? `${root} and below` : root;
+    try {
+      return { where, found: await (await this.store()).strays(root, { recursive, logger }) };
+    } catch (error) {
+      return { where, unchecked: messageOf(error) };
+    }
   }
 
   /** Whether a run could write where the template puts files (the deepest place it fixes), found without writing. */

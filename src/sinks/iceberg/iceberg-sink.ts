@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { IcebergDefaults } from '../../config/environment-schema.js';
 import type { IcebergSinkConfig } from '../../config/iceberg-sink-schema.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
@@ -9,6 +10,7 @@ import type { LineageDatasetName } from '../lineage-dataset-name.js';
 import type { GuardCheck, TargetHolding } from '../publish-guard.js';
 import type {
   AccessCheckContext,
+  LeftoverSurvey,
   PlannedDataset,
   PlannedDatasetContext,
   RunHeld,
@@ -31,8 +33,8 @@ import { childLocation, removeLocation, withTableFileStores, writeNewFile } from
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, snapshotOfRun, type TableMetadata } from './table-metadata.js';
 import { OverwriteRun } from './overwrite-run.js';
 import type { DayPartitionOptions } from './partition-spec.js';
-import type { IcebergHousekeepingPolicy } from './expire-snapshots.js';
-import type { HousekeepingReport } from './orphan-files.js';
+import { housekeepingPolicy, type IcebergHousekeepingPolicy } from './expire-snapshots.js';
+import { type HousekeepingReport, unreferencedFilesOf } from './orphan-files.js';
 import { IcebergRun, LINEAGE_COLUMNS } from './table-writer.js';
 
 /** The summary keys beside the run id: when the run started, and its window (a backfill's, an incremental run's). */
@@ -230,6 +232,33 @@ export class IcebergSink implements Sink {
    */
   async sweep(): Promise<string[]> {
     return [];
+  }
+
+  /**
+   * The table's files no snapshot references (a failed, refused or killed run's), each with the
+   * commit that deletes it: the first after it is `housekeeping.orphanMinAgeHours` old. Reads only.
+   */
+  async leftovers({ jobName }: { jobName: string; logger: Logger }): Promise<LeftoverSurvey> {
+    const where = `table ${this.target}`;
+    try {
+      return await this.inStores(async () => {
+        const loaded = await this.loaded(jobName);
+        if (loaded === undefined) return { where, found: [] };
+        const { orphanMinAgeHours } = housekeepingPolicy(housekeepingOf(this.options.settings));
+        const files = await unreferencedFilesOf(loaded);
+        return {
+          where,
+          found: files.map((file) => ({
+            what: `Iceberg file ${file.location}, which no snapshot references`,
+            goes: Number.isFinite(orphanMinAgeHours)
+              ? `deleted by the table's first commit (a run of any job writing it) after ${new Date(file.modifiedMs + orphanMinAgeHours * 3_600_000).toISOString()} (sinks.iceberg.housekeeping.orphanMinAgeHours ${orphanMinAgeHours})`
+              : 'kept: the housekeeping deletes no orphan (sinks.iceberg.housekeeping.orphanMinAgeHours is off); remove it by hand',
+          })),
+        };
+      });
+    } catch (error) {
+      return { where, unchecked: messageOf(error) };
+    }
   }
 
   /** The table's schema against the tile's columns. Reads only. */
@@ -563,7 +592,14 @@ class IcebergWriter implements SinkWriter {
   }
 
   leftBehind(): string[] {
-    return this.run.outcomeUnknown ? [] : [...this.run.files()];
+    if (this.run.outcomeUnknown) return [];
+    // Said with how it goes: no snapshot references it, so the housekeeping of a later commit deletes it once old enough.
+    return this.run
+      .files()
+      .map(
+        (file) =>
+          `Iceberg file ${file}, which no snapshot references (the table's first commit after it is sinks.iceberg.housekeeping.orphanMinAgeHours old deletes it)`,
+      );
   }
 
   private async close(): Promise<void> {

@@ -100,6 +100,23 @@ export async function removeUnreferencedFiles(options: {
   return report;
 }
 
+/**
+ * The files under the table's `data/` and `metadata/` that its committed metadata does not
+ * reference (what a failed, refused or killed run left, or a writer's files not yet committed),
+ * with their last change: `status` names them, and when the housekeeping of a commit deletes them
+ * (once older than `orphanMinAgeHours`). Reads only; a listing or a read that fails throws.
+ */
+export async function unreferencedFilesOf(table: LoadedTable): Promise<Array<{ location: string; modifiedMs: number }>> {
+  const referenced = await referencesOf(table);
+  const found: Array<{ location: string; modifiedMs: number }> = [];
+  for (const folder of ['data', 'metadata']) {
+    for (const file of await listLocation(childLocation(table.metadata.location, folder))) {
+      if (!referenced.files.has(checkedFileOf(file.location))) found.push({ location: file.location, modifiedMs: file.modifiedMs });
+    }
+  }
+  return found.sort((a, b) => a.location.localeCompare(b.location));
+}
+
 const listFailed = (report: HousekeepingReport) => (error: unknown) => {
   report.failures.push(`orphan files were not looked for: ${(error as Error).message}`);
   return [];

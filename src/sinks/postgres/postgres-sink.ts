@@ -4,11 +4,13 @@ import type { PostgresSinkConfig } from '../../config/postgres-sink-schema.js';
 import { countNoun } from '../../count-noun.js';
 import { isTilehouseError, messageOf } from '../../errors.js';
 import { DEFAULT_STOP_DEADLINE_MS } from '../../stop-deadline.js';
+import { howStrayTempGoes } from '../owned-temp-files.js';
 import { FOREIGN_TEMP_MAX_AGE_MS, ownerState, parseOwnerTag } from '../../temp-owner.js';
 import type { GuardSettings } from '../../config/publish-guard-schema.js';
 import type { GuardCheck } from '../publish-guard.js';
 import type {
   AccessCheckContext,
+  LeftoverSurvey,
   PlannedDataset,
   PlannedDatasetContext,
   Sink,
@@ -120,6 +122,40 @@ export class PostgresSink implements Sink {
     }
     if (removed.length > 0) logger.info({ removed }, 'dropped PostgreSQL staging tables of runs that are gone');
     return removed;
+  }
+
+  /**
+   * The staging tables in this sink's schema that no live run owns (a run killed between
+   * prepare's COMMIT and its publish, a drop that failed), with how each goes: the next run's
+   * sweep, or DROP TABLE by hand. Staging tables do not name their job: every job of the schema's. Reads only.
+   */
+  async leftovers({ logger }: { logger: Logger }): Promise<LeftoverSurvey> {
+    let schema = this.options.config.postgresSchema ?? this.options.settings.schema;
+    let client: Awaited<ReturnType<typeof connectPostgres>> | undefined;
+    try {
+      const connection = await this.resolved();
+      schema = this.options.config.postgresSchema ?? connection.schema;
+      client = await connectPostgres(connection, { jobName: 'status', target: `${schema}.${STAGING_PREFIX}*` }, { connectTimeoutMs: 10_000 });
+      const found = await client.query<{ name: string; note: string | null }>(
+        `SELECT c.relname AS name, obj_description(c.oid, 'pg_class') AS note FROM pg_catalog.pg_class c
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' AND starts_with(c.relname, $2)
+           ORDER BY c.relname`,
+        [schema, STAGING_PREFIX],
+      );
+      const left = found.rows.flatMap(({ name, note }) => {
+        const goes = howStagingGoes(note);
+        const qualified = qualifiedName(schema, name);
+        return goes === undefined
+          ? []
+          : [{ what: `PostgreSQL staging table ${schema}.${name}`, goes: `${goes}; or by hand, in the database: DROP TABLE ${qualified};` }];
+      });
+      return { where: `schema ${schema}`, found: left };
+    } catch (error) {
+      logger.debug({ schema, error: messageOf(error) }, 'could not look for PostgreSQL staging tables');
+      return { where: `schema ${schema}`, unchecked: messageOf(error) };
+    } finally {
+      await closeQuietly(client);
+    }
   }
 
   /** The table's columns against the tile's, under the contract. Reads only. */
@@ -321,6 +357,21 @@ export class PostgresSink implements Sink {
 }
 
 /** Whether a staging table's comment says its run is gone (owner process ended, or a day old). */
+/** How a staging table goes (the sweep's rule, stagingIsStale's); undefined for a live run's, or one tilehouse did not write. */
+function howStagingGoes(note: string | null, now: number = Date.now()): string | undefined {
+  let parsed: { owner?: unknown; createdAt?: unknown } | undefined;
+  try {
+    parsed = note === null ? undefined : (JSON.parse(note) as { owner?: unknown; createdAt?: unknown });
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || typeof parsed.createdAt !== 'string') return undefined;
+  const owner = typeof parsed.owner === 'string' ? parseOwnerTag(parsed.owner) : undefined;
+  const state = owner === undefined ? 'unknown' : ownerState(owner);
+  if (state === 'self' || state === 'alive') return undefined;
+  return howStrayTempGoes({ location: '', owner: state, modifiedMs: Date.parse(parsed.createdAt) }, now);
+}
+
 function stagingIsStale(note: string | null): boolean {
   let parsed: { owner?: unknown; createdAt?: unknown } | undefined;
   try {

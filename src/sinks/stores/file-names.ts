@@ -1,6 +1,7 @@
 import { basename, dirname, join } from 'node:path';
 import { tempNameFor as sharedTempNameFor, tempNameOwnerTag } from '../../write-file-atomically.js';
-import { removeOwnedTempFiles } from '../owned-temp-files.js';
+import { howStrayTempGoes, removeOwnedTempFiles, strayTempFiles } from '../owned-temp-files.js';
+import type { Leftover } from '../sink.js';
 
 // A file sink's temp files follow the house's one temp-name scheme (src/write-file-atomically.ts),
 // labelled with the run id: `.<target basename>.tilehouse-<runId>+<owner tag>.tmp`.
@@ -36,6 +37,15 @@ export function tempFileOwnerTag(name: string): string | null | undefined {
 /** Deletes file sinks' temp files of dead runs under `directory` (see removeOwnedTempFiles). */
 export function removeStaleTempFiles(directory: string, options: { recursive: boolean }): Promise<string[]> {
   return removeOwnedTempFiles(directory, { ownerTagOf: tempFileOwnerTag, recursive: options.recursive });
+}
+
+/** File sinks' temp files under `directory` that a sweep removes (now, or once old enough), with how each goes; reads only. */
+export async function strayTempFilesIn(directory: string, options: { recursive: boolean }): Promise<Leftover[]> {
+  const now = Date.now();
+  return (await strayTempFiles(directory, { ownerTagOf: tempFileOwnerTag, recursive: options.recursive })).map((stray) => ({
+    what: `temp file ${stray.location}`,
+    goes: howStrayTempGoes(stray, now),
+  }));
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ObjectStoreUrls } from '../../config/object-store-urls.js';
 import type { TargetKind } from '../../error-codes.js';
 import type { RetryBudget } from '../../retry.js';
 import type { Column } from '../../transform/column.js';
-import type { SinkWriter } from '../sink.js';
+import type { Leftover, SinkWriter } from '../sink.js';
 import type { LineageDatasetName } from '../lineage-dataset-name.js';
 import type { HeldWindow, WindowHoldings } from '../window-state.js';
 import type { FileEncoder, FormatNames, StoredFile } from './file-bytes.js';
@@ -92,6 +92,8 @@ export interface ObjectStore {
   storedFile(location: string): Promise<StoredFile | undefined>;
   /** Removes the temp artefacts of dead runs below `root` (the sweep scope of a template) and names them. */
   sweep(root: string, options: { recursive: boolean; logger: Logger }): Promise<string[]>;
+  /** What a sweep of `root` would remove (now, or once old enough), each with how it goes away; reads only (`status`). */
+  strays(root: string, options: { recursive: boolean; logger: Logger }): Promise<Leftover[]>;
   /**
    * Whether a run could write below `root`, found without writing; throws the failure a run
    * would meet. Returns a note for `check` (who the run would write as), if there is one.

@@ -8,7 +8,7 @@ import { gcsStoredFile } from './gcs-stored-file.js';
 import { gcsTableFiles } from './gcs-table-files.js';
 import { gcsWindowsHeld } from './gcs-window-state.js';
 import { createStorageClient } from './storage-client.js';
-import { removeStaleTempObjects } from './temp-objects.js';
+import { removeStaleTempObjects, strayTempObjects } from './temp-objects.js';
 
 /** The Cloud Storage store of one sink: its client (the injected one, or one made now) and its write settings. */
 export async function gcsStore(options: StoreOptions): Promise<ObjectStore> {
@@ -27,6 +27,7 @@ export async function gcsStore(options: StoreOptions): Promise<ObjectStore> {
       return gcsStoredFile(storage.bucket(bucket).file(object));
     },
     sweep: (root, { recursive, logger }) => removeStaleTempObjects(storage, root, { recursive, logger }),
+    strays: (root, { recursive, logger }) => strayTempObjects(storage, root, { recursive, logger }),
     checkAccess(root, { jobName, format, logger }) {
       const { bucket, rest } = splitGcsUrl(root)!;
       return checkBucketWritable(storage, bucket, rest, { jobName, format: format.name }, logger);

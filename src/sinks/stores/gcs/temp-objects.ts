@@ -1,6 +1,7 @@
 import type { Bucket, File, Storage } from '@google-cloud/storage';
 import type { Logger } from 'pino';
-import { isAbandoned, ownerStateOfTag } from '../../owned-temp-files.js';
+import { howStrayTempGoes, isAbandoned, ownerStateOfTag, type StrayTemp } from '../../owned-temp-files.js';
+import type { Leftover } from '../../sink.js';
 import { formatOwnerTag } from '../../../temp-owner.js';
 import { tempFileOwnerTag } from '../file-names.js';
 import { lendLoggerToGoogleCredentials, withFreshTokenOn401 } from '../../google/google-credentials.js';
@@ -40,7 +41,16 @@ export function objectBaseName(object: string): string {
  * creates no object; its session expires on its own), so this sweep is for runs killed in that
  * window; the bucket lifecycle rule in docs/cloud-storage.md is the backstop for everything else.
  */
-export async function removeStaleTempObjects(storage: Storage, root: string, options: { recursive: boolean; logger: Logger; now?: number }): Promise<string[]> {
+export async function removeStaleTempObjects(
+  storage: Storage,
+  root: string,
+  options: {
+    recursive: boolean;
+    logger: Logger;
+    now?: number /** Look only: every stray goes here, nothing is deleted (`strayTempObjects`). */;
+    strays?: StrayTemp[];
+  },
+): Promise<string[]> {
   // The sweep is a run's first Google request: the credentials' waiting warning goes to its log.
   lendLoggerToGoogleCredentials(options.logger);
   const { bucket: bucketName, rest: prefix } = splitGcsUrl(root)!;
@@ -68,7 +78,13 @@ export async function removeStaleTempObjects(storage: Storage, root: string, opt
     const metadataTag = file.metadata.metadata?.[OWNER_METADATA_KEY];
     const tag = typeof metadataTag === 'string' ? metadataTag : nameTag;
     const updated = Date.parse(String(file.metadata.updated ?? file.metadata.timeCreated ?? ''));
-    if (!isAbandoned(ownerStateOfTag(tag), Number.isNaN(updated) ? now : updated, now)) continue;
+    const owner = ownerStateOfTag(tag);
+    if (options.strays !== undefined) {
+      if (owner !== 'self' && owner !== 'alive')
+        options.strays.push({ location: `gs://${bucketName}/${file.name}`, owner, modifiedMs: Number.isNaN(updated) ? now : updated });
+      continue;
+    }
+    if (!isAbandoned(owner, Number.isNaN(updated) ? now : updated, now)) continue;
     try {
       // The generation seen in the listing: an object re-created since then is not the one judged here.
       await file.delete({ ignoreNotFound: true, ...(file.metadata.generation === undefined ? {} : { ifGenerationMatch: file.metadata.generation }) });
@@ -78,4 +94,15 @@ export async function removeStaleTempObjects(storage: Storage, root: string, opt
     }
   }
   return removed;
+}
+
+/** The temp objects below `root` a sweep removes (now, or once old enough), with how each goes; lists only, deletes nothing (`status`). */
+export async function strayTempObjects(storage: Storage, root: string, options: { recursive: boolean; logger: Logger }): Promise<Leftover[]> {
+  const strays: StrayTemp[] = [];
+  await removeStaleTempObjects(storage, root, { ...options, strays });
+  const now = Date.now();
+  return strays.map((stray) => ({
+    what: `Cloud Storage temp object ${stray.location}`,
+    goes: `${howStrayTempGoes(stray, now)} (or the bucket lifecycle rule)`,
+  }));
 }

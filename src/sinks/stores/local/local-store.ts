@@ -1,5 +1,5 @@
 import { unwritableDirectory } from '../../writable-directory.js';
-import { removeStaleTempFiles, tempPathFor } from '../file-names.js';
+import { removeStaleTempFiles, strayTempFilesIn, tempPathFor } from '../file-names.js';
 import { manifestPathOf } from '../manifest.js';
 import type { ObjectStore } from '../object-store.js';
 import { FileTargetUnwritableError } from '../store-errors.js';
@@ -29,6 +29,7 @@ export const localStore: ObjectStore = {
   },
   storedFile: (location) => localStoredFile(location),
   sweep: (root, { recursive }) => removeStaleTempFiles(root, { recursive }),
+  strays: (root, { recursive }) => strayTempFilesIn(root, { recursive }),
   // The deepest directory the template fixes is, or can be created as, a writable directory.
   async checkAccess(root, { jobName, format }) {
     const unwritable = await unwritableDirectory(root);

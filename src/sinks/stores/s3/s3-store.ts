@@ -7,7 +7,7 @@ import { S3ObjectWriter } from './s3-object-writer.js';
 import { s3StoredFile } from './s3-stored-file.js';
 import { s3TableFiles } from './s3-table-files.js';
 import { s3WindowsHeld } from './s3-window-state.js';
-import { removeStaleTempKeys } from './temp-keys.js';
+import { removeStaleTempKeys, strayTempKeys } from './temp-keys.js';
 
 /** The S3 store of one sink: its client (the injected one, or one made now from `sinks.s3`) and its write settings. */
 export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
@@ -30,6 +30,7 @@ export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
       return s3StoredFile(client, bucket, key);
     },
     sweep: (root, { recursive, logger }) => removeStaleTempKeys(client, root, { recursive, logger }),
+    strays: (root, { recursive, logger }) => strayTempKeys(client, root, { recursive, logger }),
     checkAccess(root, { jobName, format, logger }) {
       const { bucket, rest } = splitS3Url(root)!;
       return checkBucketWritable(client, bucket, rest, { jobName, format: format.name }, logger);

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import { splitS3Url } from '../../../config/s3-url.js';
 import { formatOwnerTag } from '../../../temp-owner.js';
 import { tempFileOwnerTag } from '../file-names.js';
-import { isAbandoned, ownerStateOfTag } from '../../owned-temp-files.js';
+import { howStrayTempGoes, isAbandoned, ownerStateOfTag, type StrayTemp } from '../../owned-temp-files.js';
+import type { Leftover } from '../../sink.js';
 import { s3Failure } from './s3-errors.js';
 import { S3Requests } from './s3-requests.js';
 
@@ -39,16 +40,32 @@ export function keyBaseName(key: string): string {
  * known (another pod) and they are older than a day. Only keys named like our temp files are
  * looked at. Returns what went, as `s3://` URLs (an upload as `… (incomplete multipart upload)`).
  */
-export async function removeStaleTempKeys(client: S3Client, root: string, options: { recursive: boolean; logger: Logger; now?: number }): Promise<string[]> {
+export async function removeStaleTempKeys(
+  client: S3Client,
+  root: string,
+  options: {
+    recursive: boolean;
+    logger: Logger;
+    now?: number;
+    /** Look only: every stray (an upload as `… (incomplete multipart upload)`) goes here, nothing is deleted or aborted (`strayTempKeys`). */
+    strays?: StrayTemp[];
+  },
+): Promise<string[]> {
   const { bucket, rest: prefix } = splitS3Url(root)!;
   const requests = new S3Requests({ client, logger: options.logger, limits: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2_000 } });
   const now = options.now ?? Date.now();
   const removed: string[] = [];
-  const abandoned = (key: string, when: Date | undefined): boolean => {
+  const abandoned = (key: string, when: Date | undefined, upload = false): boolean => {
     if (!options.recursive && key.slice(prefix.length).includes('/')) return false;
     const tag = tempFileOwnerTag(keyBaseName(key));
     if (tag === undefined) return false;
-    return isAbandoned(ownerStateOfTag(tag), when?.getTime() ?? now, now);
+    const owner = ownerStateOfTag(tag);
+    if (options.strays !== undefined) {
+      const location = `s3://${bucket}/${key}${upload ? ' (incomplete multipart upload)' : ''}`;
+      if (owner !== 'self' && owner !== 'alive') options.strays.push({ location, owner, modifiedMs: when?.getTime() ?? now });
+      return false;
+    }
+    return isAbandoned(owner, when?.getTime() ?? now, now);
   };
   const where = (operation: string, action: string) => ({ target: root, bucket, operation, action, notFoundIsBucket: true });
   try {
@@ -94,7 +111,7 @@ export async function removeStaleTempKeys(client: S3Client, root: string, option
         }),
       );
       for (const upload of page.Uploads ?? []) {
-        if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated)) continue;
+        if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated, true)) continue;
         try {
           await requests.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
           removed.push(`s3://${bucket}/${upload.Key} (incomplete multipart upload)`);
@@ -110,4 +127,12 @@ export async function removeStaleTempKeys(client: S3Client, root: string, option
     throw s3Failure(error, where('listing incomplete multipart uploads for the sweep', 's3:ListBucketMultipartUploads'));
   }
   return removed;
+}
+
+/** The temp objects and incomplete uploads below `root` a sweep removes (now, or once old enough), with how each goes; lists only (`status`). */
+export async function strayTempKeys(client: S3Client, root: string, options: { recursive: boolean; logger: Logger }): Promise<Leftover[]> {
+  const strays: StrayTemp[] = [];
+  await removeStaleTempKeys(client, root, { ...options, strays });
+  const now = Date.now();
+  return strays.map((stray) => ({ what: `S3 temp object ${stray.location}`, goes: `${howStrayTempGoes(stray, now)} (or the bucket lifecycle rule)` }));
 }
