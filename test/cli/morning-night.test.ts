@@ -247,6 +247,51 @@ describeUnless(postgresBlocker(server))("issue 63's seeded night: status alone a
     ]);
   });
 
+  it('what each file holds since which run, with default settings: the run history names the run, a window its backfill or incremental run', () => {
+    const notPublished = (outcome: string) => `NOT PUBLISHED: the run due 2026-11-28 02:00:00 UTC, run ${NIGHT_2.runId}, ${outcome}`;
+    const fileLine = (job: string) => block(job).filter((line) => /^ {2}(csv|parquet) /.test(line));
+    expect(fileLine('open_csv')).toEqual([
+      `  csv ${ws.outDir}/open_csv.csv: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 130 rows (the run history; file modified; rows counted); ${notPublished('REFUSED publish_guard_tripped')}`,
+    ]);
+    expect(fileLine('types_parquet')).toEqual([
+      `  parquet ${ws.outDir}/types_parquet.parquet: run ${NIGHT_1.runId} of 2026-11-27 02:00:00 UTC, 4 rows (the run history; file modified; rows counted); ${notPublished('FAILED export_api_error')}`,
+    ]);
+    expect(fileLine('slow_csv')).toEqual([
+      `  csv ${ws.outDir}/slow_csv.csv: run ${NIGHT_2.runId} of 2026-11-28 02:00:00 UTC, 130 rows (the run history; file modified; rows counted)`,
+    ]);
+    // The incremental day's file names its window's run id (<run>-20261128): told as the run and its window.
+    expect(fileLine('daily_incr')).toEqual([
+      expect.stringMatching(
+        new RegExp(`^ {2}csv ${ws.outDir}/daily_incr/2026-11-28\\.csv: run ${NIGHT_2.runId} \\(window 2026-11-28\\.\\.2026-11-29\\) of \\S+ \\S+ UTC, 0 rows \\(its manifest\\)$`),
+      ),
+    ]);
+    // What changed, said once per job, from the record of the run that published: the filter edit and the swapped tile id.
+    const changes = (job: string) => {
+      const lines = block(job);
+      const at = lines.findIndex((line) => line.startsWith('  changed since run '));
+      return at < 0 ? [] : lines.slice(at, at + 2);
+    };
+    expect(changes('open_csv')).toEqual([
+      `  changed since run ${NIGHT_1.runId} (old → new):`,
+      '    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]',
+    ]);
+    expect(changes('types_parquet')).toEqual([`  changed since run ${NIGHT_1.runId} (old → new):`, `    tile: "${DEMO_TILES.incidentTypesResolution}" → "${SWAPPED_TILE}"`]);
+    for (const job of JOBS.filter((name) => name !== 'open_csv' && name !== 'types_parquet')) expect(changes(job), job).toEqual([]);
+    expect(seen.status!.stdout.split('\n').filter((line) => line.includes('changed since'))).toHaveLength(2);
+  });
+
+  it("the backfill's failed day is a hole, listed with the backfill that fills it though the incremental run succeeded since", () => {
+    expect(block('daily_incr').filter((line) => line.startsWith('  hole: '))).toEqual([
+      `  hole: 2026-11-22..2026-11-23, failed in backfill run ${BACKFILL.runId} of 2026-11-28 03:00:00 UTC (source_retry_after_too_long); no run since filled it`,
+    ]);
+    const json = JSON.parse(seen.statusJson!.stdout) as Array<{ job: string; holes?: Array<{ from: string; to: string; rerun: string }> }>;
+    expect(json.find((entry) => entry.job === 'daily_incr')!.holes?.map(({ from, to }) => `${from}..${to}`)).toEqual(['2026-11-22..2026-11-23']);
+  });
+
+  it('what is left behind: nothing; the revoked grants were refused before anything was written', () => {
+    expect(seen.status!.stdout.split('\n').filter((line) => line.includes('left behind'))).toEqual([]);
+  });
+
   it('the repair: the edit to undo and the tile id to fix come first, with their file and line; a failure of its own is a plain re-run', async () => {
     const flags = `--config ${ws.configFile} --jobs ${ws.jobsDir}`;
     const openFile = path.join(ws.jobsDir, 'open_csv.yaml');
