@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { EnvironmentConfig } from '../../src/config/environment-schema.js';
-import type { LoadedJob } from '../../src/config/load-config.js';
 import { ConfigError } from '../../src/config/config-error.js';
 import { icebergEnvironmentSchema } from '../../src/config/iceberg-sink-schema.js';
 import { openConfiguredCatalog } from '../../src/sinks/iceberg/catalog-settings.js';
-import { icebergSinkKind } from '../../src/sinks/iceberg/descriptor.js';
 
 const issues = (result: { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } }) =>
   (result.error?.issues ?? []).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
@@ -62,15 +59,5 @@ describe('sinks.iceberg.catalog.auth: sigv4 and google', () => {
         message: 'the uri https://catalog.internal/iceberg names no AWS region and neither AWS_REGION nor AWS_DEFAULT_REGION is set: set signingRegion',
       },
     ]);
-  });
-
-  it('names no secret for tilehouse k8s: sigv4 and google take the pod’s identity', () => {
-    const job = { name: 'j', file: 'jobs/j.yaml', sinks: [{ type: 'iceberg', table: 'tiles.t', writeMode: 'replace' }] } as unknown as LoadedJob;
-    for (const auth of [{ type: 'sigv4' }, { type: 'google', userProject: 'lake-billing-7' }]) {
-      const environment = {
-        sinks: { iceberg: icebergEnvironmentSchema.parse({ catalog: { type: 'rest', uri: GLUE, auth }, location }) },
-      } as unknown as EnvironmentConfig;
-      expect(icebergSinkKind.secrets(environment, [job])).toEqual([]);
-    }
   });
 });

@@ -114,52 +114,56 @@ describeUnless(
     // Spark's session starts while tilehouse writes (tens of seconds).
     const starting = startIcebergSpark(spark!);
     starting.catch(() => undefined);
-    const before = (await front!.requests()).length;
-    const catalog = await openRestCatalog({ uri: front!.uri, warehouse: ACCOUNT, auth: SIGV4 });
-    const rows = rowsOf(0, 9);
-    const result = await writeIcebergRun({
-      catalog,
-      table: { namespace: 'glue', name: 'signed' },
-      columns: COLUMNS,
-      rows: [rows],
-      mode: 'replace',
-      runId: 'sigv4-1',
-    });
-    expect(result.committed).toBe(true);
-    expect(await catalog.checkPrivileges!()).toBe('signs requests as ASIA…S001/eu-west-1/glue (AWS SigV4); the catalog answered GET /v1/config with them');
-
-    const sent = (await front!.requests()).slice(before);
-    expect(sent.map((request) => `${request.method} ${request.path}`)).toEqual([
-      `GET /iceberg/v1/config?warehouse=${ACCOUNT}`,
-      `GET /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables/signed`,
-      `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces`,
-      `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables`,
-      `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables/signed`,
-    ]);
-    expect(sent.map(({ verdict, accessKeyId, region, service, signedHeaders }) => ({ verdict, accessKeyId, region, service, signedHeaders }))).toEqual(
-      sent.map(() => ({
-        verdict: 'valid',
-        accessKeyId: SESSION.id,
-        region: REGION,
-        service: 'glue',
-        signedHeaders: 'accept;content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token',
-      })),
-    );
-    expect(sent.map((request) => request.status)).toEqual([200, 404, 200, 200, 200]);
-
-    const expected = sortedLines(rows.map(asText));
-    const { pyiceberg, duckdb } = await readBoth(python!, { catalog: { type: 'rest', uri: rest!.uri }, table: 'glue.signed' });
-    expect(sortedLines(pyiceberg.rows)).toEqual(expected);
-    expect(sortedLines(duckdb.rows)).toEqual(expected);
-    const sparkSession = await starting;
     try {
+      const before = (await front!.requests()).length;
+      const catalog = await openRestCatalog({ uri: front!.uri, warehouse: ACCOUNT, auth: SIGV4 });
+      const rows = rowsOf(0, 9);
+      const result = await writeIcebergRun({
+        catalog,
+        table: { namespace: 'glue', name: 'signed' },
+        columns: COLUMNS,
+        rows: [rows],
+        mode: 'replace',
+        runId: 'sigv4-1',
+      });
+      expect(result.committed).toBe(true);
+      expect(await catalog.checkPrivileges!()).toBe('signs requests as ASIA…S001/eu-west-1/glue (AWS SigV4); the catalog answered GET /v1/config with them');
+
+      const sent = (await front!.requests()).slice(before);
+      expect(sent.map((request) => `${request.method} ${request.path}`)).toEqual([
+        `GET /iceberg/v1/config?warehouse=${ACCOUNT}`,
+        `GET /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables/signed`,
+        `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces`,
+        `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables`,
+        `POST /iceberg/v1/catalogs/${ACCOUNT}/namespaces/glue/tables/signed`,
+      ]);
+      expect(sent.map(({ verdict, accessKeyId, region, service, signedHeaders }) => ({ verdict, accessKeyId, region, service, signedHeaders }))).toEqual(
+        sent.map(() => ({
+          verdict: 'valid',
+          accessKeyId: SESSION.id,
+          region: REGION,
+          service: 'glue',
+          signedHeaders: 'accept;content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token',
+        })),
+      );
+      expect(sent.map((request) => request.status)).toEqual([200, 404, 200, 200, 200]);
+
+      const expected = sortedLines(rows.map(asText));
+      const { pyiceberg, duckdb } = await readBoth(python!, { catalog: { type: 'rest', uri: rest!.uri }, table: 'glue.signed' });
+      expect(sortedLines(pyiceberg.rows)).toEqual(expected);
+      expect(sortedLines(duckdb.rows)).toEqual(expected);
+      const sparkSession = await starting;
       await sparkSession.addCatalog('glue_rest', { type: 'rest', uri: rest!.uri, 'cache-enabled': 'false' });
       const bySpark = await sparkSession.read('glue_rest.glue.signed');
       expect(bySpark.columns).toEqual(COLUMNS.map((column) => column.name));
       expect(sortedLines(bySpark.rows)).toEqual(expected);
       expect(bySpark.count).toBe(rows.length);
     } finally {
-      await sparkSession.stop();
+      // Stopped however the test ends: a session left running would outlive the test file.
+      await starting.then(
+        (started) => started.stop(),
+        () => undefined,
+      );
     }
   }, 420_000);
 
