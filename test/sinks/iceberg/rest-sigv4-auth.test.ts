@@ -1,14 +1,17 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import path, { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { openRestCatalog } from '../../../src/sinks/iceberg/rest-catalog.js';
+import { runCli, sandboxEnv } from '../../support/cli-harness.js';
+import { sandboxAndRootForAll } from '../../support/sandbox-fixture.js';
 import { writeIcebergRun } from '../../../src/sinks/iceberg/table-writer.js';
 import { icebergPythonOrSkip } from '../../support/iceberg-readers.js';
 import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
 import { icebergSparkOrSkip, startIcebergSpark } from '../../support/iceberg-spark.js';
 import { botocorePythonOrSkip, type SigV4Proxy, startSigV4Proxy } from '../../support/sigv4-proxy.js';
 import { describeUnless, missing } from '../../support/skip.js';
+import { faultJob, icebergWorkspace } from './iceberg-cli-support.js';
 import { asText, COLUMNS, readBoth, rowsOf, sortedLines } from './iceberg-test-rows.js';
 
 const lib = icebergRestLibOrSkip();
@@ -81,6 +84,7 @@ describeUnless(
   let rest: RunningIcebergRest | undefined;
   let front: SigV4Proxy | undefined;
   let directory: string;
+  const fixture = sandboxAndRootForAll({ incidents: 12 });
   const saved = Object.fromEntries(AWS_VARIABLES.map((name) => [name, process.env[name]]));
 
   beforeAll(async () => {
@@ -249,5 +253,50 @@ describeUnless(
       ),
     );
     expect(sent).toBe(0);
+  });
+
+  it('from the environment file: `check` says who signs and that the catalog answered, `run` lands, and a wrong key fails the tile with aws_signature_mismatch, printing no secret', async () => {
+    const ws = await icebergWorkspace(path.join(fixture.root, 'cli'), fixture.sandbox, [faultJob('signed', 'glue.cli', 'replace')], {
+      catalog: { type: 'rest', uri: front!.uri, warehouse: ACCOUNT, auth: { type: 'sigv4', signingName: 'glue', signingRegion: REGION } },
+      location: path.join(directory, 'warehouse'),
+    });
+    const env = sandboxEnv(fixture.sandbox);
+    const args = ['--config', ws.configFile, '--jobs', ws.jobsDir];
+    session(directory);
+    const check = await runCli(['check', ...args], { env });
+    expect(check.exitCode, check.stderr).toBe(0);
+    const warehouse = `file://${path.join(directory, 'warehouse')}`;
+    expect(check.stderr).toBe('');
+    expect(check.stdout.split('\n')).toEqual([
+      `ok job signed: 12 rows in the tile, 2 columns; iceberg rest ${front!.uri} glue.cli: table absent; a run creates it at ${warehouse}/glue/cli with namespace glue; ` +
+        `${warehouse} is writable; signs requests as ASIA…S001/eu-west-1/glue (AWS SigV4); the catalog answered GET /v1/config with them`,
+      `  ${path.join(ws.outDir, 'signed-check.csv')} guard: passes: 12 rows; no target yet`,
+      '  glue.cli guard: passes: 12 rows; no target yet',
+      '',
+    ]);
+    const run = await runCli(['run', ...args], { env });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect((await front!.requests()).filter((request) => request.verdict !== 'valid')).toEqual([]);
+
+    const wrong = 'tilehouse/cli+wrong/secret/44556677889900aabbcc';
+    awsEnvironment(directory, { AWS_ACCESS_KEY_ID: SESSION.id, AWS_SECRET_ACCESS_KEY: wrong, AWS_SESSION_TOKEN: SESSION.token });
+    await front!.setState({ echo: wrong });
+    const refused = await runCli(['run', ...args], { env });
+    expect(refused.exitCode).toBe(1);
+    const printed = `${refused.stdout}\n${refused.stderr}\n${JSON.stringify(refused.logs)}`;
+    expect(refused.stdout).toBe('');
+    // The times a run prints are the machine's: told apart from the rest.
+    const lines = refused.stderr.replace(/\(\d+\.\d s\)/g, '(T s)').split('\n');
+    expect(lines[0]).toMatch(/^run \d{8}T\d{6}Z-[0-9a-f]{6}: 0 succeeded, 1 failed in [\d.]+ s$/);
+    expect(lines.slice(1)).toEqual([
+      `  FAIL signed (T s): aws_signature_mismatch: Iceberg REST catalog ${front!.uri}: GET /v1/config?warehouse=${ACCOUNT} was refused (403 InvalidSignatureException: ` +
+        'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. ' +
+        'Consult the service documentation for details. (request credentials: [redacted], [redacted])): ' +
+        "AWS computed another signature: the secret access key is not the one of access key ASIA…S001, or the signing name glue or region eu-west-1 is not the catalog's; " +
+        'signed as ASIA…S001/eu-west-1/glue',
+      '',
+    ]);
+    expect(printed).not.toContain(wrong);
+    expect(printed).not.toContain(SESSION.token);
   });
 });
