@@ -256,27 +256,30 @@ describeUnless(
   });
 
   it('from the environment file: `check` says who signs and that the catalog answered, `run` lands, and a wrong key fails the tile with aws_signature_mismatch, printing no secret', async () => {
-    const ws = await icebergWorkspace(path.join(fixture.root, 'cli'), fixture.sandbox, [faultJob('signed', 'glue.cli', 'replace')], {
+    const ws = await icebergWorkspace(path.join(fixture.root, 'cli'), fixture.sandbox, [faultJob('signed', 'cli.signed', 'replace')], {
       catalog: { type: 'rest', uri: front!.uri, warehouse: ACCOUNT, auth: { type: 'sigv4', signingName: 'glue', signingRegion: REGION } },
       location: path.join(directory, 'warehouse'),
     });
     const env = sandboxEnv(fixture.sandbox);
     const args = ['--config', ws.configFile, '--jobs', ws.jobsDir];
     session(directory);
+    const before = (await front!.requests()).length;
     const check = await runCli(['check', ...args], { env });
     expect(check.exitCode, check.stderr).toBe(0);
     const warehouse = `file://${path.join(directory, 'warehouse')}`;
     expect(check.stderr).toBe('');
     expect(check.stdout.split('\n')).toEqual([
-      `ok job signed: 12 rows in the tile, 2 columns; iceberg rest ${front!.uri} glue.cli: table absent; a run creates it at ${warehouse}/glue/cli with namespace glue; ` +
+      `ok job signed: 12 rows in the tile, 2 columns; iceberg rest ${front!.uri} cli.signed: table absent; a run creates it at ${warehouse}/cli/signed with namespace cli; ` +
         `${warehouse} is writable; signs requests as ASIA…S001/eu-west-1/glue (AWS SigV4); the catalog answered GET /v1/config with them`,
       `  ${path.join(ws.outDir, 'signed-check.csv')} guard: passes: 12 rows; no target yet`,
-      '  glue.cli guard: passes: 12 rows; no target yet',
+      '  cli.signed guard: passes: 12 rows; no target yet',
       '',
     ]);
     const run = await runCli(['run', ...args], { env });
     expect(run.exitCode, run.stderr).toBe(0);
-    expect((await front!.requests()).filter((request) => request.verdict !== 'valid')).toEqual([]);
+    const sent = (await front!.requests()).slice(before);
+    expect(sent.length).toBeGreaterThan(5);
+    expect(sent.filter((request) => request.verdict !== 'valid')).toEqual([]);
 
     const wrong = 'tilehouse/cli+wrong/secret/44556677889900aabbcc';
     awsEnvironment(directory, { AWS_ACCESS_KEY_ID: SESSION.id, AWS_SECRET_ACCESS_KEY: wrong, AWS_SESSION_TOKEN: SESSION.token });
