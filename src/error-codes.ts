@@ -74,6 +74,12 @@ export const ERROR_CODES = {
   google_credentials_unavailable: { exit: 1, retryable: true, says: 'No Google token could be had within `googleCredentialsWaitMs` (no ADC, an unreadable key file, the metadata server or token endpoint refusing); nothing was published.' },
   google_credentials_rejected: { exit: 1, retryable: false, says: "Google refused the run's identity (401 again after a fresh token, or a deleted key or service account)." },
 
+  // -- AWS credentials (requests tilehouse signs itself with SigV4: an Iceberg REST catalog's) ---------
+  aws_credentials_unavailable: { exit: 1, retryable: true, says: 'No AWS credentials could be had from the chain (environment, shared files and profile, web identity / IRSA, container or instance metadata) to sign requests with; nothing was committed.' },
+  aws_signature_mismatch: { exit: 1, retryable: false, says: 'AWS computed another SigV4 signature than the request carried: the secret access key does not belong to the access key id, or the signing name or region is wrong; nothing was committed.' },
+  aws_clock_skewed: { exit: 1, retryable: false, says: "AWS refused a signed request as more than 5 minutes away from its own time: this machine's clock is off (sync it with NTP); nothing was committed." },
+  aws_credentials_expired: { exit: 1, retryable: false, says: 'AWS refused the session token as expired (temporary credentials given by hand, or a role session nobody renewed); nothing was committed.' },
+
   // -- BigQuery --------------------------------------------------------------------------------------
   bigquery_value_invalid: { exit: 1, retryable: false, says: 'A typed value BigQuery cannot take as it is (out of range, too precise).' },
   bigquery_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns break the table's schema contract; nothing was loaded." },

@@ -4,6 +4,7 @@ import { looksLikeUrl, objectStoreUrlsOf, supportedUrls } from './object-store-u
 import { postgresConnectionFields, postgresConnectionIssues } from './postgres-connection-schema.js';
 import { publishGuardSchema } from './publish-guard-schema.js';
 import type { SinkIssue } from './sink-issue.js';
+import { awsSigningScopeOf } from './aws-signing-scope.js';
 import { refusingUrlPassword } from './url-credentials.js';
 
 /**
@@ -69,12 +70,53 @@ const oauth2AuthSchema = z
       });
   });
 
+/**
+ * AWS Signature Version 4 (AWS Glue's and Amazon S3 Tables' Iceberg REST endpoints): every request
+ * signed with the AWS credential chain the s3:// store uses (environment, shared files and profiles,
+ * web identity / IRSA, container and instance metadata); no secret in the file.
+ */
+const sigv4AuthSchema = z
+  .object({
+    type: z.literal('sigv4'),
+    signingName: z
+      .string()
+      .regex(/^[a-z0-9-]+$/, 'must be an AWS signing name such as glue or s3tables')
+      .optional()
+      .describe('The service the signature is for: glue (AWS Glue), s3tables (Amazon S3 Tables); default: the first label of an amazonaws.com uri'),
+    signingRegion: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as eu-west-1')
+      .optional()
+      .describe('The region the signature is for; default: the region of an amazonaws.com uri, else AWS_REGION / AWS_DEFAULT_REGION'),
+  })
+  .strict();
+
+/**
+ * Google Application Default Credentials (BigLake metastore's Iceberg REST catalog): the access
+ * tokens the BigQuery sink uses (a key file, gcloud's credentials, the metadata server of Workload
+ * Identity), renewed before they expire; no secret in the file.
+ */
+const googleAuthSchema = z
+  .object({
+    type: z.literal('google'),
+    userProject: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a Google Cloud project id')
+      .optional()
+      .describe("The project billed and asked for quota (the x-goog-user-project header BigLake asks for); default: the credentials' quota project"),
+  })
+  .strict();
+
 const restCatalogSchema = z
   .object({
     type: z.literal('rest'),
     uri: z
       .url({ protocol: /^https?$/ })
-      .superRefine(refusingUrlPassword('credentials go in sinks.iceberg.catalog.token / tokenFile (a bearer token) or auth (OAuth2 client credentials)'))
+      .superRefine(
+        refusingUrlPassword(
+          'credentials go in sinks.iceberg.catalog.token / tokenFile (a bearer token) or auth (OAuth2 client credentials, AWS SigV4, Google)',
+        ),
+      )
       .describe("The REST catalog's base URI (the one before /v1/config), e.g. https://polaris.example.internal/api/catalog"),
     warehouse: z
       .string()
@@ -84,10 +126,10 @@ const restCatalogSchema = z
     token: secretReference('TILEHOUSE_ICEBERG_TOKEN').optional().describe('${ENV_NAME} holding a bearer token'),
     tokenFile: z.string().min(1).optional().describe('File holding a bearer token (a Kubernetes Secret mount)'),
     auth: z
-      .discriminatedUnion('type', [oauth2AuthSchema])
+      .discriminatedUnion('type', [oauth2AuthSchema, sigv4AuthSchema, googleAuthSchema])
       .optional()
       .describe(
-        "OAuth2 client credentials, exchanged for a token at the catalog's token endpoint and renewed before it expires (instead of token / tokenFile)",
+        "How requests to the catalog are authenticated instead of token / tokenFile: oauth2 (client credentials exchanged at the catalog's token endpoint), sigv4 (AWS Signature Version 4 with the AWS credential chain: AWS Glue, Amazon S3 Tables) or google (Application Default Credentials: BigLake metastore); tokens renewed before they expire",
       ),
     requestTimeoutMs: z.number().int().positive().default(30_000).describe('Limit for each request to the catalog'),
     tableProperties: z
@@ -107,6 +149,13 @@ const restCatalogSchema = z
         path: ['auth'],
         input: catalog.auth.type,
         message: `set one of auth or ${catalog.token !== undefined ? 'token' : 'tokenFile'}: the catalog takes one kind of credentials`,
+      });
+    if (catalog.auth?.type === 'sigv4' && catalog.auth.signingName === undefined && awsSigningScopeOf(catalog.uri).signingName === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', 'signingName'],
+        input: catalog.uri,
+        message: `set signingName (glue for AWS Glue, s3tables for Amazon S3 Tables): the uri's host is not <service>.<region>.amazonaws.com`,
       });
   });
 

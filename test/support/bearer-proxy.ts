@@ -18,6 +18,8 @@ export interface ProxiedRequest {
   path: string;
   verdict: TokenVerdict;
   token?: string | undefined;
+  /** Its `x-goog-user-project` header (the project BigLake and other Google APIs bill), if any. */
+  userProject?: string | undefined;
   status: number;
 }
 
@@ -53,7 +55,8 @@ export async function startBearerProxy(upstream: string, book: TokenBook): Promi
     const method = incoming.method ?? 'GET';
     const path = incoming.url ?? '/';
     const { verdict, token } = book.verdict(incoming.headers.authorization);
-    const record: ProxiedRequest = { method, path, verdict, token, status: 0 };
+    const userProject = incoming.headers['x-goog-user-project'];
+    const record: ProxiedRequest = { method, path, verdict, token, status: 0, ...(typeof userProject === 'string' ? { userProject } : {}) };
     requests.push(record);
     response.on('finish', () => {
       record.status = response.statusCode;

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { awsSigningScopeOf } from '../../config/aws-signing-scope.js';
 import { ConfigError } from '../../config/config-error.js';
 import { TilehouseError } from '../../errors.js';
 import type { IcebergDefaults, PostgresDefaults } from '../../config/environment-schema.js';
@@ -13,7 +14,9 @@ import { warehouseUri } from './iceberg-names.js';
 
 /**
  * `sinks.iceberg.catalog` opened: the REST catalog with its bearer token or its OAuth2 client
- * secret (each `${ENV}` or a mounted file, registered with the scrubber), or the JDBC catalog on PostgreSQL, connected as the
+ * secret (each `${ENV}` or a mounted file, registered with the scrubber), AWS SigV4 (the signing
+ * name and region given, or the uri's, or the region of the AWS environment) or Google
+ * credentials, or the JDBC catalog on PostgreSQL, connected as the
  * postgres sink connects (sinks.postgres's resolution and libpq's sslmode meanings).
  */
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -65,13 +68,32 @@ async function secretOf(
   return value;
 }
 
-/** How the REST catalog is authenticated: OAuth2 client credentials (`auth`), a bearer token (`token` / `tokenFile`), or none. */
+/** How the REST catalog is authenticated: `auth` (OAuth2 client credentials, AWS SigV4, Google), a bearer token (`token` / `tokenFile`), or none. */
 async function restAuth(
   settings: Extract<IcebergDefaults['catalog'], { type: 'rest' }>,
   configFile: string,
   env: Environment,
+  options: CatalogOptions,
 ): Promise<RestCatalogAuth | undefined> {
   const { auth } = settings;
+  if (auth?.type === 'sigv4') {
+    const fromUri = awsSigningScopeOf(settings.uri);
+    const signingRegion = auth.signingRegion ?? fromUri.signingRegion ?? (env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined);
+    if (signingRegion === undefined)
+      throw ConfigError.single({
+        file: configFile,
+        field: `${SECTION}.auth.signingRegion`,
+        message: `the uri ${settings.uri} names no AWS region and neither AWS_REGION nor AWS_DEFAULT_REGION is set: set signingRegion`,
+      });
+    // The schema refuses a sigv4 catalog whose signing name is neither given nor in its uri.
+    return { type: 'sigv4', signingName: auth.signingName ?? fromUri.signingName!, signingRegion };
+  }
+  if (auth?.type === 'google')
+    return {
+      type: 'google',
+      ...(auth.userProject === undefined ? {} : { userProject: auth.userProject }),
+      ...(options.googleCredentialsWaitMs === undefined ? {} : { credentialsWaitMs: options.googleCredentialsWaitMs }),
+    };
   if (auth !== undefined) {
     const clientSecret = await secretOf(
       { file: auth.clientSecretFile, reference: auth.clientSecret },
@@ -103,15 +125,22 @@ function asPostgresSettings(catalog: Extract<IcebergDefaults['catalog'], { type:
   return { ...connection, schema: 'public', statementTimeoutMs: 600_000, lockTimeoutMs: 2_000, publishBudgetMs: 120_000 };
 }
 
+/** What the rest of the environment says of a catalog's credentials. */
+export interface CatalogOptions {
+  /** `googleCredentialsWaitMs`, for a catalog with `auth: { type: google }`. */
+  googleCredentialsWaitMs?: number;
+}
+
 export async function openConfiguredCatalog(
   settings: IcebergDefaults,
   configFile: string,
   at: { jobName: string; target: string },
   env: Environment = process.env,
+  options: CatalogOptions = {},
 ): Promise<IcebergCatalog> {
   const { catalog } = settings;
   if (catalog.type === 'rest') {
-    const auth = await restAuth(catalog, configFile, env);
+    const auth = await restAuth(catalog, configFile, env, options);
     return openRestCatalog({
       uri: catalog.uri,
       requestTimeoutMs: catalog.requestTimeoutMs,

@@ -63,6 +63,7 @@ export const icebergSinkKind: SinkKind = {
       settings,
       environmentFile: 'the environment file',
       guard: guardSettingsOf(config.guard, settings.guard),
+      googleCredentialsWaitMs: environment.googleCredentialsWaitMs,
       // A gs:// or s3:// location's files go through the stores as a file sink's do: sinks.gcs / sinks.s3, and a test's seams over them.
       stores: { ...storeOptionsFrom(environment), ...options },
     });
@@ -103,7 +104,8 @@ export const icebergSinkKind: SinkKind = {
     const field = (name: string) => `sinks.iceberg.catalog.${name}`;
     const secrets: KindSecret[] = [];
     if (catalog.type === 'rest') {
-      const { auth } = catalog;
+      // sigv4 and google take no secret of the file: the pod's identity (IRSA, Workload Identity).
+      const auth = catalog.auth?.type === 'oauth2' ? catalog.auth : undefined;
       if (auth?.clientSecretFile !== undefined)
         secrets.push({ field: field('auth.clientSecretFile'), key: ICEBERG_SECRET_KEYS.clientSecret, file: auth.clientSecretFile });
       else if (auth?.clientSecret !== undefined)

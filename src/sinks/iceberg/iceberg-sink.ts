@@ -71,6 +71,8 @@ export interface IcebergSinkOptions {
    * `sinks.gcs` / `sinks.s3` settings and a test's seams, as a file sink's (storeOptionsFrom).
    */
   stores?: StoreOptions;
+  /** The environment's `googleCredentialsWaitMs`, for a catalog with Google credentials. */
+  googleCredentialsWaitMs?: number;
   /** Opens the catalog instead of `sinks.iceberg.catalog` (a test's catalog with faults). */
   openCatalog?: (at: { jobName: string; target: string }) => Promise<IcebergCatalog>;
 }
@@ -104,7 +106,9 @@ export class IcebergSink implements Sink {
 
   private catalog(jobName: string): Promise<IcebergCatalog> {
     if (this.options.openCatalog) return this.options.openCatalog({ jobName, target: this.target });
-    return openConfiguredCatalog(this.options.settings, this.options.environmentFile, { jobName, target: this.target }, this.options.env);
+    return openConfiguredCatalog(this.options.settings, this.options.environmentFile, { jobName, target: this.target }, this.options.env, {
+      googleCredentialsWaitMs: this.options.googleCredentialsWaitMs,
+    });
   }
 
   /** The table as the catalog has it now (undefined: none yet), the catalog closed after. */

@@ -4,7 +4,7 @@ import type { CommitHousekeeping, NewTableOptions } from './catalog.js';
 import { CommitConflict, IcebergCatalogError, IcebergMetadataInvalidError } from './iceberg-errors.js';
 import { parseIcebergJson, stringifyIcebergJson } from './iceberg-json.js';
 import type { IcebergSchema } from './iceberg-schema.js';
-import { IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
+import { failedBeforeSending, IcebergCatalogAuthError, type RestCatalogAuth, RestAuthorization } from './rest-auth.js';
 import { childLocation } from './table-files.js';
 import { excerpt } from '../../secret-scrubber.js';
 import { currentSnapshot, tableMetadataSchema } from './table-metadata.js';
@@ -22,7 +22,7 @@ export interface RestCatalogOptions {
   warehouse?: string;
   /** A bearer token (Polaris, Unity and Snowflake Open Catalog take one); the same as `auth: { type: 'bearer', token }`. */
   token?: string;
-  /** A bearer token or OAuth2 client credentials (rest-auth.ts). */
+  /** A bearer token, OAuth2 client credentials, AWS SigV4 or Google credentials (rest-auth.ts). */
   auth?: RestCatalogAuth;
   /** The clock that says when an OAuth2 token is due for renewal (tests move it). */
   now?: () => number;
@@ -47,19 +47,22 @@ export async function openRestCatalog(options: RestCatalogOptions): Promise<Iceb
   if (configAnswer.status !== 200) throw connection.refusal(connection.base, 'GET', '/v1/config', configAnswer);
   const config = configSchema.parse(JSON.parse(configAnswer.text));
   const settings = { ...config.defaults, ...config.overrides };
-  return new RestCatalog(connection, settings.prefix ? `/v1/${encodeURIComponent(settings.prefix)}` : '/v1', options);
+  // The prefix as the catalog gave it, as Java's client and pyiceberg put it: AWS Glue's is
+  // `catalogs/<account id>`, whose slash is a path's.
+  return new RestCatalog(connection, settings.prefix ? `/v1/${settings.prefix}` : '/v1', options);
 }
 
 interface Answer {
   status: number;
   text: string;
+  headers: Headers;
 }
 
 /** One catalog's address, headers and bound: every request and every refusal told the same way. */
 class RestConnection {
   readonly base: string;
   private readonly timeoutMs: number;
-  private readonly authorization: RestAuthorization;
+  readonly authorization: RestAuthorization;
 
   constructor(options: RestCatalogOptions) {
     this.base = options.uri.replace(/\/+$/, '');
@@ -68,7 +71,7 @@ class RestConnection {
     this.authorization = new RestAuthorization(this.base, auth, this.timeoutMs, options.now);
   }
 
-  /** One request with the catalog's credentials; a 401 or 403 throws IcebergCatalogAuthError (after one more try with a new OAuth2 token). */
+  /** One request with the catalog's credentials; a 401 or 403 throws IcebergCatalogAuthError (after one more try with a new token). */
   async request(table: string, method: string, path: string, body?: unknown): Promise<Answer> {
     let answer = await this.send(table, method, path, body);
     if (answer.status === 401 && this.authorization.renewable) {
@@ -77,29 +80,35 @@ class RestConnection {
       answer = await this.send(table, method, path, body);
     }
     if (answer.status === 401 || answer.status === 403)
-      throw new IcebergCatalogAuthError(
-        this.base,
-        `${method} ${path} was refused (${answer.status}): ${errorMessage(answer.text)}; ${answer.status === 401 ? 'the catalog does not accept the credentials' : 'the principal lacks the permission'}`,
-        answer.status,
+      throw (
+        (await this.authorization.refusal(method, path, answer.status, answer.headers, answer.text)) ??
+        new IcebergCatalogAuthError(
+          this.base,
+          `${method} ${path} was refused (${answer.status}): ${errorMessage(answer.text)}; ${answer.status === 401 ? 'the catalog does not accept the credentials' : 'the principal lacks the permission'}`,
+          answer.status,
+        )
       );
     return answer;
   }
 
   private async send(table: string, method: string, path: string, body?: unknown): Promise<Answer> {
-    const authorization = await this.authorization.header();
+    const url = new URL(`${this.base}${path}`);
+    const text = body === undefined ? undefined : stringifyIcebergJson(body);
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    // Signed (sigv4) over the exact headers and body sent.
+    Object.assign(headers, await this.authorization.headers({ method, url, headers, ...(text === undefined ? {} : { body: text }) }));
     let response: Response;
     try {
-      response = await fetch(`${this.base}${path}`, {
+      response = await fetch(url, {
         method,
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...(authorization === undefined ? {} : { authorization }) },
+        headers,
         signal: AbortSignal.timeout(this.timeoutMs),
-        ...(body === undefined ? {} : { body: stringifyIcebergJson(body) }),
+        ...(text === undefined ? {} : { body: text }),
       });
     } catch (error) {
       throw new IcebergCatalogError(table, `${method} ${path} failed: ${(error as Error).message}`, undefined, { cause: error });
     }
-    const text = await response.text();
-    return { status: response.status, text };
+    return { status: response.status, text: await response.text(), headers: response.headers };
   }
 
   refusal(table: string, method: string, path: string, answer: Answer): IcebergCatalogError {
@@ -109,6 +118,8 @@ class RestConnection {
 
 class RestCatalog implements IcebergCatalog {
   readonly description: string;
+  /** For `check`: how the requests that reached the catalog were authenticated (who signs, whose tokens); absent without credentials. */
+  readonly checkPrivileges?: () => Promise<string>;
 
   constructor(
     private readonly connection: RestConnection,
@@ -117,6 +128,8 @@ class RestCatalog implements IcebergCatalog {
     private readonly options: Pick<RestCatalogOptions, 'location' | 'tableProperties'>,
   ) {
     this.description = `rest ${connection.base}`;
+    const { authorization } = connection;
+    if (authorization.authenticated) this.checkPrivileges = async () => `${await authorization.describe()}; the catalog answered GET /v1/config with them`;
   }
 
   private tablePath(table: TableIdentifier): string {
@@ -186,7 +199,7 @@ class RestCatalog implements IcebergCatalog {
       answer = await this.connection.request(name, 'POST', this.tablePath(table), body);
     } catch (error) {
       // Refused before it was applied; a token request that failed sent no commit either.
-      if (error instanceof IcebergCatalogAuthError) throw error;
+      if (failedBeforeSending(error)) throw error;
       throw new CommitOutcomeUnknown(name, { cause: error });
     }
     if (answer.status === 409) throw new CommitConflict(name);

@@ -28,7 +28,9 @@ export async function icebergWindowStateReaders(
       target,
       async heldWindows(windows) {
         try {
-          const catalog = await openConfiguredCatalog(settings, 'the environment file', { jobName: job.name, target });
+          const catalog = await openConfiguredCatalog(settings, 'the environment file', { jobName: job.name, target }, process.env, {
+            googleCredentialsWaitMs: environment.googleCredentialsWaitMs,
+          });
           try {
             // The JDBC catalog reads the table's metadata file from its location (a bucket's: the stores').
             const loaded = await withTableFileStores(stores, () => catalog.loadTable(tableIdentifierOf(target)));

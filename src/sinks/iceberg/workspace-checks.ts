@@ -22,7 +22,8 @@ export const icebergWorkspaceChecker: WorkspaceCheckerFactory = async (environme
       const found = await uncheckedPostgresSecrets(catalog, configFile, process.env, ['sinks', 'iceberg', 'catalog']);
       unchecked.push(...found.unchecked);
       invalid.push(...found.invalid);
-    } else {
+    } else if (catalog.auth?.type !== 'sigv4' && catalog.auth?.type !== 'google') {
+      // sigv4 and google take their credentials from the machine's identity, resolved when they sign.
       const field =
         catalog.auth === undefined
           ? { file: 'tokenFile', reference: 'token', what: 'token' }

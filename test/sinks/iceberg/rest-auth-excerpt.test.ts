@@ -21,7 +21,7 @@ describe('RestAuthorization: the token endpoint’s answer in its errors (issue 
     const server = await endpoint(status, `${'p'.repeat(296)}${secret}&grant_type=client_credentials`);
     try {
       const auth = new RestAuthorization('http://catalog', { type: 'oauth2', clientId: 'loader', clientSecret: secret, serverUri: server.url }, 5_000);
-      const message = await auth.header().then(
+      const message = await auth.headers({ method: 'GET', url: new URL('http://catalog/v1/config'), headers: {} }).then(
         () => 'no error',
         (error: Error) => error.message,
       );
