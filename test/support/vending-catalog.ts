@@ -184,8 +184,12 @@ export async function startVendingCatalogProxy(
       };
       if (delegation !== 'vended-credentials' || options.shape === 'none') return send(text);
       const credentials = JSON.stringify(s3Config(issuer.issue(location), options.s3Endpoint));
-      if (options.shape === 'storage-credentials')
-        return send(text.replace(/^\s*\{/, `{"storage-credentials":[{"prefix":${JSON.stringify(location)},"config":${credentials}}],`));
+      if (options.shape === 'storage-credentials') {
+        const listed = `[{"prefix":${JSON.stringify(location)},"config":${credentials}}]`;
+        // In place of the server's own (empty) list when it sends one: a second key would be the one a parser keeps.
+        const own = /"storage-credentials"\s*:\s*\[\s*\]/;
+        return send(own.test(text) ? text.replace(own, `"storage-credentials":${listed}`) : text.replace(/^\s*\{/, `{"storage-credentials":${listed},`));
+      }
       // Into the answer's own config, or a config of its own when it has none.
       return send(
         /"config"\s*:\s*\{\s*\}/.test(text)

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TilehouseError } from '../../errors.js';
 import { registerSecret } from '../../secret-scrubber.js';
 import type { VendedStorage } from '../stores/registry.js';
+import { fileKeyOf } from './table-files.js';
 
 /**
  * Vended storage credentials (the Iceberg REST specification's access delegation): a loader that
@@ -37,9 +38,9 @@ const vendedAnswerSchema = z.looseObject({
  * The properties that are credentials, by store: what a store takes to read and write (the rest of
  * a `config`, an endpoint or a region, is not a credential and does not make one).
  */
-const CREDENTIAL_PROPERTY = /^(?:s3\.(?:access-key-id|secret-access-key|session-token)|gcs\.oauth2\.token|adls\.sas-token\..+|client\.(?:access-key-id|secret-access-key|session-token))$/;
+const CREDENTIAL_PROPERTY = /^(?:s3\.(?:access-key-id|secret-access-key|session-token)|gcs\.oauth2\.token|adls\.sas-token\..+)$/;
 /** When credentials stop working (epoch milliseconds), by store. */
-const EXPIRY_PROPERTIES = ['s3.session-token-expires-at-ms', 'gcs.oauth2.token-expires-at', 'client.session-token-expires-at-ms'];
+const EXPIRY_PROPERTIES = ['s3.session-token-expires-at-ms', 'gcs.oauth2.token-expires-at'];
 
 // Credentials are renewed this long before they expire (a quarter of their life when that is
 // shorter: a catalog that vends fifteen-minute keys has them renewed at eleven and a quarter).
@@ -162,6 +163,7 @@ export class VendedCredentialBook {
         entry.credentials = credentials;
         entry.receivedAtMs = this.now();
       } catch (error) {
+        // The catalog's refusal keeps its own code (iceberg_catalog_auth_failed, iceberg_catalog_failed).
         if (error instanceof TilehouseError) throw error;
         throw new IcebergVendedCredentialsError(entry.table, `renewing the storage credentials the REST catalog vended failed: ${(error as Error).message}`, { cause: error });
       } finally {
@@ -172,10 +174,15 @@ export class VendedCredentialBook {
   }
 }
 
-/** Whether the files below `prefix` include `location` (`s3://b/t` covers `s3://b/t/data/x`, never `s3://b/t2/…`; `s3a://` is `s3://`). */
+/** Whether the files below `prefix` include `location` (`s3://b/t` covers `s3://b/t/data/x`, never `s3://b/t2/…`), each in table-files.ts's one spelling. */
 function covers(prefix: string, location: string): boolean {
-  const spelled = (text: string) => text.replace(/^s3[an]:\/\//, 's3://');
-  const base = spelled(prefix).replace(/\/+$/, '');
-  const file = spelled(location);
+  let base: string;
+  try {
+    base = fileKeyOf(prefix).replace(/\/+$/, '');
+  } catch {
+    // A prefix that is no location (relative, another scheme's spelling) covers nothing.
+    return false;
+  }
+  const file = fileKeyOf(location);
   return file === base || file.startsWith(`${base}/`);
 }

@@ -124,7 +124,7 @@ describe('sinks.iceberg.catalog.accessDelegation', () => {
     expect(icebergEnvironmentSchema.parse(environment({ accessDelegation: 'vended-credentials' })).catalog).toMatchObject({ accessDelegation: 'vended-credentials' });
     expect(issues(environment({ accessDelegation: 'remote-signing' }))).toEqual(['catalog.accessDelegation: Invalid input: expected "vended-credentials"']);
     expect(
-      issues({ catalog: { type: 'jdbc', catalogName: 'c', host: 'db', database: 'lake', user: 'u', accessDelegation: 'vended-credentials' }, location: '/w' }),
+      issues({ catalog: { type: 'jdbc', catalogName: 'c', host: 'db', database: 'lake', user: 'u', password: '${PW}', accessDelegation: 'vended-credentials' }, location: '/w' }),
     ).toEqual(['catalog: Unrecognized key: "accessDelegation"']);
   });
 });
