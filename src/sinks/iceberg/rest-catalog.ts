@@ -212,12 +212,12 @@ class RestCatalog implements IcebergCatalog {
       tables,
       {
         name: table.name,
-      schema,
-      ...(location !== undefined
-        ? { location }
-        : this.options.location === undefined
-          ? {}
-          : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
+        schema,
+        ...(location !== undefined
+          ? { location }
+          : this.options.location === undefined
+            ? {}
+            : { location: childLocation(this.options.location, `${table.namespace}/${table.name}`) }),
         ...(partitionSpec ? { 'partition-spec': partitionSpec } : {}),
         properties: { ...this.options.tableProperties, 'format-version': '2' },
       },

@@ -69,12 +69,15 @@ export function vendedCredentialsIn(table: string, answer: unknown, tableLocatio
   const parsed = vendedAnswerSchema.safeParse(answer);
   if (!parsed.success)
     // Never the values: zod's message names paths and expectations only.
-    throw new IcebergVendedCredentialsError(table, `the REST catalog's storage credentials are malformed: ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`);
+    throw new IcebergVendedCredentialsError(
+      table,
+      `the REST catalog's storage credentials are malformed: ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`,
+    );
   const listed = (parsed.data['storage-credentials'] ?? []).filter((credential) => hasCredential(credential.config));
   const config = parsed.data.config ?? {};
-  const credentials =
-    listed.length > 0 ? listed : hasCredential(config) && tableLocation !== undefined ? [{ prefix: tableLocation, config }] : [];
-  for (const { config: properties } of credentials) for (const [key, value] of Object.entries(properties)) if (CREDENTIAL_PROPERTY.test(key)) registerSecret(value);
+  const credentials = listed.length > 0 ? listed : hasCredential(config) && tableLocation !== undefined ? [{ prefix: tableLocation, config }] : [];
+  for (const { config: properties } of credentials)
+    for (const [key, value] of Object.entries(properties)) if (CREDENTIAL_PROPERTY.test(key)) registerSecret(value);
   return credentials.map(({ prefix, config: properties }) => ({ prefix, config: properties }));
 }
 
@@ -133,7 +136,8 @@ export class VendedCredentialBook {
       await this.renewed(found.entry);
       const entry = found.entry;
       found = this.find(prefix, entry);
-      if (found === undefined) throw new IcebergVendedCredentialsError(entry.table, `the REST catalog renewed the table's storage credentials without any for ${prefix}`);
+      if (found === undefined)
+        throw new IcebergVendedCredentialsError(entry.table, `the REST catalog renewed the table's storage credentials without any for ${prefix}`);
     }
     if (found === undefined) throw new Error(`no vended storage credentials cover ${prefix}`);
     return found.credential.config;
@@ -143,7 +147,8 @@ export class VendedCredentialBook {
     let best: { entry: TableCredentials; credential: StorageCredential } | undefined;
     for (const entry of only ? [only] : this.tables.values())
       for (const credential of entry.credentials)
-        if (covers(credential.prefix, location) && (best === undefined || credential.prefix.length > best.credential.prefix.length)) best = { entry, credential };
+        if (covers(credential.prefix, location) && (best === undefined || credential.prefix.length > best.credential.prefix.length))
+          best = { entry, credential };
     return best;
   }
 
@@ -159,13 +164,16 @@ export class VendedCredentialBook {
     entry.renewing ??= (async () => {
       try {
         const credentials = await entry.renew();
-        if (credentials.length === 0) throw new IcebergVendedCredentialsError(entry.table, 'the REST catalog answered the renewal of its storage credentials with none');
+        if (credentials.length === 0)
+          throw new IcebergVendedCredentialsError(entry.table, 'the REST catalog answered the renewal of its storage credentials with none');
         entry.credentials = credentials;
         entry.receivedAtMs = this.now();
       } catch (error) {
         // The catalog's refusal keeps its own code (iceberg_catalog_auth_failed, iceberg_catalog_failed).
         if (error instanceof TilehouseError) throw error;
-        throw new IcebergVendedCredentialsError(entry.table, `renewing the storage credentials the REST catalog vended failed: ${(error as Error).message}`, { cause: error });
+        throw new IcebergVendedCredentialsError(entry.table, `renewing the storage credentials the REST catalog vended failed: ${(error as Error).message}`, {
+          cause: error,
+        });
       } finally {
         entry.renewing = undefined;
       }

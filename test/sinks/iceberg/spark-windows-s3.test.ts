@@ -85,9 +85,14 @@ describeUnless(missing('the Iceberg readers', python) ?? missing('the Iceberg RE
             { type: 'iceberg', table, writeMode: 'partition', partitionBy: { column: 'Day' } },
           ],
         };
-        const { ws, cli } = await workspace('windows', job, () => ({
-          iceberg: { catalog: { type: 'rest', uri: rest!.uri }, location: path.join(local, 'windows') },
-        }), { itemsPerPage: 5 });
+        const { ws, cli } = await workspace(
+          'windows',
+          job,
+          () => ({
+            iceberg: { catalog: { type: 'rest', uri: rest!.uri }, location: path.join(local, 'windows') },
+          }),
+          { itemsPerPage: 5 },
+        );
         const days = ['2026-07-01', '2026-07-02', '2026-07-03'];
         const result = await cli(['backfill', '--job', job.name, '--from', days[0]!, '--to', '2026-07-04', '--run-id', 'backfill-1', '--json']);
         expect(result.exitCode, result.stderr).toBe(0);
@@ -99,7 +104,11 @@ describeUnless(missing('the Iceberg readers', python) ?? missing('the Iceberg RE
         const bySpark = await session!.read(`tilehouse_rest.${table}`);
         const reader: PyicebergTable = { catalog: { type: 'rest', uri: rest!.uri }, table };
         const { pyiceberg, duckdb } = await readBoth(python!, reader);
-        expect({ spark: bySpark.columns, pyiceberg: pyiceberg.columns, duckdb: duckdb.columns }).toEqual({ spark: columns, pyiceberg: columns, duckdb: columns });
+        expect({ spark: bySpark.columns, pyiceberg: pyiceberg.columns, duckdb: duckdb.columns }).toEqual({
+          spark: columns,
+          pyiceberg: columns,
+          duckdb: columns,
+        });
         expect(bySpark.types).toEqual(['bigint', 'date', 'string']);
         expect(sortedLines(bySpark.rows), 'Spark reads the CSV rows').toEqual(sortedLines(expected));
         expect(bySpark.count, "Spark's COUNT(*) from the manifests").toBe(expected.length);
@@ -108,9 +117,11 @@ describeUnless(missing('the Iceberg readers', python) ?? missing('the Iceberg RE
 
         // Each window is a snapshot of its own, as Iceberg's Java library reads the metadata.
         const snapshots = await session!.snapshots(`tilehouse_rest.${table}`);
-        expect(snapshots.snapshots.map((snapshot) => [snapshot.summary['tilehouse.window-from'], snapshot.summary['tilehouse.window-to'], snapshot.operation]).sort()).toEqual(
-          days.map((day) => [day, new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10), 'overwrite']),
-        );
+        expect(
+          snapshots.snapshots
+            .map((snapshot) => [snapshot.summary['tilehouse.window-from'], snapshot.summary['tilehouse.window-to'], snapshot.operation])
+            .sort(),
+        ).toEqual(days.map((day) => [day, new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10), 'overwrite']));
         const partitions = await session!.partitions(`tilehouse_rest.${table}`);
         expect(partitions.partitioning).toEqual(['days(day)']);
         expect(partitions.files.map((file) => file.partition).sort()).toEqual(days.map((day) => `day_day=${day}`));
@@ -130,7 +141,11 @@ describeUnless(missing('the Iceberg readers', python) ?? missing('the Iceberg RE
           'Spark (S3FileIO), pyiceberg and DuckDB read exactly the CSV rows of the run',
           async () => {
             const issuer = new S3KeyIssuer();
-            catalog = await startVendingCatalogProxy(rest!.uri, issuer, { shape: 'storage-credentials', advertiseCredentialsEndpoint: true, s3Endpoint: s3.endpoint });
+            catalog = await startVendingCatalogProxy(rest!.uri, issuer, {
+              shape: 'storage-credentials',
+              advertiseCredentialsEndpoint: true,
+              s3Endpoint: s3.endpoint,
+            });
             // The environment's key pair is refused: the table's files can only go with the vended keys.
             s3.proxy.admit(issuer.admission({ accessKeyId: TEST_AWS_ENV.AWS_ACCESS_KEY_ID, admitted: false }));
             const bucket = await s3.newBucket('spark-vended');
@@ -185,20 +200,38 @@ describeUnless(missing('the Iceberg readers', python) ?? missing('the Iceberg RE
             });
             const bySpark = await session!.read(`tilehouse_s3.${table}`);
             const described = await readIceberg(python!, 'pyiceberg-table', {
-              catalog: { type: 'rest', uri: rest!.uri, 's3.endpoint': s3.serverOrigin, 's3.access-key-id': TEST_AWS_ENV.AWS_ACCESS_KEY_ID, 's3.secret-access-key': TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY, 's3.region': TEST_AWS_ENV.AWS_REGION },
+              catalog: {
+                type: 'rest',
+                uri: rest!.uri,
+                's3.endpoint': s3.serverOrigin,
+                's3.access-key-id': TEST_AWS_ENV.AWS_ACCESS_KEY_ID,
+                's3.secret-access-key': TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY,
+                's3.region': TEST_AWS_ENV.AWS_REGION,
+              },
               table,
             });
             expect(described.location).toBe(`s3://${bucket}/warehouse/spark_s3/incidents`);
             const { pyiceberg, duckdb } = await readBoth(
               python!,
               {
-                catalog: { type: 'rest', uri: rest!.uri, 's3.endpoint': s3.serverOrigin, 's3.access-key-id': TEST_AWS_ENV.AWS_ACCESS_KEY_ID, 's3.secret-access-key': TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY, 's3.region': TEST_AWS_ENV.AWS_REGION },
+                catalog: {
+                  type: 'rest',
+                  uri: rest!.uri,
+                  's3.endpoint': s3.serverOrigin,
+                  's3.access-key-id': TEST_AWS_ENV.AWS_ACCESS_KEY_ID,
+                  's3.secret-access-key': TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY,
+                  's3.region': TEST_AWS_ENV.AWS_REGION,
+                },
                 table,
               },
               { endpoint: s3.serverOrigin, region: TEST_AWS_ENV.AWS_REGION, keyId: TEST_AWS_ENV.AWS_ACCESS_KEY_ID, secret: TEST_AWS_ENV.AWS_SECRET_ACCESS_KEY },
             );
             const columns = ['number', 'day', 'severity'];
-            expect({ spark: bySpark.columns, pyiceberg: pyiceberg.columns, duckdb: duckdb.columns }).toEqual({ spark: columns, pyiceberg: columns, duckdb: columns });
+            expect({ spark: bySpark.columns, pyiceberg: pyiceberg.columns, duckdb: duckdb.columns }).toEqual({
+              spark: columns,
+              pyiceberg: columns,
+              duckdb: columns,
+            });
             expect(sortedLines(bySpark.rows), 'Spark reads the CSV rows').toEqual(sortedLines(expected));
             expect(bySpark.count).toBe(expected.length);
             expect(sortedLines(pyiceberg.rows)).toEqual(sortedLines(expected));

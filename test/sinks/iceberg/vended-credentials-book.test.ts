@@ -36,8 +36,7 @@ describe('vendedCredentialsIn', () => {
   });
 
   it('refuses a malformed list with iceberg_vended_credentials_failed, naming the field, never the value', () => {
-    const malformed = () =>
-      vendedCredentialsIn('ns.t', { 'storage-credentials': [{ prefix: TABLE, config: { 's3.secret-access-key': 12345678 } }] }, TABLE);
+    const malformed = () => vendedCredentialsIn('ns.t', { 'storage-credentials': [{ prefix: TABLE, config: { 's3.secret-access-key': 12345678 } }] }, TABLE);
     expect(malformed).toThrow(
       expect.objectContaining({
         code: 'iceberg_vended_credentials_failed',
@@ -111,20 +110,31 @@ describe('vendedS3Credentials', () => {
     const provider = vendedS3Credentials({ prefix: TABLE, current: () => Promise.resolve({ 'gcs.oauth2.token': 'ya29.secret-token-value' }) });
     await expect(provider()).rejects.toMatchObject({
       code: 'permission_denied',
-      message: expect.stringContaining(`the catalog vended credentials for ${TABLE} without S3 keys (s3.access-key-id and s3.secret-access-key): gcs.oauth2.token`),
+      message: expect.stringContaining(
+        `the catalog vended credentials for ${TABLE} without S3 keys (s3.access-key-id and s3.secret-access-key): gcs.oauth2.token`,
+      ),
     });
   });
 });
 
 describe('sinks.iceberg.catalog.accessDelegation', () => {
-  const environment = (catalog: Record<string, unknown>) => ({ catalog: { type: 'rest', uri: 'https://polaris.example/api/catalog', ...catalog }, location: 's3://lake/warehouse' });
-  const issues = (value: unknown) => (icebergEnvironmentSchema.safeParse(value).error?.issues ?? []).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+  const environment = (catalog: Record<string, unknown>) => ({
+    catalog: { type: 'rest', uri: 'https://polaris.example/api/catalog', ...catalog },
+    location: 's3://lake/warehouse',
+  });
+  const issues = (value: unknown) =>
+    (icebergEnvironmentSchema.safeParse(value).error?.issues ?? []).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
 
   it('takes vended-credentials on a REST catalog, and refuses another value or a JDBC catalog naming the field', () => {
-    expect(icebergEnvironmentSchema.parse(environment({ accessDelegation: 'vended-credentials' })).catalog).toMatchObject({ accessDelegation: 'vended-credentials' });
+    expect(icebergEnvironmentSchema.parse(environment({ accessDelegation: 'vended-credentials' })).catalog).toMatchObject({
+      accessDelegation: 'vended-credentials',
+    });
     expect(issues(environment({ accessDelegation: 'remote-signing' }))).toEqual(['catalog.accessDelegation: Invalid input: expected "vended-credentials"']);
     expect(
-      issues({ catalog: { type: 'jdbc', catalogName: 'c', host: 'db', database: 'lake', user: 'u', password: '${PW}', accessDelegation: 'vended-credentials' }, location: '/w' }),
+      issues({
+        catalog: { type: 'jdbc', catalogName: 'c', host: 'db', database: 'lake', user: 'u', password: '${PW}', accessDelegation: 'vended-credentials' },
+        location: '/w',
+      }),
     ).toEqual(['catalog: Unrecognized key: "accessDelegation"']);
   });
 });

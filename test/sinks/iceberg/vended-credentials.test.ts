@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { SANDBOX_TILE } from '../../../sandbox/index.js';
 import { type CliResult, runCli, sandboxEnv, summaryOf, writeWorkspace } from '../../support/cli-harness.js';
@@ -122,7 +122,8 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
             const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
             for (const entry of entries) if (entry.isFile()) texts.push(await readFile(path.join(entry.parentPath, entry.name), 'latin1'));
           }
-          for (const key of await keysOf(s3.client, bucket)) if (!key.endsWith('(upload)')) texts.push((await getBytes(s3.client, bucket, key)).toString('latin1'));
+          for (const key of await keysOf(s3.client, bucket))
+            if (!key.endsWith('(upload)')) texts.push((await getBytes(s3.client, bucket, key)).toString('latin1'));
           return texts.join('\n');
         };
         return { bucket, table, job, ws, cli, expectTable, storedBytes };
@@ -178,7 +179,9 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
 
           const check = await cli(['check']);
           expect(check.exitCode, check.stderr).toBe(0);
-          expect(check.stdout + check.stderr).toContain(`s3://${bucket}/warehouse/vended_renewed/incidents/metadata is writable with the credentials the catalog vended`);
+          expect(check.stdout + check.stderr).toContain(
+            `s3://${bucket}/warehouse/vended_renewed/incidents/metadata is writable with the credentials the catalog vended`,
+          );
 
           expect(issuer.issued.length).toBeGreaterThanOrEqual(3);
           expect(leaked(issuer, [everything(first), everything(second), everything(check), await storedBytes()].join('\n'))).toBe(0);
@@ -187,7 +190,7 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       );
 
       it(
-        'config: keys in the answer\'s config are renewed by loading the table again when the catalog lists no credentials endpoint',
+        "config: keys in the answer's config are renewed by loading the table again when the catalog lists no credentials endpoint",
         async () => {
           const issuer = new S3KeyIssuer(2_000);
           const { table, cli, expectTable } = await workspace('reloaded', issuer, 'config', false);
@@ -218,7 +221,11 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
           s3.proxy.admit((request) => {
             if (request.kind === 'put' && request.url.includes('.parquet')) {
               const key = issuer.issued.find((candidate) => candidate.accessKeyId === request.accessKeyId);
-              return { status: 403, code: 'AccessDenied', message: `key ${request.accessKeyId} secret ${key?.secretAccessKey} token ${request.sessionToken} may not write here` };
+              return {
+                status: 403,
+                code: 'AccessDenied',
+                message: `key ${request.accessKeyId} secret ${key?.secretAccessKey} token ${request.sessionToken} may not write here`,
+              };
             }
             return admitted(request);
           });
@@ -235,7 +242,7 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
       );
 
       it(
-        'a catalog that vends none: the table is written with the environment\'s credentials, and a log line says so',
+        "a catalog that vends none: the table is written with the environment's credentials, and a log line says so",
         async () => {
           const issuer = new S3KeyIssuer();
           const { table, cli, expectTable } = await workspace('none', issuer, 'none', true);
