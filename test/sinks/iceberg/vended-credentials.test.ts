@@ -193,8 +193,16 @@ describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the I
         "config: keys in the answer's config are renewed by loading the table again when the catalog lists no credentials endpoint",
         async () => {
           const issuer = new S3KeyIssuer(2_000);
-          const { table, cli, expectTable } = await workspace('reloaded', issuer, 'config', false);
+          const { bucket, table, cli, expectTable } = await workspace('reloaded', issuer, 'config', false);
           s3.proxy.admit(issuer.admission({ accessKeyId: environmentKey, admitted: false }));
+
+          // Before the first run there is no table and no credentials: check writes no probe (the environment's key would be refused).
+          const check = await cli(['check']);
+          expect(check.exitCode, check.stderr).toBe(0);
+          expect(check.stdout + check.stderr).toContain(
+            `table absent; a run creates it at s3://${bucket}/warehouse/vended_reloaded/incidents with namespace vended_reloaded; the catalog vends the credentials its files are written with when a run creates it`,
+          );
+          expect(s3.proxy.seen.filter((line) => line.includes(`/${bucket}/`))).toEqual([]);
           s3.proxy.hold({ on: 'put', urlContains: '.parquet', ms: 2_500 });
 
           const run = await cli(['run', '--run-id', 'night-1', '--json']);
