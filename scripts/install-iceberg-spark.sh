@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Spark for the Iceberg tests' interop checks into .tools/iceberg-spark: pyspark 3.5.9 from
 # PyPI in a venv of its own (venv/; Spark's jars come inside the wheel) and, from Maven, Apache
-# Iceberg's Spark runtime 1.10.1 (Spark 3.5, Scala 2.12) and the PostgreSQL JDBC driver (jars/).
+# Iceberg's Spark runtime 1.10.1 (Spark 3.5, Scala 2.12), its AWS bundle (S3FileIO, for s3:// tables)
+# and the PostgreSQL JDBC driver (jars/).
 # test/support/iceberg-spark.ts runs test/support/iceberg_spark.py with the venv's python and those
 # jars. Run it as `npm run setup:iceberg-spark`; running it again is a no-op while the install was
 # made from the same requirements file and pom.
@@ -17,12 +18,13 @@ pom="$root/scripts/iceberg-spark/pom.xml"
 dir="${ICEBERG_SPARK_INSTALL_DIR:-$root/.tools/iceberg-spark}"
 stamp="$dir/.install.sha256"
 runtime_jar='iceberg-spark-runtime-3.5_2.12-1.10.1.jar'
+aws_jar='iceberg-aws-bundle-1.10.1.jar'
 
 log() { printf '[setup:iceberg-spark] %s\n' "$*"; }
 fail() { printf '[setup:iceberg-spark] error: %s\n' "$*" >&2; exit 1; }
 
 want="$(cat "$requirements" "$pom" | sha256sum | cut -d' ' -f1)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$dir/venv/bin/python" && -f "$dir/jars/$runtime_jar" ]]; then
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$dir/venv/bin/python" && -f "$dir/jars/$runtime_jar" && -f "$dir/jars/$aws_jar" ]]; then
   log "already installed at $dir (from these requirements and pom); nothing to do"
   exit 0
 fi
@@ -37,12 +39,12 @@ mkdir -p "$dir"
 rm -f "$stamp"
 
 log "resolving the Iceberg Spark runtime and the PostgreSQL driver from $pom"
-# Into a directory beside the final one, moved into place whole. Only the pom's two jars: the
+# Into a directory beside the final one, moved into place whole. Only the pom's three jars: the
 # driver's one transitive dependency (checker-qual, annotations) is not needed to run it.
 rm -rf "$dir/jars.partial"
 mvn --batch-mode --quiet -f "$pom" dependency:copy-dependencies \
   -DincludeScope=runtime -DexcludeTransitive=true -DoutputDirectory="$dir/jars.partial"
-[[ -f "$dir/jars.partial/$runtime_jar" ]] || fail "maven finished but $runtime_jar is not among the jars"
+[[ -f "$dir/jars.partial/$runtime_jar" && -f "$dir/jars.partial/$aws_jar" ]] || fail "maven finished but $runtime_jar or $aws_jar is not among the jars"
 rm -rf "$dir/jars"
 mv "$dir/jars.partial" "$dir/jars"
 

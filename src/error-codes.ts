@@ -117,6 +117,7 @@ export const ERROR_CODES = {
   // -- runs, windows and state -----------------------------------------------------------------------
   iceberg_catalog_failed: { exit: 1, retryable: true, says: "The Iceberg catalog failed a request (a REST error answer, a JDBC statement, its database out of reach) for a cause other than privileges or credentials; nothing was committed." },
   iceberg_catalog_auth_failed: { exit: 1, retryable: false, says: "The Iceberg REST catalog, its OAuth2 token endpoint or the JDBC catalog's PostgreSQL (28P01/28000) refused the credentials; nothing was committed." },
+  iceberg_vended_credentials_failed: { exit: 1, retryable: true, says: "`accessDelegation: vended-credentials`: the REST catalog's storage credentials for the Iceberg table were malformed, or its renewal of them when they expired mid-run held none; nothing was committed." },
   iceberg_commit_conflict: { exit: 1, retryable: true, says: "Other writers committed to the Iceberg table on every try of the commit's retry budget; nothing of this run was committed." },
   iceberg_schema_mismatch: { exit: 1, retryable: false, says: "The tile's columns differ from the Iceberg table's current schema (a name or a type); nothing was committed." },
   iceberg_column_invalid: { exit: 1, retryable: false, says: "An iceberg sink's `partitionBy` or `primaryKey` names a column the tile lacks or of the wrong type (a partition column is DATE or TIMESTAMP, a key column not FLOAT64); nothing was written." },

@@ -138,6 +138,12 @@ const restCatalogSchema = z
       .describe(
         'Properties of the tables a run creates through this catalog, beside format-version (e.g. write.metadata.path, for a catalog server that writes its metadata files elsewhere than the location)',
       ),
+    accessDelegation: z
+      .literal('vended-credentials')
+      .optional()
+      .describe(
+        "Ask the catalog for the table's storage credentials (X-Iceberg-Access-Delegation: vended-credentials) and write its files with them, renewed before they expire; the environment's only when the catalog vends none (docs/iceberg.md)",
+      ),
   })
   .strict()
   .superRefine((catalog, ctx) => {

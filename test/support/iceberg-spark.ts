@@ -47,6 +47,18 @@ export function icebergSparkOrSkip(env: NodeJS.ProcessEnv = process.env, project
   return null;
 }
 
+/**
+ * Whether the install's session reads `s3://` tables: Apache Iceberg's AWS bundle (S3FileIO with the
+ * AWS SDK inside) among its jars. An install made before the pom listed it lacks it: under CI that
+ * is a failure (`npm run setup:iceberg-spark` installs it), elsewhere the reason a test is skipped.
+ */
+export function sparkS3Missing(install: IcebergSparkInstall | null, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (install === null || install.jars.some((jar) => /\/iceberg-aws-bundle-[^/]+\.jar$/.test(jar))) return null;
+  const reason = "Spark's install has no iceberg-aws-bundle jar (reading s3:// tables): run `npm run setup:iceberg-spark`";
+  if (underCi(env)) throw new Error(`CI is set but ${reason}`);
+  return reason;
+}
+
 /** An Iceberg type as the tests spell it (pyiceberg's): long, decimal(38, 9), string, timestamptz, date, double. */
 export interface SparkField {
   name: string;

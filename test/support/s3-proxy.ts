@@ -23,7 +23,18 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
  *
  * Faults, one-shot: an S3 error status it did not act on (503 SlowDown, 500 InternalError), a reset
  * connection, and an answer lost after the request was performed.
+ *
+ * Admission (`admit`): moto takes any key pair; S3 takes only its account's. A rule judges each
+ * request's access key id (from its SigV4 `Authorization` credential scope) and session token
+ * (`x-amz-security-token`) before anything else, and a refusal is answered as S3 answers it
+ * (vending-catalog.ts: only the keys a catalog vended, until they expire).
  */
+export type S3Admission = (request: {
+  accessKeyId: string | undefined;
+  sessionToken: string | undefined;
+  kind: S3RequestKind;
+  url: string;
+}) => { status: number; code: string; message: string } | undefined;
 export type S3RequestKind =
   | 'copy'
   | 'put'
@@ -63,6 +74,12 @@ export interface S3Proxy {
   readonly copiesReceived: number;
   /** Resolves once no request is in flight (a killed client's copy still completes upstream). */
   settled(): Promise<void>;
+  /** Judges every later request by `rule` (undefined: every request is let through, as moto does). */
+  admit(rule: S3Admission | undefined): void;
+  /** Each request the admission rule refused: `<kind> <code> <access key id>`. */
+  readonly refused: string[];
+  /** Holds the next `count` requests of `kind` whose URL contains `urlContains` this long, after admission (a run that outlives its keys). */
+  hold(rule: { on: S3RequestKind; urlContains: string; ms: number; count?: number }): void;
   close(): Promise<void>;
 }
 
@@ -103,6 +120,9 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
   const locks = new Map<string, Promise<void>>();
   const initiated = new Map<string, Date>();
   let holdMs = 0;
+  let admission: S3Admission | undefined;
+  const refused: string[] = [];
+  const holds: Array<{ on: S3RequestKind; urlContains: string; ms: number; left: number }> = [];
   let copies = 0;
   let inFlight = 0;
   const idle: Array<() => void> = [];
@@ -185,6 +205,21 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
       const url = incoming.url ?? '';
       seen.push(`${kind} ${incoming.method} ${url}`);
       const body = await bodyOf(incoming);
+      if (admission !== undefined) {
+        const accessKeyId = /Credential=([^/,\s]+)\//.exec(String(incoming.headers.authorization ?? ''))?.[1];
+        const token = incoming.headers['x-amz-security-token'];
+        const refusal = admission({ accessKeyId, sessionToken: Array.isArray(token) ? token[0] : token, kind, url });
+        if (refusal !== undefined) {
+          refused.push(`${kind} ${refusal.code} ${accessKeyId ?? '(unsigned)'}`);
+          return answerError(response, refusal.status, refusal.code, refusal.message);
+        }
+      }
+      const held = holds.find((candidate) => candidate.on === kind && url.includes(candidate.urlContains));
+      if (held !== undefined) {
+        held.left -= 1;
+        if (held.left <= 0) holds.splice(holds.indexOf(held), 1);
+        await new Promise((resolve) => setTimeout(resolve, held.ms));
+      }
       const rule = ruleFor(kind, url);
       if (rule !== undefined) fired.push(`${kind}:${rule.fault.kind}`);
       if (rule?.fault.kind === 'status') return answerError(response, rule.fault.status, rule.fault.code, `injected ${rule.fault.code}`);
@@ -244,6 +279,13 @@ export async function startS3Proxy(upstream: string): Promise<S3Proxy> {
     },
     get copiesReceived() {
       return copies;
+    },
+    admit(rule) {
+      admission = rule;
+    },
+    refused,
+    hold(rule) {
+      holds.push({ ...rule, left: rule.count ?? 1 });
     },
     settled() {
       return inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve));

@@ -11,6 +11,8 @@ import { openJdbcCatalog } from './jdbc-catalog.js';
 import type { RestCatalogAuth } from './rest-auth.js';
 import { openRestCatalog } from './rest-catalog.js';
 import { warehouseUri } from './iceberg-names.js';
+import type { Logger } from '../../log.js';
+import { VendedCredentialBook } from './vended-credentials.js';
 
 /**
  * `sinks.iceberg.catalog` opened: the REST catalog with its bearer token or its OAuth2 client
@@ -125,10 +127,22 @@ function asPostgresSettings(catalog: Extract<IcebergDefaults['catalog'], { type:
   return { ...connection, schema: 'public', statementTimeoutMs: 600_000, lockTimeoutMs: 2_000, publishBudgetMs: 120_000 };
 }
 
-/** What the rest of the environment says of a catalog's credentials. */
+/** What the rest of the environment and the sink say of a catalog's credentials. */
 export interface CatalogOptions {
   /** `googleCredentialsWaitMs`, for a catalog with `auth: { type: google }`. */
-  googleCredentialsWaitMs?: number;
+  googleCredentialsWaitMs?: number | undefined;
+  /** The sink's book of vended credentials (`accessDelegation`). */
+  book?: VendedCredentialBook | undefined;
+  /** Where a catalog that vends none is told. */
+  logger?: Logger | undefined;
+}
+
+/**
+ * Where a sink keeps the storage credentials its catalog vends (`accessDelegation`), for its whole
+ * life; undefined when the catalog is not asked for any (the table's files go with the environment's).
+ */
+export function vendedCredentialBookFor(settings: IcebergDefaults): VendedCredentialBook | undefined {
+  return settings.catalog.type === 'rest' && settings.catalog.accessDelegation !== undefined ? new VendedCredentialBook() : undefined;
 }
 
 export async function openConfiguredCatalog(
@@ -144,9 +158,14 @@ export async function openConfiguredCatalog(
     return openRestCatalog({
       uri: catalog.uri,
       requestTimeoutMs: catalog.requestTimeoutMs,
+      // Where a table created without a location goes: a run creates its table as it opens when credentials are vended for it.
+      location: warehouseUri(settings.location),
       ...(catalog.warehouse === undefined ? {} : { warehouse: catalog.warehouse }),
       ...(catalog.tableProperties === undefined ? {} : { tableProperties: catalog.tableProperties }),
       ...(auth === undefined ? {} : { auth }),
+      ...(catalog.accessDelegation === undefined ? {} : { accessDelegation: catalog.accessDelegation }),
+      ...(options.book === undefined ? {} : { vendedCredentials: options.book }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
   }
   const connection = await resolvePostgresConnection(asPostgresSettings(catalog), configFile, env, SECTION);

@@ -23,7 +23,8 @@ import type {
   TargetPublication,
 } from '../sink.js';
 import { type IcebergCatalog, type LoadedTable, type TableIdentifier, tableName } from './catalog.js';
-import { openConfiguredCatalog } from './catalog-settings.js';
+import { openConfiguredCatalog, vendedCredentialBookFor } from './catalog-settings.js';
+import type { VendedCredentialBook } from './vended-credentials.js';
 import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { daysOfRows, daysOfWindow, daysShown, rowsInDays } from './days-held.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
@@ -92,11 +93,15 @@ export class IcebergSink implements Sink {
   readonly target: string;
   /** One options object for the sink's life: table-files.ts loads each store once per object. */
   private readonly stores: StoreOptions;
+  /** The storage credentials the catalog vends for the table (`accessDelegation`), which its files are written with. */
+  private readonly vended: VendedCredentialBook | undefined;
 
   constructor(private readonly options: IcebergSinkOptions) {
     this.table = tableIdentifierOf(options.config.table);
     this.target = tableName(this.table);
-    this.stores = options.stores ?? {};
+    this.vended = options.openCatalog ? undefined : vendedCredentialBookFor(options.settings);
+    const book = this.vended;
+    this.stores = book ? { ...options.stores, vendedCredentials: (location) => book.lookup(location) } : (options.stores ?? {});
   }
 
   /** Runs `body` with the table's files in the configured stores (the JDBC catalog's metadata too). */
@@ -104,10 +109,12 @@ export class IcebergSink implements Sink {
     return withTableFileStores(this.stores, body);
   }
 
-  private catalog(jobName: string): Promise<IcebergCatalog> {
+  private catalog(jobName: string, logger?: Logger): Promise<IcebergCatalog> {
     if (this.options.openCatalog) return this.options.openCatalog({ jobName, target: this.target });
     return openConfiguredCatalog(this.options.settings, this.options.environmentFile, { jobName, target: this.target }, this.options.env, {
       googleCredentialsWaitMs: this.options.googleCredentialsWaitMs,
+      book: this.vended,
+      logger,
     });
   }
 
@@ -187,7 +194,7 @@ export class IcebergSink implements Sink {
   private async opened(context: SinkRunContext): Promise<SinkWriter> {
     const columns = this.columnsOf(context);
     const modeOptions = this.modeOptions(context);
-    const catalog = await this.catalog(context.jobName);
+    const catalog = await this.catalog(context.jobName, context.logger);
     try {
       const start = {
         catalog,
@@ -196,7 +203,8 @@ export class IcebergSink implements Sink {
         runId: context.runId,
         housekeeping: housekeepingOf(this.options.settings),
         extractedAtMs: context.startedAt.getTime(),
-        newTableLocation: newTableLocation(this.options.settings, this.table),
+        // The catalog vends credentials for a table's location only: a new table is created as the run opens, before its files.
+        ...(this.vended ? {} : { newTableLocation: newTableLocation(this.options.settings, this.table) }),
         summary: {
           [SUMMARY_KEYS.startedAt]: context.startedAt.toISOString(),
           ...(context.definition ? { [SUMMARY_KEYS.definition]: JSON.stringify(context.definition) } : {}),
@@ -299,7 +307,7 @@ export class IcebergSink implements Sink {
   }
 
   private async accessChecked(context: AccessCheckContext): Promise<string | undefined> {
-    const catalog = await this.catalog(context.jobName);
+    const catalog = await this.catalog(context.jobName, context.logger);
     try {
       // The catalog's own privileges first: a run without them writes its files and then fails its commit.
       const privileges = await catalog.checkPrivileges?.();
@@ -308,16 +316,26 @@ export class IcebergSink implements Sink {
       const where = loaded
         ? childLocation(loaded.metadata.location, 'metadata')
         : newTableLocation(this.options.settings, this.table).replace(/\/[^/]+\/[^/]+$/, '');
-      const probe = childLocation(where, `.tilehouse-access-${randomUUID()}`);
-      await writeNewFile(probe, [Buffer.from('tilehouse check\n')]);
-      await removeLocation(probe);
       const table = loaded
         ? `table exists at ${loaded.metadata.location}`
         : `table absent; a run creates it at ${newTableLocation(this.options.settings, this.table)}${namespace ? '' : ` with namespace ${this.table.namespace}`}`;
-      return `iceberg ${catalog.description} ${this.target}: ${table}; ${where} is writable${privileges === undefined ? '' : `; ${privileges}`}`;
+      const access =
+        this.vended && !loaded
+          ? // No table, no credentials: the catalog vends them for the table it creates.
+            `the catalog vends the credentials its files are written with when a run creates it`
+          : await this.probed(where);
+      return `iceberg ${catalog.description} ${this.target}: ${table}; ${access}${privileges === undefined ? '' : `; ${privileges}`}`;
     } finally {
       await catalog.close();
     }
+  }
+
+  /** A file written below `where` and removed: the location takes the table's files (with the vended credentials when there are). */
+  private async probed(where: string): Promise<string> {
+    const probe = childLocation(where, `.tilehouse-access-${randomUUID()}`);
+    await writeNewFile(probe, [Buffer.from('tilehouse check\n')]);
+    await removeLocation(probe);
+    return `${where} is writable${this.vended?.holds(this.target) ? ' with the credentials the catalog vended' : ''}`;
   }
 
   /** The table's location as a new table's would be (no network: an existing table's may differ; the writer names that one). */

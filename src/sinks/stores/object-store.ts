@@ -51,6 +51,22 @@ export interface StoreSeams {}
 export interface StoreOptions extends StoreSeams {
   /** The environment's `stopDeadlineMs`: publish and cleanup requests end this long after a stop. */
   stopDeadlineMs?: number;
+  /**
+   * The credentials a table's catalog vended for its files (Iceberg REST's access delegation), by
+   * location: a table's file below a vended prefix is written, read, listed and removed with them
+   * (`tableFiles`), every other call with the store's own. Undefined for a location: the store's own.
+   */
+  vendedCredentials?: (location: string) => VendedStorage | undefined;
+}
+
+/**
+ * Storage credentials a catalog vended for the files below `prefix`, as Iceberg's FileIO properties
+ * (`s3.access-key-id`, `s3.secret-access-key`, `s3.session-token`, …): each store reads the ones it
+ * takes. `current()` answers them renewed when they are due (a failed renewal throws its coded error).
+ */
+export interface VendedStorage {
+  readonly prefix: string;
+  current(): Promise<Readonly<Record<string, string>>>;
 }
 
 /** What tilehouse knows of a store without loading it (and its client library). */

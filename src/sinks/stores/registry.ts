@@ -6,7 +6,7 @@ import { localStoreKind } from './local/index.js';
 import type { ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments } from './object-store.js';
 import { s3StoreKind } from './s3/index.js';
 
-export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments } from './object-store.js';
+export type { ObjectStore, ObjectStoreKind, StoreOptions, StoreSeams, StoredDocuments, VendedStorage } from './object-store.js';
 
 /**
  * Every store, one line each: a new store is its folder, its URL grammar in the configuration

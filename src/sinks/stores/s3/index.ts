@@ -11,7 +11,9 @@
 // uploads by the temp-file rule); `s3-stored-file.ts` (range reads for a format); `s3-window-state.ts` (a
 // window held: the manifest describes the object); `s3-table-files.ts` (a table format's files: each one PutObject or
 // multipart upload straight to its fresh key, aborted or deleted on failure; listed by ListObjectsV2 page by page, and
-// unfinished multipart uploads begun before a cutoff aborted). `s3://` URLs are checked by src/config/s3-url.ts.
+// unfinished multipart uploads begun before a cutoff aborted; below a prefix a table's catalog vended credentials
+// for, through a client of that prefix signing with them: `vended-identity.ts`). `s3://` URLs are checked by
+// src/config/s3-url.ts.
 
 import type { S3Client } from '@aws-sdk/client-s3';
 import { s3Urls } from '../../../config/s3-url.js';

@@ -1,6 +1,6 @@
 // A static import in a module only s3:// targets load (the store is imported dynamically, index.ts):
 // a dynamic import of the SDK's CommonJS build loses its classes in the bundle's interop.
-import { S3Client } from '@aws-sdk/client-s3';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 
 /** The environment's `sinks.s3` settings (config/environment-schema.ts). */
 export interface S3Settings {
@@ -26,14 +26,21 @@ export interface S3Settings {
  * by reading the target, which only the writer knows how to do. Checksums are computed only where
  * S3 requires them: S3-compatible stores disagree about the newer flexible checksums, and the
  * writer sends Content-MD5 on every upload itself.
+ *
+ * `credentials`, when given, replace the chain: the ones a table's catalog vended (vended-identity.ts).
  */
-export async function createS3Client(settings: S3Settings = {}, env: NodeJS.ProcessEnv = process.env): Promise<S3Client> {
+export async function createS3Client(
+  settings: S3Settings = {},
+  env: NodeJS.ProcessEnv = process.env,
+  credentials?: S3ClientConfig['credentials'],
+): Promise<S3Client> {
   const region = settings.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (settings.endpoint !== undefined ? 'us-east-1' : undefined);
   return new S3Client({
     ...(region !== undefined ? { region } : {}),
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
     forcePathStyle: settings.forcePathStyle ?? settings.endpoint !== undefined,
     maxAttempts: 1,
+    ...(credentials !== undefined ? { credentials } : {}),
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });

@@ -1,3 +1,4 @@
+import type { S3Client } from '@aws-sdk/client-s3';
 import { parseS3ObjectUrl, splitS3Url } from '../../../config/s3-url.js';
 import { s3Documents } from './s3-documents.js';
 import type { ObjectStore, StoreOptions } from '../object-store.js';
@@ -7,11 +8,24 @@ import { S3ObjectWriter } from './s3-object-writer.js';
 import { s3StoredFile } from './s3-stored-file.js';
 import { s3TableFiles } from './s3-table-files.js';
 import { s3WindowsHeld } from './s3-window-state.js';
+import { vendedS3Credentials } from './vended-identity.js';
 import { removeStaleTempKeys, strayTempKeys } from './temp-keys.js';
 
 /** The S3 store of one sink: its client (the injected one, or one made now from `sinks.s3`) and its write settings. */
 export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
   const client = options.s3Client ?? (await createS3Client(options.s3));
+  // A table's files below a prefix its catalog vended credentials for: one client per prefix, signing with them.
+  const vendedClients = new Map<string, Promise<S3Client>>();
+  const tableClient = (location: string): Promise<S3Client> => {
+    const vended = options.vendedCredentials?.(location);
+    if (vended === undefined) return Promise.resolve(client);
+    let made = vendedClients.get(vended.prefix);
+    if (made === undefined) {
+      made = createS3Client(options.s3, process.env, vendedS3Credentials(vended));
+      vendedClients.set(vended.prefix, made);
+    }
+    return made;
+  };
   return {
     openWriter: ({ retryBudget, ...writer }) =>
       S3ObjectWriter.open({
@@ -37,6 +51,6 @@ export async function s3Store(options: StoreOptions): Promise<ObjectStore> {
     },
     heldWindows: (windows, targets, context) => s3WindowsHeld(client, windows, targets, context),
     documents: (root) => s3Documents(client, root),
-    tableFiles: s3TableFiles(client, { s3Write: options.s3Write, requestTimeoutMs: options.s3?.requestTimeoutMs }),
+    tableFiles: s3TableFiles(tableClient, { s3Write: options.s3Write, requestTimeoutMs: options.s3?.requestTimeoutMs }),
   };
 }

@@ -14,7 +14,8 @@ import {
 import { parseS3ObjectUrl, splitS3Url } from '../../../config/s3-url.js';
 import { createLogger } from '../../../log.js';
 import type { ListedTableFile, TableFiles } from '../object-store.js';
-import { s3CodeOf, s3Failure } from './s3-errors.js';
+import { isTilehouseError } from '../../../errors.js';
+import { S3Error, s3CodeOf, s3Failure } from './s3-errors.js';
 import type { S3WriteSettings } from './s3-object-writer.js';
 import { S3Requests } from './s3-requests.js';
 import { TempUpload } from './temp-upload.js';
@@ -29,12 +30,16 @@ import { TempUpload } from './temp-upload.js';
  * (ListObjectsV2 by continuation token, ListMultipartUploads by key and upload-id markers) are
  * read to their last page.
  */
-export function s3TableFiles(client: S3Client, settings: { s3Write?: S3WriteSettings | undefined; requestTimeoutMs?: number | undefined }): TableFiles {
+export function s3TableFiles(
+  /** The client for a file: the store's own, or one signing with the credentials a catalog vended for it. */
+  clientFor: (location: string) => Promise<S3Client>,
+  settings: { s3Write?: S3WriteSettings | undefined; requestTimeoutMs?: number | undefined },
+): TableFiles {
   // Its retries are not logged: a table's writer reports the run's outcome, and a failure names the file.
   const logger = createLogger({ level: 'silent' });
-  const requests = () =>
+  const requests = async (location: string) =>
     new S3Requests({
-      client,
+      client: await clientFor(location),
       logger,
       ...(settings.s3Write?.limits ? { limits: settings.s3Write.limits } : {}),
       ...(settings.s3Write?.budget ? { budget: settings.s3Write.budget } : {}),
@@ -45,7 +50,7 @@ export function s3TableFiles(client: S3Client, settings: { s3Write?: S3WriteSett
   return {
     async writeNew(location, pieces) {
       const { bucket, key } = parseS3ObjectUrl(location);
-      const through = requests();
+      const through = await requests(location);
       const upload = new TempUpload({
         requests: through,
         bucket,
@@ -61,29 +66,35 @@ export function s3TableFiles(client: S3Client, settings: { s3Write?: S3WriteSett
         upload.destroy();
         await upload.abortUpload(through).catch(() => undefined);
         if (upload.mayHaveCreated) await through.send('DeleteObject', new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => undefined);
-        throw s3Failure(error, { target: location, bucket, operation: 'writing the file', action: 's3:PutObject' });
+        throw failure(error, { target: location, bucket, operation: 'writing the file', action: 's3:PutObject' });
       }
     },
     async read(location) {
       const { bucket, key } = parseS3ObjectUrl(location);
       try {
-        const answer = await requests().send<GetObjectCommandOutput>('GetObject', new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const answer = await (await requests(location)).send<GetObjectCommandOutput>('GetObject', new GetObjectCommand({ Bucket: bucket, Key: key }));
         return Buffer.from(await answer.Body!.transformToByteArray());
       } catch (error) {
-        throw s3Failure(error, { target: location, bucket, operation: 'reading the file', action: 's3:GetObject' });
+        throw failure(error, { target: location, bucket, operation: 'reading the file', action: 's3:GetObject' });
       }
     },
     async remove(location) {
       const { bucket, key } = parseS3ObjectUrl(location);
       try {
-        await requests().send('DeleteObject', new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+        await (await requests(location)).send('DeleteObject', new DeleteObjectCommand({ Bucket: bucket, Key: key }));
       } catch (error) {
-        throw s3Failure(error, { target: location, bucket, operation: 'removing the file', action: 's3:DeleteObject' });
+        throw failure(error, { target: location, bucket, operation: 'removing the file', action: 's3:DeleteObject' });
       }
     },
-    list: (location) => listKeys(requests(), location, settings.s3Write?.listPageSize),
-    abortUnfinished: (location, startedAtMs) => abortUploadsBegunBy(requests(), location, startedAtMs, settings.s3Write?.listPageSize),
+    list: async (location) => listKeys(await requests(location), location, settings.s3Write?.listPageSize),
+    abortUnfinished: async (location, startedAtMs) => abortUploadsBegunBy(await requests(location), location, startedAtMs, settings.s3Write?.listPageSize),
   };
+}
+
+/** A failure as S3's coded one; a coded failure of the vended credentials (their renewal) keeps its own code. */
+function failure(error: unknown, where: Parameters<typeof s3Failure>[1]): Error {
+  if (isTilehouseError(error) && !(error instanceof S3Error)) return error;
+  return s3Failure(error, where);
 }
 
 /** Every key below the folder `location`, read page by page (`pageSize` keys each, else S3's 1000). */
@@ -108,7 +119,7 @@ async function listKeys(through: S3Requests, location: string, pageSize: number 
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
   } catch (error) {
-    throw s3Failure(error, { target: location, bucket, operation: 'listing the files', action: 's3:ListBucket', notFoundIsBucket: true });
+    throw failure(error, { target: location, bucket, operation: 'listing the files', action: 's3:ListBucket', notFoundIsBucket: true });
   }
   return files;
 }
@@ -139,7 +150,7 @@ async function abortUploadsBegunBy(through: S3Requests, location: string, starte
       uploadIdMarker = page.NextUploadIdMarker;
     }
   } catch (error) {
-    throw s3Failure(error, {
+    throw failure(error, {
       target: location,
       bucket,
       operation: 'listing the unfinished multipart uploads',
@@ -154,7 +165,7 @@ async function abortUploadsBegunBy(through: S3Requests, location: string, starte
     } catch (error) {
       // Completed or aborted meanwhile: nothing left to end.
       if (s3CodeOf(error) === 'NoSuchUpload') continue;
-      throw s3Failure(error, {
+      throw failure(error, {
         target: `s3://${bucket}/${key}`,
         bucket,
         operation: 'aborting an unfinished multipart upload',
