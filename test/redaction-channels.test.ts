@@ -40,6 +40,10 @@ const OTHER_WRITERS: ReadonlyArray<readonly [prefix: string, why: string]> = [
   ['src/sinks/stores/gcs/', 'Cloud Storage: data objects (rows); manifests made by manifestText and documents put through documentsAt, both redacted'],
   ['src/sinks/stores/s3/', 'S3: data objects (rows); manifests made by manifestText and documents put through documentsAt, both redacted'],
   ['src/sinks/google/google-credentials.ts', 'Google’s token endpoint: the key file’s assertion to Google, its token registered as a secret'],
+  [
+    'src/sinks/aws/sigv4-signer.ts',
+    'the AWS credential chain’s own endpoints (STS, the instance metadata service): its requests only; every key and session token it yields registered as a secret',
+  ],
 ];
 
 const root = path.resolve(import.meta.dirname, '..');
