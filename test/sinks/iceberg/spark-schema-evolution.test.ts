@@ -64,6 +64,8 @@ describeUnless(icebergCatalogsBlocker(['jdbc']) ?? missing('Spark with Iceberg',
         location: under.warehouse,
       });
       const env = { ...sandboxEnv(fixture.sandbox), ...under.env() };
+      // The CLI runs in this process (runCli), where the environment file's ${...} references are read.
+      Object.assign(process.env, under.env());
       const cli = (args: string[]) => runCli([...args, '--config', ws.configFile, '--jobs', ws.jobsDir], { env });
       const jobFile = path.join(ws.jobsDir, `${JOB}.yaml`);
 
