@@ -31,6 +31,13 @@ export const icebergSinkSchema = z
         "replace: each run is the whole table (an overwrite snapshot); append: each run adds its rows with the lineage columns _run_id and _extracted_at; partition: the table is partitioned by day on partitionBy.column and a run replaces the days it covers (its window's every day, else its rows' days); merge: rows update the table by primaryKey (copy-on-write, with the lineage columns)",
       ),
     ...keyedWriteFields("Output column name or header of a DATE or TIMESTAMP column (a TIMESTAMP's days are UTC days)"),
+    // No default written into the config: a job that never set it keeps the definition (and fingerprint) it had.
+    schema: z
+      .enum(['freeze', 'add'])
+      .optional()
+      .describe(
+        "freeze (default): any change of the tile's columns fails; add: new columns become new optional fields (fresh field ids) in the run's commit. A removed or retyped column fails either way",
+      ),
     guard: publishGuardSchema,
   })
   .strict()

@@ -34,12 +34,17 @@ export interface NewSnapshot {
   'schema-id': number;
 }
 
-/** What a run's commit carries beside its snapshot (expire-snapshots.ts): applied in the same commit, or not at all. */
+/**
+ * What a run's commit carries beside its snapshot (expire-snapshots.ts; a new schema,
+ * schema-contract.ts): applied in the same commit, or not at all.
+ */
 export interface CommitHousekeeping {
   /** Snapshots the commit removes (REST `remove-snapshots`). */
   removeSnapshotIds: readonly bigint[];
   /** Table properties the commit sets (REST `set-properties`). */
   setProperties: Readonly<Record<string, string>>;
+  /** `schema: add`: the schema the commit adds and makes current (REST `add-schema`, `set-current-schema`), and the table's last column id after it. */
+  schema?: { schema: IcebergSchema; lastColumnId: number };
 }
 
 export interface IcebergCatalog {

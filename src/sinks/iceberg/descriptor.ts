@@ -10,7 +10,8 @@
 // `table-writer.ts` (`IcebergRun`, the run's files and its optimistic commit, exactly once by
 // `tilehouse.run-id`; `writeIcebergRun`), `overwrite-run.ts` (`OverwriteRun`: partition and merge in
 // the same phases, their files written as rows stream by, what the parent loses computed in the
-// commit loop), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
+// commit loop), `table-run.ts` (what both share: the files a run owns, the optimistic commit loop),
+// `schema-contract.ts` (`schema: freeze | add`: the run's schema, new fields with fresh ids), `handoff-channel.ts` (a writer's batches handed to the files being written), `catalog.ts` (the seam both catalogs implement),
 // `rest-catalog.ts`, `jdbc-catalog.ts`, `table-metadata.ts`, `manifests.ts` and `avro/` (the
 // table format's files), `iceberg-schema.ts` (the type map), `local-files.ts` (where the files
 // land), `column-metrics.ts` and `data-file-encoder.ts` (every data file's column bounds for its
@@ -41,8 +42,8 @@ export const icebergSinkKind: SinkKind = {
   type: 'iceberg',
   label: 'Iceberg',
   configSchema: icebergSinkSchema,
-  // Which table and which rows it keeps (mode, the days replaced, the key); not the guard.
-  definitionSettings: { decides: ['type', 'table', 'writeMode', 'partitionBy', 'primaryKey', 'latestBy'], decidesNot: ['guard'] },
+  // Which table and which rows it keeps (mode, the days replaced, the key, new columns or not); not the guard.
+  definitionSettings: { decides: ['type', 'table', 'writeMode', 'schema', 'partitionBy', 'primaryKey', 'latestBy'], decidesNot: ['guard'] },
   // Every open writer names its dataset by the table's location (IcebergWriter.lineageDataset); the
   // catalog's `namespace.table` alone cannot, so this is only what a writer that never opened leaves.
   lineage: { dataset: (target) => ({ namespace: 'iceberg', name: target }) },

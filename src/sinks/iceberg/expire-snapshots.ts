@@ -125,7 +125,10 @@ export function commitHousekeeping(base: TableMetadata, added: NewSnapshot, poli
   return { removeSnapshotIds: snapshotsToExpire(base, added, policy, nowMs), setProperties };
 }
 
-/** The run's commit with the policy's expiry folded in: the one call the writer makes instead of `catalog.commitSnapshot`. */
+/**
+ * The run's commit with the policy's expiry folded in (and the run's new schema, when it adds
+ * columns): the one call the writer makes instead of `catalog.commitSnapshot`.
+ */
 export function commitWithExpiry(
   catalog: IcebergCatalog,
   table: TableIdentifier,
@@ -133,8 +136,10 @@ export function commitWithExpiry(
   snapshot: NewSnapshot,
   policy: IcebergHousekeepingPolicy,
   nowMs: number,
+  schema?: CommitHousekeeping['schema'],
 ): Promise<LoadedTable> {
-  return catalog.commitSnapshot(table, base, snapshot, commitHousekeeping(base.metadata, snapshot, policy, nowMs));
+  const housekeeping = commitHousekeeping(base.metadata, snapshot, policy, nowMs);
+  return catalog.commitSnapshot(table, base, snapshot, schema === undefined ? housekeeping : { ...housekeeping, schema });
 }
 
 export function propertiesOf(metadata: TableMetadata): Record<string, string> {

@@ -89,7 +89,11 @@ export class IcebergColumnError extends TilehouseError {
   }
 }
 
-/** The tile's columns do not match the table's schema (`iceberg_schema_mismatch`). */
+/**
+ * The tile's columns do not match the table's schema (`iceberg_schema_mismatch`): under the schema
+ * contract (`contract`: a new column under `freeze`, a removed or retyped one under either), or
+ * otherwise (a lineage column's name taken, field ids another writer moved).
+ */
 export class IcebergSchemaMismatchError extends TilehouseError {
   readonly code = 'iceberg_schema_mismatch';
   override readonly targetKind = 'iceberg' as const;
@@ -97,8 +101,9 @@ export class IcebergSchemaMismatchError extends TilehouseError {
   constructor(
     readonly table: string,
     readonly reason: string,
+    readonly contract?: 'freeze' | 'add',
   ) {
-    super(`Iceberg table ${table}: the tile's columns do not match the table's schema: ${reason}`);
+    super(`Iceberg table ${table}: the tile's columns do not match the table's schema${contract === undefined ? '' : ` (schema: ${contract})`}: ${reason}`);
   }
 }
 

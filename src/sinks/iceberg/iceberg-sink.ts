@@ -28,7 +28,8 @@ import type { VendedCredentialBook } from './vended-credentials.js';
 import { IcebergColumnError, IcebergPublishOutcomeUnknownError, IcebergSchemaMismatchError } from './iceberg-errors.js';
 import { daysOfRows, daysOfWindow, daysShown, rowsInDays } from './days-held.js';
 import { icebergLineageDataset, newTableLocation, tableIdentifierOf } from './iceberg-names.js';
-import { columnTypeOfIceberg, icebergTypeOf } from './iceberg-schema.js';
+import { icebergTypeOf } from './iceberg-schema.js';
+import { refusalOf, type SchemaContract, type SchemaDiff, schemaDiff } from './schema-contract.js';
 import type { StoreOptions } from '../stores/registry.js';
 import { childLocation, removeLocation, withTableFileStores, writeNewFile } from './local-files.js';
 import { currentSchema, currentSnapshot, RUN_ID_SUMMARY_KEY, type Snapshot, snapshotOfRun, type TableMetadata } from './table-metadata.js';
@@ -130,6 +131,11 @@ export class IcebergSink implements Sink {
     });
   }
 
+  /** `schema`: freeze unless the sink says add. */
+  private get contract(): SchemaContract {
+    return this.options.config.schema ?? 'freeze';
+  }
+
   /** Whether the table carries the lineage columns (the modes that keep rows of earlier runs). */
   private get lineage(): boolean {
     return this.options.config.writeMode === 'append' || this.options.config.writeMode === 'merge';
@@ -205,6 +211,7 @@ export class IcebergSink implements Sink {
         extractedAtMs: context.startedAt.getTime(),
         // The catalog vends credentials for a table's location only: a new table is created as the run opens, before its files.
         ...(this.vended ? {} : { newTableLocation: newTableLocation(this.options.settings, this.table) }),
+        schema: this.contract,
         summary: {
           [SUMMARY_KEYS.startedAt]: context.startedAt.toISOString(),
           ...(context.definition ? { [SUMMARY_KEYS.definition]: JSON.stringify(context.definition) } : {}),
@@ -293,9 +300,11 @@ export class IcebergSink implements Sink {
         action: 'create',
         details: columns.map((column) => `+ ${column.name} ${icebergTypeOf(column.type)}`),
       };
-    const differences = schemaDifferences(loaded.metadata, columns);
-    if (differences.length === 0) return { sink: this.kind, target: this.target, ...mode, action: 'unchanged', details: [] };
-    return { sink: this.kind, target: this.target, ...mode, action: 'refuse', details: differences };
+    const diff = schemaDiff(currentSchema(loaded.metadata), columns);
+    const refused = refusalOf(diff, this.contract);
+    if (refused) return { sink: this.kind, target: this.target, ...mode, action: 'refuse', details: [...diffLines(diff), refused.hint] };
+    if (diff.added.length === 0) return { sink: this.kind, target: this.target, ...mode, action: 'unchanged', details: [] };
+    return { sink: this.kind, target: this.target, ...mode, action: 'change', details: diffLines(diff) };
   }
 
   /**
@@ -513,21 +522,16 @@ export function snapshotChain(metadata: TableMetadata): Snapshot[] {
   return chain;
 }
 
-/** How the table's current schema differs from the columns a run writes (empty: none). */
-function schemaDifferences(metadata: TableMetadata, columns: readonly { name: string; type: string }[]): string[] {
-  const fields = currentSchema(metadata).fields;
-  const differences: string[] = [];
-  for (const column of columns) {
-    const field = fields.find((candidate) => candidate.name === column.name);
-    if (!field) differences.push(`+ ${column.name} ${icebergTypeOf(column.type as never)} (not in the table)`);
-    else if (typeof field.type !== 'string' || columnTypeOfIceberg(field.type) !== column.type)
-      differences.push(`~ ${column.name}: ${JSON.stringify(field.type)} in the table, ${icebergTypeOf(column.type as never)} from the tile`);
-  }
-  for (const field of fields) if (!columns.some((column) => column.name === field.name)) differences.push(`- ${field.name} (the tile has no such column)`);
-  return differences;
+/** A plan's lines for a schema diff: `+ team string`, `- owner string`, `~ number: long in the table, double from the tile`. */
+function diffLines(diff: SchemaDiff): string[] {
+  return [
+    ...diff.added.map((field) => `+ ${field.name} ${field.type}`),
+    ...diff.removed.map((field) => `- ${field.name} ${field.type} (the tile has no such column)`),
+    ...diff.retyped.map((change) => `~ ${change.name}: ${change.from} in the table, ${change.to} from the tile`),
+  ];
 }
 
-type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: number; housekeeping?: HousekeepingReport };
+type RunResult = { committed: boolean; snapshotId: bigint; rows: number; tries: number; housekeeping?: HousekeepingReport; addedColumns?: string[] };
 
 /** IcebergRun (replace, append) and OverwriteRun (partition, merge), as the writer drives them. */
 type PhasedRun = Pick<IcebergRun, 'location' | 'writeRows' | 'stage' | 'discard' | 'outcomeUnknown' | 'files'> & {
@@ -585,7 +589,13 @@ class IcebergWriter implements SinkWriter {
   private async published(): Promise<SinkResult> {
     try {
       const result = this.run.done ?? (await this.run.commit());
-      const details = { snapshotId: result.snapshotId.toString(), tries: result.tries, catalog: this.catalog.description };
+      const details = {
+        snapshotId: result.snapshotId.toString(),
+        tries: result.tries,
+        catalog: this.catalog.description,
+        // As the BigQuery sink says it; only when the commit added fields (schema: add).
+        ...(result.addedColumns === undefined ? {} : { schemaAction: `added:${result.addedColumns.join(',')}` }),
+      };
       if (result.committed)
         return { sink: 'iceberg', target: this.target, rows: result.rows, ...housekeepingReported(this.target, details, result.housekeeping) };
       // An earlier run of this run id committed: the table keeps that snapshot.

@@ -272,8 +272,12 @@ class JdbcCatalog implements IcebergCatalog {
     const name = tableName(table);
     const previous = base.metadata;
     const id = snapshot['snapshot-id'];
+    const schema = housekeeping?.schema;
     const next = {
       ...previous,
+      ...(schema === undefined
+        ? {}
+        : { schemas: [...previous.schemas, schema.schema], 'current-schema-id': schema.schema['schema-id'], 'last-column-id': schema.lastColumnId }),
       'last-sequence-number': snapshot['sequence-number'],
       'last-updated-ms': snapshot['timestamp-ms'],
       'current-snapshot-id': id,

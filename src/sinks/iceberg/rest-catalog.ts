@@ -249,13 +249,28 @@ class RestCatalog implements IcebergCatalog {
     const name = tableName(table);
     const removed = housekeeping?.removeSnapshotIds ?? [];
     const properties = housekeeping?.setProperties ?? {};
+    const schema = housekeeping?.schema;
     const body = {
       identifier: { namespace: [table.namespace], name: table.name },
       requirements: [
         { type: 'assert-table-uuid', uuid: base.metadata['table-uuid'] },
         { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': currentSnapshot(base.metadata)?.['snapshot-id'] ?? null },
+        // The new fields' ids were taken from this schema and last column id (Java's client asserts the same for a schema change).
+        ...(schema === undefined
+          ? []
+          : [
+              { type: 'assert-current-schema-id', 'current-schema-id': base.metadata['current-schema-id'] },
+              { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': base.metadata['last-column-id'] },
+            ]),
       ],
       updates: [
+        // -1: the schema this commit added (the specification's "last added"), whatever id the catalog gave it.
+        ...(schema === undefined
+          ? []
+          : [
+              { action: 'add-schema', schema: schema.schema, 'last-column-id': schema.lastColumnId },
+              { action: 'set-current-schema', 'schema-id': -1 },
+            ]),
         { action: 'add-snapshot', snapshot },
         { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshot['snapshot-id'] },
         ...(removed.length === 0 ? [] : [{ action: 'remove-snapshots', 'snapshot-ids': removed }]),

@@ -1,28 +1,11 @@
-import { afterAll, beforeAll } from 'vitest';
-import { openRestCatalog } from '../../../src/sinks/iceberg/rest-catalog.js';
-import { icebergPythonOrSkip } from '../../support/iceberg-readers.js';
-import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
-import { describeUnless, missing } from '../../support/skip.js';
-import { type HousekeepingContext, housekeepingScenarios } from './housekeeping-scenarios.js';
+import { icebergCatalogsBlocker, icebergPython, useIcebergCatalog } from '../../support/iceberg-catalogs.js';
+import { describeUnless } from '../../support/skip.js';
+import { housekeepingScenarios } from './housekeeping-scenarios.js';
 
-const lib = icebergRestLibOrSkip();
-const python = icebergPythonOrSkip();
-
-describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the Iceberg readers', python))(
+describeUnless(icebergCatalogsBlocker(['rest']))(
   'Iceberg housekeeping through the REST catalog (Apache Iceberg REST server; pyiceberg and DuckDB read back)',
   () => {
-    let server: RunningIcebergRest | undefined;
-    const context = {} as HousekeepingContext;
-    beforeAll(async () => {
-      server = await startIcebergRest(lib!);
-      context.catalog = await openRestCatalog({ uri: server.uri });
-      context.pyCatalog = { type: 'rest', uri: server.uri };
-      context.childCatalog = { kind: 'rest', options: { uri: server.uri } };
-    }, 180_000);
-    afterAll(async () => {
-      await context.catalog?.close();
-      await server?.stop();
-    });
-    housekeepingScenarios(python!, () => context);
+    const catalog = useIcebergCatalog('rest');
+    housekeepingScenarios(icebergPython(), () => ({ ...catalog, childCatalog: catalog.opening }));
   },
 );

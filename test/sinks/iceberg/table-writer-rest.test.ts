@@ -1,27 +1,11 @@
-import { afterAll, beforeAll } from 'vitest';
-import { openRestCatalog } from '../../../src/sinks/iceberg/rest-catalog.js';
-import { icebergPythonOrSkip } from '../../support/iceberg-readers.js';
-import { icebergRestLibOrSkip, type RunningIcebergRest, startIcebergRest } from '../../support/iceberg-rest-server.js';
-import { describeUnless, missing } from '../../support/skip.js';
-import { type WriterContext, writerScenarios } from './writer-scenarios.js';
+import { describeUnless } from '../../support/skip.js';
+import { icebergCatalogsBlocker, icebergPython, useIcebergCatalog } from '../../support/iceberg-catalogs.js';
+import { writerScenarios } from './writer-scenarios.js';
 
-const lib = icebergRestLibOrSkip();
-const python = icebergPythonOrSkip();
-
-describeUnless(missing('the Iceberg REST catalog server', lib) ?? missing('the Iceberg readers', python))(
+describeUnless(icebergCatalogsBlocker(['rest']))(
   'writeIcebergRun through the REST catalog (Apache Iceberg REST server; pyiceberg and DuckDB read back)',
   () => {
-    let server: RunningIcebergRest | undefined;
-    const context = {} as WriterContext;
-    beforeAll(async () => {
-      server = await startIcebergRest(lib!);
-      context.catalog = await openRestCatalog({ uri: server.uri });
-      context.pyCatalog = { type: 'rest', uri: server.uri };
-    }, 180_000);
-    afterAll(async () => {
-      await context.catalog?.close();
-      await server?.stop();
-    });
-    writerScenarios(python!, () => context);
+    const catalog = useIcebergCatalog('rest');
+    writerScenarios(icebergPython(), () => catalog);
   },
 );
