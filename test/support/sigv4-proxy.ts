@@ -51,7 +51,11 @@ export interface SigV4Proxy {
   stop(): Promise<void>;
 }
 
-export async function startSigV4Proxy(python: string, options: { upstream: string; region: string; service: string; warehouse: string }): Promise<SigV4Proxy> {
+/** `requireSigned`: headers that, when a request carries them, must be among those it signed (sigv4_proxy.py's `--require-signed`). */
+export async function startSigV4Proxy(
+  python: string,
+  options: { upstream: string; region: string; service: string; warehouse: string; requireSigned?: readonly string[] },
+): Promise<SigV4Proxy> {
   const tool = await startLoopbackTool(
     'sigv4_proxy.py',
     python,
@@ -67,6 +71,7 @@ export async function startSigV4Proxy(python: string, options: { upstream: strin
       options.service,
       '--warehouse',
       options.warehouse,
+      ...(options.requireSigned ?? []).flatMap((name) => ['--require-signed', name]),
     ],
     { readyTimeoutMs: 30_000, pollMs: 100, answers: async (origin) => (await fetch(`${origin}/_proxy/log`, { signal: AbortSignal.timeout(1_000) })).ok },
   );

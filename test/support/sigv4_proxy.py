@@ -22,7 +22,11 @@ Control (no signature): `POST /_proxy/state` with `{"keys": {"<key id>": {"secre
 "sessionToken": "...", "expiresAt": <epoch s>}}, "clockOffsetSeconds": n, "echo": "..."}` (each
 part optional), `GET /_proxy/log` for every request with its verdict.
 
-Arguments: --port --upstream --region --service --base --warehouse.
+A header named by `--require-signed` (lower case; repeatable), when a request carries it, must be
+among the headers it signed (verdict `unsigned-header`, 403 otherwise): what the catalog behind acts
+on (`x-iceberg-access-delegation`) cannot be added in transit.
+
+Arguments: --port --upstream --region --service --base --warehouse --require-signed.
 """
 
 import argparse
@@ -171,6 +175,11 @@ class Handler(BaseHTTPRequestHandler):
         expected = signer.signature(signer.string_to_sign(request, canonical), request)
         if not hmac.compare_digest(expected, signature):
             raise Refusal("mismatch", 403, "InvalidSignatureException", MISMATCH)
+        # A header the catalog acts on (`--require-signed`) must be covered by the signature: one
+        # added after signing passes the check above (only signed headers enter it) unprotected.
+        for name in args.require_signed:
+            if self.headers.get(name) is not None and name not in signed_names:
+                raise Refusal("unsigned-header", 403, "AccessDeniedException", f"The {name} header is not among the signed headers.")
         return seen
 
     def refuse(self, refusal):
@@ -250,5 +259,6 @@ parser.add_argument("--region", required=True)
 parser.add_argument("--service", required=True)
 parser.add_argument("--base", default="/iceberg")
 parser.add_argument("--warehouse", required=True)
+parser.add_argument("--require-signed", action="append", default=[], type=str.lower)
 args = parser.parse_args()
 ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
