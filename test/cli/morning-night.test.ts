@@ -230,9 +230,7 @@ describeUnless(postgresBlocker(server))("issue 63's seeded night: status alone a
     expect(source).toBeGreaterThanOrEqual(2);
     expect(usually).toBeLessThan(1);
     expect(source).toBeGreaterThan(reading + prepare + publish);
-    expect(block('slow_csv')[3]).toMatch(
-      /^ {4}usually: 130 rows in \d+\.\d s \(median of 1 earlier successful run\); FAR OFF: \d+\.\d s, source \d+\.\d s$/,
-    );
+    expect(block('slow_csv')[3]).toMatch(/^ {4}usually: 130 rows in \d+\.\d s \(median of 1 earlier successful run\); FAR OFF: \d+\.\d s, source \d+\.\d s$/);
   });
 
   it('what each target holds since which run: the table and the table of days still hold night 1, said NOT PUBLISHED by night 2', () => {
@@ -262,7 +260,9 @@ describeUnless(postgresBlocker(server))("issue 63's seeded night: status alone a
     // The incremental day's file names its window's run id (<run>-20261128): told as the run and its window.
     expect(fileLine('daily_incr')).toEqual([
       expect.stringMatching(
-        new RegExp(`^ {2}csv ${ws.outDir}/daily_incr/2026-11-28\\.csv: run ${NIGHT_2.runId} \\(window 2026-11-28\\.\\.2026-11-29\\) of \\S+ \\S+ UTC, 0 rows \\(its manifest\\)$`),
+        new RegExp(
+          `^ {2}csv ${ws.outDir}/daily_incr/2026-11-28\\.csv: run ${NIGHT_2.runId} \\(window 2026-11-28\\.\\.2026-11-29\\) of \\S+ \\S+ UTC, 0 rows \\(its manifest\\)$`,
+        ),
       ),
     ]);
     // What changed, said once per job, from the record of the run that published: the filter edit and the swapped tile id.
@@ -275,7 +275,10 @@ describeUnless(postgresBlocker(server))("issue 63's seeded night: status alone a
       `  changed since run ${NIGHT_1.runId} (old → new):`,
       '    filters on Number: [{"operator":"gt","values":["0"]}] → [{"operator":"gt","values":["100000"]}]',
     ]);
-    expect(changes('types_parquet')).toEqual([`  changed since run ${NIGHT_1.runId} (old → new):`, `    tile: "${DEMO_TILES.incidentTypesResolution}" → "${SWAPPED_TILE}"`]);
+    expect(changes('types_parquet')).toEqual([
+      `  changed since run ${NIGHT_1.runId} (old → new):`,
+      `    tile: "${DEMO_TILES.incidentTypesResolution}" → "${SWAPPED_TILE}"`,
+    ]);
     for (const job of JOBS.filter((name) => name !== 'open_csv' && name !== 'types_parquet')) expect(changes(job), job).toEqual([]);
     expect(seen.status!.stdout.split('\n').filter((line) => line.includes('changed since'))).toHaveLength(2);
   });
