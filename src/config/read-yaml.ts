@@ -184,14 +184,9 @@ export function parseYamlText<S extends z.ZodType>(text: string, file: string, s
  * for a default), for problems found after loading: `tilehouse validate`'s checks across files.
  */
 export async function lineOf(file: string, path: readonly PropertyKey[]): Promise<number | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  const parsed = await parsedWithLines(file);
+  if (parsed === undefined) return undefined;
+  const { document, lineCounter } = parsed;
   for (let depth = path.length; depth >= 0; depth -= 1) {
     const node = depth === 0 ? document.contents : document.getIn(path.slice(0, depth), true);
     if (isNode(node) && node.range) return lineCounter.linePos(node.range[0]).line;
@@ -206,6 +201,15 @@ export async function lineOf(file: string, path: readonly PropertyKey[]): Promis
  * the line of a value to change back.
  */
 export async function fieldLineOf(file: string, path: readonly PropertyKey[]): Promise<number | undefined> {
+  const parsed = await parsedWithLines(file);
+  if (parsed === undefined) return undefined;
+  const { document, lineCounter } = parsed;
+  const node = keyNodeAt(document, path) ?? document.getIn(path, true);
+  return isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : undefined;
+}
+
+/** A YAML file parsed with its line positions, for the line finders above; undefined when it cannot be read. */
+async function parsedWithLines(file: string): Promise<{ document: ReturnType<typeof parseDocument>; lineCounter: LineCounter } | undefined> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -213,7 +217,5 @@ export async function fieldLineOf(file: string, path: readonly PropertyKey[]): P
     return undefined;
   }
   const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false });
-  const node = keyNodeAt(document, path) ?? document.getIn(path, true);
-  return isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : undefined;
+  return { document: parseDocument(text, { lineCounter, prettyErrors: false }), lineCounter };
 }
