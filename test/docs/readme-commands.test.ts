@@ -306,6 +306,10 @@ const COMMANDS: Record<string, Entry> = {
     kind: 'not runnable',
     reason: BENCH,
   },
+  'npm run bench -- --sizes 1000000 --latencies 50 --scenarios transport,csv --concurrency 8 --baseline ../main-baseline --rounds 10': {
+    kind: 'not runnable',
+    reason: BENCH,
+  },
   'npm run bench -- --sizes 100000,1000000 --latencies 50 --scenarios csv,parquet': { kind: 'not runnable', reason: BENCH },
   'npm run bench -- --sizes 1000000 --latencies 50 --scenarios parquet,iceberg,parquet-s3,iceberg-s3': { kind: 'not runnable', reason: BENCH },
   'bash bench/peers/setup.sh': {

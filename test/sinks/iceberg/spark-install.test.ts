@@ -39,7 +39,7 @@ describe('scripts/install-iceberg-spark.sh', () => {
     expect(requirements).toEqual(['pyspark==3.5.9', 'py4j==0.10.9.7']);
     const pom = await readFile('scripts/iceberg-spark/pom.xml', 'utf8');
     const versions = [...pom.matchAll(/<artifactId>([^<]+)<\/artifactId>\s*<version>([^<]+)<\/version>/g)].map((match) => `${match[1]}:${match[2]}`);
-    expect(versions).toEqual(['iceberg-spark-jars:1', 'iceberg-spark-runtime-3.5_2.12:1.10.1', 'postgresql:42.7.8']);
+    expect(versions).toEqual(['iceberg-spark-jars:1', 'iceberg-spark-runtime-3.5_2.12:1.10.1', 'iceberg-aws-bundle:1.10.1', 'postgresql:42.7.8']);
     const scripts = (JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts['setup:iceberg-spark']).toBe('bash scripts/install-iceberg-spark.sh');
     expect(scripts['setup:tools']).toContain('npm run -s setup:iceberg-spark');
