@@ -5,7 +5,7 @@ import { cronJobName } from '../deploy/job-manifests.js';
 import { changesSince, type ValueChange } from '../history/definition-diff.js';
 import { type JudgedRun, readJobHistory } from '../history/read-history.js';
 import type { StoredDocuments } from '../sinks/registry.js';
-import { exportRefusalOf } from '../source/export-endpoint/export-errors.js';
+import { exportRefusalOf } from '../source/export-endpoint/index.js';
 
 /** Something to fix in the job's file before running it again: an edit to undo, or a tile id the source refuses. */
 export type JobFix =

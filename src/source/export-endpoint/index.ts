@@ -9,7 +9,8 @@
 // fetched ahead waits as bytes and is parsed when the reader reaches it), the checks `page-checks.ts`
 // (consistency and page identity) and `row-order.ts` (page boundaries against the query's primary order, with
 // transform's sort key lent by the pipeline), `window-query.ts` (the date item's `rw` filter for a window
-// given as instants, which the pipeline places in the job's timezone), `export-errors.ts` (`export_*` errors)
+// given as instants, which the pipeline places in the job's timezone), `export-errors.ts` (`export_*` errors, and
+// `exportRefusalOf`: a refusal read back from the message a run record keeps, for `status`'s repair)
 
 import type { ExportQuery } from '../../config/job-schema.js';
 import { AdaptiveConcurrency } from '../adaptive-concurrency.js';
@@ -81,4 +82,4 @@ export function pagesOfQuery(query: ExportQuery, connection: ExportConnection): 
 export { findItemIndex, queryForWindow, WindowItemMissingError, type WindowSpan } from './window-query.js';
 export type { ExportPage } from './export-response.js';
 export { PAGE_IDENTITIES, type PageCheckFailure, type PageConsistency, type PageIdentity } from './page-checks.js';
-export { ExportInconsistentError, ExportPageMismatchError } from './export-errors.js';
+export { ExportInconsistentError, ExportPageMismatchError, exportRefusalOf } from './export-errors.js';
