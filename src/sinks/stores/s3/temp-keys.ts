@@ -97,36 +97,49 @@ export async function removeStaleTempKeys(
   } catch (error) {
     throw s3Failure(error, where('listing temp objects for the sweep', 's3:ListBucket'));
   }
-  try {
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    for (;;) {
-      const page: ListMultipartUploadsCommandOutput = await requests.send(
-        'ListMultipartUploads',
-        new ListMultipartUploadsCommand({
-          Bucket: bucket,
-          Prefix: prefix,
-          ...(keyMarker ? { KeyMarker: keyMarker } : {}),
-          ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
-        }),
-      );
-      for (const upload of page.Uploads ?? []) {
-        if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated, true)) continue;
-        try {
-          await requests.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
-          removed.push(`s3://${bucket}/${upload.Key} (incomplete multipart upload)`);
-        } catch (error) {
-          options.logger.warn({ err: error, object: upload.Key }, 'could not abort an abandoned multipart upload; the bucket lifecycle rule removes it');
-        }
-      }
-      if (page.IsTruncated !== true) break;
-      keyMarker = page.NextKeyMarker;
-      uploadIdMarker = page.NextUploadIdMarker;
-    }
-  } catch (error) {
+  await abortAbandonedUploads(requests, { bucket, prefix }, abandoned, removed, options.logger).catch((error: unknown) => {
     throw s3Failure(error, where('listing incomplete multipart uploads for the sweep', 's3:ListBucketMultipartUploads'));
-  }
+  });
   return removed;
+}
+
+/**
+ * The sweep's second half: incomplete multipart uploads below the prefix that `abandoned` judges
+ * gone are aborted (each named in `removed`); an abort refused is logged and left to the bucket's
+ * lifecycle rule. A listing that fails throws, for the caller to word.
+ */
+async function abortAbandonedUploads(
+  requests: S3Requests,
+  { bucket, prefix }: { bucket: string; prefix: string },
+  abandoned: (key: string, when: Date | undefined, upload: boolean) => boolean,
+  removed: string[],
+  logger: Logger,
+): Promise<void> {
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  for (;;) {
+    const page: ListMultipartUploadsCommandOutput = await requests.send(
+      'ListMultipartUploads',
+      new ListMultipartUploadsCommand({
+        Bucket: bucket,
+        Prefix: prefix,
+        ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+        ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+      }),
+    );
+    for (const upload of page.Uploads ?? []) {
+      if (upload.Key === undefined || upload.UploadId === undefined || !abandoned(upload.Key, upload.Initiated, true)) continue;
+      try {
+        await requests.send('AbortMultipartUpload', new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
+        removed.push(`s3://${bucket}/${upload.Key} (incomplete multipart upload)`);
+      } catch (error) {
+        logger.warn({ err: error, object: upload.Key }, 'could not abort an abandoned multipart upload; the bucket lifecycle rule removes it');
+      }
+    }
+    if (page.IsTruncated !== true) break;
+    keyMarker = page.NextKeyMarker;
+    uploadIdMarker = page.NextUploadIdMarker;
+  }
 }
 
 /** The temp objects and incomplete uploads below `root` a sweep removes (now, or once old enough), with how each goes; lists only (`status`). */
